@@ -1,0 +1,33 @@
+"""API tokens: only their SHA-256 is stored, so a leaked database leaks no usable token."""
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Token(models.Model):
+    class Kind(models.TextChoices):
+        LOGIN = "login", "Login"  # from /authn/basic/login or /v1/token: short-lived, full rights
+        APPLICATION = "application", "Application"  # for scripts: long-lived, never admin operations
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    key_hash = models.CharField(max_length=64, unique=True)
+    # The first characters of the token, shown on the profile page so a user can tell tokens apart.
+    key_prefix = models.CharField(max_length=16)
+    name = models.CharField(max_length=128, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.LOGIN)
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField(db_index=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [models.Index(fields=["user", "-created"], name="token_user_created")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.kind} {self.key_prefix}…"

@@ -1,0 +1,39 @@
+"""The profile page: the user's API tokens, listed, created (application) and revoked."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.models import Token
+from accounts.tokens import issue_token, revoke_token
+
+
+@require_http_methods(["GET"])
+def profile(request: HttpRequest) -> HttpResponse:
+    tokens = Token.objects.filter(user=cast(Any, request.user))
+    new_token = request.session.pop("new_api_token", None)
+    return render(request, "accounts/profile.html", {"tokens": tokens, "new_token": new_token})
+
+
+@require_POST
+def create_application_token(request: HttpRequest) -> HttpResponse:
+    name = (request.POST.get("name") or "").strip() or "application"
+    raw, _token = issue_token(request.user, Token.Kind.APPLICATION, name=name)
+    # Shown once on the next page view, then gone: only the hash is stored.
+    request.session["new_api_token"] = raw
+    return redirect("profile")
+
+
+@require_POST
+def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    if revoke_token(request.user, str(token_id)):
+        messages.success(request, _("Token revoked."))
+    else:
+        messages.error(request, _("No such token."))
+    return redirect("profile")

@@ -1,0 +1,359 @@
+"""REST API benchmark: the portal served as in production, N concurrent clients.
+
+    .venv/bin/python bench/api.py [--clients 8] [--workers 2] [--submits 2000] [--list-jobs 10000]
+
+What it does:
+- a throwaway state directory var/bench-api-<pid>/ (PAI_VAR_DIR: its own SQLite DB, secret key,
+  logs), migrated, with a user holding a token, and a second user owning --list-jobs jobs;
+- the ASGI server as production runs it: `daphne pai_portal.asgi:application`, --workers
+  processes sharing ONE listening socket (created here and passed with `--fd`; the kernel hands
+  each new connection to whichever worker accepts first, as gunicorn's pre-fork model does);
+- --clients threads with keep-alive HTTP connections measure: submits/second (distinct YAML
+  jobs to POST /api/v2/jobs), detail GET p50/p95, list GET p95 over the 10,000 jobs;
+- beside them, Slurm's sbatch submit rate from ../shared/tools/slurm-local.sh bench N.
+Throttles are raised for the run (they are per user and would otherwise cap the rate).
+
+`--app wsgi-http` serves the same Django through jobs.api.http_bridge.WsgiHttpBridge for plain
+HTTP (one thread hop per request instead of two per middleware under Django's ASGI handler); it
+is what pai_portal/asgi.py could route "http" to while Channels keeps the websockets. With
+SQLite, few request threads per worker (--threads 1-2) beat many: threads of one process
+otherwise wait on each other's write lock through SQLite's sleeping busy handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SLURM_TOOL = ROOT.parent / "shared" / "tools" / "slurm-local.sh"
+PYTHON = sys.executable
+DAPHNE = str(Path(PYTHON).with_name("daphne"))
+
+JOB_YAML = """protocolVersion: 2
+name: {name}
+type: job
+prerequisites:
+  - name: image
+    type: dockerimage
+    uri: pai-portal/base:latest
+taskRoles:
+  worker:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
+    commands:
+      - echo bench
+"""
+
+
+APPS = {"production": "pai_portal.asgi:application", "wsgi-http": "bench.api:wsgi_http_application"}
+
+
+def __getattr__(name: str) -> object:
+    """`bench.api:wsgi_http_application`, built on first use (daphne imports it by name)."""
+    if name != "wsgi_http_application":
+        raise AttributeError(name)
+    from django.core.wsgi import get_wsgi_application
+
+    import pai_portal.asgi  # noqa: F401  (Django set up exactly as production does)
+    from jobs.api.http_bridge import WsgiHttpBridge
+
+    return WsgiHttpBridge(get_wsgi_application(), threads=int(os.environ.get("BENCH_HTTP_THREADS", "2")))
+
+
+def bench_env(var_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="pai_portal.settings",
+        PAI_VAR_DIR=str(var_dir),
+        PAI_API_SUBMIT_RATE="100000000/min",
+        PAI_API_LIST_RATE="100000000/min",
+        PAI_LOG_LEVEL="WARNING",
+        PYTHONPATH=str(ROOT),
+    )
+    return env
+
+
+def prepare_database(list_jobs: int) -> None:
+    """Runs inside a child process with the bench environment: users, tokens, the listed jobs."""
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+
+    from accounts.tokens import issue_token
+    from clusters.models import VirtualCluster
+    from jobs.actions import submit_job
+    from jobs.models import Job, Task
+
+    User = get_user_model()
+    submitter = User.objects.create_user("bench", password="bench-password-1")
+    lister = User.objects.create_user("lister", password="lister-password-1")
+    template = submit_job(lister, JOB_YAML.format(name="template"))  # one real submit: a real spec
+    vc = VirtualCluster.objects.get(name="default")
+    with transaction.atomic():
+        for start in range(1, list_jobs, 1000):
+            jobs = Job.objects.bulk_create(
+                Job(
+                    owner=lister,
+                    name=f"listed-{number}",
+                    virtual_cluster=vc,
+                    config_text=template.config_text,
+                    spec=template.spec,
+                )
+                for number in range(start, min(start + 1000, list_jobs))
+            )
+            Task.objects.bulk_create(Task(job=job, role="worker", index=0) for job in jobs)
+    detail_job = submit_job(submitter, JOB_YAML.format(name="detail-target"))
+    print(
+        json.dumps(
+            {
+                "submitter": issue_token(submitter)[0],
+                "lister": issue_token(lister)[0],
+                "detail": detail_job.full_name,
+            }
+        )
+    )
+
+
+class Client:
+    """One keep-alive connection; requests return (status, seconds)."""
+
+    def __init__(self, port: int, token: str):
+        self.port = port
+        self.headers = {"Authorization": f"Bearer {token}"}
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def request(self, method: str, path: str, body: str | None = None, content_type: str = "") -> tuple[int, float]:
+        headers = dict(self.headers)
+        if content_type:
+            headers["Content-Type"] = content_type
+        began = time.perf_counter()
+        for attempt in range(2):
+            try:
+                self.connection.request(method, path, body=body, headers=headers)
+                response = self.connection.getresponse()
+                response.read()
+                return response.status, time.perf_counter() - began
+            except (http.client.HTTPException, ConnectionError):
+                self.connection.close()
+                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+
+def run_clients(
+    clients: int, total: int, port: int, token: str, make: Callable[[int], tuple[str, str, str | None, str]]
+) -> tuple[float, list[float], dict[int, int]]:
+    """`total` requests spread over `clients` threads; returns (wall seconds, latencies, statuses)."""
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    counter = iter(range(total))
+    counter_lock = threading.Lock()
+
+    def worker() -> None:
+        client = Client(port, token)
+        while True:
+            with counter_lock:
+                number = next(counter, None)
+            if number is None:
+                return
+            method, path, body, content_type = make(number)
+            status, seconds = client.request(method, path, body, content_type)
+            with lock:
+                latencies.append(seconds)
+                statuses[status] = statuses.get(status, 0) + 1
+
+    threads = [threading.Thread(target=worker) for _ in range(clients)]
+    began = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - began, latencies, statuses
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def start_server(var_dir: Path, workers: int, app: str) -> tuple[list[subprocess.Popen], int, socket.socket]:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1024)
+    listener.set_inheritable(True)
+    port = listener.getsockname()[1]
+    log = (var_dir / "daphne.log").open("ab")
+    processes = [
+        subprocess.Popen(
+            [DAPHNE, "--fd", str(listener.fileno()), "-v", "0", APPS[app]],
+            cwd=ROOT,
+            env=bench_env(var_dir),
+            pass_fds=(listener.fileno(),),
+            stdout=log,
+            stderr=log,
+        )
+        for _ in range(workers)
+    ]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            probe.request("GET", "/api/v2/info")
+            if probe.getresponse().status == 200:
+                # Every worker imports Django lazily on its first request: warm them all.
+                time.sleep(1.0 * workers)
+                return processes, port, listener
+        except (OSError, http.client.HTTPException):
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"daphne did not answer; see {var_dir / 'daphne.log'}")
+
+
+def slurm_submit_rate(jobs: int) -> tuple[str, str]:
+    """(jobs/s or "n/a", note) from slurm-local.sh bench, starting the local Slurm if needed."""
+    if not SLURM_TOOL.exists():
+        return "n/a", f"{SLURM_TOOL} not found"
+    try:
+        status = subprocess.run(["bash", str(SLURM_TOOL), "status"], capture_output=True, text=True, timeout=60)
+        if status.returncode != 0:
+            started = subprocess.run(["bash", str(SLURM_TOOL), "start"], capture_output=True, text=True, timeout=600)
+            if started.returncode != 0:
+                return "n/a", "slurm-local.sh start failed: " + (started.stderr or started.stdout).strip()[-300:]
+        result = subprocess.run(
+            ["bash", str(SLURM_TOOL), "bench", str(jobs)], capture_output=True, text=True, timeout=300 + 4 * jobs
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return "n/a", f"slurm-local.sh: {error}"
+    found = re.search(r"submit ([0-9.]+) jobs/s", result.stdout)
+    if result.returncode != 0 or not found:
+        return "n/a", "slurm-local.sh bench failed: " + (result.stderr or result.stdout).strip()[-300:]
+    return found.group(1), result.stdout.strip().splitlines()[-1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2, help="daphne processes sharing the socket")
+    parser.add_argument("--submits", type=int, default=2000)
+    parser.add_argument("--details", type=int, default=2000)
+    parser.add_argument("--lists", type=int, default=300)
+    parser.add_argument("--list-jobs", type=int, default=10000)
+    parser.add_argument("--slurm-jobs", type=int, default=200)
+    parser.add_argument("--app", choices=sorted(APPS), default="production")
+    parser.add_argument("--threads", type=int, default=2, help="request threads per worker with --app wsgi-http")
+    parser.add_argument("--skip-slurm", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep var/bench-api-<pid>/ afterwards")
+    parser.add_argument("--prepare-database", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.prepare_database is not None:
+        prepare_database(args.prepare_database)
+        return
+
+    var_dir = ROOT / "var" / f"bench-api-{os.getpid()}"
+    var_dir.mkdir(parents=True)
+    os.environ["BENCH_HTTP_THREADS"] = str(args.threads)  # read by the workers (bench_env copies os.environ)
+    env = bench_env(var_dir)
+    processes: list[subprocess.Popen] = []
+    try:
+        print(f"state in {var_dir}; migrating and preparing {args.list_jobs} jobs ...", flush=True)
+        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        prepared = subprocess.run(
+            [PYTHON, __file__, "--prepare-database", str(args.list_jobs)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        tokens = json.loads(prepared.stdout.strip().splitlines()[-1])
+        processes, port, _listener = start_server(var_dir, args.workers, args.app)
+        print(
+            f"daphne x{args.workers} serving {APPS[args.app]} on 127.0.0.1:{port} (one shared socket), "
+            f"{args.clients} clients",
+            flush=True,
+        )
+
+        def submit(number: int) -> tuple[str, str, str | None, str]:
+            return "POST", "/api/v2/jobs", JOB_YAML.format(name=f"bench-{number}"), "text/yaml"
+
+        submit_wall, submit_lat, submit_status = run_clients(
+            args.clients, args.submits, port, tokens["submitter"], submit
+        )
+        detail_path = f"/api/v2/jobs/{tokens['detail']}"
+        _, detail_lat, detail_status = run_clients(
+            args.clients, args.details, port, tokens["submitter"], lambda _: ("GET", detail_path, None, "")
+        )
+        page_path = "/api/v2/jobs?limit=20&withTotalCount=true"
+        _, page_lat, page_status = run_clients(
+            args.clients, args.lists, port, tokens["lister"], lambda _: ("GET", page_path, None, "")
+        )
+        big_path = "/api/v2/jobs?limit=1000"
+        _, big_lat, big_status = run_clients(
+            args.clients, max(args.lists // 5, 20), port, tokens["lister"], lambda _: ("GET", big_path, None, "")
+        )
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+    slurm_rate, slurm_note = (
+        ("n/a", "skipped (--skip-slurm)") if args.skip_slurm else slurm_submit_rate(args.slurm_jobs)
+    )
+    rate = args.submits / submit_wall
+    ms = 1000.0
+    rows = [
+        ("submits/second (POST /api/v2/jobs)", f"{rate:.0f}/s", f"statuses {submit_status}"),
+        ("Slurm sbatch submits/second", f"{slurm_rate}/s" if slurm_rate != "n/a" else "n/a", slurm_note),
+        ("detail GET p50", f"{statistics.median(detail_lat) * ms:.1f} ms", f"statuses {detail_status}"),
+        ("detail GET p95", f"{percentile(detail_lat, 0.95) * ms:.1f} ms", "aim < 20 ms"),
+        (
+            f"list GET p95, {args.list_jobs} jobs, limit=20+total",
+            f"{percentile(page_lat, 0.95) * ms:.1f} ms",
+            f"p50 {statistics.median(page_lat) * ms:.1f} ms, statuses {page_status}",
+        ),
+        (
+            f"list GET p95, {args.list_jobs} jobs, limit=1000",
+            f"{percentile(big_lat, 0.95) * ms:.1f} ms",
+            f"p50 {statistics.median(big_lat) * ms:.1f} ms, statuses {big_status}",
+        ),
+        (
+            "submit latency p50 / p95",
+            f"{statistics.median(submit_lat) * ms:.1f} / {percentile(submit_lat, 0.95) * ms:.1f} ms",
+            "",
+        ),
+    ]
+    if slurm_rate != "n/a":
+        rows.append(("submit rate vs Slurm", f"{rate / float(slurm_rate):.2f}x", "aim >= 3x"))
+    width = max(len(row[0]) for row in rows)
+    print()
+    for name, value, note in rows:
+        print(f"{name:<{width}}  {value:>12}  {note}")
+    if not args.keep:
+        shutil.rmtree(var_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Django admin for where jobs run: virtual clusters, GPU types, nodes and their GPUs."""
+
+from django.contrib import admin
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+
+from clusters.models import Gpu, GpuType, Node, VirtualCluster
+
+
+@admin.register(VirtualCluster)
+class VirtualClusterAdmin(admin.ModelAdmin):
+    list_display = ("name", "share_percent", "description", "job_count", "created_at")
+    search_fields = ("name", "description")
+    filter_horizontal = ("allowed_users",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
+        return super().get_queryset(request).annotate(job_total=Count("jobs"))
+
+    @admin.display(description=_("Jobs"), ordering="job_total")
+    def job_count(self, vc: VirtualCluster) -> int:
+        return getattr(vc, "job_total", 0)
+
+
+@admin.register(GpuType)
+class GpuTypeAdmin(admin.ModelAdmin):
+    list_display = ("name", "description", "gpu_count")
+    search_fields = ("name",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[GpuType]:
+        return super().get_queryset(request).annotate(gpu_total=Count("gpus"))
+
+    @admin.display(description=_("GPUs"), ordering="gpu_total")
+    def gpu_count(self, gpu_type: GpuType) -> int:
+        return getattr(gpu_type, "gpu_total", 0)
+
+
+class GpuInline(admin.TabularInline):
+    model = Gpu
+    extra = 0
+
+
+@admin.register(Node)
+class NodeAdmin(admin.ModelAdmin):
+    list_display = ("name", "address", "executor", "cpus", "memory_mb", "gpu_count", "schedulable")
+    list_filter = ("executor", "schedulable")
+    list_editable = ("schedulable",)
+    search_fields = ("name", "address")
+    inlines = (GpuInline,)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Node]:
+        return super().get_queryset(request).annotate(gpu_total=Count("gpus"))
+
+    @admin.display(description=_("GPUs"), ordering="gpu_total")
+    def gpu_count(self, node: Node) -> int:
+        return getattr(node, "gpu_total", 0)

@@ -1,0 +1,130 @@
+"""The executor interface. CONTRACT shared by the scheduler loop and every backend.
+
+An executor never touches the database. The scheduler builds a TaskLaunch from the job's
+spec and placement, calls start(), then poll() every pass until the task has exited.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Mount:
+    host_path: str
+    container_path: str
+    read_only: bool = True
+
+
+@dataclass
+class TaskLaunch:
+    job_id: int  # Job primary key
+    job_name: str  # full name `<owner>~<name>`
+    job_attempt: int
+    role: str
+    index: int
+    task_attempt: int
+    image: str
+    # The bash script the task runs (deployment preCommands + commands + postCommands, rendered).
+    command: str
+    env: dict[str, str]  # the runtime environment (jobs.protocol.runtime_env)
+    cpu: int
+    memory_mb: int
+    shm_mb: int
+    gpus: list[int]  # allocated GPU indices on the node
+    ports: dict[str, list[int]]  # host ports by label
+    log_path: Path
+    work_dir: Path
+    ip: str = ""  # the address prepare_job() gave this task (kept across task retries)
+    mounts: list[Mount] = field(default_factory=list)
+    registry_auth: dict[str, str] | None = None  # {username, password, registry}
+    keep_on_failure: bool = False  # jobEnvs.isDebug
+    # Public keys allowed to SSH into the task; None = no sshd (see jobs/ssh).
+    ssh_authorized_keys: str | None = None
+    # Secret values, never logged; the executor passes them to the task only.
+    secret_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def hostname(self) -> str:
+        return f"{self.role}-{self.index}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Labels that identify the task on its backend, for reconcile after a restart."""
+        return {
+            "pai.job-id": str(self.job_id),
+            "pai.job": self.job_name,
+            "pai.job-attempt": str(self.job_attempt),
+            "pai.role": self.role,
+            "pai.index": str(self.index),
+            "pai.task-attempt": str(self.task_attempt),
+        }
+
+
+@dataclass
+class TaskHandle:
+    """What the scheduler keeps to find the task again (stored in Task.executor_id)."""
+
+    executor_id: str
+    ip: str = ""
+
+
+@dataclass
+class TaskStatus:
+    running: bool
+    exit_code: int | None = None  # the process/container exit code once it has exited
+    oom_killed: bool = False
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    # A failure the backend itself saw (image not found, engine lost...): an exit-spec code
+    # from DESIGN.md's table (-1201, 254, -1000, ...) and a sentence for the user.
+    platform_exit_code: int | None = None
+    diagnostics: str = ""
+    lost: bool = False  # the task is unknown to the backend (node lost / process gone)
+
+
+@dataclass
+class RunningTask:
+    handle: TaskHandle
+    labels: dict[str, str]
+
+
+class Executor(abc.ABC):
+    @abc.abstractmethod
+    def start(self, launch: TaskLaunch) -> TaskHandle:
+        """Start one task. Raises ExecutorError (with an exit-spec code) when it cannot start."""
+
+    @abc.abstractmethod
+    def poll(self, handle: TaskHandle) -> TaskStatus: ...
+
+    @abc.abstractmethod
+    def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
+        """Stop and remove the task (idempotent); the scheduler also calls it on a task that has
+        exited, once its exit is recorded. keep=True leaves the container for inspection (isDebug)."""
+
+    @abc.abstractmethod
+    def list_running(self) -> list[RunningTask]:
+        """Every task this backend holds for the portal, with its labels (reconcile): running ones
+        and exited ones not yet removed by stop()."""
+
+    def prepare_job(
+        self, job_id: int, job_name: str, tasks: list[tuple[str, int]], node_address: str
+    ) -> dict[tuple[str, int], str]:
+        """Called once before a job's tasks start on this node (e.g. create the per-job network).
+
+        Returns the IP each (role, index) will have, so the runtime environment (host lists)
+        can be built before any task starts. The default: every task is at the node's address.
+        """
+        return {task: node_address for task in tasks}
+
+    def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:  # noqa: B027
+        """Called once after a job finished or stopped (e.g. remove the network)."""
+
+
+class ExecutorError(Exception):
+    def __init__(self, message: str, exit_code: int = -1201):
+        super().__init__(message)
+        self.exit_code = exit_code

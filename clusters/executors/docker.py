@@ -1,0 +1,605 @@
+"""The Docker executor: each task is a container on a per-job network of one Docker engine.
+
+One instance per node (its engine is the node's docker_url; empty = the local socket). It never
+touches the database: the scheduler hands it TaskLaunch values and keeps the TaskHandles.
+
+- prepare_job() creates the job's user-defined network with its own /24 subnet, so each task gets
+  a fixed address known before any container starts (the runtime environment lists them).
+- start() creates the container (limits, shm, published ports, GPUs, mounts, DNS alias and
+  hostname `<role>-<index>`), copies the runtime scripts and the task's command into
+  /pai/runtime, starts it and streams its log to the task's log file from a background thread.
+- Containers carry labels (TaskLaunch.labels + a namespace marker), so list_running() finds them
+  again after a scheduler restart, and a start() of a task whose container already exists
+  adopts it instead of starting a second one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import ipaddress
+import logging
+import os
+import re
+import shutil
+import tarfile
+import threading
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import docker
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.types import DeviceRequest
+from docker.types import Mount as DockerMount
+from docker.utils import parse_repository_tag
+
+from clusters.executors.base import Executor, ExecutorError, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+
+log = logging.getLogger("pai.executors.docker")
+
+RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+CONTAINER_RUNTIME_DIR = "pai/runtime"  # relative to / inside the container (tar member names)
+ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
+DEFAULT_WORK_DIR = "/pai/work"
+
+MARKER_LABEL = "pai.portal"  # value: the executor's namespace
+LOG_PATH_LABEL = "pai.log-path"
+KEPT_SUFFIX = "-debug"  # the name of a container stop(keep=True) left for inspection
+# Several portals (or test runs) may share one engine: names and the marker carry a namespace
+# (PAI_DOCKER_NAMESPACE, read when an executor is made).
+DEFAULT_NAMESPACE = "pai"
+# Per-job networks are /24 subnets carved out of this pool.
+DEFAULT_SUBNET_POOL = os.environ.get("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
+MAX_TASKS_PER_NETWORK = 253  # a /24 minus network, gateway and broadcast
+
+# Exit codes of a container that could not start (docker run's convention) -> exit-spec codes.
+START_FAILURE_CODES = {125: -1201, 126: -1202, 127: -1203}
+IMAGE_NOT_FOUND = 254
+PORT_CONFLICT = 253
+CONTAINER_GONE = -1000
+ENGINE_LOST = -1001
+LOG_FLUSH_WAIT_S = 3.0
+
+
+class DockerExecutor(Executor):
+    def __init__(
+        self,
+        docker_url: str | None = None,
+        *,
+        address: str = "127.0.0.1",
+        namespace: str | None = None,
+        subnet_pool: str | None = None,
+        timeout: int = 120,
+    ):
+        self.docker_url = docker_url or None
+        self.address = address  # the node's address: published ports bind here
+        self.namespace = namespace or os.environ.get("PAI_DOCKER_NAMESPACE") or DEFAULT_NAMESPACE
+        self.subnet_pool = ipaddress.IPv4Network(subnet_pool or DEFAULT_SUBNET_POOL)
+        self.timeout = timeout
+        self._api: docker.APIClient | None = None
+        self._lock = threading.Lock()
+        self._log_threads: dict[str, threading.Thread] = {}
+        self._logs_complete: set[str] = set()  # exited containers whose log file is whole
+        self._cpu_count: int | None = None
+
+    # -- engine ------------------------------------------------------------------------------
+
+    @property
+    def api(self) -> docker.APIClient:
+        """The low-level client, made on first use (an engine that is down must not break import)."""
+        if self._api is None:
+            kwargs: dict[str, Any] = {"timeout": self.timeout}
+            if self.docker_url:
+                kwargs["base_url"] = self.docker_url
+            self._api = docker.APIClient(**kwargs)
+        return self._api
+
+    def _new_api(self) -> docker.APIClient:
+        """A client of its own for a log thread (one connection per stream)."""
+        kwargs: dict[str, Any] = {"timeout": None, "version": self.api.api_version}
+        if self.docker_url:
+            kwargs["base_url"] = self.docker_url
+        return docker.APIClient(**kwargs)
+
+    def _engine_cpus(self) -> int:
+        if self._cpu_count is None:
+            self._cpu_count = int(self.api.info().get("NCPU") or 1)
+        return self._cpu_count
+
+    # -- names -------------------------------------------------------------------------------
+
+    def network_name(self, job_id: int) -> str:
+        return f"{self.namespace}-job-{job_id}"
+
+    def container_name(self, launch: TaskLaunch) -> str:
+        raw = (
+            f"{self.namespace}-{launch.job_id}-{launch.role}-{launch.index}-{launch.job_attempt}-{launch.task_attempt}"
+        )
+        return re.sub(r"[^A-Za-z0-9_.-]", "_", raw)
+
+    # -- job network -------------------------------------------------------------------------
+
+    def prepare_job(
+        self, job_id: int, job_name: str, tasks: list[tuple[str, int]], node_address: str
+    ) -> dict[tuple[str, int], str]:
+        if len(tasks) > MAX_TASKS_PER_NETWORK:
+            raise ExecutorError(
+                f"{len(tasks)} tasks on one node: a job network holds at most {MAX_TASKS_PER_NETWORK}", exit_code=-1201
+            )
+        try:
+            subnet = self._ensure_network(job_id, job_name)
+        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            raise ExecutorError(f"could not create the job's network: {_explain(exc)}", exit_code=-1201) from exc
+        # .1 is the gateway; tasks get .2, .3, ... in (role, index) order: the same on every
+        # call, so a job retry finds its tasks at the addresses it had.
+        hosts = iter(subnet.hosts())
+        next(hosts)
+        return {task: str(next(hosts)) for task in sorted(tasks)}
+
+    def _ensure_network(self, job_id: int, job_name: str) -> ipaddress.IPv4Network:
+        name = self.network_name(job_id)
+        existing = self._network(name)
+        if existing is not None:
+            return _network_subnet(existing)
+        taken = [_network_subnet(n) for n in self.api.networks() if _has_subnet(n)]
+        labels = {MARKER_LABEL: self.namespace, "pai.job-id": str(job_id), "pai.job": job_name}
+        candidates: list[ipaddress.IPv4Network] = list(self.subnet_pool.subnets(new_prefix=24))
+        start = job_id % len(candidates)  # spread jobs over the pool: fewer collisions between portals
+        for subnet in candidates[start:] + candidates[:start]:
+            if any(subnet.overlaps(other) for other in taken):
+                continue
+            gateway = str(next(iter(subnet.hosts())))
+            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)])
+            try:
+                self.api.create_network(name, driver="bridge", ipam=ipam, labels=labels, check_duplicate=True)
+            except APIError as exc:
+                if "overlap" in str(exc).lower():  # someone else took it just now
+                    continue
+                existing = self._network(name)
+                if existing is not None:  # a concurrent prepare_job created it
+                    return _network_subnet(existing)
+                raise
+            return subnet
+        raise ExecutorError(f"no free /24 subnet left in {self.subnet_pool} for the job's network", exit_code=-1201)
+
+    def _network(self, name: str) -> dict[str, Any] | None:
+        for network in self.api.networks(names=[name]):
+            if network.get("Name") == name:
+                return dict(self.api.inspect_network(network["Id"]))
+        return None
+
+    def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
+        try:
+            containers = self.api.containers(all=True, filters={"label": [self._marker(), f"pai.job-id={job_id}"]})
+            if not keep:
+                for container in containers:
+                    self._remove(container["Id"])
+            if keep and containers:
+                return  # the kept containers stay attached to their network
+            network = self._network(self.network_name(job_id))
+            if network is not None:
+                self.api.remove_network(network["Id"])
+        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            log.warning("cleaning up job %s on %s: %s", job_id, self.docker_url or "local engine", exc)
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    def start(self, launch: TaskLaunch) -> TaskHandle:
+        name = self.container_name(launch)
+        # A local engine bind-mounts the task's runtime files from the node; a remote one gets
+        # them copied into the container before it starts.
+        runtime_dir = write_runtime_dir(launch) if self.local_engine else None
+        try:
+            created = self._create_or_adopt(name, launch, runtime_dir)
+        except ExecutorError:
+            raise
+        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            raise ExecutorError(f"could not create the task's container: {_explain(exc)}", exit_code=-1201) from exc
+        if isinstance(created, TaskHandle):
+            return created
+        try:
+            if runtime_dir is None:
+                self.api.put_archive(created, "/", runtime_archive(launch))
+            self.api.start(created)
+        except (APIError, requests.exceptions.RequestException) as exc:
+            raise self._start_failure(created, launch, exc) from exc
+        self._follow_logs(created, launch.log_path, append=True)
+        return TaskHandle(executor_id=created, ip=launch.ip or self._container_ip(created))
+
+    @property
+    def local_engine(self) -> bool:
+        return not self.docker_url or self.docker_url.startswith(("unix://", "/"))
+
+    def _create_or_adopt(self, name: str, launch: TaskLaunch, runtime_dir: Path | None) -> str | TaskHandle:
+        """The new container's id; or the handle of this very task's container when it exists
+        already (a scheduler restart between start and recording): never a second one."""
+        for _ in range(3):
+            try:
+                return self._create(name, launch, runtime_dir)
+            except ImageNotFound:
+                self._pull(launch.image, launch.registry_auth)
+            except APIError as exc:
+                if exc.status_code != 409:  # 409: the name is taken
+                    raise
+                adopted = self._adopt(name, launch)
+                if adopted is not None:
+                    return adopted
+        raise ExecutorError(f"could not create the container {name}", exit_code=-1201)
+
+    def _adopt(self, name: str, launch: TaskLaunch) -> TaskHandle | None:
+        try:
+            info = self.api.inspect_container(name)
+        except NotFound:
+            return None
+        if info["State"]["Status"] == "created":  # never started: its runtime files may be missing
+            self._remove(info["Id"])
+            return None
+        log.info("adopting existing container %s for %s", name, launch.hostname)
+        if info["State"]["Running"]:
+            self._follow_logs(info["Id"], launch.log_path, append=False)
+        else:
+            self._write_full_log(info["Id"], launch.log_path)
+        return TaskHandle(executor_id=info["Id"], ip=launch.ip or _ip_of(info))
+
+    def _create(self, name: str, launch: TaskLaunch, runtime_dir: Path | None) -> str:
+        network = self.network_name(launch.job_id)
+        env = task_environment(launch)
+        work_dir = launch.env.get("PAI_WORK_DIR") or DEFAULT_WORK_DIR
+        ports = sorted({port for label_ports in launch.ports.values() for port in label_ports})
+        device_requests = None
+        if launch.gpus:  # a node without GPUs never asks the engine for any
+            device_requests = [
+                DeviceRequest(driver="nvidia", device_ids=[str(gpu) for gpu in launch.gpus], capabilities=[["gpu"]])
+            ]
+        host_config = self.api.create_host_config(
+            network_mode=network,
+            init=True,  # docker-init as PID 1: forwards signals, reaps sshd's children
+            nano_cpus=int(min(launch.cpu, self._engine_cpus()) * 1_000_000_000),
+            mem_limit=f"{launch.memory_mb}m",
+            memswap_limit=f"{launch.memory_mb}m",
+            shm_size=f"{launch.shm_mb}m",
+            port_bindings={port: (self.address, port) for port in ports},
+            device_requests=device_requests,
+            mounts=[
+                DockerMount(target=m.container_path, source=m.host_path, type="bind", read_only=m.read_only)
+                for m in launch.mounts
+            ]
+            + (
+                [DockerMount(target=f"/{CONTAINER_RUNTIME_DIR}", source=str(runtime_dir), type="bind", read_only=True)]
+                if runtime_dir is not None
+                else []
+            ),
+        )
+        endpoint = self.api.create_endpoint_config(aliases=[launch.hostname], ipv4_address=launch.ip or None)
+        labels = {**launch.labels, MARKER_LABEL: self.namespace, LOG_PATH_LABEL: str(launch.log_path)}
+        created = self.api.create_container(
+            launch.image,
+            entrypoint=ENTRYPOINT,
+            command=[],
+            name=name,
+            hostname=launch.hostname[:63],
+            environment=env,
+            working_dir=work_dir,
+            labels=labels,
+            ports=ports,
+            host_config=host_config,
+            networking_config=self.api.create_networking_config({network: endpoint}),
+        )
+        return str(created["Id"])
+
+    def _pull(self, image: str, auth: dict[str, str] | None) -> None:
+        """Pull an image the engine lacks; a failure is exit 254 with a clear reason."""
+        repository, tag = parse_repository_tag(image)
+        auth_config = None
+        if auth:
+            auth_config = {"username": auth.get("username", ""), "password": auth.get("password", "")}
+            if auth.get("registry"):
+                auth_config["serveraddress"] = auth["registry"]
+        try:
+            self.api.pull(repository, tag=tag or "latest", auth_config=auth_config)
+            self.api.inspect_image(image)
+        except (APIError, requests.exceptions.RequestException) as exc:
+            raise ExecutorError(pull_failure_message(image, _explain(exc), auth is not None), IMAGE_NOT_FOUND) from exc
+
+    def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
+        reason = _explain(exc)
+        code = -1201
+        lowered = reason.lower()
+        if "port is already allocated" in lowered or ("bind" in lowered and "address already in use" in lowered):
+            code = PORT_CONFLICT
+        else:
+            try:
+                exit_code = self.api.inspect_container(container_id)["State"]["ExitCode"]
+                code = START_FAILURE_CODES.get(exit_code, -1201)
+            except (APIError, requests.exceptions.RequestException):
+                pass
+        if not launch.keep_on_failure:
+            self._remove(container_id)
+        return ExecutorError(f"the task's container could not start: {reason}", exit_code=code)
+
+    def poll(self, handle: TaskHandle) -> TaskStatus:
+        try:
+            info = self.api.inspect_container(handle.executor_id)
+        except NotFound:
+            return TaskStatus(
+                running=False,
+                lost=True,
+                platform_exit_code=CONTAINER_GONE,
+                diagnostics=f"the task's container {handle.executor_id[:12]} is gone (removed outside the portal)",
+            )
+        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            return TaskStatus(
+                running=False,
+                lost=True,
+                platform_exit_code=ENGINE_LOST,
+                diagnostics=f"the node's Docker engine ({self.docker_url or 'local socket'}) does not answer: {exc}",
+            )
+        state = info["State"]
+        started_at = _parse_time(state.get("StartedAt"))
+        if state["Running"] or state["Status"] in {"restarting", "paused"}:
+            log_path = info["Config"]["Labels"].get(LOG_PATH_LABEL)
+            if log_path and handle.executor_id not in self._log_threads:  # after a scheduler restart
+                self._follow_logs(info["Id"], Path(log_path), append=False)
+            return TaskStatus(running=True, started_at=started_at)
+        if state["Status"] == "created":
+            return TaskStatus(
+                running=False,
+                lost=True,
+                platform_exit_code=CONTAINER_GONE,
+                diagnostics="the task's container was created but never started",
+            )
+        if handle.executor_id in self._log_threads:
+            self._finish_log(handle.executor_id)
+        elif handle.executor_id not in self._logs_complete:
+            # It exited while no scheduler was streaming its log (a restart): copy it whole.
+            log_path = info["Config"]["Labels"].get(LOG_PATH_LABEL)
+            if log_path:
+                with contextlib.suppress(APIError, requests.exceptions.RequestException, OSError):
+                    self._write_full_log(handle.executor_id, Path(log_path))
+        self._logs_complete.add(handle.executor_id)
+        init_failure = ""
+        if state.get("ExitCode") in START_FAILURE_CODES and not state.get("Error"):
+            # docker-init could not exec the entrypoint (no /bin/sh in the image): it says so last.
+            with contextlib.suppress(APIError, requests.exceptions.RequestException):
+                tail = self.api.logs(handle.executor_id, stdout=True, stderr=True, tail=3).decode(errors="replace")
+                init_failure = next((line for line in tail.splitlines() if line.startswith("[FATAL tini")), "")
+        return exited_status(info, init_failure=init_failure)
+
+    def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
+        if keep:
+            # Frees the resources, keeps the file system; it may have exited or gone already.
+            with contextlib.suppress(APIError, requests.exceptions.RequestException):
+                self.api.kill(handle.executor_id)
+            # Labels cannot change, names can: a kept container is no task of ours any more, so
+            # list_running() leaves it out and a restarted scheduler does not remove it.
+            with contextlib.suppress(APIError, requests.exceptions.RequestException):
+                name = self.api.inspect_container(handle.executor_id)["Name"].lstrip("/")
+                if not name.endswith(KEPT_SUFFIX):
+                    self.api.rename(handle.executor_id, name + KEPT_SUFFIX)
+            self._finish_log(handle.executor_id)
+            return
+        self._remove(handle.executor_id)
+
+    def _remove(self, container_id: str) -> None:
+        try:
+            self.api.remove_container(container_id, force=True)
+        except NotFound:
+            pass
+        except APIError as exc:
+            if "already in progress" not in str(exc):
+                raise
+        self._finish_log(container_id, wait=0.5)
+        self._logs_complete.discard(container_id)
+
+    def list_running(self) -> list[RunningTask]:
+        tasks = []
+        for container in self.api.containers(all=True, filters={"label": self._marker()}):
+            if any(name.endswith(KEPT_SUFFIX) for name in container.get("Names") or []):
+                continue  # kept for debugging (isDebug): not a task any more
+            labels = dict(container.get("Labels") or {})
+            handle = TaskHandle(executor_id=container["Id"], ip=_ip_of(container))
+            tasks.append(RunningTask(handle=handle, labels=labels))
+        return tasks
+
+    def _marker(self) -> str:
+        return f"{MARKER_LABEL}={self.namespace}"
+
+    def _container_ip(self, container_id: str) -> str:
+        return _ip_of(self.api.inspect_container(container_id))
+
+    # -- logs --------------------------------------------------------------------------------
+
+    def _follow_logs(self, container_id: str, log_path: Path, *, append: bool) -> None:
+        """Copy the container's output into the task's log file while it runs."""
+        log_path = Path(log_path)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        thread = threading.Thread(
+            target=self._copy_logs,
+            args=(container_id, log_path, "ab" if append else "wb"),
+            name=f"pai-log-{container_id[:12]}",
+            daemon=True,
+        )
+        with self._lock:
+            if container_id in self._log_threads:
+                return
+            self._log_threads[container_id] = thread
+        thread.start()
+
+    def _copy_logs(self, container_id: str, log_path: Path, mode: str) -> None:
+        try:
+            api = self._new_api()
+            with open(log_path, mode) as log_file:
+                for chunk in api.logs(container_id, stream=True, follow=True, stdout=True, stderr=True):
+                    log_file.write(chunk)
+                    log_file.flush()
+            api.close()
+        except (APIError, requests.exceptions.RequestException, OSError, DockerException) as exc:
+            log.debug("log stream of %s ended: %s", container_id[:12], exc)
+
+    def _write_full_log(self, container_id: str, log_path: Path) -> None:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(log_path).write_bytes(self.api.logs(container_id, stdout=True, stderr=True))
+
+    def _finish_log(self, container_id: str, wait: float = LOG_FLUSH_WAIT_S) -> None:
+        """Let the log thread write the last lines before the exit is reported."""
+        with self._lock:
+            thread = self._log_threads.pop(container_id, None)
+        if thread is not None:
+            thread.join(timeout=wait)
+
+
+# -- pure helpers (tested without an engine) ---------------------------------------------------
+
+
+def public_environment(launch: TaskLaunch) -> dict[str, str]:
+    """The runtime variables plus the allocated GPUs (what SSH sessions see too)."""
+    env = dict(launch.env)
+    # NVIDIA_VISIBLE_DEVICES names the node's GPUs (what the engine's NVIDIA hook exposes). Inside
+    # the container those GPUs are numbered from 0, so CUDA must be told 0..n-1: host index 3
+    # would hide the one GPU a task was given.
+    env["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(gpu) for gpu in launch.gpus)
+    env["CUDA_VISIBLE_DEVICES"] = ",".join(str(number) for number in range(len(launch.gpus)))
+    env.setdefault("PAI_WORK_DIR", DEFAULT_WORK_DIR)
+    return env
+
+
+def task_environment(launch: TaskLaunch) -> dict[str, str]:
+    """The container's environment: the public variables, then the secrets."""
+    return {**public_environment(launch), **launch.secret_env}
+
+
+def etc_environment(env: dict[str, str]) -> str:
+    """/etc/environment lines (read by pam_env for SSH sessions). Secrets are never in `env`."""
+    lines = []
+    for key, value in sorted(env.items()):
+        if "\n" in value or '"' in value or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            continue  # pam_env cannot express it; the task's own processes still have it
+        lines.append(f'{key}="{value}"')
+    return "\n".join(lines) + "\n"
+
+
+RUNTIME_DIR_NAME = "pai-runtime"
+
+
+def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:
+    """/pai/runtime's files: the runtime scripts, the task's command and its environment."""
+    files: list[tuple[str, bytes, int]] = [
+        (script.name, script.read_bytes(), 0o755) for script in sorted(RUNTIME_DIR.glob("*.sh"))
+    ]
+    # The command may hold rendered secrets: readable by root only.
+    files.append(("command.sh", launch.command.encode(), 0o700))
+    files.append(("environment", etc_environment(public_environment(launch)).encode(), 0o644))
+    if launch.ssh_authorized_keys:
+        files.append(("authorized_keys", launch.ssh_authorized_keys.encode(), 0o600))
+    return files
+
+
+def write_runtime_dir(launch: TaskLaunch) -> Path:
+    """The runtime files in the task's work directory on the node (bind-mounted read-only)."""
+    directory = Path(launch.work_dir) / RUNTIME_DIR_NAME
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, mode=0o755)
+    for name, data, mode in runtime_files(launch):
+        path = directory / name
+        path.write_bytes(data)
+        path.chmod(mode)
+    return directory
+
+
+def runtime_archive(launch: TaskLaunch) -> bytes:
+    """The runtime files as a tar for put_archive (engines on other machines)."""
+    buffer = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for directory in ("pai", CONTAINER_RUNTIME_DIR):
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+            tar.addfile(info)
+        for name, data, mode in runtime_files(launch):
+            info = tarfile.TarInfo(f"{CONTAINER_RUNTIME_DIR}/{name}")
+            info.size, info.mode, info.mtime = len(data), mode, now
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus:
+    """A TaskStatus from `docker inspect` of an exited container; `init_failure` is docker-init's
+    complaint when it could not run the entrypoint (then 126 / 127 are the platform's, not the user's)."""
+    state = info["State"]
+    exit_code = int(state.get("ExitCode") or 0)
+    error = state.get("Error") or init_failure
+    memory = (info.get("HostConfig") or {}).get("Memory") or 0
+    oom_killed = bool(state.get("OOMKilled")) and exit_code != 0
+    status = TaskStatus(
+        running=False,
+        exit_code=exit_code,
+        oom_killed=oom_killed,
+        started_at=_parse_time(state.get("StartedAt")),
+        finished_at=_parse_time(state.get("FinishedAt")),
+    )
+    if oom_killed:
+        status.diagnostics = f"killed: out of memory (the task's limit is {memory // (1024 * 1024)} MB, memoryMB)"
+    elif error and exit_code in START_FAILURE_CODES:
+        status.platform_exit_code = START_FAILURE_CODES[exit_code]
+        status.diagnostics = f"the task's container could not start: {error}"
+    elif error:
+        status.diagnostics = error
+    return status
+
+
+def pull_failure_message(image: str, reason: str, with_credentials: bool) -> str:
+    lowered = reason.lower()
+    if any(word in lowered for word in ("unauthorized", "authentication required", "no basic auth", "denied")):
+        if with_credentials:
+            return f"registry refused credentials for image {image}: {reason}"
+        return f"image {image} not found, or its registry needs credentials (authFile): {reason}"
+    if any(word in lowered for word in ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout")):
+        return f"image {image} not found: it is not on the node and its registry cannot be reached ({reason})"
+    return f"image {image} not found: {reason}"
+
+
+def _explain(exc: BaseException) -> str:
+    if isinstance(exc, APIError) and exc.explanation:
+        return str(exc.explanation)
+    return str(exc)
+
+
+def _parse_time(value: str | None) -> datetime | None:
+    """Docker's RFC 3339 times with nanoseconds; the zero time means 'never'."""
+    if not value or value.startswith("0001-01-01"):
+        return None
+    match = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)?$", value)
+    if not match:
+        return None
+    fraction = (match.group(2) or ".0")[:7]
+    zone = match.group(3) or "Z"
+    parsed = datetime.fromisoformat(f"{match.group(1)}{fraction}{'+00:00' if zone == 'Z' else zone}")
+    return parsed.astimezone(UTC)
+
+
+def _ip_of(container: dict[str, Any]) -> str:
+    networks: Iterable[dict[str, Any]] = ((container.get("NetworkSettings") or {}).get("Networks") or {}).values()
+    for network in networks:
+        # An exited container has no IPAddress any more; its fixed address stays in IPAMConfig.
+        address = network.get("IPAddress") or (network.get("IPAMConfig") or {}).get("IPv4Address")
+        if address:
+            return str(address)
+    return ""
+
+
+def _has_subnet(network: dict[str, Any]) -> bool:
+    configs = (network.get("IPAM") or {}).get("Config") or []
+    return any(c.get("Subnet") and ":" not in c["Subnet"] for c in configs)
+
+
+def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
+    for config in (network.get("IPAM") or {}).get("Config") or []:
+        subnet = config.get("Subnet") or ""
+        if subnet and ":" not in subnet:
+            return ipaddress.IPv4Network(subnet)
+    raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet", exit_code=-1201)

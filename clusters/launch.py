@@ -1,0 +1,115 @@
+"""Turns a job's spec and a task's placement into the executor's TaskLaunch.
+
+Part of the scheduler loop: it reads what the models hold and hands plain values to the protocol
+(runtime environment, task script) and to the executor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from clusters.executors.base import TaskLaunch
+from jobs import storage
+from jobs.models import Job, Task
+from jobs.protocol import task_script
+from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
+from jobs.ssh import authorized_keys_for, task_ssh_env, task_ssh_secret_env
+
+DEFAULT_SHM_MB = 64
+
+
+def is_debug(spec: dict[str, Any]) -> bool:
+    """v1 jobEnvs.isDebug (or v2 extras.isDebug): keep failed containers for inspection."""
+    extras = spec.get("extras") or {}
+    value = ((extras.get("v1") or {}).get("jobEnvs") or {}).get("isDebug", extras.get("isDebug", False))
+    return str(value).lower() in {"true", "1", "yes"}
+
+
+def image_of(spec: dict[str, Any], role: str) -> tuple[str, dict[str, Any] | None]:
+    """The role's image URI and its registry auth block, from the dockerimage prerequisite."""
+    name = spec["taskRoles"][role]["dockerImage"]
+    for prerequisite in spec.get("prerequisites") or []:
+        if prerequisite.get("type") == "dockerimage" and prerequisite.get("name") == name:
+            return prerequisite["uri"], prerequisite.get("auth")
+    return name, None
+
+
+def render_secret(value: str, secrets: dict[str, str]) -> str:
+    for key, secret in secrets.items():
+        value = value.replace(f"<% $secrets.{key} %>", secret)
+    return value
+
+
+def log_path_for(job: Job, task: Task) -> Path:
+    return (
+        Path(settings.PAI_LOG_DIR)
+        / f"job-{job.pk}"
+        / str(job.job_attempt)
+        / f"{task.role}-{task.index}-{task.attempt}.log"
+    )
+
+
+DOCKER_WORK_DIR = "/pai/work"
+
+
+def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, str]) -> TaskLaunch:
+    """Raises storage.StorageError when a storage path went bad since submit (a clear job error)."""
+    spec = job.spec
+    role_spec = spec["taskRoles"][task.role]
+    res = role_spec["resourcePerInstance"]
+    user = job.owner.get_username()
+    host_work_dir = Path(settings.PAI_WORK_ROOT) / "tasks" / f"job-{job.pk}" / f"{task.role}-{task.index}"
+    # Inside a container the work dir is fixed; a process task works in its host directory.
+    in_container = task.node is not None and task.node.executor == "docker"
+    work_dir = DOCKER_WORK_DIR if in_container else str(host_work_dir)
+    paths = storage.job_paths(spec)
+    context = RuntimeContext(
+        job_name=spec["name"],
+        user_name=user,
+        vc_name=job.virtual_cluster.name,
+        default_fs_uri=storage.default_fs_uri(user),
+        work_dir=work_dir,
+        data_dir=storage.expand_uri(user, paths.get("dataDir", "")),
+        output_dir=storage.expand_uri(user, paths.get("outputDir", "")),
+        code_dir=storage.expand_uri(user, paths.get("codeDir", "")),
+        addresses={(t.role, t.index): TaskAddress(ip=t.ip, ports=t.ports, gpus=t.gpus) for t in everyone},
+    )
+    code_copy = host_work_dir / "code" if not in_container else host_work_dir.with_name(host_work_dir.name + "-code")
+    mounts = storage.launch_mounts(user, spec, code_copy, work_dir)
+    image, auth = image_of(spec, task.role)
+    registry_auth = None
+    if auth:
+        registry_auth = {
+            "username": render_secret(str(auth.get("username", "")), secrets),
+            "password": render_secret(str(auth.get("password", "")), secrets),
+            "registry": render_secret(str(auth.get("registryuri", "")), secrets),
+        }
+    elif paths.get("authFile"):
+        registry_auth = storage.read_auth_file(user, paths["authFile"])
+    return TaskLaunch(
+        job_id=job.pk,
+        job_name=job.full_name,
+        job_attempt=job.job_attempt,
+        role=task.role,
+        index=task.index,
+        task_attempt=task.attempt,
+        image=image,
+        command=task_script(spec, task.role, secrets),
+        env={**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)},
+        cpu=res["cpu"],
+        memory_mb=res["memoryMB"],
+        shm_mb=(role_spec.get("extraContainerOptions") or {}).get("shmMB", DEFAULT_SHM_MB),
+        gpus=list(task.gpus),
+        ports=dict(task.ports),
+        log_path=log_path_for(job, task),
+        work_dir=host_work_dir,
+        ip=task.ip,
+        mounts=mounts,
+        registry_auth=registry_auth,
+        keep_on_failure=is_debug(spec),
+        ssh_authorized_keys=authorized_keys_for(job) or None,
+        secret_env=task_ssh_secret_env(job),
+    )

@@ -1,0 +1,114 @@
+"""`python manage.py addnode --local [--executor docker|process]` registers this machine as a node;
+`addnode NAME --address IP --docker-url URL --cpus N --memory-mb M [--gpus 0:V100,1:V100]` adds another."""
+
+import os
+import shutil
+import subprocess
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from clusters.models import Gpu, GpuType, Node
+
+
+def local_memory_mb() -> int:
+    with open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    return 1024
+
+
+def local_gpus() -> list[tuple[int, str]]:
+    """(index, type) of this machine's NVIDIA GPUs; none when nvidia-smi is absent."""
+    if not shutil.which("nvidia-smi"):
+        return []
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in out.strip().splitlines():
+        index, _, name = line.partition(",")
+        gpus.append((int(index), name.strip().replace("NVIDIA ", "").replace(" ", "-")))
+    return gpus
+
+
+def docker_answers(url: str = "") -> bool:
+    try:
+        import docker
+
+        client = docker.DockerClient(base_url=url) if url else docker.from_env()
+        client.ping()
+        return True
+    except Exception:
+        return False
+
+
+def parse_gpus(text: str) -> list[tuple[int, str]]:
+    gpus = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        index, sep, gpu_type = item.partition(":")
+        if not sep or not index.isdigit() or not gpu_type:
+            raise CommandError(f"--gpus: {item!r} is not INDEX:TYPE (e.g. 0:V100)")
+        gpus.append((int(index), gpu_type))
+    return gpus
+
+
+class Command(BaseCommand):
+    help = "Register a node (this machine with --local) with its CPUs, memory and GPUs."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("name", nargs="?", help="node name (default with --local: local)")
+        parser.add_argument("--local", action="store_true", help="read CPUs, memory and GPUs from this machine")
+        parser.add_argument("--executor", choices=["docker", "process"], help="default: docker if the engine answers")
+        parser.add_argument("--address", help="IP the node's tasks are reached at (default 127.0.0.1)")
+        parser.add_argument("--docker-url", default="", help="Docker engine URL (default: the local socket)")
+        parser.add_argument("--cpus", type=int)
+        parser.add_argument("--memory-mb", type=int)
+        parser.add_argument("--gpus", default=None, help="INDEX:TYPE,... e.g. 0:V100,1:V100")
+        parser.add_argument("--ports", default="20000-40000", help="host port range for tasks")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        name = options["name"] or ("local" if options["local"] else None)
+        if not name:
+            raise CommandError("give a node NAME, or --local for this machine")
+        if not options["local"] and (options["cpus"] is None or options["memory_mb"] is None):
+            raise CommandError("--cpus and --memory-mb are required for a node other than --local")
+        executor = options["executor"] or ("docker" if docker_answers(options["docker_url"]) else "process")
+        cpus = options["cpus"] or os.cpu_count() or 1
+        memory_mb = options["memory_mb"] or local_memory_mb()
+        gpus = (
+            parse_gpus(options["gpus"]) if options["gpus"] is not None else (local_gpus() if options["local"] else [])
+        )
+        low, _, high = options["ports"].partition("-")
+        if not (low.isdigit() and high.isdigit() and 0 < int(low) <= int(high) < 65536):
+            raise CommandError("--ports: give a range like 20000-40000")
+        with transaction.atomic():
+            node, created = Node.objects.update_or_create(
+                name=name,
+                defaults={
+                    "address": options["address"] or "127.0.0.1",
+                    "executor": executor,
+                    "docker_url": options["docker_url"],
+                    "cpus": cpus,
+                    "memory_mb": memory_mb,
+                    "port_range_start": int(low),
+                    "port_range_end": int(high),
+                },
+            )
+            node.gpus.all().delete()
+            for index, type_name in gpus:
+                gpu_type, _ = GpuType.objects.get_or_create(name=type_name)
+                Gpu.objects.create(node=node, index=index, gpu_type=gpu_type)
+        gpu_text = ", ".join(f"{i}:{t}" for i, t in gpus) or "no GPUs"
+        self.stdout.write(
+            f"{'registered' if created else 'updated'} node {node.name}: {executor} executor, {cpus} CPUs, "
+            f"{memory_mb} MB, {gpu_text}"
+        )

@@ -1,0 +1,44 @@
+"""`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster."""
+
+from decimal import Decimal, InvalidOperation
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Sum
+
+from clusters.models import VirtualCluster
+
+
+class Command(BaseCommand):
+    help = "Create (or update) a virtual cluster with a share of the cluster in percent."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("name")
+        parser.add_argument("--share", required=True, help="percent of the cluster, 0-100")
+        parser.add_argument("--description", default="")
+        parser.add_argument("--users", default="", help="comma-separated users allowed (empty: everyone)")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        try:
+            share = Decimal(options["share"])
+        except InvalidOperation as exc:
+            raise CommandError(f"--share: {options['share']!r} is not a number") from exc
+        if not 0 <= share <= 100:
+            raise CommandError("--share: must be between 0 and 100")
+        others = VirtualCluster.objects.exclude(name=options["name"]).aggregate(total=Sum("share_percent"))["total"]
+        if (others or 0) + share > 100:
+            self.stderr.write(
+                f"warning: shares now add up to {(others or 0) + share}% (> 100%): lower another VC's share "
+                "(e.g. `createvc default --share ...`)"
+            )
+        vc, created = VirtualCluster.objects.update_or_create(
+            name=options["name"], defaults={"share_percent": share, "description": options["description"]}
+        )
+        if options["users"]:
+            users = [u.strip() for u in options["users"].split(",") if u.strip()]
+            found = list(get_user_model().objects.filter(username__in=users))
+            missing = set(users) - {u.get_username() for u in found}
+            if missing:
+                raise CommandError(f"--users: unknown user(s): {', '.join(sorted(missing))}")
+            vc.allowed_users.set(found)
+        self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({share}%)")

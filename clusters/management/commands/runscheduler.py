@@ -1,0 +1,32 @@
+"""`python manage.py runscheduler [--once]`: the long-running scheduler loop."""
+
+import time
+
+from django.core.management.base import BaseCommand
+
+from clusters.scheduler import LEASE_TTL, Scheduler
+
+
+class Command(BaseCommand):
+    help = "Place waiting jobs, start and watch their tasks, apply retries and completion (SIGTERM: finish the pass)."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--once", action="store_true", help="run one pass and exit (tests, cron)")
+        parser.add_argument("--interval", type=float, default=None, help="seconds to sleep when idle")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        scheduler = Scheduler()
+        if not options["once"]:
+            scheduler.run_forever(options["interval"])
+            return
+        # One pass; if another scheduler holds the lease, wait for it (up to one lease period).
+        deadline = time.monotonic() + LEASE_TTL.total_seconds() + 5
+        while not scheduler.take_lease():
+            if time.monotonic() > deadline:
+                self.stderr.write("another scheduler holds the lease; nothing done")
+                return
+            time.sleep(0.1)
+        try:
+            scheduler.run_once()
+        finally:
+            scheduler.release_lease()

@@ -1,0 +1,94 @@
+"""Where jobs run: virtual clusters (quota shares), GPU types, nodes and their GPUs."""
+
+from django.conf import settings
+from django.db import models
+
+
+class GpuType(models.Model):
+    name = models.CharField(max_length=64, unique=True, help_text="e.g. TITANX, P100, V100")
+    description = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class VirtualCluster(models.Model):
+    """A quota: a percentage share of the whole cluster (OpenPAI style)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    description = models.CharField(max_length=255, blank=True)
+    share_percent = models.DecimalField(
+        max_digits=5, decimal_places=2, default=100, help_text="Share of the cluster's GPU, CPU and memory, in %."
+    )
+    # Empty means every user may submit to this VC.
+    allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def is_open_to(self, user) -> bool:  # type: ignore[no-untyped-def]
+        if user.is_superuser or user.is_staff:
+            return True
+        if not self.allowed_users.exists():
+            return True
+        return self.allowed_users.filter(pk=user.pk).exists()
+
+
+class Node(models.Model):
+    class Executor(models.TextChoices):
+        DOCKER = "docker", "Docker"
+        PROCESS = "process", "Local process"
+
+    name = models.CharField(max_length=128, unique=True)
+    address = models.CharField(max_length=255, default="127.0.0.1", help_text="IP tasks are reached at.")
+    executor = models.CharField(max_length=16, choices=Executor.choices, default=Executor.DOCKER)
+    docker_url = models.CharField(
+        max_length=255, blank=True, default="", help_text="Docker engine URL; empty = the local socket."
+    )
+    cpus = models.PositiveIntegerField(default=1)
+    memory_mb = models.PositiveIntegerField(default=1024)
+    port_range_start = models.PositiveIntegerField(default=20000)
+    port_range_end = models.PositiveIntegerField(default=40000)
+    schedulable = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Gpu(models.Model):
+    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="gpus")
+    index = models.PositiveIntegerField()
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="gpus")
+
+    class Meta:
+        ordering = ["node", "index"]
+        constraints = [models.UniqueConstraint(fields=["node", "index"], name="unique_gpu_index_per_node")]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}:{self.index} ({self.gpu_type.name})"
+
+
+class SchedulerLease(models.Model):
+    """Only one scheduler process acts at a time: it holds this row, renewed every pass.
+
+    Taken with a conditional UPDATE (holder is me, or the lease expired), which is atomic on
+    SQLite and PostgreSQL alike; a crashed holder's lease simply runs out.
+    """
+
+    name = models.CharField(max_length=32, primary_key=True)
+    holder = models.CharField(max_length=128, blank=True, default="")
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} held by {self.holder or 'nobody'}"

@@ -1,0 +1,514 @@
+"""Gang placement: a pure function from (free resources, VC quotas, pending jobs) to placements.
+
+No database, no Docker: the scheduler loop builds these inputs from the DB and records the
+outputs. CONTRACT (the scheduler loop relies on these names; extend, don't rename).
+
+Rules (README "Scheduling"):
+- gang: all tasks of a job are placed, or none;
+- jobs go by priority (higher first), then `order` (earlier first); each VC is a strict FIFO
+  queue: once a VC's first job cannot be placed, the VC's later jobs wait behind it (no
+  backfill, so the head is never delayed). A job that can never fit the cluster as it is (over
+  its VC's whole quota, bigger than any node) does not block its VC; a waiting job never
+  holds back jobs of another VC;
+- a job goes on one node when one can hold it (the node with the fewest free GPUs that do, so
+  big holes stay for big jobs), else it is spread biggest task first, each task onto a node
+  the job already uses, else onto the node with the most free GPUs;
+- each task gets concrete GPU indices of one type (the job's gpu_type when set) and host
+  ports: a v1 beginAt asks for exactly begin_at..begin_at+count-1, else the lowest free
+  ports of the node's port range; no port is ever given twice, also not within one pass.
+Every job left waiting gets a reason with numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+MAX_PORT = 65535
+ANY_TYPE = "*"  # index key: a node's free GPUs of its most available type
+UNKNOWN_TOTAL = 2**62  # a node total nobody told us: never the reason a job "can never fit"
+
+
+@dataclass(frozen=True)
+class Resources:
+    gpu: int = 0
+    cpu: int = 0
+    memory_mb: int = 0
+
+
+@dataclass
+class NodeState:
+    name: str
+    cpu_free: int
+    memory_free_mb: int
+    gpus_free: dict[int, str]  # free GPU index -> GPU type name
+    ports_used: set[int] = field(default_factory=set)
+    port_range: tuple[int, int] = (20000, 40000)  # inclusive
+    schedulable: bool = True
+    gpu_total: int = 0  # all GPUs on the node, free or not (for reasons with numbers)
+    # all CPUs / memory on the node, busy or not; 0 = unknown: then no job is ever judged too big for it
+    cpu_total: int = 0
+    memory_total_mb: int = 0
+
+
+@dataclass
+class VcState:
+    name: str
+    limit: Resources  # the VC's share of the cluster, in absolute numbers
+    used: Resources  # what its running jobs hold now
+
+
+@dataclass(frozen=True)
+class PortRequest:
+    label: str
+    count: int
+    begin_at: int = 0  # v1 beginAt: 0 = any free port, else ports begin_at .. begin_at+count-1
+
+
+@dataclass
+class TaskRequest:
+    role: str
+    index: int
+    cpu: int
+    memory_mb: int
+    gpu: int
+    ports: list[PortRequest] = field(default_factory=list)
+
+
+@dataclass
+class JobRequest:
+    key: int  # the Job's primary key
+    vc: str
+    tasks: list[TaskRequest]
+    gpu_type: str | None = None  # None = any GPU type
+    priority: int = 0  # higher first
+    order: float = 0.0  # submit time (epoch seconds); earlier first
+
+
+@dataclass
+class TaskPlacement:
+    role: str
+    index: int
+    node: str
+    gpus: list[int]
+    ports: dict[str, list[int]]
+
+
+@dataclass
+class PlacementResult:
+    placed: dict[int, list[TaskPlacement]] = field(default_factory=dict)
+    # job key -> why it is still waiting, with numbers
+    pending: dict[int, str] = field(default_factory=dict)
+    # job keys (also in pending) that cannot fit the cluster as it is, however long they wait
+    never_fits: set[int] = field(default_factory=set)
+
+
+def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> PlacementResult:
+    """Place whole jobs (gang) inside their VC's quota; say why for every job left waiting."""
+    result = PlacementResult()
+    cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
+    used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
+    blocked: dict[str, tuple[int, str]] = {}  # VC -> (its first waiting job, why that one waits)
+    for job in sorted(jobs, key=lambda job: (-job.priority, job.order, job.key)):
+        need = _Need.of(job)
+        never = _never_fits(job, need, vcs, cluster)
+        if never:
+            result.pending[job.key] = never
+            result.never_fits.add(job.key)
+            continue
+        if job.vc in blocked:
+            head, why = blocked[job.vc]
+            result.pending[job.key] = f'waiting behind job {head}, first in VC "{job.vc}" (FIFO): {why}'
+            continue
+        refusal = _quota_refusal(vcs[job.vc], used[job.vc], need)
+        if refusal is None:
+            placements, fitted = cluster.try_place(job, need)
+            if placements is not None:
+                result.placed[job.key] = placements
+                held = used[job.vc]
+                used[job.vc] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
+                continue
+            refusal = cluster.why_not(job, need, fitted)
+        result.pending[job.key] = refusal
+        blocked[job.vc] = (job.key, refusal)
+    return result
+
+
+# ---- reasons -------------------------------------------------------------------------------
+
+
+def memory_text(mb: int) -> str:
+    return f"{mb // 1024} GB" if mb % 1024 == 0 and mb >= 1024 else f"{mb} MB"
+
+
+def _gpu_text(count: int, gpu_type: str | None) -> str:
+    return f"{count} x {gpu_type} GPUs" if gpu_type else f"{count} GPUs"
+
+
+class _Need(NamedTuple):
+    """A job's totals (for quota and whole-job fits) and its biggest task (for never-fits checks)."""
+
+    gpu: int
+    cpu: int
+    memory_mb: int
+    task_gpu: int
+    task_cpu: int
+    task_memory_mb: int
+
+    @staticmethod
+    def of(job: JobRequest) -> _Need:
+        gpu = cpu = memory = top_gpu = top_cpu = top_memory = 0
+        for task in job.tasks:
+            gpu += task.gpu
+            cpu += task.cpu
+            memory += task.memory_mb
+            if task.gpu > top_gpu:
+                top_gpu = task.gpu
+            if task.cpu > top_cpu:
+                top_cpu = task.cpu
+            if task.memory_mb > top_memory:
+                top_memory = task.memory_mb
+        return _Need(gpu, cpu, memory, top_gpu, top_cpu, top_memory)
+
+
+def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> str | None:
+    (used_gpu, used_cpu, used_memory), (gpu, cpu, memory) = used, (need.gpu, need.cpu, need.memory_mb)
+    if used_gpu + gpu > vc.limit.gpu:
+        return f'VC "{vc.name}" quota: {used_gpu} of {vc.limit.gpu} GPUs used, job needs {gpu}'
+    if used_cpu + cpu > vc.limit.cpu:
+        return f'VC "{vc.name}" quota: {used_cpu} of {vc.limit.cpu} CPUs used, job needs {cpu}'
+    if used_memory + memory > vc.limit.memory_mb:
+        return (
+            f'VC "{vc.name}" quota: {memory_text(used_memory)} of {memory_text(vc.limit.memory_mb)} memory used, '
+            f"job needs {memory_text(memory)}"
+        )
+    return None
+
+
+def _never_fits(job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: _Cluster) -> str | None:
+    """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC)."""
+    if not job.tasks:
+        return "the job has no tasks"
+    if job.vc not in vcs:
+        return f'unknown virtual cluster "{job.vc}"'
+    if not cluster.nodes:
+        return "no schedulable node in the cluster"
+    gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
+    limit = vcs[job.vc].limit
+    if gpu > limit.gpu:
+        return f'VC "{job.vc}" quota is {limit.gpu} GPUs in all, job needs {gpu} (it can never fit)'
+    if cpu > limit.cpu:
+        return f'VC "{job.vc}" quota is {limit.cpu} CPUs in all, job needs {cpu} (it can never fit)'
+    if memory > limit.memory_mb:
+        return (
+            f'VC "{job.vc}" quota is {memory_text(limit.memory_mb)} memory in all, job needs {memory_text(memory)} '
+            "(it can never fit)"
+        )
+    if need.task_gpu > cluster.max_gpus:
+        return f"needs {need.task_gpu} GPUs on one node; the largest node has {cluster.max_gpus} (it can never fit)"
+    if need.task_cpu > cluster.max_cpus:
+        return f"needs {need.task_cpu} CPUs per task; the largest node has {cluster.max_cpus} (it can never fit)"
+    if need.task_memory_mb > cluster.max_memory:
+        return (
+            f"needs {memory_text(need.task_memory_mb)} memory per task; the largest node has "
+            f"{memory_text(cluster.max_memory)} (it can never fit)"
+        )
+    checked: set[int] = set()
+    for task in job.tasks:
+        if id(task.ports) in checked:  # tasks of a role usually share one list
+            continue
+        checked.add(id(task.ports))
+        for request in task.ports:
+            if request.begin_at and (request.begin_at < 1 or request.begin_at + request.count - 1 > MAX_PORT):
+                return f'port "{request.label}" beginAt {request.begin_at} x {request.count} is outside 1-{MAX_PORT}'
+            if not request.begin_at and request.count > cluster.max_port_range:
+                return (
+                    f'needs {request.count} "{request.label}" ports per task; the largest port range holds '
+                    f"{cluster.max_port_range} (it can never fit)"
+                )
+    return None
+
+
+# ---- the cluster's free resources during one pass -------------------------------------------
+
+_Plan = list[tuple[TaskRequest, str | None, dict[str, list[int]]]]  # task, GPU type it takes, its ports
+
+
+class _Node:
+    """One schedulable node's free resources, updated as the pass hands them out."""
+
+    __slots__ = (
+        "capacity",
+        "cpu",
+        "cursor",
+        "gpus",
+        "memory",
+        "name",
+        "owns_ports",
+        "port_high",
+        "port_low",
+        "ports_used",
+    )
+
+    def __init__(self, state: NodeState) -> None:
+        self.name = state.name
+        self.cpu = state.cpu_free
+        self.memory = state.memory_free_mb
+        self.gpus: dict[str, list[int]] = {}  # type -> free indices, ascending
+        for gpu_index in sorted(state.gpus_free):
+            self.gpus.setdefault(state.gpus_free[gpu_index], []).append(gpu_index)
+        self.ports_used = state.ports_used  # copied on the first claim: the input stays untouched
+        self.owns_ports = False
+        self.port_low, self.port_high = state.port_range
+        self.cursor = self.port_low  # every port of the range below it is in use
+        # what the node holds when idle (an unknown CPU/memory total counts as unbounded)
+        self.capacity = Resources(
+            gpu=max(state.gpu_total, len(state.gpus_free)),
+            cpu=max(state.cpu_total, state.cpu_free) if state.cpu_total else UNKNOWN_TOTAL,
+            memory_mb=max(state.memory_total_mb, state.memory_free_mb) if state.memory_total_mb else UNKNOWN_TOTAL,
+        )
+
+    def free_gpus(self, gpu_type: str | None) -> int:
+        if gpu_type is None:
+            return max(map(len, self.gpus.values()), default=0)
+        return len(self.gpus.get(gpu_type, ()))
+
+    def all_free_gpus(self, gpu_type: str | None) -> int:
+        if gpu_type is None:
+            return sum(map(len, self.gpus.values()))
+        return len(self.gpus.get(gpu_type, ()))
+
+    def pick_ports(self, requests: Iterable[PortRequest], taken: set[int]) -> dict[str, list[int]] | None:
+        """Ports for one task (also avoiding `taken`, which grows by them), or None when they are not free."""
+        used = self.ports_used
+        while self.cursor in used:
+            self.cursor += 1
+        picked: dict[str, list[int]] = {}
+        port = self.cursor
+        for request in requests:
+            if request.begin_at:
+                ports = list(range(request.begin_at, request.begin_at + request.count))
+                if any(number in used or number in taken for number in ports):
+                    return None
+            else:
+                ports = []
+                while len(ports) < request.count:
+                    if port > self.port_high:
+                        return None
+                    if port not in used and port not in taken:
+                        ports.append(port)
+                    port += 1
+            taken.update(ports)
+            picked[request.label] = ports
+        return picked
+
+    def claim_ports(self, ports: Iterable[int]) -> None:
+        if not self.owns_ports:
+            self.ports_used = set(self.ports_used)
+            self.owns_ports = True
+        self.ports_used.update(ports)
+
+    def release_ports(self, ports: Iterable[int]) -> None:
+        for port in ports:
+            self.ports_used.discard(port)
+            if self.port_low <= port < self.cursor:
+                self.cursor = port
+
+    def plan(self, tasks: list[TaskRequest], gpu_type: str | None) -> _Plan | None:
+        """How these tasks would all fit on this node now, or None."""
+        cpu, memory, taken = self.cpu, self.memory, set[int]()
+        free = {kind: len(indices) for kind, indices in self.gpus.items()}
+        plan: _Plan = []
+        for task in tasks:
+            if task.cpu > cpu or task.memory_mb > memory:
+                return None
+            kind = None
+            if task.gpu:
+                kind = _pick_gpu_type(free, task.gpu, gpu_type)
+                if kind is None:
+                    return None
+                free[kind] -= task.gpu
+            ports = self.pick_ports(task.ports, taken)
+            if ports is None:
+                return None
+            cpu -= task.cpu
+            memory -= task.memory_mb
+            plan.append((task, kind, ports))
+        return plan
+
+
+def _pick_gpu_type(free: dict[str, int], count: int, wanted: str | None) -> str | None:
+    if wanted is not None:
+        return wanted if free.get(wanted, 0) >= count else None
+    kind = max(free, key=free.__getitem__, default=None)  # all of a task's GPUs are of one type
+    return kind if kind is not None and free[kind] >= count else None
+
+
+class _Cluster:
+    """The nodes of one pass, bucketed by free GPU count (per type and for any type), so that a
+    fitting node is found without scanning every node."""
+
+    def __init__(self, nodes: list[_Node]) -> None:
+        self.nodes = nodes
+        self.buckets: dict[str, dict[int, dict[_Node, None]]] = {}
+        for node in nodes:
+            self._index(node)
+        self.max_gpus = max((node.capacity.gpu for node in nodes), default=0)
+        self.max_cpus = max((node.capacity.cpu for node in nodes), default=0)
+        self.max_memory = max((node.capacity.memory_mb for node in nodes), default=0)
+        self.max_port_range = max((node.port_high - node.port_low + 1 for node in nodes), default=0)
+
+    def _index(self, node: _Node) -> None:
+        for key in (ANY_TYPE, *node.gpus):
+            count = node.free_gpus(None if key == ANY_TYPE else key)
+            self.buckets.setdefault(key, {}).setdefault(count, {})[node] = None
+
+    def _unindex(self, node: _Node) -> None:
+        for key in (ANY_TYPE, *node.gpus):
+            del self.buckets[key][node.free_gpus(None if key == ANY_TYPE else key)][node]
+
+    def _candidates(self, gpus: int, gpu_type: str | None, *, most_free_first: bool) -> Iterator[_Node]:
+        by_count = self.buckets.get(gpu_type if gpu_type and gpus else ANY_TYPE, {})
+        for count in sorted(by_count, reverse=most_free_first):
+            if count >= gpus:
+                yield from by_count[count]
+
+    def _most_free_gpus(self, gpu_type: str | None) -> tuple[int, _Node | None]:
+        by_count = self.buckets.get(gpu_type or ANY_TYPE, {})
+        for count in sorted(by_count, reverse=True):
+            if by_count[count]:
+                return count, next(iter(by_count[count]))
+        return 0, None
+
+    def _first_fit(
+        self, tasks: list[TaskRequest], gpu_type: str | None, need: _Need, *, most_free_first: bool
+    ) -> tuple[_Node, _Plan] | None:
+        gpus, cpu, memory = need.gpu, need.cpu, need.memory_mb
+        for node in self._candidates(gpus, gpu_type, most_free_first=most_free_first):
+            if node.cpu < cpu or node.memory < memory:
+                continue
+            plan = node.plan(tasks, gpu_type)
+            if plan is not None:
+                return node, plan
+        return None
+
+    def _commit(self, node: _Node, plan: _Plan, log: list[tuple[_Node, TaskPlacement, str | None]]) -> None:
+        self._unindex(node)
+        for task, kind, ports in plan:
+            gpus: list[int] = []
+            if kind is not None:
+                free = node.gpus[kind]
+                gpus, node.gpus[kind] = free[: task.gpu], free[task.gpu :]
+            node.cpu -= task.cpu
+            node.memory -= task.memory_mb
+            for numbers in ports.values():
+                node.claim_ports(numbers)
+            log.append((node, TaskPlacement(task.role, task.index, node.name, gpus, ports), kind))
+        self._index(node)
+
+    def _undo(self, log: list[tuple[_Node, TaskPlacement, str | None]], job: JobRequest) -> None:
+        tasks = {(task.role, task.index): task for task in job.tasks}
+        for node, placement, kind in reversed(log):
+            task = tasks[(placement.role, placement.index)]
+            self._unindex(node)
+            node.cpu += task.cpu
+            node.memory += task.memory_mb
+            if kind is not None:
+                node.gpus[kind] = sorted(node.gpus[kind] + placement.gpus)
+            for numbers in placement.ports.values():
+                node.release_ports(numbers)
+            self._index(node)
+
+    def try_place(self, job: JobRequest, need: _Need) -> tuple[list[TaskPlacement] | None, int]:
+        """All of the job's tasks placed (claimed for this pass), or None and how many fitted at once."""
+        log: list[tuple[_Node, TaskPlacement, str | None]] = []
+        whole = self._first_fit(job.tasks, job.gpu_type, need, most_free_first=False)
+        if whole is not None:
+            self._commit(*whole, log)
+            return _in_job_order(job, log), len(job.tasks)
+        if len(job.tasks) == 1:
+            return None, 0
+        job_nodes: list[_Node] = []
+        for task in sorted(job.tasks, key=lambda task: (task.gpu, task.memory_mb, task.cpu), reverse=True):
+            found = self._on_job_nodes(job_nodes, task, job.gpu_type) or self._first_fit(
+                [task], job.gpu_type, _Need(task.gpu, task.cpu, task.memory_mb, 0, 0, 0), most_free_first=task.gpu > 0
+            )
+            if found is None:
+                fitted = len(log)
+                self._undo(log, job)
+                return None, fitted
+            node, plan = found
+            self._commit(node, plan, log)
+            if node not in job_nodes:
+                job_nodes.append(node)
+        return _in_job_order(job, log), len(job.tasks)
+
+    @staticmethod
+    def _on_job_nodes(job_nodes: list[_Node], task: TaskRequest, gpu_type: str | None) -> tuple[_Node, _Plan] | None:
+        for node in job_nodes:
+            plan = node.plan([task], gpu_type)
+            if plan is not None:
+                return node, plan
+        return None
+
+    def why_not(self, job: JobRequest, need: _Need, fitted: int) -> str:
+        """Why the job does not fit now, with numbers: the first task that fits no node, else the gang."""
+        seen_roles = set()
+        for task in job.tasks:
+            if task.role in seen_roles:
+                continue
+            seen_roles.add(task.role)
+            reason = self._why_task_does_not_fit(task, job.gpu_type)
+            if reason:
+                return reason
+        gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
+        free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
+        return (
+            f"needs all {len(job.tasks)} tasks at once (gang): {_gpu_text(gpu, job.gpu_type)}, {cpu} CPUs, "
+            f"{memory_text(memory)} memory in all; only {fitted} of {len(job.tasks)} fit now "
+            f"({_gpu_text(free, job.gpu_type)} free in the cluster)"
+        )
+
+    def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> str | None:
+        room = self.nodes
+        among = ""
+        if task.gpu:
+            most, best_node = self._most_free_gpus(gpu_type)
+            if most < task.gpu:
+                where = f" on {best_node.name}" if best_node and most else ""
+                return f"needs {_gpu_text(task.gpu, gpu_type)} on one node; largest free: {most}{where}"
+            room = list(self._candidates(task.gpu, gpu_type, most_free_first=True))
+            among = f" among nodes with {_gpu_text(task.gpu, gpu_type)} free"
+        best = max(room, key=lambda node: node.cpu)
+        if best.cpu < task.cpu:
+            return f"needs {task.cpu} CPUs per task; largest free: {best.cpu} on {best.name}{among}"
+        room = [node for node in room if node.cpu >= task.cpu]
+        best = max(room, key=lambda node: node.memory)
+        if best.memory < task.memory_mb:
+            return (
+                f"needs {memory_text(task.memory_mb)} memory per task; largest free: {memory_text(best.memory)} "
+                f"on {best.name}{among}"
+            )
+        room = [node for node in room if node.memory >= task.memory_mb]
+        if any(node.plan([task], gpu_type) is not None for node in room):
+            return None
+        return _ports_refusal(task, len(room))
+
+
+def _ports_refusal(task: TaskRequest, nodes_with_room: int) -> str:
+    fixed = [
+        f'{request.begin_at}-{request.begin_at + request.count - 1} ("{request.label}")'
+        if request.count > 1
+        else f'{request.begin_at} ("{request.label}")'
+        for request in task.ports
+        if request.begin_at
+    ]
+    wanted = sum(request.count for request in task.ports if not request.begin_at)
+    parts = ([f"host ports {', '.join(fixed)}"] if fixed else []) + ([f"{wanted} free host ports"] if wanted else [])
+    return f"needs {' and '.join(parts)} on one node; not free on any of the {nodes_with_room} nodes with room"
+
+
+def _in_job_order(job: JobRequest, log: list[tuple[_Node, TaskPlacement, str | None]]) -> list[TaskPlacement]:
+    by_task = {(placement.role, placement.index): placement for _, placement, _ in log}
+    return [by_task[(task.role, task.index)] for task in job.tasks]

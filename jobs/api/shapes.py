@@ -1,0 +1,195 @@
+"""Jobs in OpenPAI's JSON shapes (rest-server v2 `GET /api/v2/jobs[/<user>~<job>]`).
+
+Times are epoch milliseconds; `containerPorts` is `{label: "p1,p2"}`; `containerGpus` is
+OpenPAI's GPU bitmask (bit i set = GPU i); `containerLog` is a signed URL serving the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from jobs.models import Job, JobEvent, JobState, Task
+
+# OpenPAI's framework sub-states, close enough for clients that display them.
+SUB_STATES: dict[str, str] = {
+    JobState.WAITING: "FRAMEWORK_WAITING",
+    JobState.RUNNING: "APPLICATION_RUNNING",
+    JobState.STOPPING: "APPLICATION_STOPPING",
+    JobState.STOPPED: "FRAMEWORK_COMPLETED",
+    JobState.SUCCEEDED: "FRAMEWORK_COMPLETED",
+    JobState.FAILED: "FRAMEWORK_COMPLETED",
+    JobState.UNKNOWN: "FRAMEWORK_UNKNOWN",
+}
+
+
+def epoch_ms(moment: datetime | None) -> int | None:
+    return int(moment.timestamp() * 1000) if moment else None
+
+
+def gpu_bitmask(indices: Iterable[int]) -> int:
+    mask = 0
+    for index in indices or []:
+        mask |= 1 << int(index)
+    return mask
+
+
+def ports_by_label(ports: dict[str, list[int]] | None) -> dict[str, str]:
+    return {label: ",".join(str(port) for port in numbers) for label, numbers in (ports or {}).items()}
+
+
+def exit_spec_row(code: int | None) -> dict[str, Any] | None:
+    if code is None:
+        return None
+    try:
+        from jobs.protocol.exitspec import spec_row
+    except ImportError:  # the exit spec room has not landed
+        return None
+    return spec_row(code)
+
+
+def spec_totals(spec: dict[str, Any]) -> tuple[int, int, int]:
+    """(task roles, tasks, GPUs) the spec asks for."""
+    roles = (spec or {}).get("taskRoles") or {}
+    tasks = sum(int(role.get("instances", 1)) for role in roles.values())
+    gpus = sum(
+        int(role.get("instances", 1)) * int((role.get("resourcePerInstance") or {}).get("gpu", 0))
+        for role in roles.values()
+    )
+    return len(roles), tasks, gpus
+
+
+def retry_details(job: Job | dict[str, Any]) -> dict[str, Any]:
+    get = job.get if isinstance(job, dict) else lambda key: getattr(job, key)
+    return {"user": get("retries_used"), "platform": get("transient_retries"), "resource": 0}
+
+
+def job_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS)."""
+    role_count, task_count, gpu_count = spec_totals(row["spec"])
+    user_retries, platform_retries = row["retries_used"], row["transient_retries"]
+    return {
+        "debugId": str(row["id"]),
+        "name": row["name"],
+        "username": row["owner__username"],
+        "state": row["state"],
+        "subState": SUB_STATES.get(row["state"], "FRAMEWORK_UNKNOWN"),
+        "executionType": row["execution_type"],
+        "retries": user_retries + platform_retries,
+        "retryDetails": {"user": user_retries, "platform": platform_retries, "resource": 0},
+        "retryDelayTime": None,
+        "submissionTime": epoch_ms(row["created_at"]),
+        "createdTime": epoch_ms(row["created_at"]),
+        "launchedTime": epoch_ms(row["launched_at"]),
+        "completedTime": epoch_ms(row["completed_at"]),
+        "appExitCode": row["exit_code"],
+        "virtualCluster": row["virtual_cluster__name"],
+        "totalGpuNumber": gpu_count,
+        "totalTaskNumber": task_count,
+        "totalTaskRoleNumber": role_count,
+    }
+
+
+SUMMARY_FIELDS = (
+    "id",
+    "name",
+    "owner__username",
+    "state",
+    "execution_type",
+    "retries_used",
+    "transient_retries",
+    "created_at",
+    "launched_at",
+    "completed_at",
+    "exit_code",
+    "virtual_cluster__name",
+    "spec",
+)
+
+
+def _exit_trigger(tasks: list[Task]) -> Task | None:
+    """The task whose exit decided the job: the first failed one, else the last to finish."""
+    finished = [task for task in tasks if task.finished_at is not None and task.exit_code is not None]
+    failed = [task for task in finished if task.exit_code != 0]
+    if failed:
+        return min(failed, key=lambda task: task.finished_at)  # type: ignore[arg-type, return-value]
+    return max(finished, key=lambda task: task.finished_at) if finished else None  # type: ignore[arg-type, return-value]
+
+
+def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
+    trigger = _exit_trigger(tasks) if job.is_finished else None
+    exit_spec = exit_spec_row(job.exit_code)
+    return {
+        "name": job.name,
+        "username": job.owner.get_username(),
+        "state": job.state,
+        "subState": SUB_STATES.get(job.state, "FRAMEWORK_UNKNOWN"),
+        "executionType": job.execution_type,
+        "retries": job.retries_used + job.transient_retries,
+        "retryDetails": retry_details(job),
+        "retryDelayTime": None,
+        "attemptId": max(job.job_attempt - 1, 0),
+        "createdTime": epoch_ms(job.created_at),
+        "launchedTime": epoch_ms(job.launched_at),
+        "completedTime": epoch_ms(job.completed_at),
+        "appLaunchedTime": epoch_ms(job.launched_at),
+        "appCompletedTime": epoch_ms(job.completed_at),
+        "appExitCode": job.exit_code,
+        "appUserExitCode": job.user_exit_code,
+        "appExitSpec": exit_spec,
+        "appExitDiagnostics": job.exit_diagnostics or None,
+        "appExitMessages": {"container": None, "runtime": None, "launcher": job.exit_diagnostics or None},
+        "appExitTriggerMessage": trigger.exit_diagnostics or None if trigger else None,
+        "appExitTriggerTaskRoleName": trigger.role if trigger else None,
+        "appExitTriggerTaskIndex": trigger.index if trigger else None,
+        "appExitType": (exit_spec or {}).get("type"),
+        "pendingReason": job.pending_reason or None,
+        "virtualCluster": job.virtual_cluster.name,
+    }
+
+
+def task_status(task: Task, log_url: Callable[[Task], str]) -> dict[str, Any]:
+    return {
+        "taskIndex": task.index,
+        "taskState": task.state,
+        "retries": task.retries,
+        "attemptId": max(task.attempt - 1, 0),
+        "containerId": task.executor_id or None,
+        "containerIp": task.ip or None,
+        "containerNodeName": task.node.name if task.node_id and task.node else None,
+        "containerPorts": ports_by_label(task.ports),
+        "containerGpus": gpu_bitmask(task.gpus),
+        "containerLog": log_url(task),
+        "containerExitCode": task.exit_code,
+        "containerUserExitCode": task.user_exit_code,
+        "containerExitSpec": exit_spec_row(task.exit_code),
+        "containerExitDiagnostics": task.exit_diagnostics or None,
+        "createdTime": epoch_ms(task.started_at),
+        "launchedTime": epoch_ms(task.started_at),
+        "completedTime": epoch_ms(task.finished_at),
+    }
+
+
+def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str]) -> dict[str, Any]:
+    """`GET /api/v2/jobs/<user>~<job>`: jobStatus plus every task role's task statuses."""
+    roles: dict[str, dict[str, Any]] = {}
+    for role in (job.spec or {}).get("taskRoles") or {}:
+        roles[role] = {"taskRoleStatus": {"name": role}, "taskStatuses": []}
+    for task in sorted(tasks, key=lambda task: (task.role, task.index)):
+        role_entry = roles.setdefault(task.role, {"taskRoleStatus": {"name": task.role}, "taskStatuses": []})
+        role_entry["taskStatuses"].append(task_status(task, log_url))
+    return {"name": job.name, "debugId": str(job.pk), "jobStatus": job_status(job, tasks), "taskRoles": roles}
+
+
+def event_item(event: JobEvent) -> dict[str, Any]:
+    warning = any(word in event.kind for word in ("fail", "error", "retry", "lost", "oom", "pending"))
+    return {
+        "uid": str(event.pk),
+        "type": "Warning" if warning else "Normal",
+        "reason": event.kind,
+        "message": event.message,
+        "firstTimestamp": epoch_ms(event.created_at),
+        "lastTimestamp": epoch_ms(event.created_at),
+        "count": 1,
+    }

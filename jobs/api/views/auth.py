@@ -1,0 +1,124 @@
+"""Sign-in and tokens: v2 basic login/logout, legacy v1 token, application tokens."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.conf import settings
+from django.contrib.auth import authenticate, logout
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.models import Token
+from accounts.tokens import issue_token, purge_expired_tokens, revoke_token
+from jobs.api.auth import NotApplicationToken, is_admin
+from jobs.api.errors import ApiError
+from jobs.api.throttles import LoginThrottle
+
+
+class LoginRequest(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=4096, trim_whitespace=False)
+    # Seconds, as in OpenPAI (its web portal asks for days * 86400).
+    expiration = serializers.IntegerField(required=False, min_value=60, max_value=365 * 24 * 3600)
+
+
+LOGIN_RESPONSE = inline_serializer(
+    "LoginResponse",
+    {"user": serializers.CharField(), "token": serializers.CharField(), "admin": serializers.BooleanField()},
+)
+MESSAGE_RESPONSE = inline_serializer("MessageResponse", {"message": serializers.CharField()})
+
+
+def token_row(token: Token) -> dict[str, Any]:
+    return {
+        "id": token.pk,
+        "name": token.name,
+        "kind": token.kind,
+        "prefix": token.key_prefix,
+        "createdTime": int(token.created.timestamp() * 1000),
+        "expiresTime": int(token.expires.timestamp() * 1000),
+        "lastUsedTime": int(token.last_used.timestamp() * 1000) if token.last_used else None,
+    }
+
+
+class LoginView(APIView):
+    """`POST /api/v2/authn/basic/login` and the legacy `POST /api/v1/token`."""
+
+    authentication_classes: list = []  # a password, not a session: no CSRF to check
+    permission_classes = [AllowAny]
+    throttle_classes = [LoginThrottle]
+
+    @extend_schema(request=LoginRequest, responses={200: LOGIN_RESPONSE}, auth=[])
+    def post(self, request: Request) -> Response:
+        form = LoginRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        fields = form.validated_data
+        user = authenticate(request._request, username=fields["username"], password=fields["password"])
+        if user is None:
+            raise ApiError(400, "IncorrectPasswordError", "The user name or the password is incorrect.")
+        purge_expired_tokens(user)
+        lifetime = fields.get("expiration", settings.PAI_API_LOGIN_TOKEN_SECONDS)
+        raw, _ = issue_token(user, Token.Kind.LOGIN, name="login", lifetime_s=lifetime)
+        return Response({"user": user.get_username(), "token": raw, "admin": is_admin(user)})
+
+
+class LogoutView(APIView):
+    """`DELETE /api/v2/authn/basic/logout`: revokes the token the call came with (or the session)."""
+
+    @extend_schema(request=None, responses={200: MESSAGE_RESPONSE})
+    def delete(self, request: Request) -> Response:
+        if isinstance(request.auth, Token):
+            request.auth.delete()
+        else:
+            logout(request._request)
+        return Response({"message": "logout successfully"})
+
+
+class TokenListView(APIView):
+    """`GET /api/v2/tokens`: the caller's tokens (never their values: only hashes are kept)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        tokens = Token.objects.filter(user=cast(Any, request.user))
+        return Response({"tokens": [token_row(token) for token in tokens]})
+
+
+class ApplicationTokenRequest(serializers.Serializer):
+    name = serializers.CharField(max_length=128, required=False, allow_blank=True)
+    expiration = serializers.IntegerField(required=False, min_value=60, max_value=10 * 365 * 24 * 3600)
+
+
+class ApplicationTokenView(APIView):
+    """`POST /api/v2/tokens/application`: a long-lived token for scripts, never for admin operations."""
+
+    permission_classes = [*APIView.permission_classes, NotApplicationToken]
+
+    @extend_schema(request=ApplicationTokenRequest, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        form = ApplicationTokenRequest(data=request.data if hasattr(request.data, "get") else {})
+        form.is_valid(raise_exception=True)
+        raw, token = issue_token(
+            request.user,
+            Token.Kind.APPLICATION,
+            name=form.validated_data.get("name", "") or "application",
+            lifetime_s=form.validated_data.get("expiration"),
+        )
+        return Response({"token": raw, **token_row(token)})
+
+
+class TokenRevokeView(APIView):
+    """`DELETE /api/v2/tokens/<token>`: the token's value, or its id from the list."""
+
+    permission_classes = [*APIView.permission_classes, NotApplicationToken]
+
+    @extend_schema(request=None, responses={200: MESSAGE_RESPONSE})
+    def delete(self, request: Request, token: str) -> Response:
+        if not revoke_token(request.user, token):
+            raise ApiError(404, "NoTokenError", "No such token.")
+        return Response({"message": "revoke successfully"})

@@ -1,0 +1,163 @@
+"""What the v1 and v2 job views share: finding a job, submitting, the list query, the detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, F, Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.request import Request
+
+from jobs import actions
+from jobs.api import links, shapes
+from jobs.api.errors import ApiError, no_job
+from jobs.models import Job, JobState
+
+DEFAULT_LIST_LIMIT = 5000
+# `order=<field>,ASC|DESC`: OpenPAI's field names -> ours. Unknown fields fall back to the default.
+ORDER_FIELDS = {
+    "jobName": "name",
+    "submissionTime": "created_at",
+    "username": "owner__username",
+    "vc": "virtual_cluster__name",
+    "retries": "retries_used",
+    "state": "state",
+    "completionTime": "completed_at",
+    "totalTaskNumber": "task_count",
+}
+
+LIST_PARAMETERS = [
+    OpenApiParameter("username", str, description="comma list of user names"),
+    OpenApiParameter("vc", str, description="comma list of virtual clusters"),
+    OpenApiParameter("state", str, description="comma list of states (WAITING, RUNNING, ...)"),
+    OpenApiParameter("keyword", str, description="substring of the job name, user name or VC"),
+    OpenApiParameter("offset", int),
+    OpenApiParameter("limit", int, description="at most 50000 (default 5000)"),
+    OpenApiParameter("order", str, description="<field>,ASC|DESC, e.g. submissionTime,DESC"),
+    OpenApiParameter("withTotalCount", bool, description="true: answer {totalCount, data}"),
+]
+JOB_NAME_PARAMETER = OpenApiParameter("full_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="<user>~<job>")
+
+
+def find_job(request: Request, full_name: str) -> Job:
+    """The job if the user may see it; others' jobs are answered exactly like missing ones."""
+    try:
+        return actions.get_job_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise no_job(full_name) from error
+
+
+def submit(request: Request) -> Job:
+    text = request.data
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError(
+            400,
+            "InvalidParametersError" if request.path.startswith("/api/v1/") else "InvalidProtocolError",
+            "The body must hold the job config (YAML or JSON).",
+        )
+    return actions.submit_job(request.user, text)
+
+
+def _int_param(params: Any, name: str, default: int) -> int:
+    raw = params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError) as error:
+        raise ApiError(400, "InvalidParametersError", f"{name} must be an integer.") from error
+    if value < 0:
+        raise ApiError(400, "InvalidParametersError", f"{name} must not be negative.")
+    return value
+
+
+def _comma_list(params: Any, name: str) -> list[str]:
+    return [item for item in (params.get(name) or "").split(",") if item]
+
+
+def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
+    jobs = actions.visible_jobs(request.user)
+    if usernames := _comma_list(params, "username"):
+        jobs = jobs.filter(owner__username__in=usernames)
+    if vcs := _comma_list(params, "vc"):
+        jobs = jobs.filter(virtual_cluster__name__in=vcs)
+    if states := _comma_list(params, "state"):
+        unknown = sorted(set(states) - set(JobState.values))
+        if unknown:
+            raise ApiError(400, "InvalidParametersError", f"Unknown state(s): {', '.join(unknown)}.")
+        jobs = jobs.filter(state__in=states)
+    if keyword := params.get("keyword"):
+        jobs = jobs.filter(
+            Q(name__icontains=keyword)
+            | Q(owner__username__icontains=keyword)
+            | Q(virtual_cluster__name__icontains=keyword)
+        )
+    return jobs
+
+
+def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
+    field, _, direction = (order or "").partition(",")
+    column = ORDER_FIELDS.get(field)
+    if column is None or direction not in ("ASC", "DESC"):
+        return jobs.order_by("-created_at", "-id")
+    if column == "task_count":
+        jobs = jobs.annotate(task_count=Count("tasks"))
+    expression = F(column)
+    sort = expression.asc(nulls_last=True) if direction == "ASC" else expression.desc(nulls_first=True)
+    return jobs.order_by(sort, "-id")
+
+
+def job_list(request: Request, params: Any) -> Any:
+    """OpenPAI's list: a JSON array, or {totalCount, data} with withTotalCount=true."""
+    offset = _int_param(params, "offset", 0)
+    limit = _int_param(params, "limit", DEFAULT_LIST_LIMIT)
+    cap = settings.PAI_API_MAX_LIST_LIMIT
+    if limit > cap:
+        raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
+    jobs = filtered_jobs(request, params)
+    page = ordered(jobs, params.get("order"))[offset : offset + limit]
+    data = [shapes.job_summary(row) for row in page.values(*shapes.SUMMARY_FIELDS)]
+    if params.get("withTotalCount") == "true":
+        return {"totalCount": jobs.count(), "data": data}
+    return data
+
+
+def log_url(request: Request) -> Any:
+    return lambda task: request.build_absolute_uri(links.task_log_path(task))
+
+
+def detail(request: Request, job: Job) -> dict[str, Any]:
+    # Explicit order: Task's default ordering starts with "job", which would join and sort by Job's.
+    tasks = list(job.tasks.select_related("node").order_by("role", "index"))
+    return shapes.job_detail(job, tasks, log_url(request))
+
+
+def execute(request: Request, job: Job) -> str:
+    """executionType STOP|START; both are idempotent (STOP on a finished job changes nothing)."""
+    value = request.data.get("value") if hasattr(request.data, "get") else None
+    if value not in (Job.ExecutionType.STOP, Job.ExecutionType.START):
+        raise ApiError(400, "InvalidParametersError", 'Body must be {"value": "STOP"} or {"value": "START"}.')
+    if value == Job.ExecutionType.STOP:
+        if job.is_finished:
+            return f"Job {job.full_name} has already finished ({job.state})."
+        actions.stop_job(job, request.user)
+        return f"Execute job {job.full_name} successfully."
+    if not job.is_finished:
+        return f"Job {job.full_name} is already {job.state}."
+    actions.restart_job(job, request.user)
+    return f"Execute job {job.full_name} successfully."
+
+
+def masked_config(job: Job) -> str:
+    from jobs.protocol import mask_config_text
+
+    return str(mask_config_text(job.config_text))
+
+
+def ssh_info(request: Request, job: Job) -> dict[str, Any]:
+    from jobs.ssh import openpai_ssh_info
+
+    key_url = request.build_absolute_uri(links.ssh_key_path(job)) if job.ssh_private_key_encrypted else ""
+    return dict(openpai_ssh_info(job, key_url))

@@ -1,0 +1,604 @@
+"""The Submit Job page's data: form fields <-> a v2 config, error paths -> fields or lines.
+
+The form shows the common part of a v2 config. Whatever it cannot show (prerequisite scripts,
+runtime plugins, ...) travels in a hidden `base_config` and is merged back, so a YAML -> form ->
+YAML round trip keeps it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from django import forms
+from django.db import models
+from django.http import QueryDict
+from django.utils.translation import gettext_lazy as _
+
+# An imported config file larger than this is refused (configs are a few KB).
+MAX_CONFIG_FILE_BYTES = 512 * 1024
+CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
+DEFAULT_IMAGE_NAME = "docker_image_0"
+
+ROLE_FIELDS = (
+    "name",
+    "instances",
+    "gpu",
+    "cpu",
+    "memory_mb",
+    "shm_mb",
+    "ports",
+    "command",
+    "task_retry_count",
+    "min_failed",
+    "min_succeeded",
+)
+JOB_FIELDS = ("name", "virtual_cluster", "gpu_type", "image", "job_retry_count", "parameters", "secrets")
+ROLE_KEY = re.compile(r"^roles-(\d+)-(\w+)$")
+
+
+def default_role() -> dict[str, str]:
+    return {
+        "name": "taskrole",
+        "instances": "1",
+        "gpu": "0",
+        "cpu": "1",
+        "memory_mb": "1024",
+        "shm_mb": "64",
+        "ports": "",
+        "command": "",
+        "task_retry_count": "0",
+        "min_failed": "1",
+        "min_succeeded": "",
+    }
+
+
+@dataclass
+class JobFormData:
+    """What the form holds: every value as the text the user typed, so nothing is lost on an error."""
+
+    job: dict[str, str] = field(default_factory=dict)
+    roles: list[dict[str, str]] = field(default_factory=lambda: [default_role()])
+    base_config: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def blank(cls, virtual_cluster: str = "default") -> JobFormData:
+        job = dict.fromkeys(JOB_FIELDS, "")
+        job.update(virtual_cluster=virtual_cluster, job_retry_count="0")
+        return cls(job=job)
+
+    @classmethod
+    def from_post(cls, data: QueryDict) -> JobFormData:
+        job = {
+            key: data.get(key, "").strip() if key not in ("parameters", "secrets") else data.get(key, "")
+            for key in JOB_FIELDS
+        }
+        by_index: dict[int, dict[str, str]] = {}
+        for key in data:
+            match = ROLE_KEY.match(key)
+            if match and match.group(2) in ROLE_FIELDS:
+                by_index.setdefault(int(match.group(1)), {})[match.group(2)] = data.get(key, "")
+        roles = [{name: values.get(name, "") for name in ROLE_FIELDS} for _index, values in sorted(by_index.items())]
+        try:
+            base = json.loads(data.get("base_config") or "{}")
+        except ValueError:
+            base = {}
+        return cls(job=job, roles=roles, base_config=base if isinstance(base, dict) else {})
+
+    @property
+    def base_config_json(self) -> str:
+        return json.dumps(self.base_config)
+
+
+# --- form -> config -----------------------------------------------------------------------------
+
+
+def _number(text: str) -> int | str | None:
+    """The typed number, or the text itself so the protocol reports it beside the field."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _key_values(text: str) -> dict[str, str]:
+    pairs = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        key, _sep, value = line.partition("=")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _ports(text: str) -> dict[str, int | str]:
+    ports: dict[str, int | str] = {}
+    for item in re.split(r"[,\s]+", text.strip()):
+        if not item:
+            continue
+        label, _sep, count = item.partition(":")
+        number = _number(count or "1")
+        ports[label] = number if number is not None else 1
+    return ports
+
+
+def _set(target: dict[str, Any], key: str, value: Any) -> None:
+    """Set `key`, or drop it when the user left the field blank (the protocol's default applies)."""
+    if value is None or value == "" or value == {}:
+        target.pop(key, None)
+    else:
+        target[key] = value
+
+
+def form_to_config(data: JobFormData) -> dict[str, Any]:
+    """The v2 config the form describes, on top of what the form cannot show."""
+    config = copy.deepcopy(data.base_config)
+    config["protocolVersion"] = 2
+    config["name"] = data.job.get("name", "")
+    config["type"] = "job"
+    _set(config, "jobRetryCount", _number(data.job.get("job_retry_count", "")))
+
+    image_name = _image_prerequisite_name(config)
+    prerequisites = [p for p in config.get("prerequisites") or [] if isinstance(p, dict)]
+    image = next((p for p in prerequisites if p.get("name") == image_name), None)
+    if image is None:
+        image = {"name": image_name, "type": "dockerimage"}
+        prerequisites.insert(0, image)
+    image["uri"] = data.job.get("image", "")
+    config["prerequisites"] = prerequisites
+
+    _set(config, "parameters", _key_values(data.job.get("parameters", "")))
+    _set(config, "secrets", _key_values(data.job.get("secrets", "")))
+
+    base_roles = list((config.get("taskRoles") or {}).values()) if isinstance(config.get("taskRoles"), dict) else []
+    roles: dict[str, Any] = {}
+    for position, role in enumerate(data.roles):
+        base_role = base_roles[position] if position < len(base_roles) else {}
+        base_role = base_role if isinstance(base_role, dict) else {}
+        roles[role.get("name", "").strip()] = _role_to_config(role, copy.deepcopy(base_role), image_name)
+    config["taskRoles"] = roles
+
+    defaults = _dict(config.get("defaults"))
+    _set(defaults, "virtualCluster", data.job.get("virtual_cluster", ""))
+    _set(config, "defaults", defaults)
+    extras = _dict(config.get("extras"))
+    _set(extras, "gpuType", data.job.get("gpu_type", ""))
+    _set(config, "extras", extras)
+    return config
+
+
+def _role_to_config(role: dict[str, str], base: dict[str, Any], image_name: str) -> dict[str, Any]:
+    base["instances"] = _number(role.get("instances", "")) or 1
+    completion = _dict(base.get("completion"))
+    # A blank threshold is null ("never ends the job early" / "all tasks must complete").
+    completion["minFailedInstances"] = _number(role.get("min_failed", ""))
+    completion["minSucceededInstances"] = _number(role.get("min_succeeded", ""))
+    base["completion"] = completion
+    _set(base, "taskRetryCount", _number(role.get("task_retry_count", "")))
+    base["dockerImage"] = image_name
+    resources = _dict(base.get("resourcePerInstance"))
+    for key, name in (("gpu", "gpu"), ("cpu", "cpu"), ("memoryMB", "memory_mb")):
+        _set(resources, key, _number(role.get(name, "")))
+    _set(resources, "ports", _ports(role.get("ports", "")))
+    base["resourcePerInstance"] = resources
+    options = _dict(base.get("extraContainerOptions"))
+    _set(options, "shmMB", _number(role.get("shm_mb", "")))
+    _set(base, "extraContainerOptions", options)
+    base["commands"] = [line for line in role.get("command", "").splitlines() if line.strip()]
+    return base
+
+
+def _image_prerequisite_name(config: dict[str, Any]) -> str:
+    roles = config.get("taskRoles")
+    if isinstance(roles, dict):
+        for role in roles.values():
+            if isinstance(role, dict) and isinstance(role.get("dockerImage"), str):
+                return role["dockerImage"]
+    return DEFAULT_IMAGE_NAME
+
+
+def config_to_yaml(config: dict[str, Any]) -> str:
+    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
+
+
+# --- config -> form -----------------------------------------------------------------------------
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def config_to_form(config: dict[str, Any]) -> JobFormData:
+    """Fill the form from a v2 config (a parsed YAML or a job's normalized spec)."""
+    image_name = _image_prerequisite_name(config)
+    prerequisites = config.get("prerequisites") or []
+    image_uri = next(
+        (p.get("uri", "") for p in prerequisites if isinstance(p, dict) and p.get("name") == image_name), ""
+    )
+    defaults = _dict(config.get("defaults"))
+    extras = _dict(config.get("extras"))
+    parameters = _dict(config.get("parameters"))
+    secrets = _dict(config.get("secrets"))
+    job = {
+        "name": _text(config.get("name")),
+        "virtual_cluster": _text(defaults.get("virtualCluster") or "default"),
+        "gpu_type": _text(extras.get("gpuType")),
+        "image": _text(image_uri),
+        "job_retry_count": _text(config.get("jobRetryCount", 0)),
+        "parameters": "\n".join(f"{key}={_text(value)}" for key, value in parameters.items()),
+        "secrets": "\n".join(f"{key}={_text(value)}" for key, value in secrets.items()),
+    }
+    roles = []
+    task_roles = _dict(config.get("taskRoles"))
+    for name, role in task_roles.items():
+        role = role if isinstance(role, dict) else {}
+        resources = _dict(role.get("resourcePerInstance"))
+        options = _dict(role.get("extraContainerOptions"))
+        completion = _dict(role.get("completion"))
+        ports = _dict(resources.get("ports"))
+        commands = role.get("commands") or []
+        roles.append(
+            {
+                "name": _text(name),
+                "instances": _text(role.get("instances", 1)),
+                "gpu": _text(resources.get("gpu", 0)),
+                "cpu": _text(resources.get("cpu", 1)),
+                "memory_mb": _text(resources.get("memoryMB", "")),
+                "shm_mb": _text(options.get("shmMB", "")),
+                "ports": ", ".join(f"{label}:{count}" for label, count in ports.items()),
+                "command": "\n".join(_text(c) for c in commands) if isinstance(commands, list) else _text(commands),
+                "task_retry_count": _text(role.get("taskRetryCount", 0)),
+                "min_failed": _text(completion.get("minFailedInstances", 1)),
+                "min_succeeded": _text(completion.get("minSucceededInstances")),
+            }
+        )
+    return JobFormData(job=job, roles=roles or [default_role()], base_config=copy.deepcopy(config))
+
+
+# --- error paths -> form fields -----------------------------------------------------------------
+
+PATH_PART = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+ROLE_PATH_FIELDS = {
+    "instances": "instances",
+    "resourcePerInstance.gpu": "gpu",
+    "resourcePerInstance.cpu": "cpu",
+    "resourcePerInstance.memoryMB": "memory_mb",
+    "resourcePerInstance.ports": "ports",
+    "resourcePerInstance": "gpu",
+    "extraContainerOptions.shmMB": "shm_mb",
+    "commands": "command",
+    "taskRetryCount": "task_retry_count",
+    "completion.minFailedInstances": "min_failed",
+    "completion.minSucceededInstances": "min_succeeded",
+    "dockerImage": "image",
+    "name": "name",
+    # v1 names, when a v1 config was loaded into the form
+    "taskNumber": "instances",
+    "gpuNumber": "gpu",
+    "cpuNumber": "cpu",
+    "memoryMB": "memory_mb",
+    "shmMB": "shm_mb",
+    "portList": "ports",
+    "command": "command",
+    "minFailedTaskCount": "min_failed",
+    "minSucceededTaskCount": "min_succeeded",
+}
+JOB_PATH_FIELDS = {
+    "name": "name",
+    "jobName": "name",
+    "jobRetryCount": "job_retry_count",
+    "retryCount": "job_retry_count",
+    "defaults.virtualCluster": "virtual_cluster",
+    "virtualCluster": "virtual_cluster",
+    "extras.gpuType": "gpu_type",
+    "gpuType": "gpu_type",
+    "prerequisites": "image",
+    "image": "image",
+    "parameters": "parameters",
+    "secrets": "secrets",
+}
+
+
+def split_path(path: str) -> list[str]:
+    """`taskRoles[0].resourcePerInstance.gpu` -> ["taskRoles", "[0]", "resourcePerInstance", "gpu"]."""
+    return PATH_PART.findall(path or "")
+
+
+def form_field_for(path: str, role_names: list[str]) -> str | None:
+    """The form field an error path belongs to (`roles-1-gpu`, `name`), or None for the page top."""
+    parts = split_path(path)
+    if not parts:
+        return None
+    if parts[0] == "taskRoles" and len(parts) >= 2:
+        role_key = parts[1]
+        if role_key.startswith("["):
+            position = int(role_key[1:-1])
+        elif role_key in role_names:
+            position = role_names.index(role_key)
+        else:
+            return None
+        if position >= len(role_names):
+            return None
+        rest = parts[2:]
+        for length in range(len(rest), 0, -1):
+            suffix = ".".join(rest[:length])
+            if suffix in ROLE_PATH_FIELDS:
+                return f"roles-{position}-{ROLE_PATH_FIELDS[suffix]}"
+        return f"roles-{position}-name" if not rest else None
+    for length in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:length])
+        if prefix in JOB_PATH_FIELDS:
+            return JOB_PATH_FIELDS[prefix]
+    return None
+
+
+def field_errors(errors: list[tuple[str, str]], role_names: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """Split errors into {form field: messages} and the ones that belong at the top of the form."""
+    by_field: dict[str, list[str]] = {}
+    general = []
+    for path, message in errors:
+        name = form_field_for(path, role_names)
+        if name is None:
+            general.append(f"{path}: {message}" if path else message)
+        else:
+            by_field.setdefault(name, []).append(message)
+    return by_field, general
+
+
+@dataclass
+class LineError:
+    line: int | None
+    path: str
+    message: str
+
+
+def line_errors(text: str, errors: list[tuple[str, str]], syntax_line: int | None = None) -> list[LineError]:
+    """Each error with the 1-based line of the text its path points at (None when not found).
+    An error without a path is a syntax error: it sits at `syntax_line` when the parser gave one."""
+    from jobs.protocol.parsing import looks_like_json, strip_json_comments
+
+    try:
+        # JSON with the guides' `//` comments: stripped with lines and columns kept.
+        root = yaml.compose(strip_json_comments(text) if looks_like_json(text) else text)
+    except yaml.YAMLError:
+        root = None
+    return [LineError(syntax_line if not path else _line_of(root, path), path, message) for path, message in errors]
+
+
+def _line_of(root: Any, path: str) -> int | None:
+    """Walk the composed YAML along the path; the line of the deepest key or item found."""
+    if root is None:
+        return None
+    node, line = root, root.start_mark.line + 1
+    for part in split_path(path):
+        if isinstance(node, yaml.SequenceNode) and part.startswith("["):
+            position = int(part[1:-1])
+            if position >= len(node.value):
+                break
+            node = node.value[position]
+            line = node.start_mark.line + 1
+        elif isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        else:
+            break
+    return line
+
+
+# --- the Django form for the text modes -----------------------------------------------------------
+
+
+class ConfigFileField(forms.FileField):
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        upload = super().clean(data, initial)
+        if upload is None:
+            return upload
+        if not upload.name.lower().endswith(CONFIG_FILE_SUFFIXES):
+            raise forms.ValidationError(_("Import a .json, .yaml or .yml file."))
+        if upload.size > MAX_CONFIG_FILE_BYTES:
+            raise forms.ValidationError(
+                _("The file is too large (%(size)d KB); the limit is %(limit)d KB."),
+                params={"size": upload.size // 1024, "limit": MAX_CONFIG_FILE_BYTES // 1024},
+            )
+        return upload
+
+
+class ImportFileForm(forms.Form):
+    config_file = ConfigFileField(label=_("Config file"))
+
+    def config_text(self) -> str:
+        """The uploaded file's text; raises ValidationError when it is not UTF-8 text."""
+        upload = self.cleaned_data["config_file"]
+        raw = upload.read(MAX_CONFIG_FILE_BYTES + 1)
+        try:
+            return raw.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise forms.ValidationError(_("The file is not UTF-8 text.")) from error
+
+
+# --- the job list's filters -------------------------------------------------------------------------
+
+# Only orders an index serves, so a sorted page of 100,000 jobs stays a short index scan.
+SORTS = {
+    "-created": ("-created_at", "-id"),
+    "created": ("created_at", "id"),
+    "name": ("name", "id"),
+    "-name": ("-name", "-id"),
+}
+PAGE_SIZES = (20, 50, 100, 200)
+# Columns the list never shows: left in the database so 100,000 rows stay cheap to page through.
+LIST_DEFERRED = (
+    "config_text",
+    "spec",
+    "secrets_encrypted",
+    "ssh_public_key",
+    "ssh_private_key_encrypted",
+    "exit_diagnostics",
+)
+
+
+@dataclass
+class ListPage:
+    jobs: list[Any]
+    number: int
+    size: int
+    total: int
+
+    @property
+    def num_pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def has_next(self) -> bool:
+        return self.number < self.num_pages
+
+    @property
+    def previous_number(self) -> int:
+        return self.number - 1
+
+    @property
+    def next_number(self) -> int:
+        return self.number + 1
+
+    @property
+    def first_index(self) -> int:
+        return (self.number - 1) * self.size + 1 if self.total else 0
+
+    @property
+    def last_index(self) -> int:
+        return min(self.number * self.size, self.total)
+
+
+@dataclass
+class JobListQuery:
+    """The list's filters from the query string. Two queries per page whatever its size: the
+    per-state counts (which also give the total) and the page's rows with owner and VC joined."""
+
+    user: Any
+    state: str = ""
+    vc: str = ""
+    search: str = ""
+    owner: str = ""
+    sort: str = "-created"
+    page_number: int = 1
+    page_size: int = 20
+    state_counts: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_request(cls, request: Any) -> JobListQuery:
+        from jobs.models import JobState
+
+        params = request.GET
+        state = params.get("state", "")
+        sort = params.get("sort", "-created")
+        try:
+            page_number = max(1, int(params.get("page", 1)))
+        except ValueError:
+            page_number = 1
+        try:
+            page_size = int(params.get("size", 20))
+        except ValueError:
+            page_size = 20
+        return cls(
+            user=request.user,
+            state=state if state in JobState.values else "",
+            vc=params.get("vc", "").strip(),
+            search=params.get("q", "").strip(),
+            owner=params.get("user", "").strip(),
+            sort=sort if sort in SORTS else "-created",
+            page_number=page_number,
+            page_size=page_size if page_size in PAGE_SIZES else 20,
+        )
+
+    @property
+    def is_admin(self) -> bool:
+        return bool(self.user.is_staff or self.user.is_superuser)
+
+    def visible(self) -> Any:
+        from jobs.actions import visible_jobs
+
+        return visible_jobs(self.user)
+
+    def filtered(self) -> Any:
+        """Every filter except the state one (the counts are per state)."""
+        jobs = self.visible()
+        if self.owner and self.is_admin:
+            jobs = jobs.filter(owner__username=self.owner)
+        if self.vc:
+            jobs = jobs.filter(virtual_cluster__name=self.vc)
+        if self.search:
+            jobs = jobs.filter(name__icontains=self.search)
+        return jobs
+
+    def counts(self) -> dict[str, int]:
+        rows = self.filtered().order_by().values_list("state").annotate(n=models.Count("id"))
+        return {state: n for state, n in rows}
+
+    def page(self) -> ListPage:
+        counts = self.counts()
+        self.state_counts = counts
+        total = counts.get(self.state, 0) if self.state else sum(counts.values())
+        jobs = self.filtered()
+        if self.state:
+            jobs = jobs.filter(state=self.state)
+        last_page = max(1, -(-total // self.page_size))
+        number = min(self.page_number, last_page)
+        start = (number - 1) * self.page_size
+        rows = list(jobs.defer(*LIST_DEFERRED).order_by(*SORTS[self.sort])[start : start + self.page_size])
+        return ListPage(jobs=rows, number=number, size=self.page_size, total=total)
+
+    def querystring(self, **changes: Any) -> str:
+        """This list's query string with some parameters changed (for sort links and pages)."""
+        from urllib.parse import urlencode
+
+        params = {
+            "state": self.state,
+            "vc": self.vc,
+            "q": self.search,
+            "user": self.owner,
+            "sort": self.sort,
+            "size": self.page_size if self.page_size != 20 else "",
+        }
+        params.update(changes)
+        return urlencode({key: value for key, value in params.items() if value not in ("", None)})
+
+    def sort_links(self) -> dict[str, str]:
+        """Per sortable column: the query string that sorts by it, or reverses it when it is the sort."""
+        links = {}
+        for key in ("created", "name"):
+            if self.sort.lstrip("-") == key:
+                target = key if self.sort.startswith("-") else f"-{key}"
+            else:
+                target = "-created" if key == "created" else key
+            links[key] = self.querystring(sort=target)
+        return links
+
+    def state_links(self) -> list[tuple[str, int, str, bool]]:
+        """(state, count, query string, selected) for the counts bar; "" is all states."""
+        from jobs.models import JobState
+
+        total = sum(self.state_counts.values())
+        links = [("", total, self.querystring(state=""), not self.state)]
+        links += [
+            (state, self.state_counts.get(state, 0), self.querystring(state=state), self.state == state)
+            for state in JobState.values
+        ]
+        return links

@@ -1,0 +1,31 @@
+"""First-start setup for `make run`: an admin user (password printed once) and the local node.
+
+Idempotent: running it again changes nothing and prints no password.
+"""
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from clusters.models import Node
+
+
+class Command(BaseCommand):
+    help = "Create the admin user (printing its generated password once) and register this machine as a node."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("--admin", default="admin", help="admin user name (default: admin)")
+
+    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        User = get_user_model()
+        if not User.objects.filter(username=options["admin"]).exists():
+            password = secrets.token_urlsafe(12)
+            User.objects.create_superuser(options["admin"], email="", password=password)
+            banner = "=" * 64
+            self.stdout.write(
+                f"{banner}\nAdmin user created: {options['admin']}\nPassword (shown once): {password}\n{banner}"
+            )
+        if not Node.objects.exists():
+            call_command("addnode", "--local", stdout=self.stdout)

@@ -1,0 +1,34 @@
+"""python manage.py submitjob PATH --user NAME: validate a job config and create the job (WAITING)
+through jobs.actions.submit_job, the same verb the pages and the API use. Prints `<user>~<name>`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from jobs.management.commands.validatejob import find_user, read_config_text, write_errors
+from jobs.protocol import JobConfigError
+
+
+class Command(BaseCommand):
+    help = "Submit a job config (v1 JSON or v2 YAML) as a user; prints the job's full name."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path", help="config file, or - for stdin")
+        parser.add_argument("--user", required=True, help="the job's owner")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        from jobs.actions import submit_job
+
+        try:
+            job = submit_job(find_user(options["user"]), read_config_text(options["path"]))
+        except JobConfigError as error:
+            write_errors(error, self.stderr)
+            raise SystemExit(1) from None
+        except Exception as error:
+            if not type(error).__module__.startswith("jobs."):
+                raise  # a bug, not a refusal: keep the traceback
+            self.stderr.write(str(error))
+            raise SystemExit(1) from None
+        self.stdout.write(job.full_name)

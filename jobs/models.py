@@ -1,0 +1,138 @@
+"""The job and its tasks, as recorded by submission and the scheduler loop."""
+
+from django.conf import settings
+from django.db import models
+
+
+class JobState(models.TextChoices):
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    UNKNOWN = "UNKNOWN"
+
+
+FINISHED_JOB_STATES = (JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED)
+
+
+class TaskState(models.TextChoices):
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    STOPPED = "STOPPED"
+
+
+class Job(models.Model):
+    class ExecutionType(models.TextChoices):
+        START = "START"
+        STOP = "STOP"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs")
+    name = models.CharField(max_length=255)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.WAITING)
+    # What the user asked for last (STOP from the Stop button / executionType API).
+    execution_type = models.CharField(max_length=8, choices=ExecutionType.choices, default=ExecutionType.START)
+    virtual_cluster = models.ForeignKey("clusters.VirtualCluster", on_delete=models.PROTECT, related_name="jobs")
+    protocol_version = models.PositiveSmallIntegerField(default=2)
+    # The submitted text, verbatim. Never rendered raw: every output masks its secrets first.
+    config_text = models.TextField()
+    # The normalized v2 spec (jobs.protocol), with secret values masked.
+    spec = models.JSONField()
+    # The secret values, encrypted at rest (jobs.crypto); only the executor sees them decrypted.
+    secrets_encrypted = models.TextField(blank=True, default="")
+    priority = models.IntegerField(default=0)
+
+    # Attempts: job_attempt counts launches (first launch = 1). retries_used counts the retries
+    # charged to the user's retryCount; transient retries are not charged.
+    job_attempt = models.PositiveIntegerField(default=0)
+    retries_used = models.PositiveIntegerField(default=0)
+    transient_retries = models.PositiveIntegerField(default=0)
+
+    # Why the job is still WAITING, with numbers ("needs 4 x P100 GPUs ...").
+    pending_reason = models.TextField(blank=True, default="")
+    # Exit: the mapped exit-spec code, the user's own code beside it, and a human explanation.
+    exit_code = models.IntegerField(null=True, blank=True)
+    user_exit_code = models.IntegerField(null=True, blank=True)
+    exit_diagnostics = models.TextField(blank=True, default="")
+
+    # Per-job SSH key pair (private key encrypted at rest).
+    ssh_public_key = models.TextField(blank=True, default="")
+    ssh_private_key_encrypted = models.TextField(blank=True, default="")
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    launched_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_job_name_per_owner")]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
+            models.Index(fields=["state", "priority", "created_at"], name="job_state_queue"),
+            models.Index(fields=["virtual_cluster", "state"], name="job_vc_state"),
+            # The job list sorted by name across all users (admins); SQLite/PostgreSQL break ties by id.
+            models.Index(fields=["name", "id"], name="job_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.full_name
+
+    @property
+    def full_name(self) -> str:
+        """`<owner>~<name>`, the job's name everywhere (URLs, API), as in OpenPAI."""
+        return f"{self.owner.get_username()}~{self.name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINISHED_JOB_STATES
+
+
+class Task(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    role = models.CharField(max_length=255)
+    index = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.WAITING)
+    # Task attempts inside the current job attempt (first start = 1); retries as charged.
+    attempt = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+
+    node = models.ForeignKey("clusters.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
+    executor_id = models.CharField(max_length=128, blank=True, default="", help_text="Container id or pid.")
+    ip = models.CharField(max_length=64, blank=True, default="")
+    ports = models.JSONField(default=dict, blank=True, help_text='{"label": [port, ...]}')
+    gpus = models.JSONField(default=list, blank=True, help_text="Allocated GPU indices on the node.")
+
+    exit_code = models.IntegerField(null=True, blank=True)
+    user_exit_code = models.IntegerField(null=True, blank=True)
+    exit_diagnostics = models.TextField(blank=True, default="")
+    log_path = models.CharField(max_length=1024, blank=True, default="")
+
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "role", "index"]
+        constraints = [models.UniqueConstraint(fields=["job", "role", "index"], name="unique_task_per_job")]
+        indexes = [models.Index(fields=["state"], name="task_state")]
+
+    def __str__(self) -> str:
+        return f"{self.job.full_name}/{self.role}-{self.index}"
+
+
+class JobEvent(models.Model):
+    """The job's timeline: submitted, placed, started, retried, exited, stopped..."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    created_at = models.DateTimeField(auto_now_add=True)
+    kind = models.CharField(max_length=32)
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"

@@ -1,0 +1,57 @@
+"""load(text): v1 JSON or v2 YAML in, one normalized v2 spec out (or a JobConfigError)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jobs.protocol import v1, v2
+from jobs.protocol.errors import JobConfigError
+from jobs.protocol.parsing import parse
+from jobs.protocol.schema import schema_errors
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    spec: dict[str, Any]  # normalized v2, JSON-serializable, secret values masked
+    secrets: dict[str, str]  # the real secret values: store apart, never display
+    protocol_version: int  # what the user submitted: 1 or 2
+
+
+def detect_version(doc: dict[str, Any], from_json: bool) -> int:
+    """v2 says protocolVersion; v1 has jobName and taskRoles as a list. When nothing tells,
+    JSON is taken for v1 and YAML for v2, so the errors name the fields the user most likely meant."""
+    if "protocolVersion" in doc:
+        return 2
+    if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
+        return 1
+    if isinstance(doc.get("taskRoles"), dict) or "name" in doc:
+        return 2
+    return 1 if from_json else 2
+
+
+def load(text: str | bytes) -> LoadedConfig:
+    """Parse, validate and normalize a job config; raises JobConfigError with field paths."""
+    doc, is_json = parse(text)
+    version = detect_version(doc, is_json)
+    if version == 1:
+        return _load_v1(doc)
+    return _load_v2(doc)
+
+
+def _load_v1(doc: dict[str, Any]) -> LoadedConfig:
+    doc = v1.with_aliases(doc)
+    errors = schema_errors(1, doc) or v1.cross_check(doc)
+    if errors:
+        raise JobConfigError(errors)
+    return LoadedConfig(spec=v1.convert(doc), secrets={}, protocol_version=1)
+
+
+def _load_v2(doc: dict[str, Any]) -> LoadedConfig:
+    errors = schema_errors(2, doc) or v2.cross_check(doc)
+    if errors:
+        raise JobConfigError(errors)
+    spec, secrets, errors = v2.normalize(doc)
+    if errors:
+        raise JobConfigError(errors)
+    return LoadedConfig(spec=spec, secrets=secrets, protocol_version=2)

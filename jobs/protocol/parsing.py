@@ -1,0 +1,258 @@
+"""Text -> document: size guard, v1 JSON (with `//` comments and trailing commas) or v2 YAML,
+syntax errors with line and column, and guards against hostile nesting.
+
+Decision on pasted JSON: the guides' JSON examples carry `//` line comments, so a document whose
+first character is `{` is read as JSON after removing `//` comments (outside strings, so
+"hdfs://host/path" survives) and trailing commas. Everything else is read as YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from itertools import accumulate
+from typing import Any
+
+import yaml
+
+from jobs.protocol.errors import JobConfigError, field_path
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 64  # levels of mappings/lists; real configs use fewer than 10
+MAX_NODES = 200_000  # values after YAML aliases are expanded
+# libyaml's composer recurses in C: it must never see more nesting than this.
+MAX_FLOW_NESTING = 200
+
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*')
+_STRING_OR_TRAILING_COMMA = re.compile(r'"(?:[^"\\\n]|\\.)*"|,(?=\s*[\]}])')
+_TRAILING_COMMA_HINT = re.compile(r",\s*[\]}]")
+_LEADING_COMMENTS = re.compile(r"\A(?:\s|//[^\n]*)*")
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_DELTA = {"[": 1, "{": 1, "]": -1, "}": -1}
+_COMPACT_NESTING = re.compile(rf"(?:[-?][ \t]+){{{MAX_FLOW_NESTING}}}")
+
+
+def decode(data: str | bytes) -> str:
+    """The text of a submitted body; size and encoding are checked before anything is parsed."""
+    if len(data) > MAX_BYTES:
+        raise too_big_error(len(data))
+    if isinstance(data, str):
+        try:
+            size = len(data.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise JobConfigError([("", f"the config is not UTF-8 text (character {exc.start + 1})")]) from None
+        if size > MAX_BYTES:
+            raise too_big_error(size)
+        return data.removeprefix("\ufeff")
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise JobConfigError([("", f"the config is not UTF-8 text (byte {exc.start + 1})")]) from None
+
+
+def too_big_error(size: int) -> JobConfigError:
+    limit = MAX_BYTES // 1024 // 1024
+    return JobConfigError([("", f"the config is {size / 1024 / 1024:.1f} MB; the limit is {limit} MB")])
+
+
+def looks_like_json(text: str) -> bool:
+    match = _LEADING_COMMENTS.match(text)
+    rest = text[match.end() :] if match else text
+    return rest.startswith("{")
+
+
+def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
+    """(the config as plain JSON-compatible data, whether it was JSON); raises JobConfigError
+    for anything unreadable."""
+    text = decode(data)
+    if not text.strip():
+        raise JobConfigError([("", "the config is empty")])
+    _check_nesting(text)
+    is_json = looks_like_json(text)
+    try:
+        doc = _parse_json(text) if is_json else _parse_yaml(text)
+    except RecursionError:
+        raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")]) from None
+    if doc is None:
+        raise JobConfigError([("", "the config is empty")])
+    if not isinstance(doc, dict):
+        raise JobConfigError([("", "the config must be a mapping (a JSON object or YAML mapping) at the top level")])
+    check_tree(doc)
+    return doc, is_json
+
+
+def compose_nodes(text: str) -> yaml.Node | None:
+    """The YAML node tree of a config (line numbers for error reports), or None when the text is
+    too big, too deep or not YAML. Never raises, never recurses without bound."""
+    try:
+        text = decode(text)
+        _check_nesting(text)
+        return yaml.compose(strip_json_comments(text) if looks_like_json(text) else text, Loader=_Composer)
+    except (JobConfigError, yaml.YAMLError, RecursionError):
+        return None
+
+
+def strip_json_comments(text: str) -> str:
+    """Remove `//` line comments and trailing commas outside strings; lines and columns are kept."""
+    if "//" in text:
+        text = _STRING_OR_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else "", text)
+    if not _TRAILING_COMMA_HINT.search(text):
+        return text
+    return _STRING_OR_TRAILING_COMMA.sub(lambda m: m.group() if m.group().startswith('"') else " ", text)
+
+
+def _parse_json(text: str) -> Any:
+    try:
+        return json.loads(strip_json_comments(text), object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as exc:
+        raise JobConfigError(
+            [("", f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}")],
+            line=exc.lineno,
+            column=exc.colno,
+        ) from None
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JobConfigError([("", f"JSON error: duplicate key {key!r}")])
+            seen.add(key)
+    return result
+
+
+_PLAIN_SCALAR_TAGS: dict[str, str] = {}  # plain scalar -> resolved tag; configs repeat their words
+
+
+class _Composer(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):  # type: ignore[misc]
+    """libyaml builds the node tree; timestamps are not resolved (values stay JSON strings)."""
+
+    def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is not yaml.ScalarNode or not implicit[0]:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        tag = _PLAIN_SCALAR_TAGS.get(value)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(_PLAIN_SCALAR_TAGS) < 10_000:
+                _PLAIN_SCALAR_TAGS[value] = tag
+        return tag
+
+
+_Composer.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_SCALARS = yaml.SafeLoader("")  # only its scalar constructors are used (ints like 0x1F, floats like .inf)
+_TAG = "tag:yaml.org,2002:"
+
+
+def _parse_yaml(text: str) -> Any:
+    try:
+        node = yaml.compose(text, Loader=_Composer)  # composes nodes only; _construct builds plain data
+        return None if node is None else _construct(node, {})
+    except yaml.MarkedYAMLError as exc:
+        raise _yaml_syntax_error(exc) from None
+    except yaml.YAMLError as exc:
+        raise JobConfigError([("", f"YAML error: {exc}")]) from None
+
+
+def _construct(node: yaml.Node, memo: dict[int, Any]) -> Any:
+    """Plain data from a node tree: safe tags only, duplicate keys refused, merge keys (<<)
+    honoured, an alias built once (so aliases cannot blow up memory)."""
+    if id(node) in memo:
+        return memo[id(node)]
+    tag = node.tag
+    if isinstance(node, yaml.ScalarNode):
+        if tag == _TAG + "str":
+            return node.value
+        if tag == _TAG + "int":
+            return _SCALARS.construct_yaml_int(node)
+        if tag == _TAG + "float":
+            return _SCALARS.construct_yaml_float(node)
+        if tag == _TAG + "bool":
+            return _SCALARS.construct_yaml_bool(node)
+        if tag == _TAG + "null":
+            return None
+        raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {tag}", problem_mark=node.start_mark)
+    if isinstance(node, yaml.SequenceNode) and tag == _TAG + "seq":
+        items: list[Any] = []
+        memo[id(node)] = items
+        items.extend(_construct(child, memo) for child in node.value)
+        return items
+    if isinstance(node, yaml.MappingNode) and tag == _TAG + "map":
+        mapping: dict[Any, Any] = {}
+        memo[id(node)] = mapping
+        merges: list[yaml.Node] = []
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG + "merge":
+                merges.extend(value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node])
+                continue
+            key = _construct(key_node, memo)
+            if not isinstance(key, str | int | float | bool) and key is not None:
+                raise yaml.MarkedYAMLError(problem="a mapping key must be a scalar", problem_mark=key_node.start_mark)
+            if key in mapping:
+                raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
+            mapping[key] = _construct(value_node, memo)
+        for merged_node in merges:  # explicit keys win; earlier merges win over later ones
+            merged = _construct(merged_node, memo)
+            if not isinstance(merged, dict):
+                raise yaml.MarkedYAMLError(problem="<< must merge a mapping", problem_mark=merged_node.start_mark)
+            for key, value in merged.items():
+                mapping.setdefault(key, value)
+        return mapping
+    raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {tag}", problem_mark=node.start_mark)
+
+
+def _yaml_syntax_error(exc: yaml.MarkedYAMLError) -> JobConfigError:
+    problem, context = exc.problem or exc.context or "invalid YAML", exc.context
+    mark, noticed = exc.problem_mark or exc.context_mark, None
+    if context == "while scanning a simple key" and exc.context_mark:
+        # The offending line is where the key started; the parser only notices a line later.
+        mark, noticed = exc.context_mark, exc.problem_mark
+    line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+    message = f"YAML syntax error at line {line}, column {column}: {problem}"
+    if noticed is not None:
+        message += f" {context} (noticed at line {noticed.line + 1}, column {noticed.column + 1})"
+    elif context and exc.context_mark:
+        message += f" ({context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+    return JobConfigError([("", message)], line=line, column=column)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse, before any parser recurses, nesting that could exhaust the C stack."""
+    compact = text.count("- ") + text.count("? ") > MAX_FLOW_NESTING
+    too_deep = compact and _COMPACT_NESTING.search(text) is not None
+    if not too_deep and text.count("[") + text.count("{") > MAX_FLOW_NESTING:
+        brackets = _NOT_BRACKET.sub("", text)
+        too_deep = max(accumulate(map(_BRACKET_DELTA.__getitem__, brackets))) > MAX_FLOW_NESTING
+    if too_deep:
+        raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")])
+
+
+def check_tree(doc: Any) -> None:
+    """Iteratively (never recursing) check depth, size and that every value is plain JSON data."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(doc, ())]
+    count = 0
+    while stack:
+        container, path = stack.pop()
+        if len(path) >= MAX_DEPTH and container:
+            raise JobConfigError([(field_path(path), f"nested deeper than {MAX_DEPTH} levels")])
+        is_dict = type(container) is dict
+        for key, value in container.items() if is_dict else enumerate(container):
+            if is_dict and type(key) is not str:
+                message = f"keys must be text; YAML reads this one as {type(key).__name__}: quote it"
+                raise JobConfigError([(field_path((*path, str(key))), message)])
+            kind = type(value)
+            if kind is dict or kind is list:
+                stack.append((value, (*path, key)))
+            elif kind is float:
+                if not math.isfinite(value):
+                    raise JobConfigError([(field_path((*path, key)), "must be a finite number")])
+            elif value is not None and kind is not str and kind is not int and kind is not bool:
+                raise JobConfigError([(field_path((*path, key)), f"unsupported value of type {kind.__name__}")])
+        count += len(container)
+        if count > MAX_NODES:
+            raise JobConfigError([("", f"the config holds more than {MAX_NODES} values (YAML aliases?)")])

@@ -1,0 +1,115 @@
+"""The JSON Schemas (data files in schemas/) and their errors as (field path, message) pairs.
+
+Validators are compiled once per process; messages are short and say what is expected.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any, cast
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from jobs.protocol.errors import FieldError, field_path
+
+try:  # a compiled validator answers "valid?" in microseconds; jsonschema explains what is wrong
+    import jsonschema_rs
+except ImportError:  # pragma: no cover - the pure-Python path gives the same answers, slower
+    jsonschema_rs = None  # type: ignore[assignment]
+
+SCHEMA_DIR = Path(__file__).with_name("schemas")
+
+_TYPE_NAMES = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "a boolean (true or false)",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+@cache
+def schema(version: int) -> dict[str, Any]:
+    """The JSON Schema of protocol v1 or v2, as data (also for the API docs and the form).
+    One shared object per process: copy it before changing anything."""
+    return json.loads((SCHEMA_DIR / f"v{version}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+@cache
+def validator(version: int) -> Draft202012Validator:
+    return Draft202012Validator(schema(version))
+
+
+@cache
+def fast_validator(version: int) -> Any:
+    return jsonschema_rs.validator_for(schema(version)) if jsonschema_rs is not None else None
+
+
+def schema_errors(version: int, doc: Any) -> list[FieldError]:
+    """Every schema violation, without duplicates ([] for a valid document)."""
+    fast = fast_validator(version)
+    if fast is not None and fast.is_valid(doc):
+        return []
+    found: dict[FieldError, None] = {}
+    for error in validator(version).iter_errors(doc):
+        for item in _describe(error):
+            found.setdefault(item, None)
+    return list(found)
+
+
+def _describe(error: ValidationError) -> list[FieldError]:
+    path = list(error.absolute_path)
+    kind, value, instance = error.validator, cast(Any, error.validator_value), cast(Any, error.instance)
+    where: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    if kind == "required":
+        return [(field_path([*path, key]), "is required") for key in value if key not in instance]
+    if kind == "additionalProperties" and value is False:
+        return [
+            (field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)
+        ]
+    if "propertyNames" in error.schema_path:
+        # A bad mapping key: jsonschema reports it at the mapping, with the key as the instance.
+        return [
+            (field_path([*path, str(instance)]), f"name must match {value}" if kind == "pattern" else error.message)
+        ]
+    return [(field_path(path), _message(kind, value, instance, error))]
+
+
+def _message(kind: Any, value: Any, instance: Any, error: ValidationError) -> str:
+    if kind == "type":
+        kinds = [value] if isinstance(value, str) else list(value)
+        return "must be " + " or ".join(_TYPE_NAMES.get(k, k) for k in kinds)
+    if kind == "minimum":
+        return f"must be >= {value}"
+    if kind == "maximum":
+        return f"must be <= {value}"
+    if kind in ("enum", "const"):
+        options = value if kind == "enum" else [value]
+        return "must be one of: " + ", ".join(json.dumps(option) for option in options)
+    if kind == "pattern":
+        return "must not be blank" if value == r"\S" else f"must match {value}"
+    if kind == "minLength":
+        return "must not be empty" if value == 1 else f"must be at least {value} characters"
+    if kind == "maxLength":
+        return f"must be at most {value} characters"
+    if kind in ("minItems", "minProperties"):
+        return "must not be empty" if value == 1 else f"must have at least {value} entries"
+    return error.message
+
+
+def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    known = schema.get("properties", {})
+    patterns = [re.compile(p) for p in schema.get("patternProperties", {})]
+    return [key for key in instance if key not in known and not any(p.search(key) for p in patterns)]
+
+
+def _unknown_key(key: str, schema: dict[str, Any]) -> str:
+    close = difflib.get_close_matches(key, list(schema.get("properties", {})), n=1, cutoff=0.6)
+    return f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")

@@ -1,0 +1,114 @@
+"""`<% $namespace.path %>` references: parameters, secrets, and the task role's script/data/output.
+
+$parameters, $script, $data and $output are expanded when the config is loaded; $secrets stay
+references (in the canonical form `<% $secrets.name %>`) until task_script renders them at launch.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobs.protocol.errors import FieldError
+
+REFERENCE = re.compile(r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[^\s.\[\]%]+|\[\d+\])*)\s*%>")
+_SEGMENT = re.compile(r"\.([^\s.\[\]%]+)|\[(\d+)\]")
+ROLE_SCOPED = ("script", "data", "output")
+
+
+@dataclass
+class Scope:
+    """What references may name at one place of the config."""
+
+    parameters: dict[str, Any]
+    secrets: frozenset[str]
+    prerequisites: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # script/data/output
+    in_task_role: bool = False
+    only_secrets: bool = False  # parameter values: expanding them again must change nothing
+
+
+def to_text(value: Any) -> str:
+    """How a value reads inside a command (JSON spelling for booleans, null and structures)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None or isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def secret_reference(name: str) -> str:
+    return f"<% $secrets.{name} %>"
+
+
+def expand(text: str, scope: Scope, path: str, errors: list[FieldError]) -> str:
+    """The text with references replaced; each bad reference adds a (path, message) error."""
+    if "<%" not in text:
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        namespace, raw_path = match.group(1), match.group(2)
+        segments: list[str | int] = [
+            name if name else int(index) for name, index in _SEGMENT.findall(raw_path)
+        ]
+        try:
+            return _resolve(namespace, segments, scope)
+        except LookupError as exc:
+            errors.append((path, str(exc.args[0])))
+            return match.group()
+
+    return REFERENCE.sub(replace, text)
+
+
+def expand_tree(value: Any, scope: Scope, path: str, errors: list[FieldError]) -> Any:
+    """A copy of a JSON-like value with every string expanded."""
+    if isinstance(value, str):
+        return expand(value, scope, path, errors)
+    if isinstance(value, dict):
+        return {key: expand_tree(item, scope, f"{path}.{key}", errors) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand_tree(item, scope, f"{path}[{index}]", errors) for index, item in enumerate(value)]
+    return value
+
+
+def _resolve(namespace: str, segments: list[str | int], scope: Scope) -> str:
+    if scope.only_secrets and namespace != "secrets":
+        raise LookupError(f"a parameter value may reference $secrets only, not ${namespace}")
+    if namespace == "secrets":
+        if len(segments) != 1 or not isinstance(segments[0], str):
+            raise LookupError("a secret is referenced as <% $secrets.name %>")
+        if segments[0] not in scope.secrets:
+            raise LookupError(f"undefined secret {segments[0]!r} (not in secrets)")
+        return secret_reference(segments[0])
+    if namespace == "parameters":
+        if not segments:
+            raise LookupError("a parameter is referenced as <% $parameters.name %>")
+        return to_text(_walk(scope.parameters, segments, "parameter", "parameters"))
+    if namespace in ROLE_SCOPED:
+        if not scope.in_task_role:
+            raise LookupError(f"${namespace} is only available in a task role's commands and deployments")
+        prerequisite = scope.prerequisites.get(namespace)
+        if prerequisite is None:
+            raise LookupError(f"${namespace} is used but the task role names no {namespace} prerequisite")
+        if not segments:
+            raise LookupError(f"a {namespace} field is referenced as <% ${namespace}.name %>")
+        if segments[0] == "uri" and isinstance(prerequisite.get("uri"), str) and len(segments) > 1:
+            prerequisite = {**prerequisite, "uri": [prerequisite["uri"]]}  # a single URI indexes as a list
+        return to_text(_walk(prerequisite, segments, f"{namespace} field", f"prerequisite {prerequisite['name']!r}"))
+    raise LookupError(f"unknown reference ${namespace} (use $parameters, $secrets, $script, $data or $output)")
+
+
+def _walk(value: Any, segments: list[str | int], what: str, where: str) -> Any:
+    for depth, segment in enumerate(segments):
+        if isinstance(segment, int):
+            if not isinstance(value, list) or segment >= len(value):
+                raise LookupError(f"undefined {what} {_dotted(segments[: depth + 1])!r} (no such item in {where})")
+        elif not isinstance(value, dict) or segment not in value:
+            raise LookupError(f"undefined {what} {_dotted(segments[: depth + 1])!r} (not in {where})")
+        value = value[segment]
+    return value
+
+
+def _dotted(segments: list[str | int]) -> str:
+    return "".join(f".{s}" if isinstance(s, str) else f"[{s}]" for s in segments).lstrip(".")

@@ -1,0 +1,125 @@
+"""Protocol v1 (OpenPAI's JSON job config, seeds 000/001/002/004): checks and conversion to the
+normalized v2 spec. What v2 has no place for lands in extras.v1, verbatim."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.protocol.errors import FieldError
+from jobs.protocol.schema import schema
+
+IMAGE_PREREQUISITE = "image"
+DEFAULT_SHM_MB = 64
+DEFAULT_VIRTUAL_CLUSTER = "default"
+# Fields the schema does not describe are kept verbatim in extras.v1 (seed 004's storageGB, tmp).
+KNOWN_FIELDS = frozenset(schema(1)["properties"])
+KNOWN_ROLE_FIELDS = frozenset(schema(1)["properties"]["taskRoles"]["items"]["properties"])
+
+
+def with_aliases(doc: dict[str, Any]) -> dict[str, Any]:
+    """Seed 002's generation calls taskNumber `number`: read it as taskNumber."""
+    roles = doc.get("taskRoles")
+    if not isinstance(roles, list) or not any(
+        isinstance(r, dict) and "number" in r and "taskNumber" not in r for r in roles
+    ):
+        return doc
+    aliased = [
+        {**role, "taskNumber": role["number"]}
+        if isinstance(role, dict) and "number" in role and "taskNumber" not in role
+        else role
+        for role in roles
+    ]
+    return {**doc, "taskRoles": aliased}
+
+
+def cross_check(doc: dict[str, Any]) -> list[FieldError]:
+    """Rules between fields of a schema-valid v1 document."""
+    errors: list[FieldError] = []
+    names: set[str] = set()
+    for i, role in enumerate(doc["taskRoles"]):
+        here = f"taskRoles[{i}]"
+        if role["name"] in names:
+            errors.append((f"{here}.name", f"duplicate task role name {role['name']!r}"))
+        names.add(role["name"])
+        memory, tasks = role["memoryMB"], role["taskNumber"]
+        if role.get("shmMB", DEFAULT_SHM_MB) > memory:
+            errors.append((f"{here}.shmMB", f"must be <= memoryMB ({memory})"))
+        for key in ("minFailedTaskCount", "minSucceededTaskCount"):
+            if role.get(key) is not None and role[key] > tasks:
+                errors.append((f"{here}.{key}", f"must be <= taskNumber ({tasks})"))
+        labels: set[str] = set()
+        for j, port in enumerate(role.get("portList") or []):
+            if port["label"] in labels:
+                errors.append((f"{here}.portList[{j}].label", f"duplicate port label {port['label']!r}"))
+            labels.add(port["label"])
+            if port["beginAt"] and port["beginAt"] + port["portNumber"] - 1 > 65535:
+                errors.append((f"{here}.portList[{j}].portNumber", "ports must end at or below 65535"))
+    return errors
+
+
+def convert(doc: dict[str, Any]) -> dict[str, Any]:
+    """The normalized v2 spec of a checked v1 document."""
+    name = doc["jobName"]
+    roles: dict[str, Any] = {}
+    port_begin: dict[str, dict[str, int]] = {}
+    role_extra_fields: dict[str, dict[str, Any]] = {}
+    for role in doc["taskRoles"]:
+        ports = role.get("portList") or []
+        roles[role["name"]] = {
+            "instances": int(role["taskNumber"]),
+            "completion": {
+                "minFailedInstances": _count(role.get("minFailedTaskCount", 1)),
+                "minSucceededInstances": _count(role.get("minSucceededTaskCount")),
+            },
+            "taskRetryCount": 0,
+            "dockerImage": IMAGE_PREREQUISITE,
+            "resourcePerInstance": {
+                "cpu": int(role["cpuNumber"]),
+                "memoryMB": int(role["memoryMB"]),
+                "gpu": int(role["gpuNumber"]),
+                "ports": {port["label"]: int(port["portNumber"]) for port in ports},
+            },
+            "extraContainerOptions": {"shmMB": int(role.get("shmMB", DEFAULT_SHM_MB))},
+            "commands": [role["command"]],
+        }
+        if ports:
+            port_begin[role["name"]] = {port["label"]: int(port["beginAt"]) for port in ports}
+        unknown = {key: value for key, value in role.items() if key not in KNOWN_ROLE_FIELDS}
+        if unknown:
+            role_extra_fields[role["name"]] = unknown
+    v1: dict[str, Any] = {
+        "jobEnvs": doc.get("jobEnvs") or {},
+        "dataDir": doc.get("dataDir") or "",
+        "outputDir": doc.get("outputDir") or f"$PAI_DEFAULT_FS_URI/Output/{name}",
+        "codeDir": doc.get("codeDir") or "",
+        "authFile": doc.get("authFile") or "",
+        "killAllOnCompletedTaskNumber": _count(doc.get("killAllOnCompletedTaskNumber")),
+        "portBeginAt": port_begin,
+    }
+    if doc.get("extras"):
+        v1["extras"] = doc["extras"]
+    other_fields = {key: value for key, value in doc.items() if key not in KNOWN_FIELDS}
+    if other_fields:
+        v1["otherFields"] = other_fields
+    if role_extra_fields:
+        v1["taskRoleOtherFields"] = role_extra_fields
+    extras: dict[str, Any] = {}
+    if doc.get("gpuType"):
+        extras["gpuType"] = doc["gpuType"]
+    extras["v1"] = v1
+    return {
+        "protocolVersion": 2,
+        "name": name,
+        "type": "job",
+        "jobRetryCount": int(doc.get("retryCount", 0)),
+        "prerequisites": [{"name": IMAGE_PREREQUISITE, "type": "dockerimage", "uri": doc["image"]}],
+        "parameters": {},
+        "secrets": {},
+        "defaults": {"virtualCluster": doc.get("virtualCluster") or DEFAULT_VIRTUAL_CLUSTER},
+        "taskRoles": roles,
+        "extras": extras,
+    }
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)

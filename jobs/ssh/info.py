@@ -1,0 +1,118 @@
+"""Who may log into a job's tasks, where each task's sshd is, and what the executor passes to
+the task's ssh runtime (clusters/executors/runtime/ssh.sh)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from clusters.models import Node
+from jobs.models import Job, Task, TaskState
+from jobs.ssh.keys import job_private_key, key_filename
+from jobs.ssh.plugin import SSH_PORT_LABEL, ssh_settings, task_aliases
+
+# The host port published for the task's sshd is recorded under SSH_PORT_LABEL in Task.ports (the
+# label OpenPAI v1 configs use for their ssh port); without one, the container's own sshd port.
+CONTAINER_SSH_PORT = 22
+
+
+class TaskSshInfo(TypedDict):
+    role: str
+    index: int
+    state: str
+    ip: str
+    port: int
+    command: str
+
+
+def _user_public_keys(user: Any) -> list[str]:
+    """The user's own keys, when a profile holds them (one per line in `ssh_public_keys`)."""
+    profile = getattr(user, "profile", None)
+    text = getattr(profile, "ssh_public_keys", "") or ""
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def authorized_keys_for(job: Job) -> str:
+    """authorized_keys for every task: the job's key, the owner's keys, the config's ssh plugin keys."""
+    keys = [job.ssh_public_key.strip()] if job.ssh_public_key.strip() else []
+    keys += _user_public_keys(job.owner)
+    keys += ssh_settings(job.spec).public_keys
+    unique = list(dict.fromkeys(keys))
+    return "".join(f"{key}\n" for key in unique)
+
+
+def ssh_endpoint(task: Task) -> tuple[str, int] | None:
+    """(host, port) where the task's sshd answers from the portal's side, None if it has none."""
+    node = task.node
+    if node is not None and node.executor == Node.Executor.PROCESS:
+        return None  # a plain process shares the node: there is no sshd of the job's own
+    published = (task.ports or {}).get(SSH_PORT_LABEL) or []
+    if node is not None and published:
+        return node.address, int(published[0])
+    if task.ip:
+        return task.ip, CONTAINER_SSH_PORT
+    return None
+
+
+def connect_command(job: Job, host: str, port: int) -> str:
+    return f"ssh -i {key_filename(job)} -p {port} root@{host}"
+
+
+def ssh_info(job: Job) -> list[TaskSshInfo]:
+    """Per task with an sshd: where to connect and the exact command (tasks in role/index order)."""
+    rows: list[TaskSshInfo] = []
+    for task in job.tasks.select_related("node").order_by("role", "index"):
+        endpoint = ssh_endpoint(task)
+        if endpoint is None:
+            continue
+        host, port = endpoint
+        rows.append(
+            TaskSshInfo(
+                role=task.role,
+                index=task.index,
+                state=task.state,
+                ip=host,
+                port=port,
+                command=connect_command(job, host, port),
+            )
+        )
+    return rows
+
+
+def openpai_ssh_info(job: Job, key_url: str) -> dict[str, Any]:
+    """OpenPAI's `GET /api/v1/jobs/:jobName/ssh` shape, for the REST API."""
+    return {
+        "containers": [
+            {"id": f"{row['role']}-{row['index']}", "sshIp": row["ip"], "sshPort": str(row["port"])}
+            for row in ssh_info(job)
+            if row["state"] == TaskState.RUNNING
+        ],
+        "keyPair": {
+            "folderPath": "",
+            "publicKeyFileName": f"{job.name}.pub",
+            "privateKeyFileName": key_filename(job),
+            "privateKeyDirectDownloadLink": key_url,
+        },
+    }
+
+
+def task_ssh_env(job: Job) -> dict[str, str]:
+    """What ssh.sh reads (besides the keys): the job's task names, jobssh and the barrier."""
+    settings = ssh_settings(job.spec)
+    env = {
+        "PAI_SSH_HOSTS": " ".join(task_aliases(job.spec)),
+        "PAI_SSH_JOBSSH": "1" if settings.jobssh else "0",
+        "PAI_SSH_BARRIER": "1" if settings.sshbarrier else "0",
+        "PAI_SSH_BARRIER_TIMEOUT": str(settings.barrier_timeout_s),
+    }
+    if settings.sshbarrier:
+        env["PAI_SSH_BARRIER_HOSTS"] = " ".join(task_aliases(job.spec, settings.barrier_roles))
+    return env
+
+
+def task_ssh_secret_env(job: Job) -> dict[str, str]:
+    """The secret half, for TaskLaunch.secret_env: the job's private key when jobssh is on.
+    (The authorized keys travel in TaskLaunch.ssh_authorized_keys.)"""
+    private_key = job_private_key(job)
+    if not private_key or not ssh_settings(job.spec).jobssh:
+        return {}
+    return {"PAI_SSH_PRIVATE_KEY": private_key}

@@ -1,0 +1,353 @@
+"""Job pages: list, submit, detail, and the small JSON/text endpoints their live updates poll.
+
+Views are thin: parse the request, find the job the user may see (404 otherwise), call one verb
+of jobs.actions, render.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from django import forms as django_forms
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from clusters.models import GpuType, VirtualCluster
+from jobs import actions
+from jobs.crypto import decrypt_text
+from jobs.forms import (
+    PAGE_SIZES,
+    ImportFileForm,
+    JobFormData,
+    JobListQuery,
+    config_to_form,
+    config_to_yaml,
+    default_role,
+    field_errors,
+    form_to_config,
+    line_errors,
+)
+from jobs.models import Job, JobState
+from jobs.protocol import JobConfigError, export, load
+from jobs.protocol.parsing import parse
+from jobs.templatetags.portal import state_label
+
+LOG_TAIL_DEFAULT = 64 * 1024
+LOG_TAIL_MAX = 1024 * 1024
+
+
+def _job_or_404(request: HttpRequest, full_name: str) -> Job:
+    try:
+        return actions.get_job_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise Http404(_("No such job.")) from error
+
+
+# --- job list -------------------------------------------------------------------------------------
+
+
+@require_GET
+def job_list(request: HttpRequest) -> HttpResponse:
+    query = JobListQuery.from_request(request)
+    page = query.page()
+    context = {
+        "query": query,
+        "page": page,
+        "states": JobState.values,
+        "virtual_clusters": VirtualCluster.objects.values_list("name", flat=True),
+        "is_admin": query.is_admin,
+        "page_sizes": PAGE_SIZES,
+    }
+    return render(request, "jobs/list.html", context)
+
+
+@require_GET
+def job_states(request: HttpRequest) -> JsonResponse:
+    """States of the listed jobs and the per-state counts, for the list's live updates."""
+    query = JobListQuery.from_request(request)
+    ids = [int(part) for part in request.GET.get("ids", "").split(",") if part.strip().isdigit()][:500]
+    states = dict(query.visible().filter(pk__in=ids).values_list("pk", "state")) if ids else {}
+    counts = query.counts()
+    return JsonResponse(
+        {
+            "states": {str(pk): state for pk, state in states.items()},
+            "counts": counts,
+            "labels": {state: state_label(state) for state in JobState.values},
+        }
+    )
+
+
+# --- submit ---------------------------------------------------------------------------------------
+
+
+def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    data: JobFormData = extra.pop("form_data", None) or JobFormData.blank()
+    by_field: dict[str, list[str]] = extra.pop("errors_by_field", {})
+    roles = [
+        {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
+        for index, values in enumerate(data.roles)
+    ]
+    open_vcs = [vc.name for vc in VirtualCluster.objects.prefetch_related("allowed_users") if _open_to(vc, request)]
+    context = {
+        "mode": "form",
+        "form_data": data,
+        "roles": roles,
+        "job_errors": {key: value for key, value in by_field.items() if not key.startswith("roles-")},
+        "general_errors": [],
+        "line_errors": [],
+        "config_text": "",
+        "virtual_clusters": open_vcs,
+        "gpu_types": list(GpuType.objects.values_list("name", flat=True)),
+        "file_form": ImportFileForm(),
+        "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
+    }
+    context.update(extra)
+    return context
+
+
+def _open_to(vc: VirtualCluster, request: HttpRequest) -> bool:
+    user: Any = request.user
+    if user.is_staff or user.is_superuser:
+        return True
+    allowed = list(vc.allowed_users.all())
+    return not allowed or any(member.pk == user.pk for member in allowed)
+
+
+def _role_errors(by_field: dict[str, list[str]], index: int) -> dict[str, list[str]]:
+    prefix = f"roles-{index}-"
+    return {key[len(prefix) :]: value for key, value in by_field.items() if key.startswith(prefix)}
+
+
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest) -> HttpResponse:
+    if _body_too_large(request):
+        # Refused before Django reads the body: a file upload would otherwise be spooled to disk first.
+        limit_kb = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
+        message = _("The request is too large; the limit is %(limit)d KB.") % {"limit": limit_kb}
+        return _submit_page(request, JobFormData.blank(), status=413, general_errors=[message])
+    if request.method == "GET":
+        clone_of = request.GET.get("clone", "")
+        mode = request.GET.get("mode", "form")  # the tabs work without JavaScript too
+        mode = mode if mode in ("form", "text", "file") else "form"
+        return _submit_page(request, _initial_form(request), cloned_from=clone_of, mode=mode)
+    mode = request.POST.get("mode", "form")
+    action = request.POST.get("action", "submit")
+    form_data = JobFormData.from_post(request.POST)
+
+    if mode == "form":
+        text = config_to_yaml(form_to_config(form_data))
+        if action == "to_yaml":
+            return _submit_page(request, form_data, mode="text", config_text=text, editing_yaml=True)
+    elif mode == "file":
+        file_form = ImportFileForm(request.POST, request.FILES)
+        try:
+            if not file_form.is_valid():
+                raise django_forms.ValidationError(list(file_form.errors["config_file"]))
+            text = file_form.config_text()
+        except django_forms.ValidationError as error:
+            return _submit_page(request, form_data, mode="file", file_errors=error.messages)
+        mode = "text"  # errors in an imported file are shown, and fixed, in the text box
+    else:
+        text = request.POST.get("config_text", "")
+
+    if action == "to_form":
+        return _text_to_form(request, text)
+    try:
+        if action == "export":
+            spec = load(text).spec
+            return _yaml_download(export(spec), spec.get("name") or "job")
+        job = actions.submit_job(request.user, text)
+    except JobConfigError as error:
+        return _config_errors(request, mode, form_data, text, error)
+    except actions.JobNameConflict as error:
+        field = "name" if mode == "form" else _name_field(text)
+        return _config_errors(request, mode, form_data, text, JobConfigError([(field, str(error))]))
+    messages.success(request, _("Job %(name)s submitted.") % {"name": job.full_name})
+    return redirect("jobs:detail", full_name=job.full_name)
+
+
+def _body_too_large(request: HttpRequest) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return True
+    return length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def _initial_form(request: HttpRequest) -> JobFormData:
+    clone_of = request.GET.get("clone")
+    if not clone_of:
+        return JobFormData.blank()
+    job = _job_or_404(request, clone_of)
+    data = config_to_form(job.spec)
+    data.job["name"] = _free_clone_name(job)
+    # Secret values are never shown: the clone keeps the names and asks for the values again.
+    data.job["secrets"] = "\n".join(f"{name}=" for name in (job.spec.get("secrets") or {}))
+    data.base_config.pop("secrets", None)
+    return data
+
+
+def _free_clone_name(job: Job) -> str:
+    prefix = f"{job.name}-clone"
+    taken = set(Job.objects.filter(owner=job.owner, name__startswith=prefix).values_list("name", flat=True))
+    if prefix not in taken:
+        return prefix
+    number = 2
+    while f"{prefix}-{number}" in taken:
+        number += 1
+    return f"{prefix}-{number}"
+
+
+def _name_field(text: str) -> str:
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return "name"
+    return "jobName" if isinstance(parsed, dict) and "jobName" in parsed else "name"
+
+
+def _text_to_form(request: HttpRequest, text: str) -> HttpResponse:
+    """Back from Edit YAML (or a pasted config) to the form; a v1 JSON config is converted first."""
+    try:
+        doc, _is_json = parse(text)
+        if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
+            doc = load(text).spec
+    except JobConfigError as error:
+        return _config_errors(request, "text", JobFormData.blank(), text, error)
+    return _submit_page(request, config_to_form(doc))
+
+
+def _config_errors(
+    request: HttpRequest, mode: str, form_data: JobFormData, text: str, error: JobConfigError
+) -> HttpResponse:
+    errors = list(error.errors)
+    if mode == "form":
+        by_field, general = field_errors(errors, [role.get("name", "").strip() for role in form_data.roles])
+        return _submit_page(request, form_data, errors_by_field=by_field, general_errors=general, status=400)
+    located = line_errors(text, errors, syntax_line=getattr(error, "line", None))
+    return _submit_page(request, form_data, mode="text", config_text=text, line_errors=located, status=400)
+
+
+def _submit_page(request: HttpRequest, form_data: JobFormData, status: int = 200, **extra: Any) -> HttpResponse:
+    context = _submit_context(request, form_data=form_data, **extra)
+    return render(request, "jobs/submit.html", context, status=status)
+
+
+def _yaml_download(text: str, name: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="application/x-yaml; charset=utf-8")
+    safe_name = "".join(char for char in name if char.isalnum() or char in "-._") or "job"
+    response["Content-Disposition"] = f'attachment; filename="{safe_name}.yaml"'
+    return response
+
+
+# --- job detail -------------------------------------------------------------------------------------
+
+
+def _detail_context(job: Job) -> dict[str, Any]:
+    tasks = list(job.tasks.select_related("node").order_by("role", "index"))
+    events = list(job.events.order_by("-created_at", "-id")[:200])
+    return {"job": job, "tasks": tasks, "events": events}
+
+
+@require_GET
+def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
+    job = _job_or_404(request, full_name)
+    context = _detail_context(job)
+    selected = request.GET.get("task")
+    context["log_task"] = next((t for t in context["tasks"] if str(t.pk) == selected), None) or (
+        context["tasks"][0] if context["tasks"] else None
+    )
+    return render(request, "jobs/detail.html", context)
+
+
+@require_GET
+def job_status(request: HttpRequest, full_name: str) -> JsonResponse:
+    """The live part of the job page, rendered on the server, for the page's poller."""
+    job = _job_or_404(request, full_name)
+    html = render_to_string("jobs/_job_live.html", _detail_context(job), request=request)
+    return JsonResponse({"state": job.state, "finished": job.is_finished, "html": html})
+
+
+@require_GET
+def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
+    """The last `tail` bytes of a task's log, as text, with the job's secret values masked."""
+    job = _job_or_404(request, full_name)
+    task = job.tasks.filter(pk=request.GET.get("task") or 0).first() if request.GET.get("task", "").isdigit() else None
+    task = task or job.tasks.order_by("role", "index").first()
+    if task is None or not task.log_path:
+        return HttpResponse("", content_type="text/plain; charset=utf-8")
+    try:
+        tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
+    except ValueError:
+        tail = LOG_TAIL_DEFAULT
+    text = _read_tail(task.log_path, tail)
+    for secret in _secret_values(job):
+        text = text.replace(secret, "******")
+    return HttpResponse(text, content_type="text/plain; charset=utf-8")
+
+
+def _read_tail(path: str, size: int) -> str:
+    try:
+        with open(path, "rb") as log:
+            log.seek(0, 2)
+            end = log.tell()
+            log.seek(max(0, end - size))
+            return log.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _secret_values(job: Job) -> list[str]:
+    if not job.secrets_encrypted:
+        return []
+    try:
+        secrets = json.loads(decrypt_text(job.secrets_encrypted))
+    except Exception:  # a key rotated away: nothing to mask with, and nothing readable leaks
+        return []
+    return [str(value) for value in secrets.values() if str(value)]
+
+
+@require_http_methods(["GET", "POST"])
+def job_stop(request: HttpRequest, full_name: str) -> HttpResponse:
+    """GET asks for confirmation; POST stops."""
+    job = _job_or_404(request, full_name)
+    if request.method == "GET":
+        return render(request, "jobs/stop_confirm.html", {"job": job})
+    try:
+        actions.stop_job(job, request.user)
+        messages.success(request, _("Stop requested for %(name)s.") % {"name": job.full_name})
+    except actions.JobStateError:
+        messages.error(request, _("The job has already finished."))
+    return redirect("jobs:detail", full_name=job.full_name)
+
+
+@require_POST
+def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
+    job = _job_or_404(request, full_name)
+    try:
+        actions.restart_job(job, request.user)
+        messages.success(request, _("Job %(name)s queued again.") % {"name": job.full_name})
+    except actions.JobStateError:
+        messages.error(request, _("Only a finished job can be started again."))
+    return redirect("jobs:detail", full_name=job.full_name)
+
+
+@require_GET
+def job_clone(request: HttpRequest, full_name: str) -> HttpResponse:
+    job = _job_or_404(request, full_name)
+    return redirect(f"{reverse('jobs:submit')}?clone={job.full_name}")
+
+
+@require_GET
+def job_export(request: HttpRequest, full_name: str) -> HttpResponse:
+    """The job's config as v2 YAML; the spec holds secrets masked, so the export does too."""
+    job = _job_or_404(request, full_name)
+    return _yaml_download(export(job.spec), job.name)

@@ -1,0 +1,18 @@
+"""URL wiring only: each app owns its routes."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+urlpatterns = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("api/", include("jobs.api.urls")),
+    path("profile/", include("accounts.urls")),
+    path("", include("clusters.urls")),
+    path("", include("jobs.urls")),
+    path("", include("jobs.storage_urls")),
+    path("", include("jobs.ssh_urls")),
+]

@@ -1,0 +1,35 @@
+// Job list: poll the states of the listed jobs and the per-state counts; update them in place.
+"use strict";
+(function () {
+  const table = document.querySelector("[data-live-states]");
+  if (!table) return;
+  const POLL_MS = 2000;
+
+  async function refresh() {
+    const ids = Array.from(table.querySelectorAll("tr[data-job-id]"), (row) => row.dataset.jobId);
+    const url = new URL(table.dataset.liveStates, location.href);
+    url.searchParams.set("ids", ids.join(","));
+    try {
+      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+      if (!response.ok) return;
+      const data = await response.json();
+      for (const [id, state] of Object.entries(data.states)) {
+        const badge = table.querySelector('tr[data-job-id="' + id + '"] [data-state]');
+        if (badge && badge.dataset.value !== state) {
+          badge.dataset.value = state;
+          badge.className = "state state-" + state.toLowerCase();
+          badge.textContent = data.labels[state] || state;
+        }
+      }
+      let total = 0;
+      for (const value of Object.values(data.counts)) total += value;
+      document.querySelectorAll("[data-count-state]").forEach((chip) => {
+        const state = chip.dataset.countState;
+        chip.querySelector(".count-value").textContent = state ? data.counts[state] || 0 : total;
+      });
+    } catch (error) {
+      // The server is restarting or the network blinked: try again on the next tick.
+    }
+  }
+  setInterval(() => { if (!document.hidden) refresh(); }, POLL_MS);
+})();

@@ -1,0 +1,84 @@
+// Submit page: switch modes without a reload, add/remove task roles, line numbers beside the
+// config text with the lines that have errors marked.
+"use strict";
+(function () {
+  const form = document.getElementById("submit-form");
+  if (!form) return;
+  const modeInput = form.querySelector("[data-mode-input]");
+
+  function showMode(mode) {
+    modeInput.value = mode;
+    form.querySelectorAll("[data-mode-panel]").forEach((panel) => {
+      panel.hidden = panel.dataset.modePanel !== mode;
+    });
+    document.querySelectorAll("[data-mode-tab]").forEach((tab) => {
+      tab.setAttribute("aria-selected", String(tab.dataset.modeTab === mode));
+    });
+  }
+  document.querySelectorAll("[data-mode-tab]").forEach((tab) => {
+    tab.addEventListener("click", (event) => {
+      event.preventDefault();
+      showMode(tab.dataset.modeTab);
+    });
+  });
+  const requested = new URLSearchParams(location.search).get("mode");
+  if (requested && !form.querySelector("[role=alert]")) showMode(requested);
+
+  // Task roles: each is a fieldset whose inputs are named roles-<n>-<field>.
+  const roles = form.querySelector("[data-roles]");
+  const template = document.getElementById("role-template");
+  let nextIndex = roles.querySelectorAll("[data-role]").length;
+  function updateRemoveButtons() {
+    const all = roles.querySelectorAll("[data-role]");
+    all.forEach((role) => {
+      role.querySelector("[data-remove-role]").hidden = all.length < 2;
+    });
+  }
+  form.querySelector("[data-add-role]").addEventListener("click", () => {
+    const html = template.innerHTML.replaceAll("roles-__i__", "roles-" + nextIndex);
+    roles.insertAdjacentHTML("beforeend", html);
+    const added = roles.lastElementChild;
+    added.querySelector("input[name$='-name']").value = "taskrole" + nextIndex;
+    nextIndex += 1;
+    updateRemoveButtons();
+    added.querySelector("input").focus();
+  });
+  roles.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-remove-role]");
+    if (button) {
+      button.closest("[data-role]").remove();
+      updateRemoveButtons();
+    }
+  });
+  updateRemoveButtons();
+
+  // Line numbers beside the config text; lines with errors are marked.
+  const text = form.querySelector("#id_config_text");
+  const gutter = form.querySelector("[data-gutter]");
+  const errorLines = new Set((gutter.dataset.errorLines || "").split(/\s+/).filter(Boolean).map(Number));
+  function renderGutter() {
+    const count = Math.max(text.value.split("\n").length, Number(text.rows));
+    const lines = [];
+    for (let line = 1; line <= count; line += 1) {
+      lines.push(errorLines.has(line) ? '<span class="has-error">' + line + "</span>" : "<span>" + line + "</span>");
+    }
+    gutter.innerHTML = lines.join("");
+    gutter.scrollTop = text.scrollTop;
+  }
+  text.addEventListener("input", renderGutter);
+  text.addEventListener("scroll", () => { gutter.scrollTop = text.scrollTop; });
+  renderGutter();
+
+  function gotoLine(line) {
+    const lines = text.value.split("\n");
+    const start = lines.slice(0, line - 1).reduce((sum, current) => sum + current.length + 1, 0);
+    text.focus();
+    text.setSelectionRange(start, start + (lines[line - 1] || "").length);
+    const lineHeight = parseFloat(getComputedStyle(text).lineHeight) || 20;
+    text.scrollTop = Math.max(0, (line - 3) * lineHeight);
+  }
+  form.querySelectorAll("[data-goto-line]").forEach((button) => {
+    const line = Number(button.dataset.gotoLine);
+    if (line) button.addEventListener("click", () => gotoLine(line));
+  });
+})();

@@ -1,0 +1,76 @@
+"""Virtual clusters, users and info."""
+
+import pytest
+
+from clusters.models import Gpu, GpuType, Node, VirtualCluster
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def cluster(db):
+    node = Node.objects.create(name="n1", executor="process", cpus=16, memory_mb=65536)
+    p100 = GpuType.objects.create(name="P100")
+    for index in range(4):
+        Gpu.objects.create(node=node, index=index, gpu_type=p100)
+    VirtualCluster.objects.filter(name="default").update(share_percent=50)
+    return node
+
+
+def test_it_lists_virtual_clusters_with_capacity_and_resources(alice, cluster):
+    response = alice.get("/api/v2/virtual-clusters")
+    assert response.status_code == 200
+    default = response.json()["default"]
+    assert default["capacity"] == 50.0
+    assert default["usedCapacity"] == 0.0
+    assert default["resourcesTotal"]["gpu"] == 2
+    assert default["resourcesUsed"] == {"cpu": 0, "memory": 0, "gpu": 0, "vCores": 0, "GPUs": 0}
+
+
+def test_it_answers_one_virtual_cluster(alice, cluster):
+    response = alice.get("/api/v2/virtual-clusters/default")
+    assert response.status_code == 200
+    assert response.json()["maxCapacity"] == 50.0
+
+
+def test_it_answers_404_for_an_unknown_virtual_cluster(alice):
+    response = alice.get("/api/v2/virtual-clusters/atlantis")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoVirtualClusterError"
+
+
+def test_it_shows_a_user_themselves_without_the_password(alice):
+    response = alice.get("/api/v2/users/alice")
+    assert response.status_code == 200
+    assert response.json()["username"] == "alice"
+    assert "password" not in response.json()
+
+
+def test_it_hides_other_users_from_non_admins(alice, other_user):
+    response = alice.get("/api/v2/users/bob")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoUserError"
+
+
+def test_it_lets_an_admin_create_a_user(root, django_user_model):
+    response = root.post("/api/v2/users", {"username": "carol", "password": "carol-password-9"}, format="json")
+    assert response.status_code == 201
+    assert django_user_model.objects.get(username="carol").check_password("carol-password-9")
+
+
+def test_it_refuses_a_non_admin_creating_a_user(alice):
+    response = alice.post("/api/v2/users", {"username": "carol", "password": "carol-password-9"}, format="json")
+    assert response.status_code == 403
+    assert response.json()["code"] == "ForbiddenUserError"
+
+
+def test_it_answers_409_for_a_taken_user_name(root, user):
+    response = root.post("/api/v2/users", {"username": "alice", "password": "carol-password-9"}, format="json")
+    assert response.status_code == 409
+    assert response.json()["code"] == "ConflictUserError"
+
+
+def test_it_answers_info_without_a_token(anonymous):
+    response = anonymous.get("/api/v2/info")
+    assert response.status_code == 200
+    assert set(response.json()) == {"name", "version", "launcherType", "authnMethod"}

@@ -1,0 +1,72 @@
+"""One error shape everywhere: unknown paths, methods, bodies, limits and throttles."""
+
+import pytest
+
+from jobs.api.throttles import ListThrottle, SubmitThrottle
+from tests.api.conftest import v2_yaml
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_answers_no_api_error_for_an_unknown_api_path(alice):
+    response = alice.get("/api/v3/whatever")
+    assert response.status_code == 404
+    assert response.json() == {"code": "NoApiError", "message": "GET /api/v3/whatever is not an API."}
+
+
+def test_it_answers_no_api_error_for_an_unknown_path_without_a_token(anonymous):
+    response = anonymous.delete("/api/nothing/here")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoApiError"
+
+
+def test_it_answers_405_in_the_same_shape_for_a_wrong_method(alice):
+    response = alice.patch("/api/v2/jobs", {}, format="json")
+    assert response.status_code == 405
+    assert set(response.json()) == {"code", "message"}
+
+
+def test_it_answers_400_for_json_that_does_not_parse(alice):
+    alice.post("/api/v2/jobs", data=v2_yaml("x"), content_type="text/yaml")
+    response = alice.put("/api/v2/jobs/alice~x/executionType", data="{nope", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "InvalidParametersError"
+
+
+def test_it_answers_413_for_a_body_over_the_limit(alice, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = alice.post("/api/v2/jobs", data=v2_yaml("big") + "#" * 2000, content_type="text/yaml")
+    assert response.status_code == 413
+    assert set(response.json()) == {"code", "message"}
+
+
+def test_it_throttles_submits_per_user_with_429(alice, monkeypatch):
+    monkeypatch.setattr(SubmitThrottle, "rate", "2/min", raising=False)
+    statuses = [
+        alice.post("/api/v2/jobs", data=v2_yaml(f"j{i}"), content_type="text/yaml").status_code for i in range(2)
+    ]
+    assert statuses == [202, 202]
+    last = alice.post("/api/v2/jobs", data=v2_yaml("j9"), content_type="text/yaml")
+    assert last.status_code == 429
+    assert last.json()["code"] == "TooManyRequestsError"
+
+
+def test_it_throttles_lists_per_user_with_429(alice, bob, monkeypatch):
+    monkeypatch.setattr(ListThrottle, "rate", "1/min", raising=False)
+    assert alice.get("/api/v2/jobs").status_code == 200
+    response = alice.get("/api/v2/jobs")
+    assert response.status_code == 429
+    assert response.json()["code"] == "TooManyRequestsError"
+    assert bob.get("/api/v2/jobs").status_code == 200  # per user, not global
+
+
+def test_it_answers_400_for_an_empty_submit_body(alice):
+    response = alice.post("/api/v2/jobs", data="", content_type="text/yaml")
+    assert response.status_code == 400
+    assert response.json()["code"] == "InvalidProtocolError"
+
+
+def test_it_answers_400_for_a_body_that_is_not_utf8(alice):
+    response = alice.post("/api/v2/jobs", data=b"\xff\xfe\x00name", content_type="text/yaml")
+    assert response.status_code == 400
+    assert set(response.json()) == {"code", "message"}

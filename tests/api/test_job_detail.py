@@ -1,0 +1,95 @@
+"""The job detail in OpenPAI's shape, for a job run to SUCCEEDED on the process executor, and its logs."""
+
+import pytest
+
+from jobs.models import Job, JobState
+from tests.api.conftest import v2_yaml
+
+# The scheduler loop closes old connections each pass: it needs real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def finished(default_vc, submit_yaml, alice, process_node, run_until):
+    submit_yaml(v2_yaml("done", command="echo hello-from-the-task"))
+    job = run_until(Job.objects.get(name="done"), JobState.SUCCEEDED, JobState.FAILED)
+    assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
+    return alice.get("/api/v2/jobs/alice~done").json()
+
+
+JOB_STATUS_TYPES = {
+    "username": str,
+    "state": str,
+    "subState": str,
+    "executionType": str,
+    "retries": int,
+    "retryDetails": dict,
+    "createdTime": int,
+    "launchedTime": int,
+    "completedTime": int,
+    "appExitCode": int,
+    "appExitSpec": dict,
+    "virtualCluster": str,
+}
+TASK_STATUS_TYPES = {
+    "taskIndex": int,
+    "taskState": str,
+    "containerId": str,
+    "containerIp": str,
+    "containerPorts": dict,
+    "containerGpus": int,
+    "containerLog": str,
+    "containerExitCode": int,
+    "retries": int,
+}
+
+
+def test_it_gives_job_status_openpais_keys_and_types(finished):
+    status = finished["jobStatus"]
+    for key, kind in JOB_STATUS_TYPES.items():
+        assert isinstance(status[key], kind), (key, status[key])
+    assert status["state"] == "SUCCEEDED"
+    assert status["appExitCode"] == 0
+    assert status["appExitSpec"]["code"] == 0
+
+
+def test_it_gives_task_statuses_openpais_keys_and_types(finished):
+    assert finished["name"] == "done"
+    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+    for key, kind in TASK_STATUS_TYPES.items():
+        assert isinstance(task[key], kind), (key, task[key])
+    assert finished["taskRoles"]["worker"]["taskRoleStatus"] == {"name": "worker"}
+
+
+def test_it_gives_container_ports_as_comma_strings(finished):
+    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+    ports = task["containerPorts"]["http"].split(",")
+    assert len(ports) == 2 and all(port.isdigit() for port in ports)
+
+
+def test_it_serves_the_log_at_container_log_without_a_token(finished, anonymous):
+    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+    response = anonymous.get(task["containerLog"])
+    assert response.status_code == 200
+    assert b"hello-from-the-task" in b"".join(response.streaming_content)
+
+
+def test_it_lists_log_locations_on_the_task_log_route(finished, alice, anonymous):
+    route = "/api/v2/jobs/alice~done/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs?tail-mode=true"
+    response = alice.get(route)
+    assert response.status_code == 200
+    (first, *_) = response.json()["locations"]
+    assert first["name"] == "all"
+    assert b"hello-from-the-task" in anonymous.get(first["uri"]).content
+
+
+def test_it_answers_404_for_a_task_that_does_not_exist(finished, alice):
+    response = alice.get("/api/v2/jobs/alice~done/attempts/0/taskRoles/ghost/taskIndex/0/attempts/0/logs")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoTaskLogError"
+
+
+def test_it_refuses_a_tampered_log_link(anonymous):
+    response = anonymous.get("/api/v2/task-logs/forged:token")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoTaskLogError"

@@ -1,0 +1,101 @@
+"""`GET /api/v2/jobs`: filters (comma lists), keyword, order, offset/limit, withTotalCount, the cap."""
+
+import pytest
+
+from jobs.models import Job, JobState
+from tests.api.conftest import v2_yaml
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def three_jobs(submit_yaml, bob):
+    for name in ("alpha", "beta", "gamma"):
+        submit_yaml(v2_yaml(name))
+    submit_yaml(v2_yaml("bobs-job"), client=bob)
+    Job.objects.filter(name="beta").update(state=JobState.RUNNING)
+    Job.objects.filter(name="gamma").update(state=JobState.FAILED)
+
+
+def names(response):
+    data = response.json()
+    return [job["name"] for job in (data["data"] if isinstance(data, dict) else data)]
+
+
+def test_it_lists_only_the_callers_jobs_newest_first(alice, three_jobs):
+    response = alice.get("/api/v2/jobs")
+    assert response.status_code == 200
+    assert names(response) == ["gamma", "beta", "alpha"]
+
+
+def test_it_lists_everyones_jobs_for_an_admin(root, three_jobs):
+    assert len(names(root.get("/api/v2/jobs"))) == 4
+
+
+def test_it_filters_by_a_comma_list_of_states(alice, three_jobs):
+    assert sorted(names(alice.get("/api/v2/jobs?state=RUNNING,FAILED"))) == ["beta", "gamma"]
+
+
+def test_it_filters_by_username_and_vc(root, three_jobs):
+    assert names(root.get("/api/v2/jobs?username=bob&vc=default")) == ["bobs-job"]
+
+
+def test_it_filters_by_keyword(alice, three_jobs):
+    assert names(alice.get("/api/v2/jobs?keyword=amm")) == ["gamma"]
+
+
+def test_it_orders_by_a_field_ascending(alice, three_jobs):
+    assert names(alice.get("/api/v2/jobs?order=jobName,ASC")) == ["alpha", "beta", "gamma"]
+
+
+def test_it_pages_with_offset_and_limit(alice, three_jobs):
+    assert names(alice.get("/api/v2/jobs?order=jobName,ASC&offset=1&limit=1")) == ["beta"]
+
+
+def test_it_answers_total_count_with_the_page(alice, three_jobs):
+    body = alice.get("/api/v2/jobs?limit=1&withTotalCount=true").json()
+    assert body["totalCount"] == 3
+    assert len(body["data"]) == 1
+
+
+def test_it_refuses_a_limit_above_the_cap(alice):
+    response = alice.get("/api/v2/jobs?limit=50001")
+    assert response.status_code == 400
+    assert response.json()["code"] == "InvalidParametersError"
+
+
+def test_it_refuses_a_non_numeric_offset(alice):
+    response = alice.get("/api/v2/jobs?offset=abc")
+    assert response.status_code == 400
+    assert response.json()["code"] == "InvalidParametersError"
+
+
+def test_it_refuses_an_unknown_state(alice):
+    response = alice.get("/api/v2/jobs?state=SLEEPING")
+    assert response.status_code == 400
+    assert response.json()["code"] == "InvalidParametersError"
+
+
+def test_it_gives_each_item_openpais_keys(alice, three_jobs):
+    (item, *_) = alice.get("/api/v2/jobs").json()
+    assert {
+        "name",
+        "username",
+        "state",
+        "subState",
+        "executionType",
+        "retries",
+        "retryDetails",
+        "createdTime",
+        "completedTime",
+        "appExitCode",
+        "virtualCluster",
+        "totalGpuNumber",
+        "totalTaskNumber",
+    } <= set(item)
+    assert isinstance(item["createdTime"], int)
+
+
+def test_it_lists_with_a_constant_number_of_queries(alice, three_jobs, django_assert_max_num_queries):
+    with django_assert_max_num_queries(4):
+        alice.get("/api/v2/jobs?withTotalCount=true")

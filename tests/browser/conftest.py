@@ -1,0 +1,88 @@
+"""Playwright + Debian's Chromium against a live server (never a downloaded browser).
+
+Playwright's sync API runs an event loop in the test thread; Django would then refuse database
+calls there (SynchronousOnlyOperation), hence DJANGO_ALLOW_ASYNC_UNSAFE for these tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import require
+from tests.scheduler.conftest import process_node, scheduler  # noqa: F401  (fixtures)
+
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+DOC_SCREENSHOTS = ROOT / "docs" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    require(Path(CHROMIUM).exists(), "Debian chromium (apt-get install chromium)")
+    from playwright.sync_api import expect, sync_playwright
+
+    # A shared 2-CPU CI box is slow at times: wait up to 10 s for what a page should show.
+    expect.set_options(timeout=10_000)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, live_server) -> Iterator[Any]:
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900}, locale="en-US")
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(page) -> Callable[[str, str], Any]:
+    def sign_in(username: str = "alice", password: str = "alice-password-1") -> Any:
+        page.goto("/login/")
+        page.fill("#id_username", username)
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url("**/")
+        return page
+
+    return sign_in
+
+
+@pytest.fixture
+def screenshot(page) -> Callable[[str], None]:
+    """Full-page screenshot into test-artifacts/ and docs/screenshots/ (the README links those)."""
+
+    def take(name: str) -> None:
+        for folder in (ARTIFACTS, DOC_SCREENSHOTS):
+            folder.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+    return take
+
+
+@pytest.fixture(autouse=True)
+def default_virtual_cluster(transactional_db) -> Any:
+    """Transactional tests flush the tables after each test, data migrations included."""
+    from clusters.models import VirtualCluster
+
+    return VirtualCluster.objects.get_or_create(name="default", defaults={"share_percent": 100})[0]

@@ -1,0 +1,42 @@
+"""Shared fixtures. Real Docker / browser tests fail (not skip) in CI when their engine is missing."""
+
+import os
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(available: bool, what: str) -> None:
+    """Skip locally when a real part is missing; in CI that is a failure, never a skip."""
+    if available:
+        return
+    if IN_CI or os.environ.get("PAI_REQUIRE_REAL_PARTS"):
+        pytest.fail(f"{what} is required in CI but is not available")
+    pytest.skip(f"{what} not available")
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("alice", password="alice-password-1")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture
+def admin_user(django_user_model):
+    return django_user_model.objects.create_superuser("root", email="", password="root-password-1")
+
+
+@pytest.fixture(scope="session")
+def asgi_live_server():
+    """The portal's ASGI app (HTTP + websockets) under daphne in a thread; one per session."""
+    from tests.live_asgi import AsgiLiveServer
+
+    server = AsgiLiveServer()
+    server.start()
+    yield server
+    server.stop()

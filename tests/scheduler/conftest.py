@@ -1,0 +1,73 @@
+"""Fixtures for running jobs end to end on the process executor with the real scheduler loop."""
+
+import time
+
+import pytest
+
+from clusters.models import Node
+from clusters.scheduler import Scheduler
+from jobs.actions import submit_job
+from jobs.models import Job
+
+
+@pytest.fixture
+def process_node(db, settings, tmp_path):
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    settings.PAI_LOG_DIR = tmp_path / "logs"
+    settings.PAI_FS_ROOT = tmp_path / "fs"
+    from clusters.executors.registry import executor_for
+
+    executor_for.cache_clear()
+    yield Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
+    executor_for.cache_clear()
+
+
+@pytest.fixture
+def scheduler():
+    return Scheduler(holder="test-scheduler")
+
+
+@pytest.fixture
+def submit(user, process_node):
+    def submit_text(text: str, owner=None) -> Job:
+        return submit_job(owner or user, text)
+
+    return submit_text
+
+
+@pytest.fixture
+def run_until(scheduler):
+    def run(job: Job, *states: str, timeout: float = 20.0) -> Job:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            scheduler.run_once()
+            job.refresh_from_db()
+            if job.state in states:
+                return job
+            time.sleep(0.05)
+        raise AssertionError(f"job stayed {job.state}, wanted {states}; reason: {job.pending_reason!r}")
+
+    return run
+
+
+def v2_job(name: str, roles: str, extra: str = "") -> str:
+    """A v2 YAML job on the test image; `roles` is the indented taskRoles block."""
+    return f"""protocolVersion: 2
+name: {name}
+type: job
+prerequisites:
+  - name: image
+    type: dockerimage
+    uri: pai-portal/base:latest
+{extra}taskRoles:
+{roles}"""
+
+
+def role(name: str, command: str, instances: int = 1, cpu: int = 1, gpu: int = 0, extra: str = "") -> str:
+    return f"""  {name}:
+    instances: {instances}
+    dockerImage: image
+{extra}    resourcePerInstance: {{cpu: {cpu}, memoryMB: 256, gpu: {gpu}}}
+    commands:
+      - "{command}"
+"""

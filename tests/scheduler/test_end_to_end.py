@@ -1,0 +1,68 @@
+"""Jobs submitted through jobs.actions run on the process executor under the real scheduler loop."""
+
+import os
+
+from jobs.actions import stop_job
+from jobs.models import JobState
+from tests.scheduler.conftest import role, v2_job
+
+
+def test_it_runs_a_ps_and_two_workers_to_success(submit, run_until):
+    roles = role("ps", "sleep 300") + role("worker", "echo worker $PAI_TASK_ROLE_INDEX", instances=2)
+    job = run_until(submit(v2_job("tf", roles)), JobState.SUCCEEDED)
+    tasks = {(t.role, t.index): t for t in job.tasks.all()}
+    assert set(tasks) == {("ps", 0), ("worker", 0), ("worker", 1)}
+    assert [(t.state, t.exit_code) for t in tasks.values() if t.role == "worker"] == [("SUCCEEDED", 0)] * 2
+    # The workers' default minSucceededInstances (all of them) completes the job; ps is stopped.
+    assert (tasks["ps", 0].state, tasks["ps", 0].exit_code) == ("STOPPED", -220)
+    assert job.exit_code == 0
+
+
+def test_it_fails_a_job_after_its_retries_are_used(submit, run_until):
+    text = v2_job("flaky", role("worker", "exit 1"), extra="jobRetryCount: 2\n")
+    job = run_until(submit(text), JobState.FAILED)
+    assert job.retries_used == 2
+    assert job.job_attempt == 3
+    assert job.exit_code == 255
+    assert job.user_exit_code == 1
+
+
+def test_it_retries_a_task_within_its_task_retry_count(submit, run_until):
+    task_role = role("worker", "exit 1", extra="    taskRetryCount: 1\n")
+    job = run_until(submit(v2_job("task-retry", task_role)), JobState.FAILED)
+    task = job.tasks.get()
+    assert task.retries == 1
+    assert task.attempt == 2
+    assert job.job_attempt == 1
+
+
+def test_it_does_not_retry_a_permanent_failure(submit, run_until):
+    text = v2_job("perm", role("worker", "kill -ILL $$"), extra="jobRetryCount: 3\n")
+    job = run_until(submit(text), JobState.FAILED)
+    assert job.retries_used == 0
+    assert job.exit_code == 132
+
+
+def test_it_stops_a_running_job_and_leaves_no_process(submit, run_until, scheduler, user, tmp_path):
+    pid_file = tmp_path / "sleeper.pid"
+    job = run_until(submit(v2_job("stopme", role("worker", f"echo $$ > {pid_file}; exec sleep 300"))), "RUNNING")
+    while not (pid_file.exists() and pid_file.read_text().strip()):
+        scheduler.run_once()
+    pid = int(pid_file.read_text())
+    stop_job(job, by=user)
+    job = run_until(job, JobState.STOPPED)
+    assert job.tasks.get().state == "STOPPED"
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive
+
+
+def test_it_keeps_a_job_too_big_for_its_vc_waiting_with_a_reason(submit, scheduler):
+    job = submit(v2_job("huge", role("worker", "true", instances=3, cpu=4)))
+    scheduler.run_once()
+    job.refresh_from_db()
+    assert job.state == JobState.WAITING
+    assert "12" in job.pending_reason and "8" in job.pending_reason

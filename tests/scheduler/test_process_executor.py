@@ -1,0 +1,114 @@
+"""The process executor runs a task as a local process group and reads its exit back."""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from clusters.executors.base import TaskLaunch
+from clusters.executors.process import ProcessExecutor
+
+
+@pytest.fixture
+def executor(tmp_path):
+    return ProcessExecutor(tmp_path / "work")
+
+
+@pytest.fixture
+def make_launch(tmp_path):
+    def make(command: str, **overrides) -> TaskLaunch:
+        values = dict(
+            job_id=7,
+            job_name="alice~demo",
+            job_attempt=1,
+            role="worker",
+            index=0,
+            task_attempt=1,
+            image="unused",
+            command=command,
+            env={"PAI_JOB_NAME": "demo"},
+            cpu=1,
+            memory_mb=100,
+            shm_mb=64,
+            gpus=[],
+            ports={},
+            log_path=tmp_path / "logs" / "worker-0.log",
+            work_dir=tmp_path / "task",
+        )
+        values.update(overrides)
+        return TaskLaunch(**values)
+
+    return make
+
+
+def wait_for_exit(executor, handle, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = executor.poll(handle)
+        if not status.running:
+            return status
+        time.sleep(0.02)
+    raise AssertionError("the task did not exit in time")
+
+
+def test_it_runs_the_command_with_the_runtime_environment(executor, make_launch):
+    launch = make_launch('echo "job=$PAI_JOB_NAME"')
+    status = wait_for_exit(executor, executor.start(launch))
+    assert status.exit_code == 0
+    assert "job=demo" in launch.log_path.read_text()
+
+
+def test_it_records_the_users_exit_code(executor, make_launch):
+    status = wait_for_exit(executor, executor.start(make_launch("exit 3")))
+    assert status.exit_code == 3
+
+
+def test_it_hides_the_command_variable_from_the_task(executor, make_launch):
+    launch = make_launch("env")
+    wait_for_exit(executor, executor.start(launch))
+    assert "PAI_PORTAL_COMMAND" not in launch.log_path.read_text()
+
+
+def test_it_passes_secret_env_without_logging_it(executor, make_launch):
+    launch = make_launch('test "$TOKEN" = s3cret', secret_env={"TOKEN": "s3cret"})
+    status = wait_for_exit(executor, executor.start(launch))
+    assert status.exit_code == 0
+    assert "s3cret" not in launch.log_path.read_text()
+
+
+def test_it_stops_the_whole_process_group(executor, make_launch, tmp_path):
+    launch = make_launch("sleep 300 & echo $! > child.pid; wait")
+    handle = executor.start(launch)
+    child_pid_file = Path(launch.work_dir) / "child.pid"
+    deadline = time.monotonic() + 5
+    while not child_pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    child_pid = int(child_pid_file.read_text())
+    executor.stop(handle)
+    time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child_pid, 0)
+    assert executor.list_running() == []
+
+
+def test_it_reads_an_exit_back_after_a_restart(executor, make_launch, tmp_path):
+    handle = executor.start(make_launch("exit 5"))
+    wait_for_exit(executor, handle)
+    restarted = ProcessExecutor(tmp_path / "work")
+    assert restarted.poll(handle).exit_code == 5
+
+
+def test_it_lists_running_tasks_with_their_labels(executor, make_launch, tmp_path):
+    handle = executor.start(make_launch("sleep 30"))
+    restarted = ProcessExecutor(tmp_path / "work")
+    listed = restarted.list_running()
+    assert [r.handle.executor_id for r in listed] == [handle.executor_id]
+    assert listed[0].labels["pai.role"] == "worker"
+    assert restarted.poll(handle).running
+    executor.stop(handle)
+
+
+def test_it_reports_a_signal_kill_as_128_plus_the_signal(executor, make_launch):
+    status = wait_for_exit(executor, executor.start(make_launch("kill -TERM $$")))
+    assert status.exit_code == 143

@@ -1,0 +1,35 @@
+"""The SSH card of the job page: key download, the exact command per task, a Terminal button."""
+
+import pytest
+from django.template import Context, Template
+
+from jobs.models import TaskState
+
+pytestmark = pytest.mark.django_db
+
+
+def render_panel(job):
+    return Template("{% load job_ssh %}{% job_ssh_panel job %}").render(Context({"job": job}))
+
+
+def test_it_offers_the_key_and_explains_that_ssh_opens_when_tasks_run(make_job):
+    html = render_panel(make_job())
+    assert 'href="/jobs/alice~ssh-demo/ssh/key/"' in html
+    assert "tasks are running." in html
+
+
+def test_it_shows_each_running_tasks_command_and_terminal(make_job, docker_node):
+    job = make_job(roles={"worker": 2})
+    job.tasks.filter(index=1).update(state=TaskState.RUNNING, node=docker_node, ports={"ssh": [20001]})
+    html = render_panel(job)
+    assert "ssh -i ssh-demo.key -p 20001 root@127.0.0.1" in html
+    assert 'href="/jobs/alice~ssh-demo/terminal/worker/1/"' in html
+    assert "/terminal/worker/0/" not in html
+
+
+def test_it_leaves_out_tasks_that_have_finished(make_job, docker_node):
+    job = make_job()
+    job.tasks.update(state=TaskState.FAILED, node=docker_node, ports={"ssh": [20001]})
+    html = render_panel(job)
+    assert "ssh -i" not in html
+    assert "tasks are running." in html

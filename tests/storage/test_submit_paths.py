@@ -1,0 +1,51 @@
+"""Submitting a job checks its storage paths against the user's area, with the field's name."""
+
+import json
+
+import pytest
+
+from jobs.actions import submit_job
+from jobs.protocol import JobConfigError
+from jobs.storage import user_area
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def area(settings, tmp_path, user):
+    settings.PAI_FS_ROOT = tmp_path / "fs"
+    return user_area(user.username)
+
+
+def v1_job(**paths: str) -> str:
+    role = {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": "true"}
+    return json.dumps({"jobName": "paths", "image": "pai-portal/base:latest", "taskRoles": [role], **paths})
+
+
+def field_errors(user, text: str) -> dict[str, str]:
+    with pytest.raises(JobConfigError) as error:
+        submit_job(user, text)
+    return dict(error.value.errors)
+
+
+def test_it_accepts_paths_inside_the_users_area(user, area):
+    (area / "data").mkdir()
+    job = submit_job(user, v1_job(dataDir="$PAI_DEFAULT_FS_URI/data", outputDir="$PAI_DEFAULT_FS_URI/out"))
+    assert job.state == "WAITING"
+
+
+def test_it_refuses_a_data_dir_that_climbs_out(user, area):
+    assert "'..'" in field_errors(user, v1_job(dataDir="$PAI_DEFAULT_FS_URI/../bob"))["dataDir"]
+
+
+def test_it_refuses_an_absolute_host_path(user, area):
+    assert "outside your storage area" in field_errors(user, v1_job(codeDir="/etc"))["codeDir"]
+
+
+def test_it_says_no_hdfs_is_configured(user, area):
+    assert "no HDFS configured" in field_errors(user, v1_job(dataDir="hdfs://nn:9000/data"))["dataDir"]
+
+
+def test_it_refuses_an_output_dir_through_a_symlink_out(user, area, tmp_path):
+    (area / "out").symlink_to(tmp_path)
+    assert "symbolic link" in field_errors(user, v1_job(outputDir="$PAI_DEFAULT_FS_URI/out/job"))["outputDir"]

@@ -1,0 +1,76 @@
+"""`make run`'s first-start setup and the production settings."""
+
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from clusters.models import Node, VirtualCluster
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bootstrap() -> str:
+    out = io.StringIO()
+    call_command("bootstrap", stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_it_creates_the_default_virtual_cluster():
+    assert VirtualCluster.objects.get(name="default").share_percent == 100
+
+
+@pytest.mark.django_db
+def test_it_prints_an_admin_password_that_logs_in(client):
+    password = re.search(r"Password \(shown once\): (\S+)", bootstrap()).group(1)
+    assert client.login(username="admin", password=password)
+
+
+@pytest.mark.django_db
+def test_it_prints_the_password_only_once():
+    bootstrap()
+    assert "Password" not in bootstrap()
+
+
+@pytest.mark.django_db
+def test_it_registers_this_machine_as_a_node():
+    bootstrap()
+    node = Node.objects.get(name="local")
+    assert node.cpus == os.cpu_count()
+    assert node.memory_mb > 100
+
+
+@pytest.mark.django_db
+def test_it_registers_a_process_node_on_request():
+    call_command("addnode", "--local", "--executor", "process", stdout=io.StringIO())
+    assert Node.objects.get(name="local").executor == "process"
+
+
+def test_it_passes_the_deploy_checks_with_production_settings(tmp_path):
+    env = {
+        **os.environ,
+        "PAI_PRODUCTION": "1",
+        "PAI_VAR_DIR": str(tmp_path),
+        "SECRET_KEY": "x" * 20 + "a-long-random-production-secret-key-0123456789",
+        "PAI_ALLOWED_HOSTS": "portal.example.org",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_it_requires_login_for_pages(client):
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")

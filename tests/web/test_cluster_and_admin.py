@@ -1,0 +1,66 @@
+"""The cluster page and the Django admin's job pages."""
+
+import pytest
+
+from clusters.models import Gpu, GpuType, Node, VirtualCluster
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def gpu_node(db) -> Node:
+    p100 = GpuType.objects.create(name="P100", description="NVIDIA Tesla P100")
+    node = Node.objects.create(name="gpu-node-1", address="10.0.0.7", cpus=16, memory_mb=65536)
+    for index in range(4):
+        Gpu.objects.create(node=node, index=index, gpu_type=p100)
+    return node
+
+
+def test_it_shows_virtual_clusters_with_quota_and_usage(alice_client, user, make_job, gpu_node):
+    VirtualCluster.objects.filter(name="default").update(share_percent=50)
+    job = make_job(user, "busy", state="RUNNING")
+    job.tasks.update(state="RUNNING", node=gpu_node, gpus=[1])
+    row = alice_client.get("/cluster/").context["vc_rows"][0]
+    assert (row.vc.name, row.quota.gpus, row.used.gpus, row.running_jobs) == ("default", 2, 1, 1)
+    assert row.used.cpus == 1
+
+
+def test_it_shows_each_nodes_gpus_free_or_used(alice_client, user, make_job, gpu_node):
+    job = make_job(user, "busy", state="RUNNING")
+    job.tasks.update(state="RUNNING", node=gpu_node, gpus=[2])
+    response = alice_client.get("/cluster/")
+    [node_row] = response.context["node_rows"]
+    assert node_row.free_gpus == 3
+    assert [gpu["used"] for gpu in node_row.gpus] == [False, False, True, False]
+    assert response.context["gpu_types"][0]["free"] == 3
+    assert "NVIDIA Tesla P100" in response.content.decode()
+
+
+def test_the_admin_lists_jobs_with_filters(admin_client, user, make_job):
+    make_job(user, "listed", state="RUNNING")
+    page = admin_client.get("/admin/jobs/job/?state__exact=RUNNING").content.decode()
+    assert "listed" in page
+
+
+def test_the_admin_stops_selected_jobs(admin_client, user, make_job):
+    running = make_job(user, "running", state="RUNNING")
+    done = make_job(user, "done", state="SUCCEEDED")
+    admin_client.post("/admin/jobs/job/", {"action": "stop_selected_jobs", "_selected_action": [running.pk, done.pk]})
+    assert Job.objects.get(pk=running.pk).execution_type == "STOP"
+    assert Job.objects.get(pk=done.pk).execution_type == "START"
+
+
+def test_the_admin_never_shows_secrets(admin_client, user, make_job):
+    job = make_job(user, "secretive", secrets_encrypted="gAAAA-encrypted-blob")
+    page = admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+    assert "gAAAA-encrypted-blob" not in page
+    assert "s3cr3t-value" not in page
+    assert "******" in page
+
+
+def test_the_admin_deletes_only_finished_jobs(admin_client, user, make_job):
+    running = make_job(user, "running", state="RUNNING")
+    done = make_job(user, "done", state="SUCCEEDED")
+    assert admin_client.get(f"/admin/jobs/job/{running.pk}/delete/").status_code == 403
+    assert admin_client.get(f"/admin/jobs/job/{done.pk}/delete/").status_code == 200

@@ -1,0 +1,148 @@
+"""The job page (`/jobs/<owner>~<name>/`): summary, tasks, log, events, stop, clone, export."""
+
+import json
+
+import pytest
+import yaml
+from django.utils import timezone
+
+from clusters.models import Node
+from jobs.crypto import encrypt_text
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_shows_the_summary_tasks_and_events(alice_client, user, make_job):
+    make_job(user, "mnist", roles={"ps": 1, "worker": 2})
+    page = alice_client.get("/jobs/alice~mnist/").content.decode()
+    assert page.count('data-task-id="') == 3
+    assert "submitted" in page
+    assert "Waiting" in page
+
+
+def test_it_explains_why_a_job_is_waiting(alice_client, user, make_job):
+    make_job(user, "big", pending_reason='needs 8 P100 GPUs, vc "default" has 2 free')
+    page = alice_client.get("/jobs/alice~big/").content.decode()
+    assert "needs 8 P100 GPUs, vc &quot;default&quot; has 2 free" in page
+
+
+def test_it_links_each_task_port(alice_client, user, make_job):
+    job = make_job(user, "notebook", state="RUNNING")
+    node = Node.objects.create(name="n1", address="10.0.0.5")
+    job.tasks.update(state="RUNNING", node=node, ip="10.0.0.5", ports={"jupyter": [20001]}, gpus=[0, 1])
+    page = alice_client.get("/jobs/alice~notebook/").content.decode()
+    assert 'href="http://10.0.0.5:20001"' in page
+    assert "0, 1" in page
+
+
+def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, make_job):
+    job = make_job(user, "oom", state="FAILED", exit_code=-1200, user_exit_code=137)
+    job.tasks.update(state="FAILED", exit_code=-1200, user_exit_code=137)
+    page = alice_client.get("/jobs/alice~oom/").content.decode()
+    assert "UserContainerDockerOOMKilled" in page
+    assert "137" in page
+    assert "<li>Increase per task memory request</li>" in page
+
+
+def test_it_answers_404_for_another_users_job(bob_client, user, make_job):
+    make_job(user, "private")
+    for path in ("", "status.json", "log", "stop/", "clone/", "export/"):
+        assert bob_client.get(f"/jobs/alice~private/{path}").status_code == 404, path
+    assert bob_client.post("/jobs/alice~private/stop/").status_code == 404
+
+
+def test_it_answers_404_for_a_malformed_job_name(alice_client):
+    assert alice_client.get("/jobs/no-tilde/").status_code == 404
+
+
+def test_it_lets_an_admin_see_any_job(admin_client, user, make_job):
+    make_job(user, "visible")
+    assert admin_client.get("/jobs/alice~visible/").status_code == 200
+
+
+def test_it_asks_before_stopping(alice_client, user, make_job):
+    make_job(user, "long", state="RUNNING")
+    page = alice_client.get("/jobs/alice~long/stop/")
+    assert page.status_code == 200
+    assert Job.objects.get(name="long").execution_type == "START"
+
+
+def test_it_stops_a_running_job_on_post(alice_client, user, make_job):
+    make_job(user, "long", state="RUNNING")
+    response = alice_client.post("/jobs/alice~long/stop/")
+    assert response.status_code == 302
+    assert Job.objects.get(name="long").execution_type == "STOP"
+
+
+def test_it_refuses_a_stop_without_the_csrf_token(user, make_job):
+    from django.test import Client
+
+    make_job(user, "long", state="RUNNING")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post("/jobs/alice~long/stop/").status_code == 403
+
+
+def test_it_exports_the_config_as_v2_yaml_with_secrets_masked(alice_client, user, make_job):
+    make_job(user, "exported")
+    response = alice_client.get("/jobs/alice~exported/export/")
+    assert response["Content-Disposition"] == 'attachment; filename="exported.yaml"'
+    config = yaml.safe_load(response.content)
+    assert config["name"] == "exported"
+    assert config["secrets"] == {"token": "******"}
+
+
+def test_it_clones_into_a_prefilled_submit_form(alice_client, user, make_job):
+    make_job(user, "original", roles={"ps": 1, "worker": 2})
+    response = alice_client.get("/jobs/alice~original/clone/", follow=True)
+    form_data = response.context["form_data"]
+    assert form_data.job["name"] == "original-clone"
+    assert [role["name"] for role in form_data.roles] == ["ps", "worker"]
+    assert form_data.job["secrets"] == "token="
+
+
+def test_it_tails_a_task_log_with_secret_values_masked(alice_client, user, make_job, tmp_path):
+    job = make_job(user, "logged", state="RUNNING", secrets_encrypted=encrypt_text(json.dumps({"token": "hunter2"})))
+    log = tmp_path / "worker-0.log"
+    log.write_text("line one\nthe token is hunter2\n" + "x" * 100 + "\nlast line\n")
+    task = job.tasks.get()
+    task.log_path = str(log)
+    task.save()
+    text = alice_client.get(f"/jobs/alice~logged/log?task={task.pk}&tail=40").content.decode()
+    assert text.endswith("last line\n")
+    assert "line one" not in text
+    full = alice_client.get(f"/jobs/alice~logged/log?task={task.pk}").content.decode()
+    assert "hunter2" not in full
+    assert "the token is ******" in full
+
+
+def test_its_status_endpoint_renders_the_live_part(alice_client, user, make_job):
+    job = make_job(user, "live")
+    Job.objects.filter(pk=job.pk).update(state="RUNNING", launched_at=timezone.now())
+    data = alice_client.get("/jobs/alice~live/status.json").json()
+    assert data["state"] == "RUNNING"
+    assert data["finished"] is False
+    assert "Running" in data["html"]
+
+
+def test_it_shows_a_script_command_and_name_as_text(alice_client, user, make_job):
+    job = make_job(user, "xss")
+    job.events.create(kind="note", message="<script>alert(1)</script>")
+    page = alice_client.get("/jobs/alice~xss/").content.decode()
+    assert "<script>alert(1)</script>" not in page
+
+
+def test_it_says_which_job_a_clone_came_from(alice_client, user, make_job):
+    make_job(user, "original")
+    page = alice_client.get("/submit/?clone=alice~original").content.decode()
+    assert "Cloned from alice~original." in page
+
+
+def test_it_shows_the_ssh_card_with_a_terminal_for_each_running_task(alice_client, user, make_job):
+    job = make_job(user, "shell", state="RUNNING", roles={"worker": 2})
+    job.tasks.filter(index=0).update(state="RUNNING", ip="127.0.0.1", ports={"ssh": [22022]})
+    page = alice_client.get("/jobs/alice~shell/").content.decode()
+    assert "data-ssh-panel" in page
+    assert 'href="/jobs/alice~shell/terminal/worker/0/"' in page
+    assert "/terminal/worker/1/" not in page

@@ -1,0 +1,37 @@
+"""Every string of the portal has its Simplified Chinese translation, compiled."""
+
+import gettext
+import re
+from pathlib import Path
+
+LOCALE = Path(__file__).resolve().parents[2] / "locale" / "zh_Hans" / "LC_MESSAGES"
+
+
+def po_entries() -> list[tuple[str, str]]:
+    """(msgid, msgstr or msgstr[0]) for every entry but the header."""
+    entries = []
+    for block in LOCALE.joinpath("django.po").read_text(encoding="utf-8").split("\n\n"):
+        fields: dict[str, str] = {}
+        current = None
+        for line in block.splitlines():
+            match = re.match(r'^(msgid|msgstr(?:\[0\])?) "(.*)"$', line)
+            if match:
+                current = match.group(1).replace("[0]", "")
+                fields[current] = match.group(2)
+            elif line.startswith('"') and current:
+                fields[current] += line[1:-1]
+        if fields.get("msgid"):
+            entries.append((fields["msgid"], fields.get("msgstr", "")))
+    return entries
+
+
+def test_every_message_has_a_chinese_translation():
+    untranslated = [msgid for msgid, msgstr in po_entries() if not msgstr]
+    assert untranslated == []
+
+
+def test_the_compiled_catalog_holds_every_translation():
+    with LOCALE.joinpath("django.mo").open("rb") as compiled:
+        catalog = gettext.GNUTranslations(compiled)
+    missing = [msgid for msgid, _msgstr in po_entries() if "%" not in msgid and catalog.gettext(msgid) == msgid]
+    assert [m for m in missing if m not in ("IP", "SSH")] == []
