@@ -31,6 +31,14 @@ def admin_user(django_user_model):
     return django_user_model.objects.create_superuser("root", email="", password="root-password-1")
 
 
+@pytest.fixture
+def default_vc(db):
+    """The `default` VC a data migration creates; transactional tests flush it away, so make sure."""
+    from clusters.models import VirtualCluster
+
+    return VirtualCluster.objects.get_or_create(name="default", defaults={"share_percent": 100})[0]
+
+
 @pytest.fixture(scope="session")
 def asgi_live_server():
     """The portal's ASGI app (HTTP + websockets) under daphne in a thread; one per session."""

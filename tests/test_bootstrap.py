@@ -54,7 +54,7 @@ def test_it_registers_a_process_node_on_request():
 
 def test_it_passes_the_deploy_checks_with_production_settings(tmp_path):
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},  # set by browser tests
         "PAI_PRODUCTION": "1",
         "PAI_VAR_DIR": str(tmp_path),
         "SECRET_KEY": "x" * 20 + "a-long-random-production-secret-key-0123456789",

@@ -22,14 +22,6 @@ def fresh_throttles():
     cache.clear()
 
 
-@pytest.fixture
-def default_vc(db):
-    """The `default` VC a migration creates; transactional tests flush it away, so make sure."""
-    from clusters.models import VirtualCluster
-
-    return VirtualCluster.objects.get_or_create(name="default")[0]
-
-
 def bearer_client(user, kind: str = Token.Kind.LOGIN) -> APIClient:
     raw, _ = issue_token(user, kind)
     client = APIClient()

@@ -81,8 +81,6 @@ def screenshot(page) -> Callable[[str], None]:
 
 
 @pytest.fixture(autouse=True)
-def default_virtual_cluster(transactional_db) -> Any:
+def default_virtual_cluster(transactional_db, default_vc) -> Any:
     """Transactional tests flush the tables after each test, data migrations included."""
-    from clusters.models import VirtualCluster
-
-    return VirtualCluster.objects.get_or_create(name="default", defaults={"share_percent": 100})[0]
+    return default_vc

@@ -28,7 +28,7 @@ def database_env() -> dict[str, str]:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_it_starts_no_task_twice_with_two_schedulers(user, tmp_path):
+def test_it_starts_no_task_twice_with_two_schedulers(user, default_vc, tmp_path):
     Node.objects.create(name="local", executor="process", cpus=16, memory_mb=32768)
     marks = tmp_path / "marks"
     marks.mkdir()

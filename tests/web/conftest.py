@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from clusters.models import VirtualCluster
 from jobs.models import Job, JobEvent, Task
 
 V2_CONFIG = """protocolVersion: 2
@@ -62,11 +61,6 @@ def spec_of(name: str, roles: dict[str, int] | None = None) -> dict[str, Any]:
             for role, count in (roles or {"worker": 1}).items()
         },
     }
-
-
-@pytest.fixture
-def default_vc(db) -> VirtualCluster:
-    return VirtualCluster.objects.get(name="default")
 
 
 @pytest.fixture
