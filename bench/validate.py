@@ -46,8 +46,10 @@ def main() -> None:
         print(f"{path.parent.name + '/' + path.name:<50} {len(text.encode()):>6} {wall:>10,.0f} {cpu:>10,.0f}")
     wall, cpu = rates([p.read_text(encoding="utf-8") for p in paths], args.seconds * 3)
     print(f"{'all examples, round robin':<50} {'':>6} {wall:>10,.0f} {cpu:>10,.0f}")
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; goal > 2,000 configs/s: "
-          f"{'met' if max(wall, cpu) > 2000 else 'NOT met'} (wall {wall:,.0f}/s, CPU {cpu:,.0f}/s)")
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; goal > 2,000 configs/s: "
+        f"{'met' if max(wall, cpu) > 2000 else 'NOT met'} (wall {wall:,.0f}/s, CPU {cpu:,.0f}/s)"
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,9 @@ def test_it_creates_the_default_virtual_cluster():
 
 @pytest.mark.django_db
 def test_it_prints_an_admin_password_that_logs_in(client):
-    password = re.search(r"Password \(shown once\): (\S+)", bootstrap()).group(1)
-    assert client.login(username="admin", password=password)
+    found = re.search(r"Password \(shown once\): (\S+)", bootstrap())
+    assert found is not None
+    assert client.login(username="admin", password=found.group(1))
 
 
 @pytest.mark.django_db

@@ -71,9 +71,7 @@ def _describe(error: ValidationError) -> list[FieldError]:
     if kind == "required":
         return [(field_path([*path, key]), "is required") for key in value if key not in instance]
     if kind == "additionalProperties" and value is False:
-        return [
-            (field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)
-        ]
+        return [(field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)]
     if "propertyNames" in error.schema_path:
         # A bad mapping key: jsonschema reports it at the mapping, with the key as the instance.
         return [

@@ -49,9 +49,7 @@ def expand(text: str, scope: Scope, path: str, errors: list[FieldError]) -> str:
 
     def replace(match: re.Match[str]) -> str:
         namespace, raw_path = match.group(1), match.group(2)
-        segments: list[str | int] = [
-            name if name else int(index) for name, index in _SEGMENT.findall(raw_path)
-        ]
+        segments: list[str | int] = [name if name else int(index) for name, index in _SEGMENT.findall(raw_path)]
         try:
             return _resolve(namespace, segments, scope)
         except LookupError as exc:

@@ -50,14 +50,12 @@ def second_engine(docker_engine, tmp_path_factory):
         ):
             sh("ip", "netns", "exec", netns, *command)
         url = f"unix://{root}/docker.sock"
+        log = open(root / "dockerd.log", "wb")  # noqa: SIM115 - lives as long as dockerd
+        options = {"-H": url, "--data-root": root / "data", "--exec-root": root / "exec", "--pidfile": root / "pid"}
         dockerd = subprocess.Popen(
-            [
-                "nsenter", f"--net=/run/netns/{netns}", "dockerd", "-H", url,
-                "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
-                "--pidfile", str(root / "docker.pid"),
-            ],  # fmt: skip
+            ["nsenter", f"--net=/run/netns/{netns}", "dockerd", *(str(x) for kv in options.items() for x in kv)],
             stdout=subprocess.DEVNULL,
-            stderr=open(root / "dockerd.log", "wb"),  # noqa: SIM115 - lives as long as dockerd
+            stderr=log,
             start_new_session=True,
         )
         deadline = time.monotonic() + 60
@@ -66,9 +64,9 @@ def second_engine(docker_engine, tmp_path_factory):
             assert time.monotonic() < deadline, "the second dockerd did not start"
             time.sleep(0.3)
         # The image travels from the first engine to the second (no registry here either).
-        subprocess.run(
-            f"/usr/bin/docker save {BASE_IMAGE} | /usr/bin/docker -H {url} load", shell=True, check=True, capture_output=True
-        )
+        save = subprocess.Popen(["/usr/bin/docker", "save", BASE_IMAGE], stdout=subprocess.PIPE)
+        subprocess.run(["/usr/bin/docker", "-H", url, "load"], stdin=save.stdout, check=True, capture_output=True)
+        assert save.wait() == 0
         yield url, node_ip
     finally:
         if dockerd is not None and dockerd.poll() is None:
