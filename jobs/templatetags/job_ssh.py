@@ -6,6 +6,7 @@ from typing import Any
 
 from django import template
 
+from clusters.models import Node
 from jobs.models import Job, TaskState
 from jobs.ssh import key_filename, ssh_info
 
@@ -15,10 +16,13 @@ register = template.Library()
 @register.inclusion_tag("jobs/_ssh_panel.html")
 def job_ssh_panel(job: Job) -> dict[str, Any]:
     """Only for pages whose view already checked the user may see the job."""
+    running = job.tasks.filter(state=TaskState.RUNNING)
     return {
         "job": job,
         "has_key": bool(job.ssh_private_key_encrypted),
         "key_filename": key_filename(job),
         # Only running tasks have an sshd to connect to.
         "rows": [row for row in ssh_info(job) if row["state"] == TaskState.RUNNING],
+        # Tasks run as plain processes on a process node share that machine: no sshd of their own.
+        "on_process_nodes": running.filter(node__executor=Node.Executor.PROCESS).exists(),
     }

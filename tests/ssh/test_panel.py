@@ -3,7 +3,8 @@
 import pytest
 from django.template import Context, Template
 
-from jobs.models import TaskState
+from clusters.models import Node
+from jobs.models import JobState, TaskState
 
 pytestmark = pytest.mark.django_db
 
@@ -33,3 +34,19 @@ def test_it_leaves_out_tasks_that_have_finished(make_job, docker_node):
     html = render_panel(job)
     assert "ssh -i" not in html
     assert "tasks are running." in html
+
+
+def test_it_says_process_nodes_have_no_ssh(make_job):
+    job = make_job()
+    node = Node.objects.create(name="local", executor=Node.Executor.PROCESS)
+    job.tasks.update(state=TaskState.RUNNING, node=node, ports={"ssh": [20001]})
+    html = render_panel(job)
+    assert "ssh -i" not in html
+    assert "process node, which has no SSH server per task" in html
+
+
+def test_it_says_ssh_ended_with_a_finished_job(make_job):
+    job = make_job()
+    job.state = JobState.SUCCEEDED
+    job.save(update_fields=["state"])
+    assert "its SSH servers stopped with its tasks" in render_panel(job)
