@@ -1,5 +1,6 @@
 """Django admin for jobs: list columns, filters, and a "stop selected jobs" action."""
 
+import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -60,7 +61,7 @@ class JobAdmin(admin.ModelAdmin):
         "owner",
         "name",
         "masked_config",
-        "spec",
+        "normalized_spec",
         "protocol_version",
         "created_at",
         "launched_at",
@@ -92,6 +93,10 @@ class JobAdmin(admin.ModelAdmin):
         from jobs.protocol import mask_config_text
 
         return format_html("<pre>{}</pre>", mask_config_text(job.config_text))
+
+    @admin.display(description=_("Normalized v2 spec (secrets masked)"))
+    def normalized_spec(self, job: Job) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(job.spec, indent=2))
 
     @admin.action(description=_("Stop selected jobs"))
     def stop_selected_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:

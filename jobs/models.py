@@ -3,6 +3,8 @@
 from django.conf import settings
 from django.db import models
 
+from jobs.fields import OrderedJSONField
+
 
 class JobState(models.TextChoices):
     WAITING = "WAITING"
@@ -40,7 +42,7 @@ class Job(models.Model):
     # The submitted text, verbatim. Never rendered raw: every output masks its secrets first.
     config_text = models.TextField()
     # The normalized v2 spec (jobs.protocol), with secret values masked.
-    spec = models.JSONField()
+    spec = OrderedJSONField()
     # The secret values, encrypted at rest (jobs.crypto); only the executor sees them decrypted.
     secrets_encrypted = models.TextField(blank=True, default="")
     priority = models.IntegerField(default=0)
@@ -103,7 +105,7 @@ class Task(models.Model):
     node = models.ForeignKey("clusters.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
     executor_id = models.CharField(max_length=128, blank=True, default="", help_text="Container id or pid.")
     ip = models.CharField(max_length=64, blank=True, default="")
-    ports = models.JSONField(default=dict, blank=True, help_text='{"label": [port, ...]}')
+    ports = OrderedJSONField(default=dict, blank=True, help_text='{"label": [port, ...]}')
     gpus = models.JSONField(default=list, blank=True, help_text="Allocated GPU indices on the node.")
 
     exit_code = models.IntegerField(null=True, blank=True)
