@@ -1,10 +1,49 @@
 """Shared fixtures. Real Docker / browser tests fail (not skip) in CI when their engine is missing."""
 
 import os
+from typing import Any
 
 import pytest
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+# Debian's Chromium, driven by Playwright (never a downloaded browser), headless in a container.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def normalized_spec(name: str, roles: dict[str, int], command: str = "echo hi", **top: Any) -> dict[str, Any]:
+    """A small normalized v2 spec, as jobs.protocol.load returns it, for rows made without submitting."""
+    return {
+        "protocolVersion": 2,
+        "name": name,
+        "type": "job",
+        "jobRetryCount": 0,
+        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": "pai-portal/base:latest"}],
+        "parameters": {},
+        "secrets": {},
+        "defaults": {"virtualCluster": "default"},
+        "taskRoles": {
+            role: {
+                "instances": count,
+                "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
+                "taskRetryCount": 0,
+                "dockerImage": "image",
+                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
+                "commands": [command],
+            }
+            for role, count in roles.items()
+        },
+        **top,
+    }
 
 
 def require(available: bool, what: str) -> None:

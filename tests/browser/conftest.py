@@ -13,21 +13,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, require
 from tests.scheduler.conftest import process_node, scheduler  # noqa: F401  (fixtures)
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 DOC_SCREENSHOTS = ROOT / "docs" / "screenshots"

@@ -17,35 +17,14 @@ from django.conf import settings
 from clusters.models import Node, VirtualCluster
 from jobs.models import Job, Task, TaskState
 from jobs.ssh import attach_new_keypair, authorized_keys_for, task_ssh_env, task_ssh_secret_env
-from tests.conftest import require
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, normalized_spec, require
 
 RUNTIME_DIR = Path(settings.BASE_DIR) / "clusters" / "executors" / "runtime"
 BASE_IMAGE = settings.PAI_DEFAULT_IMAGE
 
 
 def job_spec(name: str, roles: dict[str, int], extras: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "protocolVersion": 2,
-        "name": name,
-        "type": "job",
-        "jobRetryCount": 0,
-        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": BASE_IMAGE}],
-        "parameters": {},
-        "secrets": {},
-        "defaults": {"virtualCluster": "default"},
-        "taskRoles": {
-            role: {
-                "instances": count,
-                "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
-                "taskRetryCount": 0,
-                "dockerImage": "image",
-                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
-                "commands": ["sleep infinity"],
-            }
-            for role, count in roles.items()
-        },
-        "extras": extras or {},
-    }
+    return normalized_spec(name, roles, command="sleep infinity", extras=extras or {})
 
 
 @pytest.fixture
@@ -193,18 +172,6 @@ def ssh_containers(docker_client: Any, tmp_path: Path) -> Iterator[SshContainers
     helper = SshContainers(docker_client, tmp_path)
     yield helper
     helper.cleanup()
-
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 
 from jobs.models import Job, JobEvent, Task
+from tests.conftest import normalized_spec
 
 V2_CONFIG = """protocolVersion: 2
 name: {name}
@@ -40,27 +41,7 @@ V1_CONFIG = """{{
 
 def spec_of(name: str, roles: dict[str, int] | None = None) -> dict[str, Any]:
     """A small normalized spec, enough for the pages (the list never reads it)."""
-    return {
-        "protocolVersion": 2,
-        "name": name,
-        "type": "job",
-        "jobRetryCount": 0,
-        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": "pai-portal/base:latest"}],
-        "parameters": {},
-        "secrets": {"token": "******"},
-        "defaults": {"virtualCluster": "default"},
-        "taskRoles": {
-            role: {
-                "instances": count,
-                "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
-                "taskRetryCount": 0,
-                "dockerImage": "image",
-                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
-                "commands": ["echo hi"],
-            }
-            for role, count in (roles or {"worker": 1}).items()
-        },
-    }
+    return normalized_spec(name, roles or {"worker": 1}, secrets={"token": "******"})
 
 
 @pytest.fixture
