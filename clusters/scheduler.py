@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,9 +47,20 @@ LEASE_TTL = timedelta(seconds=15)
 # Transient failures are retried without charging the user, but not forever.
 MAX_TRANSIENT_RETRIES = int(os.environ.get("PAI_MAX_TRANSIENT_RETRIES", "5"))
 WAITING_BATCH = 2000
+# Containers of one job started at once (the engine serializes little of container start).
+MAX_PARALLEL_STARTS = int(os.environ.get("PAI_MAX_PARALLEL_STARTS", "8"))
 LOG_TAIL_BYTES = 4096
 # Exit code of tasks still running when their job completed (the exit spec's -220).
 FRAMEWORK_ATTEMPT_COMPLETION = -220
+
+
+def _start_one(item: tuple[Task, Executor, TaskLaunch]) -> TaskHandle | Exception:
+    """Start one task (on a pool thread): its handle, or the exception, for the loop to record."""
+    _, executor, launch = item
+    try:
+        return executor.start(launch)
+    except Exception as exc:
+        return exc
 
 
 def node_executor(node: Node) -> Executor:
@@ -472,28 +484,40 @@ class Scheduler:
                 Task.objects.filter(pk=task.pk).update(ip=task.ip)
 
     def start_tasks(self, job: Job, tasks: Iterable[Task]) -> None:
-        tasks = list(tasks)
         everyone = list(job.tasks.all())
         secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
+        ready: list[tuple[Task, Executor, TaskLaunch]] = []
         for task in tasks:
             if task.node is None:
                 continue
-            launch: TaskLaunch | None = None
             try:
                 launch = launch_builder.build_launch(job, task, everyone, secrets)
-                Task.objects.filter(pk=task.pk).update(log_path=str(launch.log_path))
-                task.log_path = str(launch.log_path)
-                handle = node_executor(task.node).start(launch)
             except ExecutorError as exc:
                 self._start_failed(job, task, exc.exit_code, str(exc))
                 continue
             except Exception as exc:
-                log.exception("starting %s failed", task)
+                log.exception("preparing %s failed", task)
                 self._start_failed(job, task, -1204, f"could not start the task: {exc}")
                 continue
+            Task.objects.filter(pk=task.pk).update(log_path=str(launch.log_path))
+            task.log_path = str(launch.log_path)
+            ready.append((task, node_executor(task.node), launch))
+        # The tasks of a gang start side by side: the engine does the work, the loop only waits.
+        # Database writes stay on this thread.
+        with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_STARTS, len(ready)))) as pool:
+            outcomes = list(pool.map(_start_one, ready))
+        for (task, _, _), outcome in zip(ready, outcomes, strict=True):
+            if isinstance(outcome, ExecutorError):
+                self._start_failed(job, task, outcome.exit_code, str(outcome))
+                continue
+            if isinstance(outcome, Exception):
+                log.error("starting %s failed", task, exc_info=outcome)
+                self._start_failed(job, task, -1204, f"could not start the task: {outcome}")
+                continue
             Task.objects.filter(pk=task.pk, attempt=task.attempt, executor_id="").update(
-                executor_id=handle.executor_id, ip=handle.ip or task.ip, started_at=timezone.now()
+                executor_id=outcome.executor_id, ip=outcome.ip or task.ip, started_at=timezone.now()
             )
+            assert task.node is not None
             _event(
                 job.pk,
                 "task-started",
