@@ -13,11 +13,12 @@ What it does:
 - beside them, Slurm's sbatch submit rate from ../shared/tools/slurm-local.sh bench N.
 Throttles are raised for the run (they are per user and would otherwise cap the rate).
 
-`--app wsgi-http` serves the same Django through jobs.api.http_bridge.WsgiHttpBridge for plain
-HTTP (one thread hop per request instead of two per middleware under Django's ASGI handler); it
-is what pai_portal/asgi.py could route "http" to while Channels keeps the websockets. With
-SQLite, few request threads per worker (--threads 1-2) beat many: threads of one process
-otherwise wait on each other's write lock through SQLite's sleeping busy handler.
+Production routes HTTP through a2wsgi to Django's WSGI handler (one pool thread per request);
+`--app django-asgi` serves the same Django through Django's own ASGI handler instead (two thread
+hops per middleware), for comparison. `--threads` is PAI_HTTP_THREADS, request threads per
+worker: with SQLite few beat many, as threads of one process otherwise wait on each other's
+write lock through SQLite's sleeping busy handler. DATABASE_URL, when set, is used instead of
+the throwaway SQLite database (give it a database of its own).
 """
 
 from __future__ import annotations
@@ -59,19 +60,19 @@ taskRoles:
 """
 
 
-APPS = {"production": "pai_portal.asgi:application", "wsgi-http": "bench.api:wsgi_http_application"}
+APPS = {"production": "pai_portal.asgi:application", "django-asgi": "bench.api:django_asgi_application"}
 
 
 def __getattr__(name: str) -> object:
-    """`bench.api:wsgi_http_application`, built on first use (daphne imports it by name)."""
-    if name != "wsgi_http_application":
+    """`bench.api:django_asgi_application`: Django's own ASGI handler for HTTP, for comparison with
+    the production wiring (daphne imports it by name)."""
+    if name != "django_asgi_application":
         raise AttributeError(name)
-    from django.core.wsgi import get_wsgi_application
+    from django.core.asgi import get_asgi_application
 
     import pai_portal.asgi  # noqa: F401  (Django set up exactly as production does)
-    from jobs.api.http_bridge import WsgiHttpBridge
 
-    return WsgiHttpBridge(get_wsgi_application(), threads=int(os.environ.get("BENCH_HTTP_THREADS", "2")))
+    return get_asgi_application()
 
 
 def bench_env(var_dir: Path) -> dict[str, str]:
@@ -259,7 +260,7 @@ def main() -> None:
     parser.add_argument("--list-jobs", type=int, default=10000)
     parser.add_argument("--slurm-jobs", type=int, default=200)
     parser.add_argument("--app", choices=sorted(APPS), default="production")
-    parser.add_argument("--threads", type=int, default=2, help="request threads per worker with --app wsgi-http")
+    parser.add_argument("--threads", type=int, default=4, help="PAI_HTTP_THREADS: request threads per worker")
     parser.add_argument("--skip-slurm", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep var/bench-api-<pid>/ afterwards")
     parser.add_argument("--prepare-database", type=int, help=argparse.SUPPRESS)
@@ -270,7 +271,7 @@ def main() -> None:
 
     var_dir = ROOT / "var" / f"bench-api-{os.getpid()}"
     var_dir.mkdir(parents=True)
-    os.environ["BENCH_HTTP_THREADS"] = str(args.threads)  # read by the workers (bench_env copies os.environ)
+    os.environ["PAI_HTTP_THREADS"] = str(args.threads)  # read by the workers (bench_env copies os.environ)
     env = bench_env(var_dir)
     processes: list[subprocess.Popen] = []
     try:

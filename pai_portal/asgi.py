@@ -1,22 +1,36 @@
-"""ASGI entry point: HTTP through Django, websockets (web SSH) through Channels."""
+"""ASGI entry point: HTTP through Django's WSGI handler on a thread pool, websockets (web SSH)
+through Channels.
+
+Every view is synchronous. Under Django's ASGI handler each request hops between the event loop
+and threads for every middleware (about 3x the latency of the WSGI handler on this project's
+machines, see bench/api.py); a2wsgi runs the whole request on one pool thread instead.
+"""
 
 import os
 
 from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
 # Django must be set up before the consumers (and the models they import) are loaded.
-django_asgi_app = get_asgi_application()
+get_asgi_application()
 
+from a2wsgi import WSGIMiddleware  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from jobs.routing import websocket_urlpatterns  # noqa: E402
 
+# Request threads per server process. With SQLite few beat many (threads of one process wait on
+# each other's write lock: 8 threads gave 35 % fewer submits/s than 2 in bench/api.py), but a slow
+# client downloading a big log holds one thread, so not too few.
+HTTP_THREADS = int(os.environ.get("PAI_HTTP_THREADS", "4"))
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
+        "http": WSGIMiddleware(get_wsgi_application(), workers=HTTP_THREADS),  # type: ignore[arg-type]
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
