@@ -16,7 +16,6 @@ register = template.Library()
 @register.inclusion_tag("jobs/_ssh_panel.html")
 def job_ssh_panel(job: Job) -> dict[str, Any]:
     """Only for pages whose view already checked the user may see the job."""
-    running = job.tasks.filter(state=TaskState.RUNNING)
     return {
         "job": job,
         "has_key": bool(job.ssh_private_key_encrypted),
@@ -24,5 +23,5 @@ def job_ssh_panel(job: Job) -> dict[str, Any]:
         # Only running tasks have an sshd to connect to.
         "rows": [row for row in ssh_info(job) if row["state"] == TaskState.RUNNING],
         # Tasks run as plain processes on a process node share that machine: no sshd of their own.
-        "on_process_nodes": running.filter(node__executor=Node.Executor.PROCESS).exists(),
+        "on_process_nodes": job.tasks.filter(node__executor=Node.Executor.PROCESS).exists(),
     }

@@ -42,6 +42,7 @@ def test_it_says_process_nodes_have_no_ssh(make_job):
     job.tasks.update(state=TaskState.RUNNING, node=node, ports={"ssh": [20001]})
     html = render_panel(job)
     assert "ssh -i" not in html
+    assert "data-ssh-key" not in html
     assert "process node, which has no SSH server per task" in html
 
 
