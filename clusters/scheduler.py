@@ -492,27 +492,22 @@ class Scheduler:
                 continue
             try:
                 launch = launch_builder.build_launch(job, task, everyone, secrets)
-            except ExecutorError as exc:
-                self._start_failed(job, task, exc.exit_code, str(exc))
-                continue
             except Exception as exc:
-                log.exception("preparing %s failed", task)
-                self._start_failed(job, task, -1204, f"could not start the task: {exc}")
+                self._start_failed(job, task, exc)
                 continue
             Task.objects.filter(pk=task.pk).update(log_path=str(launch.log_path))
             task.log_path = str(launch.log_path)
             ready.append((task, node_executor(task.node), launch))
         # The tasks of a gang start side by side: the engine does the work, the loop only waits.
-        # Database writes stay on this thread.
-        with ThreadPoolExecutor(max_workers=max(1, min(MAX_PARALLEL_STARTS, len(ready)))) as pool:
-            outcomes = list(pool.map(_start_one, ready))
+        # Database writes stay on this thread. One task needs no pool thread.
+        if len(ready) > 1:
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_STARTS, len(ready))) as pool:
+                outcomes = list(pool.map(_start_one, ready))
+        else:
+            outcomes = [_start_one(item) for item in ready]
         for (task, _, _), outcome in zip(ready, outcomes, strict=True):
-            if isinstance(outcome, ExecutorError):
-                self._start_failed(job, task, outcome.exit_code, str(outcome))
-                continue
             if isinstance(outcome, Exception):
-                log.error("starting %s failed", task, exc_info=outcome)
-                self._start_failed(job, task, -1204, f"could not start the task: {outcome}")
+                self._start_failed(job, task, outcome)
                 continue
             Task.objects.filter(pk=task.pk, attempt=task.attempt, executor_id="").update(
                 executor_id=outcome.executor_id, ip=outcome.ip or task.ip, started_at=timezone.now()
@@ -524,7 +519,14 @@ class Scheduler:
                 f"{task.role}-{task.index} started on {task.node.name} (attempt {task.attempt}).",
             )
 
-    def _start_failed(self, job: Job, task: Task, code: int, message: str) -> None:
+    def _start_failed(self, job: Job, task: Task, exc: Exception) -> None:
+        """Record a task that could not start: an ExecutorError carries its exit code; anything
+        else is a portal bug, logged with its traceback and recorded as -1204."""
+        if isinstance(exc, ExecutorError):
+            code, message = exc.exit_code, str(exc)
+        else:
+            log.error("starting %s failed", task, exc_info=exc)
+            code, message = -1204, f"could not start the task: {exc}"
         if task.log_path:
             Path(task.log_path).parent.mkdir(parents=True, exist_ok=True)
             with open(task.log_path, "a") as log_file:

@@ -8,12 +8,11 @@ machines, see bench/api.py); a2wsgi runs the whole request on one pool thread in
 
 import os
 
-from django.core.asgi import get_asgi_application
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
-# Django must be set up before the consumers (and the models they import) are loaded.
-get_asgi_application()
+# Django must be set up (this does it) before the consumers and the models they import are loaded.
+django_http_app = get_wsgi_application()
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
@@ -30,7 +29,7 @@ HTTP_THREADS = int(os.environ.get("PAI_HTTP_THREADS", "4"))
 application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
-        "http": WSGIMiddleware(get_wsgi_application(), workers=HTTP_THREADS),  # type: ignore[arg-type]
+        "http": WSGIMiddleware(django_http_app, workers=HTTP_THREADS),  # type: ignore[arg-type]
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -22,12 +22,14 @@ CHROMIUM_ARGS = [
 
 def normalized_spec(name: str, roles: dict[str, int], command: str = "echo hi", **top: Any) -> dict[str, Any]:
     """A small normalized v2 spec, as jobs.protocol.load returns it, for rows made without submitting."""
+    from django.conf import settings
+
     return {
         "protocolVersion": 2,
         "name": name,
         "type": "job",
         "jobRetryCount": 0,
-        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": "pai-portal/base:latest"}],
+        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": settings.PAI_DEFAULT_IMAGE}],
         "parameters": {},
         "secrets": {},
         "defaults": {"virtualCluster": "default"},
