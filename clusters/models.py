@@ -3,6 +3,8 @@
 from django.conf import settings
 from django.db import models
 
+from accounts.permissions import is_admin
+
 
 class GpuType(models.Model):
     name = models.CharField(max_length=64, unique=True, help_text="e.g. TITANX, P100, V100")
@@ -34,11 +36,12 @@ class VirtualCluster(models.Model):
         return self.name
 
     def is_open_to(self, user) -> bool:  # type: ignore[no-untyped-def]
-        if user.is_superuser or user.is_staff:
+        """The only VC access rule: admins, and everyone when the VC names no users. Uses the
+        prefetched `allowed_users` when the caller prefetched them (lists of VCs)."""
+        if is_admin(user):
             return True
-        if not self.allowed_users.exists():
-            return True
-        return self.allowed_users.filter(pk=user.pk).exists()
+        allowed = self.allowed_users.all()
+        return not allowed or any(member.pk == user.pk for member in allowed)
 
 
 class Node(models.Model):

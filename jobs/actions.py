@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.permissions import is_admin
 from clusters.models import GpuType, VirtualCluster
 from jobs import storage
 from jobs.crypto import encrypt_text
@@ -155,7 +156,7 @@ def restart_job(job: Job, by: Any) -> Job:
 def visible_jobs(user: Any) -> QuerySet[Job]:
     """The jobs a user may see: their own; admins see everyone's."""
     jobs = Job.objects.select_related("owner", "virtual_cluster")
-    if user.is_staff or user.is_superuser:
+    if is_admin(user):
         return jobs
     return jobs.filter(owner=user)
 

@@ -19,6 +19,8 @@ from django.db import models
 from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
+from accounts.permissions import is_admin
+
 # An imported config file larger than this is refused (configs are a few KB).
 MAX_CONFIG_FILE_BYTES = 512 * 1024
 CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -530,7 +532,7 @@ class JobListQuery:
 
     @property
     def is_admin(self) -> bool:
-        return bool(self.user.is_staff or self.user.is_superuser)
+        return is_admin(self.user)
 
     def visible(self) -> Any:
         from jobs.actions import visible_jobs

@@ -95,7 +95,8 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
         for index, values in enumerate(data.roles)
     ]
-    open_vcs = [vc.name for vc in VirtualCluster.objects.prefetch_related("allowed_users") if _open_to(vc, request)]
+    vcs = VirtualCluster.objects.prefetch_related("allowed_users")
+    open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
     context = {
         "mode": "form",
         "form_data": data,
@@ -111,14 +112,6 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     }
     context.update(extra)
     return context
-
-
-def _open_to(vc: VirtualCluster, request: HttpRequest) -> bool:
-    user: Any = request.user
-    if user.is_staff or user.is_superuser:
-        return True
-    allowed = list(vc.allowed_users.all())
-    return not allowed or any(member.pk == user.pk for member in allowed)
 
 
 def _role_errors(by_field: dict[str, list[str]], index: int) -> dict[str, list[str]]:

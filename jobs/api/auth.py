@@ -11,6 +11,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from accounts.models import Token
+from accounts.permissions import is_admin
 from accounts.tokens import find_valid_token
 
 
@@ -34,10 +35,6 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
-
-
-def is_admin(user: Any) -> bool:
-    return bool(user and user.is_authenticated and (user.is_staff or user.is_superuser))
 
 
 def is_application_token(request: Request) -> bool:

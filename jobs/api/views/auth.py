@@ -15,8 +15,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.models import Token
+from accounts.permissions import is_admin
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token
-from jobs.api.auth import NotApplicationToken, is_admin
+from jobs.api.auth import NotApplicationToken
 from jobs.api.errors import ApiError
 from jobs.api.throttles import LoginThrottle
 

@@ -18,9 +18,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.permissions import is_admin
 from clusters.models import Node, VirtualCluster
 from clusters.placement import Resources
-from jobs.api.auth import IsAdminNotApplicationToken, is_admin
+from jobs.api.auth import IsAdminNotApplicationToken
 from jobs.api.errors import ApiError
 
 
@@ -53,7 +54,7 @@ def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
             "dedicated": False,
             "status": "RUNNING",
             "description": vc.description,
-            "allowed": is_admin(user) or not vc.allowed_users.all() or user in vc.allowed_users.all(),
+            "allowed": vc.is_open_to(user),
             "resourcesUsed": _resources(state.used),
             "resourcesTotal": _resources(state.limit),
         }
