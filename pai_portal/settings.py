@@ -158,6 +158,10 @@ PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
 # Containers of one job started at once (the engine serializes little of container start).
 PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
+# Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay
+# silent before it is marked down (its running tasks lost and retried elsewhere).
+PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
 # Docker nodes: container/network name prefix (several portals or test runs may share an engine)
 # and the pool per-job networks' /24 subnets are carved from.
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
