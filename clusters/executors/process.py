@@ -65,8 +65,11 @@ class ProcessExecutor(Executor):
             # This very attempt was started already (the scheduler died before recording it).
             return TaskHandle(executor_id=executor_id, ip=self.address)
         task_dir.mkdir(parents=True, exist_ok=True)
-        # Labels before the process: reconcile lists the task whenever the process may exist.
-        (task_dir / "task.json").write_text(json.dumps(launch.labels))
+        # Labels before the process, written whole or not at all: reconcile lists the task
+        # whenever the process may exist.
+        partial = task_dir / "task.json.tmp"
+        partial.write_text(json.dumps(launch.labels))
+        partial.replace(task_dir / "task.json")
         work_dir = Path(launch.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True)
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
