@@ -23,21 +23,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
 from jobs.crypto import decrypt_text
-from jobs.forms import (
-    PAGE_SIZES,
-    ImportFileForm,
-    JobFormData,
-    JobListQuery,
-    config_to_form,
-    config_to_yaml,
-    default_role,
-    field_errors,
-    form_to_config,
-    line_errors,
-)
+from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, export, load
 from jobs.protocol.parsing import parse
+from jobs.submit_errors import field_errors, line_errors
+from jobs.submit_form import ImportFileForm, JobFormData, config_to_form, config_to_yaml, default_role, form_to_config
 from jobs.templatetags.portal import state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024

@@ -3,14 +3,8 @@
 import yaml
 from django.http import QueryDict
 
-from jobs.forms import (
-    JobFormData,
-    config_to_form,
-    field_errors,
-    form_field_for,
-    form_to_config,
-    line_errors,
-)
+from jobs.submit_errors import field_errors, form_field_for, line_errors
+from jobs.submit_form import JobFormData, config_to_form, form_to_config
 
 CONFIG = {
     "protocolVersion": 2,

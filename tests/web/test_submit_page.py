@@ -4,8 +4,8 @@ import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from jobs.forms import MAX_CONFIG_FILE_BYTES
 from jobs.models import Job
+from jobs.submit_form import MAX_CONFIG_FILE_BYTES
 from tests.web.conftest import V1_CONFIG, V2_CONFIG
 
 pytestmark = pytest.mark.django_db
