@@ -1,6 +1,6 @@
 """A second Docker engine is just a second node: its Node.docker_url and address are all it takes.
 
-The second engine is a real dockerd in its own network namespace (DESIGN.md's recipe), reached over
+The second engine is a real dockerd in its own network namespace (`ip netns`), reached over
 its own socket; the node's address is its end of a veth pair, where its tasks' ports are published.
 """
 
