@@ -122,28 +122,40 @@ def submit(request: HttpRequest) -> HttpResponse:
         mode = request.GET.get("mode", "form")  # the tabs work without JavaScript too
         mode = mode if mode in ("form", "text", "file") else "form"
         return _submit_page(request, _initial_form(request), cloned_from=clone_of, mode=mode)
+    return _submit_posted(request)
+
+
+def _submit_posted(request: HttpRequest) -> HttpResponse:
+    """One of the page's buttons: Submit, Export, Edit YAML (to_yaml) or back to the form (to_form)."""
     mode = request.POST.get("mode", "form")
     action = request.POST.get("action", "submit")
     form_data = JobFormData.from_post(request.POST)
-
     if mode == "form":
         text = config_to_yaml(form_to_config(form_data))
         if action == "to_yaml":
             return _submit_page(request, form_data, mode="text", config_text=text, editing_yaml=True)
     elif mode == "file":
-        file_form = ImportFileForm(request.POST, request.FILES)
         try:
-            if not file_form.is_valid():
-                raise django_forms.ValidationError(list(file_form.errors["config_file"]))
-            text = file_form.config_text()
+            text = _imported_text(request)
         except django_forms.ValidationError as error:
             return _submit_page(request, form_data, mode="file", file_errors=error.messages)
         mode = "text"  # errors in an imported file are shown, and fixed, in the text box
     else:
         text = request.POST.get("config_text", "")
-
     if action == "to_form":
         return _text_to_form(request, text)
+    return _submit_or_export(request, action, mode, form_data, text)
+
+
+def _imported_text(request: HttpRequest) -> str:
+    """The uploaded config file's text; raises ValidationError for a wrong or unreadable file."""
+    file_form = ImportFileForm(request.POST, request.FILES)
+    if not file_form.is_valid():
+        raise django_forms.ValidationError(list(file_form.errors["config_file"]))
+    return file_form.config_text()
+
+
+def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: JobFormData, text: str) -> HttpResponse:
     try:
         if action == "export":
             spec = load(text).spec
