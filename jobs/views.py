@@ -7,6 +7,7 @@ of jobs.actions, render.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -317,22 +318,28 @@ def job_stop(request: HttpRequest, full_name: str) -> HttpResponse:
     job = _job_or_404(request, full_name)
     if request.method == "GET":
         return render(request, "jobs/stop_confirm.html", {"job": job})
-    try:
-        actions.stop_job(job, request.user)
-        messages.success(request, _("Stop requested for %(name)s.") % {"name": job.full_name})
-    except actions.JobStateError:
-        messages.error(request, _("The job has already finished."))
-    return redirect("jobs:detail", full_name=job.full_name)
+    done = _("Stop requested for %(name)s.") % {"name": job.full_name}
+    refused = _("The job has already finished.")
+    return _change_state(request, job, actions.stop_job, done, refused=refused)
 
 
 @require_POST
 def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
     job = _job_or_404(request, full_name)
+    done = _("Job %(name)s queued again.") % {"name": job.full_name}
+    refused = _("Only a finished job can be started again.")
+    return _change_state(request, job, actions.restart_job, done, refused=refused)
+
+
+def _change_state(
+    request: HttpRequest, job: Job, verb: Callable[[Job, Any], object], done: str, *, refused: str
+) -> HttpResponse:
+    """Run a verb that the job's state may refuse; say how it went on the job's page."""
     try:
-        actions.restart_job(job, request.user)
-        messages.success(request, _("Job %(name)s queued again.") % {"name": job.full_name})
+        verb(job, request.user)
+        messages.success(request, done)
     except actions.JobStateError:
-        messages.error(request, _("Only a finished job can be started again."))
+        messages.error(request, refused)
     return redirect("jobs:detail", full_name=job.full_name)
 
 
