@@ -11,7 +11,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("jobs.api.urls")),
     path("profile/", include("accounts.urls")),
-    path("", include("clusters.urls")),
+    path("", include("scheduling.urls")),
     path("", include("jobs.urls")),
     path("", include("jobs.storage.urls")),
     path("", include("jobs.ssh.urls")),
