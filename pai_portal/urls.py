@@ -13,6 +13,6 @@ urlpatterns = [
     path("profile/", include("accounts.urls")),
     path("", include("scheduling.urls")),
     path("", include("jobs.urls")),
-    path("", include("jobs.storage_urls")),
-    path("", include("jobs.ssh_urls")),
+    path("", include("jobs.storage.urls")),
+    path("", include("jobs.ssh.urls")),
 ]

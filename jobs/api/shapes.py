@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from jobs.models import Job, JobEvent, JobState, Task
+from jobs.protocol.exitspec import spec_row
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -40,10 +41,6 @@ def ports_by_label(ports: dict[str, list[int]] | None) -> dict[str, str]:
 
 def exit_spec_row(code: int | None) -> dict[str, Any] | None:
     if code is None:
-        return None
-    try:
-        from jobs.protocol.exitspec import spec_row
-    except ImportError:  # the exit spec room has not landed
         return None
     return spec_row(code)
 

@@ -2,7 +2,7 @@
 (normalized spec, where each task landed). Pure Python; every executor uses it.
 
 All three generations of OpenPAI's variables are set at once, so any seed's command runs
-unchanged (DESIGN.md, "Runtime environment contract"):
+unchanged:
 
 - seed 000 (PAI_CURRENT_TASK_ROLE_*, PAI_JOB_*, PAI_CONTAINER_HOST_*, PAI_TASK_ROLE_<name>_HOST_LIST),
 - seed 001 (PAI_TASK_ROLE_*, PAI_HOST_IP_<role>_<i>, PAI_PORT_LIST_<role>_<i>_<label>, PAI_RESOURCE_<role>,

@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 # The scheduler loop closes old connections each pass: it needs real transactions.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def finished(default_vc, submit_yaml, alice, process_node, run_until):
-    submit_yaml(v2_yaml("done", command="echo hello-from-the-task"))
+    submit_yaml(v2_yaml("done", "echo hello-from-the-task", ports="{http: 2}"))
     job = run_until(Job.objects.get(name="done"), JobState.SUCCEEDED, JobState.FAILED)
     assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
     return alice.get("/api/v2/jobs/alice~done").json()

@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +95,7 @@ def test_it_shows_any_job_to_an_admin(submit_yaml, root):
 
 @pytest.mark.django_db(transaction=True)  # the scheduler loop closes old connections each pass
 def test_it_stops_a_job_with_execution_type_stop(default_vc, submit_yaml, alice, process_node, run_until):
-    submit_yaml(v2_yaml("long", command="sleep 60"))
+    submit_yaml(v2_yaml("long", "sleep 60"))
     job = Job.objects.get(name="long")
     run_until(job, JobState.RUNNING)
     response = alice.put("/api/v2/jobs/alice~long/executionType", {"value": "STOP"}, format="json")
@@ -112,7 +112,7 @@ def test_it_rejects_an_unknown_execution_type(submit_yaml, alice):
 
 def test_it_masks_secrets_in_the_config(submit_yaml, alice):
     extra = "secrets:\n  apikey: s3cr3t-value-42\n"
-    submit_yaml(v2_yaml("secretive", command="echo <% $secrets.apikey %>", extra=extra))
+    submit_yaml(v2_yaml("secretive", "echo <% $secrets.apikey %>", extra=extra))
     response = alice.get("/api/v2/jobs/alice~secretive/config")
     assert response.status_code == 200
     text = response.content.decode()

@@ -14,7 +14,7 @@ from jobs import lifecycle
 from jobs.lifecycle import JobStateError, Placement, TaskExit
 from jobs.models import Job, Task, TaskAttempt
 from jobs.states import JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
-from tests.conftest import normalized_spec
+from tests.factories import normalized_spec
 
 pytestmark = pytest.mark.django_db
 
