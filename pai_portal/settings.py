@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -61,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "corsheaders.middleware.CorsMiddleware",  # before CommonMiddleware, so preflights get their headers
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -199,7 +201,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every route is also served under /rest-server/api/ (OpenPAI's clients' base): one set of
+    # entries, two servers, instead of every operation twice.
+    "SERVERS": [
+        {"url": "/", "description": "this portal"},
+        {"url": "/rest-server", "description": "the same API where OpenPAI's clients look for it"},
+    ],
+    "PREPROCESSING_HOOKS": ["jobs.api.schema.without_alias_routes"],
 }
+# OpenPAI's REST server answers cross-origin clients (its web portal, the VS Code extension). The
+# API authenticates with Bearer tokens, which a browser never adds by itself, and no credentials
+# (cookies) are allowed cross-origin, so any origin may call it.
+CORS_URLS_REGEX = r"^/(rest-server/)?api/.*$"
+CORS_ALLOW_ALL_ORIGINS = True
+CORS_ALLOW_CREDENTIALS = False
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the job pages' small scripts read it for POSTs

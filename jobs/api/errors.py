@@ -33,9 +33,16 @@ def no_job(full_name: str) -> ApiError:
     return ApiError(404, "NoJobError", f"Job {full_name} is not found.")
 
 
+API_ALIAS_PREFIX = "/rest-server"  # OpenPAI's clients reach the REST server behind its proxy there
+
+
+def is_v1_path(path: str) -> bool:
+    return path.removeprefix(API_ALIAS_PREFIX).startswith("/api/v1/")
+
+
 def is_v1_request(context: dict[str, Any]) -> bool:
     request = context.get("request")
-    return bool(request is not None and request.path.startswith("/api/v1/"))
+    return bool(request is not None and is_v1_path(request.path))
 
 
 def bad_request_code(context: dict[str, Any]) -> str:

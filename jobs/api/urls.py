@@ -1,8 +1,10 @@
-"""REST API routes (OpenPAI-compatible paths), mounted at /api/ by pai_portal/urls.py."""
+"""REST API routes (OpenPAI-compatible paths), mounted by pai_portal/urls.py at /api/ and again at
+/rest-server/api/ (where OpenPAI's clients find the REST server behind OpenPAI's proxy)."""
 
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from jobs.api.fallback import no_such_route
 from jobs.api.views import auth, cluster, jobs_v1, jobs_v2
 
 JOB = "v2/jobs/<str:full_name>"
@@ -53,6 +55,6 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
-    # Anything else under /api/ is OpenPAI's 404 NoApiError, never an HTML page.
-    re_path(r"^.*$", cluster.NoApiView.as_view(), name="api-none"),
+    # A trailing slash is served as without it (as OpenPAI's Express does); anything else is a 404 NoApiError.
+    re_path(r"^.*$", no_such_route, name="api-none"),
 ]

@@ -170,17 +170,3 @@ class InfoView(APIView):
                 "authnMethod": "basic",
             }
         )
-
-
-class NoApiView(APIView):
-    """Every unknown path under /api/: OpenPAI's 404 NoApiError, whatever the method."""
-
-    authentication_classes: list = []
-    permission_classes = [AllowAny]
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        raise ApiError(404, "NoApiError", f"{request.method} {request.path} is not an API.")
-
-    @extend_schema(exclude=True)
-    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:  # pragma: no cover - initial raises
-        raise ApiError(404, "NoApiError", "Not an API.")

@@ -12,7 +12,7 @@ from rest_framework.request import Request
 
 from jobs import actions
 from jobs.api import links, shapes
-from jobs.api.errors import ApiError, no_job
+from jobs.api.errors import ApiError, is_v1_path, no_job
 from jobs.models import Job, JobState
 
 DEFAULT_LIST_LIMIT = 5000
@@ -54,7 +54,7 @@ def submit(request: Request) -> Job:
     if not isinstance(text, str) or not text.strip():
         raise ApiError(
             400,
-            "InvalidParametersError" if request.path.startswith("/api/v1/") else "InvalidProtocolError",
+            "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError",
             "The body must hold the job config (YAML or JSON).",
         )
     return actions.submit_job(request.user, text)
