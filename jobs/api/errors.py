@@ -29,6 +29,14 @@ class ApiError(exceptions.APIException):
         self.message = message
 
 
+# OpenPAI 0.x answered some reads anonymously; the portal never does, and says what to do instead.
+HOW_TO_AUTHENTICATE = (
+    "This API needs a token (the portal answers no anonymous reads): get one with "
+    'POST /api/v2/authn/basic/login {"username": ..., "password": ...} (or POST /api/v1/token), '
+    "or create an application token on the profile page, then send `Authorization: Bearer <token>`."
+)
+
+
 def no_job(full_name: str) -> ApiError:
     return ApiError(404, "NoJobError", f"Job {full_name} is not found.")
 
@@ -96,7 +104,9 @@ def classify(exc: Exception, context: dict[str, Any]) -> tuple[int, str, str] | 
     domain = _domain_error(exc, context)
     if domain is not None:
         return domain
-    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return 401, "UnauthorizedUserError", HOW_TO_AUTHENTICATE
+    if isinstance(exc, exceptions.AuthenticationFailed):
         return 401, "UnauthorizedUserError", str(exc.detail)
     if isinstance(exc, exceptions.PermissionDenied):
         return 403, "ForbiddenUserError", str(exc.detail)
