@@ -8,7 +8,7 @@ import json
 import pytest
 
 from accounts.models import Token
-from clusters.models import Gpu, GpuType, Node, VirtualCluster
+from clusters.models import Gpu, GpuType, Node
 from tests.api.conftest import bearer_client, v2_yaml
 
 pytestmark = pytest.mark.django_db
