@@ -2,10 +2,11 @@
 
 Order: taskStarts hooks (jobs.protocol.hooks: the role's cmd-plugin prerequisites in order,
 `require`d ones first, then the cmd and tensorboard runtime plugins from extras, their
-`$script`/`$data`/`$output` references expanded for this role), the active deployment's preCommands, the role's commands; when
-they succeed: postCommands, then taskSucceeds hooks in reverse order. A hook runs in a subshell
-with `set -e`; with failurePolicy `fail` (the default) its failure ends the task with its exit code.
-The commands, preCommands and postCommands run in the task's own shell, like one script.
+`$script`/`$data`/`$output` references expanded for this role), the active deployment's
+preCommands, the role's commands; when they succeed: postCommands, then taskSucceeds hooks in
+reverse order. A hook runs in a subshell with `set -e`; with failurePolicy `fail` (the default)
+its failure ends the task with its exit code. The commands, preCommands and postCommands run in
+the task's own shell, like one script.
 """
 
 from __future__ import annotations
