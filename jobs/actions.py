@@ -17,6 +17,7 @@ from jobs import storage
 from jobs.crypto import encrypt_text
 from jobs.models import FINISHED_JOB_STATES, Job, JobEvent, JobState, Task, TaskState
 from jobs.protocol import JobConfigError, LoadedConfig, load
+from jobs.protocol.honoured import job_priority, unsupported
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -42,7 +43,11 @@ def _vc_field(cfg: LoadedConfig) -> str:
 
 
 def _gpu_type_field(cfg: LoadedConfig) -> str:
-    return "gpuType" if cfg.protocol_version == 1 else "extras.gpuType"
+    if cfg.protocol_version == 1:
+        return "gpuType"
+    skus = ((cfg.spec["extras"].get("hivedScheduler") or {}).get("taskRoles")) or {}
+    role = next((role for role, hints in skus.items() if (hints or {}).get("skuType")), None)
+    return f"extras.hivedScheduler.taskRoles.{role}.skuType" if role else "extras.gpuType"
 
 
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
@@ -60,6 +65,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
         known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"
         errors.append((_gpu_type_field(cfg), f'GPU type "{gpu_type}" does not exist (known: {known})'))
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
+    errors.extend(unsupported(cfg.spec))
     if errors:
         raise JobConfigError(errors)
     return cfg, vc
@@ -77,6 +83,7 @@ def submit_job(user: Any, text: str) -> Job:
         config_text=text,
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
+        priority=job_priority(spec),
     )
     _attach_keypair(job)
     try:

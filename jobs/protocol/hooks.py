@@ -151,7 +151,7 @@ def _tensorboard_command(plugin: dict[str, Any], here: str) -> Command:
         [
             'if [ "$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX" = 0 ]; then',
             "  if ! command -v tensorboard >/dev/null 2>&1; then",
-            '    echo "PAI: the tensorboard runtime plugin needs the tensorboard command in the job\'s image,'
+            "    echo \"PAI: the tensorboard runtime plugin needs the tensorboard command in the job's image,"
             ' which has none: install it in the image (pip install tensorboard)." >&2',
             "    exit 1",
             "  fi",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jobs.protocol.errors import FieldError
+from jobs.protocol.honoured import apply_hived_hints, reserve_tensorboard_port
 from jobs.protocol.hooks import RUNTIME_PLUGINS, check_role_references
 from jobs.protocol.templating import REFERENCE, Scope, expand, expand_tree, secret_reference, to_text
 
@@ -145,7 +146,9 @@ def normalize(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list
     extras = dict(doc.get("extras") or {})
     if RUNTIME_PLUGINS in extras:
         extras[RUNTIME_PLUGINS] = expand_tree(extras[RUNTIME_PLUGINS], hook_scope, f"extras.{RUNTIME_PLUGINS}", errors)
+    errors.extend(apply_hived_hints(extras, spec["taskRoles"]))
     spec["extras"] = extras
+    reserve_tensorboard_port(spec)
     if not errors:
         errors.extend(check_role_references(spec))
     return spec, secrets, errors

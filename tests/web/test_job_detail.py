@@ -36,6 +36,21 @@ def test_it_links_each_task_port(alice_client, user, make_job):
     assert "0, 1" in page
 
 
+def test_it_links_ports_at_the_node_address_where_they_are_published(alice_client, user, make_job):
+    job = make_job(user, "bridged", state="RUNNING")
+    node = Node.objects.create(name="n1", address="10.0.0.5")
+    job.tasks.update(state="RUNNING", node=node, ip="10.213.0.2", ports={"http": [20001]})
+    assert 'href="http://10.0.0.5:20001"' in alice_client.get("/jobs/alice~bridged/").content.decode()
+
+
+def test_it_links_the_tensorboard_of_a_running_job(alice_client, user, make_job):
+    job = make_job(user, "board", state="RUNNING")
+    node = Node.objects.create(name="n1", address="10.0.0.5")
+    job.tasks.update(state="RUNNING", node=node, ports={"tensorboard": [20007]})
+    page = alice_client.get("/jobs/alice~board/").content.decode()
+    assert '<a class="button" href="http://10.0.0.5:20007" target="_blank" rel="noopener" data-tensorboard-link>' in page
+
+
 def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, make_job):
     job = make_job(user, "oom", state="FAILED", exit_code=-1200, user_exit_code=137)
     job.tasks.update(state="FAILED", exit_code=-1200, user_exit_code=137)
