@@ -48,7 +48,7 @@ def test_it_links_the_tensorboard_of_a_running_job(alice_client, user, make_job)
     node = Node.objects.create(name="n1", address="10.0.0.5")
     job.tasks.update(state="RUNNING", node=node, ports={"tensorboard": [20007]})
     page = alice_client.get("/jobs/alice~board/").content.decode()
-    assert '<a class="button" href="http://10.0.0.5:20007" target="_blank" rel="noopener" data-tensorboard-link>' in page
+    assert 'href="http://10.0.0.5:20007" target="_blank" rel="noopener" data-tensorboard-link' in page
 
 
 def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, make_job):
