@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -161,11 +162,25 @@ def restart_job(job: Job, by: Any) -> Job:
 
 
 def visible_jobs(user: Any) -> QuerySet[Job]:
-    """The jobs a user may see: their own; admins see everyone's."""
+    """The jobs a user may act on and read in full (config, logs, keys, terminals): their own;
+    admins: everyone's."""
     jobs = Job.objects.select_related("owner", "virtual_cluster")
     if is_admin(user):
         return jobs
     return jobs.filter(owner=user)
+
+
+def listed_jobs(user: Any) -> QuerySet[Job]:
+    """The jobs a user sees in lists and read-only summaries: everyone's when the job list is shared
+    (settings.PAI_SHARED_JOB_LIST, OpenPAI's way), else those of visible_jobs."""
+    if settings.PAI_SHARED_JOB_LIST and user.is_authenticated:
+        return Job.objects.select_related("owner", "virtual_cluster")
+    return visible_jobs(user)
+
+
+def may_manage(user: Any, job: Job) -> bool:
+    """The owner and admins: stop, restart, clone, config, logs, SSH."""
+    return is_admin(user) or job.owner_id == user.pk
 
 
 def split_full_name(full_name: str) -> tuple[str, str]:
@@ -177,6 +192,12 @@ def split_full_name(full_name: str) -> tuple[str, str]:
 
 
 def get_job_for(user: Any, full_name: str) -> Job:
-    """The job, if the user may see it; Job.DoesNotExist otherwise (answer 404, never 403)."""
+    """The job, if the user may act on it; Job.DoesNotExist otherwise (answer 404, never 403)."""
     owner, name = split_full_name(full_name)
     return visible_jobs(user).get(owner__username=owner, name=name)
+
+
+def get_job_summary_for(user: Any, full_name: str) -> Job:
+    """The job, if the user may read its summary (listed_jobs); Job.DoesNotExist otherwise."""
+    owner, name = split_full_name(full_name)
+    return listed_jobs(user).get(owner__username=owner, name=name)

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from django import forms
+from django.conf import settings
 from django.db import models
 from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
@@ -534,15 +535,20 @@ class JobListQuery:
     def is_admin(self) -> bool:
         return is_admin(self.user)
 
-    def visible(self) -> Any:
-        from jobs.actions import visible_jobs
+    @property
+    def shows_everyone(self) -> bool:
+        """Admins, and everyone on a shared job list, see (and filter by) other users' jobs."""
+        return self.is_admin or settings.PAI_SHARED_JOB_LIST
 
-        return visible_jobs(self.user)
+    def visible(self) -> Any:
+        from jobs.actions import listed_jobs
+
+        return listed_jobs(self.user)
 
     def filtered(self) -> Any:
         """Every filter except the state one (the counts are per state)."""
         jobs = self.visible()
-        if self.owner and self.is_admin:
+        if self.owner and self.shows_everyone:
             jobs = jobs.filter(owner__username=self.owner)
         if self.vc:
             jobs = jobs.filter(virtual_cluster__name=self.vc)

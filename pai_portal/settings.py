@@ -157,6 +157,9 @@ PAI_WORK_ROOT = Path(os.environ.get("PAI_WORK_ROOT", VAR_DIR / "work"))
 PAI_FS_ROOT = Path(os.environ.get("PAI_FS_ROOT", VAR_DIR / "fs"))
 # The storage page refuses uploads bigger than this (bytes).
 PAI_FS_UPLOAD_MAX_BYTES = int(os.environ.get("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
+# As in OpenPAI, every signed-in user sees the job list and read-only job summaries (the queue is
+# shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
+PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
 PAI_DEFAULT_IMAGE = os.environ.get("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
 PAI_SCHEDULER_INTERVAL = float(os.environ.get("PAI_SCHEDULER_INTERVAL", "0.5"))
 

@@ -149,7 +149,7 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
     }
 
 
-def task_status(task: Task, log_url: Callable[[Task], str]) -> dict[str, Any]:
+def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, Any]:
     return {
         "taskIndex": task.index,
         "taskState": task.state,
@@ -171,7 +171,7 @@ def task_status(task: Task, log_url: Callable[[Task], str]) -> dict[str, Any]:
     }
 
 
-def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str]) -> dict[str, Any]:
+def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None]) -> dict[str, Any]:
     """`GET /api/v2/jobs/<user>~<job>`: jobStatus plus every task role's task statuses."""
     roles: dict[str, dict[str, Any]] = {}
     for role in (job.spec or {}).get("taskRoles") or {}:

@@ -60,11 +60,28 @@ def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, 
     assert "<li>Increase per task memory request</li>" in page
 
 
-def test_it_answers_404_for_another_users_job(bob_client, user, make_job):
+@pytest.mark.usefixtures("private_job_list")
+def test_it_answers_404_for_another_users_job_when_the_list_is_private(bob_client, user, make_job):
     make_job(user, "private")
     for path in ("", "status.json", "log", "stop/", "clone/", "export/"):
         assert bob_client.get(f"/jobs/alice~private/{path}").status_code == 404, path
     assert bob_client.post("/jobs/alice~private/stop/").status_code == 404
+
+
+def test_it_shows_another_users_job_as_a_read_only_summary(bob_client, user, make_job):
+    make_job(user, "shared", state="RUNNING")
+    page = bob_client.get("/jobs/alice~shared/").content.decode()
+    assert "data-read-only" in page
+    for private in ("data-log-url", "data-stop-link", "/clone/", "/export/", "data-ssh-panel"):
+        assert private not in page, private
+    assert bob_client.get("/jobs/alice~shared/status.json").json()["state"] == "RUNNING"
+
+
+def test_it_keeps_another_users_log_config_and_verbs_to_the_owner(bob_client, user, make_job):
+    make_job(user, "shared")
+    for path in ("log", "stop/", "clone/", "export/", "ssh/key/", "ssh.json"):
+        assert bob_client.get(f"/jobs/alice~shared/{path}").status_code == 404, path
+    assert bob_client.post("/jobs/alice~shared/stop/").status_code == 404
 
 
 def test_it_answers_404_for_a_malformed_job_name(alice_client):

@@ -42,9 +42,18 @@ JOB_NAME_PARAMETER = OpenApiParameter("full_name", OpenApiTypes.STR, OpenApiPara
 
 
 def find_job(request: Request, full_name: str) -> Job:
-    """The job if the user may see it; others' jobs are answered exactly like missing ones."""
+    """The job if the user may act on it and read it in full; others' jobs are answered exactly like
+    missing ones."""
     try:
         return actions.get_job_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise no_job(full_name) from error
+
+
+def find_job_summary(request: Request, full_name: str) -> Job:
+    """The job if the user may read its summary (another user's too, on a shared job list)."""
+    try:
+        return actions.get_job_summary_for(request.user, full_name)
     except Job.DoesNotExist as error:
         raise no_job(full_name) from error
 
@@ -78,7 +87,7 @@ def _comma_list(params: Any, name: str) -> list[str]:
 
 
 def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
-    jobs = actions.visible_jobs(request.user)
+    jobs = actions.listed_jobs(request.user)
     if usernames := _comma_list(params, "username"):
         jobs = jobs.filter(owner__username__in=usernames)
     if vcs := _comma_list(params, "vc"):
@@ -124,14 +133,17 @@ def job_list(request: Request, params: Any) -> Any:
     return data
 
 
-def log_url(request: Request) -> Any:
+def log_url(request: Request, job: Job) -> Any:
+    """Logs are the owner's and admins': anyone else's summary has no log link."""
+    if not actions.may_manage(request.user, job):
+        return lambda task: None
     return lambda task: request.build_absolute_uri(links.task_log_path(task))
 
 
 def detail(request: Request, job: Job) -> dict[str, Any]:
     # Explicit order: Task's default ordering starts with "job", which would join and sort by Job's.
     tasks = list(job.tasks.select_related("node").order_by("role", "index"))
-    return shapes.job_detail(job, tasks, log_url(request))
+    return shapes.job_detail(job, tasks, log_url(request, job))
 
 
 def execute(request: Request, job: Job) -> str:

@@ -64,7 +64,7 @@ class JobsView(APIView):
 class JobDetailView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, full_name: str) -> Response:
-        return Response(common.detail(request, common.find_job(request, full_name)))
+        return Response(common.detail(request, common.find_job_summary(request, full_name)))
 
 
 class ExecutionTypeView(APIView):
@@ -92,7 +92,7 @@ class JobSshView(APIView):
 class JobEventsView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, full_name: str) -> Response:
-        job = common.find_job(request, full_name)
+        job = common.find_job_summary(request, full_name)
         return Response({"data": [shapes.event_item(event) for event in job.events.all()]})
 
 
