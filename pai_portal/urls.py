@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("jobs.storage_urls")),
     path("", include("jobs.ssh_urls")),
+    path("", include("jobs.legacy_links")),
 ]
