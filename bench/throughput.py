@@ -34,9 +34,9 @@ def run_portal(n: int) -> tuple[float, float]:
 
     call_command("migrate", verbosity=0)
     from clusters.models import Node
-    from clusters.scheduler import Scheduler
     from jobs.actions import submit_job
     from jobs.models import Job, JobState
+    from scheduling.scheduler import Scheduler
 
     Node.objects.create(name="local", executor="process", cpus=SLOTS, memory_mb=SLOTS * 1024)
     user = get_user_model().objects.create_user("bench", password="bench-password-1")

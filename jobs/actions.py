@@ -1,5 +1,5 @@
 """The verbs on jobs. Pages, the API and the management commands all call these; each verb is one
-transaction. Nothing else writes Job rows, except the scheduler loop recording what happened."""
+transaction. State changes go through jobs.lifecycle, as the scheduler loop's do."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from accounts.permissions import is_admin
 from clusters.models import GpuType, VirtualCluster
-from jobs import storage
+from jobs import lifecycle, storage
 from jobs.crypto import encrypt_text
-from jobs.models import FINISHED_JOB_STATES, Job, JobEvent, JobState, Task, TaskState
+from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart_job raise)
+from jobs.models import Job, JobEvent, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load
 from jobs.protocol.honoured import job_priority, unsupported
+from jobs.ssh import attach_new_keypair
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -33,10 +34,6 @@ class UnknownVirtualCluster(JobConfigError):
 
 class VirtualClusterForbidden(JobConfigError):
     """The user may not submit to this VC (API: 403 ForbiddenUserError)."""
-
-
-class JobStateError(Exception):
-    """The verb does not apply to the job in its current state (e.g. stop a finished job)."""
 
 
 def _vc_field(cfg: LoadedConfig) -> str:
@@ -86,7 +83,7 @@ def submit_job(user: Any, text: str) -> Job:
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
         priority=job_priority(spec),
     )
-    _attach_keypair(job)
+    attach_new_keypair(job)
     try:
         with transaction.atomic():
             job.save()
@@ -101,62 +98,28 @@ def submit_job(user: Any, text: str) -> Job:
     return job
 
 
-def _attach_keypair(job: Job) -> None:
-    try:
-        from jobs.ssh import attach_new_keypair
-    except ImportError:  # the SSH room is optional until it lands
-        return
-    attach_new_keypair(job)
-
-
 def stop_job(job: Job, by: Any) -> Job:
-    """Ask the scheduler to stop every task; it records STOPPED when they are gone."""
-    with transaction.atomic():
-        updated = (
-            Job.objects.filter(pk=job.pk)
-            .exclude(state__in=FINISHED_JOB_STATES)
-            .update(execution_type=Job.ExecutionType.STOP, updated_at=timezone.now())
-        )
-        if not updated:
-            raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
-        JobEvent.objects.create(job=job, kind="stop-requested", message=f"Stop requested by {by.get_username()}.")
+    """Ask the scheduler to stop every task; it records STOPPED when they are gone.
+    Raises JobStateError when the job has already finished."""
+    lifecycle.request_stop(job, by.get_username())
     job.refresh_from_db()
     return job
 
 
 def restart_job(job: Job, by: Any) -> Job:
-    """START on a finished job: it goes back to the queue as a new attempt."""
-    with transaction.atomic():
-        updated = Job.objects.filter(pk=job.pk, state__in=FINISHED_JOB_STATES).update(
-            state=JobState.WAITING,
-            execution_type=Job.ExecutionType.START,
-            retries_used=0,
-            transient_retries=0,
-            pending_reason="",
-            exit_code=None,
-            user_exit_code=None,
-            exit_diagnostics="",
-            completed_at=None,
-            updated_at=timezone.now(),
+    """START on a finished job: it goes back to the queue as a new attempt. The VC is checked
+    as at submit (the owner may have lost access since)."""
+    if not job.virtual_cluster.is_open_to(job.owner):
+        field = "virtualCluster" if job.protocol_version == 1 else "defaults.virtualCluster"
+        raise VirtualClusterForbidden(
+            [
+                (
+                    field,
+                    f'{job.owner.get_username()} may no longer submit to virtual cluster "{job.virtual_cluster.name}"',
+                )
+            ]
         )
-        if not updated:
-            raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
-        job.tasks.update(
-            state=TaskState.WAITING,
-            attempt=0,
-            retries=0,
-            node=None,
-            executor_id="",
-            ip="",
-            ports={},
-            gpus=[],
-            exit_code=None,
-            user_exit_code=None,
-            exit_diagnostics="",
-            started_at=None,
-            finished_at=None,
-        )
-        JobEvent.objects.create(job=job, kind="restarted", message=f"Started again by {by.get_username()}.")
+    lifecycle.restart(job, by.get_username())
     job.refresh_from_db()
     return job
 

@@ -64,10 +64,10 @@ PAGES: dict[str, Callable[[QueryDict], str]] = {
     "job-event.html": _job_page,
     "submit.html": _submit,
     "submit_v1.html": _submit,
-    "virtual-clusters.html": _fixed("clusters:overview"),
-    "dashboard.html": _fixed("clusters:overview"),
-    "cluster-view/hardware.html": _fixed("clusters:overview"),
-    "cluster-view/services.html": _fixed("clusters:overview"),
+    "virtual-clusters.html": _fixed("scheduling:overview"),
+    "dashboard.html": _fixed("scheduling:overview"),
+    "cluster-view/hardware.html": _fixed("scheduling:overview"),
+    "cluster-view/services.html": _fixed("scheduling:overview"),
     "user-profile.html": _fixed("profile"),
 }
 

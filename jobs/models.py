@@ -4,27 +4,10 @@ from django.conf import settings
 from django.db import models
 
 from jobs.fields import OrderedJSONField
+from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
-
-class JobState(models.TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    STOPPING = "STOPPING"
-    STOPPED = "STOPPED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    UNKNOWN = "UNKNOWN"
-
-
-FINISHED_JOB_STATES = (JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED)
-
-
-class TaskState(models.TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
+# The state names are defined in jobs.states (with the diagram); importable from here too.
+__all__ = ["FINISHED_JOB_STATES", "Job", "JobEvent", "JobState", "Task", "TaskAttempt", "TaskState"]
 
 
 class Job(models.Model):
@@ -123,6 +106,39 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job.full_name}/{self.role}-{self.index}"
+
+
+class TaskAttempt(models.Model):
+    """One run of a task, kept when it ends: the job page and the API show every attempt's node,
+    exit and log, not only the last one's."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    job_attempt = models.PositiveIntegerField()
+    role = models.CharField(max_length=255)
+    index = models.PositiveIntegerField()
+    attempt = models.PositiveIntegerField()
+    node_name = models.CharField(max_length=128, blank=True, default="")
+    executor_id = models.CharField(max_length=128, blank=True, default="")
+    ip = models.CharField(max_length=64, blank=True, default="")
+    ports = OrderedJSONField(default=dict, blank=True)
+    gpus = models.JSONField(default=list, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    user_exit_code = models.IntegerField(null=True, blank=True)
+    exit_diagnostics = models.TextField(blank=True, default="")
+    log_path = models.CharField(max_length=1024, blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "job_attempt", "role", "index", "attempt"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "job_attempt", "role", "index", "attempt"], name="unique_task_attempt"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.job_attempt}/{self.role}-{self.index}#{self.attempt}"
 
 
 class JobEvent(models.Model):

@@ -35,6 +35,7 @@ from jobs.forms import (
     form_to_config,
     line_errors,
 )
+from jobs.logs import read_tail
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, export, load
 from jobs.protocol.parsing import parse
@@ -290,21 +291,10 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
     except ValueError:
         tail = LOG_TAIL_DEFAULT
-    text = _read_tail(task.log_path, tail)
+    text = read_tail(task.log_path, tail)
     for secret in _secret_values(job):
         text = text.replace(secret, "******")
     return HttpResponse(text, content_type="text/plain; charset=utf-8")
-
-
-def _read_tail(path: str, size: int) -> str:
-    try:
-        with open(path, "rb") as log:
-            log.seek(0, 2)
-            end = log.tell()
-            log.seek(max(0, end - size))
-            return log.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def _secret_values(job: Job) -> list[str]:

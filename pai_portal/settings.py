@@ -9,24 +9,17 @@ from pathlib import Path
 
 import dj_database_url
 
-
-def env_bool(name: str, default: bool = False) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
+from pai_portal.env import env_bool, env_float, env_int, env_list, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("PAI_VAR_DIR", BASE_DIR / "var")).resolve()
+VAR_DIR = env_path("PAI_VAR_DIR", BASE_DIR / "var").resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _secret_key() -> str:
     """SECRET_KEY from the environment, else one generated once and kept in var/."""
-    if os.environ.get("SECRET_KEY"):
-        return os.environ["SECRET_KEY"]
+    if env_str("SECRET_KEY", ""):
+        return env_str("SECRET_KEY", "")
     key_file = VAR_DIR / "secret_key"
     if not key_file.exists():
         key_file.write_text(secrets.token_urlsafe(64))
@@ -56,6 +49,7 @@ INSTALLED_APPS = [
     "channels",
     "clusters",
     "jobs",
+    "scheduling",
     "accounts",
 ]
 
@@ -95,13 +89,14 @@ WSGI_APPLICATION = "pai_portal.wsgi.application"
 ASGI_APPLICATION = "pai_portal.asgi.application"
 
 # Database: SQLite in var/ by default; DATABASE_URL (postgres://...) switches to PostgreSQL.
-if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+DATABASE_URL = env_str("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("PAI_SQLITE_PATH", str(VAR_DIR / "db.sqlite3")),
+            "NAME": str(env_path("PAI_SQLITE_PATH", VAR_DIR / "db.sqlite3")),
             # A file, not memory, so that tests can run a scheduler in a subprocess on the same
             # database; one per test process so that parallel runs do not collide.
             "TEST": {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")},
@@ -134,7 +129,7 @@ LOGOUT_REDIRECT_URL = "/login/"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
-TIME_ZONE = os.environ.get("PAI_TIME_ZONE", "UTC")
+TIME_ZONE = env_str("PAI_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
@@ -148,27 +143,46 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 
 # Uploads (import file, code/data upload) are size-limited.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("PAI_MAX_BODY_BYTES", 2 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PAI_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 # Where the portal keeps its own files.
-PAI_LOG_DIR = Path(os.environ.get("PAI_LOG_DIR", VAR_DIR / "logs"))
-PAI_WORK_ROOT = Path(os.environ.get("PAI_WORK_ROOT", VAR_DIR / "work"))
-PAI_FS_ROOT = Path(os.environ.get("PAI_FS_ROOT", VAR_DIR / "fs"))
+PAI_LOG_DIR = env_path("PAI_LOG_DIR", VAR_DIR / "logs")
+PAI_WORK_ROOT = env_path("PAI_WORK_ROOT", VAR_DIR / "work")
+PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
-PAI_FS_UPLOAD_MAX_BYTES = int(os.environ.get("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
+PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
+PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
 # As in OpenPAI, every signed-in user sees the job list and read-only job summaries (the queue is
 # shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
 PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
-PAI_DEFAULT_IMAGE = os.environ.get("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
-PAI_SCHEDULER_INTERVAL = float(os.environ.get("PAI_SCHEDULER_INTERVAL", "0.5"))
+
+# The scheduler loop.
+PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
+# Transient failures are retried without charging the user, but not forever.
+PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
+# Containers of one job started at once (the engine serializes little of container start).
+PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
+# Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay
+# silent before it is marked down (its running tasks lost and retried elsewhere).
+PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
+# Docker nodes: container/network name prefix (several portals or test runs may share an engine)
+# and the pool per-job networks' /24 subnets are carved from.
+PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
+PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
+# Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.
+PAI_ENCRYPTION_KEY = env_str("PAI_ENCRYPTION_KEY", "")
+# Request threads per web server process.
+PAI_HTTP_THREADS = env_int("PAI_HTTP_THREADS", 4, minimum=1)
 
 # Channels: in-memory by default, Redis when REDIS_URL is set.
-if os.environ.get("REDIS_URL"):
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
+            "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
 else:
@@ -186,16 +200,16 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.LimitedJSONParser", "jobs.api.parsers.LimitedFormParser"],
     "EXCEPTION_HANDLER": "jobs.api.errors.openpai_exception_handler",
     "DEFAULT_THROTTLE_RATES": {
-        "submit": os.environ.get("PAI_API_SUBMIT_RATE", "120/min"),
-        "list": os.environ.get("PAI_API_LIST_RATE", "600/min"),
-        "login": os.environ.get("PAI_API_LOGIN_RATE", "30/min"),
+        "submit": env_str("PAI_API_SUBMIT_RATE", "120/min"),
+        "list": env_str("PAI_API_LIST_RATE", "600/min"),
+        "login": env_str("PAI_API_LOGIN_RATE", "30/min"),
     },
 }
 # API tokens (accounts.Token): lifetimes, the v2 job list's `limit` cap, the SSH key link's life.
-PAI_API_LOGIN_TOKEN_SECONDS = int(os.environ.get("PAI_API_LOGIN_TOKEN_SECONDS", 7 * 24 * 3600))
-PAI_API_APP_TOKEN_SECONDS = int(os.environ.get("PAI_API_APP_TOKEN_SECONDS", 365 * 24 * 3600))
-PAI_API_MAX_LIST_LIMIT = int(os.environ.get("PAI_API_MAX_LIST_LIMIT", 50000))
-PAI_API_SSH_KEY_LINK_SECONDS = int(os.environ.get("PAI_API_SSH_KEY_LINK_SECONDS", 300))
+PAI_API_LOGIN_TOKEN_SECONDS = env_int("PAI_API_LOGIN_TOKEN_SECONDS", 7 * 24 * 3600, minimum=60)
+PAI_API_APP_TOKEN_SECONDS = env_int("PAI_API_APP_TOKEN_SECONDS", 365 * 24 * 3600, minimum=60)
+PAI_API_MAX_LIST_LIMIT = env_int("PAI_API_MAX_LIST_LIMIT", 50000, minimum=1)
+PAI_API_SSH_KEY_LINK_SECONDS = env_int("PAI_API_SSH_KEY_LINK_SECONDS", 300, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "PAI Portal API",
     "DESCRIPTION": "OpenPAI-compatible REST API for submitting and watching deep-learning jobs.",
@@ -229,7 +243,7 @@ if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = int(os.environ.get("PAI_HSTS_SECONDS", 31536000))
+    SECURE_HSTS_SECONDS = env_int("PAI_HSTS_SECONDS", 31536000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
@@ -238,6 +252,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("PAI_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": env_str("PAI_LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

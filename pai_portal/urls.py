@@ -13,7 +13,7 @@ urlpatterns = [
     # OpenPAI's clients (SDK, webportal, VS Code extension) call <cluster>/rest-server/api/...
     path("rest-server/api/", include(("jobs.api.urls", "api"), namespace="rest-server")),
     path("profile/", include("accounts.urls")),
-    path("", include("clusters.urls")),
+    path("", include("scheduling.urls")),
     path("", include("jobs.urls")),
     path("", include("jobs.storage_urls")),
     path("", include("jobs.ssh_urls")),

@@ -19,7 +19,15 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.executors.base import Executor, ExecutorError, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+from clusters.executors.base import (
+    Executor,
+    ExecutorError,
+    Failure,
+    RunningTask,
+    TaskHandle,
+    TaskLaunch,
+    TaskStatus,
+)
 
 # The wrapper runs the user's command in a child bash, then records its exit code atomically.
 # The command travels in an environment variable that is unset before the user's code runs.
@@ -74,7 +82,7 @@ class ProcessExecutor(Executor):
                     start_new_session=True,  # its own process group: stop kills the whole tree
                 )
         except OSError as exc:
-            raise ExecutorError(f"cannot start the task's process: {exc}", exit_code=-1204) from exc
+            raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
         (task_dir / "pid").write_text(str(child.pid))
         (task_dir / "task.json").write_text(json.dumps(launch.labels))
         executor_id = str(task_dir.relative_to(self.work_root))
@@ -120,7 +128,7 @@ class ProcessExecutor(Executor):
         code = child.returncode if child is not None else None
         if code is not None and code < 0:
             return TaskStatus(running=False, exit_code=128 - code, finished_at=datetime.now(UTC))
-        return TaskStatus(running=False, lost=True, platform_exit_code=-1000, diagnostics="the task's process is gone")
+        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
 
     def _reap(self, executor_id: str) -> None:
         child = self._children.pop(executor_id, None)

@@ -17,7 +17,12 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
 
         return ProcessExecutor(Path(settings.PAI_WORK_ROOT) / "process", address=address)
     if kind == "docker":
-        from clusters.executors.docker import DockerExecutor  # type: ignore[import-not-found,unused-ignore]
+        from clusters.executors.docker import DockerExecutor
 
-        return DockerExecutor(docker_url or None, address=address)  # type: ignore[no-any-return,unused-ignore]
+        return DockerExecutor(
+            docker_url or None,
+            address=address,
+            namespace=settings.PAI_DOCKER_NAMESPACE,
+            subnet_pool=settings.PAI_DOCKER_SUBNET_POOL,
+        )
     raise ValueError(f"unknown executor kind {kind!r}")

@@ -25,7 +25,6 @@ STATE_LABELS = {
     "STOPPED": _("Stopped"),
     "SUCCEEDED": _("Succeeded"),
     "FAILED": _("Failed"),
-    "UNKNOWN": _("Unknown"),
 }
 
 

@@ -121,7 +121,7 @@ def docker_node(docker_engine, db, settings, tmp_path, monkeypatch, namespace):
     settings.PAI_WORK_ROOT = tmp_path / "work"
     settings.PAI_LOG_DIR = tmp_path / "logs"
     settings.PAI_FS_ROOT = tmp_path / "fs"
-    monkeypatch.setenv("PAI_DOCKER_NAMESPACE", namespace)
+    settings.PAI_DOCKER_NAMESPACE = namespace
     executor_for.cache_clear()
     yield Node.objects.create(name="docker-local", executor="docker", address="127.0.0.1", cpus=16, memory_mb=32768)
     executor_for.cache_clear()
@@ -132,7 +132,7 @@ def docker_node(docker_engine, db, settings, tmp_path, monkeypatch, namespace):
 def new_scheduler():
     """A scheduler as a fresh process would make it: new executor objects, same machine."""
     from clusters.executors.registry import executor_for
-    from clusters.scheduler import Scheduler
+    from scheduling.scheduler import Scheduler
 
     def make():
         executor_for.cache_clear()

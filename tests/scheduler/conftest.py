@@ -5,9 +5,9 @@ import time
 import pytest
 
 from clusters.models import Node
-from clusters.scheduler import Scheduler
 from jobs.actions import submit_job
 from jobs.models import Job
+from scheduling.scheduler import Scheduler
 
 
 @pytest.fixture

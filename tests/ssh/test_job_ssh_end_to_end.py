@@ -46,13 +46,13 @@ extras:
 def scheduler_on_docker(docker_client, settings, tmp_path, monkeypatch):
     from clusters.executors.docker import MARKER_LABEL
     from clusters.executors.registry import executor_for
-    from clusters.scheduler import Scheduler
+    from scheduling.scheduler import Scheduler
 
     namespace = f"paissh{uuid.uuid4().hex[:8]}"
     settings.PAI_WORK_ROOT = tmp_path / "work"
     settings.PAI_LOG_DIR = tmp_path / "logs"
     settings.PAI_FS_ROOT = tmp_path / "fs"
-    monkeypatch.setenv("PAI_DOCKER_NAMESPACE", namespace)
+    settings.PAI_DOCKER_NAMESPACE = namespace
     executor_for.cache_clear()
     Node.objects.create(name="docker-local", executor="docker", address="127.0.0.1", cpus=16, memory_mb=32768)
     yield Scheduler(holder="ssh-test-scheduler")

@@ -31,7 +31,7 @@ def _percent(used: int, total: int) -> float:
 
 
 def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
-    from clusters.quota import cluster_state
+    from scheduling.quota import cluster_state
 
     nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
     _, vcs = cluster_state(nodes)

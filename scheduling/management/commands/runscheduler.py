@@ -4,7 +4,7 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from clusters.scheduler import LEASE_TTL, Scheduler
+from scheduling.scheduler import LEASE_TTL, Scheduler
 
 
 class Command(BaseCommand):
