@@ -193,3 +193,53 @@ def test_it_names_a_weak_new_password(alice, user):
     response = alice.put("/api/v2/users/alice/password", body, format="json")
     assert response.status_code == 400
     assert response.json()["message"].startswith("newPassword:")
+
+
+PROD = "extras:\n  hivedScheduler:\n    jobPriorityClass: prod\n"
+
+
+@pytest.fixture
+def prioritized(submit_yaml):
+    submit_yaml(v2_yaml("plain"))
+    submit_yaml(v2_yaml("urgent") + PROD)
+
+
+def listed(response) -> list[str]:
+    return [job["name"] for job in response.json()]
+
+
+def test_it_filters_the_job_list_by_priority_class(alice, prioritized):
+    assert listed(alice.get("/api/v2/jobs?jobPriority=prod")) == ["urgent"]
+    assert listed(alice.get("/api/v2/jobs?jobPriority=default")) == ["plain"]
+
+
+def test_it_orders_the_job_list_by_priority(alice, prioritized):
+    assert listed(alice.get("/api/v2/jobs?order=jobPriority,DESC")) == ["urgent", "plain"]
+
+
+def test_it_shows_the_priority_class_in_the_job_list(alice, prioritized):
+    assert {job["name"]: job["jobPriority"] for job in alice.get("/api/v2/jobs").json()} == {
+        "urgent": "prod",
+        "plain": None,
+    }
+
+
+def test_it_finds_no_job_with_a_tag(alice, prioritized):
+    assert listed(alice.get("/api/v2/jobs?tagsContain=nightly")) == []
+
+
+def test_it_refuses_an_order_it_cannot_honour(alice):
+    response = alice.get("/api/v2/jobs?order=totalGpuNumber,DESC")
+    assert response.status_code == 400
+    assert response.json()["message"] == "order: the portal cannot sort by totalGpuNumber."
+
+
+def test_it_refuses_an_unknown_priority_class(alice):
+    assert alice.get("/api/v2/jobs?jobPriority=urgent").json()["code"] == "InvalidParametersError"
+
+
+def test_it_filters_events_by_type_and_counts_them(alice, submit_yaml):
+    submit_yaml(v2_yaml("evented"))
+    everything = alice.get("/api/v2/jobs/alice~evented/events").json()
+    assert everything["totalCount"] == len(everything["data"]) == 1
+    assert alice.get("/api/v2/jobs/alice~evented/events?type=Warning").json() == {"totalCount": 0, "data": []}

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, F, Q, QuerySet
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
@@ -14,6 +15,7 @@ from jobs import actions
 from jobs.api import links, shapes
 from jobs.api.errors import ApiError, is_v1_path, no_job
 from jobs.models import Job, JobState
+from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
 DEFAULT_LIST_LIMIT = 5000
 # `order=<field>,ASC|DESC`: OpenPAI's field names -> ours. Unknown fields fall back to the default.
@@ -26,7 +28,10 @@ ORDER_FIELDS = {
     "state": "state",
     "completionTime": "completed_at",
     "totalTaskNumber": "task_count",
+    "jobPriority": "priority",
 }
+# Computed from each job's config, not a column: refused rather than silently left unsorted.
+UNSORTABLE_FIELDS = ("totalGpuNumber",)
 
 LIST_PARAMETERS = [
     OpenApiParameter("username", str, description="comma list of user names"),
@@ -37,6 +42,10 @@ LIST_PARAMETERS = [
     OpenApiParameter("limit", int, description="at most 50000 (default 5000)"),
     OpenApiParameter("order", str, description="<field>,ASC|DESC, e.g. submissionTime,DESC"),
     OpenApiParameter("withTotalCount", bool, description="true: answer {totalCount, data}"),
+    OpenApiParameter(
+        "jobPriority", str, description="comma list of priority classes (crit, prod, test, oppo; default)"
+    ),
+    OpenApiParameter("tagsContain", str, description="comma list of tags (the portal keeps none: no job matches)"),
 ]
 JOB_NAME_PARAMETER = OpenApiParameter("full_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="<user>~<job>")
 
@@ -97,6 +106,10 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
         if unknown:
             raise ApiError(400, "InvalidParametersError", f"Unknown state(s): {', '.join(unknown)}.")
         jobs = jobs.filter(state__in=states)
+    if "jobPriority" in params:
+        jobs = jobs.filter(priority__in=_priorities(_comma_list(params, "jobPriority")))
+    if _comma_list(params, "tagsContain"):
+        jobs = jobs.none()  # no job carries a tag
     if keyword := params.get("keyword"):
         jobs = jobs.filter(
             Q(name__icontains=keyword)
@@ -106,8 +119,18 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
     return jobs
 
 
+def _priorities(classes: list[str]) -> set[int]:
+    """OpenPAI's `default` is a job without a class, which both OpenPAI and the portal run as `test`."""
+    unknown = sorted(set(classes) - {*PRIORITY_CLASSES, "default"})
+    if unknown:
+        raise ApiError(400, "InvalidParametersError", f"jobPriority: unknown class(es) {', '.join(unknown)}.")
+    return {PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS if name == "default" else name] for name in classes}
+
+
 def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
     field, _, direction = (order or "").partition(",")
+    if field in UNSORTABLE_FIELDS:
+        raise ApiError(400, "InvalidParametersError", f"order: the portal cannot sort by {field}.")
     column = ORDER_FIELDS.get(field)
     if column is None or direction not in ("ASC", "DESC"):
         return jobs.order_by("-created_at", "-id")
@@ -134,10 +157,17 @@ def job_list(request: Request, params: Any) -> Any:
 
 
 def log_url(request: Request, job: Job) -> Any:
-    """Logs are the owner's and admins': anyone else's summary has no log link."""
+    """OpenPAI's containerLog: the task's logs route, relative (clients prefix their REST server's
+    address), answering {locations}. Logs are the owner's and admins': others get none."""
     if not actions.may_manage(request.user, job):
         return lambda task: None
-    return lambda task: request.build_absolute_uri(links.task_log_path(task))
+
+    def route(task: Any) -> str:
+        attempts = {"job_attempt": max(job.job_attempt - 1, 0), "task_attempt": max(task.attempt - 1, 0)}
+        kwargs = {"full_name": job.full_name, "role": task.role, "index": task.index, **attempts}
+        return reverse("api-task-logs", kwargs=kwargs)
+
+    return route
 
 
 def detail(request: Request, job: Job) -> dict[str, Any]:
@@ -169,7 +199,14 @@ def masked_config(job: Job) -> str:
 
 
 def ssh_info(request: Request, job: Job) -> dict[str, Any]:
+    """OpenPAI's webportal finds a task's SSH entry by `id == containerId`: each container's id is
+    the task's container id; `taskName` keeps the `<role>-<index>` it was."""
     from jobs.ssh import openpai_ssh_info
 
     key_url = request.build_absolute_uri(links.ssh_key_path(job)) if job.ssh_private_key_encrypted else ""
-    return dict(openpai_ssh_info(job, key_url))
+    info = dict(openpai_ssh_info(job, key_url))
+    container_ids = {f"{task.role}-{task.index}": task.executor_id for task in job.tasks.all()}
+    info["containers"] = [
+        {**row, "id": container_ids.get(row["id"]) or row["id"], "taskName": row["id"]} for row in info["containers"]
+    ]
+    return info

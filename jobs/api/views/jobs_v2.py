@@ -90,10 +90,16 @@ class JobSshView(APIView):
 
 
 class JobEventsView(APIView):
-    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[common.JOB_NAME_PARAMETER, OpenApiParameter("type", str, description="Normal or Warning")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, full_name: str) -> Response:
         job = common.find_job_summary(request, full_name)
-        return Response({"data": [shapes.event_item(event) for event in job.events.all()]})
+        items = [shapes.event_item(event) for event in job.events.all()]
+        if wanted := request.query_params.get("type"):
+            items = [item for item in items if item["type"] == wanted]
+        return Response({"totalCount": len(items), "data": items})
 
 
 class TaskLogsView(APIView):
