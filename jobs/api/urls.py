@@ -5,7 +5,7 @@ from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from jobs.api.fallback import no_such_route
-from jobs.api.views import auth, cluster, jobs_v1, jobs_v2, users
+from jobs.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, users
 
 JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"
@@ -31,6 +31,14 @@ urlpatterns = [
     path(f"{JOB}/config", jobs_v2.JobConfigView.as_view(), name="api-job-config"),
     path(f"{JOB}/ssh", jobs_v2.JobSshView.as_view(), name="api-job-ssh"),
     path(f"{JOB}/events", jobs_v2.JobEventsView.as_view(), name="api-job-events"),
+    path(f"{JOB}/job-attempts", attempts.JobAttemptsView.as_view(), name="api-job-attempts"),
+    path(f"{JOB}/job-attempts/<int:job_attempt>", attempts.JobAttemptView.as_view(), name="api-job-attempt"),
+    path(f"{JOB}/attempts/<int:job_attempt>", attempts.JobAtAttemptView.as_view(), name="api-job-at-attempt"),
+    path(
+        f"{JOB}/attempts/<int:job_attempt>/taskRoles/<str:role>/taskIndex/<int:index>/attempts",
+        attempts.TaskAttemptsView.as_view(),
+        name="api-task-attempts",
+    ),
     path(
         f"{JOB}/attempts/<int:job_attempt>/taskRoles/<str:role>/taskIndex/<int:index>/attempts/<int:task_attempt>/logs",
         jobs_v2.TaskLogsView.as_view(),
