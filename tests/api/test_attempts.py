@@ -18,7 +18,8 @@ taskRoles:
     dockerImage: image
     resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
     commands:
-      - "if [ -f $PAI_WORK_DIR/tried ]; then echo second-try; else touch $PAI_WORK_DIR/tried; echo first-try; exit 3; fi"
+      - "if [ -f $PAI_WORK_DIR/tried ]; then echo second-try; exit 0; fi"
+      - "touch $PAI_WORK_DIR/tried; echo first-try; exit 3"
 """
 JOB = "/rest-server/api/v2/jobs/alice~flaky"
 TASK = f"{JOB}/attempts/0/taskRoles/worker/taskIndex/0"
