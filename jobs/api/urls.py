@@ -56,6 +56,14 @@ urlpatterns = [
     path(f"{V1_JOB}/executionType", jobs_v1.V1ExecutionTypeView.as_view(), name="api-v1-job-execution"),
     path(f"{V1_JOB}/config", jobs_v1.V1JobConfigView.as_view(), name="api-v1-job-config"),
     path(f"{V1_JOB}/ssh", jobs_v1.V1JobSshView.as_view(), name="api-v1-job-ssh"),
+    re_path(r"^v1/jobs/(?P<job_name>[^/~]+)/ssh$", jobs_v1.V1OwnJobSshView.as_view(), name="api-v1-own-job-ssh"),
+    # OpenPAI 0.x's v2 spelling of the per-user job routes.
+    path("v2/user/<str:username>/jobs/<str:job_name>", jobs_v1.V1JobDetailView.as_view(), name="api-v2-user-job"),
+    path(
+        "v2/user/<str:username>/jobs/<str:job_name>/executionType",
+        jobs_v1.V1ExecutionTypeView.as_view(),
+        name="api-v2-user-job-execution",
+    ),
     path("v1/ssh-keys/<str:token>", jobs_v1.SshKeyDownloadView.as_view(), name="api-v1-ssh-key"),
     # Cluster, users, info. OpenPAI answers `GET /api/v1` with its name and version (clients probe it).
     path("v1", cluster.InfoView.as_view(), name="api-v1-root"),

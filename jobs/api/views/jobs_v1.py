@@ -128,6 +128,15 @@ class V1JobSshView(APIView):
         return Response(common.ssh_info(request, job))
 
 
+class V1OwnJobSshView(APIView):
+    """`GET /api/v1/jobs/<job>/ssh`: OpenPAI 0.x's path, naming one of the caller's own jobs."""
+
+    @extend_schema(parameters=[JOB_PARAMETER], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, job_name: str) -> Response:
+        job = common.find_job(request, v1_full_name(request.user.get_username(), job_name))
+        return Response(common.ssh_info(request, job))
+
+
 class SshKeyDownloadView(APIView):
     """The job's private key through a signed link: a few minutes, that one key, no token needed."""
 
