@@ -80,8 +80,8 @@ def test_each_task_role_reads_its_own_data() -> None:
 
 
 def test_a_prerequisites_own_callbacks_fall_back_to_itself() -> None:
-    own = {"name": "ds", "type": "data", "uri": ["hdfs://host/ds"], "plugin": "cmd"}
-    own["callbacks"] = [{"event": "taskStarts", "commands": ["fetch <% $data.uri[0] %>"]}]
+    callbacks = [{"event": "taskStarts", "commands": ["fetch <% $data.uri[0] %>"]}]
+    own = {"name": "ds", "type": "data", "uri": ["hdfs://host/ds"], "plugin": "cmd", "callbacks": callbacks}
     assert "fetch hdfs://host/ds" in _script({"prerequisites.2": own, f"{W}.prerequisites": ["ds"]})
 
 

@@ -116,7 +116,6 @@ class TaskAttemptsView(APIView):
         ended = job.attempts.filter(job_attempt=job_attempt + 1, role=role, index=index).order_by("attempt")
         answer = [attempt_task_status(request, job, attempt) for attempt in ended]
         task = job.tasks.select_related("node").filter(role=role, index=index).first()
-        running_now = task is not None and job_attempt == max(job.job_attempt - 1, 0) and task.finished_at is None
-        if running_now and task.attempt > 0:
+        if task is not None and task.attempt > 0 and task.finished_at is None and job_attempt == job.job_attempt - 1:
             answer.append(shapes.task_status(task, common.log_url(request, job)))
         return Response(answer)

@@ -128,7 +128,7 @@ class UserUpdateData(serializers.Serializer):
 
 
 class UserUpdateRequest(serializers.Serializer):
-    data = UserUpdateData()
+    data = UserUpdateData()  # type: ignore[assignment]  # OpenPAI's body key, not Serializer.data
     patch = serializers.BooleanField(required=False, default=False)
 
 
@@ -143,7 +143,7 @@ class MeView(APIView):
         form = UserUpdateRequest(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data["data"]
-        user = request.user
+        user: Any = request.user
         if data["username"] != user.get_username():
             raise ApiError(403, "ForbiddenUserError", "data.username: you can only update your own user.")
         if data.get("extension"):
