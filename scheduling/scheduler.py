@@ -305,6 +305,7 @@ class Scheduler:
 
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
+        self._restart_unrecorded_starts()
         tasks = list(
             Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
             .exclude(executor_id="")
@@ -329,6 +330,13 @@ class Scheduler:
         for job in changed_jobs.values():
             self.apply_completion_policy(job)
         return bool(changed_jobs)
+
+    def _restart_unrecorded_starts(self) -> None:
+        """Tasks claimed for a launch whose start was never recorded (a crash mid-start that the
+        reconcile at start-up did not see): reconcile their nodes, which adopts or starts them."""
+        unrecorded = Task.objects.filter(state=TaskState.RUNNING, executor_id="", job__state=JobState.RUNNING)
+        for node in Node.objects.filter(pk__in=unrecorded.values("node_id")):
+            self._reconcile_node(node)
 
     def record_exit(self, task: Task, status: TaskStatus, platform_code: int | None = None) -> None:
         """Classify how this task attempt ended and record it: retried on its node, or ended."""
