@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -50,12 +52,43 @@ def find_valid_token(raw: str) -> Token | None:
     return token
 
 
+def _b64(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=").decode()
+
+
+def token_handle(token: Token) -> str:
+    """What OpenPAI's token list gives in place of the token: an unsigned JWT its clients decode
+    (jwt.decode, no verification) for {username, application, iat, exp} and send back to revoke.
+    Only hashes are stored, so it carries the token's id, never a usable credential."""
+    claims = {
+        "username": token.user.get_username(),
+        "application": token.kind == Token.Kind.APPLICATION,
+        "iat": int(token.created.timestamp()),
+        "exp": int(token.expires.timestamp()),
+        "id": token.pk,
+        "prefix": token.key_prefix,
+    }
+    return f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{_b64(claims)}."
+
+
+def _id_of_handle(handle: str) -> int | None:
+    parts = handle.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        return int(claims["id"])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
 def revoke_token(user: Any, raw_or_id: str) -> bool:
-    """Delete one of the user's tokens, named by its raw value or its id; True when one went."""
+    """Delete one of the user's tokens, named by its raw value, its id or its handle; True when one went."""
     mine = Token.objects.filter(user=user)
     deleted, _ = mine.filter(key_hash=hash_token(raw_or_id)).delete()
-    if not deleted and raw_or_id.isdigit():
-        deleted, _ = mine.filter(pk=int(raw_or_id)).delete()
+    token_id = int(raw_or_id) if raw_or_id.isdigit() else _id_of_handle(raw_or_id)
+    if not deleted and token_id is not None:
+        deleted, _ = mine.filter(pk=token_id).delete()
     return bool(deleted)
 
 

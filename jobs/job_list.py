@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.db import models
 
 from accounts.permissions import is_admin
-from jobs.actions import visible_jobs
+from jobs.actions import listed_jobs
 from jobs.models import JobState
 
 # --- the job list's filters -------------------------------------------------------------------------
@@ -112,13 +113,18 @@ class JobListQuery:
     def is_admin(self) -> bool:
         return is_admin(self.user)
 
+    @property
+    def shows_everyone(self) -> bool:
+        """Admins, and everyone on a shared job list, see (and filter by) other users' jobs."""
+        return self.is_admin or settings.PAI_SHARED_JOB_LIST
+
     def visible(self) -> Any:
-        return visible_jobs(self.user)
+        return listed_jobs(self.user)
 
     def filtered(self) -> Any:
         """Every filter except the state one (the counts are per state)."""
         jobs = self.visible()
-        if self.owner and self.is_admin:
+        if self.owner and self.shows_everyone:
             jobs = jobs.filter(owner__username=self.owner)
         if self.vc:
             jobs = jobs.filter(virtual_cluster__name=self.vc)

@@ -44,6 +44,14 @@ def _job_or_404(request: HttpRequest, full_name: str) -> Job:
         raise Http404(_("No such job.")) from error
 
 
+def _job_summary_or_404(request: HttpRequest, full_name: str) -> Job:
+    """Read-only pages: another user's job too, on a shared job list."""
+    try:
+        return actions.get_job_summary_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise Http404(_("No such job.")) from error
+
+
 # --- job list -------------------------------------------------------------------------------------
 
 
@@ -57,6 +65,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "states": JobState.values,
         "virtual_clusters": VirtualCluster.objects.values_list("name", flat=True),
         "is_admin": query.is_admin,
+        "show_owner": query.shows_everyone,
         "page_sizes": PAGE_SIZES,
     }
     return render(request, "jobs/list.html", context)
@@ -249,16 +258,16 @@ def _yaml_download(text: str, name: str) -> HttpResponse:
 # --- job detail -------------------------------------------------------------------------------------
 
 
-def _detail_context(job: Job) -> dict[str, Any]:
+def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
     tasks = list(job.tasks.select_related("node").order_by("role", "index"))
     events = list(job.events.order_by("-created_at", "-id")[:200])
-    return {"job": job, "tasks": tasks, "events": events}
+    return {"job": job, "tasks": tasks, "events": events, "may_manage": actions.may_manage(request.user, job)}
 
 
 @require_GET
 def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
-    job = _job_or_404(request, full_name)
-    context = _detail_context(job)
+    job = _job_summary_or_404(request, full_name)
+    context = _detail_context(request, job)
     selected = request.GET.get("task")
     context["log_task"] = next((t for t in context["tasks"] if str(t.pk) == selected), None) or (
         context["tasks"][0] if context["tasks"] else None
@@ -269,8 +278,8 @@ def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
 @require_GET
 def job_status(request: HttpRequest, full_name: str) -> JsonResponse:
     """The live part of the job page, rendered on the server, for the page's poller."""
-    job = _job_or_404(request, full_name)
-    html = render_to_string("jobs/_job_live.html", _detail_context(job), request=request)
+    job = _job_summary_or_404(request, full_name)
+    html = render_to_string("jobs/_job_live.html", _detail_context(request, job), request=request)
     return JsonResponse({"state": job.state, "finished": job.is_finished, "html": html})
 
 

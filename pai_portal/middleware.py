@@ -3,7 +3,7 @@ and static files."""
 
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 
-EXEMPT_PREFIXES = ("/api/", "/static/")
+EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/")
 
 
 class PortalLoginRequiredMiddleware(LoginRequiredMiddleware):

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -55,6 +56,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "corsheaders.middleware.CorsMiddleware",  # before CommonMiddleware, so preflights get their headers
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -151,6 +153,9 @@ PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
 PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
 PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
+# As in OpenPAI, every signed-in user sees the job list and read-only job summaries (the queue is
+# shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
+PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
 
 # The scheduler loop.
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
@@ -213,7 +218,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every route is also served under /rest-server/api/ (OpenPAI's clients' base): one set of
+    # entries, two servers, instead of every operation twice.
+    "SERVERS": [
+        {"url": "/", "description": "this portal"},
+        {"url": "/rest-server", "description": "the same API where OpenPAI's clients look for it"},
+    ],
+    "PREPROCESSING_HOOKS": ["jobs.api.schema.without_alias_routes"],
 }
+# OpenPAI's REST server answers cross-origin clients (its web portal, the VS Code extension). The
+# API authenticates with Bearer tokens, which a browser never adds by itself, and no credentials
+# (cookies) are allowed cross-origin, so any origin may call it.
+CORS_URLS_REGEX = r"^/(rest-server/)?api/.*$"
+CORS_ALLOW_ALL_ORIGINS = True
+CORS_ALLOW_CREDENTIALS = False
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the job pages' small scripts read it for POSTs

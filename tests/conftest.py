@@ -87,3 +87,9 @@ def asgi_live_server():
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def private_job_list(settings):
+    """The portal with PAI_SHARED_JOB_LIST off: users see only their own jobs (admins: all)."""
+    settings.PAI_SHARED_JOB_LIST = False

@@ -32,13 +32,28 @@ class ApiError(exceptions.APIException):
         self.message = message
 
 
+# OpenPAI 0.x answered some reads anonymously; the portal never does, and says what to do instead.
+HOW_TO_AUTHENTICATE = (
+    "This API needs a token (the portal answers no anonymous reads): get one with "
+    'POST /api/v2/authn/basic/login {"username": ..., "password": ...} (or POST /api/v1/token), '
+    "or create an application token on the profile page, then send `Authorization: Bearer <token>`."
+)
+
+
 def no_job(full_name: str) -> ApiError:
     return ApiError(404, "NoJobError", f"Job {full_name} is not found.")
 
 
+API_ALIAS_PREFIX = "/rest-server"  # OpenPAI's clients reach the REST server behind its proxy there
+
+
+def is_v1_path(path: str) -> bool:
+    return path.removeprefix(API_ALIAS_PREFIX).startswith("/api/v1/")
+
+
 def is_v1_request(context: dict[str, Any]) -> bool:
     request = context.get("request")
-    return bool(request is not None and request.path.startswith("/api/v1/"))
+    return bool(request is not None and is_v1_path(request.path))
 
 
 def bad_request_code(context: dict[str, Any]) -> str:
@@ -93,7 +108,9 @@ def classify(exc: Exception, context: dict[str, Any]) -> Classified | None:
 
 def _framework_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
     """DRF's exceptions: authentication, throttling, parsing, content negotiation."""
-    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return 401, "UnauthorizedUserError", HOW_TO_AUTHENTICATE
+    if isinstance(exc, exceptions.AuthenticationFailed):
         return 401, "UnauthorizedUserError", str(exc.detail)
     if isinstance(exc, exceptions.PermissionDenied):
         return 403, "ForbiddenUserError", str(exc.detail)

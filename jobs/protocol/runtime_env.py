@@ -103,6 +103,9 @@ def _job_env(spec: dict[str, Any], ctx: RuntimeContext, v1: dict[str, Any]) -> d
         "PAI_DEFAULT_FS_URI": ctx.default_fs_uri,
         "PAI_JOB_NAME": ctx.job_name,
         "PAI_JOB_VC_NAME": ctx.vc_name,
+        # OpenPAI 1.x's names; its PAI_JOB_NAME is `user~job` too, but seed 000's is the job name.
+        "PAI_FRAMEWORK_NAME": f"{ctx.user_name}~{ctx.job_name}",
+        "PAI_VIRTUAL_CLUSTER": ctx.vc_name,
         "PAI_USER_NAME": ctx.user_name,
         "PAI_USERNAME": ctx.user_name,
         "PAI_DATA_DIR": ctx.data_dir,

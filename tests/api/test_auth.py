@@ -89,7 +89,7 @@ def test_it_revokes_the_token_on_logout(alice):
 def test_it_lists_the_callers_tokens_without_their_values(alice, user):
     response = alice.get("/api/v2/tokens")
     assert response.status_code == 200
-    (row,) = response.json()["tokens"]
+    (row,) = response.json()["details"]
     assert row["kind"] == "login"
     assert "token" not in row
 

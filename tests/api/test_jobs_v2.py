@@ -73,7 +73,8 @@ def test_it_answers_404_for_an_unknown_virtual_cluster(submit_yaml):
     assert response.json()["code"] == "NoVirtualClusterError"
 
 
-def test_it_hides_another_users_job_with_404(submit_yaml, bob):
+@pytest.mark.usefixtures("private_job_list")
+def test_it_hides_another_users_job_with_404_when_the_list_is_private(submit_yaml, bob):
     submit_yaml(v2_yaml("mine"))
     response = bob.get("/api/v2/jobs/alice~mine")
     assert response.status_code == 404
@@ -140,3 +141,19 @@ def test_it_starts_a_finished_job_again_with_execution_type_start(submit_yaml, a
     response = alice.put("/api/v2/jobs/alice~again/executionType", {"value": "START"}, format="json")
     assert response.status_code == 202
     assert Job.objects.get(name="again").state == JobState.WAITING
+
+
+def test_it_shows_another_users_job_summary_without_its_log_links(submit_yaml, bob):
+    submit_yaml(v2_yaml("shared"))
+    response = bob.get("/rest-server/api/v2/jobs/alice~shared")
+    assert response.status_code == 200
+    (task,) = response.json()["taskRoles"]["worker"]["taskStatuses"]
+    assert task["containerLog"] is None
+
+
+def test_it_keeps_another_users_config_ssh_logs_and_execution_to_the_owner(submit_yaml, bob):
+    submit_yaml(v2_yaml("shared"))
+    job = "/api/v2/jobs/alice~shared"
+    for path in ("/config", "/ssh", "/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"):
+        assert bob.get(job + path).status_code == 404, path
+    assert bob.put(job + "/executionType", {"value": "STOP"}, format="json").status_code == 404

@@ -232,8 +232,19 @@ def test_it_switches_to_chinese(page, login, user):
     expect(page.locator('[data-mode-tab="file"]')).to_have_text("导入文件")
 
 
-def test_another_user_gets_404_on_someone_elses_job(page, login, user, other_user):
+@pytest.mark.usefixtures("private_job_list")
+def test_another_user_gets_404_on_someone_elses_job_when_the_list_is_private(page, login, user, other_user):
     job = submit_job(user, v2_config("private"))
     login("bob")
     response = page.goto(f"/jobs/{job.full_name}/")
     assert response.status == 404
+
+
+def test_another_user_sees_a_read_only_summary_of_someone_elses_job(page, login, user, other_user):
+    job = submit_job(user, v2_config("shared"))
+    login("bob")
+    response = page.goto(f"/jobs/{job.full_name}/")
+    assert response.status == 200
+    expect(page.locator("[data-read-only]")).to_be_visible()
+    expect(page.locator("[data-stop-link]")).to_have_count(0)
+    expect(page.locator("pre[data-log-url]")).to_have_count(0)
