@@ -57,7 +57,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
         raise UnknownVirtualCluster([(_vc_field(cfg), f'virtual cluster "{vc_name}" does not exist')])
     if not vc.is_open_to(user):
         raise VirtualClusterForbidden([(_vc_field(cfg), f'you may not submit to virtual cluster "{vc_name}"')])
-    errors: list[tuple[str, str]] = []
+    errors: list[tuple[str, str]] = list(cfg.secret_errors)
     gpu_type = (cfg.spec.get("extras") or {}).get("gpuType")
     if gpu_type and not GpuType.objects.filter(name=gpu_type).exists():
         known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.protocol import v1, v2
-from jobs.protocol.errors import JobConfigError
+from jobs.protocol.errors import FieldError, JobConfigError
 from jobs.protocol.parsing import parse
 from jobs.protocol.schema import schema_errors
 
@@ -16,6 +16,9 @@ class LoadedConfig:
     spec: dict[str, Any]  # normalized v2, JSON-serializable, secret values masked
     secrets: dict[str, str]  # the real secret values: store apart, never display
     protocol_version: int  # what the user submitted: 1 or 2
+    # Secrets a job could not run with (empty, or the `******` of an export): valid to read and
+    # export, refused at submit with these (field path, message) pairs.
+    secret_errors: tuple[FieldError, ...] = ()
 
 
 def detect_version(doc: dict[str, Any], from_json: bool) -> int:
@@ -54,4 +57,4 @@ def _load_v2(doc: dict[str, Any]) -> LoadedConfig:
     spec, secrets, errors = v2.normalize(doc)
     if errors:
         raise JobConfigError(errors)
-    return LoadedConfig(spec=spec, secrets=secrets, protocol_version=2)
+    return LoadedConfig(spec=spec, secrets=secrets, protocol_version=2, secret_errors=tuple(v2.unusable_secrets(doc)))

@@ -20,6 +20,14 @@ from jobs.protocol.errors import FieldError, field_path
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 
+# What a name pattern of the schemas allows, in words: a raw regex means little to most users.
+_PATTERN_WORDS = {
+    r"^[A-Za-z0-9\-._~]+$": "letters, digits and - . _ ~",
+    r"^[A-Za-z0-9._~]+$": "letters, digits and . _ ~",
+    r"^[a-zA-Z0-9_-]+$": "letters, digits, _ and -",
+    r"^[a-zA-Z_][a-zA-Z0-9_]*$": "letters, digits and _, not starting with a digit",
+}
+
 _TYPE_NAMES = {
     "integer": "an integer",
     "number": "a number",
@@ -71,7 +79,7 @@ def _describe(error: ValidationError) -> list[FieldError]:
     if "propertyNames" in error.schema_path:
         # A bad mapping key: jsonschema reports it at the mapping, with the key as the instance.
         return [
-            (field_path([*path, str(instance)]), f"name must match {value}" if kind == "pattern" else error.message)
+            (field_path([*path, str(instance)]), f"name {_allowed(value)}" if kind == "pattern" else error.message)
         ]
     return [(field_path(path), _message(kind, value, instance, error))]
 
@@ -88,7 +96,7 @@ def _message(kind: Any, value: Any, instance: Any, error: ValidationError) -> st
         options = value if kind == "enum" else [value]
         return "must be one of: " + ", ".join(json.dumps(option) for option in options)
     if kind == "pattern":
-        return "must not be blank" if value == r"\S" else f"must match {value}"
+        return "must not be blank" if value == r"\S" else _allowed(value)
     if kind == "minLength":
         return "must not be empty" if value == 1 else f"must be at least {value} characters"
     if kind == "maxLength":
@@ -96,6 +104,11 @@ def _message(kind: Any, value: Any, instance: Any, error: ValidationError) -> st
     if kind in ("minItems", "minProperties"):
         return "must not be empty" if value == 1 else f"must have at least {value} entries"
     return error.message
+
+
+def _allowed(pattern: str) -> str:
+    words = _PATTERN_WORDS.get(pattern)
+    return f"may contain only {words}" if words else f"must match {pattern}"
 
 
 def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:

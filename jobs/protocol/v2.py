@@ -220,6 +220,26 @@ def _deployment(
     return {**deployment, "taskRoles": roles}
 
 
+def unusable_secrets(doc: dict[str, Any]) -> list[FieldError]:
+    """Secret values a job cannot run with: empty ones (a clone asks for them again) and the
+    `******` an export or the API wrote in their place. Loading accepts them (a masked export
+    must stay readable); submitting refuses them, naming the field."""
+    errors: list[FieldError] = []
+    for name, value in (doc.get("secrets") or {}).items():
+        text = to_text(value).strip()
+        if not text or value is None:
+            errors.append((f"secrets.{name}", f"secret {name!r} has no value: type it (secret values are never copied)"))
+        elif text == MASK:
+            errors.append((f"secrets.{name}", f"secret {name!r} is {MASK}, a masked value: type the real one"))
+    for i, prerequisite in enumerate(doc.get("prerequisites") or []):
+        auth = prerequisite.get("auth") if isinstance(prerequisite, dict) else None
+        if isinstance(auth, dict) and isinstance(auth.get("password"), str) and auth["password"].strip() == MASK:
+            errors.append(
+                (f"prerequisites[{i}].auth.password", f"the password is {MASK}, a masked value: type the real one")
+            )
+    return errors
+
+
 def _move_inline_passwords(prerequisites: list[dict[str, Any]], secrets: dict[str, str]) -> None:
     """A registry password written inline becomes a secret, so it is masked like one."""
     for i, prerequisite in enumerate(prerequisites):

@@ -18,12 +18,12 @@ RES = f"{W2}.resourcePerInstance"
 # (case id, changes to the valid v1 config, field path, message fragment)
 V1_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("job name missing", {"jobName": DELETE}, "jobName", "is required"),
-    ("job name with a space", {"jobName": "my job"}, "jobName", r"must match ^[A-Za-z0-9\-._~]+$"),
+    ("job name with a space", {"jobName": "my job"}, "jobName", "may contain only letters, digits and - . _ ~"),
     ("job name not a string", {"jobName": 42}, "jobName", "must be a string"),
     ("image missing", {"image": DELETE}, "image", "is required"),
     ("task roles missing", {"taskRoles": DELETE}, "taskRoles", "is required"),
     ("task roles empty", {"taskRoles": []}, "taskRoles", "must not be empty"),
-    ("task role name with a dash", {f"{W1}.name": "ps-server"}, "taskRoles[0].name", r"must match ^[A-Za-z0-9._~]+$"),
+    ("task role name with a dash", {f"{W1}.name": "ps-server"}, "taskRoles[0].name", "may contain only letters, digits and . _ ~"),
     ("task number 0", {f"{W1}.taskNumber": 0}, "taskRoles[0].taskNumber", "must be >= 1"),
     ("task number missing", {f"{W1}.taskNumber": DELETE}, "taskRoles[0].taskNumber", "is required"),
     ("task number a string", {f"{W1}.taskNumber": "2"}, "taskRoles[0].taskNumber", "must be an integer"),
@@ -31,7 +31,7 @@ V1_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("memory below 100", {f"{W1}.memoryMB": 99}, "taskRoles[0].memoryMB", "must be >= 100"),
     ("gpu negative", {f"{W1}.gpuNumber": -1}, "taskRoles[0].gpuNumber", "must be >= 0"),
     ("shm above memory", {f"{W1}.shmMB": 2048}, "taskRoles[0].shmMB", "must be <= memoryMB (1024)"),
-    ("port label with a dash", {f"{W1}.portList.0.label": "my-port"}, "taskRoles[0].portList[0].label", "must match"),
+    ("port label with a dash", {f"{W1}.portList.0.label": "my-port"}, "taskRoles[0].portList[0].label", "may contain only"),
     ("port beginAt missing", {f"{W1}.portList.0.beginAt": DELETE}, "taskRoles[0].portList[0].beginAt", "is required"),
     ("port beginAt too high", {f"{W1}.portList.0.beginAt": 70000}, "taskRoles[0].portList[0].beginAt", "must be <= 65535"),
     ("command empty", {f"{W1}.command": ""}, "taskRoles[0].command", "must not be empty"),
@@ -59,13 +59,13 @@ V1_LIST_CASES: list[tuple[str, dict[str, Any], str, str]] = [
 V2_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("protocol version 3", {"protocolVersion": 3}, "protocolVersion", 'must be one of: 2, "2"'),
     ("name missing", {"name": DELETE}, "name", "is required"),
-    ("name with a dot", {"name": "job.1"}, "name", "must match ^[a-zA-Z0-9_-]+$"),
+    ("name with a dot", {"name": "job.1"}, "name", "may contain only letters, digits, _ and -"),
     ("name too long", {"name": "a" * 256}, "name", "must be at most 255 characters"),
     ("type service", {"type": "service"}, "type", 'must be one of: "job"'),
     ("unknown top-level key", {"taskRole": {}}, "taskRole", "unknown key 'taskRole' (did you mean 'taskRoles'?)"),
     ("job retry negative", {"jobRetryCount": -1}, "jobRetryCount", "must be >= 0"),
     ("task roles empty", {"taskRoles": {}}, "taskRoles", "must not be empty"),
-    ("task role key starts with a digit", {"taskRoles": {"1worker": V2_CONFIG["taskRoles"]["worker"]}, "deployments": DELETE, "defaults.deployment": DELETE}, "taskRoles.1worker", "name must match ^[a-zA-Z_][a-zA-Z0-9_]*$"),
+    ("task role key starts with a digit", {"taskRoles": {"1worker": V2_CONFIG["taskRoles"]["worker"]}, "deployments": DELETE, "defaults.deployment": DELETE}, "taskRoles.1worker", "name may contain only letters, digits and _, not starting with a digit"),
     ("instances 0", {f"{W2}.instances": 0}, f"{W2}.instances", "must be >= 1"),
     ("unknown key in task role", {f"{W2}.command": "x"}, f"{W2}.command", "unknown key 'command' (did you mean 'commands'?)"),
     ("unknown key in completion", {f"{W2}.completion": {"minFailed": 1}}, f"{W2}.completion.minFailed", "unknown key 'minFailed'"),
@@ -74,7 +74,7 @@ V2_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("gpu negative", {f"{RES}.gpu": -1}, f"{RES}.gpu", "must be >= 0"),
     ("cpu a string", {f"{RES}.cpu": "two"}, f"{RES}.cpu", "must be an integer"),
     ("memory below 100", {f"{RES}.memoryMB": 50}, f"{RES}.memoryMB", "must be >= 100"),
-    ("port label with a dash", {f"{RES}.ports": {"my-port": 1}}, f"{RES}.ports.my-port", "name must match"),
+    ("port label with a dash", {f"{RES}.ports": {"my-port": 1}}, f"{RES}.ports.my-port", "name may contain only"),
     ("commands empty", {f"{W2}.commands": []}, f"{W2}.commands", "must not be empty"),
     ("commands missing", {f"{W2}.commands": DELETE}, f"{W2}.commands", "is required"),
     ("commands a string", {f"{W2}.commands": "train"}, f"{W2}.commands", "must be a list"),
@@ -125,7 +125,7 @@ TEXT_CASES: list[tuple[str, str | bytes, str, str]] = [
     ("not UTF-8 text", "\udcff", "", "not UTF-8"),
     ("not UTF-8 bytes", b"name: \xff\xfe", "", "the config is not UTF-8 text (byte 7)"),
     ("neither v1 nor v2", '{"hello": "world"}', "jobName", "is required"),
-    ("YAML date stays text, bad name still caught", "protocolVersion: 2\nname: 2024-01-01 x\n", "name", "must match"),
+    ("YAML date stays text, bad name still caught", "protocolVersion: 2\nname: 2024-01-01 x\n", "name", "may contain only"),
 ]
 
 
