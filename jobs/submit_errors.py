@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from django.utils.translation import gettext_lazy as _
 
+from jobs.error_text import translate_error
 from jobs.protocol.parsing import looks_like_json, strip_json_comments
 
 # --- error paths -> form fields -----------------------------------------------------------------
@@ -56,6 +58,52 @@ JOB_PATH_FIELDS = {
 }
 
 
+# The form's fields in page order, with their labels, for the error summary above the form.
+JOB_FIELD_LABELS = {
+    "name": _("Job name"),
+    "virtual_cluster": _("Virtual cluster"),
+    "gpu_type": _("GPU type"),
+    "image": _("Docker image"),
+    "job_retry_count": _("Retry count"),
+    "parameters": _("Parameters"),
+    "secrets": _("Secrets"),
+}
+ROLE_FIELD_LABELS = {
+    "name": _("Task role name"),
+    "instances": _("Instances"),
+    "gpu": _("GPUs per instance"),
+    "cpu": _("CPUs per instance"),
+    "memory_mb": _("Memory (MB)"),
+    "shm_mb": _("Shared memory (MB)"),
+    "ports": _("Ports"),
+    "command": _("Commands"),
+    "task_retry_count": _("Task retry count"),
+    "min_failed": _("Min failed instances"),
+    "min_succeeded": _("Min succeeded instances"),
+}
+
+
+@dataclass
+class SummaryItem:
+    field_id: str  # the input's id, for the link that jumps to it
+    label: str
+    message: str
+
+
+def error_summary(by_field: dict[str, list[str]], role_names: list[str]) -> list[SummaryItem]:
+    """Every field error in the order of the form, each linking to its field."""
+    items = [
+        SummaryItem(f"id_{name}", str(label), message)
+        for name, label in JOB_FIELD_LABELS.items()
+        for message in by_field.get(name, [])
+    ]
+    for position, role_name in enumerate(role_names):
+        for name, label in ROLE_FIELD_LABELS.items():
+            field = f"roles-{position}-{name}"
+            items += [SummaryItem(field, f"{role_name or position + 1} · {label}", m) for m in by_field.get(field, [])]
+    return items
+
+
 def split_path(path: str) -> list[str]:
     """`taskRoles[0].resourcePerInstance.gpu` -> ["taskRoles", "[0]", "resourcePerInstance", "gpu"]."""
     return PATH_PART.findall(path or "")
@@ -93,7 +141,8 @@ def field_errors(errors: list[tuple[str, str]], role_names: list[str]) -> tuple[
     """Split errors into {form field: messages} and the ones that belong at the top of the form."""
     by_field: dict[str, list[str]] = {}
     general = []
-    for path, message in errors:
+    for path, english in errors:
+        message = translate_error(english)
         name = form_field_for(path, role_names)
         if name is None:
             general.append(f"{path}: {message}" if path else message)
@@ -117,7 +166,10 @@ def line_errors(text: str, errors: list[tuple[str, str]], syntax_line: int | Non
         root = yaml.compose(strip_json_comments(text) if looks_like_json(text) else text)
     except yaml.YAMLError:
         root = None
-    return [LineError(syntax_line if not path else _line_of(root, path), path, message) for path, message in errors]
+    return [
+        LineError(syntax_line if not path else _line_of(root, path), path, translate_error(message))
+        for path, message in errors
+    ]
 
 
 def _line_of(root: Any, path: str) -> int | None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import copy
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 from django import forms
+from django.conf import settings
 from django.http import QueryDict
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 MAX_CONFIG_FILE_BYTES = 512 * 1024
@@ -37,9 +40,14 @@ ROLE_FIELDS = (
 )
 JOB_FIELDS = ("name", "virtual_cluster", "gpu_type", "image", "job_retry_count", "parameters", "secrets")
 ROLE_KEY = re.compile(r"^roles-(\d+)-(\w+)$")
+DEFAULT_COMMAND = "echo hello"
+# A completion threshold of -1 (or null) means "no threshold"; a blank field means the protocol's default.
+NO_THRESHOLD = "-1"
+NOT_IN_JOB_NAMES = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def default_role() -> dict[str, str]:
+    """A role that runs as it is: one small task saying hello on the default image."""
     return {
         "name": "taskrole",
         "instances": "1",
@@ -48,11 +56,16 @@ def default_role() -> dict[str, str]:
         "memory_mb": "1024",
         "shm_mb": "64",
         "ports": "",
-        "command": "",
+        "command": DEFAULT_COMMAND,
         "task_retry_count": "0",
-        "min_failed": "1",
+        "min_failed": "",
         "min_succeeded": "",
     }
+
+
+def fresh_job_name(username: str) -> str:
+    """`<user>_<hex>` as OpenPAI proposes it: unique enough to submit a fresh form as it is."""
+    return f"{NOT_IN_JOB_NAMES.sub('_', username) or 'job'}_{secrets.token_hex(4)}"
 
 
 @dataclass
@@ -64,9 +77,15 @@ class JobFormData:
     base_config: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def blank(cls, virtual_cluster: str = "default") -> JobFormData:
+    def blank(cls, username: str = "", virtual_cluster: str = "default") -> JobFormData:
+        """The fresh form: it submits as it is (a named job running `echo hello` on the default image)."""
         job = dict.fromkeys(JOB_FIELDS, "")
-        job.update(virtual_cluster=virtual_cluster, job_retry_count="0")
+        job.update(
+            name=fresh_job_name(username) if username else "",
+            virtual_cluster=virtual_cluster,
+            image=str(settings.PAI_DEFAULT_IMAGE),
+            job_retry_count="0",
+        )
         return cls(job=job)
 
     @classmethod
@@ -106,25 +125,57 @@ def _number(text: str) -> int | str | None:
         return text
 
 
-def _key_values(text: str) -> dict[str, str]:
-    pairs = {}
-    for line in text.splitlines():
+def _key_value_lines(text: str) -> list[tuple[int, str, str | None]]:
+    """(line number, name, value) of each non-blank `name=value` line; value None when the line has
+    no `=` (reported by form_input_errors, never turned into a strange name)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        key, _sep, value = line.partition("=")
-        pairs[key.strip()] = value.strip()
-    return pairs
+        key, sep, value = line.partition("=")
+        found.append((number, key.strip(), value.strip() if sep else None))
+    return found
+
+
+def _key_values(text: str) -> dict[str, str]:
+    return {key: value for _n, key, value in _key_value_lines(text) if key and value is not None}
+
+
+def _port_items(text: str) -> list[tuple[str, str | None]]:
+    """(label, count text) of each `label:count` item; count None when the item has no `:`."""
+    items = []
+    for item in re.split(r"[,\s]+", text.strip()):
+        if item:
+            label, sep, count = item.partition(":")
+            items.append((label, count if sep else None))
+    return items
 
 
 def _ports(text: str) -> dict[str, int | str]:
     ports: dict[str, int | str] = {}
-    for item in re.split(r"[,\s]+", text.strip()):
-        if not item:
-            continue
-        label, _sep, count = item.partition(":")
-        number = _number(count or "1")
-        ports[label] = number if number is not None else 1
+    for label, count in _port_items(text):
+        if count is not None:
+            number = _number(count)
+            ports[label] = number if number is not None else count
     return ports
+
+
+def form_input_errors(data: JobFormData) -> dict[str, list[str]]:
+    """What the form's own syntax cannot read (a parameter line without `=`, a port without a
+    count), by form field: such input is reported beside its field, never silently changed."""
+    errors: dict[str, list[str]] = {}
+    for field_name in ("parameters", "secrets"):
+        for number, key, value in _key_value_lines(data.job.get(field_name, "")):
+            if value is None or not key:
+                # A secret's line is not quoted back: it may be the value itself.
+                errors.setdefault(field_name, []).append(gettext("Line %(line)d is not name=value.") % {"line": number})
+    for index, role in enumerate(data.roles):
+        for label, count in _port_items(role.get("ports", "")):
+            if count is None:
+                errors.setdefault(f"roles-{index}-ports", []).append(
+                    gettext("%(item)s has no count: write %(item)s:1 for one port.") % {"item": label}
+                )
+    return errors
 
 
 def _set(target: dict[str, Any], key: str, value: Any) -> None:
@@ -173,12 +224,12 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
 
 
 def _role_to_config(role: dict[str, str], base: dict[str, Any], image_name: str) -> dict[str, Any]:
-    base["instances"] = _number(role.get("instances", "")) or 1
+    _set(base, "instances", _number(role.get("instances", "")))
     completion = _dict(base.get("completion"))
-    # A blank threshold is null ("never ends the job early" / "all tasks must complete").
-    completion["minFailedInstances"] = _number(role.get("min_failed", ""))
-    completion["minSucceededInstances"] = _number(role.get("min_succeeded", ""))
-    base["completion"] = completion
+    # Blank: the protocol's default (1 failed task / all instances succeeded), as in a direct import.
+    _set(completion, "minFailedInstances", _number(role.get("min_failed", "")))
+    _set(completion, "minSucceededInstances", _number(role.get("min_succeeded", "")))
+    _set(base, "completion", completion)
     _set(base, "taskRetryCount", _number(role.get("task_retry_count", "")))
     base["dockerImage"] = image_name
     resources = _dict(base.get("resourcePerInstance"))
@@ -217,6 +268,14 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _threshold(completion: dict[str, Any], key: str) -> str:
+    """A completion threshold as the form shows it: absent -> blank (the default), null -> -1."""
+    if key not in completion:
+        return ""
+    value = completion[key]
+    return NO_THRESHOLD if value is None or value == -1 else _text(value)
+
+
 def config_to_form(config: dict[str, Any]) -> JobFormData:
     """Fill the form from a v2 config (a parsed YAML or a job's normalized spec)."""
     image_name = _image_prerequisite_name(config)
@@ -249,7 +308,7 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
         roles.append(
             {
                 "name": _text(name),
-                "instances": _text(role.get("instances", 1)),
+                "instances": _text(role.get("instances", "")),
                 "gpu": _text(resources.get("gpu", 0)),
                 "cpu": _text(resources.get("cpu", 1)),
                 "memory_mb": _text(resources.get("memoryMB", "")),
@@ -257,8 +316,8 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
                 "ports": ", ".join(f"{label}:{count}" for label, count in ports.items()),
                 "command": "\n".join(_text(c) for c in commands) if isinstance(commands, list) else _text(commands),
                 "task_retry_count": _text(role.get("taskRetryCount", 0)),
-                "min_failed": _text(completion.get("minFailedInstances", 1)),
-                "min_succeeded": _text(completion.get("minSucceededInstances")),
+                "min_failed": _threshold(completion, "minFailedInstances"),
+                "min_succeeded": _threshold(completion, "minSucceededInstances"),
             }
         )
     return JobFormData(job=job, roles=roles or [default_role()], base_config=copy.deepcopy(config))

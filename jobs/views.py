@@ -27,11 +27,20 @@ from jobs.crypto import decrypt_text
 from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.logs import read_tail
 from jobs.models import Job, JobState
-from jobs.protocol import JobConfigError, export, load
+from jobs.protocol import JobConfigError, editable_document, export_config, load
 from jobs.protocol.parsing import parse
-from jobs.submit_errors import field_errors, line_errors
-from jobs.submit_form import ImportFileForm, JobFormData, config_to_form, config_to_yaml, default_role, form_to_config
+from jobs.submit_errors import error_summary, field_errors, line_errors
+from jobs.submit_form import (
+    ImportFileForm,
+    JobFormData,
+    config_to_form,
+    config_to_yaml,
+    default_role,
+    form_input_errors,
+    form_to_config,
+)
 from jobs.templatetags.portal import state_label
+from scheduling.admission import never_fits_reason
 
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024
@@ -91,8 +100,9 @@ def job_states(request: HttpRequest) -> JsonResponse:
 
 
 def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
-    data: JobFormData = extra.pop("form_data", None) or JobFormData.blank()
+    data: JobFormData = extra.pop("form_data", None) or JobFormData.blank(request.user.get_username())
     by_field: dict[str, list[str]] = extra.pop("errors_by_field", {})
+    role_names = [role.get("name", "").strip() for role in data.roles]
     roles = [
         {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
         for index, values in enumerate(data.roles)
@@ -104,6 +114,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "form_data": data,
         "roles": roles,
         "job_errors": {key: value for key, value in by_field.items() if not key.startswith("roles-")},
+        "error_summary": error_summary(by_field, role_names),
         "general_errors": [],
         "line_errors": [],
         "config_text": "",
@@ -113,6 +124,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
     }
     context.update(extra)
+    context["error_count"] = len(context["error_summary"]) + len(context["general_errors"])
     return context
 
 
@@ -127,7 +139,7 @@ def submit(request: HttpRequest) -> HttpResponse:
         # Refused before Django reads the body: a file upload would otherwise be spooled to disk first.
         limit_kb = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
         message = _("The request is too large; the limit is %(limit)d KB.") % {"limit": limit_kb}
-        return _submit_page(request, JobFormData.blank(), status=413, general_errors=[message])
+        return _submit_page(request, None, status=413, general_errors=[message])
     if request.method == "GET":
         clone_of = request.GET.get("clone", "")
         mode = request.GET.get("mode", "form")  # the tabs work without JavaScript too
@@ -143,6 +155,9 @@ def _submit_posted(request: HttpRequest) -> HttpResponse:
     form_data = JobFormData.from_post(request.POST)
     if mode == "form":
         text = config_to_yaml(form_to_config(form_data))
+        input_errors = form_input_errors(form_data)
+        if input_errors:
+            return _form_input_errors(request, form_data, text, input_errors)
         if action == "to_yaml":
             return _submit_page(request, form_data, mode="text", config_text=text, editing_yaml=True)
     elif mode == "file":
@@ -158,6 +173,21 @@ def _submit_posted(request: HttpRequest) -> HttpResponse:
     return _submit_or_export(request, action, mode, form_data, text)
 
 
+def _form_input_errors(
+    request: HttpRequest, form_data: JobFormData, text: str, input_errors: dict[str, list[str]]
+) -> HttpResponse:
+    """The form's own syntax errors, with whatever else the config has, all shown at once."""
+    try:
+        actions.validate_for_user(request.user, text)
+        errors: list[tuple[str, str]] = []
+    except JobConfigError as error:
+        errors = list(error.errors)
+    by_field, general = field_errors(errors, [role.get("name", "").strip() for role in form_data.roles])
+    for field, messages_of_field in input_errors.items():
+        by_field[field] = messages_of_field + by_field.get(field, [])
+    return _submit_page(request, form_data, errors_by_field=by_field, general_errors=general, status=400)
+
+
 def _imported_text(request: HttpRequest) -> str:
     """The uploaded config file's text; raises ValidationError for a wrong or unreadable file."""
     file_form = ImportFileForm(request.POST, request.FILES)
@@ -169,8 +199,7 @@ def _imported_text(request: HttpRequest) -> str:
 def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: JobFormData, text: str) -> HttpResponse:
     try:
         if action == "export":
-            spec = load(text).spec
-            return _yaml_download(export(spec), spec.get("name") or "job")
+            return _yaml_download(export_config(text), load(text).spec.get("name") or "job")
         job = actions.submit_job(request.user, text)
     except JobConfigError as error:
         return _config_errors(request, mode, form_data, text, error)
@@ -178,6 +207,13 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
         field = "name" if mode == "form" else _name_field(text)
         return _config_errors(request, mode, form_data, text, JobConfigError([(field, str(error))]))
     messages.success(request, _("Job %(name)s submitted.") % {"name": job.full_name})
+    never_fits = never_fits_reason(job)
+    if never_fits:
+        messages.warning(
+            request,
+            _("This job can never run on the cluster as it is: %(reason)s. Stop it, or clone it asking for less.")
+            % {"reason": never_fits},
+        )
     return redirect("jobs:detail", full_name=job.full_name)
 
 
@@ -189,12 +225,13 @@ def _body_too_large(request: HttpRequest) -> bool:
     return length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-def _initial_form(request: HttpRequest) -> JobFormData:
+def _initial_form(request: HttpRequest) -> JobFormData | None:
     clone_of = request.GET.get("clone")
     if not clone_of:
-        return JobFormData.blank()
+        return None  # the fresh form
     job = _job_or_404(request, clone_of)
-    data = config_to_form(job.spec)
+    # The config as submitted, so `<% $parameters.x %>` stay references the clone can change.
+    data = config_to_form(editable_document(job.config_text))
     data.job["name"] = _free_clone_name(job)
     # Secret values are never shown: the clone keeps the names and asks for the values again.
     data.job["secrets"] = "\n".join(f"{name}=" for name in (job.spec.get("secrets") or {}))
@@ -228,22 +265,22 @@ def _text_to_form(request: HttpRequest, text: str) -> HttpResponse:
         if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
             doc = load(text).spec
     except JobConfigError as error:
-        return _config_errors(request, "text", JobFormData.blank(), text, error)
-    return _submit_page(request, config_to_form(doc))
+        return _config_errors(request, "text", None, text, error)
+    return _submit_page(request, config_to_form(doc), mode="form")
 
 
 def _config_errors(
-    request: HttpRequest, mode: str, form_data: JobFormData, text: str, error: JobConfigError
+    request: HttpRequest, mode: str, form_data: JobFormData | None, text: str, error: JobConfigError
 ) -> HttpResponse:
     errors = list(error.errors)
-    if mode == "form":
+    if mode == "form" and form_data is not None:
         by_field, general = field_errors(errors, [role.get("name", "").strip() for role in form_data.roles])
         return _submit_page(request, form_data, errors_by_field=by_field, general_errors=general, status=400)
     located = line_errors(text, errors, syntax_line=getattr(error, "line", None))
     return _submit_page(request, form_data, mode="text", config_text=text, line_errors=located, status=400)
 
 
-def _submit_page(request: HttpRequest, form_data: JobFormData, status: int = 200, **extra: Any) -> HttpResponse:
+def _submit_page(request: HttpRequest, form_data: JobFormData | None, status: int = 200, **extra: Any) -> HttpResponse:
     context = _submit_context(request, form_data=form_data, **extra)
     return render(request, "jobs/submit.html", context, status=status)
 
@@ -350,6 +387,6 @@ def job_clone(request: HttpRequest, full_name: str) -> HttpResponse:
 
 @require_GET
 def job_export(request: HttpRequest, full_name: str) -> HttpResponse:
-    """The job's config as v2 YAML; the spec holds secrets masked, so the export does too."""
+    """The job's config as v2 YAML, as submitted: references kept, secrets masked."""
     job = _job_or_404(request, full_name)
-    return _yaml_download(export(job.spec), job.name)
+    return _yaml_download(export_config(job.config_text), job.name)

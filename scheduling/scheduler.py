@@ -98,6 +98,18 @@ def task_requests(spec: dict[str, Any]) -> list[TaskRequest]:
     return requests
 
 
+def job_request(job: Job) -> JobRequest:
+    """What placement needs to know of a waiting job."""
+    return JobRequest(
+        key=job.pk,
+        vc=job.virtual_cluster.name,
+        tasks=task_requests(job.spec),
+        gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
+        priority=job.priority,
+        order=job.created_at.timestamp(),
+    )
+
+
 def _task_exit(info: ExitInfo, diagnostics: str, finished_at: Any) -> TaskExit:
     return TaskExit(
         exit_code=info.code,
@@ -425,18 +437,7 @@ class Scheduler:
             return False
         nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
         node_states, vc_states = quota.cluster_state(nodes)
-        requests = [
-            JobRequest(
-                key=job.pk,
-                vc=job.virtual_cluster.name,
-                tasks=task_requests(job.spec),
-                gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
-                priority=job.priority,
-                order=job.created_at.timestamp(),
-            )
-            for job in waiting
-        ]
-        result = place(node_states, vc_states, requests)
+        result = place(node_states, vc_states, [job_request(job) for job in waiting])
         by_id = {job.pk: job for job in waiting}
         node_by_name = {node.name: node for node in nodes}
         for job_id, placements in result.placed.items():

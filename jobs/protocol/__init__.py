@@ -2,7 +2,7 @@
 normalized v2 spec out. See docs/contracts.md for the interface the rest of the portal relies on."""
 
 from jobs.protocol.errors import JobConfigError, format_error
-from jobs.protocol.export import export, mask_config_text
+from jobs.protocol.export import editable_document, export, export_config, mask_config_text
 from jobs.protocol.loader import LoadedConfig, load
 from jobs.protocol.parsing import MAX_BYTES
 from jobs.protocol.task_script import task_script
@@ -13,7 +13,9 @@ __all__ = [
     "MAX_BYTES",
     "JobConfigError",
     "LoadedConfig",
+    "editable_document",
     "export",
+    "export_config",
     "format_error",
     "load",
     "mask_config_text",

@@ -1,4 +1,5 @@
-"""export(spec) -> v2 YAML, and mask_config_text(text) for showing a submitted config."""
+"""export(spec) -> v2 YAML; mask_config_text(text) for showing a submitted config; export_config(text)
+and editable_document(text) for exporting and cloning it with its `<% $parameters.x %>` kept."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import yaml
 
 from jobs.protocol.errors import JobConfigError
+from jobs.protocol.loader import load
 from jobs.protocol.parsing import parse
 from jobs.protocol.templating import REFERENCE
 from jobs.protocol.v2 import MASK
@@ -31,6 +33,27 @@ _Dumper.add_representer(str, _represent_str)
 def export(spec: dict[str, Any]) -> str:
     """The normalized spec as v2 YAML; load(export(spec)).spec == spec. Secrets stay masked."""
     return yaml.dump(spec, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+
+
+def editable_document(text: str) -> dict[str, Any]:
+    """A submitted config as the user wrote it, for a clone: v2 with its references (editing a
+    parameter still changes the commands) and secrets masked; v1 converted to v2 (it has no
+    references)."""
+    cfg = load(text)
+    if cfg.protocol_version == 1:
+        return cfg.spec
+    return parse(mask_config_text(text))[0]
+
+
+def export_config(text: str) -> str:
+    """A submitted config as v2 YAML that keeps its references, secrets masked: the text itself
+    when it is v2 YAML (comments stay), else the document written as YAML. Raises JobConfigError."""
+    cfg = load(text)
+    if cfg.protocol_version == 1:
+        return export(cfg.spec)
+    masked = mask_config_text(text)
+    _doc, is_json = parse(masked)
+    return export(editable_document(text)) if is_json else masked
 
 
 _TOP_SECRETS = re.compile(r"^secrets[ \t]*:[ \t]*(?:#.*)?$")

@@ -78,9 +78,7 @@ def _describe(error: ValidationError) -> list[FieldError]:
         return [(field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)]
     if "propertyNames" in error.schema_path:
         # A bad mapping key: jsonschema reports it at the mapping, with the key as the instance.
-        return [
-            (field_path([*path, str(instance)]), f"name {_allowed(value)}" if kind == "pattern" else error.message)
-        ]
+        return [(field_path([*path, str(instance)]), f"name {_allowed(value)}" if kind == "pattern" else error.message)]
     return [(field_path(path), _message(kind, value, instance, error))]
 
 

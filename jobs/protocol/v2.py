@@ -228,7 +228,8 @@ def unusable_secrets(doc: dict[str, Any]) -> list[FieldError]:
     for name, value in (doc.get("secrets") or {}).items():
         text = to_text(value).strip()
         if not text or value is None:
-            errors.append((f"secrets.{name}", f"secret {name!r} has no value: type it (secret values are never copied)"))
+            message = f"secret {name!r} has no value: type it (secret values are never copied)"
+            errors.append((f"secrets.{name}", message))
         elif text == MASK:
             errors.append((f"secrets.{name}", f"secret {name!r} is {MASK}, a masked value: type the real one"))
     for i, prerequisite in enumerate(doc.get("prerequisites") or []):

@@ -21,8 +21,29 @@
       showMode(tab.dataset.modeTab);
     });
   });
-  const requested = new URLSearchParams(location.search).get("mode");
-  if (requested && !form.querySelector("[role=alert]")) showMode(requested);
+  // The server chose the panel (from ?mode= on a GET, from the button pressed on a POST): the
+  // address may still say another ?mode= after a POST, so it is never read here.
+
+  // After a refused submit: bring the first field with an error into view, else the summary.
+  const firstInvalid = form.querySelector("[data-mode-panel]:not([hidden]) [aria-invalid=true]");
+  const summary = form.querySelector("[data-error-summary]");
+  if (firstInvalid) {
+    firstInvalid.scrollIntoView({ block: "center" });
+    firstInvalid.focus({ preventScroll: true });
+  } else if (summary) {
+    summary.focus();
+  }
+  form.querySelectorAll("[data-error-link]").forEach((link) => {
+    link.addEventListener("click", (event) => {
+      const field = document.getElementById(link.getAttribute("href").slice(1));
+      if (!field) return;
+      event.preventDefault();
+      const details = field.closest("details");
+      if (details) details.open = true;
+      field.scrollIntoView({ block: "center" });
+      field.focus({ preventScroll: true });
+    });
+  });
 
   // Task roles: each is a fieldset whose inputs are named roles-<n>-<field>.
   const roles = form.querySelector("[data-roles]");

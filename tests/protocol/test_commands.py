@@ -59,7 +59,10 @@ def test_validatejob_prints_one_line_per_error_on_stderr(tmp_path: Path) -> None
     doc = changed(V1_CONFIG, {"jobName": "bad name", "taskRoles.0.memoryMB": 50})
     code, out, err = _run("validatejob", _write(tmp_path, as_v1_text(doc), "job.json"))
     assert (code, out) == (1, "")
-    assert err.splitlines() == ["jobName: may contain only letters, digits and - . _ ~", "taskRoles[0].memoryMB: must be >= 100"]
+    assert err.splitlines() == [
+        "jobName: may contain only letters, digits and - . _ ~",
+        "taskRoles[0].memoryMB: must be >= 100",
+    ]
 
 
 def test_validatejob_json_answers_the_v2_spec(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 import yaml
 from django.http import QueryDict
 
+from jobs.protocol import load
 from jobs.submit_errors import field_errors, form_field_for, line_errors
-from jobs.submit_form import JobFormData, config_to_form, form_to_config
-from tests.factories import default_image
+from jobs.submit_form import JobFormData, config_to_form, config_to_yaml, form_input_errors, form_to_config
+from tests.factories import default_image, v2_yaml
 
 CONFIG = {
     "protocolVersion": 2,
@@ -20,7 +21,7 @@ CONFIG = {
     "taskRoles": {
         "worker": {
             "instances": 2,
-            "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
+            "completion": {"minFailedInstances": 1, "minSucceededInstances": -1},
             "taskRetryCount": 0,
             "dockerImage": "img",
             "prerequisites": ["setup"],
@@ -81,6 +82,48 @@ def test_it_builds_a_config_from_a_blank_form_with_two_roles():
     assert config["taskRoles"]["worker"]["instances"] == 3
     assert config["prerequisites"] == [{"name": "docker_image_0", "type": "dockerimage", "uri": "busybox"}]
     assert config["taskRoles"]["ps"]["dockerImage"] == "docker_image_0"
+
+
+def test_it_proposes_a_fresh_form_that_runs_echo_hello_on_the_default_image():
+    data = JobFormData.blank("alice.smith")
+    assert data.job["name"].startswith("alice_smith_")
+    assert data.job["image"] == default_image()
+    spec = load(config_to_yaml(form_to_config(data))).spec
+    assert spec["taskRoles"]["taskrole"]["commands"] == ["echo hello"]
+
+
+def test_it_keeps_an_absent_completion_threshold_absent_through_the_form():
+    text = v2_yaml("direct", instances=3)
+    data = JobFormData.from_post(post_of(config_to_form(yaml.safe_load(text))))
+    through_form = load(config_to_yaml(form_to_config(data))).spec
+    assert through_form["taskRoles"] == load(text).spec["taskRoles"]
+    assert through_form["taskRoles"]["worker"]["completion"]["minSucceededInstances"] == 3
+
+
+def test_it_shows_a_null_threshold_as_minus_one():
+    config = yaml.safe_load(
+        v2_yaml("direct").replace("instances: 1", "instances: 1\n    completion: {minSucceededInstances: null}")
+    )
+    assert config_to_form(config).roles[0]["min_succeeded"] == "-1"
+
+
+def test_it_passes_zero_instances_to_the_validator_unchanged():
+    data = JobFormData.blank("alice")
+    data.roles[0]["instances"] = "0"
+    assert form_to_config(data)["taskRoles"]["taskrole"]["instances"] == 0
+
+
+def test_it_reports_a_parameter_line_without_an_equals_sign():
+    data = JobFormData.blank("alice")
+    data.job["parameters"] = "lr=0.1\nsteps 100"
+    assert form_input_errors(data) == {"parameters": ["Line 2 is not name=value."]}
+    assert form_to_config(data)["parameters"] == {"lr": "0.1"}
+
+
+def test_it_reports_a_port_without_a_count():
+    data = JobFormData.blank("alice")
+    data.roles[0]["ports"] = "http, tb:2"
+    assert form_input_errors(data) == {"roles-0-ports": ["http has no count: write http:1 for one port."]}
 
 
 def test_it_passes_text_typed_into_a_number_field_to_the_validator():

@@ -7,8 +7,10 @@ import yaml
 from django.utils import timezone
 
 from clusters.models import Node
+from jobs.actions import submit_job
 from jobs.crypto import encrypt_text
 from jobs.models import Job
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -126,12 +128,25 @@ def test_it_exports_the_config_as_v2_yaml_with_secrets_masked(alice_client, user
 
 
 def test_it_clones_into_a_prefilled_submit_form(alice_client, user, make_job):
-    make_job(user, "original", roles={"ps": 1, "worker": 2})
+    make_job(user, "original")
     response = alice_client.get("/jobs/alice~original/clone/", follow=True)
     form_data = response.context["form_data"]
     assert form_data.job["name"] == "original-clone"
-    assert [role["name"] for role in form_data.roles] == ["ps", "worker"]
+    assert [role["name"] for role in form_data.roles] == ["worker"]
     assert form_data.job["secrets"] == "token="
+
+
+def test_it_clones_parameter_references_not_their_values(alice_client, user):
+    submit_job(user, v2_yaml("steps", "seq <% $parameters.steps %>", extra="parameters:\n  steps: 8\n"))
+    form_data = alice_client.get("/submit/?clone=alice~steps").context["form_data"]
+    assert form_data.roles[0]["command"] == "seq <% $parameters.steps %>"
+    assert form_data.job["parameters"] == "steps=8"
+
+
+def test_it_exports_parameter_references_not_their_values(alice_client, user):
+    submit_job(user, v2_yaml("steps", "seq <% $parameters.steps %>", extra="parameters:\n  steps: 8\n"))
+    exported = yaml.safe_load(alice_client.get("/jobs/alice~steps/export/").content)
+    assert exported["taskRoles"]["worker"]["commands"] == ["seq <% $parameters.steps %>"]
 
 
 def test_it_tails_a_task_log_with_secret_values_masked(alice_client, user, make_job, tmp_path):

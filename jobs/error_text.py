@@ -1,0 +1,130 @@
+"""Config and storage errors in the page's language.
+
+The protocol is pure Python and speaks English (the API and `validatejob` answer in it); the pages
+translate its messages here, by their shape. A message of an unknown shape stays as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+TYPE_WORDS = {
+    "an integer": _("an integer"),
+    "a number": _("a number"),
+    "a string": _("a string"),
+    "a boolean (true or false)": _("a boolean (true or false)"),
+    "a mapping": _("a mapping"),
+    "a list": _("a list"),
+    "null": "null",
+}
+ALLOWED_WORDS = {
+    "letters, digits and - . _ ~": _("letters, digits and - . _ ~"),
+    "letters, digits and . _ ~": _("letters, digits and . _ ~"),
+    "letters, digits, _ and -": _("letters, digits, _ and -"),
+    "letters, digits and _, not starting with a digit": _("letters, digits and _, not starting with a digit"),
+}
+
+
+def _types(text: str) -> str:
+    return str(_(" or ")).join(str(TYPE_WORDS.get(word, word)) for word in text.split(" or "))
+
+
+def _allowed(text: str) -> str:
+    return str(ALLOWED_WORDS.get(text, text))
+
+
+# (message shape, its translation, how a captured part is translated) -- the protocol's
+# messages (jobs.protocol.schema, v2, templating), the database checks (jobs.actions) and storage.
+MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]] = [
+    (re.compile(r"is required"), _("is required"), {}),
+    (re.compile(r"must be >= (?P<value>\S+)"), _("must be >= %(value)s"), {}),
+    (re.compile(r"must be <= (?P<value>-?[\d.]+)"), _("must be <= %(value)s"), {}),
+    (re.compile(r"must be <= instances \((?P<value>\d+)\)"), _("must be <= instances (%(value)s)"), {}),
+    (
+        re.compile(r"must be <= resourcePerInstance\.memoryMB \((?P<value>\d+)\)"),
+        _("must be <= resourcePerInstance.memoryMB (%(value)s)"),
+        {},
+    ),
+    (re.compile(r"must be -1, null or >= 1"), _("must be -1, null or >= 1"), {}),
+    (re.compile(r"must not be blank"), _("must not be blank"), {}),
+    (re.compile(r"must not be empty"), _("must not be empty"), {}),
+    (re.compile(r"must be at most (?P<value>\d+) characters"), _("must be at most %(value)s characters"), {}),
+    (re.compile(r"must be one of: (?P<options>.+)"), _("must be one of: %(options)s"), {}),
+    (re.compile(r"may contain only (?P<words>.+)"), _("may contain only %(words)s"), {"words": _allowed}),
+    (re.compile(r"name may contain only (?P<words>.+)"), _("name may contain only %(words)s"), {"words": _allowed}),
+    (re.compile(r"must be (?P<types>(?:an? |null).+)"), _("must be %(types)s"), {"types": _types}),
+    (
+        re.compile(r"unknown key (?P<key>'[^']*') \(did you mean (?P<close>'[^']*')\?\)"),
+        _("unknown key %(key)s (did you mean %(close)s?)"),
+        {},
+    ),
+    (re.compile(r"unknown key (?P<key>.+)"), _("unknown key %(key)s"), {}),
+    (
+        re.compile(r"secret (?P<name>'[^']*') has no value: type it \(secret values are never copied\)"),
+        _("secret %(name)s has no value: type it (secret values are never copied)"),
+        {},
+    ),
+    (
+        re.compile(r"secret (?P<name>'[^']*') is \*{6}, a masked value: type the real one"),
+        _("secret %(name)s is ******, a masked value: type the real one"),
+        {},
+    ),
+    (
+        re.compile(r"the password is \*{6}, a masked value: type the real one"),
+        _("the password is ******, a masked value: type the real one"),
+        {},
+    ),
+    (
+        re.compile(r"undefined parameter (?P<name>'[^']*') \(not in parameters\)"),
+        _("undefined parameter %(name)s (not in parameters)"),
+        {},
+    ),
+    (
+        re.compile(r"undefined secret (?P<name>'[^']*') \(not in secrets\)"),
+        _("undefined secret %(name)s (not in secrets)"),
+        {},
+    ),
+    (
+        re.compile(r'virtual cluster (?P<name>"[^"]*") does not exist'),
+        _("virtual cluster %(name)s does not exist"),
+        {},
+    ),
+    (
+        re.compile(r'you may not submit to virtual cluster (?P<name>"[^"]*")'),
+        _("you may not submit to virtual cluster %(name)s"),
+        {},
+    ),
+    (
+        re.compile(r'GPU type (?P<name>"[^"]*") does not exist \(known: (?P<known>.*)\)'),
+        _("GPU type %(name)s does not exist (known: %(known)s)"),
+        {},
+    ),
+    (
+        re.compile(r'job (?P<name>"[^"]*") already exists for user (?P<user>\S+)'),
+        _("job %(name)s already exists for user %(user)s"),
+        {},
+    ),
+    (re.compile(r"the config is empty"), _("the config is empty"), {}),
+    (re.compile(r"YAML error: (?P<detail>.+)", re.DOTALL), _("YAML error: %(detail)s"), {}),
+    (re.compile(r"JSON error: (?P<detail>.+)", re.DOTALL), _("JSON error: %(detail)s"), {}),
+    (
+        re.compile(r"(?P<path>.+): no such directory in your storage area"),
+        _("%(path)s: no such directory in your storage area"),
+        {},
+    ),
+    (re.compile(r"(?P<path>.+): '\.\.' is not allowed in a path"), _("%(path)s: '..' is not allowed in a path"), {}),
+]
+
+
+def translate_error(message: str) -> str:
+    """The message in the active language when its shape is known, else unchanged."""
+    for pattern, template, parts in MESSAGES:
+        match = pattern.fullmatch(message)
+        if match:
+            values = {key: parts.get(key, str)(value) for key, value in match.groupdict().items()}
+            return str(template) % values if values else str(template)
+    return message

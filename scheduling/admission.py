@@ -1,0 +1,21 @@
+"""Whether a job just submitted can ever run on the cluster as it is, asked of placement itself.
+
+The submit page warns at once instead of leaving the job to wait without a word: the same
+`never_fits` judgement the scheduler makes each pass (a job over its VC's whole quota, a task
+bigger than any node), on the same inputs (scheduling.quota).
+"""
+
+from __future__ import annotations
+
+from clusters.models import Node
+from clusters.placement import place
+from jobs.models import Job
+from scheduling.quota import cluster_state
+from scheduling.scheduler import job_request
+
+
+def never_fits_reason(job: Job) -> str | None:
+    """Why the job can never fit the cluster as it is, or None when it may run some day."""
+    node_states, vc_states = cluster_state(list(Node.objects.prefetch_related("gpus__gpu_type")))
+    result = place(node_states, vc_states, [job_request(job)])
+    return result.pending.get(job.pk) if job.pk in result.never_fits else None
