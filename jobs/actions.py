@@ -10,16 +10,18 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
+from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
 from clusters.models import GpuType, VirtualCluster
 from jobs import lifecycle, storage
 from jobs.crypto import encrypt_text
-from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart_job raise)
-from jobs.models import Job, JobEvent, Task
+from jobs.lifecycle import JobStateError
+from jobs.models import Job, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load
 from jobs.protocol.honoured import job_priority, unsupported
 from jobs.ssh import attach_new_keypair
+from jobs.states import FINISHED_JOB_STATES
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -92,7 +94,7 @@ def submit_job(user: Any, text: str) -> Job:
                 for role, role_spec in spec["taskRoles"].items()
                 for index in range(role_spec["instances"])
             )
-            JobEvent.objects.create(job=job, kind="submitted", message=f"Submitted to virtual cluster {vc.name}.")
+            lifecycle.event(job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=vc.name)
     except IntegrityError as exc:
         raise JobNameConflict(f'job "{spec["name"]}" already exists for user {user.get_username()}') from exc
     return job
@@ -104,6 +106,24 @@ def stop_job(job: Job, by: Any) -> Job:
     lifecycle.request_stop(job, by.get_username())
     job.refresh_from_db()
     return job
+
+
+def stoppable_jobs(user: Any, ids: list[int]) -> QuerySet[Job]:
+    """Those of the jobs named by id that the user may stop and that have not finished."""
+    return visible_jobs(user).filter(pk__in=ids).exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at")
+
+
+def stop_jobs(by: Any, ids: list[int]) -> list[Job]:
+    """Stop several jobs at once (the job list's bulk stop); the ones that finished meanwhile
+    are left as they are. Returns the jobs asked to stop."""
+    stopped = []
+    for job in stoppable_jobs(by, ids):
+        try:
+            lifecycle.request_stop(job, by.get_username())
+        except JobStateError:
+            continue  # it finished since the page was shown
+        stopped.append(job)
+    return stopped
 
 
 def restart_job(job: Job, by: Any) -> Job:

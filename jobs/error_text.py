@@ -128,3 +128,90 @@ def translate_error(message: str) -> str:
             values = {key: parts.get(key, str)(value) for key, value in match.groupdict().items()}
             return str(template) % values if values else str(template)
     return message
+
+
+# --- why a job waits (clusters.placement's reasons, the scheduler's node notes) ----------------------
+
+_GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
+REASONS: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"Waiting to be placed again for a retry\."), _("Waiting to be placed again for a retry.")),
+    (re.compile(r"no schedulable node in the cluster"), _("no schedulable node in the cluster")),
+    (re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)"), _("node %(node)s is down (%(why)s)")),
+    (
+        re.compile(
+            r'VC (?P<vc>"[^"]*") quota: (?P<used>\d+) of (?P<limit>\d+) (?P<what>GPUs|CPUs) used, '
+            r"job needs (?P<need>\d+)"
+        ),
+        _("VC %(vc)s quota: %(used)s of %(limit)s %(what)s used, job needs %(need)s"),
+    ),
+    (
+        re.compile(r'VC (?P<vc>"[^"]*") quota: (?P<used>.+) of (?P<limit>.+) memory used, job needs (?P<need>.+)'),
+        _("VC %(vc)s quota: %(used)s of %(limit)s memory used, job needs %(need)s"),
+    ),
+    (
+        re.compile(
+            r'VC (?P<vc>"[^"]*") quota is (?P<limit>\d+) (?P<what>GPUs|CPUs) in all, '
+            r"job needs (?P<need>\d+) \(it can never fit\)"
+        ),
+        _("VC %(vc)s quota is %(limit)s %(what)s in all, job needs %(need)s (it can never fit)"),
+    ),
+    (
+        re.compile(
+            r'VC (?P<vc>"[^"]*") quota is (?P<limit>.+) memory in all, job needs (?P<need>.+) \(it can never fit\)'
+        ),
+        _("VC %(vc)s quota is %(limit)s memory in all, job needs %(need)s (it can never fit)"),
+    ),
+    (
+        re.compile(r"needs (?P<need>\d+) GPUs on one node; the largest node has (?P<most>\d+) \(it can never fit\)"),
+        _("needs %(need)s GPUs on one node; the largest node has %(most)s (it can never fit)"),
+    ),
+    (
+        re.compile(r"needs (?P<need>\d+) CPUs per task; the largest node has (?P<most>\d+) \(it can never fit\)"),
+        _("needs %(need)s CPUs per task; the largest node has %(most)s (it can never fit)"),
+    ),
+    (
+        re.compile(r"needs (?P<need>.+) memory per task; the largest node has (?P<most>.+) \(it can never fit\)"),
+        _("needs %(need)s memory per task; the largest node has %(most)s (it can never fit)"),
+    ),
+    (
+        re.compile(r"needs " + _GPUS + r" on one node; largest free: (?P<most>\d+)(?P<where>.*)"),
+        _("needs %(gpus)s GPUs on one node; largest free: %(most)s%(where)s"),
+    ),
+    (
+        re.compile(r"needs (?P<need>\d+) CPUs per task; largest free: (?P<most>\d+) on (?P<node>.+)"),
+        _("needs %(need)s CPUs per task; largest free: %(most)s on %(node)s"),
+    ),
+    (
+        re.compile(r"needs (?P<need>.+) memory per task; largest free: (?P<most>.+) on (?P<node>.+)"),
+        _("needs %(need)s memory per task; largest free: %(most)s on %(node)s"),
+    ),
+    (
+        re.compile(
+            r"needs all (?P<tasks>\d+) tasks at once \(gang\): (?P<gpus>.+) GPUs, (?P<cpus>\d+) CPUs, (?P<memory>.+) "
+            r"memory in all; only (?P<fitted>\d+) of (?P<all>\d+) fit now \((?P<free>.+) GPUs free in the cluster\)"
+        ),
+        _(
+            "needs all %(tasks)s tasks at once (gang): %(gpus)s GPUs, %(cpus)s CPUs, %(memory)s memory in all; "
+            "only %(fitted)s of %(all)s fit now (%(free)s GPUs free in the cluster)"
+        ),
+    ),
+]
+WAITING_BEHIND = re.compile(r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \(FIFO\): (?P<why>.+)')
+NODE_DOWN_NOTE = re.compile(r"; (?=node \S+ is down \()")
+
+
+def translate_reason(reason: str) -> str:
+    """Why a job waits, in the active language where the shape is known (each part on its own)."""
+    return "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
+
+
+def _reason_part(part: str) -> str:
+    behind = WAITING_BEHIND.fullmatch(part)
+    if behind:
+        values = {"job": behind["job"], "vc": behind["vc"], "why": _reason_part(behind["why"])}
+        return str(_("waiting behind job %(job)s, first in VC %(vc)s (FIFO): %(why)s")) % values
+    for pattern, template in REASONS:
+        match = pattern.fullmatch(part)
+        if match:
+            return str(template) % match.groupdict() if match.groupdict() else str(template)
+    return part

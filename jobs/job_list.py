@@ -24,9 +24,9 @@ SORTS = {
 }
 PAGE_SIZES = (20, 50, 100, 200)
 # Columns the list never shows: left in the database so 100,000 rows stay cheap to page through.
+# (The spec is read: the task and GPU columns come from it.)
 LIST_DEFERRED = (
     "config_text",
-    "spec",
     "secrets_encrypted",
     "ssh_public_key",
     "ssh_private_key_encrypted",
@@ -60,6 +60,17 @@ class ListPage:
     @property
     def next_number(self) -> int:
         return self.number + 1
+
+    @property
+    def page_numbers(self) -> list[int | None]:
+        """The pages to link: the first, the last and two either side of this one; None is a gap."""
+        wanted = {1, self.num_pages, *range(self.number - 2, self.number + 3)}
+        numbers: list[int | None] = []
+        for number in sorted(n for n in wanted if 1 <= n <= self.num_pages):
+            if numbers and number - (numbers[-1] or 0) > 1:
+                numbers.append(None)
+            numbers.append(number)
+        return numbers
 
     @property
     def first_index(self) -> int:
@@ -125,12 +136,17 @@ class JobListQuery:
         """Every filter except the state one (the counts are per state)."""
         jobs = self.visible()
         if self.owner and self.shows_everyone:
-            jobs = jobs.filter(owner__username=self.owner)
+            jobs = jobs.filter(owner__username__icontains=self.owner)
         if self.vc:
             jobs = jobs.filter(virtual_cluster__name=self.vc)
         if self.search:
             jobs = jobs.filter(name__icontains=self.search)
         return jobs
+
+    @property
+    def has_filters(self) -> bool:
+        """Whether the list is narrowed: an empty one then says so, not "no jobs yet"."""
+        return bool(self.state or self.vc or self.search or (self.owner and self.shows_everyone))
 
     def counts(self) -> dict[str, int]:
         rows = self.filtered().order_by().values_list("state").annotate(n=models.Count("id"))

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from jobs.models import Job, JobEvent, Task, TaskAttempt
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
@@ -47,8 +48,10 @@ class JobStateError(Exception):
     """A user's verb that does not apply to the job's current state (stop a finished job...)."""
 
 
-def event(job_id: int, kind: str, message: str) -> None:
-    JobEvent.objects.create(job_id=job_id, kind=kind, message=message)
+def event(job_id: int, kind: str, text: str, **values: Any) -> None:
+    """Record a timeline event. `text` is an English template marked with gettext_noop, kept with
+    its values so each page shows it in its own language (jobs.templatetags.portal.event_text)."""
+    JobEvent.objects.create(job_id=job_id, kind=kind, message=text % values, params={"text": text, "values": values})
 
 
 def _move_job(job_id: int, transition: str, extra_filter: dict[str, Any] | None = None, **fields: Any) -> bool:
@@ -77,6 +80,7 @@ def reset_task_fields() -> dict[str, Any]:
         "exit_diagnostics": "",
         "started_at": None,
         "finished_at": None,
+        "log_path": "",  # the ended attempt keeps its log (TaskAttempt); the next one writes its own
     }
 
 
@@ -148,7 +152,9 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> bool:
                 started_at=None,
                 finished_at=None,
             )
-        event(job.pk, "placed", f"Placed {len(placements)} task(s) on {where}.")
+        event(
+            job.pk, "placed", gettext_noop("Placed %(count)d task(s) on %(where)s."), count=len(placements), where=where
+        )
     return True
 
 
@@ -170,7 +176,14 @@ def record_task_started(task: Task, executor_id: str, ip: str, node_name: str) -
         executor_id=executor_id, ip=ip or task.ip, started_at=timezone.now()
     )
     if started:
-        event(task.job_id, "task-started", f"{task.role}-{task.index} started on {node_name} (attempt {task.attempt}).")
+        event(
+            task.job_id,
+            "task-started",
+            gettext_noop("%(task)s started on %(node)s (attempt %(attempt)d)."),
+            task=f"{task.role}-{task.index}",
+            node=node_name,
+            attempt=task.attempt,
+        )
     return started == 1
 
 
@@ -198,7 +211,14 @@ def end_task(task: Task, job_attempt: int, exit: TaskExit) -> bool:
         if not ended:
             return False
         _keep_attempts([task], job_attempt, {task.pk: exit})
-        event(task.job_id, "task-exit", f"{task.role}-{task.index} exited {exit.exit_code} ({exit.phrase}).")
+        event(
+            task.job_id,
+            "task-exit",
+            gettext_noop("%(task)s exited %(code)d (%(phrase)s)."),
+            task=f"{task.role}-{task.index}",
+            code=exit.exit_code,
+            phrase=exit.phrase,
+        )
     return True
 
 
@@ -219,11 +239,13 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
         _keep_attempts([task], job_attempt, {task.pk: exit})
         if not charged:
             Job.objects.filter(pk=task.job_id).update(transient_retries=F("transient_retries") + 1)
-        kind = "charged to taskRetryCount" if charged else "transient, not charged"
+        text = (
+            gettext_noop("%(task)s exited %(code)d (%(phrase)s); retrying (charged to taskRetryCount).")
+            if charged
+            else gettext_noop("%(task)s exited %(code)d (%(phrase)s); retrying (transient, not charged).")
+        )
         event(
-            task.job_id,
-            "task-retry",
-            f"{task.role}-{task.index} exited {exit.exit_code} ({exit.phrase}); retrying ({kind}).",
+            task.job_id, "task-retry", text, task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase
         )
     return True
 
@@ -252,7 +274,7 @@ def request_stop(job: Job, by_name: str) -> None:
         )
         if not updated:
             raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
-        event(job.pk, "stop-requested", f"Stop requested by {by_name}.")
+        event(job.pk, "stop-requested", gettext_noop("Stop requested by %(user)s."), user=by_name)
 
 
 def begin_stopping(job: Job) -> bool:
@@ -272,7 +294,7 @@ def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
             pending_reason="",
         )
         if stopped:
-            event(job.pk, "stopped", "All tasks stopped.")
+            event(job.pk, "stopped", gettext_noop("All tasks stopped."))
     return stopped
 
 
@@ -289,7 +311,7 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
             completed_at=timezone.now(),
         )
         if done:
-            event(job.pk, "succeeded", "The job succeeded.")
+            event(job.pk, "succeeded", gettext_noop("The job succeeded."))
     return done
 
 
@@ -306,7 +328,13 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
             completed_at=timezone.now(),
         )
         if done:
-            event(job.pk, "failed", f"The job failed: {trigger.role}-{trigger.index} exited {trigger.exit_code}.")
+            event(
+                job.pk,
+                "failed",
+                gettext_noop("The job failed: %(task)s exited %(code)s."),
+                task=f"{trigger.role}-{trigger.index}",
+                code=trigger.exit_code,
+            )
     return done
 
 
@@ -320,16 +348,17 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             retries_used=F("retries_used") + (1 if charged else 0),
             transient_retries=F("transient_retries") + (0 if charged else 1),
             pending_reason="Waiting to be placed again for a retry.",
+            launched_at=None,  # the next attempt's launch; the ended one's times are in its TaskAttempts
         )
         if not requeued:
             return False
         job.tasks.update(**reset_task_fields())
-        kind = "charged to jobRetryCount" if charged else "transient, not charged"
-        event(
-            job.pk,
-            "job-retry",
-            f"{trigger.role}-{trigger.index} exited {trigger.exit_code}; retrying the whole job ({kind}).",
+        text = (
+            gettext_noop("%(task)s exited %(code)s; retrying the whole job (charged to jobRetryCount).")
+            if charged
+            else gettext_noop("%(task)s exited %(code)s; retrying the whole job (transient, not charged).")
         )
+        event(job.pk, "job-retry", text, task=f"{trigger.role}-{trigger.index}", code=trigger.exit_code)
     return True
 
 
@@ -346,9 +375,10 @@ def restart(job: Job, by_name: str) -> None:
             exit_code=None,
             user_exit_code=None,
             exit_diagnostics="",
+            launched_at=None,  # a clean waiting job: the previous run's times are in its TaskAttempts
             completed_at=None,
         )
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
         job.tasks.update(**reset_task_fields())
-        event(job.pk, "restarted", f"Started again by {by_name}.")
+        event(job.pk, "restarted", gettext_noop("Started again by %(user)s."), user=by_name)

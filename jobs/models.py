@@ -147,7 +147,9 @@ class JobEvent(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
     created_at = models.DateTimeField(auto_now_add=True)
     kind = models.CharField(max_length=32)
-    message = models.TextField()
+    message = models.TextField()  # in English, as the API answers it
+    # {"text": the English template, "values": {...}}: the pages show the text in their language.
+    params = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -6,7 +6,6 @@ of jobs.actions, render.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,18 +13,20 @@ import yaml
 from django import forms as django_forms
 from django.conf import settings
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
-from jobs.crypto import decrypt_text
+from jobs.error_text import translate_reason
 from jobs.job_list import PAGE_SIZES, JobListQuery
-from jobs.logs import read_tail
+from jobs.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
+from jobs.logs import iter_log, mask, read_window, secret_values
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, editable_document, export_config, load
 from jobs.protocol.parsing import parse
@@ -109,7 +110,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     ]
     vcs = VirtualCluster.objects.prefetch_related("allowed_users")
     open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
-    context = {
+    context: dict[str, Any] = {
         "mode": "form",
         "form_data": data,
         "roles": roles,
@@ -212,7 +213,7 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
         messages.warning(
             request,
             _("This job can never run on the cluster as it is: %(reason)s. Stop it, or clone it asking for less.")
-            % {"reason": never_fits},
+            % {"reason": translate_reason(never_fits)},
         )
     return redirect("jobs:detail", full_name=job.full_name)
 
@@ -285,10 +286,13 @@ def _submit_page(request: HttpRequest, form_data: JobFormData | None, status: in
     return render(request, "jobs/submit.html", context, status=status)
 
 
+def _safe_file_name(name: str) -> str:
+    return "".join(char for char in name if char.isalnum() or char in "-._") or "job"
+
+
 def _yaml_download(text: str, name: str) -> HttpResponse:
     response = HttpResponse(text, content_type="application/x-yaml; charset=utf-8")
-    safe_name = "".join(char for char in name if char.isalnum() or char in "-._") or "job"
-    response["Content-Disposition"] = f'attachment; filename="{safe_name}.yaml"'
+    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(name)}.yaml"'
     return response
 
 
@@ -298,17 +302,24 @@ def _yaml_download(text: str, name: str) -> HttpResponse:
 def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
     tasks = list(job.tasks.select_related("node").order_by("role", "index"))
     events = list(job.events.order_by("-created_at", "-id")[:200])
-    return {"job": job, "tasks": tasks, "events": events, "may_manage": actions.may_manage(request.user, job)}
+    may_manage = actions.may_manage(request.user, job)
+    return {
+        "job": job,
+        "tasks": tasks,
+        "events": events,
+        "may_manage": may_manage,
+        "attempts": attempt_rows(job, tasks) if may_manage else [],
+    }
 
 
 @require_GET
 def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
     job = _job_summary_or_404(request, full_name)
     context = _detail_context(request, job)
-    selected = request.GET.get("task")
-    context["log_task"] = next((t for t in context["tasks"] if str(t.pk) == selected), None) or (
-        context["tasks"][0] if context["tasks"] else None
-    )
+    if context["may_manage"]:
+        sources = log_sources(job, context["tasks"])
+        wanted = request.GET.get("log") or f"task:{request.GET.get('task', '')}"
+        context.update(log_sources=sources, log_source=selected_log(sources, wanted), log_tail=LOG_TAIL_DEFAULT)
     return render(request, "jobs/detail.html", context)
 
 
@@ -316,36 +327,58 @@ def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
 def job_status(request: HttpRequest, full_name: str) -> JsonResponse:
     """The live part of the job page, rendered on the server, for the page's poller."""
     job = _job_summary_or_404(request, full_name)
-    html = render_to_string("jobs/_job_live.html", _detail_context(request, job), request=request)
-    return JsonResponse({"state": job.state, "finished": job.is_finished, "html": html})
+    context = _detail_context(request, job)
+    html = render_to_string("jobs/_job_live.html", context, request=request)
+    logs = (
+        [{"key": s.key, "label": s.label} for s in log_sources(job, context["tasks"])] if context["may_manage"] else []
+    )
+    return JsonResponse({"state": job.state, "finished": job.is_finished, "html": html, "logs": logs})
+
+
+def _log_source_or_404(request: HttpRequest, job: Job) -> LogSource | None:
+    """The log `?log=task:<pk>|attempt:<pk>` (or the older `?task=<pk>`) names; the first task's
+    when none is named; None when the job has no task."""
+    key = request.GET.get("log") or (f"task:{request.GET['task']}" if request.GET.get("task") else "")
+    if not key:
+        first = job.tasks.order_by("role", "index").first()
+        key = f"task:{first.pk}" if first else ""
+        if not key:
+            return None
+    source = find_log_source(job, key)
+    if source is None:
+        raise Http404(_("No such log."))
+    return source
 
 
 @require_GET
 def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
-    """The last `tail` bytes of a task's log, as text, with the job's secret values masked."""
+    """The end of one attempt's log as text, never starting mid-line, the job's secrets masked.
+    X-Log-Start (where the text starts, in bytes) and X-Log-Size tell the page what was left out."""
     job = _job_or_404(request, full_name)
-    task = job.tasks.filter(pk=request.GET.get("task") or 0).first() if request.GET.get("task", "").isdigit() else None
-    task = task or job.tasks.order_by("role", "index").first()
-    if task is None or not task.log_path:
-        return HttpResponse("", content_type="text/plain; charset=utf-8")
+    source = _log_source_or_404(request, job)
     try:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
     except ValueError:
         tail = LOG_TAIL_DEFAULT
-    text = read_tail(task.log_path, tail)
-    for secret in _secret_values(job):
-        text = text.replace(secret, "******")
-    return HttpResponse(text, content_type="text/plain; charset=utf-8")
+    window = read_window(source.log_path if source else "", tail)
+    response = HttpResponse(mask(window.text, secret_values(job)), content_type="text/plain; charset=utf-8")
+    response["X-Log-Start"] = str(window.start)
+    response["X-Log-Size"] = str(window.size)
+    return response
 
 
-def _secret_values(job: Job) -> list[str]:
-    if not job.secrets_encrypted:
-        return []
-    try:
-        secrets = json.loads(decrypt_text(job.secrets_encrypted))
-    except Exception:  # a key rotated away: nothing to mask with, and nothing readable leaks
-        return []
-    return [str(value) for value in secrets.values() if str(value)]
+@require_GET
+def job_log_download(request: HttpRequest, full_name: str) -> StreamingHttpResponse:
+    """One attempt's whole log as a file, the job's secrets masked."""
+    job = _job_or_404(request, full_name)
+    source = _log_source_or_404(request, job)
+    if source is None:
+        raise Http404(_("No such log."))
+    response = StreamingHttpResponse(
+        iter_log(source.log_path, secret_values(job)), content_type="text/plain; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(source.file_name)}"'
+    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -357,6 +390,25 @@ def job_stop(request: HttpRequest, full_name: str) -> HttpResponse:
     done = _("Stop requested for %(name)s.") % {"name": job.full_name}
     refused = _("The job has already finished.")
     return _change_state(request, job, actions.stop_job, done, refused=refused)
+
+
+def _selected_ids(values: list[str]) -> list[int]:
+    return [int(value) for value in values if value.isdigit() and len(value) < 19][:500]
+
+
+@require_http_methods(["GET", "POST"])
+def jobs_stop_selected(request: HttpRequest) -> HttpResponse:
+    """The list's bulk stop: GET lists the ticked jobs for confirmation; POST stops them."""
+    if request.method == "GET":
+        jobs = actions.stoppable_jobs(request.user, _selected_ids(request.GET.getlist("ids")))
+        return render(request, "jobs/stop_selected.html", {"jobs": jobs})
+    stopped = actions.stop_jobs(request.user, _selected_ids(request.POST.getlist("ids")))
+    messages.success(
+        request,
+        ngettext("Stop requested for %(count)d job.", "Stop requested for %(count)d jobs.", len(stopped))
+        % {"count": len(stopped)},
+    )
+    return redirect("jobs:list")
 
 
 @require_POST

@@ -1,4 +1,5 @@
-// Job page: refresh the summary, tasks and events while the job is live; tail the task's log.
+// Job page: refresh the summary, tasks, attempts and events while the job is live; tail the log
+// chosen (any attempt of any task), say when its beginning is left out, filter it by a search.
 "use strict";
 (function () {
   const live = document.getElementById("job-live");
@@ -12,6 +13,7 @@
       if (!response.ok) return;
       const data = await response.json();
       live.innerHTML = data.html;
+      document.dispatchEvent(new CustomEvent("job-logs", { detail: data.logs || [] }));
       if (data.finished && !finished) {
         finished = true;
         document.dispatchEvent(new Event("job-finished"));
@@ -25,33 +27,114 @@
   const log = document.querySelector("pre[data-log-url]");
   if (!log) return;
   const follow = document.querySelector("[data-log-follow]");
-  const select = document.querySelector("[data-log-task]");
+  const source = document.querySelector("[data-log-source]");
+  const search = document.querySelector("[data-log-search]");
+  const download = document.querySelector("[data-log-download]");
+  const truncated = document.querySelector("[data-log-truncated]");
+  const matches = document.querySelector("[data-log-matches]");
   let lastText = null;
+
+  function fill(template, values) {
+    return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? values[name] : whole));
+  }
+
+  function bytes(count) {
+    const units = ["B", "KB", "MB", "GB"];
+    let value = count;
+    let unit = 0;
+    while (value >= 1024 && unit < units.length - 1) {
+      value /= 1024;
+      unit += 1;
+    }
+    return (unit ? value.toFixed(value < 10 ? 1 : 0) : value) + " " + units[unit];
+  }
+
+  // The log as text, or only the lines holding the search words, which are marked.
+  function render() {
+    const text = lastText || "";
+    const query = search ? search.value.trim() : "";
+    log.replaceChildren();
+    if (!query) {
+      matches.hidden = true;
+      log.textContent = text || log.dataset.emptyText || "";
+    } else {
+      const lines = text.split("\n");
+      if (lines[lines.length - 1] === "") lines.pop();
+      const needle = query.toLowerCase();
+      const found = lines.filter((line) => line.toLowerCase().includes(needle));
+      for (const line of found) {
+        const lower = line.toLowerCase();
+        let at = 0;
+        for (let hit = lower.indexOf(needle); hit !== -1; hit = lower.indexOf(needle, at)) {
+          log.append(line.slice(at, hit));
+          const mark = document.createElement("mark");
+          mark.textContent = line.slice(hit, hit + needle.length);
+          log.append(mark);
+          at = hit + needle.length;
+        }
+        log.append(line.slice(at) + "\n");
+      }
+      matches.textContent = fill(matches.dataset.text, { matches: found.length, lines: lines.length, query: query });
+      matches.hidden = false;
+    }
+    if (!follow || follow.checked) log.scrollTop = log.scrollHeight;
+  }
 
   async function refreshLog() {
     const url = new URL(log.dataset.logUrl, location.href);
-    url.searchParams.set("task", log.dataset.task);
-    url.searchParams.set("tail", "65536");
+    url.searchParams.set("log", log.dataset.logKey);
+    url.searchParams.set("tail", log.dataset.tail);
     try {
       const response = await fetch(url, { credentials: "same-origin" });
       if (!response.ok) return;
       const text = await response.text();
+      const start = Number(response.headers.get("X-Log-Start") || 0);
+      const size = Number(response.headers.get("X-Log-Size") || 0);
+      truncated.hidden = start <= 0;
+      if (start > 0) truncated.textContent = fill(truncated.dataset.text, { shown: bytes(size - start), size: bytes(size) });
       if (text !== lastText) {
         lastText = text;
-        log.textContent = text || log.dataset.emptyText || "";
-        if (!follow || follow.checked) log.scrollTop = log.scrollHeight;
+        render();
       }
     } catch (error) {
       // try again on the next tick
     }
   }
-  if (select) {
-    select.addEventListener("change", () => {
-      log.dataset.task = select.value;
-      lastText = null;
-      refreshLog();
-    });
+
+  function choose(key) {
+    log.dataset.logKey = key;
+    const address = new URL(download.href, location.href);
+    address.searchParams.set("log", key);
+    download.href = address.pathname + address.search;
+    const page = new URL(location.href);
+    page.searchParams.set("log", key);
+    page.searchParams.delete("task");
+    history.replaceState(null, "", page.pathname + page.search + "#log");
+    lastText = null;
+    log.textContent = "";
+    refreshLog();
   }
+  source.addEventListener("change", () => choose(source.value));
+  // A retry or a new run adds logs to choose from.
+  document.addEventListener("job-logs", (event) => {
+    const logs = event.detail;
+    const known = Array.from(source.options, (option) => option.value).join(" ");
+    if (!logs.length || logs.map((item) => item.key).join(" ") === known) return;
+    const chosen = source.value;
+    source.replaceChildren(...logs.map((item) => new Option(item.label, item.key, false, item.key === chosen)));
+    if (source.value !== chosen) choose(source.value);
+  });
+  if (search) search.addEventListener("input", render);
+  // "Show log" in the attempts table: the same choice, without leaving the page.
+  live.addEventListener("click", (event) => {
+    const link = event.target.closest("[data-log-link]");
+    if (!link || !source.querySelector('option[value="' + link.dataset.logLink + '"]')) return;
+    event.preventDefault();
+    source.value = link.dataset.logLink;
+    choose(source.value);
+    document.getElementById("log").scrollIntoView({ block: "start" });
+  });
+
   refreshLog();
   // One last read when the job ends, so the log's final lines show.
   document.addEventListener("job-finished", () => setTimeout(refreshLog, 300));

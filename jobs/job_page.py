@@ -1,0 +1,137 @@
+"""What the job page shows beside the job's row: each task attempt's log and exit.
+
+Every attempt writes its own log file. The attempt a task runs now (or ran last) is the Task row;
+the ones before it are TaskAttempt rows (jobs.lifecycle keeps one per ended attempt), so a job
+retried three times offers all four runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from jobs.models import Job, Task, TaskAttempt, TaskState
+
+
+@dataclass(frozen=True)
+class LogSource:
+    key: str  # "task:<pk>" (the attempt now) or "attempt:<pk>" (an earlier one)
+    label: str
+    log_path: str
+    file_name: str  # for the full log's download
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    """One run of one task, for the attempts table."""
+
+    run: int  # the job attempt (1 = the first launch)
+    task: str  # role-index
+    attempt: int
+    node: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    running: bool
+    exit_code: int | None
+    user_exit_code: int | None
+    diagnostics: str
+    log_key: str
+
+
+def _task_label(role: str, index: int) -> str:
+    return f"{role}-{index}"
+
+
+def _file_name(job: Job, role: str, index: int, run: int, attempt: int) -> str:
+    return f"{job.name}-{role}-{index}-run{run}-attempt{attempt}.log"
+
+
+def _earlier_attempts(job: Job, tasks: list[Task]) -> list[TaskAttempt]:
+    """Ended attempts, newest first, except those that are still a task's current one (same log)."""
+    current = {task.log_path for task in tasks if task.log_path}
+    attempts = job.attempts.order_by("-job_attempt", "role", "index", "-attempt")
+    return [attempt for attempt in attempts if not attempt.log_path or attempt.log_path not in current]
+
+
+def _task_source(job: Job, task: Task) -> LogSource:
+    label = _("%(task)s, attempt now") % {"task": _task_label(task.role, task.index)}
+    file_name = _file_name(job, task.role, task.index, max(job.job_attempt, 1), max(task.attempt, 1))
+    return LogSource(f"task:{task.pk}", label, task.log_path, file_name)
+
+
+def _attempt_source(job: Job, attempt: TaskAttempt) -> LogSource:
+    label = _("%(task)s, run %(run)d, attempt %(attempt)d (exit %(code)s)") % {
+        "task": _task_label(attempt.role, attempt.index),
+        "run": attempt.job_attempt,
+        "attempt": attempt.attempt,
+        "code": attempt.exit_code,
+    }
+    file_name = _file_name(job, attempt.role, attempt.index, attempt.job_attempt, attempt.attempt)
+    return LogSource(f"attempt:{attempt.pk}", label, attempt.log_path, file_name)
+
+
+def log_sources(job: Job, tasks: list[Task]) -> list[LogSource]:
+    """The logs the page offers: each task's current attempt first, then every earlier one."""
+    current = [_task_source(job, task) for task in tasks]
+    return current + [_attempt_source(job, attempt) for attempt in _earlier_attempts(job, tasks)]
+
+
+def find_log_source(job: Job, key: str) -> LogSource | None:
+    """The log a `task:<pk>` / `attempt:<pk>` key names, if it is one of this job's."""
+    kind, _sep, pk = key.partition(":")
+    if not pk.isdigit() or len(pk) > 18:
+        return None
+    if kind == "task":
+        task = job.tasks.filter(pk=int(pk)).first()
+        return _task_source(job, task) if task else None
+    if kind == "attempt":
+        attempt = job.attempts.filter(pk=int(pk)).first()
+        return _attempt_source(job, attempt) if attempt else None
+    return None
+
+
+def attempt_rows(job: Job, tasks: list[Task]) -> list[AttemptRow]:
+    """Every run of every task, the ones running now first, then the ended ones newest first."""
+    rows = [
+        AttemptRow(
+            run=job.job_attempt,
+            task=_task_label(task.role, task.index),
+            attempt=task.attempt,
+            node=task.node.name if task.node_id and task.node else "",
+            started_at=task.started_at,
+            finished_at=None,
+            running=True,
+            exit_code=None,
+            user_exit_code=None,
+            diagnostics="",
+            log_key=f"task:{task.pk}",
+        )
+        for task in tasks
+        if task.state == TaskState.RUNNING and task.attempt > 0
+    ]
+    rows += [_ended_row(attempt) for attempt in job.attempts.order_by("-job_attempt", "role", "index", "-attempt")]
+    return rows
+
+
+def _ended_row(attempt: TaskAttempt) -> AttemptRow:
+    return AttemptRow(
+        run=attempt.job_attempt,
+        task=_task_label(attempt.role, attempt.index),
+        attempt=attempt.attempt,
+        node=attempt.node_name,
+        started_at=attempt.started_at,
+        finished_at=attempt.finished_at,
+        running=False,
+        exit_code=attempt.exit_code,
+        user_exit_code=attempt.user_exit_code,
+        diagnostics=attempt.exit_diagnostics,
+        log_key=f"attempt:{attempt.pk}",
+    )
+
+
+def selected_log(sources: list[LogSource], wanted: str) -> Any:
+    """The log source the address asks for (`?log=`), else the first task's."""
+    return next((source for source in sources if source.key == wanted), sources[0] if sources else None)

@@ -1,0 +1,90 @@
+"""Texts the pages show that are not in a template or a view: the exit spec's reasons and
+solutions (jobs/protocol/exit_spec.yaml, data the pure protocol reads in English), the names of
+exit types, retry behaviours and event kinds. Marked here so makemessages puts them in the catalog;
+tests/web/test_page_texts.py checks that every reason and solution of the spec is listed.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
+
+EXIT_SPEC_TEXTS = frozenset(
+    (
+        gettext_noop("User program exited with code 0"),
+        gettext_noop("User has requested to stop the job"),
+        gettext_noop("Stopped to complete the current job attempt (the completion policy was met)"),
+        gettext_noop("The task was evicted from its node, maybe the node is out of resources"),
+        gettext_noop("Wait result from next retry"),
+        gettext_noop("Contact Cluster Admin"),
+        gettext_noop("The task was lost because its node was lost or its executor stopped answering"),
+        gettext_noop("User container was killed by Docker because it exceeded its requested memory"),
+        gettext_noop("Increase per task memory request"),
+        gettext_noop("Decrease per task memory usage by such as increasing task number"),
+        gettext_noop("Failed to create the docker container"),
+        gettext_noop("Check diagnostics and find root cause"),
+        gettext_noop("Failed to start the docker container: permission denied on its start command"),
+        gettext_noop("Contact PAI Dev to fix the PAI Runtime bug"),
+        gettext_noop("Failed to start the docker container: its start command was not found"),
+        gettext_noop("Failed to start the docker container due to an unknown error"),
+        gettext_noop("Container killed by OS Signal: SIGINT"),
+        gettext_noop("Container killed by OS Signal: SIGQUIT"),
+        gettext_noop("Container killed by OS Signal: SIGILL"),
+        gettext_noop("Check container log and fix your program bug"),
+        gettext_noop("Container killed by OS Signal: SIGABRT"),
+        gettext_noop("Check container log and find root cause"),
+        gettext_noop("Container killed by OS Signal: SIGBUS"),
+        gettext_noop("Container killed by OS Signal: SIGFPE"),
+        gettext_noop("Container killed by OS Signal: SIGKILL"),
+        gettext_noop("Container killed by OS Signal: SIGSEGV"),
+        gettext_noop("Container killed by OS Signal: SIGPIPE"),
+        gettext_noop("Container killed by OS Signal: SIGTERM"),
+        gettext_noop("User command is invalid"),
+        gettext_noop("Check the user command"),
+        gettext_noop("Check the PATH environment variable in the container"),
+        gettext_noop("SSH barrier reaches max retry count"),
+        gettext_noop("Check job config to confirm all SSH barrier relied task roles enabled SSH"),
+        gettext_noop("All requested resources of all tasks in the job cannot be satisfied in time"),
+        gettext_noop("Decrease task number"),
+        gettext_noop("Decrease per task resource request"),
+        gettext_noop("Contact Cluster Admin to increase your virtual cluster quota"),
+        gettext_noop("Can not allocate the requested ports because they are occupied"),
+        gettext_noop("Decrease per task ports request"),
+        gettext_noop("Pull access denied, repository does not exist or may require authentication"),
+        gettext_noop("Correct docker image uri in job protocol"),
+        gettext_noop("User command failed but the failure cannot be recognized by the PAI runtime"),
+        gettext_noop("Exited with a positive exit code the exit spec does not define"),
+        gettext_noop("Container exited with an undefined negative exit code"),
+        gettext_noop("Contact Cluster Admin to recognize this exit code"),
+    )
+)
+
+# Shown only while a retry may still come: a finished job has none left.
+RETRY_SOLUTION = "Wait result from next retry"
+
+EXIT_TYPES = {
+    "USER_SUCCESS": _("user success"),
+    "USER_STOP": _("stopped by the user"),
+    "USER_FAILURE": _("user failure"),
+    "PLATFORM_FAILURE": _("platform failure"),
+    "RESOURCE_ALLOCATION_TIMEOUT": _("resource allocation timeout"),
+    "UNKNOWN_FAILURE": _("unknown failure"),
+}
+BEHAVIOURS = {
+    "transient": _("transient: retried, not counted against the retry count"),
+    "permanent": _("permanent: never retried"),
+    "unknown": _("unknown: retried up to the retry count"),
+}
+EVENT_KINDS = {
+    "submitted": _("Submitted"),
+    "placed": _("Placed"),
+    "task-started": _("Task started"),
+    "task-exit": _("Task exited"),
+    "task-retry": _("Task retried"),
+    "stop-requested": _("Stop requested"),
+    "stopped": _("Stopped"),
+    "succeeded": _("Succeeded"),
+    "failed": _("Failed"),
+    "job-retry": _("Job retried"),
+    "restarted": _("Started again"),
+}
