@@ -4,6 +4,7 @@ import hashlib
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 def hash_token(raw: str) -> str:
@@ -12,8 +13,8 @@ def hash_token(raw: str) -> str:
 
 class Token(models.Model):
     class Kind(models.TextChoices):
-        LOGIN = "login", "Login"  # from /authn/basic/login or /v1/token: short-lived, full rights
-        APPLICATION = "application", "Application"  # for scripts: long-lived, never admin operations
+        LOGIN = "login", _("Login")  # from /authn/basic/login or /v1/token: short-lived, full rights
+        APPLICATION = "application", _("Application")  # for scripts: long-lived, never admin operations
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     key_hash = models.CharField(max_length=64, unique=True)

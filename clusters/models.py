@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
 
@@ -47,7 +48,7 @@ class VirtualCluster(models.Model):
 class Node(models.Model):
     class Executor(models.TextChoices):
         DOCKER = "docker", "Docker"
-        PROCESS = "process", "Local process"
+        PROCESS = "process", _("Local process")
 
     name = models.CharField(max_length=128, unique=True)
     address = models.CharField(max_length=255, default="127.0.0.1", help_text="IP tasks are reached at.")

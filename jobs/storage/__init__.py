@@ -273,6 +273,26 @@ def list_dir(username: str, relative: str = "") -> list[Entry]:
     return entries
 
 
+def file_to_read(username: str, relative: str) -> Path:
+    """A file of the area to download; StorageError when the name is not a file of the area."""
+    target = area_path(username, relative)
+    if not target.is_file():
+        raise StorageError(f"{relative}: no such file in your storage area")
+    return target
+
+
+def files_under(username: str, relative: str, *, stop_at: int = 10_000) -> int:
+    """How many files a folder holds, all levels down (counted up to stop_at); 0 for a file."""
+    target = area_path(username, relative)
+    if not target.is_dir() or target.is_symlink():
+        return 0
+    count = 0
+    for count, _file in enumerate(_files(target), 1):
+        if count >= stop_at:
+            break
+    return count
+
+
 def remove(username: str, relative: str) -> None:
     target = area_path(username, relative)
     if target == user_area(username):

@@ -8,4 +8,5 @@ app_name = "storage"
 
 urlpatterns = [
     path("storage/", views.storage_page, name="browse"),
+    path("storage/download", views.storage_download, name="download"),
 ]

@@ -1,4 +1,5 @@
-"""The storage page: browse, upload into and delete from one's own area of the default FS.
+"""The storage page: browse, upload into, download from and delete in one's own area of the
+default FS.
 
 Thin: it checks the size limit and hands paths to jobs.storage, which confines them to the
 signed-in user's area.
@@ -12,13 +13,17 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET
 
 from jobs import storage
+from jobs.error_text import translate_error
 from jobs.storage import StorageError
 
 
@@ -54,19 +59,27 @@ def storage_page(request: HttpRequest) -> HttpResponse:
     return _storage_page(request, limiter)
 
 
+def _joined(path: str, name: str) -> str:
+    return f"{path}/{name}" if path else name
+
+
 @csrf_protect
 def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpResponse:
     username = request.user.get_username()
     path = (request.GET.get("path") or request.POST.get("path") or "").strip().strip("/")
     if request.method == "POST":
         try:
-            _post(request, username, path, limiter)
+            confirm = _post(request, username, path, limiter)
         except StorageError as exc:
-            messages.error(request, exc.message)
+            messages.error(request, translate_error(exc.message))
+        else:
+            if confirm is not None:
+                return confirm
         return HttpResponseRedirect(f"{reverse('storage:browse')}?{urlencode({'path': path})}")
     context: dict[str, Any] = {
         "path": path,
         "parent": path.rpartition("/")[0],
+        "crumbs": _crumbs(path),
         "fs_uri_path": f"$PAI_DEFAULT_FS_URI/{path}".rstrip("/"),
         "area": storage.default_fs_uri(username),
         "limit_mb": upload_limit() // (1024 * 1024),
@@ -75,29 +88,55 @@ def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpRespon
         context["entries"] = storage.list_dir(username, path)
     except StorageError as exc:
         context["entries"] = []
-        context["error"] = exc.message
+        context["error"] = translate_error(exc.message)
     return render(request, "jobs/storage.html", context)
 
 
-def _post(request: HttpRequest, username: str, path: str, limiter: SizeLimitHandler) -> None:
+def _crumbs(path: str) -> list[tuple[str, str]]:
+    """(name, path) of each folder from the area down to this one."""
+    parts = [part for part in path.split("/") if part]
+    return [(part, "/".join(parts[: depth + 1])) for depth, part in enumerate(parts)]
+
+
+def _post(request: HttpRequest, username: str, path: str, limiter: SizeLimitHandler) -> HttpResponse | None:
+    """Carry out an upload or a delete; a page to show instead of the folder (a confirmation), or None."""
     if content_length(request) > upload_limit() + 64 * 1024 or limiter.exceeded:
-        raise StorageError(f"the upload is over the limit of {upload_limit() // (1024 * 1024)} MB")
+        raise StorageError(_("the upload is over the limit of %(limit)d MB") % {"limit": upload_limit() // 2**20})
     action = request.POST.get("action")
     if action == "delete":
         name = request.POST.get("name", "")
-        storage.remove(username, f"{path}/{name}" if path else name)
-        messages.success(request, f"Removed {name}.")
-        return
+        inside = storage.files_under(username, _joined(path, name))
+        if inside and request.POST.get("confirm") != "yes":
+            context = {"path": path, "name": name, "files": inside}
+            return render(request, "jobs/storage_delete.html", context)
+        storage.remove(username, _joined(path, name))
+        messages.success(request, _("Removed %(name)s.") % {"name": name})
+        return None
     if action == "upload":
         files = request.FILES.getlist("files")
         if not files:
-            raise StorageError("choose at least one file to upload")
+            raise StorageError(_("choose at least one file to upload"))
         for uploaded in files:
             name = (uploaded.name or "").replace("\\", "/").rsplit("/", 1)[-1]
-            storage.save_file(username, f"{path}/{name}" if path else name, uploaded.chunks(), max_bytes=upload_limit())
-        messages.success(request, f"Uploaded {len(files)} file(s).")
-        return
-    raise StorageError("unknown action")
+            storage.save_file(username, _joined(path, name), uploaded.chunks(), max_bytes=upload_limit())
+        count = len(files)
+        messages.success(
+            request, ngettext("Uploaded %(count)d file.", "Uploaded %(count)d files.", count) % {"count": count}
+        )
+        return None
+    raise StorageError(_("unknown action"))
+
+
+@login_required
+@require_GET
+def storage_download(request: HttpRequest) -> FileResponse:
+    """One file of the user's own area, as a download."""
+    relative = (request.GET.get("path") or "").strip().strip("/")
+    try:
+        target = storage.file_to_read(request.user.get_username(), relative)
+    except StorageError as exc:
+        raise Http404(translate_error(exc.message)) from exc
+    return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)
 
 
 def content_length(request: HttpRequest) -> int:
