@@ -174,8 +174,12 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         _("needs %(need)s memory per task; the largest node has %(most)s (it can never fit)"),
     ),
     (
-        re.compile(r"needs " + _GPUS + r" on one node; largest free: (?P<most>\d+)(?P<where>.*)"),
-        _("needs %(gpus)s GPUs on one node; largest free: %(most)s%(where)s"),
+        re.compile(r"needs " + _GPUS + r" on one node; largest free: (?P<most>\d+) on (?P<node>\S+)"),
+        _("needs %(gpus)s GPUs on one node; largest free: %(most)s on %(node)s"),
+    ),
+    (
+        re.compile(r"needs " + _GPUS + r" on one node; largest free: (?P<most>\d+)"),
+        _("needs %(gpus)s GPUs on one node; largest free: %(most)s"),
     ),
     (
         re.compile(r"needs (?P<need>\d+) CPUs per task; largest free: (?P<most>\d+) on (?P<node>.+)"),

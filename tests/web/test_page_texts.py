@@ -1,0 +1,52 @@
+"""Texts the pages translate although they come from data or from the pure protocol: the exit
+spec's reasons and solutions, event kinds, config errors and why a job waits."""
+
+import ast
+from pathlib import Path
+
+import yaml
+from django.utils import translation
+
+from jobs.error_text import translate_error, translate_reason
+from jobs.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
+from jobs.protocol.exitspec import SPEC_PATH
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_reason_and_solution_of_the_exit_spec_is_marked_for_translation():
+    rows = yaml.safe_load(SPEC_PATH.read_text(encoding="utf-8"))
+    texts = {row["reason"] for row in rows} | {step for row in rows for step in row.get("solution") or []}
+    assert texts - EXIT_SPEC_TEXTS == set()
+
+
+def test_every_event_kind_written_has_a_label():
+    kinds = set()
+    for module in ("jobs/lifecycle.py", "jobs/actions.py"):
+        for node in ast.walk(ast.parse((ROOT / module).read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "event":
+                kinds.add(node.args[1].value)
+    assert kinds - set(EVENT_KINDS) == set()
+
+
+def test_it_translates_a_config_error_by_its_shape():
+    with translation.override("zh-hans"):
+        assert translate_error("must be >= 100") == "必须 ≥ 100"
+        assert translate_error("may contain only letters, digits, _ and -") == "只能包含字母、数字、_ 和 -"
+
+
+def test_it_leaves_a_message_of_an_unknown_shape_as_it_is():
+    with translation.override("zh-hans"):
+        assert translate_error("something new went wrong") == "something new went wrong"
+
+
+def test_it_translates_why_a_job_waits_part_by_part():
+    reason = (
+        'waiting behind job 17, first in VC "default" (FIFO): needs 8 GPUs on one node; largest free: 4 on node-b'
+        "; node gpu-2 is down (no answer)"
+    )
+    with translation.override("zh-hans"):
+        assert translate_reason(reason) == (
+            '排在作业 17 之后，它是虚拟集群 "default" 中的第一个（先进先出）：需要在一个节点上有 8 个 GPU；'
+            "最多空闲：node-b 上 4 个; 节点 gpu-2 已宕机（no answer）"
+        )
