@@ -11,7 +11,7 @@ from django import template
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
@@ -72,12 +72,17 @@ def when(moment: datetime | None) -> str:
 
 @register.filter
 def event_text(event: Any) -> str:
-    """An event's message in the page's language (older events, kept without a template, as written)."""
+    """An event's message in the page's language (older events, kept without a template, as written).
+    Values are escaped; an exit phrase (an identifier such as `PAIRuntimeUnknownFailed`) shows as code."""
     params = event.params or {}
     if "text" not in params:
         return str(event.message)
+    values = {
+        key: format_html('<code class="phrase">{}</code>', value) if key == "phrase" else conditional_escape(value)
+        for key, value in (params.get("values") or {}).items()
+    }
     try:
-        return gettext(params["text"]) % params.get("values", {})
+        return mark_safe(conditional_escape(gettext(params["text"])) % values)  # noqa: S308  (values escaped above)
     except (KeyError, TypeError, ValueError):
         return str(event.message)
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import CHROMIUM, launched_chromium, require
 from tests.factories import password_for
-from tests.scheduler.conftest import process_node, scheduler  # noqa: F401  (fixtures)
+from tests.scheduler.conftest import process_node, run_until, scheduler  # noqa: F401  (fixtures)
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
@@ -44,27 +44,42 @@ def page(browser, live_server) -> Iterator[Any]:
     context.close()
 
 
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def phone(browser, live_server) -> Iterator[Any]:
+    """A page the size of a phone's screen, with a phone's touch and pixel density."""
+    context = browser.new_context(
+        base_url=live_server.url, viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True, locale="en-US"
+    )
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
 @pytest.fixture
 def login(page) -> Callable[..., Any]:
-    def sign_in(username: str = "alice") -> Any:
-        page.goto("/login/")
-        page.fill("#id_username", username)
-        page.fill("#id_password", password_for(username))
-        page.click("button[type=submit]")
-        page.wait_for_url("**/")
-        return page
+    def sign_in(username: str = "alice", on: Any = None) -> Any:
+        target = on or page
+        target.goto("/login/")
+        target.fill("#id_username", username)
+        target.fill("#id_password", password_for(username))
+        target.click("button[type=submit]")
+        target.wait_for_url("**/")
+        return target
 
     return sign_in
 
 
 @pytest.fixture
-def screenshot(page) -> Callable[[str], None]:
+def screenshot(page) -> Callable[..., None]:
     """Full-page screenshot into test-artifacts/ and docs/screenshots/ (the README links those)."""
 
-    def take(name: str) -> None:
+    def take(name: str, of: Any = None) -> None:
         for folder in (ARTIFACTS, DOC_SCREENSHOTS):
             folder.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+            (of or page).screenshot(path=str(folder / f"{name}.png"), full_page=True)
 
     return take
 
