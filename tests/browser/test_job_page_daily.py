@@ -1,0 +1,131 @@
+"""The job page as a researcher uses it every day (issue 18): the log viewer (what is left out,
+the full log, search, every attempt), a clean "Start again", advice that fits a finished job,
+event labels, the timeline, the favicon and the API docs link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.actions import submit_job
+from tests.factories import v2_yaml
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+LONG_LOG = v2_yaml("long-log", "seq 1 30000")  # about 170 KB, more than the page's 64 KB window
+RETRIED = v2_yaml("retried", "echo run at $(date +%s%N)", "exit 1", role_extra="    taskRetryCount: 1\n")
+
+
+@pytest.fixture
+def finished_job(user, process_node, run_until):
+    """A job of `user` run to its end on the process executor."""
+
+    def run(config: str):
+        return run_until(submit_job(user, config), "SUCCEEDED", "FAILED", "STOPPED")
+
+    return run
+
+
+def test_the_log_says_its_beginning_is_left_out_and_starts_at_a_whole_line(page, login, finished_job):
+    job = finished_job(LONG_LOG)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("[data-log-truncated]")).to_contain_text("Showing the last")
+    expect(page.locator("pre.log")).to_contain_text("30000")
+    first_line = page.locator("pre.log").inner_text().splitlines()[0]
+    last_line = page.locator("pre.log").inner_text().splitlines()[-1]
+    assert int(first_line) + len(page.locator("pre.log").inner_text().splitlines()) - 1 == int(last_line)
+
+
+def test_it_downloads_the_full_log(page, login, finished_job, tmp_path):
+    job = finished_job(LONG_LOG)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    with page.expect_download() as download:
+        page.click("[data-log-download]")
+    saved = tmp_path / "full.log"
+    download.value.save_as(saved)
+    assert saved.read_text().splitlines() == [str(number) for number in range(1, 30001)]
+
+
+def test_it_filters_the_log_by_a_search(page, login, finished_job):
+    job = finished_job(LONG_LOG)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("pre.log")).to_contain_text("29999")
+    page.fill("[data-log-search]", "2999")
+    expect(page.locator("[data-log-matches]")).to_contain_text("contain")
+    lines = page.locator("pre.log").inner_text().splitlines()
+    assert lines and all("2999" in line for line in lines)
+    expect(page.locator("pre.log mark").first).to_have_text("2999")
+
+
+def test_it_says_stdout_and_stderr_are_one_stream(page, login, finished_job):
+    job = finished_job(v2_yaml("streams", "echo out", "echo err >&2"))
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("[data-log-stream] option:checked")).to_have_text("stdout + stderr (one stream)")
+    expect(page.locator('[data-log-stream] option[value="stderr"]')).to_be_disabled()
+    expect(page.locator("pre.log")).to_contain_text("out\nerr")
+
+
+def test_it_shows_every_attempt_and_an_earlier_attempts_log(page, login, finished_job):
+    job = finished_job(RETRIED)
+    first, second = job.attempts.order_by("attempt")
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator(".attempt-table tbody tr")).to_have_count(2)
+    expect(page.locator(f'tr[data-attempt="attempt:{first.pk}"]')).to_contain_text("255")
+    page.locator(f'[data-log-link="attempt:{first.pk}"]').click()
+    expect(page.locator("pre.log")).to_have_text(Path(first.log_path).read_text())
+    assert Path(first.log_path).read_text() != Path(second.log_path).read_text()
+
+
+def test_start_again_shows_a_clean_waiting_job(page, login, finished_job):
+    job = finished_job(v2_yaml("again"))
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("pre.log")).to_contain_text("hello")
+    page.get_by_role("button", name="Start again").click()
+    expect(page.locator("[data-job-state]")).to_have_text("Waiting")
+    expect(page.locator("[data-job-started]")).to_have_text("—")
+    expect(page.locator("[data-job-duration]")).to_have_text("—")
+    expect(page.locator("[data-job-attempt]")).to_contain_text("1 earlier run")
+    expect(page.locator("pre.log")).to_have_text("(no output yet)")
+
+
+def test_a_failed_job_with_no_retry_left_promises_no_next_retry(page, login, finished_job):
+    job = finished_job(v2_yaml("failing", "exit 1"))
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("[data-diagnosis]")).to_contain_text("Check container log")
+    expect(page.locator("[data-diagnosis]")).not_to_contain_text("Wait result from next retry")
+
+
+def test_events_show_their_kind_in_words_and_whole_dots(page, login, finished_job):
+    job = finished_job(v2_yaml("evented"))
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    kinds = page.locator(".event-kind")
+    expect(kinds.filter(has_text="Task exited")).to_have_count(1)
+    expect(kinds.filter(has_text="task-exit")).to_have_count(0)
+    dots_inside = page.evaluate(
+        """() => {
+            const list = document.querySelector(".timeline").getBoundingClientRect();
+            return Array.from(document.querySelectorAll(".timeline li")).every((item) => {
+                const dot = getComputedStyle(item, "::before");
+                return item.getBoundingClientRect().left + parseFloat(dot.left) >= list.left;
+            });
+        }"""
+    )
+    assert dots_inside
+
+
+def test_the_pages_have_a_favicon_and_link_the_api_docs(page, login, user):
+    login()
+    icon = page.locator("link[rel=icon]").get_attribute("href")
+    assert page.request.get(icon).ok
+    page.get_by_role("link", name="API", exact=True).click()
+    page.wait_for_url("**/api/docs/")
