@@ -28,7 +28,7 @@ from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
 from jobs.logs import iter_log, mask, read_window, secret_values
 from jobs.models import Job, JobState
-from jobs.protocol import JobConfigError, editable_document, export_config, load
+from jobs.protocol import JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
 from jobs.submit_errors import error_summary, field_errors, line_errors
 from jobs.submit_form import (
@@ -231,13 +231,21 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     if not clone_of:
         return None  # the fresh form
     job = _job_or_404(request, clone_of)
-    # The config as submitted, so `<% $parameters.x %>` stay references the clone can change.
-    data = config_to_form(editable_document(job.config_text))
+    data = config_to_form(_as_submitted(job))
     data.job["name"] = _free_clone_name(job)
     # Secret values are never shown: the clone keeps the names and asks for the values again.
     data.job["secrets"] = "\n".join(f"{name}=" for name in (job.spec.get("secrets") or {}))
     data.base_config.pop("secrets", None)
     return data
+
+
+def _as_submitted(job: Job) -> dict[str, Any]:
+    """The config as submitted, so `<% $parameters.x %>` stay references a clone can change; the
+    normalized spec for a job whose text cannot be read any more (made before the rules changed)."""
+    try:
+        return editable_document(job.config_text)
+    except JobConfigError:
+        return dict(job.spec)
 
 
 def _free_clone_name(job: Job) -> str:
@@ -441,4 +449,8 @@ def job_clone(request: HttpRequest, full_name: str) -> HttpResponse:
 def job_export(request: HttpRequest, full_name: str) -> HttpResponse:
     """The job's config as v2 YAML, as submitted: references kept, secrets masked."""
     job = _job_or_404(request, full_name)
-    return _yaml_download(export_config(job.config_text), job.name)
+    try:
+        text = export_config(job.config_text)
+    except JobConfigError:
+        text = export(job.spec)  # a text that no longer loads: its normalized spec, secrets masked
+    return _yaml_download(text, job.name)

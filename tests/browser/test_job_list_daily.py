@@ -1,0 +1,99 @@
+"""The job list as a researcher uses it every day (issue 18): tasks, GPUs and why-waiting columns,
+row actions, bulk stop with confirmation, page numbers, ticking durations, times with their time
+zone, an empty filter that says so and a user filter that matches part of a name."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from jobs.models import Job
+from tests.factories import create_job, normalized_spec
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def row(page, job: Job):
+    return page.locator(f'tr[data-job-id="{job.pk}"]')
+
+
+def test_it_shows_tasks_gpus_and_why_a_job_waits(page, login, user):
+    spec = normalized_spec("big", {"ps": 1, "worker": 3})
+    spec["taskRoles"]["worker"]["resourcePerInstance"]["gpu"] = 2
+    job = create_job(
+        user, "big", roles={"ps": 1, "worker": 3}, spec=spec, pending_reason="no schedulable node in the cluster"
+    )
+    login()
+    expect(row(page, job).locator("td.tasks")).to_have_text("4")
+    expect(row(page, job).locator("td.gpus")).to_have_text("6")
+    expect(row(page, job).locator("td.why")).to_have_text("no schedulable node in the cluster")
+
+
+def test_each_row_offers_stop_and_clone(page, login, user):
+    job = create_job(user, "acting", state="RUNNING")
+    login()
+    row(page, job).get_by_role("link", name="Stop").click()
+    expect(page.locator("h1")).to_have_text("Stop job")
+    page.go_back()
+    row(page, job).get_by_role("link", name="Clone").click()
+    expect(page.locator("#id_name")).to_have_value("acting-clone")
+
+
+def test_it_stops_ticked_jobs_after_a_confirmation(page, login, user):
+    jobs = [create_job(user, f"sweep-{number}", state="RUNNING") for number in range(3)]
+    login()
+    for job in jobs[:2]:
+        row(page, job).locator("input[name=ids]").check()
+    page.get_by_role("button", name="Stop selected…").click()
+    expect(page.locator("[data-jobs-to-stop] li")).to_have_count(2)
+    page.get_by_role("button", name="Stop 2 jobs").click()
+    expect(page.locator(".messages")).to_contain_text("Stop requested for 2 jobs")
+    stops = {job.name: job.execution_type for job in Job.objects.order_by("name")}
+    assert stops == {"sweep-0": "STOP", "sweep-1": "STOP", "sweep-2": "START"}
+
+
+def test_it_offers_page_numbers(page, login, user):
+    for number in range(45):
+        create_job(user, f"many-{number:02d}")
+    login()
+    pager = page.locator(".page-numbers")
+    expect(pager.get_by_role("link")).to_have_text(["2", "3"])
+    pager.get_by_role("link", name="3").click()
+    expect(page.locator(".job-table tbody tr")).to_have_count(5)
+    expect(page.locator('.page-numbers [aria-current="page"]')).to_have_text("3")
+
+
+def test_a_running_jobs_duration_ticks(page, login, user):
+    job = create_job(user, "ticking", state="RUNNING", launched_at=timezone.now() - timedelta(seconds=70))
+    login()
+    duration = row(page, job).locator("[data-tick-from]")
+    before = duration.inner_text()
+    expect(duration).not_to_have_text(before, timeout=3000)
+    expect(duration).to_have_text(re.compile(r"^1m \d\ds$"))
+
+
+def test_times_carry_their_time_zone(page, login, user):
+    job = create_job(user, "zoned")
+    login()
+    expect(row(page, job).locator("time")).to_have_text(re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$"))
+
+
+def test_an_empty_filter_says_nothing_matches(page, login, user):
+    create_job(user, "present")
+    login()
+    page.goto("/?q=absent")
+    expect(page.locator("[data-empty-list]")).to_contain_text("No jobs match these filters.")
+    page.get_by_role("link", name="Show all jobs").click()
+    expect(page.get_by_role("link", name="present")).to_be_visible()
+
+
+def test_the_user_filter_matches_part_of_a_name(page, login, user, other_user):
+    create_job(other_user, "bobs-job")
+    login()
+    page.fill("input[name=user]", "bo")
+    page.get_by_role("button", name="Filter").click()
+    expect(page.get_by_role("link", name="bobs-job")).to_be_visible()
