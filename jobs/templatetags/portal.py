@@ -77,14 +77,17 @@ def event_text(event: Any) -> str:
     params = event.params or {}
     if "text" not in params:
         return str(event.message)
-    values = {
-        key: format_html('<code class="phrase">{}</code>', value) if key == "phrase" else conditional_escape(value)
-        for key, value in (params.get("values") or {}).items()
-    }
+    values = {key: _event_value(key, value) for key, value in (params.get("values") or {}).items()}
     try:
         return mark_safe(conditional_escape(gettext(params["text"])) % values)  # noqa: S308  (values escaped above)
     except (KeyError, TypeError, ValueError):
         return str(event.message)
+
+
+def _event_value(key: str, value: Any) -> Any:
+    if key == "phrase":
+        return format_html('<code class="phrase">{}</code>', value)
+    return value if isinstance(value, int | float) else conditional_escape(value)  # numbers for %(n)d
 
 
 @register.filter

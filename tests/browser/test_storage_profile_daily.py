@@ -1,0 +1,63 @@
+"""The storage and profile pages as a researcher uses them (issue 18): download a file, a
+confirmation before a folder full of files goes, a copy button for a new token."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs import storage
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def area(settings, tmp_path, user):
+    settings.PAI_FS_ROOT = tmp_path / "fs"
+    return storage.user_area(user.username)
+
+
+def test_it_downloads_a_file(page, login, area, tmp_path):
+    (area / "results").mkdir()
+    (area / "results" / "metrics.csv").write_text("epoch,loss\n1,0.9\n")
+    login()
+    page.goto("/storage/?path=results")
+    with page.expect_download() as download:
+        page.locator('tr[data-entry="metrics.csv"] [data-download]').click()
+    saved = tmp_path / "saved.csv"
+    download.value.save_as(saved)
+    assert saved.read_text() == "epoch,loss\n1,0.9\n"
+
+
+def test_it_asks_before_deleting_a_folder_with_files(page, login, area):
+    (area / "old-run").mkdir()
+    (area / "old-run" / "model.pt").write_bytes(b"weights")
+    login()
+    page.goto("/storage/")
+    page.locator('tr[data-entry="old-run"]').get_by_role("button", name="Delete").click()
+    expect(page.locator("h1")).to_have_text("Delete folder")
+    assert (area / "old-run" / "model.pt").exists()
+    page.get_by_role("button", name="Delete the folder").click()
+    expect(page.locator(".messages")).to_contain_text("Removed old-run.")
+    assert not (area / "old-run").exists()
+
+
+def test_it_deletes_an_empty_folder_at_once(page, login, area):
+    (area / "empty").mkdir()
+    login()
+    page.goto("/storage/")
+    page.locator('tr[data-entry="empty"]').get_by_role("button", name="Delete").click()
+    expect(page.locator(".messages")).to_contain_text("Removed empty.")
+    assert not (area / "empty").exists()
+
+
+def test_it_copies_a_new_token(page, login, user):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    login()
+    page.goto("/profile/")
+    page.fill("#token-name", "my-script")
+    page.get_by_role("button", name="Create application token").click()
+    token = page.locator("#new-token").inner_text()
+    page.locator('[data-copy="new-token"]').click()
+    expect(page.locator('[data-copy="new-token"]')).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == token
