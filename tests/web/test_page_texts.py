@@ -24,8 +24,9 @@ def test_every_event_kind_written_has_a_label():
     kinds = set()
     for module in ("jobs/lifecycle.py", "jobs/actions.py"):
         for node in ast.walk(ast.parse((ROOT / module).read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "event":
-                kinds.add(node.args[1].value)
+            is_event = isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "event"
+            if is_event and isinstance(kind := node.args[1], ast.Constant):
+                kinds.add(kind.value)
     assert kinds - set(EVENT_KINDS) == set()
 
 
