@@ -24,7 +24,8 @@ def test_every_event_kind_written_has_a_label():
     kinds = set()
     for module in ("jobs/lifecycle.py", "jobs/actions.py"):
         for node in ast.walk(ast.parse((ROOT / module).read_text())):
-            is_event = isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "event"
+            called = getattr(node, "func", None)
+            is_event = isinstance(node, ast.Call) and getattr(called, "attr", getattr(called, "id", "")) == "event"
             if is_event and isinstance(kind := node.args[1], ast.Constant):
                 kinds.add(kind.value)
     assert kinds - set(EVENT_KINDS) == set()
