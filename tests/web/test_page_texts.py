@@ -24,9 +24,10 @@ def test_every_event_kind_written_has_a_label():
     kinds = set()
     for module in ("jobs/lifecycle.py", "jobs/actions.py"):
         for node in ast.walk(ast.parse((ROOT / module).read_text())):
-            called = getattr(node, "func", None)
-            is_event = isinstance(node, ast.Call) and getattr(called, "attr", getattr(called, "id", "")) == "event"
-            if is_event and isinstance(kind := node.args[1], ast.Constant):
+            if not isinstance(node, ast.Call):
+                continue
+            called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if called == "event" and isinstance(kind := node.args[1], ast.Constant):
                 kinds.add(kind.value)
     assert kinds - set(EVENT_KINDS) == set()
 
