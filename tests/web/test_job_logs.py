@@ -1,0 +1,71 @@
+"""The job page's log endpoints: a window that starts at a whole line and says what it left out,
+the whole log as a download, any attempt's log, secrets masked, other jobs' logs out of reach."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jobs.crypto import encrypt_text
+from jobs.logs import read_window
+from jobs.models import TaskAttempt
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def logged_job(user, make_job, tmp_path):
+    """A running job whose one task has a log holding its secret's value."""
+    job = make_job(user, "logged", state="RUNNING", secrets_encrypted=encrypt_text(json.dumps({"token": "hunter2"})))
+    log = tmp_path / "worker-0.log"
+    log.write_text("the token is hunter2\n" + "".join(f"line {n}\n" for n in range(1000)))
+    job.tasks.update(log_path=str(log))
+    return job
+
+
+def test_a_window_inside_a_log_starts_after_a_line_break(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("first\nsecond\nthird\n")
+    window = read_window(str(log), 9)
+    assert (window.text, window.start, window.size) == ("third\n", 13, 19)
+    assert window.truncated
+
+
+def test_a_window_holding_the_whole_log_is_not_truncated(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text("only\n")
+    assert not read_window(str(log), 1024).truncated
+
+
+def test_the_tail_says_where_it_starts_and_how_big_the_log_is(alice_client, logged_job):
+    size = Path(logged_job.tasks.get().log_path).stat().st_size
+    response = alice_client.get(f"/jobs/{logged_job.full_name}/log?tail=100")
+    assert 0 < int(response["X-Log-Start"]) < size
+    assert int(response["X-Log-Size"]) == size
+    assert response.content.decode().startswith("line ")
+
+
+def test_it_downloads_the_whole_log_with_secrets_masked(alice_client, logged_job):
+    task = logged_job.tasks.get()
+    response = alice_client.get(f"/jobs/{logged_job.full_name}/log/download?log=task:{task.pk}")
+    assert response["Content-Disposition"].startswith('attachment; filename="logged-worker-0-')
+    text = b"".join(response.streaming_content).decode()
+    assert text.startswith("the token is ******\nline 0\n")
+    assert text.endswith("line 999\n")
+
+
+def test_it_serves_an_earlier_attempts_log(alice_client, logged_job, tmp_path):
+    earlier = tmp_path / "earlier.log"
+    earlier.write_text("the first try\n")
+    attempt = TaskAttempt.objects.create(
+        job=logged_job, job_attempt=1, role="worker", index=0, attempt=1, exit_code=255, log_path=str(earlier)
+    )
+    text = alice_client.get(f"/jobs/{logged_job.full_name}/log?log=attempt:{attempt.pk}").content.decode()
+    assert text == "the first try\n"
+
+
+def test_it_answers_404_for_a_log_of_another_job(alice_client, user, logged_job, make_job):
+    other = make_job(user, "other")
+    foreign_task = other.tasks.get()
+    assert alice_client.get(f"/jobs/{logged_job.full_name}/log?log=task:{foreign_task.pk}").status_code == 404
+    assert alice_client.get(f"/jobs/{logged_job.full_name}/log/download?log=task:{foreign_task.pk}").status_code == 404
