@@ -455,17 +455,18 @@ class Scheduler:
         return bool(result.placed)
 
     def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
-        claimed = lifecycle.claim_for_launch(
+        tasks = lifecycle.claim_for_launch(
             job,
             [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
             where=", ".join(sorted({p.node for p in placements})),
         )
-        if not claimed:
+        if tasks is None:
             return  # another scheduler, or a stop, got there first
-        job.refresh_from_db()
-        tasks = list(job.tasks.select_related("node"))
+        by_id = {node.pk: node for node in node_by_name.values()}
+        for task in tasks:
+            task.node = by_id[task.node_id] if task.node_id is not None else None
         ready = self.assign_addresses(job, tasks)
-        self.start_tasks(job, ready)
+        self.start_tasks(job, ready, everyone=tasks)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -488,12 +489,13 @@ class Scheduler:
                 continue
             for task in node_tasks:
                 task.ip = ips.get((task.role, task.index), node.address)
-                lifecycle.set_task_address(task, task.ip)
                 ready.append(task)
         return ready
 
-    def start_tasks(self, job: Job, tasks: Iterable[Task]) -> None:
-        everyone = list(job.tasks.all())
+    def start_tasks(self, job: Job, tasks: Iterable[Task], everyone: list[Task] | None = None) -> None:
+        """Start tasks of a job side by side; `everyone` (all the job's tasks, with addresses) is
+        read from the database unless the caller has it."""
+        everyone = everyone if everyone is not None else list(job.tasks.all())
         secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
         ready: list[tuple[Task, Executor, TaskLaunch]] = []
         for task in tasks:
@@ -505,8 +507,8 @@ class Scheduler:
                 self._start_failed(job, task, exc)
                 continue
             task.log_path = str(launch.log_path)
-            lifecycle.set_task_log_path(task, task.log_path)
             ready.append((task, node_executor(task.node), launch))
+        lifecycle.set_task_launches([task for task, _, _ in ready])
         # The tasks of a gang start side by side: the engine does the work, the loop only waits.
         # Database writes stay on this thread. One task needs no pool thread.
         if len(ready) > 1:
@@ -514,12 +516,19 @@ class Scheduler:
                 outcomes = list(pool.map(_start_one, ready))
         else:
             outcomes = [_start_one(item) for item in ready]
-        for (task, _, _), outcome in zip(ready, outcomes, strict=True):
+        # Starts are recorded before failures are handled: a failure may end or requeue the
+        # job, and then every started task must be known to be stopped.
+        results = list(zip(ready, outcomes, strict=True))
+        lifecycle.record_tasks_started(
+            [
+                (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
+                for (task, _, _), outcome in results
+                if not isinstance(outcome, Exception)
+            ]
+        )
+        for (task, _, _), outcome in results:
             if isinstance(outcome, Exception):
                 self._start_failed(job, task, outcome)
-                continue
-            assert task.node is not None
-            lifecycle.record_task_started(task, outcome.executor_id, outcome.ip, task.node.name)
 
     def _start_failed(self, job: Job, task: Task, exc: Exception) -> None:
         """Record a task that could not start: an ExecutorError says which platform failure;
