@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -173,7 +174,7 @@ def measure() -> dict[str, float]:
     return {
         "passes": len(times),
         "p50": statistics.median(times),
-        "p95": times[int(0.95 * (len(times) - 1))],
+        "p95": times[max(0, math.ceil(0.95 * len(times)) - 1)],
         "max": times[-1],
         "jobs running": running,
         "tasks started": executor.started,

@@ -51,6 +51,9 @@ log = logging.getLogger("pai.scheduler")
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
 WAITING_BATCH = 2000
+# A pass stops launching after this long and leaves the rest to the next pass (placement runs
+# again at once), so stop requests and exits are never stuck behind a thousand launches.
+LAUNCH_BUDGET_S = 0.5
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
 
@@ -439,7 +442,10 @@ class Scheduler:
         result = place(node_states, vc_states, requests)
         by_id = {job.pk: job for job in waiting}
         node_by_name = {node.name: node for node in nodes}
+        deadline = time.monotonic() + LAUNCH_BUDGET_S
         for job_id, placements in result.placed.items():
+            if time.monotonic() > deadline:
+                break  # placed but not launched: still WAITING, placed again next pass
             self.launch_job(by_id[job_id], placements, node_by_name)
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
         for job_id, reason in result.pending.items():
