@@ -22,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SLURM = ROOT.parent / "shared" / "tools" / "slurm-local.sh"
+
+
 def run_portal(n: int, slots: int) -> tuple[float, float]:
     var = Path(tempfile.mkdtemp(prefix="pai-bench-"))
     os.environ.update(PAI_VAR_DIR=str(var), PAI_SQLITE_PATH=str(var / "db.sqlite3"), PAI_LOG_LEVEL="WARNING")

@@ -51,6 +51,8 @@ log = logging.getLogger("pai.scheduler")
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
 WAITING_BATCH = 2000
+# Columns the queue never needs (the spec comes from the scheduler's SpecCache).
+WAITING_DEFERRED = ("spec", "config_text")
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
 LAUNCH_BUDGET_S = 0.5
@@ -123,6 +125,8 @@ class Scheduler:
         self._last_answer: dict[int, float] = {}
         self._last_heartbeat = float("-inf")
         self._suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
+        self._specs = quota.SpecCache()
+        self._task_requests: dict[int, list[TaskRequest]] = {}
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -309,10 +313,11 @@ class Scheduler:
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
         self._restart_unrecorded_starts()
+        # Only what a poll needs; the job (and its spec) is read for the tasks that exited.
         tasks = list(
             Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
             .exclude(executor_id="")
-            .select_related("node", "job")
+            .select_related("node")
         )
         changed_jobs: dict[int, Job] = {}
         for task in tasks:
@@ -328,6 +333,7 @@ class Scheduler:
             if status.failure is Failure.NODE_LOST:
                 self._suspects.add(task.node.pk)  # the heartbeat decides whether the node is down
                 continue
+            task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
         for job in changed_jobs.values():
@@ -421,24 +427,19 @@ class Scheduler:
         if not resources_freed and signature == self._last_queue_signature:
             return False
         waiting = list(
-            queue.select_related("virtual_cluster", "owner").order_by("-priority", "created_at", "id")[:WAITING_BATCH]
+            queue.select_related("virtual_cluster", "owner")
+            .defer(*WAITING_DEFERRED)
+            .order_by("-priority", "created_at", "id")[:WAITING_BATCH]
         )
         if not waiting:
             self._last_queue_signature = signature
             return False
+        specs = self._specs.get_many(job.pk for job in waiting)
+        for job in waiting:
+            job.spec = specs[job.pk]
         nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
-        node_states, vc_states = quota.cluster_state(nodes)
-        requests = [
-            JobRequest(
-                key=job.pk,
-                vc=job.virtual_cluster.name,
-                tasks=task_requests(job.spec),
-                gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
-                priority=job.priority,
-                order=job.created_at.timestamp(),
-            )
-            for job in waiting
-        ]
+        node_states, vc_states = quota.cluster_state(nodes, self._specs)
+        requests = [self._job_request(job) for job in waiting]
         result = place(node_states, vc_states, requests)
         by_id = {job.pk: job for job in waiting}
         node_by_name = {node.name: node for node in nodes}
@@ -459,6 +460,22 @@ class Scheduler:
             None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         )
         return bool(result.placed)
+
+    def _job_request(self, job: Job) -> JobRequest:
+        """Placement's view of a waiting job, built once per job (its spec never changes)."""
+        tasks = self._task_requests.get(job.pk)
+        if tasks is None:
+            if len(self._task_requests) > quota.SpecCache.LIMIT:
+                self._task_requests.clear()
+            tasks = self._task_requests[job.pk] = task_requests(job.spec)
+        return JobRequest(
+            key=job.pk,
+            vc=job.virtual_cluster.name,
+            tasks=tasks,
+            gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
+            priority=job.priority,
+            order=job.created_at.timestamp(),
+        )
 
     def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
         tasks = lifecycle.claim_for_launch(
