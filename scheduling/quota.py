@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from clusters.models import Node, VirtualCluster
+from clusters.models import Gpu, Node, VirtualCluster
 from clusters.placement import NodeState, Resources, VcState
 from jobs.models import Job, JobState, Task, TaskState
 
@@ -32,10 +32,18 @@ def task_resources(spec: dict[str, Any], role: str) -> Resources:
     return Resources(gpu=res["gpu"], cpu=res["cpu"], memory_mb=res["memoryMB"])
 
 
-def cluster_totals(nodes: list[Node]) -> Resources:
+def node_gpus() -> dict[int, dict[int, str]]:
+    """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
+    gpus: dict[int, dict[int, str]] = defaultdict(dict)
+    for node_id, index, type_name in Gpu.objects.values_list("node_id", "index", "gpu_type__name"):
+        gpus[node_id][index] = type_name
+    return gpus
+
+
+def cluster_totals(nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
     schedulable = [n for n in nodes if n.available]
     return Resources(
-        gpu=sum(len(n.gpus.all()) for n in schedulable),
+        gpu=sum(len(gpus.get(n.pk, {})) for n in schedulable),
         cpu=sum(n.cpus for n in schedulable),
         memory_mb=sum(n.memory_mb for n in schedulable),
     )
@@ -50,17 +58,17 @@ def _add(a: Resources, b: Resources) -> Resources:
     return Resources(gpu=a.gpu + b.gpu, cpu=a.cpu + b.cpu, memory_mb=a.memory_mb + b.memory_mb)
 
 
-def _node_state(node: Node) -> NodeState:
+def _node_state(node: Node, gpus: dict[int, str]) -> NodeState:
     return NodeState(
         name=node.name,
         cpu_free=node.cpus,
         memory_free_mb=node.memory_mb,
         cpu_total=node.cpus,
         memory_total_mb=node.memory_mb,
-        gpus_free={gpu.index: gpu.gpu_type.name for gpu in node.gpus.all()},
+        gpus_free=dict(gpus),
         port_range=(node.port_range_start, node.port_range_end),
         schedulable=node.available,
-        gpu_total=len(node.gpus.all()),
+        gpu_total=len(gpus),
     )
 
 
@@ -92,8 +100,8 @@ def holding_tasks() -> Any:
 
 
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
-    """Nodes must come with `gpus__gpu_type` prefetched."""
-    states = {node.id: _node_state(node) for node in nodes}
+    gpus_by_node = node_gpus()
+    states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in nodes}
     used_by_vc: dict[str, Resources] = defaultdict(Resources)
     used_by_node: dict[int, Resources] = defaultdict(Resources)
     busy_gpus: set[tuple[int, int]] = set()
@@ -114,7 +122,7 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
             state.gpus_free.pop(index, None)
         for port_list in ports.values():
             state.ports_used.update(port_list)
-    totals = cluster_totals(nodes)
+    totals = cluster_totals(nodes, gpus_by_node)
     vcs = {
         vc.name: VcState(name=vc.name, limit=vc_limit(vc.share_percent, totals), used=used_by_vc[vc.name])
         for vc in VirtualCluster.objects.all()

@@ -20,9 +20,9 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection
@@ -51,8 +51,19 @@ log = logging.getLogger("pai.scheduler")
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
 WAITING_BATCH = 2000
-# Columns the queue never needs (the spec comes from the scheduler's SpecCache).
-WAITING_DEFERRED = ("spec", "config_text")
+
+
+class WaitingJob(NamedTuple):
+    """A queued job as placement needs it (the spec comes from the scheduler's SpecCache)."""
+
+    pk: int
+    vc: str
+    priority: int
+    created_at: datetime
+    pending_reason: str
+
+
+WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pending_reason")
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
 LAUNCH_BUDGET_S = 0.5
@@ -426,32 +437,28 @@ class Scheduler:
         signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         if not resources_freed and signature == self._last_queue_signature:
             return False
-        waiting = list(
-            queue.select_related("virtual_cluster", "owner")
-            .defer(*WAITING_DEFERRED)
-            .order_by("-priority", "created_at", "id")[:WAITING_BATCH]
-        )
+        # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
+        waiting = list(queue.order_by("-priority", "created_at", "id").values_list(*WAITING_COLUMNS)[:WAITING_BATCH])
         if not waiting:
             self._last_queue_signature = signature
             return False
-        specs = self._specs.get_many(job.pk for job in waiting)
-        for job in waiting:
-            job.spec = specs[job.pk]
-        nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
+        rows = [WaitingJob(*row) for row in waiting]
+        specs = self._specs.get_many(row.pk for row in rows)
+        nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
-        requests = [self._job_request(job) for job in waiting]
-        result = place(node_states, vc_states, requests)
-        by_id = {job.pk: job for job in waiting}
+        result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
         node_by_name = {node.name: node for node in nodes}
         deadline = time.monotonic() + LAUNCH_BUDGET_S
         for job_id, placements in result.placed.items():
             if time.monotonic() > deadline:
                 break  # placed but not launched: still WAITING, placed again next pass
-            self.launch_job(by_id[job_id], placements, node_by_name)
+            job = Job.objects.select_related("virtual_cluster", "owner").get(pk=job_id)
+            self.launch_job(job, placements, node_by_name)
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
+        said = {row.pk: row.pending_reason for row in rows}
         for job_id, reason in result.pending.items():
             reason = f"{reason}; {down}" if down else reason
-            if by_id[job_id].pending_reason != reason:
+            if said[job_id] != reason:
                 lifecycle.set_pending_reason(job_id, reason)
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
@@ -461,18 +468,18 @@ class Scheduler:
         )
         return bool(result.placed)
 
-    def _job_request(self, job: Job) -> JobRequest:
-        """Placement's view of a waiting job, built once per job (its spec never changes)."""
+    def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
+        """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
         if tasks is None:
             if len(self._task_requests) > quota.SpecCache.LIMIT:
                 self._task_requests.clear()
-            tasks = self._task_requests[job.pk] = task_requests(job.spec)
+            tasks = self._task_requests[job.pk] = task_requests(spec)
         return JobRequest(
             key=job.pk,
-            vc=job.virtual_cluster.name,
+            vc=job.vc,
             tasks=tasks,
-            gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
+            gpu_type=(spec.get("extras") or {}).get("gpuType"),
             priority=job.priority,
             order=job.created_at.timestamp(),
         )
