@@ -164,8 +164,16 @@ PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
 # Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.
 PAI_ENCRYPTION_KEY = env_str("PAI_ENCRYPTION_KEY", "")
-# Request threads per web server process.
+# The web server (`manage.py serve`: granian): processes, request threads per process, and the
+# seconds a client may take to send its request headers, each piece of its body, and to take each
+# piece of the response (pai_portal/serving.py) before the connection is dropped.
+PAI_BIND = env_str("PAI_BIND", "127.0.0.1")
+PAI_PORT = env_int("PAI_PORT", 8000, minimum=1)
+PAI_WEB_WORKERS = env_int("PAI_WEB_WORKERS", 2, minimum=1)
 PAI_HTTP_THREADS = env_int("PAI_HTTP_THREADS", 4, minimum=1)
+PAI_HTTP_HEADER_TIMEOUT = env_float("PAI_HTTP_HEADER_TIMEOUT", 10, minimum=0.001)  # granian: at most 60
+PAI_HTTP_READ_TIMEOUT = env_float("PAI_HTTP_READ_TIMEOUT", 30, minimum=0.001)
+PAI_HTTP_WRITE_TIMEOUT = env_float("PAI_HTTP_WRITE_TIMEOUT", 30, minimum=0.001)
 
 # Channels: in-memory by default, Redis when REDIS_URL is set.
 REDIS_URL = env_str("REDIS_URL", "")
@@ -225,11 +233,12 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+PAI_LOG_LEVEL = env_str("PAI_LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("PAI_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": PAI_LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
