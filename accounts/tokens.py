@@ -54,7 +54,7 @@ def revoke_token(user: Any, raw_or_id: str) -> bool:
     """Delete one of the user's tokens, named by its raw value or its id; True when one went."""
     mine = Token.objects.filter(user=user)
     deleted, _ = mine.filter(key_hash=hash_token(raw_or_id)).delete()
-    if not deleted and raw_or_id.isdigit():
+    if not deleted and raw_or_id.isdigit() and len(raw_or_id) < 19:  # a longer number is no id (nor fits one)
         deleted, _ = mine.filter(pk=int(raw_or_id)).delete()
     return bool(deleted)
 

@@ -20,6 +20,8 @@ from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
+from jobs.protocol import JobConfigError
+from jobs.protocol.parsing import check_tree
 
 # An imported config file larger than this is refused (configs are a few KB).
 MAX_CONFIG_FILE_BYTES = 512 * 1024
@@ -66,6 +68,7 @@ class JobFormData:
     job: dict[str, str] = field(default_factory=dict)
     roles: list[dict[str, str]] = field(default_factory=lambda: [default_role()])
     base_config: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # what was wrong with the post itself
 
     @classmethod
     def blank(cls, virtual_cluster: str = "default") -> JobFormData:
@@ -86,14 +89,26 @@ class JobFormData:
                 by_index.setdefault(int(match.group(1)), {})[match.group(2)] = data.get(key, "")
         roles = [{name: values.get(name, "") for name in ROLE_FIELDS} for _index, values in sorted(by_index.items())]
         try:
-            base = json.loads(data.get("base_config") or "{}")
-        except ValueError:
-            base = {}
-        return cls(job=job, roles=roles, base_config=base if isinstance(base, dict) else {})
+            base = _base_config(data.get("base_config") or "{}")
+        except JobConfigError as error:
+            return cls(job=job, roles=roles, problems=[_("The form's hidden config is not valid: %s") % error])
+        return cls(job=job, roles=roles, base_config=base)
 
     @property
     def base_config_json(self) -> str:
         return json.dumps(self.base_config)
+
+
+def _base_config(text: str) -> dict[str, Any]:
+    """The hidden config a YAML -> form round trip keeps; bounded like any submitted config."""
+    try:
+        base = json.loads(text)
+    except (ValueError, RecursionError):
+        raise JobConfigError([("base_config", "not valid JSON")]) from None
+    if not isinstance(base, dict):
+        return {}
+    check_tree(base)
+    return base
 
 
 # --- form -> config -----------------------------------------------------------------------------
@@ -369,13 +384,9 @@ class LineError:
 def line_errors(text: str, errors: list[tuple[str, str]], syntax_line: int | None = None) -> list[LineError]:
     """Each error with the 1-based line of the text its path points at (None when not found).
     An error without a path is a syntax error: it sits at `syntax_line` when the parser gave one."""
-    from jobs.protocol.parsing import looks_like_json, strip_json_comments
+    from jobs.protocol.parsing import compose_nodes
 
-    try:
-        # JSON with the guides' `//` comments: stripped with lines and columns kept.
-        root = yaml.compose(strip_json_comments(text) if looks_like_json(text) else text)
-    except yaml.YAMLError:
-        root = None
+    root = compose_nodes(text)  # guarded against hostile nesting; JSON's `//` comments stripped
     return [LineError(syntax_line if not path else _line_of(root, path), path, message) for path, message in errors]
 
 

@@ -42,6 +42,7 @@ from jobs.protocol.parsing import parse
 from jobs.templatetags.portal import state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024
+MAX_DATABASE_ID = 2**63 - 1
 LOG_TAIL_MAX = 1024 * 1024
 
 
@@ -74,7 +75,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_states(request: HttpRequest) -> JsonResponse:
     """States of the listed jobs and the per-state counts, for the list's live updates."""
     query = JobListQuery.from_request(request)
-    ids = [int(part) for part in request.GET.get("ids", "").split(",") if part.strip().isdigit()][:500]
+    ids = [int(part) for part in request.GET.get("ids", "").split(",") if is_database_id(part)][:500]
     states = dict(query.visible().filter(pk__in=ids).values_list("pk", "state")) if ids else {}
     counts = query.counts()
     return JsonResponse(
@@ -84,6 +85,12 @@ def job_states(request: HttpRequest) -> JsonResponse:
             "labels": {state: state_label(state) for state in JobState.values},
         }
     )
+
+
+def is_database_id(text: str) -> bool:
+    """Digits that fit a database id (a bigger number would overflow the query, not match)."""
+    text = text.strip()
+    return text.isdigit() and len(text) <= 19 and int(text) <= MAX_DATABASE_ID
 
 
 # --- submit ---------------------------------------------------------------------------------------
@@ -135,6 +142,8 @@ def submit(request: HttpRequest) -> HttpResponse:
     mode = request.POST.get("mode", "form")
     action = request.POST.get("action", "submit")
     form_data = JobFormData.from_post(request.POST)
+    if form_data.problems:
+        return _submit_page(request, form_data, status=400, general_errors=form_data.problems)
 
     if mode == "form":
         text = config_to_yaml(form_to_config(form_data))

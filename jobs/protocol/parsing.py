@@ -74,6 +74,8 @@ def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
         doc = _parse_json(text) if is_json else _parse_yaml(text)
     except RecursionError:
         raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")]) from None
+    except ValueError as exc:  # the syntax errors are caught above: this is an integer over Python's limit
+        raise JobConfigError([("", f"a number in the config is too long: {exc}")]) from None
     if doc is None:
         raise JobConfigError([("", "the config is empty")])
     if not isinstance(doc, dict):
