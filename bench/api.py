@@ -15,8 +15,8 @@ What it does:
 Throttles are raised for the run (they are per user and would otherwise cap the rate).
 
 Production routes HTTP through a2wsgi to Django's WSGI handler (one pool thread per request);
-`--app django-asgi` (with `--server daphne`) serves the same Django through Django's own ASGI handler instead (two thread
-hops per middleware), for comparison. `--threads` is PAI_HTTP_THREADS, request threads per
+`--app django-asgi` (with `--server daphne`) serves the same Django through Django's own ASGI
+handler instead (two thread hops per middleware), for comparison. `--threads` is PAI_HTTP_THREADS, request threads per
 worker: with SQLite few beat many, as threads of one process otherwise wait on each other's
 write lock through SQLite's sleeping busy handler. DATABASE_URL, when set, is used instead of
 the throwaway SQLite database (give it a database of its own).

@@ -3,8 +3,6 @@ from the API, the form's error from the pages."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.test import Client
 
@@ -12,13 +10,31 @@ from tests.api.conftest import v1_json, v2_yaml
 
 BIG_NUMBER = "9" * 5000  # Python refuses to read integers over 4,300 digits
 
+MULTIPART = "multipart/form-data; boundary=xyz"
+FORM_PART = '--xyz\r\nContent-Disposition: form-data; name="username"\r\n\r\nalice\r\n--xyz--\r\n'
 API_POSTS = {
-    "v2 YAML with a 5000-digit integer": ("/api/v2/jobs", "text/yaml", v2_yaml("big", extra=f"jobRetryCount: {BIG_NUMBER}\n")),
-    "v1 JSON with a 5000-digit integer": ("/api/v1/jobs", "application/json", v1_json("big").replace('"taskNumber": 1', f'"taskNumber": {BIG_NUMBER}')),
-    "v2 JSON with a 5000-digit integer": ("/api/v2/jobs", "application/json", json.dumps({"protocolVersion": 2, "name": "x"})[:-1] + f', "jobRetryCount": {BIG_NUMBER}}}'),
-    "a login whose JSON holds a 5000-digit integer": ("/api/v2/authn/basic/login", "application/json", f'{{"username": "alice", "password": {BIG_NUMBER}}}'),
-    "a multipart body to the submit route": ("/api/v2/jobs", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nb\r\n--xyz--\r\n"),
-    "a multipart body to the login route": ("/api/v2/authn/basic/login", "multipart/form-data; boundary=xyz", "--xyz\r\nContent-Disposition: form-data; name=\"username\"\r\n\r\nalice\r\n--xyz--\r\n"),
+    "v2 YAML with a 5000-digit integer": (
+        "/api/v2/jobs",
+        "text/yaml",
+        v2_yaml("big", extra=f"jobRetryCount: {BIG_NUMBER}\n"),
+    ),
+    "v1 JSON with a 5000-digit integer": (
+        "/api/v1/jobs",
+        "application/json",
+        v1_json("big").replace('"taskNumber": 1', f'"taskNumber": {BIG_NUMBER}'),
+    ),
+    "v2 JSON with a 5000-digit integer": (
+        "/api/v2/jobs",
+        "application/json",
+        f'{{"protocolVersion": 2, "name": "x", "jobRetryCount": {BIG_NUMBER}}}',
+    ),
+    "a login whose JSON holds a 5000-digit integer": (
+        "/api/v2/authn/basic/login",
+        "application/json",
+        f'{{"username": "alice", "password": {BIG_NUMBER}}}',
+    ),
+    "a multipart body to the submit route": ("/api/v2/jobs", MULTIPART, FORM_PART),
+    "a multipart body to the login route": ("/api/v2/authn/basic/login", MULTIPART, FORM_PART),
     "a multipart body without a boundary": ("/api/v2/tokens/application", "multipart/form-data", "whatever"),
 }
 

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import websockets
+from websockets.typing import Origin
 
 MULTIPART = b'--xyz\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n--xyz--\r\n'
 
@@ -30,7 +31,7 @@ def websocket_status(port: int, path: str) -> int:
 
     async def connect() -> int:
         try:
-            async with websockets.connect(f"ws://127.0.0.1:{port}{path}", origin=f"http://127.0.0.1:{port}"):
+            async with websockets.connect(f"ws://127.0.0.1:{port}{path}", origin=Origin(f"http://127.0.0.1:{port}")):
                 return 101
         except websockets.InvalidStatus as refused:
             return refused.response.status_code
