@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
@@ -17,6 +18,7 @@ from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart_job raise)
 from jobs.models import Job, JobEvent, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load
+from jobs.protocol.limits import task_count_errors
 from jobs.ssh import attach_new_keypair
 
 User = AbstractBaseUser | AnonymousUser
@@ -42,9 +44,22 @@ def _gpu_type_field(cfg: LoadedConfig) -> str:
     return "gpuType" if cfg.protocol_version == 1 else "extras.gpuType"
 
 
+def check_task_counts(cfg: LoadedConfig) -> None:
+    """The configured cap on task roles and tasks per job (one submit must stay a short write)."""
+    errors = task_count_errors(
+        cfg.spec,
+        cfg.protocol_version,
+        max_roles=settings.PAI_MAX_TASK_ROLES,
+        max_tasks=settings.PAI_MAX_TASKS_PER_JOB,
+    )
+    if errors:
+        raise JobConfigError(errors)
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
+    check_task_counts(cfg)
     vc_name = cfg.spec["defaults"]["virtualCluster"]
     vc = VirtualCluster.objects.filter(name=vc_name).first()
     if vc is None:

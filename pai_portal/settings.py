@@ -152,6 +152,11 @@ PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
 PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
 
+# The most task roles and tasks (all roles' instances) one job may have: OpenPAI's biggest examples
+# use a few roles of at most tens of instances; 400,000 tasks held the database for 34 s.
+PAI_MAX_TASK_ROLES = env_int("PAI_MAX_TASK_ROLES", 100, minimum=1)
+PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
+
 # The scheduler loop.
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 # Transient failures are retried without charging the user, but not forever.

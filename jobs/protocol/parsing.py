@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from jobs.protocol.errors import JobConfigError, field_path
+from jobs.protocol.limits import check_spec_size
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64  # levels of mappings/lists; real configs use fewer than 10
@@ -81,6 +82,7 @@ def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
     if not isinstance(doc, dict):
         raise JobConfigError([("", "the config must be a mapping (a JSON object or YAML mapping) at the top level")])
     check_tree(doc)
+    check_spec_size(doc)
     return doc, is_json
 
 
