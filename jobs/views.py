@@ -20,8 +20,10 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
+from jobs.api.throttles import SubmitThrottle
 from jobs.crypto import decrypt_text
 from jobs.forms import (
     PAGE_SIZES,
@@ -144,6 +146,9 @@ def submit(request: HttpRequest) -> HttpResponse:
     form_data = JobFormData.from_post(request.POST)
     if form_data.problems:
         return _submit_page(request, form_data, status=400, general_errors=form_data.problems)
+    if action == "submit" and (wait := throttle_wait([SubmitThrottle], request)) is not None:
+        message = _("Too many submits; try again in %(seconds)d s.") % {"seconds": int(wait) + 1}
+        return _submit_page(request, form_data, status=429, general_errors=[message])
 
     if mode == "form":
         text = config_to_yaml(form_to_config(form_data))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from pai_portal.env import env_bool, env_float, env_int, env_list, env_path, env_str
+from pai_portal.env import env_bool, env_float, env_int, env_list, env_networks, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("PAI_VAR_DIR", BASE_DIR / "var").resolve()
@@ -33,6 +33,8 @@ DEBUG = env_bool("PAI_DEBUG")
 PRODUCTION = env_bool("PAI_PRODUCTION")
 ALLOWED_HOSTS = env_list("PAI_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("PAI_CSRF_TRUSTED_ORIGINS", "")
+# Reverse proxies whose X-Forwarded-For names the client (throttles); none: the header is ignored.
+PAI_TRUSTED_PROXIES = env_networks("PAI_TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "daphne",  # first, so runserver serves websockets too
@@ -192,6 +194,18 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds the throttle counters, which every web server process must share: Redis when
+# REDIS_URL is set, else files in var/ (atomic writes; a lost update only undercounts by one).
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "django-cache"),
+        }
+    }
+
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Bearer first: its challenge makes a missing credential a 401, not a 403.
@@ -207,6 +221,7 @@ REST_FRAMEWORK = {
         "submit": env_str("PAI_API_SUBMIT_RATE", "120/min"),
         "list": env_str("PAI_API_LIST_RATE", "600/min"),
         "login": env_str("PAI_API_LOGIN_RATE", "30/min"),
+        "login_account": env_str("PAI_LOGIN_ACCOUNT_RATE", "10/min"),
     },
 }
 # API tokens (accounts.Token): lifetimes, the v2 job list's `limit` cap, the SSH key link's life.
@@ -214,6 +229,8 @@ PAI_API_LOGIN_TOKEN_SECONDS = env_int("PAI_API_LOGIN_TOKEN_SECONDS", 7 * 24 * 36
 PAI_API_APP_TOKEN_SECONDS = env_int("PAI_API_APP_TOKEN_SECONDS", 365 * 24 * 3600, minimum=60)
 PAI_API_MAX_LIST_LIMIT = env_int("PAI_API_MAX_LIST_LIMIT", 50000, minimum=1)
 PAI_API_SSH_KEY_LINK_SECONDS = env_int("PAI_API_SSH_KEY_LINK_SECONDS", 300, minimum=1)
+# The schema and API docs need a sign-in, as every page does, unless this says they are public.
+PAI_API_DOCS_PUBLIC = env_bool("PAI_API_DOCS_PUBLIC")
 SPECTACULAR_SETTINGS = {
     "TITLE": "PAI Portal API",
     "DESCRIPTION": "OpenPAI-compatible REST API for submitting and watching deep-learning jobs.",

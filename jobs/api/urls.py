@@ -3,12 +3,14 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from jobs.api.auth import DocsReader
 from jobs.api.views import auth, cluster, jobs_v1, jobs_v2
 
 JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"
 # OpenPAI v1 also names a job `/api/v1/jobs/<user>~<job>`: the same views, the name split in two.
 V1_FULL = r"^v1/jobs/(?P<username>[^/~]+)~(?P<job_name>[^/]+)"
+DOCS = [DocsReader]
 
 urlpatterns = [
     # Auth and tokens
@@ -50,9 +52,9 @@ urlpatterns = [
     path("v2/users/<str:username>", cluster.UserView.as_view(), name="api-user"),
     path("v2/info", cluster.InfoView.as_view(), name="api-info"),
     # OpenAPI schema and docs (assets from drf-spectacular-sidecar, no CDN)
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("schema/", SpectacularAPIView.as_view(permission_classes=DOCS), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-redoc"),
     # Anything else under /api/ is OpenPAI's 404 NoApiError, never an HTML page.
     re_path(r"^.*$", cluster.NoApiView.as_view(), name="api-none"),
 ]
