@@ -28,9 +28,9 @@ def page_login(password: str, address: str, username: str = "alice") -> int:
 
 def api_login(password: str, address: str = "127.0.0.1", forwarded_for: str = "", username: str = "alice") -> int:
     headers = {"HTTP_X_FORWARDED_FOR": forwarded_for} if forwarded_for else {}
-    client = APIClient(REMOTE_ADDR=address)
+    client = APIClient(REMOTE_ADDR=address, **headers)
     body = {"username": username, "password": password}
-    return client.post("/api/v2/authn/basic/login", body, format="json", **headers).status_code
+    return client.post("/api/v2/authn/basic/login", body, format="json").status_code
 
 
 def test_it_refuses_the_right_password_on_the_page_after_too_many_wrong_ones(user, low_login_rates):
