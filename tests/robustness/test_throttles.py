@@ -27,8 +27,9 @@ def page_login(password: str, address: str, username: str = "alice") -> int:
 
 
 def api_login(password: str, address: str = "127.0.0.1", forwarded_for: str = "", username: str = "alice") -> int:
-    headers = {"HTTP_X_FORWARDED_FOR": forwarded_for} if forwarded_for else {}
-    client = APIClient(REMOTE_ADDR=address, **headers)
+    client = APIClient(REMOTE_ADDR=address)
+    if forwarded_for:
+        client.credentials(HTTP_X_FORWARDED_FOR=forwarded_for)
     body = {"username": username, "password": password}
     return client.post("/api/v2/authn/basic/login", body, format="json").status_code
 
