@@ -203,7 +203,7 @@ def start_server(var_dir: Path, workers: int, app: str, server: str) -> tuple[li
         command = [PYTHON, "manage.py", "serve", "--port", str(port), "--workers", str(workers)]
         processes = [subprocess.Popen(command, cwd=ROOT, env=bench_env(var_dir), stdout=log, stderr=log)]
     else:
-        processes, port = start_daphnes(var_dir, workers, app)
+        processes, port = start_daphnes(var_dir, workers, app, bench_env(var_dir))
     wait_for_server(port, workers, var_dir)
     return processes, port
 
@@ -214,7 +214,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def start_daphnes(var_dir: Path, workers: int, app: str) -> tuple[list[subprocess.Popen], int]:
+def start_daphnes(var_dir: Path, workers: int, app: str, env: dict[str, str]) -> tuple[list[subprocess.Popen], int]:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
@@ -226,7 +226,7 @@ def start_daphnes(var_dir: Path, workers: int, app: str) -> tuple[list[subproces
         subprocess.Popen(
             [DAPHNE, "--fd", str(listener.fileno()), "-v", "0", APPS[app]],
             cwd=ROOT,
-            env=bench_env(var_dir),
+            env=env,
             pass_fds=(listener.fileno(),),
             stdout=log,
             stderr=log,
