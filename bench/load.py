@@ -104,6 +104,7 @@ class Results:
     errors: dict[str, int] = field(default_factory=lambda: {kind: 0 for kind, _ in MIX})
     error_samples: list[str] = field(default_factory=list)
     accepted: list[tuple[str, str]] = field(default_factory=list)  # (token, job full name)
+    server_peak_mb: list[float] = field(default_factory=lambda: [0.0])
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, kind: str, status: int, seconds: float, note: str = "") -> None:
@@ -159,6 +160,27 @@ def stalled_readers(port: int, path: str, deadline: float) -> None:
             stalled.close()
 
 
+def tree_rss_mb(pids: list[int]) -> float:
+    """Resident memory of these processes and their children (the server's workers), in MB."""
+    found, total_kb = set(pids), 0
+    for pid in pids:
+        children = Path(f"/proc/{pid}/task/{pid}/children")
+        found.update(int(child) for child in (children.read_text().split() if children.exists() else []))
+    for pid in found:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        total_kb += int(status.split("VmRSS:")[1].split()[0]) if "VmRSS:" in status else 0
+    return total_kb / 1024
+
+
+def peak_rss(pids: list[int], deadline: float, peak: list[float]) -> None:
+    while time.monotonic() < deadline:
+        peak[0] = max(peak[0], tree_rss_mb(pids))
+        time.sleep(1)
+
+
 def lost_submits(port: int, accepted: list[tuple[str, str]]) -> int:
     lost = 0
     clients: dict[str, Client] = {}
@@ -198,7 +220,11 @@ def run(args: argparse.Namespace, var_dir: Path) -> tuple[Results, int, float]:
         print(f"serving on 127.0.0.1:{port}; {args.clients} clients for {args.seconds} s", flush=True)
         results = Results()
         deadline = time.monotonic() + args.seconds
-        threads = [threading.Thread(target=stalled_readers, args=(port, setup["big_log"], deadline), daemon=True)]
+        server_pids = [process.pid for process in processes[1:]]
+        threads = [
+            threading.Thread(target=stalled_readers, args=(port, setup["big_log"], deadline), daemon=True),
+            threading.Thread(target=peak_rss, args=(server_pids, deadline, results.server_peak_mb), daemon=True),
+        ]
         threads += [
             threading.Thread(target=client_loop, args=(number, person, port, deadline, results))
             for number, person in enumerate(setup["clients"])
@@ -206,7 +232,7 @@ def run(args: argparse.Namespace, var_dir: Path) -> tuple[Results, int, float]:
         began = time.monotonic()
         for thread in threads:
             thread.start()
-        for thread in threads[1:]:
+        for thread in threads[2:]:
             thread.join()
         elapsed = time.monotonic() - began
         return results, lost_submits(port, results.accepted), elapsed
@@ -240,6 +266,7 @@ def report(results: Results, lost: int, elapsed: float) -> None:
     for row in rows:
         print(f"{row[0]:<8}" + "".join(f"{cell:>10}" for cell in row[1:]))
     print(f"\n{len(every) / elapsed:.0f} requests/s; submits accepted {len(results.accepted)}, lost {lost}")
+    print(f"web server memory peak (all its processes): {results.server_peak_mb[0]:.0f} MB")
     for sample in results.error_samples:
         print("error:", sample)
 
