@@ -14,6 +14,8 @@ from granian import Granian
 from granian.constants import Interfaces
 from granian.http import HTTP1Settings
 
+SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get to finish when the server stops
+
 
 class Command(BaseCommand):
     help = "Serve the portal (pages, API, websockets) with granian; settings from PAI_BIND, PAI_PORT, PAI_WEB_WORKERS."
@@ -34,5 +36,6 @@ class Command(BaseCommand):
             workers=options["workers"],
             http1_settings=HTTP1Settings(header_read_timeout=header_timeout_ms),
             respawn_failed_workers=True,
+            workers_kill_timeout=SHUTDOWN_GRACE_S,  # else a stalled client holds a worker (and Ctrl-C) forever
             log_level=settings.PAI_LOG_LEVEL.lower(),  # type: ignore[arg-type]
         ).serve()
