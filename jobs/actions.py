@@ -18,6 +18,7 @@ from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart_job raise)
 from jobs.models import Job, JobEvent, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load
+from jobs.protocol.honoured import job_priority, unsupported
 from jobs.protocol.limits import task_count_errors
 from jobs.ssh import attach_new_keypair
 
@@ -41,7 +42,11 @@ def _vc_field(cfg: LoadedConfig) -> str:
 
 
 def _gpu_type_field(cfg: LoadedConfig) -> str:
-    return "gpuType" if cfg.protocol_version == 1 else "extras.gpuType"
+    if cfg.protocol_version == 1:
+        return "gpuType"
+    skus = ((cfg.spec["extras"].get("hivedScheduler") or {}).get("taskRoles")) or {}
+    role = next((role for role, hints in skus.items() if (hints or {}).get("skuType")), None)
+    return f"extras.hivedScheduler.taskRoles.{role}.skuType" if role else "extras.gpuType"
 
 
 def check_task_counts(cfg: LoadedConfig) -> None:
@@ -72,6 +77,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
         known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"
         errors.append((_gpu_type_field(cfg), f'GPU type "{gpu_type}" does not exist (known: {known})'))
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
+    errors.extend(unsupported(cfg.spec))
     if errors:
         raise JobConfigError(errors)
     return cfg, vc
@@ -89,6 +95,7 @@ def submit_job(user: Any, text: str) -> Job:
         config_text=text,
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
+        priority=job_priority(spec),
     )
     attach_new_keypair(job)
     try:
@@ -132,11 +139,25 @@ def restart_job(job: Job, by: Any) -> Job:
 
 
 def visible_jobs(user: Any) -> QuerySet[Job]:
-    """The jobs a user may see: their own; admins see everyone's."""
+    """The jobs a user may act on and read in full (config, logs, keys, terminals): their own;
+    admins: everyone's."""
     jobs = Job.objects.select_related("owner", "virtual_cluster")
     if is_admin(user):
         return jobs
     return jobs.filter(owner=user)
+
+
+def listed_jobs(user: Any) -> QuerySet[Job]:
+    """The jobs a user sees in lists and read-only summaries: everyone's when the job list is shared
+    (settings.PAI_SHARED_JOB_LIST, OpenPAI's way), else those of visible_jobs."""
+    if settings.PAI_SHARED_JOB_LIST and user.is_authenticated:
+        return Job.objects.select_related("owner", "virtual_cluster")
+    return visible_jobs(user)
+
+
+def may_manage(user: Any, job: Job) -> bool:
+    """The owner and admins: stop, restart, clone, config, logs, SSH."""
+    return is_admin(user) or job.owner_id == user.pk
 
 
 def split_full_name(full_name: str) -> tuple[str, str]:
@@ -148,6 +169,12 @@ def split_full_name(full_name: str) -> tuple[str, str]:
 
 
 def get_job_for(user: Any, full_name: str) -> Job:
-    """The job, if the user may see it; Job.DoesNotExist otherwise (answer 404, never 403)."""
+    """The job, if the user may act on it; Job.DoesNotExist otherwise (answer 404, never 403)."""
     owner, name = split_full_name(full_name)
     return visible_jobs(user).get(owner__username=owner, name=name)
+
+
+def get_job_summary_for(user: Any, full_name: str) -> Job:
+    """The job, if the user may read its summary (listed_jobs); Job.DoesNotExist otherwise."""
+    owner, name = split_full_name(full_name)
+    return listed_jobs(user).get(owner__username=owner, name=name)

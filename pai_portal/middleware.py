@@ -5,8 +5,8 @@ PAI_API_DOCS_PUBLIC)."""
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 
-EXEMPT_PREFIXES = ("/api/", "/static/", "/healthz")
-DOCS_PAGES = ("/api/docs/", "/api/redoc/")
+EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/")
+DOCS_PAGES = ("/api/docs/", "/api/redoc/", "/rest-server/api/docs/", "/rest-server/api/redoc/")
 
 
 class PortalLoginRequiredMiddleware(LoginRequiredMiddleware):

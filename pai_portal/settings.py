@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -57,6 +58,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "corsheaders.middleware.CorsMiddleware",  # before CommonMiddleware, so preflights get their headers
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -153,6 +155,9 @@ PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
 PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
 PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
+# As in OpenPAI, every signed-in user sees the job list and read-only job summaries (the queue is
+# shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
+PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
 
 # The most task roles and tasks (all roles' instances) one job may have: OpenPAI's biggest examples
 # use a few roles of at most tens of instances; 400,000 tasks held the database for 34 s.
@@ -165,6 +170,10 @@ PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
 # Containers of one job started at once (the engine serializes little of container start).
 PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
+# Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay
+# silent before it is marked down (its running tasks lost and retried elsewhere).
+PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
 # Docker nodes: container/network name prefix (several portals or test runs may share an engine)
 # and the pool per-job networks' /24 subnets are carved from.
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
@@ -239,7 +248,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every route is also served under /rest-server/api/ (OpenPAI's clients' base): one set of
+    # entries, two servers, instead of every operation twice.
+    "SERVERS": [
+        {"url": "/", "description": "this portal"},
+        {"url": "/rest-server", "description": "the same API where OpenPAI's clients look for it"},
+    ],
+    "PREPROCESSING_HOOKS": ["jobs.api.schema.without_alias_routes"],
 }
+# OpenPAI's REST server answers cross-origin clients (its web portal, the VS Code extension). The
+# API authenticates with Bearer tokens, which a browser never adds by itself, and no credentials
+# (cookies) are allowed cross-origin, so any origin may call it.
+CORS_URLS_REGEX = r"^/(rest-server/)?api/.*$"
+CORS_ALLOW_ALL_ORIGINS = True
+CORS_ALLOW_CREDENTIALS = False
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the job pages' small scripts read it for POSTs

@@ -12,9 +12,12 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/", include("jobs.api.urls")),
+    # OpenPAI's clients (SDK, webportal, VS Code extension) call <cluster>/rest-server/api/...
+    path("rest-server/api/", include(("jobs.api.urls", "api"), namespace="rest-server")),
     path("profile/", include("accounts.urls")),
     path("", include("scheduling.urls")),
     path("", include("jobs.urls")),
-    path("", include("jobs.storage_urls")),
-    path("", include("jobs.ssh_urls")),
+    path("", include("jobs.storage.urls")),
+    path("", include("jobs.ssh.urls")),
+    path("", include("jobs.legacy_links")),
 ]

@@ -32,7 +32,7 @@ def task_resources(spec: dict[str, Any], role: str) -> Resources:
 
 
 def cluster_totals(nodes: list[Node]) -> Resources:
-    schedulable = [n for n in nodes if n.schedulable]
+    schedulable = [n for n in nodes if n.available]
     return Resources(
         gpu=sum(len(n.gpus.all()) for n in schedulable),
         cpu=sum(n.cpus for n in schedulable),
@@ -58,7 +58,7 @@ def _node_state(node: Node) -> NodeState:
         memory_total_mb=node.memory_mb,
         gpus_free={gpu.index: gpu.gpu_type.name for gpu in node.gpus.all()},
         port_range=(node.port_range_start, node.port_range_end),
-        schedulable=node.schedulable,
+        schedulable=node.available,
         gpu_total=len(node.gpus.all()),
     )
 

@@ -64,6 +64,15 @@ def _start_one(item: tuple[Task, Executor, TaskLaunch]) -> TaskHandle | Exceptio
         return exc
 
 
+def _ping(node: Node) -> str | None:
+    """None when the node's backend answers, else why not (on a pool thread)."""
+    try:
+        node_executor(node).ping()
+    except Exception as exc:
+        return str(exc)
+    return None
+
+
 def node_executor(node: Node) -> Executor:
     return executor_for(node.executor, node.address, node.docker_url)
 
@@ -106,6 +115,11 @@ class Scheduler:
         self.stopping = False
         self._last_queue_signature: tuple[int, Any] | None = None
         self._lease_row_exists = False
+        # Node heartbeat: when each node last answered (monotonic seconds; a fresh scheduler
+        # gives every node a full grace period), and when the nodes were last pinged.
+        self._last_answer: dict[int, float] = {}
+        self._last_heartbeat = float("-inf")
+        self._suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -134,8 +148,9 @@ class Scheduler:
         if not self.reconciled:
             self.reconcile()
             self.reconciled = True
+        nodes_changed = self.check_nodes()
         stopped = self.carry_out_stop_requests()
-        exited = self.monitor_running()
+        exited = self.monitor_running() or nodes_changed
         placed = self.schedule_waiting(resources_freed=stopped or exited)
         return stopped or exited or placed
 
@@ -205,6 +220,56 @@ class Scheduler:
     def _is_recorded(self, executor_id: str) -> bool:
         return Task.objects.filter(executor_id=executor_id, state=TaskState.RUNNING).exists()
 
+    # ---- node health -----------------------------------------------------------------------
+    def check_nodes(self) -> bool:
+        """The heartbeat: ping every node's engine (side by side, short timeouts); a node silent
+        for PAI_NODE_DOWN_AFTER_SECONDS is marked down and its running tasks recorded as lost; a
+        down node that answers again is taken back. Returns True when the cluster changed (placement
+        must look again)."""
+        now = time.monotonic()
+        if now - self._last_heartbeat < settings.PAI_NODE_HEARTBEAT_SECONDS and not self._suspects:
+            return False
+        self._last_heartbeat = now
+        self._suspects.clear()
+        nodes = list(Node.objects.all())
+        if not nodes:
+            return False
+        with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
+            answers = list(pool.map(_ping, nodes))
+        changed = False
+        for node, error in zip(nodes, answers, strict=True):
+            if error is None:
+                self._last_answer[node.pk] = now
+                if node.down_since is not None:
+                    Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
+                    log.info("node %s answers again; schedulable", node.name)
+                    changed = True
+                continue
+            silent_for = now - self._last_answer.setdefault(node.pk, now)
+            if node.down_since is None and silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
+                self.mark_node_down(node, f"did not answer for {silent_for:.0f} s: {error}")
+                changed = True
+        return changed
+
+    def mark_node_down(self, node: Node, reason: str) -> None:
+        """Placement skips the node from now on; each task it was running is recorded as lost
+        (the exit spec's transient -1001), so its job is retried elsewhere, free of charge."""
+        if not Node.objects.filter(pk=node.pk, down_since__isnull=True).update(
+            down_since=timezone.now(), down_reason=reason
+        ):
+            return
+        log.warning("node %s is down: %s", node.name, reason)
+        tasks = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
+        jobs: dict[int, Job] = {}
+        for task in tasks.select_related("node", "job"):
+            lost = TaskStatus(
+                running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=f"node {node.name} {reason}"
+            )
+            self.record_exit(task, lost)
+            jobs[task.job_id] = task.job
+        for job in jobs.values():
+            self.apply_completion_policy(job)
+
     # ---- stop requests ---------------------------------------------------------------------
     def carry_out_stop_requests(self) -> bool:
         jobs = list(
@@ -240,6 +305,7 @@ class Scheduler:
 
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
+        self._restart_unrecorded_starts()
         tasks = list(
             Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
             .exclude(executor_id="")
@@ -256,11 +322,21 @@ class Scheduler:
                 status = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
             if status.running:
                 continue
+            if status.failure is Failure.NODE_LOST:
+                self._suspects.add(task.node.pk)  # the heartbeat decides whether the node is down
+                continue
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
         for job in changed_jobs.values():
             self.apply_completion_policy(job)
         return bool(changed_jobs)
+
+    def _restart_unrecorded_starts(self) -> None:
+        """Tasks claimed for a launch whose start was never recorded (a crash mid-start that the
+        reconcile at start-up did not see): reconcile their nodes, which adopts or starts them."""
+        unrecorded = Task.objects.filter(state=TaskState.RUNNING, executor_id="", job__state=JobState.RUNNING)
+        for node in Node.objects.filter(pk__in=unrecorded.values("node_id")):
+            self._reconcile_node(node)
 
     def record_exit(self, task: Task, status: TaskStatus, platform_code: int | None = None) -> None:
         """Classify how this task attempt ended and record it: retried on its node, or ended."""
@@ -271,20 +347,26 @@ class Scheduler:
             log_tail=read_tail(task.log_path, LOG_TAIL_BYTES),
         )
         job = task.job
-        if task.node is not None and task.executor_id:
+        node_lost = status.failure is Failure.NODE_LOST
+        if task.node is not None and task.executor_id and not node_lost:
             try:  # remove the container/process record; isDebug keeps failed ones for inspection
                 keep = launch_builder.is_debug(job.spec) and info.code != 0
                 node_executor(task.node).stop(TaskHandle(task.executor_id, task.ip), keep=keep)
             except Exception as exc:
                 log.warning("removing %s failed: %s", task, exc)
         exit = _task_exit(info, status.diagnostics, status.finished_at)
-        decision = task_retry(
-            code=info.code,
-            behaviour=info.behaviour,
-            retries=task.retries,
-            allowed=job.spec["taskRoles"][task.role].get("taskRetryCount") or 0,
-            transient_used=job.transient_retries,
-            transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
+        # A task on a lost node is not retried there: its job is, on the nodes that answer.
+        decision = (
+            Retry.NONE
+            if node_lost
+            else task_retry(
+                code=info.code,
+                behaviour=info.behaviour,
+                retries=task.retries,
+                allowed=job.spec["taskRoles"][task.role].get("taskRetryCount") or 0,
+                transient_used=job.transient_retries,
+                transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
+            )
         )
         if decision is Retry.NONE:
             lifecycle.end_task(task, job.job_attempt, exit)
@@ -359,12 +441,17 @@ class Scheduler:
         node_by_name = {node.name: node for node in nodes}
         for job_id, placements in result.placed.items():
             self.launch_job(by_id[job_id], placements, node_by_name)
+        down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
         for job_id, reason in result.pending.items():
+            reason = f"{reason}; {down}" if down else reason
             if by_id[job_id].pending_reason != reason:
                 lifecycle.set_pending_reason(job_id, reason)
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
-        # next pass really means nothing new arrived.
-        self._last_queue_signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
+        # next pass really means nothing new arrived. After a launch the next pass looks again:
+        # a start that failed may have put its job back in the queue already.
+        self._last_queue_signature = (
+            None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
+        )
         return bool(result.placed)
 
     def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
@@ -439,6 +526,10 @@ class Scheduler:
         anything else is a portal bug, logged with its traceback and recorded as -1204."""
         if isinstance(exc, ExecutorError):
             code, message = platform_exit_code(exc.failure), str(exc)
+            if exc.failure is Failure.NODE_LOST and task.node is not None:
+                Node.objects.filter(pk=task.node.pk, down_since__isnull=True).update(
+                    down_since=timezone.now(), down_reason=message
+                )
         else:
             log.error("starting %s failed", task, exc_info=exc)
             code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"
@@ -446,5 +537,7 @@ class Scheduler:
             Path(task.log_path).parent.mkdir(parents=True, exist_ok=True)
             with open(task.log_path, "a") as log_file:
                 log_file.write(f"[pai-portal] {message}\n")
-        self.record_exit(task, TaskStatus(running=False, diagnostics=message), platform_code=code)
+        failure = exc.failure if isinstance(exc, ExecutorError) else None
+        status = TaskStatus(running=False, diagnostics=message, failure=failure)
+        self.record_exit(task, status, platform_code=code)
         self.apply_completion_policy(job)

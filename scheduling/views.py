@@ -93,7 +93,7 @@ def _node_rows(nodes: list[Node], usage: ClusterUsage) -> list[NodeRow]:
 def _gpu_type_rows(node_rows: list[NodeRow]) -> list[dict[str, Any]]:
     rows = []
     for gpu_type in GpuType.objects.all():
-        members = [gpu for row in node_rows if row.node.schedulable for gpu in row.gpus if gpu["type"] == gpu_type.name]
+        members = [gpu for row in node_rows if row.node.available for gpu in row.gpus if gpu["type"] == gpu_type.name]
         rows.append({"type": gpu_type, "total": len(members), "free": sum(1 for gpu in members if not gpu["used"])})
     return rows
 

@@ -135,6 +135,9 @@ class Executor(abc.ABC):
         """
         return {task: node_address for task in tasks}
 
+    def ping(self) -> None:  # noqa: B027
+        """Raise when the node's backend does not answer (the scheduler's heartbeat)."""
+
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:  # noqa: B027
         """Called once after a job finished or stopped (e.g. remove the network)."""
 

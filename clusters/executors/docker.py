@@ -70,6 +70,7 @@ START_FAILURES = {
     127: Failure.START_COMMAND_NOT_FOUND,
 }
 LOG_FLUSH_WAIT_S = 3.0
+PING_TIMEOUT_S = 5
 
 
 class DockerExecutor(Executor):
@@ -105,6 +106,22 @@ class DockerExecutor(Executor):
             self._api = docker.APIClient(**kwargs)
         return self._api
 
+    def ping(self) -> None:
+        """A short-timeout ping on a client of its own, so a hung engine cannot hold the loop."""
+        kwargs: dict[str, Any] = {"timeout": PING_TIMEOUT_S}
+        if self.docker_url:
+            kwargs["base_url"] = self.docker_url
+        try:
+            client = docker.APIClient(**kwargs)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            raise ExecutorError(
+                f"the Docker engine ({self.docker_url or 'local socket'}) does not answer: {exc}", Failure.NODE_LOST
+            ) from exc
+
     def _new_api(self) -> docker.APIClient:
         """A client of its own for a log thread (one connection per stream)."""
         kwargs: dict[str, Any] = {"timeout": None, "version": self.api.api_version}
@@ -138,7 +155,7 @@ class DockerExecutor(Executor):
         try:
             subnet = self._ensure_network(job_id, job_name)
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            raise ExecutorError(f"could not create the job's network: {_explain(exc)}") from exc
+            raise ExecutorError(f"could not create the job's network: {_explain(exc)}", _failure_of(exc)) from exc
         # .1 is the gateway; tasks get .2, .3, ... in (role, index) order: the same on every
         # call, so a job retry finds its tasks at the addresses it had.
         hosts = iter(subnet.hosts())
@@ -203,7 +220,7 @@ class DockerExecutor(Executor):
         except ExecutorError:
             raise
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            raise ExecutorError(f"could not create the task's container: {_explain(exc)}") from exc
+            raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
         if isinstance(created, TaskHandle):
             return created
         try:
@@ -610,3 +627,11 @@ def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
         if subnet and ":" not in subnet:
             return ipaddress.IPv4Network(subnet)
     raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet")
+
+
+def _failure_of(exc: Exception) -> Failure:
+    """An engine that cannot be reached is a lost node; anything it answered is a create failure."""
+    unreachable = isinstance(exc, requests.exceptions.ConnectionError) or (
+        isinstance(exc, DockerException) and "Error while fetching server API version" in str(exc)
+    )
+    return Failure.NODE_LOST if unreachable else Failure.CREATE_FAILED

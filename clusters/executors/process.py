@@ -19,19 +19,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.executors.base import (
-    Executor,
-    ExecutorError,
-    Failure,
-    RunningTask,
-    TaskHandle,
-    TaskLaunch,
-    TaskStatus,
-)
+from clusters.executors.base import Executor, ExecutorError, Failure, RunningTask, TaskHandle, TaskLaunch, TaskStatus
 
 # The wrapper runs the user's command in a child bash, then records its exit code atomically.
 # The command travels in an environment variable that is unset before the user's code runs.
+# It records its own pid first, so a scheduler killed right after starting it still finds it.
 WRAPPER = r"""
+echo $$ > "$1/pid"
 cmd="$PAI_PORTAL_COMMAND"; unset PAI_PORTAL_COMMAND
 bash -c "$cmd"
 code=$?
@@ -58,9 +52,16 @@ class ProcessExecutor(Executor):
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
         task_dir = self._task_dir(launch)
+        executor_id = str(task_dir.relative_to(self.work_root))
+        if (task_dir / "pid").exists() or (task_dir / "exit_code").exists():
+            # This very attempt was started already (the scheduler died before recording it).
+            return TaskHandle(executor_id=executor_id, ip=self.address)
         task_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("exit_code", "pid"):
-            (task_dir / stale).unlink(missing_ok=True)
+        # Labels before the process, written whole or not at all: reconcile lists the task
+        # whenever the process may exist.
+        partial = task_dir / "task.json.tmp"
+        partial.write_text(json.dumps(launch.labels))
+        partial.replace(task_dir / "task.json")
         work_dir = Path(launch.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True)
         launch.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -84,8 +85,6 @@ class ProcessExecutor(Executor):
         except OSError as exc:
             raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
         (task_dir / "pid").write_text(str(child.pid))
-        (task_dir / "task.json").write_text(json.dumps(launch.labels))
-        executor_id = str(task_dir.relative_to(self.work_root))
         self._children[executor_id] = child
         return TaskHandle(executor_id=executor_id, ip=self.address)
 

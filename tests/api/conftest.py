@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import pytest
@@ -47,37 +46,6 @@ def bob(other_user) -> APIClient:
 @pytest.fixture
 def root(admin_user) -> APIClient:
     return bearer_client(admin_user)
-
-
-def v2_yaml(name: str = "hello", command: str = "echo hello", vc: str = "default", extra: str = "") -> str:
-    return f"""protocolVersion: 2
-name: {name}
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-{extra}defaults:
-  virtualCluster: {vc}
-taskRoles:
-  worker:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0, ports: {{http: 2}}}}
-    commands:
-      - {command}
-"""
-
-
-def v1_json(name: str = "legacy", command: str = "echo legacy") -> str:
-    config = {
-        "jobName": name,
-        "image": "pai-portal/base:latest",
-        "taskRoles": [
-            {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": command}
-        ],
-    }
-    return json.dumps(config)
 
 
 SubmitFn = Callable[..., object]

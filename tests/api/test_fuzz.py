@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import issue_token
 from jobs.api.throttles import ListThrottle, LoginAccountThrottle, LoginAddressThrottle, SubmitThrottle
-from tests.api.conftest import v1_json, v2_yaml
+from tests.factories import v1_json, v2_yaml
 
 WRITE_ROUTES = [
     ("post", "/api/v2/authn/basic/login"),

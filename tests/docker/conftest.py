@@ -13,8 +13,7 @@ import pytest
 from clusters.executors.base import TaskLaunch
 from clusters.executors.docker import MARKER_LABEL, DockerExecutor
 from tests.conftest import require
-
-BASE_IMAGE = "pai-portal/base:latest"
+from tests.factories import default_image
 
 
 def docker_engine_ready() -> bool:
@@ -23,7 +22,7 @@ def docker_engine_ready() -> bool:
 
         api = docker.APIClient(timeout=10)
         api.ping()
-        api.inspect_image(BASE_IMAGE)
+        api.inspect_image(default_image())
         return True
     except Exception:
         return False
@@ -31,7 +30,9 @@ def docker_engine_ready() -> bool:
 
 @pytest.fixture(scope="session")
 def docker_engine():
-    require(docker_engine_ready(), f"a Docker engine with {BASE_IMAGE} (bash scripts/ensure-dockerd.sh; make image)")
+    require(
+        docker_engine_ready(), f"a Docker engine with {default_image()} (bash scripts/ensure-dockerd.sh; make image)"
+    )
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def launch_for(tmp_path, job_id):
             role=role,
             index=index,
             task_attempt=1,
-            image=BASE_IMAGE,
+            image=default_image(),
             command=command,
             env={"PAI_WORK_DIR": "/pai/work"},
             cpu=1,

@@ -13,7 +13,7 @@ import pytest
 
 from clusters.executors.base import ExecutorError, Failure
 from tests.conftest import require
-from tests.docker.conftest import BASE_IMAGE
+from tests.factories import default_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]
 
@@ -71,7 +71,7 @@ def pushed_image(registry, docker_engine):
 
     api = docker.APIClient(timeout=300)
     repository = f"{registry}/pai-test/base"
-    api.tag(BASE_IMAGE, repository, tag="v1")
+    api.tag(default_image(), repository, tag="v1")
     auth = {"username": USER, "password": PASSWORD, "serveraddress": registry}
     output = api.push(repository, tag="v1", auth_config=auth)
     assert "error" not in output.lower(), output

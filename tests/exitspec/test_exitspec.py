@@ -1,4 +1,4 @@
-"""The exit spec: every way a task ends maps to one row of exit_spec.yaml (DESIGN.md's table)."""
+"""The exit spec: every way a task ends maps to one row of exit_spec.yaml (OpenPAI's table)."""
 
 import pytest
 

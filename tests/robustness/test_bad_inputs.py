@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from tests.api.conftest import v1_json, v2_yaml
+from tests.factories import v1_json, v2_yaml
 
 BIG_NUMBER = "9" * 5000  # Python refuses to read integers over 4,300 digits
 

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
 from jobs.api.throttles import SubmitThrottle
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from jobs.actions import submit_job
 from jobs.api.links import task_log_path
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 LOG_BYTES = 200 * 1024 * 1024
 

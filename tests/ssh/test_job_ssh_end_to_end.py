@@ -15,31 +15,18 @@ from clusters.models import Node
 from jobs.actions import stop_job, submit_job
 from jobs.models import JobState
 from jobs.ssh import job_private_key, ssh_info
+from tests.factories import v2_yaml
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db]
 
-JOB = """protocolVersion: 2
-name: ssh-e2e
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-taskRoles:
-  worker:
-    instances: 2
-    dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
-    commands:
-      - echo COMMAND-STARTED
-      - sleep infinity
-extras:
+SSH_PLUGIN = """extras:
   com.microsoft.pai.runtimeplugin:
     - plugin: ssh
       parameters:
         jobssh: true
         sshbarrier: true
 """
+JOB = v2_yaml("ssh-e2e", "echo COMMAND-STARTED", "sleep infinity", instances=2, extra=SSH_PLUGIN)
 
 
 @pytest.fixture

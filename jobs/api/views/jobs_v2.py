@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from django.http import FileResponse, HttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -18,7 +19,7 @@ from jobs.api.errors import ApiError
 from jobs.api.parsers import ConfigTextParser
 from jobs.api.throttles import ListThrottle, SubmitThrottle
 from jobs.api.views import common
-from jobs.models import Task
+from jobs.models import Task, TaskAttempt
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 EXECUTION_REQUEST = inline_serializer("ExecutionType", {"value": serializers.ChoiceField(["STOP", "START"])})
@@ -64,7 +65,7 @@ class JobsView(APIView):
 class JobDetailView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, full_name: str) -> Response:
-        return Response(common.detail(request, common.find_job(request, full_name)))
+        return Response(common.detail(request, common.find_job_summary(request, full_name)))
 
 
 class ExecutionTypeView(APIView):
@@ -90,10 +91,16 @@ class JobSshView(APIView):
 
 
 class JobEventsView(APIView):
-    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[common.JOB_NAME_PARAMETER, OpenApiParameter("type", str, description="Normal or Warning")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, full_name: str) -> Response:
-        job = common.find_job(request, full_name)
-        return Response({"data": [shapes.event_item(event) for event in job.events.all()]})
+        job = common.find_job_summary(request, full_name)
+        items = [shapes.event_item(event) for event in job.events.all()]
+        if wanted := request.query_params.get("type"):
+            items = [item for item in items if item["type"] == wanted]
+        return Response({"totalCount": len(items), "data": items})
 
 
 class TaskLogsView(APIView):
@@ -107,11 +114,21 @@ class TaskLogsView(APIView):
         self, request: Request, full_name: str, job_attempt: int, role: str, index: int, task_attempt: int
     ) -> Response:
         job = common.find_job(request, full_name)
-        task = job.tasks.filter(role=role, index=index).first()
-        if task is None:
-            raise ApiError(404, "NoTaskLogError", f"Task {role}-{index} of job {full_name} does not exist.")
         tail = request.query_params.get("tail-mode") == "true"
-        uri = request.build_absolute_uri(links.task_log_path(task, tail=tail))
+        # An ended attempt has its own log; the attempt running now (or not started) is the task's.
+        ended = job.attempts.filter(
+            job_attempt=job_attempt + 1, role=role, index=index, attempt=task_attempt + 1
+        ).first()
+        task = job.tasks.filter(role=role, index=index).first()
+        if ended is not None:
+            path = links.attempt_log_path(ended, tail=tail)
+        elif task is not None and (job_attempt, task_attempt) == current_attempts(job, task):
+            path = links.task_log_path(task, tail=tail)
+        else:
+            message = f"No log of attempt {job_attempt}/{task_attempt} of task {role}-{index} of job {full_name}."
+            raise ApiError(404, "NoTaskLogError", message)
+        uri = request.build_absolute_uri(path)
+        # stdout and stderr are one stream in the task's log: both names give it, as `all` does.
         return Response({"locations": [{"name": "all", "uri": uri}, {"name": "stdout", "uri": uri}]})
 
 
@@ -123,14 +140,19 @@ class TaskLogView(APIView):
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, auth=[])
     def get(self, request: Request, token: str) -> HttpResponse | FileResponse:
-        found = links.task_for_log_link(token)
+        found = links.task_for_log_link(token) or links.attempt_for_log_link(token)
         if found is None:
             raise ApiError(404, "NoTaskLogError", "The log link is not valid or has expired.")
         task, tail = found
         return log_response(task, tail)
 
 
-def log_response(task: Task, tail: bool) -> HttpResponse | FileResponse:
+def current_attempts(job: Any, task: Task) -> tuple[int, int]:
+    """(job attempt, task attempt) of the task now, 0-based as OpenPAI counts them."""
+    return max(job.job_attempt - 1, 0), max(task.attempt - 1, 0)
+
+
+def log_response(task: Task | TaskAttempt, tail: bool) -> HttpResponse | FileResponse:
     """The whole log streamed from disk, or its last TAIL_BYTES; empty before the task wrote any."""
     content_type = "text/plain; charset=utf-8"
     try:
