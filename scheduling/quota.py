@@ -8,13 +8,14 @@ the database and returns placement's plain values; placement itself never sees a
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
 from clusters.models import Node, VirtualCluster
 from clusters.placement import NodeState, Resources, VcState
-from jobs.models import JobState, Task, TaskState
+from jobs.models import Job, JobState, Task, TaskState
 
 
 @dataclass
@@ -63,38 +64,56 @@ def _node_state(node: Node) -> NodeState:
     )
 
 
+class SpecCache:
+    """Job specs by job id, read from the database once: a spec never changes after submit, so
+    the scheduler keeps one of these across passes and parses each job's spec only once."""
+
+    LIMIT = 100_000  # past this many, start over (finished jobs' specs are no longer asked for)
+
+    def __init__(self) -> None:
+        self._specs: dict[int, dict[str, Any]] = {}
+
+    def get_many(self, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        wanted = set(job_ids)
+        missing = wanted - self._specs.keys()
+        if len(self._specs) + len(missing) > self.LIMIT:
+            self._specs.clear()
+            missing = wanted
+        if missing:
+            self._specs.update(Job.objects.filter(pk__in=missing).values_list("pk", "spec"))
+        return {job_id: self._specs[job_id] for job_id in wanted if job_id in self._specs}
+
+
 def holding_tasks() -> Any:
-    """The tasks that hold resources now, with just the columns usage needs."""
-    return (
-        Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING)
-        .select_related("job__virtual_cluster")
-        .only("node_id", "role", "gpus", "ports", "job__spec", "job__virtual_cluster__name")
+    """(node id, role, GPUs, ports, job id, VC name) of each task that holds resources now."""
+    return Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING).values_list(
+        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name"
     )
 
 
-def cluster_usage(nodes: list[Node]) -> ClusterUsage:
+def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
     """Nodes must come with `gpus__gpu_type` prefetched."""
     states = {node.id: _node_state(node) for node in nodes}
     used_by_vc: dict[str, Resources] = defaultdict(Resources)
     used_by_node: dict[int, Resources] = defaultdict(Resources)
     busy_gpus: set[tuple[int, int]] = set()
-    for task in holding_tasks():
+    holding = list(holding_tasks())
+    spec_of = (specs or SpecCache()).get_many({row[4] for row in holding})
+    for node_id, role, gpus, ports, job_id, vc_name in holding:
         # GPUs as allocated (the indices the task holds), CPU and memory as the role asks.
-        res = replace(task_resources(task.job.spec, task.role), gpu=len(task.gpus))
-        vc_name = task.job.virtual_cluster.name
+        res = replace(task_resources(spec_of[job_id], role), gpu=len(gpus))
         used_by_vc[vc_name] = _add(used_by_vc[vc_name], res)
-        assert task.node_id is not None
-        used_by_node[task.node_id] = _add(used_by_node[task.node_id], res)
-        busy_gpus.update((task.node_id, int(index)) for index in task.gpus)
-        state = states.get(task.node_id)
+        used_by_node[node_id] = _add(used_by_node[node_id], res)
+        busy_gpus.update((node_id, int(index)) for index in gpus)
+        state = states.get(node_id)
         if state is None:
             continue
         state.cpu_free -= res.cpu
         state.memory_free_mb -= res.memory_mb
-        for index in task.gpus:
+        for index in gpus:
             state.gpus_free.pop(index, None)
-        for ports in task.ports.values():
-            state.ports_used.update(ports)
+        for port_list in ports.values():
+            state.ports_used.update(port_list)
     totals = cluster_totals(nodes)
     vcs = {
         vc.name: VcState(name=vc.name, limit=vc_limit(vc.share_percent, totals), used=used_by_vc[vc.name])
@@ -105,7 +124,7 @@ def cluster_usage(nodes: list[Node]) -> ClusterUsage:
     )
 
 
-def cluster_state(nodes: list[Node]) -> tuple[list[NodeState], dict[str, VcState]]:
+def cluster_state(nodes: list[Node], specs: SpecCache | None = None) -> tuple[list[NodeState], dict[str, VcState]]:
     """Placement's inputs: node states and VC states."""
-    usage = cluster_usage(nodes)
+    usage = cluster_usage(nodes, specs)
     return usage.nodes, usage.vcs
