@@ -324,26 +324,27 @@ class Scheduler:
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
         self._restart_unrecorded_starts()
-        # Only what a poll needs; the job (and its spec) is read for the tasks that exited.
-        tasks = list(
-            Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
+        # Only what a poll needs, as plain values; the task and its job are read once it exited.
+        running = (
+            Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
             .exclude(executor_id="")
-            .select_related("node")
+            .values_list("pk", "executor_id", "ip", "node_id")
         )
+        nodes = {node.pk: node for node in Node.objects.all()}
         changed_jobs: dict[int, Job] = {}
-        for task in tasks:
-            if task.node is None:
-                continue
+        for task_id, executor_id, ip, node_id in running:
+            node = nodes[node_id]
             try:
-                status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
+                status = node_executor(node).poll(TaskHandle(executor_id, ip))
             except Exception as exc:
-                log.warning("polling %s failed: %s", task, exc)
+                log.warning("polling task %s on %s failed: %s", task_id, node.name, exc)
                 status = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
             if status.running:
                 continue
             if status.failure is Failure.NODE_LOST:
-                self._suspects.add(task.node.pk)  # the heartbeat decides whether the node is down
+                self._suspects.add(node_id)  # the heartbeat decides whether the node is down
                 continue
+            task = Task.objects.select_related("node").get(pk=task_id)
             task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
