@@ -17,7 +17,7 @@ import signal
 import socket
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -138,6 +138,10 @@ class Scheduler:
         self._suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
         self._specs = quota.SpecCache()
         self._task_requests: dict[int, list[TaskRequest]] = {}
+        # Jobs placed by the last placement but not launched within its pass's budget: launched
+        # by the next passes before placement runs again (resources only grew meanwhile).
+        self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
+        self._unlaunched_nodes: dict[str, Node] = {}
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -434,6 +438,9 @@ class Scheduler:
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
         submitted or requeued and no resources were freed (placement would answer the same)."""
+        if self._unlaunched:
+            self._launch_within_budget()
+            return True
         queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
         signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         if not resources_freed and signature == self._last_queue_signature:
@@ -448,13 +455,9 @@ class Scheduler:
         nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
         result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
-        node_by_name = {node.name: node for node in nodes}
-        deadline = time.monotonic() + LAUNCH_BUDGET_S
-        for job_id, placements in result.placed.items():
-            if time.monotonic() > deadline:
-                break  # placed but not launched: still WAITING, placed again next pass
-            job = Job.objects.select_related("virtual_cluster", "owner").get(pk=job_id)
-            self.launch_job(job, placements, node_by_name)
+        self._unlaunched = deque(result.placed.items())
+        self._unlaunched_nodes = {node.name: node for node in nodes}
+        self._launch_within_budget()
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
         said = {row.pk: row.pending_reason for row in rows}
         for job_id, reason in result.pending.items():
@@ -468,6 +471,15 @@ class Scheduler:
             None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         )
         return bool(result.placed)
+
+    def _launch_within_budget(self) -> None:
+        """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
+        deadline = time.monotonic() + LAUNCH_BUDGET_S
+        while self._unlaunched and time.monotonic() <= deadline:
+            job_id, placements = self._unlaunched.popleft()
+            job = Job.objects.select_related("virtual_cluster", "owner").filter(pk=job_id).first()
+            if job is not None:  # (deleted meanwhile)
+                self.launch_job(job, placements, self._unlaunched_nodes)
 
     def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
