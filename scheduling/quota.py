@@ -60,6 +60,7 @@ def _node_state(node: Node) -> NodeState:
         port_range=(node.port_range_start, node.port_range_end),
         schedulable=node.available,
         gpu_total=len(node.gpus.all()),
+        loopback=node.loopback,
     )
 
 
