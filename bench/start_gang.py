@@ -103,6 +103,7 @@ def portal_round(user, scheduler, engines: list[Engine], n: int) -> float:  # ty
     elapsed = time.perf_counter() - t0
     apis = {engine.name: api_for(engine) for engine in engines}
     for task in Task.objects.filter(job=job).select_related("node"):
+        assert task.node is not None
         assert apis[task.node.name].inspect_container(task.executor_id)["State"]["Running"], "a task is not running"
     assert len({task.node_id for task in Task.objects.filter(job=job)}) == len(engines), "not spread as expected"
     stop_job(job, by=user)
@@ -127,11 +128,6 @@ def direct_round(engines: list[Engine], n: int, threads: int = 1) -> float:
     network = None if spans else clients[0].networks.create(tag, driver="bridge", labels=labels)
 
     def run(index: int):  # type: ignore[no-untyped-def]
-        network_options = (
-            {"network_mode": "host", "extra_hosts": hosts, "cap_drop": ["NET_RAW"]}
-            if spans
-            else {"network": network.name}  # type: ignore[union-attr]
-        )
         return clients[index % len(clients)].containers.run(
             IMAGE,
             ["sleep", "60"],
@@ -142,7 +138,11 @@ def direct_round(engines: list[Engine], n: int, threads: int = 1) -> float:
             nano_cpus=1_000_000_000,
             mem_limit="256m",
             shm_size="64m",
-            **network_options,
+            # as the portal runs a job that spans nodes: the node's network, job-mates in /etc/hosts
+            network_mode="host" if spans else None,
+            extra_hosts=hosts if spans else None,
+            cap_drop=["NET_RAW"] if spans else None,
+            network=None if network is None else network.name,
         )
 
     with ThreadPoolExecutor(max_workers=threads) as pool:

@@ -444,8 +444,9 @@ class _Cluster:
             return None, 0
         # Spread over nodes that reach each other: those elsewhere, else this machine's loopback ones.
         kinds = {node.loopback for node in self.nodes}
+        groups: list[bool | None] = [False, True] if len(kinds) > 1 else [None]
         fitted = 0
-        for loopback in sorted(kinds) if len(kinds) > 1 else [None]:
+        for loopback in groups:
             placements, fitted_now = self._spread(job, loopback)
             if placements is not None:
                 return placements, len(job.tasks)
