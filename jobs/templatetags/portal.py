@@ -13,6 +13,7 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
+from jobs.protocol.exitspec import spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 
 register = template.Library()
@@ -59,12 +60,7 @@ def exit_spec(code: int | None) -> dict[str, Any]:
     """The exit-spec row of a code ({phrase, type, reason, solution, ...}); empty when unknown."""
     if code is None:
         return {}
-    try:
-        from jobs.protocol.exitspec import spec_row
-    except ImportError:
-        return {}
-    row = spec_row(code)
-    return row if isinstance(row, dict) else {}
+    return spec_row(code)
 
 
 @register.filter
