@@ -496,10 +496,12 @@ class _Cluster:
                 return reason
         gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
+        mixed = len({node.loopback for node in self.nodes}) > 1
         return (
             f"needs all {len(job.tasks)} tasks at once (gang): {_gpu_text(gpu, job.gpu_type)}, {cpu} CPUs, "
             f"{memory_text(memory)} memory in all; only {fitted} of {len(job.tasks)} fit now "
-            f"({_gpu_text(free, job.gpu_type)} free in the cluster)"
+            f"({_gpu_text(free, job.gpu_type)} free in the cluster"
+            + ("; a job never spans a loopback-address node and nodes elsewhere)" if mixed else ")")
         )
 
     def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> str | None:

@@ -56,6 +56,7 @@ def test_it_keeps_a_job_waiting_that_fits_only_across_a_loopback_node_and_anothe
     result = place(nodes, VCS, [make_job(1, tasks=2, gpu=4)])
     assert 1 not in result.placed
     assert "only 1 of 2 fit now" in result.pending[1]
+    assert "never spans a loopback-address node and nodes elsewhere" in result.pending[1]
 
 
 # ---- packing -----------------------------------------------------------------------------------
