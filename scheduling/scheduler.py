@@ -234,10 +234,17 @@ class Scheduler:
             elif not task.executor_id:
                 log.info("reconcile: %s was claimed but never started; starting it", task)
                 self.start_tasks(task.job, [task])
+        orphaned_jobs = set()
         for running in held:
             if running.handle.executor_id not in wanted and not self._is_recorded(running.handle.executor_id):
                 log.info("reconcile: removing orphan %s %s", running.handle.executor_id, running.labels)
                 node_executor(node).stop(running.handle)
+                orphaned_jobs.add(running.labels.get("pai.job-id", ""))
+        # Their jobs' node-side leftovers too (networks), unless the job runs there now.
+        for job in Job.objects.filter(pk__in=[int(i) for i in orphaned_jobs if i.isdigit()]).exclude(
+            pk__in=active.values("job_id")
+        ):
+            node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.spec))
 
     def _is_recorded(self, executor_id: str) -> bool:
         return Task.objects.filter(executor_id=executor_id, state=TaskState.RUNNING).exists()
@@ -265,6 +272,8 @@ class Scheduler:
                 if node.down_since is not None:
                     Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
                     log.info("node %s answers again; schedulable", node.name)
+                    # What it ran before it went silent was recorded lost: remove it before new work comes.
+                    self._reconcile_node(node)
                     changed = True
                 continue
             silent_for = now - self._last_answer.setdefault(node.pk, now)
@@ -519,12 +528,17 @@ class Scheduler:
             if task.node_id is not None:
                 per_node[task.node_id].append(task)
         ready = []
+        host_network = launch_builder.spans_nodes(tasks)
         for node_tasks in per_node.values():
             node = node_tasks[0].node
             assert node is not None
             try:
                 ips = node_executor(node).prepare_job(
-                    job.pk, job.full_name, [(t.role, t.index) for t in node_tasks], node.address
+                    job.pk,
+                    job.full_name,
+                    [(t.role, t.index) for t in node_tasks],
+                    node.address,
+                    host_network=host_network,
                 )
             except Exception as exc:
                 for task in node_tasks:
