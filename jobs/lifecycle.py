@@ -48,10 +48,14 @@ class JobStateError(Exception):
     """A user's verb that does not apply to the job's current state (stop a finished job...)."""
 
 
-def event(job_id: int, kind: str, text: str, **values: Any) -> None:
-    """Record a timeline event. `text` is an English template marked with gettext_noop, kept with
+def event_row(job_id: int, kind: str, text: str, **values: Any) -> JobEvent:
+    """A timeline event, unsaved. `text` is an English template marked with gettext_noop, kept with
     its values so each page shows it in its own language (jobs.templatetags.portal.event_text)."""
-    JobEvent.objects.create(job_id=job_id, kind=kind, message=text % values, params={"text": text, "values": values})
+    return JobEvent(job_id=job_id, kind=kind, message=text % values, params={"text": text, "values": values})
+
+
+def event(job_id: int, kind: str, text: str, **values: Any) -> None:
+    event_row(job_id, kind, text, **values).save()
 
 
 def _move_job(job_id: int, transition: str, extra_filter: dict[str, Any] | None = None, **fields: Any) -> bool:
@@ -123,10 +127,11 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
 # ---- placing and starting ------------------------------------------------------------------
 
 
-def claim_for_launch(job: Job, placements: list[Placement], where: str) -> bool:
-    """WAITING -> RUNNING with its tasks placed (attempt 1 each); False if a stop or another
-    scheduler got there first."""
+def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[Task] | None:
+    """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
+    nodes; None if a stop or another scheduler got there first."""
     from_states, to_state = _task_states("place_task")
+    where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():
         claimed = _move_job(
             job.pk,
@@ -137,54 +142,62 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> bool:
             pending_reason="",
         )
         if not claimed:
-            return False
-        for placement in placements:
-            Task.objects.filter(job=job, role=placement.role, index=placement.index, state__in=from_states).update(
-                state=to_state,
-                node_id=placement.node_id,
-                gpus=placement.gpus,
-                ports=placement.ports,
-                attempt=1,
-                executor_id="",
-                exit_code=None,
-                user_exit_code=None,
-                exit_diagnostics="",
-                started_at=None,
-                finished_at=None,
-            )
+            return None
+        tasks = [task for task in job.tasks.filter(state__in=from_states) if (task.role, task.index) in where_to]
+        for task in tasks:
+            placement = where_to[task.role, task.index]
+            placed = {
+                "state": to_state,
+                "node_id": placement.node_id,
+                "gpus": placement.gpus,
+                "ports": placement.ports,
+                "attempt": 1,
+                "executor_id": "",
+                "exit_code": None,
+                "user_exit_code": None,
+                "exit_diagnostics": "",
+                "started_at": None,
+                "finished_at": None,
+            }
+            # (Django's bulk_update builds a CASE per field and row: slower than these for gangs.)
+            Task.objects.filter(pk=task.pk, state__in=from_states).update(**placed)
+            for field, value in placed.items():
+                setattr(task, field, value)
         event(
             job.pk, "placed", gettext_noop("Placed %(count)d task(s) on %(where)s."), count=len(placements), where=where
         )
-    return True
+    job.job_attempt += 1  # what the claim's F() expression made of it
+    job.state = JobState.RUNNING
+    return tasks
 
 
 def set_pending_reason(job_id: int, reason: str) -> None:
     Job.objects.filter(pk=job_id, state=JobState.WAITING).update(pending_reason=reason)
 
 
-def set_task_address(task: Task, ip: str) -> None:
-    Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=ip)
+def set_task_launches(tasks: list[Task]) -> None:
+    """Where the tasks about to start will be reached (ip) and log (log_path), recorded before
+    the executor starts them, so a page or a reconcile after a crash finds both."""
+    for task in tasks:
+        Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
 
 
-def set_task_log_path(task: Task, log_path: str) -> None:
-    Task.objects.filter(pk=task.pk, attempt=task.attempt).update(log_path=log_path)
-
-
-def record_task_started(task: Task, executor_id: str, ip: str, node_name: str) -> bool:
-    """The executor started this attempt: recorded once (a replay or a stale attempt is a no-op)."""
-    started = Task.objects.filter(pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id="").update(
-        executor_id=executor_id, ip=ip or task.ip, started_at=timezone.now()
-    )
-    if started:
-        event(
-            task.job_id,
-            "task-started",
-            gettext_noop("%(task)s started on %(node)s (attempt %(attempt)d)."),
-            task=f"{task.role}-{task.index}",
-            node=node_name,
-            attempt=task.attempt,
-        )
-    return started == 1
+def record_tasks_started(started: list[tuple[Task, str, str, str]]) -> None:
+    """The executor started these attempts ((task, executor id, ip, node name)): each recorded
+    once (a replay or a stale attempt is a no-op), their events written together."""
+    now = timezone.now()
+    events = []
+    for task, executor_id, ip, node_name in started:
+        recorded = Task.objects.filter(
+            pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
+        ).update(executor_id=executor_id, ip=ip or task.ip, started_at=now)
+        if recorded:
+            text = gettext_noop("%(task)s started on %(node)s (attempt %(attempt)d).")
+            task_name = f"{task.role}-{task.index}"
+            events.append(
+                event_row(task.job_id, "task-started", text, task=task_name, node=node_name, attempt=task.attempt)
+            )
+    JobEvent.objects.bulk_create(events)
 
 
 def adopt_task(task: Task, executor_id: str) -> bool:

@@ -76,16 +76,10 @@ class Job(models.Model):
         return self.state in FINISHED_JOB_STATES
 
 
-class Task(models.Model):
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
-    role = models.CharField(max_length=255)
-    index = models.PositiveIntegerField()
-    state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.WAITING)
-    # Task attempts inside the current job attempt (first start = 1); retries as charged.
-    attempt = models.PositiveIntegerField(default=0)
-    retries = models.PositiveIntegerField(default=0)
+class TaskRun(models.Model):
+    """Where and how a task runs or ran: what a Task holds for its current attempt and a
+    TaskAttempt keeps of an ended one."""
 
-    node = models.ForeignKey("clusters.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
     executor_id = models.CharField(max_length=128, blank=True, default="", help_text="Container id or pid.")
     ip = models.CharField(max_length=64, blank=True, default="")
     ports = OrderedJSONField(default=dict, blank=True, help_text='{"label": [port, ...]}')
@@ -100,6 +94,21 @@ class Task(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
+
+
+class Task(TaskRun):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    role = models.CharField(max_length=255)
+    index = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.WAITING)
+    # Task attempts inside the current job attempt (first start = 1); retries as charged.
+    attempt = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+
+    node = models.ForeignKey("clusters.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
+
+    class Meta:
         ordering = ["job", "role", "index"]
         constraints = [models.UniqueConstraint(fields=["job", "role", "index"], name="unique_task_per_job")]
         indexes = [models.Index(fields=["state"], name="task_state")]
@@ -108,7 +117,7 @@ class Task(models.Model):
         return f"{self.job.full_name}/{self.role}-{self.index}"
 
 
-class TaskAttempt(models.Model):
+class TaskAttempt(TaskRun):
     """One run of a task, kept when it ends: the job page and the API show every attempt's node,
     exit and log, not only the last one's."""
 
@@ -118,16 +127,6 @@ class TaskAttempt(models.Model):
     index = models.PositiveIntegerField()
     attempt = models.PositiveIntegerField()
     node_name = models.CharField(max_length=128, blank=True, default="")
-    executor_id = models.CharField(max_length=128, blank=True, default="")
-    ip = models.CharField(max_length=64, blank=True, default="")
-    ports = OrderedJSONField(default=dict, blank=True)
-    gpus = models.JSONField(default=list, blank=True)
-    exit_code = models.IntegerField(null=True, blank=True)
-    user_exit_code = models.IntegerField(null=True, blank=True)
-    exit_diagnostics = models.TextField(blank=True, default="")
-    log_path = models.CharField(max_length=1024, blank=True, default="")
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["job", "job_attempt", "role", "index", "attempt"]

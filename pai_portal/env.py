@@ -5,7 +5,9 @@ the process with ImproperlyConfigured naming the variable, instead of silently m
 """
 
 import os
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -34,35 +36,38 @@ def env_bool(name: str, default: bool = False) -> bool:
     raise ImproperlyConfigured(f"{name}={value!r}: expected one of 1/true/yes/on or 0/false/no/off")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+def _number(name: str, default: float, parse: type, what: str, minimum: float | None) -> Any:
     value = _raw(name)
     if value is None or value == "":
         return default
     try:
-        number = int(value)
+        number = parse(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected a whole number") from None
+        raise ImproperlyConfigured(f"{name}={value!r}: expected {what}") from None
     if minimum is not None and number < minimum:
         raise ImproperlyConfigured(f"{name}={value!r}: must be >= {minimum}")
     return number
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    return int(_number(name, default, int, "a whole number", minimum))
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
-    value = _raw(name)
-    if value is None or value == "":
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r}: expected a number") from None
-    if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"{name}={value!r}: must be >= {minimum}")
-    return number
+    return float(_number(name, default, float, "a number", minimum))
 
 
 def env_list(name: str, default: str) -> list[str]:
     """A comma-separated list; empty items are dropped."""
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[IPv4Network | IPv6Network]:
+    """A comma-separated list of IP addresses or networks (`10.0.0.0/8,::1`)."""
+    try:
+        return [ip_network(item, strict=False) for item in env_list(name, "")]
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}: {error}") from None
 
 
 def env_path(name: str, default: Path) -> Path:

@@ -8,14 +8,20 @@ bigger than any node), on the same inputs (scheduling.quota).
 from __future__ import annotations
 
 from clusters.models import Node
-from clusters.placement import place
+from clusters.placement import JobRequest, place
 from jobs.models import Job
 from scheduling.quota import cluster_state
-from scheduling.scheduler import job_request
+from scheduling.scheduler import task_requests
 
 
 def never_fits_reason(job: Job) -> str | None:
     """Why the job can never fit the cluster as it is, or None when it may run some day."""
-    node_states, vc_states = cluster_state(list(Node.objects.prefetch_related("gpus__gpu_type")))
-    result = place(node_states, vc_states, [job_request(job)])
+    node_states, vc_states = cluster_state(list(Node.objects.all()))
+    request = JobRequest(
+        key=job.pk,
+        vc=job.virtual_cluster.name,
+        tasks=task_requests(job.spec),
+        gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
+    )
+    result = place(node_states, vc_states, [request])
     return result.pending.get(job.pk) if job.pk in result.never_fits else None

@@ -17,12 +17,12 @@ import signal
 import socket
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection
@@ -51,6 +51,22 @@ log = logging.getLogger("pai.scheduler")
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
 WAITING_BATCH = 2000
+
+
+class WaitingJob(NamedTuple):
+    """A queued job as placement needs it (the spec comes from the scheduler's SpecCache)."""
+
+    pk: int
+    vc: str
+    priority: int
+    created_at: datetime
+    pending_reason: str
+
+
+WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pending_reason")
+# A pass stops launching after this long and leaves the rest to the next pass (placement runs
+# again at once), so stop requests and exits are never stuck behind a thousand launches.
+LAUNCH_BUDGET_S = 0.5
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
 
@@ -98,18 +114,6 @@ def task_requests(spec: dict[str, Any]) -> list[TaskRequest]:
     return requests
 
 
-def job_request(job: Job) -> JobRequest:
-    """What placement needs to know of a waiting job."""
-    return JobRequest(
-        key=job.pk,
-        vc=job.virtual_cluster.name,
-        tasks=task_requests(job.spec),
-        gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
-        priority=job.priority,
-        order=job.created_at.timestamp(),
-    )
-
-
 def _task_exit(info: ExitInfo, diagnostics: str, finished_at: Any) -> TaskExit:
     return TaskExit(
         exit_code=info.code,
@@ -132,6 +136,12 @@ class Scheduler:
         self._last_answer: dict[int, float] = {}
         self._last_heartbeat = float("-inf")
         self._suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
+        self._specs = quota.SpecCache()
+        self._task_requests: dict[int, list[TaskRequest]] = {}
+        # Jobs placed by the last placement but not launched within its pass's budget: launched
+        # by the next passes before placement runs again (resources only grew meanwhile).
+        self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
+        self._unlaunched_nodes: dict[str, Node] = {}
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -224,10 +234,17 @@ class Scheduler:
             elif not task.executor_id:
                 log.info("reconcile: %s was claimed but never started; starting it", task)
                 self.start_tasks(task.job, [task])
+        orphaned_jobs = set()
         for running in held:
             if running.handle.executor_id not in wanted and not self._is_recorded(running.handle.executor_id):
                 log.info("reconcile: removing orphan %s %s", running.handle.executor_id, running.labels)
                 node_executor(node).stop(running.handle)
+                orphaned_jobs.add(running.labels.get("pai.job-id", ""))
+        # Their jobs' node-side leftovers too (networks), unless the job runs there now.
+        for job in Job.objects.filter(pk__in=[int(i) for i in orphaned_jobs if i.isdigit()]).exclude(
+            pk__in=active.values("job_id")
+        ):
+            node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.spec))
 
     def _is_recorded(self, executor_id: str) -> bool:
         return Task.objects.filter(executor_id=executor_id, state=TaskState.RUNNING).exists()
@@ -255,6 +272,8 @@ class Scheduler:
                 if node.down_since is not None:
                     Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
                     log.info("node %s answers again; schedulable", node.name)
+                    # What it ran before it went silent was recorded lost: remove it before new work comes.
+                    self._reconcile_node(node)
                     changed = True
                 continue
             silent_for = now - self._last_answer.setdefault(node.pk, now)
@@ -318,25 +337,28 @@ class Scheduler:
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
         self._restart_unrecorded_starts()
-        tasks = list(
-            Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
+        # Only what a poll needs, as plain values; the task and its job are read once it exited.
+        running = (
+            Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
             .exclude(executor_id="")
-            .select_related("node", "job")
+            .values_list("pk", "executor_id", "ip", "node_id")
         )
+        nodes = {node.pk: node for node in Node.objects.all()}
         changed_jobs: dict[int, Job] = {}
-        for task in tasks:
-            if task.node is None:
-                continue
+        for task_id, executor_id, ip, node_id in running:
+            node = nodes[node_id]
             try:
-                status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
+                status = node_executor(node).poll(TaskHandle(executor_id, ip))
             except Exception as exc:
-                log.warning("polling %s failed: %s", task, exc)
+                log.warning("polling task %s on %s failed: %s", task_id, node.name, exc)
                 status = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
             if status.running:
                 continue
             if status.failure is Failure.NODE_LOST:
-                self._suspects.add(task.node.pk)  # the heartbeat decides whether the node is down
+                self._suspects.add(node_id)  # the heartbeat decides whether the node is down
                 continue
+            task = Task.objects.select_related("node").get(pk=task_id)
+            task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
         for job in changed_jobs.values():
@@ -425,27 +447,31 @@ class Scheduler:
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
         submitted or requeued and no resources were freed (placement would answer the same)."""
+        if self._unlaunched:
+            self._launch_within_budget()
+            return True
         queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
         signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         if not resources_freed and signature == self._last_queue_signature:
             return False
-        waiting = list(
-            queue.select_related("virtual_cluster", "owner").order_by("-priority", "created_at", "id")[:WAITING_BATCH]
-        )
+        # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
+        waiting = list(queue.order_by("-priority", "created_at", "id").values_list(*WAITING_COLUMNS)[:WAITING_BATCH])
         if not waiting:
             self._last_queue_signature = signature
             return False
-        nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
-        node_states, vc_states = quota.cluster_state(nodes)
-        result = place(node_states, vc_states, [job_request(job) for job in waiting])
-        by_id = {job.pk: job for job in waiting}
-        node_by_name = {node.name: node for node in nodes}
-        for job_id, placements in result.placed.items():
-            self.launch_job(by_id[job_id], placements, node_by_name)
+        rows = [WaitingJob(*row) for row in waiting]
+        specs = self._specs.get_many(row.pk for row in rows)
+        nodes = list(Node.objects.all())
+        node_states, vc_states = quota.cluster_state(nodes, self._specs)
+        result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
+        self._unlaunched = deque(result.placed.items())
+        self._unlaunched_nodes = {node.name: node for node in nodes}
+        self._launch_within_budget()
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
+        said = {row.pk: row.pending_reason for row in rows}
         for job_id, reason in result.pending.items():
             reason = f"{reason}; {down}" if down else reason
-            if by_id[job_id].pending_reason != reason:
+            if said[job_id] != reason:
                 lifecycle.set_pending_reason(job_id, reason)
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
@@ -455,18 +481,44 @@ class Scheduler:
         )
         return bool(result.placed)
 
+    def _launch_within_budget(self) -> None:
+        """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
+        deadline = time.monotonic() + LAUNCH_BUDGET_S
+        while self._unlaunched and time.monotonic() <= deadline:
+            job_id, placements = self._unlaunched.popleft()
+            job = Job.objects.select_related("virtual_cluster", "owner").filter(pk=job_id).first()
+            if job is not None:  # (deleted meanwhile)
+                self.launch_job(job, placements, self._unlaunched_nodes)
+
+    def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
+        """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
+        tasks = self._task_requests.get(job.pk)
+        if tasks is None:
+            if len(self._task_requests) > quota.SpecCache.LIMIT:
+                self._task_requests.clear()
+            tasks = self._task_requests[job.pk] = task_requests(spec)
+        return JobRequest(
+            key=job.pk,
+            vc=job.vc,
+            tasks=tasks,
+            gpu_type=(spec.get("extras") or {}).get("gpuType"),
+            priority=job.priority,
+            order=job.created_at.timestamp(),
+        )
+
     def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
-        claimed = lifecycle.claim_for_launch(
+        tasks = lifecycle.claim_for_launch(
             job,
             [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
             where=", ".join(sorted({p.node for p in placements})),
         )
-        if not claimed:
+        if tasks is None:
             return  # another scheduler, or a stop, got there first
-        job.refresh_from_db()
-        tasks = list(job.tasks.select_related("node"))
+        by_id = {node.pk: node for node in node_by_name.values()}
+        for task in tasks:
+            task.node = by_id[task.node_id] if task.node_id is not None else None
         ready = self.assign_addresses(job, tasks)
-        self.start_tasks(job, ready)
+        self.start_tasks(job, ready, everyone=tasks)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -476,12 +528,17 @@ class Scheduler:
             if task.node_id is not None:
                 per_node[task.node_id].append(task)
         ready = []
+        host_network = launch_builder.spans_nodes(tasks)
         for node_tasks in per_node.values():
             node = node_tasks[0].node
             assert node is not None
             try:
                 ips = node_executor(node).prepare_job(
-                    job.pk, job.full_name, [(t.role, t.index) for t in node_tasks], node.address
+                    job.pk,
+                    job.full_name,
+                    [(t.role, t.index) for t in node_tasks],
+                    node.address,
+                    host_network=host_network,
                 )
             except Exception as exc:
                 for task in node_tasks:
@@ -489,12 +546,13 @@ class Scheduler:
                 continue
             for task in node_tasks:
                 task.ip = ips.get((task.role, task.index), node.address)
-                lifecycle.set_task_address(task, task.ip)
                 ready.append(task)
         return ready
 
-    def start_tasks(self, job: Job, tasks: Iterable[Task]) -> None:
-        everyone = list(job.tasks.all())
+    def start_tasks(self, job: Job, tasks: Iterable[Task], everyone: list[Task] | None = None) -> None:
+        """Start tasks of a job side by side; `everyone` (all the job's tasks, with addresses) is
+        read from the database unless the caller has it."""
+        everyone = everyone if everyone is not None else list(job.tasks.all())
         secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
         ready: list[tuple[Task, Executor, TaskLaunch]] = []
         for task in tasks:
@@ -506,8 +564,8 @@ class Scheduler:
                 self._start_failed(job, task, exc)
                 continue
             task.log_path = str(launch.log_path)
-            lifecycle.set_task_log_path(task, task.log_path)
             ready.append((task, node_executor(task.node), launch))
+        lifecycle.set_task_launches([task for task, _, _ in ready])
         # The tasks of a gang start side by side: the engine does the work, the loop only waits.
         # Database writes stay on this thread. One task needs no pool thread.
         if len(ready) > 1:
@@ -515,12 +573,19 @@ class Scheduler:
                 outcomes = list(pool.map(_start_one, ready))
         else:
             outcomes = [_start_one(item) for item in ready]
-        for (task, _, _), outcome in zip(ready, outcomes, strict=True):
+        # Starts are recorded before failures are handled: a failure may end or requeue the
+        # job, and then every started task must be known to be stopped.
+        results = list(zip(ready, outcomes, strict=True))
+        lifecycle.record_tasks_started(
+            [
+                (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
+                for (task, _, _), outcome in results
+                if not isinstance(outcome, Exception)
+            ]
+        )
+        for (task, _, _), outcome in results:
             if isinstance(outcome, Exception):
                 self._start_failed(job, task, outcome)
-                continue
-            assert task.node is not None
-            lifecycle.record_task_started(task, outcome.executor_id, outcome.ip, task.node.name)
 
     def _start_failed(self, job: Job, task: Task, exc: Exception) -> None:
         """Record a task that could not start: an ExecutorError says which platform failure;

@@ -19,15 +19,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.executors.base import (
-    Executor,
-    ExecutorError,
-    Failure,
-    RunningTask,
-    TaskHandle,
-    TaskLaunch,
-    TaskStatus,
-)
+from clusters.executors.base import Executor, ExecutorError, Failure, RunningTask, TaskHandle, TaskLaunch, TaskStatus
 
 # The wrapper runs the user's command in a child bash, then records its exit code atomically.
 # The command travels in an environment variable that is unset before the user's code runs.

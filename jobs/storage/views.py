@@ -89,7 +89,7 @@ def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpRespon
     except StorageError as exc:
         context["entries"] = []
         context["error"] = translate_error(exc.message)
-    return render(request, "jobs/storage.html", context)
+    return render(request, "jobs/storage.html", context, status=400 if "error" in context else 200)
 
 
 def _crumbs(path: str) -> list[tuple[str, str]]:

@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.error_text import translate_reason
 from jobs.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
+from jobs.protocol.exitspec import spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 
 register = template.Library()
@@ -135,12 +136,7 @@ def exit_spec(code: int | None) -> dict[str, Any]:
     """The exit-spec row of a code ({phrase, type, reason, solution, ...}); empty when unknown."""
     if code is None:
         return {}
-    try:
-        from jobs.protocol.exitspec import spec_row
-    except ImportError:
-        return {}
-    row = spec_row(code)
-    return row if isinstance(row, dict) else {}
+    return spec_row(code)
 
 
 @register.filter

@@ -4,23 +4,16 @@ and each attempt's own log, after a task retried once."""
 import pytest
 
 from jobs.models import Job, JobState
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 
-RETRIED = """protocolVersion: 2
-name: flaky
-type: job
-prerequisites:
-  - {name: image, type: dockerimage, uri: pai-portal/base:latest}
-taskRoles:
-  worker:
-    taskRetryCount: 1
-    dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
-    commands:
-      - "if [ -f $PAI_WORK_DIR/tried ]; then echo second-try; exit 0; fi"
-      - "touch $PAI_WORK_DIR/tried; echo first-try; exit 3"
-"""
+RETRIED = v2_yaml(
+    "flaky",
+    '"if [ -f $PAI_WORK_DIR/tried ]; then echo second-try; exit 0; fi"',
+    '"touch $PAI_WORK_DIR/tried; echo first-try; exit 3"',
+    role_extra="    taskRetryCount: 1\n",
+)
 JOB = "/rest-server/api/v2/jobs/alice~flaky"
 TASK = f"{JOB}/attempts/0/taskRoles/worker/taskIndex/0"
 

@@ -51,22 +51,22 @@ def test_it_keeps_the_job_core_free_of_the_scheduler():
     assert offenders("jobs", ("scheduling",), only=core) == []
 
 
-# What each pure room may import of the project and Django: its own package, the state names,
+# What each pure module may import of the project and Django: its own package, the state names,
 # and (executors' registry) settings.
-PURE_ROOMS = {
+PURE_MODULES = {
     "jobs/protocol": ("jobs.protocol", "jobs.states"),
     "clusters/placement.py": (),
     "clusters/executors": ("clusters.executors", "django.conf"),
 }
 
 
-@pytest.mark.parametrize("room", sorted(PURE_ROOMS))
-def test_it_keeps_pure_rooms_free_of_models_and_the_database(room):
-    package = room.split("/")[0]
-    allowed = PURE_ROOMS[room]
+@pytest.mark.parametrize("module", sorted(PURE_MODULES))
+def test_it_keeps_pure_modules_free_of_models_and_the_database(module):
+    package = module.split("/")[0]
+    allowed = PURE_MODULES[module]
     bad = [
         line
-        for line in offenders(package, ("jobs", "clusters", "scheduling", "django"), only=(room,))
+        for line in offenders(package, ("jobs", "clusters", "scheduling", "django"), only=(module,))
         if not line.split(" imports ")[1].startswith(allowed or ("-",))
     ]
     assert bad == []
