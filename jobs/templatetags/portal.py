@@ -227,7 +227,8 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
             format_html(
                 '<tr data-job-id="{}"><td class="select">{}</td><td class="job-name"><a href="{}">{}</a></td>{}'
                 '<td><span class="state state-{}" data-state data-value="{}">{}</span></td><td>{}</td>'
-                '<td class="num tasks">{}</td><td class="num gpus">{}</td><td><time datetime="{}">{}</time></td>'
+                '<td class="num task-count">{}</td><td class="num gpu-count">{}</td>'
+                '<td class="when"><time datetime="{}">{}</time></td>'
                 '<td><span{}>{}</span></td><td class="num">{}</td>'
                 '<td class="why" title="{}">{}</td><td class="row-actions">{}</td></tr>',
                 job.pk,

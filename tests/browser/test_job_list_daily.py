@@ -28,8 +28,8 @@ def test_it_shows_tasks_gpus_and_why_a_job_waits(page, login, user):
         user, "big", roles={"ps": 1, "worker": 3}, spec=spec, pending_reason="no schedulable node in the cluster"
     )
     login()
-    expect(row(page, job).locator("td.tasks")).to_have_text("4")
-    expect(row(page, job).locator("td.gpus")).to_have_text("6")
+    expect(row(page, job).locator("td.task-count")).to_have_text("4")
+    expect(row(page, job).locator("td.gpu-count")).to_have_text("6")
     expect(row(page, job).locator("td.why")).to_have_text("no schedulable node in the cluster")
 
 
