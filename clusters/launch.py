@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
+from accounts.permissions import is_admin
 from clusters.executors.base import TaskLaunch
 from jobs import storage
 from jobs.models import Job, Task
@@ -112,4 +113,6 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         keep_on_failure=is_debug(spec),
         ssh_authorized_keys=authorized_keys_for(job) or None,
         secret_env=task_ssh_secret_env(job),
+        owner_is_admin=is_admin(job.owner),
+        owner_id=job.owner_id,
     )

@@ -46,6 +46,9 @@ class TaskLaunch:
     ssh_authorized_keys: str | None = None
     # Secret values, never logged; the executor passes them to the task only.
     secret_env: dict[str, str] = field(default_factory=dict)
+    # Where no sandbox can be had, a process node still runs admins' tasks (and only theirs).
+    owner_is_admin: bool = False
+    owner_id: int = 0  # the owner's user id: the process executor's sandbox runs each user's tasks as their own uid
 
     @property
     def hostname(self) -> str:

@@ -1,13 +1,12 @@
 """The process executor runs a task as a local process group and reads its exit back."""
 
-import os
 import time
-from pathlib import Path
 
 import pytest
 
 from clusters.executors.base import TaskLaunch
 from clusters.executors.process import ProcessExecutor
+from tests.conftest import processes_running
 
 
 @pytest.fixture
@@ -77,19 +76,27 @@ def test_it_passes_secret_env_without_logging_it(executor, make_launch):
     assert "s3cret" not in launch.log_path.read_text()
 
 
-def test_it_stops_the_whole_process_group(executor, make_launch, tmp_path):
-    launch = make_launch("sleep 300 & echo $! > child.pid; wait")
-    handle = executor.start(launch)
-    child_pid_file = Path(launch.work_dir) / "child.pid"
-    deadline = time.monotonic() + 5
-    while not child_pid_file.exists() and time.monotonic() < deadline:
+def wait_for(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
-    child_pid = int(child_pid_file.read_text())
+
+
+def test_it_stops_every_process_of_the_task(executor, make_launch):
+    handle = executor.start(make_launch("sleep 301.1 & wait"))
+    wait_for(lambda: processes_running("sleep", "301.1"))
     executor.stop(handle)
-    time.sleep(0.1)
-    with pytest.raises(ProcessLookupError):
-        os.kill(child_pid, 0)
+    assert processes_running("sleep", "301.1") == []
     assert executor.list_running() == []
+
+
+def test_it_stops_a_setsid_child_too(executor, make_launch):
+    handle = executor.start(make_launch("setsid sleep 301.2 & sleep 301.3"))
+    wait_for(lambda: processes_running("sleep", "301.2") and processes_running("sleep", "301.3"))
+    executor.stop(handle)
+    assert processes_running("sleep", "301.2") == []
+    assert processes_running("sleep", "301.3") == []
 
 
 def test_it_reads_an_exit_back_after_a_restart(executor, make_launch, tmp_path):
