@@ -27,6 +27,7 @@ CGROUP_V1_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("memory", "cpu", "pids")
 TASKS_GROUP = "pai-tasks"
 CFS_PERIOD_US = 100_000
+DEFAULT_PIDS_LIMIT = 4096
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024
 CUT_NOTE = b"[pai-portal] log cut: earlier output was dropped to keep the log under "
 
 

@@ -27,7 +27,8 @@ from functools import cached_property
 from pathlib import Path
 
 from clusters.executors.base import Executor, ExecutorError, RunningTask, TaskHandle, TaskLaunch, TaskStatus
-from clusters.executors.limits import CgroupLimits, TaskCgroup, rlimits
+from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
 
 log = logging.getLogger("pai.executors.process")
@@ -38,8 +39,6 @@ COMMAND = 'cmd="$PAI_PORTAL_COMMAND"; unset PAI_PORTAL_COMMAND; exec bash -c "$c
 MARKER = "pai-portal-task"
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m clusters.executors.supervise` imports from
-DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024
-DEFAULT_PIDS_LIMIT = 4096
 STOP_GRACE_S = 3
 NO_SANDBOX_EXIT = -1202  # permission denied: permanent, never retried
 
@@ -133,7 +132,9 @@ class ProcessExecutor(Executor):
         command = ["bash", "-c", COMMAND, MARKER]
         if sandboxed:
             passwd, group = self.sandbox.account_files(launch)
-            self.sandbox.hand_over(launch, [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts)])
+            self.sandbox.hand_over(
+                launch, [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts)]
+            )
             command = self.sandbox.argv(launch, passwd, group, command)
         return {
             "argv": command,
@@ -250,4 +251,3 @@ class ProcessExecutor(Executor):
             labels = json.loads(labels_file.read_text())
             running.append(RunningTask(handle=TaskHandle(executor_id=executor_id, ip=self.address), labels=labels))
         return running
-

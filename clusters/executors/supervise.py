@@ -75,7 +75,7 @@ class Supervisor:
         signal.signal(signal.SIGALRM, self._on_grace_over)
         log = CappedLog(self.log_path, self.log_max_bytes)
         try:
-            self.child = subprocess.Popen(  # noqa: PLW1509  (the supervisor has no threads yet)
+            self.child = subprocess.Popen(
                 self.argv,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,

@@ -34,7 +34,9 @@ def test_it_starts_no_task_twice_with_two_schedulers(user, default_vc, tmp_path)
     marks = tmp_path / "fs" / user.username / "marks"
     start_mark = "mkdir -p $PAI_DEFAULT_FS_URI/marks"
     mark = "echo started >> $PAI_DEFAULT_FS_URI/marks/$PAI_JOB_NAME-$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"
-    jobs = [submit_job(user, v2_job(f"race-{i}", role("worker", f"{start_mark}; {mark}; sleep 0.2", 2))) for i in range(6)]
+    jobs = [
+        submit_job(user, v2_job(f"race-{i}", role("worker", f"{start_mark}; {mark}; sleep 0.2", 2))) for i in range(6)
+    ]
     env = {
         **os.environ,
         **database_env(),
