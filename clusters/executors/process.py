@@ -142,6 +142,7 @@ class ProcessExecutor(Executor):
             "log_path": str(launch.log_path),
             "log_max_bytes": self.log_max_bytes,
             "stop_grace_s": STOP_GRACE_S,
+            "memory_mb": launch.memory_mb,
             "sandboxed": sandboxed,
             "cgroup": cgroup.dirs if cgroup is not None else None,
             "rlimits": None if cgroup is not None else rlimits(memory_mb=launch.memory_mb, pids=self.pids_limit),
@@ -195,9 +196,8 @@ class ProcessExecutor(Executor):
         return TaskStatus(running=False, lost=True, platform_exit_code=-1000, diagnostics="the task's process is gone")
 
     def _memory_mb(self, task_dir: Path) -> int:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-            cgroup = json.loads((task_dir / "supervise.json").read_text())["cgroup"]
-            return int(Path(cgroup["memory"], "memory.limit_in_bytes").read_text()) // (1024 * 1024)
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            return int(json.loads((task_dir / "supervise.json").read_text())["memory_mb"])
         return 0
 
     def _reap(self, executor_id: str) -> None:

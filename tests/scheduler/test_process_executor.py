@@ -4,9 +4,11 @@ import time
 
 import pytest
 
-from clusters.executors.base import TaskLaunch
-from clusters.executors.process import ProcessExecutor
-from tests.conftest import processes_running
+from clusters.executors.base import ExecutorError, TaskLaunch
+from clusters.executors.logcap import was_cut
+from clusters.executors.process import NO_SANDBOX_EXIT, ProcessExecutor
+from clusters.executors.sandbox import Sandbox
+from tests.conftest import processes_running, require
 
 
 @pytest.fixture
@@ -119,3 +121,65 @@ def test_it_lists_running_tasks_with_their_labels(executor, make_launch, tmp_pat
 def test_it_reports_a_signal_kill_as_128_plus_the_signal(executor, make_launch):
     status = wait_for_exit(executor, executor.start(make_launch("kill -TERM $$")))
     assert status.exit_code == 143
+
+
+def test_it_refuses_a_users_task_where_no_sandbox_can_be_had(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
+    with pytest.raises(ExecutorError, match="cannot sandbox tasks.*bubblewrap") as refused:
+        executor.start(make_launch("true"))
+    assert refused.value.exit_code == NO_SANDBOX_EXIT
+
+
+def test_it_still_runs_an_admins_task_where_no_sandbox_can_be_had(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
+    status = wait_for_exit(executor, executor.start(make_launch("true", owner_is_admin=True)))
+    assert status.exit_code == 0
+
+
+def test_it_reports_an_out_of_memory_kill(executor, make_launch):
+    require(executor.cgroups is not None, "writable cgroup v1 controllers")
+    hog = "python3 -c 'blocks = [bytearray(1024 * 1024) for _ in range(400)]'"
+    status = wait_for_exit(executor, executor.start(make_launch(hog, memory_mb=100)))
+    assert status.oom_killed
+    assert "out of memory" in status.diagnostics and "100 MB" in status.diagnostics
+
+
+def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", use_cgroups=False)
+    hog = "python3 -c 'blocks = [bytearray(1024 * 1024) for _ in range(400)]'"
+    launch = make_launch(hog, memory_mb=100)
+    status = wait_for_exit(executor, executor.start(launch))
+    assert status.exit_code == 1
+    assert "MemoryError" in launch.log_path.read_text()
+
+
+def test_it_limits_the_number_of_processes(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", pids_limit=20)
+    spawner = "python3 -c 'import subprocess; [subprocess.Popen([\"sleep\", \"303.1\"]) for _ in range(40)]'"
+    launch = make_launch(spawner)
+    status = wait_for_exit(executor, executor.start(launch))
+    assert status.exit_code == 1
+    assert "Resource temporarily unavailable" in launch.log_path.read_text()
+    assert processes_running("sleep", "303.1") == []
+
+
+def test_it_gives_the_task_its_cpus_as_a_quota(executor, make_launch):
+    require(executor.cgroups is not None, "writable cgroup v1 controllers")
+    handle = executor.start(make_launch("sleep 303.2", cpu=2))
+    wait_for(lambda: processes_running("sleep", "303.2"))
+    pid = processes_running("sleep", "303.2")[0]
+    cpu_group = next(line.split(":", 2)[2].strip() for line in open(f"/proc/{pid}/cgroup") if ":cpu:" in line)
+    quota = int(open(f"/sys/fs/cgroup/cpu{cpu_group}/cpu.cfs_quota_us").read())
+    period = int(open(f"/sys/fs/cgroup/cpu{cpu_group}/cpu.cfs_period_us").read())
+    executor.stop(handle)
+    assert quota == 2 * period
+
+
+def test_it_keeps_the_tail_of_a_log_over_the_cap(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", log_max_bytes=64 * 1024)
+    launch = make_launch("seq 1 100000; echo the-last-line")
+    wait_for_exit(executor, executor.start(launch))
+    log = launch.log_path.read_bytes()
+    assert len(log) <= 64 * 1024
+    assert log.endswith(b"99999\n100000\nthe-last-line\n")
+    assert was_cut(launch.log_path)
