@@ -65,6 +65,7 @@ PORT_CONFLICT = 253
 CONTAINER_GONE = -1000
 ENGINE_LOST = -1001
 LOG_FLUSH_WAIT_S = 3.0
+ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
 
 
 class DockerExecutor(Executor):
@@ -91,6 +92,12 @@ class DockerExecutor(Executor):
         self._log_threads: dict[str, threading.Thread] = {}
         self._logs_complete: set[str] = set()  # exited containers whose log file is whole
         self._cpu_count: int | None = None
+
+    @property
+    def engine_log_options(self) -> dict[str, str]:
+        """The engine's own copy of the output (json-file) is bounded too. Rotating it faster than
+        the log thread reads breaks the stream ("Error grabbing logs"), so never below 16 MiB."""
+        return {"max-size": str(max(self.log_max_bytes, ENGINE_LOG_MIN_BYTES)), "max-file": "2"}
 
     # -- engine ------------------------------------------------------------------------------
 
@@ -269,9 +276,7 @@ class DockerExecutor(Executor):
             memswap_limit=f"{launch.memory_mb}m",
             shm_size=f"{launch.shm_mb}m",
             pids_limit=self.pids_limit,
-            log_config=LogConfig(
-                type=LogConfig.types.JSON, config={"max-size": str(self.log_max_bytes), "max-file": "1"}
-            ),
+            log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             port_bindings={port: (self.address, port) for port in ports},
             device_requests=device_requests,
             mounts=[
