@@ -1,6 +1,7 @@
 """The process executor runs a task as a local process group and reads its exit back."""
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -125,7 +126,7 @@ def test_it_reports_a_signal_kill_as_128_plus_the_signal(executor, make_launch):
 
 def test_it_refuses_a_users_task_where_no_sandbox_can_be_had(make_launch, tmp_path):
     executor = ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
-    with pytest.raises(ExecutorError, match="cannot sandbox tasks.*bubblewrap") as refused:
+    with pytest.raises(ExecutorError, match=r"cannot sandbox tasks.*bubblewrap") as refused:
         executor.start(make_launch("true"))
     assert refused.value.exit_code == NO_SANDBOX_EXIT
 
@@ -155,7 +156,7 @@ def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, tmp_path):
 
 def test_it_limits_the_number_of_processes(make_launch, tmp_path):
     executor = ProcessExecutor(tmp_path / "work", pids_limit=20)
-    spawner = "python3 -c 'import subprocess; [subprocess.Popen([\"sleep\", \"303.1\"]) for _ in range(40)]'"
+    spawner = 'python3 -c \'import subprocess; [subprocess.Popen(["sleep", "303.1"]) for _ in range(40)]\''
     launch = make_launch(spawner)
     status = wait_for_exit(executor, executor.start(launch))
     assert status.exit_code == 1
@@ -168,9 +169,10 @@ def test_it_gives_the_task_its_cpus_as_a_quota(executor, make_launch):
     handle = executor.start(make_launch("sleep 303.2", cpu=2))
     wait_for(lambda: processes_running("sleep", "303.2"))
     pid = processes_running("sleep", "303.2")[0]
-    cpu_group = next(line.split(":", 2)[2].strip() for line in open(f"/proc/{pid}/cgroup") if ":cpu:" in line)
-    quota = int(open(f"/sys/fs/cgroup/cpu{cpu_group}/cpu.cfs_quota_us").read())
-    period = int(open(f"/sys/fs/cgroup/cpu{cpu_group}/cpu.cfs_period_us").read())
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    cpu_group = Path("/sys/fs/cgroup/cpu" + next(line.split(":", 2)[2] for line in lines if ":cpu:" in line))
+    quota = int((cpu_group / "cpu.cfs_quota_us").read_text())
+    period = int((cpu_group / "cpu.cfs_period_us").read_text())
     executor.stop(handle)
     assert quota == 2 * period
 
