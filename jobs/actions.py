@@ -16,7 +16,7 @@ from clusters.models import GpuType, VirtualCluster
 from jobs import storage
 from jobs.crypto import encrypt_text
 from jobs.models import FINISHED_JOB_STATES, Job, JobEvent, JobState, Task, TaskState
-from jobs.protocol import JobConfigError, LoadedConfig, load
+from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -74,7 +74,8 @@ def submit_job(user: Any, text: str) -> Job:
         name=spec["name"],
         virtual_cluster=vc,
         protocol_version=cfg.protocol_version,
-        config_text=text,
+        # The values live only in secrets_encrypted: the stored text has them as ******.
+        config_text=mask_config_text(text),
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
     )

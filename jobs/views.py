@@ -6,7 +6,6 @@ of jobs.actions, render.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import yaml
@@ -22,7 +21,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
-from jobs.crypto import decrypt_text
 from jobs.forms import (
     PAGE_SIZES,
     ImportFileForm,
@@ -35,6 +33,7 @@ from jobs.forms import (
     form_to_config,
     line_errors,
 )
+from jobs.logs import masked_tail
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, export, load
 from jobs.protocol.parsing import parse
@@ -281,31 +280,7 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
     except ValueError:
         tail = LOG_TAIL_DEFAULT
-    text = _read_tail(task.log_path, tail)
-    for secret in _secret_values(job):
-        text = text.replace(secret, "******")
-    return HttpResponse(text, content_type="text/plain; charset=utf-8")
-
-
-def _read_tail(path: str, size: int) -> str:
-    try:
-        with open(path, "rb") as log:
-            log.seek(0, 2)
-            end = log.tell()
-            log.seek(max(0, end - size))
-            return log.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _secret_values(job: Job) -> list[str]:
-    if not job.secrets_encrypted:
-        return []
-    try:
-        secrets = json.loads(decrypt_text(job.secrets_encrypted))
-    except Exception:  # a key rotated away: nothing to mask with, and nothing readable leaks
-        return []
-    return [str(value) for value in secrets.values() if str(value)]
+    return HttpResponse(masked_tail(job, task.log_path, tail), content_type="text/plain; charset=utf-8")
 
 
 @require_http_methods(["GET", "POST"])

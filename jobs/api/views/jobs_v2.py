@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from django.http import FileResponse, HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -13,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs import logs
 from jobs.api import links, shapes
 from jobs.api.errors import ApiError
 from jobs.api.parsers import ConfigTextParser
@@ -122,7 +121,7 @@ class TaskLogView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, auth=[])
-    def get(self, request: Request, token: str) -> HttpResponse | FileResponse:
+    def get(self, request: Request, token: str) -> HttpResponse | StreamingHttpResponse:
         found = links.task_for_log_link(token)
         if found is None:
             raise ApiError(404, "NoTaskLogError", "The log link is not valid or has expired.")
@@ -130,18 +129,12 @@ class TaskLogView(APIView):
         return log_response(task, tail)
 
 
-def log_response(task: Task, tail: bool) -> HttpResponse | FileResponse:
-    """The whole log streamed from disk, or its last TAIL_BYTES; empty before the task wrote any."""
+def log_response(task: Task, tail: bool) -> HttpResponse | StreamingHttpResponse:
+    """The whole log streamed from disk, or its last TAIL_BYTES, the job's secrets masked; empty
+    before the task wrote any."""
     content_type = "text/plain; charset=utf-8"
-    try:
-        log = Path(task.log_path).open("rb") if task.log_path else None  # noqa: SIM115  (FileResponse closes it)
-    except OSError:
-        log = None
-    if log is None:
+    if not task.log_path:
         return HttpResponse(b"", content_type=content_type)
-    if not tail:
-        return FileResponse(log, content_type=content_type)
-    with log:
-        size = log.seek(0, 2)
-        log.seek(max(size - TAIL_BYTES, 0))
-        return HttpResponse(log.read(), content_type=content_type)
+    if tail:
+        return HttpResponse(logs.masked_tail(task.job, task.log_path, TAIL_BYTES), content_type=content_type)
+    return StreamingHttpResponse(logs.masked_chunks(task.job, task.log_path), content_type=content_type)
