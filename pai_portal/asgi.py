@@ -20,6 +20,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from jobs.routing import websocket_urlpatterns  # noqa: E402
+from pai_portal.origin import SameOriginValidator  # noqa: E402
 
 # Request threads per server process. With SQLite few beat many (threads of one process wait on
 # each other's write lock: 8 threads gave 35 % fewer submits/s than 2 in bench/api.py), but a slow
@@ -30,6 +31,9 @@ application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
         "http": WSGIMiddleware(django_http_app, workers=HTTP_THREADS),  # type: ignore[arg-type]
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # The Origin's host must be allowed and its scheme, host and port the portal's own.
+        "websocket": SameOriginValidator(
+            AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+        ),
     }
 )

@@ -228,7 +228,7 @@ LOGGING = {
 # Everything the portal writes (database, logs, secret key, storage areas, work dirs) is its own:
 # 0600 files and 0700 directories; files made before this rule lose their group/other bits here.
 os.umask(0o077)
-_private_paths = [VAR_DIR, VAR_DIR / "secret_key"]
+_private_paths = [VAR_DIR, VAR_DIR / "secret_key", PAI_LOG_DIR, PAI_WORK_ROOT, PAI_FS_ROOT]
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     _private_paths.append(Path(DATABASES["default"]["NAME"]))
 for _path in _private_paths:

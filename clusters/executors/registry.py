@@ -43,3 +43,27 @@ def portal_paths() -> tuple[str, ...]:
     if database["ENGINE"].endswith("sqlite3"):
         paths.add(Path(database["NAME"]).parent)
     return tuple(sorted(str(Path(path).resolve()) for path in paths))
+
+
+def describe_executor(kind: str, address: str, docker_url: str = "") -> str:
+    """What running on this executor means for a job, in a sentence (printed by `make run`)."""
+    if kind == "docker":
+        return (
+            f"Docker executor ({docker_url or 'local engine'}): each task in its own container with its "
+            f"limits; tasks' ports open on {address}."
+        )
+    from clusters.executors.process import ProcessExecutor
+
+    executor = executor_for(kind, address, docker_url)
+    assert isinstance(executor, ProcessExecutor)
+    limits = "cgroup limits" if executor.cgroups is not None else "rlimit limits (no CPU limit)"
+    if executor.sandbox_problem:
+        return (
+            f"process executor WITHOUT a sandbox ({executor.sandbox_problem}): only admins' jobs run here, as the "
+            "portal's own user; everyone else's fail to start and say why. Install Docker or bubblewrap."
+        )
+    return (
+        f"process executor: each task a local process in a bubblewrap sandbox (its own unprivileged uid, only "
+        f"its work dir and storage area, none of the portal's files), {limits}; tasks share this machine's "
+        f"network, their ports on {address}."
+    )

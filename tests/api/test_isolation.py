@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.models import Token
@@ -158,3 +159,31 @@ def test_it_says_on_the_job_page_that_a_cut_log_was_cut(finished_secret_job, cli
     client.force_login(user)
     tail = client.get(f"/jobs/{finished_secret_job.full_name}/log", {"tail": 1000}).content
     assert tail.startswith(b"[pai-portal] the log was cut")
+
+
+# -- origins --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def csrf_client(user):
+    """A signed-in browser that sends its CSRF token, as a page of a job on another port could."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    client.get("/storage/")
+    return client
+
+
+def stop_from(client: Client, job, origin: str) -> int:
+    token = client.cookies["csrftoken"].value
+    answer = client.post(f"/jobs/{job.full_name}/stop/", {"csrfmiddlewaretoken": token}, HTTP_ORIGIN=origin)
+    return answer.status_code
+
+
+def test_it_refuses_a_form_post_from_an_origin_that_differs_only_in_port(csrf_client, alices_job):
+    assert stop_from(csrf_client, alices_job, "http://testserver:20002") == 403
+    alices_job.refresh_from_db()
+    assert alices_job.execution_type == "START"
+
+
+def test_it_accepts_a_form_post_from_the_portals_own_origin(csrf_client, alices_job):
+    assert stop_from(csrf_client, alices_job, "http://testserver") == 302
