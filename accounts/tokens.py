@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -50,12 +52,49 @@ def find_valid_token(raw: str) -> Token | None:
     return token
 
 
+def _b64(data: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode()).rstrip(b"=").decode()
+
+
+def token_handle(token: Token) -> str:
+    """What OpenPAI's token list gives in place of the token: an unsigned JWT its clients decode
+    (jwt.decode, no verification) for {username, application, iat, exp} and send back to revoke.
+    Only hashes are stored, so it carries the token's id, never a usable credential."""
+    claims = {
+        "username": token.user.get_username(),
+        "application": token.kind == Token.Kind.APPLICATION,
+        "iat": int(token.created.timestamp()),
+        "exp": int(token.expires.timestamp()),
+        "id": token.pk,
+        "prefix": token.key_prefix,
+    }
+    return f"{_b64({'alg': 'none', 'typ': 'JWT'})}.{_b64(claims)}."
+
+
+def _id_of_handle(handle: str) -> int | None:
+    parts = handle.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        return int(claims["id"])
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _token_id(text: str) -> int | None:
+    """The row id a revoke names (digits, or the id in a handle); None when no row can have it."""
+    token_id = int(text) if text.isdigit() and len(text) < 19 else _id_of_handle(text)
+    return token_id if token_id is not None and 0 <= token_id < 2**63 else None
+
+
 def revoke_token(user: Any, raw_or_id: str) -> bool:
-    """Delete one of the user's tokens, named by its raw value or its id; True when one went."""
+    """Delete one of the user's tokens, named by its raw value, its id or its handle; True when one went."""
     mine = Token.objects.filter(user=user)
     deleted, _ = mine.filter(key_hash=hash_token(raw_or_id)).delete()
-    if not deleted and raw_or_id.isdigit():
-        deleted, _ = mine.filter(pk=int(raw_or_id)).delete()
+    token_id = _token_id(raw_or_id)
+    if not deleted and token_id is not None:
+        deleted, _ = mine.filter(pk=token_id).delete()
     return bool(deleted)
 
 

@@ -119,7 +119,7 @@ def main() -> None:
     api = docker.APIClient(timeout=120)
     api.inspect_image(IMAGE)
     user = setup_portal()
-    from clusters.scheduler import Scheduler
+    from scheduling.scheduler import Scheduler
 
     scheduler = Scheduler()  # one long-running loop, as `runscheduler` is
     portal, direct, direct_parallel = [], [], []

@@ -59,7 +59,12 @@ class Node(models.Model):
     memory_mb = models.PositiveIntegerField(default=1024)
     port_range_start = models.PositiveIntegerField(default=20000)
     port_range_end = models.PositiveIntegerField(default=40000)
+    # The admin's switch (cordon): placement skips the node while it is off.
     schedulable = models.BooleanField(default=True)
+    # The scheduler's heartbeat: set when the node's engine stopped answering, cleared when it
+    # answers again. Placement skips a down node; its running tasks were recorded as lost.
+    down_since = models.DateTimeField(null=True, blank=True)
+    down_reason = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -67,6 +72,11 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def available(self) -> bool:
+        """Placement may put tasks here: schedulable, and its engine answers."""
+        return self.schedulable and self.down_since is None
 
 
 class Gpu(models.Model):

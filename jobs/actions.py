@@ -1,22 +1,26 @@
 """The verbs on jobs. Pages, the API and the management commands all call these; each verb is one
-transaction. Nothing else writes Job rows, except the scheduler loop recording what happened."""
+transaction. State changes go through jobs.lifecycle, as the scheduler loop's do."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from accounts.permissions import is_admin
 from clusters.models import GpuType, VirtualCluster
-from jobs import storage
+from jobs import lifecycle, storage
 from jobs.crypto import encrypt_text
-from jobs.models import FINISHED_JOB_STATES, Job, JobEvent, JobState, Task, TaskState
+from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart_job raise)
+from jobs.models import Job, JobEvent, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
+from jobs.protocol.honoured import job_priority, unsupported
+from jobs.protocol.limits import task_count_errors
+from jobs.ssh import attach_new_keypair
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -33,21 +37,34 @@ class VirtualClusterForbidden(JobConfigError):
     """The user may not submit to this VC (API: 403 ForbiddenUserError)."""
 
 
-class JobStateError(Exception):
-    """The verb does not apply to the job in its current state (e.g. stop a finished job)."""
-
-
 def _vc_field(cfg: LoadedConfig) -> str:
     return "virtualCluster" if cfg.protocol_version == 1 else "defaults.virtualCluster"
 
 
 def _gpu_type_field(cfg: LoadedConfig) -> str:
-    return "gpuType" if cfg.protocol_version == 1 else "extras.gpuType"
+    if cfg.protocol_version == 1:
+        return "gpuType"
+    skus = ((cfg.spec["extras"].get("hivedScheduler") or {}).get("taskRoles")) or {}
+    role = next((role for role, hints in skus.items() if (hints or {}).get("skuType")), None)
+    return f"extras.hivedScheduler.taskRoles.{role}.skuType" if role else "extras.gpuType"
+
+
+def check_task_counts(cfg: LoadedConfig) -> None:
+    """The configured cap on task roles and tasks per job (one submit must stay a short write)."""
+    errors = task_count_errors(
+        cfg.spec,
+        cfg.protocol_version,
+        max_roles=settings.PAI_MAX_TASK_ROLES,
+        max_tasks=settings.PAI_MAX_TASKS_PER_JOB,
+    )
+    if errors:
+        raise JobConfigError(errors)
 
 
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
+    check_task_counts(cfg)
     vc_name = cfg.spec["defaults"]["virtualCluster"]
     vc = VirtualCluster.objects.filter(name=vc_name).first()
     if vc is None:
@@ -60,6 +77,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
         known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"
         errors.append((_gpu_type_field(cfg), f'GPU type "{gpu_type}" does not exist (known: {known})'))
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
+    errors.extend(unsupported(cfg.spec))
     if errors:
         raise JobConfigError(errors)
     return cfg, vc
@@ -78,8 +96,9 @@ def submit_job(user: Any, text: str) -> Job:
         config_text=mask_config_text(text),
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
+        priority=job_priority(spec),
     )
-    _attach_keypair(job)
+    attach_new_keypair(job)
     try:
         with transaction.atomic():
             job.save()
@@ -94,72 +113,52 @@ def submit_job(user: Any, text: str) -> Job:
     return job
 
 
-def _attach_keypair(job: Job) -> None:
-    try:
-        from jobs.ssh import attach_new_keypair
-    except ImportError:  # the SSH room is optional until it lands
-        return
-    attach_new_keypair(job)
-
-
 def stop_job(job: Job, by: Any) -> Job:
-    """Ask the scheduler to stop every task; it records STOPPED when they are gone."""
-    with transaction.atomic():
-        updated = (
-            Job.objects.filter(pk=job.pk)
-            .exclude(state__in=FINISHED_JOB_STATES)
-            .update(execution_type=Job.ExecutionType.STOP, updated_at=timezone.now())
-        )
-        if not updated:
-            raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
-        JobEvent.objects.create(job=job, kind="stop-requested", message=f"Stop requested by {by.get_username()}.")
+    """Ask the scheduler to stop every task; it records STOPPED when they are gone.
+    Raises JobStateError when the job has already finished."""
+    lifecycle.request_stop(job, by.get_username())
     job.refresh_from_db()
     return job
 
 
 def restart_job(job: Job, by: Any) -> Job:
-    """START on a finished job: it goes back to the queue as a new attempt."""
-    with transaction.atomic():
-        updated = Job.objects.filter(pk=job.pk, state__in=FINISHED_JOB_STATES).update(
-            state=JobState.WAITING,
-            execution_type=Job.ExecutionType.START,
-            retries_used=0,
-            transient_retries=0,
-            pending_reason="",
-            exit_code=None,
-            user_exit_code=None,
-            exit_diagnostics="",
-            completed_at=None,
-            updated_at=timezone.now(),
+    """START on a finished job: it goes back to the queue as a new attempt. The VC is checked
+    as at submit (the owner may have lost access since)."""
+    if not job.virtual_cluster.is_open_to(job.owner):
+        field = "virtualCluster" if job.protocol_version == 1 else "defaults.virtualCluster"
+        raise VirtualClusterForbidden(
+            [
+                (
+                    field,
+                    f'{job.owner.get_username()} may no longer submit to virtual cluster "{job.virtual_cluster.name}"',
+                )
+            ]
         )
-        if not updated:
-            raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
-        job.tasks.update(
-            state=TaskState.WAITING,
-            attempt=0,
-            retries=0,
-            node=None,
-            executor_id="",
-            ip="",
-            ports={},
-            gpus=[],
-            exit_code=None,
-            user_exit_code=None,
-            exit_diagnostics="",
-            started_at=None,
-            finished_at=None,
-        )
-        JobEvent.objects.create(job=job, kind="restarted", message=f"Started again by {by.get_username()}.")
+    lifecycle.restart(job, by.get_username())
     job.refresh_from_db()
     return job
 
 
 def visible_jobs(user: Any) -> QuerySet[Job]:
-    """The jobs a user may see: their own; admins see everyone's."""
+    """The jobs a user may act on and read in full (config, logs, keys, terminals): their own;
+    admins: everyone's."""
     jobs = Job.objects.select_related("owner", "virtual_cluster")
     if is_admin(user):
         return jobs
     return jobs.filter(owner=user)
+
+
+def listed_jobs(user: Any) -> QuerySet[Job]:
+    """The jobs a user sees in lists and read-only summaries: everyone's when the job list is shared
+    (settings.PAI_SHARED_JOB_LIST, OpenPAI's way), else those of visible_jobs."""
+    if settings.PAI_SHARED_JOB_LIST and user.is_authenticated:
+        return Job.objects.select_related("owner", "virtual_cluster")
+    return visible_jobs(user)
+
+
+def may_manage(user: Any, job: Job) -> bool:
+    """The owner and admins: stop, restart, clone, config, logs, SSH."""
+    return is_admin(user) or job.owner_id == user.pk
 
 
 def split_full_name(full_name: str) -> tuple[str, str]:
@@ -171,6 +170,12 @@ def split_full_name(full_name: str) -> tuple[str, str]:
 
 
 def get_job_for(user: Any, full_name: str) -> Job:
-    """The job, if the user may see it; Job.DoesNotExist otherwise (answer 404, never 403)."""
+    """The job, if the user may act on it; Job.DoesNotExist otherwise (answer 404, never 403)."""
     owner, name = split_full_name(full_name)
     return visible_jobs(user).get(owner__username=owner, name=name)
+
+
+def get_job_summary_for(user: Any, full_name: str) -> Job:
+    """The job, if the user may read its summary (listed_jobs); Job.DoesNotExist otherwise."""
+    owner, name = split_full_name(full_name)
+    return listed_jobs(user).get(owner__username=owner, name=name)

@@ -6,14 +6,13 @@ no extra setup. Fernet gives authenticated encryption (a tampered value fails to
 
 import base64
 import hashlib
-import os
 
 from cryptography.fernet import Fernet
 from django.conf import settings
 
 
 def _fernet() -> Fernet:
-    material = os.environ.get("PAI_ENCRYPTION_KEY") or settings.SECRET_KEY
+    material = settings.PAI_ENCRYPTION_KEY or settings.SECRET_KEY
     key = base64.urlsafe_b64encode(hashlib.sha256(("pai-portal:" + material).encode()).digest())
     return Fernet(key)
 

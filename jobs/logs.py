@@ -1,5 +1,6 @@
-"""Task logs as the portal serves them (job page, API, signed links): the job's secret values
-masked as ******, and a note when the log was cut to its size cap.
+"""Reading task logs: the one tail reader the scheduler (exit patterns) uses, and the logs as the
+portal serves them (job page, API, signed links): the job's secret values masked as ******, and a
+note when the log was cut to its size cap.
 
 The log file holds what the task printed, secrets included (a task may echo one); masking
 happens here, on the way out, with the job's decrypted secret values, so every path that serves
@@ -9,6 +10,7 @@ a log goes through masked_tail() or masked_chunks().
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 
@@ -19,6 +21,20 @@ from jobs.protocol.v2 import MASK
 
 CHUNK_BYTES = 64 * 1024
 CUT_NOTICE = b"[pai-portal] the log was cut to its size cap (PAI_TASK_LOG_MAX_BYTES): only its end is kept\n"
+
+
+def read_tail(path: str, size: int) -> str:
+    """The last `size` bytes of the log at `path` as text ("" when there is none yet). Unmasked:
+    for the scheduler's exit patterns, never for a reader."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as log_file:
+            end = log_file.seek(0, os.SEEK_END)
+            log_file.seek(max(0, end - size))
+            return log_file.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def secret_values(job: Job) -> list[str]:

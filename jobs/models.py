@@ -4,27 +4,10 @@ from django.conf import settings
 from django.db import models
 
 from jobs.fields import OrderedJSONField
+from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
-
-class JobState(models.TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    STOPPING = "STOPPING"
-    STOPPED = "STOPPED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    UNKNOWN = "UNKNOWN"
-
-
-FINISHED_JOB_STATES = (JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED)
-
-
-class TaskState(models.TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
+# The state names are defined in jobs.states (with the diagram); importable from here too.
+__all__ = ["FINISHED_JOB_STATES", "Job", "JobEvent", "JobState", "Task", "TaskAttempt", "TaskState"]
 
 
 class Job(models.Model):
@@ -93,16 +76,10 @@ class Job(models.Model):
         return self.state in FINISHED_JOB_STATES
 
 
-class Task(models.Model):
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
-    role = models.CharField(max_length=255)
-    index = models.PositiveIntegerField()
-    state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.WAITING)
-    # Task attempts inside the current job attempt (first start = 1); retries as charged.
-    attempt = models.PositiveIntegerField(default=0)
-    retries = models.PositiveIntegerField(default=0)
+class TaskRun(models.Model):
+    """Where and how a task runs or ran: what a Task holds for its current attempt and a
+    TaskAttempt keeps of an ended one."""
 
-    node = models.ForeignKey("clusters.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
     executor_id = models.CharField(max_length=128, blank=True, default="", help_text="Container id or pid.")
     ip = models.CharField(max_length=64, blank=True, default="")
     ports = OrderedJSONField(default=dict, blank=True, help_text='{"label": [port, ...]}')
@@ -117,12 +94,50 @@ class Task(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        abstract = True
+
+
+class Task(TaskRun):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tasks")
+    role = models.CharField(max_length=255)
+    index = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=TaskState.choices, default=TaskState.WAITING)
+    # Task attempts inside the current job attempt (first start = 1); retries as charged.
+    attempt = models.PositiveIntegerField(default=0)
+    retries = models.PositiveIntegerField(default=0)
+
+    node = models.ForeignKey("clusters.Node", null=True, blank=True, on_delete=models.SET_NULL, related_name="tasks")
+
+    class Meta:
         ordering = ["job", "role", "index"]
         constraints = [models.UniqueConstraint(fields=["job", "role", "index"], name="unique_task_per_job")]
         indexes = [models.Index(fields=["state"], name="task_state")]
 
     def __str__(self) -> str:
         return f"{self.job.full_name}/{self.role}-{self.index}"
+
+
+class TaskAttempt(TaskRun):
+    """One run of a task, kept when it ends: the job page and the API show every attempt's node,
+    exit and log, not only the last one's."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempts")
+    job_attempt = models.PositiveIntegerField()
+    role = models.CharField(max_length=255)
+    index = models.PositiveIntegerField()
+    attempt = models.PositiveIntegerField()
+    node_name = models.CharField(max_length=128, blank=True, default="")
+
+    class Meta:
+        ordering = ["job", "job_attempt", "role", "index", "attempt"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "job_attempt", "role", "index", "attempt"], name="unique_task_attempt"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.job_attempt}/{self.role}-{self.index}#{self.attempt}"
 
 
 class JobEvent(models.Model):

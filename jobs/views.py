@@ -6,6 +6,7 @@ of jobs.actions, render.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -19,33 +20,35 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
-from jobs.forms import (
-    PAGE_SIZES,
-    ImportFileForm,
-    JobFormData,
-    JobListQuery,
-    config_to_form,
-    config_to_yaml,
-    default_role,
-    field_errors,
-    form_to_config,
-    line_errors,
-)
+from jobs.api.throttles import SubmitThrottle
+from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.logs import masked_tail
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, export, load
 from jobs.protocol.parsing import parse
+from jobs.submit_errors import field_errors, line_errors
+from jobs.submit_form import ImportFileForm, JobFormData, config_to_form, config_to_yaml, default_role, form_to_config
 from jobs.templatetags.portal import state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024
+MAX_DATABASE_ID = 2**63 - 1
 
 
 def _job_or_404(request: HttpRequest, full_name: str) -> Job:
     try:
         return actions.get_job_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise Http404(_("No such job.")) from error
+
+
+def _job_summary_or_404(request: HttpRequest, full_name: str) -> Job:
+    """Read-only pages: another user's job too, on a shared job list."""
+    try:
+        return actions.get_job_summary_for(request.user, full_name)
     except Job.DoesNotExist as error:
         raise Http404(_("No such job.")) from error
 
@@ -63,6 +66,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "states": JobState.values,
         "virtual_clusters": VirtualCluster.objects.values_list("name", flat=True),
         "is_admin": query.is_admin,
+        "show_owner": query.shows_everyone,
         "page_sizes": PAGE_SIZES,
     }
     return render(request, "jobs/list.html", context)
@@ -72,7 +76,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_states(request: HttpRequest) -> JsonResponse:
     """States of the listed jobs and the per-state counts, for the list's live updates."""
     query = JobListQuery.from_request(request)
-    ids = [int(part) for part in request.GET.get("ids", "").split(",") if part.strip().isdigit()][:500]
+    ids = [int(part) for part in request.GET.get("ids", "").split(",") if is_database_id(part)][:500]
     states = dict(query.visible().filter(pk__in=ids).values_list("pk", "state")) if ids else {}
     counts = query.counts()
     return JsonResponse(
@@ -82,6 +86,12 @@ def job_states(request: HttpRequest) -> JsonResponse:
             "labels": {state: state_label(state) for state in JobState.values},
         }
     )
+
+
+def is_database_id(text: str) -> bool:
+    """Digits that fit a database id (a bigger number would overflow the query, not match)."""
+    text = text.strip()
+    return text.isdigit() and len(text) <= 19 and int(text) <= MAX_DATABASE_ID
 
 
 # --- submit ---------------------------------------------------------------------------------------
@@ -130,28 +140,45 @@ def submit(request: HttpRequest) -> HttpResponse:
         mode = request.GET.get("mode", "form")  # the tabs work without JavaScript too
         mode = mode if mode in ("form", "text", "file") else "form"
         return _submit_page(request, _initial_form(request), cloned_from=clone_of, mode=mode)
+    return _submit_posted(request)
+
+
+def _submit_posted(request: HttpRequest) -> HttpResponse:
+    """One of the page's buttons: Submit, Export, Edit YAML (to_yaml) or back to the form (to_form)."""
     mode = request.POST.get("mode", "form")
     action = request.POST.get("action", "submit")
     form_data = JobFormData.from_post(request.POST)
-
+    if form_data.problems:
+        return _submit_page(request, form_data, status=400, general_errors=form_data.problems)
+    if action == "submit" and (wait := throttle_wait([SubmitThrottle], request)) is not None:
+        message = _("Too many submits; try again in %(seconds)d s.") % {"seconds": int(wait) + 1}
+        return _submit_page(request, form_data, status=429, general_errors=[message])
     if mode == "form":
         text = config_to_yaml(form_to_config(form_data))
         if action == "to_yaml":
             return _submit_page(request, form_data, mode="text", config_text=text, editing_yaml=True)
     elif mode == "file":
-        file_form = ImportFileForm(request.POST, request.FILES)
         try:
-            if not file_form.is_valid():
-                raise django_forms.ValidationError(list(file_form.errors["config_file"]))
-            text = file_form.config_text()
+            text = _imported_text(request)
         except django_forms.ValidationError as error:
             return _submit_page(request, form_data, mode="file", file_errors=error.messages)
         mode = "text"  # errors in an imported file are shown, and fixed, in the text box
     else:
         text = request.POST.get("config_text", "")
-
     if action == "to_form":
         return _text_to_form(request, text)
+    return _submit_or_export(request, action, mode, form_data, text)
+
+
+def _imported_text(request: HttpRequest) -> str:
+    """The uploaded config file's text; raises ValidationError for a wrong or unreadable file."""
+    file_form = ImportFileForm(request.POST, request.FILES)
+    if not file_form.is_valid():
+        raise django_forms.ValidationError(list(file_form.errors["config_file"]))
+    return file_form.config_text()
+
+
+def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: JobFormData, text: str) -> HttpResponse:
     try:
         if action == "export":
             spec = load(text).spec
@@ -243,16 +270,16 @@ def _yaml_download(text: str, name: str) -> HttpResponse:
 # --- job detail -------------------------------------------------------------------------------------
 
 
-def _detail_context(job: Job) -> dict[str, Any]:
+def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
     tasks = list(job.tasks.select_related("node").order_by("role", "index"))
     events = list(job.events.order_by("-created_at", "-id")[:200])
-    return {"job": job, "tasks": tasks, "events": events}
+    return {"job": job, "tasks": tasks, "events": events, "may_manage": actions.may_manage(request.user, job)}
 
 
 @require_GET
 def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
-    job = _job_or_404(request, full_name)
-    context = _detail_context(job)
+    job = _job_summary_or_404(request, full_name)
+    context = _detail_context(request, job)
     selected = request.GET.get("task")
     context["log_task"] = next((t for t in context["tasks"] if str(t.pk) == selected), None) or (
         context["tasks"][0] if context["tasks"] else None
@@ -263,8 +290,8 @@ def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
 @require_GET
 def job_status(request: HttpRequest, full_name: str) -> JsonResponse:
     """The live part of the job page, rendered on the server, for the page's poller."""
-    job = _job_or_404(request, full_name)
-    html = render_to_string("jobs/_job_live.html", _detail_context(job), request=request)
+    job = _job_summary_or_404(request, full_name)
+    html = render_to_string("jobs/_job_live.html", _detail_context(request, job), request=request)
     return JsonResponse({"state": job.state, "finished": job.is_finished, "html": html})
 
 
@@ -289,22 +316,28 @@ def job_stop(request: HttpRequest, full_name: str) -> HttpResponse:
     job = _job_or_404(request, full_name)
     if request.method == "GET":
         return render(request, "jobs/stop_confirm.html", {"job": job})
-    try:
-        actions.stop_job(job, request.user)
-        messages.success(request, _("Stop requested for %(name)s.") % {"name": job.full_name})
-    except actions.JobStateError:
-        messages.error(request, _("The job has already finished."))
-    return redirect("jobs:detail", full_name=job.full_name)
+    done = _("Stop requested for %(name)s.") % {"name": job.full_name}
+    refused = _("The job has already finished.")
+    return _change_state(request, job, actions.stop_job, done, refused=refused)
 
 
 @require_POST
 def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
     job = _job_or_404(request, full_name)
+    done = _("Job %(name)s queued again.") % {"name": job.full_name}
+    refused = _("Only a finished job can be started again.")
+    return _change_state(request, job, actions.restart_job, done, refused=refused)
+
+
+def _change_state(
+    request: HttpRequest, job: Job, verb: Callable[[Job, Any], object], done: str, *, refused: str
+) -> HttpResponse:
+    """Run a verb that the job's state may refuse; say how it went on the job's page."""
     try:
-        actions.restart_job(job, request.user)
-        messages.success(request, _("Job %(name)s queued again.") % {"name": job.full_name})
+        verb(job, request.user)
+        messages.success(request, done)
     except actions.JobStateError:
-        messages.error(request, _("Only a finished job can be started again."))
+        messages.error(request, refused)
     return redirect("jobs:detail", full_name=job.full_name)
 
 

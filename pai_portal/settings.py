@@ -9,24 +9,17 @@ from pathlib import Path
 
 import dj_database_url
 
-
-def env_bool(name: str, default: bool = False) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
+from pai_portal.env import env_bool, env_float, env_int, env_list, env_networks, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("PAI_VAR_DIR", BASE_DIR / "var")).resolve()
+VAR_DIR = env_path("PAI_VAR_DIR", BASE_DIR / "var").resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def _secret_key() -> str:
     """SECRET_KEY from the environment, else one generated once and kept in var/."""
-    if os.environ.get("SECRET_KEY"):
-        return os.environ["SECRET_KEY"]
+    if env_str("SECRET_KEY", ""):
+        return env_str("SECRET_KEY", "")
     key_file = VAR_DIR / "secret_key"
     if not key_file.exists():
         key_file.write_text(secrets.token_urlsafe(64))
@@ -40,6 +33,8 @@ DEBUG = env_bool("PAI_DEBUG")
 PRODUCTION = env_bool("PAI_PRODUCTION")
 ALLOWED_HOSTS = env_list("PAI_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("PAI_CSRF_TRUSTED_ORIGINS", "")
+# Reverse proxies whose X-Forwarded-For names the client (throttles); none: the header is ignored.
+PAI_TRUSTED_PROXIES = env_networks("PAI_TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "daphne",  # first, so runserver serves websockets too
@@ -49,18 +44,21 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "corsheaders",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "channels",
     "clusters",
     "jobs",
+    "scheduling",
     "accounts",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "corsheaders.middleware.CorsMiddleware",  # before CommonMiddleware, so preflights get their headers
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -93,13 +91,14 @@ WSGI_APPLICATION = "pai_portal.wsgi.application"
 ASGI_APPLICATION = "pai_portal.asgi.application"
 
 # Database: SQLite in var/ by default; DATABASE_URL (postgres://...) switches to PostgreSQL.
-if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=60)}
+DATABASE_URL = env_str("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": os.environ.get("PAI_SQLITE_PATH", str(VAR_DIR / "db.sqlite3")),
+            "NAME": str(env_path("PAI_SQLITE_PATH", VAR_DIR / "db.sqlite3")),
             # A file, not memory, so that tests can run a scheduler in a subprocess on the same
             # database; one per test process so that parallel runs do not collide.
             "TEST": {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")},
@@ -132,7 +131,7 @@ LOGOUT_REDIRECT_URL = "/login/"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
-TIME_ZONE = os.environ.get("PAI_TIME_ZONE", "UTC")
+TIME_ZONE = env_str("PAI_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
@@ -146,28 +145,75 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = DEBUG
 
 # Uploads (import file, code/data upload) are size-limited.
-DATA_UPLOAD_MAX_MEMORY_SIZE = int(os.environ.get("PAI_MAX_BODY_BYTES", 2 * 1024 * 1024))
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("PAI_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 # Where the portal keeps its own files.
-PAI_LOG_DIR = Path(os.environ.get("PAI_LOG_DIR", VAR_DIR / "logs"))
-PAI_WORK_ROOT = Path(os.environ.get("PAI_WORK_ROOT", VAR_DIR / "work"))
-PAI_FS_ROOT = Path(os.environ.get("PAI_FS_ROOT", VAR_DIR / "fs"))
+PAI_LOG_DIR = env_path("PAI_LOG_DIR", VAR_DIR / "logs")
+PAI_WORK_ROOT = env_path("PAI_WORK_ROOT", VAR_DIR / "work")
+PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
-PAI_FS_UPLOAD_MAX_BYTES = int(os.environ.get("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024))
-PAI_DEFAULT_IMAGE = os.environ.get("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
-PAI_SCHEDULER_INTERVAL = float(os.environ.get("PAI_SCHEDULER_INTERVAL", "0.5"))
+PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
+PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
+# As in OpenPAI, every signed-in user sees the job list and read-only job summaries (the queue is
+# shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
+PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
+
+# The most task roles and tasks (all roles' instances) one job may have: OpenPAI's biggest examples
+# use a few roles of at most tens of instances; 400,000 tasks held the database for 34 s.
+PAI_MAX_TASK_ROLES = env_int("PAI_MAX_TASK_ROLES", 100, minimum=1)
+PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
+
+# The scheduler loop.
+PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
+# Transient failures are retried without charging the user, but not forever.
+PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
+# Containers of one job started at once (the engine serializes little of container start).
+PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
+# Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay
+# silent before it is marked down (its running tasks lost and retried elsewhere).
+PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
+# Docker nodes: container/network name prefix (several portals or test runs may share an engine)
+# and the pool per-job networks' /24 subnets are carved from.
+PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
+PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
+# Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.
+PAI_ENCRYPTION_KEY = env_str("PAI_ENCRYPTION_KEY", "")
+# The web server (`manage.py serve`: granian): processes, request threads per process, and the
+# seconds a client may take to send its request headers, each piece of its body, and to take each
+# piece of the response (pai_portal/serving.py) before the connection is dropped.
+PAI_BIND = env_str("PAI_BIND", "127.0.0.1")
+PAI_PORT = env_int("PAI_PORT", 8000, minimum=1)
+PAI_WEB_WORKERS = env_int("PAI_WEB_WORKERS", 2, minimum=1)
+PAI_HTTP_THREADS = env_int("PAI_HTTP_THREADS", 4, minimum=1)
+PAI_HTTP_HEADER_TIMEOUT = env_float("PAI_HTTP_HEADER_TIMEOUT", 10, minimum=0.001)  # granian: at most 60
+PAI_HTTP_READ_TIMEOUT = env_float("PAI_HTTP_READ_TIMEOUT", 30, minimum=0.001)
+PAI_HTTP_WRITE_TIMEOUT = env_float("PAI_HTTP_WRITE_TIMEOUT", 30, minimum=0.001)
 
 # Channels: in-memory by default, Redis when REDIS_URL is set.
-if os.environ.get("REDIS_URL"):
+REDIS_URL = env_str("REDIS_URL", "")
+if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["REDIS_URL"]]},
+            "CONFIG": {"hosts": [REDIS_URL]},
         }
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The cache holds the throttle counters, which every web server process must share: Redis when
+# REDIS_URL is set, else files in var/ (atomic writes; a lost update only undercounts by one).
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "django-cache"),
+        }
+    }
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -181,16 +227,19 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.LimitedJSONParser", "jobs.api.parsers.LimitedFormParser"],
     "EXCEPTION_HANDLER": "jobs.api.errors.openpai_exception_handler",
     "DEFAULT_THROTTLE_RATES": {
-        "submit": os.environ.get("PAI_API_SUBMIT_RATE", "120/min"),
-        "list": os.environ.get("PAI_API_LIST_RATE", "600/min"),
-        "login": os.environ.get("PAI_API_LOGIN_RATE", "30/min"),
+        "submit": env_str("PAI_API_SUBMIT_RATE", "120/min"),
+        "list": env_str("PAI_API_LIST_RATE", "600/min"),
+        "login": env_str("PAI_API_LOGIN_RATE", "30/min"),
+        "login_account": env_str("PAI_LOGIN_ACCOUNT_RATE", "10/min"),
     },
 }
 # API tokens (accounts.Token): lifetimes, the v2 job list's `limit` cap, the SSH key link's life.
-PAI_API_LOGIN_TOKEN_SECONDS = int(os.environ.get("PAI_API_LOGIN_TOKEN_SECONDS", 7 * 24 * 3600))
-PAI_API_APP_TOKEN_SECONDS = int(os.environ.get("PAI_API_APP_TOKEN_SECONDS", 365 * 24 * 3600))
-PAI_API_MAX_LIST_LIMIT = int(os.environ.get("PAI_API_MAX_LIST_LIMIT", 50000))
-PAI_API_SSH_KEY_LINK_SECONDS = int(os.environ.get("PAI_API_SSH_KEY_LINK_SECONDS", 300))
+PAI_API_LOGIN_TOKEN_SECONDS = env_int("PAI_API_LOGIN_TOKEN_SECONDS", 7 * 24 * 3600, minimum=60)
+PAI_API_APP_TOKEN_SECONDS = env_int("PAI_API_APP_TOKEN_SECONDS", 365 * 24 * 3600, minimum=60)
+PAI_API_MAX_LIST_LIMIT = env_int("PAI_API_MAX_LIST_LIMIT", 50000, minimum=1)
+PAI_API_SSH_KEY_LINK_SECONDS = env_int("PAI_API_SSH_KEY_LINK_SECONDS", 300, minimum=1)
+# The schema and API docs need a sign-in, as every page does, unless this says they are public.
+PAI_API_DOCS_PUBLIC = env_bool("PAI_API_DOCS_PUBLIC")
 SPECTACULAR_SETTINGS = {
     "TITLE": "PAI Portal API",
     "DESCRIPTION": "OpenPAI-compatible REST API for submitting and watching deep-learning jobs.",
@@ -199,7 +248,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Every route is also served under /rest-server/api/ (OpenPAI's clients' base): one set of
+    # entries, two servers, instead of every operation twice.
+    "SERVERS": [
+        {"url": "/", "description": "this portal"},
+        {"url": "/rest-server", "description": "the same API where OpenPAI's clients look for it"},
+    ],
+    "PREPROCESSING_HOOKS": ["jobs.api.schema.without_alias_routes"],
 }
+# OpenPAI's REST server answers cross-origin clients (its web portal, the VS Code extension). The
+# API authenticates with Bearer tokens, which a browser never adds by itself, and no credentials
+# (cookies) are allowed cross-origin, so any origin may call it.
+CORS_URLS_REGEX = r"^/(rest-server/)?api/.*$"
+CORS_ALLOW_ALL_ORIGINS = True
+CORS_ALLOW_CREDENTIALS = False
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the job pages' small scripts read it for POSTs
@@ -211,16 +273,17 @@ if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = int(os.environ.get("PAI_HSTS_SECONDS", 31536000))
+    SECURE_HSTS_SECONDS = env_int("PAI_HSTS_SECONDS", 31536000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+PAI_LOG_LEVEL = env_str("PAI_LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("PAI_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": PAI_LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
@@ -235,11 +298,11 @@ for _path in _private_paths:
     if _path.exists() and _path.stat().st_uid == os.geteuid():
         _path.chmod(_path.stat().st_mode & 0o7711)  # x stays: the sandbox passes through var/ (no listing)
 # A task's log keeps at most this many bytes: past it the oldest output goes (the page says so).
-PAI_TASK_LOG_MAX_BYTES = int(os.environ.get("PAI_TASK_LOG_MAX_BYTES", 64 * 1024 * 1024))
+PAI_TASK_LOG_MAX_BYTES = env_int("PAI_TASK_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # Processes (and threads) one task may have, on Docker and process nodes alike.
-PAI_TASK_PIDS_LIMIT = int(os.environ.get("PAI_TASK_PIDS_LIMIT", 4096))
+PAI_TASK_PIDS_LIMIT = env_int("PAI_TASK_PIDS_LIMIT", 4096, minimum=16)
 # A portal running as root runs each user's process-node tasks as uid/gid PAI_SANDBOX_BASE_ID + user id.
-PAI_SANDBOX_BASE_ID = int(os.environ.get("PAI_SANDBOX_BASE_ID", 2_000_000))
+PAI_SANDBOX_BASE_ID = env_int("PAI_SANDBOX_BASE_ID", 2_000_000, minimum=1000)
 # The address `addnode --local` gives this machine's node: tasks' ports are opened there, never on
 # the portal's own host name (cookies ignore ports), so it must not be one of PAI_ALLOWED_HOSTS.
-PAI_LOCAL_NODE_ADDRESS = os.environ.get("PAI_LOCAL_NODE_ADDRESS", "127.0.0.2")
+PAI_LOCAL_NODE_ADDRESS = env_str("PAI_LOCAL_NODE_ADDRESS", "127.0.0.2")

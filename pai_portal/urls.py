@@ -4,15 +4,20 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from accounts.views import ThrottledLoginView
+
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/", include("jobs.api.urls")),
+    # OpenPAI's clients (SDK, webportal, VS Code extension) call <cluster>/rest-server/api/...
+    path("rest-server/api/", include(("jobs.api.urls", "api"), namespace="rest-server")),
     path("profile/", include("accounts.urls")),
-    path("", include("clusters.urls")),
+    path("", include("scheduling.urls")),
     path("", include("jobs.urls")),
-    path("", include("jobs.storage_urls")),
-    path("", include("jobs.ssh_urls")),
+    path("", include("jobs.storage.urls")),
+    path("", include("jobs.ssh.urls")),
+    path("", include("jobs.legacy_links")),
 ]

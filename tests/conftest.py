@@ -1,9 +1,14 @@
 """Shared fixtures. Real Docker / browser tests fail (not skip) in CI when their engine is missing."""
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.test import override_settings
+
+from tests.factories import create_user
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -20,32 +25,17 @@ CHROMIUM_ARGS = [
 ]
 
 
-def normalized_spec(name: str, roles: dict[str, int], command: str = "echo hi", **top: Any) -> dict[str, Any]:
-    """A small normalized v2 spec, as jobs.protocol.load returns it, for rows made without submitting."""
-    from django.conf import settings
+@contextlib.contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Debian's Chromium through Playwright (never a downloaded browser)."""
+    from playwright.sync_api import sync_playwright
 
-    return {
-        "protocolVersion": 2,
-        "name": name,
-        "type": "job",
-        "jobRetryCount": 0,
-        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": settings.PAI_DEFAULT_IMAGE}],
-        "parameters": {},
-        "secrets": {},
-        "defaults": {"virtualCluster": "default"},
-        "taskRoles": {
-            role: {
-                "instances": count,
-                "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
-                "taskRetryCount": 0,
-                "dockerImage": "image",
-                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
-                "commands": [command],
-            }
-            for role, count in roles.items()
-        },
-        **top,
-    }
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def processes_running(*argv: str) -> list[int]:
@@ -74,19 +64,38 @@ def require(available: bool, what: str) -> None:
     pytest.skip(f"{what} not available")
 
 
-@pytest.fixture
-def user(django_user_model):
-    return django_user_model.objects.create_user("alice", password="alice-password-1")
+@pytest.fixture(autouse=True, scope="session")
+def fast_password_hashing():
+    """MD5 instead of PBKDF2 for the whole run, live-server threads included: the suite creates
+    and signs in hundreds of users, and PBKDF2 is slow by design (most of the fast tier's time)."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttles():
+    """Throttle counters (sign-in, submits) live in the cache, which outlives a test: every test
+    starts with none."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture
-def other_user(django_user_model):
-    return django_user_model.objects.create_user("bob", password="bob-password-1")
+def user(db):
+    return create_user("alice")
 
 
 @pytest.fixture
-def admin_user(django_user_model):
-    return django_user_model.objects.create_superuser("root", email="", password="root-password-1")
+def other_user(db):
+    return create_user("bob")
+
+
+@pytest.fixture
+def admin_user(db):
+    return create_user("root", admin=True)
 
 
 @pytest.fixture
@@ -106,3 +115,9 @@ def asgi_live_server():
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def private_job_list(settings):
+    """The portal with PAI_SHARED_JOB_LIST off: users see only their own jobs (admins: all)."""
+    settings.PAI_SHARED_JOB_LIST = False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 
@@ -75,6 +76,20 @@ class TaskHandle:
     ip: str = ""
 
 
+class Failure(StrEnum):
+    """What went wrong on the platform's side, as an executor saw it. Executors know nothing of
+    the exit spec: the scheduler maps each to its code (scheduling.exits)."""
+
+    CREATE_FAILED = "create-failed"  # the container (or its network) could not be created
+    START_PERMISSION_DENIED = "start-permission-denied"  # the entrypoint is not executable
+    START_COMMAND_NOT_FOUND = "start-command-not-found"  # the entrypoint does not exist
+    START_FAILED = "start-failed"  # any other start failure
+    PORT_CONFLICT = "port-conflict"
+    IMAGE_NOT_FOUND = "image-not-found"
+    TASK_GONE = "task-gone"  # the container/process vanished (removed outside the portal)
+    NODE_LOST = "node-lost"  # the node's engine does not answer
+
+
 @dataclass
 class TaskStatus:
     running: bool
@@ -82,9 +97,9 @@ class TaskStatus:
     oom_killed: bool = False
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    # A failure the backend itself saw (image not found, engine lost...): an exit-spec code
-    # from DESIGN.md's table (-1201, 254, -1000, ...) and a sentence for the user.
-    platform_exit_code: int | None = None
+    # A failure the backend itself saw (image not found, engine lost...) and a sentence for the
+    # user; the scheduler turns it into its exit-spec code.
+    failure: Failure | None = None
     diagnostics: str = ""
     lost: bool = False  # the task is unknown to the backend (node lost / process gone)
 
@@ -98,7 +113,7 @@ class RunningTask:
 class Executor(abc.ABC):
     @abc.abstractmethod
     def start(self, launch: TaskLaunch) -> TaskHandle:
-        """Start one task. Raises ExecutorError (with an exit-spec code) when it cannot start."""
+        """Start one task. Raises ExecutorError (saying which Failure) when it cannot start."""
 
     @abc.abstractmethod
     def poll(self, handle: TaskHandle) -> TaskStatus: ...
@@ -123,11 +138,16 @@ class Executor(abc.ABC):
         """
         return {task: node_address for task in tasks}
 
+    def ping(self) -> None:  # noqa: B027
+        """Raise when the node's backend does not answer (the scheduler's heartbeat)."""
+
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:  # noqa: B027
         """Called once after a job finished or stopped (e.g. remove the network)."""
 
 
 class ExecutorError(Exception):
-    def __init__(self, message: str, exit_code: int = -1201):
+    """A task could not start; `failure` says what went wrong on the platform's side."""
+
+    def __init__(self, message: str, failure: Failure = Failure.CREATE_FAILED):
         super().__init__(message)
-        self.exit_code = exit_code
+        self.failure = failure

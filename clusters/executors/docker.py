@@ -19,7 +19,6 @@ import contextlib
 import io
 import ipaddress
 import logging
-import os
 import re
 import shutil
 import tarfile
@@ -37,7 +36,15 @@ from docker.types import DeviceRequest, LogConfig
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
-from clusters.executors.base import Executor, ExecutorError, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+from clusters.executors.base import (
+    Executor,
+    ExecutorError,
+    Failure,
+    RunningTask,
+    TaskHandle,
+    TaskLaunch,
+    TaskStatus,
+)
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, CappedLog
 
@@ -52,20 +59,21 @@ MARKER_LABEL = "pai.portal"  # value: the executor's namespace
 LOG_PATH_LABEL = "pai.log-path"
 KEPT_SUFFIX = "-debug"  # the name of a container stop(keep=True) left for inspection
 # Several portals (or test runs) may share one engine: names and the marker carry a namespace
-# (PAI_DOCKER_NAMESPACE, read when an executor is made).
+# (settings.PAI_DOCKER_NAMESPACE, handed in by the registry).
 DEFAULT_NAMESPACE = "pai"
-# Per-job networks are /24 subnets carved out of this pool.
-DEFAULT_SUBNET_POOL = os.environ.get("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
+# Per-job networks are /24 subnets carved out of this pool (settings.PAI_DOCKER_SUBNET_POOL).
+DEFAULT_SUBNET_POOL = "10.213.0.0/16"
 MAX_TASKS_PER_NETWORK = 253  # a /24 minus network, gateway and broadcast
 
-# Exit codes of a container that could not start (docker run's convention) -> exit-spec codes.
-START_FAILURE_CODES = {125: -1201, 126: -1202, 127: -1203}
-IMAGE_NOT_FOUND = 254
-PORT_CONFLICT = 253
-CONTAINER_GONE = -1000
-ENGINE_LOST = -1001
+# Exit codes of a container that could not start (docker run's convention).
+START_FAILURES = {
+    125: Failure.CREATE_FAILED,
+    126: Failure.START_PERMISSION_DENIED,
+    127: Failure.START_COMMAND_NOT_FOUND,
+}
 LOG_FLUSH_WAIT_S = 3.0
 ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
+PING_TIMEOUT_S = 5
 
 
 class DockerExecutor(Executor):
@@ -84,7 +92,7 @@ class DockerExecutor(Executor):
         self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
         self.pids_limit = pids_limit
         self.address = address  # the node's address: published ports bind here
-        self.namespace = namespace or os.environ.get("PAI_DOCKER_NAMESPACE") or DEFAULT_NAMESPACE
+        self.namespace = namespace or DEFAULT_NAMESPACE
         self.subnet_pool = ipaddress.IPv4Network(subnet_pool or DEFAULT_SUBNET_POOL)
         self.timeout = timeout
         self._api: docker.APIClient | None = None
@@ -110,6 +118,22 @@ class DockerExecutor(Executor):
                 kwargs["base_url"] = self.docker_url
             self._api = docker.APIClient(**kwargs)
         return self._api
+
+    def ping(self) -> None:
+        """A short-timeout ping on a client of its own, so a hung engine cannot hold the loop."""
+        kwargs: dict[str, Any] = {"timeout": PING_TIMEOUT_S}
+        if self.docker_url:
+            kwargs["base_url"] = self.docker_url
+        try:
+            client = docker.APIClient(**kwargs)
+            try:
+                client.ping()
+            finally:
+                client.close()
+        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            raise ExecutorError(
+                f"the Docker engine ({self.docker_url or 'local socket'}) does not answer: {exc}", Failure.NODE_LOST
+            ) from exc
 
     def _new_api(self) -> docker.APIClient:
         """A client of its own for a log thread (one connection per stream)."""
@@ -140,13 +164,11 @@ class DockerExecutor(Executor):
         self, job_id: int, job_name: str, tasks: list[tuple[str, int]], node_address: str
     ) -> dict[tuple[str, int], str]:
         if len(tasks) > MAX_TASKS_PER_NETWORK:
-            raise ExecutorError(
-                f"{len(tasks)} tasks on one node: a job network holds at most {MAX_TASKS_PER_NETWORK}", exit_code=-1201
-            )
+            raise ExecutorError(f"{len(tasks)} tasks on one node: a job network holds at most {MAX_TASKS_PER_NETWORK}")
         try:
             subnet = self._ensure_network(job_id, job_name)
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            raise ExecutorError(f"could not create the job's network: {_explain(exc)}", exit_code=-1201) from exc
+            raise ExecutorError(f"could not create the job's network: {_explain(exc)}", _failure_of(exc)) from exc
         # .1 is the gateway; tasks get .2, .3, ... in (role, index) order: the same on every
         # call, so a job retry finds its tasks at the addresses it had.
         hosts = iter(subnet.hosts())
@@ -177,7 +199,7 @@ class DockerExecutor(Executor):
                     return _network_subnet(existing)
                 raise
             return subnet
-        raise ExecutorError(f"no free /24 subnet left in {self.subnet_pool} for the job's network", exit_code=-1201)
+        raise ExecutorError(f"no free /24 subnet left in {self.subnet_pool} for the job's network")
 
     def _network(self, name: str) -> dict[str, Any] | None:
         for network in self.api.networks(names=[name]):
@@ -211,7 +233,7 @@ class DockerExecutor(Executor):
         except ExecutorError:
             raise
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            raise ExecutorError(f"could not create the task's container: {_explain(exc)}", exit_code=-1201) from exc
+            raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
         if isinstance(created, TaskHandle):
             return created
         try:
@@ -241,7 +263,7 @@ class DockerExecutor(Executor):
                 adopted = self._adopt(name, launch)
                 if adopted is not None:
                     return adopted
-        raise ExecutorError(f"could not create the container {name}", exit_code=-1201)
+        raise ExecutorError(f"could not create the container {name}")
 
     def _adopt(self, name: str, launch: TaskLaunch) -> TaskHandle | None:
         try:
@@ -318,23 +340,25 @@ class DockerExecutor(Executor):
             self.api.pull(repository, tag=tag or "latest", auth_config=auth_config)
             self.api.inspect_image(image)
         except (APIError, requests.exceptions.RequestException) as exc:
-            raise ExecutorError(pull_failure_message(image, _explain(exc), auth is not None), IMAGE_NOT_FOUND) from exc
+            raise ExecutorError(
+                pull_failure_message(image, _explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
+            ) from exc
 
     def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
         reason = _explain(exc)
-        code = -1201
+        failure = Failure.CREATE_FAILED
         lowered = reason.lower()
         if "port is already allocated" in lowered or ("bind" in lowered and "address already in use" in lowered):
-            code = PORT_CONFLICT
+            failure = Failure.PORT_CONFLICT
         else:
             try:
                 exit_code = self.api.inspect_container(container_id)["State"]["ExitCode"]
-                code = START_FAILURE_CODES.get(exit_code, -1201)
+                failure = START_FAILURES.get(exit_code, Failure.CREATE_FAILED)
             except (APIError, requests.exceptions.RequestException):
                 pass
         if not launch.keep_on_failure:
             self._remove(container_id)
-        return ExecutorError(f"the task's container could not start: {reason}", exit_code=code)
+        return ExecutorError(f"the task's container could not start: {reason}", failure)
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
         try:
@@ -343,14 +367,14 @@ class DockerExecutor(Executor):
             return TaskStatus(
                 running=False,
                 lost=True,
-                platform_exit_code=CONTAINER_GONE,
+                failure=Failure.TASK_GONE,
                 diagnostics=f"the task's container {handle.executor_id[:12]} is gone (removed outside the portal)",
             )
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
             return TaskStatus(
                 running=False,
                 lost=True,
-                platform_exit_code=ENGINE_LOST,
+                failure=Failure.NODE_LOST,
                 diagnostics=f"the node's Docker engine ({self.docker_url or 'local socket'}) does not answer: {exc}",
             )
         state = info["State"]
@@ -364,7 +388,7 @@ class DockerExecutor(Executor):
             return TaskStatus(
                 running=False,
                 lost=True,
-                platform_exit_code=CONTAINER_GONE,
+                failure=Failure.TASK_GONE,
                 diagnostics="the task's container was created but never started",
             )
         if handle.executor_id in self._log_threads:
@@ -377,7 +401,7 @@ class DockerExecutor(Executor):
                     self._write_full_log(handle.executor_id, Path(log_path))
         self._logs_complete.add(handle.executor_id)
         init_failure = ""
-        if state.get("ExitCode") in START_FAILURE_CODES and not state.get("Error"):
+        if state.get("ExitCode") in START_FAILURES and not state.get("Error"):
             # docker-init could not exec the entrypoint (no /bin/sh in the image): it says so last.
             with contextlib.suppress(APIError, requests.exceptions.RequestException):
                 tail = self.api.logs(handle.executor_id, stdout=True, stderr=True, tail=3).decode(errors="replace")
@@ -558,8 +582,8 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
     )
     if oom_killed:
         status.diagnostics = f"killed: out of memory (the task's limit is {memory // (1024 * 1024)} MB, memoryMB)"
-    elif error and exit_code in START_FAILURE_CODES:
-        status.platform_exit_code = START_FAILURE_CODES[exit_code]
+    elif error and exit_code in START_FAILURES:
+        status.failure = START_FAILURES[exit_code]
         status.diagnostics = f"the task's container could not start: {error}"
     elif error:
         status.diagnostics = error
@@ -616,4 +640,12 @@ def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
         subnet = config.get("Subnet") or ""
         if subnet and ":" not in subnet:
             return ipaddress.IPv4Network(subnet)
-    raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet", exit_code=-1201)
+    raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet")
+
+
+def _failure_of(exc: Exception) -> Failure:
+    """An engine that cannot be reached is a lost node; anything it answered is a create failure."""
+    unreachable = isinstance(exc, requests.exceptions.ConnectionError) or (
+        isinstance(exc, DockerException) and "Error while fetching server API version" in str(exc)
+    )
+    return Failure.NODE_LOST if unreachable else Failure.CREATE_FAILED

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
-from clusters.executors.base import Executor, ExecutorError, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+from clusters.executors.base import Executor, ExecutorError, Failure, RunningTask, TaskHandle, TaskLaunch, TaskStatus
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
@@ -40,7 +40,6 @@ MARKER = "pai-portal-task"
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m clusters.executors.supervise` imports from
 STOP_GRACE_S = 3
-NO_SANDBOX_EXIT = -1202  # permission denied: permanent, never retried
 
 
 class ProcessExecutor(Executor):
@@ -84,12 +83,19 @@ class ProcessExecutor(Executor):
             raise ExecutorError(
                 f"this process node cannot sandbox tasks ({self.sandbox_problem}), so it runs only admins' "
                 "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap",
-                exit_code=NO_SANDBOX_EXIT,
+                Failure.START_PERMISSION_DENIED,  # permanent: never retried
             )
         task_dir = self._task_dir(launch)
+        executor_id = str(task_dir.relative_to(self.work_root))
+        if (task_dir / "pid").exists() or (task_dir / "exit_code").exists():
+            # This very attempt was started already (the scheduler died before recording it).
+            return TaskHandle(executor_id=executor_id, ip=self.address)
         task_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for stale in ("exit_code", "pid", "child_pid", "oom_killed"):
-            (task_dir / stale).unlink(missing_ok=True)
+        # Labels before the process, written whole or not at all: reconcile lists the task
+        # whenever the process may exist.
+        partial = task_dir / "task.json.tmp"
+        partial.write_text(json.dumps(launch.labels))
+        partial.replace(task_dir / "task.json")
         work_dir = Path(launch.work_dir)
         work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         env = {key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ}
@@ -111,10 +117,8 @@ class ProcessExecutor(Executor):
                 start_new_session=True,  # outlives a scheduler restart; stop signals its whole group
             )
         except OSError as exc:
-            raise ExecutorError(f"cannot start the task's process: {exc}", exit_code=-1204) from exc
+            raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
         (task_dir / "pid").write_text(str(child.pid))
-        (task_dir / "task.json").write_text(json.dumps(launch.labels))
-        executor_id = str(task_dir.relative_to(self.work_root))
         self._children[executor_id] = child
         return TaskHandle(executor_id=executor_id, ip=self.address)
 
@@ -124,7 +128,7 @@ class ProcessExecutor(Executor):
         try:
             return self.cgroups.create(str(task_dir), cpu=launch.cpu, memory_mb=launch.memory_mb, pids=self.pids_limit)
         except OSError as exc:
-            raise ExecutorError(f"cannot set the task's resource limits: {exc}", exit_code=-1201) from exc
+            raise ExecutorError(f"cannot set the task's resource limits: {exc}", Failure.CREATE_FAILED) from exc
 
     def _supervision(self, launch: TaskLaunch, task_dir: Path, cgroup: TaskCgroup | None) -> dict[str, object]:
         """supervise.json: what the supervisor runs, where its output goes, under which limits."""
@@ -193,7 +197,7 @@ class ProcessExecutor(Executor):
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
         self._children.pop(handle.executor_id, None)
-        return TaskStatus(running=False, lost=True, platform_exit_code=-1000, diagnostics="the task's process is gone")
+        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
 
     def _memory_mb(self, task_dir: Path) -> int:
         with contextlib.suppress(OSError, ValueError, KeyError):

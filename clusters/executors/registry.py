@@ -24,11 +24,13 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
         )
     if kind == "docker":
-        from clusters.executors.docker import DockerExecutor  # type: ignore[import-not-found,unused-ignore]
+        from clusters.executors.docker import DockerExecutor
 
-        return DockerExecutor(  # type: ignore[no-any-return,unused-ignore]
+        return DockerExecutor(
             docker_url or None,
             address=address,
+            namespace=settings.PAI_DOCKER_NAMESPACE,
+            subnet_pool=settings.PAI_DOCKER_SUBNET_POOL,
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
         )

@@ -71,6 +71,8 @@ class Supervisor:
         self._kill_child_group(signal.SIGKILL)
 
     def run(self) -> int:
+        # Its own pid first, so a scheduler killed right after starting it still finds it.
+        (self.task_dir / "pid").write_text(str(os.getpid()))
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
         log = CappedLog(self.log_path, self.log_max_bytes)

@@ -16,6 +16,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from jobs import actions
+from jobs.protocol import JobConfigError
+
 logger = logging.getLogger(__name__)
 
 
@@ -29,13 +32,28 @@ class ApiError(exceptions.APIException):
         self.message = message
 
 
+# OpenPAI 0.x answered some reads anonymously; the portal never does, and says what to do instead.
+HOW_TO_AUTHENTICATE = (
+    "This API needs a token (the portal answers no anonymous reads): get one with "
+    'POST /api/v2/authn/basic/login {"username": ..., "password": ...} (or POST /api/v1/token), '
+    "or create an application token on the profile page, then send `Authorization: Bearer <token>`."
+)
+
+
 def no_job(full_name: str) -> ApiError:
     return ApiError(404, "NoJobError", f"Job {full_name} is not found.")
 
 
+API_ALIAS_PREFIX = "/rest-server"  # OpenPAI's clients reach the REST server behind its proxy there
+
+
+def is_v1_path(path: str) -> bool:
+    return path.removeprefix(API_ALIAS_PREFIX).startswith("/api/v1/")
+
+
 def is_v1_request(context: dict[str, Any]) -> bool:
     request = context.get("request")
-    return bool(request is not None and request.path.startswith("/api/v1/"))
+    return bool(request is not None and is_v1_path(request.path))
 
 
 def bad_request_code(context: dict[str, Any]) -> str:
@@ -62,14 +80,11 @@ def _flatten_detail(detail: Any) -> str:
     return str(detail)
 
 
-def _domain_error(exc: Exception, context: dict[str, Any]) -> tuple[int, str, str] | None:
-    """Errors of jobs.protocol / jobs.actions (imported here, late, so this module loads alone)."""
-    try:
-        from jobs import actions
-        from jobs.protocol import JobConfigError
-    except ImportError:  # the protocol room has not landed: nothing of theirs can be raised
-        return None
+Classified = tuple[int, str, str]  # (HTTP status, OpenPAI code, message)
 
+
+def _domain_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
+    """Errors of jobs.protocol / jobs.actions."""
     if isinstance(exc, actions.VirtualClusterForbidden):
         return 403, "ForbiddenUserError", protocol_message(exc.errors, str(exc))
     if isinstance(exc, actions.UnknownVirtualCluster):
@@ -83,13 +98,19 @@ def _domain_error(exc: Exception, context: dict[str, Any]) -> tuple[int, str, st
     return None
 
 
-def classify(exc: Exception, context: dict[str, Any]) -> tuple[int, str, str] | None:
+def classify(exc: Exception, context: dict[str, Any]) -> Classified | None:
+    """The answer to an exception, or None for a bug (a 500). Domain errors come before the
+    framework's, and DRF's own catch-all APIException last."""
     if isinstance(exc, ApiError):
         return exc.status_code, exc.openpai_code, exc.message
-    domain = _domain_error(exc, context)
-    if domain is not None:
-        return domain
-    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+    return _domain_error(exc, context) or _django_error(exc, context) or _framework_error(exc, context)
+
+
+def _framework_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
+    """DRF's exceptions: authentication, throttling, parsing, content negotiation."""
+    if isinstance(exc, exceptions.NotAuthenticated):
+        return 401, "UnauthorizedUserError", HOW_TO_AUTHENTICATE
+    if isinstance(exc, exceptions.AuthenticationFailed):
         return 401, "UnauthorizedUserError", str(exc.detail)
     if isinstance(exc, exceptions.PermissionDenied):
         return 403, "ForbiddenUserError", str(exc.detail)
@@ -105,7 +126,16 @@ def classify(exc: Exception, context: dict[str, Any]) -> tuple[int, str, str] | 
         return 405, "NoApiError", str(exc.detail)
     if isinstance(exc, exceptions.NotAcceptable):
         return 406, "InvalidParametersError", str(exc.detail)
-    if isinstance(exc, Http404 | exceptions.NotFound):
+    if isinstance(exc, exceptions.NotFound):
+        return 404, "NoApiError", "The requested API or object does not exist."
+    if isinstance(exc, exceptions.APIException):
+        return exc.status_code, "UnknownError", _flatten_detail(exc.detail)
+    return None
+
+
+def _django_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
+    """Django's exceptions: a missing page or object, a hostile request, a busy database."""
+    if isinstance(exc, Http404):
         return 404, "NoApiError", "The requested API or object does not exist."
     if isinstance(exc, ObjectDoesNotExist):
         return 404, "NoJobError", "The job is not found."
@@ -118,8 +148,6 @@ def classify(exc: Exception, context: dict[str, Any]) -> tuple[int, str, str] | 
     if isinstance(exc, OperationalError | DatabaseError):
         logger.warning("database busy answering %s: %s", context.get("request"), exc)
         return 503, "UnknownError", "The database is busy; please retry."
-    if isinstance(exc, exceptions.APIException):
-        return exc.status_code, "UnknownError", _flatten_detail(exc.detail)
     return None
 
 
@@ -136,7 +164,7 @@ def openpai_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     status_code, code, message = found
     response = error_response(status_code, code, message)
     if status_code < 500 and callable(getattr(exc, "as_dicts", None)):
-        # The protocol's field errors, each {field, message}; `field` names the first (DESIGN.md).
+        # The protocol's field errors, each {field, message}; `field` names the first.
         errors = exc.as_dicts()  # type: ignore[attr-defined]
         response.data["errors"] = errors
         response.data["field"] = errors[0]["field"] if errors else ""

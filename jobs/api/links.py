@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
-from jobs.models import Job, Task
+from jobs.models import Job, Task, TaskAttempt
 
 LOG_SALT = "pai.api.task-log"
 SSH_KEY_SALT = "pai.api.ssh-private-key"
@@ -59,3 +59,18 @@ def task_for_log_link(token: str) -> tuple[Task, bool] | None:
 
 def task_log_path(task: Task, tail: bool = False) -> str:
     return reverse("api-task-log", kwargs={"token": task_log_token(task, tail)})
+
+
+def attempt_log_path(attempt: TaskAttempt, tail: bool = False) -> str:
+    """A link to an ended task attempt's own log (each attempt writes its own file)."""
+    token = _signer(LOG_SALT).sign_object({"attempt": attempt.pk, "tail": tail})
+    return reverse("api-task-log", kwargs={"token": token})
+
+
+def attempt_for_log_link(token: str) -> tuple[TaskAttempt, bool] | None:
+    try:
+        claim: Any = _signer(LOG_SALT).unsign_object(token, max_age=LOG_LINK_SECONDS)
+        attempt = TaskAttempt.objects.get(pk=int(claim["attempt"]))
+    except (signing.BadSignature, TaskAttempt.DoesNotExist, KeyError, TypeError, ValueError):
+        return None
+    return attempt, bool(claim.get("tail"))

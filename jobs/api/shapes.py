@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from jobs.models import Job, JobEvent, JobState, Task
+from jobs.protocol.exitspec import spec_row
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -20,7 +21,6 @@ SUB_STATES: dict[str, str] = {
     JobState.STOPPED: "FRAMEWORK_COMPLETED",
     JobState.SUCCEEDED: "FRAMEWORK_COMPLETED",
     JobState.FAILED: "FRAMEWORK_COMPLETED",
-    JobState.UNKNOWN: "FRAMEWORK_UNKNOWN",
 }
 
 
@@ -41,10 +41,6 @@ def ports_by_label(ports: dict[str, list[int]] | None) -> dict[str, str]:
 
 def exit_spec_row(code: int | None) -> dict[str, Any] | None:
     if code is None:
-        return None
-    try:
-        from jobs.protocol.exitspec import spec_row
-    except ImportError:  # the exit spec room has not landed
         return None
     return spec_row(code)
 
@@ -88,6 +84,8 @@ def job_summary(row: dict[str, Any]) -> dict[str, Any]:
         "totalGpuNumber": gpu_count,
         "totalTaskNumber": task_count,
         "totalTaskRoleNumber": role_count,
+        "jobPriority": job_priority_class(row["spec"]),
+        "tags": [],
     }
 
 
@@ -117,6 +115,25 @@ def _exit_trigger(tasks: list[Task]) -> Task | None:
     return max(finished, key=lambda task: task.finished_at) if finished else None  # type: ignore[arg-type, return-value]
 
 
+# OpenPAI's attemptState (rest-server frameworkConverter.convertAttemptState) of a job or task state.
+ATTEMPT_STATES = {"WAITING": "WAITING", "RUNNING": "RUNNING", "STOPPING": "STOPPING", "STOPPED": "STOPPED"}
+
+
+def attempt_state(state: str) -> str:
+    return ATTEMPT_STATES.get(state, state if state in ("SUCCEEDED", "FAILED") else "UNKNOWN")
+
+
+def job_priority_class(spec: dict[str, Any]) -> str | None:
+    """OpenPAI's `jobPriority`: the config's jobPriorityClass, null when it names none."""
+    return ((spec or {}).get("extras") or {}).get("hivedScheduler", {}).get("jobPriorityClass")
+
+
+def container_ip(task: Task) -> str | None:
+    """Where the task's ports are reached: the node's address they are published on (OpenPAI's
+    containerIp is its host's IP); a task not placed yet has none."""
+    return task.node.address if task.node_id and task.node else (task.ip or None)
+
+
 def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
     trigger = _exit_trigger(tasks) if job.is_finished else None
     exit_spec = exit_spec_row(job.exit_code)
@@ -130,7 +147,9 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "retryDetails": retry_details(job),
         "retryDelayTime": None,
         "attemptId": max(job.job_attempt - 1, 0),
+        "attemptState": attempt_state(job.state),
         "createdTime": epoch_ms(job.created_at),
+        "appCreatedTime": epoch_ms(job.launched_at),
         "launchedTime": epoch_ms(job.launched_at),
         "completedTime": epoch_ms(job.completed_at),
         "appLaunchedTime": epoch_ms(job.launched_at),
@@ -149,14 +168,15 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
     }
 
 
-def task_status(task: Task, log_url: Callable[[Task], str]) -> dict[str, Any]:
+def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, Any]:
     return {
         "taskIndex": task.index,
         "taskState": task.state,
         "retries": task.retries,
         "attemptId": max(task.attempt - 1, 0),
+        "attemptState": attempt_state(task.state),
         "containerId": task.executor_id or None,
-        "containerIp": task.ip or None,
+        "containerIp": container_ip(task),
         "containerNodeName": task.node.name if task.node_id and task.node else None,
         "containerPorts": ports_by_label(task.ports),
         "containerGpus": gpu_bitmask(task.gpus),
@@ -168,10 +188,13 @@ def task_status(task: Task, log_url: Callable[[Task], str]) -> dict[str, Any]:
         "createdTime": epoch_ms(task.started_at),
         "launchedTime": epoch_ms(task.started_at),
         "completedTime": epoch_ms(task.finished_at),
+        "currentAttemptCreatedTime": epoch_ms(task.started_at),
+        "currentAttemptLaunchedTime": epoch_ms(task.started_at),
+        "currentAttemptCompletedTime": epoch_ms(task.finished_at),
     }
 
 
-def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str]) -> dict[str, Any]:
+def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None]) -> dict[str, Any]:
     """`GET /api/v2/jobs/<user>~<job>`: jobStatus plus every task role's task statuses."""
     roles: dict[str, dict[str, Any]] = {}
     for role in (job.spec or {}).get("taskRoles") or {}:
@@ -179,7 +202,14 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str]) -> d
     for task in sorted(tasks, key=lambda task: (task.role, task.index)):
         role_entry = roles.setdefault(task.role, {"taskRoleStatus": {"name": task.role}, "taskStatuses": []})
         role_entry["taskStatuses"].append(task_status(task, log_url))
-    return {"name": job.name, "debugId": str(job.pk), "jobStatus": job_status(job, tasks), "taskRoles": roles}
+    return {
+        "name": job.name,
+        "debugId": str(job.pk),
+        "tags": [],  # the portal keeps no job tags
+        "jobPriority": job_priority_class(job.spec),
+        "jobStatus": job_status(job, tasks),
+        "taskRoles": roles,
+    }
 
 
 def event_item(event: JobEvent) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The job protocol (pure Python, no Django): OpenPAI v1 JSON and v2 YAML job configs in, one
-normalized v2 spec out. See docs/contracts.md for the interface the other rooms rely on."""
+normalized v2 spec out. See docs/contracts.md for the interface the rest of the portal relies on."""
 
 from jobs.protocol.errors import JobConfigError, format_error
 from jobs.protocol.export import export, mask_config_text

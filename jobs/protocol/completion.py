@@ -12,29 +12,27 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-SUCCEEDED = "SUCCEEDED"
-FAILED = "FAILED"
-COMPLETED_TASK_STATES = (SUCCEEDED, FAILED)
+from jobs.states import JobState, TaskState
 
 
-def job_outcome(spec: dict[str, Any], task_states: Iterable[tuple[str, str]]) -> str | None:
+def job_outcome(spec: dict[str, Any], task_states: Iterable[tuple[str, str]]) -> JobState | None:
     """SUCCEEDED, FAILED or None (the job goes on), from (role, task state) pairs."""
     states = list(task_states)
-    failed = Counter(role for role, state in states if state == FAILED)
-    succeeded = Counter(role for role, state in states if state == SUCCEEDED)
+    failed = Counter(role for role, state in states if state == TaskState.FAILED)
+    succeeded = Counter(role for role, state in states if state == TaskState.SUCCEEDED)
     roles = spec["taskRoles"]
     for role, role_spec in roles.items():
         min_failed = role_spec["completion"].get("minFailedInstances")
         if min_failed is not None and min_failed > 0 and failed[role] >= min_failed:
-            return FAILED
+            return JobState.FAILED
     for role, role_spec in roles.items():
         min_succeeded = role_spec["completion"].get("minSucceededInstances")
         if min_succeeded is not None and min_succeeded > 0 and succeeded[role] >= min_succeeded:
-            return SUCCEEDED
+            return JobState.SUCCEEDED
     completed = sum(failed.values()) + sum(succeeded.values())
     kill_all_at = ((spec.get("extras") or {}).get("v1") or {}).get("killAllOnCompletedTaskNumber")
     if kill_all_at and completed >= kill_all_at:
-        return FAILED if failed else SUCCEEDED
+        return JobState.FAILED if failed else JobState.SUCCEEDED
     if states and completed == len(states):
-        return SUCCEEDED
+        return JobState.SUCCEEDED
     return None

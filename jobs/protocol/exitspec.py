@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import IntEnum
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -20,13 +21,40 @@ SPEC_PATH = Path(__file__).parent / "exit_spec.yaml"
 
 Behaviour = Literal["transient", "permanent", "unknown"]
 
-SUCCEEDED = 0
-STOP_REQUESTED = -210
-OOM_KILLED = -1200
-COMMAND_NOT_FOUND = 220
-UNKNOWN_USER_FAILURE = 255
-UNDEFINED_POSITIVE = 256
-UNDEFINED_NEGATIVE = -8000
+
+class ExitCode(IntEnum):
+    """Every code exit_spec.yaml has a row for (tests/exitspec checks both ways)."""
+
+    SUCCEEDED = 0
+    STOP_REQUESTED = -210
+    FRAMEWORK_ATTEMPT_COMPLETION = -220  # tasks still running when their job completed
+    EVICTED = -1000  # the task vanished from its node
+    NODE_LOST = -1001  # the node's engine stopped answering
+    OOM_KILLED = -1200
+    CONTAINER_CREATE_FAILED = -1201
+    START_PERMISSION_DENIED = -1202
+    START_COMMAND_NOT_FOUND = -1203
+    CONTAINER_START_FAILED = -1204
+    SIGINT = 130
+    SIGQUIT = 131
+    SIGILL = 132
+    SIGABRT = 134
+    SIGBUS = 135
+    SIGFPE = 136
+    SIGKILL = 137
+    SIGSEGV = 139
+    SIGPIPE = 141
+    SIGTERM = 143
+    COMMAND_NOT_FOUND = 220
+    SSH_BARRIER_TIMEOUT = 249
+    GANG_ALLOCATION_TIMEOUT = 251
+    PORT_CONFLICT = 253
+    IMAGE_NOT_FOUND = 254
+    UNKNOWN_USER_FAILURE = 255
+    UNDEFINED_POSITIVE = 256
+    UNDEFINED_NEGATIVE = -8000
+
+
 # Popen reports a process killed by signal N as -N; a shell reports 128 + N.
 _MAX_SIGNAL = 64
 _SIGNAL_BASE = 128
@@ -44,7 +72,7 @@ class ExitInfo:
 
     @property
     def succeeded(self) -> bool:
-        return self.code == SUCCEEDED
+        return self.code == ExitCode.SUCCEEDED
 
 
 @dataclass(frozen=True)
@@ -81,12 +109,12 @@ def _row_for(code: int) -> dict[str, Any]:
     rows = _rows()
     if code in rows:
         return rows[code]
-    return rows[UNDEFINED_NEGATIVE if code < 0 else UNDEFINED_POSITIVE]
+    return rows[ExitCode.UNDEFINED_NEGATIVE if code < 0 else ExitCode.UNDEFINED_POSITIVE]
 
 
 def _info(code: int, user_code: int | None, row: dict[str, Any], reason: str | None = None) -> ExitInfo:
     return ExitInfo(
-        code=code,
+        code=int(code),
         user_code=user_code,
         phrase=row["phrase"],
         type=row["type"],
@@ -142,17 +170,22 @@ def classify(
     know keep their raw value and are explained by the fallback rows 256 / -8000.
     """
     if stopped:
-        return _info(STOP_REQUESTED, exit_code, _rows()[STOP_REQUESTED])
+        return _info(ExitCode.STOP_REQUESTED, exit_code, _rows()[ExitCode.STOP_REQUESTED])
     if oom_killed:
-        return _info(OOM_KILLED, exit_code, _rows()[OOM_KILLED])
+        return _info(ExitCode.OOM_KILLED, exit_code, _rows()[ExitCode.OOM_KILLED])
     if platform_exit_code is not None:
         return _info(platform_exit_code, exit_code, _row_for(platform_exit_code))
     if exit_code is None:
-        return _info(UNDEFINED_NEGATIVE, None, _rows()[UNDEFINED_NEGATIVE], "The task ended without an exit code")
+        return _info(
+            ExitCode.UNDEFINED_NEGATIVE,
+            None,
+            _rows()[ExitCode.UNDEFINED_NEGATIVE],
+            "The task ended without an exit code",
+        )
     status = _normalise_signal(exit_code)
     rows = _rows()
-    if status == SUCCEEDED:
-        return _info(SUCCEEDED, exit_code, rows[SUCCEEDED])
+    if status == ExitCode.SUCCEEDED:
+        return _info(ExitCode.SUCCEEDED, exit_code, rows[ExitCode.SUCCEEDED])
     for code, pattern in _patterns():
         if pattern.matches(status, log_tail):
             return _info(code, exit_code, rows[code])
@@ -161,7 +194,7 @@ def classify(
         return _info(status, exit_code, _row_for(status))
     if _SIGNAL_BASE < status <= _SIGNAL_BASE + _MAX_SIGNAL and status in rows:
         return _info(status, exit_code, rows[status])
-    if status <= UNKNOWN_USER_FAILURE:
-        reason = f"{rows[UNKNOWN_USER_FAILURE]['reason']} (the command exited with code {exit_code})"
-        return _info(UNKNOWN_USER_FAILURE, exit_code, rows[UNKNOWN_USER_FAILURE], reason)
-    return _info(status, exit_code, rows[UNDEFINED_POSITIVE])
+    if status <= ExitCode.UNKNOWN_USER_FAILURE:
+        reason = f"{rows[ExitCode.UNKNOWN_USER_FAILURE]['reason']} (the command exited with code {exit_code})"
+        return _info(ExitCode.UNKNOWN_USER_FAILURE, exit_code, rows[ExitCode.UNKNOWN_USER_FAILURE], reason)
+    return _info(status, exit_code, rows[ExitCode.UNDEFINED_POSITIVE])

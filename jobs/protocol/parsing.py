@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from itertools import accumulate
 from typing import Any
 
 import yaml
 
 from jobs.protocol.errors import JobConfigError, field_path
+from jobs.protocol.limits import check_spec_size
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64  # levels of mappings/lists; real configs use fewer than 10
@@ -74,11 +76,14 @@ def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
         doc = _parse_json(text) if is_json else _parse_yaml(text)
     except RecursionError:
         raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")]) from None
+    except ValueError as exc:  # the syntax errors are caught above: this is an integer over Python's limit
+        raise JobConfigError([("", f"a number in the config is too long: {exc}")]) from None
     if doc is None:
         raise JobConfigError([("", "the config is empty")])
     if not isinstance(doc, dict):
         raise JobConfigError([("", "the config must be a mapping (a JSON object or YAML mapping) at the top level")])
     check_tree(doc)
+    check_spec_size(doc)
     return doc, is_json
 
 
@@ -164,46 +169,61 @@ def _construct(node: yaml.Node, memo: dict[int, Any]) -> Any:
     honoured, an alias built once (so aliases cannot blow up memory)."""
     if id(node) in memo:
         return memo[id(node)]
-    tag = node.tag
     if isinstance(node, yaml.ScalarNode):
-        if tag == _TAG + "str":
-            return node.value
-        if tag == _TAG + "int":
-            return _SCALARS.construct_yaml_int(node)
-        if tag == _TAG + "float":
-            return _SCALARS.construct_yaml_float(node)
-        if tag == _TAG + "bool":
-            return _SCALARS.construct_yaml_bool(node)
-        if tag == _TAG + "null":
-            return None
-        raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {tag}", problem_mark=node.start_mark)
-    if isinstance(node, yaml.SequenceNode) and tag == _TAG + "seq":
+        return _construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode) and node.tag == _TAG + "seq":
         items: list[Any] = []
         memo[id(node)] = items
         items.extend(_construct(child, memo) for child in node.value)
         return items
-    if isinstance(node, yaml.MappingNode) and tag == _TAG + "map":
-        mapping: dict[Any, Any] = {}
-        memo[id(node)] = mapping
-        merges: list[yaml.Node] = []
-        for key_node, value_node in node.value:
-            if key_node.tag == _TAG + "merge":
-                merges.extend(value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node])
-                continue
-            key = _construct(key_node, memo)
-            if not isinstance(key, str | int | float | bool) and key is not None:
-                raise yaml.MarkedYAMLError(problem="a mapping key must be a scalar", problem_mark=key_node.start_mark)
-            if key in mapping:
-                raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
-            mapping[key] = _construct(value_node, memo)
-        for merged_node in merges:  # explicit keys win; earlier merges win over later ones
-            merged = _construct(merged_node, memo)
-            if not isinstance(merged, dict):
-                raise yaml.MarkedYAMLError(problem="<< must merge a mapping", problem_mark=merged_node.start_mark)
-            for key, value in merged.items():
-                mapping.setdefault(key, value)
-        return mapping
-    raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {tag}", problem_mark=node.start_mark)
+    if isinstance(node, yaml.MappingNode) and node.tag == _TAG + "map":
+        return _construct_mapping(node, memo)
+    raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {node.tag}", problem_mark=node.start_mark)
+
+
+_SCALAR_CONSTRUCTORS: dict[str, Callable[[yaml.ScalarNode], Any]] = {
+    _TAG + "int": _SCALARS.construct_yaml_int,
+    _TAG + "float": _SCALARS.construct_yaml_float,
+    _TAG + "bool": _SCALARS.construct_yaml_bool,
+    _TAG + "null": lambda _node: None,
+}
+
+
+def _construct_scalar(node: yaml.ScalarNode) -> Any:
+    if node.tag == _TAG + "str":  # most scalars of a config: no lookup
+        return node.value
+    construct = _SCALAR_CONSTRUCTORS.get(node.tag)
+    if construct is None:
+        raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {node.tag}", problem_mark=node.start_mark)
+    return construct(node)
+
+
+def _construct_mapping(node: yaml.MappingNode, memo: dict[int, Any]) -> dict[Any, Any]:
+    mapping: dict[Any, Any] = {}
+    memo[id(node)] = mapping
+    merges: list[yaml.Node] = []
+    for key_node, value_node in node.value:
+        if key_node.tag == _TAG + "merge":
+            merges.extend(value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node])
+            continue
+        key = _construct(key_node, memo)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            raise yaml.MarkedYAMLError(problem="a mapping key must be a scalar", problem_mark=key_node.start_mark)
+        if key in mapping:
+            raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
+        mapping[key] = _construct(value_node, memo)
+    _merge_into(mapping, merges, memo)
+    return mapping
+
+
+def _merge_into(mapping: dict[Any, Any], merges: list[yaml.Node], memo: dict[int, Any]) -> None:
+    """Merge keys (<<): explicit keys win; earlier merges win over later ones."""
+    for merged_node in merges:
+        merged = _construct(merged_node, memo)
+        if not isinstance(merged, dict):
+            raise yaml.MarkedYAMLError(problem="<< must merge a mapping", problem_mark=merged_node.start_mark)
+        for key, value in merged.items():
+            mapping.setdefault(key, value)
 
 
 def _yaml_syntax_error(exc: yaml.MarkedYAMLError) -> JobConfigError:

@@ -2,7 +2,7 @@
 (normalized spec, where each task landed). Pure Python; every executor uses it.
 
 All three generations of OpenPAI's variables are set at once, so any seed's command runs
-unchanged (DESIGN.md, "Runtime environment contract"):
+unchanged:
 
 - seed 000 (PAI_CURRENT_TASK_ROLE_*, PAI_JOB_*, PAI_CONTAINER_HOST_*, PAI_TASK_ROLE_<name>_HOST_LIST),
 - seed 001 (PAI_TASK_ROLE_*, PAI_HOST_IP_<role>_<i>, PAI_PORT_LIST_<role>_<i>_<label>, PAI_RESOURCE_<role>,
@@ -103,6 +103,9 @@ def _job_env(spec: dict[str, Any], ctx: RuntimeContext, v1: dict[str, Any]) -> d
         "PAI_DEFAULT_FS_URI": ctx.default_fs_uri,
         "PAI_JOB_NAME": ctx.job_name,
         "PAI_JOB_VC_NAME": ctx.vc_name,
+        # OpenPAI 1.x's names; its PAI_JOB_NAME is `user~job` too, but seed 000's is the job name.
+        "PAI_FRAMEWORK_NAME": f"{ctx.user_name}~{ctx.job_name}",
+        "PAI_VIRTUAL_CLUSTER": ctx.vc_name,
         "PAI_USER_NAME": ctx.user_name,
         "PAI_USERNAME": ctx.user_name,
         "PAI_DATA_DIR": ctx.data_dir,

@@ -1,35 +1,28 @@
 """task_script(spec, role, secrets): the bash script one task of a role runs.
 
-Order: taskStarts hooks (the role's cmd-plugin prerequisites in order, `require`d ones first, then
-cmd runtime plugins from extras), the active deployment's preCommands, the role's commands; when
-they succeed: postCommands, then taskSucceeds hooks in reverse order. A hook runs in a subshell
-with `set -e`; with failurePolicy `fail` (the default) its failure ends the task with its exit code.
-The commands, preCommands and postCommands run in the task's own shell, like one script.
+Order: taskStarts hooks (jobs.protocol.hooks: the role's cmd-plugin prerequisites in order,
+`require`d ones first, then the cmd and tensorboard runtime plugins from extras, their
+`$script`/`$data`/`$output` references expanded for this role), the active deployment's
+preCommands, the role's commands; when they succeed: postCommands, then taskSucceeds hooks in
+reverse order. A hook runs in a subshell with `set -e`; with failurePolicy `fail` (the default)
+its failure ends the task with its exit code. The commands, preCommands and postCommands run in
+the task's own shell, like one script.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from jobs.protocol.v2 import RUNTIME_PLUGINS
+from jobs.protocol.hooks import Command, Hook, expanded, role_hooks, role_scope
 
-CMD_PLUGINS = frozenset({"com.microsoft.pai.runtimeplugin.cmd", "cmd"})
 _SECRET = re.compile(r"<%\s*\$secrets\.([^\s.\[\]%]+)\s*%>")
-
-
-@dataclass(frozen=True)
-class Hook:
-    label: str
-    starts: list[str]
-    succeeds: list[str]
-    ignore_failure: bool
 
 
 def task_script(spec: dict[str, Any], role: str, secrets: dict[str, str]) -> str:
     role_spec = spec["taskRoles"][role]
-    hooks = _hooks(spec, role)
+    # References were checked at load; whatever could not resolve stays as written.
+    hooks = [expanded(hook, role_scope(spec, role, hook.owner), []) for hook in role_hooks(spec, role)]
     deployment = _deployment(spec, role)
     lines = [
         "#!/bin/bash",
@@ -69,7 +62,7 @@ def render_secrets(text: str, secrets: dict[str, str]) -> str:
     return _SECRET.sub(lambda m: str(secrets[m.group(1)]) if m.group(1) in secrets else m.group(), text)
 
 
-def _hook_block(event: str, hook: Hook, commands: list[str]) -> list[str]:
+def _hook_block(event: str, hook: Hook, commands: list[Command]) -> list[str]:
     if not commands:
         return []
     # Not `( ... ) || handler`: bash ignores `set -e` inside a subshell whose status is tested.
@@ -82,58 +75,11 @@ def _hook_block(event: str, hook: Hook, commands: list[str]) -> list[str]:
         f"# {event}: {hook.label}",
         "(",
         "set -e",
-        *commands,
+        *(command.text for command in commands),
         ")",
         "pai_status=$?",
         f'if [ "$pai_status" -ne 0 ]; then {on_failure}; fi',
     ]
-
-
-def _hooks(spec: dict[str, Any], role: str) -> list[Hook]:
-    by_name: dict[str, dict[str, Any]] = {}
-    for prerequisite in spec.get("prerequisites") or []:
-        if (
-            prerequisite.get("callbacks")
-            and prerequisite.get("plugin", "com.microsoft.pai.runtimeplugin.cmd") in CMD_PLUGINS
-        ):
-            by_name.setdefault(prerequisite["name"], prerequisite)
-    requires = {p["name"]: p.get("require") or [] for p in spec.get("prerequisites") or []}
-    hooks: list[Hook] = []
-    for name in _with_requirements(spec["taskRoles"][role].get("prerequisites") or [], requires):
-        if name in by_name:
-            prerequisite = by_name[name]
-            hooks.append(_hook(f"prerequisite {name}", prerequisite["callbacks"], prerequisite.get("failurePolicy")))
-    for i, plugin in enumerate((spec.get("extras") or {}).get(RUNTIME_PLUGINS) or []):
-        roles = plugin.get("taskroles")
-        if plugin.get("plugin") in CMD_PLUGINS and (not roles or role in roles):
-            callbacks = (plugin.get("parameters") or {}).get("callbacks") or []
-            hooks.append(_hook(f"cmd plugin #{i}", callbacks, plugin.get("failurePolicy")))
-    return hooks
-
-
-def _hook(label: str, callbacks: list[dict[str, Any]], failure_policy: str | None) -> Hook:
-    def commands(event: str) -> list[str]:
-        return [c for callback in callbacks if callback.get("event") == event for c in callback.get("commands") or []]
-
-    return Hook(label, commands("taskStarts"), commands("taskSucceeds"), failure_policy == "ignore")
-
-
-def _with_requirements(names: list[str], requires: dict[str, list[str]]) -> list[str]:
-    """Depth first, required prerequisites before those that need them, each once."""
-    ordered: list[str] = []
-    visiting: set[str] = set()
-
-    def visit(name: str) -> None:
-        if name in ordered or name in visiting:
-            return
-        visiting.add(name)
-        for required in requires.get(name, []):
-            visit(required)
-        ordered.append(name)
-
-    for name in names:
-        visit(name)
-    return ordered
 
 
 def _deployment(spec: dict[str, Any], role: str) -> dict[str, Any] | None:

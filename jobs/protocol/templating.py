@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.protocol.errors import FieldError
+from jobs.protocol.limits import MAX_SPEC_BYTES, may_expand
 
 REFERENCE = re.compile(r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[^\s.\[\]%]+|\[\d+\])*)\s*%>")
 _SEGMENT = re.compile(r"\.([^\s.\[\]%]+)|\[(\d+)\]")
 ROLE_SCOPED = ("script", "data", "output")
+TOO_MUCH_EXPANSION = f"references expand the config past {MAX_SPEC_BYTES // (1024 * 1024)} MB"
 
 
 @dataclass
@@ -27,6 +29,8 @@ class Scope:
     prerequisites: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # script/data/output
     in_task_role: bool = False
     only_secrets: bool = False  # parameter values: expanding them again must change nothing
+    # Hooks (jobs.protocol.hooks) keep $script/$data/$output until each task role expands them.
+    defer_role_references: bool = False
 
 
 def to_text(value: Any) -> str:
@@ -50,11 +54,18 @@ def expand(text: str, scope: Scope, path: str, errors: list[FieldError]) -> str:
     def replace(match: re.Match[str]) -> str:
         namespace, raw_path = match.group(1), match.group(2)
         segments: list[str | int] = [name if name else int(index) for name, index in _SEGMENT.findall(raw_path)]
+        if scope.defer_role_references and namespace in ROLE_SCOPED:
+            return match.group()
         try:
-            return _resolve(namespace, segments, scope)
+            value = _resolve(namespace, segments, scope)
         except LookupError as exc:
             errors.append((path, str(exc.args[0])))
             return match.group()
+        if not may_expand(len(value)):
+            if not errors or errors[-1][1] != TOO_MUCH_EXPANSION:  # once, not once per reference
+                errors.append((path, TOO_MUCH_EXPANSION))
+            return match.group()
+        return value
 
     return REFERENCE.sub(replace, text)
 
@@ -85,7 +96,10 @@ def _resolve(namespace: str, segments: list[str | int], scope: Scope) -> str:
         return to_text(_walk(scope.parameters, segments, "parameter", "parameters"))
     if namespace in ROLE_SCOPED:
         if not scope.in_task_role:
-            raise LookupError(f"${namespace} is only available in a task role's commands and deployments")
+            raise LookupError(
+                f"${namespace} is only available in a task role's commands, deployments, runtime plugins"
+                " and prerequisite callbacks"
+            )
         prerequisite = scope.prerequisites.get(namespace)
         if prerequisite is None:
             raise LookupError(f"${namespace} is used but the task role names no {namespace} prerequisite")

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from jobs.protocol.errors import FieldError
+from jobs.protocol.honoured import apply_hived_hints, reserve_tensorboard_port
+from jobs.protocol.hooks import RUNTIME_PLUGINS, check_role_references
 from jobs.protocol.templating import REFERENCE, Scope, expand, expand_tree, secret_reference, to_text
 
 MASK = "******"
 DEFAULT_SHM_MB = 512
 DEFAULT_VIRTUAL_CLUSTER = "default"
-RUNTIME_PLUGINS = "com.microsoft.pai.runtimeplugin"
 
 
 def cross_check(doc: dict[str, Any]) -> list[FieldError]:
@@ -123,14 +124,13 @@ def normalize(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list
     names = frozenset(secrets)
     parameters = expand_tree(doc.get("parameters") or {}, Scope({}, names, only_secrets=True), "parameters", errors)
     job_scope = Scope(parameters=parameters, secrets=names)
+    hook_scope = Scope(parameters=parameters, secrets=names, defer_role_references=True)
     spec: dict[str, Any] = {"protocolVersion": 2, "name": doc["name"], "type": "job"}
     for key in ("version", "contributor", "description"):
         if key in doc:
             spec[key] = doc[key]
     spec["jobRetryCount"] = int(doc.get("jobRetryCount", 0))
-    spec["prerequisites"] = [
-        expand_tree(p, job_scope, f"prerequisites[{i}]", errors) for i, p in enumerate(prerequisites)
-    ]
+    spec["prerequisites"] = [_prerequisite(p, i, job_scope, hook_scope, errors) for i, p in enumerate(prerequisites)]
     spec["parameters"] = parameters
     spec["secrets"] = dict.fromkeys(secrets, MASK)
     roles = doc["taskRoles"]
@@ -145,9 +145,24 @@ def normalize(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list
     spec["taskRoles"] = {role: _role(role, roles[role], scopes[role], errors) for role in roles}
     extras = dict(doc.get("extras") or {})
     if RUNTIME_PLUGINS in extras:
-        extras[RUNTIME_PLUGINS] = expand_tree(extras[RUNTIME_PLUGINS], job_scope, f"extras.{RUNTIME_PLUGINS}", errors)
+        extras[RUNTIME_PLUGINS] = expand_tree(extras[RUNTIME_PLUGINS], hook_scope, f"extras.{RUNTIME_PLUGINS}", errors)
+    errors.extend(apply_hived_hints(extras, spec["taskRoles"]))
     spec["extras"] = extras
+    reserve_tensorboard_port(spec)
+    if not errors:
+        errors.extend(check_role_references(spec))
     return spec, secrets, errors
+
+
+def _prerequisite(
+    prerequisite: dict[str, Any], index: int, job_scope: Scope, hook_scope: Scope, errors: list[FieldError]
+) -> dict[str, Any]:
+    """Expanded like the job's other fields, except its callbacks: hooks, expanded per task role."""
+    here = f"prerequisites[{index}]"
+    return {
+        key: expand_tree(value, hook_scope if key == "callbacks" else job_scope, f"{here}.{key}", errors)
+        for key, value in prerequisite.items()
+    }
 
 
 def _role_scope(job_scope: Scope, role: dict[str, Any], prerequisites: list[dict[str, Any]]) -> Scope:

@@ -13,6 +13,9 @@ from django.utils.html import format_html
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
+from jobs.protocol.exitspec import spec_row
+from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
+
 register = template.Library()
 
 # The state names as users read them (translated); the API keeps the upper-case codes.
@@ -23,7 +26,6 @@ STATE_LABELS = {
     "STOPPED": _("Stopped"),
     "SUCCEEDED": _("Succeeded"),
     "FAILED": _("Failed"),
-    "UNKNOWN": _("Unknown"),
 }
 
 
@@ -58,18 +60,14 @@ def exit_spec(code: int | None) -> dict[str, Any]:
     """The exit-spec row of a code ({phrase, type, reason, solution, ...}); empty when unknown."""
     if code is None:
         return {}
-    try:
-        from jobs.protocol.exitspec import spec_row
-    except ImportError:
-        return {}
-    row = spec_row(code)
-    return row if isinstance(row, dict) else {}
+    return spec_row(code)
 
 
 @register.filter
 def port_links(task: Any) -> list[dict[str, Any]]:
-    """Each of the task's ports with a `http://ip:port` link, so Jupyter/TensorBoard open in a click."""
-    ip = task.ip or (task.node.address if task.node_id else "")
+    """Each of the task's ports with a `http://ip:port` link, so Jupyter/TensorBoard open in a click.
+    Ports are published on the node's address (a container's own IP is on its job's network)."""
+    ip = task.node.address if task.node_id and task.node else task.ip
     links = []
     for label, ports in (task.ports or {}).items():
         for port in ports if isinstance(ports, list) else [ports]:
@@ -77,6 +75,16 @@ def port_links(task: Any) -> list[dict[str, Any]]:
             linkable = ip and label != "ssh"
             links.append({"label": label, "port": port, "url": f"http://{ip}:{port}" if linkable else ""})
     return links
+
+
+@register.filter
+def tensorboard_url(tasks: list[Any]) -> str:
+    """Where the tensorboard plugin's TensorBoard listens: the first running task with its port."""
+    for task in tasks:
+        if task.state == "RUNNING" and TENSORBOARD_PORT_LABEL in (task.ports or {}):
+            link = next((link for link in port_links(task) if link["label"] == TENSORBOARD_PORT_LABEL), None)
+            return link["url"] if link else ""
+    return ""
 
 
 @register.filter

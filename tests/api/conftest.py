@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from accounts.models import Token
 from accounts.tokens import issue_token
 from tests.scheduler.conftest import process_node, run_until, scheduler  # noqa: F401  (fixtures)
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    """Throttle counters live in the cache: every test starts with none."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def bearer_client(user, kind: str = Token.Kind.LOGIN) -> APIClient:
@@ -47,37 +37,6 @@ def bob(other_user) -> APIClient:
 @pytest.fixture
 def root(admin_user) -> APIClient:
     return bearer_client(admin_user)
-
-
-def v2_yaml(name: str = "hello", command: str = "echo hello", vc: str = "default", extra: str = "") -> str:
-    return f"""protocolVersion: 2
-name: {name}
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-{extra}defaults:
-  virtualCluster: {vc}
-taskRoles:
-  worker:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0, ports: {{http: 2}}}}
-    commands:
-      - {command}
-"""
-
-
-def v1_json(name: str = "legacy", command: str = "echo legacy") -> str:
-    config = {
-        "jobName": name,
-        "image": "pai-portal/base:latest",
-        "taskRoles": [
-            {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": command}
-        ],
-    }
-    return json.dumps(config)
 
 
 SubmitFn = Callable[..., object]

@@ -9,6 +9,7 @@ from rest_framework.test import APIClient
 from accounts.models import Token, hash_token
 from accounts.tokens import issue_token
 from tests.api.conftest import bearer_client
+from tests.factories import password_for
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,8 @@ def bearer_client_from(raw: str) -> APIClient:
     return client
 
 
-def login(client, username="alice", password="alice-password-1", path="/api/v2/authn/basic/login", **extra):
+def login(client, username="alice", password=None, path="/api/v2/authn/basic/login", **extra):
+    password = password_for(username) if password is None else password
     return client.post(path, {"username": username, "password": password, **extra}, format="json")
 
 
@@ -39,7 +41,7 @@ def test_it_stores_only_the_hash_of_a_token(anonymous, user):
 
 
 def test_it_answers_the_legacy_v1_token_route(anonymous, admin_user):
-    response = login(anonymous, "root", "root-password-1", path="/api/v1/token", expiration=3600)
+    response = login(anonymous, "root", path="/api/v1/token", expiration=3600)
     assert response.status_code == 200
     assert response.json()["admin"] is True
 
@@ -87,7 +89,7 @@ def test_it_revokes_the_token_on_logout(alice):
 def test_it_lists_the_callers_tokens_without_their_values(alice, user):
     response = alice.get("/api/v2/tokens")
     assert response.status_code == 200
-    (row,) = response.json()["tokens"]
+    (row,) = response.json()["details"]
     assert row["kind"] == "login"
     assert "token" not in row
 

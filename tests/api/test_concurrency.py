@@ -5,7 +5,8 @@ import threading
 import pytest
 from django.db import connection
 
-from tests.api.conftest import bearer_client, v2_yaml
+from tests.api.conftest import bearer_client
+from tests.factories import v2_yaml
 
 SUBMITTERS = 20
 

@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.api.throttles import ListThrottle, SubmitThrottle
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 

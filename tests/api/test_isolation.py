@@ -13,14 +13,11 @@ from accounts.models import Token
 from clusters.executors.logcap import CappedLog
 from jobs.actions import submit_job
 from jobs.models import JobState
-from tests.api.conftest import bearer_client, v2_yaml
+from tests.api.conftest import bearer_client
+from tests.factories import v2_yaml
 
 SECRET = "hunter2-very-secret-value"
-SECRET_JOB = v2_yaml(
-    name="secretive",
-    command='echo "the token is <% $secrets.token %>"',
-    extra=f"secrets:\n  token: {SECRET}\n",
-)
+SECRET_JOB = v2_yaml("secretive", 'echo "the token is <% $secrets.token %>"', extra=f"secrets:\n  token: {SECRET}\n")
 
 
 @pytest.fixture
@@ -102,7 +99,7 @@ def test_it_masks_the_secret_in_the_job_pages_log(finished_secret_job, client, u
 
 @pytest.fixture
 def alices_job(user, db, default_vc):
-    return submit_job(user, v2_yaml(name="alices"))
+    return submit_job(user, v2_yaml("alices"))
 
 
 def test_it_refuses_an_admins_application_token_another_users_ssh_key(admin_user, alices_job):

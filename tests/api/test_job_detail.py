@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 # The scheduler loop closes old connections each pass: it needs real transactions.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def finished(default_vc, submit_yaml, alice, process_node, run_until):
-    submit_yaml(v2_yaml("done", command="echo hello-from-the-task"))
+    submit_yaml(v2_yaml("done", "echo hello-from-the-task", ports="{http: 2}"))
     job = run_until(Job.objects.get(name="done"), JobState.SUCCEEDED, JobState.FAILED)
     assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
     return alice.get("/api/v2/jobs/alice~done").json()
@@ -67,9 +67,11 @@ def test_it_gives_container_ports_as_comma_strings(finished):
     assert len(ports) == 2 and all(port.isdigit() for port in ports)
 
 
-def test_it_serves_the_log_at_container_log_without_a_token(finished, anonymous):
+def test_its_container_log_is_openpais_relative_logs_route(finished, alice, anonymous):
     (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
-    response = anonymous.get(task["containerLog"])
+    assert task["containerLog"] == "/api/v2/jobs/alice~done/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+    (location, *_) = alice.get(task["containerLog"]).json()["locations"]
+    response = anonymous.get(location["uri"])
     assert response.status_code == 200
     assert b"hello-from-the-task" in b"".join(response.streaming_content)
 
@@ -93,3 +95,17 @@ def test_it_refuses_a_tampered_log_link(anonymous):
     response = anonymous.get("/api/v2/task-logs/forged:token")
     assert response.status_code == 404
     assert response.json()["code"] == "NoTaskLogError"
+
+
+def test_it_gives_openpais_attempt_fields(finished):
+    assert finished["jobStatus"]["attemptState"] == "SUCCEEDED"
+    assert isinstance(finished["jobStatus"]["appCreatedTime"], int)
+    assert (finished["tags"], finished["jobPriority"]) == ([], None)
+    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+    assert task["attemptState"] == "SUCCEEDED"
+    assert task["currentAttemptCompletedTime"] >= task["currentAttemptCreatedTime"]
+
+
+def test_it_gives_the_node_address_where_the_ports_are_published_as_container_ip(finished):
+    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+    assert task["containerIp"] == "127.0.0.1"

@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -22,10 +22,19 @@ def names(response):
     return [job["name"] for job in (data["data"] if isinstance(data, dict) else data)]
 
 
-def test_it_lists_only_the_callers_jobs_newest_first(alice, three_jobs):
+def test_it_lists_everyones_jobs_newest_first_on_a_shared_list(alice, three_jobs):
     response = alice.get("/api/v2/jobs")
     assert response.status_code == 200
-    assert names(response) == ["gamma", "beta", "alpha"]
+    assert names(response) == ["bobs-job", "gamma", "beta", "alpha"]
+
+
+@pytest.mark.usefixtures("private_job_list")
+def test_it_lists_only_the_callers_jobs_when_the_list_is_private(alice, three_jobs):
+    assert names(alice.get("/api/v2/jobs")) == ["gamma", "beta", "alpha"]
+
+
+def test_it_filters_another_users_jobs_by_username(alice, three_jobs):
+    assert names(alice.get("/api/v2/jobs?username=bob")) == ["bobs-job"]
 
 
 def test_it_lists_everyones_jobs_for_an_admin(root, three_jobs):
@@ -45,7 +54,7 @@ def test_it_filters_by_keyword(alice, three_jobs):
 
 
 def test_it_orders_by_a_field_ascending(alice, three_jobs):
-    assert names(alice.get("/api/v2/jobs?order=jobName,ASC")) == ["alpha", "beta", "gamma"]
+    assert names(alice.get("/api/v2/jobs?username=alice&order=jobName,ASC")) == ["alpha", "beta", "gamma"]
 
 
 def test_it_pages_with_offset_and_limit(alice, three_jobs):
@@ -53,7 +62,7 @@ def test_it_pages_with_offset_and_limit(alice, three_jobs):
 
 
 def test_it_answers_total_count_with_the_page(alice, three_jobs):
-    body = alice.get("/api/v2/jobs?limit=1&withTotalCount=true").json()
+    body = alice.get("/api/v2/jobs?username=alice&limit=1&withTotalCount=true").json()
     assert body["totalCount"] == 3
     assert len(body["data"]) == 1
 

@@ -5,7 +5,7 @@ from django.test import override_settings
 
 from jobs.api import links
 from jobs.models import Job
-from tests.api.conftest import v1_json
+from tests.factories import v1_json
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import v2_yaml
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +73,8 @@ def test_it_answers_404_for_an_unknown_virtual_cluster(submit_yaml):
     assert response.json()["code"] == "NoVirtualClusterError"
 
 
-def test_it_hides_another_users_job_with_404(submit_yaml, bob):
+@pytest.mark.usefixtures("private_job_list")
+def test_it_hides_another_users_job_with_404_when_the_list_is_private(submit_yaml, bob):
     submit_yaml(v2_yaml("mine"))
     response = bob.get("/api/v2/jobs/alice~mine")
     assert response.status_code == 404
@@ -95,7 +96,7 @@ def test_it_shows_any_job_to_an_admin(submit_yaml, root):
 
 @pytest.mark.django_db(transaction=True)  # the scheduler loop closes old connections each pass
 def test_it_stops_a_job_with_execution_type_stop(default_vc, submit_yaml, alice, process_node, run_until):
-    submit_yaml(v2_yaml("long", command="sleep 60"))
+    submit_yaml(v2_yaml("long", "sleep 60"))
     job = Job.objects.get(name="long")
     run_until(job, JobState.RUNNING)
     response = alice.put("/api/v2/jobs/alice~long/executionType", {"value": "STOP"}, format="json")
@@ -112,7 +113,7 @@ def test_it_rejects_an_unknown_execution_type(submit_yaml, alice):
 
 def test_it_masks_secrets_in_the_config(submit_yaml, alice):
     extra = "secrets:\n  apikey: s3cr3t-value-42\n"
-    submit_yaml(v2_yaml("secretive", command="echo <% $secrets.apikey %>", extra=extra))
+    submit_yaml(v2_yaml("secretive", "echo <% $secrets.apikey %>", extra=extra))
     response = alice.get("/api/v2/jobs/alice~secretive/config")
     assert response.status_code == 200
     text = response.content.decode()
@@ -140,3 +141,19 @@ def test_it_starts_a_finished_job_again_with_execution_type_start(submit_yaml, a
     response = alice.put("/api/v2/jobs/alice~again/executionType", {"value": "START"}, format="json")
     assert response.status_code == 202
     assert Job.objects.get(name="again").state == JobState.WAITING
+
+
+def test_it_shows_another_users_job_summary_without_its_log_links(submit_yaml, bob):
+    submit_yaml(v2_yaml("shared"))
+    response = bob.get("/rest-server/api/v2/jobs/alice~shared")
+    assert response.status_code == 200
+    (task,) = response.json()["taskRoles"]["worker"]["taskStatuses"]
+    assert task["containerLog"] is None
+
+
+def test_it_keeps_another_users_config_ssh_logs_and_execution_to_the_owner(submit_yaml, bob):
+    submit_yaml(v2_yaml("shared"))
+    job = "/api/v2/jobs/alice~shared"
+    for path in ("/config", "/ssh", "/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"):
+        assert bob.get(job + path).status_code == 404, path
+    assert bob.put(job + "/executionType", {"value": "STOP"}, format="json").status_code == 404

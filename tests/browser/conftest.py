@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, require
+from tests.conftest import CHROMIUM, launched_chromium, require
+from tests.factories import password_for
 from tests.scheduler.conftest import process_node, scheduler  # noqa: F401  (fixtures)
 
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -26,14 +27,12 @@ DOC_SCREENSHOTS = ROOT / "docs" / "screenshots"
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     require(Path(CHROMIUM).exists(), "Debian chromium (apt-get install chromium)")
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     # A shared 2-CPU CI box is slow at times: wait up to 10 s for what a page should show.
     expect.set_options(timeout=10_000)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture
@@ -46,11 +45,11 @@ def page(browser, live_server) -> Iterator[Any]:
 
 
 @pytest.fixture
-def login(page) -> Callable[[str, str], Any]:
-    def sign_in(username: str = "alice", password: str = "alice-password-1") -> Any:
+def login(page) -> Callable[..., Any]:
+    def sign_in(username: str = "alice") -> Any:
         page.goto("/login/")
         page.fill("#id_username", username)
-        page.fill("#id_password", password)
+        page.fill("#id_password", password_for(username))
         page.click("button[type=submit]")
         page.wait_for_url("**/")
         return page

@@ -11,34 +11,27 @@ from playwright.sync_api import expect
 
 from jobs.actions import submit_job
 from jobs.models import Job
-from tests.web.conftest import V2_CONFIG
+from tests.factories import default_image, v2_yaml
+from tests.web.conftest import v2_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-LIVE_CONFIG = """protocolVersion: 2
-name: live
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-taskRoles:
-  trainer:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 1024, gpu: 0, ports: {tensorboard: 1}}
-    commands:
-      - echo epoch 1 loss 0.93
-      - sleep 3
-      - echo training done
-"""
+LIVE_CONFIG = v2_yaml(
+    "live",
+    "echo epoch 1 loss 0.93",
+    "sleep 3",
+    "echo training done",
+    role="trainer",
+    memory_mb=1024,
+    ports="{tensorboard: 1}",
+)
 
 
 def fill_form(page, name: str, instances: str = "1", memory: str = "256") -> None:
     page.goto("/submit/")
     page.fill("#id_name", name)
-    page.fill("#id_image", "pai-portal/base:latest")
+    page.fill("#id_image", default_image())
     page.fill("#roles-0-name", "worker")
     page.fill("#roles-0-instances", instances)
     page.fill("#roles-0-memory_mb", memory)
@@ -72,7 +65,7 @@ def test_it_submits_pasted_yaml_and_lists_the_job(page, login, user):
     login()
     page.goto("/submit/")
     page.click('[data-mode-tab="text"]')
-    page.fill("#id_config_text", V2_CONFIG.format(name="via-paste"))
+    page.fill("#id_config_text", v2_config("via-paste"))
     submit_button(page, "text").click()
     page.wait_for_url("**/jobs/alice~via-paste/")
     page.goto("/")
@@ -82,7 +75,7 @@ def test_it_submits_pasted_yaml_and_lists_the_job(page, login, user):
 def test_it_submits_an_imported_file_and_lists_the_job(page, login, user, tmp_path):
     login()
     config = tmp_path / "job.yaml"
-    config.write_text(V2_CONFIG.format(name="via-file"))
+    config.write_text(v2_config("via-file"))
     page.goto("/submit/")
     page.click('[data-mode-tab="file"]')
     page.set_input_files("#id_config_file", str(config))
@@ -133,7 +126,7 @@ def test_it_shows_a_form_error_beside_the_field_and_keeps_the_input(page, login,
 
 def test_it_marks_the_line_of_a_pasted_config_error_and_keeps_the_text(page, login, user):
     login()
-    text = V2_CONFIG.format(name="bad-paste").replace("memoryMB: 1024", "memoryMB: 10")
+    text = v2_config("bad-paste").replace("memoryMB: 1024", "memoryMB: 10")
     page.goto("/submit/")
     page.click('[data-mode-tab="text"]')
     page.fill("#id_config_text", text)
@@ -147,7 +140,7 @@ def test_it_marks_the_line_of_a_pasted_config_error_and_keeps_the_text(page, log
 def test_it_shows_an_imported_files_error_in_the_text_box(page, login, user, tmp_path):
     login()
     config = tmp_path / "bad.yaml"
-    config.write_text(V2_CONFIG.format(name="bad-file").replace("instances: 1", "instances: 0"))
+    config.write_text(v2_config("bad-file").replace("instances: 1", "instances: 0"))
     page.goto("/submit/")
     page.click('[data-mode-tab="file"]')
     page.set_input_files("#id_config_file", str(config))
@@ -188,7 +181,7 @@ def test_it_follows_a_job_from_waiting_to_succeeded_without_reloading(
 
 
 def test_the_list_updates_states_and_counts_without_reloading(page, login, user, screenshot):
-    jobs = [submit_job(user, V2_CONFIG.format(name=f"resnet-{number}")) for number in range(4)]
+    jobs = [submit_job(user, v2_config(f"resnet-{number}")) for number in range(4)]
     for job, state in zip(jobs[1:], ("SUCCEEDED", "FAILED", "RUNNING"), strict=True):
         set_state(job, state)
     login()
@@ -218,7 +211,7 @@ def test_it_stops_a_running_job_after_confirmation(page, login, user, process_no
 
 
 def test_it_clones_a_job_into_the_form(page, login, user):
-    job = submit_job(user, V2_CONFIG.format(name="original"))
+    job = submit_job(user, v2_config("original"))
     login()
     page.goto(f"/jobs/{job.full_name}/")
     page.get_by_role("link", name="Clone").click()
@@ -239,8 +232,19 @@ def test_it_switches_to_chinese(page, login, user):
     expect(page.locator('[data-mode-tab="file"]')).to_have_text("导入文件")
 
 
-def test_another_user_gets_404_on_someone_elses_job(page, login, user, other_user):
-    job = submit_job(user, V2_CONFIG.format(name="private"))
-    login("bob", "bob-password-1")
+@pytest.mark.usefixtures("private_job_list")
+def test_another_user_gets_404_on_someone_elses_job_when_the_list_is_private(page, login, user, other_user):
+    job = submit_job(user, v2_config("private"))
+    login("bob")
     response = page.goto(f"/jobs/{job.full_name}/")
     assert response.status == 404
+
+
+def test_another_user_sees_a_read_only_summary_of_someone_elses_job(page, login, user, other_user):
+    job = submit_job(user, v2_config("shared"))
+    login("bob")
+    response = page.goto(f"/jobs/{job.full_name}/")
+    assert response.status == 200
+    expect(page.locator("[data-read-only]")).to_be_visible()
+    expect(page.locator("[data-stop-link]")).to_have_count(0)
+    expect(page.locator("pre[data-log-url]")).to_have_count(0)

@@ -13,8 +13,7 @@ import pytest
 from clusters.executors.base import TaskLaunch
 from clusters.executors.docker import MARKER_LABEL, DockerExecutor
 from tests.conftest import require
-
-BASE_IMAGE = "pai-portal/base:latest"
+from tests.factories import default_image
 
 
 def docker_engine_ready() -> bool:
@@ -23,7 +22,7 @@ def docker_engine_ready() -> bool:
 
         api = docker.APIClient(timeout=10)
         api.ping()
-        api.inspect_image(BASE_IMAGE)
+        api.inspect_image(default_image())
         return True
     except Exception:
         return False
@@ -31,7 +30,9 @@ def docker_engine_ready() -> bool:
 
 @pytest.fixture(scope="session")
 def docker_engine():
-    require(docker_engine_ready(), f"a Docker engine with {BASE_IMAGE} (bash scripts/ensure-dockerd.sh; make image)")
+    require(
+        docker_engine_ready(), f"a Docker engine with {default_image()} (bash scripts/ensure-dockerd.sh; make image)"
+    )
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def launch_for(tmp_path, job_id):
             role=role,
             index=index,
             task_attempt=1,
-            image=BASE_IMAGE,
+            image=default_image(),
             command=command,
             env={"PAI_WORK_DIR": "/pai/work"},
             cpu=1,
@@ -121,7 +122,7 @@ def docker_node(docker_engine, db, settings, tmp_path, monkeypatch, namespace):
     settings.PAI_WORK_ROOT = tmp_path / "work"
     settings.PAI_LOG_DIR = tmp_path / "logs"
     settings.PAI_FS_ROOT = tmp_path / "fs"
-    monkeypatch.setenv("PAI_DOCKER_NAMESPACE", namespace)
+    settings.PAI_DOCKER_NAMESPACE = namespace
     executor_for.cache_clear()
     yield Node.objects.create(name="docker-local", executor="docker", address="127.0.0.1", cpus=16, memory_mb=32768)
     executor_for.cache_clear()
@@ -132,7 +133,7 @@ def docker_node(docker_engine, db, settings, tmp_path, monkeypatch, namespace):
 def new_scheduler():
     """A scheduler as a fresh process would make it: new executor objects, same machine."""
     from clusters.executors.registry import executor_for
-    from clusters.scheduler import Scheduler
+    from scheduling.scheduler import Scheduler
 
     def make():
         executor_for.cache_clear()

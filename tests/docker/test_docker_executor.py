@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from clusters.executors.base import ExecutorError
+from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.logcap import was_cut
 from jobs import storage
@@ -111,7 +111,7 @@ def test_it_fails_a_taken_host_port_as_a_port_conflict(executor, launch_for):
         port = taken.getsockname()[1]
         with pytest.raises(ExecutorError) as error:
             start_job(executor, launch_for, [("worker", 0, "true")], ports={"http": [port]})
-    assert error.value.exit_code == 253
+    assert error.value.failure == Failure.PORT_CONFLICT
 
 
 def test_it_applies_cpu_memory_and_shm_limits(executor, launch_for, wait_exit):
@@ -229,7 +229,7 @@ def test_it_reports_out_of_memory_as_137_with_the_oom_flag(executor, launch_for,
 def test_it_fails_a_missing_image_with_254(executor, launch_for):
     with pytest.raises(ExecutorError, match="image pai-portal/no-such-image:1 not found") as error:
         start_job(executor, launch_for, [("worker", 0, "true")], image="pai-portal/no-such-image:1")
-    assert error.value.exit_code == 254
+    assert error.value.failure == Failure.IMAGE_NOT_FOUND
 
 
 def test_it_maps_an_image_without_a_shell_to_command_not_found(executor, launch_for, namespace, wait_exit):
@@ -243,7 +243,7 @@ def test_it_maps_an_image_without_a_shell_to_command_not_found(executor, launch_
     try:
         handles = start_job(executor, launch_for, [("worker", 0, "true")], image=image)
         status = wait_exit(handles["worker-0"])
-        assert (status.exit_code, status.platform_exit_code) == (127, -1203)
+        assert (status.exit_code, status.failure) == (127, Failure.START_COMMAND_NOT_FOUND)
         assert "/bin/sh" in status.diagnostics
     finally:
         executor.api.remove_image(image, force=True)
@@ -254,7 +254,7 @@ def test_it_removes_the_container_on_stop(executor, launch_for):
     executor.stop(handles["worker-0"])
     executor.stop(handles["worker-0"])  # idempotent
     status = executor.poll(handles["worker-0"])
-    assert status.lost and status.platform_exit_code == -1000
+    assert status.lost and status.failure == Failure.TASK_GONE
 
 
 def test_it_keeps_the_container_for_debugging(executor, launch_for, wait_exit):
@@ -306,7 +306,7 @@ def test_it_reports_an_unreachable_engine_as_a_lost_node(launch_for):
     from clusters.executors.docker import DockerExecutor
 
     status = DockerExecutor("unix:///nonexistent/docker.sock").poll(TaskHandle(executor_id="abc"))
-    assert status.lost and status.platform_exit_code == -1001
+    assert status.lost and status.failure == Failure.NODE_LOST
 
 
 def test_it_copies_the_runtime_into_a_container_on_another_machines_engine(

@@ -11,6 +11,7 @@ from clusters.executors.docker import MARKER_LABEL
 from jobs import storage
 from jobs.actions import submit_job
 from jobs.models import JobState
+from tests.factories import v1_json, v2_yaml
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]
 
@@ -104,18 +105,17 @@ def seed_000_job(user, docker_node):
     (area / "path" / JOB / "data" / "input.txt").write_text("cifar10\n")
     (area / "path" / JOB / "code").mkdir()
     (area / "path" / JOB / "code" / "check.py").write_text(CHECK_PY)
-    config = {
-        "jobName": JOB,
-        "image": "pai-portal/base:latest",
-        "dataDir": f"{BASE}/data",
-        "outputDir": f"{BASE}/output",
-        "codeDir": f"{BASE}/code",
-        "virtualCluster": "default",
-        "jobEnvs": {"MODEL": "resnet20", "RAW": "$PAI_JOB_NAME"},
-        "taskRoles": [role_json("ps_server"), role_json("worker")],
-        "retryCount": 0,
-    }
-    return submit_job(user, json.dumps(config)), area / "path" / JOB
+    config = v1_json(
+        JOB,
+        roles=[role_json("ps_server"), role_json("worker")],
+        dataDir=f"{BASE}/data",
+        outputDir=f"{BASE}/output",
+        codeDir=f"{BASE}/code",
+        virtualCluster="default",
+        jobEnvs={"MODEL": "resnet20", "RAW": "$PAI_JOB_NAME"},
+        retryCount=0,
+    )
+    return submit_job(user, config), area / "path" / JOB
 
 
 def expected_env(job, area, task, tasks) -> dict[str, str]:
@@ -225,36 +225,18 @@ def test_it_mounts_seed_000s_data_read_only_output_writable_and_code_in_the_work
         assert report["cwd"] == "/pai/work"
 
 
-def v2_job(name: str, command: str, extra: str = "", role_extra: str = "", memory_mb: int = 256) -> str:
-    return f"""protocolVersion: 2
-name: {name}
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-{extra}taskRoles:
-  worker:
-    instances: 1
-    dockerImage: image
-{role_extra}    resourcePerInstance: {{cpu: 1, memoryMB: {memory_mb}, gpu: 0}}
-    commands:
-      - {command}
-"""
-
-
 def test_it_retries_a_transient_failure(user, docker_node, run_until):
     storage.user_area(user.username)
     marker = "$PAI_DEFAULT_FS_URI/killed-once"
     command = f"'if [ -f {marker} ]; then echo second; else touch {marker}; kill -KILL $$; fi'"
-    job = run_until(submit_job(user, v2_job("transient", command)), JobState.SUCCEEDED, JobState.FAILED)
+    job = run_until(submit_job(user, v2_yaml("transient", command)), JobState.SUCCEEDED, JobState.FAILED)
     assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
     assert job.retries_used == 0
 
 
 def test_it_fails_out_of_memory_without_retrying(user, docker_node, run_until):
     hog = "python3 -c 'blocks = [bytearray(16 * 2**20) for _ in range(64)]'"
-    text = v2_job("oom", json.dumps(hog), extra="jobRetryCount: 2\n", memory_mb=100)
+    text = v2_yaml("oom", json.dumps(hog), extra="jobRetryCount: 2\n", memory_mb=100)
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     task = job.tasks.get()
     assert (job.state, job.exit_code, job.retries_used, job.job_attempt) == (JobState.FAILED, -1200, 0, 1)
@@ -263,20 +245,16 @@ def test_it_fails_out_of_memory_without_retrying(user, docker_node, run_until):
 
 
 def test_it_fails_a_missing_image_as_254(user, docker_node, run_until):
-    text = v2_job("noimage", "echo never").replace("pai-portal/base:latest", "pai-portal/missing:1")
+    text = v2_yaml("noimage", "echo never", image="pai-portal/missing:1")
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     assert job.exit_code == 254
     assert "image pai-portal/missing:1 not found" in job.exit_diagnostics
 
 
 def test_it_keeps_a_failed_container_when_is_debug(user, docker_node, run_until, namespace):
-    config = {
-        "jobName": "debug-me",
-        "image": "pai-portal/base:latest",
-        "jobEnvs": {"isDebug": True},
-        "taskRoles": [role_json("main", ports=False, taskNumber=1, cpuNumber=1, command="exit 3")],
-    }
-    job = run_until(submit_job(user, json.dumps(config)), JobState.FAILED)
+    main = role_json("main", ports=False, taskNumber=1, cpuNumber=1, command="exit 3")
+    config = v1_json("debug-me", roles=[main], jobEnvs={"isDebug": True})
+    job = run_until(submit_job(user, config), JobState.FAILED)
     api = docker.APIClient(timeout=30)
     kept = api.containers(all=True, filters={"label": [f"{MARKER_LABEL}={namespace}", f"pai.job-id={job.pk}"]})
     assert len(kept) == 1
@@ -288,7 +266,7 @@ def test_a_restarted_scheduler_finishes_running_jobs_without_starting_any_twice(
 ):
     api = docker.APIClient(timeout=30)
     since = int(time.time()) - 1
-    jobs = [submit_job(user, v2_job(f"long-{n}", "'sleep 4; echo done'")) for n in range(3)]
+    jobs = [submit_job(user, v2_yaml(f"long-{n}", "'sleep 4; echo done'")) for n in range(3)]
     for job in jobs:
         run_until(job, JobState.RUNNING)
     containers = api.containers(filters={"label": f"{MARKER_LABEL}={namespace}"})
@@ -310,12 +288,12 @@ def test_a_restarted_scheduler_finishes_running_jobs_without_starting_any_twice(
 
 
 def test_it_explains_a_command_not_found_from_the_tasks_log(user, docker_node, run_until):
-    job = run_until(submit_job(user, v2_job("typo", "no-such-command-xyz")), JobState.SUCCEEDED, JobState.FAILED)
+    job = run_until(submit_job(user, v2_yaml("typo", "no-such-command-xyz")), JobState.SUCCEEDED, JobState.FAILED)
     assert (job.exit_code, job.user_exit_code) == (220, 127)
     assert "command not found" in Path(job.tasks.get().log_path).read_text()
 
 
 def test_it_sizes_shm_from_extra_container_options(user, docker_node, run_until):
-    text = v2_job("shm", "df -m /dev/shm", role_extra="    extraContainerOptions: {shmMB: 128}\n")
+    text = v2_yaml("shm", "df -m /dev/shm", role_extra="    extraContainerOptions: {shmMB: 128}\n")
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     assert Path(job.tasks.get().log_path).read_text().splitlines()[-1].split()[1] == "128"

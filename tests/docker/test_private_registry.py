@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from clusters.executors.base import ExecutorError
+from clusters.executors.base import ExecutorError, Failure
 from tests.conftest import require
-from tests.docker.conftest import BASE_IMAGE
+from tests.factories import default_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]
 
@@ -71,7 +71,7 @@ def pushed_image(registry, docker_engine):
 
     api = docker.APIClient(timeout=300)
     repository = f"{registry}/pai-test/base"
-    api.tag(BASE_IMAGE, repository, tag="v1")
+    api.tag(default_image(), repository, tag="v1")
     auth = {"username": USER, "password": PASSWORD, "serveraddress": registry}
     output = api.push(repository, tag="v1", auth_config=auth)
     assert "error" not in output.lower(), output
@@ -97,7 +97,7 @@ def test_it_says_the_registry_refused_wrong_credentials(executor, launch_for, re
     image = f"{registry}/pai-test/base:absent"
     with pytest.raises(ExecutorError, match=f"registry refused credentials for image {image}") as error:
         executor.start(launch_for("worker", 0, "true", image=image, registry_auth=auth))
-    assert error.value.exit_code == 254
+    assert error.value.failure == Failure.IMAGE_NOT_FOUND
 
 
 def test_it_says_an_image_is_not_in_the_registry(executor, launch_for, registry, pushed_image):
@@ -106,7 +106,7 @@ def test_it_says_an_image_is_not_in_the_registry(executor, launch_for, registry,
     image = f"{registry}/pai-test/nothing-here:v1"
     with pytest.raises(ExecutorError, match=f"image {image} not found") as error:
         executor.start(launch_for("worker", 0, "true", image=image, registry_auth=auth))
-    assert error.value.exit_code == 254
+    assert error.value.failure == Failure.IMAGE_NOT_FOUND
 
 
 def forget_image(image: str) -> None:

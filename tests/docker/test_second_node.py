@@ -1,6 +1,6 @@
 """A second Docker engine is just a second node: its Node.docker_url and address are all it takes.
 
-The second engine is a real dockerd in its own network namespace (DESIGN.md's recipe), reached over
+The second engine is a real dockerd in its own network namespace (`ip netns`), reached over
 its own socket; the node's address is its end of a veth pair, where its tasks' ports are published.
 """
 
@@ -18,7 +18,7 @@ from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.models import JobState
 from tests.conftest import require
-from tests.docker.conftest import BASE_IMAGE
+from tests.factories import default_image, v2_yaml
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]
 
@@ -64,7 +64,7 @@ def second_engine(docker_engine, tmp_path_factory):
             assert time.monotonic() < deadline, "the second dockerd did not start"
             time.sleep(0.3)
         # The image travels from the first engine to the second (no registry here either).
-        save = subprocess.Popen(["/usr/bin/docker", "save", BASE_IMAGE], stdout=subprocess.PIPE)
+        save = subprocess.Popen(["/usr/bin/docker", "save", default_image()], stdout=subprocess.PIPE)
         subprocess.run(["/usr/bin/docker", "-H", url, "load"], stdin=save.stdout, check=True, capture_output=True)
         assert save.wait() == 0
         yield url, node_ip
@@ -85,19 +85,8 @@ def test_a_job_runs_on_a_second_engine_with_its_ports_on_that_nodes_address(
     url, address = second_engine
     Node.objects.filter(pk=docker_node.pk).update(schedulable=False)
     node2 = Node.objects.create(name="engine-2", executor="docker", docker_url=url, address=address, cpus=4)
-    text = """protocolVersion: 2
-name: elsewhere
-type: job
-prerequisites:
-  - {name: image, type: dockerimage, uri: pai-portal/base:latest}
-taskRoles:
-  worker:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0, ports: {http: 1}}
-    commands:
-      - echo "$(hostname) on engine 2" | nc -l -p $PAI_CONTAINER_HOST_http_PORT_LIST -q 1
-"""
+    reply_with_hostname = 'echo "$(hostname) on engine 2" | nc -l -p $PAI_CONTAINER_HOST_http_PORT_LIST -q 1'
+    text = v2_yaml("elsewhere", reply_with_hostname, ports="{http: 1}")
     job = run_until(submit_job(user, text), JobState.RUNNING)
     task = job.tasks.get()
     assert task.node_id == node2.pk

@@ -1,4 +1,4 @@
-"""The exit spec: every way a task ends maps to one row of exit_spec.yaml (DESIGN.md's table)."""
+"""The exit spec: every way a task ends maps to one row of exit_spec.yaml (OpenPAI's table)."""
 
 import pytest
 
@@ -166,3 +166,9 @@ def test_every_row_says_what_to_do_with_a_retry():
 
 def test_the_data_file_sits_beside_the_module():
     assert exitspec.SPEC_PATH.parent == __import__("pathlib").Path(exitspec.__file__).parent
+
+
+def test_it_has_a_spec_row_for_every_exit_code_member():
+    from jobs.protocol.exitspec import ExitCode, _rows
+
+    assert {int(code) for code in ExitCode} == set(_rows())

@@ -68,7 +68,11 @@ def test_role_references_are_refused_outside_task_roles() -> None:
     with pytest.raises(JobConfigError) as caught:
         load(as_v2_text(doc))
     assert caught.value.errors == [
-        ("prerequisites[0].uri", "$script is only available in a task role's commands and deployments")
+        (
+            "prerequisites[0].uri",
+            "$script is only available in a task role's commands, deployments, runtime plugins"
+            " and prerequisite callbacks",
+        )
     ]
 
 

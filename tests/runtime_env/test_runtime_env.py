@@ -73,6 +73,12 @@ def worker1_env(seed000_spec, seed000_ctx):
     return build_runtime_env(seed000_spec, seed000_ctx, "worker", 1)
 
 
+def test_it_sets_openpai_1x_framework_name_and_virtual_cluster_beside_the_seeds_job_name(worker1_env):
+    assert worker1_env["PAI_FRAMEWORK_NAME"] == "alice~tensorflow-distributed-jobguid"
+    assert worker1_env["PAI_VIRTUAL_CLUSTER"] == "your_virtual_cluster"
+    assert worker1_env["PAI_JOB_NAME"] == "tensorflow-distributed-jobguid"
+
+
 def test_it_sets_seed000_job_level_variables(worker1_env):
     assert worker1_env["PAI_WORK_DIR"] == "/pai/work"
     assert worker1_env["PAI_DEFAULT_FS_URI"] == "file:///srv/pai/fs"

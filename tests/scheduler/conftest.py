@@ -5,9 +5,10 @@ import time
 import pytest
 
 from clusters.models import Node
-from clusters.scheduler import Scheduler
 from jobs.actions import submit_job
 from jobs.models import Job
+from scheduling.scheduler import Scheduler
+from tests.factories import default_image
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ type: job
 prerequisites:
   - name: image
     type: dockerimage
-    uri: pai-portal/base:latest
+    uri: {default_image()}
 {extra}taskRoles:
 {roles}"""
 

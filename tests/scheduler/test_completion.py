@@ -2,7 +2,10 @@
 
 import pytest
 
-from jobs.protocol.completion import FAILED, SUCCEEDED, job_outcome
+from jobs.protocol.completion import job_outcome
+from jobs.states import JobState
+
+SUCCEEDED, FAILED = JobState.SUCCEEDED, JobState.FAILED
 
 
 def spec(roles, kill_all=None):

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from clusters.executors.base import ExecutorError, TaskLaunch
+from clusters.executors.base import ExecutorError, Failure, TaskLaunch
 from clusters.executors.logcap import was_cut
-from clusters.executors.process import NO_SANDBOX_EXIT, ProcessExecutor
+from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
 from tests.conftest import processes_running, require
 
@@ -128,7 +128,7 @@ def test_it_refuses_a_users_task_where_no_sandbox_can_be_had(make_launch, tmp_pa
     executor = ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
     with pytest.raises(ExecutorError, match=r"cannot sandbox tasks.*bubblewrap") as refused:
         executor.start(make_launch("true"))
-    assert refused.value.exit_code == NO_SANDBOX_EXIT
+    assert refused.value.failure == Failure.START_PERMISSION_DENIED
 
 
 def test_it_still_runs_an_admins_task_where_no_sandbox_can_be_had(make_launch, tmp_path):

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from clusters.models import Node, VirtualCluster
+from clusters.models import Node
 from jobs.models import Job, Task, TaskState
-from jobs.ssh import attach_new_keypair, authorized_keys_for, task_ssh_env, task_ssh_secret_env
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, normalized_spec, require
+from jobs.ssh import authorized_keys_for, task_ssh_env, task_ssh_secret_env
+from tests.conftest import CHROMIUM, launched_chromium, require
+from tests.factories import create_job, default_image, normalized_spec
 
 RUNTIME_DIR = Path(settings.BASE_DIR) / "clusters" / "executors" / "runtime"
-BASE_IMAGE = settings.PAI_DEFAULT_IMAGE
 
 
 def job_spec(name: str, roles: dict[str, int], extras: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -34,19 +34,8 @@ def make_job(db: Any, user: Any) -> Callable[..., Job]:
     def make(
         owner: Any = None, name: str = "ssh-demo", roles: dict[str, int] | None = None, extras: dict | None = None
     ) -> Job:
-        job = Job(
-            owner=owner or user,
-            name=name,
-            virtual_cluster=VirtualCluster.objects.get_or_create(name="default")[0],
-            config_text="",
-            spec=job_spec(name, roles or {"worker": 1}, extras),
-        )
-        attach_new_keypair(job)
-        job.save()
-        for role, count in (roles or {"worker": 1}).items():
-            for index in range(count):
-                Task.objects.create(job=job, role=role, index=index)
-        return job
+        roles = roles or {"worker": 1}
+        return create_job(owner or user, name, roles=roles, spec=job_spec(name, roles, extras), keypair=True)
 
     return make
 
@@ -72,9 +61,9 @@ def docker_client() -> Any:
     client = _docker_client()
     require(client is not None, "a Docker engine (bash scripts/ensure-dockerd.sh)")
     try:
-        client.images.get(BASE_IMAGE)
+        client.images.get(default_image())
     except Exception:
-        require(False, f"the base image {BASE_IMAGE} (make image)")
+        require(False, f"the base image {default_image()} (make image)")
     return client
 
 
@@ -110,7 +99,7 @@ class SshContainers:
         )
         alias = f"{role}-{index}"
         container = self.client.containers.create(
-            BASE_IMAGE,
+            default_image(),
             ["sh", "-c", script],
             hostname=alias,
             environment={"PAI_JOB_NAME": job.name, **task_ssh_env(job), **task_ssh_secret_env(job), **(env or {})},
@@ -174,21 +163,9 @@ def ssh_containers(docker_client: Any, tmp_path: Path) -> Iterator[SshContainers
     helper.cleanup()
 
 
-@contextlib.contextmanager
-def _launch_chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
 @pytest.fixture
 def chromium() -> Callable[[], contextlib.AbstractContextManager[Any]]:
     """Debian's Chromium through Playwright (never a downloaded browser), as a context manager:
     Playwright's sync API runs an event loop, so the test touches the database before entering it."""
     require(Path(CHROMIUM).exists(), "Debian chromium (apt-get install chromium)")
-    return _launch_chromium
+    return launched_chromium

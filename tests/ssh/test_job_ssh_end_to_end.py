@@ -15,44 +15,31 @@ from clusters.models import Node
 from jobs.actions import stop_job, submit_job
 from jobs.models import JobState
 from jobs.ssh import job_private_key, ssh_info
+from tests.factories import v2_yaml
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db]
 
-JOB = """protocolVersion: 2
-name: ssh-e2e
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-taskRoles:
-  worker:
-    instances: 2
-    dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
-    commands:
-      - echo COMMAND-STARTED
-      - sleep infinity
-extras:
+SSH_PLUGIN = """extras:
   com.microsoft.pai.runtimeplugin:
     - plugin: ssh
       parameters:
         jobssh: true
         sshbarrier: true
 """
+JOB = v2_yaml("ssh-e2e", "echo COMMAND-STARTED", "sleep infinity", instances=2, extra=SSH_PLUGIN)
 
 
 @pytest.fixture
 def scheduler_on_docker(docker_client, settings, tmp_path, monkeypatch):
     from clusters.executors.docker import MARKER_LABEL
     from clusters.executors.registry import executor_for
-    from clusters.scheduler import Scheduler
+    from scheduling.scheduler import Scheduler
 
     namespace = f"paissh{uuid.uuid4().hex[:8]}"
     settings.PAI_WORK_ROOT = tmp_path / "work"
     settings.PAI_LOG_DIR = tmp_path / "logs"
     settings.PAI_FS_ROOT = tmp_path / "fs"
-    monkeypatch.setenv("PAI_DOCKER_NAMESPACE", namespace)
+    settings.PAI_DOCKER_NAMESPACE = namespace
     executor_for.cache_clear()
     Node.objects.create(name="docker-local", executor="docker", address="127.0.0.1", cpus=16, memory_mb=32768)
     yield Scheduler(holder="ssh-test-scheduler")

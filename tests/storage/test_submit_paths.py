@@ -1,12 +1,13 @@
 """Submitting a job checks its storage paths against the user's area, with the field's name."""
 
-import json
+from typing import Any
 
 import pytest
 
 from jobs.actions import submit_job
 from jobs.protocol import JobConfigError
 from jobs.storage import user_area
+from tests.factories import v1_json
 
 pytestmark = pytest.mark.django_db
 
@@ -17,9 +18,8 @@ def area(settings, tmp_path, user):
     return user_area(user.username)
 
 
-def v1_job(**paths: str) -> str:
-    role = {"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": "true"}
-    return json.dumps({"jobName": "paths", "image": "pai-portal/base:latest", "taskRoles": [role], **paths})
+def v1_job(**paths: Any) -> str:
+    return v1_json("paths", "true", **paths)
 
 
 def field_errors(user, text: str) -> dict[str, str]:

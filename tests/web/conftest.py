@@ -8,35 +8,19 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from jobs.models import Job, JobEvent, Task
-from tests.conftest import normalized_spec
+from jobs.models import Job, JobEvent
+from tests.factories import create_job, normalized_spec, v1_json, v2_yaml
 
-V2_CONFIG = """protocolVersion: 2
-name: {name}
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-secrets:
-  token: s3cr3t-value
-taskRoles:
-  worker:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {{cpu: 1, memoryMB: 1024, gpu: 0}}
-    commands:
-      - echo hello
-"""
+SECRET_LINES = "secrets:\n  token: s3cr3t-value\n"
 
-V1_CONFIG = """{{
-  "jobName": "{name}",
-  "image": "pai-portal/base:latest",
-  "retryCount": 0,
-  "taskRoles": [
-    {{"name": "main", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": "echo hi"}}
-  ]
-}}"""
+
+def v2_config(name: str) -> str:
+    """The config the web tests paste, import and store: one 1 GB role and a secret."""
+    return v2_yaml(name, memory_mb=1024, extra=SECRET_LINES)
+
+
+def v1_config(name: str) -> str:
+    return v1_json(name, retryCount=0)
 
 
 def spec_of(name: str, roles: dict[str, int] | None = None) -> dict[str, Any]:
@@ -49,19 +33,10 @@ def make_job(default_vc) -> Callable[..., Job]:
     """A job row with its tasks, as the scheduler would have left it."""
 
     def make(owner, name: str = "job", state: str = "WAITING", roles: dict[str, int] | None = None, **fields) -> Job:
-        spec = spec_of(name, roles)
-        job = Job.objects.create(
-            owner=owner,
-            name=name,
-            state=state,
-            virtual_cluster=fields.pop("virtual_cluster", default_vc),
-            config_text=V2_CONFIG.format(name=name),
-            spec=spec,
-            **fields,
+        fields.setdefault("virtual_cluster", default_vc)
+        job = create_job(
+            owner, name, roles=roles, spec=spec_of(name, roles), state=state, config_text=v2_config(name), **fields
         )
-        for role, role_spec in spec["taskRoles"].items():
-            for index in range(role_spec["instances"]):
-                Task.objects.create(job=job, role=role, index=index, state="WAITING")
         JobEvent.objects.create(job=job, kind="submitted", message="Submitted to virtual cluster default.")
         return job
 

@@ -22,8 +22,8 @@ def test_it_shows_virtual_clusters_with_quota_and_usage(alice_client, user, make
     job = make_job(user, "busy", state="RUNNING")
     job.tasks.update(state="RUNNING", node=gpu_node, gpus=[1])
     row = alice_client.get("/cluster/").context["vc_rows"][0]
-    assert (row.vc.name, row.quota.gpus, row.used.gpus, row.running_jobs) == ("default", 2, 1, 1)
-    assert row.used.cpus == 1
+    assert (row.vc.name, row.quota.gpu, row.used.gpu, row.running_jobs) == ("default", 2, 1, 1)
+    assert row.used.cpu == 1
 
 
 def test_it_shows_each_nodes_gpus_free_or_used(alice_client, user, make_job, gpu_node):

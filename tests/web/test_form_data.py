@@ -3,14 +3,9 @@
 import yaml
 from django.http import QueryDict
 
-from jobs.forms import (
-    JobFormData,
-    config_to_form,
-    field_errors,
-    form_field_for,
-    form_to_config,
-    line_errors,
-)
+from jobs.submit_errors import field_errors, form_field_for, line_errors
+from jobs.submit_form import JobFormData, config_to_form, form_to_config
+from tests.factories import default_image
 
 CONFIG = {
     "protocolVersion": 2,
@@ -18,7 +13,7 @@ CONFIG = {
     "type": "job",
     "jobRetryCount": 1,
     "prerequisites": [
-        {"name": "img", "type": "dockerimage", "uri": "pai-portal/base:latest"},
+        {"name": "img", "type": "dockerimage", "uri": default_image()},
         {"name": "setup", "type": "script", "callbacks": [{"event": "taskStarts", "commands": ["echo hi"]}]},
     ],
     "parameters": {"steps": "100"},
@@ -53,7 +48,7 @@ def post_of(data: JobFormData) -> QueryDict:
 def test_it_fills_the_form_from_a_v2_config():
     data = config_to_form(CONFIG)
     assert data.job["name"] == "mnist"
-    assert data.job["image"] == "pai-portal/base:latest"
+    assert data.job["image"] == default_image()
     assert data.job["gpu_type"] == "P100"
     assert data.job["parameters"] == "steps=100"
     assert data.roles[0]["name"] == "worker"

@@ -36,6 +36,21 @@ def test_it_links_each_task_port(alice_client, user, make_job):
     assert "0, 1" in page
 
 
+def test_it_links_ports_at_the_node_address_where_they_are_published(alice_client, user, make_job):
+    job = make_job(user, "bridged", state="RUNNING")
+    node = Node.objects.create(name="n1", address="10.0.0.5")
+    job.tasks.update(state="RUNNING", node=node, ip="10.213.0.2", ports={"http": [20001]})
+    assert 'href="http://10.0.0.5:20001"' in alice_client.get("/jobs/alice~bridged/").content.decode()
+
+
+def test_it_links_the_tensorboard_of_a_running_job(alice_client, user, make_job):
+    job = make_job(user, "board", state="RUNNING")
+    node = Node.objects.create(name="n1", address="10.0.0.5")
+    job.tasks.update(state="RUNNING", node=node, ports={"tensorboard": [20007]})
+    page = alice_client.get("/jobs/alice~board/").content.decode()
+    assert 'href="http://10.0.0.5:20007" target="_blank" rel="noopener" data-tensorboard-link' in page
+
+
 def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, make_job):
     job = make_job(user, "oom", state="FAILED", exit_code=-1200, user_exit_code=137)
     job.tasks.update(state="FAILED", exit_code=-1200, user_exit_code=137)
@@ -45,11 +60,28 @@ def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, 
     assert "<li>Increase per task memory request</li>" in page
 
 
-def test_it_answers_404_for_another_users_job(bob_client, user, make_job):
+@pytest.mark.usefixtures("private_job_list")
+def test_it_answers_404_for_another_users_job_when_the_list_is_private(bob_client, user, make_job):
     make_job(user, "private")
     for path in ("", "status.json", "log", "stop/", "clone/", "export/"):
         assert bob_client.get(f"/jobs/alice~private/{path}").status_code == 404, path
     assert bob_client.post("/jobs/alice~private/stop/").status_code == 404
+
+
+def test_it_shows_another_users_job_as_a_read_only_summary(bob_client, user, make_job):
+    make_job(user, "shared", state="RUNNING")
+    page = bob_client.get("/jobs/alice~shared/").content.decode()
+    assert "data-read-only" in page
+    for private in ("data-log-url", "data-stop-link", "/clone/", "/export/", "data-ssh-panel"):
+        assert private not in page, private
+    assert bob_client.get("/jobs/alice~shared/status.json").json()["state"] == "RUNNING"
+
+
+def test_it_keeps_another_users_log_config_and_verbs_to_the_owner(bob_client, user, make_job):
+    make_job(user, "shared")
+    for path in ("log", "stop/", "clone/", "export/", "ssh/key/", "ssh.json"):
+        assert bob_client.get(f"/jobs/alice~shared/{path}").status_code == 404, path
+    assert bob_client.post("/jobs/alice~shared/stop/").status_code == 404
 
 
 def test_it_answers_404_for_a_malformed_job_name(alice_client):

@@ -14,7 +14,17 @@ def test_it_requires_login(client):
     assert response["Location"].startswith("/login/")
 
 
-def test_it_lists_only_the_users_own_jobs(alice_client, user, other_user, make_job):
+def test_it_lists_everyones_jobs_with_their_owner_on_a_shared_list(alice_client, user, other_user, make_job):
+    make_job(other_user, "bob-job")
+    page = alice_client.get("/").content.decode()
+    assert "bob-job" in page
+    assert "<th>User</th>" in page
+    assert "bob-job" in alice_client.get("/?user=bob").content.decode()
+    assert "bob-job" not in alice_client.get("/?user=alice").content.decode()
+
+
+@pytest.mark.usefixtures("private_job_list")
+def test_it_lists_only_the_users_own_jobs_when_the_list_is_private(alice_client, user, other_user, make_job):
     make_job(user, "alice-job")
     make_job(other_user, "bob-job")
     page = alice_client.get("/").content.decode()
@@ -31,7 +41,8 @@ def test_it_lists_everyones_jobs_for_an_admin_with_a_user_filter(admin_client, u
     assert "bob-job" not in filtered
 
 
-def test_it_ignores_the_user_filter_for_non_admins(alice_client, user, other_user, make_job):
+@pytest.mark.usefixtures("private_job_list")
+def test_it_ignores_the_user_filter_for_non_admins_when_the_list_is_private(alice_client, user, other_user, make_job):
     make_job(other_user, "bob-job")
     assert "bob-job" not in alice_client.get("/?user=bob").content.decode()
 
@@ -107,6 +118,7 @@ def test_it_shows_a_markup_name_as_text(alice_client, user, make_job):
     assert "x&lt;img src=x onerror=alert(1)&gt;" in page
 
 
+@pytest.mark.usefixtures("private_job_list")
 def test_its_live_endpoint_answers_the_states_of_the_listed_jobs(alice_client, user, other_user, make_job):
     mine = make_job(user, "mine", state="RUNNING")
     theirs = make_job(other_user, "theirs", state="RUNNING")

@@ -4,9 +4,10 @@ import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from jobs.forms import MAX_CONFIG_FILE_BYTES
 from jobs.models import Job
-from tests.web.conftest import V1_CONFIG, V2_CONFIG
+from jobs.submit_form import MAX_CONFIG_FILE_BYTES
+from tests.factories import default_image
+from tests.web.conftest import v1_config, v2_config
 
 pytestmark = pytest.mark.django_db
 
@@ -18,7 +19,7 @@ def form_post(**overrides: str) -> dict[str, str]:
         "name": "from-form",
         "virtual_cluster": "default",
         "gpu_type": "",
-        "image": "pai-portal/base:latest",
+        "image": default_image(),
         "job_retry_count": "0",
         "parameters": "steps=10",
         "secrets": "",
@@ -60,19 +61,19 @@ def test_it_submits_the_form_and_goes_to_the_job_page(alice_client):
 
 
 def test_it_submits_pasted_v1_json(alice_client):
-    response = alice_client.post("/submit/", {"mode": "text", "config_text": V1_CONFIG.format(name="pasted-v1")})
+    response = alice_client.post("/submit/", {"mode": "text", "config_text": v1_config("pasted-v1")})
     assert response.status_code == 302
     assert Job.objects.get(name="pasted-v1").protocol_version == 1
 
 
 def test_it_submits_pasted_v2_yaml(alice_client):
-    response = alice_client.post("/submit/", {"mode": "text", "config_text": V2_CONFIG.format(name="pasted-v2")})
+    response = alice_client.post("/submit/", {"mode": "text", "config_text": v2_config("pasted-v2")})
     assert response.status_code == 302
     assert Job.objects.filter(name="pasted-v2").exists()
 
 
 def test_it_submits_an_imported_yaml_file(alice_client):
-    upload = SimpleUploadedFile("job.yaml", V2_CONFIG.format(name="imported").encode(), "text/yaml")
+    upload = SimpleUploadedFile("job.yaml", v2_config("imported").encode(), "text/yaml")
     response = alice_client.post("/submit/", {"mode": "file", "config_file": upload})
     assert response.status_code == 302
     assert Job.objects.filter(name="imported").exists()
@@ -102,7 +103,7 @@ def test_it_shows_a_form_error_beside_its_field_and_keeps_the_input(alice_client
 
 
 def test_it_shows_a_pasted_config_error_at_its_line_and_keeps_the_text(alice_client):
-    text = V2_CONFIG.format(name="bad").replace("memoryMB: 1024", "memoryMB: 10")
+    text = v2_config("bad").replace("memoryMB: 1024", "memoryMB: 10")
     response = alice_client.post("/submit/", {"mode": "text", "config_text": text})
     assert response.status_code == 400
     [error] = response.context["line_errors"]
@@ -111,7 +112,7 @@ def test_it_shows_a_pasted_config_error_at_its_line_and_keeps_the_text(alice_cli
 
 
 def test_it_shows_an_imported_files_errors_in_the_text_box(alice_client):
-    text = V2_CONFIG.format(name="bad-file").replace("instances: 1", "instances: 0")
+    text = v2_config("bad-file").replace("instances: 1", "instances: 0")
     upload = SimpleUploadedFile("job.yaml", text.encode(), "text/yaml")
     response = alice_client.post("/submit/", {"mode": "file", "config_file": upload})
     assert response.status_code == 400
@@ -139,9 +140,7 @@ def test_it_opens_the_form_as_yaml_and_back(alice_client):
 
 
 def test_it_opens_a_pasted_v1_config_in_the_form(alice_client):
-    back = alice_client.post(
-        "/submit/", {"mode": "text", "action": "to_form", "config_text": V1_CONFIG.format(name="old")}
-    )
+    back = alice_client.post("/submit/", {"mode": "text", "action": "to_form", "config_text": v1_config("old")})
     assert back.context["form_data"].job["name"] == "old"
     assert back.context["form_data"].roles[0]["name"] == "main"
 
@@ -156,7 +155,7 @@ def test_it_reports_text_that_does_not_parse_at_its_line(alice_client):
 
 
 def test_it_finds_the_line_of_an_error_in_json_with_comments(alice_client):
-    text = V1_CONFIG.format(name="commented").replace('"retryCount": 0,', '"retryCount": 0, // retries\n  "x": 1,')
+    text = v1_config("commented").replace('"retryCount": 0,', '"retryCount": 0, // retries\n  "x": 1,')
     text = text.replace('"memoryMB": 256', '"memoryMB": 10')
     response = alice_client.post("/submit/", {"mode": "text", "config_text": text})
     [error] = response.context["line_errors"]
@@ -202,7 +201,7 @@ def test_it_refuses_a_request_body_over_the_limit_before_reading_it(alice_client
 
 
 def test_it_names_an_export_of_pasted_text_after_the_config(alice_client):
-    text = V2_CONFIG.format(name="pasted-name")
+    text = v2_config("pasted-name")
     response = alice_client.post("/submit/", {"mode": "text", "action": "export", "config_text": text, "name": "x"})
     assert response["Content-Disposition"] == 'attachment; filename="pasted-name.yaml"'
 
@@ -210,7 +209,7 @@ def test_it_names_an_export_of_pasted_text_after_the_config(alice_client):
 def test_it_clones_a_v1_job_into_a_form_that_submits(alice_client, user):
     from jobs.actions import submit_job
 
-    submit_job(user, V1_CONFIG.format(name="legacy"))
+    submit_job(user, v1_config("legacy"))
     form = alice_client.get("/submit/?clone=alice~legacy").context["form_data"]
     post = {"mode": "form", "action": "submit", "base_config": form.base_config_json, **form.job}
     for index, role in enumerate(form.roles):

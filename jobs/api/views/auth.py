@@ -16,10 +16,10 @@ from rest_framework.views import APIView
 
 from accounts.models import Token
 from accounts.permissions import is_admin
-from accounts.tokens import issue_token, purge_expired_tokens, revoke_token
+from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
 from jobs.api.auth import NotApplicationToken
 from jobs.api.errors import ApiError
-from jobs.api.throttles import LoginThrottle
+from jobs.api.throttles import LoginAccountThrottle, LoginAddressThrottle
 
 
 class LoginRequest(serializers.Serializer):
@@ -53,7 +53,7 @@ class LoginView(APIView):
 
     authentication_classes: list = []  # a password, not a session: no CSRF to check
     permission_classes = [AllowAny]
-    throttle_classes = [LoginThrottle]
+    throttle_classes = [LoginAddressThrottle, LoginAccountThrottle]
 
     @extend_schema(request=LoginRequest, responses={200: LOGIN_RESPONSE}, auth=[])
     def post(self, request: Request) -> Response:
@@ -82,12 +82,43 @@ class LogoutView(APIView):
 
 
 class TokenListView(APIView):
-    """`GET /api/v2/tokens`: the caller's tokens (never their values: only hashes are kept)."""
+    """`GET /api/v2/tokens`: the caller's tokens. Only hashes are kept, so `tokens` holds OpenPAI's
+    strings as handles (decodable, revocable, not usable); `details` the portal's rows."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        tokens = Token.objects.filter(user=cast(Any, request.user))
-        return Response({"tokens": [token_row(token) for token in tokens]})
+        tokens = list(Token.objects.filter(user=cast(Any, request.user)).select_related("user"))
+        return Response(
+            {"tokens": [token_handle(token) for token in tokens], "details": [token_row(token) for token in tokens]}
+        )
+
+
+class TokenCheckView(APIView):
+    """`GET /api/v2/tokens/check`: who the token (or session) in this request is."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        token = request.auth if isinstance(request.auth, Token) else None
+        return Response(
+            {
+                "username": request.user.get_username(),
+                "admin": is_admin(request.user),
+                "application": bool(token and token.kind == Token.Kind.APPLICATION),
+                "iat": int(token.created.timestamp()) if token else None,
+                "exp": int(token.expires.timestamp()) if token else None,
+            }
+        )
+
+
+class AuthnInfoView(APIView):
+    """`GET /api/v1/authn/info`: how to sign in (OpenPAI's webportal asks before showing its login)."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, auth=[])
+    def get(self, request: Request) -> Response:
+        return Response({"authn_type": "basic", "loginURI": "/api/v1/authn/basic/login", "loginURIMethod": "post"})
 
 
 class ApplicationTokenRequest(serializers.Serializer):

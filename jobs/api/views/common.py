@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, F, Q, QuerySet
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
@@ -13,8 +14,9 @@ from rest_framework.request import Request
 from jobs import actions
 from jobs.api import links, shapes
 from jobs.api.auth import is_application_token
-from jobs.api.errors import ApiError, no_job
+from jobs.api.errors import ApiError, is_v1_path, no_job
 from jobs.models import Job, JobState
+from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
 DEFAULT_LIST_LIMIT = 5000
 # `order=<field>,ASC|DESC`: OpenPAI's field names -> ours. Unknown fields fall back to the default.
@@ -27,7 +29,10 @@ ORDER_FIELDS = {
     "state": "state",
     "completionTime": "completed_at",
     "totalTaskNumber": "task_count",
+    "jobPriority": "priority",
 }
+# Computed from each job's config, not a column: refused rather than silently left unsorted.
+UNSORTABLE_FIELDS = ("totalGpuNumber",)
 
 LIST_PARAMETERS = [
     OpenApiParameter("username", str, description="comma list of user names"),
@@ -38,12 +43,17 @@ LIST_PARAMETERS = [
     OpenApiParameter("limit", int, description="at most 50000 (default 5000)"),
     OpenApiParameter("order", str, description="<field>,ASC|DESC, e.g. submissionTime,DESC"),
     OpenApiParameter("withTotalCount", bool, description="true: answer {totalCount, data}"),
+    OpenApiParameter(
+        "jobPriority", str, description="comma list of priority classes (crit, prod, test, oppo; default)"
+    ),
+    OpenApiParameter("tagsContain", str, description="comma list of tags (the portal keeps none: no job matches)"),
 ]
 JOB_NAME_PARAMETER = OpenApiParameter("full_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="<user>~<job>")
 
 
 def find_job(request: Request, full_name: str) -> Job:
-    """The job if the user may see it; others' jobs are answered exactly like missing ones."""
+    """The job if the user may act on it and read it in full; others' jobs are answered exactly like
+    missing ones."""
     try:
         return actions.get_job_for(request.user, full_name)
     except Job.DoesNotExist as error:
@@ -62,12 +72,20 @@ def check_may_act_on(request: Request, job: Job) -> None:
         )
 
 
+def find_job_summary(request: Request, full_name: str) -> Job:
+    """The job if the user may read its summary (another user's too, on a shared job list)."""
+    try:
+        return actions.get_job_summary_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise no_job(full_name) from error
+
+
 def submit(request: Request) -> Job:
     text = request.data
     if not isinstance(text, str) or not text.strip():
         raise ApiError(
             400,
-            "InvalidParametersError" if request.path.startswith("/api/v1/") else "InvalidProtocolError",
+            "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError",
             "The body must hold the job config (YAML or JSON).",
         )
     return actions.submit_job(request.user, text)
@@ -91,7 +109,7 @@ def _comma_list(params: Any, name: str) -> list[str]:
 
 
 def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
-    jobs = actions.visible_jobs(request.user)
+    jobs = actions.listed_jobs(request.user)
     if usernames := _comma_list(params, "username"):
         jobs = jobs.filter(owner__username__in=usernames)
     if vcs := _comma_list(params, "vc"):
@@ -101,6 +119,10 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
         if unknown:
             raise ApiError(400, "InvalidParametersError", f"Unknown state(s): {', '.join(unknown)}.")
         jobs = jobs.filter(state__in=states)
+    if "jobPriority" in params:
+        jobs = jobs.filter(priority__in=_priorities(_comma_list(params, "jobPriority")))
+    if _comma_list(params, "tagsContain"):
+        jobs = jobs.none()  # no job carries a tag
     if keyword := params.get("keyword"):
         jobs = jobs.filter(
             Q(name__icontains=keyword)
@@ -110,8 +132,18 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
     return jobs
 
 
+def _priorities(classes: list[str]) -> set[int]:
+    """OpenPAI's `default` is a job without a class, which both OpenPAI and the portal run as `test`."""
+    unknown = sorted(set(classes) - {*PRIORITY_CLASSES, "default"})
+    if unknown:
+        raise ApiError(400, "InvalidParametersError", f"jobPriority: unknown class(es) {', '.join(unknown)}.")
+    return {PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS if name == "default" else name] for name in classes}
+
+
 def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
     field, _, direction = (order or "").partition(",")
+    if field in UNSORTABLE_FIELDS:
+        raise ApiError(400, "InvalidParametersError", f"order: the portal cannot sort by {field}.")
     column = ORDER_FIELDS.get(field)
     if column is None or direction not in ("ASC", "DESC"):
         return jobs.order_by("-created_at", "-id")
@@ -137,14 +169,24 @@ def job_list(request: Request, params: Any) -> Any:
     return data
 
 
-def log_url(request: Request) -> Any:
-    return lambda task: request.build_absolute_uri(links.task_log_path(task))
+def log_url(request: Request, job: Job) -> Any:
+    """OpenPAI's containerLog: the task's logs route, relative (clients prefix their REST server's
+    address), answering {locations}. Logs are the owner's and admins': others get none."""
+    if not actions.may_manage(request.user, job):
+        return lambda task: None
+
+    def route(task: Any) -> str:
+        attempts = {"job_attempt": max(job.job_attempt - 1, 0), "task_attempt": max(task.attempt - 1, 0)}
+        kwargs = {"full_name": job.full_name, "role": task.role, "index": task.index, **attempts}
+        return reverse("api-task-logs", kwargs=kwargs)
+
+    return route
 
 
 def detail(request: Request, job: Job) -> dict[str, Any]:
     # Explicit order: Task's default ordering starts with "job", which would join and sort by Job's.
     tasks = list(job.tasks.select_related("node").order_by("role", "index"))
-    return shapes.job_detail(job, tasks, log_url(request))
+    return shapes.job_detail(job, tasks, log_url(request, job))
 
 
 def execute(request: Request, job: Job) -> str:
@@ -171,8 +213,15 @@ def masked_config(job: Job) -> str:
 
 
 def ssh_info(request: Request, job: Job) -> dict[str, Any]:
+    """OpenPAI's webportal finds a task's SSH entry by `id == containerId`: each container's id is
+    the task's container id; `taskName` keeps the `<role>-<index>` it was."""
     from jobs.ssh import openpai_ssh_info
 
     check_may_act_on(request, job)
     key_url = request.build_absolute_uri(links.ssh_key_path(job)) if job.ssh_private_key_encrypted else ""
-    return dict(openpai_ssh_info(job, key_url))
+    info = dict(openpai_ssh_info(job, key_url))
+    container_ids = {f"{task.role}-{task.index}": task.executor_id for task in job.tasks.all()}
+    info["containers"] = [
+        {**row, "id": container_ids.get(row["id"]) or row["id"], "taskName": row["id"]} for row in info["containers"]
+    ]
+    return info

@@ -88,7 +88,7 @@ class V1JobDetailView(APIView):
 
     @extend_schema(parameters=[USER_PARAMETER, JOB_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, username: str, job_name: str) -> Response:
-        return Response(common.detail(request, common.find_job(request, v1_full_name(username, job_name))))
+        return Response(common.detail(request, common.find_job_summary(request, v1_full_name(username, job_name))))
 
     @extend_schema(parameters=[USER_PARAMETER, JOB_PARAMETER], request=None, responses={202: ACCEPTED})
     def delete(self, request: Request, username: str, job_name: str) -> Response:
@@ -126,6 +126,15 @@ class V1JobSshView(APIView):
     @extend_schema(parameters=[USER_PARAMETER, JOB_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, username: str, job_name: str) -> Response:
         job = common.find_job(request, v1_full_name(username, job_name))
+        return Response(common.ssh_info(request, job))
+
+
+class V1OwnJobSshView(APIView):
+    """`GET /api/v1/jobs/<job>/ssh`: OpenPAI 0.x's path, naming one of the caller's own jobs."""
+
+    @extend_schema(parameters=[JOB_PARAMETER], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, job_name: str) -> Response:
+        job = common.find_job(request, v1_full_name(request.user.get_username(), job_name))
         return Response(common.ssh_info(request, job))
 
 

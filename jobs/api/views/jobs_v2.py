@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from django.http import HttpResponse, StreamingHttpResponse
+from pathlib import Path
+from typing import Any
+
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -17,7 +20,7 @@ from jobs.api.errors import ApiError
 from jobs.api.parsers import ConfigTextParser
 from jobs.api.throttles import ListThrottle, SubmitThrottle
 from jobs.api.views import common
-from jobs.models import Task
+from jobs.models import Task, TaskAttempt
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 EXECUTION_REQUEST = inline_serializer("ExecutionType", {"value": serializers.ChoiceField(["STOP", "START"])})
@@ -63,7 +66,7 @@ class JobsView(APIView):
 class JobDetailView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, full_name: str) -> Response:
-        return Response(common.detail(request, common.find_job(request, full_name)))
+        return Response(common.detail(request, common.find_job_summary(request, full_name)))
 
 
 class ExecutionTypeView(APIView):
@@ -89,10 +92,16 @@ class JobSshView(APIView):
 
 
 class JobEventsView(APIView):
-    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[common.JOB_NAME_PARAMETER, OpenApiParameter("type", str, description="Normal or Warning")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request: Request, full_name: str) -> Response:
-        job = common.find_job(request, full_name)
-        return Response({"data": [shapes.event_item(event) for event in job.events.all()]})
+        job = common.find_job_summary(request, full_name)
+        items = [shapes.event_item(event) for event in job.events.all()]
+        if wanted := request.query_params.get("type"):
+            items = [item for item in items if item["type"] == wanted]
+        return Response({"totalCount": len(items), "data": items})
 
 
 class TaskLogsView(APIView):
@@ -106,11 +115,21 @@ class TaskLogsView(APIView):
         self, request: Request, full_name: str, job_attempt: int, role: str, index: int, task_attempt: int
     ) -> Response:
         job = common.find_job(request, full_name)
-        task = job.tasks.filter(role=role, index=index).first()
-        if task is None:
-            raise ApiError(404, "NoTaskLogError", f"Task {role}-{index} of job {full_name} does not exist.")
         tail = request.query_params.get("tail-mode") == "true"
-        uri = request.build_absolute_uri(links.task_log_path(task, tail=tail))
+        # An ended attempt has its own log; the attempt running now (or not started) is the task's.
+        ended = job.attempts.filter(
+            job_attempt=job_attempt + 1, role=role, index=index, attempt=task_attempt + 1
+        ).first()
+        task = job.tasks.filter(role=role, index=index).first()
+        if ended is not None:
+            path = links.attempt_log_path(ended, tail=tail)
+        elif task is not None and (job_attempt, task_attempt) == current_attempts(job, task):
+            path = links.task_log_path(task, tail=tail)
+        else:
+            message = f"No log of attempt {job_attempt}/{task_attempt} of task {role}-{index} of job {full_name}."
+            raise ApiError(404, "NoTaskLogError", message)
+        uri = request.build_absolute_uri(path)
+        # stdout and stderr are one stream in the task's log: both names give it, as `all` does.
         return Response({"locations": [{"name": "all", "uri": uri}, {"name": "stdout", "uri": uri}]})
 
 
@@ -121,20 +140,30 @@ class TaskLogView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, auth=[])
-    def get(self, request: Request, token: str) -> HttpResponse | StreamingHttpResponse:
-        found = links.task_for_log_link(token)
+    def get(self, request: Request, token: str) -> HttpResponse | FileResponse | StreamingHttpResponse:
+        found = links.task_for_log_link(token) or links.attempt_for_log_link(token)
         if found is None:
             raise ApiError(404, "NoTaskLogError", "The log link is not valid or has expired.")
         task, tail = found
         return log_response(task, tail)
 
 
-def log_response(task: Task, tail: bool) -> HttpResponse | StreamingHttpResponse:
-    """The whole log streamed from disk, or its last TAIL_BYTES, the job's secrets masked; empty
-    before the task wrote any."""
+def current_attempts(job: Any, task: Task) -> tuple[int, int]:
+    """(job attempt, task attempt) of the task now, 0-based as OpenPAI counts them."""
+    return max(job.job_attempt - 1, 0), max(task.attempt - 1, 0)
+
+
+def log_response(task: Task | TaskAttempt, tail: bool) -> HttpResponse | FileResponse | StreamingHttpResponse:
+    """The whole log, or its last TAIL_BYTES, the job's secrets masked; empty before the task
+    wrote any. A log with nothing to mask is the file itself, streamed off the request thread."""
     content_type = "text/plain; charset=utf-8"
     if not task.log_path:
         return HttpResponse(b"", content_type=content_type)
     if tail:
         return HttpResponse(logs.masked_tail(task.job, task.log_path, TAIL_BYTES), content_type=content_type)
-    return StreamingHttpResponse(logs.masked_chunks(task.job, task.log_path), content_type=content_type)
+    if logs.secret_values(task.job):
+        return StreamingHttpResponse(logs.masked_chunks(task.job, task.log_path), content_type=content_type)
+    try:
+        return FileResponse(Path(task.log_path).open("rb"), content_type=content_type)
+    except OSError:
+        return HttpResponse(b"", content_type=content_type)

@@ -2,10 +2,10 @@
 
 from django.urls import path
 
-from jobs import storage_views
+from jobs.storage import views
 
 app_name = "storage"
 
 urlpatterns = [
-    path("storage/", storage_views.storage_page, name="browse"),
+    path("storage/", views.storage_page, name="browse"),
 ]

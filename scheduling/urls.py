@@ -2,9 +2,9 @@
 
 from django.urls import path
 
-from clusters import views
+from scheduling import views
 
-app_name = "clusters"
+app_name = "scheduling"
 
 urlpatterns = [
     path("cluster/", views.cluster_overview, name="overview"),

@@ -15,6 +15,6 @@ def mask_stored_configs(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 
 class Migration(migrations.Migration):
-    dependencies = [("jobs", "0003_ordered_json")]
+    dependencies = [("jobs", "0004_task_attempts_and_states")]
 
     operations = [migrations.RunPython(mask_stored_configs, migrations.RunPython.noop)]

@@ -1,8 +1,8 @@
-"""The Submit Job page's data: form fields <-> a v2 config, error paths -> fields or lines.
+"""The Submit Job page's form: its fields <-> a v2 config, and the config-file import.
 
 The form shows the common part of a v2 config. Whatever it cannot show (prerequisite scripts,
 runtime plugins, ...) travels in a hidden `base_config` and is merged back, so a YAML -> form ->
-YAML round trip keeps it.
+YAML round trip keeps it. Where an error is shown is jobs.submit_errors' job.
 """
 
 from __future__ import annotations
@@ -15,13 +15,12 @@ from typing import Any
 
 import yaml
 from django import forms
-from django.db import models
 from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
-from accounts.permissions import is_admin
+from jobs.protocol import JobConfigError
+from jobs.protocol.parsing import check_tree
 
-# An imported config file larger than this is refused (configs are a few KB).
 MAX_CONFIG_FILE_BYTES = 512 * 1024
 CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 DEFAULT_IMAGE_NAME = "docker_image_0"
@@ -66,6 +65,7 @@ class JobFormData:
     job: dict[str, str] = field(default_factory=dict)
     roles: list[dict[str, str]] = field(default_factory=lambda: [default_role()])
     base_config: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # what was wrong with the post itself
 
     @classmethod
     def blank(cls, virtual_cluster: str = "default") -> JobFormData:
@@ -86,14 +86,26 @@ class JobFormData:
                 by_index.setdefault(int(match.group(1)), {})[match.group(2)] = data.get(key, "")
         roles = [{name: values.get(name, "") for name in ROLE_FIELDS} for _index, values in sorted(by_index.items())]
         try:
-            base = json.loads(data.get("base_config") or "{}")
-        except ValueError:
-            base = {}
-        return cls(job=job, roles=roles, base_config=base if isinstance(base, dict) else {})
+            base = _base_config(data.get("base_config") or "{}")
+        except JobConfigError as error:
+            return cls(job=job, roles=roles, problems=[_("The form's hidden config is not valid: %s") % error])
+        return cls(job=job, roles=roles, base_config=base)
 
     @property
     def base_config_json(self) -> str:
         return json.dumps(self.base_config)
+
+
+def _base_config(text: str) -> dict[str, Any]:
+    """The hidden config a YAML -> form round trip keeps; bounded like any submitted config."""
+    try:
+        base = json.loads(text)
+    except (ValueError, RecursionError):
+        raise JobConfigError([("base_config", "not valid JSON")]) from None
+    if not isinstance(base, dict):
+        return {}
+    check_tree(base)
+    return base
 
 
 # --- form -> config -----------------------------------------------------------------------------
@@ -268,139 +280,6 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
     return JobFormData(job=job, roles=roles or [default_role()], base_config=copy.deepcopy(config))
 
 
-# --- error paths -> form fields -----------------------------------------------------------------
-
-PATH_PART = re.compile(r"[^.\[\]]+|\[\d+\]")
-
-ROLE_PATH_FIELDS = {
-    "instances": "instances",
-    "resourcePerInstance.gpu": "gpu",
-    "resourcePerInstance.cpu": "cpu",
-    "resourcePerInstance.memoryMB": "memory_mb",
-    "resourcePerInstance.ports": "ports",
-    "resourcePerInstance": "gpu",
-    "extraContainerOptions.shmMB": "shm_mb",
-    "commands": "command",
-    "taskRetryCount": "task_retry_count",
-    "completion.minFailedInstances": "min_failed",
-    "completion.minSucceededInstances": "min_succeeded",
-    "dockerImage": "image",
-    "name": "name",
-    # v1 names, when a v1 config was loaded into the form
-    "taskNumber": "instances",
-    "gpuNumber": "gpu",
-    "cpuNumber": "cpu",
-    "memoryMB": "memory_mb",
-    "shmMB": "shm_mb",
-    "portList": "ports",
-    "command": "command",
-    "minFailedTaskCount": "min_failed",
-    "minSucceededTaskCount": "min_succeeded",
-}
-JOB_PATH_FIELDS = {
-    "name": "name",
-    "jobName": "name",
-    "jobRetryCount": "job_retry_count",
-    "retryCount": "job_retry_count",
-    "defaults.virtualCluster": "virtual_cluster",
-    "virtualCluster": "virtual_cluster",
-    "extras.gpuType": "gpu_type",
-    "gpuType": "gpu_type",
-    "prerequisites": "image",
-    "image": "image",
-    "parameters": "parameters",
-    "secrets": "secrets",
-}
-
-
-def split_path(path: str) -> list[str]:
-    """`taskRoles[0].resourcePerInstance.gpu` -> ["taskRoles", "[0]", "resourcePerInstance", "gpu"]."""
-    return PATH_PART.findall(path or "")
-
-
-def form_field_for(path: str, role_names: list[str]) -> str | None:
-    """The form field an error path belongs to (`roles-1-gpu`, `name`), or None for the page top."""
-    parts = split_path(path)
-    if not parts:
-        return None
-    if parts[0] == "taskRoles" and len(parts) >= 2:
-        role_key = parts[1]
-        if role_key.startswith("["):
-            position = int(role_key[1:-1])
-        elif role_key in role_names:
-            position = role_names.index(role_key)
-        else:
-            return None
-        if position >= len(role_names):
-            return None
-        rest = parts[2:]
-        for length in range(len(rest), 0, -1):
-            suffix = ".".join(rest[:length])
-            if suffix in ROLE_PATH_FIELDS:
-                return f"roles-{position}-{ROLE_PATH_FIELDS[suffix]}"
-        return f"roles-{position}-name" if not rest else None
-    for length in range(len(parts), 0, -1):
-        prefix = ".".join(parts[:length])
-        if prefix in JOB_PATH_FIELDS:
-            return JOB_PATH_FIELDS[prefix]
-    return None
-
-
-def field_errors(errors: list[tuple[str, str]], role_names: list[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """Split errors into {form field: messages} and the ones that belong at the top of the form."""
-    by_field: dict[str, list[str]] = {}
-    general = []
-    for path, message in errors:
-        name = form_field_for(path, role_names)
-        if name is None:
-            general.append(f"{path}: {message}" if path else message)
-        else:
-            by_field.setdefault(name, []).append(message)
-    return by_field, general
-
-
-@dataclass
-class LineError:
-    line: int | None
-    path: str
-    message: str
-
-
-def line_errors(text: str, errors: list[tuple[str, str]], syntax_line: int | None = None) -> list[LineError]:
-    """Each error with the 1-based line of the text its path points at (None when not found).
-    An error without a path is a syntax error: it sits at `syntax_line` when the parser gave one."""
-    from jobs.protocol.parsing import looks_like_json, strip_json_comments
-
-    try:
-        # JSON with the guides' `//` comments: stripped with lines and columns kept.
-        root = yaml.compose(strip_json_comments(text) if looks_like_json(text) else text)
-    except yaml.YAMLError:
-        root = None
-    return [LineError(syntax_line if not path else _line_of(root, path), path, message) for path, message in errors]
-
-
-def _line_of(root: Any, path: str) -> int | None:
-    """Walk the composed YAML along the path; the line of the deepest key or item found."""
-    if root is None:
-        return None
-    node, line = root, root.start_mark.line + 1
-    for part in split_path(path):
-        if isinstance(node, yaml.SequenceNode) and part.startswith("["):
-            position = int(part[1:-1])
-            if position >= len(node.value):
-                break
-            node = node.value[position]
-            line = node.start_mark.line + 1
-        elif isinstance(node, yaml.MappingNode):
-            found = next(((k, v) for k, v in node.value if getattr(k, "value", None) == part), None)
-            if found is None:
-                break
-            line, node = found[0].start_mark.line + 1, found[1]
-        else:
-            break
-    return line
-
-
 # --- the Django form for the text modes -----------------------------------------------------------
 
 
@@ -430,177 +309,3 @@ class ImportFileForm(forms.Form):
             return raw.decode("utf-8-sig")
         except UnicodeDecodeError as error:
             raise forms.ValidationError(_("The file is not UTF-8 text.")) from error
-
-
-# --- the job list's filters -------------------------------------------------------------------------
-
-# Only orders an index serves, so a sorted page of 100,000 jobs stays a short index scan.
-SORTS = {
-    "-created": ("-created_at", "-id"),
-    "created": ("created_at", "id"),
-    "name": ("name", "id"),
-    "-name": ("-name", "-id"),
-}
-PAGE_SIZES = (20, 50, 100, 200)
-# Columns the list never shows: left in the database so 100,000 rows stay cheap to page through.
-LIST_DEFERRED = (
-    "config_text",
-    "spec",
-    "secrets_encrypted",
-    "ssh_public_key",
-    "ssh_private_key_encrypted",
-    "exit_diagnostics",
-)
-
-
-@dataclass
-class ListPage:
-    jobs: list[Any]
-    number: int
-    size: int
-    total: int
-
-    @property
-    def num_pages(self) -> int:
-        return max(1, -(-self.total // self.size))
-
-    @property
-    def has_previous(self) -> bool:
-        return self.number > 1
-
-    @property
-    def has_next(self) -> bool:
-        return self.number < self.num_pages
-
-    @property
-    def previous_number(self) -> int:
-        return self.number - 1
-
-    @property
-    def next_number(self) -> int:
-        return self.number + 1
-
-    @property
-    def first_index(self) -> int:
-        return (self.number - 1) * self.size + 1 if self.total else 0
-
-    @property
-    def last_index(self) -> int:
-        return min(self.number * self.size, self.total)
-
-
-@dataclass
-class JobListQuery:
-    """The list's filters from the query string. Two queries per page whatever its size: the
-    per-state counts (which also give the total) and the page's rows with owner and VC joined."""
-
-    user: Any
-    state: str = ""
-    vc: str = ""
-    search: str = ""
-    owner: str = ""
-    sort: str = "-created"
-    page_number: int = 1
-    page_size: int = 20
-    state_counts: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def from_request(cls, request: Any) -> JobListQuery:
-        from jobs.models import JobState
-
-        params = request.GET
-        state = params.get("state", "")
-        sort = params.get("sort", "-created")
-        try:
-            page_number = max(1, int(params.get("page", 1)))
-        except ValueError:
-            page_number = 1
-        try:
-            page_size = int(params.get("size", 20))
-        except ValueError:
-            page_size = 20
-        return cls(
-            user=request.user,
-            state=state if state in JobState.values else "",
-            vc=params.get("vc", "").strip(),
-            search=params.get("q", "").strip(),
-            owner=params.get("user", "").strip(),
-            sort=sort if sort in SORTS else "-created",
-            page_number=page_number,
-            page_size=page_size if page_size in PAGE_SIZES else 20,
-        )
-
-    @property
-    def is_admin(self) -> bool:
-        return is_admin(self.user)
-
-    def visible(self) -> Any:
-        from jobs.actions import visible_jobs
-
-        return visible_jobs(self.user)
-
-    def filtered(self) -> Any:
-        """Every filter except the state one (the counts are per state)."""
-        jobs = self.visible()
-        if self.owner and self.is_admin:
-            jobs = jobs.filter(owner__username=self.owner)
-        if self.vc:
-            jobs = jobs.filter(virtual_cluster__name=self.vc)
-        if self.search:
-            jobs = jobs.filter(name__icontains=self.search)
-        return jobs
-
-    def counts(self) -> dict[str, int]:
-        rows = self.filtered().order_by().values_list("state").annotate(n=models.Count("id"))
-        return {state: n for state, n in rows}
-
-    def page(self) -> ListPage:
-        counts = self.counts()
-        self.state_counts = counts
-        total = counts.get(self.state, 0) if self.state else sum(counts.values())
-        jobs = self.filtered()
-        if self.state:
-            jobs = jobs.filter(state=self.state)
-        last_page = max(1, -(-total // self.page_size))
-        number = min(self.page_number, last_page)
-        start = (number - 1) * self.page_size
-        rows = list(jobs.defer(*LIST_DEFERRED).order_by(*SORTS[self.sort])[start : start + self.page_size])
-        return ListPage(jobs=rows, number=number, size=self.page_size, total=total)
-
-    def querystring(self, **changes: Any) -> str:
-        """This list's query string with some parameters changed (for sort links and pages)."""
-        from urllib.parse import urlencode
-
-        params = {
-            "state": self.state,
-            "vc": self.vc,
-            "q": self.search,
-            "user": self.owner,
-            "sort": self.sort,
-            "size": self.page_size if self.page_size != 20 else "",
-        }
-        params.update(changes)
-        return urlencode({key: value for key, value in params.items() if value not in ("", None)})
-
-    def sort_links(self) -> dict[str, str]:
-        """Per sortable column: the query string that sorts by it, or reverses it when it is the sort."""
-        links = {}
-        for key in ("created", "name"):
-            if self.sort.lstrip("-") == key:
-                target = key if self.sort.startswith("-") else f"-{key}"
-            else:
-                target = "-created" if key == "created" else key
-            links[key] = self.querystring(sort=target)
-        return links
-
-    def state_links(self) -> list[tuple[str, int, str, bool]]:
-        """(state, count, query string, selected) for the counts bar; "" is all states."""
-        from jobs.models import JobState
-
-        total = sum(self.state_counts.values())
-        links = [("", total, self.querystring(state=""), not self.state)]
-        links += [
-            (state, self.state_counts.get(state, 0), self.querystring(state=state), self.state == state)
-            for state in JobState.values
-        ]
-        return links

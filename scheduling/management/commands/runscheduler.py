@@ -4,7 +4,7 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from clusters.scheduler import LEASE_TTL, Scheduler
+from scheduling.scheduler import LEASE_TTL, Scheduler
 
 
 class Command(BaseCommand):
@@ -13,9 +13,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--once", action="store_true", help="run one pass and exit (tests, cron)")
         parser.add_argument("--interval", type=float, default=None, help="seconds to sleep when idle")
+        parser.add_argument(
+            "--id",
+            default=None,
+            help="a stable scheduler id: restarted with the same id it takes its lease back at once "
+            "instead of waiting for it to expire (default: host, pid and a random part)",
+        )
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
-        scheduler = Scheduler()
+        scheduler = Scheduler(holder=options["id"])
         if not options["once"]:
             scheduler.run_forever(options["interval"])
             return

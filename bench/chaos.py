@@ -1,0 +1,227 @@
+"""Chaos: the scheduler killed with SIGKILL at random moments while jobs run; nothing may be lost,
+started twice, stranded or left behind.
+
+    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker]
+
+A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
+mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
+taskRetryCount, and two-task gangs. `manage.py runscheduler` runs in a subprocess and is killed
+with SIGKILL `--kills` times at random moments (0.2-2 s apart), each time restarted at once with
+the same scheduler id. `--docker` runs the jobs in containers on the local engine and also
+restarts dockerd once mid-run. Then the run goes on until every job is final, and the table says:
+
+  jobs lost          submitted but with no row
+  tasks started twice  one task attempt whose log shows two starts
+  jobs stranded      not final when the run ended
+  wrong outcome      final, but not what the job's command implies
+  orphans            task processes / containers left after the last job ended
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMESPACE = f"paichaos{uuid.uuid4().hex[:6]}"
+
+ROLE = """  {name}:
+    instances: {instances}
+    dockerImage: image
+{extra}    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
+    commands:
+      - {command}
+"""
+CONFIG = """protocolVersion: 2
+name: {name}
+type: job
+jobRetryCount: {job_retries}
+prerequisites:
+  - {{name: image, type: dockerimage, uri: pai-portal/base:latest}}
+taskRoles:
+{roles}"""
+START = "echo CHAOS-START"
+# kind -> (roles, jobRetryCount, expected final state)
+MIX = {
+    "succeeds": (ROLE.format(name="main", instances=1, extra="", command=f'"{START}; sleep 0.3"'), 0, "SUCCEEDED"),
+    "fails": (ROLE.format(name="main", instances=1, extra="", command=f'"{START}; exit 3"'), 1, "FAILED"),
+    "retries": (
+        ROLE.format(
+            name="main",
+            instances=1,
+            extra="    taskRetryCount: 1\n",
+            command=f'"{START}; test -f once && exit 0; touch once; exit 1"',
+        ),
+        0,
+        "SUCCEEDED",
+    ),
+    "gang": (ROLE.format(name="worker", instances=2, extra="", command=f'"{START}; sleep 0.5"'), 0, "SUCCEEDED"),
+}
+
+
+def setup(args: argparse.Namespace) -> dict[str, str]:
+    var = Path(tempfile.mkdtemp(prefix="pai-chaos-"))
+    env = {
+        **os.environ,
+        "PAI_VAR_DIR": str(var),
+        "PAI_LOG_LEVEL": "WARNING",
+        "PAI_DOCKER_NAMESPACE": NAMESPACE,
+        "PAI_SCHEDULER_INTERVAL": "0.05",
+        "DJANGO_SETTINGS_MODULE": "pai_portal.settings",
+    }
+    if args.postgres:
+        import psycopg
+
+        name = f"chaos_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{name}"
+    else:
+        env["PAI_SQLITE_PATH"] = str(var / "db.sqlite3")
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return env
+
+
+def submit_all(count: int, docker: bool) -> dict[str, str]:
+    from django.contrib.auth import get_user_model
+
+    from clusters.models import Node
+    from jobs.actions import submit_job
+
+    Node.objects.create(name="local", executor="docker" if docker else "process", cpus=8, memory_mb=8192)
+    user = get_user_model().objects.create_user("chaos", password="chaos-password-1")
+    expected = {}
+    kinds = list(MIX)
+    for i in range(count):
+        kind = kinds[i % len(kinds)]
+        roles, job_retries, outcome = MIX[kind]
+        name = f"{kind}-{i}"
+        submit_job(user, CONFIG.format(name=name, job_retries=job_retries, roles=roles))
+        expected[name] = outcome
+    return expected
+
+
+def start_scheduler(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "manage.py", "runscheduler", "--id", "chaos-scheduler"]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def restart_dockerd() -> None:
+    subprocess.run(["pkill", "-x", "dockerd"], check=False)
+    time.sleep(1)
+    subprocess.run(["bash", str(ROOT / "scripts" / "ensure-dockerd.sh")], check=True, capture_output=True)
+
+
+def run(env: dict[str, str], kills: int, docker: bool, deadline_s: float) -> int:
+    from jobs.models import Job
+    from jobs.states import FINISHED_JOB_STATES
+
+    scheduler = start_scheduler(env)
+    done_kills = 0
+    restarted_engine = False
+    deadline = time.monotonic() + deadline_s
+    try:
+        while done_kills < kills:
+            time.sleep(random.uniform(0.2, 2.0))
+            scheduler.send_signal(signal.SIGKILL)
+            scheduler.wait()
+            done_kills += 1
+            if docker and not restarted_engine and done_kills == kills // 2:
+                restart_dockerd()
+                restarted_engine = True
+            scheduler = start_scheduler(env)
+        while Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        scheduler.send_signal(signal.SIGTERM)
+        scheduler.wait(timeout=60)
+    return done_kills
+
+
+def double_starts() -> int:
+    from jobs.models import TaskAttempt
+
+    paths = set(TaskAttempt.objects.exclude(log_path="").values_list("log_path", flat=True))
+    twice = 0
+    for path in paths:
+        with contextlib.suppress(OSError):
+            twice += Path(path).read_text(errors="replace").count("CHAOS-START") > 1
+    return twice
+
+
+def orphans(var: str, docker: bool) -> int:
+    if docker:
+        import docker as docker_sdk
+
+        client = docker_sdk.from_env()
+        return len(client.containers.list(all=True, filters={"label": f"pai.portal={NAMESPACE}"}))
+    count = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.readlink(proc / "cwd").startswith(var):
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--docker", action="store_true")
+    parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
+    args = parser.parse_args()
+    env = setup(args)
+    expected = submit_all(args.jobs, args.docker)
+    started = time.perf_counter()
+    kills = run(env, args.kills, args.docker, args.deadline)
+    elapsed = time.perf_counter() - started
+
+    from jobs.models import Job
+    from jobs.states import FINISHED_JOB_STATES
+
+    states = dict(Job.objects.values_list("name", "state"))
+    lost = sum(1 for name in expected if name not in states)
+    stranded = sum(1 for state in states.values() if state not in FINISHED_JOB_STATES)
+    wrong = sum(
+        1 for name, want in expected.items() if states.get(name) in FINISHED_JOB_STATES and states[name] != want
+    )
+    rows = [
+        ("database", "PostgreSQL" if args.postgres else "SQLite"),
+        ("executor", "docker (+ dockerd restarted once)" if args.docker else "process"),
+        ("jobs submitted", str(len(expected))),
+        ("scheduler SIGKILLs", str(kills)),
+        ("run time", f"{elapsed:.1f} s"),
+        ("jobs lost", str(lost)),
+        ("tasks started twice", str(double_starts())),
+        ("jobs stranded", str(stranded)),
+        ("wrong outcome", str(wrong)),
+        ("orphans", str(orphans(env["PAI_VAR_DIR"], args.docker))),
+    ]
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()

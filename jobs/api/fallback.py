@@ -1,0 +1,28 @@
+"""What answers a path under /api/ that no route names.
+
+OpenPAI's REST server is an Express app, whose routes match with or without a trailing slash, so its
+clients send either (`POST /api/v2/users/`, `GET /api/v2/users/alice/`). Such a path is answered
+by the route without the slash; anything else is OpenPAI's 404 NoApiError, never an HTML page.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
+
+
+@csrf_exempt  # the route it hands over to is a DRF view, which checks CSRF for session users itself
+def no_such_route(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    if request.path_info.endswith("/"):
+        try:
+            match = resolve(request.path_info.rstrip("/"))
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not no_such_route:
+            request.resolver_match = match
+            return match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
+    message = f"{request.method} {request.path} is not an API."
+    return JsonResponse({"code": "NoApiError", "message": message}, status=404)

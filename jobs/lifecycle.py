@@ -1,0 +1,367 @@
+"""Every change of a job's or a task's state, one named function each.
+
+Nothing else writes `Job.state` or `Task.state`. Each function is a conditional UPDATE naming the
+from-states it accepts (jobs.states holds the diagram), so two schedulers, a user's click and a
+crash-and-restart can race without a job going backwards or a task being started twice: the
+loser's UPDATE matches no row and the function says so (False). Functions that write several
+rows run in one transaction. Every ended task attempt is kept as a TaskAttempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from jobs.models import Job, JobEvent, Task, TaskAttempt
+from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one task of a job runs: what placement decided, in the database's terms."""
+
+    role: str
+    index: int
+    node_id: int
+    gpus: list[int]
+    ports: dict[str, list[int]]
+
+
+@dataclass(frozen=True)
+class TaskExit:
+    """How a task attempt ended, as the exit spec classified it."""
+
+    exit_code: int
+    user_exit_code: int | None
+    phrase: str  # the exit spec's name for the code ("Succeeded", "ContainerSigKillReceived"...)
+    diagnostics: str  # what the user reads: "<phrase>: <why>", empty on success
+    finished_at: datetime
+
+
+class JobStateError(Exception):
+    """A user's verb that does not apply to the job's current state (stop a finished job...)."""
+
+
+def event(job_id: int, kind: str, message: str) -> None:
+    JobEvent.objects.create(job_id=job_id, kind=kind, message=message)
+
+
+def _move_job(job_id: int, transition: str, extra_filter: dict[str, Any] | None = None, **fields: Any) -> bool:
+    from_states, to_state = JOB_TRANSITIONS[transition]
+    rows = Job.objects.filter(pk=job_id, state__in=from_states, **(extra_filter or {}))
+    return rows.update(state=to_state, updated_at=timezone.now(), **fields) == 1
+
+
+def _task_states(transition: str) -> tuple[tuple[TaskState, ...], TaskState]:
+    return TASK_TRANSITIONS[transition]
+
+
+def reset_task_fields() -> dict[str, Any]:
+    """A task as it was before its first placement (a restart or a whole-job retry)."""
+    return {
+        "state": _task_states("reset_task")[1],
+        "attempt": 0,
+        "retries": 0,
+        "node": None,
+        "executor_id": "",
+        "ip": "",
+        "ports": {},
+        "gpus": [],
+        "exit_code": None,
+        "user_exit_code": None,
+        "exit_diagnostics": "",
+        "started_at": None,
+        "finished_at": None,
+    }
+
+
+def _exit_fields(exit: TaskExit) -> dict[str, Any]:
+    return {
+        "exit_code": exit.exit_code,
+        "user_exit_code": exit.user_exit_code,
+        "exit_diagnostics": exit.diagnostics,
+        "finished_at": exit.finished_at,
+    }
+
+
+def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, TaskExit]) -> None:
+    """Keep the history row of each ended attempt (idempotent: a replay after a crash adds none)."""
+    rows = []
+    for task in tasks:
+        if task.attempt == 0:
+            continue  # never placed: no attempt to keep
+        exit = exit_by_task[task.pk]
+        rows.append(
+            TaskAttempt(
+                job_id=task.job_id,
+                job_attempt=job_attempt,
+                role=task.role,
+                index=task.index,
+                attempt=task.attempt,
+                node_name=task.node.name if task.node_id and task.node else "",
+                executor_id=task.executor_id,
+                ip=task.ip,
+                ports=task.ports,
+                gpus=task.gpus,
+                started_at=task.started_at,
+                log_path=task.log_path,
+                **_exit_fields(exit),
+            )
+        )
+    TaskAttempt.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+# ---- placing and starting ------------------------------------------------------------------
+
+
+def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[Task] | None:
+    """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
+    nodes; None if a stop or another scheduler got there first."""
+    from_states, to_state = _task_states("place_task")
+    where_to = {(p.role, p.index): p for p in placements}
+    with transaction.atomic():
+        claimed = _move_job(
+            job.pk,
+            "claim_for_launch",
+            {"execution_type": Job.ExecutionType.START},
+            job_attempt=F("job_attempt") + 1,
+            launched_at=timezone.now(),
+            pending_reason="",
+        )
+        if not claimed:
+            return None
+        tasks = [task for task in job.tasks.filter(state__in=from_states) if (task.role, task.index) in where_to]
+        for task in tasks:
+            placement = where_to[task.role, task.index]
+            placed = {
+                "state": to_state,
+                "node_id": placement.node_id,
+                "gpus": placement.gpus,
+                "ports": placement.ports,
+                "attempt": 1,
+                "executor_id": "",
+                "exit_code": None,
+                "user_exit_code": None,
+                "exit_diagnostics": "",
+                "started_at": None,
+                "finished_at": None,
+            }
+            # (Django's bulk_update builds a CASE per field and row: slower than these for gangs.)
+            Task.objects.filter(pk=task.pk, state__in=from_states).update(**placed)
+            for field, value in placed.items():
+                setattr(task, field, value)
+        event(job.pk, "placed", f"Placed {len(placements)} task(s) on {where}.")
+    job.job_attempt += 1  # what the claim's F() expression made of it
+    job.state = JobState.RUNNING
+    return tasks
+
+
+def set_pending_reason(job_id: int, reason: str) -> None:
+    Job.objects.filter(pk=job_id, state=JobState.WAITING).update(pending_reason=reason)
+
+
+def set_task_launches(tasks: list[Task]) -> None:
+    """Where the tasks about to start will be reached (ip) and log (log_path), recorded before
+    the executor starts them, so a page or a reconcile after a crash finds both."""
+    for task in tasks:
+        Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
+
+
+def record_tasks_started(started: list[tuple[Task, str, str, str]]) -> None:
+    """The executor started these attempts ((task, executor id, ip, node name)): each recorded
+    once (a replay or a stale attempt is a no-op), their events written together."""
+    now = timezone.now()
+    events = []
+    for task, executor_id, ip, node_name in started:
+        recorded = Task.objects.filter(
+            pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
+        ).update(executor_id=executor_id, ip=ip or task.ip, started_at=now)
+        if recorded:
+            message = f"{task.role}-{task.index} started on {node_name} (attempt {task.attempt})."
+            events.append(JobEvent(job_id=task.job_id, kind="task-started", message=message))
+    JobEvent.objects.bulk_create(events)
+
+
+def adopt_task(task: Task, executor_id: str) -> bool:
+    """Reconcile found this attempt running although its start was never recorded."""
+    return (
+        Task.objects.filter(pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id="").update(
+            executor_id=executor_id, started_at=timezone.now()
+        )
+        == 1
+    )
+
+
+# ---- task exits ----------------------------------------------------------------------------
+
+
+def end_task(task: Task, job_attempt: int, exit: TaskExit) -> bool:
+    """RUNNING -> SUCCEEDED (exit 0) or FAILED, for this attempt only; the attempt is kept."""
+    transition = "finish_task" if exit.exit_code == 0 else "fail_task"
+    from_states, to_state = _task_states(transition)
+    with transaction.atomic():
+        ended = Task.objects.filter(pk=task.pk, attempt=task.attempt, state__in=from_states).update(
+            state=to_state, **_exit_fields(exit)
+        )
+        if not ended:
+            return False
+        _keep_attempts([task], job_attempt, {task.pk: exit})
+        event(task.job_id, "task-exit", f"{task.role}-{task.index} exited {exit.exit_code} ({exit.phrase}).")
+    return True
+
+
+def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -> bool:
+    """RUNNING -> RUNNING as the next attempt on the same node (taskRetryCount); the ended attempt
+    is kept. A free (transient) retry is counted on the job instead."""
+    from_states, _ = _task_states("retry_task")
+    with transaction.atomic():
+        retried = Task.objects.filter(pk=task.pk, attempt=task.attempt, state__in=from_states).update(
+            attempt=F("attempt") + 1,
+            retries=F("retries") + (1 if charged else 0),
+            executor_id="",
+            started_at=None,
+            **_exit_fields(exit),
+        )
+        if not retried:
+            return False
+        _keep_attempts([task], job_attempt, {task.pk: exit})
+        if not charged:
+            Job.objects.filter(pk=task.job_id).update(transient_retries=F("transient_retries") + 1)
+        kind = "charged to taskRetryCount" if charged else "transient, not charged"
+        event(
+            task.job_id,
+            "task-retry",
+            f"{task.role}-{task.index} exited {exit.exit_code} ({exit.phrase}); retrying ({kind}).",
+        )
+    return True
+
+
+def stop_tasks(job: Job, exit_code: int) -> None:
+    """Every task still WAITING or RUNNING -> STOPPED with exit_code (-210 a user's stop, -220 the
+    job completed around them); the running attempts are kept."""
+    from_states, to_state = _task_states("stop_task")
+    now = timezone.now()
+    active = list(job.tasks.filter(state__in=from_states).select_related("node"))
+    exit = TaskExit(exit_code=exit_code, user_exit_code=None, phrase="", diagnostics="", finished_at=now)
+    _keep_attempts(active, job.job_attempt, {task.pk: exit for task in active})
+    job.tasks.filter(state__in=from_states).update(state=to_state, exit_code=exit_code, finished_at=now)
+
+
+# ---- job outcomes --------------------------------------------------------------------------
+
+
+def request_stop(job: Job, by_name: str) -> None:
+    """The user's Stop: the scheduler carries it out (begin_stopping / finish_stopping)."""
+    with transaction.atomic():
+        updated = (
+            Job.objects.filter(pk=job.pk)
+            .exclude(state__in=FINISHED_JOB_STATES)
+            .update(execution_type=Job.ExecutionType.STOP, updated_at=timezone.now())
+        )
+        if not updated:
+            raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
+        event(job.pk, "stop-requested", f"Stop requested by {by_name}.")
+
+
+def begin_stopping(job: Job) -> bool:
+    return _move_job(job.pk, "begin_stopping")
+
+
+def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
+    """STOPPING -> STOPPED once the scheduler has stopped every task."""
+    with transaction.atomic():
+        stop_tasks(job, exit_code)
+        stopped = _move_job(
+            job.pk,
+            "finish_stopping",
+            exit_code=exit_code,
+            exit_diagnostics=diagnostics,
+            completed_at=timezone.now(),
+            pending_reason="",
+        )
+        if stopped:
+            event(job.pk, "stopped", "All tasks stopped.")
+    return stopped
+
+
+def succeed(job: Job, leftover_exit_code: int) -> bool:
+    """RUNNING -> SUCCEEDED; tasks still running are stopped with leftover_exit_code (-220)."""
+    with transaction.atomic():
+        stop_tasks(job, leftover_exit_code)
+        done = _move_job(
+            job.pk,
+            "succeed",
+            exit_code=0,
+            user_exit_code=0,
+            exit_diagnostics="",
+            completed_at=timezone.now(),
+        )
+        if done:
+            event(job.pk, "succeeded", "The job succeeded.")
+    return done
+
+
+def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
+    """RUNNING -> FAILED because of trigger's exit; tasks still running are stopped."""
+    with transaction.atomic():
+        stop_tasks(job, leftover_exit_code)
+        done = _move_job(
+            job.pk,
+            "fail",
+            exit_code=trigger.exit_code,
+            user_exit_code=trigger.user_exit_code,
+            exit_diagnostics=f"{trigger.role}-{trigger.index}: {trigger.exit_diagnostics}",
+            completed_at=timezone.now(),
+        )
+        if done:
+            event(job.pk, "failed", f"The job failed: {trigger.role}-{trigger.index} exited {trigger.exit_code}.")
+    return done
+
+
+def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_code: int) -> bool:
+    """RUNNING -> WAITING for a whole-job retry (jobRetryCount, or free when transient)."""
+    with transaction.atomic():
+        stop_tasks(job, leftover_exit_code)
+        requeued = _move_job(
+            job.pk,
+            "requeue_for_retry",
+            retries_used=F("retries_used") + (1 if charged else 0),
+            transient_retries=F("transient_retries") + (0 if charged else 1),
+            pending_reason="Waiting to be placed again for a retry.",
+        )
+        if not requeued:
+            return False
+        job.tasks.update(**reset_task_fields())
+        kind = "charged to jobRetryCount" if charged else "transient, not charged"
+        event(
+            job.pk,
+            "job-retry",
+            f"{trigger.role}-{trigger.index} exited {trigger.exit_code}; retrying the whole job ({kind}).",
+        )
+    return True
+
+
+def restart(job: Job, by_name: str) -> None:
+    """START on a finished job: back to the queue as a new attempt, with fresh retry counts."""
+    with transaction.atomic():
+        restarted = _move_job(
+            job.pk,
+            "restart",
+            execution_type=Job.ExecutionType.START,
+            retries_used=0,
+            transient_retries=0,
+            pending_reason="",
+            exit_code=None,
+            user_exit_code=None,
+            exit_diagnostics="",
+            completed_at=None,
+        )
+        if not restarted:
+            raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
+        job.tasks.update(**reset_task_fields())
+        event(job.pk, "restarted", f"Started again by {by_name}.")

@@ -1,0 +1,130 @@
+"""OpenPAI's scheduling extras the portal honours, and those it refuses rather than ignore.
+
+Honoured: `extras.hivedScheduler.jobPriorityClass` becomes the job's priority (OpenPAI's own numbers,
+rest-server `middlewares/v2/hived.js`); a task role's `skuType` becomes the job's GPU type;
+the `tensorboard` runtime plugin gets a `tensorboard` port on the first task role.
+Refused at submit (`unsupported`), each naming its field: what no portal node can do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobs.protocol.errors import FieldError
+from jobs.protocol.hooks import (
+    CMD_PLUGINS,
+    RUNTIME_PLUGINS,
+    TENSORBOARD_PLUGIN,
+    TENSORBOARD_PORT_LABEL,
+    runtime_plugins,
+    tensorboard_role,
+)
+
+# OpenPAI's hived priorities; a job without a class is `test`, as there.
+PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
+DEFAULT_PRIORITY_CLASS = "test"
+SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN)
+HIVED_ROLE_KEYS = ("skuType", "skuNum", "skuNumber")
+
+
+def job_priority(spec: dict[str, Any]) -> int:
+    hived = (spec.get("extras") or {}).get("hivedScheduler") or {}
+    return PRIORITY_CLASSES.get(hived.get("jobPriorityClass") or DEFAULT_PRIORITY_CLASS, 0)
+
+
+def apply_hived_hints(extras: dict[str, Any], roles: dict[str, Any]) -> list[FieldError]:
+    """`skuType` -> `extras.gpuType` (the portal places a job on one GPU type); `skuNum` must agree
+    with the role's GPUs, which are what the portal allocates. Changes `extras` in place."""
+    errors: list[FieldError] = []
+    hived_roles = (extras.get("hivedScheduler") or {}).get("taskRoles") or {}
+    sku_types: dict[str, str] = {}
+    for role, hints in hived_roles.items():
+        here = f"extras.hivedScheduler.taskRoles.{role}"
+        if not isinstance(hints, dict) or role not in roles:
+            continue
+        if hints.get("skuType"):
+            sku_types[role] = str(hints["skuType"])
+        for key in ("skuNum", "skuNumber"):
+            gpus = roles[role]["resourcePerInstance"]["gpu"]
+            if hints.get(key) is not None and hints[key] != gpus:
+                errors.append(
+                    (
+                        f"{here}.{key}",
+                        f"asks for {hints[key]} GPUs but resourcePerInstance.gpu is {gpus}; set them alike",
+                    )
+                )
+    distinct = sorted(set(sku_types.values()))
+    if len(distinct) > 1:
+        first = next(iter(sku_types))
+        errors.append(
+            (
+                f"extras.hivedScheduler.taskRoles.{first}.skuType",
+                f"the portal runs a job on one GPU type; the task roles ask for {', '.join(distinct)}",
+            )
+        )
+    elif distinct:
+        wanted = extras.get("gpuType")
+        if wanted and wanted != distinct[0]:
+            errors.append(("extras.gpuType", f"{wanted!r} contradicts skuType {distinct[0]!r}"))
+        extras["gpuType"] = distinct[0]
+    return errors
+
+
+def reserve_tensorboard_port(spec: dict[str, Any]) -> None:
+    """The TensorBoard plugin's port is allocated like any other: one `tensorboard` port on the
+    task role whose first task runs it."""
+    role = tensorboard_role(spec)
+    if role is not None:
+        ports = spec["taskRoles"][role]["resourcePerInstance"]["ports"]
+        ports[TENSORBOARD_PORT_LABEL] = max(int(ports.get(TENSORBOARD_PORT_LABEL, 0)), 1)
+
+
+def unsupported(spec: dict[str, Any]) -> list[FieldError]:
+    """What the config asks for that the portal cannot do: refused, never silently ignored."""
+    extras = spec.get("extras") or {}
+    errors = _plugin_errors(spec) + _hived_errors(extras.get("hivedScheduler") or {})
+    for i, prerequisite in enumerate(spec.get("prerequisites") or []):
+        plugin = prerequisite.get("plugin")
+        if plugin and plugin not in CMD_PLUGINS:
+            errors.append((f"prerequisites[{i}].plugin", f"plugin {plugin!r} is not supported (only the cmd plugin)"))
+    for role, role_spec in spec["taskRoles"].items():
+        if (role_spec.get("extraContainerOptions") or {}).get("infiniband"):
+            errors.append(
+                (f"taskRoles.{role}.extraContainerOptions.infiniband", "the portal's nodes offer no InfiniBand devices")
+            )
+    notification = extras.get("jobStatusChangeNotification") or {}
+    if any(notification.values()):
+        errors.append(("extras.jobStatusChangeNotification", "the portal sends no notifications; remove it"))
+    if extras.get("storages"):
+        errors.append(("extras.storages", "team-wise storages are not supported; use dataDir/outputDir paths"))
+    return errors
+
+
+def _plugin_errors(spec: dict[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for i, plugin in enumerate(runtime_plugins(spec)):
+        here = f"extras.{RUNTIME_PLUGINS}[{i}]"
+        name = plugin.get("plugin")
+        if name not in SUPPORTED_PLUGINS:
+            errors.append(
+                (f"{here}.plugin", f"plugin {name!r} is not supported (supported: {', '.join(SUPPORTED_PLUGINS)})")
+            )
+        elif name == TENSORBOARD_PLUGIN and not (plugin.get("parameters") or {}).get("logdir"):
+            errors.append(
+                (f"{here}.parameters.logdir", "must name at least one directory, e.g. {train: /pai/work/logs}")
+            )
+    return errors
+
+
+def _hived_errors(hived: dict[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for key, value in hived.items():
+        if key not in ("jobPriorityClass", "taskRoles") and value not in (None, False):
+            errors.append((f"extras.hivedScheduler.{key}", "is a HiveD scheduler option the portal cannot honour"))
+    for role, hints in (hived.get("taskRoles") or {}).items():
+        for key, value in (hints or {}).items():
+            if key not in HIVED_ROLE_KEYS and value is not None:
+                errors.append(
+                    (f"extras.hivedScheduler.taskRoles.{role}.{key}", "is a HiveD option the portal cannot honour")
+                )
+    return errors

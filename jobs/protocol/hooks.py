@@ -1,0 +1,181 @@
+"""What runs around a task role's commands: taskStarts / taskSucceeds hooks from cmd-plugin
+prerequisites and from the `cmd` and `tensorboard` runtime plugins.
+
+As in OpenPAI's runtime (openpai-runtime `init.d/initializer.py`, `replace_ref`), a hook's
+`<% $script %>`, `<% $data %>` and `<% $output %>` name the prerequisites of the task role the hook
+runs in. A prerequisite's own callbacks fall back to the prerequisite itself when the role names
+none of its kind (a data prerequisite's callback can read its own `<% $data.uri[0] %>`). So these
+references stay in the spec as written and are expanded per task role: checked at load, written
+into the task's script at launch.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from jobs.protocol.errors import FieldError
+from jobs.protocol.templating import Scope, expand
+
+RUNTIME_PLUGINS = "com.microsoft.pai.runtimeplugin"
+CMD_PLUGINS = frozenset({"com.microsoft.pai.runtimeplugin.cmd", "cmd"})
+TENSORBOARD_PLUGIN = "tensorboard"
+TENSORBOARD_PORT_LABEL = "tensorboard"
+ROLE_KINDS = ("script", "data", "output")
+
+
+@dataclass(frozen=True)
+class Command:
+    path: str  # where the command is written in the config, for errors
+    text: str
+
+
+@dataclass(frozen=True)
+class Hook:
+    label: str
+    starts: list[Command]
+    succeeds: list[Command]
+    ignore_failure: bool
+    owner: dict[str, Any] | None = None  # the prerequisite whose callbacks these are
+
+
+def runtime_plugins(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    plugins = (spec.get("extras") or {}).get(RUNTIME_PLUGINS) or []
+    return [plugins] if isinstance(plugins, dict) else list(plugins)
+
+
+def tensorboard_role(spec: dict[str, Any]) -> str | None:
+    """OpenPAI runs TensorBoard in the first task of the first task role, when the job asks for it."""
+    if not any(plugin.get("plugin") == TENSORBOARD_PLUGIN for plugin in runtime_plugins(spec)):
+        return None
+    return next(iter(spec["taskRoles"]), None)
+
+
+def role_hooks(spec: dict[str, Any], role: str) -> list[Hook]:
+    """The role's hooks in the order they start: its cmd prerequisites (`require`d ones first),
+    then the runtime plugins that apply to it."""
+    prerequisites = spec.get("prerequisites") or []
+    paths = {p["name"]: f"prerequisites[{i}]" for i, p in reversed(list(enumerate(prerequisites)))}
+    by_name = {p["name"]: p for p in reversed(prerequisites)}
+    requires = {p["name"]: p.get("require") or [] for p in prerequisites}
+    hooks: list[Hook] = []
+    for name in _with_requirements(spec["taskRoles"][role].get("prerequisites") or [], requires):
+        prerequisite = by_name.get(name)
+        if prerequisite and prerequisite.get("callbacks") and _is_cmd(prerequisite.get("plugin", "cmd")):
+            commands = _callback_commands(prerequisite["callbacks"], f"{paths[name]}.callbacks")
+            policy = prerequisite.get("failurePolicy")
+            hooks.append(Hook(f"prerequisite {name}", *commands, policy == "ignore", prerequisite))
+    for i, plugin in enumerate(runtime_plugins(spec)):
+        roles = plugin.get("taskroles")
+        if roles and role not in roles:
+            continue
+        here = f"extras.{RUNTIME_PLUGINS}[{i}]"
+        ignore = plugin.get("failurePolicy") == "ignore"
+        if _is_cmd(plugin.get("plugin")):
+            hooks.append(Hook(f"cmd plugin #{i}", *_cmd_plugin_commands(plugin, here), ignore))
+        elif plugin.get("plugin") == TENSORBOARD_PLUGIN and role == tensorboard_role(spec):
+            hooks.append(Hook(f"tensorboard plugin #{i}", [_tensorboard_command(plugin, here)], [], ignore))
+    return hooks
+
+
+def role_scope(spec: dict[str, Any], role: str, owner: dict[str, Any] | None = None) -> Scope:
+    """What a hook running in `role` may reference (spec parameters are expanded already)."""
+    role_spec = spec["taskRoles"][role]
+    found: dict[str, dict[str, Any] | None] = {}
+    for kind in ROLE_KINDS:
+        named = role_spec.get(kind)
+        match = next(
+            (p for p in spec.get("prerequisites") or [] if p.get("type") == kind and p.get("name") == named), None
+        )
+        found[kind] = match or (owner if owner and owner.get("type") == kind else None)
+    return Scope(spec.get("parameters") or {}, frozenset(spec.get("secrets") or {}), found, in_task_role=True)
+
+
+def expanded(hook: Hook, scope: Scope, errors: list[FieldError]) -> Hook:
+    def each(commands: list[Command]) -> list[Command]:
+        return [Command(c.path, expand(c.text, scope, c.path, errors)) for c in commands]
+
+    return Hook(hook.label, each(hook.starts), each(hook.succeeds), hook.ignore_failure, hook.owner)
+
+
+def check_role_references(spec: dict[str, Any]) -> list[FieldError]:
+    """Every hook's references, checked in every role it runs in; each problem once."""
+    errors: list[FieldError] = []
+    for role in spec["taskRoles"]:
+        found: list[FieldError] = []
+        for hook in role_hooks(spec, role):
+            expanded(hook, role_scope(spec, role, hook.owner), found)
+        errors.extend((path, f"{message} (in task role {role!r})") for path, message in found)
+    return list(dict.fromkeys(errors))
+
+
+def _is_cmd(plugin: Any) -> bool:
+    return plugin in CMD_PLUGINS
+
+
+def _callback_commands(callbacks: list[dict[str, Any]], here: str) -> tuple[list[Command], list[Command]]:
+    def of(event: str) -> list[Command]:
+        return [
+            Command(f"{here}[{i}].commands[{j}]", text)
+            for i, callback in enumerate(callbacks)
+            if callback.get("event") == event
+            for j, text in enumerate(callback.get("commands") or [])
+        ]
+
+    return of("taskStarts"), of("taskSucceeds")
+
+
+def _cmd_plugin_commands(plugin: dict[str, Any], here: str) -> tuple[list[Command], list[Command]]:
+    """OpenPAI's cmd plugin takes `callbacks`, or `preCommands` / `postCommands`."""
+    parameters = plugin.get("parameters") or {}
+    if parameters.get("callbacks"):
+        return _callback_commands(parameters["callbacks"], f"{here}.parameters.callbacks")
+
+    def of(key: str) -> list[Command]:
+        return [Command(f"{here}.parameters.{key}[{j}]", text) for j, text in enumerate(parameters.get(key) or [])]
+
+    return of("preCommands"), of("postCommands")
+
+
+def _tensorboard_command(plugin: dict[str, Any], here: str) -> Command:
+    """TensorBoard in the background on the task's allocated `tensorboard` port (first task only).
+    An image without it fails the task and says so: the portal installs nothing at run time."""
+    logdirs = {str(name): str(path) for name, path in ((plugin.get("parameters") or {}).get("logdir") or {}).items()}
+    if len(logdirs) == 1:
+        logdir = "--logdir=" + shlex.quote(next(iter(logdirs.values())))
+    else:
+        logdir = "--logdir_spec=" + shlex.quote(",".join(f"{name}:{path}" for name, path in logdirs.items()))
+    port = f"$PAI_CONTAINER_HOST_{TENSORBOARD_PORT_LABEL}_PORT_LIST"
+    text = "\n".join(
+        [
+            'if [ "$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX" = 0 ]; then',
+            "  if ! command -v tensorboard >/dev/null 2>&1; then",
+            "    echo \"PAI: the tensorboard runtime plugin needs the tensorboard command in the job's image,"
+            ' which has none: install it in the image (pip install tensorboard)." >&2',
+            "    exit 1",
+            "  fi",
+            f"  tensorboard {logdir} --port={port} --bind_all &",
+            f'  echo "PAI: TensorBoard starts on port {port}"',
+            "fi",
+        ]
+    )
+    return Command(f"{here}.parameters.logdir", text)
+
+
+def _with_requirements(names: list[str], requires: dict[str, list[str]]) -> list[str]:
+    """Depth first, required prerequisites before those that need them, each once."""
+    ordered: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in ordered or name in visiting:
+            return
+        visiting.add(name)
+        for required in requires.get(name, []):
+            visit(required)
+        ordered.append(name)
+
+    for name in names:
+        visit(name)
+    return ordered

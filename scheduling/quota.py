@@ -1,0 +1,138 @@
+"""What the cluster holds right now: the one usage and quota computation.
+
+The scheduler (placement's inputs), the cluster page and the API all read it from here, so they
+never count differently. A task holds its resources while it is RUNNING in a RUNNING job. Reads
+the database and returns placement's plain values; placement itself never sees a model.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any
+
+from clusters.models import Gpu, Node, VirtualCluster
+from clusters.placement import NodeState, Resources, VcState
+from jobs.models import Job, JobState, Task, TaskState
+
+
+@dataclass
+class ClusterUsage:
+    nodes: list[NodeState]  # free GPUs/CPU/memory/ports per node (placement's input)
+    vcs: dict[str, VcState]  # each VC's limit and what its running jobs hold
+    totals: Resources  # all schedulable nodes together (what VC shares are shares of)
+    used_by_node: dict[int, Resources] = field(default_factory=dict)  # node id -> held
+    busy_gpus: set[tuple[int, int]] = field(default_factory=set)  # (node id, GPU index)
+
+
+def task_resources(spec: dict[str, Any], role: str) -> Resources:
+    res = spec["taskRoles"][role]["resourcePerInstance"]
+    return Resources(gpu=res["gpu"], cpu=res["cpu"], memory_mb=res["memoryMB"])
+
+
+def node_gpus() -> dict[int, dict[int, str]]:
+    """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
+    gpus: dict[int, dict[int, str]] = defaultdict(dict)
+    for node_id, index, type_name in Gpu.objects.values_list("node_id", "index", "gpu_type__name"):
+        gpus[node_id][index] = type_name
+    return gpus
+
+
+def cluster_totals(nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
+    schedulable = [n for n in nodes if n.available]
+    return Resources(
+        gpu=sum(len(gpus.get(n.pk, {})) for n in schedulable),
+        cpu=sum(n.cpus for n in schedulable),
+        memory_mb=sum(n.memory_mb for n in schedulable),
+    )
+
+
+def vc_limit(share_percent: Decimal, totals: Resources) -> Resources:
+    share = Decimal(share_percent) / 100
+    return Resources(gpu=int(totals.gpu * share), cpu=int(totals.cpu * share), memory_mb=int(totals.memory_mb * share))
+
+
+def _add(a: Resources, b: Resources) -> Resources:
+    return Resources(gpu=a.gpu + b.gpu, cpu=a.cpu + b.cpu, memory_mb=a.memory_mb + b.memory_mb)
+
+
+def _node_state(node: Node, gpus: dict[int, str]) -> NodeState:
+    return NodeState(
+        name=node.name,
+        cpu_free=node.cpus,
+        memory_free_mb=node.memory_mb,
+        cpu_total=node.cpus,
+        memory_total_mb=node.memory_mb,
+        gpus_free=dict(gpus),
+        port_range=(node.port_range_start, node.port_range_end),
+        schedulable=node.available,
+        gpu_total=len(gpus),
+    )
+
+
+class SpecCache:
+    """Job specs by job id, read from the database once: a spec never changes after submit, so
+    the scheduler keeps one of these across passes and parses each job's spec only once."""
+
+    LIMIT = 100_000  # past this many, start over (finished jobs' specs are no longer asked for)
+
+    def __init__(self) -> None:
+        self._specs: dict[int, dict[str, Any]] = {}
+
+    def get_many(self, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        wanted = set(job_ids)
+        missing = wanted - self._specs.keys()
+        if len(self._specs) + len(missing) > self.LIMIT:
+            self._specs.clear()
+            missing = wanted
+        if missing:
+            self._specs.update(Job.objects.filter(pk__in=missing).values_list("pk", "spec"))
+        return {job_id: self._specs[job_id] for job_id in wanted if job_id in self._specs}
+
+
+def holding_tasks() -> Any:
+    """(node id, role, GPUs, ports, job id, VC name) of each task that holds resources now."""
+    return Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING).values_list(
+        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name"
+    )
+
+
+def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
+    gpus_by_node = node_gpus()
+    states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in nodes}
+    used_by_vc: dict[str, Resources] = defaultdict(Resources)
+    used_by_node: dict[int, Resources] = defaultdict(Resources)
+    busy_gpus: set[tuple[int, int]] = set()
+    holding = list(holding_tasks())
+    spec_of = (specs or SpecCache()).get_many({row[4] for row in holding})
+    for node_id, role, gpus, ports, job_id, vc_name in holding:
+        # GPUs as allocated (the indices the task holds), CPU and memory as the role asks.
+        res = replace(task_resources(spec_of[job_id], role), gpu=len(gpus))
+        used_by_vc[vc_name] = _add(used_by_vc[vc_name], res)
+        used_by_node[node_id] = _add(used_by_node[node_id], res)
+        busy_gpus.update((node_id, int(index)) for index in gpus)
+        state = states.get(node_id)
+        if state is None:
+            continue
+        state.cpu_free -= res.cpu
+        state.memory_free_mb -= res.memory_mb
+        for index in gpus:
+            state.gpus_free.pop(index, None)
+        for port_list in ports.values():
+            state.ports_used.update(port_list)
+    totals = cluster_totals(nodes, gpus_by_node)
+    vcs = {
+        vc.name: VcState(name=vc.name, limit=vc_limit(vc.share_percent, totals), used=used_by_vc[vc.name])
+        for vc in VirtualCluster.objects.all()
+    }
+    return ClusterUsage(
+        nodes=list(states.values()), vcs=vcs, totals=totals, used_by_node=dict(used_by_node), busy_gpus=busy_gpus
+    )
+
+
+def cluster_state(nodes: list[Node], specs: SpecCache | None = None) -> tuple[list[NodeState], dict[str, VcState]]:
+    """Placement's inputs: node states and VC states."""
+    usage = cluster_usage(nodes, specs)
+    return usage.nodes, usage.vcs

@@ -1,0 +1,34 @@
+"""Nodes whose engine never answers, and engines that refuse a job's network, end in a reason
+the user can read; no job stays RUNNING on them."""
+
+import pytest
+
+from clusters.models import Node
+from jobs.actions import submit_job
+from jobs.models import JobState
+from tests.factories import v2_yaml
+
+pytestmark = pytest.mark.docker
+
+
+def test_it_marks_a_node_whose_engine_never_answers_down_and_keeps_the_job_waiting_with_why(
+    user, docker_node, run_until, scheduler
+):
+    Node.objects.filter(pk=docker_node.pk).update(docker_url="unix:///run/pai-no-such-engine.sock")
+    job = run_until(submit_job(user, v2_yaml("dead-node", "echo never")), JobState.WAITING, timeout=20)
+    scheduler.run_once()  # placed, failed to start, requeued free of charge; now it says why
+    job.refresh_from_db()
+    node = Node.objects.get(pk=docker_node.pk)
+    assert node.down_since is not None and "No such file or directory" in node.down_reason
+    assert "node docker-local is down" in job.pending_reason
+    assert job.attempts.get().exit_code == -1001
+
+
+def test_it_fails_a_job_whose_network_cannot_be_made_with_the_reason(user, docker_node, run_until, settings):
+    from clusters.executors.registry import executor_for
+
+    settings.PAI_DOCKER_SUBNET_POOL = "172.17.0.0/24"  # inside docker0's own subnet: nothing free
+    executor_for.cache_clear()
+    job = run_until(submit_job(user, v2_yaml("no-subnet", "echo never")), JobState.FAILED)
+    assert job.exit_code == -1201
+    assert "no free /24 subnet" in job.exit_diagnostics

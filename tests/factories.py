@@ -1,0 +1,135 @@
+"""Test data builders: job configs on the configured image, users with known passwords, and jobs
+written straight into the database. A default changes here, once, for every test."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+
+from clusters.models import VirtualCluster
+from jobs.models import Job, Task
+from jobs.ssh import attach_new_keypair
+
+
+def default_image() -> str:
+    """The image test jobs run: the one the portal proposes (PAI_DEFAULT_IMAGE)."""
+    return str(settings.PAI_DEFAULT_IMAGE)
+
+
+# -- configs, as a user types them -------------------------------------------------------------
+
+
+def v2_yaml(
+    name: str = "hello",
+    *commands: str,
+    role: str = "worker",
+    instances: int = 1,
+    memory_mb: int = 256,
+    ports: str = "",
+    vc: str = "default",
+    image: str | None = None,
+    extra: str = "",
+    role_extra: str = "",
+) -> str:
+    """A v2 YAML config with one task role running `commands` (default `echo hello`).
+
+    `ports` is a flow mapping (`{http: 2}`); `extra` adds top-level lines (`jobRetryCount: 2\\n`,
+    secrets, extras); `role_extra` adds lines inside the role, indented four spaces."""
+    resources = f"cpu: 1, memoryMB: {memory_mb}, gpu: 0" + (f", ports: {ports}" if ports else "")
+    command_lines = "".join(f"      - {command}\n" for command in commands or ("echo hello",))
+    return f"""protocolVersion: 2
+name: {name}
+type: job
+prerequisites:
+  - name: image
+    type: dockerimage
+    uri: {image or default_image()}
+{extra}defaults:
+  virtualCluster: {vc}
+taskRoles:
+  {role}:
+    instances: {instances}
+    dockerImage: image
+{role_extra}    resourcePerInstance: {{{resources}}}
+    commands:
+{command_lines}"""
+
+
+def v1_role(name: str = "main", command: str = "echo hi", **fields: Any) -> dict[str, Any]:
+    """A v1 task role: one task, 1 CPU, 256 MB, no GPU; `fields` override or add keys."""
+    return {"name": name, "taskNumber": 1, "cpuNumber": 1, "memoryMB": 256, "gpuNumber": 0, "command": command} | fields
+
+
+def v1_json(
+    name: str = "legacy", command: str = "echo hi", *, roles: list[dict[str, Any]] | None = None, **top: Any
+) -> str:
+    """A v1 JSON config, indented as a user writes it; `top` adds top-level keys (retryCount, dataDir...)."""
+    config = {"jobName": name, "image": default_image(), **top, "taskRoles": roles or [v1_role(command=command)]}
+    return json.dumps(config, indent=2)
+
+
+def normalized_spec(name: str, roles: dict[str, int], command: str = "echo hi", **top: Any) -> dict[str, Any]:
+    """A small normalized v2 spec, as jobs.protocol.load returns it, for rows made without submitting."""
+    return {
+        "protocolVersion": 2,
+        "name": name,
+        "type": "job",
+        "jobRetryCount": 0,
+        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": default_image()}],
+        "parameters": {},
+        "secrets": {},
+        "defaults": {"virtualCluster": "default"},
+        "taskRoles": {
+            role: {
+                "instances": count,
+                "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
+                "taskRetryCount": 0,
+                "dockerImage": "image",
+                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
+                "commands": [command],
+            }
+            for role, count in roles.items()
+        },
+        **top,
+    }
+
+
+# -- users and jobs in the database ------------------------------------------------------------
+
+
+def password_for(username: str) -> str:
+    return f"{username}-password-1"
+
+
+def create_user(username: str, *, admin: bool = False) -> Any:
+    """A user whose password is password_for(username); `admin` makes a superuser."""
+    users = get_user_model().objects
+    if admin:
+        return users.create_superuser(username, email="", password=password_for(username))
+    return users.create_user(username, password=password_for(username))
+
+
+def create_job(
+    owner: Any,
+    name: str = "job",
+    *,
+    roles: dict[str, int] | None = None,
+    spec: dict[str, Any] | None = None,
+    keypair: bool = False,
+    **fields: Any,
+) -> Job:
+    """A job row with one WAITING task per instance of `roles`, as submit_job leaves it (no events);
+    `fields` set Job columns (state, config_text, pending_reason...); `keypair` gives it SSH keys."""
+    roles = roles or {"worker": 1}
+    fields.setdefault("virtual_cluster", VirtualCluster.objects.get_or_create(name="default")[0])
+    job = Job(owner=owner, name=name, spec=spec or normalized_spec(name, roles), **fields)
+    if keypair:
+        attach_new_keypair(job)
+    job.save()
+    for role, count in roles.items():
+        for index in range(count):
+            Task.objects.create(job=job, role=role, index=index)
+    return job

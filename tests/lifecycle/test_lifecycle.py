@@ -1,0 +1,148 @@
+"""The job and task state diagram (jobs.states), walked through jobs.lifecycle: every allowed
+transition happens, every other one is refused and leaves the row as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from clusters.models import Node
+from jobs import lifecycle
+from jobs.lifecycle import JobStateError, Placement, TaskExit
+from jobs.models import Job, Task, TaskAttempt
+from jobs.states import JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
+from tests.factories import normalized_spec
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def node(db):
+    return Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=8192)
+
+
+@pytest.fixture
+def job_in(user, default_vc, node) -> Callable[[str], Job]:
+    def make(state: str) -> Job:
+        job = Job.objects.create(
+            owner=user,
+            name=f"job-{state.lower()}",
+            state=state,
+            virtual_cluster=default_vc,
+            config_text="x",
+            spec=normalized_spec("j", {"worker": 1}),
+            job_attempt=1,
+        )
+        task_state = TaskState.RUNNING if state in (JobState.RUNNING, JobState.STOPPING) else TaskState.WAITING
+        Task.objects.create(job=job, role="worker", index=0, state=task_state, node=node, attempt=1)
+        return job
+
+    return make
+
+
+def an_exit(code: int = 1) -> TaskExit:
+    return TaskExit(exit_code=code, user_exit_code=code, phrase="P", diagnostics="P: why", finished_at=timezone.now())
+
+
+def _claim(job: Job) -> bool:
+    node_id = job.tasks.get().node_id
+    assert node_id is not None
+    placed = lifecycle.claim_for_launch(job, [Placement("worker", 0, node_id, [], {"ssh": [20000]})], where="n1")
+    return placed is not None
+
+
+def _refused_as_false_or_error(call: Callable[[], Any]) -> bool:
+    try:
+        result = call()
+    except JobStateError:
+        return False
+    return result is not False
+
+
+JOB_CALLS: dict[str, Callable[[Job], Any]] = {
+    "claim_for_launch": _claim,
+    "begin_stopping": lifecycle.begin_stopping,
+    "finish_stopping": lambda job: lifecycle.finish_stopping(job, -210, "stopped"),
+    "succeed": lambda job: lifecycle.succeed(job, -220),
+    "fail": lambda job: lifecycle.fail(job, job.tasks.get(), -220),
+    "requeue_for_retry": lambda job: lifecycle.requeue_for_retry(
+        job, job.tasks.get(), charged=True, leftover_exit_code=-220
+    ),
+    "restart": lambda job: lifecycle.restart(job, "alice"),
+}
+
+
+def test_it_has_a_function_for_every_transition_of_the_diagram():
+    assert set(JOB_CALLS) == set(JOB_TRANSITIONS)
+    assert all(hasattr(lifecycle, name) for name in JOB_TRANSITIONS)
+
+
+@pytest.mark.parametrize("transition", sorted(JOB_TRANSITIONS))
+@pytest.mark.parametrize("state", list(JobState))
+def test_it_allows_exactly_the_job_transitions_of_the_diagram(job_in, transition, state):
+    from_states, to_state = JOB_TRANSITIONS[transition]
+    job = job_in(state)
+    done = _refused_as_false_or_error(lambda: JOB_CALLS[transition](job))
+    job.refresh_from_db()
+    if state in from_states:
+        assert (done, job.state) == (True, to_state)
+    else:
+        assert (done, job.state) == (False, state)
+
+
+def test_it_refuses_a_stop_request_on_a_finished_job(job_in):
+    with pytest.raises(JobStateError):
+        lifecycle.request_stop(job_in(JobState.SUCCEEDED), "alice")
+
+
+@pytest.mark.parametrize("state", list(TaskState))
+def test_it_ends_only_a_running_task(job_in, state):
+    job = job_in(JobState.RUNNING)
+    task = job.tasks.get()
+    Task.objects.filter(pk=task.pk).update(state=state)
+    done = lifecycle.end_task(task, 1, an_exit(3))
+    task.refresh_from_db()
+    allowed = state in TASK_TRANSITIONS["fail_task"][0]
+    assert (done, task.state) == ((True, TaskState.FAILED) if allowed else (False, state))
+
+
+def test_it_ends_only_the_attempt_it_was_given(job_in):
+    task = job_in(JobState.RUNNING).tasks.get()
+    Task.objects.filter(pk=task.pk).update(attempt=2)
+    assert lifecycle.end_task(task, 1, an_exit(0)) is False
+
+
+def test_it_keeps_every_ended_attempt(job_in):
+    job = job_in(JobState.RUNNING)
+    task = job.tasks.select_related("node").get()
+    assert lifecycle.retry_task(task, 1, an_exit(1), charged=True)
+    task.refresh_from_db()
+    assert lifecycle.end_task(task, 1, an_exit(0))
+    attempts = list(TaskAttempt.objects.filter(job=job).values_list("attempt", "exit_code", "node_name"))
+    assert attempts == [(1, 1, "n1"), (2, 0, "n1")]
+
+
+def test_it_keeps_an_attempt_once_when_a_crash_replays_it(job_in):
+    job = job_in(JobState.RUNNING)
+    task = job.tasks.get()
+    lifecycle.end_task(task, 1, an_exit(1))
+    lifecycle.stop_tasks(job, -220)  # the task already ended: nothing more to keep
+    assert TaskAttempt.objects.filter(job=job).count() == 1
+
+
+def test_it_resets_every_task_on_restart(job_in):
+    job = job_in(JobState.FAILED)
+    Task.objects.filter(job=job).update(state=TaskState.FAILED, exit_code=1, executor_id="c1", gpus=[0])
+    lifecycle.restart(job, "alice")
+    task = job.tasks.get()
+    assert (task.state, task.exit_code, task.executor_id, task.gpus, task.node_id, task.attempt) == (
+        TaskState.WAITING,
+        None,
+        "",
+        [],
+        None,
+        0,
+    )
