@@ -30,10 +30,8 @@ def finished_secret_job(user, process_node, run_until):
 def every_api_answer(alice, finished_secret_job):
     """What alice's token gets from every API route that names the job, as text."""
     name = finished_secret_job.full_name
-    task = finished_secret_job.tasks.get()
-    detail = alice.get(f"/api/v2/jobs/{name}").json()
-    log_link = detail["taskRoles"]["worker"]["taskStatuses"][0]["containerLog"]
-    logs = f"/api/v2/jobs/{name}/attempts/1/taskRoles/worker/taskIndex/0/attempts/{task.attempt}/logs"
+    logs = f"/api/v2/jobs/{name}/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"  # OpenPAI counts from 0
+    log_link = alice.get(logs).json()["locations"][0]["uri"]
     answers = {
         path: alice.get(path).content.decode()
         for path in (
