@@ -107,8 +107,9 @@ class ProcessExecutor(Executor):
         cgroup = self._make_cgroup(task_dir, launch)
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
         try:
+            # Standard library only and no site-packages (-S): it starts with every task, so fast.
             child = subprocess.Popen(
-                [sys.executable, "-E", "-s", "-m", "clusters.executors.supervise", MARKER, str(task_dir)],
+                [sys.executable, "-E", "-s", "-S", "-m", "clusters.executors.supervise", MARKER, str(task_dir)],
                 cwd=PROJECT_ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
