@@ -185,3 +185,23 @@ def test_it_keeps_the_tail_of_a_log_over_the_cap(make_launch, tmp_path):
     assert len(log) <= 64 * 1024
     assert log.endswith(b"99999\n100000\nthe-last-line\n")
     assert was_cut(launch.log_path)
+
+
+def test_it_adopts_an_attempt_that_was_started_already(executor, make_launch):
+    launch = make_launch("sleep 303.3")
+    first = executor.start(launch)
+    wait_for(lambda: processes_running("sleep", "303.3"))
+    again = executor.start(launch)  # the scheduler died before recording the first start
+    assert again.executor_id == first.executor_id
+    assert len(processes_running("sleep", "303.3")) == 1
+    executor.stop(first)
+
+
+def test_it_covers_the_portals_paths_before_mounting_the_tasks_own(make_launch, tmp_path):
+    portal = tmp_path / "portal"
+    sandbox = Sandbox(hidden=(str(portal),))
+    launch = make_launch("true", work_dir=portal / "work" / "worker-0")
+    argv = sandbox.argv(launch, tmp_path / "passwd", tmp_path / "group", ["true"])
+    covered_at = argv.index(str(portal))
+    assert argv[covered_at - 1] == "--tmpfs"
+    assert argv.index(str(launch.work_dir)) > covered_at  # the work dir is mounted over the cover
