@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from clusters.models import Node, VirtualCluster
@@ -115,3 +116,11 @@ def test_it_requires_login_for_pages(client):
     response = client.get("/")
     assert response.status_code == 302
     assert response["Location"].startswith("/login/")
+
+
+@pytest.mark.django_db
+def test_the_admin_form_refuses_a_node_address_the_portal_is_served_on(settings):
+    settings.ALLOWED_HOSTS = ["portal.example.org"]
+    node = Node(name="gpu1", address="portal.example.org", cpus=4, memory_mb=4096)
+    with pytest.raises(ValidationError, match="portal is served on"):
+        node.full_clean()

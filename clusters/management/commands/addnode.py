@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from clusters.models import Gpu, GpuType, Node
+from clusters.models import PORTAL_HOST_ADDRESS, Gpu, GpuType, Node, portal_hosts
 
 
 def local_memory_mb() -> int:
@@ -50,11 +50,6 @@ def docker_answers(url: str = "") -> bool:
         return True
     except Exception:
         return False
-
-
-def portal_hosts() -> set[str]:
-    """The host names the portal answers on, as a node address would be written."""
-    return {host.lower().strip("[]") for host in settings.ALLOWED_HOSTS if host and not host.startswith(".")}
 
 
 def parse_gpus(text: str) -> list[tuple[int, str]]:
@@ -98,12 +93,8 @@ class Command(BaseCommand):
             parse_gpus(options["gpus"]) if options["gpus"] is not None else (local_gpus() if options["local"] else [])
         )
         address = options["address"] or settings.PAI_LOCAL_NODE_ADDRESS
-        if address.lower() in portal_hosts():
-            raise CommandError(
-                f"--address {address} is a host the portal is served on (PAI_ALLOWED_HOSTS): a browser would send "
-                "the portal's cookies to the tasks' ports there (cookies ignore ports). Give the node an address of "
-                "its own, e.g. 127.0.0.2 for this machine."
-            )
+        if address.lower().strip("[]") in portal_hosts():
+            raise CommandError("--address " + PORTAL_HOST_ADDRESS.format(address=address))
         low, _, high = options["ports"].partition("-")
         if not (low.isdigit() and high.isdigit() and 0 < int(low) <= int(high) < 65536):
             raise CommandError("--ports: give a range like 20000-40000")
