@@ -28,7 +28,7 @@ from jobs.api.throttles import SubmitThrottle
 from jobs.error_text import translate_reason
 from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
-from jobs.logs import iter_log, mask, read_window, secret_values
+from jobs.logs import masked_chunks, masked_window
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
@@ -382,8 +382,8 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
     except ValueError:
         tail = LOG_TAIL_DEFAULT
-    window = read_window(source.log_path if source else "", tail)
-    response = HttpResponse(mask(window.text, secret_values(job)), content_type="text/plain; charset=utf-8")
+    window = masked_window(job, source.log_path if source else "", tail)
+    response = HttpResponse(window.text, content_type="text/plain; charset=utf-8")
     response["X-Log-Start"] = str(window.start)
     response["X-Log-Size"] = str(window.size)
     return response
@@ -396,9 +396,7 @@ def job_log_download(request: HttpRequest, full_name: str) -> StreamingHttpRespo
     source = _log_source_or_404(request, job)
     if source is None:
         raise Http404(_("No such log."))
-    response = StreamingHttpResponse(
-        iter_log(source.log_path, secret_values(job)), content_type="text/plain; charset=utf-8"
-    )
+    response = StreamingHttpResponse(masked_chunks(job, source.log_path), content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(source.file_name)}"'
     return response
 

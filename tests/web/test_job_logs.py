@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobs.crypto import encrypt_text
-from jobs.logs import read_window
+from jobs.logs import masked_window
 from jobs.models import TaskAttempt
 
 pytestmark = pytest.mark.django_db
@@ -23,18 +23,22 @@ def logged_job(user, make_job, tmp_path):
     return job
 
 
-def test_a_window_inside_a_log_starts_after_a_line_break(tmp_path):
+def test_a_window_inside_a_log_starts_after_a_line_break(logged_job, tmp_path):
     log = tmp_path / "a.log"
     log.write_text("first\nsecond\nthird\n")
-    window = read_window(str(log), 9)
+    window = masked_window(logged_job, str(log), 9)
     assert (window.text, window.start, window.size) == ("third\n", 13, 19)
     assert window.truncated
 
 
-def test_a_window_holding_the_whole_log_is_not_truncated(tmp_path):
+def test_a_window_holding_the_whole_log_is_not_truncated(logged_job, tmp_path):
     log = tmp_path / "a.log"
     log.write_text("only\n")
-    assert not read_window(str(log), 1024).truncated
+    assert not masked_window(logged_job, str(log), 1024).truncated
+
+
+def test_a_window_masks_the_jobs_secrets(logged_job):
+    assert "hunter2" not in masked_window(logged_job, logged_job.tasks.get().log_path, 10**6).text
 
 
 def test_the_tail_says_where_it_starts_and_how_big_the_log_is(alice_client, logged_job):
