@@ -17,5 +17,6 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("jobs.storage.urls")),
     path("", include("jobs.ssh.urls")),
+    path("", include("jobs.usage.urls")),
     path("", include("jobs.legacy_links")),
 ]

@@ -101,6 +101,21 @@ class TaskStatus:
     lost: bool = False  # the task is unknown to the backend (node lost / process gone)
 
 
+@dataclass(frozen=True)
+class ResourceSample:
+    """One reading of a running task's resources. Counters (CPU seconds, bytes moved) are
+    cumulative since the task started, so the sampler turns two readings into rates; None where
+    the backend does not tell."""
+
+    cpu_seconds: float
+    memory_bytes: int
+    memory_limit_bytes: int | None = None
+    net_rx_bytes: int | None = None
+    net_tx_bytes: int | None = None
+    disk_read_bytes: int | None = None
+    disk_write_bytes: int | None = None
+
+
 @dataclass
 class RunningTask:
     handle: TaskHandle
@@ -134,6 +149,11 @@ class Executor(abc.ABC):
         can be built before any task starts. The default: every task is at the node's address.
         """
         return {task: node_address for task in tasks}
+
+    def sample(self, handle: TaskHandle) -> ResourceSample | None:
+        """The task's resources now, or None (not running, or the backend cannot tell). Called by
+        the sampler's threads, never by the scheduler's pass, so it may take a moment."""
+        return None
 
     def ping(self) -> None:  # noqa: B027
         """Raise when the node's backend does not answer (the scheduler's heartbeat)."""

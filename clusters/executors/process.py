@@ -19,7 +19,17 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.executors.base import Executor, ExecutorError, Failure, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+from clusters.executors.base import (
+    Executor,
+    ExecutorError,
+    Failure,
+    ResourceSample,
+    RunningTask,
+    TaskHandle,
+    TaskLaunch,
+    TaskStatus,
+)
+from clusters.executors.stats import from_process_tree
 
 # The wrapper runs the user's command in a child bash, then records its exit code atomically.
 # The command travels in an environment variable that is unset before the user's code runs.
@@ -128,6 +138,13 @@ class ProcessExecutor(Executor):
         if code is not None and code < 0:
             return TaskStatus(running=False, exit_code=128 - code, finished_at=datetime.now(UTC))
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
+
+    def sample(self, handle: TaskHandle) -> ResourceSample | None:
+        task_dir = self.work_root / handle.executor_id
+        pid = self._pid(task_dir)
+        if pid is None or not self._alive(handle.executor_id, task_dir):
+            return None
+        return from_process_tree(pid)
 
     def _reap(self, executor_id: str) -> None:
         child = self._children.pop(executor_id, None)
