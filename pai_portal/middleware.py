@@ -1,9 +1,9 @@
-"""Login is required everywhere except the login page, the API (token auth answers 401 itself)
-and static files."""
+"""Login is required everywhere except the login page, the API and /metrics (token auth answers
+401 itself) and static files."""
 
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 
-EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/")
+EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/", "/metrics")
 
 
 class PortalLoginRequiredMiddleware(LoginRequiredMiddleware):

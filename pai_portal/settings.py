@@ -175,6 +175,11 @@ PAI_SAMPLE_SECONDS = env_float("PAI_SAMPLE_SECONDS", 10.0, minimum=0.5)
 PAI_SAMPLE_RAW_HOURS = env_float("PAI_SAMPLE_RAW_HOURS", 24.0, minimum=0.0)
 PAI_SAMPLE_KEEP_DAYS = env_float("PAI_SAMPLE_KEEP_DAYS", 30.0, minimum=0.0)
 
+# /metrics (Prometheus): scrapers send `Authorization: Bearer <PAI_METRICS_TOKEN>`; without a
+# token only signed-in admins may read it, unless PAI_METRICS_PUBLIC opens it to anyone.
+PAI_METRICS_TOKEN = env_str("PAI_METRICS_TOKEN", "")
+PAI_METRICS_PUBLIC = env_bool("PAI_METRICS_PUBLIC", False)
+
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
 # Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.

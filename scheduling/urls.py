@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from scheduling import views
+from scheduling import monitoring_views, views
 
 app_name = "scheduling"
 
 urlpatterns = [
     path("cluster/", views.cluster_overview, name="overview"),
+    path("metrics", monitoring_views.metrics, name="metrics"),
 ]
