@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from jobs import notifications
 from jobs.models import Job, JobEvent, Task, TaskAttempt
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
@@ -273,6 +274,8 @@ def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
         )
         if stopped:
             event(job.pk, "stopped", "All tasks stopped.")
+    if stopped:
+        notifications.job_ended(job.pk)
     return stopped
 
 
@@ -290,6 +293,8 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
         )
         if done:
             event(job.pk, "succeeded", "The job succeeded.")
+    if done:
+        notifications.job_ended(job.pk)
     return done
 
 
@@ -307,6 +312,8 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
         )
         if done:
             event(job.pk, "failed", f"The job failed: {trigger.role}-{trigger.index} exited {trigger.exit_code}.")
+    if done:
+        notifications.job_ended(job.pk)
     return done
 
 

@@ -180,6 +180,24 @@ PAI_SAMPLE_KEEP_DAYS = env_float("PAI_SAMPLE_KEEP_DAYS", 30.0, minimum=0.0)
 PAI_METRICS_TOKEN = env_str("PAI_METRICS_TOKEN", "")
 PAI_METRICS_PUBLIC = env_bool("PAI_METRICS_PUBLIC", False)
 
+# Job-end emails (jobs.notifications): printed to the console unless an SMTP host is set. The
+# scheduler sends them, so a slow mail server is cut short by the timeout.
+PAI_EMAIL_HOST = env_str("PAI_EMAIL_HOST", "")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if PAI_EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_HOST = PAI_EMAIL_HOST or "localhost"
+EMAIL_PORT = env_int("PAI_EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("PAI_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = env_str("PAI_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("PAI_EMAIL_TLS", False)
+EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
+DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
+# The portal's address as users reach it, for links in emails.
+PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
+
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
 # Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.

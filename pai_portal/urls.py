@@ -18,5 +18,6 @@ urlpatterns = [
     path("", include("jobs.storage.urls")),
     path("", include("jobs.ssh.urls")),
     path("", include("jobs.usage.urls")),
+    path("", include("jobs.notifications.urls")),
     path("", include("jobs.legacy_links")),
 ]
