@@ -123,7 +123,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "/start/"  # admins land on the dashboard, users on the job list
 LOGOUT_REDIRECT_URL = "/login/"
 
 LANGUAGE_CODE = "en"

@@ -1,7 +1,8 @@
 """The sampler: every PAI_SAMPLE_SECONDS it reads each running task's resources from its node's
 executor (and the GPUs it holds from nvidia-smi) and stores one TaskSample per task.
 
-It runs in a thread of its own beside the scheduler's loop (`Sampler.start`), on its own DB
+Every minute it also records each VC's usage and queue for the dashboard (VcSample). It runs in
+a thread of its own beside the scheduler's loop (`Sampler.start`), on its own DB
 connection, so a slow engine or many tasks never lengthen a scheduler pass. Once an hour it folds
 raw samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
 PAI_SAMPLE_KEEP_DAYS.
@@ -24,9 +25,12 @@ from clusters.executors.base import ResourceSample, TaskHandle
 from clusters.executors.registry import executor_for
 from clusters.gpus import GpuReading, read_local_gpus
 from jobs.models import Task, TaskSample, TaskState
+from scheduling.dashboard import record_vc_samples
+from scheduling.models import VcSample
 
 log = logging.getLogger("pai.sampler")
 
+VC_SAMPLE_EVERY_S = 60  # the dashboard's history of VC usage and queues
 READ_THREADS = 8  # engine calls side by side: 200 tasks at ~10 ms each stay well inside a period
 PRUNE_EVERY_S = 3600
 MB = 1024 * 1024
@@ -43,6 +47,7 @@ class Sampler:
         # The last reading of each task attempt (by executor id): the next one gives the rates.
         self._previous: dict[str, tuple[float, ResourceSample]] = {}
         self._last_prune = float("-inf")
+        self._last_vc_sample = float("-inf")
 
     # ---- one round -------------------------------------------------------------------------
     def sample_once(self) -> int:
@@ -107,6 +112,9 @@ class Sampler:
             try:
                 if self.active():
                     self.sample_once()
+                    if started - self._last_vc_sample >= VC_SAMPLE_EVERY_S:
+                        record_vc_samples(time.time())
+                        self._last_vc_sample = started
                     if started - self._last_prune >= PRUNE_EVERY_S:
                         fold_and_prune(time.time())
                         self._last_prune = started
@@ -151,7 +159,9 @@ def fold_and_prune(now: float) -> tuple[int, int]:
     with transaction.atomic():
         folded, _ = raw.delete()
         TaskSample.objects.bulk_create(minutes, batch_size=1000)
-    deleted, _ = TaskSample.objects.filter(at__lt=int(now - settings.PAI_SAMPLE_KEEP_DAYS * 86400)).delete()
+    expired = int(now - settings.PAI_SAMPLE_KEEP_DAYS * 86400)
+    deleted, _ = TaskSample.objects.filter(at__lt=expired).delete()
+    VcSample.objects.filter(at__lt=expired).delete()
     return folded, deleted
 
 
