@@ -1,0 +1,206 @@
+"""What resource sampling costs: the scheduler's pass with 200 running tasks, without and with the
+sampler thread beside it, and the stored size of a day of samples of 200 tasks.
+
+    .venv/bin/python bench/metrics.py [TASKS]      (default 200)
+
+Pass cost: TASKS real tasks (`sleep`) run on the process executor (20 jobs); the scheduler's
+passes then run back to back for WINDOW_S seconds each way: the sampler off, the sampler at the
+default period (PAI_SAMPLE_SECONDS = 10 s), and the sampler reading back to back (the worst case).
+Storage: a day of raw samples (one per task per period) written into the real table of a fresh
+SQLite file, then the file's size after VACUUM; CPU-only tasks, and tasks holding 4 GPUs each.
+Throwaway databases under a temp directory.
+"""
+
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WINDOW_S = 30.0
+JOBS = 20
+DAY_S = 24 * 3600
+
+
+def setup_django() -> Path:
+    var = Path(tempfile.mkdtemp(prefix="pai-bench-metrics-"))
+    os.environ.update(PAI_VAR_DIR=str(var), PAI_SQLITE_PATH=str(var / "db.sqlite3"), PAI_LOG_LEVEL="WARNING")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    return var
+
+
+def start_tasks(tasks: int) -> Any:
+    from django.contrib.auth import get_user_model
+
+    from clusters.models import Node
+    from jobs.actions import submit_job
+    from jobs.models import Task, TaskState
+    from scheduling.scheduler import Scheduler
+
+    Node.objects.create(name="local", executor="process", cpus=tasks, memory_mb=tasks * 256)
+    user = get_user_model().objects.create_user("bench", password="bench-password-1")
+    per_job = tasks // JOBS
+    text = (
+        "protocolVersion: 2\nname: {name}\ntype: job\n"
+        "prerequisites:\n  - {{name: image, type: dockerimage, uri: pai-portal/base:latest}}\n"
+        f"taskRoles:\n  main:\n    instances: {per_job}\n    dockerImage: image\n"
+        "    resourcePerInstance: {{cpu: 1, memoryMB: 128, gpu: 0}}\n    commands: ['sleep 3600']\n"
+    )
+    for i in range(JOBS):
+        submit_job(user, text.format(name=f"bench-{i}"))
+    scheduler = Scheduler()
+    while Task.objects.filter(state=TaskState.RUNNING).count() < per_job * JOBS:
+        scheduler.run_once()
+    return scheduler
+
+
+def pass_times(scheduler: Any, sampler_period: float | None) -> tuple[list[float], int]:
+    """Pass durations over WINDOW_S, with a sampler thread at `sampler_period` (None: none)."""
+    from django.conf import settings
+
+    from jobs.models import TaskSample
+    from scheduling.sampler import Sampler
+
+    before = TaskSample.objects.count()
+    done = threading.Event()
+    if sampler_period is not None:
+        settings.PAI_SAMPLE_SECONDS = sampler_period
+        Sampler().start(done)
+    times = []
+    deadline = time.monotonic() + WINDOW_S
+    while time.monotonic() < deadline:
+        t0 = time.perf_counter()
+        scheduler.run_once()
+        times.append(time.perf_counter() - t0)
+    done.set()
+    time.sleep(0.5)
+    return times, TaskSample.objects.count() - before
+
+
+def stop_all(scheduler: Any) -> None:
+    from jobs.actions import stop_job
+    from jobs.models import Job, JobState
+
+    for job in Job.objects.filter(state=JobState.RUNNING):
+        stop_job(job, job.owner)
+    deadline = time.monotonic() + 120
+    while Job.objects.exclude(state=JobState.STOPPED).exists() and time.monotonic() < deadline:
+        scheduler.run_once()
+    scheduler.release_lease()
+
+
+def storage_bytes(var: Path, tasks: int, period: float, gpus: int) -> int:
+    """The SQLite file's size once a day of raw samples of `tasks` tasks is written, less its
+    size without them."""
+    import sqlite3
+
+    from django.db import connection
+
+    path = var / f"storage-{gpus}.sqlite3"
+    table = "jobs_tasksample"
+    schema = [
+        sql
+        for (sql,) in connection.cursor().execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = %s AND sql IS NOT NULL", [table]
+        )
+    ]
+    db = sqlite3.connect(path)
+    for sql in schema:
+        db.execute(sql.replace('REFERENCES "jobs_task" ("id") DEFERRABLE INITIALLY DEFERRED', ""))
+    db.commit()
+    db.execute("VACUUM")
+    empty = path.stat().st_size
+    rng = random.Random(1)
+    start = int(time.time()) - DAY_S
+    per_task = int(DAY_S / period)
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        for step in range(per_task):
+            at = start + int(step * period)
+            for task in range(1, tasks + 1):
+                gpu = (
+                    "[" + ", ".join(f"[{i}, {rng.randint(0, 100)}, {rng.randint(0, 16000)}]" for i in range(gpus)) + "]"
+                    if gpus
+                    else None
+                )
+                yield (
+                    task,
+                    at,
+                    0,
+                    rng.randint(0, 4000),
+                    rng.randint(100, 30000),
+                    32768,
+                    rng.randint(0, 5000),
+                    rng.randint(0, 5000),
+                    rng.randint(0, 20000),
+                    rng.randint(0, 20000),
+                    gpu,
+                )
+
+    db.executemany(
+        "INSERT INTO jobs_tasksample (task_id, at, period, cpu_milli, memory_mb, memory_limit_mb, net_rx_kbps, "
+        "net_tx_kbps, disk_read_kbps, disk_write_kbps, gpus) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows(),
+    )
+    db.commit()
+    db.execute("VACUUM")
+    db.close()
+    return path.stat().st_size - empty
+
+
+def main() -> None:
+    tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    var = setup_django()
+    from django.conf import settings
+
+    from scheduling.sampler import Sampler
+
+    default_period = settings.PAI_SAMPLE_SECONDS
+    scheduler = start_tasks(tasks)
+    try:
+        round_t0 = time.perf_counter()
+        Sampler().sample_once()
+        round_s = time.perf_counter() - round_t0
+        results = [
+            ("sampler off", *pass_times(scheduler, None)),
+            (f"sampler every {default_period:g} s (default)", *pass_times(scheduler, default_period)),
+            ("sampler back to back (worst case)", *pass_times(scheduler, 0.0)),
+        ]
+    finally:
+        stop_all(scheduler)
+    base = statistics.fmean(results[0][1])
+    print(f"\n{tasks} running tasks (process executor), {WINDOW_S:g} s of back-to-back scheduler passes each")
+    print(f"one sampling round of {tasks} tasks: {round_s * 1000:.0f} ms\n")
+    print(f"| {'case':38} | passes | mean pass | p95 pass | vs off | samples stored |")
+    print(f"|{'-' * 40}|--------|-----------|----------|--------|----------------|")
+    for name, times, stored in results:
+        mean = statistics.fmean(times)
+        p95 = statistics.quantiles(times, n=20)[-1]
+        print(
+            f"| {name:38} | {len(times):6} | {mean * 1000:6.1f} ms | {p95 * 1000:5.1f} ms "
+            f"| {100 * (mean - base) / base:+5.1f}% | {stored:14} |"
+        )
+    print(f"\nstored size of 24 h of raw samples, {tasks} tasks, one per {default_period:g} s (SQLite, after VACUUM)\n")
+    print("| tasks hold | rows | size | bytes/row |")
+    print("|------------|------|------|-----------|")
+    rows = tasks * int(DAY_S / default_period)
+    for gpus in (0, 4):
+        size = storage_bytes(var, tasks, default_period, gpus)
+        print(f"| {gpus} GPUs | {rows:,} | {size / 1e6:.0f} MB | {size / rows:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
