@@ -150,10 +150,11 @@ class Executor(abc.ABC):
         """
         return {task: node_address for task in tasks}
 
-    def sample(self, handle: TaskHandle) -> ResourceSample | None:
-        """The task's resources now, or None (not running, or the backend cannot tell). Called by
-        the sampler's threads, never by the scheduler's pass, so it may take a moment."""
-        return None
+    def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
+        """The resources of these tasks now, by executor id; tasks not running (or that the backend
+        cannot tell about) are left out. One call per node and sampling round, so a backend reads
+        what it can in one go. Called by the sampler's thread, never by the scheduler's pass."""
+        return {}
 
     def ping(self) -> None:  # noqa: B027
         """Raise when the node's backend does not answer (the scheduler's heartbeat)."""

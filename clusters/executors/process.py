@@ -29,7 +29,7 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
-from clusters.executors.stats import from_process_tree
+from clusters.executors.stats import from_process_trees
 
 # The wrapper runs the user's command in a child bash, then records its exit code atomically.
 # The command travels in an environment variable that is unset before the user's code runs.
@@ -139,12 +139,15 @@ class ProcessExecutor(Executor):
             return TaskStatus(running=False, exit_code=128 - code, finished_at=datetime.now(UTC))
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
 
-    def sample(self, handle: TaskHandle) -> ResourceSample | None:
-        task_dir = self.work_root / handle.executor_id
-        pid = self._pid(task_dir)
-        if pid is None or not self._alive(handle.executor_id, task_dir):
-            return None
-        return from_process_tree(pid)
+    def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
+        roots = {}
+        for handle in handles:
+            task_dir = self.work_root / handle.executor_id
+            pid = self._pid(task_dir)
+            # Not _alive(): that reaps children, which is the scheduler thread's business.
+            if pid is not None and not (task_dir / "exit_code").exists():
+                roots[handle.executor_id] = pid
+        return from_process_trees(roots)
 
     def _reap(self, executor_id: str) -> None:
         child = self._children.pop(executor_id, None)
