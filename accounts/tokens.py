@@ -82,11 +82,17 @@ def _id_of_handle(handle: str) -> int | None:
         return None
 
 
+def _token_id(text: str) -> int | None:
+    """The row id a revoke names (digits, or the id in a handle); None when no row can have it."""
+    token_id = int(text) if text.isdigit() and len(text) < 19 else _id_of_handle(text)
+    return token_id if token_id is not None and 0 <= token_id < 2**63 else None
+
+
 def revoke_token(user: Any, raw_or_id: str) -> bool:
     """Delete one of the user's tokens, named by its raw value, its id or its handle; True when one went."""
     mine = Token.objects.filter(user=user)
     deleted, _ = mine.filter(key_hash=hash_token(raw_or_id)).delete()
-    token_id = int(raw_or_id) if raw_or_id.isdigit() else _id_of_handle(raw_or_id)
+    token_id = _token_id(raw_or_id)
     if not deleted and token_id is not None:
         deleted, _ = mine.filter(pk=token_id).delete()
     return bool(deleted)

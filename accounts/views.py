@@ -7,12 +7,15 @@ from typing import Any, cast
 
 from django import forms
 from django.contrib import messages
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.models import NotificationPreference, Token
+from accounts.throttling import login_wait
 from accounts.tokens import issue_token, revoke_token
 
 
@@ -63,3 +66,17 @@ def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     else:
         messages.error(request, _("No such token."))
     return redirect("profile")
+
+
+class ThrottledLoginView(LoginView):
+    """Django's login page, with the API login's throttles (per address and per account)."""
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        wait = login_wait(request)
+        if wait is None:
+            return super().post(request, *args, **kwargs)
+        message = _("Too many sign-in attempts; try again in %(seconds)d s.") % {"seconds": int(wait) + 1}
+        context = self.get_context_data(form=AuthenticationForm(request), throttled=message)
+        response = self.render_to_response(context, status=429)
+        response["Retry-After"] = str(int(wait) + 1)
+        return response

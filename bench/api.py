@@ -5,17 +5,18 @@
 What it does:
 - a throwaway state directory var/bench-api-<pid>/ (PAI_VAR_DIR: its own SQLite DB, secret key,
   logs), migrated, with a user holding a token, and a second user owning --list-jobs jobs;
-- the ASGI server as production runs it: `daphne pai_portal.asgi:application`, --workers
-  processes sharing ONE listening socket (created here and passed with `--fd`; the kernel hands
-  each new connection to whichever worker accepts first, as gunicorn's pre-fork model does);
+- the server as production runs it: `manage.py serve` (granian, --workers processes); or, with
+  `--server daphne` (what production ran before), `daphne pai_portal.asgi:application`,
+  --workers processes sharing ONE listening socket (created here and passed with `--fd`; the
+  kernel hands each new connection to whichever worker accepts first);
 - --clients threads with keep-alive HTTP connections measure: submits/second (distinct YAML
   jobs to POST /api/v2/jobs), detail GET p50/p95, list GET p95 over the 10,000 jobs;
 - beside them, Slurm's sbatch submit rate from ../shared/tools/slurm-local.sh bench N.
 Throttles are raised for the run (they are per user and would otherwise cap the rate).
 
 Production routes HTTP through a2wsgi to Django's WSGI handler (one pool thread per request);
-`--app django-asgi` serves the same Django through Django's own ASGI handler instead (two thread
-hops per middleware), for comparison. `--threads` is PAI_HTTP_THREADS, request threads per
+`--app django-asgi` (with `--server daphne`) serves the same Django through Django's own ASGI
+handler instead (two thread hops per middleware), for comparison. `--threads` is PAI_HTTP_THREADS, request threads per
 worker: with SQLite few beat many, as threads of one process otherwise wait on each other's
 write lock through SQLite's sleeping busy handler. DATABASE_URL, when set, is used instead of
 the throwaway SQLite database (give it a database of its own).
@@ -195,25 +196,48 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def start_server(var_dir: Path, workers: int, app: str) -> tuple[list[subprocess.Popen], int, socket.socket]:
+def start_server(var_dir: Path, workers: int, app: str, server: str) -> tuple[list[subprocess.Popen], int]:
+    if server == "granian":
+        port = free_port()
+        log = (var_dir / "server.log").open("ab")
+        command = [PYTHON, "manage.py", "serve", "--port", str(port), "--workers", str(workers)]
+        processes = [subprocess.Popen(command, cwd=ROOT, env=bench_env(var_dir), stdout=log, stderr=log)]
+    else:
+        processes, port = start_daphnes(var_dir, workers, app, bench_env(var_dir))
+    wait_for_server(port, workers, var_dir)
+    return processes, port
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_daphnes(var_dir: Path, workers: int, app: str, env: dict[str, str]) -> tuple[list[subprocess.Popen], int]:
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(1024)
     listener.set_inheritable(True)
     port = listener.getsockname()[1]
-    log = (var_dir / "daphne.log").open("ab")
+    log = (var_dir / "server.log").open("ab")
     processes = [
         subprocess.Popen(
             [DAPHNE, "--fd", str(listener.fileno()), "-v", "0", APPS[app]],
             cwd=ROOT,
-            env=bench_env(var_dir),
+            env=env,
             pass_fds=(listener.fileno(),),
             stdout=log,
             stderr=log,
         )
         for _ in range(workers)
     ]
+    listener.close()  # the workers hold it
+    return processes, port
+
+
+def wait_for_server(port: int, workers: int, var_dir: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -222,11 +246,11 @@ def start_server(var_dir: Path, workers: int, app: str) -> tuple[list[subprocess
             if probe.getresponse().status == 200:
                 # Every worker imports Django lazily on its first request: warm them all.
                 time.sleep(1.0 * workers)
-                return processes, port, listener
+                return
         except (OSError, http.client.HTTPException):
             pass
         time.sleep(0.2)
-    raise SystemExit(f"daphne did not answer; see {var_dir / 'daphne.log'}")
+    raise SystemExit(f"the server did not answer; see {var_dir / 'server.log'}")
 
 
 def slurm_submit_rate(jobs: int) -> tuple[str, str]:
@@ -253,7 +277,8 @@ def slurm_submit_rate(jobs: int) -> tuple[str, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--workers", type=int, default=2, help="daphne processes sharing the socket")
+    parser.add_argument("--workers", type=int, default=2, help="server processes")
+    parser.add_argument("--server", choices=["granian", "daphne"], default="granian")
     parser.add_argument("--submits", type=int, default=2000)
     parser.add_argument("--details", type=int, default=2000)
     parser.add_argument("--lists", type=int, default=300)
@@ -286,12 +311,8 @@ def main() -> None:
             text=True,
         )
         tokens = json.loads(prepared.stdout.strip().splitlines()[-1])
-        processes, port, _listener = start_server(var_dir, args.workers, args.app)
-        print(
-            f"daphne x{args.workers} serving {APPS[args.app]} on 127.0.0.1:{port} (one shared socket), "
-            f"{args.clients} clients",
-            flush=True,
-        )
+        processes, port = start_server(var_dir, args.workers, args.app, args.server)
+        print(f"{args.server} x{args.workers} on 127.0.0.1:{port}, {args.clients} clients", flush=True)
 
         def submit(number: int) -> tuple[str, str, str | None, str]:
             return "POST", "/api/v2/jobs", JOB_YAML.format(name=f"bench-{number}"), "text/yaml"

@@ -19,6 +19,7 @@ from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart
 from jobs.models import Job, JobEvent, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load
 from jobs.protocol.honoured import job_priority, unsupported
+from jobs.protocol.limits import task_count_errors
 from jobs.ssh import attach_new_keypair
 
 User = AbstractBaseUser | AnonymousUser
@@ -48,9 +49,22 @@ def _gpu_type_field(cfg: LoadedConfig) -> str:
     return f"extras.hivedScheduler.taskRoles.{role}.skuType" if role else "extras.gpuType"
 
 
+def check_task_counts(cfg: LoadedConfig) -> None:
+    """The configured cap on task roles and tasks per job (one submit must stay a short write)."""
+    errors = task_count_errors(
+        cfg.spec,
+        cfg.protocol_version,
+        max_roles=settings.PAI_MAX_TASK_ROLES,
+        max_tasks=settings.PAI_MAX_TASKS_PER_JOB,
+    )
+    if errors:
+        raise JobConfigError(errors)
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
+    check_task_counts(cfg)
     vc_name = cfg.spec["defaults"]["virtualCluster"]
     vc = VirtualCluster.objects.filter(name=vc_name).first()
     if vc is None:

@@ -120,10 +120,11 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
 # ---- placing and starting ------------------------------------------------------------------
 
 
-def claim_for_launch(job: Job, placements: list[Placement], where: str) -> bool:
-    """WAITING -> RUNNING with its tasks placed (attempt 1 each); False if a stop or another
-    scheduler got there first."""
+def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[Task] | None:
+    """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
+    nodes; None if a stop or another scheduler got there first."""
     from_states, to_state = _task_states("place_task")
+    where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():
         claimed = _move_job(
             job.pk,
@@ -134,45 +135,57 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> bool:
             pending_reason="",
         )
         if not claimed:
-            return False
-        for placement in placements:
-            Task.objects.filter(job=job, role=placement.role, index=placement.index, state__in=from_states).update(
-                state=to_state,
-                node_id=placement.node_id,
-                gpus=placement.gpus,
-                ports=placement.ports,
-                attempt=1,
-                executor_id="",
-                exit_code=None,
-                user_exit_code=None,
-                exit_diagnostics="",
-                started_at=None,
-                finished_at=None,
-            )
+            return None
+        tasks = [task for task in job.tasks.filter(state__in=from_states) if (task.role, task.index) in where_to]
+        for task in tasks:
+            placement = where_to[task.role, task.index]
+            placed = {
+                "state": to_state,
+                "node_id": placement.node_id,
+                "gpus": placement.gpus,
+                "ports": placement.ports,
+                "attempt": 1,
+                "executor_id": "",
+                "exit_code": None,
+                "user_exit_code": None,
+                "exit_diagnostics": "",
+                "started_at": None,
+                "finished_at": None,
+            }
+            # (Django's bulk_update builds a CASE per field and row: slower than these for gangs.)
+            Task.objects.filter(pk=task.pk, state__in=from_states).update(**placed)
+            for field, value in placed.items():
+                setattr(task, field, value)
         event(job.pk, "placed", f"Placed {len(placements)} task(s) on {where}.")
-    return True
+    job.job_attempt += 1  # what the claim's F() expression made of it
+    job.state = JobState.RUNNING
+    return tasks
 
 
 def set_pending_reason(job_id: int, reason: str) -> None:
     Job.objects.filter(pk=job_id, state=JobState.WAITING).update(pending_reason=reason)
 
 
-def set_task_address(task: Task, ip: str) -> None:
-    Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=ip)
+def set_task_launches(tasks: list[Task]) -> None:
+    """Where the tasks about to start will be reached (ip) and log (log_path), recorded before
+    the executor starts them, so a page or a reconcile after a crash finds both."""
+    for task in tasks:
+        Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
 
 
-def set_task_log_path(task: Task, log_path: str) -> None:
-    Task.objects.filter(pk=task.pk, attempt=task.attempt).update(log_path=log_path)
-
-
-def record_task_started(task: Task, executor_id: str, ip: str, node_name: str) -> bool:
-    """The executor started this attempt: recorded once (a replay or a stale attempt is a no-op)."""
-    started = Task.objects.filter(pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id="").update(
-        executor_id=executor_id, ip=ip or task.ip, started_at=timezone.now()
-    )
-    if started:
-        event(task.job_id, "task-started", f"{task.role}-{task.index} started on {node_name} (attempt {task.attempt}).")
-    return started == 1
+def record_tasks_started(started: list[tuple[Task, str, str, str]]) -> None:
+    """The executor started these attempts ((task, executor id, ip, node name)): each recorded
+    once (a replay or a stale attempt is a no-op), their events written together."""
+    now = timezone.now()
+    events = []
+    for task, executor_id, ip, node_name in started:
+        recorded = Task.objects.filter(
+            pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
+        ).update(executor_id=executor_id, ip=ip or task.ip, started_at=now)
+        if recorded:
+            message = f"{task.role}-{task.index} started on {node_name} (attempt {task.attempt})."
+            events.append(JobEvent(job_id=task.job_id, kind="task-started", message=message))
+    JobEvent.objects.bulk_create(events)
 
 
 def adopt_task(task: Task, executor_id: str) -> bool:

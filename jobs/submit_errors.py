@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from jobs.protocol.parsing import looks_like_json, strip_json_comments
+from jobs.protocol.parsing import compose_nodes
 
 # --- error paths -> form fields -----------------------------------------------------------------
 
@@ -112,11 +112,7 @@ class LineError:
 def line_errors(text: str, errors: list[tuple[str, str]], syntax_line: int | None = None) -> list[LineError]:
     """Each error with the 1-based line of the text its path points at (None when not found).
     An error without a path is a syntax error: it sits at `syntax_line` when the parser gave one."""
-    try:
-        # JSON with the guides' `//` comments: stripped with lines and columns kept.
-        root = yaml.compose(strip_json_comments(text) if looks_like_json(text) else text)
-    except yaml.YAMLError:
-        root = None
+    root = compose_nodes(text)  # guarded against hostile nesting; JSON's `//` comments stripped
     return [LineError(syntax_line if not path else _line_of(root, path), path, message) for path, message in errors]
 
 

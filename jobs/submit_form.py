@@ -18,6 +18,9 @@ from django import forms
 from django.http import QueryDict
 from django.utils.translation import gettext_lazy as _
 
+from jobs.protocol import JobConfigError
+from jobs.protocol.parsing import check_tree
+
 MAX_CONFIG_FILE_BYTES = 512 * 1024
 CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
 DEFAULT_IMAGE_NAME = "docker_image_0"
@@ -62,6 +65,7 @@ class JobFormData:
     job: dict[str, str] = field(default_factory=dict)
     roles: list[dict[str, str]] = field(default_factory=lambda: [default_role()])
     base_config: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # what was wrong with the post itself
 
     @classmethod
     def blank(cls, virtual_cluster: str = "default") -> JobFormData:
@@ -82,14 +86,26 @@ class JobFormData:
                 by_index.setdefault(int(match.group(1)), {})[match.group(2)] = data.get(key, "")
         roles = [{name: values.get(name, "") for name in ROLE_FIELDS} for _index, values in sorted(by_index.items())]
         try:
-            base = json.loads(data.get("base_config") or "{}")
-        except ValueError:
-            base = {}
-        return cls(job=job, roles=roles, base_config=base if isinstance(base, dict) else {})
+            base = _base_config(data.get("base_config") or "{}")
+        except JobConfigError as error:
+            return cls(job=job, roles=roles, problems=[_("The form's hidden config is not valid: %s") % error])
+        return cls(job=job, roles=roles, base_config=base)
 
     @property
     def base_config_json(self) -> str:
         return json.dumps(self.base_config)
+
+
+def _base_config(text: str) -> dict[str, Any]:
+    """The hidden config a YAML -> form round trip keeps; bounded like any submitted config."""
+    try:
+        base = json.loads(text)
+    except (ValueError, RecursionError):
+        raise JobConfigError([("base_config", "not valid JSON")]) from None
+    if not isinstance(base, dict):
+        return {}
+    check_tree(base)
+    return base
 
 
 # --- form -> config -----------------------------------------------------------------------------

@@ -21,8 +21,10 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
+from jobs.api.throttles import SubmitThrottle
 from jobs.crypto import decrypt_text
 from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.logs import read_tail
@@ -35,6 +37,7 @@ from jobs.templatetags.portal import state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024
+MAX_DATABASE_ID = 2**63 - 1
 
 
 def _job_or_404(request: HttpRequest, full_name: str) -> Job:
@@ -75,7 +78,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
 def job_states(request: HttpRequest) -> JsonResponse:
     """States of the listed jobs and the per-state counts, for the list's live updates."""
     query = JobListQuery.from_request(request)
-    ids = [int(part) for part in request.GET.get("ids", "").split(",") if part.strip().isdigit()][:500]
+    ids = [int(part) for part in request.GET.get("ids", "").split(",") if is_database_id(part)][:500]
     states = dict(query.visible().filter(pk__in=ids).values_list("pk", "state")) if ids else {}
     counts = query.counts()
     return JsonResponse(
@@ -85,6 +88,12 @@ def job_states(request: HttpRequest) -> JsonResponse:
             "labels": {state: state_label(state) for state in JobState.values},
         }
     )
+
+
+def is_database_id(text: str) -> bool:
+    """Digits that fit a database id (a bigger number would overflow the query, not match)."""
+    text = text.strip()
+    return text.isdigit() and len(text) <= 19 and int(text) <= MAX_DATABASE_ID
 
 
 # --- submit ---------------------------------------------------------------------------------------
@@ -141,6 +150,11 @@ def _submit_posted(request: HttpRequest) -> HttpResponse:
     mode = request.POST.get("mode", "form")
     action = request.POST.get("action", "submit")
     form_data = JobFormData.from_post(request.POST)
+    if form_data.problems:
+        return _submit_page(request, form_data, status=400, general_errors=form_data.problems)
+    if action == "submit" and (wait := throttle_wait([SubmitThrottle], request)) is not None:
+        message = _("Too many submits; try again in %(seconds)d s.") % {"seconds": int(wait) + 1}
+        return _submit_page(request, form_data, status=429, general_errors=[message])
     if mode == "form":
         text = config_to_yaml(form_to_config(form_data))
         if action == "to_yaml":

@@ -21,15 +21,21 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from jobs.routing import websocket_urlpatterns  # noqa: E402
+from pai_portal.serving import TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
 # process wait on each other's write lock: 8 threads gave 35 % fewer submits/s than 2 in
-# bench/api.py), but a slow client downloading a big log holds one thread, so not too few.
+# bench/api.py). Files (logs, static) are streamed on the event loop (pai_portal/serving.py), so a
+# slow client downloading a big log holds no thread.
 
 application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
-        "http": WSGIMiddleware(django_http_app, workers=settings.PAI_HTTP_THREADS),  # type: ignore[arg-type]
+        "http": TimeoutsAndFileStreaming(
+            WSGIMiddleware(hand_off_files(django_http_app), workers=settings.PAI_HTTP_THREADS),  # type: ignore[arg-type]
+            read_timeout=settings.PAI_HTTP_READ_TIMEOUT,
+            write_timeout=settings.PAI_HTTP_WRITE_TIMEOUT,
+        ),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -5,6 +5,7 @@ the process with ImproperlyConfigured naming the variable, instead of silently m
 """
 
 import os
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,14 @@ def env_float(name: str, default: float, *, minimum: float | None = None) -> flo
 def env_list(name: str, default: str) -> list[str]:
     """A comma-separated list; empty items are dropped."""
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[IPv4Network | IPv6Network]:
+    """A comma-separated list of IP addresses or networks (`10.0.0.0/8,::1`)."""
+    try:
+        return [ip_network(item, strict=False) for item in env_list(name, "")]
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name}: {error}") from None
 
 
 def env_path(name: str, default: Path) -> Path:

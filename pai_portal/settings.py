@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from pai_portal.env import env_bool, env_float, env_int, env_list, env_path, env_str
+from pai_portal.env import env_bool, env_float, env_int, env_list, env_networks, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("PAI_VAR_DIR", BASE_DIR / "var").resolve()
@@ -33,6 +33,8 @@ DEBUG = env_bool("PAI_DEBUG")
 PRODUCTION = env_bool("PAI_PRODUCTION")
 ALLOWED_HOSTS = env_list("PAI_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("PAI_CSRF_TRUSTED_ORIGINS", "")
+# Reverse proxies whose X-Forwarded-For names the client (throttles); none: the header is ignored.
+PAI_TRUSTED_PROXIES = env_networks("PAI_TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
     "daphne",  # first, so runserver serves websockets too
@@ -157,6 +159,11 @@ PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
 # shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
 PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
 
+# The most task roles and tasks (all roles' instances) one job may have: OpenPAI's biggest examples
+# use a few roles of at most tens of instances; 400,000 tasks held the database for 34 s.
+PAI_MAX_TASK_ROLES = env_int("PAI_MAX_TASK_ROLES", 100, minimum=1)
+PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
+
 # The scheduler loop.
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 # Transient failures are retried without charging the user, but not forever.
@@ -202,8 +209,16 @@ PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
 # Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.
 PAI_ENCRYPTION_KEY = env_str("PAI_ENCRYPTION_KEY", "")
-# Request threads per web server process.
+# The web server (`manage.py serve`: granian): processes, request threads per process, and the
+# seconds a client may take to send its request headers, each piece of its body, and to take each
+# piece of the response (pai_portal/serving.py) before the connection is dropped.
+PAI_BIND = env_str("PAI_BIND", "127.0.0.1")
+PAI_PORT = env_int("PAI_PORT", 8000, minimum=1)
+PAI_WEB_WORKERS = env_int("PAI_WEB_WORKERS", 2, minimum=1)
 PAI_HTTP_THREADS = env_int("PAI_HTTP_THREADS", 4, minimum=1)
+PAI_HTTP_HEADER_TIMEOUT = env_float("PAI_HTTP_HEADER_TIMEOUT", 10, minimum=0.001)  # granian: at most 60
+PAI_HTTP_READ_TIMEOUT = env_float("PAI_HTTP_READ_TIMEOUT", 30, minimum=0.001)
+PAI_HTTP_WRITE_TIMEOUT = env_float("PAI_HTTP_WRITE_TIMEOUT", 30, minimum=0.001)
 
 # Channels: in-memory by default, Redis when REDIS_URL is set.
 REDIS_URL = env_str("REDIS_URL", "")
@@ -216,6 +231,18 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The cache holds the throttle counters, which every web server process must share: Redis when
+# REDIS_URL is set, else files in var/ (atomic writes; a lost update only undercounts by one).
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "django-cache"),
+        }
+    }
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -232,6 +259,7 @@ REST_FRAMEWORK = {
         "submit": env_str("PAI_API_SUBMIT_RATE", "120/min"),
         "list": env_str("PAI_API_LIST_RATE", "600/min"),
         "login": env_str("PAI_API_LOGIN_RATE", "30/min"),
+        "login_account": env_str("PAI_LOGIN_ACCOUNT_RATE", "10/min"),
     },
 }
 # API tokens (accounts.Token): lifetimes, the v2 job list's `limit` cap, the SSH key link's life.
@@ -239,6 +267,8 @@ PAI_API_LOGIN_TOKEN_SECONDS = env_int("PAI_API_LOGIN_TOKEN_SECONDS", 7 * 24 * 36
 PAI_API_APP_TOKEN_SECONDS = env_int("PAI_API_APP_TOKEN_SECONDS", 365 * 24 * 3600, minimum=60)
 PAI_API_MAX_LIST_LIMIT = env_int("PAI_API_MAX_LIST_LIMIT", 50000, minimum=1)
 PAI_API_SSH_KEY_LINK_SECONDS = env_int("PAI_API_SSH_KEY_LINK_SECONDS", 300, minimum=1)
+# The schema and API docs need a sign-in, as every page does, unless this says they are public.
+PAI_API_DOCS_PUBLIC = env_bool("PAI_API_DOCS_PUBLIC")
 SPECTACULAR_SETTINGS = {
     "TITLE": "PAI Portal API",
     "DESCRIPTION": "OpenPAI-compatible REST API for submitting and watching deep-learning jobs.",
@@ -276,11 +306,12 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
 
+PAI_LOG_LEVEL = env_str("PAI_LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("PAI_LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": PAI_LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

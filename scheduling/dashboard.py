@@ -22,7 +22,7 @@ HISTORY_S = 24 * 3600
 
 
 def record_vc_samples(now: float) -> None:
-    usage = cluster_usage(list(Node.objects.prefetch_related("gpus__gpu_type")))
+    usage = cluster_usage(list(Node.objects.all()))
     counts = {
         (vc_id, state): n
         for vc_id, state, n in Job.objects.filter(state__in=[JobState.WAITING, JobState.RUNNING])

@@ -8,13 +8,14 @@ the database and returns placement's plain values; placement itself never sees a
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
-from clusters.models import Node, VirtualCluster
+from clusters.models import Gpu, Node, VirtualCluster
 from clusters.placement import NodeState, Resources, VcState
-from jobs.models import JobState, Task, TaskState
+from jobs.models import Job, JobState, Task, TaskState
 
 
 @dataclass
@@ -31,10 +32,18 @@ def task_resources(spec: dict[str, Any], role: str) -> Resources:
     return Resources(gpu=res["gpu"], cpu=res["cpu"], memory_mb=res["memoryMB"])
 
 
-def cluster_totals(nodes: list[Node]) -> Resources:
+def node_gpus() -> dict[int, dict[int, str]]:
+    """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
+    gpus: dict[int, dict[int, str]] = defaultdict(dict)
+    for node_id, index, type_name in Gpu.objects.values_list("node_id", "index", "gpu_type__name"):
+        gpus[node_id][index] = type_name
+    return gpus
+
+
+def cluster_totals(nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
     schedulable = [n for n in nodes if n.available]
     return Resources(
-        gpu=sum(len(n.gpus.all()) for n in schedulable),
+        gpu=sum(len(gpus.get(n.pk, {})) for n in schedulable),
         cpu=sum(n.cpus for n in schedulable),
         memory_mb=sum(n.memory_mb for n in schedulable),
     )
@@ -49,53 +58,71 @@ def _add(a: Resources, b: Resources) -> Resources:
     return Resources(gpu=a.gpu + b.gpu, cpu=a.cpu + b.cpu, memory_mb=a.memory_mb + b.memory_mb)
 
 
-def _node_state(node: Node) -> NodeState:
+def _node_state(node: Node, gpus: dict[int, str]) -> NodeState:
     return NodeState(
         name=node.name,
         cpu_free=node.cpus,
         memory_free_mb=node.memory_mb,
         cpu_total=node.cpus,
         memory_total_mb=node.memory_mb,
-        gpus_free={gpu.index: gpu.gpu_type.name for gpu in node.gpus.all()},
+        gpus_free=dict(gpus),
         port_range=(node.port_range_start, node.port_range_end),
         schedulable=node.available,
-        gpu_total=len(node.gpus.all()),
+        gpu_total=len(gpus),
     )
+
+
+class SpecCache:
+    """Job specs by job id, read from the database once: a spec never changes after submit, so
+    the scheduler keeps one of these across passes and parses each job's spec only once."""
+
+    LIMIT = 100_000  # past this many, start over (finished jobs' specs are no longer asked for)
+
+    def __init__(self) -> None:
+        self._specs: dict[int, dict[str, Any]] = {}
+
+    def get_many(self, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+        wanted = set(job_ids)
+        missing = wanted - self._specs.keys()
+        if len(self._specs) + len(missing) > self.LIMIT:
+            self._specs.clear()
+            missing = wanted
+        if missing:
+            self._specs.update(Job.objects.filter(pk__in=missing).values_list("pk", "spec"))
+        return {job_id: self._specs[job_id] for job_id in wanted if job_id in self._specs}
 
 
 def holding_tasks() -> Any:
-    """The tasks that hold resources now, with just the columns usage needs."""
-    return (
-        Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING)
-        .select_related("job__virtual_cluster")
-        .only("node_id", "role", "gpus", "ports", "job__spec", "job__virtual_cluster__name")
+    """(node id, role, GPUs, ports, job id, VC name) of each task that holds resources now."""
+    return Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING).values_list(
+        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name"
     )
 
 
-def cluster_usage(nodes: list[Node]) -> ClusterUsage:
-    """Nodes must come with `gpus__gpu_type` prefetched."""
-    states = {node.id: _node_state(node) for node in nodes}
+def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
+    gpus_by_node = node_gpus()
+    states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in nodes}
     used_by_vc: dict[str, Resources] = defaultdict(Resources)
     used_by_node: dict[int, Resources] = defaultdict(Resources)
     busy_gpus: set[tuple[int, int]] = set()
-    for task in holding_tasks():
+    holding = list(holding_tasks())
+    spec_of = (specs or SpecCache()).get_many({row[4] for row in holding})
+    for node_id, role, gpus, ports, job_id, vc_name in holding:
         # GPUs as allocated (the indices the task holds), CPU and memory as the role asks.
-        res = replace(task_resources(task.job.spec, task.role), gpu=len(task.gpus))
-        vc_name = task.job.virtual_cluster.name
+        res = replace(task_resources(spec_of[job_id], role), gpu=len(gpus))
         used_by_vc[vc_name] = _add(used_by_vc[vc_name], res)
-        assert task.node_id is not None
-        used_by_node[task.node_id] = _add(used_by_node[task.node_id], res)
-        busy_gpus.update((task.node_id, int(index)) for index in task.gpus)
-        state = states.get(task.node_id)
+        used_by_node[node_id] = _add(used_by_node[node_id], res)
+        busy_gpus.update((node_id, int(index)) for index in gpus)
+        state = states.get(node_id)
         if state is None:
             continue
         state.cpu_free -= res.cpu
         state.memory_free_mb -= res.memory_mb
-        for index in task.gpus:
+        for index in gpus:
             state.gpus_free.pop(index, None)
-        for ports in task.ports.values():
-            state.ports_used.update(ports)
-    totals = cluster_totals(nodes)
+        for port_list in ports.values():
+            state.ports_used.update(port_list)
+    totals = cluster_totals(nodes, gpus_by_node)
     vcs = {
         vc.name: VcState(name=vc.name, limit=vc_limit(vc.share_percent, totals), used=used_by_vc[vc.name])
         for vc in VirtualCluster.objects.all()
@@ -105,7 +132,7 @@ def cluster_usage(nodes: list[Node]) -> ClusterUsage:
     )
 
 
-def cluster_state(nodes: list[Node]) -> tuple[list[NodeState], dict[str, VcState]]:
+def cluster_state(nodes: list[Node], specs: SpecCache | None = None) -> tuple[list[NodeState], dict[str, VcState]]:
     """Placement's inputs: node states and VC states."""
-    usage = cluster_usage(nodes)
+    usage = cluster_usage(nodes, specs)
     return usage.nodes, usage.vcs

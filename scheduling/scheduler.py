@@ -21,9 +21,9 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection
@@ -53,6 +53,22 @@ log = logging.getLogger("pai.scheduler")
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
 WAITING_BATCH = 2000
+
+
+class WaitingJob(NamedTuple):
+    """A queued job as placement needs it (the spec comes from the scheduler's SpecCache)."""
+
+    pk: int
+    vc: str
+    priority: int
+    created_at: datetime
+    pending_reason: str
+
+
+WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pending_reason")
+# A pass stops launching after this long and leaves the rest to the next pass (placement runs
+# again at once), so stop requests and exits are never stuck behind a thousand launches.
+LAUNCH_BUDGET_S = 0.5
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
 
@@ -123,6 +139,8 @@ class Scheduler:
         self._last_answer: dict[int, float] = {}
         self._last_heartbeat = float("-inf")
         self._suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
+        self._specs = quota.SpecCache()
+        self._task_requests: dict[int, list[TaskRequest]] = {}
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -313,10 +331,11 @@ class Scheduler:
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
         self._restart_unrecorded_starts()
+        # Only what a poll needs; the job (and its spec) is read for the tasks that exited.
         tasks = list(
             Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
             .exclude(executor_id="")
-            .select_related("node", "job")
+            .select_related("node")
         )
         changed_jobs: dict[int, Job] = {}
         for task in tasks:
@@ -332,6 +351,7 @@ class Scheduler:
             if status.failure is Failure.NODE_LOST:
                 self._suspects.add(task.node.pk)  # the heartbeat decides whether the node is down
                 continue
+            task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
         for job in changed_jobs.values():
@@ -424,34 +444,28 @@ class Scheduler:
         signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         if not resources_freed and signature == self._last_queue_signature:
             return False
-        waiting = list(
-            queue.select_related("virtual_cluster", "owner").order_by("-priority", "created_at", "id")[:WAITING_BATCH]
-        )
+        # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
+        waiting = list(queue.order_by("-priority", "created_at", "id").values_list(*WAITING_COLUMNS)[:WAITING_BATCH])
         if not waiting:
             self._last_queue_signature = signature
             return False
-        nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
-        node_states, vc_states = quota.cluster_state(nodes)
-        requests = [
-            JobRequest(
-                key=job.pk,
-                vc=job.virtual_cluster.name,
-                tasks=task_requests(job.spec),
-                gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
-                priority=job.priority,
-                order=job.created_at.timestamp(),
-            )
-            for job in waiting
-        ]
-        result = place(node_states, vc_states, requests)
-        by_id = {job.pk: job for job in waiting}
+        rows = [WaitingJob(*row) for row in waiting]
+        specs = self._specs.get_many(row.pk for row in rows)
+        nodes = list(Node.objects.all())
+        node_states, vc_states = quota.cluster_state(nodes, self._specs)
+        result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
         node_by_name = {node.name: node for node in nodes}
+        deadline = time.monotonic() + LAUNCH_BUDGET_S
         for job_id, placements in result.placed.items():
-            self.launch_job(by_id[job_id], placements, node_by_name)
+            if time.monotonic() > deadline:
+                break  # placed but not launched: still WAITING, placed again next pass
+            job = Job.objects.select_related("virtual_cluster", "owner").get(pk=job_id)
+            self.launch_job(job, placements, node_by_name)
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
+        said = {row.pk: row.pending_reason for row in rows}
         for job_id, reason in result.pending.items():
             reason = f"{reason}; {down}" if down else reason
-            if by_id[job_id].pending_reason != reason:
+            if said[job_id] != reason:
                 lifecycle.set_pending_reason(job_id, reason)
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
@@ -461,18 +475,35 @@ class Scheduler:
         )
         return bool(result.placed)
 
+    def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
+        """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
+        tasks = self._task_requests.get(job.pk)
+        if tasks is None:
+            if len(self._task_requests) > quota.SpecCache.LIMIT:
+                self._task_requests.clear()
+            tasks = self._task_requests[job.pk] = task_requests(spec)
+        return JobRequest(
+            key=job.pk,
+            vc=job.vc,
+            tasks=tasks,
+            gpu_type=(spec.get("extras") or {}).get("gpuType"),
+            priority=job.priority,
+            order=job.created_at.timestamp(),
+        )
+
     def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
-        claimed = lifecycle.claim_for_launch(
+        tasks = lifecycle.claim_for_launch(
             job,
             [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
             where=", ".join(sorted({p.node for p in placements})),
         )
-        if not claimed:
+        if tasks is None:
             return  # another scheduler, or a stop, got there first
-        job.refresh_from_db()
-        tasks = list(job.tasks.select_related("node"))
+        by_id = {node.pk: node for node in node_by_name.values()}
+        for task in tasks:
+            task.node = by_id[task.node_id] if task.node_id is not None else None
         ready = self.assign_addresses(job, tasks)
-        self.start_tasks(job, ready)
+        self.start_tasks(job, ready, everyone=tasks)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -495,12 +526,13 @@ class Scheduler:
                 continue
             for task in node_tasks:
                 task.ip = ips.get((task.role, task.index), node.address)
-                lifecycle.set_task_address(task, task.ip)
                 ready.append(task)
         return ready
 
-    def start_tasks(self, job: Job, tasks: Iterable[Task]) -> None:
-        everyone = list(job.tasks.all())
+    def start_tasks(self, job: Job, tasks: Iterable[Task], everyone: list[Task] | None = None) -> None:
+        """Start tasks of a job side by side; `everyone` (all the job's tasks, with addresses) is
+        read from the database unless the caller has it."""
+        everyone = everyone if everyone is not None else list(job.tasks.all())
         secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
         ready: list[tuple[Task, Executor, TaskLaunch]] = []
         for task in tasks:
@@ -512,8 +544,8 @@ class Scheduler:
                 self._start_failed(job, task, exc)
                 continue
             task.log_path = str(launch.log_path)
-            lifecycle.set_task_log_path(task, task.log_path)
             ready.append((task, node_executor(task.node), launch))
+        lifecycle.set_task_launches([task for task, _, _ in ready])
         # The tasks of a gang start side by side: the engine does the work, the loop only waits.
         # Database writes stay on this thread. One task needs no pool thread.
         if len(ready) > 1:
@@ -521,12 +553,19 @@ class Scheduler:
                 outcomes = list(pool.map(_start_one, ready))
         else:
             outcomes = [_start_one(item) for item in ready]
-        for (task, _, _), outcome in zip(ready, outcomes, strict=True):
+        # Starts are recorded before failures are handled: a failure may end or requeue the
+        # job, and then every started task must be known to be stopped.
+        results = list(zip(ready, outcomes, strict=True))
+        lifecycle.record_tasks_started(
+            [
+                (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
+                for (task, _, _), outcome in results
+                if not isinstance(outcome, Exception)
+            ]
+        )
+        for (task, _, _), outcome in results:
             if isinstance(outcome, Exception):
                 self._start_failed(job, task, outcome)
-                continue
-            assert task.node is not None
-            lifecycle.record_task_started(task, outcome.executor_id, outcome.ip, task.node.name)
 
     def _start_failed(self, job: Job, task: Task, exc: Exception) -> None:
         """Record a task that could not start: an ExecutorError says which platform failure;

@@ -55,6 +55,17 @@ def fast_password_hashing():
         yield
 
 
+@pytest.fixture(autouse=True)
+def fresh_throttles():
+    """Throttle counters (sign-in, submits) live in the cache, which outlives a test: every test
+    starts with none."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def user(db):
     return create_user("alice")

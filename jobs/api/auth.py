@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
@@ -57,6 +58,13 @@ class NotApplicationToken(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return not is_application_token(request)
+
+
+class DocsReader(BasePermission):
+    """The schema and API docs need a sign-in, like every page, unless PAI_API_DOCS_PUBLIC."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(settings.PAI_API_DOCS_PUBLIC or request.user.is_authenticated)
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

@@ -1,17 +1,17 @@
-"""Per-user rate limits (rates in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], from env)."""
+"""Per-user rate limits (rates in settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"], from env).
+The login throttles (per address and per account) live in accounts.throttling, shared with the
+login page; the submit page counts against SubmitThrottle too."""
 
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
+from rest_framework.throttling import UserRateThrottle
+
+from accounts.throttling import ClientAddressIdent, LoginAccountThrottle, LoginAddressThrottle
+
+__all__ = ["ListThrottle", "LoginAccountThrottle", "LoginAddressThrottle", "SubmitThrottle"]
 
 
-class SubmitThrottle(UserRateThrottle):
+class SubmitThrottle(ClientAddressIdent, UserRateThrottle):
     scope = "submit"
 
 
-class ListThrottle(UserRateThrottle):
+class ListThrottle(ClientAddressIdent, UserRateThrottle):
     scope = "list"
-
-
-class LoginThrottle(AnonRateThrottle):
-    """Per client address: slows password guessing."""
-
-    scope = "login"

@@ -4,6 +4,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from jobs.api.auth import DocsReader
 from jobs.api.fallback import no_such_route
 from jobs.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, users
 
@@ -11,6 +12,7 @@ JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"
 # OpenPAI v1 also names a job `/api/v1/jobs/<user>~<job>`: the same views, the name split in two.
 V1_FULL = r"^v1/jobs/(?P<username>[^/~]+)~(?P<job_name>[^/]+)"
+DOCS = [DocsReader]
 
 urlpatterns = [
     # Auth and tokens
@@ -80,9 +82,9 @@ urlpatterns = [
     path("v2/user/<str:username>", users.UserView.as_view(), name="api-v2-user"),
     path("v1/user/<str:username>", users.UserView.as_view(), name="api-v1-user"),
     # OpenAPI schema and docs (assets from drf-spectacular-sidecar, no CDN)
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("schema/", SpectacularAPIView.as_view(permission_classes=DOCS), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-redoc"),
     # A trailing slash is served as without it (as OpenPAI's Express does); anything else is a 404 NoApiError.
     re_path(r"^.*$", no_such_route, name="api-none"),
 ]

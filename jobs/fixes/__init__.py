@@ -22,7 +22,7 @@ from jobs.models import Job, JobState, Task
 from jobs.protocol.exitspec import ExitCode
 from jobs.protocol.parsing import parse
 from jobs.usage import memory_limit_mb, peak_memory_mb
-from scheduling.quota import cluster_totals, vc_limit
+from scheduling.quota import cluster_totals, node_gpus, vc_limit
 
 MEMORY_STEP_MB = 256
 
@@ -94,8 +94,8 @@ def _oom_fix(job: Job, task: Task) -> Fix:
 def most_memory_mb(job: Job, role: str) -> int:
     """The most memory per task of `role` the job could ever be placed with: its VC's memory quota
     less the other roles' memory, shared by the role's tasks, and no more than the biggest node."""
-    nodes = list(Node.objects.prefetch_related("gpus"))
-    quota = vc_limit(job.virtual_cluster.share_percent, cluster_totals(nodes)).memory_mb
+    nodes = list(Node.objects.all())
+    quota = vc_limit(job.virtual_cluster.share_percent, cluster_totals(nodes, node_gpus())).memory_mb
     roles = job.spec["taskRoles"]
     others = sum(
         spec["instances"] * spec["resourcePerInstance"]["memoryMB"] for name, spec in roles.items() if name != role

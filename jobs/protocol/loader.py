@@ -7,6 +7,7 @@ from typing import Any
 
 from jobs.protocol import v1, v2
 from jobs.protocol.errors import JobConfigError
+from jobs.protocol.limits import check_spec_size, expansion_budget
 from jobs.protocol.parsing import parse
 from jobs.protocol.schema import schema_errors
 
@@ -34,9 +35,10 @@ def load(text: str | bytes) -> LoadedConfig:
     """Parse, validate and normalize a job config; raises JobConfigError with field paths."""
     doc, is_json = parse(text)
     version = detect_version(doc, is_json)
-    if version == 1:
-        return _load_v1(doc)
-    return _load_v2(doc)
+    with expansion_budget():
+        loaded = _load_v1(doc) if version == 1 else _load_v2(doc)
+    check_spec_size(loaded.spec)
+    return loaded
 
 
 def _load_v1(doc: dict[str, Any]) -> LoadedConfig:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from jobs.protocol.errors import JobConfigError, field_path
+from jobs.protocol.limits import check_spec_size
 
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64  # levels of mappings/lists; real configs use fewer than 10
@@ -75,11 +76,14 @@ def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
         doc = _parse_json(text) if is_json else _parse_yaml(text)
     except RecursionError:
         raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")]) from None
+    except ValueError as exc:  # the syntax errors are caught above: this is an integer over Python's limit
+        raise JobConfigError([("", f"a number in the config is too long: {exc}")]) from None
     if doc is None:
         raise JobConfigError([("", "the config is empty")])
     if not isinstance(doc, dict):
         raise JobConfigError([("", "the config must be a mapping (a JSON object or YAML mapping) at the top level")])
     check_tree(doc)
+    check_spec_size(doc)
     return doc, is_json
 
 

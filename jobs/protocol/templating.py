@@ -12,10 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.protocol.errors import FieldError
+from jobs.protocol.limits import MAX_SPEC_BYTES, may_expand
 
 REFERENCE = re.compile(r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[^\s.\[\]%]+|\[\d+\])*)\s*%>")
 _SEGMENT = re.compile(r"\.([^\s.\[\]%]+)|\[(\d+)\]")
 ROLE_SCOPED = ("script", "data", "output")
+TOO_MUCH_EXPANSION = f"references expand the config past {MAX_SPEC_BYTES // (1024 * 1024)} MB"
 
 
 @dataclass
@@ -55,10 +57,15 @@ def expand(text: str, scope: Scope, path: str, errors: list[FieldError]) -> str:
         if scope.defer_role_references and namespace in ROLE_SCOPED:
             return match.group()
         try:
-            return _resolve(namespace, segments, scope)
+            value = _resolve(namespace, segments, scope)
         except LookupError as exc:
             errors.append((path, str(exc.args[0])))
             return match.group()
+        if not may_expand(len(value)):
+            if not errors or errors[-1][1] != TOO_MUCH_EXPANSION:  # once, not once per reference
+                errors.append((path, TOO_MUCH_EXPANSION))
+            return match.group()
+        return value
 
     return REFERENCE.sub(replace, text)
 

@@ -81,6 +81,8 @@ def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
     text = (uri or "").strip()
     if not text:
         raise StorageError("a path is required", field)
+    if "\0" in text:
+        raise StorageError(f"{uri!r}: a path cannot contain a NUL character", field)
     scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
     if scheme:
         if scheme.group(1).lower() in {"hdfs", "webhdfs", "viewfs"}:
@@ -227,7 +229,11 @@ def save_file(username: str, relative: str, chunks: Iterable[bytes], *, max_byte
         raise StorageError("a file name is required")
     if target.is_dir():
         raise StorageError(f"{relative}: is a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        folder = relative.rpartition("/")[0]
+        raise StorageError(f"{folder}: is a file, not a folder") from None
     partial = target.with_name(f".{target.name}.uploading")
     written = 0
     try:

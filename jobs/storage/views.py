@@ -76,7 +76,7 @@ def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpRespon
     except StorageError as exc:
         context["entries"] = []
         context["error"] = exc.message
-    return render(request, "jobs/storage.html", context)
+    return render(request, "jobs/storage.html", context, status=400 if "error" in context else 200)
 
 
 def _post(request: HttpRequest, username: str, path: str, limiter: SizeLimitHandler) -> None:

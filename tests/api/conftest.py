@@ -5,20 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from accounts.models import Token
 from accounts.tokens import issue_token
 from tests.scheduler.conftest import process_node, run_until, scheduler  # noqa: F401  (fixtures)
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttles():
-    """Throttle counters live in the cache: every test starts with none."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def bearer_client(user, kind: str = Token.Kind.LOGIN) -> APIClient:

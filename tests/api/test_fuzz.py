@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from accounts.tokens import issue_token
-from jobs.api.throttles import ListThrottle, LoginThrottle, SubmitThrottle
+from jobs.api.throttles import ListThrottle, LoginAccountThrottle, LoginAddressThrottle, SubmitThrottle
 from tests.factories import v1_json, v2_yaml
 
 WRITE_ROUTES = [
@@ -77,7 +77,7 @@ bodies = st.one_of(
 
 @pytest.fixture
 def unthrottled(monkeypatch):
-    for throttle in (SubmitThrottle, ListThrottle, LoginThrottle):
+    for throttle in (SubmitThrottle, ListThrottle, LoginAddressThrottle, LoginAccountThrottle):
         monkeypatch.setattr(throttle, "rate", "100000/min", raising=False)
 
 

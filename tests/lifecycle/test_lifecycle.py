@@ -50,7 +50,8 @@ def an_exit(code: int = 1) -> TaskExit:
 def _claim(job: Job) -> bool:
     node_id = job.tasks.get().node_id
     assert node_id is not None
-    return lifecycle.claim_for_launch(job, [Placement("worker", 0, node_id, [], {"ssh": [20000]})], where="n1")
+    placed = lifecycle.claim_for_launch(job, [Placement("worker", 0, node_id, [], {"ssh": [20000]})], where="n1")
+    return placed is not None
 
 
 def _refused_as_false_or_error(call: Callable[[], Any]) -> bool:

@@ -23,7 +23,9 @@ PUBLISHED_PORT=${PAI_CONTAINER_HOST_ssh_PORT_LIST:-}
 PUBLISHED_PORT=${PUBLISHED_PORT%%,*}
 SSH_DIR=/root/.ssh
 
-log() { echo "[pai-ssh] $*" >&2; }
+# On stdout, the stream the command writes to: the task log keeps their order (Docker does not
+# order lines across stdout and stderr).
+log() { echo "[pai-ssh] $*"; }
 
 install_authorized_keys() {
     mkdir -p "$SSH_DIR"

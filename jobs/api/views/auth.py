@@ -19,7 +19,7 @@ from accounts.permissions import is_admin
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
 from jobs.api.auth import NotApplicationToken
 from jobs.api.errors import ApiError
-from jobs.api.throttles import LoginThrottle
+from jobs.api.throttles import LoginAccountThrottle, LoginAddressThrottle
 
 
 class LoginRequest(serializers.Serializer):
@@ -53,7 +53,7 @@ class LoginView(APIView):
 
     authentication_classes: list = []  # a password, not a session: no CSRF to check
     permission_classes = [AllowAny]
-    throttle_classes = [LoginThrottle]
+    throttle_classes = [LoginAddressThrottle, LoginAccountThrottle]
 
     @extend_schema(request=LoginRequest, responses={200: LOGIN_RESPONSE}, auth=[])
     def post(self, request: Request) -> Response:

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser, OutputWrapper
 
-from jobs.actions import validate_for_user
+from jobs.actions import check_task_counts, validate_for_user
 from jobs.protocol import MAX_BYTES, JobConfigError, LoadedConfig, export, format_error, load
 from jobs.protocol.parsing import decode, too_big_error
 
@@ -54,7 +54,9 @@ def validate(text: str, username: str | None) -> LoadedConfig:
     """The protocol's checks, plus the database's (VC exists and is open to the user, GPU type
     exists, paths) through jobs.actions when a user is given."""
     if username is None:
-        return load(text)
+        config = load(text)
+        check_task_counts(config)
+        return config
     user = find_user(username)
     config, _vc = validate_for_user(user, text)
     return config

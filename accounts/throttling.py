@@ -1,0 +1,82 @@
+"""Rate limits on signing in, per client address and per account, shared by the login page and
+the API login (DRF throttles: the same counters in the same cache).
+
+The client address is the connection's, never a header's, unless the connection comes from a
+proxy listed in PAI_TRUSTED_PROXIES: then the nearest X-Forwarded-For hop that is not a trusted
+proxy (what the outermost trusted proxy saw) is the client. An untrusted client may write any
+X-Forwarded-For it likes, so it must not choose its own throttle bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+from collections.abc import Iterable
+from typing import Any, cast
+
+from django.conf import settings
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+
+
+def client_address(request: Any) -> str:
+    remote = request.META.get("REMOTE_ADDR", "")
+    if not _is_trusted_proxy(remote):
+        return str(remote)
+    hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _is_trusted_proxy(hop):
+            return hop
+    return hops[0] if hops else str(remote)
+
+
+def _is_trusted_proxy(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in settings.PAI_TRUSTED_PROXIES)
+
+
+class ClientAddressIdent:
+    """DRF keys anonymous throttles by X-Forwarded-For unless NUM_PROXIES says otherwise: key
+    them by the client address above instead."""
+
+    def get_ident(self, request: Any) -> str:
+        return client_address(request)
+
+
+class LoginAddressThrottle(ClientAddressIdent, SimpleRateThrottle):
+    scope = "login"
+
+    def get_cache_key(self, request: Any, view: Any) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+class LoginAccountThrottle(SimpleRateThrottle):
+    """Guesses at one account's password, from any number of addresses."""
+
+    scope = "login_account"
+
+    def get_cache_key(self, request: Any, view: Any) -> str | None:
+        data: Any = getattr(request, "data", None)  # DRF's parsed body, or Django's POST
+        username = (data if hasattr(data, "get") else request.POST).get("username")
+        if not isinstance(username, str) or not username:
+            return None  # nothing to guess at: the address throttle still counts it
+        digest = hashlib.sha256(username.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return self.cache_format % {"scope": self.scope, "ident": digest}
+
+
+LOGIN_THROTTLES = (LoginAddressThrottle, LoginAccountThrottle)
+
+
+def throttle_wait(throttle_classes: Iterable[type[BaseThrottle]], request: Any) -> float | None:
+    """For pages: seconds to wait before this request may be made, or None (it is then counted)."""
+    for throttle_class in throttle_classes:
+        throttle = throttle_class()
+        if not throttle.allow_request(request, view=cast(Any, None)):  # these throttles need no view
+            return throttle.wait() or 1.0
+    return None
+
+
+def login_wait(request: Any) -> float | None:
+    return throttle_wait(LOGIN_THROTTLES, request)

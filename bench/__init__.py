@@ -1,0 +1,1 @@
+"""Benchmarks: each script prints a table (see the README's performance section)."""

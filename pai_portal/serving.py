@@ -1,0 +1,127 @@
+"""HTTP serving that a slow or stalled client cannot hold: an ASGI layer between the server and
+the request threads that run Django's WSGI handler (a2wsgi).
+
+- Files (task logs, static files: Django's FileResponse) are not streamed by a request thread.
+  The WSGI side hands the open file over through `wsgi.file_wrapper` and returns at once; this
+  layer then streams it on the event loop, where a client that does not read costs a coroutine
+  and the server's bounded send buffer, not a thread.
+- Write timeout: a body chunk the client has not taken within PAI_HTTP_WRITE_TIMEOUT seconds
+  ends the response (the server closes the connection).
+- Read timeout: a request body that stalls for PAI_HTTP_READ_TIMEOUT seconds is cut short, so
+  the request thread waiting for it fails fast instead of waiting forever. Request headers are
+  timed by the server itself (granian's header read timeout, see `manage.py serve`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
+from wsgiref.util import FileWrapper
+
+FILE_SCOPE_KEY = "pai.file_to_stream"
+CHUNK_BYTES = 256 * 1024
+Message = dict[str, Any]
+AsgiApp = Callable[..., Any]
+
+
+class FileHandOff:
+    """`wsgi.file_wrapper` whose iteration yields nothing: a duplicate of the file travels in the
+    ASGI scope to TimeoutsAndFileStreaming, which streams it once the (empty) WSGI body ends.
+    The request thread closes the original as usual (Django's request_finished runs there)."""
+
+    def __init__(self, scope: dict[str, Any], file: IO[bytes], descriptor: int) -> None:
+        scope[FILE_SCOPE_KEY] = os.fdopen(descriptor, "rb")
+        self.close = file.close  # WSGI servers call close() on what the app returned
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(())
+
+
+def _file_wrapper(scope: dict[str, Any]) -> Callable[..., Iterable[bytes]]:
+    def wrap(file: IO[bytes], block_size: int = CHUNK_BYTES) -> Iterable[bytes]:
+        try:
+            descriptor = os.dup(file.fileno())
+        except (AttributeError, OSError, io.UnsupportedOperation):  # not a real file: stream it here
+            return FileWrapper(file, block_size)
+        return FileHandOff(scope, file, descriptor)
+
+    return wrap
+
+
+def hand_off_files(wsgi_app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+    """The WSGI app with a file wrapper that hands files to the ASGI layer (a2wsgi puts the ASGI
+    scope in the environ as `asgi.scope`)."""
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        scope = environ.get("asgi.scope")
+        if scope is not None:
+            environ["wsgi.file_wrapper"] = _file_wrapper(scope)
+        return wsgi_app(environ, start_response)
+
+    return app
+
+
+class TimeoutsAndFileStreaming:
+    """ASGI middleware for HTTP scopes: read/write timeouts and streaming of handed-off files."""
+
+    def __init__(self, app: AsgiApp, *, read_timeout: float, write_timeout: float) -> None:
+        self.app = app
+        self.read_timeout = read_timeout
+        self.write_timeout = write_timeout
+
+    async def __call__(self, scope: dict[str, Any], receive: AsgiApp, send: AsgiApp) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)  # type: ignore[no-any-return]
+
+        async def timed_receive() -> Message:
+            try:
+                return await asyncio.wait_for(receive(), self.read_timeout)  # type: ignore[no-any-return]
+            except TimeoutError:
+                return {"type": "http.disconnect"}  # the request thread sees the body end here
+
+        declared_length: list[int | None] = [None]
+
+        async def timed_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                declared_length[0] = content_length(message)
+                return await send(message)  # type: ignore[no-any-return]
+            if FILE_SCOPE_KEY in scope and not message.get("more_body", False):
+                await self._stream(scope.pop(FILE_SCOPE_KEY), declared_length[0], send)
+            await self._send_in_time(send, message)
+
+        try:
+            await self.app(scope, timed_receive, timed_send)
+        finally:
+            if FILE_SCOPE_KEY in scope:  # the response failed before its file was streamed
+                scope.pop(FILE_SCOPE_KEY).close()
+
+    async def _stream(self, file: IO[bytes], length: int | None, send: AsgiApp) -> None:
+        """The file's bytes, no more than the Content-Length announced (a log may still grow)."""
+        left = length if length is not None else -1
+        with file:
+            while left:
+                chunk = await asyncio.to_thread(file.read, CHUNK_BYTES if left < 0 else min(left, CHUNK_BYTES))
+                if not chunk:
+                    return
+                left -= len(chunk) if left > 0 else 0
+                await self._send_in_time(send, {"type": "http.response.body", "body": chunk, "more_body": True})
+
+    async def _send_in_time(self, send: AsgiApp, message: Message) -> None:
+        try:
+            await asyncio.wait_for(send(message), self.write_timeout)
+        except TimeoutError:
+            raise ClientTooSlow(f"the client took no data for {self.write_timeout:g} s") from None
+
+
+def content_length(start: Message) -> int | None:
+    for name, value in start.get("headers", []):
+        if name.lower() == b"content-length":
+            return int(value)
+    return None
+
+
+class ClientTooSlow(Exception):
+    """Raised into the server, which drops the connection."""

@@ -1,0 +1,76 @@
+"""Sign-in is throttled per account and per client address on the page and the API alike; a
+forwarded-for header counts only from a configured proxy; the submit page shares the API's
+submit throttle (issue 15, finding 7)."""
+
+from __future__ import annotations
+
+from ipaddress import ip_network
+
+import pytest
+from django.test import Client, RequestFactory
+from rest_framework.test import APIClient
+
+from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
+from jobs.api.throttles import SubmitThrottle
+from tests.factories import v2_yaml
+
+
+@pytest.fixture
+def low_login_rates(monkeypatch):
+    monkeypatch.setattr(LoginAddressThrottle, "rate", "4/min", raising=False)
+    monkeypatch.setattr(LoginAccountThrottle, "rate", "2/min", raising=False)
+
+
+def page_login(password: str, address: str, username: str = "alice") -> int:
+    response = Client(REMOTE_ADDR=address).post("/login/", {"username": username, "password": password})
+    return response.status_code
+
+
+def api_login(password: str, address: str = "127.0.0.1", forwarded_for: str = "", username: str = "alice") -> int:
+    client = APIClient(REMOTE_ADDR=address)
+    if forwarded_for:
+        client.credentials(HTTP_X_FORWARDED_FOR=forwarded_for)
+    body = {"username": username, "password": password}
+    return client.post("/api/v2/authn/basic/login", body, format="json").status_code
+
+
+def test_it_refuses_the_right_password_on_the_page_after_too_many_wrong_ones(user, low_login_rates):
+    assert [page_login("wrong", f"10.0.0.{n}") for n in range(2)] == [200, 200]
+    assert page_login("alice-password-1", "10.0.0.9") == 429
+
+
+def test_it_throttles_the_login_page_per_client_address(user, low_login_rates):
+    assert [page_login("wrong", "10.0.0.1", username=f"guess{n}") for n in range(4)] == [200] * 4
+    assert page_login("alice-password-1", "10.0.0.1") == 429
+
+
+def test_it_counts_page_and_api_attempts_on_one_account_together(user, low_login_rates):
+    assert page_login("wrong", "10.0.0.1") == 200
+    assert api_login("wrong", "10.0.0.2") == 400
+    assert api_login("alice-password-1", "10.0.0.3") == 429
+
+
+def test_it_ignores_x_forwarded_for_from_an_unconfigured_proxy(user, low_login_rates):
+    statuses = [api_login("wrong", forwarded_for=f"192.0.2.{n}", username=f"guess{n}") for n in range(5)]
+    assert statuses == [400] * 4 + [429]
+
+
+def test_it_keys_clients_behind_a_trusted_proxy_by_their_forwarded_address(user, low_login_rates, settings):
+    settings.PAI_TRUSTED_PROXIES = [ip_network("127.0.0.1")]
+    statuses = [api_login("wrong", forwarded_for=f"192.0.2.{n}", username=f"guess{n}") for n in range(5)]
+    assert statuses == [400] * 5
+
+
+def test_it_takes_the_nearest_untrusted_hop_as_the_client(settings):
+    settings.PAI_TRUSTED_PROXIES = [ip_network("10.0.0.0/8")]
+    request = RequestFactory().get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 192.0.2.7, 10.1.1.1")
+    assert client_address(request) == "192.0.2.7"
+
+
+def test_it_shares_the_api_submit_throttle_with_the_submit_page(alice, alice_client, default_vc, monkeypatch):
+    monkeypatch.setattr(SubmitThrottle, "rate", "2/min", raising=False)
+    for number in range(2):
+        assert alice.post("/api/v2/jobs", data=v2_yaml(f"api-{number}"), content_type="text/yaml").status_code == 202
+    response = alice_client.post("/submit/", {"mode": "text", "action": "submit", "config_text": v2_yaml("page")})
+    assert response.status_code == 429
+    assert "Too many submits" in response.content.decode()
