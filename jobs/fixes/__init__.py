@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from clusters.models import Node
+from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task
 from jobs.protocol.exitspec import ExitCode
 from jobs.protocol.parsing import parse
@@ -25,6 +27,8 @@ from jobs.usage import memory_limit_mb, peak_memory_mb
 from scheduling.quota import cluster_totals, node_gpus, vc_limit
 
 MEMORY_STEP_MB = 256
+LOG_TAIL_BYTES = 4096
+MISSING_FILE = re.compile(r"[^\n]*(?:No such file or directory|can't open file)[^\n]*")
 
 # What to change, for exits the user can fix by editing the config (then Clone).
 EDIT_FIXES: dict[int, Any] = {
@@ -66,7 +70,22 @@ def fix_for(job: Job) -> Fix | None:
         task = failed_task(job)
         return _oom_fix(job, task) if task else None
     line = EDIT_FIXES.get(job.exit_code)
+    if line is None and job.exit_code == ExitCode.UNKNOWN_USER_FAILURE:
+        line = _missing_file_fix(failed_task(job))
     return Fix(what_to_change=str(line)) if line else None
+
+
+def _missing_file_fix(task: Task | None) -> str | None:
+    """A command that failed on a missing file says so at the end of its log (python, bash, cat...)."""
+    if task is None or not task.log_path:
+        return None
+    missing = MISSING_FILE.search(read_tail(task.log_path, LOG_TAIL_BYTES))
+    if missing is None:
+        return None
+    return _(
+        "The command names a file that does not exist (%(line)s): check the path, e.g. that the file is in "
+        "codeDir (copied to $PAI_WORK_DIR/code) or dataDir."
+    ) % {"line": missing.group(0).strip()}
 
 
 def _oom_fix(job: Job, task: Task) -> Fix:

@@ -75,3 +75,14 @@ def test_it_raises_a_v1_roles_memory_and_renames_the_job():
 
     doc = json.loads(text)
     assert doc["jobName"] == "legacy-1024mb" and doc["taskRoles"][0]["memoryMB"] == 1024
+
+
+def test_it_points_at_the_missing_file_a_failed_command_named(user, tmp_path):
+    log = tmp_path / "worker-0.log"
+    log.write_text("step 1\npython3: can't open file '/pai/work/code/train.py': [Errno 2] No such file or directory\n")
+    job = create_job(user, state=JobState.FAILED, exit_code=ExitCode.UNKNOWN_USER_FAILURE)
+    job.tasks.update(exit_code=ExitCode.UNKNOWN_USER_FAILURE, log_path=str(log))
+
+    fix = fix_for(job)
+
+    assert fix is not None and "/pai/work/code/train.py" in fix.what_to_change and "codeDir" in fix.what_to_change
