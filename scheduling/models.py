@@ -12,6 +12,8 @@ class VcSample(models.Model):
     gpus_quota = models.PositiveIntegerField()
     jobs_waiting = models.PositiveIntegerField()
     jobs_running = models.PositiveIntegerField()
+    # GPUs its running tasks hold, by GPU type: {"V100": 3}.
+    gpus_by_type = models.JSONField(default=dict)
 
     class Meta:
         indexes = [

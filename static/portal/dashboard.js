@@ -1,4 +1,4 @@
-// Dashboard: each VC's GPUs and jobs over the last day, refreshed every minute.
+// Dashboard: each VC's GPUs and jobs, and GPUs used per type, over the last day, refreshed every minute.
 "use strict";
 (function () {
   const section = document.getElementById("dashboard-history");
@@ -24,6 +24,14 @@
       const chart = (name) => section.querySelector(`[data-chart="${name}"]`);
       window.PortalCharts.draw(chart("gpus"), section.dataset.gpusTitle, "GPUs", history.t, lines(history, "gpus_used", "gpus_free"));
       window.PortalCharts.draw(chart("jobs"), section.dataset.jobsTitle, "jobs", history.t, lines(history, "jobs_running", "jobs_waiting"));
+      const types = Object.keys(history.gpu_types);
+      chart("types").hidden = types.length === 0;
+      if (types.length) {
+        window.PortalCharts.draw(chart("types"), section.dataset.typesTitle, "GPUs", history.t, types.flatMap((name, i) => [
+          { label: `${name} used`, values: history.gpu_types[name], color: COLORS[i % COLORS.length] },
+          { label: `${name} total`, values: history.t.map(() => history.gpu_type_totals[name] || 0), color: COLORS[i % COLORS.length], dash: [6, 4] },
+        ]));
+      }
       section.dataset.rendered = "true";
     } catch (error) {
       // the next refresh tries again

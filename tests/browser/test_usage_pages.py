@@ -43,7 +43,15 @@ def test_it_draws_the_dashboard_with_vc_history_and_the_waiting_queue(page, logi
     create_job(owner, "queued", pending_reason="needs 8 GPUs; largest free: 2 on node-b")
     now = int(time.time())
     VcSample.objects.bulk_create(
-        VcSample(vc=default_vc, at=now - 600 + 60 * i, gpus_used=i, gpus_quota=8, jobs_waiting=1, jobs_running=i)
+        VcSample(
+            vc=default_vc,
+            at=now - 600 + 60 * i,
+            gpus_used=i,
+            gpus_quota=8,
+            jobs_waiting=1,
+            jobs_running=i,
+            gpus_by_type={"V100": i},
+        )
         for i in range(10)
     )
     login("alice")
@@ -51,5 +59,6 @@ def test_it_draws_the_dashboard_with_vc_history_and_the_waiting_queue(page, logi
 
     expect(page.locator("#dashboard-history[data-rendered=true]")).to_be_visible()
     expect(page.locator('[data-chart="gpus"] canvas')).to_have_count(1)
+    expect(page.locator('[data-chart="types"] canvas')).to_have_count(1)
     expect(page.locator("[data-dashboard-waiting]")).to_contain_text("needs 8 GPUs; largest free: 2 on node-b")
     screenshot("dashboard")

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from clusters.models import Node
+from clusters.models import Gpu, GpuType, Node
 from jobs.models import JobState, TaskSample, TaskState
 from scheduling.dashboard import idle_gpus, record_vc_samples, vc_history
 from scheduling.models import VcSample
@@ -51,3 +51,17 @@ def test_it_lands_an_admin_on_the_dashboard_after_signing_in(client, admin_user)
     response = client.post("/login/", {"username": "root", "password": password_for("root")})
 
     assert client.get(response["Location"])["Location"] == "/dashboard/"
+
+
+def test_it_records_the_gpus_each_vc_holds_by_gpu_type(user, default_vc):
+    node = Node.objects.create(name="g", cpus=8, memory_mb=8192)
+    v100 = GpuType.objects.create(name="V100")
+    for index in range(4):
+        Gpu.objects.create(node=node, index=index, gpu_type=v100)
+    job = create_job(user, "gpu", state=JobState.RUNNING)
+    job.tasks.update(state=TaskState.RUNNING, node=node, gpus=[1, 2])
+
+    record_vc_samples(1000)
+
+    history = vc_history(0)
+    assert history["gpu_types"] == {"V100": [2]} and history["gpu_type_totals"] == {"V100": 4}
