@@ -1,12 +1,12 @@
 """What resource sampling costs: the scheduler's pass with 200 running tasks, without and with the
 sampler thread beside it, and the stored size of a day of samples of 200 tasks.
 
-    .venv/bin/python bench/metrics.py [TASKS]      (default 200)
+    .venv/bin/python bench/metrics.py [TASKS] [--no-storage]      (default 200 tasks)
 
 Pass cost: TASKS real tasks (`sleep`) run on the process executor (20 jobs); the scheduler's
 passes then run back to back, in windows of the default sampling period (PAI_SAMPLE_SECONDS),
-interleaved: no sampling, one sampling round per window (what the sampler does), and rounds back to
-back (the worst case).
+interleaved: no sampling, one sampling round per window (what `runsampler` does), and rounds back
+to back (the worst case); the sampling runs in processes of its own, as `runsampler` does.
 Storage: a day of raw samples (one per task per period) written into the real table of a fresh
 SQLite file, then the file's size after VACUUM; CPU-only tasks, and tasks holding 4 GPUs each.
 Throwaway databases under a temp directory.
@@ -15,7 +15,9 @@ Throwaway databases under a temp directory.
 import contextlib
 import os
 import random
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-ROUNDS = 3
+ROUNDS = 5
 CASES = ("sampler off", "one sampling round per period (default)", "sampling back to back (worst case)")
 JOBS = 20
 DAY_S = 24 * 3600
@@ -73,40 +75,61 @@ def start_tasks(tasks: int) -> Any:
 def pass_times(scheduler: Any, period: float) -> dict[str, list[float]]:
     """Scheduler passes back to back for ROUNDS x three windows of `period` seconds, interleaved
     so that the box's other load falls on every case alike: no sampling; one sampling round per
-    window (the default period: what the sampler thread does); rounds back to back (worst case).
-    Sampling runs on a thread beside the passes, as in `runscheduler`."""
-    from scheduling.sampler import Sampler
-
-    sampler = Sampler()
+    window (the default period: what `runsampler` does); rounds back to back (worst case). The
+    sampling runs in processes of its own, as `runsampler` does, resumed only in their windows."""
+    samplers = {
+        CASES[1]: _sampler_process(period),
+        CASES[2]: _sampler_process(0.0),
+    }
     times: dict[str, list[float]] = {case: [] for case in CASES}
-    for _ in range(ROUNDS):
-        for case in CASES:
-            done = threading.Event()
-            if case != CASES[0]:
-                threading.Thread(target=_sample, args=(sampler, done, case == CASES[2]), daemon=True).start()
-            deadline = time.monotonic() + period
-            while time.monotonic() < deadline:
-                t0 = time.perf_counter()
-                scheduler.run_once()
-                times[case].append(time.perf_counter() - t0)
-            done.set()
-            time.sleep(0.2)
+    try:
+        time.sleep(5)  # let them start (Django setup) before measuring
+        for round_number in range(ROUNDS):
+            # A new order each round: what the passes just before left behind falls on every case.
+            for case in random.Random(round_number).sample(CASES, len(CASES)):
+                if case in samplers:
+                    samplers[case].send_signal(signal.SIGUSR2)
+                deadline = time.monotonic() + period
+                while time.monotonic() < deadline:
+                    t0 = time.perf_counter()
+                    scheduler.run_once()
+                    times[case].append(time.perf_counter() - t0)
+                if case in samplers:
+                    samplers[case].send_signal(signal.SIGUSR1)
+                time.sleep(0.5)  # a round under way ends
+    finally:
+        for process in samplers.values():
+            process.kill()
     return times
 
 
-def _sample(sampler: Any, done: threading.Event, back_to_back: bool) -> None:
-    from django.db import connection
+def _sampler_process(period: float) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, __file__, "--sample-loop", str(period)])
 
-    sampler.sample_once()
-    while back_to_back and not done.is_set():
+
+def sample_loop(period: float) -> None:
+    """(In a child process.) Sampling rounds every `period` seconds while resumed (SIGUSR2), none
+    while paused (SIGUSR1): a pause between rounds, never inside one's database write."""
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from scheduling.sampler import Sampler
+
+    sampler = Sampler()
+    resumed = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda *_: resumed.clear())
+    signal.signal(signal.SIGUSR2, lambda *_: resumed.set())
+    while True:
+        resumed.wait()
+        started = time.monotonic()
         sampler.sample_once()
-    connection.close()
+        while resumed.is_set() and time.monotonic() < started + period:
+            time.sleep(0.02)
 
 
 def stop_all(scheduler: Any) -> None:
     """Kill every task's process group at once (the scheduler's stops would take minutes)."""
-    import signal
-
     from django.conf import settings
 
     from jobs.models import Task
@@ -178,7 +201,11 @@ def storage_bytes(var: Path, tasks: int, period: float, gpus: int) -> int:
 
 
 def main() -> None:
-    tasks = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    if sys.argv[1:2] == ["--sample-loop"]:
+        sample_loop(float(sys.argv[2]))
+        return
+    numbers = [arg for arg in sys.argv[1:] if arg.isdigit()]
+    tasks = int(numbers[0]) if numbers else 200
     var = setup_django()
     from django.conf import settings
 
@@ -205,6 +232,8 @@ def main() -> None:
             f"| {case:40} | {len(values):6} | {mean * 1000:6.1f} ms | {statistics.median(values) * 1000:4.1f} ms "
             f"| {statistics.quantiles(values, n=20)[-1] * 1000:5.1f} ms | {100 * (mean - base) / base:+5.1f}% |"
         )
+    if "--no-storage" in sys.argv:
+        return
     print(f"\nstored size of 24 h of raw samples, {tasks} tasks, one per {default_period:g} s (SQLite, after VACUUM)\n")
     print("| tasks hold | rows | size | bytes/row |")
     print("|------------|------|------|-----------|")

@@ -1,15 +1,18 @@
 """The sampler: every PAI_SAMPLE_SECONDS it reads each running task's resources from its node's
 executor (and the GPUs it holds from nvidia-smi) and stores one TaskSample per task.
 
-Every minute it also records each VC's usage and queue for the dashboard (VcSample). It runs in
-a thread of its own beside the scheduler's loop (`Sampler.start`), on its own DB
-connection, so a slow engine or many tasks never lengthen a scheduler pass. Once an hour it folds
-raw samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
+Every minute it also records each VC's usage and queue for the dashboard (VcSample). It runs as
+a process of its own (`manage.py runsampler`, beside `runscheduler`), so neither a slow engine nor
+the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a thread in the
+scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active at a
+time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it folds raw
+samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
 PAI_SAMPLE_KEEP_DAYS.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
@@ -17,20 +20,26 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from statistics import fmean
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import IntegrityError, close_old_connections, transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from clusters.executors.base import ResourceSample, TaskHandle
 from clusters.executors.registry import executor_for
 from clusters.gpus import GpuReading, read_local_gpus
+from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
 from scheduling.dashboard import record_vc_samples
 from scheduling.models import VcSample
 
 log = logging.getLogger("pai.sampler")
 
+LEASE_NAME = "sampler"
+LEASE_MIN_S = 30  # a standby sampler takes over this long after the active one stopped renewing
 VC_SAMPLE_EVERY_S = 60  # the dashboard's history of VC usage and queues
 READ_THREADS = 8  # nodes read side by side
 PRUNE_EVERY_S = 3600
@@ -44,7 +53,7 @@ class Sampler:
         active: Callable[[], bool] = lambda: True,
     ):
         self.gpu_reader = gpu_reader
-        self.active = active  # a standby scheduler's sampler waits: one sample per task and period
+        self.active = active  # a standby sampler waits: one sample per task and period
         # The last reading of each task attempt (by executor id): the next one gives the rates.
         self._previous: dict[str, tuple[float, ResourceSample]] = {}
         self._last_prune = float("-inf")
@@ -116,12 +125,7 @@ class Sampler:
             gpus=[[g.index, g.utilization_percent, g.memory_used_mb] for g in held] or None,
         )
 
-    # ---- the thread ------------------------------------------------------------------------
-    def start(self, stop: threading.Event) -> threading.Thread:
-        thread = threading.Thread(target=self.run, args=(stop,), name="pai-sampler", daemon=True)
-        thread.start()
-        return thread
-
+    # ---- the loop --------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             started = time.monotonic()
@@ -139,6 +143,20 @@ class Sampler:
             finally:
                 close_old_connections()
             stop.wait(max(0.0, settings.PAI_SAMPLE_SECONDS - (time.monotonic() - started)))
+
+
+def take_lease(holder: str) -> bool:
+    """Hold (or renew) the `sampler` lease row: a conditional UPDATE, as the scheduler's lease."""
+    now = timezone.now()
+    with contextlib.suppress(IntegrityError):  # made by the other sampler at the same moment
+        SchedulerLease.objects.get_or_create(name=LEASE_NAME)
+    ttl = timedelta(seconds=max(LEASE_MIN_S, 3 * settings.PAI_SAMPLE_SECONDS))
+    free = Q(holder=holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
+    return SchedulerLease.objects.filter(free, name=LEASE_NAME).update(holder=holder, expires_at=now + ttl) == 1
+
+
+def release_lease(holder: str) -> None:
+    SchedulerLease.objects.filter(name=LEASE_NAME, holder=holder).update(holder="", expires_at=None)
 
 
 def _read_node(tasks: list[Task]) -> dict[str, ResourceSample]:

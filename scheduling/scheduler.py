@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import socket
-import threading
 import time
 import uuid
 from collections import defaultdict
@@ -46,7 +45,6 @@ from jobs.ssh import ports_with_ssh
 from scheduling import launch as launch_builder
 from scheduling import quota
 from scheduling.exits import platform_exit_code
-from scheduling.sampler import Sampler
 
 log = logging.getLogger("pai.scheduler")
 
@@ -131,7 +129,6 @@ class Scheduler:
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.reconciled = False
         self.stopping = False
-        self.active = False  # holds the lease: only the active scheduler's sampler samples
         self._last_queue_signature: tuple[int, Any] | None = None
         self._lease_row_exists = False
         # Node heartbeat: when each node last answered (monotonic seconds; a fresh scheduler
@@ -164,8 +161,7 @@ class Scheduler:
         """One pass. Returns True when it did any work (the loop then goes again at once)."""
         if not connection.in_atomic_block:  # (tests run a pass inside their transaction)
             close_old_connections()
-        self.active = self.take_lease()
-        if not self.active:
+        if not self.take_lease():
             return False
         if not self.reconciled:
             self.reconcile()
@@ -186,8 +182,6 @@ class Scheduler:
         signal.signal(signal.SIGTERM, finish_pass_and_exit)
         signal.signal(signal.SIGINT, finish_pass_and_exit)
         log.info("scheduler %s started", self.holder)
-        sampling_done = threading.Event()
-        Sampler(active=lambda: self.active).start(sampling_done)
         try:
             while not self.stopping:
                 try:
@@ -201,7 +195,6 @@ class Scheduler:
                     while not self.stopping and time.monotonic() < deadline:
                         time.sleep(min(0.05, idle_sleep))
         finally:
-            sampling_done.set()
             self.release_lease()
             log.info("scheduler %s stopped", self.holder)
 

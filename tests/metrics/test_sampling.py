@@ -1,16 +1,18 @@
 """Readers of task resources and the sampler's storage and retention (no Docker here: the
 real-container test is tests/docker/test_usage.py)."""
 
+import io
 import json
 import time
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from clusters.executors.stats import from_docker_stats
 from clusters.gpus import GpuReading, parse_nvidia_smi
 from jobs.models import JobState, Task, TaskSample
-from scheduling.sampler import Sampler, fold_and_prune
+from scheduling.sampler import Sampler, fold_and_prune, release_lease, take_lease
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -83,3 +85,20 @@ def test_it_deletes_samples_older_than_the_retention(user, settings):
     fold_and_prune(time.time())
 
     assert TaskSample.objects.count() == 1
+
+
+def test_it_samples_from_its_own_command(submit, run_until):
+    run_until(submit(v2_job("busy", role("worker", "sleep 30"))), JobState.RUNNING)
+
+    call_command("runsampler", "--once", stdout=io.StringIO())
+
+    assert TaskSample.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_it_lets_one_sampler_sample_at_a_time():
+    assert take_lease("first")
+
+    assert not take_lease("second")
+    release_lease("first")
+    assert take_lease("second")
