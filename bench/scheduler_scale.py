@@ -129,9 +129,6 @@ class InstantExecutor(Executor):
     def __init__(self) -> None:
         self.started = 0
 
-    def prepare_job(self, job_id: int, job_name: str, tasks: list[tuple[str, int]], address: str) -> dict[Any, str]:
-        return {task: address for task in tasks}
-
     def start(self, launch: Any) -> Any:
         self.started += 1
         return TaskHandle(executor_id=f"fake-{launch.job_id}-{launch.role}-{launch.index}", ip=launch.ip)

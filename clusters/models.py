@@ -1,5 +1,7 @@
 """Where jobs run: virtual clusters (quota shares), GPU types, nodes and their GPUs."""
 
+import ipaddress
+
 from django.conf import settings
 from django.db import models
 
@@ -77,6 +79,14 @@ class Node(models.Model):
     def available(self) -> bool:
         """Placement may put tasks here: schedulable, and its engine answers."""
         return self.schedulable and self.down_since is None
+
+    @property
+    def loopback(self) -> bool:
+        """Its address is this machine's loopback one, which other nodes cannot reach."""
+        try:
+            return ipaddress.ip_address(self.address).is_loopback
+        except ValueError:
+            return self.address.lower() == "localhost"
 
 
 class Gpu(models.Model):

@@ -12,7 +12,8 @@ Rules (README "Scheduling"):
   holds back jobs of another VC;
 - a job goes on one node when one can hold it (the node with the fewest free GPUs that do, so
   big holes stay for big jobs), else it is spread biggest task first, each task onto a node
-  the job already uses, else onto the node with the most free GPUs;
+  the job already uses, else onto the node with the most free GPUs; the nodes of a spread job
+  must reach each other, so a loopback-address node only ever shares a job with other such nodes;
 - each task gets concrete GPU indices of one type (the job's gpu_type when set) and host
   ports: a v1 beginAt asks for exactly begin_at..begin_at+count-1, else the lowest free
   ports of the node's port range; no port is ever given twice, also not within one pass.
@@ -50,6 +51,9 @@ class NodeState:
     # all CPUs / memory on the node, busy or not; 0 = unknown: then no job is ever judged too big for it
     cpu_total: int = 0
     memory_total_mb: int = 0
+    # Its address is a loopback one (this machine, as other nodes cannot reach it): a job spans it
+    # only together with other loopback nodes, never with nodes elsewhere.
+    loopback: bool = False
 
 
 @dataclass
@@ -243,6 +247,7 @@ class _Node:
         "cpu",
         "cursor",
         "gpus",
+        "loopback",
         "memory",
         "name",
         "owns_ports",
@@ -253,6 +258,7 @@ class _Node:
 
     def __init__(self, state: NodeState) -> None:
         self.name = state.name
+        self.loopback = state.loopback
         self.cpu = state.cpu_free
         self.memory = state.memory_free_mb
         self.gpus: dict[str, list[int]] = {}  # type -> free indices, ascending
@@ -382,11 +388,18 @@ class _Cluster:
         return 0, None
 
     def _first_fit(
-        self, tasks: list[TaskRequest], gpu_type: str | None, need: _Need, *, most_free_first: bool
+        self,
+        tasks: list[TaskRequest],
+        gpu_type: str | None,
+        need: _Need,
+        *,
+        most_free_first: bool,
+        loopback: bool | None = None,
     ) -> tuple[_Node, _Plan] | None:
+        """The first node that holds all `tasks` now (among loopback or other nodes only, when given)."""
         gpus, cpu, memory = need.gpu, need.cpu, need.memory_mb
         for node in self._candidates(gpus, gpu_type, most_free_first=most_free_first):
-            if node.cpu < cpu or node.memory < memory:
+            if node.cpu < cpu or node.memory < memory or (loopback is not None and node.loopback != loopback):
                 continue
             plan = node.plan(tasks, gpu_type)
             if plan is not None:
@@ -429,10 +442,29 @@ class _Cluster:
             return _in_job_order(job, log), len(job.tasks)
         if len(job.tasks) == 1:
             return None, 0
+        # Spread over nodes that reach each other: those elsewhere, else this machine's loopback ones.
+        kinds = {node.loopback for node in self.nodes}
+        groups: list[bool | None] = [False, True] if len(kinds) > 1 else [None]
+        fitted = 0
+        for loopback in groups:
+            placements, fitted_now = self._spread(job, loopback)
+            if placements is not None:
+                return placements, len(job.tasks)
+            fitted = max(fitted, fitted_now)
+        return None, fitted
+
+    def _spread(self, job: JobRequest, loopback: bool | None) -> tuple[list[TaskPlacement] | None, int]:
+        """The job over several nodes, biggest task first, each onto a node the job uses already if
+        it fits, else the first node that does (the one with the most free GPUs for a GPU task)."""
+        log: list[tuple[_Node, TaskPlacement, str | None]] = []
         job_nodes: list[_Node] = []
         for task in sorted(job.tasks, key=lambda task: (task.gpu, task.memory_mb, task.cpu), reverse=True):
             found = self._on_job_nodes(job_nodes, task, job.gpu_type) or self._first_fit(
-                [task], job.gpu_type, _Need(task.gpu, task.cpu, task.memory_mb, 0, 0, 0), most_free_first=task.gpu > 0
+                [task],
+                job.gpu_type,
+                _Need(task.gpu, task.cpu, task.memory_mb, 0, 0, 0),
+                most_free_first=task.gpu > 0,
+                loopback=loopback,
             )
             if found is None:
                 fitted = len(log)
@@ -464,10 +496,12 @@ class _Cluster:
                 return reason
         gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
+        mixed = len({node.loopback for node in self.nodes}) > 1
         return (
             f"needs all {len(job.tasks)} tasks at once (gang): {_gpu_text(gpu, job.gpu_type)}, {cpu} CPUs, "
             f"{memory_text(memory)} memory in all; only {fitted} of {len(job.tasks)} fit now "
-            f"({_gpu_text(free, job.gpu_type)} free in the cluster)"
+            f"({_gpu_text(free, job.gpu_type)} free in the cluster"
+            + ("; a job never spans a loopback-address node and nodes elsewhere)" if mixed else ")")
         )
 
     def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> str | None:

@@ -6,6 +6,7 @@ Part of the scheduler loop: it reads what the models hold and hands plain values
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from jobs import storage
 from jobs.models import Job, Task
 from jobs.protocol import task_script
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
-from jobs.ssh import authorized_keys_for, task_ssh_env, task_ssh_secret_env
+from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
 
 DEFAULT_SHM_MB = 64
 
@@ -55,6 +56,12 @@ def log_path_for(job: Job, task: Task) -> Path:
 DOCKER_WORK_DIR = "/pai/work"
 
 
+def spans_nodes(tasks: Iterable[Task]) -> bool:
+    """Whether the job's tasks sit on more than one node: then they run on the nodes' own networks
+    (docs/architecture.md, "Networks")."""
+    return len({task.node_id for task in tasks if task.node_id is not None}) > 1
+
+
 def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, str]) -> TaskLaunch:
     """Raises storage.StorageError when a storage path went bad since submit (a clear job error)."""
     spec = job.spec
@@ -79,6 +86,10 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
     )
     code_copy = host_work_dir / "code" if not in_container else host_work_dir.with_name(host_work_dir.name + "-code")
     mounts = storage.launch_mounts(user, spec, code_copy, work_dir)
+    host_network = in_container and spans_nodes(everyone)
+    env = {**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)}
+    if host_network:
+        env.update(host_network_ssh_env(task, everyone))
     image, auth = image_of(spec, task.role)
     registry_auth = None
     if auth:
@@ -98,7 +109,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         task_attempt=task.attempt,
         image=image,
         command=task_script(spec, task.role, secrets),
-        env={**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)},
+        env=env,
         cpu=res["cpu"],
         memory_mb=res["memoryMB"],
         shm_mb=(role_spec.get("extraContainerOptions") or {}).get("shmMB", DEFAULT_SHM_MB),
@@ -112,4 +123,6 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         keep_on_failure=is_debug(spec),
         ssh_authorized_keys=authorized_keys_for(job) or None,
         secret_env=task_ssh_secret_env(job),
+        host_network=host_network,
+        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network else {},
     )

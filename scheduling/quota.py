@@ -69,6 +69,7 @@ def _node_state(node: Node, gpus: dict[int, str]) -> NodeState:
         port_range=(node.port_range_start, node.port_range_end),
         schedulable=node.available,
         gpu_total=len(gpus),
+        loopback=node.loopback,
     )
 
 

@@ -17,7 +17,7 @@ import signal
 import socket
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -138,6 +138,10 @@ class Scheduler:
         self._suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
         self._specs = quota.SpecCache()
         self._task_requests: dict[int, list[TaskRequest]] = {}
+        # Jobs placed by the last placement but not launched within its pass's budget: launched
+        # by the next passes before placement runs again (resources only grew meanwhile).
+        self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
+        self._unlaunched_nodes: dict[str, Node] = {}
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -230,10 +234,17 @@ class Scheduler:
             elif not task.executor_id:
                 log.info("reconcile: %s was claimed but never started; starting it", task)
                 self.start_tasks(task.job, [task])
+        orphaned_jobs = set()
         for running in held:
             if running.handle.executor_id not in wanted and not self._is_recorded(running.handle.executor_id):
                 log.info("reconcile: removing orphan %s %s", running.handle.executor_id, running.labels)
                 node_executor(node).stop(running.handle)
+                orphaned_jobs.add(running.labels.get("pai.job-id", ""))
+        # Their jobs' node-side leftovers too (networks), unless the job runs there now.
+        for job in Job.objects.filter(pk__in=[int(i) for i in orphaned_jobs if i.isdigit()]).exclude(
+            pk__in=active.values("job_id")
+        ):
+            node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.spec))
 
     def _is_recorded(self, executor_id: str) -> bool:
         return Task.objects.filter(executor_id=executor_id, state=TaskState.RUNNING).exists()
@@ -261,6 +272,8 @@ class Scheduler:
                 if node.down_since is not None:
                     Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
                     log.info("node %s answers again; schedulable", node.name)
+                    # What it ran before it went silent was recorded lost: remove it before new work comes.
+                    self._reconcile_node(node)
                     changed = True
                 continue
             silent_for = now - self._last_answer.setdefault(node.pk, now)
@@ -324,26 +337,27 @@ class Scheduler:
     # ---- monitoring ------------------------------------------------------------------------
     def monitor_running(self) -> bool:
         self._restart_unrecorded_starts()
-        # Only what a poll needs; the job (and its spec) is read for the tasks that exited.
-        tasks = list(
-            Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING)
+        # Only what a poll needs, as plain values; the task and its job are read once it exited.
+        running = (
+            Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
             .exclude(executor_id="")
-            .select_related("node")
+            .values_list("pk", "executor_id", "ip", "node_id")
         )
+        nodes = {node.pk: node for node in Node.objects.all()}
         changed_jobs: dict[int, Job] = {}
-        for task in tasks:
-            if task.node is None:
-                continue
+        for task_id, executor_id, ip, node_id in running:
+            node = nodes[node_id]
             try:
-                status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
+                status = node_executor(node).poll(TaskHandle(executor_id, ip))
             except Exception as exc:
-                log.warning("polling %s failed: %s", task, exc)
+                log.warning("polling task %s on %s failed: %s", task_id, node.name, exc)
                 status = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
             if status.running:
                 continue
             if status.failure is Failure.NODE_LOST:
-                self._suspects.add(task.node.pk)  # the heartbeat decides whether the node is down
+                self._suspects.add(node_id)  # the heartbeat decides whether the node is down
                 continue
+            task = Task.objects.select_related("node").get(pk=task_id)
             task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
@@ -433,6 +447,9 @@ class Scheduler:
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
         submitted or requeued and no resources were freed (placement would answer the same)."""
+        if self._unlaunched:
+            self._launch_within_budget()
+            return True
         queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
         signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         if not resources_freed and signature == self._last_queue_signature:
@@ -447,13 +464,9 @@ class Scheduler:
         nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
         result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
-        node_by_name = {node.name: node for node in nodes}
-        deadline = time.monotonic() + LAUNCH_BUDGET_S
-        for job_id, placements in result.placed.items():
-            if time.monotonic() > deadline:
-                break  # placed but not launched: still WAITING, placed again next pass
-            job = Job.objects.select_related("virtual_cluster", "owner").get(pk=job_id)
-            self.launch_job(job, placements, node_by_name)
+        self._unlaunched = deque(result.placed.items())
+        self._unlaunched_nodes = {node.name: node for node in nodes}
+        self._launch_within_budget()
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
         said = {row.pk: row.pending_reason for row in rows}
         for job_id, reason in result.pending.items():
@@ -467,6 +480,15 @@ class Scheduler:
             None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         )
         return bool(result.placed)
+
+    def _launch_within_budget(self) -> None:
+        """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
+        deadline = time.monotonic() + LAUNCH_BUDGET_S
+        while self._unlaunched and time.monotonic() <= deadline:
+            job_id, placements = self._unlaunched.popleft()
+            job = Job.objects.select_related("virtual_cluster", "owner").filter(pk=job_id).first()
+            if job is not None:  # (deleted meanwhile)
+                self.launch_job(job, placements, self._unlaunched_nodes)
 
     def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
@@ -506,12 +528,17 @@ class Scheduler:
             if task.node_id is not None:
                 per_node[task.node_id].append(task)
         ready = []
+        host_network = launch_builder.spans_nodes(tasks)
         for node_tasks in per_node.values():
             node = node_tasks[0].node
             assert node is not None
             try:
                 ips = node_executor(node).prepare_job(
-                    job.pk, job.full_name, [(t.role, t.index) for t in node_tasks], node.address
+                    job.pk,
+                    job.full_name,
+                    [(t.role, t.index) for t in node_tasks],
+                    node.address,
+                    host_network=host_network,
                 )
             except Exception as exc:
                 for task in node_tasks:

@@ -28,6 +28,7 @@ def v2_yaml(
     role: str = "worker",
     instances: int = 1,
     memory_mb: int = 256,
+    cpu: int = 1,
     ports: str = "",
     vc: str = "default",
     image: str | None = None,
@@ -38,7 +39,7 @@ def v2_yaml(
 
     `ports` is a flow mapping (`{http: 2}`); `extra` adds top-level lines (`jobRetryCount: 2\\n`,
     secrets, extras); `role_extra` adds lines inside the role, indented four spaces."""
-    resources = f"cpu: 1, memoryMB: {memory_mb}, gpu: 0" + (f", ports: {ports}" if ports else "")
+    resources = f"cpu: {cpu}, memoryMB: {memory_mb}, gpu: 0" + (f", ports: {ports}" if ports else "")
     command_lines = "".join(f"      - {command}\n" for command in commands or ("echo hello",))
     return f"""protocolVersion: 2
 name: {name}

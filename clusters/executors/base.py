@@ -47,6 +47,11 @@ class TaskLaunch:
     ssh_authorized_keys: str | None = None
     # Secret values, never logged; the executor passes them to the task only.
     secret_env: dict[str, str] = field(default_factory=dict)
+    # A job that spans nodes runs on each node's own network (docs/architecture.md, "Networks"):
+    # the task binds its ports on the node's address, and `<role>-<index>` names come from
+    # /etc/hosts entries (name -> node address) instead of a job network's DNS.
+    host_network: bool = False
+    extra_hosts: dict[str, str] = field(default_factory=dict)
 
     @property
     def hostname(self) -> str:
@@ -141,12 +146,19 @@ class Executor(abc.ABC):
         and exited ones not yet removed by stop()."""
 
     def prepare_job(
-        self, job_id: int, job_name: str, tasks: list[tuple[str, int]], node_address: str
+        self,
+        job_id: int,
+        job_name: str,
+        tasks: list[tuple[str, int]],
+        node_address: str,
+        *,
+        host_network: bool = False,
     ) -> dict[tuple[str, int], str]:
         """Called once before a job's tasks start on this node (e.g. create the per-job network).
 
         Returns the IP each (role, index) will have, so the runtime environment (host lists)
-        can be built before any task starts. The default: every task is at the node's address.
+        can be built before any task starts. The default: every task is at the node's address,
+        as it always is with host_network (the job spans nodes: its tasks use the node's network).
         """
         return {task: node_address for task in tasks}
 

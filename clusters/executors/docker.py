@@ -4,7 +4,9 @@ One instance per node (its engine is the node's docker_url; empty = the local so
 touches the database: the scheduler hands it TaskLaunch values and keeps the TaskHandles.
 
 - prepare_job() creates the job's user-defined network with its own /24 subnet, so each task gets
-  a fixed address known before any container starts (the runtime environment lists them).
+  a fixed address known before any container starts (the runtime environment lists them). A job
+  that spans nodes gets no network: its tasks run on the node's own network (TaskLaunch.host_network),
+  at the node's address, their job-mates' names in /etc/hosts.
 - start() creates the container (limits, shm, published ports, GPUs, mounts, DNS alias and
   hostname `<role>-<index>`), copies the runtime scripts and the task's command into
   /pai/runtime, starts it and streams its log to the task's log file from a background thread.
@@ -152,8 +154,16 @@ class DockerExecutor(Executor):
     # -- job network -------------------------------------------------------------------------
 
     def prepare_job(
-        self, job_id: int, job_name: str, tasks: list[tuple[str, int]], node_address: str
+        self,
+        job_id: int,
+        job_name: str,
+        tasks: list[tuple[str, int]],
+        node_address: str,
+        *,
+        host_network: bool = False,
     ) -> dict[tuple[str, int], str]:
+        if host_network:  # no job network: every task is at the node's address
+            return super().prepare_job(job_id, job_name, tasks, node_address, host_network=True)
         if len(tasks) > MAX_TASKS_PER_NETWORK:
             raise ExecutorError(f"{len(tasks)} tasks on one node: a job network holds at most {MAX_TASKS_PER_NETWORK}")
         try:
@@ -272,7 +282,6 @@ class DockerExecutor(Executor):
         return TaskHandle(executor_id=info["Id"], ip=launch.ip or _ip_of(info))
 
     def _create(self, name: str, launch: TaskLaunch, runtime_dir: Path | None) -> str:
-        network = self.network_name(launch.job_id)
         env = task_environment(launch)
         work_dir = launch.env.get("PAI_WORK_DIR") or DEFAULT_WORK_DIR
         ports = sorted({port for label_ports in launch.ports.values() for port in label_ports})
@@ -282,13 +291,12 @@ class DockerExecutor(Executor):
                 DeviceRequest(driver="nvidia", device_ids=[str(gpu) for gpu in launch.gpus], capabilities=[["gpu"]])
             ]
         host_config = self.api.create_host_config(
-            network_mode=network,
+            **self._network_options(launch, ports),
             init=True,  # docker-init as PID 1: forwards signals, reaps sshd's children
             nano_cpus=int(min(launch.cpu, self._engine_cpus()) * 1_000_000_000),
             mem_limit=f"{launch.memory_mb}m",
             memswap_limit=f"{launch.memory_mb}m",
             shm_size=f"{launch.shm_mb}m",
-            port_bindings={port: (self.address, port) for port in ports},
             device_requests=device_requests,
             mounts=[
                 DockerMount(target=m.container_path, source=m.host_path, type="bind", read_only=m.read_only)
@@ -300,7 +308,6 @@ class DockerExecutor(Executor):
                 else []
             ),
         )
-        endpoint = self.api.create_endpoint_config(aliases=[launch.hostname], ipv4_address=launch.ip or None)
         labels = {**launch.labels, MARKER_LABEL: self.namespace, LOG_PATH_LABEL: str(launch.log_path)}
         created = self.api.create_container(
             launch.image,
@@ -311,11 +318,30 @@ class DockerExecutor(Executor):
             environment=env,
             working_dir=work_dir,
             labels=labels,
-            ports=ports,
+            ports=[] if launch.host_network else ports,
             host_config=host_config,
-            networking_config=self.api.create_networking_config({network: endpoint}),
+            networking_config=self._networking_config(launch),
         )
         return str(created["Id"])
+
+    def _network_options(self, launch: TaskLaunch, ports: list[int]) -> dict[str, Any]:
+        """The job's own network, its ports published on the node's address; or, for a job that
+        spans nodes, the node's network itself, where the task binds its ports directly and finds
+        its job-mates' names in /etc/hosts."""
+        if launch.host_network:
+            # On the node's network NET_RAW would let a task sniff or forge other jobs' traffic.
+            return {"network_mode": "host", "extra_hosts": launch.extra_hosts, "cap_drop": ["NET_RAW"]}
+        return {
+            "network_mode": self.network_name(launch.job_id),
+            "port_bindings": {port: (self.address, port) for port in ports},
+        }
+
+    def _networking_config(self, launch: TaskLaunch) -> dict[str, Any] | None:
+        """The task's fixed address and DNS alias `<role>-<index>` on its job network."""
+        if launch.host_network:
+            return None
+        endpoint = self.api.create_endpoint_config(aliases=[launch.hostname], ipv4_address=launch.ip or None)
+        return dict(self.api.create_networking_config({self.network_name(launch.job_id): endpoint}))
 
     def _pull(self, image: str, auth: dict[str, str] | None) -> None:
         """Pull an image the engine lacks; a failure is exit 254 with a clear reason."""

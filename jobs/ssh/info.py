@@ -109,6 +109,22 @@ def task_ssh_env(job: Job) -> dict[str, str]:
     return env
 
 
+def host_network_ssh_env(task: Task, everyone: list[Task]) -> dict[str, str]:
+    """For a task on its node's own network (a job that spans nodes), where port 22 is the node's:
+    its sshd listens on the task's `ssh` port only, and jobssh / sshbarrier reach each job-mate at
+    that one's `ssh` port (`worker-0:20001 worker-1:20001`)."""
+    peers = " ".join(
+        f"{peer.role}-{peer.index}:{ports[0]}"
+        for peer in sorted(everyone, key=lambda t: (t.role, t.index))
+        if (ports := (peer.ports or {}).get(SSH_PORT_LABEL))
+    )
+    env = {"PAI_SSH_HOST_PORTS": peers}
+    own = (task.ports or {}).get(SSH_PORT_LABEL)
+    if own:
+        env["PAI_SSH_PORT"] = str(own[0])
+    return env
+
+
 def task_ssh_secret_env(job: Job) -> dict[str, str]:
     """The secret half, for TaskLaunch.secret_env: the job's private key when jobssh is on.
     (The authorized keys travel in TaskLaunch.ssh_authorized_keys.)"""

@@ -1,6 +1,7 @@
 """Virtual clusters, users and info."""
 
 import pytest
+from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, Node, VirtualCluster
 
@@ -37,6 +38,32 @@ def test_it_answers_404_for_an_unknown_virtual_cluster(alice):
     response = alice.get("/api/v2/virtual-clusters/atlantis")
     assert response.status_code == 404
     assert response.json()["code"] == "NoVirtualClusterError"
+
+
+def test_it_lists_nodes_with_their_state_and_resources(alice, cluster):
+    response = alice.get("/api/v2/nodes")
+    assert response.status_code == 200
+    [node] = response.json()
+    assert node["name"] == "n1" and node["state"] == "READY" and node["downSince"] is None
+    assert node["resourcesTotal"]["gpu"] == 4 and node["resourcesUsed"]["gpu"] == 0
+
+
+def test_it_shows_a_down_node_with_since_when_and_why(alice, cluster):
+    Node.objects.filter(pk=cluster.pk).update(down_since=timezone.now(), down_reason="did not answer for 30 s")
+    node = alice.get("/api/v2/nodes/n1").json()
+    assert node["state"] == "DOWN" and node["schedulable"] is False
+    assert node["downReason"] == "did not answer for 30 s" and node["downSince"] > 0
+
+
+def test_it_shows_a_cordoned_node(alice, cluster):
+    Node.objects.filter(pk=cluster.pk).update(schedulable=False)
+    assert alice.get("/api/v2/nodes/n1").json()["state"] == "CORDONED"
+
+
+def test_it_answers_404_for_an_unknown_node(alice):
+    response = alice.get("/api/v2/nodes/atlantis")
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoNodeError"
 
 
 def test_it_shows_a_user_themselves_without_the_password(alice):

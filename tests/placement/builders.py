@@ -18,6 +18,7 @@ def make_node(
     schedulable: bool = True,
     cpu_total: int | None = None,
     memory_total_mb: int | None = None,
+    loopback: bool = False,
 ) -> NodeState:
     """A node with `gpus` GPUs of one type, the first `busy_gpus` of them taken; totals default to the free amounts."""
     return NodeState(
@@ -31,6 +32,7 @@ def make_node(
         gpu_total=gpus,
         cpu_total=cpu if cpu_total is None else cpu_total,
         memory_total_mb=memory_mb if memory_total_mb is None else memory_total_mb,
+        loopback=loopback,
     )
 
 

@@ -39,6 +39,26 @@ def test_it_spreads_a_job_over_nodes_when_no_single_node_holds_it():
     assert nodes_of(result.placed[1]) == {"a", "b"}
 
 
+def test_it_never_spreads_a_job_over_a_loopback_node_and_a_node_elsewhere():
+    nodes = [make_node("local", gpus=4, loopback=True), make_node("b", gpus=4), make_node("c", gpus=4)]
+    result = place(nodes, VCS, [make_job(1, tasks=2, gpu=4)])
+    assert nodes_of(result.placed[1]) == {"b", "c"}
+
+
+def test_it_spreads_a_job_over_loopback_nodes_together():
+    nodes = [make_node("local-1", gpus=4, loopback=True), make_node("local-2", gpus=4, loopback=True)]
+    result = place(nodes, VCS, [make_job(1, tasks=2, gpu=4)])
+    assert nodes_of(result.placed[1]) == {"local-1", "local-2"}
+
+
+def test_it_keeps_a_job_waiting_that_fits_only_across_a_loopback_node_and_another():
+    nodes = [make_node("local", gpus=4, loopback=True), make_node("b", gpus=4)]
+    result = place(nodes, VCS, [make_job(1, tasks=2, gpu=4)])
+    assert 1 not in result.placed
+    assert "only 1 of 2 fit now" in result.pending[1]
+    assert "never spans a loopback-address node and nodes elsewhere" in result.pending[1]
+
+
 # ---- packing -----------------------------------------------------------------------------------
 
 

@@ -14,6 +14,9 @@
 #   PAI_SSH_PORT             port sshd listens on for the job's tasks (default 22)
 #   PAI_CONTAINER_HOST_ssh_PORT_LIST  the task's allocated `ssh` port: sshd listens there too, since
 #                            the executor publishes each allocated port on the node at the same number
+#   PAI_SSH_HOST_PORTS       `worker-0:20001 worker-1:20001`: where each job-mate's sshd listens when
+#                            they differ (a job that spans nodes runs on the nodes' own networks, where
+#                            each sshd listens on its task's allocated port); unset: PAI_SSH_PORT for all
 # /etc/environment (what SSH sessions see) is written by entrypoint.sh from /pai/runtime/environment.
 set -u
 
@@ -59,7 +62,7 @@ start_sshd() {
     }
     local _
     for _ in $(seq 1 100); do
-        answers 127.0.0.1 && return 0
+        answers 127.0.0.1 "$PORT" && return 0
         sleep 0.1
     done
     log "sshd does not answer on port $PORT"
@@ -69,8 +72,14 @@ start_sshd() {
 setup_jobssh() {
     printf '%s\n' "$PAI_SSH_PRIVATE_KEY" >"$SSH_DIR/id_ed25519"
     chmod 600 "$SSH_DIR/id_ed25519"
+    # ssh takes the first value it reads for each option: each job-mate's own port comes first.
+    local peer
+    : >"$SSH_DIR/config"
+    for peer in ${PAI_SSH_HOST_PORTS:-}; do
+        printf 'Host %s\n    Port %s\n' "${peer%:*}" "${peer##*:}" >>"$SSH_DIR/config"
+    done
     # The job's tasks are known by name only; their host keys are made at start, so nothing to pin.
-    cat >"$SSH_DIR/config" <<EOF
+    cat >>"$SSH_DIR/config" <<EOF
 Host ${PAI_SSH_HOSTS:-*}
     User root
     Port $PORT
@@ -82,9 +91,19 @@ EOF
     chmod 600 "$SSH_DIR/config"
 }
 
-# Does an sshd answer at host:PORT? (banner check: needs no key)
+# The port host's sshd listens on: its entry in PAI_SSH_HOST_PORTS, else PORT.
+port_of() {
+    local peer
+    for peer in ${PAI_SSH_HOST_PORTS:-}; do
+        [ "${peer%:*}" = "$1" ] && { echo "${peer##*:}"; return; }
+    done
+    echo "$PORT"
+}
+
+# Does an sshd answer at host (at its port, or the one given)? (banner check: needs no key)
 answers() {
-    timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" && head -c 4 <&3' "$1" "$PORT" 2>/dev/null | grep -q '^SSH-'
+    timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1" && head -c 4 <&3' "$1" "${2:-$(port_of "$1")}" 2>/dev/null |
+        grep -q '^SSH-'
 }
 
 # Can we log into host? With the job key that is a real login; without one, the banner.

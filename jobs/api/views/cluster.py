@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from clusters.models import Node, VirtualCluster
 from clusters.placement import Resources
 from jobs.api.errors import ApiError
+from jobs.api.shapes import epoch_ms
 from jobs.models import Job, JobState
 
 
@@ -82,6 +83,52 @@ class VirtualClusterView(APIView):
         if vc_name not in states:
             raise ApiError(404, "NoVirtualClusterError", f"Virtual cluster {vc_name} is not found.")
         return Response(states[vc_name])
+
+
+def node_state(node: Node) -> str:
+    """DOWN: its engine stopped answering (the heartbeat); CORDONED: an admin took it out; else READY."""
+    if node.down_since is not None:
+        return "DOWN"
+    return "READY" if node.schedulable else "CORDONED"
+
+
+def node_states() -> list[dict[str, Any]]:
+    from scheduling.quota import cluster_usage
+
+    nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
+    usage = cluster_usage(nodes)
+    return [
+        {
+            "name": node.name,
+            "address": node.address,
+            "executor": node.executor,
+            "state": node_state(node),
+            "schedulable": node.available,
+            "downSince": epoch_ms(node.down_since),
+            "downReason": node.down_reason or None,
+            "resourcesTotal": _resources(Resources(gpu=len(node.gpus.all()), cpu=node.cpus, memory_mb=node.memory_mb)),
+            "resourcesUsed": _resources(usage.used_by_node.get(node.pk, Resources())),
+            "gpus": [{"index": gpu.index, "type": gpu.gpu_type.name} for gpu in node.gpus.all()],
+        }
+        for node in nodes
+    ]
+
+
+class NodesView(APIView):
+    """Every node with its state: READY, CORDONED, or DOWN since when and why (the heartbeat)."""
+
+    @extend_schema(operation_id="v2_nodes_list", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        return Response(node_states())
+
+
+class NodeView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, node_name: str) -> Response:
+        for node in node_states():
+            if node["name"] == node_name:
+                return Response(node)
+        raise ApiError(404, "NoNodeError", f"Node {node_name} is not found.")
 
 
 INFO_RESPONSE = inline_serializer(

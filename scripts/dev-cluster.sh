@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# A cluster of several Docker nodes on this one machine: for tests, benches and trying jobs that
+# span nodes.
+#
+#   scripts/dev-cluster.sh up N [--name NAME] [--subnet A.B.C.0/24] [--cpus C] [--memory-mb M]
+#                               [--image IMAGE] [--no-register]
+#   scripts/dev-cluster.sh status     [--name NAME]
+#   scripts/dev-cluster.sh stop-node I [--name NAME]   # engine I goes away (its tasks with it)
+#   scripts/dev-cluster.sh start-node I [--name NAME]  # ... and comes back
+#   scripts/dev-cluster.sh down       [--name NAME]
+#
+# `up` makes a bridge NAME-br in the host namespace (the subnet's .1) and, for node i = 1..N, a
+# network namespace NAME-i plugged into it at the subnet's .(i+1), with a dockerd of its own inside
+# (socket /run/pai-dev-cluster/NAME/i/docker.sock). Tasks on different nodes therefore really cross
+# a network, and every node's tasks, sshd and ports live at its own address. The base image is
+# copied into each engine (docker save | docker load: there is no registry here) and each engine is
+# registered as node NAME-i in the portal's database (manage.py addnode) unless --no-register.
+# Slurm nodes (../shared/tools/slurm-local.sh) are not part of it yet.
+#
+# Everything `up` makes is written down, as it is made, in $PAI_DEV_CLUSTER_DIR/NAME/made (default
+# var/dev-cluster/NAME); `down` undoes exactly those lines, newest first, and nothing else.
+# dockerd only ever starts inside a namespace of its own (a second dockerd in the host namespace
+# would take over docker0).
+#
+# Needs root, ip (iproute2), iptables, nsenter (util-linux) and dockerd. Python for the
+# registration: $PAI_PYTHON, else .venv/bin/python, else python3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DOCKER=/usr/bin/docker
+NAME=paidev
+SUBNET=10.250.0.0/24
+CPUS=2
+MEMORY_MB=4096
+IMAGE=${PAI_DEFAULT_IMAGE:-pai-portal/base:latest}
+REGISTER=1
+RUN_ROOT=/run/pai-dev-cluster
+
+die() { echo "dev-cluster: $*" >&2; exit 1; }
+say() { echo "dev-cluster: $*" >&2; }
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+python_bin() {
+    if [ -n "${PAI_PYTHON:-}" ]; then echo "$PAI_PYTHON"
+    elif [ -x .venv/bin/python ]; then echo .venv/bin/python
+    else echo python3; fi
+}
+
+# ---- arguments -------------------------------------------------------------------------------
+[ $# -ge 1 ] || usage
+COMMAND=$1; shift
+COUNT=""; NODE=""
+case "$COMMAND" in
+    up) [ $# -ge 1 ] || usage; COUNT=$1; shift ;;
+    stop-node|start-node) [ $# -ge 1 ] || usage; NODE=$1; shift ;;
+    down|status) ;;
+    *) usage ;;
+esac
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --name) NAME=$2; shift 2 ;;
+        --subnet) SUBNET=$2; shift 2 ;;
+        --cpus) CPUS=$2; shift 2 ;;
+        --memory-mb) MEMORY_MB=$2; shift 2 ;;
+        --image) IMAGE=$2; shift 2 ;;
+        --no-register) REGISTER=0; shift ;;
+        *) die "unknown option $1" ;;
+    esac
+done
+# Interface names hold 15 characters: NAME-br, NAMEh12 and NAMEn12 must fit.
+[[ "$NAME" =~ ^[a-z][a-z0-9]{0,9}$ ]] || die "--name: 1-10 lowercase letters and digits, starting with a letter"
+for value in "$CPUS" "$MEMORY_MB" ${COUNT:+"$COUNT"} ${NODE:+"$NODE"}; do
+    [[ "$value" =~ ^[1-9][0-9]*$ ]] || die "expected a positive number, got '$value'"
+done
+[ -z "$COUNT" ] || [ "$COUNT" -le 50 ] || die "at most 50 nodes"
+
+STATE=${PAI_DEV_CLUSTER_DIR:-var/dev-cluster}/$NAME
+STATE=$(realpath -m "$STATE")
+MADE=$STATE/made
+BRIDGE=$NAME-br
+# The other commands work on the subnet `up` chose.
+if [ "$COMMAND" != up ] && [ -s "$STATE/subnet" ]; then
+    SUBNET=$(cat "$STATE/subnet")
+fi
+[[ "$SUBNET" =~ ^([0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3})\.0/24$ ]] || die "--subnet: give a /24 like 10.250.0.0/24"
+PREFIX=${BASH_REMATCH[1]}
+
+node_name() { echo "$NAME-$1"; }
+node_ip() { echo "$PREFIX.$(($1 + 1))"; }
+node_run_dir() { echo "$RUN_ROOT/$NAME/$1"; }
+node_socket() { echo "$(node_run_dir "$1")/docker.sock"; }
+node_url() { echo "unix://$(node_socket "$1")"; }
+
+record() { echo "$*" >>"$MADE"; }
+
+engine_answers() { "$DOCKER" -H "$(node_url "$1")" version >/dev/null 2>&1; }
+
+# ---- one engine ------------------------------------------------------------------------------
+start_engine() {
+    local i=$1 run data
+    run=$(node_run_dir "$i")
+    data=$STATE/node-$i
+    mkdir -p "$run" "$data"
+    # setsid: the engine outlives this script; nsenter: it lives in the node's namespace only.
+    nsenter --net="/run/netns/$(node_name "$i")" setsid dockerd \
+        -H "$(node_url "$i")" --data-root "$data/data" --exec-root "$run/exec" --pidfile "$run/dockerd.pid" \
+        </dev/null >>"$data/dockerd.log" 2>&1 &
+    local _
+    for _ in $(seq 1 120); do
+        engine_answers "$i" && return 0
+        sleep 0.5
+    done
+    tail -20 "$data/dockerd.log" >&2
+    die "the engine of node $i did not start (log: $data/dockerd.log)"
+}
+
+stop_engine() {
+    local i=$1 pidfile pid _
+    pidfile=$(node_run_dir "$i")/dockerd.pid
+    [ -s "$pidfile" ] || return 0
+    pid=$(cat "$pidfile")
+    # Only the dockerd this cluster started: its pid file, and that process still running dockerd.
+    if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]; then
+        kill -TERM "$pid"
+        for _ in $(seq 1 120); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    fi
+    rm -f "$pidfile"
+}
+
+# ---- up --------------------------------------------------------------------------------------
+make_bridge() {
+    ip link show "$BRIDGE" >/dev/null 2>&1 && die "interface $BRIDGE exists already"
+    if ip -4 route show | grep -q "^$PREFIX\.0/24 "; then
+        die "subnet $SUBNET is in use on this machine; choose another with --subnet"
+    fi
+    ip link add "$BRIDGE" type bridge
+    record bridge "$BRIDGE"
+    ip addr add "$PREFIX.1/24" dev "$BRIDGE"
+    ip link set "$BRIDGE" up
+    # Docker sets the host's FORWARD policy to DROP, and with br_netfilter bridged frames pass
+    # through it: let the nodes talk to each other across the bridge.
+    iptables -w -I FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT
+    record iptables FORWARD -i "$BRIDGE" -o "$BRIDGE" -j ACCEPT
+}
+
+make_node() {
+    local i=$1 netns host_end node_end
+    netns=$(node_name "$i")
+    host_end=${NAME}h$i
+    node_end=${NAME}n$i
+    ip netns list | grep -qw "^$netns" && die "network namespace $netns exists already"
+    ip netns add "$netns"
+    record netns "$netns"
+    ip link add "$host_end" type veth peer name "$node_end"
+    record link "$host_end"
+    ip link set "$host_end" master "$BRIDGE" up
+    ip link set "$node_end" netns "$netns"
+    ip -n "$netns" addr add "$(node_ip "$i")/24" dev "$node_end"
+    ip -n "$netns" link set "$node_end" up
+    ip -n "$netns" link set lo up
+    record engine "$i"
+    start_engine "$i"
+}
+
+cmd_up() {
+    [ "$(id -u)" = 0 ] || die "needs root (network namespaces, dockerd)"
+    local tool
+    for tool in ip iptables nsenter setsid dockerd; do
+        command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install iproute2 iptables util-linux docker.io)"
+    done
+    [ -s "$MADE" ] && die "cluster $NAME is up already ($MADE); run: $0 down --name $NAME"
+    "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1 || die "image $IMAGE is not on the local engine (make image)"
+    mkdir -p "$STATE"
+    : >"$MADE"
+    echo "$SUBNET" >"$STATE/subnet"
+    trap 'say "up failed; undoing what it made"; cmd_down' EXIT
+    make_bridge
+    local i
+    for i in $(seq 1 "$COUNT"); do
+        make_node "$i"
+    done
+    say "loading $IMAGE into $COUNT engines"
+    "$DOCKER" save "$IMAGE" -o "$STATE/image.tar"
+    local pids=()
+    for i in $(seq 1 "$COUNT"); do
+        "$DOCKER" -H "$(node_url "$i")" load -q -i "$STATE/image.tar" >/dev/null &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    rm -f "$STATE/image.tar"
+    if [ "$REGISTER" = 1 ]; then
+        local python
+        python=$(python_bin)
+        for i in $(seq 1 "$COUNT"); do
+            "$python" manage.py addnode "$(node_name "$i")" --executor docker --docker-url "$(node_url "$i")" \
+                --address "$(node_ip "$i")" --cpus "$CPUS" --memory-mb "$MEMORY_MB" >&2
+            record node "$(node_name "$i")"
+        done
+    fi
+    trap - EXIT
+    cmd_status
+}
+
+# ---- down ------------------------------------------------------------------------------------
+# What a stopped dockerd leaves mounted (its namespace file under exec-root), deepest first.
+unmount_under() {
+    local dir mount
+    for dir in "$@"; do
+        awk -v dir="$dir/" 'index($2, dir) == 1 {print $2}' /proc/mounts | sort -r | while read -r mount; do
+            umount "$mount" || umount -l "$mount"
+        done
+    done
+}
+
+undo() {
+    local kind=$1; shift
+    case "$kind" in
+        node) "$(python_bin)" manage.py removenode "$1" >&2 || say "node $1 stays registered (see above)" ;;
+        engine) stop_engine "$1"; unmount_under "$(node_run_dir "$1")" "$STATE/node-$1"
+            rm -rf "$(node_run_dir "$1")" "$STATE/node-$1" ;;
+        link) ip link del "$1" 2>/dev/null || true ;;  # gone with its namespace, usually
+        netns) ip netns del "$1" 2>/dev/null || true ;;
+        iptables) iptables -w -D "$@" 2>/dev/null || true ;;
+        bridge) ip link del "$1" 2>/dev/null || true ;;
+        *) say "unknown line in $MADE: $kind $*" ;;
+    esac
+}
+
+cmd_down() {
+    trap - EXIT
+    if [ ! -s "$MADE" ]; then
+        say "cluster $NAME is not up (no $MADE)"
+        return 0
+    fi
+    local line
+    # Newest first: nodes are unregistered before their engines stop, engines stop before their
+    # namespaces go, the bridge goes last.
+    tac "$MADE" | while read -r line; do
+        # shellcheck disable=SC2086 # the recorded words, split as they were written
+        undo $line || say "could not undo '$line'"
+    done
+    rm -f "$MADE" "$STATE/subnet"
+    rmdir "$RUN_ROOT/$NAME" "$RUN_ROOT" 2>/dev/null || true
+    rmdir "$STATE" 2>/dev/null || true
+    say "cluster $NAME is down"
+}
+
+# ---- the others ------------------------------------------------------------------------------
+engines() { [ -s "$MADE" ] && awk '$1 == "engine" {print $2}' "$MADE"; }
+
+cmd_status() {
+    [ -s "$MADE" ] || { say "cluster $NAME is not up"; return 1; }
+    local i state
+    for i in $(engines); do
+        if engine_answers "$i"; then state=up; else state=down; fi
+        # name, engine URL, address, engine state: one line per node (the tests read these)
+        echo "$(node_name "$i") $(node_url "$i") $(node_ip "$i") $state"
+    done
+}
+
+known_node() { engines | grep -qx "$1" || die "cluster $NAME has no node $1"; }
+
+case "$COMMAND" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    stop-node) known_node "$NODE"; stop_engine "$NODE"; say "engine of node $NODE stopped" ;;
+    start-node)
+        known_node "$NODE"
+        if engine_answers "$NODE"; then say "engine of node $NODE is running already"; else start_engine "$NODE"; fi
+        ;;
+esac
