@@ -78,8 +78,8 @@ def pass_times(scheduler: Any, period: float) -> dict[str, list[float]]:
     window (the default period: what `runsampler` does); rounds back to back (worst case). The
     sampling runs in processes of its own, as `runsampler` does, resumed only in their windows."""
     samplers = {
-        CASES[1]: _sampler_process(period),
-        CASES[2]: _sampler_process(0.0),
+        CASES[1]: _sampler_process(back_to_back=False),
+        CASES[2]: _sampler_process(back_to_back=True),
     }
     times: dict[str, list[float]] = {case: [] for case in CASES}
     try:
@@ -103,13 +103,14 @@ def pass_times(scheduler: Any, period: float) -> dict[str, list[float]]:
     return times
 
 
-def _sampler_process(period: float) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, __file__, "--sample-loop", str(period)])
+def _sampler_process(*, back_to_back: bool) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, __file__, "--sample-loop", "back-to-back" if back_to_back else "once"])
 
 
-def sample_loop(period: float) -> None:
-    """(In a child process.) Sampling rounds every `period` seconds while resumed (SIGUSR2), none
-    while paused (SIGUSR1): a pause between rounds, never inside one's database write."""
+def sample_loop(back_to_back: bool) -> None:
+    """(In a child process.) While resumed (SIGUSR2): one sampling round (the window is the
+    period), or rounds back to back; none while paused (SIGUSR1), and a pause never lands inside
+    a round's database write."""
     sys.path.insert(0, str(ROOT))
     import django
 
@@ -122,10 +123,9 @@ def sample_loop(period: float) -> None:
     signal.signal(signal.SIGUSR2, lambda *_: resumed.set())
     while True:
         resumed.wait()
-        started = time.monotonic()
         sampler.sample_once()
-        while resumed.is_set() and time.monotonic() < started + period:
-            time.sleep(0.02)
+        while resumed.is_set() and not back_to_back:
+            signal.pause()  # asleep until the next signal: no wakeups that would steal the box's CPUs
 
 
 def stop_all(scheduler: Any) -> None:
@@ -202,7 +202,7 @@ def storage_bytes(var: Path, tasks: int, period: float, gpus: int) -> int:
 
 def main() -> None:
     if sys.argv[1:2] == ["--sample-loop"]:
-        sample_loop(float(sys.argv[2]))
+        sample_loop(sys.argv[2] == "back-to-back")
         return
     numbers = [arg for arg in sys.argv[1:] if arg.isdigit()]
     tasks = int(numbers[0]) if numbers else 200
