@@ -189,8 +189,9 @@ def orphans(var: str, docker: bool) -> int:
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
-        try:
-            if os.readlink(proc / "cwd").startswith(var):
+        try:  # a task's supervisor and sandbox name its directory; a bare task works in it
+            named = var.encode() in (proc / "cmdline").read_bytes()
+            if named or os.readlink(proc / "cwd").startswith(var):
                 count += 1
         except OSError:
             continue

@@ -167,12 +167,14 @@ def measure() -> dict[str, float]:
             break
     elapsed = time.perf_counter() - started_at
     running = Job.objects.filter(state=JobState.RUNNING).count()
-    times.sort()
+    # The first pass is a cold start (imports, reconcile, specs read once): reported apart.
+    first, warm = times[0], sorted(times[1:]) or [times[0]]
     return {
         "passes": len(times),
-        "p50": statistics.median(times),
-        "p95": times[max(0, math.ceil(0.95 * len(times)) - 1)],
-        "max": times[-1],
+        "first": first,
+        "p50": statistics.median(warm),
+        "p95": warm[max(0, math.ceil(0.95 * len(warm)) - 1)],
+        "max": warm[-1],
         "jobs running": running,
         "tasks started": executor.started,
         "jobs/s": running / elapsed,
@@ -207,6 +209,7 @@ def main() -> None:
     print(f"(filled in {fill_s:.0f} s)")
     print(f"{'measure':<24} {'value':>12}")
     print(f"{'passes until full':<24} {result['passes']:>12}")
+    print(f"{'first pass (cold start)':<24} {result['first'] * 1000:>10.0f} ms")
     print(f"{'pass p50':<24} {result['p50'] * 1000:>10.0f} ms")
     print(f"{'pass p95':<24} {result['p95'] * 1000:>10.0f} ms")
     print(f"{'pass max':<24} {result['max'] * 1000:>10.0f} ms")

@@ -3,6 +3,7 @@
 import ipaddress
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import models
 
 from accounts.permissions import is_admin
@@ -46,13 +47,28 @@ class VirtualCluster(models.Model):
         return not allowed or any(member.pk == user.pk for member in allowed)
 
 
+# Cookies ignore ports: tasks' ports on the portal's host name would receive its session cookie.
+PORTAL_HOST_ADDRESS = (
+    "{address} is a host the portal is served on (PAI_ALLOWED_HOSTS): a browser would send the portal's "
+    "cookies to the tasks' ports there (cookies ignore ports). Give the node an address of its own, "
+    "e.g. 127.0.0.2 for this machine."
+)
+
+
+def portal_hosts() -> set[str]:
+    """The host names the portal answers on, as a node address would be written."""
+    return {host.lower().strip("[]") for host in settings.ALLOWED_HOSTS if host and not host.startswith(".")}
+
+
 class Node(models.Model):
     class Executor(models.TextChoices):
         DOCKER = "docker", "Docker"
         PROCESS = "process", "Local process"
 
     name = models.CharField(max_length=128, unique=True)
-    address = models.CharField(max_length=255, default="127.0.0.1", help_text="IP tasks are reached at.")
+    address = models.CharField(
+        max_length=255, default="127.0.0.2", help_text="IP tasks are reached at; never a host the portal is served on."
+    )
     executor = models.CharField(max_length=16, choices=Executor.choices, default=Executor.DOCKER)
     docker_url = models.CharField(
         max_length=255, blank=True, default="", help_text="Docker engine URL; empty = the local socket."
@@ -74,6 +90,10 @@ class Node(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if self.address.lower().strip("[]") in portal_hosts():
+            raise ValidationError({"address": PORTAL_HOST_ADDRESS.format(address=self.address)})
 
     @property
     def available(self) -> bool:

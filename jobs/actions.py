@@ -17,7 +17,7 @@ from jobs import lifecycle, storage
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError  # noqa: F401  (what stop_job / restart_job raise)
 from jobs.models import Job, JobEvent, Task
-from jobs.protocol import JobConfigError, LoadedConfig, load
+from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 from jobs.protocol.honoured import job_priority, unsupported
 from jobs.protocol.limits import task_count_errors
 from jobs.ssh import attach_new_keypair
@@ -92,7 +92,8 @@ def submit_job(user: Any, text: str) -> Job:
         name=spec["name"],
         virtual_cluster=vc,
         protocol_version=cfg.protocol_version,
-        config_text=text,
+        # The values live only in secrets_encrypted: the stored text has them as ******.
+        config_text=mask_config_text(text),
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
         priority=job_priority(spec),

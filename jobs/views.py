@@ -6,7 +6,6 @@ of jobs.actions, render.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -25,9 +24,8 @@ from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
 from jobs.api.throttles import SubmitThrottle
-from jobs.crypto import decrypt_text
 from jobs.job_list import PAGE_SIZES, JobListQuery
-from jobs.logs import read_tail
+from jobs.logs import masked_tail
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, export, load
 from jobs.protocol.parsing import parse
@@ -309,20 +307,7 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
     except ValueError:
         tail = LOG_TAIL_DEFAULT
-    text = read_tail(task.log_path, tail)
-    for secret in _secret_values(job):
-        text = text.replace(secret, "******")
-    return HttpResponse(text, content_type="text/plain; charset=utf-8")
-
-
-def _secret_values(job: Job) -> list[str]:
-    if not job.secrets_encrypted:
-        return []
-    try:
-        secrets = json.loads(decrypt_text(job.secrets_encrypted))
-    except Exception:  # a key rotated away: nothing to mask with, and nothing readable leaks
-        return []
-    return [str(value) for value in secrets.values() if str(value)]
+    return HttpResponse(masked_tail(job, task.log_path, tail), content_type="text/plain; charset=utf-8")
 
 
 @require_http_methods(["GET", "POST"])

@@ -21,6 +21,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.conf import settings  # noqa: E402
 
 from jobs.routing import websocket_urlpatterns  # noqa: E402
+from pai_portal.origin import SameOriginValidator  # noqa: E402
 from pai_portal.serving import TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
@@ -36,6 +37,9 @@ application = ProtocolTypeRouter(
             read_timeout=settings.PAI_HTTP_READ_TIMEOUT,
             write_timeout=settings.PAI_HTTP_WRITE_TIMEOUT,
         ),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # The Origin's host must be allowed and its scheme, host and port the portal's own.
+        "websocket": SameOriginValidator(
+            AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+        ),
     }
 )

@@ -315,3 +315,23 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": PAI_LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Isolation: what a user's job may take and see (README "Security model") ------------------
+# Everything the portal writes (database, logs, secret key, storage areas, work dirs) is its own:
+# 0600 files and 0700 directories; files made before this rule lose their group/other bits here.
+os.umask(0o077)
+_private_paths = [VAR_DIR, VAR_DIR / "secret_key", PAI_LOG_DIR, PAI_WORK_ROOT, PAI_FS_ROOT]
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    _private_paths.append(Path(DATABASES["default"]["NAME"]))
+for _path in _private_paths:
+    if _path.exists() and _path.stat().st_uid == os.geteuid():
+        _path.chmod(_path.stat().st_mode & 0o7711)  # x stays: the sandbox passes through var/ (no listing)
+# A task's log keeps at most this many bytes: past it the oldest output goes (the page says so).
+PAI_TASK_LOG_MAX_BYTES = env_int("PAI_TASK_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# Processes (and threads) one task may have, on Docker and process nodes alike.
+PAI_TASK_PIDS_LIMIT = env_int("PAI_TASK_PIDS_LIMIT", 4096, minimum=16)
+# A portal running as root runs each user's process-node tasks as uid/gid PAI_SANDBOX_BASE_ID + user id.
+PAI_SANDBOX_BASE_ID = env_int("PAI_SANDBOX_BASE_ID", 2_000_000, minimum=1000)
+# The address `addnode --local` gives this machine's node: tasks' ports are opened there, never on
+# the portal's own host name (cookies ignore ports), so it must not be one of PAI_ALLOWED_HOSTS.
+PAI_LOCAL_NODE_ADDRESS = env_str("PAI_LOCAL_NODE_ADDRESS", "127.0.0.2")

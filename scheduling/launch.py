@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
+from accounts.permissions import is_admin
 from clusters.executors.base import TaskLaunch
 from jobs import storage
 from jobs.models import Job, Task
@@ -125,4 +126,6 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         secret_env=task_ssh_secret_env(job),
         host_network=host_network,
         extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network else {},
+        owner_is_admin=is_admin(job.owner),
+        owner_id=job.owner_id,
     )

@@ -23,6 +23,16 @@ if [ "${FORCE:-0}" != 1 ] && $DOCKER image inspect "$IMAGE" >/dev/null 2>&1; the
 fi
 
 mkdir -p "$CACHE_DIR"
+if ! command -v mmdebstrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing mmdebstrap (Debian package) to build the image" >&2
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mmdebstrap >/dev/null
+    else
+        echo "make image needs mmdebstrap: sudo apt-get install mmdebstrap" >&2
+        exit 1
+    fi
+fi
 if [ "${FORCE:-0}" = 1 ] || [ ! -s "$TARBALL" ]; then
     echo "building $TARBALL with mmdebstrap ($PACKAGES)" >&2
     tmp="$CACHE_DIR/.partial-$KEY.tar"

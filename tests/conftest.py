@@ -38,6 +38,23 @@ def launched_chromium() -> Iterator[Any]:
             browser.close()
 
 
+def processes_running(*argv: str) -> list[int]:
+    """Host pids whose command line is exactly argv (a sandboxed task's pids mean nothing outside
+    its pid namespace, so tests find its processes by a command line of their own, e.g. `sleep 301.7`)."""
+    from pathlib import Path
+
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if (proc / "cmdline").read_bytes() == wanted:
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
 def require(available: bool, what: str) -> None:
     """Skip locally when a real part is missing; in CI that is a failure, never a skip."""
     if available:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.exceptions import ValidationError
+from django.core.management import CommandError, call_command
 
 from clusters.models import Node, VirtualCluster
 
@@ -53,6 +54,46 @@ def test_it_registers_a_process_node_on_request():
     assert Node.objects.get(name="local").executor == "process"
 
 
+@pytest.mark.django_db
+def test_it_opens_the_local_nodes_task_ports_on_an_address_other_than_the_portals():
+    call_command("addnode", "--local", "--executor", "process", stdout=io.StringIO())
+    assert Node.objects.get(name="local").address == "127.0.0.2"
+
+
+@pytest.mark.django_db
+def test_it_refuses_a_node_address_the_portal_is_served_on(settings):
+    settings.ALLOWED_HOSTS = ["portal.example.org"]
+    with pytest.raises(CommandError, match="portal is served on"):
+        call_command("addnode", "gpu1", "--address", "portal.example.org", "--cpus", "4", "--memory-mb", "4096")
+
+
+@pytest.fixture
+def fresh_executors():
+    from clusters.executors.registry import executor_for
+
+    executor_for.cache_clear()
+    yield
+    executor_for.cache_clear()
+
+
+@pytest.mark.django_db
+def test_it_says_which_executor_runs_the_jobs_and_what_that_means(fresh_executors):
+    call_command("addnode", "--local", "--executor", "process", stdout=io.StringIO())
+    said = bootstrap()
+    assert "node local: process executor" in said
+    assert "bubblewrap sandbox" in said
+
+
+@pytest.mark.django_db
+def test_it_says_when_a_process_node_has_no_sandbox(monkeypatch, fresh_executors):
+    from clusters.executors.sandbox import Sandbox
+
+    monkeypatch.setattr(Sandbox, "probe", lambda self: "bubblewrap (bwrap) is not installed on this node")
+    call_command("addnode", "--local", "--executor", "process", stdout=io.StringIO())
+    assert "WITHOUT a sandbox (bubblewrap (bwrap) is not installed" in bootstrap()
+    assert "only admins' jobs run here" in bootstrap()
+
+
 def test_it_passes_the_deploy_checks_with_production_settings(tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},  # set by browser tests
@@ -75,3 +116,11 @@ def test_it_requires_login_for_pages(client):
     response = client.get("/")
     assert response.status_code == 302
     assert response["Location"].startswith("/login/")
+
+
+@pytest.mark.django_db
+def test_the_admin_form_refuses_a_node_address_the_portal_is_served_on(settings):
+    settings.ALLOWED_HOSTS = ["portal.example.org"]
+    node = Node(name="gpu1", address="portal.example.org", cpus=4, memory_mb=4096)
+    with pytest.raises(ValidationError, match="portal is served on"):
+        node.full_clean()

@@ -52,6 +52,9 @@ class TaskLaunch:
     # /etc/hosts entries (name -> node address) instead of a job network's DNS.
     host_network: bool = False
     extra_hosts: dict[str, str] = field(default_factory=dict)
+    # Where no sandbox can be had, a process node still runs admins' tasks (and only theirs).
+    owner_is_admin: bool = False
+    owner_id: int = 0  # the owner's user id: the process executor's sandbox runs each user's tasks as their own uid
 
     @property
     def hostname(self) -> str:

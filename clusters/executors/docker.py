@@ -35,7 +35,7 @@ from typing import Any
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest
+from docker.types import DeviceRequest, LogConfig
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
@@ -49,6 +49,8 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.limits import DEFAULT_PIDS_LIMIT
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, CappedLog
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -76,6 +78,7 @@ START_FAILURES = {
 }
 LOG_FLUSH_WAIT_S = 3.0
 SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
+ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
 PING_TIMEOUT_S = 5
 
 
@@ -88,8 +91,12 @@ class DockerExecutor(Executor):
         namespace: str | None = None,
         subnet_pool: str | None = None,
         timeout: int = 120,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
+        pids_limit: int = DEFAULT_PIDS_LIMIT,
     ):
         self.docker_url = docker_url or None
+        self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
+        self.pids_limit = pids_limit
         self.address = address  # the node's address: published ports bind here
         self.namespace = namespace or DEFAULT_NAMESPACE
         self.subnet_pool = ipaddress.IPv4Network(subnet_pool or DEFAULT_SUBNET_POOL)
@@ -99,6 +106,12 @@ class DockerExecutor(Executor):
         self._log_threads: dict[str, threading.Thread] = {}
         self._logs_complete: set[str] = set()  # exited containers whose log file is whole
         self._cpu_count: int | None = None
+
+    @property
+    def engine_log_options(self) -> dict[str, str]:
+        """The engine's own copy of the output (json-file) is bounded too. Rotating it faster than
+        the log thread reads breaks the stream ("Error grabbing logs"), so never below 16 MiB."""
+        return {"max-size": str(max(self.log_max_bytes, ENGINE_LOG_MIN_BYTES)), "max-file": "2"}
 
     # -- engine ------------------------------------------------------------------------------
 
@@ -297,6 +310,8 @@ class DockerExecutor(Executor):
             mem_limit=f"{launch.memory_mb}m",
             memswap_limit=f"{launch.memory_mb}m",
             shm_size=f"{launch.shm_mb}m",
+            pids_limit=self.pids_limit,
+            log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             device_requests=device_requests,
             mounts=[
                 DockerMount(target=m.container_path, source=m.host_path, type="bind", read_only=m.read_only)
@@ -500,17 +515,16 @@ class DockerExecutor(Executor):
     def _copy_logs(self, container_id: str, log_path: Path, mode: str) -> None:
         try:
             api = self._new_api()
-            with open(log_path, mode) as log_file:
+            with CappedLog(log_path, self.log_max_bytes, truncate=mode == "wb") as log_file:
                 for chunk in api.logs(container_id, stream=True, follow=True, stdout=True, stderr=True):
                     log_file.write(chunk)
-                    log_file.flush()
             api.close()
         except (APIError, requests.exceptions.RequestException, OSError, DockerException) as exc:
             log.debug("log stream of %s ended: %s", container_id[:12], exc)
 
     def _write_full_log(self, container_id: str, log_path: Path) -> None:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(log_path).write_bytes(self.api.logs(container_id, stdout=True, stderr=True))
+        with CappedLog(log_path, self.log_max_bytes, truncate=True) as log_file:
+            log_file.write(self.api.logs(container_id, stdout=True, stderr=True))
 
     def _finish_log(self, container_id: str, wait: float = LOG_FLUSH_WAIT_S) -> None:
         """Let the log thread write the last lines before the exit is reported."""

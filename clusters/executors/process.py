@@ -1,22 +1,29 @@
-"""The process executor: each task is a local process group running `bash -c`.
+"""The process executor: each task is a local process, in a bubblewrap sandbox, under limits.
 
 It exists so that the portal works on a machine with no Docker engine and so that the scheduler
-can be tested fast. No isolation and no resource limits: the placement still accounts for them.
+can be tested fast. Each task runs in the sandbox of sandbox.py (unprivileged, its own pid
+namespace, only its work dir and its owner's storage mounts, none of the portal's files) with the
+limits of limits.py (a cgroup, else rlimits). Where no sandbox can be had (no bwrap, no user
+namespaces) only admins' tasks run, unsandboxed; everyone else's fail to start and say why.
 
-Each task gets a directory under the work root holding `task.json` (labels), `pid` and, once the
-command has ended, `exit_code` written by a small wrapper. The wrapper, not the scheduler, records
-the exit, so a scheduler restart loses nothing: reconcile reads these files back.
+Each task gets a directory under the work root holding `task.json` (labels), `supervise.json`,
+`pid` (its supervisor's) and, once the command has ended, `exit_code` written by the supervisor
+(supervise.py), not by the scheduler, so a scheduler restart loses nothing: reconcile reads
+these files back.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
+import sys
 import time
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 
 from clusters.executors.base import (
@@ -29,28 +36,49 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
+from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
 
-# The wrapper runs the user's command in a child bash, then records its exit code atomically.
-# The command travels in an environment variable that is unset before the user's code runs.
-# It records its own pid first, so a scheduler killed right after starting it still finds it.
-WRAPPER = r"""
-echo $$ > "$1/pid"
-cmd="$PAI_PORTAL_COMMAND"; unset PAI_PORTAL_COMMAND
-bash -c "$cmd"
-code=$?
-echo "$code" > "$1/exit_code.tmp" && mv "$1/exit_code.tmp" "$1/exit_code"
-exit "$code"
-"""
+log = logging.getLogger("pai.executors.process")
+
+# The task's command travels in an environment variable, unset before the user's code runs, so
+# that it (and the secrets rendered into it) never shows in a process list.
+COMMAND = 'cmd="$PAI_PORTAL_COMMAND"; unset PAI_PORTAL_COMMAND; exec bash -c "$cmd"'
 MARKER = "pai-portal-task"
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m clusters.executors.supervise` imports from
+STOP_GRACE_S = 3
 
 
 class ProcessExecutor(Executor):
-    def __init__(self, work_root: Path, address: str = "127.0.0.1"):
+    def __init__(
+        self,
+        work_root: Path,
+        address: str = "127.0.0.1",
+        *,
+        sandbox: Sandbox | None = None,
+        use_cgroups: bool = True,
+        log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
+        pids_limit: int = DEFAULT_PIDS_LIMIT,
+    ):
         self.work_root = Path(work_root)
         self.address = address
+        # Other tasks' directories are the portal's too: never visible to a task.
+        self.sandbox = sandbox or Sandbox(hidden=(str(self.work_root),))
+        self.cgroups = CgroupLimits.detect() if use_cgroups else None
+        self.log_max_bytes = log_max_bytes
+        self.pids_limit = pids_limit
         self._children: dict[str, subprocess.Popen[bytes]] = {}
+
+    @cached_property
+    def sandbox_problem(self) -> str:
+        """'' when tasks run sandboxed here; else why not (probed once per executor)."""
+        problem = self.sandbox.probe()
+        if problem:
+            log.warning("process node: no sandbox for tasks: %s; only admins' tasks will run", problem)
+        return problem
 
     def _task_dir(self, launch: TaskLaunch) -> Path:
         return (
@@ -61,46 +89,83 @@ class ProcessExecutor(Executor):
         )
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
+        if self.sandbox_problem and not launch.owner_is_admin:
+            raise ExecutorError(
+                f"this process node cannot sandbox tasks ({self.sandbox_problem}), so it runs only admins' "
+                "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap",
+                Failure.START_PERMISSION_DENIED,  # permanent: never retried
+            )
         task_dir = self._task_dir(launch)
         executor_id = str(task_dir.relative_to(self.work_root))
         if (task_dir / "pid").exists() or (task_dir / "exit_code").exists():
             # This very attempt was started already (the scheduler died before recording it).
             return TaskHandle(executor_id=executor_id, ip=self.address)
-        task_dir.mkdir(parents=True, exist_ok=True)
+        task_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Labels before the process, written whole or not at all: reconcile lists the task
         # whenever the process may exist.
         partial = task_dir / "task.json.tmp"
         partial.write_text(json.dumps(launch.labels))
         partial.replace(task_dir / "task.json")
         work_dir = Path(launch.work_dir)
-        work_dir.mkdir(parents=True, exist_ok=True)
-        launch.log_path.parent.mkdir(parents=True, exist_ok=True)
+        work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         env = {key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ}
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env["HOME"] = str(work_dir)
         env.update(launch.env)
         env.update(launch.secret_env)
         env["PAI_PORTAL_COMMAND"] = launch.command
+        cgroup = self._make_cgroup(task_dir, launch)
+        (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
         try:
-            with open(launch.log_path, "ab") as log:
-                child = subprocess.Popen(
-                    ["bash", "-c", WRAPPER, MARKER, str(task_dir)],
-                    cwd=work_dir,
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,  # its own process group: stop kills the whole tree
-                )
+            # Standard library only and no site-packages (-S): it starts with every task, so fast.
+            child = subprocess.Popen(
+                [sys.executable, "-E", "-s", "-S", "-m", "clusters.executors.supervise", MARKER, str(task_dir)],
+                cwd=PROJECT_ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # outlives a scheduler restart; stop signals its whole group
+            )
         except OSError as exc:
             raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
         (task_dir / "pid").write_text(str(child.pid))
         self._children[executor_id] = child
         return TaskHandle(executor_id=executor_id, ip=self.address)
 
-    def _pid(self, task_dir: Path) -> int | None:
+    def _make_cgroup(self, task_dir: Path, launch: TaskLaunch) -> TaskCgroup | None:
+        if self.cgroups is None:
+            return None
         try:
-            return int((task_dir / "pid").read_text())
+            return self.cgroups.create(str(task_dir), cpu=launch.cpu, memory_mb=launch.memory_mb, pids=self.pids_limit)
+        except OSError as exc:
+            raise ExecutorError(f"cannot set the task's resource limits: {exc}", Failure.CREATE_FAILED) from exc
+
+    def _supervision(self, launch: TaskLaunch, task_dir: Path, cgroup: TaskCgroup | None) -> dict[str, object]:
+        """supervise.json: what the supervisor runs, where its output goes, under which limits."""
+        sandboxed = not self.sandbox_problem
+        command = ["bash", "-c", COMMAND, MARKER]
+        if sandboxed:
+            passwd, group = self.sandbox.account_files(launch)
+            self.sandbox.hand_over(
+                launch, [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts)]
+            )
+            command = self.sandbox.argv(launch, passwd, group, command)
+        return {
+            "argv": command,
+            "cwd": str(launch.work_dir),
+            "log_path": str(launch.log_path),
+            "log_max_bytes": self.log_max_bytes,
+            "stop_grace_s": STOP_GRACE_S,
+            "memory_mb": launch.memory_mb,
+            "sandboxed": sandboxed,
+            "cgroup": cgroup.dirs if cgroup is not None else None,
+            "rlimits": None if cgroup is not None else rlimits(memory_mb=launch.memory_mb, pids=self.pids_limit),
+        }
+
+    def _pid(self, task_dir: Path, name: str = "pid") -> int | None:
+        try:
+            return int((task_dir / name).read_text())
         except (OSError, ValueError):
             return None
 
@@ -129,25 +194,36 @@ class ProcessExecutor(Executor):
         if exit_file.exists():
             self._reap(handle.executor_id)
             finished = datetime.fromtimestamp(exit_file.stat().st_mtime, tz=UTC)
-            return TaskStatus(running=False, exit_code=int(exit_file.read_text().strip() or 255), finished_at=finished)
+            code = int(exit_file.read_text().strip() or 255)
+            if (task_dir / "oom_killed").exists() and code != 0:
+                return TaskStatus(
+                    running=False,
+                    exit_code=code,
+                    oom_killed=True,
+                    finished_at=finished,
+                    diagnostics=f"killed: out of memory (the task's limit is {self._memory_mb(task_dir)} MB, memoryMB)",
+                )
+            return TaskStatus(running=False, exit_code=code, finished_at=finished)
         if self._alive(handle.executor_id, task_dir):
             return TaskStatus(running=True)
-        # Gone without an exit record: killed together with its wrapper (SIGKILL, OOM killer, reboot).
-        child = self._children.pop(handle.executor_id, None)
-        code = child.returncode if child is not None else None
-        if code is not None and code < 0:
-            return TaskStatus(running=False, exit_code=128 - code, finished_at=datetime.now(UTC))
+        # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
+        self._children.pop(handle.executor_id, None)
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         roots = {}
         for handle in handles:
             task_dir = self.work_root / handle.executor_id
-            pid = self._pid(task_dir)
-            # Not _alive(): that reaps children, which is the scheduler thread's business.
-            if pid is not None and not (task_dir / "exit_code").exists():
+            # What the supervisor started (the sandbox and the command), not the supervisor itself.
+            pid = self._pid(task_dir, "child_pid")
+            if pid is not None and self._alive(handle.executor_id, task_dir):
                 roots[handle.executor_id] = pid
         return from_process_trees(roots)
+
+    def _memory_mb(self, task_dir: Path) -> int:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            return int(json.loads((task_dir / "supervise.json").read_text())["memory_mb"])
+        return 0
 
     def _reap(self, executor_id: str) -> None:
         child = self._children.pop(executor_id, None)
@@ -162,22 +238,35 @@ class ProcessExecutor(Executor):
             (task_dir / "task.json").unlink(missing_ok=True)
 
     def _kill(self, executor_id: str, task_dir: Path) -> None:
+        """SIGTERM to the supervisor (it passes it on, then SIGKILLs after its grace period); should
+        it be stuck, SIGKILL to it and to what it ran. The task's cgroup goes with what is left in it."""
         pid = self._pid(task_dir)
-        if pid is None or not self._alive(executor_id, task_dir):
-            self._reap(executor_id)
-            return
-        for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
-            try:
-                os.killpg(pid, sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _group_alive(pid):
-                self._alive(executor_id, task_dir)  # reap our child so the group can vanish
+        if pid is not None and self._alive(executor_id, task_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE_S + 2
+            while time.monotonic() < deadline and self._alive(executor_id, task_dir):
                 time.sleep(0.02)
-            if not _group_alive(pid):
-                break
+            if self._alive(executor_id, task_dir):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                self._kill_command(task_dir)
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            dirs = json.loads((task_dir / "supervise.json").read_text())["cgroup"]
+            if dirs:
+                TaskCgroup(dirs).remove()
         self._reap(executor_id)
+
+    def _kill_command(self, task_dir: Path) -> None:
+        """SIGKILL to the process group the supervisor started, if that pid is still the task's."""
+        pid = self._pid(task_dir, "child_pid")
+        try:
+            ours = pid is not None and MARKER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            ours = False
+        if ours and pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
 
     def list_running(self) -> list[RunningTask]:
         running = []
@@ -187,13 +276,3 @@ class ProcessExecutor(Executor):
             labels = json.loads(labels_file.read_text())
             running.append(RunningTask(handle=TaskHandle(executor_id=executor_id, ip=self.address), labels=labels))
         return running
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

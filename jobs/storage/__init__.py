@@ -63,7 +63,9 @@ def user_area(username: str) -> Path:
     if not username or username in {".", ".."} or "/" in username or "\0" in username:
         raise StorageError(f"{username!r} cannot own a storage area")
     area = fs_root() / username
-    area.mkdir(exist_ok=True)
+    area.mkdir(mode=0o700, exist_ok=True)
+    if area.stat().st_mode & 0o077:  # made before areas were private
+        area.chmod(0o700)
     return area
 
 

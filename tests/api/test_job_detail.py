@@ -108,4 +108,4 @@ def test_it_gives_openpais_attempt_fields(finished):
 
 def test_it_gives_the_node_address_where_the_ports_are_published_as_container_ip(finished):
     (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
-    assert task["containerIp"] == "127.0.0.1"
+    assert task["containerIp"] == "127.0.0.2"  # the node's address, never the portal's

@@ -9,7 +9,10 @@ import time
 import pytest
 
 from clusters.executors.base import ExecutorError, Failure
+from clusters.executors.docker import DockerExecutor
+from clusters.executors.logcap import was_cut
 from jobs import storage
+from tests.docker.conftest import remove_namespace
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]
 
@@ -118,6 +121,33 @@ def test_it_applies_cpu_memory_and_shm_limits(executor, launch_for, wait_exit):
     assert host_config["NanoCpus"] == 1_000_000_000
     assert host_config["Memory"] == 300 * 1024 * 1024
     assert log_of(launch_for, "worker-0").split()[1] == "128"
+
+
+def test_it_bounds_the_tasks_processes_and_the_engines_log(docker_engine, namespace, launch_for):
+    executor = DockerExecutor(namespace=namespace, pids_limit=64, log_max_bytes=32 * 1024 * 1024)
+    try:
+        handles = start_job(executor, launch_for, [("worker", 0, "sleep 30")])
+        host_config = executor.api.inspect_container(handles["worker-0"].executor_id)["HostConfig"]
+    finally:
+        remove_namespace(executor.api, namespace)
+    assert host_config["PidsLimit"] == 64
+    assert host_config["LogConfig"] == {"Type": "json-file", "Config": {"max-size": "33554432", "max-file": "2"}}
+
+
+def test_it_keeps_the_tail_of_a_log_over_the_cap(docker_engine, namespace, launch_for):
+    executor = DockerExecutor(namespace=namespace, log_max_bytes=64 * 1024)
+    try:
+        handles = start_job(executor, launch_for, [("worker", 0, "seq 1 100000; echo the-last-line")])
+        deadline = time.monotonic() + 30
+        while executor.poll(handles["worker-0"]).running:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        remove_namespace(executor.api, namespace)
+    log = launch_for().log_path.read_bytes()
+    assert len(log) <= 64 * 1024
+    assert log.endswith(b"100000\nthe-last-line\n")
+    assert was_cut(launch_for().log_path)
 
 
 def test_it_never_asks_for_gpus_on_a_node_without_them(executor, launch_for, wait_exit):

@@ -1,9 +1,10 @@
 """Jobs submitted through jobs.actions run on the process executor under the real scheduler loop."""
 
-import os
+import time
 
 from jobs.actions import stop_job
 from jobs.models import JobState
+from tests.conftest import processes_running
 from tests.scheduler.conftest import role, v2_job
 
 
@@ -43,21 +44,18 @@ def test_it_does_not_retry_a_permanent_failure(submit, run_until):
     assert job.exit_code == 132
 
 
-def test_it_stops_a_running_job_and_leaves_no_process(submit, run_until, scheduler, user, tmp_path):
-    pid_file = tmp_path / "sleeper.pid"
-    job = run_until(submit(v2_job("stopme", role("worker", f"echo $$ > {pid_file}; exec sleep 300"))), "RUNNING")
-    while not (pid_file.exists() and pid_file.read_text().strip()):
+def test_it_stops_a_running_job_and_leaves_no_process(submit, run_until, scheduler, user):
+    job = run_until(submit(v2_job("stopme", role("worker", "setsid sleep 302.1 & exec sleep 302.2"))), "RUNNING")
+    deadline = time.monotonic() + 10
+    both = lambda: processes_running("sleep", "302.1") and processes_running("sleep", "302.2")  # noqa: E731
+    while not both() and time.monotonic() < deadline:
         scheduler.run_once()
-    pid = int(pid_file.read_text())
+    assert both()
     stop_job(job, by=user)
     job = run_until(job, JobState.STOPPED)
     assert job.tasks.get().state == "STOPPED"
-    try:
-        os.kill(pid, 0)
-        alive = True
-    except ProcessLookupError:
-        alive = False
-    assert not alive
+    assert processes_running("sleep", "302.1") == []
+    assert processes_running("sleep", "302.2") == []
 
 
 def test_it_keeps_a_job_too_big_for_its_vc_waiting_with_a_reason(submit, scheduler):

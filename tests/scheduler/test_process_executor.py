@@ -1,13 +1,15 @@
 """The process executor runs a task as a local process group and reads its exit back."""
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from clusters.executors.base import TaskLaunch
+from clusters.executors.base import ExecutorError, Failure, TaskLaunch
+from clusters.executors.logcap import was_cut
 from clusters.executors.process import ProcessExecutor
+from clusters.executors.sandbox import Sandbox
+from tests.conftest import processes_running, require
 
 
 @pytest.fixture
@@ -77,19 +79,27 @@ def test_it_passes_secret_env_without_logging_it(executor, make_launch):
     assert "s3cret" not in launch.log_path.read_text()
 
 
-def test_it_stops_the_whole_process_group(executor, make_launch, tmp_path):
-    launch = make_launch("sleep 300 & echo $! > child.pid; wait")
-    handle = executor.start(launch)
-    child_pid_file = Path(launch.work_dir) / "child.pid"
-    deadline = time.monotonic() + 5
-    while not child_pid_file.exists() and time.monotonic() < deadline:
+def wait_for(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
-    child_pid = int(child_pid_file.read_text())
+
+
+def test_it_stops_every_process_of_the_task(executor, make_launch):
+    handle = executor.start(make_launch("sleep 301.1 & wait"))
+    wait_for(lambda: processes_running("sleep", "301.1"))
     executor.stop(handle)
-    time.sleep(0.1)
-    with pytest.raises(ProcessLookupError):
-        os.kill(child_pid, 0)
+    assert processes_running("sleep", "301.1") == []
     assert executor.list_running() == []
+
+
+def test_it_stops_a_setsid_child_too(executor, make_launch):
+    handle = executor.start(make_launch("setsid sleep 301.2 & sleep 301.3"))
+    wait_for(lambda: processes_running("sleep", "301.2") and processes_running("sleep", "301.3"))
+    executor.stop(handle)
+    assert processes_running("sleep", "301.2") == []
+    assert processes_running("sleep", "301.3") == []
 
 
 def test_it_reads_an_exit_back_after_a_restart(executor, make_launch, tmp_path):
@@ -112,3 +122,86 @@ def test_it_lists_running_tasks_with_their_labels(executor, make_launch, tmp_pat
 def test_it_reports_a_signal_kill_as_128_plus_the_signal(executor, make_launch):
     status = wait_for_exit(executor, executor.start(make_launch("kill -TERM $$")))
     assert status.exit_code == 143
+
+
+def test_it_refuses_a_users_task_where_no_sandbox_can_be_had(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
+    with pytest.raises(ExecutorError, match=r"cannot sandbox tasks.*bubblewrap") as refused:
+        executor.start(make_launch("true"))
+    assert refused.value.failure == Failure.START_PERMISSION_DENIED
+
+
+def test_it_still_runs_an_admins_task_where_no_sandbox_can_be_had(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
+    status = wait_for_exit(executor, executor.start(make_launch("true", owner_is_admin=True)))
+    assert status.exit_code == 0
+
+
+def test_it_reports_an_out_of_memory_kill(executor, make_launch):
+    require(executor.cgroups is not None, "writable cgroup v1 controllers")
+    hog = "python3 -c 'blocks = [bytearray(1024 * 1024) for _ in range(400)]'"
+    status = wait_for_exit(executor, executor.start(make_launch(hog, memory_mb=100)))
+    assert status.oom_killed
+    assert "out of memory" in status.diagnostics and "100 MB" in status.diagnostics
+
+
+def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", use_cgroups=False)
+    hog = "python3 -c 'blocks = [bytearray(1024 * 1024) for _ in range(400)]'"
+    launch = make_launch(hog, memory_mb=100)
+    status = wait_for_exit(executor, executor.start(launch))
+    assert status.exit_code == 1
+    assert "MemoryError" in launch.log_path.read_text()
+
+
+def test_it_limits_the_number_of_processes(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", pids_limit=20)
+    spawner = 'python3 -c \'import subprocess; [subprocess.Popen(["sleep", "303.1"]) for _ in range(40)]\''
+    launch = make_launch(spawner)
+    status = wait_for_exit(executor, executor.start(launch))
+    assert status.exit_code == 1
+    assert "Resource temporarily unavailable" in launch.log_path.read_text()
+    assert processes_running("sleep", "303.1") == []
+
+
+def test_it_gives_the_task_its_cpus_as_a_quota(executor, make_launch):
+    require(executor.cgroups is not None, "writable cgroup v1 controllers")
+    handle = executor.start(make_launch("sleep 303.2", cpu=2))
+    wait_for(lambda: processes_running("sleep", "303.2"))
+    pid = processes_running("sleep", "303.2")[0]
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    cpu_group = Path("/sys/fs/cgroup/cpu" + next(line.split(":", 2)[2] for line in lines if ":cpu:" in line))
+    quota = int((cpu_group / "cpu.cfs_quota_us").read_text())
+    period = int((cpu_group / "cpu.cfs_period_us").read_text())
+    executor.stop(handle)
+    assert quota == 2 * period
+
+
+def test_it_keeps_the_tail_of_a_log_over_the_cap(make_launch, tmp_path):
+    executor = ProcessExecutor(tmp_path / "work", log_max_bytes=64 * 1024)
+    launch = make_launch("seq 1 100000; echo the-last-line")
+    wait_for_exit(executor, executor.start(launch))
+    log = launch.log_path.read_bytes()
+    assert len(log) <= 64 * 1024
+    assert log.endswith(b"99999\n100000\nthe-last-line\n")
+    assert was_cut(launch.log_path)
+
+
+def test_it_adopts_an_attempt_that_was_started_already(executor, make_launch):
+    launch = make_launch("sleep 303.3")
+    first = executor.start(launch)
+    wait_for(lambda: processes_running("sleep", "303.3"))
+    again = executor.start(launch)  # the scheduler died before recording the first start
+    assert again.executor_id == first.executor_id
+    assert len(processes_running("sleep", "303.3")) == 1
+    executor.stop(first)
+
+
+def test_it_covers_the_portals_paths_before_mounting_the_tasks_own(make_launch, tmp_path):
+    portal = tmp_path / "portal"
+    sandbox = Sandbox(hidden=(str(portal),))
+    launch = make_launch("true", work_dir=portal / "work" / "worker-0")
+    argv = sandbox.argv(launch, tmp_path / "passwd", tmp_path / "group", ["true"])
+    covered_at = argv.index(str(portal))
+    assert argv[covered_at - 1] == "--tmpfs"
+    assert argv.index(str(launch.work_dir)) > covered_at  # the work dir is mounted over the cover

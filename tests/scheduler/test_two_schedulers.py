@@ -30,17 +30,19 @@ def database_env() -> dict[str, str]:
 @pytest.mark.django_db(transaction=True)
 def test_it_starts_no_task_twice_with_two_schedulers(user, default_vc, tmp_path):
     Node.objects.create(name="local", executor="process", cpus=16, memory_mb=32768)
-    marks = tmp_path / "marks"
-    marks.mkdir()
+    # Each start appends a line to a file in the owner's storage area (what a sandboxed task may write).
+    marks = tmp_path / "fs" / user.username / "marks"
+    start_mark = "mkdir -p $PAI_DEFAULT_FS_URI/marks"
+    mark = "echo started >> $PAI_DEFAULT_FS_URI/marks/$PAI_JOB_NAME-$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX"
     jobs = [
-        submit_job(user, v2_job(f"race-{i}", role("worker", f"echo started >> {marks}/race-{i}-$$; sleep 0.2", 2)))
-        for i in range(6)
+        submit_job(user, v2_job(f"race-{i}", role("worker", f"{start_mark}; {mark}; sleep 0.2", 2))) for i in range(6)
     ]
     env = {
         **os.environ,
         **database_env(),
         "PAI_WORK_ROOT": str(tmp_path / "work"),
         "PAI_LOG_DIR": str(tmp_path / "logs"),
+        "PAI_FS_ROOT": str(tmp_path / "fs"),
         "PAI_LOG_LEVEL": "WARNING",
     }
     command = [sys.executable, "manage.py", "runscheduler", "--once"]
@@ -51,7 +53,6 @@ def test_it_starts_no_task_twice_with_two_schedulers(user, default_vc, tmp_path)
     while Job.objects.exclude(state=JobState.SUCCEEDED).exists() and time.monotonic() < deadline:
         subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=60)
     assert not Job.objects.exclude(state=JobState.SUCCEEDED).exists()
-    started = sorted(path.name.rsplit("-", 1)[0] for path in marks.iterdir())
-    assert started == sorted(f"race-{i}" for i in range(6) for _ in range(2))
-    assert all(line == "started" for path in marks.iterdir() for line in path.read_text().splitlines())
+    started = {path.name: path.read_text() for path in marks.iterdir()}
+    assert started == {f"race-{i}-{index}": "started\n" for i in range(6) for index in range(2)}
     assert all(t.attempt == 1 for job in jobs for t in job.tasks.all())

@@ -29,6 +29,24 @@ def test_it_refuses_a_foreign_origin(make_job, user):
     assert connected is False
 
 
+def test_it_refuses_an_origin_that_differs_only_in_port(make_job, user):
+    job = make_job()
+    connected, _ = handshake(socket_path(job), cookie=session_cookie(user), origin=b"http://127.0.0.1:20002")
+    assert connected is False
+
+
+def test_it_refuses_an_origin_that_differs_only_in_scheme(make_job, user):
+    job = make_job()
+    connected, _ = handshake(socket_path(job), cookie=session_cookie(user), origin=b"https://127.0.0.1:8000")
+    assert connected is False
+
+
+def test_it_accepts_a_trusted_origin_on_another_port(make_job, user, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["http://127.0.0.1:9000"]
+    job = make_job()
+    assert handshake(socket_path(job), cookie=session_cookie(user), origin=b"http://127.0.0.1:9000")[0] is True
+
+
 def test_it_refuses_a_websocket_without_an_origin(make_job, user):
     connected, _ = handshake(socket_path(make_job()), cookie=session_cookie(user), origin=None)
     assert connected is False

@@ -5,10 +5,11 @@ import os
 import shutil
 import subprocess
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from clusters.models import Gpu, GpuType, Node
+from clusters.models import PORTAL_HOST_ADDRESS, Gpu, GpuType, Node, portal_hosts
 
 
 def local_memory_mb() -> int:
@@ -68,7 +69,11 @@ class Command(BaseCommand):
         parser.add_argument("name", nargs="?", help="node name (default with --local: local)")
         parser.add_argument("--local", action="store_true", help="read CPUs, memory and GPUs from this machine")
         parser.add_argument("--executor", choices=["docker", "process"], help="default: docker if the engine answers")
-        parser.add_argument("--address", help="IP the node's tasks are reached at (default 127.0.0.1)")
+        parser.add_argument(
+            "--address",
+            help="IP the node's tasks are reached at, never the portal's own host "
+            "(default with --local: PAI_LOCAL_NODE_ADDRESS, 127.0.0.2)",
+        )
         parser.add_argument("--docker-url", default="", help="Docker engine URL (default: the local socket)")
         parser.add_argument("--cpus", type=int)
         parser.add_argument("--memory-mb", type=int)
@@ -79,14 +84,17 @@ class Command(BaseCommand):
         name = options["name"] or ("local" if options["local"] else None)
         if not name:
             raise CommandError("give a node NAME, or --local for this machine")
-        if not options["local"] and (options["cpus"] is None or options["memory_mb"] is None):
-            raise CommandError("--cpus and --memory-mb are required for a node other than --local")
+        if not options["local"] and (options["cpus"] is None or options["memory_mb"] is None or not options["address"]):
+            raise CommandError("--address, --cpus and --memory-mb are required for a node other than --local")
         executor = options["executor"] or ("docker" if docker_answers(options["docker_url"]) else "process")
         cpus = options["cpus"] or os.cpu_count() or 1
         memory_mb = options["memory_mb"] or local_memory_mb()
         gpus = (
             parse_gpus(options["gpus"]) if options["gpus"] is not None else (local_gpus() if options["local"] else [])
         )
+        address = options["address"] or settings.PAI_LOCAL_NODE_ADDRESS
+        if address.lower().strip("[]") in portal_hosts():
+            raise CommandError("--address " + PORTAL_HOST_ADDRESS.format(address=address))
         low, _, high = options["ports"].partition("-")
         if not (low.isdigit() and high.isdigit() and 0 < int(low) <= int(high) < 65536):
             raise CommandError("--ports: give a range like 20000-40000")
@@ -94,7 +102,7 @@ class Command(BaseCommand):
             node, created = Node.objects.update_or_create(
                 name=name,
                 defaults={
-                    "address": options["address"] or "127.0.0.1",
+                    "address": address,
                     "executor": executor,
                     "docker_url": options["docker_url"],
                     "cpus": cpus,
@@ -110,5 +118,5 @@ class Command(BaseCommand):
         gpu_text = ", ".join(f"{i}:{t}" for i, t in gpus) or "no GPUs"
         self.stdout.write(
             f"{'registered' if created else 'updated'} node {node.name}: {executor} executor, {cpus} CPUs, "
-            f"{memory_mb} MB, {gpu_text}"
+            f"{memory_mb} MB, {gpu_text}, tasks' ports on {address}"
         )

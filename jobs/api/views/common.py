@@ -13,6 +13,7 @@ from rest_framework.request import Request
 
 from jobs import actions
 from jobs.api import links, shapes
+from jobs.api.auth import is_application_token
 from jobs.api.errors import ApiError, is_v1_path, no_job
 from jobs.models import Job, JobState
 from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
@@ -57,6 +58,18 @@ def find_job(request: Request, full_name: str) -> Job:
         return actions.get_job_for(request.user, full_name)
     except Job.DoesNotExist as error:
         raise no_job(full_name) from error
+
+
+def check_may_act_on(request: Request, job: Job) -> None:
+    """An application token acts as its user alone: it reads an admin's view of other users' jobs,
+    but stopping, starting or taking the SSH key of another user's job needs the admin signed in."""
+    if is_application_token(request) and job.owner_id != request.user.pk:
+        raise ApiError(
+            403,
+            "ForbiddenUserError",
+            f"An application token cannot act on another user's job ({job.full_name}) or read its SSH key; "
+            "use a login token or the browser session.",
+        )
 
 
 def find_job_summary(request: Request, full_name: str) -> Job:
@@ -178,6 +191,7 @@ def detail(request: Request, job: Job) -> dict[str, Any]:
 
 def execute(request: Request, job: Job) -> str:
     """executionType STOP|START; both are idempotent (STOP on a finished job changes nothing)."""
+    check_may_act_on(request, job)
     value = request.data.get("value") if hasattr(request.data, "get") else None
     if value not in (Job.ExecutionType.STOP, Job.ExecutionType.START):
         raise ApiError(400, "InvalidParametersError", 'Body must be {"value": "STOP"} or {"value": "START"}.')
@@ -203,6 +217,7 @@ def ssh_info(request: Request, job: Job) -> dict[str, Any]:
     the task's container id; `taskName` keeps the `<role>-<index>` it was."""
     from jobs.ssh import openpai_ssh_info
 
+    check_may_act_on(request, job)
     key_url = request.build_absolute_uri(links.ssh_key_path(job)) if job.ssh_private_key_encrypted else ""
     info = dict(openpai_ssh_info(job, key_url))
     container_ids = {f"{task.role}-{task.index}": task.executor_id for task in job.tasks.all()}

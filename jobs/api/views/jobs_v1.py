@@ -93,6 +93,7 @@ class V1JobDetailView(APIView):
     @extend_schema(parameters=[USER_PARAMETER, JOB_PARAMETER], request=None, responses={202: ACCEPTED})
     def delete(self, request: Request, username: str, job_name: str) -> Response:
         job = common.find_job(request, v1_full_name(username, job_name))
+        common.check_may_act_on(request, job)
         if job.is_finished:
             return accepted(f"Job {job.full_name} has already finished ({job.state}).")
         actions.stop_job(job, request.user)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.http import FileResponse, HttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
@@ -14,6 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from jobs import logs
 from jobs.api import links, shapes
 from jobs.api.errors import ApiError
 from jobs.api.parsers import ConfigTextParser
@@ -139,7 +140,7 @@ class TaskLogView(APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, auth=[])
-    def get(self, request: Request, token: str) -> HttpResponse | FileResponse:
+    def get(self, request: Request, token: str) -> HttpResponse | FileResponse | StreamingHttpResponse:
         found = links.task_for_log_link(token) or links.attempt_for_log_link(token)
         if found is None:
             raise ApiError(404, "NoTaskLogError", "The log link is not valid or has expired.")
@@ -152,18 +153,17 @@ def current_attempts(job: Any, task: Task) -> tuple[int, int]:
     return max(job.job_attempt - 1, 0), max(task.attempt - 1, 0)
 
 
-def log_response(task: Task | TaskAttempt, tail: bool) -> HttpResponse | FileResponse:
-    """The whole log streamed from disk, or its last TAIL_BYTES; empty before the task wrote any."""
+def log_response(task: Task | TaskAttempt, tail: bool) -> HttpResponse | FileResponse | StreamingHttpResponse:
+    """The whole log, or its last TAIL_BYTES, the job's secrets masked; empty before the task
+    wrote any. A log with nothing to mask is the file itself, streamed off the request thread."""
     content_type = "text/plain; charset=utf-8"
-    try:
-        log = Path(task.log_path).open("rb") if task.log_path else None  # noqa: SIM115  (FileResponse closes it)
-    except OSError:
-        log = None
-    if log is None:
+    if not task.log_path:
         return HttpResponse(b"", content_type=content_type)
-    if not tail:
-        return FileResponse(log, content_type=content_type)
-    with log:
-        size = log.seek(0, 2)
-        log.seek(max(size - TAIL_BYTES, 0))
-        return HttpResponse(log.read(), content_type=content_type)
+    if tail:
+        return HttpResponse(logs.masked_tail(task.job, task.log_path, TAIL_BYTES), content_type=content_type)
+    if logs.secret_values(task.job):
+        return StreamingHttpResponse(logs.masked_chunks(task.job, task.log_path), content_type=content_type)
+    try:
+        return FileResponse(Path(task.log_path).open("rb"), content_type=content_type)
+    except OSError:
+        return HttpResponse(b"", content_type=content_type)

@@ -9,6 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from clusters.executors.registry import describe_executor
+from clusters.management.commands.addnode import docker_answers
 from clusters.models import Node
 
 
@@ -29,3 +31,10 @@ class Command(BaseCommand):
             )
         if not Node.objects.exists():
             call_command("addnode", "--local", stdout=self.stdout)
+        for node in Node.objects.all():
+            self.stdout.write(f"node {node.name}: {describe_executor(node.executor, node.address, node.docker_url)}")
+            if node.executor == Node.Executor.PROCESS and not node.docker_url and docker_answers():
+                self.stdout.write(
+                    f"  a Docker engine answers now: `manage.py addnode {node.name} --local --executor docker` "
+                    "moves this node to containers"
+                )

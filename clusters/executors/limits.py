@@ -1,0 +1,133 @@
+"""CPU, memory and process-count limits for process tasks, as Docker nodes apply them.
+
+Two ways, chosen per node when its executor is made:
+- cgroup (v1 `memory`, `cpu`, `pids` controllers, writable by the portal: root on a machine that
+  mounts them, like this project's machines): one cgroup per task under the portal's own, with
+  memoryMB (no swap), cpuNumber CPUs of time (CFS quota) and at most PAI_TASK_PIDS_LIMIT processes.
+  The kernel's OOM kill is read back, so an out-of-memory task reads -1200 as on Docker.
+- rlimit, the fallback elsewhere (cgroup v2 machines, a portal that is not root): the task's
+  data segment is capped at memoryMB (RLIMIT_DATA, so allocations fail instead of an OOM kill),
+  processes with RLIMIT_NPROC (counted per uid: all sandboxed tasks share it); CPU is not limited.
+
+Standard library only: the supervisor process joins a task to its cgroup without Django.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import resource
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_V1_ROOT = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "cpu", "pids")
+TASKS_GROUP = "pai-tasks"
+CFS_PERIOD_US = 100_000
+DEFAULT_PIDS_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class TaskCgroup:
+    dirs: dict[str, str]  # controller -> the task's cgroup directory
+
+    def join(self, pid: int) -> None:
+        for directory in self.dirs.values():
+            Path(directory, "cgroup.procs").write_text(str(pid))
+
+    def members(self) -> set[int]:
+        pids: set[int] = set()
+        for directory in self.dirs.values():
+            with contextlib.suppress(OSError):
+                pids.update(int(line) for line in Path(directory, "cgroup.procs").read_text().split())
+        return pids
+
+    def signal_all(self, sig: int) -> None:
+        for pid in self.members():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    def oom_killed(self) -> bool:
+        directory = self.dirs.get("memory")
+        if not directory:
+            return False
+        try:
+            lines = Path(directory, "memory.oom_control").read_text().splitlines()
+        except OSError:
+            return False
+        counts = dict(line.split() for line in lines if len(line.split()) == 2)
+        return int(counts.get("oom_kill", "0")) > 0
+
+    def remove(self, timeout: float = 5.0) -> None:
+        """Kill what is left in it, then remove it (a cgroup goes only once empty)."""
+        deadline = time.monotonic() + timeout
+        while self.members() and time.monotonic() < deadline:
+            self.signal_all(signal.SIGKILL)
+            time.sleep(0.02)
+        for directory in self.dirs.values():
+            with contextlib.suppress(FileNotFoundError, OSError):
+                os.rmdir(directory)
+
+
+@dataclass(frozen=True)
+class CgroupLimits:
+    """Makes one cgroup per task under `parents` (controller -> the portal's pai-tasks group)."""
+
+    parents: dict[str, str]
+
+    @classmethod
+    def detect(cls, root: Path = CGROUP_V1_ROOT) -> CgroupLimits | None:
+        """The cgroup v1 controllers under the portal's own cgroups, if it may create groups there."""
+        own = _own_cgroups()
+        parents = {}
+        for controller in CONTROLLERS:
+            mount = root / controller
+            if controller not in own or not (mount / "cgroup.procs").is_file():
+                return None
+            parent = mount / own[controller].lstrip("/") / TASKS_GROUP
+            try:
+                parent.mkdir(exist_ok=True)
+            except OSError:
+                return None
+            parents[controller] = str(parent)
+        return cls(parents)
+
+    def create(self, key: str, *, cpu: int, memory_mb: int, pids: int) -> TaskCgroup:
+        name = "task-" + hashlib.sha256(key.encode()).hexdigest()[:20]
+        dirs = {controller: str(Path(parent, name)) for controller, parent in self.parents.items()}
+        for directory in dirs.values():
+            Path(directory).mkdir(exist_ok=True)
+        memory = str(memory_mb * 1024 * 1024)
+        Path(dirs["memory"], "memory.limit_in_bytes").write_text(memory)
+        swap = Path(dirs["memory"], "memory.memsw.limit_in_bytes")
+        if swap.exists():  # memory + swap = memory: no swap, as on Docker nodes
+            swap.write_text(memory)
+        Path(dirs["cpu"], "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+        Path(dirs["cpu"], "cpu.cfs_quota_us").write_text(str(max(cpu, 1) * CFS_PERIOD_US))
+        Path(dirs["pids"], "pids.max").write_text(str(pids))
+        return TaskCgroup(dirs)
+
+
+def rlimits(*, memory_mb: int, pids: int) -> dict[str, int]:
+    """The fallback's limits by RLIMIT_ name, applied with apply_rlimits() in the task's process."""
+    return {"DATA": memory_mb * 1024 * 1024, "NPROC": pids}
+
+
+def apply_rlimits(limits: dict[str, int]) -> None:
+    for name, value in limits.items():
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
+
+
+def _own_cgroups() -> dict[str, str]:
+    """controller -> this process's cgroup path, from /proc/self/cgroup (v1 lines)."""
+    paths = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(","):
+                if controller:
+                    paths[controller] = path
+    return paths

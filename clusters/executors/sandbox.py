@@ -1,0 +1,178 @@
+"""The process executor's sandbox: bubblewrap (`bwrap`, Debian's `bubblewrap`) around each task.
+
+What a sandboxed task sees and is:
+- a read-only system (/usr, /etc, /opt and the /bin, /lib... links), its own /proc, /dev and /tmp;
+- its work dir and its owner's storage mounts (area read-write, dataDir read-only, outputDir,
+  codeDir copy read-only), at the paths the protocol gives them; nothing else of the portal: the
+  portal's directories (code, var/ with the database and secret key, logs, every user's area)
+  are covered by empty tmpfs mounts even where a system path would have shown them;
+- its own pid namespace (the portal's processes cannot be seen or signalled; when the task's
+  command ends or is stopped, bwrap's init dies and the kernel kills every process left in it,
+  `setsid` ones included), its own IPC and UTS namespaces (hostname `<role>-<index>`), the
+  node's network;
+- an unprivileged user: when the portal runs as root, the task runs as PAI_SANDBOX_UID (the
+  task's mounts are handed to that uid first); otherwise as the portal's uid inside a user
+  namespace, which still sees none of the portal's files.
+
+Standard library only (the portal builds the command line; nothing here touches the database).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusters.executors.base import TaskLaunch
+
+DEFAULT_SANDBOX_BASE_ID = 2_000_000
+SYSTEM_PATHS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+PROBE_TIMEOUT_S = 20
+# The devices of one NVIDIA GPU are /dev/nvidia<index>; these are shared by all of them.
+NVIDIA_SHARED_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    # Portal paths the task must not see (covered with empty tmpfs mounts before its own mounts).
+    hidden: tuple[str, ...] = ()
+    # When the portal runs as root, a user's tasks run as uid and gid base_id + the user's id.
+    base_id: int = DEFAULT_SANDBOX_BASE_ID
+    bwrap: str = "bwrap"
+    system_paths: tuple[str, ...] = field(default=SYSTEM_PATHS)
+
+    @property
+    def switches_user(self) -> bool:
+        """Root can and must drop to the sandbox uid; anyone else is unprivileged already."""
+        return os.geteuid() == 0
+
+    def probe(self) -> str:
+        """'' when a trial sandbox runs here, else why not (shown to users as the reason)."""
+        if shutil.which(self.bwrap) is None:
+            return f"bubblewrap ({self.bwrap}) is not installed on this node (Debian: apt-get install bubblewrap)"
+        try:
+            trial = subprocess.run(
+                [*self._identity(self.base_id, self.base_id), *self._base_args("sandbox-probe"), "true"],
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bubblewrap cannot run here: {exc}"
+        if trial.returncode != 0:
+            detail = trial.stderr.strip().splitlines()[-1:] or [f"exit {trial.returncode}"]
+            return f"bubblewrap cannot make a sandbox here (user namespaces off?): {detail[0]}"
+        return ""
+
+    def argv(self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str]) -> list[str]:
+        """The command line that runs `command` in the task's sandbox."""
+        work_dir = str(launch.work_dir)
+        args = [*self._identity(*self.ids(launch)), *self._base_args(launch.hostname)]
+        args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+        for gpu in launch.gpus:
+            args += _device_binds([f"/dev/nvidia{gpu}", *NVIDIA_SHARED_DEVICES])
+        args += ["--bind", work_dir, work_dir]
+        for mount in launch.mounts:
+            args += ["--ro-bind" if mount.read_only else "--bind", mount.host_path, mount.container_path]
+        args += ["--chdir", work_dir, "--", *command]
+        return args
+
+    def _identity(self, uid: int, gid: int) -> list[str]:
+        if not self.switches_user:
+            return []
+        return [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
+
+    def _base_args(self, hostname: str) -> list[str]:
+        args = [self.bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
+        args += ["--hostname", hostname]
+        for path in self.system_paths:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp", "--tmpfs", "/run"]
+        for path in self.hidden:
+            args += ["--tmpfs", path]
+        return args
+
+    def account_files(self, launch: TaskLaunch) -> tuple[Path, Path]:
+        """/etc/passwd and /etc/group for the task (its owner's name on the uid it runs as), kept
+        beside its work dir, where the sandbox user can reach them."""
+        uid, gid = self.ids(launch)
+        name = launch.env.get("PAI_USER_NAME") or "pai"
+        directory = Path(launch.work_dir).with_name(Path(launch.work_dir).name + "-etc")
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(0o755)
+        passwd, group = directory / "passwd", directory / "group"
+        passwd.write_text(
+            f"root:x:0:0:root:/root:/usr/sbin/nologin\n{name}:x:{uid}:{gid}:{name}:{launch.work_dir}:/bin/bash\n"
+        )
+        group.write_text(f"root:x:0:\n{name}:x:{gid}:\n")
+        for file in (passwd, group):
+            file.chmod(0o644)
+        return passwd, group
+
+    def ids(self, launch: TaskLaunch) -> tuple[int, int]:
+        """The uid and gid the task runs as: one per portal user when the portal is root."""
+        if not self.switches_user:
+            return os.getuid(), os.getgid()
+        return self.base_id + launch.owner_id, self.base_id + launch.owner_id
+
+    def hand_over(self, launch: TaskLaunch, paths: Iterable[str]) -> None:
+        """Make the task's mounts its own (only when it switches user): it reads and writes them as
+        its uid, and bwrap, running as that uid, must reach them. Their files become the task
+        user's; the directories above them only gain o+x (pass through, never list or read)."""
+        if not self.switches_user:
+            return
+        uid, gid = self.ids(launch)
+        for top in paths:
+            _chown_tree(top, uid, gid)
+            _allow_passing_through(Path(top).parent)
+
+
+def _device_binds(devices: Iterable[str]) -> list[str]:
+    args: list[str] = []
+    for device in devices:
+        if os.path.exists(device):
+            args += ["--dev-bind", device, device]
+    return args
+
+
+def _allow_passing_through(directory: Path) -> None:
+    for ancestor in (directory, *directory.parents):
+        mode = ancestor.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            ancestor.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+
+
+def _chown_tree(top: str, uid: int, gid: int) -> None:
+    if not os.path.isdir(top) or os.path.islink(top):
+        return
+    _chown_if_needed(top, uid, gid, None)
+    # fwalk works on directory file descriptors: a directory swapped for a link mid-walk is not followed.
+    for _root, dirs, files, root_fd in os.fwalk(top, follow_symlinks=False):
+        for name in dirs + files:
+            _chown_if_needed(name, uid, gid, root_fd)
+
+
+def _chown_if_needed(path: str, uid: int, gid: int, dir_fd: int | None) -> None:
+    try:
+        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+        if (info.st_uid, info.st_gid) != (uid, gid):
+            os.chown(path, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        pass  # removed by a running task meanwhile

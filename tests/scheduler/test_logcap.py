@@ -1,0 +1,41 @@
+"""A task's log never passes its cap: the newest output stays and the file says it was cut."""
+
+import pytest
+
+from clusters.executors.logcap import CUT_NOTE, CappedLog, was_cut
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / "task.log"
+
+
+def test_it_keeps_a_small_log_whole(path):
+    with CappedLog(path, 4096) as log:
+        log.write(b"hello\n")
+    assert path.read_bytes() == b"hello\n"
+    assert not was_cut(path)
+
+
+def test_it_keeps_the_newest_output_under_the_cap(path):
+    with CappedLog(path, 4096) as log:
+        for number in range(2000):
+            log.write(f"line {number}\n".encode())
+    text = path.read_bytes()
+    assert len(text) <= 4096
+    assert text.endswith(b"line 1998\nline 1999\n")
+
+
+def test_it_says_the_log_was_cut(path):
+    with CappedLog(path, 4096) as log:
+        log.write(b"x" * 5000)
+    assert path.read_bytes().startswith(CUT_NOTE)
+    assert was_cut(path)
+
+
+def test_it_counts_what_was_already_in_the_file(path):
+    path.write_bytes(b"y" * 4000)
+    with CappedLog(path, 4096) as log:
+        log.write(b"z" * 200)
+    assert len(path.read_bytes()) <= 4096
+    assert path.read_bytes().endswith(b"z" * 200)
