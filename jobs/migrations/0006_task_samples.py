@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0004_task_attempts_and_states'),
+        ('jobs', '0005_mask_stored_config_text'),
     ]
 
     operations = [
