@@ -214,8 +214,9 @@ class ProcessExecutor(Executor):
         roots = {}
         for handle in handles:
             task_dir = self.work_root / handle.executor_id
-            # What the supervisor started (the sandbox and the command), not the supervisor itself.
-            pid = self._pid(task_dir, "child_pid")
+            # What the supervisor started (the sandbox and the command), not the supervisor itself;
+            # the supervisor's whole tree in the moment before it has started anything.
+            pid = self._pid(task_dir, "child_pid") or self._pid(task_dir)
             if pid is not None and self._alive(handle.executor_id, task_dir):
                 roots[handle.executor_id] = pid
         return from_process_trees(roots)
