@@ -36,11 +36,13 @@ lint: venv
 clean:
 	rm -rf $(VENV) var/static
 
-# Web SSH terminal assets: xterm.js UMD files are committed under static/vendor/xterm/ (CI needs
-# no npm); this refreshes them from the versions pinned in package.json.
+# Browser assets (xterm.js, uPlot) are committed under static/vendor/ (CI needs no npm); this
+# refreshes them from the versions pinned in package.json.
 assets:
 	npm ci --no-audit --no-fund
 	mkdir -p static/vendor/xterm
 	cp node_modules/@xterm/xterm/lib/xterm.js node_modules/@xterm/xterm/css/xterm.css \
 	   node_modules/@xterm/xterm/LICENSE node_modules/@xterm/addon-fit/lib/addon-fit.js static/vendor/xterm/
 	sed -i '/sourceMappingURL=/d' static/vendor/xterm/xterm.js static/vendor/xterm/addon-fit.js
+	mkdir -p static/vendor/uplot
+	cp node_modules/uplot/dist/uPlot.iife.min.js node_modules/uplot/dist/uPlot.min.css node_modules/uplot/LICENSE static/vendor/uplot/

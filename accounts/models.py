@@ -32,3 +32,20 @@ class Token(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.kind} {self.key_prefix}…"
+
+
+class NotificationPreference(models.Model):
+    """When a user wants to hear that their jobs ended (OpenPAI's alert manager mailed owners).
+    A job's own `extras.jobStatusChangeNotification` overrides it (jobs.notifications)."""
+
+    class When(models.TextChoices):
+        NEVER = "never", "Never"
+        FAILED = "failed", "When a job fails"
+        ENDED = "ended", "When a job ends (succeeded, failed or stopped)"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification")
+    email = models.CharField(max_length=8, choices=When.choices, default=When.NEVER)
+    browser = models.BooleanField(default=False, help_text="A browser notification while the portal is open.")
+
+    def __str__(self) -> str:
+        return f"{self.user}: email {self.email}, browser {self.browser}"

@@ -1,9 +1,11 @@
-"""The profile page: the user's API tokens, listed, created (application) and revoked."""
+"""The profile page: the user's API tokens, listed, created (application) and revoked; when to be
+told that a job ended."""
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
@@ -12,16 +14,40 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.models import Token
+from accounts.models import NotificationPreference, Token
 from accounts.throttling import login_wait
 from accounts.tokens import issue_token, revoke_token
+
+
+class NotificationForm(forms.ModelForm):
+    class Meta:
+        model = NotificationPreference
+        fields = ["email", "browser"]
+
+
+def _preference(request: HttpRequest) -> NotificationPreference:
+    return NotificationPreference.objects.get_or_create(user=cast(Any, request.user))[0]
 
 
 @require_http_methods(["GET"])
 def profile(request: HttpRequest) -> HttpResponse:
     tokens = Token.objects.filter(user=cast(Any, request.user))
     new_token = request.session.pop("new_api_token", None)
-    return render(request, "accounts/profile.html", {"tokens": tokens, "new_token": new_token})
+    context = {
+        "tokens": tokens,
+        "new_token": new_token,
+        "notification_form": NotificationForm(instance=_preference(request)),
+    }
+    return render(request, "accounts/profile.html", context)
+
+
+@require_POST
+def save_notifications(request: HttpRequest) -> HttpResponse:
+    form = NotificationForm(request.POST, instance=_preference(request))
+    if form.is_valid():
+        form.save()
+        messages.success(request, _("Notification settings saved."))
+    return redirect("profile")
 
 
 @require_POST

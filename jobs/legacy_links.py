@@ -65,7 +65,7 @@ PAGES: dict[str, Callable[[QueryDict], str]] = {
     "submit.html": _submit,
     "submit_v1.html": _submit,
     "virtual-clusters.html": _fixed("scheduling:overview"),
-    "dashboard.html": _fixed("scheduling:overview"),
+    "dashboard.html": _fixed("scheduling:dashboard"),
     "cluster-view/hardware.html": _fixed("scheduling:overview"),
     "cluster-view/services.html": _fixed("scheduling:overview"),
     "user-profile.html": _fixed("profile"),

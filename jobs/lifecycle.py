@@ -18,6 +18,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from jobs import notifications
 from jobs.models import Job, JobEvent, Task, TaskAttempt
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
@@ -308,6 +309,8 @@ def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
         )
         if stopped:
             event(job.pk, "stopped", gettext_noop("All tasks stopped."))
+    if stopped:
+        notifications.job_ended(job.pk)
     return stopped
 
 
@@ -325,6 +328,8 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
         )
         if done:
             event(job.pk, "succeeded", gettext_noop("The job succeeded."))
+    if done:
+        notifications.job_ended(job.pk)
     return done
 
 
@@ -348,6 +353,8 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
                 task=f"{trigger.role}-{trigger.index}",
                 code=trigger.exit_code,
             )
+    if done:
+        notifications.job_ended(job.pk)
     return done
 
 

@@ -7,7 +7,7 @@ from jobs.fields import OrderedJSONField
 from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
 # The state names are defined in jobs.states (with the diagram); importable from here too.
-__all__ = ["FINISHED_JOB_STATES", "Job", "JobEvent", "JobState", "Task", "TaskAttempt", "TaskState"]
+__all__ = ["FINISHED_JOB_STATES", "Job", "JobEvent", "JobState", "Task", "TaskAttempt", "TaskSample", "TaskState"]
 
 
 class Job(models.Model):
@@ -155,3 +155,34 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
+
+
+class TaskSample(models.Model):
+    """A task's resources at one moment, written by the sampler (scheduling.sampler).
+
+    Kept compact, as many are written: integer columns (epoch seconds, thousandths of a CPU, MB,
+    KB/s), nulls where the backend does not tell. Raw samples (period 0) are kept for
+    PAI_SAMPLE_RAW_HOURS, then folded into one per minute (period 60: averages, memory its peak).
+    """
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="samples", db_index=False)
+    at = models.BigIntegerField(help_text="Epoch seconds.")
+    period = models.PositiveSmallIntegerField(default=0, help_text="0: raw; 60: a minute's aggregate.")
+    cpu_milli = models.PositiveIntegerField(help_text="Thousandths of a CPU (1000 = one core busy).")
+    memory_mb = models.PositiveIntegerField()
+    memory_limit_mb = models.PositiveIntegerField(null=True, blank=True)
+    net_rx_kbps = models.PositiveIntegerField(null=True, blank=True)
+    net_tx_kbps = models.PositiveIntegerField(null=True, blank=True)
+    disk_read_kbps = models.PositiveIntegerField(null=True, blank=True)
+    disk_write_kbps = models.PositiveIntegerField(null=True, blank=True)
+    # Per allocated GPU: [[index, utilization %, memory MB], ...]; null for CPU-only tasks.
+    gpus = models.JSONField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["task", "at"], name="sample_task_at"),
+            models.Index(fields=["at"], name="sample_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} at {self.at}"

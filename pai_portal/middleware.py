@@ -1,11 +1,11 @@
-"""Login is required everywhere except the login page, the API (token auth answers 401 itself)
-and static files. The API's docs pages are pages: a browser is sent to sign in (unless
+"""Login is required everywhere except the login page, the API and /metrics (token auth answers
+401 itself) and static files. The API's docs pages are pages: a browser is sent to sign in (unless
 PAI_API_DOCS_PUBLIC)."""
 
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware
 
-EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/")
+EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/", "/metrics")
 DOCS_PAGES = ("/api/docs/", "/api/redoc/", "/rest-server/api/docs/", "/rest-server/api/redoc/")
 
 

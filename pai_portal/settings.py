@@ -125,7 +125,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "/login/"
-LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL = "/start/"  # admins land on the dashboard, users on the job list
 LOGOUT_REDIRECT_URL = "/login/"
 
 LANGUAGE_CODE = "en"
@@ -176,6 +176,35 @@ PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimu
 PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
 # Docker nodes: container/network name prefix (several portals or test runs may share an engine)
 # and the pool per-job networks' /24 subnets are carved from.
+# Task resource samples (scheduling.sampler, a thread beside the scheduler's loop): how often,
+# how long raw samples are kept before they are folded into one per minute, and how long those stay.
+PAI_SAMPLE_SECONDS = env_float("PAI_SAMPLE_SECONDS", 10.0, minimum=0.5)
+PAI_SAMPLE_RAW_HOURS = env_float("PAI_SAMPLE_RAW_HOURS", 24.0, minimum=0.0)
+PAI_SAMPLE_KEEP_DAYS = env_float("PAI_SAMPLE_KEEP_DAYS", 30.0, minimum=0.0)
+
+# /metrics (Prometheus): scrapers send `Authorization: Bearer <PAI_METRICS_TOKEN>`; without a
+# token only signed-in admins may read it, unless PAI_METRICS_PUBLIC opens it to anyone.
+PAI_METRICS_TOKEN = env_str("PAI_METRICS_TOKEN", "")
+PAI_METRICS_PUBLIC = env_bool("PAI_METRICS_PUBLIC", False)
+
+# Job-end emails (jobs.notifications): printed to the console unless an SMTP host is set. The
+# scheduler sends them, so a slow mail server is cut short by the timeout.
+PAI_EMAIL_HOST = env_str("PAI_EMAIL_HOST", "")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if PAI_EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_HOST = PAI_EMAIL_HOST or "localhost"
+EMAIL_PORT = env_int("PAI_EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("PAI_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = env_str("PAI_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("PAI_EMAIL_TLS", False)
+EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
+DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
+# The portal's address as users reach it, for links in emails.
+PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
+
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
 # Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.

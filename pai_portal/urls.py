@@ -19,5 +19,8 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("", include("jobs.storage.urls")),
     path("", include("jobs.ssh.urls")),
+    path("", include("jobs.usage.urls")),
+    path("", include("jobs.notifications.urls")),
+    path("", include("jobs.fixes.urls")),
     path("", include("jobs.legacy_links")),
 ]

@@ -109,6 +109,21 @@ class TaskStatus:
     lost: bool = False  # the task is unknown to the backend (node lost / process gone)
 
 
+@dataclass(frozen=True)
+class ResourceSample:
+    """One reading of a running task's resources. Counters (CPU seconds, bytes moved) are
+    cumulative since the task started, so the sampler turns two readings into rates; None where
+    the backend does not tell."""
+
+    cpu_seconds: float
+    memory_bytes: int
+    memory_limit_bytes: int | None = None
+    net_rx_bytes: int | None = None
+    net_tx_bytes: int | None = None
+    disk_read_bytes: int | None = None
+    disk_write_bytes: int | None = None
+
+
 @dataclass
 class RunningTask:
     handle: TaskHandle
@@ -149,6 +164,12 @@ class Executor(abc.ABC):
         as it always is with host_network (the job spans nodes: its tasks use the node's network).
         """
         return {task: node_address for task in tasks}
+
+    def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
+        """The resources of these tasks now, by executor id; tasks not running (or that the backend
+        cannot tell about) are left out. One call per node and sampling round, so a backend reads
+        what it can in one go. Called by the sampler's thread, never by the scheduler's pass."""
+        return {}
 
     def ping(self) -> None:  # noqa: B027
         """Raise when the node's backend does not answer (the scheduler's heartbeat)."""

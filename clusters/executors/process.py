@@ -26,10 +26,20 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
-from clusters.executors.base import Executor, ExecutorError, Failure, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+from clusters.executors.base import (
+    Executor,
+    ExecutorError,
+    Failure,
+    ResourceSample,
+    RunningTask,
+    TaskHandle,
+    TaskLaunch,
+    TaskStatus,
+)
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
+from clusters.executors.stats import from_process_trees
 
 log = logging.getLogger("pai.executors.process")
 
@@ -199,6 +209,17 @@ class ProcessExecutor(Executor):
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
         self._children.pop(handle.executor_id, None)
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
+
+    def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
+        roots = {}
+        for handle in handles:
+            task_dir = self.work_root / handle.executor_id
+            # What the supervisor started (the sandbox and the command), not the supervisor itself;
+            # the supervisor's whole tree in the moment before it has started anything.
+            pid = self._pid(task_dir, "child_pid") or self._pid(task_dir)
+            if pid is not None and self._alive(handle.executor_id, task_dir):
+                roots[handle.executor_id] = pid
+        return from_process_trees(roots)
 
     def _memory_mb(self, task_dir: Path) -> int:
         with contextlib.suppress(OSError, ValueError, KeyError):

@@ -93,8 +93,11 @@ def unsupported(spec: dict[str, Any]) -> list[FieldError]:
                 (f"taskRoles.{role}.extraContainerOptions.infiniband", "the portal's nodes offer no InfiniBand devices")
             )
     notification = extras.get("jobStatusChangeNotification") or {}
-    if any(notification.values()):
-        errors.append(("extras.jobStatusChangeNotification", "the portal sends no notifications; remove it"))
+    for event in ("running", "retried"):  # only a job's ending is mailed (jobs.notifications)
+        if notification.get(event):
+            errors.append(
+                (f"extras.jobStatusChangeNotification.{event}", "the portal mails only when a job ends; remove it")
+            )
     if extras.get("storages"):
         errors.append(("extras.storages", "team-wise storages are not supported; use dataDir/outputDir paths"))
     return errors

@@ -88,7 +88,7 @@ def test_tensorboard_serves_several_logdirs_by_name() -> None:
             {},
             f"extras.{RUNTIME}[0].parameters.logdir",
         ),
-        ({"jobStatusChangeNotification": {"failed": True}}, {}, "extras.jobStatusChangeNotification"),
+        ({"jobStatusChangeNotification": {"running": True}}, {}, "extras.jobStatusChangeNotification.running"),
         ({"storages": [{"name": "team"}]}, {}, "extras.storages"),
         ({"hivedScheduler": {"lazyPreemptionEnable": True}}, {}, "extras.hivedScheduler.lazyPreemptionEnable"),
         (
@@ -117,7 +117,7 @@ def test_it_accepts_what_it_honours_or_what_changes_nothing() -> None:
             "jobPriorityClass": "prod",
             "taskRoles": {"worker": {"skuType": "K80", "pinnedCellId": None}},
         },
-        "jobStatusChangeNotification": {"failed": False},
+        "jobStatusChangeNotification": {"failed": True, "succeeded": False, "running": False},
         "storages": [],
     }
     assert unsupported(_spec(extras)) == []

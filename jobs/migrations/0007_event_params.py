@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0005_mask_stored_config_text'),
+        ('jobs', '0006_task_samples'),
     ]
 
     operations = [

@@ -1,0 +1,226 @@
+"""The sampler: every PAI_SAMPLE_SECONDS it reads each running task's resources from its node's
+executor (and the GPUs it holds from nvidia-smi) and stores one TaskSample per task.
+
+Every minute it also records each VC's usage and queue for the dashboard (VcSample). It runs as
+a process of its own (`manage.py runsampler`, beside `runscheduler`), so neither a slow engine nor
+the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a thread in the
+scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active at a
+time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it folds raw
+samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
+PAI_SAMPLE_KEEP_DAYS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from statistics import fmean
+
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from clusters.executors.base import ResourceSample, TaskHandle
+from clusters.executors.registry import executor_for
+from clusters.gpus import GpuReading, read_local_gpus
+from clusters.models import SchedulerLease
+from jobs.models import Task, TaskSample, TaskState
+from scheduling.dashboard import record_vc_samples
+from scheduling.models import VcSample
+
+log = logging.getLogger("pai.sampler")
+
+LEASE_NAME = "sampler"
+LEASE_MIN_S = 30  # a standby sampler takes over this long after the active one stopped renewing
+VC_SAMPLE_EVERY_S = 60  # the dashboard's history of VC usage and queues
+READ_THREADS = 8  # nodes read side by side
+PRUNE_EVERY_S = 3600
+MB = 1024 * 1024
+
+
+class Sampler:
+    def __init__(
+        self,
+        gpu_reader: Callable[[], dict[int, GpuReading]] = read_local_gpus,
+        active: Callable[[], bool] = lambda: True,
+    ):
+        self.gpu_reader = gpu_reader
+        self.active = active  # a standby sampler waits: one sample per task and period
+        # The last reading of each task attempt (by executor id): the next one gives the rates.
+        self._previous: dict[str, tuple[float, ResourceSample]] = {}
+        self._last_prune = float("-inf")
+        self._last_vc_sample = float("-inf")
+
+    # ---- one round -------------------------------------------------------------------------
+    def sample_once(self) -> int:
+        """Read every running task once and store the samples; returns how many were stored."""
+        tasks = list(
+            Task.objects.filter(state=TaskState.RUNNING, node__isnull=False)
+            .exclude(executor_id="")
+            .select_related("node")
+            .only(
+                "id",
+                "executor_id",
+                "ip",
+                "gpus",
+                "started_at",
+                "node__name",
+                "node__executor",
+                "node__address",
+                "node__docker_url",
+            )
+        )
+        if not tasks:
+            self._previous.clear()
+            return 0
+        by_node: dict[int | None, list[Task]] = defaultdict(list)
+        for task in tasks:
+            by_node[task.node_id].append(task)
+        readings: dict[str, ResourceSample] = {}
+        with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(by_node))) as pool:
+            for node_readings in pool.map(_read_node, by_node.values()):
+                readings.update(node_readings)
+        now = time.time()
+        gpus = self.gpu_reader() if any(task.gpus and _is_local(task) for task in tasks) else {}
+        rows = [
+            self._row(task, readings[task.executor_id], now, gpus) for task in tasks if task.executor_id in readings
+        ]
+        TaskSample.objects.bulk_create(rows, batch_size=500)
+        running = {task.executor_id for task in tasks}
+        self._previous = {key: value for key, value in self._previous.items() if key in running}
+        return len(rows)
+
+    def _row(self, task: Task, reading: ResourceSample, now: float, gpus: dict[int, GpuReading]) -> TaskSample:
+        previous = self._previous.get(task.executor_id)
+        self._previous[task.executor_id] = (now, reading)
+        if previous is None:  # the first reading: the average since the task started
+            since = task.started_at.timestamp() if task.started_at else now - settings.PAI_SAMPLE_SECONDS
+            previous = (
+                since,
+                ResourceSample(
+                    cpu_seconds=0, memory_bytes=0, net_rx_bytes=0, net_tx_bytes=0, disk_read_bytes=0, disk_write_bytes=0
+                ),
+            )
+        seconds = max(now - previous[0], 0.001)
+        before = previous[1]
+        held = [gpus[index] for index in task.gpus or [] if index in gpus] if _is_local(task) else []
+        return TaskSample(
+            task_id=task.id,
+            at=int(now),
+            cpu_milli=max(0, round((reading.cpu_seconds - before.cpu_seconds) / seconds * 1000)),
+            memory_mb=round(reading.memory_bytes / MB),
+            memory_limit_mb=round(reading.memory_limit_bytes / MB) if reading.memory_limit_bytes else None,
+            net_rx_kbps=_rate(reading.net_rx_bytes, before.net_rx_bytes, seconds),
+            net_tx_kbps=_rate(reading.net_tx_bytes, before.net_tx_bytes, seconds),
+            disk_read_kbps=_rate(reading.disk_read_bytes, before.disk_read_bytes, seconds),
+            disk_write_kbps=_rate(reading.disk_write_bytes, before.disk_write_bytes, seconds),
+            gpus=[[g.index, g.utilization_percent, g.memory_used_mb] for g in held] or None,
+        )
+
+    # ---- the loop --------------------------------------------------------------------------
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                if self.active():
+                    self.sample_once()
+                    if started - self._last_vc_sample >= VC_SAMPLE_EVERY_S:
+                        record_vc_samples(time.time())
+                        self._last_vc_sample = started
+                    if started - self._last_prune >= PRUNE_EVERY_S:
+                        fold_and_prune(time.time())
+                        self._last_prune = started
+            except Exception:
+                log.exception("sampling failed; trying again next period")
+            finally:
+                close_old_connections()
+            stop.wait(max(0.0, settings.PAI_SAMPLE_SECONDS - (time.monotonic() - started)))
+
+
+def take_lease(holder: str) -> bool:
+    """Hold (or renew) the `sampler` lease row: a conditional UPDATE, as the scheduler's lease."""
+    now = timezone.now()
+    with contextlib.suppress(IntegrityError):  # made by the other sampler at the same moment
+        SchedulerLease.objects.get_or_create(name=LEASE_NAME)
+    ttl = timedelta(seconds=max(LEASE_MIN_S, 3 * settings.PAI_SAMPLE_SECONDS))
+    free = Q(holder=holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
+    return SchedulerLease.objects.filter(free, name=LEASE_NAME).update(holder=holder, expires_at=now + ttl) == 1
+
+
+def release_lease(holder: str) -> None:
+    SchedulerLease.objects.filter(name=LEASE_NAME, holder=holder).update(holder="", expires_at=None)
+
+
+def _read_node(tasks: list[Task]) -> dict[str, ResourceSample]:
+    """One node's tasks, read in one executor call (on a pool thread: nodes side by side)."""
+    node = tasks[0].node
+    assert node is not None
+    handles = [TaskHandle(task.executor_id, task.ip) for task in tasks]
+    try:
+        return executor_for(node.executor, node.address, node.docker_url).sample(handles)
+    except Exception as exc:  # one node's trouble must not cost the others their samples
+        log.warning("sampling node %s failed: %s", node.name, exc)
+        return {}
+
+
+def _is_local(task: Task) -> bool:
+    """nvidia-smi runs here, so it only sees the GPUs of nodes on this machine."""
+    return task.node is not None and not task.node.docker_url
+
+
+def _rate(now: int | None, before: int | None, seconds: float) -> int | None:
+    if now is None:
+        return None
+    return max(0, round((now - (before or 0)) / seconds / 1024))
+
+
+# ---- retention -----------------------------------------------------------------------------
+def fold_and_prune(now: float) -> tuple[int, int]:
+    """Fold raw samples older than the raw retention into per-minute ones and delete samples
+    older than the whole retention. Returns (raw samples folded, samples deleted)."""
+    fold_before = int(now - settings.PAI_SAMPLE_RAW_HOURS * 3600)
+    raw = TaskSample.objects.filter(period=0, at__lt=fold_before)
+    rows = raw.order_by("task_id", "at").iterator(chunk_size=5000)
+    minutes = [
+        _fold(list(group)) for _, group in itertools.groupby(rows, key=lambda sample: (sample.task_id, sample.at // 60))
+    ]
+    with transaction.atomic():
+        folded, _ = raw.delete()
+        TaskSample.objects.bulk_create(minutes, batch_size=1000)
+    expired = int(now - settings.PAI_SAMPLE_KEEP_DAYS * 86400)
+    deleted, _ = TaskSample.objects.filter(at__lt=expired).delete()
+    VcSample.objects.filter(at__lt=expired).delete()
+    return folded, deleted
+
+
+def _fold(samples: list[TaskSample]) -> TaskSample:
+    """One minute of a task: average rates, peak memory (an OOM's peak must survive the fold)."""
+    first = samples[0]
+
+    def mean(field: str) -> int | None:
+        values = [getattr(s, field) for s in samples if getattr(s, field) is not None]
+        return round(fmean(values)) if values else None
+
+    gpu_rows = [row for s in samples for row in s.gpus or []]
+    by_index = {index: [r for r in gpu_rows if r[0] == index] for index in {r[0] for r in gpu_rows}}
+    return TaskSample(
+        task_id=first.task_id,
+        at=first.at - first.at % 60,
+        period=60,
+        cpu_milli=mean("cpu_milli") or 0,
+        memory_mb=max(s.memory_mb for s in samples),
+        memory_limit_mb=samples[-1].memory_limit_mb,
+        net_rx_kbps=mean("net_rx_kbps"),
+        net_tx_kbps=mean("net_tx_kbps"),
+        disk_read_kbps=mean("disk_read_kbps"),
+        disk_write_kbps=mean("disk_write_kbps"),
+        gpus=[[i, round(fmean(r[1] for r in rs)), max(r[2] for r in rs)] for i, rs in sorted(by_index.items())] or None,
+    )

@@ -1,0 +1,35 @@
+// Time-series charts on uPlot (static/vendor/uplot), shared by the job page and the dashboard.
+"use strict";
+window.PortalCharts = (function () {
+  const COLORS = ["#2457c5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#d35400", "#2c3e50"];
+
+  // Draws (or redraws) a chart in `holder`: x = epoch seconds, lines = [{label, values, dash, color}].
+  function draw(holder, title, unit, x, lines) {
+    const width = Math.max(280, holder.clientWidth || 600);
+    const options = {
+      title: title,
+      width: width,
+      height: 220,
+      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
+      axes: [{}, { label: unit, size: 60 }],
+      series: [{}].concat(lines.map((line, i) => ({
+        label: line.label,
+        stroke: line.color || COLORS[i % COLORS.length],
+        dash: line.dash,
+        width: line.dash ? 1.5 : 2,
+        spanGaps: true,
+      }))),
+    };
+    const data = [x].concat(lines.map((line) => line.values));
+    if (holder._plot && holder._plot.series.length === options.series.length) {
+      holder._plot.setData(data);
+      return holder._plot;
+    }
+    if (holder._plot) holder._plot.destroy();
+    holder.textContent = "";
+    holder._plot = new uPlot(options, data, holder);
+    return holder._plot;
+  }
+
+  return { draw: draw, COLORS: COLORS };
+})();

@@ -1,0 +1,64 @@
+"""The job page's resource plots and the cluster dashboard render with data in Chromium."""
+
+import time
+
+import pytest
+
+from jobs.models import JobState, TaskSample, TaskState
+from scheduling.models import VcSample
+from tests.factories import create_job, create_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+@pytest.fixture
+def sampled_job(default_vc):
+    job = create_job(create_user("alice"), "train", roles={"worker": 2}, state=JobState.RUNNING)
+    job.tasks.update(state=TaskState.RUNNING)
+    now = int(time.time())
+    TaskSample.objects.bulk_create(
+        TaskSample(task=task, at=now - 60 + 10 * i, cpu_milli=900 + i, memory_mb=100 + 20 * i, memory_limit_mb=256)
+        for task in job.tasks.all()
+        for i in range(6)
+    )
+    return job
+
+
+def test_it_draws_the_jobs_cpu_and_memory_plots(page, login, sampled_job, screenshot):
+    from playwright.sync_api import expect
+
+    login("alice")
+    page.goto(f"/jobs/{sampled_job.full_name}/")
+
+    expect(page.locator("#usage[data-rendered=true]")).to_be_visible()
+    expect(page.locator('[data-chart="memory"] canvas')).to_have_count(1)
+    expect(page.locator('[data-chart="cpu"] .u-title')).to_have_text("CPU")
+    screenshot("job-usage")
+
+
+def test_it_draws_the_dashboard_with_vc_history_and_the_waiting_queue(page, login, default_vc, screenshot):
+    from playwright.sync_api import expect
+
+    owner = create_user("alice")
+    create_job(owner, "queued", pending_reason="needs 8 GPUs; largest free: 2 on node-b")
+    now = int(time.time())
+    VcSample.objects.bulk_create(
+        VcSample(
+            vc=default_vc,
+            at=now - 600 + 60 * i,
+            gpus_used=i,
+            gpus_quota=8,
+            jobs_waiting=1,
+            jobs_running=i,
+            gpus_by_type={"V100": i},
+        )
+        for i in range(10)
+    )
+    login("alice")
+    page.goto("/dashboard/")
+
+    expect(page.locator("#dashboard-history[data-rendered=true]")).to_be_visible()
+    expect(page.locator('[data-chart="gpus"] canvas')).to_have_count(1)
+    expect(page.locator('[data-chart="types"] canvas')).to_have_count(1)
+    expect(page.locator("[data-dashboard-waiting]")).to_contain_text("needs 8 GPUs; largest free: 2 on node-b")
+    screenshot("dashboard")

@@ -1,0 +1,3 @@
+from tests.scheduler.conftest import process_node, run_until, scheduler, submit
+
+__all__ = ["process_node", "run_until", "scheduler", "submit"]

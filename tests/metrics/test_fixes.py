@@ -1,0 +1,88 @@
+"""What a failed job's page says to change, and the memory a resubmit may ask for."""
+
+import json
+
+import pytest
+import yaml
+
+from clusters.models import Node, VirtualCluster
+from jobs.fixes import fix_for, with_memory
+from jobs.models import JobState, TaskSample
+from jobs.protocol.exitspec import ExitCode
+from tests.factories import create_job, normalized_spec, v1_json, v2_yaml
+
+pytestmark = pytest.mark.django_db
+
+
+def oom_job(user, instances: int = 1, memory_mb: int = 1024):
+    spec = normalized_spec("big", {"worker": instances})
+    spec["taskRoles"]["worker"]["resourcePerInstance"]["memoryMB"] = memory_mb
+    job = create_job(user, "big", spec=spec, roles={"worker": instances}, state=JobState.FAILED)
+    job.exit_code = ExitCode.OOM_KILLED
+    job.save()
+    job.tasks.filter(index=0).update(exit_code=ExitCode.OOM_KILLED)
+    return job
+
+
+def test_it_offers_twice_the_memory_of_an_oom_killed_task(user):
+    Node.objects.create(name="n", cpus=8, memory_mb=16384)
+    job = oom_job(user)
+    TaskSample.objects.create(task=job.tasks.get(), at=1, cpu_milli=0, memory_mb=1000)
+
+    fix = fix_for(job)
+
+    assert fix is not None and (fix.role, fix.memory_mb) == ("worker", 2048)
+    assert "used up to 1000 MB (sampled) of its 1024 MB limit" in fix.what_to_change
+
+
+def test_it_offers_no_more_than_the_vcs_memory_quota(user):
+    Node.objects.create(name="n", cpus=8, memory_mb=16384)
+    VirtualCluster.objects.filter(name="default").update(share_percent=25)  # 4096 MB
+    job = oom_job(user, instances=2, memory_mb=1536)
+
+    fix = fix_for(job)
+
+    assert fix is not None and fix.memory_mb == 2048
+
+
+def test_it_says_so_when_the_vc_allows_no_more_memory(user):
+    Node.objects.create(name="n", cpus=8, memory_mb=2048)
+    job = oom_job(user, memory_mb=2048)
+
+    fix = fix_for(job)
+
+    assert fix is not None and fix.memory_mb == 0 and "2048 MB per task is the most" in fix.what_to_change
+
+
+def test_it_says_what_to_change_when_the_image_does_not_exist(user):
+    job = create_job(user, state=JobState.FAILED, exit_code=ExitCode.IMAGE_NOT_FOUND)
+
+    fix = fix_for(job)
+
+    assert fix is not None and fix.memory_mb == 0 and "Change the image" in fix.what_to_change
+
+
+def test_it_raises_a_v2_roles_memory_and_renames_the_job():
+    text = with_memory(v2_yaml("train", memory_mb=256), "worker", 512, "train-512mb")
+
+    doc = yaml.safe_load(text)
+    assert doc["name"] == "train-512mb"
+    assert doc["taskRoles"]["worker"]["resourcePerInstance"]["memoryMB"] == 512
+
+
+def test_it_raises_a_v1_roles_memory_and_renames_the_job():
+    text = with_memory(v1_json("legacy"), "main", 1024, "legacy-1024mb")
+
+    doc = json.loads(text)
+    assert doc["jobName"] == "legacy-1024mb" and doc["taskRoles"][0]["memoryMB"] == 1024
+
+
+def test_it_points_at_the_missing_file_a_failed_command_named(user, tmp_path):
+    log = tmp_path / "worker-0.log"
+    log.write_text("step 1\npython3: can't open file '/pai/work/code/train.py': [Errno 2] No such file or directory\n")
+    job = create_job(user, state=JobState.FAILED, exit_code=ExitCode.UNKNOWN_USER_FAILURE)
+    job.tasks.update(exit_code=ExitCode.UNKNOWN_USER_FAILURE, log_path=str(log))
+
+    fix = fix_for(job)
+
+    assert fix is not None and "/pai/work/code/train.py" in fix.what_to_change and "codeDir" in fix.what_to_change

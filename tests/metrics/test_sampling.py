@@ -1,0 +1,104 @@
+"""Readers of task resources and the sampler's storage and retention (no Docker here: the
+real-container test is tests/docker/test_usage.py)."""
+
+import io
+import json
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from clusters.executors.stats import from_docker_stats
+from clusters.gpus import GpuReading, parse_nvidia_smi
+from jobs.models import JobState, Task, TaskSample
+from scheduling.sampler import Sampler, fold_and_prune, release_lease, take_lease
+from tests.factories import create_job
+from tests.scheduler.conftest import role, v2_job
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpus"
+
+
+def test_it_reads_gpus_from_a_recorded_nvidia_smi_sample():
+    readings = parse_nvidia_smi((FIXTURES / "nvidia-smi.csv").read_text())
+
+    assert readings == {0: GpuReading(0, 3, 412, 16160), 1: GpuReading(1, 97, 14893, 16160)}
+
+
+def test_it_reads_a_containers_engine_stats_as_docker_stats_shows_them():
+    sample = from_docker_stats(json.loads((FIXTURES / "docker-stats-cgroup2.json").read_text()))
+
+    assert sample is not None
+    assert sample.cpu_seconds == 12.5
+    assert sample.memory_bytes == 300 * 1024 * 1024 and sample.memory_limit_bytes == 600 * 1024 * 1024
+    assert (sample.net_rx_bytes, sample.net_tx_bytes) == (4096, 1024)
+    assert (sample.disk_read_bytes, sample.disk_write_bytes) == (4096000, 1024000)
+
+
+def test_it_reads_nothing_from_a_stopped_containers_stats():
+    assert from_docker_stats({"cpu_stats": {}, "memory_stats": {}}) is None
+
+
+@pytest.fixture
+def recorded_gpus():
+    return lambda: parse_nvidia_smi((FIXTURES / "nvidia-smi.csv").read_text())
+
+
+def test_it_samples_a_running_process_task_with_the_gpus_it_holds(submit, run_until, recorded_gpus):
+    job = run_until(submit(v2_job("busy", role("worker", "sleep 30"))), JobState.RUNNING)
+    Task.objects.filter(job=job).update(gpus=[1])
+
+    stored = Sampler(gpu_reader=recorded_gpus).sample_once()
+
+    sample = TaskSample.objects.get(task__job=job)
+    assert stored == 1
+    assert sample.memory_mb >= 1 and sample.gpus == [[1, 97, 14893]]
+
+
+def raw(task, at, memory_mb, cpu_milli=500):
+    return TaskSample(task=task, at=at, cpu_milli=cpu_milli, memory_mb=memory_mb)
+
+
+@pytest.mark.django_db
+def test_it_folds_day_old_raw_samples_into_minutes_keeping_the_peak_memory(user, settings):
+    settings.PAI_SAMPLE_RAW_HOURS = 24
+    task = create_job(user).tasks.get()
+    day_ago = int(time.time()) - 25 * 3600
+    minute = day_ago - day_ago % 60
+    TaskSample.objects.bulk_create(
+        [raw(task, minute + 5, 100, 1000), raw(task, minute + 15, 300, 0), raw(task, int(time.time()), 50)]
+    )
+
+    folded, _ = fold_and_prune(time.time())
+
+    rows = list(TaskSample.objects.order_by("at").values_list("period", "at", "memory_mb", "cpu_milli"))
+    assert folded == 2
+    assert rows[0] == (60, minute, 300, 500) and rows[1][0] == 0
+
+
+@pytest.mark.django_db
+def test_it_deletes_samples_older_than_the_retention(user, settings):
+    settings.PAI_SAMPLE_KEEP_DAYS = 30
+    task = create_job(user).tasks.get()
+    TaskSample.objects.bulk_create([raw(task, int(time.time()) - 31 * 86400, 100), raw(task, int(time.time()), 100)])
+
+    fold_and_prune(time.time())
+
+    assert TaskSample.objects.count() == 1
+
+
+def test_it_samples_from_its_own_command(submit, run_until):
+    run_until(submit(v2_job("busy", role("worker", "sleep 30"))), JobState.RUNNING)
+
+    call_command("runsampler", "--once", stdout=io.StringIO())
+
+    assert TaskSample.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_it_lets_one_sampler_sample_at_a_time():
+    assert take_lease("first")
+
+    assert not take_lease("second")
+    release_lease("first")
+    assert take_lease("second")
