@@ -39,9 +39,9 @@ class NotificationPreference(models.Model):
     A job's own `extras.jobStatusChangeNotification` overrides it (jobs.notifications)."""
 
     class When(models.TextChoices):
-        NEVER = "never", "Never"
-        FAILED = "failed", "When a job fails"
-        ENDED = "ended", "When a job ends (succeeded, failed or stopped)"
+        NEVER = "never", _("Never")
+        FAILED = "failed", _("When a job fails")
+        ENDED = "ended", _("When a job ends (succeeded, failed or stopped)")
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification")
     email = models.CharField(max_length=8, choices=When.choices, default=When.NEVER)

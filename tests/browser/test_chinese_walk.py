@@ -105,4 +105,6 @@ def test_no_page_shows_an_english_string_of_the_catalog(chinese, login, user, wa
     check("profile")
     page.goto("/cluster/")
     check("cluster")
+    page.goto("/dashboard/")
+    check("dashboard")
     assert found == {}

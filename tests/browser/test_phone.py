@@ -20,7 +20,7 @@ def finished(user, process_node, run_until):
     return run_until(submit_job(user, v2_yaml("phone-run", "echo epoch 1 loss 0.93", "echo done")), "SUCCEEDED")
 
 
-@pytest.mark.parametrize("path", ["/", "/submit/", "/storage/", "/profile/", "/cluster/", "/api/docs/"])
+@pytest.mark.parametrize("path", ["/", "/submit/", "/storage/", "/profile/", "/cluster/", "/dashboard/", "/api/docs/"])
 def test_a_page_fits_a_phone_screen(phone, login, user, path):
     create_job(user, LONG_NAME.replace(".", "_"), state="RUNNING")
     login(on=phone)
