@@ -7,6 +7,7 @@ from typing import Any
 
 from jobs.protocol.errors import FieldError
 from jobs.protocol.schema import schema
+from jobs.protocol.templating import REFERENCE
 
 IMAGE_PREREQUISITE = "image"
 DEFAULT_SHM_MB = 64
@@ -54,7 +55,21 @@ def cross_check(doc: dict[str, Any]) -> list[FieldError]:
             labels.add(port["label"])
             if port["beginAt"] and port["beginAt"] + port["portNumber"] - 1 > 65535:
                 errors.append((f"{here}.portList[{j}].portNumber", "ports must end at or below 65535"))
-    return errors
+    return errors + _template_errors(doc)
+
+
+def _template_errors(doc: dict[str, Any]) -> list[FieldError]:
+    """v1 has no templates, but its commands become v2 commands (export, clone), where
+    `<% $parameters.x %>` would be read as one: refuse it rather than change what it means."""
+    why = (
+        "contains OpenPAI v2 template syntax (<% $... %>), which v1 configs cannot use: "
+        "remove it, or submit a v2 config with parameters"
+    )
+    fields = [
+        ("image", doc.get("image")),
+        *((f"taskRoles[{i}].command", r["command"]) for i, r in enumerate(doc["taskRoles"])),
+    ]
+    return [(field, why) for field, value in fields if isinstance(value, str) and REFERENCE.search(value)]
 
 
 def convert(doc: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,8 @@ V1_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("command empty", {f"{W1}.command": ""}, "taskRoles[0].command", "must not be empty"),
     ("command blank", {f"{W1}.command": "   "}, "taskRoles[0].command", "must not be blank"),
     ("command missing", {f"{W1}.command": DELETE}, "taskRoles[0].command", "is required"),
+    ("command with v2 template syntax", {f"{W1}.command": "echo <% $parameters.x %>"}, "taskRoles[0].command", "v2 template syntax"),
+    ("image with v2 template syntax", {"image": "<% $parameters.img %>"}, "image", "v2 template syntax"),
     ("retry count negative", {"retryCount": -1}, "retryCount", "must be >= 0"),
     ("min failed 0", {f"{W1}.minFailedTaskCount": 0}, "taskRoles[0].minFailedTaskCount", "must be >= 1"),
     ("min succeeded above tasks", {f"{W1}.minSucceededTaskCount": 3}, "taskRoles[0].minSucceededTaskCount", "must be <= taskNumber (2)"),
