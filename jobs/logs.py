@@ -27,18 +27,33 @@ CHUNK_BYTES = 64 * 1024
 CUT_NOTICE = b"[pai-portal] the log was cut to its size cap (PAI_TASK_LOG_MAX_BYTES): only its end is kept\n"
 
 
-def read_tail(path: str, size: int) -> str:
-    """The last `size` bytes of the log at `path` as text ("" when there is none yet). Unmasked:
-    for the scheduler's exit patterns, never for a reader."""
+@dataclass(frozen=True)
+class LogEnd:
+    data: bytes  # from `start - lead` to the end of the log
+    start: int  # where the last `size` bytes begin
+    end: int  # the log's size
+
+
+def read_end(path: str, size: int, lead: int = 0) -> LogEnd | None:
+    """The last `size` bytes of the log (plus `lead` bytes before them); None when there is no
+    log yet. The one reader every tail below goes through."""
     if not path:
-        return ""
+        return None
     try:
         with open(path, "rb") as log_file:
             end = log_file.seek(0, os.SEEK_END)
-            log_file.seek(max(0, end - size))
-            return log_file.read().decode("utf-8", errors="replace")
+            start = max(0, end - size)
+            log_file.seek(max(0, start - lead))
+            return LogEnd(log_file.read(), start, end)
     except OSError:
-        return ""
+        return None
+
+
+def read_tail(path: str, size: int) -> str:
+    """The last `size` bytes of the log at `path` as text ("" when there is none yet). Unmasked:
+    for the scheduler's exit patterns, never for a reader."""
+    tail = read_end(path, size)
+    return tail.data.decode("utf-8", errors="replace") if tail else ""
 
 
 def secret_values(job: Job) -> list[str]:
@@ -90,15 +105,10 @@ def masked_tail(job: Job, path: str, size: int) -> bytes:
     """The last `size` bytes of the log (about: masking changes lengths), masked, with the cut note
     first when the log was cut and the note itself is not in the tail."""
     masker = Masker(secret_values(job))
-    try:
-        with open(path, "rb") as log:
-            end = log.seek(0, 2)
-            start = max(0, end - size)
-            log.seek(max(0, start - masker.overlap))  # a secret that began just before the tail
-            data = log.read()
-    except OSError:
+    tail = read_end(path, size, lead=masker.overlap)  # a secret that began just before the tail
+    if tail is None:
         return b""
-    masked = masker.mask(data)
+    masked, start = masker.mask(tail.data), tail.start
     if start > 0:
         masked = masked[-size:]
         if was_cut(path) and not masked.startswith(CUT_NOTE):
@@ -123,14 +133,10 @@ def masked_window(job: Job, path: str, size: int) -> LogWindow:
     """The last `size` bytes of the log, starting at a line's start (never mid-line), masked, with
     where they start in the log and its size, so the page can say what it left out; the cut note
     first, as in masked_tail, when the executor cut the log at its size cap."""
-    try:
-        with open(path, "rb") as log:
-            end = log.seek(0, os.SEEK_END)
-            start = max(0, end - size)
-            log.seek(start)
-            data = log.read()
-    except OSError:
+    tail = read_end(path, size)
+    if tail is None:
         return LogWindow("", 0, 0)
+    data, start, end = tail.data, tail.start, tail.end
     if start > 0:
         # The partial first line goes, and with it any secret that began before the window.
         line_start = data.find(b"\n") + 1
