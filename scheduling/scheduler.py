@@ -89,6 +89,16 @@ def _ping(node: Node) -> str | None:
     return None
 
 
+def _set_down(node: Node, reason: str) -> bool:
+    """Mark the node down with its reason, once (False when it already was)."""
+    if not Node.objects.filter(pk=node.pk, down_since__isnull=True).update(
+        down_since=timezone.now(), down_reason=reason
+    ):
+        return False
+    log.warning("node %s is down: %s", node.name, reason)
+    return True
+
+
 def node_executor(node: Node) -> Executor:
     return executor_for(node.executor, node.address, node.docker_url)
 
@@ -285,11 +295,8 @@ class Scheduler:
     def mark_node_down(self, node: Node, reason: str) -> None:
         """Placement skips the node from now on; each task it was running is recorded as lost
         (the exit spec's transient -1001), so its job is retried elsewhere, free of charge."""
-        if not Node.objects.filter(pk=node.pk, down_since__isnull=True).update(
-            down_since=timezone.now(), down_reason=reason
-        ):
+        if not _set_down(node, reason):
             return
-        log.warning("node %s is down: %s", node.name, reason)
         tasks = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
         jobs: dict[int, Job] = {}
         for task in tasks.select_related("node", "job"):
@@ -593,9 +600,7 @@ class Scheduler:
         if isinstance(exc, ExecutorError):
             code, message = platform_exit_code(exc.failure), str(exc)
             if exc.failure is Failure.NODE_LOST and task.node is not None:
-                Node.objects.filter(pk=task.node.pk, down_since__isnull=True).update(
-                    down_since=timezone.now(), down_reason=message
-                )
+                _set_down(task.node, message)
         else:
             log.error("starting %s failed", task, exc_info=exc)
             code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"
