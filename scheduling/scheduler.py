@@ -44,6 +44,7 @@ from jobs.protocol.retry import Retry, job_retry, task_retry
 from jobs.ssh import ports_with_ssh
 from scheduling import launch as launch_builder
 from scheduling import quota
+from scheduling import slurm as slurm_backend
 from scheduling.exits import platform_exit_code
 
 log = logging.getLogger("pai.scheduler")
@@ -152,6 +153,7 @@ class Scheduler:
         # by the next passes before placement runs again (resources only grew meanwhile).
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
+        self.slurm = slurm_backend.SlurmBackend()
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -184,7 +186,8 @@ class Scheduler:
         stopped = self.carry_out_stop_requests()
         exited = self.monitor_running() or nodes_changed
         placed = self.schedule_waiting(resources_freed=stopped or exited)
-        return stopped or exited or placed
+        slurm_changed = self.slurm.run_pass(self)
+        return stopped or exited or placed or slurm_changed
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval
@@ -270,7 +273,7 @@ class Scheduler:
             return False
         self._last_heartbeat = now
         self._suspects.clear()
-        nodes = list(Node.objects.all())
+        nodes = list(Node.objects.exclude(executor=Node.Executor.SLURM))  # Slurm watches its own
         if not nodes:
             return False
         with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
@@ -324,7 +327,10 @@ class Scheduler:
 
     def stop_executors(self, job: Job, *, keep: bool = False) -> None:
         """Stop every task of the job that holds something on a node, then the job's node-side
-        leftovers (networks). keep=True leaves failed containers for inspection (isDebug)."""
+        leftovers (networks). keep=True leaves failed containers for inspection (isDebug). A Slurm
+        VC's job attempt is cancelled in Slurm too (its allocation)."""
+        if job.virtual_cluster.slurm_partition:
+            self.slurm.cancel(job)
         nodes = {}
         for task in job.tasks.select_related("node"):
             if task.node is None:
@@ -457,7 +463,9 @@ class Scheduler:
         if self._unlaunched:
             self._launch_within_budget()
             return True
-        queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
+        queue = Job.objects.filter(
+            state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster__slurm_partition=""
+        )
         signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         if not resources_freed and signature == self._last_queue_signature:
             return False
@@ -474,7 +482,11 @@ class Scheduler:
         self._unlaunched = deque(result.placed.items())
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
-        down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
+        down = "; ".join(
+            f"node {n.name} is down ({n.down_reason})"
+            for n in nodes
+            if n.down_since is not None and n.executor != Node.Executor.SLURM
+        )
         said = {row.pk: row.pending_reason for row in rows}
         for job_id, reason in result.pending.items():
             reason = f"{reason}; {down}" if down else reason

@@ -97,7 +97,7 @@ class ProcessExecutor(Executor):
             )
         task_dir = self._task_dir(launch)
         executor_id = str(task_dir.relative_to(self.work_root))
-        if (task_dir / "pid").exists() or (task_dir / "exit_code").exists():
+        if self._started(task_dir):
             # This very attempt was started already (the scheduler died before recording it).
             return TaskHandle(executor_id=executor_id, ip=self.address)
         task_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -116,6 +116,14 @@ class ProcessExecutor(Executor):
         env["PAI_PORTAL_COMMAND"] = launch.command
         cgroup = self._make_cgroup(task_dir, launch)
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
+        self._spawn(executor_id, task_dir, env)
+        return TaskHandle(executor_id=executor_id, ip=self.address)
+
+    def _started(self, task_dir: Path) -> bool:
+        return (task_dir / "pid").exists() or (task_dir / "exit_code").exists()
+
+    def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str]) -> None:
+        """Start the task's supervisor (supervise.json is written), detached from the scheduler."""
         try:
             # Standard library only and no site-packages (-S): it starts with every task, so fast.
             child = subprocess.Popen(
@@ -131,7 +139,6 @@ class ProcessExecutor(Executor):
             raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
         (task_dir / "pid").write_text(str(child.pid))
         self._children[executor_id] = child
-        return TaskHandle(executor_id=executor_id, ip=self.address)
 
     def _make_cgroup(self, task_dir: Path, launch: TaskLaunch) -> TaskCgroup | None:
         if self.cgroups is None:
