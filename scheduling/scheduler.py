@@ -329,7 +329,8 @@ class Scheduler:
         """Stop every task of the job that holds something on a node, then the job's node-side
         leftovers (networks). keep=True leaves failed containers for inspection (isDebug). A Slurm
         VC's job attempt is cancelled in Slurm too (its allocation)."""
-        if job.virtual_cluster.slurm_partition:
+        # (Unless every task succeeded: their steps are ending by themselves.)
+        if job.virtual_cluster.slurm_partition and job.tasks.exclude(state=TaskState.SUCCEEDED).exists():
             self.slurm.cancel(job)
         nodes = {}
         for task in job.tasks.select_related("node"):

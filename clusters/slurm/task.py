@@ -5,7 +5,8 @@
    The portal waits for every task's probe, then builds each task's `PAI_*` environment with the
    real host lists and writes `launch/<role>-<index>-<attempt>.json`.
 2. Runs each attempt it is given: the process executor's supervisor (clusters/executors/supervise)
-   in the task directory, with the launch's environment. After a failed attempt it waits for the
+   in the task directory, with the launch's environment, in a child forked from this process (no
+   second interpreter to start: the launch is on every task's critical path). After a failed attempt it waits for the
    next one (a task retry) until the portal ends the Slurm job; after a success it is done.
    A `stop` file in the task directory, or SIGTERM (scancel), stops the running attempt.
 
@@ -19,13 +20,13 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-SUPERVISOR = [sys.executable, "-E", "-s", "-S", "-m", "clusters.executors.supervise", "pai-portal-task"]
-POLL_S = 0.05
+from clusters.executors.supervise import Supervisor
+
+POLL_S = 0.01  # a stat() of one file: cheap, and on the path of every launch
 
 
 def free_ports(count: int) -> list[int]:
@@ -57,7 +58,7 @@ class Wrapper:
     def __init__(self, job_dir: Path, role: str, index: int):
         self.job_dir = job_dir
         self.task = f"{role}-{index}"
-        self.child: subprocess.Popen[bytes] | None = None
+        self.child: int | None = None  # the running attempt's supervisor
         self.cancelled = False
 
     def probe(self, ports: int) -> None:
@@ -78,7 +79,7 @@ class Wrapper:
     def _stop_attempt(self) -> None:
         if self.child is not None:
             with contextlib.suppress(ProcessLookupError):
-                self.child.send_signal(signal.SIGTERM)  # the supervisor stops the task within its grace
+                os.kill(self.child, signal.SIGTERM)  # the supervisor stops the task within its grace
 
     def wait_for_launch(self, attempt: int) -> dict[str, object] | None:
         path = self.job_dir / "launch" / f"{self.task}-{attempt}.json"
@@ -91,17 +92,25 @@ class Wrapper:
     def run_attempt(self, launch: dict[str, object]) -> int:
         task_dir = Path(str(launch["task_dir"]))
         env = {str(key): str(value) for key, value in dict(launch["env"]).items()}  # type: ignore[call-overload]
-        self.child = subprocess.Popen([*SUPERVISOR, str(task_dir)], env=env, stdin=subprocess.DEVNULL)
+        pid = os.fork()
+        if pid == 0:  # the supervisor, with the task's environment only
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.environ.clear()
+            os.environ.update(env)
+            os._exit(Supervisor(task_dir).run())
+        self.child = pid
         stop_file = task_dir / "stop"
-        while self.child.poll() is None:
-            if stop_file.exists():  # this attempt only: a retry may follow
-                self._stop_attempt()
-                self.child.wait()
+        stopping = False
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
                 break
+            if not stopping and stop_file.exists():  # this attempt only: a retry may follow
+                self._stop_attempt()
+                stopping = True
             time.sleep(POLL_S)
-        code = self.child.wait()
         self.child = None
-        return code
+        return os.waitstatus_to_exitcode(status)
 
     def run(self, ports: int) -> int:
         signal.signal(signal.SIGTERM, self._on_term)
