@@ -178,6 +178,8 @@ PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, min
 # default, /etc/slurm/slurm.conf) and how often the partitions' nodes are read back (sinfo).
 PAI_SLURM_CONF = env_str("PAI_SLURM_CONF", "")
 PAI_SLURM_NODES_SECONDS = env_float("PAI_SLURM_NODES_SECONDS", 5.0, minimum=0.1)
+# How often Slurm's queue is read (squeue: pending reasons, ended jobs); launches do not wait for it.
+PAI_SLURM_QUEUE_SECONDS = env_float("PAI_SLURM_QUEUE_SECONDS", 1.0, minimum=0.0)
 # The portal's Slurm jobs are named <prefix>-<job id>-<attempt>: unique per portal on a Slurm cluster.
 PAI_SLURM_JOB_PREFIX = env_str("PAI_SLURM_JOB_PREFIX", "pai")
 # Docker nodes: container/network name prefix (several portals or test runs may share an engine)

@@ -106,6 +106,7 @@ class SlurmBackend:
         self._refused: dict[str, float] = {}  # Slurm job name -> when sbatch refused it
         self._queue: dict[str, SlurmJob] = {}  # the last squeue, by name
         self._submitted: dict[str, int] = {}  # Slurm job ids submitted since, by name
+        self._queue_read_at = float("-inf")
 
     def cancel(self, job: Job) -> None:
         """End whatever Slurm holds for the job: the running attempt's Slurm job and a pending next
@@ -129,29 +130,35 @@ class SlurmBackend:
         if not partition_of:
             return False
         partitions = sorted(set(partition_of.values()))
+        # Slurm's queue at most every PAI_SLURM_QUEUE_SECONDS (each squeue is a slurmctld RPC);
+        # launches need none: a job whose every task has reported runs.
+        fresh = time.monotonic() - self._queue_read_at >= settings.PAI_SLURM_QUEUE_SECONDS
         try:
             self.refresh_nodes(partitions)
-            queue = parse_queue(
-                client.run(commands.squeue_argv(partitions), settings.PAI_SLURM_CONF), settings.PAI_SLURM_JOB_PREFIX
-            )
+            if fresh:
+                self._queue = parse_queue(
+                    client.run(commands.squeue_argv(partitions), settings.PAI_SLURM_CONF), settings.PAI_SLURM_JOB_PREFIX
+                )
+                self._submitted, self._queue_read_at = {}, time.monotonic()
         except client.SlurmError as exc:
             log.warning("Slurm does not answer: %s", exc)
             return False
-        self._queue, self._submitted = queue, {}
-        changed = self.follow_running(scheduler, queue)
+        changed = self.follow_running(scheduler, self._queue) if fresh else False
         waiting = Job.objects.filter(
             state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster_id__in=partition_of
         ).order_by("-priority", "created_at", "id")
         for job in waiting.select_related("virtual_cluster", "owner"):
             attempt = job.job_attempt + 1
-            found = queue.get(commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt))
+            name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt)
+            found = self._queue.get(name)
             partition = partition_of[job.virtual_cluster_id]
-            if found is None or not found.active:  # (one that ended before its tasks started: again)
+            if name in self._submitted or (found is not None and found.active):
+                if self.launch(scheduler, job, attempt):
+                    changed = True
+                elif fresh and found is not None and found.pending:
+                    self._say_pending(job, found, partition)
+            elif found is None or fresh:  # (or one that ended before its tasks started: again)
                 changed |= self.submit(job, attempt, partition)
-            elif found.pending:
-                self._say_pending(job, found, partition)
-            elif found.state == "RUNNING":
-                changed |= self.launch(scheduler, job, attempt)
         return changed
 
     # ---- nodes -----------------------------------------------------------------------------
