@@ -265,6 +265,10 @@ start_slurm() {
     record slurm-files
     write_slurm_conf
     if ! munge_answers; then
+        if [ ! -s /etc/munge/munge.key ]; then  # (the munge package makes one; a bare install may not)
+            mungekey --create --keyfile=/etc/munge/munge.key && chown munge:munge /etc/munge/munge.key
+            chmod 0400 /etc/munge/munge.key
+        fi
         install -d -o munge -g munge -m 0755 /run/munge
         launch_daemon munged setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged --foreground
         record daemon munged munged

@@ -156,3 +156,15 @@ def slurm_vc_work_dir(task):
     from django.conf import settings
 
     return Path(settings.PAI_WORK_ROOT) / "tasks" / f"job-{task.job_id}" / f"{task.role}-{task.index}"
+
+
+def test_the_cluster_page_shows_the_partitions_nodes_and_quota(slurm_cluster, slurm_vc, user, client):
+    from django.urls import reverse
+
+    client.force_login(user)
+    page = client.get(reverse("scheduling:overview")).content.decode()
+    assert f"Slurm partition {slurm_cluster.name}" in page
+    for name, address in slurm_cluster.addresses.items():
+        assert name in page and address in page
+    assert f"partition {slurm_cluster.name}: idle" in page
+    assert "0 / 12" in page  # the VC's GPU quota: the partition's 3 x 4 GPUs
