@@ -386,8 +386,12 @@ class Scheduler:
         for node in Node.objects.filter(pk__in=unrecorded.values("node_id")):
             self._reconcile_node(node)
 
-    def record_exit(self, task: Task, status: TaskStatus, platform_code: int | None = None) -> None:
-        """Classify how this task attempt ended and record it: retried on its node, or ended."""
+    def record_exit(
+        self, task: Task, status: TaskStatus, platform_code: int | None = None, *, retry_in_place: bool = True
+    ) -> None:
+        """Classify how this task attempt ended and record it: retried on its node, or ended.
+        retry_in_place=False where the task cannot run again as it was (its Slurm allocation
+        ended): then only the job is retried, as the exit spec says."""
         info = classify(
             status.exit_code,
             oom_killed=status.oom_killed,
@@ -406,7 +410,7 @@ class Scheduler:
         # A task on a lost node is not retried there: its job is, on the nodes that answer.
         decision = (
             Retry.NONE
-            if node_lost
+            if node_lost or not retry_in_place
             else task_retry(
                 code=info.code,
                 behaviour=info.behaviour,

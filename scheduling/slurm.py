@@ -275,7 +275,8 @@ class SlurmBackend:
                 if status.running:
                     status = status_after(found.state if found else None)
                 task.job = job
-                scheduler.record_exit(task, status)
+                # Its allocation is gone: a retry is the job's, in a new Slurm job.
+                scheduler.record_exit(task, status, retry_in_place=False)
             scheduler.apply_completion_policy(job)
             changed = True
         return changed

@@ -18,8 +18,9 @@ import json
 import os
 from pathlib import Path
 
-from clusters.executors.base import ResourceSample, TaskHandle
+from clusters.executors.base import ResourceSample, TaskHandle, TaskStatus
 from clusters.executors.process import ProcessExecutor
+from clusters.slurm.task import CANCELLED_FILE
 
 LAUNCH_DIR = "launch"
 STOP_FILE = "stop"  # in a task directory: the wrapper stops the task
@@ -46,6 +47,11 @@ class SlurmTaskExecutor(ProcessExecutor):
         with os.fdopen(fd, "w") as handle:
             json.dump({"task_dir": str(task_dir), "env": env}, handle)
         partial.replace(target)
+
+    def poll(self, handle: TaskHandle) -> TaskStatus:
+        if (self.work_root / handle.executor_id / CANCELLED_FILE).exists():
+            return TaskStatus(running=True)  # Slurm ended it: the scheduler's Slurm pass says how
+        return super().poll(handle)
 
     def _alive(self, executor_id: str, task_dir: Path) -> bool:
         return True  # until Slurm says its job ended (the scheduler's Slurm pass)

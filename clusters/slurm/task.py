@@ -8,7 +8,9 @@
    in the task directory, with the launch's environment, in a child forked from this process (no
    second interpreter to start: the launch is on every task's critical path). After a failed attempt it waits for the
    next one (a task retry) until the portal ends the Slurm job; after a success it is done.
-   A `stop` file in the task directory, or SIGTERM (scancel), stops the running attempt.
+   A `stop` file in the task directory, or SIGTERM (scancel), stops the running attempt; after a
+   SIGTERM the task directory gets a `cancelled` file first, so the portal takes Slurm's word for
+   how the attempt ended (cancelled, preempted, node failure, time limit), not the exit code.
 
 Standard library only, run with -S: no Django, no site-packages on the nodes.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from clusters.executors.supervise import Supervisor
 
+CANCELLED_FILE = "cancelled"
 POLL_S = 0.01  # a stat() of one file: cheap, and on the path of every launch
 
 
@@ -59,6 +62,7 @@ class Wrapper:
         self.job_dir = job_dir
         self.task = f"{role}-{index}"
         self.child: int | None = None  # the running attempt's supervisor
+        self.task_dir: Path | None = None  # the running attempt's directory
         self.cancelled = False
 
     def probe(self, ports: int) -> None:
@@ -74,6 +78,9 @@ class Wrapper:
 
     def _on_term(self, signum: int, frame: object) -> None:
         self.cancelled = True
+        if self.task_dir is not None:
+            with contextlib.suppress(OSError):
+                (self.task_dir / CANCELLED_FILE).touch()
         self._stop_attempt()
 
     def _stop_attempt(self) -> None:
@@ -98,7 +105,7 @@ class Wrapper:
             os.environ.clear()
             os.environ.update(env)
             os._exit(Supervisor(task_dir).run())
-        self.child = pid
+        self.child, self.task_dir = pid, task_dir
         stop_file = task_dir / "stop"
         stopping = False
         while True:

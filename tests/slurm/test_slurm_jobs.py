@@ -168,3 +168,19 @@ def test_the_cluster_page_shows_the_partitions_nodes_and_quota(slurm_cluster, sl
         assert name in page and address in page
     assert f"partition {slurm_cluster.name}: idle" in page
     assert "0 / 12" in page  # the VC's GPU quota: the partition's 3 x 4 GPUs
+
+
+def test_a_job_cancelled_in_slurm_behind_the_portals_back_is_retried_free(slurm_cluster, slurm_vc, user, run_until):
+    from jobs.models import TaskAttempt
+
+    command = "if [ -e ran-once ]; then exit 0; fi; touch ran-once; sleep 300"
+    job = submit_job(user, job_text("evicted", role("worker", command), extra="defaults: {virtualCluster: gpu}\n"))
+    task = job.tasks.get()
+    job = run_until(job, condition=lambda: slurm_vc_work_dir(task).joinpath("ran-once").exists())
+    slurm_cluster.run("scancel", f"--name={slurm_name(job, 1)}")  # an admin, or a preemption
+    job = run_until(job, "SUCCEEDED", "FAILED")
+    assert job.state == "SUCCEEDED" and job.job_attempt == 2
+    assert (job.transient_retries, job.retries_used) == (1, 0)  # transient: not charged to jobRetryCount
+    first = TaskAttempt.objects.get(job=job, job_attempt=1)
+    assert first.exit_code == -1000 and "Slurm job ended CANCELLED" in first.exit_diagnostics
+    assert len(slurm_cluster.slurm_jobs(slurm_name(job, 2))) == 1
