@@ -14,15 +14,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs import logs
+from jobs import actions, logs
 from jobs.api import links, shapes
 from jobs.api.errors import ApiError
 from jobs.api.parsers import ConfigTextParser
 from jobs.api.throttles import ListThrottle, SubmitThrottle
 from jobs.api.views import common
-from jobs.models import Task, TaskAttempt
+from jobs.models import Job, Task, TaskAttempt
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
+TAG_REQUEST = inline_serializer("JobTag", {"value": serializers.CharField(help_text="the tag, without commas")})
+TAG_DONE = inline_serializer("TagDone", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 EXECUTION_REQUEST = inline_serializer("ExecutionType", {"value": serializers.ChoiceField(["STOP", "START"])})
 TAIL_BYTES = 64 * 1024
 
@@ -89,6 +91,34 @@ class JobSshView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, full_name: str) -> Response:
         return Response(common.ssh_info(request, common.find_job(request, full_name)))
+
+
+class JobTagView(APIView):
+    """OpenPAI's `PUT|DELETE /api/v2/jobs/<user>~<job>/tag {"value": "<tag>"}`: the owner and admins."""
+
+    def _tag_request(self, request: Request, full_name: str, verb: str) -> tuple[Job, str]:
+        job = common.find_job_summary(request, full_name)
+        if not actions.may_manage(request.user, job):
+            user = request.user.get_username()
+            raise ApiError(403, "ForbiddenUserError", f"User {user} is not allowed to {verb} job {full_name}.")
+        common.check_may_act_on(request, job)
+        value = request.data.get("value") if hasattr(request.data, "get") else None
+        if problem := actions.tag_error(value):
+            raise ApiError(400, "InvalidParametersError", f"value: {problem}.")
+        return job, str(value)
+
+    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=TAG_REQUEST, responses={200: TAG_DONE})
+    def put(self, request: Request, full_name: str) -> Response:
+        job, value = self._tag_request(request, full_name, "add tag to")
+        actions.add_tag(job, value)
+        return Response({"status": 200, "message": f"Add tag {value} for job {full_name} successfully."})
+
+    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=TAG_REQUEST, responses={200: TAG_DONE})
+    def delete(self, request: Request, full_name: str) -> Response:
+        job, value = self._tag_request(request, full_name, "delete tag from")
+        if not actions.remove_tag(job, value):
+            raise ApiError(404, "NoTagError", f"Tag {value} is not found for job {full_name}.")
+        return Response({"status": 200, "message": f"Delete tag {value} from job {full_name} successfully."})
 
 
 class JobEventsView(APIView):
