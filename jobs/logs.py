@@ -67,8 +67,10 @@ def stream_path(log_path: str, stream: str) -> str:
 def log_streams(log_path: str) -> list[str]:
     """The streams a log has: all three, or `all` alone for a log written before they were kept
     apart (or by the scheduler alone, a start that failed)."""
+    if not log_path or not os.path.exists(log_path):
+        return list(STREAMS)  # nothing written yet: the executor will write all three
     apart = all(os.path.exists(stream_log_path(log_path, stream)) for stream in STREAMS if stream != ALL)
-    return list(STREAMS) if apart or not log_path or not os.path.exists(log_path) else [ALL]
+    return list(STREAMS) if apart else [ALL]
 
 
 def secret_values(job: Job) -> list[str]:

@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs.models import Job, JobState
-from tests.factories import v2_yaml
+from tests.factories import create_job, v2_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -66,3 +66,20 @@ def test_it_masks_the_secret_in_every_stream_in_tail_mode(alice, chatty):
 
 def test_it_keeps_the_streams_from_other_users(bob, chatty):
     assert bob.get(f"/api{LOGS}").status_code == 404
+
+
+def locations_of(client, job: str) -> list[str]:
+    route = f"/api/v2/jobs/{job}/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+    return [location["name"] for location in client.get(route).json()["locations"]]
+
+
+def test_it_offers_the_three_streams_of_a_task_that_has_not_started(alice, user, default_vc):
+    create_job(user, "queued")
+    assert locations_of(alice, "alice~queued") == ["stdout", "stderr", "all"]
+
+
+def test_it_offers_only_all_for_a_log_written_before_the_streams_were_kept_apart(alice, user, default_vc, tmp_path):
+    log = tmp_path / "worker-0-1.log"
+    log.write_text("merged\n")
+    create_job(user, "older", state=JobState.RUNNING).tasks.update(log_path=str(log))
+    assert locations_of(alice, "alice~older") == ["all"]
