@@ -11,11 +11,15 @@ from tests.factories import create_job, v2_yaml
 pytestmark = pytest.mark.django_db
 
 SECRET = "hunter2-stderr-secret"
+# Pauses between the writes: two pipes read side by side keep the order of writes apart in time
+# (two written at the same instant may come either way, as in OpenPAI's `all`).
 BOTH_STREAMS = v2_yaml(
     "chatty",
     "echo out-line",
+    "sleep 0.3",
     '"echo err-line >&2"',
     '"echo leaked <% $secrets.token %> >&2"',
+    "sleep 0.3",
     "echo last-out-line",
     extra=f"secrets:\n  token: {SECRET}\n",
 )

@@ -64,7 +64,7 @@ def test_it_filters_the_log_by_a_search(page, login, finished_job):
 
 
 def test_it_shows_stdout_stderr_or_both_in_order(page, login, finished_job):
-    job = finished_job(v2_yaml("streams", "echo out", "echo err >&2", "echo out-again"))
+    job = finished_job(v2_yaml("streams", "echo out", "sleep 0.3", "echo err >&2", "sleep 0.3", "echo out-again"))
     login()
     page.goto(f"/jobs/{job.full_name}/")
     expect(page.locator("[data-log-stream] option:checked")).to_have_text("stdout + stderr, in order")

@@ -46,7 +46,7 @@ def test_it_runs_a_task_and_reads_back_its_exit_code(executor, launch_for, wait_
     assert "hello" in log_of(launch_for, "worker-0")
 
 
-BOTH_STREAMS = "echo out-1; echo err-1 >&2; sleep 0.2; echo out-2; sleep 0.2; echo err-2 >&2"
+BOTH_STREAMS = "echo out-1; echo err-1 >&2; sleep 0.3; echo out-2; sleep 0.3; echo err-2 >&2"
 
 
 def streams_of(launch_for) -> dict[str, str]:
