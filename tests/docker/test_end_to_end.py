@@ -297,3 +297,22 @@ def test_it_sizes_shm_from_extra_container_options(user, docker_node, run_until)
     text = v2_yaml("shm", "df -m /dev/shm", role_extra="    extraContainerOptions: {shmMB: 128}\n")
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     assert Path(job.tasks.get().log_path).read_text().splitlines()[-1].split()[1] == "128"
+
+
+def test_the_logs_route_serves_a_containers_stdout_and_stderr_apart_masked(user, docker_node, run_until):
+    from rest_framework.test import APIClient
+
+    from tests.api.conftest import bearer_client
+
+    command = "'echo to-stdout; sleep 0.3; echo to-stderr <% $secrets.token %> >&2'"
+    text = v2_yaml("streams", command, extra="secrets:\n  token: hunter2-in-a-container\n")
+    job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
+    assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
+    route = f"/rest-server/api/v2/jobs/{job.full_name}/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+    locations = bearer_client(user).get(route).json()["locations"]
+    texts = {location["name"]: APIClient().get(location["uri"]).getvalue().decode() for location in locations}
+    assert texts == {
+        "stdout": "to-stdout\n",
+        "stderr": "to-stderr ******\n",
+        "all": "to-stdout\nto-stderr ******\n",
+    }
