@@ -89,7 +89,7 @@ def test_tensorboard_serves_several_logdirs_by_name() -> None:
             f"extras.{RUNTIME}[0].parameters.logdir",
         ),
         ({"jobStatusChangeNotification": {"running": True}}, {}, "extras.jobStatusChangeNotification.running"),
-        ({"storages": "team"}, {}, "extras.storages"),
+        ({"storages": [{"name": "team", "mountPath": "data"}]}, {}, "extras.storages[0].mountPath"),
         (
             {RUNTIME: [{"plugin": "teamwise_storage", "parameters": {"storageConfigNames": ["a", ""]}}]},
             {},
