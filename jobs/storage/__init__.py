@@ -245,16 +245,38 @@ def _files(directory: Path) -> Iterator[Path]:
 # -- the store's own operations (fs command, upload page) --------------------------------------
 
 
-def area_path(username: str, relative: str) -> Path:
-    """A path inside the area from a relative name typed in the page or the command."""
+def area_path(username: str, relative: str, *, root: Path | None = None) -> Path:
+    """A path inside the area (or inside `root`, a storage's folder) from a relative name typed in
+    the page or the command."""
     text = (relative or "").strip().strip("/")
-    return resolve(username, text).host if text else user_area(username)
+    if root is None:
+        return resolve(username, text).host if text else user_area(username)
+    return _confined(root, text)
 
 
-def save_file(username: str, relative: str, chunks: Iterable[bytes], *, max_bytes: int | None = None) -> Path:
+def _confined(root: Path, text: str) -> Path:
+    root = root.resolve()
+    if not text:
+        return root
+    pure = PurePosixPath(text)
+    if "\0" in text or ".." in pure.parts:
+        raise StorageError(f"{text}: '..' is not allowed in a path")
+    real = (root / pure).resolve()
+    if not _inside(real, root):
+        raise StorageError(f"{text}: a symbolic link leads outside this storage")
+    return real
+
+
+def _base(username: str, root: Path | None) -> Path:
+    return root.resolve() if root is not None else user_area(username)
+
+
+def save_file(
+    username: str, relative: str, chunks: Iterable[bytes], *, max_bytes: int | None = None, root: Path | None = None
+) -> Path:
     """Write a file into the area (parents created); over max_bytes nothing is kept."""
-    target = area_path(username, relative)
-    if target == user_area(username):
+    target = area_path(username, relative, root=root)
+    if target == _base(username, root):
         raise StorageError("a file name is required")
     if target.is_dir():
         raise StorageError(f"{relative}: is a directory")
@@ -295,8 +317,8 @@ def copy_into(username: str, source: Path, relative: str) -> list[Path]:
     return saved
 
 
-def list_dir(username: str, relative: str = "") -> list[Entry]:
-    directory = area_path(username, relative)
+def list_dir(username: str, relative: str = "", *, root: Path | None = None) -> list[Entry]:
+    directory = area_path(username, relative, root=root)
     if not directory.is_dir():
         raise StorageError(f"{relative}: no such directory")
     entries = []
@@ -308,17 +330,17 @@ def list_dir(username: str, relative: str = "") -> list[Entry]:
     return entries
 
 
-def file_to_read(username: str, relative: str) -> Path:
+def file_to_read(username: str, relative: str, *, root: Path | None = None) -> Path:
     """A file of the area to download; StorageError when the name is not a file of the area."""
-    target = area_path(username, relative)
+    target = area_path(username, relative, root=root)
     if not target.is_file():
         raise StorageError(f"{relative}: no such file in your storage area")
     return target
 
 
-def files_under(username: str, relative: str, *, stop_at: int = 10_000) -> int:
+def files_under(username: str, relative: str, *, stop_at: int = 10_000, root: Path | None = None) -> int:
     """How many files a folder holds, all levels down (counted up to stop_at); 0 for a file."""
-    target = area_path(username, relative)
+    target = area_path(username, relative, root=root)
     if not target.is_dir() or target.is_symlink():
         return 0
     count = 0
@@ -328,9 +350,9 @@ def files_under(username: str, relative: str, *, stop_at: int = 10_000) -> int:
     return count
 
 
-def remove(username: str, relative: str) -> None:
-    target = area_path(username, relative)
-    if target == user_area(username):
+def remove(username: str, relative: str, *, root: Path | None = None) -> None:
+    target = area_path(username, relative, root=root)
+    if target == _base(username, root):
         raise StorageError("refusing to remove your whole storage area")
     if not target.exists() and not target.is_symlink():
         raise StorageError(f"{relative}: no such file or directory")

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from accounts.permissions import is_admin
 from clusters.executors.base import Mount, NfsVolume
 from clusters.models import StorageConfig
 from jobs.protocol.errors import FieldError
@@ -136,3 +138,43 @@ def api_detail(config: StorageConfig) -> dict[str, Any]:
         "mountOptions": [option for option in config.mount_options.split(",") if option],
         "mountPath": config.task_path,
     }
+
+
+@dataclass(frozen=True)
+class Browsable:
+    """A storage as the storage page shows it: where the portal reads it, what a config writes."""
+
+    name: str  # '' = the user's own area
+    root: Path | None  # None = the user's own area (jobs.storage confines paths to it)
+    config_path: str  # what a job config writes for its top folder
+    writable: bool
+    shared: bool  # other users' files too: every delete is confirmed
+
+
+MY_AREA = Browsable(name="", root=None, config_path="$PAI_DEFAULT_FS_URI", writable=True, shared=False)
+
+
+def browsable_storages(user: Any) -> list[StorageConfig]:
+    """Those the user may use and the portal's machine can see, the users' areas' own apart."""
+    return [c for c in usable_storages(user) if c.portal_root and not c.holds_user_areas]
+
+
+def browsable(user: Any, name: str) -> Browsable:
+    """The user's area for '', else the storage by name; StorageNotFound / StorageForbidden."""
+    if not name:
+        return MY_AREA
+    config = next((c for c in browsable_storages(user) if c.name == name), None)
+    if config is None:
+        usable_storage(user, name)  # says which: not found, or forbidden
+        raise StorageNotFound(f"Storage {name} cannot be browsed here (the portal's machine does not mount it).")
+    root = Path(config.portal_root)
+    if config.per_user:
+        root = root / user.get_username()
+        root.mkdir(parents=True, exist_ok=True)
+    return Browsable(
+        name=config.name,
+        root=root,
+        config_path=config.task_path,
+        writable=not config.read_only or is_admin(user),
+        shared=not config.per_user,
+    )
