@@ -120,3 +120,9 @@ def test_it_keeps_paths_inside_the_storage(signed_in, team, tmp_path):
     (tmp_path / "secret.txt").write_text("s")
     response = signed_in.get(reverse("storage:download"), {"storage": "team", "path": "../secret.txt"})
     assert response.status_code == 404
+
+
+def test_it_downloads_a_file_of_a_storage(signed_in, team, tmp_path):
+    (tmp_path / "team" / "a.txt").write_text("from the team")
+    response = signed_in.get(reverse("storage:download"), {"storage": "team", "path": "a.txt"})
+    assert b"".join(response.streaming_content) == b"from the team"
