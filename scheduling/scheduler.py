@@ -32,7 +32,7 @@ from django.utils import timezone
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
 from clusters.executors.registry import executor_for
 from clusters.models import Node, SchedulerLease
-from clusters.placement import JobRequest, PortRequest, TaskPlacement, TaskRequest, place
+from clusters.placement import JobRequest, NodeState, PortRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.crypto import decrypt_text
 from jobs.lifecycle import Placement, TaskExit
@@ -69,6 +69,9 @@ WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pen
 LAUNCH_BUDGET_S = 0.5
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
+# A port that another program on the node holds (a start failed with exit 253) is kept out of
+# placement on that node for this long, so the retry gets other ports instead of the same clash.
+PORT_CONFLICT_AVOID_S = 600.0
 
 
 def _start_one(item: tuple[Task, Executor, TaskLaunch]) -> TaskHandle | Exception:
@@ -152,6 +155,7 @@ class Scheduler:
         # by the next passes before placement runs again (resources only grew meanwhile).
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
+        self._conflicting_ports: dict[str, dict[int, float]] = defaultdict(dict)  # node -> port -> until
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -396,10 +400,11 @@ class Scheduler:
             except Exception as exc:
                 log.warning("removing %s failed: %s", task, exc)
         exit = _task_exit(info, status.diagnostics, status.finished_at)
-        # A task on a lost node is not retried there: its job is, on the nodes that answer.
+        # A task on a lost node, or whose ports another program holds, is not retried as it was:
+        # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
         decision = (
             Retry.NONE
-            if node_lost
+            if node_lost or status.failure is Failure.PORT_CONFLICT
             else task_retry(
                 code=info.code,
                 behaviour=info.behaviour,
@@ -470,6 +475,7 @@ class Scheduler:
         specs = self._specs.get_many(row.pk for row in rows)
         nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
+        self._avoid_conflicting_ports(node_states)
         result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
         self._unlaunched = deque(result.placed.items())
         self._unlaunched_nodes = {node.name: node for node in nodes}
@@ -487,6 +493,16 @@ class Scheduler:
             None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
         )
         return bool(result.placed)
+
+    def _avoid_conflicting_ports(self, node_states: list[NodeState]) -> None:
+        now = time.monotonic()
+        for state in node_states:
+            ports = self._conflicting_ports.get(state.name)
+            if ports:
+                for port, until in list(ports.items()):
+                    if until < now:
+                        del ports[port]
+                state.ports_used.update(ports)
 
     def _launch_within_budget(self) -> None:
         """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
@@ -601,6 +617,10 @@ class Scheduler:
             code, message = platform_exit_code(exc.failure), str(exc)
             if exc.failure is Failure.NODE_LOST and task.node is not None:
                 _set_down(task.node, message)
+            if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
+                until = time.monotonic() + PORT_CONFLICT_AVOID_S
+                for port in (port for ports in task.ports.values() for port in ports):
+                    self._conflicting_ports[task.node.name][port] = until
         else:
             log.error("starting %s failed", task, exc_info=exc)
             code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"
