@@ -194,6 +194,7 @@ class Executor(abc.ABC):
 class ExecutorError(Exception):
     """A task could not start; `failure` says what went wrong on the platform's side."""
 
-    def __init__(self, message: str, failure: Failure = Failure.CREATE_FAILED):
+    def __init__(self, message: str, failure: Failure = Failure.CREATE_FAILED, *, storage: str = ""):
         super().__init__(message)
         self.failure = failure
+        self.storage = storage  # the storage config a STORAGE_MOUNT_FAILED could not mount, when known

@@ -390,7 +390,7 @@ class DockerExecutor(Executor):
             if named and named in reason:
                 what = f"storage {mount.storage}" if mount.storage else f"{mount.host_path} (the portal's file store)"
                 message = f"{what} could not be mounted at {mount.container_path} on node {self.address}: {reason}"
-                return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED)
+                return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED, storage=mount.storage)
         return ExecutorError(
             f"a storage could not be mounted on node {self.address}: {reason}", Failure.STORAGE_MOUNT_FAILED
         )

@@ -101,6 +101,7 @@ class ProcessExecutor(Executor):
                     f"storage {mount.storage}: a process node cannot mount NFS; run the job on Docker nodes, or "
                     "mount the export on every node and declare it as a host path",
                     Failure.STORAGE_MOUNT_FAILED,
+                    storage=mount.storage,
                 )
         task_dir = self._task_dir(launch)
         executor_id = str(task_dir.relative_to(self.work_root))
@@ -158,6 +159,7 @@ class ProcessExecutor(Executor):
                 launch,
                 [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts if not m.shared)],
             )
+            self.sandbox.let_reach(launch, [m.host_path for m in launch.mounts if m.shared])
             command = self.sandbox.argv(launch, passwd, group, command)
         return {
             "argv": command,

@@ -11,6 +11,7 @@ NFS (README, "Shared storage").
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,12 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 class Ran:
     job: Any
     nodes: list[str]  # each task's node (the nodes are gone after the run)
+    then: Any = None  # what `then` found
 
 
-def run_job(cluster: DevCluster, work: Path, user: Any, text: str) -> Ran:
-    """Submit on the dev cluster's nodes, run the real scheduler until the job ends."""
+def run_job(cluster: DevCluster, work: Path, user: Any, text: str, then: Callable[[Any], Any] | None = None) -> Ran:
+    """Submit on the dev cluster's nodes, run the real scheduler until the job ends; then, on the
+    same nodes and scheduler, `then(scheduler)`."""
     import docker
 
     from clusters.executors.registry import executor_for
@@ -63,7 +66,8 @@ def run_job(cluster: DevCluster, work: Path, user: Any, text: str) -> Ran:
                 scheduler.run_once()
                 time.sleep(0.1)
                 job.refresh_from_db()
-            return Ran(job, [task.node.name for task in job.tasks.select_related("node") if task.node])
+            nodes_used = [task.node.name for task in job.tasks.select_related("node") if task.node]
+            return Ran(job, nodes_used, then(scheduler) if then else None)
         finally:
             executor_for.cache_clear()
             for engine in cluster.engines:
@@ -127,13 +131,37 @@ def test_it_refuses_at_submit_a_storage_that_does_not_exist(storage_user, defaul
     assert dict(error.value.errors) == {"extras.storages[0].name": "storage 'nosuch' does not exist (yours: none)"}
 
 
-def test_it_fails_a_task_whose_nfs_server_is_down_with_a_diagnosis(dev_cluster, storage_user, tmp_path):
-    # Nothing serves NFS at the node's own loopback: the mount fails (or, without an NFS client in
+def test_it_fails_a_task_whose_nfs_server_is_down_with_a_diagnosis_then_says_why_jobs_wait(
+    dev_cluster, storage_user, tmp_path
+):
+    # Nothing serves NFS at the nodes' own loopback: the mount fails (or, without an NFS client in
     # the node's kernel, cannot even be tried); either way the node says so.
-    create_storage("down", server="127.0.0.1", path="/export/down", mount_options="nfsvers=4.1,soft,timeo=10,retrans=1")
+    options = "nfsvers=4.1,soft,timeo=10,retrans=1"
+    create_storage("down", server="127.0.0.1", path="/export/down", mount_options=options)
     plugin = "extras:\n  storages:\n    - name: down\n"
-    job = run_job(dev_cluster, tmp_path, storage_user, v2_yaml("nfsdown", "touch /mnt/down/x", extra=plugin)).job
-    task = job.tasks.get()
-    assert job.state == "FAILED"
+
+    def until_one_waits(scheduler: Any) -> Any:
+        """More such jobs: each is placed on a node not yet known to fail, fails, until one waits."""
+        from jobs.actions import submit_job
+
+        for attempt in range(len(dev_cluster.engines) + 1):
+            job = submit_job(storage_user, v2_yaml(f"nfsdown-{attempt}", extra=plugin))
+            deadline = time.monotonic() + 60
+            while not job.is_finished and "no node can mount" not in job.pending_reason:
+                assert time.monotonic() < deadline, f"job stayed {job.state}: {job.pending_reason}"
+                scheduler.run_once()
+                time.sleep(0.1)
+                job.refresh_from_db()
+            if not job.is_finished:
+                return job
+        raise AssertionError("every job was tried on a node")
+
+    ran = run_job(dev_cluster, tmp_path, storage_user, v2_yaml("nfsdown", extra=plugin), then=until_one_waits)
+    task = ran.job.tasks.get()
+    assert ran.job.state == "FAILED"
     assert task.exit_code == -1210
     assert "storage down could not be mounted at /mnt/down on node" in task.exit_diagnostics, task.exit_diagnostics
+    waiting = ran.then
+    assert waiting.state == "WAITING"
+    assert waiting.pending_reason.startswith("no node can mount the job's storage: storage down: ")
+    assert all(f"{engine.name} could not mount it" in waiting.pending_reason for engine in dev_cluster.engines)
