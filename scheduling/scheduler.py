@@ -45,6 +45,7 @@ from jobs.ssh import ports_with_ssh
 from scheduling import launch as launch_builder
 from scheduling import quota
 from scheduling.exits import platform_exit_code
+from scheduling.storage_gate import MountFailures, storage_gate
 
 log = logging.getLogger("pai.scheduler")
 
@@ -156,6 +157,7 @@ class Scheduler:
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
         self._conflicting_ports: dict[str, dict[int, float]] = defaultdict(dict)  # node -> port -> until
+        self._mount_failures = MountFailures()  # which node could not mount which storage, lately
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -476,7 +478,13 @@ class Scheduler:
         nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
         self._avoid_conflicting_ports(node_states)
-        result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
+        gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, self._mount_failures)
+        requests = [self._job_request(row, specs[row.pk], gate.avoid) for row in rows if row.pk not in gate.blocked]
+        result = place(node_states, vc_states, requests)
+        for job_id, note in gate.notes.items():
+            if job_id in result.pending:
+                result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
+        result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
@@ -513,7 +521,9 @@ class Scheduler:
             if job is not None:  # (deleted meanwhile)
                 self.launch_job(job, placements, self._unlaunched_nodes)
 
-    def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
+    def _job_request(
+        self, job: WaitingJob, spec: dict[str, Any], avoid: dict[int, frozenset[str]] | None = None
+    ) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
         if tasks is None:
@@ -527,6 +537,7 @@ class Scheduler:
             gpu_type=(spec.get("extras") or {}).get("gpuType"),
             priority=job.priority,
             order=job.created_at.timestamp(),
+            avoid=(avoid or {}).get(job.pk, frozenset()),
         )
 
     def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
@@ -617,6 +628,8 @@ class Scheduler:
             code, message = platform_exit_code(exc.failure), str(exc)
             if exc.failure is Failure.NODE_LOST and task.node is not None:
                 _set_down(task.node, message)
+            if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
+                self._mount_failures.remember(task.node.name, exc.storage, str(exc))
             if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
                 until = time.monotonic() + PORT_CONFLICT_AVOID_S
                 for port in (port for ports in task.ports.values() for port in ports):
