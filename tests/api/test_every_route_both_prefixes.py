@@ -12,7 +12,8 @@ from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
 
-# A value for each path parameter, naming things the fixture below creates.
+# A value for each path parameter, naming things the fixture below creates (a new route's new
+# parameter needs a value here: the KeyError names it).
 VALUES = {
     "full_name": "alice~routed",
     "username": "alice",
@@ -24,6 +25,7 @@ VALUES = {
     "token": "not-a-token",
     "vc_name": "default",
     "node_name": "no-node",
+    "storage_name": "no-storage",
 }
 DOCS = {"api-schema", "api-docs", "api-redoc", "api-none"}  # the docs are one page, not two APIs
 
