@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 
 from clusters.models import VirtualCluster
 from jobs.models import Job, Task
+from jobs.protocol.limits import spec_totals
 from jobs.ssh import attach_new_keypair
 
 
@@ -126,7 +127,9 @@ def create_job(
     `fields` set Job columns (state, config_text, pending_reason...); `keypair` gives it SSH keys."""
     roles = roles or {"worker": 1}
     fields.setdefault("virtual_cluster", VirtualCluster.objects.get_or_create(name="default")[0])
-    job = Job(owner=owner, name=name, spec=spec or normalized_spec(name, roles), **fields)
+    spec = spec or normalized_spec(name, roles)
+    fields.setdefault("gpu_count", spec_totals(spec)[2])
+    job = Job(owner=owner, name=name, spec=spec, **fields)
     if keypair:
         attach_new_keypair(job)
     job.save()
@@ -134,3 +137,16 @@ def create_job(
         for index in range(count):
             Task.objects.create(job=job, role=role, index=index)
     return job
+
+
+def create_storage(name: str = "team", **fields: Any) -> Any:
+    """A storage config as an admin declares it (validated as the admin's form does); NFS by default."""
+    from clusters.models import StorageConfig
+
+    fields.setdefault("kind", StorageConfig.Kind.NFS)
+    fields.setdefault("server", "10.0.0.5")
+    fields.setdefault("path", f"/export/{name}")
+    config = StorageConfig(name=name, **fields)
+    config.full_clean()
+    config.save()
+    return config

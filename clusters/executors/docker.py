@@ -18,6 +18,7 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import ipaddress
 import logging
@@ -35,7 +36,7 @@ from typing import Any
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest, LogConfig
+from docker.types import DeviceRequest, DriverConfig, LogConfig
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
@@ -43,14 +44,17 @@ from clusters.executors.base import (
     Executor,
     ExecutorError,
     Failure,
+    Mount,
+    NfsVolume,
     ResourceSample,
     RunningTask,
     TaskHandle,
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.docker_logs import log_frames
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
-from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, CappedLog
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -76,6 +80,8 @@ START_FAILURES = {
     126: Failure.START_PERMISSION_DENIED,
     127: Failure.START_COMMAND_NOT_FOUND,
 }
+# How the engine words a mount it could not make: a volume (NFS) at start, a bind source at create.
+MOUNT_FAILURE_SIGNS = ("failed to mount local volume", "bind source path does not exist", "error while mounting volume")
 LOG_FLUSH_WAIT_S = 3.0
 SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
 ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
@@ -247,6 +253,9 @@ class DockerExecutor(Executor):
         except ExecutorError:
             raise
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            storage_failure = self._storage_failure(launch, _explain(exc))
+            if storage_failure is not None:
+                raise storage_failure from exc
             raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
         if isinstance(created, TaskHandle):
             return created
@@ -313,10 +322,7 @@ class DockerExecutor(Executor):
             pids_limit=self.pids_limit,
             log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             device_requests=device_requests,
-            mounts=[
-                DockerMount(target=m.container_path, source=m.host_path, type="bind", read_only=m.read_only)
-                for m in launch.mounts
-            ]
+            mounts=[docker_mount(m, self.namespace) for m in launch.mounts]
             + (
                 [DockerMount(target=f"/{CONTAINER_RUNTIME_DIR}", source=str(runtime_dir), type="bind", read_only=True)]
                 if runtime_dir is not None
@@ -374,10 +380,31 @@ class DockerExecutor(Executor):
                 pull_failure_message(image, _explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
             ) from exc
 
+    def _storage_failure(self, launch: TaskLaunch, reason: str) -> ExecutorError | None:
+        """The engine could not mount one of the task's storages: which one, and why, in words."""
+        if not any(sign in reason for sign in MOUNT_FAILURE_SIGNS):
+            return None
+        for mount in launch.mounts:
+            named = (
+                mount.host_path if mount.nfs is None else nfs_volume_name(mount.nfs, mount.read_only, self.namespace)
+            )
+            if named and named in reason:
+                what = f"storage {mount.storage}" if mount.storage else f"{mount.host_path} (the portal's file store)"
+                message = f"{what} could not be mounted at {mount.container_path} on node {self.address}: {reason}"
+                return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED, storage=mount.storage)
+        return ExecutorError(
+            f"a storage could not be mounted on node {self.address}: {reason}", Failure.STORAGE_MOUNT_FAILED
+        )
+
     def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
         reason = _explain(exc)
         failure = Failure.CREATE_FAILED
         lowered = reason.lower()
+        storage_failure = self._storage_failure(launch, reason)
+        if storage_failure is not None:
+            if not launch.keep_on_failure:
+                self._remove(container_id)
+            return storage_failure
         if "port is already allocated" in lowered or ("bind" in lowered and "address already in use" in lowered):
             failure = Failure.PORT_CONFLICT
         else:
@@ -497,7 +524,7 @@ class DockerExecutor(Executor):
     # -- logs --------------------------------------------------------------------------------
 
     def _follow_logs(self, container_id: str, log_path: Path, *, append: bool) -> None:
-        """Copy the container's output into the task's log file while it runs."""
+        """Copy the container's output into the task's log files while it runs."""
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         thread = threading.Thread(
@@ -515,16 +542,17 @@ class DockerExecutor(Executor):
     def _copy_logs(self, container_id: str, log_path: Path, mode: str) -> None:
         try:
             api = self._new_api()
-            with CappedLog(log_path, self.log_max_bytes, truncate=mode == "wb") as log_file:
-                for chunk in api.logs(container_id, stream=True, follow=True, stdout=True, stderr=True):
-                    log_file.write(chunk)
+            with TaskLogs(log_path, self.log_max_bytes, truncate=mode == "wb") as logs:
+                for stream, chunk in log_frames(api, container_id, follow=True):
+                    logs.write(stream, chunk)
             api.close()
         except (APIError, requests.exceptions.RequestException, OSError, DockerException) as exc:
             log.debug("log stream of %s ended: %s", container_id[:12], exc)
 
     def _write_full_log(self, container_id: str, log_path: Path) -> None:
-        with CappedLog(log_path, self.log_max_bytes, truncate=True) as log_file:
-            log_file.write(self.api.logs(container_id, stdout=True, stderr=True))
+        with TaskLogs(log_path, self.log_max_bytes, truncate=True) as logs:
+            for stream, chunk in log_frames(self.api, container_id, follow=False):
+                logs.write(stream, chunk)
 
     def _finish_log(self, container_id: str, wait: float = LOG_FLUSH_WAIT_S) -> None:
         """Let the log thread write the last lines before the exit is reported."""
@@ -677,6 +705,37 @@ def _ip_of(container: dict[str, Any]) -> str:
 def _has_subnet(network: dict[str, Any]) -> bool:
     configs = (network.get("IPAM") or {}).get("Config") or []
     return any(c.get("Subnet") and ":" not in c["Subnet"] for c in configs)
+
+
+def nfs_volume_options(nfs: NfsVolume, read_only: bool) -> dict[str, str]:
+    """Docker's `local` driver mounts the export itself when a container using it starts (the node
+    needs an NFS client: kernel support, as for `mount -t nfs`)."""
+    options = [
+        f"addr={nfs.server}",
+        "ro" if read_only else "rw",
+        *(o.strip() for o in nfs.options.split(",") if o.strip()),
+    ]
+    return {"type": "nfs", "o": ",".join(options), "device": f":{nfs.export}"}
+
+
+def nfs_volume_name(nfs: NfsVolume, read_only: bool, namespace: str) -> str:
+    """One named volume per export, subfolder and options: tasks that mount the same share it, and a
+    changed storage config makes a new one instead of reusing stale options."""
+    options = nfs_volume_options(nfs, read_only)
+    digest = hashlib.sha256("\n".join(f"{k}={options[k]}" for k in sorted(options)).encode()).hexdigest()[:20]
+    return f"{namespace}-nfs-{digest}"
+
+
+def docker_mount(mount: Mount, namespace: str) -> DockerMount:
+    if mount.nfs is None:
+        return DockerMount(target=mount.container_path, source=mount.host_path, type="bind", read_only=mount.read_only)
+    return DockerMount(
+        target=mount.container_path,
+        source=nfs_volume_name(mount.nfs, mount.read_only, namespace),
+        type="volume",
+        read_only=mount.read_only,
+        driver_config=DriverConfig("local", options=nfs_volume_options(mount.nfs, mount.read_only)),
+    )
 
 
 def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:

@@ -2,7 +2,8 @@
 
 One per task, in a session of its own, so it outlives a scheduler restart. It reads
 `supervise.json` from the task directory, starts the task's command (the sandbox's command line)
-inside the task's cgroup or under its rlimits, copies its output into the capped log, and when the
+inside the task's cgroup or under its rlimits, copies its stdout and stderr into the capped logs
+(each apart, and both together in the order they came), and when the
 command has ended records `exit_code` (and `oom_killed`) in the task directory: the scheduler
 reads those back. Everything the command started ends with it.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
@@ -23,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from clusters.executors.limits import TaskCgroup, apply_rlimits
-from clusters.executors.logcap import CappedLog
+from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
 
 LOG_DRAIN_S = 2.0
+CHUNK_BYTES = 65536
 
 
 class Supervisor:
@@ -75,32 +78,34 @@ class Supervisor:
         (self.task_dir / "pid").write_text(str(os.getpid()))
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
-        log = CappedLog(self.log_path, self.log_max_bytes)
+        logs = TaskLogs(self.log_path, self.log_max_bytes)
         try:
             self.child = subprocess.Popen(
                 self.argv,
                 cwd=self.cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.PIPE,
+                bufsize=0,  # raw pipes: each read is one read(2) of what is there
                 start_new_session=True,  # its own process group: a stop reaches all of it
                 preexec_fn=self._enter_limits,
             )
         except OSError as exc:
-            log.write(f"[pai-portal] cannot start the task: {exc}\n".encode())
-            log.close()
+            logs.write(STDERR, f"[pai-portal] cannot start the task: {exc}\n".encode())
+            logs.close()
             self._record(127, oom_killed=False)
             return 127
         (self.task_dir / "child_pid").write_text(str(self.child.pid))
-        assert self.child.stdout is not None
-        pump = threading.Thread(target=_copy, args=(self.child.stdout, log), daemon=True)
+        assert self.child.stdout is not None and self.child.stderr is not None
+        pipes = {self.child.stdout: STDOUT, self.child.stderr: STDERR}
+        pump = threading.Thread(target=_copy, args=(pipes, logs), daemon=True)
         pump.start()
         code = self.child.wait()
         oom_killed = self.cgroup is not None and self.cgroup.oom_killed()
         if self.cgroup is not None:
             self.cgroup.remove()  # what the command left running ends with it
         pump.join(LOG_DRAIN_S)  # a leftover outside any cgroup may hold the pipe: do not wait for it
-        log.close()
+        logs.close()
         exit_code = 128 - code if code < 0 else code
         self._record(exit_code, oom_killed=oom_killed)
         return exit_code
@@ -113,10 +118,18 @@ class Supervisor:
         partial.replace(self.task_dir / "exit_code")
 
 
-def _copy(stream: Any, log: CappedLog) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        while chunk := stream.read1(65536):
-            log.write(chunk)
+def _copy(pipes: dict[Any, str], logs: TaskLogs) -> None:
+    """Both pipes read as their output comes, so `all` keeps the order the task wrote in (as far
+    as one reader of two pipes can tell it)."""
+    with contextlib.suppress(OSError, ValueError), selectors.DefaultSelector() as selector:
+        for pipe, stream in pipes.items():
+            selector.register(pipe, selectors.EVENT_READ, stream)
+        while selector.get_map():
+            for key, _events in selector.select():
+                if chunk := os.read(key.fd, CHUNK_BYTES):
+                    logs.write(key.data, chunk)
+                else:
+                    selector.unregister(key.fileobj)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from jobs.models import Job, JobEvent, JobState, Task
+from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
+from jobs.protocol.limits import spec_totals
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -45,24 +46,21 @@ def exit_spec_row(code: int | None) -> dict[str, Any] | None:
     return spec_row(code)
 
 
-def spec_totals(spec: dict[str, Any]) -> tuple[int, int, int]:
-    """(task roles, tasks, GPUs) the spec asks for."""
-    roles = (spec or {}).get("taskRoles") or {}
-    tasks = sum(int(role.get("instances", 1)) for role in roles.values())
-    gpus = sum(
-        int(role.get("instances", 1)) * int((role.get("resourcePerInstance") or {}).get("gpu", 0))
-        for role in roles.values()
-    )
-    return len(roles), tasks, gpus
-
-
 def retry_details(job: Job | dict[str, Any]) -> dict[str, Any]:
     get = job.get if isinstance(job, dict) else lambda key: getattr(job, key)
     return {"user": get("retries_used"), "platform": get("transient_retries"), "resource": 0}
 
 
-def job_summary(row: dict[str, Any]) -> dict[str, Any]:
-    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS)."""
+def tags_by_job(job_ids: list[int]) -> dict[int, list[str]]:
+    """The tags of a page of jobs, in one query."""
+    tags: dict[int, list[str]] = {}
+    for job_id, name in JobTag.objects.filter(job_id__in=job_ids).values_list("job_id", "name"):
+        tags.setdefault(job_id, []).append(name)
+    return tags
+
+
+def job_summary(row: dict[str, Any], tags: list[str]) -> dict[str, Any]:
+    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS) and the job's tags."""
     role_count, task_count, gpu_count = spec_totals(row["spec"])
     user_retries, platform_retries = row["retries_used"], row["transient_retries"]
     return {
@@ -85,7 +83,7 @@ def job_summary(row: dict[str, Any]) -> dict[str, Any]:
         "totalTaskNumber": task_count,
         "totalTaskRoleNumber": role_count,
         "jobPriority": job_priority_class(row["spec"]),
-        "tags": [],
+        "tags": tags,
     }
 
 
@@ -205,7 +203,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
     return {
         "name": job.name,
         "debugId": str(job.pk),
-        "tags": [],  # the portal keeps no job tags
+        "tags": [tag.name for tag in job.tags.all()],
         "jobPriority": job_priority_class(job.spec),
         "jobStatus": job_status(job, tasks),
         "taskRoles": roles,

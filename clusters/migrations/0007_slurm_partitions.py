@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clusters', '0005_node_address_off_the_portals_host'),
+        ('clusters', '0006_storage_configs'),
     ]
 
     operations = [
