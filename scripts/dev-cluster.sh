@@ -8,6 +8,7 @@
 #   scripts/dev-cluster.sh status     [--name NAME]
 #   scripts/dev-cluster.sh stop-node I [--name NAME]   # engine I goes away (its tasks with it)
 #   scripts/dev-cluster.sh start-node I [--name NAME]  # ... and comes back
+#   scripts/dev-cluster.sh restart-slurmctld [--name NAME]   # --slurm: slurmctld stops and starts again
 #   scripts/dev-cluster.sh down       [--name NAME]
 #
 # `up` makes a bridge NAME-br in the host namespace (the subnet's .1) and, for node i = 1..N, a
@@ -65,7 +66,7 @@ COUNT=""; NODE=""
 case "$COMMAND" in
     up) [ $# -ge 1 ] || usage; COUNT=$1; shift ;;
     stop-node|start-node) [ $# -ge 1 ] || usage; NODE=$1; shift ;;
-    down|status) ;;
+    down|status|restart-slurmctld) ;;
     *) usage ;;
 esac
 while [ $# -gt 0 ]; do
@@ -292,6 +293,16 @@ start_slurm() {
     die "the Slurm nodes are not idle: $(sinfo -h -N -p "$NAME" -o '%N %t' 2>&1 | xargs)"
 }
 
+# slurmctld goes away and comes back with what it saved (StateSaveLocation): jobs survive it.
+restart_slurmctld() {
+    local _
+    [ -s "$STATE/kind" ] || die "cluster $NAME runs no Slurm"
+    stop_daemon slurmctld slurmctld
+    launch_daemon slurmctld /usr/sbin/slurmctld -D -f "$SLURM_CONF"
+    for _ in $(seq 1 100); do scontrol ping 2>/dev/null | grep -q UP && return 0; sleep 0.1; done
+    die "slurmctld did not come back (log: $SLURM_DIR/log/slurmctld.log)"
+}
+
 # Jobs still in the partition go before the daemons (their steps would outlive slurmd).
 cancel_slurm_jobs() {
     local _
@@ -429,6 +440,7 @@ known_node() { engines | grep -qx "$1" || die "cluster $NAME has no node $1"; }
 case "$COMMAND" in
     up) cmd_up ;;
     down) cmd_down ;;
+    restart-slurmctld) restart_slurmctld; say "slurmctld restarted" ;;
     status) cmd_status ;;
     stop-node) known_node "$NODE"; stop_engine "$NODE"; say "engine of node $NODE stopped" ;;
     start-node)

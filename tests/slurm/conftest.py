@@ -41,6 +41,12 @@ class SlurmCluster:
         env = {**os.environ, "SLURM_CONF": self.slurm_conf}
         return subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=60).stdout
 
+    def restart_slurmctld(self) -> None:
+        env = {**os.environ, "PAI_DEV_CLUSTER_DIR": str(self.state_dir)}
+        subprocess.run(
+            ["bash", str(SCRIPT), "restart-slurmctld", "--name", self.name], env=env, check=True, capture_output=True
+        )
+
     def slurm_jobs(self, name: str) -> list[str]:
         """Slurm's ids for the jobs of this name it knows, finished ones included (one per submission)."""
         ids = self.run("squeue", "--noheader", "--states=all", f"--name={name}", "--format=%i").split()

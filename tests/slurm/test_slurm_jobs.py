@@ -184,3 +184,21 @@ def test_a_job_cancelled_in_slurm_behind_the_portals_back_is_retried_free(slurm_
     first = TaskAttempt.objects.get(job=job, job_attempt=1)
     assert first.exit_code == -1000 and "Slurm job ended CANCELLED" in first.exit_diagnostics
     assert len(slurm_cluster.slurm_jobs(slurm_name(job, 2))) == 1
+
+
+def test_createvc_refuses_a_partition_slurm_does_not_have(slurm_vc):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match=r"--slurm-partition: Slurm has no partition 'nope'"):
+        call_command("createvc", "other", "--slurm-partition", "nope")
+
+
+def test_a_slurmctld_restart_loses_nothing_and_submits_nothing_twice(slurm_cluster, slurm_vc, user, run_until):
+    command = "for _ in $(seq 300); do [ -e go ] && exit 0; sleep 0.1; done; exit 1"
+    job = submit_job(user, job_text("calm", role("worker", command), extra="defaults: {virtualCluster: gpu}\n"))
+    job = run_until(job, condition=lambda: job.tasks.exclude(executor_id="").exists())
+    slurm_cluster.restart_slurmctld()
+    slurm_vc_work_dir(job.tasks.get()).joinpath("go").touch()
+    job = run_until(job, "SUCCEEDED", "FAILED")
+    assert job.state == "SUCCEEDED" and job.job_attempt == 1
+    assert len(slurm_cluster.slurm_jobs(slurm_name(job, 1))) == 1
