@@ -43,6 +43,7 @@ from clusters.slurm.status import SlurmJob, SlurmNode, parse_queue
 from clusters.slurm_nodes import read_nodes, sync_nodes
 from jobs import lifecycle
 from jobs.lifecycle import Placement
+from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
 
 if TYPE_CHECKING:
@@ -52,6 +53,8 @@ log = logging.getLogger("pai.scheduler.slurm")
 
 # A job Slurm refused (sbatch failed) is offered again after this long, not every pass.
 RESUBMIT_AFTER_S = 30.0
+# How often a job attempt is submitted again when its Slurm job ends before its tasks start.
+EARLY_ENDS_ALLOWED = 3
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class SlurmBackend:
         self._queue: dict[str, SlurmJob] = {}  # the last squeue, by name
         self._submitted: dict[str, int] = {}  # Slurm job ids submitted since, by name
         self._queue_read_at = float("-inf")
+        self._early_ends: dict[str, int] = {}  # Slurm job name -> how often it ended before its tasks started
 
     def cancel(self, job: Job) -> None:
         """End whatever Slurm holds for the job: the running attempt's Slurm job and a pending next
@@ -157,8 +161,10 @@ class SlurmBackend:
                     changed = True
                 elif fresh and found is not None and found.pending:
                     self._say_pending(job, found, partition)
-            elif found is None or fresh:  # (or one that ended before its tasks started: again)
+            elif found is None:
                 changed |= self.submit(job, attempt, partition)
+            elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
+                changed |= self.resubmit(job, attempt, partition, found)
         return changed
 
     # ---- nodes -----------------------------------------------------------------------------
@@ -170,6 +176,21 @@ class SlurmBackend:
         sync_nodes(self._nodes)
 
     # ---- submitting ------------------------------------------------------------------------
+    def resubmit(self, job: Job, attempt: int, partition: str, ended: SlurmJob) -> bool:
+        """Submit again, up to EARLY_ENDS_ALLOWED times: a job whose steps cannot start at all (no
+        Python or code on the nodes...) would otherwise be submitted forever."""
+        ends = self._early_ends[ended.name] = self._early_ends.get(ended.name, 0) + 1
+        if ends <= EARLY_ENDS_ALLOWED:
+            return self.submit(job, attempt, partition)
+        if ends == EARLY_ENDS_ALLOWED + 1:
+            log_tail = read_tail(str(job_dir(job.pk, attempt) / "batch.log"), 300).strip()
+            lifecycle.set_pending_reason(
+                job.pk,
+                f"Slurm ended its job {ended.slurm_id} ({ended.state}) {EARLY_ENDS_ALLOWED + 1} times before the "
+                f"tasks started; not submitted again until the scheduler restarts. Slurm's batch log: {log_tail}",
+            )
+        return False
+
     def submit(self, job: Job, attempt: int, partition: str) -> bool:
         name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt)
         if time.monotonic() - self._refused.get(name, float("-inf")) < RESUBMIT_AFTER_S:
@@ -249,6 +270,7 @@ class SlurmBackend:
         for task in tasks:
             task.node = by_id[task.node_id] if task.node_id is not None else None
             task.ip = task.node.address if task.node else ""
+        lifecycle.set_task_launches(tasks)  # the addresses first: a reconcile after a crash builds the same env
         scheduler.start_tasks(job, tasks, everyone=tasks)
         return True
 
