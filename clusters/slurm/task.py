@@ -26,8 +26,6 @@ import sys
 import time
 from pathlib import Path
 
-from clusters.executors.supervise import Supervisor
-
 CANCELLED_FILE = "cancelled"
 POLL_S = 0.01  # a stat() of one file: cheap, and on the path of every launch
 
@@ -99,6 +97,8 @@ class Wrapper:
     def run_attempt(self, launch: dict[str, object]) -> int:
         task_dir = Path(str(launch["task_dir"]))
         env = {str(key): str(value) for key, value in dict(launch["env"]).items()}  # type: ignore[call-overload]
+        from clusters.executors.supervise import Supervisor  # (imported while the portal prepared the launch)
+
         pid = os.fork()
         if pid == 0:  # the supervisor, with the task's environment only
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -122,6 +122,8 @@ class Wrapper:
     def run(self, ports: int) -> int:
         signal.signal(signal.SIGTERM, self._on_term)
         self.probe(ports)
+        import clusters.executors.supervise  # noqa: F401  (now, while the portal builds the launch)
+
         attempt = 1
         while (launch := self.wait_for_launch(attempt)) is not None:
             if self.run_attempt(launch) == 0:
