@@ -114,9 +114,13 @@ def run_raw_slurm(n: int, conf: str, partition: str, command: str) -> tuple[floa
             env=env, check=True, capture_output=True,
         )  # fmt: skip
     t1 = time.perf_counter()
-    while subprocess.run(
-        ["squeue", "--noheader", f"--name={name}", "--format=%i"], env=env, capture_output=True, text=True, check=True
-    ).stdout.strip():
+    while True:
+        # A failed squeue (slurmctld busy) is no empty queue: only a real answer counts.
+        left = subprocess.run(
+            ["squeue", "--noheader", f"--name={name}", "--format=%i"], env=env, capture_output=True, text=True
+        )
+        if left.returncode == 0 and not left.stdout.strip():
+            break
         time.sleep(0.02)
     return n / (t1 - t0), n / (time.perf_counter() - t0)
 
