@@ -24,7 +24,8 @@
 # out their indices in CUDA_VISIBLE_DEVICES) and one partition named NAME holding every node. The
 # configuration is $STATE/slurm/slurm.conf: point the portal at it with PAI_SLURM_CONF (`status`
 # prints it), then `manage.py createvc VC --slurm-partition NAME`. One munged serves every namespace
-# (its socket is a path); `up` starts one (and `down` stops it) only if none answers.
+# (its socket is a path); `up` starts one only if none answers, and `down` leaves it running (other
+# Slurm clusters on the machine may use it by then).
 #
 # Everything `up` makes is written down, as it is made, in $PAI_DEV_CLUSTER_DIR/NAME/made (default
 # var/dev-cluster/NAME); `down` undoes exactly those lines, newest first, and nothing else.
@@ -271,8 +272,9 @@ start_slurm() {
             chmod 0400 /etc/munge/munge.key
         fi
         install -d -o munge -g munge -m 0755 /run/munge
+        # Not recorded: `down` leaves it running, as every Slurm on this machine (another dev
+        # cluster, slurm-local.sh) uses the one munged that answers.
         launch_daemon munged setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged --foreground
-        record daemon munged munged
         for _ in $(seq 1 50); do munge_answers && break; sleep 0.1; done
         munge_answers || die "munged does not answer (log: $SLURM_DIR/log/munged.out)"
     fi
