@@ -71,6 +71,9 @@ WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pen
 LAUNCH_BUDGET_S = 0.5
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
+# How often an idle scheduler looks for work that must not wait for the next pass (stop requests
+# are seen within this too).
+IDLE_CHECK_S = 0.01
 # A port that another program on the node holds (a start failed with exit 253) is kept out of
 # placement on that node for this long, so the retry gets other ports instead of the same clash.
 PORT_CONFLICT_AVOID_S = 600.0
@@ -188,12 +191,24 @@ class Scheduler:
         if not self.reconciled:
             self.reconcile()
             self.reconciled = True
+        # Slurm jobs whose tasks all reported hold their slots until launched: before anything else.
+        launched = self.slurm.launch_ready(self)
         nodes_changed = self.check_nodes()
         stopped = self.carry_out_stop_requests()
         exited = self.monitor_running() or nodes_changed
         placed = self.schedule_waiting(resources_freed=stopped or exited)
+        launched |= self.slurm.launch_ready(self)  # (reported while the pass ran)
         slurm_changed = self.slurm.run_pass(self)
-        return stopped or exited or placed or slurm_changed
+        return launched or stopped or exited or placed or slurm_changed
+
+    def idle_wait(self, seconds: float) -> None:
+        """Sleep between idle passes; wake early to stop, or when a Slurm job's tasks have all
+        reported (a cheap check: a few directory listings)."""
+        deadline = time.monotonic() + seconds
+        while not self.stopping and time.monotonic() < deadline:
+            if self.slurm.probes_ready():
+                return
+            time.sleep(min(IDLE_CHECK_S, seconds))
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval
@@ -214,9 +229,7 @@ class Scheduler:
                     self.reconciled = False  # whatever the pass left half done, the next one mends
                     busy = False
                 if not busy:
-                    deadline = time.monotonic() + idle_sleep
-                    while not self.stopping and time.monotonic() < deadline:
-                        time.sleep(min(0.05, idle_sleep))
+                    self.idle_wait(idle_sleep)
         finally:
             self.release_lease()
             log.info("scheduler %s stopped", self.holder)
@@ -383,6 +396,7 @@ class Scheduler:
             changed_jobs[task.job_id] = task.job
         for job in changed_jobs.values():
             self.apply_completion_policy(job)
+            self.slurm.launch_ready(self)  # a Slurm slot waits on each launch; an exit's record can wait
         return bool(changed_jobs)
 
     def _restart_unrecorded_starts(self) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from collections import defaultdict
@@ -97,6 +98,10 @@ def job_ask(roles: list[commands.RoleRequest]) -> Ask:
     )
 
 
+def _waiting_job(pk: int) -> Job:
+    return Job.objects.select_related("virtual_cluster", "owner").get(pk=pk)
+
+
 def job_dir(job_id: int, attempt: int) -> Path:
     """The Slurm job's directory: the same as its tasks' under the Slurm executor's work root."""
     return Path(settings.PAI_WORK_ROOT) / "slurm" / f"job-{job_id}" / str(attempt)
@@ -111,6 +116,8 @@ class SlurmBackend:
         self._submitted: dict[str, int] = {}  # Slurm job ids submitted since, by name
         self._queue_read_at = float("-inf")
         self._early_ends: dict[str, int] = {}  # Slurm job name -> how often it ended before its tasks started
+        self._awaiting: dict[int, int] = {}  # waiting job -> attempt: in Slurm, some tasks not reported
+        self._roles: dict[int, list[commands.RoleRequest]] = {}  # waiting job -> its roles (its spec read once)
 
     def cancel(self, job: Job) -> None:
         """End whatever Slurm holds for the job: the running attempt's Slurm job and a pending next
@@ -148,24 +155,74 @@ class SlurmBackend:
             log.warning("Slurm does not answer: %s", exc)
             return False
         changed = self.follow_running(scheduler, self._queue) if fresh else False
-        waiting = Job.objects.filter(
-            state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster_id__in=partition_of
-        ).order_by("-priority", "created_at", "id")
-        for job in waiting.select_related("virtual_cluster", "owner"):
-            attempt = job.job_attempt + 1
-            name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt)
+        # Plain values first: most waiting jobs need only their name looked up in the queue; the job
+        # itself is read for the few this pass submits, launches or explains.
+        waiting = (
+            Job.objects.filter(
+                state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster_id__in=partition_of
+            )
+            .order_by("-priority", "created_at", "id")
+            .values_list("pk", "job_attempt", "virtual_cluster_id", "pending_reason")
+        )
+        awaiting, seen = {}, set()
+        for pk, job_attempt, vc_id, said in waiting:
+            seen.add(pk)
+            attempt = job_attempt + 1
+            name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, pk, attempt)
             found = self._queue.get(name)
-            partition = partition_of[job.virtual_cluster_id]
+            partition = partition_of[vc_id]
             if name in self._submitted or (found is not None and found.active):
-                if self.launch(scheduler, job, attempt):
-                    changed = True
-                elif fresh and found is not None and found.pending:
-                    self._say_pending(job, found, partition)
+                if self._all_probed(pk, attempt):
+                    changed |= self._launch_waiting(scheduler, pk, attempt)
+                else:
+                    awaiting[pk] = attempt
+                    if fresh and found is not None and found.pending:
+                        self._say_pending(pk, said, found, partition)
             elif found is None:
-                changed |= self.submit(job, attempt, partition)
+                changed |= self.submit(_waiting_job(pk), attempt, partition)
             elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
-                changed |= self.resubmit(job, attempt, partition, found)
+                changed |= self.resubmit(_waiting_job(pk), attempt, partition, found)
+        self._awaiting = awaiting
+        self._roles = {pk: roles for pk, roles in self._roles.items() if pk in seen}
         return changed
+
+    # ---- tasks' reports --------------------------------------------------------------------
+    def _requests(self, pk: int) -> list[commands.RoleRequest]:
+        if pk not in self._roles:
+            self._roles[pk] = [
+                role.request for role in slurm_roles(Job.objects.values_list("spec", flat=True).get(pk=pk))
+            ]
+        return self._roles[pk]
+
+    def _all_probed(self, pk: int, attempt: int) -> bool:
+        """Every task's wrapper has reported: one directory listing, no parsing."""
+        try:
+            names = os.listdir(job_dir(pk, attempt) / "probe")
+        except OSError:
+            return False
+        return sum(name.endswith(".json") for name in names) >= sum(r.instances for r in self._requests(pk))
+
+    def probes_ready(self) -> bool:
+        """A job the last pass saw waiting for its tasks' reports has them all now: the scheduler's
+        idle wait asks this often (a few directory listings), so a launch does not wait for the
+        next pass; each Slurm slot is held until its task is launched."""
+        return any(self._all_probed(pk, attempt) for pk, attempt in self._awaiting.items())
+
+    def launch_ready(self, scheduler: Scheduler) -> bool:
+        """Launch the jobs whose tasks have all reported since the last pass (first thing in a pass)."""
+        ready = [(pk, attempt) for pk, attempt in self._awaiting.items() if self._all_probed(pk, attempt)]
+        launched = False
+        for pk, attempt in ready:
+            del self._awaiting[pk]
+            launched |= self._launch_waiting(scheduler, pk, attempt)
+        return launched
+
+    def _launch_waiting(self, scheduler: Scheduler, pk: int, attempt: int) -> bool:
+        job = Job.objects.filter(pk=pk, state=JobState.WAITING, job_attempt=attempt - 1).select_related(
+            "virtual_cluster", "owner"
+        )
+        found = job.first()
+        return found is not None and self.launch(scheduler, found, attempt)
 
     # ---- nodes -----------------------------------------------------------------------------
     def refresh_nodes(self, partitions: list[str]) -> None:
@@ -234,11 +291,12 @@ class SlurmBackend:
         lifecycle.set_pending_reason(job.pk, f"Submitted to Slurm as job {slurm_id} in partition {partition}.")
         return True
 
-    def _say_pending(self, job: Job, found: SlurmJob, partition: str) -> None:
-        ask = job_ask([role.request for role in slurm_roles(job.spec)])
-        reason = pending_reason(found, ask, PartitionUse.of(partition, self._nodes), timezone.now())
-        if reason != job.pending_reason:
-            lifecycle.set_pending_reason(job.pk, reason)
+    def _say_pending(self, pk: int, said: str, found: SlurmJob, partition: str) -> None:
+        reason = pending_reason(
+            found, job_ask(self._requests(pk)), PartitionUse.of(partition, self._nodes), timezone.now()
+        )
+        if reason != said:
+            lifecycle.set_pending_reason(pk, reason)
 
     # ---- launching -------------------------------------------------------------------------
     def launch(self, scheduler: Scheduler, job: Job, attempt: int) -> bool:
