@@ -8,7 +8,8 @@
 #   scripts/dev-cluster.sh status     [--name NAME]
 #   scripts/dev-cluster.sh stop-node I [--name NAME]   # engine I goes away (its tasks with it)
 #   scripts/dev-cluster.sh start-node I [--name NAME]  # ... and comes back
-#   scripts/dev-cluster.sh restart-slurmctld [--name NAME]   # --slurm: slurmctld stops and starts again
+#   scripts/dev-cluster.sh restart-slurmctld [--name NAME] [--forget-jobs]   # --slurm: slurmctld stops and
+#                               starts again (--forget-jobs: knowing no job, as after MinJobAge)
 #   scripts/dev-cluster.sh down       [--name NAME]
 #
 # `up` makes a bridge NAME-br in the host namespace (the subnet's .1) and, for node i = 1..N, a
@@ -45,6 +46,7 @@ MEMORY_MB=4096
 IMAGE=${PAI_DEFAULT_IMAGE:-pai-portal/base:latest}
 REGISTER=1
 SLURM=0
+FORGET_JOBS=0
 GPUS=4
 GPU_TYPE=p100
 RUN_ROOT=/run/pai-dev-cluster
@@ -81,6 +83,7 @@ while [ $# -gt 0 ]; do
         --slurm) SLURM=1; shift ;;
         --gpus) GPUS=$2; shift 2 ;;
         --gpu-type) GPU_TYPE=$2; shift 2 ;;
+        --forget-jobs) FORGET_JOBS=1; shift ;;
         *) die "unknown option $1" ;;
     esac
 done
@@ -296,11 +299,13 @@ start_slurm() {
 }
 
 # slurmctld goes away and comes back with what it saved (StateSaveLocation): jobs survive it.
+# --forget-jobs: it comes back knowing no job (-c), as it forgets finished ones after MinJobAge.
 restart_slurmctld() {
-    local _
+    local _ clear=()
     [ -s "$STATE/kind" ] || die "cluster $NAME runs no Slurm"
+    [ "$FORGET_JOBS" = 1 ] && clear=(-c)
     stop_daemon slurmctld slurmctld
-    launch_daemon slurmctld /usr/sbin/slurmctld -D -f "$SLURM_CONF"
+    launch_daemon slurmctld /usr/sbin/slurmctld -D "${clear[@]}" -f "$SLURM_CONF"
     for _ in $(seq 1 100); do scontrol ping 2>/dev/null | grep -q UP && return 0; sleep 0.1; done
     die "slurmctld did not come back (log: $SLURM_DIR/log/slurmctld.log)"
 }

@@ -41,11 +41,18 @@ class SlurmCluster:
         env = {**os.environ, "SLURM_CONF": self.slurm_conf}
         return subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=60).stdout
 
-    def restart_slurmctld(self) -> None:
+    def restart_slurmctld(self, *, forget_jobs: bool = False) -> None:
+        """forget_jobs: it comes back knowing no job, as when MinJobAge has passed for finished ones."""
         env = {**os.environ, "PAI_DEV_CLUSTER_DIR": str(self.state_dir)}
-        subprocess.run(
-            ["bash", str(SCRIPT), "restart-slurmctld", "--name", self.name], env=env, check=True, capture_output=True
-        )
+        argv = [
+            "bash",
+            str(SCRIPT),
+            "restart-slurmctld",
+            "--name",
+            self.name,
+            *(["--forget-jobs"] if forget_jobs else []),
+        ]
+        subprocess.run(argv, env=env, check=True, capture_output=True)
 
     def slurm_jobs(self, name: str) -> list[str]:
         """Slurm's ids for the jobs of this name it knows, finished ones included (one per submission)."""

@@ -144,6 +144,25 @@ def test_it_submits_nothing_twice_when_the_scheduler_restarts_mid_run(slurm_clus
     assert job.tasks.get().attempt == 1
 
 
+def test_a_job_that_succeeded_while_the_portal_was_down_is_not_run_again_after_slurm_forgot_it(
+    slurm_cluster, slurm_vc, user, run_until
+):
+    from scheduling.scheduler import Scheduler
+
+    command = "for _ in $(seq 300); do [ -e go ] && exit 0; sleep 0.1; done; exit 1"
+    job = submit_job(user, job_text("unseen", role("worker", command), extra="defaults: {virtualCluster: gpu}\n"))
+    job = run_until(job, condition=lambda: job.tasks.exclude(executor_id="").exists())
+    # The portal is down from here: the task succeeds, its Slurm job ends, and Slurm forgets it.
+    slurm_vc_work_dir(job.tasks.get()).joinpath("go").touch()
+    assert slurm_cluster.wait_until_idle() == []
+    slurm_cluster.restart_slurmctld(forget_jobs=True)
+    assert slurm_cluster.slurm_jobs(slurm_name(job, 1)) == []
+    job = run_until(job, "SUCCEEDED", "FAILED", scheduler=Scheduler(holder="slurm-test"))  # the portal is back
+    # The task's own exit record decides, not "Slurm no longer knows it" (lost, retried).
+    assert (job.state, job.job_attempt, job.transient_retries) == ("SUCCEEDED", 1, 0)
+    assert job.tasks.get().attempt == 1
+
+
 def slurm_name(job: Job, attempt: int) -> str:
     from django.conf import settings
 
