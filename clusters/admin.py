@@ -1,15 +1,34 @@
 """Django admin for where jobs run: virtual clusters, GPU types, nodes and their GPUs."""
 
+from django import forms
 from django.contrib import admin
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
+from clusters.slurm_nodes import PartitionError, check_partition
+
+
+class VirtualClusterForm(forms.ModelForm):
+    class Meta:
+        model = VirtualCluster
+        fields = "__all__"
+
+    def clean_slurm_partition(self) -> str:
+        """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
+        partition: str = self.cleaned_data["slurm_partition"].strip()
+        if partition and partition != self.initial.get("slurm_partition"):
+            try:
+                check_partition(partition)
+            except PartitionError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return partition
 
 
 @admin.register(VirtualCluster)
 class VirtualClusterAdmin(admin.ModelAdmin):
+    form = VirtualClusterForm
     list_display = ("name", "share_percent", "slurm_partition", "description", "job_count", "created_at")
     search_fields = ("name", "description")
     filter_horizontal = ("allowed_users",)

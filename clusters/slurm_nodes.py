@@ -1,5 +1,5 @@
 """Slurm's nodes as the portal's Node rows: what sinfo says, written where pages, quotas and tasks
-read nodes (the scheduler's Slurm pass and `createvc --slurm-partition` call it)."""
+read nodes (the scheduler's Slurm pass, `createvc --slurm-partition` and the admin call it)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import logging
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from clusters.models import Gpu, GpuType, Node
 from clusters.slurm import client, commands
@@ -19,6 +20,23 @@ log = logging.getLogger("pai.slurm")
 def read_nodes(partitions: list[str]) -> list[SlurmNode]:
     """Raises client.SlurmError when Slurm does not answer."""
     return parse_nodes(client.run(commands.sinfo_argv(partitions), settings.PAI_SLURM_CONF))
+
+
+class PartitionError(Exception):
+    pass
+
+
+def check_partition(partition: str) -> list[SlurmNode]:
+    """A VC's partition must exist in Slurm and have nodes (createvc and the admin ask this); its
+    nodes are synced at once (the scheduler keeps them fresh). PartitionError says what is wrong."""
+    try:
+        nodes = read_nodes([partition])
+    except client.SlurmError as exc:
+        raise PartitionError(_("Slurm does not answer (PAI_SLURM_CONF?): %(error)s") % {"error": exc}) from exc
+    if not nodes:
+        raise PartitionError(_("Slurm has no partition %(name)r (or it has no nodes).") % {"name": partition})
+    sync_nodes(nodes)
+    return nodes
 
 
 def sync_nodes(nodes: list[SlurmNode]) -> None:

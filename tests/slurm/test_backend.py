@@ -30,7 +30,7 @@ class FakeSlurm:
         if self.down:
             raise client.SlurmError(f"{argv[0]}: Unable to contact slurm controller")
         if argv[0] == "sinfo":
-            return SINFO
+            return SINFO if "--partition=slt" in argv else ""
         if argv[0] == "squeue":
             return self.queue
         if argv[0] == "sbatch":
@@ -119,3 +119,25 @@ def test_it_says_slurms_reasons_in_the_portals_words(slurm, job, code, words):
     one_pass()
     job.refresh_from_db()
     assert job.pending_reason.startswith(f"Waiting in Slurm ({code}): ") and words in job.pending_reason
+
+
+@pytest.mark.parametrize(
+    ("partition", "said"),
+    [("nope", "Slurm has no partition &#x27;nope&#x27; (or it has no nodes)."), ("slt", None)],
+)
+def test_the_admin_checks_a_vcs_partition_against_slurm(slurm, admin_client, partition, said):
+    form = {"name": "big", "share_percent": "0", "slurm_partition": partition, "description": ""}
+    page = admin_client.post("/admin/clusters/virtualcluster/add/", form)
+    if said is None:
+        assert page.status_code == 302 and VirtualCluster.objects.get(name="big").slurm_partition == "slt"
+        assert Node.objects.filter(slurm_partition="slt").count() == 3  # its nodes shown at once
+    else:
+        assert page.status_code == 200 and said in page.content.decode()
+        assert not VirtualCluster.objects.filter(name="big").exists()
+
+
+def test_the_admin_says_when_slurm_does_not_answer(slurm, admin_client):
+    slurm.down = True
+    form = {"name": "big", "share_percent": "0", "slurm_partition": "slt", "description": ""}
+    page = admin_client.post("/admin/clusters/virtualcluster/add/", form).content.decode()
+    assert "Slurm does not answer (PAI_SLURM_CONF?)" in page

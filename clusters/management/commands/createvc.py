@@ -8,8 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Sum
 
 from clusters.models import VirtualCluster
-from clusters.slurm.client import SlurmError
-from clusters.slurm_nodes import read_nodes, sync_nodes
+from clusters.slurm_nodes import PartitionError, check_partition
 
 
 class Command(BaseCommand):
@@ -62,11 +61,8 @@ class Command(BaseCommand):
     def _check_partition(self, partition: str) -> None:
         """The partition must exist and answer; its nodes are shown at once (the scheduler keeps them fresh)."""
         try:
-            nodes = read_nodes([partition])
-        except SlurmError as exc:
-            raise CommandError(f"--slurm-partition: Slurm does not answer (PAI_SLURM_CONF?): {exc}") from exc
-        if not nodes:
-            raise CommandError(f"--slurm-partition: Slurm has no partition {partition!r} (or it has no nodes)")
-        sync_nodes(nodes)
+            nodes = check_partition(partition)
+        except PartitionError as exc:
+            raise CommandError(f"--slurm-partition: {exc}") from exc
         gpus = sum(node.gpu_count for node in nodes if node.usable)
         self.stdout.write(f"partition {partition}: {len(nodes)} node(s), {gpus} GPU(s) Slurm can use")
