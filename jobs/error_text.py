@@ -12,6 +12,8 @@ from collections.abc import Callable
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from clusters.slurm import reasons as slurm_reasons
+
 TYPE_WORDS = {
     "an integer": _("an integer"),
     "a number": _("a number"),
@@ -204,12 +206,125 @@ WAITING_BEHIND = re.compile(r'waiting behind job (?P<job>\d+), first in VC (?P<v
 NODE_DOWN_NOTE = re.compile(r"; (?=node \S+ is down \()")
 
 
+# --- why Slurm keeps a job waiting (clusters.slurm.reasons: its English templates made patterns) ---
+
+SLURM_WORDS: dict[str, Promise] = {
+    "Resources": _(
+        "Slurm waits for resources in partition %(p_name)s: the job asks for %(asks)s; free now: "
+        "%(p_free_gpus)s of %(p_gpus)s GPU(s), %(p_free_cpus)s of %(p_cpus)s CPU(s), %(p_free_memory_mb)s MB"
+    ),
+    "Priority": _(
+        "Slurm runs jobs of higher priority in partition %(p_name)s first (it asks for %(asks)s; free now: "
+        "%(p_free_gpus)s GPU(s), %(p_free_cpus)s CPU(s))"
+    ),
+    "PartitionConfig": _(
+        "partition %(p_name)s can never hold this job as configured: it asks for %(asks)s; the partition has "
+        "%(p_nodes)s node(s) with %(p_gpus)s GPU(s), %(p_cpus)s CPU(s), %(p_memory_mb)s MB in all"
+    ),
+    "PartitionNodeLimit": _("the job needs more nodes than partition %(p_name)s allows one job (%(p_nodes)s node(s))"),
+    "PartitionTimeLimit": _("the job's time limit exceeds partition %(p_name)s's"),
+    "PartitionDown": _("partition %(p_name)s is down"),
+    "PartitionInactive": _("partition %(p_name)s is inactive"),
+    "ReqNodeNotAvail": _("nodes the job needs in partition %(p_name)s are unavailable (down, drained or reserved)"),
+    "NodeDown": _("a node the job needs in partition %(p_name)s is down"),
+    "QOSMaxGRESPerUser": _("your QOS limits how many GPUs one user may hold at once (the job asks for %(ask_gpus)s)"),
+    "QOSMaxCpuPerUserLimit": _(
+        "your QOS limits how many CPUs one user may hold at once (the job asks for %(ask_cpus)s)"
+    ),
+    "QOSMaxJobsPerUserLimit": _("your QOS limits how many jobs one user may run at once"),
+    "QOSMaxNodePerUserLimit": _("your QOS limits how many nodes one user may hold at once"),
+    "QOSGrpGRES": _("the QOS's GPUs are all in use (the job asks for %(ask_gpus)s)"),
+    "QOSGrpCpuLimit": _("the QOS's CPUs are all in use (the job asks for %(ask_cpus)s)"),
+    "AssocGrpGRES": _("your account's GPU limit is reached (the job asks for %(ask_gpus)s)"),
+    "AssocGrpCpuLimit": _("your account's CPU limit is reached (the job asks for %(ask_cpus)s)"),
+    "AssocMaxJobsLimit": _("your account may run no more jobs at once"),
+    "JobHeldAdmin": _("a Slurm administrator holds the job"),
+    "JobHeldUser": _("the job is held in Slurm"),
+    "BeginTime": _("the job's start time has not come yet"),
+    "Dependency": _("the job waits for another Slurm job"),
+    "None": _("Slurm has not looked at the job yet"),
+}
+SLURM_REFUSALS: dict[str, Promise] = {
+    "Requested node configuration is not available": _(
+        "no node of partition %(p_name)s can hold the job's tasks as asked (%(asks)s); the partition has "
+        "%(p_nodes)s node(s) with %(p_gpus)s GPU(s), %(p_cpus)s CPU(s), %(p_memory_mb)s MB in all"
+    ),
+    "Invalid generic resource (gres) specification": _("partition %(p_name)s has no GPUs of the type the job asks for"),
+    "Invalid partition name specified": _("Slurm has no partition %(p_name)s"),
+    "Node count specification invalid": _("the job needs more nodes than partition %(p_name)s has (%(p_nodes)s)"),
+    "Memory required by task is not available": _("no node of partition %(p_name)s has the memory a task asks for"),
+}
+SLURM_ASKS = re.compile(r"(?P<tasks>\d+) task\(s\): (?P<gpus>\d+) GPU\(s\), (?P<cpus>\d+) CPU\(s\), (?P<memory>\d+) MB")
+SLURM_WAITING = re.compile(
+    r"Waiting in Slurm \((?P<code>[^)]*)\): (?P<sentence>.+?)(?:; Slurm expects it to start at (?P<start>.+) UTC)?\."
+)
+SLURM_REFUSED = re.compile(r"Slurm refuses the job \((?P<said>.+)\): (?P<sentence>.+)\.")
+SLURM_SUBMITTED = re.compile(r"Submitted to Slurm as job (?P<slurm_id>\d+) in partition (?P<partition>\S+)\.")
+
+
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """`... {p.name} ... {asks}` -> a pattern capturing each field (as `p_name`, `asks`)."""
+    parts = re.split(r"\{([\w.]+)\}", template)
+    return re.compile(
+        "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part.replace('.', '_')}>.+?)" for i, part in enumerate(parts))
+    )
+
+
+def _slurm_patterns(
+    english: dict[str, str], translated: dict[str, Promise]
+) -> dict[str, tuple[re.Pattern[str], Promise]]:
+    return {key: (_template_pattern(text), translated[key]) for key, text in english.items() if key in translated}
+
+
+_SLURM_WORDS = _slurm_patterns(slurm_reasons.WORDS, SLURM_WORDS)
+_SLURM_REFUSALS = _slurm_patterns(slurm_reasons.REFUSALS, SLURM_REFUSALS)
+
+
+def _slurm_sentence(sentence: str, pattern: re.Pattern[str], template: Promise) -> str:
+    match = pattern.fullmatch(sentence)
+    if match is None:
+        return sentence
+    values = match.groupdict()
+    if asks := SLURM_ASKS.fullmatch(values.get("asks", "")):
+        values["asks"] = str(_("%(tasks)s task(s): %(gpus)s GPU(s), %(cpus)s CPU(s), %(memory)s MB")) % asks.groupdict()
+    return str(template) % values
+
+
+def _slurm_reason(part: str) -> str | None:
+    if waiting := SLURM_WAITING.fullmatch(part):
+        code, sentence = waiting["code"], waiting["sentence"]
+        if code in _SLURM_WORDS:
+            sentence = _slurm_sentence(sentence, *_SLURM_WORDS[code])
+        elif sentence == f"Slurm's reason: {code}":
+            sentence = str(_("Slurm's reason: %(code)s")) % {"code": code}
+        values = {"code": code, "sentence": sentence, "time": waiting["start"]}
+        if waiting["start"]:
+            return (
+                str(_("Waiting in Slurm (%(code)s): %(sentence)s; Slurm expects it to start at %(time)s UTC.")) % values
+            )
+        return str(_("Waiting in Slurm (%(code)s): %(sentence)s.")) % values
+    if refused := SLURM_REFUSED.fullmatch(part):
+        sentence = refused["sentence"]
+        known = next((key for key in _SLURM_REFUSALS if key in refused["said"]), None)
+        if known:
+            sentence = _slurm_sentence(sentence, *_SLURM_REFUSALS[known])
+        return str(_("Slurm refuses the job (%(said)s): %(sentence)s.")) % {
+            "said": refused["said"],
+            "sentence": sentence,
+        }
+    if submitted := SLURM_SUBMITTED.fullmatch(part):
+        return str(_("Submitted to Slurm as job %(slurm_id)s in partition %(partition)s.")) % submitted.groupdict()
+    return None
+
+
 def translate_reason(reason: str) -> str:
     """Why a job waits, in the active language where the shape is known (each part on its own)."""
     return "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
 
 
 def _reason_part(part: str) -> str:
+    if (slurm := _slurm_reason(part)) is not None:
+        return slurm
     behind = WAITING_BEHIND.fullmatch(part)
     if behind:
         values = {"job": behind["job"], "vc": behind["vc"], "why": _reason_part(behind["why"])}

@@ -52,3 +52,32 @@ def test_it_translates_why_a_job_waits_part_by_part():
         translated = translate_reason(reason)
     for part in ("排在作业 17 之后", "需要在一个节点上有 8 个 GPU", "node-b 上 4 个", "节点 gpu-2 已宕机"):
         assert part in translated
+
+
+def test_every_slurm_reason_and_refusal_has_a_translation():
+    from clusters.slurm.reasons import REFUSALS, WORDS
+    from jobs.error_text import SLURM_REFUSALS, SLURM_WORDS
+
+    assert (set(WORDS) ^ set(SLURM_WORDS), set(REFUSALS) ^ set(SLURM_REFUSALS)) == (set(), set())
+
+
+def test_it_translates_why_slurm_keeps_a_job_waiting_with_its_numbers():
+    from datetime import UTC, datetime
+
+    from clusters.slurm.reasons import Ask, PartitionUse, pending_reason
+    from clusters.slurm.status import SlurmJob
+
+    start = datetime(2026, 11, 25, 14, 39, tzinfo=UTC)
+    job = SlurmJob(1, "pai-1-1", "PENDING", "Resources", start, "", "slt")
+    partition = PartitionUse("slt", 3, 8, 6, 12000, 4, 2, 3000)
+    reason = pending_reason(job, Ask(2, 6, 4, 2000), partition, datetime(2026, 11, 25, 14, 0, tzinfo=UTC))
+    with translation.override("zh-hans"):
+        translated = translate_reason(reason)
+    for part in (
+        "在 Slurm 中等待",
+        "Slurm 正在等待分区 slt 的资源",
+        "作业需要 2 个任务",
+        "8 块 GPU 中 4 块",
+        "预计于 UTC 2026-11-25 14:39",
+    ):
+        assert part in translated
