@@ -13,7 +13,7 @@ from clusters.slurm_nodes import PartitionError, check_partition
 class VirtualClusterForm(forms.ModelForm):
     class Meta:
         model = VirtualCluster
-        fields = "__all__"
+        fields = ("name", "description", "share_percent", "slurm_partition", "allowed_users")
 
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
