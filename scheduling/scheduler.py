@@ -162,7 +162,7 @@ class Scheduler:
         self._unlaunched_nodes: dict[str, Node] = {}
         self._conflicting_ports: dict[str, dict[int, float]] = defaultdict(dict)  # node -> port -> until
         self._mount_failures = MountFailures()  # which node could not mount which storage, lately
-        self.slurm = slurm_backend.SlurmBackend()
+        self.slurm = slurm_backend.SlurmBackend(self._mount_failures)
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:

@@ -43,6 +43,7 @@ from clusters.slurm.reasons import Ask, PartitionUse, pending_reason, refusal_re
 from clusters.slurm.status import SlurmJob, SlurmNode, parse_queue
 from clusters.slurm_nodes import read_nodes, sync_nodes
 from jobs import lifecycle
+from scheduling.storage_gate import MountFailures, storage_gate
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
@@ -108,7 +109,8 @@ def job_dir(job_id: int, attempt: int) -> Path:
 
 
 class SlurmBackend:
-    def __init__(self) -> None:
+    def __init__(self, mount_failures: MountFailures) -> None:
+        self.mount_failures = mount_failures  # the scheduler's: which node could not mount which storage
         self._nodes: list[SlurmNode] = []
         self._nodes_read_at = float("-inf")
         self._refused: dict[str, float] = {}  # Slurm job name -> when sbatch refused it
@@ -252,6 +254,11 @@ class SlurmBackend:
         name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt)
         if time.monotonic() - self._refused.get(name, float("-inf")) < RESUBMIT_AFTER_S:
             return False
+        if blocked := self._storage_blocked(job, partition):  # as on the portal's own nodes: wait, saying why
+            self._refused[name] = time.monotonic()
+            if blocked != job.pending_reason:
+                lifecycle.set_pending_reason(job.pk, blocked)
+            return False
         roles = [role.request for role in slurm_roles(job.spec)]
         gpu_type = (job.spec.get("extras") or {}).get("gpuType")
         directory = job_dir(job.pk, attempt)
@@ -290,6 +297,11 @@ class SlurmBackend:
         )
         lifecycle.set_pending_reason(job.pk, f"Submitted to Slurm as job {slurm_id} in partition {partition}.")
         return True
+
+    def _storage_blocked(self, job: Job, partition: str) -> str | None:
+        """Why no node of the partition can mount a storage the job needs (scheduling.storage_gate)."""
+        nodes = list(Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition=partition))
+        return storage_gate([(job.pk, job.spec)], nodes, self.mount_failures).blocked.get(job.pk)
 
     def _say_pending(self, pk: int, said: str, found: SlurmJob, partition: str) -> None:
         reason = pending_reason(

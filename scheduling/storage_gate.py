@@ -1,7 +1,8 @@
 """Whether a waiting job's storages can be mounted on any node: what placement (which knows nothing
 of storages) cannot tell. A job that no node can mount a storage for waits, saying so in
 why-pending, and is kept out of placement (it would only fail at start), as a job that can never
-fit is. A node cannot mount a storage when it is a process node and the storage is NFS, or when it
+fit is. A node cannot mount a storage when it is a process node (or a Slurm node, whose tasks run as
+processes) and the storage is NFS, or when it
 failed to mount that storage within the last MOUNT_FAILURE_MEMORY_S (no NFS client, server down:
 microsoft/pai issue 4361, a job stuck waiting with no reason).
 """
@@ -48,6 +49,8 @@ def needed_storages(spec: dict[str, Any], configs: dict[str, StorageConfig]) -> 
 def why_not_mountable(node: Node, config: StorageConfig, failures: MountFailures, now: float) -> str | None:
     if node.executor == Node.Executor.PROCESS and config.kind == StorageConfig.Kind.NFS:
         return f"{node.name} is a process node (it cannot mount NFS)"
+    if node.executor == Node.Executor.SLURM and config.kind == StorageConfig.Kind.NFS:
+        return f"{node.name} is a Slurm node (its tasks run as processes, which cannot mount NFS)"
     seen = failures.recent(node.name, config.name, now)
     if seen is not None:
         reason, when = seen

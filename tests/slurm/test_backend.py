@@ -141,3 +141,18 @@ def test_the_admin_says_when_slurm_does_not_answer(slurm, admin_client):
     form = {"name": "big", "share_percent": "0", "slurm_partition": "slt", "description": ""}
     page = admin_client.post("/admin/clusters/virtualcluster/add/", form).content.decode()
     assert "Slurm does not answer (PAI_SLURM_CONF?)" in page
+
+
+def test_a_job_naming_an_nfs_storage_waits_saying_why_instead_of_going_to_slurm(slurm, user):
+    from tests.factories import create_storage
+
+    create_storage("team")  # NFS: a Slurm node's tasks run as processes, which cannot mount it
+    vc = VirtualCluster.objects.create(name="gpu", slurm_partition="slt")
+    spec = normalized_spec("j", {"worker": 1})
+    spec["extras"] = {"storages": [{"name": "team"}]}
+    job = create_job(user, spec=spec, virtual_cluster=vc)
+    Node.objects.create(name="slt-1", executor="slurm", slurm_partition="slt", cpus=4, memory_mb=4096)
+    one_pass()
+    job.refresh_from_db()
+    assert slurm.submitted() == [] and job.state == "WAITING"
+    assert job.pending_reason.startswith("no node can mount the job's storage: storage team: slt-1 is a Slurm node")
