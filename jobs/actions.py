@@ -64,6 +64,24 @@ def check_task_counts(cfg: LoadedConfig) -> None:
         raise JobConfigError(errors)
 
 
+def fixed_port_errors(spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
+    node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
+    begin_at = ((spec.get("extras") or {}).get("v1") or {}).get("portBeginAt") or {}
+    errors = []
+    for role_number, (role, role_spec) in enumerate(spec["taskRoles"].items()):
+        labels = list(role_spec["resourcePerInstance"].get("ports") or {})
+        for label, port in (begin_at.get(role) or {}).items():
+            if port and label in labels:
+                errors.append(
+                    (
+                        f"taskRoles[{role_number}].portList[{labels.index(label)}].beginAt",
+                        "must be 0 on a Slurm virtual cluster (Slurm picks the node; tasks get ports free there)",
+                    )
+                )
+    return errors
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
@@ -82,6 +100,8 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
     errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))
+    if vc.slurm_partition:
+        errors.extend(fixed_port_errors(cfg.spec))
     if errors:
         raise JobConfigError(errors)
     return cfg, vc

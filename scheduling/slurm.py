@@ -43,10 +43,10 @@ from clusters.slurm.reasons import Ask, PartitionUse, pending_reason, refusal_re
 from clusters.slurm.status import SlurmJob, SlurmNode, parse_queue
 from clusters.slurm_nodes import read_nodes, sync_nodes
 from jobs import lifecycle
-from scheduling.storage_gate import MountFailures, storage_gate
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
+from scheduling.storage_gate import MountFailures, storage_gate
 
 if TYPE_CHECKING:
     from scheduling.scheduler import Scheduler

@@ -156,3 +156,29 @@ def test_a_job_naming_an_nfs_storage_waits_saying_why_instead_of_going_to_slurm(
     job.refresh_from_db()
     assert slurm.submitted() == [] and job.state == "WAITING"
     assert job.pending_reason.startswith("no node can mount the job's storage: storage team: slt-1 is a Slurm node")
+
+
+def v1_text(begin_at: int) -> str:
+    import json
+
+    ports = [{"label": "http", "beginAt": 0, "portNumber": 1}, {"label": "rpc", "beginAt": begin_at, "portNumber": 2}]
+    role = {"name": "worker", "taskNumber": 1, "cpuNumber": 1, "memoryMB": 512, "gpuNumber": 0, "command": "true"}
+    return json.dumps(
+        {"jobName": "v1", "image": "img", "virtualCluster": "gpu", "taskRoles": [{**role, "portList": ports}]}
+    )
+
+
+def test_a_v1_job_asking_for_fixed_ports_is_refused_on_a_slurm_vc_naming_the_field(user):
+    from jobs.actions import submit_job
+    from jobs.protocol import JobConfigError
+
+    VirtualCluster.objects.create(name="gpu", slurm_partition="slt")
+    with pytest.raises(JobConfigError) as refused:
+        submit_job(user, v1_text(9000))
+    assert refused.value.errors == [
+        (
+            "taskRoles[0].portList[1].beginAt",
+            "must be 0 on a Slurm virtual cluster (Slurm picks the node; tasks get ports free there)",
+        )
+    ]
+    assert submit_job(user, v1_text(0)).state == "WAITING"  # any free port: fine
