@@ -142,7 +142,8 @@ def slurm_phases() -> dict[str, float]:
         "supervisor up -> exit recorded (task)": [],
         "exit recorded -> job SUCCEEDED (portal)": [],
     }
-    for job_id, completed in Job.objects.values_list("pk", "completed_at"):
+    for job_id, completed in Job.objects.exclude(completed_at=None).values_list("pk", "completed_at"):
+        assert completed is not None
         job_dir = Path(settings.PAI_WORK_ROOT) / "slurm" / f"job-{job_id}" / "1"
         try:
             probe = (job_dir / "probe" / "main-0.json").stat().st_mtime
