@@ -394,9 +394,10 @@ class Scheduler:
             task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
+            self.slurm.launch_ready(self)  # a Slurm slot waits on each launch; an exit's record can wait
         for job in changed_jobs.values():
             self.apply_completion_policy(job)
-            self.slurm.launch_ready(self)  # a Slurm slot waits on each launch; an exit's record can wait
+            self.slurm.launch_ready(self)
         return bool(changed_jobs)
 
     def _restart_unrecorded_starts(self) -> None:

@@ -166,7 +166,8 @@ class SlurmBackend:
             .order_by("-priority", "created_at", "id")
             .values_list("pk", "job_attempt", "virtual_cluster_id", "pending_reason")
         )
-        awaiting, seen = {}, set()
+        seen = set()
+        self._awaiting = {}
         for pk, job_attempt, vc_id, said in waiting:
             seen.add(pk)
             attempt = job_attempt + 1
@@ -177,14 +178,21 @@ class SlurmBackend:
                 if self._all_probed(pk, attempt):
                     changed |= self._launch_waiting(scheduler, pk, attempt)
                 else:
-                    awaiting[pk] = attempt
+                    self._awaiting[pk] = attempt
                     if fresh and found is not None and found.pending:
                         self._say_pending(pk, said, found, partition)
-            elif found is None:
-                changed |= self.submit(_waiting_job(pk), attempt, partition)
+                continue
+            if found is None:
+                submitted = self.submit(_waiting_job(pk), attempt, partition)
             elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
-                changed |= self.resubmit(_waiting_job(pk), attempt, partition, found)
-        self._awaiting = awaiting
+                submitted = self.resubmit(_waiting_job(pk), attempt, partition, found)
+            else:
+                continue
+            if submitted:
+                self._awaiting[pk] = attempt
+                # Jobs submitted a moment ago may run already: each holds its Slurm slot until launched.
+                self.launch_ready(scheduler)
+            changed |= submitted
         self._roles = {pk: roles for pk, roles in self._roles.items() if pk in seen}
         return changed
 
