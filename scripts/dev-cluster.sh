@@ -306,8 +306,15 @@ restart_slurmctld() {
     [ "$FORGET_JOBS" = 1 ] && clear=(-c)
     stop_daemon slurmctld slurmctld
     launch_daemon slurmctld /usr/sbin/slurmctld -D "${clear[@]}" -f "$SLURM_CONF"
-    for _ in $(seq 1 100); do scontrol ping 2>/dev/null | grep -q UP && return 0; sleep 0.1; done
-    die "slurmctld did not come back (log: $SLURM_DIR/log/slurmctld.log)"
+    for _ in $(seq 1 100); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.1; done
+    scontrol ping 2>/dev/null | grep -q UP || die "slurmctld did not come back (log: $SLURM_DIR/log/slurmctld.log)"
+    [ "$FORGET_JOBS" = 1 ] || return 0
+    # It forgot the nodes' state too: they are idle again once each slurmd has registered.
+    for _ in $(seq 1 300); do
+        [ "$(sinfo -h -p "$NAME" -o %t 2>/dev/null | sort -u)" = idle ] && return 0
+        sleep 0.1
+    done
+    die "the Slurm nodes are not idle: $(sinfo -h -N -p "$NAME" -o '%N %t' 2>&1 | xargs)"
 }
 
 # Jobs still in the partition go before the daemons (their steps would outlive slurmd).
