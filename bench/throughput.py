@@ -12,11 +12,14 @@ back to back (as `runscheduler` does while busy) until every job has SUCCEEDED. 
 comes from ../shared/tools/slurm-local.sh (slurmctld + slurmd + munge from Debian's packages).
 
 --slurm: the portal ON Slurm against Slurm alone, on one dev cluster (`scripts/dev-cluster.sh up 3
---slurm`, 2 CPUs a node). Raw: N `sbatch --wrap 'srun true'` (one step, as the portal's jobs have;
-`sleep S` with --job-seconds S)
-until Slurm has ended them all. Portal: N jobs of a VC on the partition, submitted through
-submit_job, the scheduler's passes back to back until every job has SUCCEEDED. The portal's
-overhead is its end-to-end time over Slurm's (goal: at most +10 %).
+--slurm`, 2 CPUs a node), in --rounds R rounds (default 4) after a few warm-up jobs, each system
+first in every other round (the first jobs on fresh slurmds are slower, and the order matters on a
+busy machine). Raw: N `sbatch --wrap 'srun true'` (one step, as the portal's jobs have; `sleep S`
+with --job-seconds S) until Slurm has ended them all. Portal: N jobs of a VC on the partition,
+submitted through submit_job, the scheduler's passes back to back (its idle wait between them, as
+`runscheduler`) until every job has SUCCEEDED. The portal's overhead is its end-to-end time over
+Slurm's (goal: at most +10 %); the median ms of each step of a portal job (from its job
+directory's file times) say where a job's time goes.
 """
 
 import argparse
