@@ -162,6 +162,14 @@ def slurm_phases() -> dict[str, float]:
     return {step: statistics.median(values) for step, values in steps.items() if values}
 
 
+def run_portal_round(n: int, command: str, number: int, cpu_ms: list[float]) -> tuple[float, float]:
+    """One portal round; its CPU per job (this process: submits and scheduler) appended to cpu_ms."""
+    cpu = time.process_time()
+    rates = submit_and_run(n, JOB_TEXT, idle_sleep=0.05, command=command, round_number=number)
+    cpu_ms.append(1000 * (time.process_time() - cpu) / n)
+    return rates
+
+
 def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
     """Rounds of raw sbatch and the portal on one cluster, alternating which goes first."""
     command = f"sleep {job_seconds:g}" if job_seconds else "true"
@@ -177,6 +185,7 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
         raise SystemExit(f"dev-cluster.sh up --slurm failed: {up.stderr[-500:]}")
     conf = up.stdout.splitlines()[-1].removeprefix("SLURM_CONF=")
     results: list[tuple[float, float, float, float]] = []
+    cpu_ms: list[float] = []
     phases: dict[str, float] = {}
     try:
         setup_django(PAI_SLURM_CONF=conf, PAI_SLURM_JOB_PREFIX=f"bench{os.getpid()}")
@@ -189,13 +198,12 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
 
             Job.objects.all().delete()
             if number % 2:
-                portal = submit_and_run(n, JOB_TEXT, idle_sleep=0.05, command=command, round_number=number)
-                phases = slurm_phases()
+                portal = run_portal_round(n, command, number, cpu_ms)
                 raw = run_raw_slurm(n, conf, cluster, command)
             else:
                 raw = run_raw_slurm(n, conf, cluster, command)
-                portal = submit_and_run(n, JOB_TEXT, idle_sleep=0.05, command=command, round_number=number)
-                phases = slurm_phases()
+                portal = run_portal_round(n, command, number, cpu_ms)
+            phases = slurm_phases()
             results.append((*raw, *portal))
     finally:
         subprocess.run(["bash", str(script), "down", "--name", cluster], env=env, capture_output=True)
@@ -214,6 +222,7 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
         f"the portal adds {statistics.median(overheads):+.0f} % (median; {min(overheads):+.0f} to "
         f"{max(overheads):+.0f} %) to Slurm's end-to-end time (goal: <= +10 %)"
     )
+    print(f"the portal's own CPU per job (submit and scheduler, median): {statistics.median(cpu_ms):.0f} ms")
     print("a portal job's steps (median ms, last round):")
     for step, ms in phases.items():
         print(f"  {step:<42}{ms:>8.0f}")
