@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,17 +109,36 @@ def run_slurm(n: int, slots: int) -> tuple[float | None, float | None, str]:
     return float(match.group(1)), float(match.group(2)), ""
 
 
+RAW_IDS: set[int] = set()  # Slurm's ids of the raw jobs (the rest of the cluster's jobs are the portal's)
+
+
+def slot_times(slurmctld_log: Path) -> tuple[float, float]:
+    """Median ms a job held its Slurm slot (started -> complete, from slurmctld's log): raw, portal."""
+    started: dict[int, datetime] = {}
+    held: dict[bool, list[float]] = {True: [], False: []}
+    for line in slurmctld_log.read_text().splitlines():
+        if match := re.search(r"(?:Started JobId=|Allocate JobId=)(\d+)", line):
+            started[int(match[1])] = datetime.fromisoformat(line[1:24])
+        elif (match := re.search(r"_job_complete: JobId=(\d+) done", line)) and int(match[1]) in started:
+            job_id = int(match[1])
+            held[job_id in RAW_IDS].append(
+                1000 * (datetime.fromisoformat(line[1:24]) - started[job_id]).total_seconds()
+            )
+    return statistics.median(held[True] or [0]), statistics.median(held[False] or [0])
+
+
 def run_raw_slurm(n: int, conf: str, partition: str, command: str) -> tuple[float, float]:
     """N `sbatch --wrap 'srun COMMAND'` until none is left in Slurm's queue: (submit, end-to-end jobs/s)."""
     env = {**os.environ, "SLURM_CONF": conf}
     name = f"raw-{os.getpid()}"
     t0 = time.perf_counter()
     for _ in range(n):
-        subprocess.run(
+        done = subprocess.run(
             ["sbatch", "--parsable", f"--job-name={name}", f"--partition={partition}", "--output=/dev/null",
              "--ntasks=1", "--cpus-per-task=1", "--mem-per-cpu=512", "--wrap", f"srun {command}"],
-            env=env, check=True, capture_output=True,
+            env=env, check=True, capture_output=True, text=True,
         )  # fmt: skip
+        RAW_IDS.add(int(done.stdout.strip().split(";")[0]))
     t1 = time.perf_counter()
     while True:
         # A failed squeue (slurmctld busy) is no empty queue: only a real answer counts.
@@ -205,6 +225,7 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
                 portal = run_portal_round(n, command, number, cpu_ms)
             phases = slurm_phases()
             results.append((*raw, *portal))
+        raw_held, portal_held = slot_times(Path(state) / cluster / "slurm" / "log" / "slurmctld.log")
     finally:
         subprocess.run(["bash", str(script), "down", "--name", cluster], env=env, capture_output=True)
     print(f"\n{n} one-task jobs running `{command}` on a 3-node Slurm dev cluster (6 CPU slots), {rounds} rounds")
@@ -222,6 +243,7 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
         f"the portal adds {statistics.median(overheads):+.0f} % (median; {min(overheads):+.0f} to "
         f"{max(overheads):+.0f} %) to Slurm's end-to-end time (goal: <= +10 %)"
     )
+    print(f"a job holds its Slurm slot (median, slurmctld's log): {raw_held:.0f} ms raw, {portal_held:.0f} ms portal")
     print(f"the portal's own CPU per job (submit and scheduler, median): {statistics.median(cpu_ms):.0f} ms")
     print("a portal job's steps (median ms, last round):")
     for step, ms in phases.items():
