@@ -4,14 +4,13 @@ Both executors write their tasks' output through CappedLog (the process executor
 the Docker executor's log thread), so one chatty task cannot fill the portal's disk. A cut log
 starts with CUT_NOTE, which is how the pages know (was_cut) and tell the reader.
 
-Standard library only: the process executor's supervisor imports it without Django.
+Standard library only, and only modules built into the interpreter: the process executor's
+supervisor, which starts with every task, imports it.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from types import TracebackType
 
 DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024
 CUT_NOTE = b"[pai-portal] log cut: earlier output was dropped to keep the log under "
@@ -21,10 +20,10 @@ class CappedLog:
     """Appends bytes; when the file would pass max_bytes it is rewritten as the note plus the newest
     half of the cap, so cuts are rare (at most one per max_bytes/2 written)."""
 
-    def __init__(self, path: Path | str, max_bytes: int, *, truncate: bool = False):
-        self.path = Path(path)
+    def __init__(self, path: os.PathLike[str] | str, max_bytes: int, *, truncate: bool = False):
+        self.path = os.fspath(path)
         self.max_bytes = max(max_bytes, 1024)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
         self._file = open(self.path, "wb" if truncate else "ab")  # noqa: SIM115  (closed by close())
         self._size = self._file.seek(0, os.SEEK_END)
 
@@ -43,7 +42,7 @@ class CappedLog:
         with open(self.path, "rb") as old:
             old.seek(max(0, self._size - keep))
             tail = (old.read() + data)[-keep:]
-        partial = self.path.with_name(self.path.name + ".cut")
+        partial = self.path + ".cut"
         with open(partial, "wb") as new:
             new.write(note + tail)
         os.replace(partial, self.path)  # readers see the old file or the new one, never half
@@ -56,13 +55,11 @@ class CappedLog:
     def __enter__(self) -> CappedLog:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-def was_cut(path: Path | str) -> bool:
+def was_cut(path: os.PathLike[str] | str) -> bool:
     try:
         with open(path, "rb") as log:
             return log.read(len(CUT_NOTE)) == CUT_NOTE
