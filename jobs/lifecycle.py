@@ -172,8 +172,14 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
     return tasks
 
 
-def set_pending_reason(job_id: int, reason: str) -> None:
-    Job.objects.filter(pk=job_id, state=JobState.WAITING).update(pending_reason=reason)
+def set_pending_reasons(reasons: dict[int, str]) -> None:
+    """Why each of these waiting jobs waits (job id -> reason): one UPDATE per distinct reason, as
+    a pass gives most of the queue the same few reasons."""
+    by_reason: dict[str, list[int]] = {}
+    for job_id, reason in reasons.items():
+        by_reason.setdefault(reason, []).append(job_id)
+    for reason, job_ids in by_reason.items():
+        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(pending_reason=reason)
 
 
 def set_task_launches(tasks: list[Task]) -> None:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection
-from django.db.models import Max, Q
+from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
@@ -50,6 +50,7 @@ log = logging.getLogger("pai.scheduler")
 
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
+LEASE_RENEW_AFTER = LEASE_TTL / 3
 WAITING_BATCH = 2000
 
 
@@ -67,6 +68,7 @@ WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pen
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
 LAUNCH_BUDGET_S = 0.5
+LAUNCH_READ_AHEAD = 16
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
 
@@ -141,6 +143,7 @@ class Scheduler:
         self.stopping = False
         self._last_queue_signature: tuple[int, Any] | None = None
         self._lease_row_exists = False
+        self._lease_renewed_at = float("-inf")  # monotonic seconds of the last renewal that held
         # Node heartbeat: when each node last answered (monotonic seconds; a fresh scheduler
         # gives every node a full grace period), and when the nodes were last pinged.
         self._last_answer: dict[int, float] = {}
@@ -155,6 +158,11 @@ class Scheduler:
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
+        """True while this scheduler holds the lease. A lease renewed less than LEASE_RENEW_AFTER
+        ago is still ours (no one may take it before it expires): no write on every pass."""
+        if time.monotonic() - self._lease_renewed_at < LEASE_RENEW_AFTER.total_seconds():
+            return True
+        renewing_at = time.monotonic()
         now = timezone.now()
         if not self._lease_row_exists:
             with contextlib.suppress(IntegrityError):  # created by the other scheduler at the same moment
@@ -165,9 +173,11 @@ class Scheduler:
             .filter(Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now))
             .update(holder=self.holder, expires_at=now + LEASE_TTL)
         )
+        self._lease_renewed_at = renewing_at if taken == 1 else float("-inf")
         return taken == 1
 
     def release_lease(self) -> None:
+        self._lease_renewed_at = float("-inf")
         SchedulerLease.objects.filter(name=LEASE_NAME, holder=self.holder).update(holder="", expires_at=None)
 
     # ---- the pass --------------------------------------------------------------------------
@@ -322,11 +332,12 @@ class Scheduler:
             lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.")
         return bool(jobs)
 
-    def stop_executors(self, job: Job, *, keep: bool = False) -> None:
+    def stop_executors(self, job: Job, *, keep: bool = False, tasks: list[Task] | None = None) -> None:
         """Stop every task of the job that holds something on a node, then the job's node-side
-        leftovers (networks). keep=True leaves failed containers for inspection (isDebug)."""
+        leftovers (networks). keep=True leaves failed containers for inspection (isDebug).
+        `tasks` (the job's tasks with their nodes) are read from the database unless given."""
         nodes = {}
-        for task in job.tasks.select_related("node"):
+        for task in tasks if tasks is not None else job.tasks.select_related("node"):
             if task.node is None:
                 continue
             nodes[task.node_id] = task.node
@@ -364,8 +375,8 @@ class Scheduler:
             if status.failure is Failure.NODE_LOST:
                 self._suspects.add(node_id)  # the heartbeat decides whether the node is down
                 continue
-            task = Task.objects.select_related("node").get(pk=task_id)
-            task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
+            task = Task.objects.select_related("node", "job").get(pk=task_id)
+            task.job = changed_jobs.get(task.job_id, task.job)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
         for job in changed_jobs.values():
@@ -421,12 +432,12 @@ class Scheduler:
         job.refresh_from_db()
         if job.state != JobState.RUNNING:
             return
-        tasks = list(job.tasks.all())
+        tasks = list(job.tasks.select_related("node"))
         outcome = job_outcome(job.spec, [(t.role, t.state) for t in tasks])
         if outcome is None:
             return
         if outcome == JobState.SUCCEEDED:
-            self.stop_executors(job)
+            self.stop_executors(job, tasks=tasks)
             lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
             return
         failed = [t for t in tasks if t.state == TaskState.FAILED]
@@ -439,7 +450,7 @@ class Scheduler:
             transient_used=job.transient_retries,
             transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
         )
-        self.stop_executors(job, keep=launch_builder.is_debug(job.spec))
+        self.stop_executors(job, keep=launch_builder.is_debug(job.spec), tasks=tasks)
         if decision is Retry.NONE:
             lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
         else:
@@ -458,7 +469,7 @@ class Scheduler:
             self._launch_within_budget()
             return True
         queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
-        signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
+        signature = self._queue_signature(queue)
         if not resources_freed and signature == self._last_queue_signature:
             return False
         # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
@@ -476,26 +487,33 @@ class Scheduler:
         self._launch_within_budget()
         down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
         said = {row.pk: row.pending_reason for row in rows}
-        for job_id, reason in result.pending.items():
-            reason = f"{reason}; {down}" if down else reason
-            if said[job_id] != reason:
-                lifecycle.set_pending_reason(job_id, reason)
+        reasons = {job_id: f"{reason}; {down}" if down else reason for job_id, reason in result.pending.items()}
+        lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
         # a start that failed may have put its job back in the queue already.
-        self._last_queue_signature = (
-            None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
-        )
+        self._last_queue_signature = None if result.placed else self._queue_signature(queue)
         return bool(result.placed)
+
+    @staticmethod
+    def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:
+        """(how many wait, the newest change among them), in one query."""
+        found = queue.aggregate(count=Count("pk"), newest=Max("updated_at"))
+        return found["count"], found["newest"]
 
     def _launch_within_budget(self) -> None:
         """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
         deadline = time.monotonic() + LAUNCH_BUDGET_S
         while self._unlaunched and time.monotonic() <= deadline:
-            job_id, placements = self._unlaunched.popleft()
-            job = Job.objects.select_related("virtual_cluster", "owner").filter(pk=job_id).first()
-            if job is not None:  # (deleted meanwhile)
-                self.launch_job(job, placements, self._unlaunched_nodes)
+            # The jobs read a few at a time (one query each few), fresh enough for their claims.
+            chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_READ_AHEAD, len(self._unlaunched)))]
+            jobs = Job.objects.select_related("virtual_cluster", "owner").in_bulk([job_id for job_id, _ in chunk])
+            for position, (job_id, placements) in enumerate(chunk):
+                if time.monotonic() > deadline:
+                    self._unlaunched.extendleft(reversed(chunk[position:]))
+                    return
+                if job_id in jobs:  # (deleted meanwhile)
+                    self.launch_job(jobs[job_id], placements, self._unlaunched_nodes)
 
     def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""

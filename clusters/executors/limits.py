@@ -9,12 +9,13 @@ Two ways, chosen per node when its executor is made:
   data segment is capped at memoryMB (RLIMIT_DATA, so allocations fail instead of an OOM kill),
   processes with RLIMIT_NPROC (counted per uid: all sandboxed tasks share it); CPU is not limited.
 
-Standard library only, and only modules built into the interpreter: the supervisor, which starts
-with every task, imports this module (a task's start pays for every import here).
+Light standard-library modules only: the supervisor, which starts with every task, imports this
+module (a task's start pays for every import here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -47,10 +48,8 @@ class TaskCgroup:
 
     def signal_all(self, sig: int) -> None:
         for pid in self.members():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
 
     def oom_killed(self) -> bool:
         directory = self.dirs.get("memory")
@@ -71,10 +70,8 @@ class TaskCgroup:
             self.signal_all(signal.SIGKILL)
             time.sleep(0.02)
         for directory in self.dirs.values():
-            try:
+            with contextlib.suppress(OSError):  # gone already, or still busy: nothing more to do
                 os.rmdir(directory)
-            except OSError:  # gone already, or still busy: nothing more to do
-                pass
 
 
 class CgroupLimits:
@@ -130,7 +127,7 @@ def apply_rlimits(limits: dict[str, int]) -> None:
 
 def _own_cgroups() -> dict[str, str]:
     """controller -> this process's cgroup path, from /proc/self/cgroup (v1 lines)."""
-    paths = {}
+    paths: dict[str, str] = {}
     try:
         with open("/proc/self/cgroup") as own:
             lines = own.read().splitlines()

@@ -4,8 +4,8 @@ Both executors write their tasks' output through CappedLog (the process executor
 the Docker executor's log thread), so one chatty task cannot fill the portal's disk. A cut log
 starts with CUT_NOTE, which is how the pages know (was_cut) and tell the reader.
 
-Standard library only, and only modules built into the interpreter: the process executor's
-supervisor, which starts with every task, imports it.
+Light standard-library modules only: the process executor's supervisor, which starts with every
+task, imports it.
 """
 
 from __future__ import annotations

@@ -8,12 +8,13 @@ reads those back. Everything the command started ends with it.
 
 SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
 grace period. It runs with no Django, with the task's environment, and starts with every task, so
-it imports only modules built into the interpreter (no subprocess, threading or pathlib: those
-imports cost more than the rest of a trivial task's start) and forks the command itself.
+it imports only light standard-library modules (no subprocess, threading, pathlib or dataclasses:
+those imports cost more than the rest of a trivial task's start) and forks the command itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -49,10 +50,8 @@ class Supervisor:
 
     def _kill_child_group(self, sig: int) -> None:
         if self.child_pid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.child_pid, sig)
-            except ProcessLookupError:
-                pass
 
     def _on_stop(self, signum: int, frame: object) -> None:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
@@ -62,10 +61,8 @@ class Supervisor:
         else:
             spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
             for pid in self.cgroup.members() - spared:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         signal.alarm(self.stop_grace_s)
 
     def _on_grace_over(self, signum: int, frame: object) -> None:
@@ -112,8 +109,8 @@ class Supervisor:
             os.dup2(output, 1)
             os.dup2(output, 2)
             os.chdir(self.cwd)
-            os.execvp(self.argv[0], self.argv)
-        except OSError as exc:
+            os.execvp(self.argv[0], self.argv)  # noqa: S606  (the sandbox command line, no shell)
+        except (OSError, ValueError) as exc:  # (ValueError: a limit the kernel refuses)
             os.write(2, f"[pai-portal] cannot start the task: {exc}\n".encode())
         finally:
             os._exit(EXEC_FAILED)
