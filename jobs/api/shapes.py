@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from jobs.models import Job, JobEvent, JobState, Task
 from jobs.protocol.exitspec import spec_row
@@ -61,9 +61,42 @@ def retry_details(job: Job | dict[str, Any]) -> dict[str, Any]:
     return {"user": get("retries_used"), "platform": get("transient_retries"), "resource": 0}
 
 
-def job_summary(row: dict[str, Any]) -> dict[str, Any]:
-    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS)."""
-    role_count, task_count, gpu_count = spec_totals(row["spec"])
+class SpecSummary(NamedTuple):
+    """What the job list shows of a job's spec."""
+
+    role_count: int
+    task_count: int
+    gpu_count: int
+    priority_class: str | None
+
+
+class SpecSummaries:
+    """SpecSummary by job id, each computed once per server process: a spec never changes after
+    submit, and reading and decoding 1000 specs was most of a 1000-row list's time."""
+
+    LIMIT = 200_000  # past this many, start over (a few MB per process)
+    READ_BATCH = 1000
+
+    def __init__(self) -> None:
+        self._known: dict[int, SpecSummary] = {}
+
+    def get_many(self, job_ids: list[int]) -> dict[int, SpecSummary]:
+        missing = [job_id for job_id in job_ids if job_id not in self._known]
+        if len(self._known) + len(missing) > self.LIMIT:
+            self._known = {}
+        found = {job_id: self._known[job_id] for job_id in job_ids if job_id in self._known}
+        for start in range(0, len(missing), self.READ_BATCH):  # (SQLite caps the parameters of a query)
+            batch = missing[start : start + self.READ_BATCH]
+            for job_id, spec in Job.objects.filter(pk__in=batch).values_list("pk", "spec"):
+                found[job_id] = self._known[job_id] = SpecSummary(*spec_totals(spec), job_priority_class(spec))
+        return found
+
+
+spec_summaries = SpecSummaries()
+
+
+def job_summary(row: dict[str, Any], summary: SpecSummary) -> dict[str, Any]:
+    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS) and its spec's summary."""
     user_retries, platform_retries = row["retries_used"], row["transient_retries"]
     return {
         "debugId": str(row["id"]),
@@ -81,10 +114,10 @@ def job_summary(row: dict[str, Any]) -> dict[str, Any]:
         "completedTime": epoch_ms(row["completed_at"]),
         "appExitCode": row["exit_code"],
         "virtualCluster": row["virtual_cluster__name"],
-        "totalGpuNumber": gpu_count,
-        "totalTaskNumber": task_count,
-        "totalTaskRoleNumber": role_count,
-        "jobPriority": job_priority_class(row["spec"]),
+        "totalGpuNumber": summary.gpu_count,
+        "totalTaskNumber": summary.task_count,
+        "totalTaskRoleNumber": summary.role_count,
+        "jobPriority": summary.priority_class,
         "tags": [],
     }
 
@@ -102,7 +135,6 @@ SUMMARY_FIELDS = (
     "completed_at",
     "exit_code",
     "virtual_cluster__name",
-    "spec",
 )
 
 

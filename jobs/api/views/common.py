@@ -163,7 +163,11 @@ def job_list(request: Request, params: Any) -> Any:
         raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
-    data = [shapes.job_summary(row) for row in page.values(*shapes.SUMMARY_FIELDS)]
+    rows = list(page.values(*shapes.SUMMARY_FIELDS))
+    summaries = shapes.spec_summaries.get_many([row["id"] for row in rows])
+    data = [
+        shapes.job_summary(row, summaries[row["id"]]) for row in rows if row["id"] in summaries
+    ]  # (deleted meanwhile)
     if params.get("withTotalCount") == "true":
         return {"totalCount": jobs.count(), "data": data}
     return data
