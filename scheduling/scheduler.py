@@ -68,7 +68,8 @@ WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pen
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
 LAUNCH_BUDGET_S = 0.5
-LAUNCH_READ_AHEAD = 16
+# Jobs launched together: read in one query, claimed one by one, their tasks started side by side.
+LAUNCH_BATCH = 16
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
 
@@ -506,14 +507,10 @@ class Scheduler:
         deadline = time.monotonic() + LAUNCH_BUDGET_S
         while self._unlaunched and time.monotonic() <= deadline:
             # The jobs read a few at a time (one query each few), fresh enough for their claims.
-            chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_READ_AHEAD, len(self._unlaunched)))]
+            chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_BATCH, len(self._unlaunched)))]
             jobs = Job.objects.select_related("virtual_cluster", "owner").in_bulk([job_id for job_id, _ in chunk])
-            for position, (job_id, placements) in enumerate(chunk):
-                if time.monotonic() > deadline:
-                    self._unlaunched.extendleft(reversed(chunk[position:]))
-                    return
-                if job_id in jobs:  # (deleted meanwhile)
-                    self.launch_job(jobs[job_id], placements, self._unlaunched_nodes)
+            batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
+            self.launch_jobs(batch, self._unlaunched_nodes)
 
     def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
@@ -531,19 +528,24 @@ class Scheduler:
             order=job.created_at.timestamp(),
         )
 
-    def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
-        tasks = lifecycle.claim_for_launch(
-            job,
-            [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
-            where=", ".join(sorted({p.node for p in placements})),
-        )
-        if tasks is None:
-            return  # another scheduler, or a stop, got there first
+    def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:
+        """Claim each job of the batch, then start all their tasks side by side (a start waits on
+        its node's engine or on a process being made, not on this loop)."""
         by_id = {node.pk: node for node in node_by_name.values()}
-        for task in tasks:
-            task.node = by_id[task.node_id] if task.node_id is not None else None
-        ready = self.assign_addresses(job, tasks)
-        self.start_tasks(job, ready, everyone=tasks)
+        starts: list[tuple[Job, list[tuple[Task, Executor, TaskLaunch]]]] = []
+        for job, placements in batch:
+            tasks = lifecycle.claim_for_launch(
+                job,
+                [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
+                where=", ".join(sorted({p.node for p in placements})),
+            )
+            if tasks is None:
+                continue  # another scheduler, or a stop, got there first
+            for task in tasks:
+                task.node = by_id[task.node_id] if task.node_id is not None else None
+            ready = self.assign_addresses(job, tasks)
+            starts.append((job, self._launches(job, ready, tasks)))
+        self._start_side_by_side(starts)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -578,6 +580,13 @@ class Scheduler:
         """Start tasks of a job side by side; `everyone` (all the job's tasks, with addresses) is
         read from the database unless the caller has it."""
         everyone = everyone if everyone is not None else list(job.tasks.all())
+        self._start_side_by_side([(job, self._launches(job, tasks, everyone))])
+
+    def _launches(
+        self, job: Job, tasks: Iterable[Task], everyone: list[Task]
+    ) -> list[tuple[Task, Executor, TaskLaunch]]:
+        """What to start for each task, its address and log recorded first (a task whose launch
+        cannot be built is recorded as failed)."""
         secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
         ready: list[tuple[Task, Executor, TaskLaunch]] = []
         for task in tasks:
@@ -591,24 +600,28 @@ class Scheduler:
             task.log_path = str(launch.log_path)
             ready.append((task, node_executor(task.node), launch))
         lifecycle.set_task_launches([task for task, _, _ in ready])
-        # The tasks of a gang start side by side: the engine does the work, the loop only waits.
-        # Database writes stay on this thread. One task needs no pool thread.
-        if len(ready) > 1:
-            with ThreadPoolExecutor(max_workers=min(settings.PAI_MAX_PARALLEL_STARTS, len(ready))) as pool:
-                outcomes = list(pool.map(_start_one, ready))
+        return ready
+
+    def _start_side_by_side(self, starts: list[tuple[Job, list[tuple[Task, Executor, TaskLaunch]]]]) -> None:
+        """Start every task of these jobs side by side: the engines do the work, the loop only
+        waits. Database writes stay on this thread. One task needs no pool thread."""
+        items = [(job, item) for job, ready in starts for item in ready]
+        if len(items) > 1:
+            with ThreadPoolExecutor(max_workers=min(settings.PAI_MAX_PARALLEL_STARTS, len(items))) as pool:
+                outcomes = list(pool.map(_start_one, [item for _, item in items]))
         else:
-            outcomes = [_start_one(item) for item in ready]
+            outcomes = [_start_one(item) for _, item in items]
         # Starts are recorded before failures are handled: a failure may end or requeue the
         # job, and then every started task must be known to be stopped.
-        results = list(zip(ready, outcomes, strict=True))
+        results = [(job, task, outcome) for (job, (task, _, _)), outcome in zip(items, outcomes, strict=True)]
         lifecycle.record_tasks_started(
             [
                 (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
-                for (task, _, _), outcome in results
+                for _, task, outcome in results
                 if not isinstance(outcome, Exception)
             ]
         )
-        for (task, _, _), outcome in results:
+        for job, task, outcome in results:
             if isinstance(outcome, Exception):
                 self._start_failed(job, task, outcome)
 
