@@ -1,26 +1,37 @@
-"""A process task's supervisor: `python -m clusters.executors.supervise pai-portal-task <task dir>`.
+"""A process task's supervisor, and the node's supervisor server that forks one per task.
 
-One per task, in a session of its own, so it outlives a scheduler restart. It reads
-`supervise.json` from the task directory, starts the task's command (the sandbox's command line)
-inside the task's cgroup or under its rlimits, copies its output into the capped log, and when the
-command has ended records `exit_code` (and `oom_killed`) in the task directory: the scheduler
-reads those back. Everything the command started ends with it.
+    python -m clusters.executors.supervise pai-portal-task <work root>
+
+The server runs once per node (the process executor starts it on its first task; it ends after
+SERVER_IDLE_S without a request, or when its work root goes). For each task the executor sends
+it the task directory and the task's environment over `<work root>/supervisor.sock` (the portal's
+own directory: tasks never see it); it forks a supervisor in a session of its own, which outlives
+a scheduler restart, writes its `pid` (with its start time, which tells it from a later process
+with the same pid) and only then answers with that pid. A fork costs about a millisecond; a
+Python interpreter started per task cost most of a trivial task's start.
+
+The supervisor reads `supervise.json` from the task directory, starts the task's command (the
+sandbox's command line) inside the task's cgroup or under its rlimits, copies its output into the
+capped log, and when the command has ended records `exit_code` (and `oom_killed`) in the task
+directory: the scheduler reads those back. Everything the command started ends with it.
 
 SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
-grace period. It runs with no Django, with the task's environment, and starts with every task, so
-it imports only light standard-library modules (no subprocess, threading, pathlib or dataclasses:
-those imports cost more than the rest of a trivial task's start) and forks the command itself.
+grace period. No Django here, and only light standard-library modules (no subprocess, threading,
+pathlib or dataclasses).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
 import signal
+import socket
 import sys
 import time
+from collections.abc import Callable
 
 from clusters.executors.limits import TaskCgroup, apply_rlimits
 from clusters.executors.logcap import CappedLog
@@ -30,6 +41,11 @@ LOG_DRAIN_S = 2.0
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
 EXEC_FAILED = 127
+SOCKET_NAME = "supervisor.sock"
+SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
+SERVER_IDLE_S = 30
+SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
+REQUEST_TIMEOUT_S = 10
 
 
 class Supervisor:
@@ -70,9 +86,11 @@ class Supervisor:
             self.cgroup.signal_all(signal.SIGKILL)
         self._kill_child_group(signal.SIGKILL)
 
-    def run(self) -> int:
+    def run(self, started: Callable[[int], None] = lambda pid: None) -> int:
         # Its own pid first, so a scheduler killed right after starting it still finds it.
-        self._write("pid", str(os.getpid()))
+        self._write("pid.tmp", f"{os.getpid()} {start_time(os.getpid())}")
+        os.replace(os.path.join(self.task_dir, "pid.tmp"), os.path.join(self.task_dir, "pid"))
+        started(os.getpid())
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
         log = CappedLog(self.log_path, self.log_max_bytes)
@@ -154,5 +172,95 @@ class Supervisor:
             file.write(text)
 
 
+def start_time(pid: int) -> str:
+    """When the process started (clock ticks since boot, /proc/<pid>/stat field 22): with the pid,
+    names one process for good (pids are reused)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rpartition(")")[2].split()[19]
+
+
+def socket_address(directory_fd: int) -> str:
+    """The server's socket in the directory open as `directory_fd`, reached through /proc so that
+    no path length limit applies (a Unix socket's path holds at most 107 bytes)."""
+    return f"/proc/self/fd/{directory_fd}/{SOCKET_NAME}"
+
+
+def serve(work_root: str) -> int:
+    """Fork a supervisor for each task asked for, until idle for SERVER_IDLE_S. One per work root:
+    a second one started beside it (two schedulers at once) finds the lock taken and leaves."""
+    root = os.open(work_root, os.O_RDONLY | os.O_DIRECTORY)
+    lock = os.open(SOCKET_NAME + ".lock", os.O_RDWR | os.O_CREAT, 0o600, dir_fd=root)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0
+    with open(SERVER_PID_NAME, "w", opener=lambda name, flags: os.open(name, flags, 0o600, dir_fd=root)) as own:
+        own.write(str(os.getpid()))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(SOCKET_NAME, dir_fd=root)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_address(root))
+    listener.listen(128)
+    bound = os.stat(SOCKET_NAME, dir_fd=root).st_ino
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel
+    idle_until = time.monotonic() + SERVER_IDLE_S
+    while time.monotonic() < idle_until:
+        if not select.select([listener], [], [], SERVER_CHECK_S)[0]:
+            try:
+                if os.stat(SOCKET_NAME, dir_fd=root).st_ino != bound:
+                    return 0  # replaced by a newer server
+            except FileNotFoundError:
+                return 0  # the work root is gone
+            continue
+        connection, _ = listener.accept()
+        idle_until = time.monotonic() + SERVER_IDLE_S
+        with connection:
+            try:
+                connection.settimeout(REQUEST_TIMEOUT_S)
+                request = json.loads(_read_line(connection))
+            except (OSError, ValueError):
+                continue  # the executor went away mid-request: it starts nothing
+            if os.fork() == 0:
+                # The lock stays with the server alone: a supervisor holding it would keep a
+                # later server from starting.
+                listener.close()
+                os.close(lock)
+                os.close(root)
+                _supervise_forked(connection, request)
+    return 0
+
+
+def _supervise_forked(connection: socket.socket, request: dict[str, object]) -> None:
+    """In the server's forked child: the task's supervisor, in a session of its own, with the
+    task's environment. It answers with its pid once its pid file is written. Never returns."""
+    code = 255
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # it waits for its own command
+        environment = request["env"]
+        assert isinstance(environment, dict)
+        os.environ.clear()
+        os.environ.update(environment)
+
+        def answer(pid: int) -> None:
+            with contextlib.suppress(OSError):
+                connection.sendall(f"{pid}\n".encode())
+            connection.close()
+
+        code = Supervisor(str(request["task_dir"])).run(started=answer)
+    finally:
+        os._exit(code)
+
+
+def _read_line(connection: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
 if __name__ == "__main__":
-    sys.exit(Supervisor(sys.argv[2]).run())
+    sys.exit(serve(sys.argv[2]))  # (argv[1] is the process executor's marker)
