@@ -5,7 +5,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from clusters.models import Gpu, GpuType, Node, VirtualCluster
+from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
 
 
 @admin.register(VirtualCluster)
@@ -54,3 +54,11 @@ class NodeAdmin(admin.ModelAdmin):
     @admin.display(description=_("GPUs"), ordering="gpu_total")
     def gpu_count(self, node: Node) -> int:
         return getattr(node, "gpu_total", 0)
+
+
+@admin.register(StorageConfig)
+class StorageConfigAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "server", "path", "task_path", "read_only", "is_default", "holds_user_areas")
+    list_filter = ("kind", "read_only", "is_default")
+    search_fields = ("name", "server", "path")
+    filter_horizontal = ("allowed_users", "virtual_clusters")

@@ -1,6 +1,7 @@
 """Where jobs run: virtual clusters (quota shares), GPU types, nodes and their GPUs."""
 
 import ipaddress
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -136,3 +137,111 @@ class SchedulerLease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} held by {self.holder or 'nobody'}"
+
+
+class StorageConfig(models.Model):
+    """Shared storage an admin declares (OpenPAI's storage configs): mounted into tasks on any node
+    by the node itself (an NFS export through Docker's `local` volume driver), or a host path that
+    every node mounts at the same place. Samba and Azure are named so they can come later; a config
+    of those kinds is refused when saved."""
+
+    class Kind(models.TextChoices):
+        NFS = "nfs", "NFS"
+        HOST_PATH = "hostPath", _("Host path (mounted at the same place on every node)")
+        SAMBA = "samba", "Samba"
+        AZURE_FILE = "azureFile", "Azure Files"
+        AZURE_BLOB = "azureBlob", "Azure Blob"
+
+    SUPPORTED_KINDS = (Kind.NFS, Kind.HOST_PATH)
+
+    name = models.SlugField(max_length=64, unique=True, help_text=_("What jobs name in storageConfigNames."))
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.NFS)
+    server = models.CharField(max_length=255, blank=True, help_text=_("NFS: the server's address."))
+    path = models.CharField(
+        max_length=1024, help_text=_("NFS: the exported path on the server. Host path: the path on every node.")
+    )
+    mount_options = models.CharField(
+        max_length=255, blank=True, help_text=_("NFS mount options besides addr, ro/rw, e.g. nfsvers=4.1,soft")
+    )
+    mount_path = models.CharField(
+        max_length=1024, blank=True, help_text=_("Where tasks see it; empty: /mnt/<name> (as in OpenPAI).")
+    )
+    read_only = models.BooleanField(default=False)
+    per_user = models.BooleanField(
+        default=False, help_text=_("Each user sees only their own folder <path>/<user> (OpenPAI's share: false).")
+    )
+    is_default = models.BooleanField(
+        default=False, help_text=_("Mounted for jobs whose teamwise_storage plugin names no storage.")
+    )
+    holds_user_areas = models.BooleanField(
+        default=False, help_text=_("The users' areas ($PAI_DEFAULT_FS_URI) live here, one folder per user.")
+    )
+    portal_path = models.CharField(
+        max_length=1024,
+        blank=True,
+        help_text=_(
+            "Where the portal's own machine sees this storage (to browse it and check paths). "
+            "Host path: empty means the same path."
+        ),
+    )
+    # Empty (both) means every user may use it.
+    allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="storage_configs")
+    virtual_clusters = models.ManyToManyField(
+        VirtualCluster, blank=True, related_name="storage_configs", help_text=_("Users of these VCs may use it.")
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["holds_user_areas"],
+                condition=models.Q(holds_user_areas=True),
+                name="one_storage_holds_user_areas",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def task_path(self) -> str:
+        return self.mount_path or f"/mnt/{self.name}"
+
+    @property
+    def portal_root(self) -> str:
+        """Where the portal reads and writes this storage; '' when it cannot."""
+        if self.portal_path:
+            return self.portal_path
+        return self.path if self.kind == self.Kind.HOST_PATH else ""
+
+    def is_open_to(self, user) -> bool:  # type: ignore[no-untyped-def]
+        """Admins; everyone when it names neither users nor VCs; else its users and those of its VCs."""
+        if is_admin(user):
+            return True
+        users = self.allowed_users.all()
+        vcs = self.virtual_clusters.all()
+        if not users and not vcs:
+            return True
+        return any(member.pk == user.pk for member in users) or any(vc.is_open_to(user) for vc in vcs)
+
+    def clean(self) -> None:
+        errors: dict[str, Any] = {}
+        if self.kind not in self.SUPPORTED_KINDS:
+            errors["kind"] = _("%(kind)s storage is not supported yet (NFS or a host path)") % {"kind": self.kind}
+        if self.kind == self.Kind.NFS and not self.server:
+            errors["server"] = _("an NFS storage needs its server's address")
+        if any(c in self.server for c in ",= /"):  # it goes into the mount options as addr=
+            errors["server"] = _("a host name or address, without commas, '=', spaces or slashes")
+        for field in ("path", "mount_path", "portal_path"):
+            value = getattr(self, field)
+            if value and (not value.startswith("/") or ".." in value.split("/") or "," in value):
+                errors[field] = _("must be an absolute path without '..' or commas")
+        options = {part.strip().split("=")[0] for part in self.mount_options.split(",")}
+        if self.mount_options and options & {"addr", "ro", "rw"}:
+            errors["mount_options"] = _("addr, ro and rw are set by the portal (server, read only)")
+        if self.holds_user_areas and not self.portal_root:
+            errors["portal_path"] = _("the users' areas need a path where the portal's machine sees this storage")
+        if self.holds_user_areas and (self.per_user or self.read_only):
+            errors["holds_user_areas"] = _("the users' areas need a shared, writable storage")
+        if errors:
+            raise ValidationError(errors)

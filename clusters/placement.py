@@ -88,6 +88,7 @@ class JobRequest:
     gpu_type: str | None = None  # None = any GPU type
     priority: int = 0  # higher first
     order: float = 0.0  # submit time (epoch seconds); earlier first
+    avoid: frozenset[str] = frozenset()  # nodes that cannot run it (e.g. cannot mount its storage)
 
 
 @dataclass
@@ -395,11 +396,14 @@ class _Cluster:
         *,
         most_free_first: bool,
         loopback: bool | None = None,
+        avoid: frozenset[str] = frozenset(),
     ) -> tuple[_Node, _Plan] | None:
         """The first node that holds all `tasks` now (among loopback or other nodes only, when given)."""
         gpus, cpu, memory = need.gpu, need.cpu, need.memory_mb
         for node in self._candidates(gpus, gpu_type, most_free_first=most_free_first):
             if node.cpu < cpu or node.memory < memory or (loopback is not None and node.loopback != loopback):
+                continue
+            if node.name in avoid:
                 continue
             plan = node.plan(tasks, gpu_type)
             if plan is not None:
@@ -436,7 +440,7 @@ class _Cluster:
     def try_place(self, job: JobRequest, need: _Need) -> tuple[list[TaskPlacement] | None, int]:
         """All of the job's tasks placed (claimed for this pass), or None and how many fitted at once."""
         log: list[tuple[_Node, TaskPlacement, str | None]] = []
-        whole = self._first_fit(job.tasks, job.gpu_type, need, most_free_first=False)
+        whole = self._first_fit(job.tasks, job.gpu_type, need, most_free_first=False, avoid=job.avoid)
         if whole is not None:
             self._commit(*whole, log)
             return _in_job_order(job, log), len(job.tasks)
@@ -465,6 +469,7 @@ class _Cluster:
                 _Need(task.gpu, task.cpu, task.memory_mb, 0, 0, 0),
                 most_free_first=task.gpu > 0,
                 loopback=loopback,
+                avoid=job.avoid,
             )
             if found is None:
                 fitted = len(log)

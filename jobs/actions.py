@@ -23,6 +23,7 @@ from jobs.protocol.honoured import job_priority, unsupported
 from jobs.protocol.limits import task_count_errors
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
+from jobs.storage.configs import validate_storage_requests
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -79,6 +80,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
         known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"
         errors.append((_gpu_type_field(cfg), f'GPU type "{gpu_type}" does not exist (known: {known})'))
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
+    errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))
     if errors:
         raise JobConfigError(errors)

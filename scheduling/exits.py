@@ -13,6 +13,7 @@ PLATFORM_EXIT_CODES: dict[Failure, ExitCode] = {
     Failure.IMAGE_NOT_FOUND: ExitCode.IMAGE_NOT_FOUND,
     Failure.TASK_GONE: ExitCode.EVICTED,
     Failure.NODE_LOST: ExitCode.NODE_LOST,
+    Failure.STORAGE_MOUNT_FAILED: ExitCode.STORAGE_MOUNT_FAILED,
 }
 
 

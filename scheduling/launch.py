@@ -19,6 +19,7 @@ from jobs.models import Job, Task
 from jobs.protocol import task_script
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
+from jobs.storage.configs import task_mounts
 
 DEFAULT_SHM_MB = 64
 
@@ -86,7 +87,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         addresses={(t.role, t.index): TaskAddress(ip=t.ip, ports=t.ports, gpus=t.gpus) for t in everyone},
     )
     code_copy = host_work_dir / "code" if not in_container else host_work_dir.with_name(host_work_dir.name + "-code")
-    mounts = storage.launch_mounts(user, spec, code_copy, work_dir)
+    mounts = storage.launch_mounts(user, spec, code_copy, work_dir) + task_mounts(job.owner, spec)
     host_network = in_container and spans_nodes(everyone)
     env = {**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)}
     if host_network:

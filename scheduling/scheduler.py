@@ -32,7 +32,7 @@ from django.utils import timezone
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
 from clusters.executors.registry import executor_for
 from clusters.models import Node, SchedulerLease
-from clusters.placement import JobRequest, PortRequest, TaskPlacement, TaskRequest, place
+from clusters.placement import JobRequest, NodeState, PortRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.crypto import decrypt_text
 from jobs.lifecycle import Placement, TaskExit
@@ -45,6 +45,7 @@ from jobs.ssh import ports_with_ssh
 from scheduling import launch as launch_builder
 from scheduling import quota
 from scheduling.exits import platform_exit_code
+from scheduling.storage_gate import MountFailures, storage_gate
 
 log = logging.getLogger("pai.scheduler")
 
@@ -72,6 +73,9 @@ LAUNCH_BUDGET_S = 0.5
 LAUNCH_BATCH = 16
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
+# A port that another program on the node holds (a start failed with exit 253) is kept out of
+# placement on that node for this long, so the retry gets other ports instead of the same clash.
+PORT_CONFLICT_AVOID_S = 600.0
 
 
 def _start_one(item: tuple[Task, Executor, TaskLaunch]) -> TaskHandle | Exception:
@@ -156,6 +160,8 @@ class Scheduler:
         # by the next passes before placement runs again (resources only grew meanwhile).
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
+        self._conflicting_ports: dict[str, dict[int, float]] = defaultdict(dict)  # node -> port -> until
+        self._mount_failures = MountFailures()  # which node could not mount which storage, lately
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -408,10 +414,11 @@ class Scheduler:
             except Exception as exc:
                 log.warning("removing %s failed: %s", task, exc)
         exit = _task_exit(info, status.diagnostics, status.finished_at)
-        # A task on a lost node is not retried there: its job is, on the nodes that answer.
+        # A task on a lost node, or whose ports another program holds, is not retried as it was:
+        # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
         decision = (
             Retry.NONE
-            if node_lost
+            if node_lost or status.failure is Failure.PORT_CONFLICT
             else task_retry(
                 code=info.code,
                 behaviour=info.behaviour,
@@ -482,7 +489,14 @@ class Scheduler:
         specs = self._specs.get_many(row.pk for row in rows)
         nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
-        result = place(node_states, vc_states, [self._job_request(row, specs[row.pk]) for row in rows])
+        self._avoid_conflicting_ports(node_states)
+        gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, self._mount_failures)
+        requests = [self._job_request(row, specs[row.pk], gate.avoid) for row in rows if row.pk not in gate.blocked]
+        result = place(node_states, vc_states, requests)
+        for job_id, note in gate.notes.items():
+            if job_id in result.pending:
+                result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
+        result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
@@ -502,6 +516,16 @@ class Scheduler:
         found = queue.aggregate(count=Count("pk"), newest=Max("updated_at"))
         return found["count"], found["newest"]
 
+    def _avoid_conflicting_ports(self, node_states: list[NodeState]) -> None:
+        now = time.monotonic()
+        for state in node_states:
+            ports = self._conflicting_ports.get(state.name)
+            if ports:
+                for port, until in list(ports.items()):
+                    if until < now:
+                        del ports[port]
+                state.ports_used.update(ports)
+
     def _launch_within_budget(self) -> None:
         """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
         deadline = time.monotonic() + LAUNCH_BUDGET_S
@@ -512,7 +536,9 @@ class Scheduler:
             batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
             self.launch_jobs(batch, self._unlaunched_nodes)
 
-    def _job_request(self, job: WaitingJob, spec: dict[str, Any]) -> JobRequest:
+    def _job_request(
+        self, job: WaitingJob, spec: dict[str, Any], avoid: dict[int, frozenset[str]] | None = None
+    ) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
         if tasks is None:
@@ -526,6 +552,7 @@ class Scheduler:
             gpu_type=(spec.get("extras") or {}).get("gpuType"),
             priority=job.priority,
             order=job.created_at.timestamp(),
+            avoid=(avoid or {}).get(job.pk, frozenset()),
         )
 
     def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:
@@ -632,6 +659,12 @@ class Scheduler:
             code, message = platform_exit_code(exc.failure), str(exc)
             if exc.failure is Failure.NODE_LOST and task.node is not None:
                 _set_down(task.node, message)
+            if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
+                self._mount_failures.remember(task.node.name, exc.storage, str(exc))
+            if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
+                until = time.monotonic() + PORT_CONFLICT_AVOID_S
+                for port in (port for ports in task.ports.values() for port in ports):
+                    self._conflicting_ports[task.node.name][port] = until
         else:
             log.error("starting %s failed", task, exc_info=exc)
             code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"

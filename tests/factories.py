@@ -134,3 +134,16 @@ def create_job(
         for index in range(count):
             Task.objects.create(job=job, role=role, index=index)
     return job
+
+
+def create_storage(name: str = "team", **fields: Any) -> Any:
+    """A storage config as an admin declares it (validated as the admin's form does); NFS by default."""
+    from clusters.models import StorageConfig
+
+    fields.setdefault("kind", StorageConfig.Kind.NFS)
+    fields.setdefault("server", "10.0.0.5")
+    fields.setdefault("path", f"/export/{name}")
+    config = StorageConfig(name=name, **fields)
+    config.full_clean()
+    config.save()
+    return config

@@ -14,10 +14,22 @@ from pathlib import Path
 
 
 @dataclass(frozen=True)
+class NfsVolume:
+    """An NFS export the node mounts itself (Docker: a `local` volume with type=nfs)."""
+
+    server: str
+    export: str  # the path on the server, the task's subfolder included
+    options: str = ""  # further mount options (nfsvers=4.1,soft...); addr and ro/rw are added
+
+
+@dataclass(frozen=True)
 class Mount:
-    host_path: str
+    host_path: str  # on the node; unused when `nfs` is set
     container_path: str
     read_only: bool = True
+    nfs: NfsVolume | None = None
+    storage: str = ""  # the storage config it comes from: a failure to mount it names it
+    shared: bool = False  # other users' files too: never handed over to the task's own uid
 
 
 @dataclass
@@ -93,6 +105,7 @@ class Failure(StrEnum):
     IMAGE_NOT_FOUND = "image-not-found"
     TASK_GONE = "task-gone"  # the container/process vanished (removed outside the portal)
     NODE_LOST = "node-lost"  # the node's engine does not answer
+    STORAGE_MOUNT_FAILED = "storage-mount-failed"  # the node cannot mount a storage (no client, server down)
 
 
 @dataclass
@@ -181,6 +194,7 @@ class Executor(abc.ABC):
 class ExecutorError(Exception):
     """A task could not start; `failure` says what went wrong on the platform's side."""
 
-    def __init__(self, message: str, failure: Failure = Failure.CREATE_FAILED):
+    def __init__(self, message: str, failure: Failure = Failure.CREATE_FAILED, *, storage: str = ""):
         super().__init__(message)
         self.failure = failure
+        self.storage = storage  # the storage config a STORAGE_MOUNT_FAILED could not mount, when known

@@ -18,6 +18,7 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import ipaddress
 import logging
@@ -35,7 +36,7 @@ from typing import Any
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest, LogConfig
+from docker.types import DeviceRequest, DriverConfig, LogConfig
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
@@ -43,6 +44,8 @@ from clusters.executors.base import (
     Executor,
     ExecutorError,
     Failure,
+    Mount,
+    NfsVolume,
     ResourceSample,
     RunningTask,
     TaskHandle,
@@ -76,6 +79,8 @@ START_FAILURES = {
     126: Failure.START_PERMISSION_DENIED,
     127: Failure.START_COMMAND_NOT_FOUND,
 }
+# How the engine words a mount it could not make: a volume (NFS) at start, a bind source at create.
+MOUNT_FAILURE_SIGNS = ("failed to mount local volume", "bind source path does not exist", "error while mounting volume")
 LOG_FLUSH_WAIT_S = 3.0
 SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
 ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
@@ -247,6 +252,9 @@ class DockerExecutor(Executor):
         except ExecutorError:
             raise
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            storage_failure = self._storage_failure(launch, _explain(exc))
+            if storage_failure is not None:
+                raise storage_failure from exc
             raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
         if isinstance(created, TaskHandle):
             return created
@@ -313,10 +321,7 @@ class DockerExecutor(Executor):
             pids_limit=self.pids_limit,
             log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             device_requests=device_requests,
-            mounts=[
-                DockerMount(target=m.container_path, source=m.host_path, type="bind", read_only=m.read_only)
-                for m in launch.mounts
-            ]
+            mounts=[docker_mount(m, self.namespace) for m in launch.mounts]
             + (
                 [DockerMount(target=f"/{CONTAINER_RUNTIME_DIR}", source=str(runtime_dir), type="bind", read_only=True)]
                 if runtime_dir is not None
@@ -374,10 +379,31 @@ class DockerExecutor(Executor):
                 pull_failure_message(image, _explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
             ) from exc
 
+    def _storage_failure(self, launch: TaskLaunch, reason: str) -> ExecutorError | None:
+        """The engine could not mount one of the task's storages: which one, and why, in words."""
+        if not any(sign in reason for sign in MOUNT_FAILURE_SIGNS):
+            return None
+        for mount in launch.mounts:
+            named = (
+                mount.host_path if mount.nfs is None else nfs_volume_name(mount.nfs, mount.read_only, self.namespace)
+            )
+            if named and named in reason:
+                what = f"storage {mount.storage}" if mount.storage else f"{mount.host_path} (the portal's file store)"
+                message = f"{what} could not be mounted at {mount.container_path} on node {self.address}: {reason}"
+                return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED, storage=mount.storage)
+        return ExecutorError(
+            f"a storage could not be mounted on node {self.address}: {reason}", Failure.STORAGE_MOUNT_FAILED
+        )
+
     def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
         reason = _explain(exc)
         failure = Failure.CREATE_FAILED
         lowered = reason.lower()
+        storage_failure = self._storage_failure(launch, reason)
+        if storage_failure is not None:
+            if not launch.keep_on_failure:
+                self._remove(container_id)
+            return storage_failure
         if "port is already allocated" in lowered or ("bind" in lowered and "address already in use" in lowered):
             failure = Failure.PORT_CONFLICT
         else:
@@ -677,6 +703,37 @@ def _ip_of(container: dict[str, Any]) -> str:
 def _has_subnet(network: dict[str, Any]) -> bool:
     configs = (network.get("IPAM") or {}).get("Config") or []
     return any(c.get("Subnet") and ":" not in c["Subnet"] for c in configs)
+
+
+def nfs_volume_options(nfs: NfsVolume, read_only: bool) -> dict[str, str]:
+    """Docker's `local` driver mounts the export itself when a container using it starts (the node
+    needs an NFS client: kernel support, as for `mount -t nfs`)."""
+    options = [
+        f"addr={nfs.server}",
+        "ro" if read_only else "rw",
+        *(o.strip() for o in nfs.options.split(",") if o.strip()),
+    ]
+    return {"type": "nfs", "o": ",".join(options), "device": f":{nfs.export}"}
+
+
+def nfs_volume_name(nfs: NfsVolume, read_only: bool, namespace: str) -> str:
+    """One named volume per export, subfolder and options: tasks that mount the same share it, and a
+    changed storage config makes a new one instead of reusing stale options."""
+    options = nfs_volume_options(nfs, read_only)
+    digest = hashlib.sha256("\n".join(f"{k}={options[k]}" for k in sorted(options)).encode()).hexdigest()[:20]
+    return f"{namespace}-nfs-{digest}"
+
+
+def docker_mount(mount: Mount, namespace: str) -> DockerMount:
+    if mount.nfs is None:
+        return DockerMount(target=mount.container_path, source=mount.host_path, type="bind", read_only=mount.read_only)
+    return DockerMount(
+        target=mount.container_path,
+        source=nfs_volume_name(mount.nfs, mount.read_only, namespace),
+        type="volume",
+        read_only=mount.read_only,
+        driver_config=DriverConfig("local", options=nfs_volume_options(mount.nfs, mount.read_only)),
+    )
 
 
 def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:

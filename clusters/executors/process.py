@@ -102,6 +102,14 @@ class ProcessExecutor(Executor):
                 "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap",
                 Failure.START_PERMISSION_DENIED,  # permanent: never retried
             )
+        for mount in launch.mounts:
+            if mount.nfs is not None:
+                raise ExecutorError(
+                    f"storage {mount.storage}: a process node cannot mount NFS; run the job on Docker nodes, or "
+                    "mount the export on every node and declare it as a host path",
+                    Failure.STORAGE_MOUNT_FAILED,
+                    storage=mount.storage,
+                )
         task_dir = self._task_dir(launch)
         executor_id = str(task_dir.relative_to(self.work_root))
         if (task_dir / "pid").exists() or (task_dir / "exit_code").exists():
@@ -192,8 +200,10 @@ class ProcessExecutor(Executor):
         if sandboxed:
             passwd, group = self.sandbox.account_files(launch)
             self.sandbox.hand_over(
-                launch, [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts)]
+                launch,
+                [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts if not m.shared)],
             )
+            self.sandbox.let_reach(launch, [m.host_path for m in launch.mounts if m.shared])
             command = self.sandbox.argv(launch, passwd, group, command)
         return {
             "argv": command,

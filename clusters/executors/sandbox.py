@@ -143,6 +143,14 @@ class Sandbox:
             _chown_tree(top, uid, gid)
             _allow_passing_through(Path(top).parent)
 
+    def let_reach(self, launch: TaskLaunch, paths: Iterable[str]) -> None:
+        """Shared storages stay as they are (others' files): the task's uid only passes through the
+        directories above them; what it may read or write there is the storage's own business."""
+        if not self.switches_user:
+            return
+        for top in paths:
+            _allow_passing_through(Path(top).parent)
+
 
 def _device_binds(devices: Iterable[str]) -> list[str]:
     args: list[str] = []

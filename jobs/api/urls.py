@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from jobs.api.auth import DocsReader
 from jobs.api.fallback import no_such_route
-from jobs.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, users
+from jobs.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, storages, users
 
 JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"
@@ -76,6 +76,8 @@ urlpatterns = [
     path("v2/virtual-clusters/<str:vc_name>", cluster.VirtualClusterView.as_view(), name="api-vc"),
     path("v2/nodes", cluster.NodesView.as_view(), name="api-nodes"),
     path("v2/nodes/<str:node_name>", cluster.NodeView.as_view(), name="api-node"),
+    path("v2/storages", storages.StoragesView.as_view(), name="api-storages"),
+    path("v2/storages/<str:storage_name>", storages.StorageView.as_view(), name="api-storage"),
     path("v2/users", users.UsersView.as_view(), name="api-users"),
     path("v2/users/me", users.MeView.as_view(), name="api-user-me"),
     path("v2/users/<str:username>", users.UserView.as_view(), name="api-user"),

@@ -35,6 +35,7 @@ class ExitCode(IntEnum):
     START_PERMISSION_DENIED = -1202
     START_COMMAND_NOT_FOUND = -1203
     CONTAINER_START_FAILED = -1204
+    STORAGE_MOUNT_FAILED = -1210  # the portal's own row: the node could not mount a storage
     SIGINT = 130
     SIGQUIT = 131
     SIGILL = 132

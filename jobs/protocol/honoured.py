@@ -2,7 +2,8 @@
 
 Honoured: `extras.hivedScheduler.jobPriorityClass` becomes the job's priority (OpenPAI's own numbers,
 rest-server `middlewares/v2/hived.js`); a task role's `skuType` becomes the job's GPU type;
-the `tensorboard` runtime plugin gets a `tensorboard` port on the first task role.
+the `tensorboard` runtime plugin gets a `tensorboard` port on the first task role; the
+`teamwise_storage` plugin's storages are mounted (jobs/protocol/storages.py, jobs/storage/configs.py).
 Refused at submit (`unsupported`), each naming its field: what no portal node can do.
 """
 
@@ -19,11 +20,12 @@ from jobs.protocol.hooks import (
     runtime_plugins,
     tensorboard_role,
 )
+from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN, storage_requests
 
 # OpenPAI's hived priorities; a job without a class is `test`, as there.
 PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
 DEFAULT_PRIORITY_CLASS = "test"
-SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN)
+SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN, TEAMWISE_STORAGE_PLUGIN)
 HIVED_ROLE_KEYS = ("skuType", "skuNum", "skuNumber")
 
 
@@ -98,8 +100,7 @@ def unsupported(spec: dict[str, Any]) -> list[FieldError]:
             errors.append(
                 (f"extras.jobStatusChangeNotification.{event}", "the portal mails only when a job ends; remove it")
             )
-    if extras.get("storages"):
-        errors.append(("extras.storages", "team-wise storages are not supported; use dataDir/outputDir paths"))
+    errors.extend(storage_requests(spec).errors)
     return errors
 
 

@@ -1,9 +1,12 @@
-"""The default FS: a directory store under PAI_FS_ROOT with one area per user.
+"""The default FS: one area per user, on the admin's storage that holds the users' areas
+(`StorageConfig.holds_user_areas`: NFS or a host path every node mounts, so the area follows a task
+to any node), else in a directory under PAI_FS_ROOT on the portal's machine.
 
-`PAI_DEFAULT_FS_URI` of a user is the absolute path of their area, and containers see the store at
-that same path, so `$PAI_DEFAULT_FS_URI/...` in dataDir / outputDir / codeDir works both here and
-inside a task. Every path a user names is confined to their area: no `..`, no absolute path
-elsewhere on the host, no symlink that leads out. `hdfs://` gets a clear "no HDFS configured".
+`PAI_DEFAULT_FS_URI` of a user is where tasks see their area: `<storage's mount path>/<user>`, or,
+without such a storage, the absolute path of the area itself (tasks see it at that same path). So
+`$PAI_DEFAULT_FS_URI/...` in dataDir / outputDir / codeDir works both here and inside a task.
+Every path a user names is confined to their area: no `..`, no absolute path elsewhere on the
+host, no symlink that leads out. `hdfs://` gets a clear "no HDFS configured".
 
 The scheduler side calls `validate_job_paths()` at submit and `launch_mounts()` at launch; the
 `fs` command and the upload page call `save_file()` / `list_dir()` / `remove()`.
@@ -12,6 +15,7 @@ The scheduler side calls `validate_job_paths()` at submit and `launch_mounts()` 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shutil
 from collections.abc import Iterable, Iterator
@@ -22,6 +26,8 @@ from typing import IO, Any
 from django.conf import settings
 
 from clusters.executors.base import Mount
+from clusters.models import StorageConfig
+from jobs.storage.configs import storage_mount
 
 CODE_DIR_MAX_BYTES = 200 * 1024 * 1024  # OpenPAI: "codeDir ... should be less than 200MB"
 FS_URI_VARIABLE = re.compile(r"^\$(PAI_DEFAULT_FS_URI|\{PAI_DEFAULT_FS_URI\})(?=/|$)")
@@ -53,8 +59,14 @@ class Entry:
 # -- areas -------------------------------------------------------------------------------------
 
 
+def area_storage() -> StorageConfig | None:
+    return StorageConfig.objects.filter(holds_user_areas=True).first()
+
+
 def fs_root() -> Path:
-    root = Path(settings.PAI_FS_ROOT).resolve()
+    """Where the portal's machine sees the users' areas."""
+    storage = area_storage()
+    root = Path(storage.portal_root if storage else settings.PAI_FS_ROOT).resolve()
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -70,8 +82,11 @@ def user_area(username: str) -> Path:
 
 
 def default_fs_uri(username: str) -> str:
-    """The value of PAI_DEFAULT_FS_URI for this user's tasks (a plain absolute path)."""
-    return str(user_area(username))
+    """The value of PAI_DEFAULT_FS_URI for this user's tasks (a plain absolute path): where tasks
+    see the area."""
+    storage = area_storage()
+    area = user_area(username)
+    return posixpath.join(storage.task_path, username) if storage else str(area)
 
 
 # -- resolving what a user wrote ---------------------------------------------------------------
@@ -80,6 +95,7 @@ def default_fs_uri(username: str) -> str:
 def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
     """Map a config path (`$PAI_DEFAULT_FS_URI/x`, `x`, or an absolute path inside the area)."""
     area = user_area(username)
+    seen = PurePosixPath(default_fs_uri(username))
     text = (uri or "").strip()
     if not text:
         raise StorageError("a path is required", field)
@@ -93,22 +109,22 @@ def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
                 field,
             )
         raise StorageError(f"{text}: unsupported scheme {scheme.group(1)}://; use $PAI_DEFAULT_FS_URI/...", field)
-    text = FS_URI_VARIABLE.sub(lambda _: str(area), text)
+    text = FS_URI_VARIABLE.sub(lambda _: str(seen), text)
     if "$" in text:
         raise StorageError(f"{uri}: only $PAI_DEFAULT_FS_URI may be used in a path", field)
     pure = PurePosixPath(text)
     if ".." in pure.parts:
         raise StorageError(f"{uri}: '..' is not allowed in a path", field)
     if pure.is_absolute():
-        if not _inside(Path(pure), area):
-            raise StorageError(f"{uri}: outside your storage area ({area}); use $PAI_DEFAULT_FS_URI/...", field)
-        visible = Path(pure)
+        if pure != seen and seen not in pure.parents:
+            raise StorageError(f"{uri}: outside your storage area ({seen}); use $PAI_DEFAULT_FS_URI/...", field)
+        relative = pure.relative_to(seen)
     else:
-        visible = area / pure
-    real = visible.resolve()
+        relative = pure
+    real = (area / relative).resolve()
     if not _inside(real, area):
         raise StorageError(f"{uri}: a symbolic link leads outside your storage area", field)
-    return StorePath(host=real, visible=str(visible))
+    return StorePath(host=real, visible=str(seen / relative))
 
 
 def expand_uri(username: str, uri: str) -> str:
@@ -156,16 +172,16 @@ def launch_mounts(username: str, spec: dict[str, Any], code_copy_dir: Path, cont
     mounted read-only at `<container_work_dir>/code`. Raises StorageError."""
     paths = job_paths(spec)
     area = user_area(username)
-    mounts: list[Mount] = [Mount(host_path=str(area), container_path=str(area), read_only=False)]
+    mounts: list[Mount] = [_area_mount(username, area, default_fs_uri(username), read_only=False)]
     if "dataDir" in paths:
         data = resolve(username, paths["dataDir"], field="dataDir")
         if not data.host.is_dir():
             raise StorageError(f"{paths['dataDir']}: no such directory in your storage area", "dataDir")
-        mounts.append(Mount(host_path=str(data.host), container_path=data.visible, read_only=True))
+        mounts.append(_area_mount(username, data.host, data.visible, read_only=True))
     if "outputDir" in paths:
         output = resolve(username, paths["outputDir"], field="outputDir")
         output.host.mkdir(parents=True, exist_ok=True)
-        mounts.append(Mount(host_path=str(output.host), container_path=output.visible, read_only=False))
+        mounts.append(_area_mount(username, output.host, output.visible, read_only=False))
     if "codeDir" in paths:
         code = resolve(username, paths["codeDir"], field="codeDir")
         copy_code(code.host, Path(code_copy_dir))
@@ -173,6 +189,17 @@ def launch_mounts(username: str, spec: dict[str, Any], code_copy_dir: Path, cont
             Mount(host_path=str(code_copy_dir), container_path=f"{container_work_dir.rstrip('/')}/code", read_only=True)
         )
     return mounts
+
+
+def _area_mount(username: str, host: Path, visible: str, *, read_only: bool) -> Mount:
+    """A folder of the user's area: from the storage that holds the areas, mounted by the node
+    itself, or bind-mounted from the portal's machine."""
+    storage = area_storage()
+    if storage is None:
+        return Mount(host_path=str(host), container_path=visible, read_only=read_only)
+    inside = host.relative_to(user_area(username)).as_posix()
+    subpath = username if inside == "." else f"{username}/{inside}"
+    return storage_mount(storage, subpath, visible, read_only=read_only, shared=False)
 
 
 def check_code_size(code_dir: Path, *, field: str = "codeDir", limit: int = CODE_DIR_MAX_BYTES) -> int:
@@ -218,16 +245,38 @@ def _files(directory: Path) -> Iterator[Path]:
 # -- the store's own operations (fs command, upload page) --------------------------------------
 
 
-def area_path(username: str, relative: str) -> Path:
-    """A path inside the area from a relative name typed in the page or the command."""
+def area_path(username: str, relative: str, *, root: Path | None = None) -> Path:
+    """A path inside the area (or inside `root`, a storage's folder) from a relative name typed in
+    the page or the command."""
     text = (relative or "").strip().strip("/")
-    return resolve(username, text).host if text else user_area(username)
+    if root is None:
+        return resolve(username, text).host if text else user_area(username)
+    return _confined(root, text)
 
 
-def save_file(username: str, relative: str, chunks: Iterable[bytes], *, max_bytes: int | None = None) -> Path:
+def _confined(root: Path, text: str) -> Path:
+    root = root.resolve()
+    if not text:
+        return root
+    pure = PurePosixPath(text)
+    if "\0" in text or ".." in pure.parts:
+        raise StorageError(f"{text}: '..' is not allowed in a path")
+    real = (root / pure).resolve()
+    if not _inside(real, root):
+        raise StorageError(f"{text}: a symbolic link leads outside this storage")
+    return real
+
+
+def _base(username: str, root: Path | None) -> Path:
+    return root.resolve() if root is not None else user_area(username)
+
+
+def save_file(
+    username: str, relative: str, chunks: Iterable[bytes], *, max_bytes: int | None = None, root: Path | None = None
+) -> Path:
     """Write a file into the area (parents created); over max_bytes nothing is kept."""
-    target = area_path(username, relative)
-    if target == user_area(username):
+    target = area_path(username, relative, root=root)
+    if target == _base(username, root):
         raise StorageError("a file name is required")
     if target.is_dir():
         raise StorageError(f"{relative}: is a directory")
@@ -268,8 +317,8 @@ def copy_into(username: str, source: Path, relative: str) -> list[Path]:
     return saved
 
 
-def list_dir(username: str, relative: str = "") -> list[Entry]:
-    directory = area_path(username, relative)
+def list_dir(username: str, relative: str = "", *, root: Path | None = None) -> list[Entry]:
+    directory = area_path(username, relative, root=root)
     if not directory.is_dir():
         raise StorageError(f"{relative}: no such directory")
     entries = []
@@ -281,17 +330,17 @@ def list_dir(username: str, relative: str = "") -> list[Entry]:
     return entries
 
 
-def file_to_read(username: str, relative: str) -> Path:
+def file_to_read(username: str, relative: str, *, root: Path | None = None) -> Path:
     """A file of the area to download; StorageError when the name is not a file of the area."""
-    target = area_path(username, relative)
+    target = area_path(username, relative, root=root)
     if not target.is_file():
         raise StorageError(f"{relative}: no such file in your storage area")
     return target
 
 
-def files_under(username: str, relative: str, *, stop_at: int = 10_000) -> int:
+def files_under(username: str, relative: str, *, stop_at: int = 10_000, root: Path | None = None) -> int:
     """How many files a folder holds, all levels down (counted up to stop_at); 0 for a file."""
-    target = area_path(username, relative)
+    target = area_path(username, relative, root=root)
     if not target.is_dir() or target.is_symlink():
         return 0
     count = 0
@@ -301,9 +350,9 @@ def files_under(username: str, relative: str, *, stop_at: int = 10_000) -> int:
     return count
 
 
-def remove(username: str, relative: str) -> None:
-    target = area_path(username, relative)
-    if target == user_area(username):
+def remove(username: str, relative: str, *, root: Path | None = None) -> None:
+    target = area_path(username, relative, root=root)
+    if target == _base(username, root):
         raise StorageError("refusing to remove your whole storage area")
     if not target.exists() and not target.is_symlink():
         raise StorageError(f"{relative}: no such file or directory")

@@ -1,13 +1,14 @@
 """The storage page: browse, upload into, download from and delete in one's own area of the
-default FS.
+default FS, or in any storage the user may use that the portal's machine mounts (`?storage=`).
 
 Thin: it checks the size limit and hands paths to jobs.storage, which confines them to the
-signed-in user's area.
+signed-in user's area or to the storage's folder (jobs.storage.configs.browsable).
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib import messages
@@ -25,6 +26,7 @@ from django.views.decorators.http import require_GET
 from jobs import storage
 from jobs.error_text import translate_error
 from jobs.storage import StorageError
+from jobs.storage.configs import Browsable, StorageForbidden, StorageNotFound, browsable, browsable_storages
 
 
 def upload_limit() -> int:
@@ -63,29 +65,47 @@ def _joined(path: str, name: str) -> str:
     return f"{path}/{name}" if path else name
 
 
+def _browsed(request: HttpRequest) -> Browsable:
+    name = (request.GET.get("storage") or request.POST.get("storage") or "").strip()
+    try:
+        return browsable(request.user, name)
+    except (StorageNotFound, StorageForbidden) as exc:
+        raise Http404(str(exc)) from exc
+
+
+def _here(where: Browsable, path: str) -> str:
+    """The page's own address for a folder."""
+    query = {"storage": where.name, "path": path} if where.name else {"path": path}
+    return f"{reverse('storage:browse')}?{urlencode(query)}"
+
+
 @csrf_protect
 def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpResponse:
     username = request.user.get_username()
+    where = _browsed(request)
     path = (request.GET.get("path") or request.POST.get("path") or "").strip().strip("/")
     if request.method == "POST":
         try:
-            confirm = _post(request, username, path, limiter)
+            confirm = _post(request, username, where, path, limiter)
         except StorageError as exc:
             messages.error(request, translate_error(exc.message))
         else:
             if confirm is not None:
                 return confirm
-        return HttpResponseRedirect(f"{reverse('storage:browse')}?{urlencode({'path': path})}")
+        return HttpResponseRedirect(_here(where, path))
     context: dict[str, Any] = {
+        "where": where,
+        "storage_q": f"storage={quote(where.name)}&" if where.name else "",
+        "storages": browsable_storages(request.user),
         "path": path,
         "parent": path.rpartition("/")[0],
         "crumbs": _crumbs(path),
-        "fs_uri_path": f"$PAI_DEFAULT_FS_URI/{path}".rstrip("/"),
+        "fs_uri_path": f"{where.config_path}/{path}".rstrip("/"),
         "area": storage.default_fs_uri(username),
         "limit_mb": upload_limit() // (1024 * 1024),
     }
     try:
-        context["entries"] = storage.list_dir(username, path)
+        context["entries"] = storage.list_dir(username, path, root=where.root)
     except StorageError as exc:
         context["entries"] = []
         context["error"] = translate_error(exc.message)
@@ -98,18 +118,23 @@ def _crumbs(path: str) -> list[tuple[str, str]]:
     return [(part, "/".join(parts[: depth + 1])) for depth, part in enumerate(parts)]
 
 
-def _post(request: HttpRequest, username: str, path: str, limiter: SizeLimitHandler) -> HttpResponse | None:
+def _post(
+    request: HttpRequest, username: str, where: Browsable, path: str, limiter: SizeLimitHandler
+) -> HttpResponse | None:
     """Carry out an upload or a delete; a page to show instead of the folder (a confirmation), or None."""
     if content_length(request) > upload_limit() + 64 * 1024 or limiter.exceeded:
         raise StorageError(_("the upload is over the limit of %(limit)d MB") % {"limit": upload_limit() // 2**20})
+    if not where.writable:
+        raise StorageError(_("storage %(name)s is read-only") % {"name": where.name})
     action = request.POST.get("action")
     if action == "delete":
         name = request.POST.get("name", "")
-        inside = storage.files_under(username, _joined(path, name))
-        if inside and request.POST.get("confirm") != "yes":
-            context = {"path": path, "name": name, "files": inside}
+        inside = storage.files_under(username, _joined(path, name), root=where.root)
+        # On a storage others use, every delete is confirmed; in one's own area, a folder with files.
+        if (inside or where.shared) and request.POST.get("confirm") != "yes":
+            context = {"where": where, "path": path, "name": name, "files": inside}
             return render(request, "jobs/storage_delete.html", context)
-        storage.remove(username, _joined(path, name))
+        storage.remove(username, _joined(path, name), root=where.root)
         messages.success(request, _("Removed %(name)s.") % {"name": name})
         return None
     if action == "upload":
@@ -118,7 +143,9 @@ def _post(request: HttpRequest, username: str, path: str, limiter: SizeLimitHand
             raise StorageError(_("choose at least one file to upload"))
         for uploaded in files:
             name = (uploaded.name or "").replace("\\", "/").rsplit("/", 1)[-1]
-            storage.save_file(username, _joined(path, name), uploaded.chunks(), max_bytes=upload_limit())
+            storage.save_file(
+                username, _joined(path, name), uploaded.chunks(), max_bytes=upload_limit(), root=where.root
+            )
         count = len(files)
         messages.success(
             request, ngettext("Uploaded %(count)d file.", "Uploaded %(count)d files.", count) % {"count": count}
@@ -130,10 +157,11 @@ def _post(request: HttpRequest, username: str, path: str, limiter: SizeLimitHand
 @login_required
 @require_GET
 def storage_download(request: HttpRequest) -> FileResponse:
-    """One file of the user's own area, as a download."""
+    """One file of the user's own area, or of a storage they may use, as a download."""
     relative = (request.GET.get("path") or "").strip().strip("/")
+    where = _browsed(request)
     try:
-        target = storage.file_to_read(request.user.get_username(), relative)
+        target = storage.file_to_read(request.user.get_username(), relative, root=where.root)
     except StorageError as exc:
         raise Http404(translate_error(exc.message)) from exc
     return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)

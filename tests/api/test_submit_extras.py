@@ -10,8 +10,8 @@ pytestmark = pytest.mark.django_db
 
 
 def test_it_refuses_an_unsupported_runtime_plugin_naming_the_field(submit_yaml):
-    extra = "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: teamwise_storage\n"
-    response = submit_yaml(v2_yaml("storage", extra="") + extra)
+    extra = "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: blobfuse_cache\n"
+    response = submit_yaml(v2_yaml("blobfuse", extra="") + extra)
     assert response.status_code == 400
     assert response.json()["field"] == "extras.com.microsoft.pai.runtimeplugin[0].plugin"
 

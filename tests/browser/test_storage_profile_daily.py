@@ -61,3 +61,28 @@ def test_it_copies_a_new_token(page, login, user):
     page.locator('[data-copy="new-token"]').click()
     expect(page.locator('[data-copy="new-token"]')).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == token
+
+
+def test_it_browses_uploads_into_and_deletes_from_a_shared_storage(page, login, area, tmp_path):
+    from tests.factories import create_storage
+
+    team = tmp_path / "team"
+    (team / "datasets").mkdir(parents=True)
+    create_storage("team", kind="hostPath", server="", path=str(team), mount_path="/mnt/team")
+    upload = tmp_path / "labels.csv"
+    upload.write_text("id,label\n")
+    login()
+    page.goto("/storage/")
+    page.locator('[data-storage="team"]').click()
+    page.locator('tr[data-entry="datasets"] a').click()
+    expect(page.locator("#fs-uri-path")).to_have_text("/mnt/team/datasets")
+    page.set_input_files("#upload-files", str(upload))
+    page.get_by_role("button", name="Upload", exact=True).click()
+    expect(page.locator(".messages")).to_contain_text("Uploaded 1 file.")
+    assert (team / "datasets" / "labels.csv").read_text() == "id,label\n"
+    page.locator('tr[data-entry="labels.csv"]').get_by_role("button", name="Delete").click()
+    expect(page.locator("main")).to_contain_text("Everyone who uses this storage loses it")
+    assert (team / "datasets" / "labels.csv").exists()
+    page.get_by_role("button", name="Delete it").click()
+    expect(page.locator(".messages")).to_contain_text("Removed labels.csv.")
+    assert not (team / "datasets" / "labels.csv").exists()

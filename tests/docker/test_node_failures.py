@@ -1,6 +1,9 @@
 """Nodes whose engine never answers, and engines that refuse a job's network, end in a reason
 the user can read; no job stays RUNNING on them."""
 
+import socket
+import uuid
+
 import pytest
 
 from clusters.models import Node
@@ -32,3 +35,15 @@ def test_it_fails_a_job_whose_network_cannot_be_made_with_the_reason(user, docke
     job = run_until(submit_job(user, v2_yaml("no-subnet", "echo never")), JobState.FAILED)
     assert job.exit_code == -1201
     assert "no free /24 subnet" in job.exit_diagnostics
+
+
+def test_it_retries_a_task_whose_port_another_program_holds_on_other_ports(user, docker_node, run_until):
+    low = 41000 + uuid.uuid4().int % 20000  # a range of its own: other tests' containers use 20000+
+    Node.objects.filter(pk=docker_node.pk).update(port_range_start=low, port_range_end=low + 50)
+    with socket.socket() as squatter:  # a program outside the portal holds the first port
+        squatter.bind(("127.0.0.1", low))
+        squatter.listen()
+        job = run_until(submit_job(user, v2_yaml("port-clash", ports="{http: 1}")), JobState.SUCCEEDED, timeout=60)
+    clash, success = job.attempts.order_by("id")
+    assert clash.exit_code == 253 and clash.ports["http"] == [low]
+    assert success.exit_code == 0 and low not in success.ports["http"]

@@ -319,3 +319,15 @@ def test_it_does_not_call_a_job_too_big_when_the_nodes_totals_are_unknown():
     assert result.pending[1] == "needs 8 CPUs per task; largest free: 4 on node-a"
     assert result.never_fits == set()
     assert 2 in result.pending  # FIFO: it waits behind job 1
+
+
+def test_it_keeps_a_job_off_the_nodes_it_must_avoid():
+    nodes = [make_node("a", gpus=4), make_node("b", gpus=4)]
+    result = place(nodes, VCS, [make_job(1, tasks=2, gpu=1, avoid=frozenset({"a"}))])
+    assert nodes_of(result.placed[1]) == {"b"}
+
+
+def test_it_spreads_a_job_only_over_the_nodes_it_may_use():
+    nodes = [make_node("a", gpus=4), make_node("b", gpus=4), make_node("c", gpus=4)]
+    result = place(nodes, VCS, [make_job(1, tasks=2, gpu=4, avoid=frozenset({"b"}))])
+    assert nodes_of(result.placed[1]) == {"a", "c"}

@@ -82,14 +82,19 @@ def test_tensorboard_serves_several_logdirs_by_name() -> None:
 @pytest.mark.parametrize(
     ("extras", "changes", "field"),
     [
-        ({RUNTIME: [{"plugin": "teamwise_storage"}]}, {}, f"extras.{RUNTIME}[0].plugin"),
+        ({RUNTIME: [{"plugin": "blobfuse_cache"}]}, {}, f"extras.{RUNTIME}[0].plugin"),
         (
             {RUNTIME: [{"plugin": "tensorboard", "parameters": {"port": 1}}]},
             {},
             f"extras.{RUNTIME}[0].parameters.logdir",
         ),
         ({"jobStatusChangeNotification": {"running": True}}, {}, "extras.jobStatusChangeNotification.running"),
-        ({"storages": [{"name": "team"}]}, {}, "extras.storages"),
+        ({"storages": [{"name": "team", "mountPath": "data"}]}, {}, "extras.storages[0].mountPath"),
+        (
+            {RUNTIME: [{"plugin": "teamwise_storage", "parameters": {"storageConfigNames": ["a", ""]}}]},
+            {},
+            f"extras.{RUNTIME}[0].parameters.storageConfigNames[1]",
+        ),
         ({"hivedScheduler": {"lazyPreemptionEnable": True}}, {}, "extras.hivedScheduler.lazyPreemptionEnable"),
         (
             {"hivedScheduler": {"taskRoles": {"worker": {"pinnedCellId": "rack-1"}}}},

@@ -7,6 +7,9 @@ import pytest
 from jobs import storage
 from jobs.storage import StorageError
 
+# Where the areas live is an admin's setting (a storage config that holds them), read from the database.
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def fs_root(settings, tmp_path):

@@ -76,3 +76,53 @@ def test_it_still_checks_the_csrf_token(user, area):
     response = upload(client, "", SimpleUploadedFile("x.txt", b"x"))
     assert response.status_code == 403
     assert not (area / "x.txt").exists()
+
+
+@pytest.fixture
+def team(make_storage, tmp_path):
+    root = tmp_path / "team"
+    root.mkdir()
+    return make_storage("team", kind="hostPath", server="", path=str(root), mount_path="/mnt/team")
+
+
+def test_it_lists_a_storage_the_user_may_use_with_its_mount_path(signed_in, team, tmp_path):
+    (tmp_path / "team" / "datasets").mkdir()
+    page = signed_in.get(reverse("storage:browse"), {"storage": "team"}).content.decode()
+    assert "datasets/" in page
+    assert "/mnt/team" in page and "storageConfigNames: [team]" in page
+
+
+def test_it_answers_not_found_for_a_storage_the_user_may_not_use(signed_in, team, other_user):
+    team.allowed_users.add(other_user)
+    assert signed_in.get(reverse("storage:browse"), {"storage": "team"}).status_code == 404
+
+
+def test_it_asks_before_deleting_a_file_on_a_shared_storage(signed_in, team, tmp_path):
+    (tmp_path / "team" / "a.txt").write_text("a")
+    form = {"storage": "team", "action": "delete", "path": "", "name": "a.txt"}
+    response = signed_in.post(reverse("storage:browse"), form)
+    assert "Everyone who uses this storage loses it" in response.content.decode()
+    assert (tmp_path / "team" / "a.txt").exists()
+    signed_in.post(reverse("storage:browse"), {**form, "confirm": "yes"})
+    assert not (tmp_path / "team" / "a.txt").exists()
+
+
+def test_it_refuses_to_change_a_read_only_storage(signed_in, team, tmp_path):
+    team.read_only = True
+    team.save()
+    (tmp_path / "team" / "a.txt").write_text("a")
+    form = {"storage": "team", "action": "delete", "path": "", "name": "a.txt", "confirm": "yes"}
+    signed_in.post(reverse("storage:browse"), form)
+    assert (tmp_path / "team" / "a.txt").exists()
+
+
+def test_it_keeps_paths_inside_the_storage(signed_in, team, tmp_path):
+    (tmp_path / "secret.txt").write_text("s")
+    response = signed_in.get(reverse("storage:download"), {"storage": "team", "path": "../secret.txt"})
+    assert response.status_code == 404
+
+
+def test_it_downloads_a_file_of_a_storage(signed_in, team, tmp_path):
+    (tmp_path / "team" / "a.txt").write_text("from the team")
+    response = signed_in.get(reverse("storage:download"), {"storage": "team", "path": "a.txt"})
+    assert b"".join(response.streaming_content) == b"from the team"

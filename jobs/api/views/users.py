@@ -21,6 +21,7 @@ from accounts.permissions import is_admin
 from clusters.models import VirtualCluster
 from jobs.api.auth import IsAdminNotApplicationToken, NotApplicationToken
 from jobs.api.errors import ApiError
+from jobs.storage.configs import usable_storages
 
 
 def user_row(user: Any, vcs: list[VirtualCluster] | None = None) -> dict[str, Any]:
@@ -33,7 +34,8 @@ def user_row(user: Any, vcs: list[VirtualCluster] | None = None) -> dict[str, An
         "virtualCluster": [vc.name for vc in vcs if vc.is_open_to(user)],
         "admin": is_admin(user),
         "extension": {},
-        "storageConfig": [],
+        # OpenPAI: the storage configs of the user's groups; here, those the user may use.
+        "storageConfig": [config.name for config in usable_storages(user)],
     }
 
 

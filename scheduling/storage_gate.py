@@ -1,0 +1,89 @@
+"""Whether a waiting job's storages can be mounted on any node: what placement (which knows nothing
+of storages) cannot tell. A job that no node can mount a storage for waits, saying so in
+why-pending, and is kept out of placement (it would only fail at start), as a job that can never
+fit is. A node cannot mount a storage when it is a process node and the storage is NFS, or when it
+failed to mount that storage within the last MOUNT_FAILURE_MEMORY_S (no NFS client, server down:
+microsoft/pai issue 4361, a job stuck waiting with no reason).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from clusters.models import Node, StorageConfig
+from jobs.protocol.storages import storage_requests
+
+MOUNT_FAILURE_MEMORY_S = 300.0
+
+
+class MountFailures:
+    """What the scheduler saw fail, kept in memory (a restarted scheduler simply tries again)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], tuple[str, float]] = {}  # (node, storage) -> (reason, when)
+
+    def remember(self, node: str, storage: str, reason: str, now: float | None = None) -> None:
+        self._seen[(node, storage)] = (reason, time.monotonic() if now is None else now)
+
+    def recent(self, node: str, storage: str, now: float) -> tuple[str, float] | None:
+        seen = self._seen.get((node, storage))
+        if seen is None or now - seen[1] > MOUNT_FAILURE_MEMORY_S:
+            return None
+        return seen
+
+
+def needed_storages(spec: dict[str, Any], configs: dict[str, StorageConfig]) -> list[StorageConfig]:
+    """The storage holding the users' areas (every task mounts it), and those the job names."""
+    requests = storage_requests(spec)
+    named = [configs[request.name] for request in requests.named if request.name in configs]
+    if requests.defaults:
+        named = [config for config in configs.values() if config.is_default]
+    area = [config for config in configs.values() if config.holds_user_areas]
+    return area + named
+
+
+def why_not_mountable(node: Node, config: StorageConfig, failures: MountFailures, now: float) -> str | None:
+    if node.executor == Node.Executor.PROCESS and config.kind == StorageConfig.Kind.NFS:
+        return f"{node.name} is a process node (it cannot mount NFS)"
+    seen = failures.recent(node.name, config.name, now)
+    if seen is not None:
+        reason, when = seen
+        return f"{node.name} could not mount it {int(now - when)} s ago ({reason})"
+    return None
+
+
+@dataclass
+class Gate:
+    blocked: dict[int, str] = field(default_factory=dict)  # job -> why no node can mount its storage
+    avoid: dict[int, frozenset[str]] = field(default_factory=dict)  # job -> nodes that cannot mount it
+    notes: dict[int, str] = field(default_factory=dict)  # job -> which nodes it avoids and why
+
+
+def storage_gate(jobs: Iterable[tuple[int, dict[str, Any]]], nodes: list[Node], failures: MountFailures) -> Gate:
+    """For each job (key, spec): the available nodes that cannot mount a storage it needs (placement
+    avoids them) and, when that is all of them, why it waits."""
+    gate = Gate()
+    configs = {config.name: config for config in StorageConfig.objects.all()}
+    available = [node for node in nodes if node.available]
+    if not configs or not available:
+        return gate
+    now = time.monotonic()
+    for key, spec in jobs:
+        reasons: dict[str, str] = {}
+        for config in needed_storages(spec, configs):
+            for node in available:
+                why = why_not_mountable(node, config, failures, now)
+                if why and node.name not in reasons:
+                    reasons[node.name] = f"storage {config.name}: {why}"
+        if not reasons:
+            continue
+        said = "; ".join(reasons.values())
+        if len(reasons) == len(available):
+            gate.blocked[key] = f"no node can mount the job's storage: {said}"
+        else:
+            gate.avoid[key] = frozenset(reasons)
+            gate.notes[key] = said
+    return gate
