@@ -71,24 +71,26 @@ class SpecSummary(NamedTuple):
 
 
 class SpecSummaries:
-    """SpecSummary by job id, each computed once per server process: a spec never changes after
-    submit, and reading and decoding 1000 specs was most of a 1000-row list's time."""
+    """SpecSummary by job, each computed once per server process: a spec never changes after
+    submit, and reading and decoding 1000 specs was most of a 1000-row list's time. A job is known
+    by its id and submission time (a database may give an id again, as tests' rollbacks do)."""
 
     LIMIT = 200_000  # past this many, start over (a few MB per process)
     READ_BATCH = 1000
 
     def __init__(self) -> None:
-        self._known: dict[int, SpecSummary] = {}
+        self._known: dict[tuple[int, datetime], SpecSummary] = {}
 
-    def get_many(self, job_ids: list[int]) -> dict[int, SpecSummary]:
-        missing = [job_id for job_id in job_ids if job_id not in self._known]
+    def get_many(self, jobs: list[tuple[int, datetime]]) -> dict[tuple[int, datetime], SpecSummary]:
+        missing = [job_id for job_id, submitted in jobs if (job_id, submitted) not in self._known]
         if len(self._known) + len(missing) > self.LIMIT:
             self._known = {}
-        found = {job_id: self._known[job_id] for job_id in job_ids if job_id in self._known}
+        found = {job: self._known[job] for job in jobs if job in self._known}
         for start in range(0, len(missing), self.READ_BATCH):  # (SQLite caps the parameters of a query)
-            batch = missing[start : start + self.READ_BATCH]
-            for job_id, spec in Job.objects.filter(pk__in=batch).values_list("pk", "spec"):
-                found[job_id] = self._known[job_id] = SpecSummary(*spec_totals(spec), job_priority_class(spec))
+            batch = Job.objects.filter(pk__in=missing[start : start + self.READ_BATCH])
+            for job_id, submitted, spec in batch.values_list("pk", "created_at", "spec"):
+                summary = SpecSummary(*spec_totals(spec), job_priority_class(spec))
+                found[job_id, submitted] = self._known[job_id, submitted] = summary
         return found
 
 

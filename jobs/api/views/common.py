@@ -163,11 +163,9 @@ def job_list(request: Request, params: Any) -> Any:
         raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
-    rows = list(page.values(*shapes.SUMMARY_FIELDS))
-    summaries = shapes.spec_summaries.get_many([row["id"] for row in rows])
-    data = [
-        shapes.job_summary(row, summaries[row["id"]]) for row in rows if row["id"] in summaries
-    ]  # (deleted meanwhile)
+    rows = [(row, (row["id"], row["created_at"])) for row in page.values(*shapes.SUMMARY_FIELDS)]
+    summaries = shapes.spec_summaries.get_many([job for _, job in rows])
+    data = [shapes.job_summary(row, summaries[job]) for row, job in rows if job in summaries]  # (deleted meanwhile?)
     if params.get("withTotalCount") == "true":
         return {"totalCount": jobs.count(), "data": data}
     return data
