@@ -43,7 +43,7 @@ from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgro
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
-from clusters.executors.supervise import socket_address
+from clusters.executors.supervise import claim, socket_address
 
 log = logging.getLogger("pai.executors.process")
 
@@ -139,16 +139,34 @@ class ProcessExecutor(Executor):
 
     def _supervise(self, task_dir: Path, env: dict[str, str]) -> None:
         """Ask the node's supervisor server to fork the task's supervisor; returns once the
-        supervisor has written its pid (so every later poll finds it)."""
+        supervisor has written its pid (so every later poll finds it). Asked twice at most (a
+        server leaving when idle may drop a request unread); a supervisor runs a task directory
+        only once it has claimed it, so a second one never starts the task twice."""
         request = json.dumps({"task_dir": str(task_dir), "env": env}).encode() + b"\n"
+        problem: OSError = OSError("the node's supervisor server did not answer")
+        for _ in range(2):
+            try:
+                if self._ask(request):
+                    return
+            except OSError as exc:
+                problem = exc
+        if claim(str(task_dir)):
+            raise problem  # no supervisor has it, and none can take it now
+        deadline = time.monotonic() + SERVER_ANSWER_TIMEOUT_S
+        while self._pid(task_dir) is None:  # one has it: its pid comes in a moment
+            if time.monotonic() > deadline:
+                raise problem
+            time.sleep(0.01)
+
+    def _ask(self, request: bytes) -> bool:
+        """Send one request; True when the supervisor answered with its pid."""
         with self._connect() as connection:
             connection.settimeout(SERVER_ANSWER_TIMEOUT_S)
             connection.sendall(request)
             answer = b""
             while chunk := connection.recv(64):
                 answer += chunk
-        if not answer.strip() and self._pid(task_dir) is None:
-            raise OSError("the node's supervisor server did not start it")
+        return bool(answer.strip())
 
     def _connect(self) -> socket.socket:
         """A connection to the supervisor server, started first if none answers."""

@@ -42,6 +42,8 @@ LOG_DRAIN_S = 2.0
 EXIT_CHECK_S = 0.5
 EXEC_FAILED = 127
 SOCKET_NAME = "supervisor.sock"
+CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
+ALREADY_CLAIMED = 0
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
 SERVER_IDLE_S = 30
 SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
@@ -87,6 +89,8 @@ class Supervisor:
         self._kill_child_group(signal.SIGKILL)
 
     def run(self, started: Callable[[int], None] = lambda pid: None) -> int:
+        if not claim(self.task_dir):
+            return ALREADY_CLAIMED  # a second request for this attempt: the first one runs it
         # Its own pid first, so a scheduler killed right after starting it still finds it.
         self._write("pid.tmp", f"{os.getpid()} {start_time(os.getpid())}")
         os.replace(os.path.join(self.task_dir, "pid.tmp"), os.path.join(self.task_dir, "pid"))
@@ -170,6 +174,16 @@ class Supervisor:
     def _write(self, name: str, text: str) -> None:
         with open(os.path.join(self.task_dir, name), "w") as file:
             file.write(text)
+
+
+def claim(task_dir: str) -> bool:
+    """Take the task directory for one supervisor, for good (False: taken already). The executor
+    takes it too when it gives a start up, so that no supervisor can run the task afterwards."""
+    try:
+        os.close(os.open(os.path.join(task_dir, CLAIM_NAME), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    return True
 
 
 def start_time(pid: int) -> str:

@@ -1,13 +1,15 @@
 """The process executor's supervisor server: one per node, forking a supervisor per task."""
 
+import json
 import os
 import signal
+import socket
 from pathlib import Path
 
 import pytest
 
 from clusters.executors.process import ProcessExecutor
-from clusters.executors.supervise import SERVER_PID_NAME
+from clusters.executors.supervise import SERVER_PID_NAME, socket_address
 from tests.scheduler.test_process_executor import wait_for, wait_for_exit
 
 
@@ -92,3 +94,23 @@ def test_it_answers_only_once_the_supervisor_has_written_its_pid(executor, make_
     assert alive(supervisor_pid(work_root, handle.executor_id))
     assert executor.poll(handle).running
     executor.stop(handle)
+
+
+def ask_server(work_root: Path, task_dir: Path) -> bytes:
+    """The request the executor sends, sent by hand; returns the server's answer."""
+    directory = os.open(work_root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(socket_address(directory))
+            connection.sendall(json.dumps({"task_dir": str(task_dir), "env": dict(os.environ)}).encode() + b"\n")
+            return connection.recv(64)
+    finally:
+        os.close(directory)
+
+
+def test_it_runs_a_task_once_when_asked_twice(executor, make_launch, work_root):
+    launch = make_launch("echo started")
+    handle = executor.start(launch)
+    wait_for_exit(executor, handle)
+    assert ask_server(work_root, work_root / handle.executor_id) == b""
+    assert launch.log_path.read_text() == "started\n"
