@@ -54,7 +54,7 @@ def prepare_database(clients: int, var_dir: Path) -> None:
     from accounts.tokens import issue_token
     from clusters.models import Node, VirtualCluster
     from jobs.actions import submit_job
-    from jobs.api.links import task_log_path
+    from jobs.api.links import log_link
     from jobs.models import Job, JobState, Task, TaskState
 
     Node.objects.create(name="local", executor="process", cpus=2, memory_mb=4096)
@@ -81,7 +81,7 @@ def prepare_database(clients: int, var_dir: Path) -> None:
         )
         log = big_log if number == clients else small_log
         task = Task.objects.create(job=job, role="worker", index=0, state=TaskState.SUCCEEDED, log_path=str(log))
-        people.append({"token": issue_token(user)[0], "job": job.full_name, "log": task_log_path(task)})
+        people.append({"token": issue_token(user)[0], "job": job.full_name, "log": log_link(task)})
     print(json.dumps({"clients": people[:clients], "big_log": people[clients]["log"]}))
 
 

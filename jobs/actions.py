@@ -17,10 +17,10 @@ from clusters.models import GpuType, VirtualCluster
 from jobs import lifecycle, storage
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
-from jobs.models import Job, Task
+from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 from jobs.protocol.honoured import job_priority, unsupported
-from jobs.protocol.limits import task_count_errors
+from jobs.protocol.limits import spec_totals, task_count_errors
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
 from jobs.storage.configs import validate_storage_requests
@@ -101,6 +101,7 @@ def submit_job(user: Any, text: str) -> Job:
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
         priority=job_priority(spec),
+        gpu_count=spec_totals(spec)[2],
     )
     attach_new_keypair(job)
     try:
@@ -159,6 +160,32 @@ def restart_job(job: Job, by: Any) -> Job:
     lifecycle.restart(job, by.get_username())
     job.refresh_from_db()
     return job
+
+
+MAX_TAG_LENGTH = JobTag._meta.get_field("name").max_length or 255
+
+
+def tag_error(name: Any) -> str | None:
+    """What is wrong with a tag, in OpenPAI's rule (a non-empty string without commas: the list's
+    filters take comma lists), or None."""
+    if not isinstance(name, str) or not name.strip():
+        return "must be a non-empty string"
+    if "," in name:
+        return "must not contain a comma"
+    if len(name) > MAX_TAG_LENGTH:
+        return f"must be at most {MAX_TAG_LENGTH} characters"
+    return None
+
+
+def add_tag(job: Job, name: str) -> None:
+    """Tag the job (adding a tag it has is no change, as in OpenPAI); check tag_error first."""
+    JobTag.objects.get_or_create(job=job, name=name)
+
+
+def remove_tag(job: Job, name: str) -> bool:
+    """Remove the tag; False when the job did not have it."""
+    deleted, _ = JobTag.objects.filter(job=job, name=name).delete()
+    return deleted > 0
 
 
 def visible_jobs(user: Any) -> QuerySet[Job]:

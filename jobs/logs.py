@@ -6,8 +6,9 @@ The log file holds what the task printed, secrets included (a task may echo one)
 happens here, on the way out, with the job's decrypted secret values, so every path that serves
 a log goes through masked_window(), masked_tail() or masked_chunks().
 
-A task's log is one stream: the executors write its stdout and stderr into one file, in the order
-they came, so there is no separate stdout or stderr to show.
+A task's log has three streams (clusters.executors.logcap): `all`, its stdout and stderr in the
+order they came (the task's log_path), and `stdout` and `stderr` apart, in files beside it.
+Logs written before the streams were kept apart have `all` alone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from clusters.executors.logcap import CUT_NOTE, was_cut
+from clusters.executors.logcap import ALL, CUT_NOTE, STREAMS, stream_log_path, was_cut
 from jobs.crypto import decrypt_text
 from jobs.models import Job
 from jobs.protocol.v2 import MASK
@@ -54,6 +55,22 @@ def read_tail(path: str, size: int) -> str:
     for the scheduler's exit patterns, never for a reader."""
     tail = read_end(path, size)
     return tail.data.decode("utf-8", errors="replace") if tail else ""
+
+
+def stream_path(log_path: str, stream: str) -> str:
+    """The file of one stream (`all`, `stdout`, `stderr`) of the log at log_path; "" for none."""
+    if not log_path or stream not in STREAMS:
+        return ""
+    return str(stream_log_path(log_path, stream))
+
+
+def log_streams(log_path: str) -> list[str]:
+    """The streams a log has: all three, or `all` alone for a log written before they were kept
+    apart (or by the scheduler alone, a start that failed)."""
+    if not log_path or not os.path.exists(log_path):
+        return list(STREAMS)  # nothing written yet: the executor will write all three
+    apart = all(os.path.exists(stream_log_path(log_path, stream)) for stream in STREAMS if stream != ALL)
+    return list(STREAMS) if apart else [ALL]
 
 
 def secret_values(job: Job) -> list[str]:

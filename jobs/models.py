@@ -7,7 +7,17 @@ from jobs.fields import OrderedJSONField
 from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
 # The state names are defined in jobs.states (with the diagram); importable from here too.
-__all__ = ["FINISHED_JOB_STATES", "Job", "JobEvent", "JobState", "Task", "TaskAttempt", "TaskSample", "TaskState"]
+__all__ = [
+    "FINISHED_JOB_STATES",
+    "Job",
+    "JobEvent",
+    "JobState",
+    "JobTag",
+    "Task",
+    "TaskAttempt",
+    "TaskSample",
+    "TaskState",
+]
 
 
 class Job(models.Model):
@@ -29,6 +39,8 @@ class Job(models.Model):
     # The secret values, encrypted at rest (jobs.crypto); only the executor sees them decrypted.
     secrets_encrypted = models.TextField(blank=True, default="")
     priority = models.IntegerField(default=0)
+    # GPUs the spec asks for in all (OpenPAI's totalGpuNumber), a column so the list can sort by it.
+    gpu_count = models.PositiveIntegerField(default=0)
 
     # Attempts: job_attempt counts launches (first launch = 1). retries_used counts the retries
     # charged to the user's retryCount; transient retries are not charged.
@@ -138,6 +150,22 @@ class TaskAttempt(TaskRun):
 
     def __str__(self) -> str:
         return f"{self.job_id}/{self.job_attempt}/{self.role}-{self.index}#{self.attempt}"
+
+
+class JobTag(models.Model):
+    """A label on a job (OpenPAI's job tags): added and removed through the API by the job's owner
+    or an admin; the job list filters on them (`tagsContain`, `tagsNotContain`)."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["job", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "name"], name="unique_tag_per_job")]
+        indexes = [models.Index(fields=["name"], name="job_tag_name")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class JobEvent(models.Model):

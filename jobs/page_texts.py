@@ -56,6 +56,12 @@ EXIT_SPEC_TEXTS = frozenset(
         gettext_noop("Exited with a positive exit code the exit spec does not define"),
         gettext_noop("Container exited with an undefined negative exit code"),
         gettext_noop("Contact Cluster Admin to recognize this exit code"),
+        gettext_noop(
+            "The node could not mount a storage the task needs (no NFS client on the node, "
+            "or the storage's server is down)"
+        ),
+        gettext_noop("Check the diagnostics: they name the storage and the node"),
+        gettext_noop("Contact Cluster Admin to fix the storage or the node's client"),
     )
 )
 

@@ -28,7 +28,7 @@ from jobs.api.throttles import SubmitThrottle
 from jobs.error_text import translate_reason
 from jobs.job_list import PAGE_SIZES, JobListQuery
 from jobs.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
-from jobs.logs import masked_chunks, masked_window
+from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, stream_path
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
@@ -341,7 +341,12 @@ def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
     if context["may_manage"]:
         sources = log_sources(job, context["tasks"])
         wanted = request.GET.get("log") or f"task:{request.GET.get('task', '')}"
-        context.update(log_sources=sources, log_source=selected_log(sources, wanted), log_tail=LOG_TAIL_DEFAULT)
+        context.update(
+            log_sources=sources,
+            log_source=selected_log(sources, wanted),
+            log_tail=LOG_TAIL_DEFAULT,
+            log_stream=_log_stream(request),
+        )
     return render(request, "jobs/detail.html", context)
 
 
@@ -372,9 +377,16 @@ def _log_source_or_404(request: HttpRequest, job: Job) -> LogSource | None:
     return source
 
 
+def _log_stream(request: HttpRequest) -> str:
+    """`?stream=all|stdout|stderr` (all when absent or unknown)."""
+    stream = request.GET.get("stream", ALL)
+    return stream if stream in STREAMS else ALL
+
+
 @require_GET
 def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
-    """The end of one attempt's log as text, never starting mid-line, the job's secrets masked.
+    """The end of one stream of one attempt's log as text (`?stream=`: all, stdout, stderr),
+    never starting mid-line, the job's secrets masked.
     X-Log-Start (where the text starts, in bytes) and X-Log-Size tell the page what was left out."""
     job = _job_or_404(request, full_name)
     source = _log_source_or_404(request, job)
@@ -382,7 +394,7 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
     except ValueError:
         tail = LOG_TAIL_DEFAULT
-    window = masked_window(job, source.log_path if source else "", tail)
+    window = masked_window(job, stream_path(source.log_path, _log_stream(request)) if source else "", tail)
     response = HttpResponse(window.text, content_type="text/plain; charset=utf-8")
     response["X-Log-Start"] = str(window.start)
     response["X-Log-Size"] = str(window.size)
@@ -391,13 +403,16 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
 
 @require_GET
 def job_log_download(request: HttpRequest, full_name: str) -> StreamingHttpResponse:
-    """One attempt's whole log as a file, the job's secrets masked."""
+    """One stream of one attempt's whole log as a file, the job's secrets masked."""
     job = _job_or_404(request, full_name)
     source = _log_source_or_404(request, job)
     if source is None:
         raise Http404(_("No such log."))
-    response = StreamingHttpResponse(masked_chunks(job, source.log_path), content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(source.file_name)}"'
+    stream = _log_stream(request)
+    chunks = masked_chunks(job, stream_path(source.log_path, stream))
+    response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
+    file_name = source.file_name if stream == ALL else source.file_name.replace(".log", f".{stream}.log")
+    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(file_name)}"'
     return response
 
 

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 
 from clusters.models import VirtualCluster
 from jobs.models import Job, Task
+from jobs.protocol.limits import spec_totals
 from jobs.ssh import attach_new_keypair
 
 
@@ -126,7 +127,9 @@ def create_job(
     `fields` set Job columns (state, config_text, pending_reason...); `keypair` gives it SSH keys."""
     roles = roles or {"worker": 1}
     fields.setdefault("virtual_cluster", VirtualCluster.objects.get_or_create(name="default")[0])
-    job = Job(owner=owner, name=name, spec=spec or normalized_spec(name, roles), **fields)
+    spec = spec or normalized_spec(name, roles)
+    fields.setdefault("gpu_count", spec_totals(spec)[2])
+    job = Job(owner=owner, name=name, spec=spec, **fields)
     if keypair:
         attach_new_keypair(job)
     job.save()

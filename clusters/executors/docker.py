@@ -52,8 +52,9 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.docker_logs import log_frames
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
-from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, CappedLog
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -523,7 +524,7 @@ class DockerExecutor(Executor):
     # -- logs --------------------------------------------------------------------------------
 
     def _follow_logs(self, container_id: str, log_path: Path, *, append: bool) -> None:
-        """Copy the container's output into the task's log file while it runs."""
+        """Copy the container's output into the task's log files while it runs."""
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         thread = threading.Thread(
@@ -541,16 +542,17 @@ class DockerExecutor(Executor):
     def _copy_logs(self, container_id: str, log_path: Path, mode: str) -> None:
         try:
             api = self._new_api()
-            with CappedLog(log_path, self.log_max_bytes, truncate=mode == "wb") as log_file:
-                for chunk in api.logs(container_id, stream=True, follow=True, stdout=True, stderr=True):
-                    log_file.write(chunk)
+            with TaskLogs(log_path, self.log_max_bytes, truncate=mode == "wb") as logs:
+                for stream, chunk in log_frames(api, container_id, follow=True):
+                    logs.write(stream, chunk)
             api.close()
         except (APIError, requests.exceptions.RequestException, OSError, DockerException) as exc:
             log.debug("log stream of %s ended: %s", container_id[:12], exc)
 
     def _write_full_log(self, container_id: str, log_path: Path) -> None:
-        with CappedLog(log_path, self.log_max_bytes, truncate=True) as log_file:
-            log_file.write(self.api.logs(container_id, stdout=True, stderr=True))
+        with TaskLogs(log_path, self.log_max_bytes, truncate=True) as logs:
+            for stream, chunk in log_frames(self.api, container_id, follow=False):
+                logs.write(stream, chunk)
 
     def _finish_log(self, container_id: str, wait: float = LOG_FLUSH_WAIT_S) -> None:
         """Let the log thread write the last lines before the exit is reported."""

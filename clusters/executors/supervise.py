@@ -11,13 +11,13 @@ with the same pid) and only then answers with that pid. A fork costs about a mil
 Python interpreter started per task cost most of a trivial task's start.
 
 The supervisor reads `supervise.json` from the task directory, starts the task's command (the
-sandbox's command line) inside the task's cgroup or under its rlimits, copies its output into the
-capped log, and when the command has ended records `exit_code` (and `oom_killed`) in the task
+sandbox's command line) inside the task's cgroup or under its rlimits, copies its stdout and stderr
+into the capped logs (each apart, and both together in the order they came), and when the command
+has ended records `exit_code` (and `oom_killed`) in the task
 directory: the scheduler reads those back. Everything the command started ends with it.
 
 SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
-grace period. No Django here, and only light standard-library modules (no subprocess, threading,
-pathlib or dataclasses).
+grace period. No Django here: standard library only.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ import time
 from collections.abc import Callable
 
 from clusters.executors.limits import TaskCgroup, apply_rlimits
-from clusters.executors.logcap import CappedLog
+from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
 
 LOG_DRAIN_S = 2.0
+CHUNK_BYTES = 65536
 # How often the output loop looks whether the command ended while something still holds its
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
@@ -97,18 +98,22 @@ class Supervisor:
         started(os.getpid())
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
-        log = CappedLog(self.log_path, self.log_max_bytes)
-        output, child_output = os.pipe()
+        logs = TaskLogs(self.log_path, self.log_max_bytes)
+        stdout, child_stdout = os.pipe()
+        stderr, child_stderr = os.pipe()
         pid = os.fork()
         if pid == 0:
-            os.close(output)
-            self._exec_command(child_output)
-        os.close(child_output)
+            os.close(stdout)
+            os.close(stderr)
+            self._exec_command(child_stdout, child_stderr)
+        os.close(child_stdout)
+        os.close(child_stderr)
         self.child_pid = pid
         self._write("child_pid", str(pid))
-        status = self._copy_output(output, log)
-        os.close(output)
-        log.close()
+        status = self._copy_output({stdout: STDOUT, stderr: STDERR}, logs)
+        os.close(stdout)
+        os.close(stderr)
+        logs.close()
         if status is None:
             status = self._command_ended(os.waitpid(pid, 0)[1])
         code = os.waitstatus_to_exitcode(status)
@@ -116,9 +121,9 @@ class Supervisor:
         self._record(exit_code)
         return exit_code
 
-    def _exec_command(self, output: int) -> None:
+    def _exec_command(self, stdout: int, stderr: int) -> None:
         """In the forked child: its own session (a stop reaches all of it), the task's limits, the
-        output pipe as stdout and stderr, then the command. Never returns."""
+        output pipes as stdout and stderr, then the command. Never returns."""
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -128,8 +133,8 @@ class Supervisor:
             apply_rlimits(self.rlimits)
             stdin = os.open(os.devnull, os.O_RDONLY)
             os.dup2(stdin, 0)
-            os.dup2(output, 1)
-            os.dup2(output, 2)
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
             os.chdir(self.cwd)
             os.execvp(self.argv[0], self.argv)  # noqa: S606  (the sandbox command line, no shell)
         except (OSError, ValueError) as exc:  # (ValueError: a limit the kernel refuses)
@@ -137,27 +142,32 @@ class Supervisor:
         finally:
             os._exit(EXEC_FAILED)
 
-    def _copy_output(self, output: int, log: CappedLog) -> int | None:
-        """Copies the command's output into the log until nothing holds the pipe any more, or until
-        LOG_DRAIN_S after the command ended (what it left running is then killed with its cgroup).
-        Returns the command's wait status when it was collected here."""
+    def _copy_output(self, pipes: dict[int, str], logs: TaskLogs) -> int | None:
+        """Copies the command's stdout and stderr into the logs as they come (so `all` keeps the
+        order the task wrote in, as far as one reader of two pipes can tell it) until nothing holds
+        the pipes any more, or until LOG_DRAIN_S after the command ended (what it left running is
+        then killed with its cgroup). Returns the command's wait status when it was collected here."""
         status: int | None = None
         drain_until = 0.0
-        while True:
+        open_pipes = dict(pipes)
+        while open_pipes:
             timeout = EXIT_CHECK_S if status is None else max(0.0, drain_until - time.monotonic())
-            if select.select([output], [], [], timeout)[0]:
-                chunk = os.read(output, 65536)
-                if not chunk:
-                    return status
-                log.write(chunk)
+            ready = select.select(list(open_pipes), [], [], timeout)[0]
+            for pipe in ready:
+                if chunk := os.read(pipe, CHUNK_BYTES):
+                    logs.write(open_pipes[pipe], chunk)
+                else:
+                    del open_pipes[pipe]
+            if ready:
                 continue
             if status is not None:
-                return status  # drained long enough: a leftover outside any cgroup holds the pipe
+                return status  # drained long enough: a leftover outside any cgroup holds the pipes
             assert self.child_pid is not None
             ended, wait_status = os.waitpid(self.child_pid, os.WNOHANG)
             if ended:
                 status = self._command_ended(wait_status)
                 drain_until = time.monotonic() + LOG_DRAIN_S
+        return status
 
     def _command_ended(self, status: int) -> int:
         self.oom_killed = self.cgroup is not None and self.cgroup.oom_killed()

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
+from clusters.executors.logcap import ALL
 from jobs.models import Job, Task, TaskAttempt
 
 LOG_SALT = "pai.api.task-log"
@@ -44,33 +46,29 @@ def ssh_key_path(job: Job) -> str:
     return reverse("api-v1-ssh-key", kwargs={"token": ssh_key_link_token(job)})
 
 
-def task_log_token(task: Task, tail: bool = False) -> str:
-    return _signer(LOG_SALT).sign_object({"task": task.pk, "tail": tail})
+def log_link(run: Task | TaskAttempt, tail: bool = False, stream: str = ALL) -> str:
+    """A link to one stream (`all`, `stdout`, `stderr`) of the log of a task's attempt now (a Task)
+    or of an ended attempt (a TaskAttempt: each attempt writes its own files)."""
+    claim = {"task" if isinstance(run, Task) else "attempt": run.pk, "tail": tail, "stream": stream}
+    return reverse("api-task-log", kwargs={"token": _signer(LOG_SALT).sign_object(claim)})
 
 
-def task_for_log_link(token: str) -> tuple[Task, bool] | None:
+@dataclass(frozen=True)
+class LogLink:
+    run: Task | TaskAttempt
+    tail: bool
+    stream: str
+
+
+def log_for_link(token: str) -> LogLink | None:
+    """The log a link names, if the link is authentic and fresh."""
     try:
         claim: Any = _signer(LOG_SALT).unsign_object(token, max_age=LOG_LINK_SECONDS)
-        task = Task.objects.get(pk=int(claim["task"]))
-    except (signing.BadSignature, Task.DoesNotExist, KeyError, TypeError, ValueError):
+        run: Task | TaskAttempt = (
+            Task.objects.get(pk=int(claim["task"]))
+            if "task" in claim
+            else TaskAttempt.objects.get(pk=int(claim["attempt"]))
+        )
+    except (signing.BadSignature, Task.DoesNotExist, TaskAttempt.DoesNotExist, KeyError, TypeError, ValueError):
         return None
-    return task, bool(claim.get("tail"))
-
-
-def task_log_path(task: Task, tail: bool = False) -> str:
-    return reverse("api-task-log", kwargs={"token": task_log_token(task, tail)})
-
-
-def attempt_log_path(attempt: TaskAttempt, tail: bool = False) -> str:
-    """A link to an ended task attempt's own log (each attempt writes its own file)."""
-    token = _signer(LOG_SALT).sign_object({"attempt": attempt.pk, "tail": tail})
-    return reverse("api-task-log", kwargs={"token": token})
-
-
-def attempt_for_log_link(token: str) -> tuple[TaskAttempt, bool] | None:
-    try:
-        claim: Any = _signer(LOG_SALT).unsign_object(token, max_age=LOG_LINK_SECONDS)
-        attempt = TaskAttempt.objects.get(pk=int(claim["attempt"]))
-    except (signing.BadSignature, TaskAttempt.DoesNotExist, KeyError, TypeError, ValueError):
-        return None
-    return attempt, bool(claim.get("tail"))
+    return LogLink(run, bool(claim.get("tail")), str(claim.get("stream") or ALL))

@@ -10,8 +10,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from jobs.models import Job, JobEvent, JobState, Task
+from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
+from jobs.protocol.limits import spec_totals
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -45,20 +46,17 @@ def exit_spec_row(code: int | None) -> dict[str, Any] | None:
     return spec_row(code)
 
 
-def spec_totals(spec: dict[str, Any]) -> tuple[int, int, int]:
-    """(task roles, tasks, GPUs) the spec asks for."""
-    roles = (spec or {}).get("taskRoles") or {}
-    tasks = sum(int(role.get("instances", 1)) for role in roles.values())
-    gpus = sum(
-        int(role.get("instances", 1)) * int((role.get("resourcePerInstance") or {}).get("gpu", 0))
-        for role in roles.values()
-    )
-    return len(roles), tasks, gpus
-
-
 def retry_details(job: Job | dict[str, Any]) -> dict[str, Any]:
     get = job.get if isinstance(job, dict) else lambda key: getattr(job, key)
     return {"user": get("retries_used"), "platform": get("transient_retries"), "resource": 0}
+
+
+def tags_by_job(job_ids: list[int]) -> dict[int, list[str]]:
+    """The tags of a page of jobs, in one query."""
+    tags: dict[int, list[str]] = {}
+    for job_id, name in JobTag.objects.filter(job_id__in=job_ids).values_list("job_id", "name"):
+        tags.setdefault(job_id, []).append(name)
+    return tags
 
 
 class SpecSummary(NamedTuple):
@@ -97,8 +95,9 @@ class SpecSummaries:
 spec_summaries = SpecSummaries()
 
 
-def job_summary(row: dict[str, Any], summary: SpecSummary) -> dict[str, Any]:
-    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS) and its spec's summary."""
+def job_summary(row: dict[str, Any], summary: SpecSummary, tags: list[str]) -> dict[str, Any]:
+    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS), its spec's summary
+    and the job's tags."""
     user_retries, platform_retries = row["retries_used"], row["transient_retries"]
     return {
         "debugId": str(row["id"]),
@@ -120,7 +119,7 @@ def job_summary(row: dict[str, Any], summary: SpecSummary) -> dict[str, Any]:
         "totalTaskNumber": summary.task_count,
         "totalTaskRoleNumber": summary.role_count,
         "jobPriority": summary.priority_class,
-        "tags": [],
+        "tags": tags,
     }
 
 
@@ -239,7 +238,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
     return {
         "name": job.name,
         "debugId": str(job.pk),
-        "tags": [],  # the portal keeps no job tags
+        "tags": [tag.name for tag in job.tags.all()],
         "jobPriority": job_priority_class(job.spec),
         "jobStatus": job_status(job, tasks),
         "taskRoles": roles,

@@ -33,6 +33,7 @@ urlpatterns = [
     path(f"{JOB}/config", jobs_v2.JobConfigView.as_view(), name="api-job-config"),
     path(f"{JOB}/ssh", jobs_v2.JobSshView.as_view(), name="api-job-ssh"),
     path(f"{JOB}/events", jobs_v2.JobEventsView.as_view(), name="api-job-events"),
+    path(f"{JOB}/tag", jobs_v2.JobTagView.as_view(), name="api-job-tag"),
     path(f"{JOB}/job-attempts", attempts.JobAttemptsView.as_view(), name="api-job-attempts"),
     path(f"{JOB}/job-attempts/<int:job_attempt>", attempts.JobAttemptView.as_view(), name="api-job-attempt"),
     path(f"{JOB}/attempts/<int:job_attempt>", attempts.JobAtAttemptView.as_view(), name="api-job-at-attempt"),

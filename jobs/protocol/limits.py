@@ -79,3 +79,14 @@ def task_count_errors(spec: dict[str, Any], version: int, *, max_roles: int, max
     biggest = max(counts, key=counts.__getitem__)
     field = f"taskRoles[{list(counts).index(biggest)}].taskNumber" if version == 1 else f"taskRoles.{biggest}.instances"
     return [(field, f"{total} tasks in this job; a job may have at most {max_tasks} tasks in all its roles")]
+
+
+def spec_totals(spec: dict[str, Any]) -> tuple[int, int, int]:
+    """(task roles, tasks, GPUs) a normalized spec asks for."""
+    roles = (spec or {}).get("taskRoles") or {}
+    tasks = sum(int(role.get("instances", 1)) for role in roles.values())
+    gpus = sum(
+        int(role.get("instances", 1)) * int((role.get("resourcePerInstance") or {}).get("gpu", 0))
+        for role in roles.values()
+    )
+    return len(roles), tasks, gpus

@@ -28,6 +28,7 @@
   if (!log) return;
   const follow = document.querySelector("[data-log-follow]");
   const source = document.querySelector("[data-log-source]");
+  const stream = document.querySelector("[data-log-stream]");
   const search = document.querySelector("[data-log-search]");
   const download = document.querySelector("[data-log-download]");
   const truncated = document.querySelector("[data-log-truncated]");
@@ -83,6 +84,7 @@
   async function refreshLog() {
     const url = new URL(log.dataset.logUrl, location.href);
     url.searchParams.set("log", log.dataset.logKey);
+    url.searchParams.set("stream", log.dataset.logStreamName);
     url.searchParams.set("tail", log.dataset.tail);
     try {
       const response = await fetch(url, { credentials: "same-origin" });
@@ -101,13 +103,17 @@
     }
   }
 
-  function choose(key) {
+  // Which attempt's log (key) and which of its streams (all, stdout, stderr).
+  function choose(key, streamName = log.dataset.logStreamName) {
     log.dataset.logKey = key;
+    log.dataset.logStreamName = streamName;
     const address = new URL(download.href, location.href);
     address.searchParams.set("log", key);
+    address.searchParams.set("stream", streamName);
     download.href = address.pathname + address.search;
     const page = new URL(location.href);
     page.searchParams.set("log", key);
+    page.searchParams.set("stream", streamName);
     page.searchParams.delete("task");
     history.replaceState(null, "", page.pathname + page.search + "#log");
     lastText = null;
@@ -115,6 +121,7 @@
     refreshLog();
   }
   source.addEventListener("change", () => choose(source.value));
+  stream.addEventListener("change", () => choose(source.value, stream.value));
   // A retry or a new run adds logs to choose from.
   document.addEventListener("job-logs", (event) => {
     const logs = event.detail;

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.django_db
 RETRIED = v2_yaml(
     "flaky",
     '"if [ -f $PAI_WORK_DIR/tried ]; then echo second-try; exit 0; fi"',
-    '"touch $PAI_WORK_DIR/tried; echo first-try; exit 3"',
+    '"touch $PAI_WORK_DIR/tried; echo first-try; echo first-failure >&2; exit 3"',
     role_extra="    taskRetryCount: 1\n",
 )
 JOB = "/rest-server/api/v2/jobs/alice~flaky"
@@ -26,9 +26,10 @@ def retried(default_vc, submit_yaml, process_node, run_until):
     return job
 
 
-def log_of(client, anonymous, task_attempt: int) -> bytes:
-    (location, *_) = client.get(f"{TASK}/attempts/{task_attempt}/logs").json()["locations"]
-    return b"".join(anonymous.get(location["uri"]).streaming_content)
+def log_of(client, anonymous, task_attempt: int, stream: str = "all") -> bytes:
+    locations = client.get(f"{TASK}/attempts/{task_attempt}/logs").json()["locations"]
+    (uri,) = [location["uri"] for location in locations if location["name"] == stream]
+    return b"".join(anonymous.get(uri).streaming_content)
 
 
 def test_it_lists_a_tasks_attempts_with_their_exits(alice, retried):
@@ -41,6 +42,12 @@ def test_it_serves_each_attempts_own_log(alice, anonymous, retried):
     assert b"first-try" in log_of(alice, anonymous, 0)
     assert b"second-try" in log_of(alice, anonymous, 1)
     assert b"first-try" not in log_of(alice, anonymous, 1)
+
+
+def test_it_serves_each_stream_of_an_earlier_attempt(alice, anonymous, retried):
+    assert log_of(alice, anonymous, 0, "stderr") == b"first-failure\n"
+    assert b"first-failure" not in log_of(alice, anonymous, 0, "stdout")
+    assert log_of(alice, anonymous, 1, "stderr") == b""
 
 
 def test_it_answers_404_for_an_attempt_that_never_ran(alice, retried):

@@ -80,9 +80,9 @@ def test_it_lists_log_locations_on_the_task_log_route(finished, alice, anonymous
     route = "/api/v2/jobs/alice~done/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs?tail-mode=true"
     response = alice.get(route)
     assert response.status_code == 200
-    (first, *_) = response.json()["locations"]
-    assert first["name"] == "all"
-    assert b"hello-from-the-task" in anonymous.get(first["uri"]).content
+    locations = {location["name"]: location["uri"] for location in response.json()["locations"]}
+    assert list(locations) == ["stdout", "stderr", "all"]
+    assert b"hello-from-the-task" in anonymous.get(locations["all"]).content
 
 
 def test_it_answers_404_for_a_task_that_does_not_exist(finished, alice):

@@ -225,16 +225,6 @@ def test_it_shows_the_priority_class_in_the_job_list(alice, prioritized):
     }
 
 
-def test_it_finds_no_job_with_a_tag(alice, prioritized):
-    assert listed(alice.get("/api/v2/jobs?tagsContain=nightly")) == []
-
-
-def test_it_refuses_an_order_it_cannot_honour(alice):
-    response = alice.get("/api/v2/jobs?order=totalGpuNumber,DESC")
-    assert response.status_code == 400
-    assert response.json()["message"] == "order: the portal cannot sort by totalGpuNumber."
-
-
 def test_it_refuses_an_unknown_priority_class(alice):
     assert alice.get("/api/v2/jobs?jobPriority=urgent").json()["code"] == "InvalidParametersError"
 

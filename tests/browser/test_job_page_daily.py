@@ -4,6 +4,7 @@ event labels, the timeline, the favicon and the API docs link."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -62,13 +63,19 @@ def test_it_filters_the_log_by_a_search(page, login, finished_job):
     expect(page.locator("pre.log mark").first).to_have_text("2999")
 
 
-def test_it_says_stdout_and_stderr_are_one_stream(page, login, finished_job):
-    job = finished_job(v2_yaml("streams", "echo out", "echo err >&2"))
+def test_it_shows_stdout_stderr_or_both_in_order(page, login, finished_job):
+    job = finished_job(v2_yaml("streams", "echo out", "sleep 0.3", "echo err >&2", "sleep 0.3", "echo out-again"))
     login()
     page.goto(f"/jobs/{job.full_name}/")
-    expect(page.locator("[data-log-stream] option:checked")).to_have_text("stdout + stderr (one stream)")
-    expect(page.locator('[data-log-stream] option[value="stderr"]')).to_be_disabled()
-    expect(page.locator("pre.log")).to_contain_text("out\nerr")
+    expect(page.locator("[data-log-stream] option:checked")).to_have_text("stdout + stderr, in order")
+    expect(page.locator("pre.log")).to_have_text("out\nerr\nout-again\n")
+    page.select_option("[data-log-stream]", "stderr")
+    expect(page.locator("pre.log")).to_have_text("err\n")
+    expect(page.locator("[data-log-download]")).to_have_attribute("href", re.compile(r"stream=stderr"))
+    page.select_option("[data-log-stream]", "stdout")
+    expect(page.locator("pre.log")).to_have_text("out\nout-again\n")
+    page.reload()
+    expect(page.locator("[data-log-stream] option:checked")).to_have_text("stdout only")
 
 
 def test_it_shows_every_attempt_and_an_earlier_attempts_log(page, login, finished_job):

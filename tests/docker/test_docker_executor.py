@@ -10,7 +10,7 @@ import pytest
 
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker import DockerExecutor
-from clusters.executors.logcap import was_cut
+from clusters.executors.logcap import ALL, STDERR, STDOUT, stream_log_path, was_cut
 from jobs import storage
 from tests.docker.conftest import remove_namespace
 
@@ -44,6 +44,36 @@ def test_it_runs_a_task_and_reads_back_its_exit_code(executor, launch_for, wait_
     assert (status.exit_code, status.oom_killed, status.lost) == (3, False, False)
     assert status.started_at is not None and status.finished_at >= status.started_at
     assert "hello" in log_of(launch_for, "worker-0")
+
+
+BOTH_STREAMS = "echo out-1; echo err-1 >&2; sleep 0.3; echo out-2; sleep 0.3; echo err-2 >&2"
+
+
+def streams_of(launch_for) -> dict[str, str]:
+    log_path = launch_for().log_path
+    return {stream: stream_log_path(log_path, stream).read_text() for stream in (STDOUT, STDERR, ALL)}
+
+
+def test_it_keeps_stdout_stderr_and_both_in_order(executor, launch_for, wait_exit):
+    handles = start_job(executor, launch_for, [("worker", 0, BOTH_STREAMS)])
+    wait_exit(handles["worker-0"])
+    logs = streams_of(launch_for)
+    assert (logs[STDOUT], logs[STDERR]) == ("out-1\nout-2\n", "err-1\nerr-2\n")
+    merged = logs[ALL].split()
+    assert sorted(merged[:2]) == ["err-1", "out-1"]  # written at the same moment: either may come first
+    assert merged[2:] == ["out-2", "err-2"]
+
+
+def test_it_keeps_the_streams_apart_in_the_log_copied_after_a_restart(executor, launch_for, namespace):
+    from clusters.executors.docker import DockerExecutor
+
+    handles = start_job(executor, launch_for, [("worker", 0, BOTH_STREAMS)])
+    executor.api.wait(handles["worker-0"].executor_id, timeout=30)
+    for stream in (STDOUT, STDERR, ALL):
+        stream_log_path(launch_for().log_path, stream).unlink()
+    assert DockerExecutor(namespace=namespace).poll(handles["worker-0"]).exit_code == 0
+    assert streams_of(launch_for)[STDERR] == "err-1\nerr-2\n"
+    assert streams_of(launch_for)[STDOUT] == "out-1\nout-2\n"
 
 
 def test_it_streams_the_log_while_the_task_runs(executor, launch_for, wait_exit):

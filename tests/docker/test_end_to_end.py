@@ -297,3 +297,81 @@ def test_it_sizes_shm_from_extra_container_options(user, docker_node, run_until)
     text = v2_yaml("shm", "df -m /dev/shm", role_extra="    extraContainerOptions: {shmMB: 128}\n")
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     assert Path(job.tasks.get().log_path).read_text().splitlines()[-1].split()[1] == "128"
+
+
+def test_the_logs_route_serves_a_containers_stdout_and_stderr_apart_masked(user, docker_node, run_until):
+    from rest_framework.test import APIClient
+
+    from tests.api.conftest import bearer_client
+
+    command = "'echo to-stdout; sleep 0.3; echo to-stderr <% $secrets.token %> >&2'"
+    text = v2_yaml("streams", command, extra="secrets:\n  token: hunter2-in-a-container\n")
+    job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
+    assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
+    route = f"/rest-server/api/v2/jobs/{job.full_name}/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+    locations = bearer_client(user).get(route).json()["locations"]
+    texts = {location["name"]: APIClient().get(location["uri"]).getvalue().decode() for location in locations}
+    assert texts == {
+        "stdout": "to-stdout\n",
+        "stderr": "to-stderr ******\n",
+        "all": "to-stdout\nto-stderr ******\n",
+    }
+
+
+# A stand-in for TensorBoard (the real one is a large download), in an image built from the base:
+# it serves HTTP on the `--port=` it is given, as TensorBoard does, and says which logdir it got.
+BOARD = """#!/usr/bin/env python3
+import http.server, sys
+args = dict(arg.lstrip("-").split("=", 1) for arg in sys.argv[1:] if "=" in arg)
+class Board(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(("board of " + args["logdir"]).encode())
+http.server.ThreadingHTTPServer(("0.0.0.0", int(args["port"])), Board).serve_forever()
+"""
+
+
+@pytest.fixture(scope="module")
+def board_image(docker_engine):
+    import io
+    import tarfile
+
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, text, mode in (
+            ("Dockerfile", "FROM pai-portal/base:latest\nCOPY tensorboard /usr/local/bin/tensorboard\n", 0o644),
+            ("tensorboard", BOARD, 0o755),
+        ):
+            member = tarfile.TarInfo(name)
+            member.size, member.mode = len(text.encode()), mode
+            tar.addfile(member, io.BytesIO(text.encode()))
+    context.seek(0)
+    tag = "pai-portal/test-tensorboard:latest"
+    docker.from_env().images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    return tag
+
+
+def test_the_tensorboard_plugin_serves_on_the_allocated_port_linked_from_the_job_page(
+    user, docker_node, run_until, board_image
+):
+    import urllib.request
+
+    from django.test import Client
+
+    plugin = "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: tensorboard\n      parameters:\n"
+    plugin += "        port: 11449\n        logdir: {train: /tmp/tb}\n"
+    job = run_until(submit_job(user, v2_yaml("board", "sleep 60", image=board_image, extra=plugin)), JobState.RUNNING)
+    task = job.tasks.select_related("node").get()
+    (port,) = task.ports["tensorboard"]
+    address = f"http://{task.node.address}:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            with urllib.request.urlopen(address, timeout=2) as answer:
+                assert answer.read() == b"board of /tmp/tb"
+                break
+        except OSError:
+            assert time.monotonic() < deadline, Path(task.log_path).read_text()
+            time.sleep(0.2)
+    browser = Client()
+    browser.force_login(user)
+    assert f'href="{address}"' in browser.get(f"/jobs/{job.full_name}/").content.decode()

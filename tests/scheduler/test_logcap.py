@@ -2,7 +2,7 @@
 
 import pytest
 
-from clusters.executors.logcap import CUT_NOTE, CappedLog, was_cut
+from clusters.executors.logcap import ALL, CUT_NOTE, STDERR, STDOUT, CappedLog, TaskLogs, stream_log_path, was_cut
 
 
 @pytest.fixture
@@ -39,3 +39,30 @@ def test_it_counts_what_was_already_in_the_file(path):
         log.write(b"z" * 200)
     assert len(path.read_bytes()) <= 4096
     assert path.read_bytes().endswith(b"z" * 200)
+
+
+def test_it_keeps_stdout_and_stderr_apart_and_together_in_order(path):
+    with TaskLogs(path, 4096) as logs:
+        logs.write(STDOUT, b"out 1\n")
+        logs.write(STDERR, b"err 1\n")
+        logs.write(STDOUT, b"out 2\n")
+    assert stream_log_path(path, STDOUT).read_bytes() == b"out 1\nout 2\n"
+    assert stream_log_path(path, STDERR).read_bytes() == b"err 1\n"
+    assert path.read_bytes() == b"out 1\nerr 1\nout 2\n"
+
+
+def test_it_puts_the_streams_beside_the_log(path):
+    assert [stream_log_path(path, stream).name for stream in (STDOUT, STDERR, ALL)] == [
+        "task.stdout.log",
+        "task.stderr.log",
+        "task.log",
+    ]
+
+
+def test_it_caps_each_stream_of_a_task_log(path):
+    with TaskLogs(path, 4096) as logs:
+        for number in range(2000):
+            logs.write(STDERR, f"line {number}\n".encode())
+    for stream in (STDERR, ALL):
+        assert len(stream_log_path(path, stream).read_bytes()) <= 4096
+        assert was_cut(stream_log_path(path, stream))

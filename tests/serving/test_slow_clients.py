@@ -8,7 +8,7 @@ import time
 import pytest
 
 from jobs.actions import submit_job
-from jobs.api.links import task_log_path
+from jobs.api.links import log_link
 from tests.factories import v2_yaml
 
 LOG_BYTES = 200 * 1024 * 1024
@@ -25,7 +25,7 @@ def big_log_link(user, default_vc, tmp_path) -> str:
         file.truncate(LOG_BYTES)
     task.log_path = str(log)
     task.save(update_fields=["log_path"])
-    return task_log_path(task)
+    return log_link(task)
 
 
 def get_request(path: str) -> bytes:

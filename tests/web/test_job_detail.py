@@ -193,3 +193,11 @@ def test_it_shows_the_ssh_card_with_a_terminal_for_each_running_task(alice_clien
     assert "data-ssh-panel" in page
     assert 'href="/jobs/alice~shell/terminal/worker/0/"' in page
     assert "/terminal/worker/1/" not in page
+
+
+def test_it_shows_the_jobs_tags(alice_client, user, make_job):
+    job = make_job(user, "tagged")
+    for name in ("nightly", "resnet"):
+        job.tags.create(name=name)
+    page = alice_client.get("/jobs/alice~tagged/").content.decode()
+    assert '<dd data-job-tags><span class="tag">nightly</span> <span class="tag">resnet</span></dd>' in page

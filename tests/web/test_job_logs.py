@@ -73,3 +73,38 @@ def test_it_answers_404_for_a_log_of_another_job(alice_client, user, logged_job,
     foreign_task = other.tasks.get()
     assert alice_client.get(f"/jobs/{logged_job.full_name}/log?log=task:{foreign_task.pk}").status_code == 404
     assert alice_client.get(f"/jobs/{logged_job.full_name}/log/download?log=task:{foreign_task.pk}").status_code == 404
+
+
+@pytest.fixture
+def streamed_job(logged_job, tmp_path):
+    """The task's log written as the executors write it: all, stdout and stderr beside it."""
+    log = Path(logged_job.tasks.get().log_path)
+    log.write_text("out\nthe token is hunter2\n")
+    log.with_suffix(".stdout.log").write_text("out\n")
+    log.with_suffix(".stderr.log").write_text("the token is hunter2\n")
+    return logged_job
+
+
+@pytest.mark.parametrize(
+    ("stream", "text"),
+    [("stdout", "out\n"), ("stderr", "the token is ******\n"), ("all", "out\nthe token is ******\n")],
+)
+def test_it_shows_one_stream_of_the_log(alice_client, streamed_job, stream, text):
+    assert alice_client.get(f"/jobs/{streamed_job.full_name}/log?stream={stream}").content.decode() == text
+
+
+def test_it_downloads_one_stream_masked_under_its_own_name(alice_client, streamed_job):
+    task = streamed_job.tasks.get()
+    response = alice_client.get(f"/jobs/{streamed_job.full_name}/log/download?log=task:{task.pk}&stream=stderr")
+    assert response["Content-Disposition"].endswith('.stderr.log"')
+    assert b"".join(response.streaming_content) == b"the token is ******\n"
+
+
+def test_it_shows_the_whole_log_for_an_unknown_stream(alice_client, streamed_job):
+    assert alice_client.get(f"/jobs/{streamed_job.full_name}/log?stream=../etc").content.decode().startswith("out\n")
+
+
+def test_the_page_offers_the_three_streams(alice_client, streamed_job):
+    page = alice_client.get(f"/jobs/{streamed_job.full_name}/?stream=stderr").content.decode()
+    assert '<option value="stderr" selected>' in page
+    assert "one stream" not in page

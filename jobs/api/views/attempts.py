@@ -21,7 +21,7 @@ from jobs.models import Job, TaskAttempt
 
 def attempt_task_status(request: Request, job: Job, attempt: TaskAttempt) -> dict[str, Any]:
     ended = "SUCCEEDED" if attempt.exit_code == 0 else "FAILED"
-    log = request.build_absolute_uri(links.attempt_log_path(attempt)) if actions.may_manage(request.user, job) else None
+    log = request.build_absolute_uri(links.log_link(attempt)) if actions.may_manage(request.user, job) else None
     return {
         "taskIndex": attempt.index,
         "taskState": ended,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Exists, Expression, F, OuterRef, Q, QuerySet
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
@@ -15,24 +15,24 @@ from jobs import actions
 from jobs.api import links, shapes
 from jobs.api.auth import is_application_token
 from jobs.api.errors import ApiError, is_v1_path, no_job
-from jobs.models import Job, JobState
+from jobs.models import Job, JobState, JobTag
 from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 
 DEFAULT_LIST_LIMIT = 5000
-# `order=<field>,ASC|DESC`: OpenPAI's field names -> ours. Unknown fields fall back to the default.
-ORDER_FIELDS = {
-    "jobName": "name",
-    "submissionTime": "created_at",
-    "username": "owner__username",
-    "vc": "virtual_cluster__name",
-    "retries": "retries_used",
-    "state": "state",
-    "completionTime": "completed_at",
-    "totalTaskNumber": "task_count",
-    "jobPriority": "priority",
+# `order=<field>[,ASC|DESC]`: every field OpenPAI's list sorts by (controllers/v2/job.js) -> ours.
+ORDER_FIELDS: dict[str, F | Expression] = {
+    "jobName": F("name"),
+    "submissionTime": F("created_at"),
+    "username": F("owner__username"),
+    "vc": F("virtual_cluster__name"),
+    "retries": F("retries_used") + F("transient_retries"),
+    "totalTaskNumber": F("task_count"),
+    "totalGpuNumber": F("gpu_count"),
+    "state": F("state"),
+    "completionTime": F("completed_at"),
+    "jobPriority": F("priority"),
 }
-# Computed from each job's config, not a column: refused rather than silently left unsorted.
-UNSORTABLE_FIELDS = ("totalGpuNumber",)
+ORDER_DIRECTIONS = ("ASC", "DESC")
 
 LIST_PARAMETERS = [
     OpenApiParameter("username", str, description="comma list of user names"),
@@ -41,12 +41,17 @@ LIST_PARAMETERS = [
     OpenApiParameter("keyword", str, description="substring of the job name, user name or VC"),
     OpenApiParameter("offset", int),
     OpenApiParameter("limit", int, description="at most 50000 (default 5000)"),
-    OpenApiParameter("order", str, description="<field>,ASC|DESC, e.g. submissionTime,DESC"),
+    OpenApiParameter(
+        "order",
+        str,
+        description="<field>[,ASC|DESC] (ASC when left out), field one of " + ", ".join(ORDER_FIELDS),
+    ),
     OpenApiParameter("withTotalCount", bool, description="true: answer {totalCount, data}"),
     OpenApiParameter(
         "jobPriority", str, description="comma list of priority classes (crit, prod, test, oppo; default)"
     ),
-    OpenApiParameter("tagsContain", str, description="comma list of tags (the portal keeps none: no job matches)"),
+    OpenApiParameter("tagsContain", str, description="comma list of tags: jobs with any of them"),
+    OpenApiParameter("tagsNotContain", str, description="comma list of tags: jobs with none of them"),
 ]
 JOB_NAME_PARAMETER = OpenApiParameter("full_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="<user>~<job>")
 
@@ -121,8 +126,10 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
         jobs = jobs.filter(state__in=states)
     if "jobPriority" in params:
         jobs = jobs.filter(priority__in=_priorities(_comma_list(params, "jobPriority")))
-    if _comma_list(params, "tagsContain"):
-        jobs = jobs.none()  # no job carries a tag
+    if tags := _comma_list(params, "tagsContain"):
+        jobs = jobs.filter(Exists(JobTag.objects.filter(job=OuterRef("pk"), name__in=tags)))
+    if tags := _comma_list(params, "tagsNotContain"):
+        jobs = jobs.exclude(Exists(JobTag.objects.filter(job=OuterRef("pk"), name__in=tags)))
     if keyword := params.get("keyword"):
         jobs = jobs.filter(
             Q(name__icontains=keyword)
@@ -141,15 +148,21 @@ def _priorities(classes: list[str]) -> set[int]:
 
 
 def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
-    field, _, direction = (order or "").partition(",")
-    if field in UNSORTABLE_FIELDS:
-        raise ApiError(400, "InvalidParametersError", f"order: the portal cannot sort by {field}.")
-    column = ORDER_FIELDS.get(field)
-    if column is None or direction not in ("ASC", "DESC"):
+    """OpenPAI's `order=<field>,ASC|DESC`; newest first when absent. An unknown field or direction
+    is refused (OpenPAI ignores it, which hides a typo behind a list in the wrong order)."""
+    if not order:
         return jobs.order_by("-created_at", "-id")
-    if column == "task_count":
+    field, _, direction = order.partition(",")
+    expression = ORDER_FIELDS.get(field)
+    if expression is None:
+        raise ApiError(
+            400, "InvalidParametersError", f"order: unknown field {field!r} (one of {', '.join(ORDER_FIELDS)})."
+        )
+    direction = direction or "ASC"
+    if direction not in ORDER_DIRECTIONS:
+        raise ApiError(400, "InvalidParametersError", f"order: the direction must be ASC or DESC, not {direction!r}.")
+    if field == "totalTaskNumber":
         jobs = jobs.annotate(task_count=Count("tasks"))
-    expression = F(column)
     sort = expression.asc(nulls_last=True) if direction == "ASC" else expression.desc(nulls_first=True)
     return jobs.order_by(sort, "-id")
 
@@ -165,7 +178,12 @@ def job_list(request: Request, params: Any) -> Any:
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
     rows = [(row, (row["id"], row["created_at"])) for row in page.values(*shapes.SUMMARY_FIELDS)]
     summaries = shapes.spec_summaries.get_many([job for _, job in rows])
-    data = [shapes.job_summary(row, summaries[job]) for row, job in rows if job in summaries]  # (deleted meanwhile?)
+    tags = shapes.tags_by_job([row["id"] for row, _ in rows])
+    data = [
+        shapes.job_summary(row, summaries[job], tags.get(row["id"], []))
+        for row, job in rows
+        if job in summaries  # (deleted meanwhile?)
+    ]
     if params.get("withTotalCount") == "true":
         return {"totalCount": jobs.count(), "data": data}
     return data

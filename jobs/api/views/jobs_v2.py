@@ -14,15 +14,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs import logs
+from jobs import actions, logs
 from jobs.api import links, shapes
 from jobs.api.errors import ApiError
 from jobs.api.parsers import ConfigTextParser
 from jobs.api.throttles import ListThrottle, SubmitThrottle
 from jobs.api.views import common
-from jobs.models import Task, TaskAttempt
+from jobs.models import Job, Task, TaskAttempt
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
+TAG_REQUEST = inline_serializer("JobTag", {"value": serializers.CharField(help_text="the tag, without commas")})
+TAG_DONE = inline_serializer("TagDone", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 EXECUTION_REQUEST = inline_serializer("ExecutionType", {"value": serializers.ChoiceField(["STOP", "START"])})
 TAIL_BYTES = 64 * 1024
 
@@ -91,6 +93,34 @@ class JobSshView(APIView):
         return Response(common.ssh_info(request, common.find_job(request, full_name)))
 
 
+class JobTagView(APIView):
+    """OpenPAI's `PUT|DELETE /api/v2/jobs/<user>~<job>/tag {"value": "<tag>"}`: the owner and admins."""
+
+    def _tag_request(self, request: Request, full_name: str, verb: str) -> tuple[Job, str]:
+        job = common.find_job_summary(request, full_name)
+        if not actions.may_manage(request.user, job):
+            user = request.user.get_username()
+            raise ApiError(403, "ForbiddenUserError", f"User {user} is not allowed to {verb} job {full_name}.")
+        common.check_may_act_on(request, job)
+        value = request.data.get("value") if hasattr(request.data, "get") else None
+        if problem := actions.tag_error(value):
+            raise ApiError(400, "InvalidParametersError", f"value: {problem}.")
+        return job, str(value)
+
+    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=TAG_REQUEST, responses={200: TAG_DONE})
+    def put(self, request: Request, full_name: str) -> Response:
+        job, value = self._tag_request(request, full_name, "add tag to")
+        actions.add_tag(job, value)
+        return Response({"status": 200, "message": f"Add tag {value} for job {full_name} successfully."})
+
+    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=TAG_REQUEST, responses={200: TAG_DONE})
+    def delete(self, request: Request, full_name: str) -> Response:
+        job, value = self._tag_request(request, full_name, "delete tag from")
+        if not actions.remove_tag(job, value):
+            raise ApiError(404, "NoTagError", f"Tag {value} is not found for job {full_name}.")
+        return Response({"status": 200, "message": f"Delete tag {value} from job {full_name} successfully."})
+
+
 class JobEventsView(APIView):
     @extend_schema(
         parameters=[common.JOB_NAME_PARAMETER, OpenApiParameter("type", str, description="Normal or Warning")],
@@ -121,16 +151,19 @@ class TaskLogsView(APIView):
             job_attempt=job_attempt + 1, role=role, index=index, attempt=task_attempt + 1
         ).first()
         task = job.tasks.filter(role=role, index=index).first()
+        run: Task | TaskAttempt
         if ended is not None:
-            path = links.attempt_log_path(ended, tail=tail)
+            run = ended
         elif task is not None and (job_attempt, task_attempt) == current_attempts(job, task):
-            path = links.task_log_path(task, tail=tail)
+            run = task
         else:
             message = f"No log of attempt {job_attempt}/{task_attempt} of task {role}-{index} of job {full_name}."
             raise ApiError(404, "NoTaskLogError", message)
-        uri = request.build_absolute_uri(path)
-        # stdout and stderr are one stream in the task's log: both names give it, as `all` does.
-        return Response({"locations": [{"name": "all", "uri": uri}, {"name": "stdout", "uri": uri}]})
+        locations = [
+            {"name": stream, "uri": request.build_absolute_uri(links.log_link(run, tail, stream))}
+            for stream in logs.log_streams(run.log_path)
+        ]
+        return Response({"locations": locations})
 
 
 class TaskLogView(APIView):
@@ -141,11 +174,10 @@ class TaskLogView(APIView):
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR}, auth=[])
     def get(self, request: Request, token: str) -> HttpResponse | FileResponse | StreamingHttpResponse:
-        found = links.task_for_log_link(token) or links.attempt_for_log_link(token)
+        found = links.log_for_link(token)
         if found is None:
             raise ApiError(404, "NoTaskLogError", "The log link is not valid or has expired.")
-        task, tail = found
-        return log_response(task, tail)
+        return log_response(found.run, found.tail, found.stream)
 
 
 def current_attempts(job: Any, task: Task) -> tuple[int, int]:
@@ -153,17 +185,20 @@ def current_attempts(job: Any, task: Task) -> tuple[int, int]:
     return max(job.job_attempt - 1, 0), max(task.attempt - 1, 0)
 
 
-def log_response(task: Task | TaskAttempt, tail: bool) -> HttpResponse | FileResponse | StreamingHttpResponse:
-    """The whole log, or its last TAIL_BYTES, the job's secrets masked; empty before the task
-    wrote any. A log with nothing to mask is the file itself, streamed off the request thread."""
+def log_response(
+    run: Task | TaskAttempt, tail: bool, stream: str
+) -> HttpResponse | FileResponse | StreamingHttpResponse:
+    """One stream of the log, whole or its last TAIL_BYTES, the job's secrets masked; empty before
+    the task wrote any. A log with nothing to mask is the file itself, streamed off the request thread."""
     content_type = "text/plain; charset=utf-8"
-    if not task.log_path:
+    path = logs.stream_path(run.log_path, stream)
+    if not path:
         return HttpResponse(b"", content_type=content_type)
     if tail:
-        return HttpResponse(logs.masked_tail(task.job, task.log_path, TAIL_BYTES), content_type=content_type)
-    if logs.secret_values(task.job):
-        return StreamingHttpResponse(logs.masked_chunks(task.job, task.log_path), content_type=content_type)
+        return HttpResponse(logs.masked_tail(run.job, path, TAIL_BYTES), content_type=content_type)
+    if logs.secret_values(run.job):
+        return StreamingHttpResponse(logs.masked_chunks(run.job, path), content_type=content_type)
     try:
-        return FileResponse(Path(task.log_path).open("rb"), content_type=content_type)
+        return FileResponse(Path(path).open("rb"), content_type=content_type)
     except OSError:
         return HttpResponse(b"", content_type=content_type)

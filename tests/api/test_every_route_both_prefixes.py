@@ -1,0 +1,64 @@
+"""Every route of the API URLconf answers the same under /api/ and /rest-server/api/ (one URLconf
+included twice): walked from jobs.api.urls itself, so a route added later is covered too."""
+
+import re
+
+import pytest
+from django.urls import URLPattern
+
+from jobs.api import urls
+from tests.api.conftest import bearer_client
+from tests.factories import v2_yaml
+
+pytestmark = pytest.mark.django_db
+
+# A value for each path parameter, naming things the fixture below creates (a new route's new
+# parameter needs a value here: the KeyError names it).
+VALUES = {
+    "full_name": "alice~routed",
+    "username": "alice",
+    "job_name": "routed",
+    "job_attempt": "0",
+    "role": "worker",
+    "index": "0",
+    "task_attempt": "0",
+    "token": "not-a-token",
+    "vc_name": "default",
+    "node_name": "no-node",
+    "storage_name": "no-storage",
+}
+DOCS = {"api-schema", "api-docs", "api-redoc", "api-none"}  # the docs are one page, not two APIs
+
+
+def concrete(pattern: URLPattern) -> str:
+    """The pattern's path with VALUES in its parameters."""
+    route = re.sub(r"\(\?P<(\w+)>[^)]*\)", lambda match: VALUES[match.group(1)], str(pattern.pattern))
+    route = re.sub(r"<(?:\w+:)?(\w+)>", lambda match: VALUES[match.group(1)], route)
+    return route.lstrip("^").rstrip("$")
+
+
+def first_method(pattern: URLPattern) -> str:
+    view = pattern.callback.cls  # type: ignore[attr-defined]
+    return next(method for method in ("get", "put", "post", "delete") if hasattr(view, method))
+
+
+ROUTES = [pattern for pattern in urls.urlpatterns if isinstance(pattern, URLPattern) and pattern.name not in DOCS]
+
+
+@pytest.fixture
+def routed_job(user, default_vc, submit_yaml):
+    assert submit_yaml(v2_yaml("routed")).status_code == 202
+
+
+@pytest.mark.parametrize("pattern", ROUTES, ids=[pattern.name for pattern in ROUTES])
+def test_each_route_answers_alike_under_both_prefixes(pattern, user, routed_job):
+    method, path = first_method(pattern), concrete(pattern)
+    answers = []
+    for prefix in ("/api/", "/rest-server/api/"):
+        client = bearer_client(user)  # each call its own token: a logout revokes only its own
+        response = getattr(client, method)(prefix + path, {}, format="json")
+        body = response.json() if response["Content-Type"].startswith("application/json") else None
+        assert not (isinstance(body, dict) and body.get("code") == "NoApiError"), (prefix + path, body)
+        assert response.status_code not in (405, 500), (prefix + path, body)
+        answers.append((response.status_code, body.get("code") if isinstance(body, dict) else None))
+    assert answers[0] == answers[1], (path, answers)

@@ -1,0 +1,89 @@
+"""A task's stdout and stderr kept apart, as OpenPAI's logs route answers them
+(`{locations: [{name: stdout}, {name: stderr}, {name: all}]}`, models/v2/job/log.js), for a real
+process task that writes to both, secrets masked in each."""
+
+import pytest
+from rest_framework.test import APIClient
+
+from jobs.models import Job, JobState
+from tests.factories import create_job, v2_yaml
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "hunter2-stderr-secret"
+# Pauses between the writes: two pipes read side by side keep the order of writes apart in time
+# (two written at the same instant may come either way, as in OpenPAI's `all`).
+BOTH_STREAMS = v2_yaml(
+    "chatty",
+    "echo out-line",
+    "sleep 0.3",
+    '"echo err-line >&2"',
+    '"echo leaked <% $secrets.token %> >&2"',
+    "sleep 0.3",
+    "echo last-out-line",
+    extra=f"secrets:\n  token: {SECRET}\n",
+)
+LOGS = "/v2/jobs/alice~chatty/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+
+
+@pytest.fixture
+def chatty(default_vc, submit_yaml, process_node, run_until):
+    assert submit_yaml(BOTH_STREAMS).status_code == 202
+    job = run_until(Job.objects.get(name="chatty"), JobState.SUCCEEDED, JobState.FAILED)
+    assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
+    return job
+
+
+def streams(client, prefix: str = "/api", tail: bool = False) -> dict[str, str]:
+    """Each location's text, fetched as OpenPAI's webportal does: a plain GET of its uri."""
+    response = client.get(f"{prefix}{LOGS}", {"tail-mode": "true"} if tail else {})
+    assert response.status_code == 200
+    return {
+        location["name"]: APIClient().get(location["uri"]).getvalue().decode()
+        for location in response.json()["locations"]
+    }
+
+
+@pytest.mark.parametrize("prefix", ["/api", "/rest-server/api"])
+def test_it_lists_stdout_stderr_and_all_in_openpais_order(alice, chatty, prefix):
+    locations = alice.get(f"{prefix}{LOGS}").json()["locations"]
+    assert [location["name"] for location in locations] == ["stdout", "stderr", "all"]
+
+
+def test_it_serves_stdout_alone(alice, chatty):
+    assert streams(alice)["stdout"].split() == ["out-line", "last-out-line"]
+
+
+def test_it_serves_stderr_alone_with_the_secret_masked(alice, chatty):
+    assert streams(alice)["stderr"].splitlines() == ["err-line", "leaked ******"]
+
+
+def test_it_serves_both_streams_in_order_in_all(alice, chatty):
+    assert streams(alice)["all"].splitlines() == ["out-line", "err-line", "leaked ******", "last-out-line"]
+
+
+def test_it_masks_the_secret_in_every_stream_in_tail_mode(alice, chatty):
+    tails = streams(alice, tail=True)
+    assert "leaked ******" in tails["stderr"] and "leaked ******" in tails["all"]
+    assert not any(SECRET in text for text in tails.values())
+
+
+def test_it_keeps_the_streams_from_other_users(bob, chatty):
+    assert bob.get(f"/api{LOGS}").status_code == 404
+
+
+def locations_of(client, job: str) -> list[str]:
+    route = f"/api/v2/jobs/{job}/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+    return [location["name"] for location in client.get(route).json()["locations"]]
+
+
+def test_it_offers_the_three_streams_of_a_task_that_has_not_started(alice, user, default_vc):
+    create_job(user, "queued")
+    assert locations_of(alice, "alice~queued") == ["stdout", "stderr", "all"]
+
+
+def test_it_offers_only_all_for_a_log_written_before_the_streams_were_kept_apart(alice, user, default_vc, tmp_path):
+    log = tmp_path / "worker-0-1.log"
+    log.write_text("merged\n")
+    create_job(user, "older", state=JobState.RUNNING).tasks.update(log_path=str(log))
+    assert locations_of(alice, "alice~older") == ["all"]
