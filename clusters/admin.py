@@ -10,7 +10,7 @@ from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
 
 @admin.register(VirtualCluster)
 class VirtualClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "share_percent", "description", "job_count", "created_at")
+    list_display = ("name", "share_percent", "slurm_partition", "description", "job_count", "created_at")
     search_fields = ("name", "description")
     filter_horizontal = ("allowed_users",)
 

@@ -30,6 +30,13 @@ class VirtualCluster(models.Model):
     share_percent = models.DecimalField(
         max_digits=5, decimal_places=2, default=100, help_text="Share of the cluster's GPU, CPU and memory, in %."
     )
+    # Set: the VC is this Slurm partition; Slurm places its jobs and its quota is the partition.
+    slurm_partition = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes.",
+    )
     # Empty means every user may submit to this VC.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -66,6 +73,7 @@ class Node(models.Model):
     class Executor(models.TextChoices):
         DOCKER = "docker", "Docker"
         PROCESS = "process", _("Local process")
+        SLURM = "slurm", "Slurm"  # a Slurm node, synced from sinfo: Slurm places tasks there
 
     name = models.CharField(max_length=128, unique=True)
     address = models.CharField(
@@ -85,6 +93,9 @@ class Node(models.Model):
     # answers again. Placement skips a down node; its running tasks were recorded as lost.
     down_since = models.DateTimeField(null=True, blank=True)
     down_reason = models.TextField(blank=True, default="")
+    # Slurm nodes: the partition and Slurm's own word for the node's state (idle, mixed, drained...).
+    slurm_partition = models.CharField(max_length=64, blank=True, default="")
+    slurm_state = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -172,6 +172,10 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
     return tasks
 
 
+def set_pending_reason(job_id: int, reason: str) -> None:
+    set_pending_reasons({job_id: reason})
+
+
 def set_pending_reasons(reasons: dict[int, str]) -> None:
     """Why each of these waiting jobs waits (job id -> reason): one UPDATE per distinct reason, as
     a pass gives most of the queue the same few reasons."""

@@ -93,4 +93,5 @@ EVENT_KINDS = {
     "failed": _("Failed"),
     "job-retry": _("Job retried"),
     "restarted": _("Started again"),
+    "slurm-submitted": _("Submitted to Slurm"),
 }

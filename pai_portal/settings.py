@@ -174,6 +174,14 @@ PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
 # silent before it is marked down (its running tasks lost and retried elsewhere).
 PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
 PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
+# Slurm (VCs with a Slurm partition): the slurm.conf Slurm's commands read here (empty: Slurm's
+# default, /etc/slurm/slurm.conf) and how often the partitions' nodes are read back (sinfo).
+PAI_SLURM_CONF = env_str("PAI_SLURM_CONF", "")
+PAI_SLURM_NODES_SECONDS = env_float("PAI_SLURM_NODES_SECONDS", 5.0, minimum=0.1)
+# How often Slurm's queue is read (squeue: pending reasons, ended jobs); launches do not wait for it.
+PAI_SLURM_QUEUE_SECONDS = env_float("PAI_SLURM_QUEUE_SECONDS", 1.0, minimum=0.0)
+# The portal's Slurm jobs are named <prefix>-<job id>-<attempt>: unique per portal on a Slurm cluster.
+PAI_SLURM_JOB_PREFIX = env_str("PAI_SLURM_JOB_PREFIX", "pai")
 # Docker nodes: container/network name prefix (several portals or test runs may share an engine)
 # and the pool per-job networks' /24 subnets are carved from.
 # Task resource samples (scheduling.sampler, a thread beside the scheduler's loop): how often,

@@ -15,7 +15,10 @@ from scheduling.scheduler import task_requests
 
 
 def never_fits_reason(job: Job) -> str | None:
-    """Why the job can never fit the cluster as it is, or None when it may run some day."""
+    """Why the job can never fit the cluster as it is, or None when it may run some day. A Slurm
+    VC's jobs are Slurm's to judge: it says why they wait (PartitionConfig...) once submitted."""
+    if job.virtual_cluster.slurm_partition:
+        return None
     node_states, vc_states = cluster_state(list(Node.objects.all()))
     request = JobRequest(
         key=job.pk,

@@ -101,8 +101,11 @@ def holding_tasks() -> Any:
 
 
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
+    """Placement's nodes are the portal's own; Slurm's nodes (synced from sinfo) count only for
+    the VCs of their partition, whose quota is the partition (Slurm places their jobs)."""
     gpus_by_node = node_gpus()
-    states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in nodes}
+    own_nodes = [node for node in nodes if node.executor != Node.Executor.SLURM]
+    states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in own_nodes}
     used_by_vc: dict[str, Resources] = defaultdict(Resources)
     used_by_node: dict[int, Resources] = defaultdict(Resources)
     busy_gpus: set[tuple[int, int]] = set()
@@ -123,10 +126,16 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
             state.gpus_free.pop(index, None)
         for port_list in ports.values():
             state.ports_used.update(port_list)
-    totals = cluster_totals(nodes, gpus_by_node)
+    totals = cluster_totals(own_nodes, gpus_by_node)
+
+    def limit(vc: VirtualCluster) -> Resources:
+        if not vc.slurm_partition:
+            return vc_limit(vc.share_percent, totals)
+        partition = [node for node in nodes if node.slurm_partition == vc.slurm_partition]
+        return cluster_totals(partition, gpus_by_node)
+
     vcs = {
-        vc.name: VcState(name=vc.name, limit=vc_limit(vc.share_percent, totals), used=used_by_vc[vc.name])
-        for vc in VirtualCluster.objects.all()
+        vc.name: VcState(name=vc.name, limit=limit(vc), used=used_by_vc[vc.name]) for vc in VirtualCluster.objects.all()
     }
     return ClusterUsage(
         nodes=list(states.values()), vcs=vcs, totals=totals, used_by_node=dict(used_by_node), busy_gpus=busy_gpus

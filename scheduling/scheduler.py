@@ -44,6 +44,7 @@ from jobs.protocol.retry import Retry, job_retry, task_retry
 from jobs.ssh import ports_with_ssh
 from scheduling import launch as launch_builder
 from scheduling import quota
+from scheduling import slurm as slurm_backend
 from scheduling.exits import platform_exit_code
 from scheduling.storage_gate import MountFailures, storage_gate
 
@@ -162,6 +163,7 @@ class Scheduler:
         self._unlaunched_nodes: dict[str, Node] = {}
         self._conflicting_ports: dict[str, dict[int, float]] = defaultdict(dict)  # node -> port -> until
         self._mount_failures = MountFailures()  # which node could not mount which storage, lately
+        self.slurm = slurm_backend.SlurmBackend()
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
@@ -201,7 +203,8 @@ class Scheduler:
         stopped = self.carry_out_stop_requests()
         exited = self.monitor_running() or nodes_changed
         placed = self.schedule_waiting(resources_freed=stopped or exited)
-        return stopped or exited or placed
+        slurm_changed = self.slurm.run_pass(self)
+        return stopped or exited or placed or slurm_changed
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval
@@ -287,7 +290,7 @@ class Scheduler:
             return False
         self._last_heartbeat = now
         self._suspects.clear()
-        nodes = list(Node.objects.all())
+        nodes = list(Node.objects.exclude(executor=Node.Executor.SLURM))  # Slurm watches its own
         if not nodes:
             return False
         with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
@@ -341,8 +344,12 @@ class Scheduler:
 
     def stop_executors(self, job: Job, *, keep: bool = False, tasks: list[Task] | None = None) -> None:
         """Stop every task of the job that holds something on a node, then the job's node-side
-        leftovers (networks). keep=True leaves failed containers for inspection (isDebug).
-        `tasks` (the job's tasks with their nodes) are read from the database unless given."""
+        leftovers (networks). keep=True leaves failed containers for inspection (isDebug). A Slurm
+        VC's job attempt is cancelled in Slurm too (its allocation). `tasks` (the job's tasks with
+        their nodes) are read from the database unless given."""
+        # (Unless every task succeeded: their steps are ending by themselves.)
+        if job.virtual_cluster.slurm_partition and job.tasks.exclude(state=TaskState.SUCCEEDED).exists():
+            self.slurm.cancel(job)
         nodes = {}
         for task in tasks if tasks is not None else job.tasks.select_related("node"):
             if task.node is None:
@@ -382,7 +389,7 @@ class Scheduler:
             if status.failure is Failure.NODE_LOST:
                 self._suspects.add(node_id)  # the heartbeat decides whether the node is down
                 continue
-            task = Task.objects.select_related("node", "job").get(pk=task_id)
+            task = Task.objects.select_related("node", "job__virtual_cluster").get(pk=task_id)
             task.job = changed_jobs.get(task.job_id, task.job)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
@@ -397,8 +404,12 @@ class Scheduler:
         for node in Node.objects.filter(pk__in=unrecorded.values("node_id")):
             self._reconcile_node(node)
 
-    def record_exit(self, task: Task, status: TaskStatus, platform_code: int | None = None) -> None:
-        """Classify how this task attempt ended and record it: retried on its node, or ended."""
+    def record_exit(
+        self, task: Task, status: TaskStatus, platform_code: int | None = None, *, retry_in_place: bool = True
+    ) -> None:
+        """Classify how this task attempt ended and record it: retried on its node, or ended.
+        retry_in_place=False where the task cannot run again as it was (its Slurm allocation
+        ended): then only the job is retried, as the exit spec says."""
         info = classify(
             status.exit_code,
             oom_killed=status.oom_killed,
@@ -418,7 +429,7 @@ class Scheduler:
         # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
         decision = (
             Retry.NONE
-            if node_lost or status.failure is Failure.PORT_CONFLICT
+            if node_lost or status.failure is Failure.PORT_CONFLICT or not retry_in_place
             else task_retry(
                 code=info.code,
                 behaviour=info.behaviour,
@@ -476,7 +487,9 @@ class Scheduler:
         if self._unlaunched:
             self._launch_within_budget()
             return True
-        queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
+        queue = Job.objects.filter(
+            state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster__slurm_partition=""
+        )
         signature = self._queue_signature(queue)
         if not resources_freed and signature == self._last_queue_signature:
             return False
@@ -500,7 +513,11 @@ class Scheduler:
         self._unlaunched = deque(result.placed.items())
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
-        down = "; ".join(f"node {n.name} is down ({n.down_reason})" for n in nodes if n.down_since is not None)
+        down = "; ".join(
+            f"node {n.name} is down ({n.down_reason})"
+            for n in nodes
+            if n.down_since is not None and n.executor != Node.Executor.SLURM
+        )
         said = {row.pk: row.pending_reason for row in rows}
         reasons = {job_id: f"{reason}; {down}" if down else reason for job_id, reason in result.pending.items()}
         lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})

@@ -4,9 +4,11 @@
 #
 #   scripts/dev-cluster.sh up N [--name NAME] [--subnet A.B.C.0/24] [--cpus C] [--memory-mb M]
 #                               [--image IMAGE] [--no-register]
+#                               [--slurm [--gpus G] [--gpu-type TYPE]]
 #   scripts/dev-cluster.sh status     [--name NAME]
 #   scripts/dev-cluster.sh stop-node I [--name NAME]   # engine I goes away (its tasks with it)
 #   scripts/dev-cluster.sh start-node I [--name NAME]  # ... and comes back
+#   scripts/dev-cluster.sh restart-slurmctld [--name NAME]   # --slurm: slurmctld stops and starts again
 #   scripts/dev-cluster.sh down       [--name NAME]
 #
 # `up` makes a bridge NAME-br in the host namespace (the subnet's .1) and, for node i = 1..N, a
@@ -15,7 +17,15 @@
 # a network, and every node's tasks, sshd and ports live at its own address. The base image is
 # copied into each engine (docker save | docker load: there is no registry here) and each engine is
 # registered as node NAME-i in the portal's database (manage.py addnode) unless --no-register.
-# Slurm nodes (../shared/tools/slurm-local.sh) are not part of it yet.
+
+# With --slurm the nodes run Slurm instead of Docker: slurmctld on the host (listening on the
+# bridge's .1), one slurmd per node namespace (its own UTS namespace too, so `hostname` is the node's
+# name), G fake GPUs of TYPE per node through GRES (character devices like /dev/null: Slurm hands
+# out their indices in CUDA_VISIBLE_DEVICES) and one partition named NAME holding every node. The
+# configuration is $STATE/slurm/slurm.conf: point the portal at it with PAI_SLURM_CONF (`status`
+# prints it), then `manage.py createvc VC --slurm-partition NAME`. One munged serves every namespace
+# (its socket is a path); `up` starts one only if none answers, and `down` leaves it running (other
+# Slurm clusters on the machine may use it by then).
 #
 # Everything `up` makes is written down, as it is made, in $PAI_DEV_CLUSTER_DIR/NAME/made (default
 # var/dev-cluster/NAME); `down` undoes exactly those lines, newest first, and nothing else.
@@ -34,6 +44,9 @@ CPUS=2
 MEMORY_MB=4096
 IMAGE=${PAI_DEFAULT_IMAGE:-pai-portal/base:latest}
 REGISTER=1
+SLURM=0
+GPUS=4
+GPU_TYPE=p100
 RUN_ROOT=/run/pai-dev-cluster
 
 die() { echo "dev-cluster: $*" >&2; exit 1; }
@@ -54,7 +67,7 @@ COUNT=""; NODE=""
 case "$COMMAND" in
     up) [ $# -ge 1 ] || usage; COUNT=$1; shift ;;
     stop-node|start-node) [ $# -ge 1 ] || usage; NODE=$1; shift ;;
-    down|status) ;;
+    down|status|restart-slurmctld) ;;
     *) usage ;;
 esac
 while [ $# -gt 0 ]; do
@@ -65,11 +78,16 @@ while [ $# -gt 0 ]; do
         --memory-mb) MEMORY_MB=$2; shift 2 ;;
         --image) IMAGE=$2; shift 2 ;;
         --no-register) REGISTER=0; shift ;;
+        --slurm) SLURM=1; shift ;;
+        --gpus) GPUS=$2; shift 2 ;;
+        --gpu-type) GPU_TYPE=$2; shift 2 ;;
         *) die "unknown option $1" ;;
     esac
 done
 # Interface names hold 15 characters: NAME-br, NAMEh12 and NAMEn12 must fit.
 [[ "$NAME" =~ ^[a-z][a-z0-9]{0,9}$ ]] || die "--name: 1-10 lowercase letters and digits, starting with a letter"
+[[ "$GPU_TYPE" =~ ^[a-z0-9]{1,16}$ ]] || die "--gpu-type: 1-16 lowercase letters and digits"
+[[ "$GPUS" =~ ^[0-9]$ ]] || die "--gpus: 0 to 9 per node"
 for value in "$CPUS" "$MEMORY_MB" ${COUNT:+"$COUNT"} ${NODE:+"$NODE"}; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || die "expected a positive number, got '$value'"
 done
@@ -163,18 +181,155 @@ make_node() {
     ip -n "$netns" addr add "$(node_ip "$i")/24" dev "$node_end"
     ip -n "$netns" link set "$node_end" up
     ip -n "$netns" link set lo up
+    [ "$SLURM" = 1 ] && return 0
     record engine "$i"
     start_engine "$i"
+}
+
+# ---- slurm -----------------------------------------------------------------------------------
+SLURM_DIR=$STATE/slurm
+export SLURM_CONF=$SLURM_DIR/slurm.conf
+
+munge_answers() { munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; }
+
+# Start a daemon in its own session, its pid in $SLURM_DIR/run/NAME.pid (what `down` stops).
+launch_daemon() {
+    local name=$1; shift
+    setsid "$@" </dev/null >>"$SLURM_DIR/log/$name.out" 2>&1 &
+    echo $! >"$SLURM_DIR/run/$name.pid"
+}
+
+stop_daemon() {
+    local name=$1 comm=$2 pidfile pid _
+    pidfile=$SLURM_DIR/run/$name.pid
+    [ -s "$pidfile" ] || return 0
+    pid=$(cat "$pidfile")
+    # nsenter/unshare exec the daemon, so the recorded pid is the daemon once it runs.
+    if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$comm" ]; then
+        kill -TERM "$pid"
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$pid" 2>/dev/null && kill -KILL "$pid"
+    fi
+    rm -f "$pidfile"
+}
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
+
+write_slurm_conf() {
+    local last=$((COUNT + 1)) gres="" g
+    [ "$GPUS" -gt 0 ] && gres="Gres=gpu:$GPU_TYPE:$GPUS"
+    cat >"$SLURM_CONF" <<CONF
+# scripts/dev-cluster.sh up $COUNT --slurm --name $NAME
+ClusterName=$NAME
+SlurmctldHost=$(hostname -s)($PREFIX.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=6818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation=$SLURM_DIR/state
+SlurmdSpoolDir=$SLURM_DIR/spool/%n
+SlurmctldPidFile=$SLURM_DIR/run/slurmctld.daemon.pid
+SlurmdPidFile=$SLURM_DIR/run/slurmd-%n.daemon.pid
+SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
+SlurmdLogFile=$SLURM_DIR/log/slurmd-%n.log
+# No cgroups: nothing to set up on the machine (a real cluster would use proctrack/cgroup).
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerType=sched/backfill
+# Heterogeneous jobs (one component per task role) are started by the backfill scheduler only.
+SchedulerParameters=batch_sched_delay=0,bf_interval=1
+MpiDefault=none
+MinJobAge=600
+ReturnToService=2
+MailProg=/bin/true
+AccountingStorageType=accounting_storage/none
+GresTypes=gpu
+NodeName=$NAME-[1-$COUNT] NodeAddr=$(seq -s, -f "$PREFIX.%g" 2 "$last") CPUs=$CPUS RealMemory=$MEMORY_MB $gres
+PartitionName=$NAME Nodes=$NAME-[1-$COUNT] Default=YES MaxTime=INFINITE State=UP
+CONF
+    if [ "$GPUS" -gt 0 ]; then
+        printf 'AutoDetect=off\nNodeName=%s Name=gpu Type=%s File=%s/fakegpu/nvidia[0-%d]\n' \
+            "$NAME-[1-$COUNT]" "$GPU_TYPE" "$SLURM_DIR" $((GPUS - 1)) >"$SLURM_DIR/gres.conf"
+        # gres/gpu wants character devices (plain files leave CUDA_VISIBLE_DEVICES empty): /dev/null's.
+        for g in $(seq 0 $((GPUS - 1))); do mknod "$SLURM_DIR/fakegpu/nvidia$g" c 1 3; done
+    else
+        : >"$SLURM_DIR/gres.conf"
+    fi
+}
+
+start_slurm() {
+    local i _
+    mkdir -p "$SLURM_DIR"/{state,spool,log,run,fakegpu}
+    record slurm-files
+    write_slurm_conf
+    if ! munge_answers; then
+        if [ ! -s /etc/munge/munge.key ]; then  # (the munge package makes one; a bare install may not)
+            mungekey --create --keyfile=/etc/munge/munge.key && chown munge:munge /etc/munge/munge.key
+            chmod 0400 /etc/munge/munge.key
+        fi
+        install -d -o munge -g munge -m 0755 /run/munge
+        # Not recorded: `down` leaves it running, as every Slurm on this machine (another dev
+        # cluster, slurm-local.sh) uses the one munged that answers.
+        launch_daemon munged setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged --foreground
+        for _ in $(seq 1 50); do munge_answers && break; sleep 0.1; done
+        munge_answers || die "munged does not answer (log: $SLURM_DIR/log/munged.out)"
+    fi
+    launch_daemon slurmctld /usr/sbin/slurmctld -D -f "$SLURM_CONF"
+    record daemon slurmctld slurmctld
+    for i in $(seq 1 "$COUNT"); do
+        # nsenter, not `ip netns exec` (which remounts /sys and hides the cgroup mounts slurmd reads).
+        launch_daemon "slurmd-$i" nsenter --net="/run/netns/$(node_name "$i")" unshare --uts \
+            sh -c "hostname $(node_name "$i") && exec /usr/sbin/slurmd -D -f $SLURM_CONF -N $(node_name "$i")"
+        record daemon "slurmd-$i" slurmd
+    done
+    record slurm-jobs
+    for _ in $(seq 1 300); do
+        [ "$(sinfo -h -p "$NAME" -o %t 2>/dev/null | sort -u)" = idle ] && return 0
+        sleep 0.1
+    done
+    tail -5 "$SLURM_DIR"/log/*.log >&2 || true
+    die "the Slurm nodes are not idle: $(sinfo -h -N -p "$NAME" -o '%N %t' 2>&1 | xargs)"
+}
+
+# slurmctld goes away and comes back with what it saved (StateSaveLocation): jobs survive it.
+restart_slurmctld() {
+    local _
+    [ -s "$STATE/kind" ] || die "cluster $NAME runs no Slurm"
+    stop_daemon slurmctld slurmctld
+    launch_daemon slurmctld /usr/sbin/slurmctld -D -f "$SLURM_CONF"
+    for _ in $(seq 1 100); do scontrol ping 2>/dev/null | grep -q UP && return 0; sleep 0.1; done
+    die "slurmctld did not come back (log: $SLURM_DIR/log/slurmctld.log)"
+}
+
+# Jobs still in the partition go before the daemons (their steps would outlive slurmd).
+cancel_slurm_jobs() {
+    local _
+    scancel -p "$NAME" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do
+        [ -z "$(squeue -h -p "$NAME" -t running,completing 2>/dev/null)" ] && return 0
+        sleep 0.1
+    done
 }
 
 cmd_up() {
     [ "$(id -u)" = 0 ] || die "needs root (network namespaces, dockerd)"
     local tool
-    for tool in ip iptables nsenter setsid dockerd; do
-        command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install iproute2 iptables util-linux docker.io)"
+    for tool in ip iptables nsenter setsid; do
+        command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install iproute2 iptables util-linux)"
     done
+    if [ "$SLURM" = 1 ]; then
+        for tool in slurmctld slurmd sinfo munged mknod; do
+            command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install slurm-wlm munge)"
+        done
+    else
+        command -v dockerd >/dev/null 2>&1 || die "dockerd is missing (apt-get install docker.io)"
+    fi
     [ -s "$MADE" ] && die "cluster $NAME is up already ($MADE); run: $0 down --name $NAME"
-    "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1 || die "image $IMAGE is not on the local engine (make image)"
+    [ "$SLURM" = 1 ] || "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1 || die "image $IMAGE is not on the local engine (make image)"
     mkdir -p "$STATE"
     : >"$MADE"
     echo "$SUBNET" >"$STATE/subnet"
@@ -184,6 +339,13 @@ cmd_up() {
     for i in $(seq 1 "$COUNT"); do
         make_node "$i"
     done
+    if [ "$SLURM" = 1 ]; then
+        echo slurm >"$STATE/kind"
+        start_slurm
+        trap - EXIT
+        cmd_status
+        return 0
+    fi
     say "loading $IMAGE into $COUNT engines"
     "$DOCKER" save "$IMAGE" -o "$STATE/image.tar"
     local pids=()
@@ -223,6 +385,9 @@ undo() {
         node) "$(python_bin)" manage.py removenode "$1" >&2 || say "node $1 stays registered (see above)" ;;
         engine) stop_engine "$1"; unmount_under "$(node_run_dir "$1")" "$STATE/node-$1"
             rm -rf "$(node_run_dir "$1")" "$STATE/node-$1" ;;
+        slurm-jobs) cancel_slurm_jobs ;;
+        daemon) stop_daemon "$1" "$2" ;;
+        slurm-files) rm -rf "$SLURM_DIR" ;;
         link) ip link del "$1" 2>/dev/null || true ;;  # gone with its namespace, usually
         netns) ip netns del "$1" 2>/dev/null || true ;;
         iptables) iptables -w -D "$@" 2>/dev/null || true ;;
@@ -244,7 +409,7 @@ cmd_down() {
         # shellcheck disable=SC2086 # the recorded words, split as they were written
         undo $line || say "could not undo '$line'"
     done
-    rm -f "$MADE" "$STATE/subnet"
+    rm -f "$MADE" "$STATE/subnet" "$STATE/kind"
     rmdir "$RUN_ROOT/$NAME" "$RUN_ROOT" 2>/dev/null || true
     rmdir "$STATE" 2>/dev/null || true
     say "cluster $NAME is down"
@@ -256,6 +421,15 @@ engines() { [ -s "$MADE" ] && awk '$1 == "engine" {print $2}' "$MADE"; }
 cmd_status() {
     [ -s "$MADE" ] || { say "cluster $NAME is not up"; return 1; }
     local i state
+    if [ -s "$STATE/kind" ]; then
+        # name, "slurm", address, Slurm's state of the node (one line per node); then the configuration
+        for i in $(awk '$1 == "netns" {sub(/.*-/, "", $2); print $2}' "$MADE"); do
+            state=$(sinfo -h -N -n "$(node_name "$i")" -o %t 2>/dev/null | head -n 1)
+            echo "$(node_name "$i") slurm $(node_ip "$i") ${state:-unknown}"
+        done
+        echo "SLURM_CONF=$SLURM_CONF"
+        return 0
+    fi
     for i in $(engines); do
         if engine_answers "$i"; then state=up; else state=down; fi
         # name, engine URL, address, engine state: one line per node (the tests read these)
@@ -268,6 +442,7 @@ known_node() { engines | grep -qx "$1" || die "cluster $NAME has no node $1"; }
 case "$COMMAND" in
     up) cmd_up ;;
     down) cmd_down ;;
+    restart-slurmctld) restart_slurmctld; say "slurmctld restarted" ;;
     status) cmd_status ;;
     stop-node) known_node "$NODE"; stop_engine "$NODE"; say "engine of node $NODE stopped" ;;
     start-node)

@@ -112,7 +112,7 @@ class ProcessExecutor(Executor):
                 )
         task_dir = self._task_dir(launch)
         executor_id = str(task_dir.relative_to(self.work_root))
-        if (task_dir / "pid").exists() or (task_dir / "exit_code").exists():
+        if self._started(task_dir):
             # This very attempt was started already (the scheduler died before recording it).
             return TaskHandle(executor_id=executor_id, ip=self.address)
         task_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -131,11 +131,18 @@ class ProcessExecutor(Executor):
         env["PAI_PORTAL_COMMAND"] = launch.command
         cgroup = self._make_cgroup(task_dir, launch)
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
+        self._spawn(executor_id, task_dir, env)
+        return TaskHandle(executor_id=executor_id, ip=self.address)
+
+    def _started(self, task_dir: Path) -> bool:
+        return (task_dir / "pid").exists() or (task_dir / "exit_code").exists()
+
+    def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str]) -> None:
+        """Start the task's supervisor (supervise.json is written), detached from the scheduler."""
         try:
             self._supervise(task_dir, env)
         except OSError as exc:
             raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
-        return TaskHandle(executor_id=executor_id, ip=self.address)
 
     def _supervise(self, task_dir: Path, env: dict[str, str]) -> None:
         """Ask the node's supervisor server to fork the task's supervisor; returns once the
@@ -241,7 +248,7 @@ class ProcessExecutor(Executor):
         except (OSError, ValueError, IndexError):
             return None
 
-    def _alive(self, task_dir: Path) -> bool:
+    def _alive(self, executor_id: str, task_dir: Path) -> bool:
         """Whether the task's supervisor still runs: its pid, started when its pid file says."""
         try:
             pid, started = (task_dir / "pid").read_text().split()
@@ -282,7 +289,7 @@ class ProcessExecutor(Executor):
                     diagnostics=f"killed: out of memory (the task's limit is {self._memory_mb(task_dir)} MB, memoryMB)",
                 )
             return TaskStatus(running=False, exit_code=code, finished_at=finished)
-        if self._alive(task_dir):
+        if self._alive(handle.executor_id, task_dir):
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
@@ -294,7 +301,7 @@ class ProcessExecutor(Executor):
             # What the supervisor started (the sandbox and the command), not the supervisor itself;
             # the supervisor's whole tree in the moment before it has started anything.
             pid = self._pid(task_dir, "child_pid") or self._pid(task_dir)
-            if pid is not None and self._alive(task_dir):
+            if pid is not None and self._alive(handle.executor_id, task_dir):
                 roots[handle.executor_id] = pid
         return from_process_trees(roots)
 
@@ -305,21 +312,21 @@ class ProcessExecutor(Executor):
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         task_dir = self.work_root / handle.executor_id
-        self._kill(task_dir)
+        self._kill(handle.executor_id, task_dir)
         if not keep:  # forget it: reconcile no longer lists it
             (task_dir / "task.json").unlink(missing_ok=True)
 
-    def _kill(self, task_dir: Path) -> None:
+    def _kill(self, executor_id: str, task_dir: Path) -> None:
         """SIGTERM to the supervisor (it passes it on, then SIGKILLs after its grace period); should
         it be stuck, SIGKILL to it and to what it ran. The task's cgroup goes with what is left in it."""
         pid = self._pid(task_dir)
-        if pid is not None and self._alive(task_dir):
+        if pid is not None and self._alive(executor_id, task_dir):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGTERM)
             deadline = time.monotonic() + STOP_GRACE_S + 2
-            while time.monotonic() < deadline and self._alive(task_dir):
+            while time.monotonic() < deadline and self._alive(executor_id, task_dir):
                 time.sleep(0.02)
-            if self._alive(task_dir):
+            if self._alive(executor_id, task_dir):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
                 self._kill_command(task_dir)

@@ -23,6 +23,17 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
         )
+    if kind == "slurm":
+        from clusters.executors.sandbox import Sandbox
+        from clusters.executors.slurm import SlurmTaskExecutor
+
+        return SlurmTaskExecutor(
+            Path(settings.PAI_WORK_ROOT) / "slurm",
+            address,
+            sandbox=Sandbox(hidden=portal_paths(), base_id=settings.PAI_SANDBOX_BASE_ID),
+            log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
+            pids_limit=settings.PAI_TASK_PIDS_LIMIT,
+        )
     if kind == "docker":
         from clusters.executors.docker import DockerExecutor
 

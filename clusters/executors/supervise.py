@@ -52,8 +52,8 @@ REQUEST_TIMEOUT_S = 10
 
 
 class Supervisor:
-    def __init__(self, task_dir: str):
-        self.task_dir = task_dir
+    def __init__(self, task_dir: str | os.PathLike[str]):
+        self.task_dir = os.fspath(task_dir)
         with open(os.path.join(task_dir, "supervise.json")) as file:
             config = json.load(file)
         self.argv: list[str] = config["argv"]

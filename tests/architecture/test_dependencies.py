@@ -52,11 +52,13 @@ def test_it_keeps_the_job_core_free_of_the_scheduler():
 
 
 # What each pure module may import of the project and Django: its own package, the state names,
-# and (executors' registry) settings.
+# and (executors' registry) settings. Slurm's commands and task wrapper and the Slurm nodes'
+# executor share their plain values both ways (the wrapper runs the executors' supervisor).
 PURE_MODULES = {
     "jobs/protocol": ("jobs.protocol", "jobs.states"),
     "clusters/placement.py": (),
-    "clusters/executors": ("clusters.executors", "django.conf"),
+    "clusters/executors": ("clusters.executors", "clusters.slurm", "django.conf"),
+    "clusters/slurm/": ("clusters.slurm", "clusters.executors"),
 }
 
 

@@ -1,4 +1,5 @@
-"""`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster."""
+"""`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster.
+`createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's."""
 
 from decimal import Decimal, InvalidOperation
 
@@ -7,6 +8,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Sum
 
 from clusters.models import VirtualCluster
+from clusters.slurm.client import SlurmError
+from clusters.slurm_nodes import read_nodes, sync_nodes
 
 
 class Command(BaseCommand):
@@ -14,11 +17,22 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("name")
-        parser.add_argument("--share", required=True, help="percent of the cluster, 0-100")
+        parser.add_argument("--share", help="percent of the cluster, 0-100 (required unless --slurm-partition)")
+        parser.add_argument(
+            "--slurm-partition",
+            default="",
+            help="a Slurm partition: Slurm places the VC's jobs (quota, GPUs)",
+        )
         parser.add_argument("--description", default="")
         parser.add_argument("--users", default="", help="comma-separated users allowed (empty: everyone)")
 
     def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+        partition = options["slurm_partition"]
+        if partition:
+            self._check_partition(partition)
+            options["share"] = options["share"] or "0"  # the partition is its quota; no share of the portal's nodes
+        if options["share"] is None:
+            raise CommandError("--share: required (or --slurm-partition)")
         try:
             share = Decimal(options["share"])
         except InvalidOperation as exc:
@@ -32,7 +46,8 @@ class Command(BaseCommand):
                 "(e.g. `createvc default --share ...`)"
             )
         vc, created = VirtualCluster.objects.update_or_create(
-            name=options["name"], defaults={"share_percent": share, "description": options["description"]}
+            name=options["name"],
+            defaults={"share_percent": share, "description": options["description"], "slurm_partition": partition},
         )
         if options["users"]:
             users = [u.strip() for u in options["users"].split(",") if u.strip()]
@@ -41,4 +56,17 @@ class Command(BaseCommand):
             if missing:
                 raise CommandError(f"--users: unknown user(s): {', '.join(sorted(missing))}")
             vc.allowed_users.set(found)
-        self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({share}%)")
+        what = f"Slurm partition {partition}" if partition else f"{share}%"
+        self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({what})")
+
+    def _check_partition(self, partition: str) -> None:
+        """The partition must exist and answer; its nodes are shown at once (the scheduler keeps them fresh)."""
+        try:
+            nodes = read_nodes([partition])
+        except SlurmError as exc:
+            raise CommandError(f"--slurm-partition: Slurm does not answer (PAI_SLURM_CONF?): {exc}") from exc
+        if not nodes:
+            raise CommandError(f"--slurm-partition: Slurm has no partition {partition!r} (or it has no nodes)")
+        sync_nodes(nodes)
+        gpus = sum(node.gpu_count for node in nodes if node.usable)
+        self.stdout.write(f"partition {partition}: {len(nodes)} node(s), {gpus} GPU(s) Slurm can use")

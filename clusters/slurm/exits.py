@@ -1,0 +1,25 @@
+"""How a task ended when its Slurm job ended before the task's own exit was recorded: Slurm's job
+state as the executors' TaskStatus (the scheduler maps it onto the exit spec as for any backend)."""
+
+from __future__ import annotations
+
+from clusters.executors.base import Failure, TaskStatus
+
+SIGKILL_EXIT = 137
+SIGTERM_EXIT = 143
+
+
+def status_after(state: str | None) -> TaskStatus:
+    """`state` is the Slurm job's final state; None when Slurm no longer knows the job."""
+    if state == "NODE_FAIL":  # transient: the job is retried on the nodes that answer
+        return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics="Slurm: a node failed")
+    if state == "OUT_OF_MEMORY":  # permanent: the same memoryMB would fail again
+        return TaskStatus(
+            running=False, exit_code=SIGKILL_EXIT, oom_killed=True, diagnostics="Slurm: the task ran out of memory"
+        )
+    if state == "PREEMPTED":  # transient, as an eviction
+        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="Slurm preempted the job")
+    if state in {"TIMEOUT", "DEADLINE"}:
+        return TaskStatus(running=False, exit_code=SIGTERM_EXIT, diagnostics="Slurm: the job reached its time limit")
+    said = f"the Slurm job ended {state}" if state else "Slurm no longer knows the job"
+    return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=f"{said} before the task did")

@@ -1,0 +1,304 @@
+"""Slurm VCs in the scheduler loop: where the database meets clusters.slurm.
+
+A VC with a Slurm partition is never placed by the portal. Each pass, for all such VCs at once:
+one `squeue` (every portal job Slurm knows in their partitions) and, every
+PAI_SLURM_NODES_SECONDS, one `sinfo` (their nodes, synced into Node rows so pages, quotas and
+tasks name them). Then, per waiting job:
+
+- not in Slurm's queue under its name `<PAI_SLURM_JOB_PREFIX>-<id>-<attempt>`: submitted (sbatch), the whole gang as
+  one Slurm job. A restarted scheduler finds the job by that name and submits nothing twice.
+- pending in Slurm: Slurm's reason in the portal's words is the job's pending reason.
+- running in Slurm, every task's wrapper has said where it landed (probe files): claimed with
+  those nodes, GPUs and ports (lifecycle.claim_for_launch), each task's launch built as for any
+  node (scheduling.launch) and handed to its wrapper by the Slurm nodes' executor.
+
+Running jobs are followed like any others (the executor reads the tasks' exit records); a Slurm
+job that ended before its tasks' exits were recorded ends them as Slurm says (node failure,
+preemption, out of memory...). Stopping a job, and the end of a job attempt, cancel its Slurm job.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.translation import gettext_noop
+
+from clusters.executors.base import TaskHandle
+from clusters.executors.process import PROJECT_ROOT
+from clusters.executors.registry import executor_for
+from clusters.models import Node, VirtualCluster
+from clusters.slurm import client, commands
+from clusters.slurm.exits import status_after
+from clusters.slurm.reasons import Ask, PartitionUse, pending_reason, refusal_reason
+from clusters.slurm.status import SlurmJob, SlurmNode, parse_queue
+from clusters.slurm_nodes import read_nodes, sync_nodes
+from jobs import lifecycle
+from jobs.lifecycle import Placement
+from jobs.logs import read_tail
+from jobs.models import Job, JobState, Task, TaskState
+
+if TYPE_CHECKING:
+    from scheduling.scheduler import Scheduler
+
+log = logging.getLogger("pai.scheduler.slurm")
+
+# A job Slurm refused (sbatch failed) is offered again after this long, not every pass.
+RESUBMIT_AFTER_S = 30.0
+# How often a job attempt is submitted again when its Slurm job ends before its tasks start.
+EARLY_ENDS_ALLOWED = 3
+
+
+@dataclass(frozen=True)
+class RoleTasks:
+    request: commands.RoleRequest
+    port_labels: list[tuple[str, int]]  # (label, count), in the order the probe's ports are handed out
+
+
+def slurm_roles(spec: dict[str, Any]) -> list[RoleTasks]:
+    """The job's roles as Slurm is asked for them, with the ports each task needs (placement's
+    TaskRequests: the same ports a portal node would give, the sshd's included)."""
+    from scheduling.scheduler import task_requests
+
+    tasks = task_requests(spec)
+    roles: dict[str, RoleTasks] = {}
+    for task in tasks:
+        if task.role in roles:
+            continue
+        port_labels = [(port.label, port.count) for port in task.ports]
+        roles[task.role] = RoleTasks(
+            commands.RoleRequest(
+                role=task.role,
+                instances=spec["taskRoles"][task.role]["instances"],
+                cpu=task.cpu,
+                memory_mb=task.memory_mb,
+                gpu=task.gpu,
+                ports=sum(count for _, count in port_labels),
+            ),
+            port_labels,
+        )
+    return list(roles.values())
+
+
+def job_ask(roles: list[commands.RoleRequest]) -> Ask:
+    return Ask(
+        tasks=sum(r.instances for r in roles),
+        gpus=sum(r.instances * r.gpu for r in roles),
+        cpus=sum(r.instances * r.cpu for r in roles),
+        memory_mb=sum(r.instances * r.memory_mb for r in roles),
+    )
+
+
+def job_dir(job_id: int, attempt: int) -> Path:
+    """The Slurm job's directory: the same as its tasks' under the Slurm executor's work root."""
+    return Path(settings.PAI_WORK_ROOT) / "slurm" / f"job-{job_id}" / str(attempt)
+
+
+class SlurmBackend:
+    def __init__(self) -> None:
+        self._nodes: list[SlurmNode] = []
+        self._nodes_read_at = float("-inf")
+        self._refused: dict[str, float] = {}  # Slurm job name -> when sbatch refused it
+        self._queue: dict[str, SlurmJob] = {}  # the last squeue, by name
+        self._submitted: dict[str, int] = {}  # Slurm job ids submitted since, by name
+        self._queue_read_at = float("-inf")
+        self._early_ends: dict[str, int] = {}  # Slurm job name -> how often it ended before its tasks started
+
+    def cancel(self, job: Job) -> None:
+        """End whatever Slurm holds for the job: the running attempt's Slurm job and a pending next
+        one; by their ids when this scheduler has seen them, else by name (after a restart)."""
+        names = [
+            commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, job.job_attempt),
+            commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, job.job_attempt + 1),
+        ]
+        ids = [self._submitted.get(name) or getattr(self._queue.get(name), "slurm_id", None) for name in names]
+        calls = [commands.scancel_argv([str(i) for i in ids if i])] if any(ids) else []
+        calls = calls or [commands.scancel_by_name_argv(name) for name in names]
+        for argv in calls:
+            try:
+                client.run(argv, settings.PAI_SLURM_CONF)
+            except client.SlurmError as exc:
+                log.warning("cancelling %s in Slurm failed: %s", job, exc)
+
+    def run_pass(self, scheduler: Scheduler) -> bool:
+        """One pass over the Slurm VCs; True when it changed anything."""
+        partition_of = dict(VirtualCluster.objects.exclude(slurm_partition="").values_list("pk", "slurm_partition"))
+        if not partition_of:
+            return False
+        partitions = sorted(set(partition_of.values()))
+        # Slurm's queue at most every PAI_SLURM_QUEUE_SECONDS (each squeue is a slurmctld RPC);
+        # launches need none: a job whose every task has reported runs.
+        fresh = time.monotonic() - self._queue_read_at >= settings.PAI_SLURM_QUEUE_SECONDS
+        try:
+            self.refresh_nodes(partitions)
+            if fresh:
+                self._queue = parse_queue(
+                    client.run(commands.squeue_argv(partitions), settings.PAI_SLURM_CONF), settings.PAI_SLURM_JOB_PREFIX
+                )
+                self._submitted, self._queue_read_at = {}, time.monotonic()
+        except client.SlurmError as exc:
+            log.warning("Slurm does not answer: %s", exc)
+            return False
+        changed = self.follow_running(scheduler, self._queue) if fresh else False
+        waiting = Job.objects.filter(
+            state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster_id__in=partition_of
+        ).order_by("-priority", "created_at", "id")
+        for job in waiting.select_related("virtual_cluster", "owner"):
+            attempt = job.job_attempt + 1
+            name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt)
+            found = self._queue.get(name)
+            partition = partition_of[job.virtual_cluster_id]
+            if name in self._submitted or (found is not None and found.active):
+                if self.launch(scheduler, job, attempt):
+                    changed = True
+                elif fresh and found is not None and found.pending:
+                    self._say_pending(job, found, partition)
+            elif found is None:
+                changed |= self.submit(job, attempt, partition)
+            elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
+                changed |= self.resubmit(job, attempt, partition, found)
+        return changed
+
+    # ---- nodes -----------------------------------------------------------------------------
+    def refresh_nodes(self, partitions: list[str]) -> None:
+        if time.monotonic() - self._nodes_read_at < settings.PAI_SLURM_NODES_SECONDS:
+            return
+        self._nodes = read_nodes(partitions)
+        self._nodes_read_at = time.monotonic()
+        sync_nodes(self._nodes)
+
+    # ---- submitting ------------------------------------------------------------------------
+    def resubmit(self, job: Job, attempt: int, partition: str, ended: SlurmJob) -> bool:
+        """Submit again, up to EARLY_ENDS_ALLOWED times: a job whose steps cannot start at all (no
+        Python or code on the nodes...) would otherwise be submitted forever."""
+        ends = self._early_ends[ended.name] = self._early_ends.get(ended.name, 0) + 1
+        if ends <= EARLY_ENDS_ALLOWED:
+            return self.submit(job, attempt, partition)
+        if ends == EARLY_ENDS_ALLOWED + 1:
+            log_tail = read_tail(str(job_dir(job.pk, attempt) / "batch.log"), 300).strip()
+            lifecycle.set_pending_reason(
+                job.pk,
+                f"Slurm ended its job {ended.slurm_id} ({ended.state}) {EARLY_ENDS_ALLOWED + 1} times before the "
+                f"tasks started; not submitted again until the scheduler restarts. Slurm's batch log: {log_tail}",
+            )
+        return False
+
+    def submit(self, job: Job, attempt: int, partition: str) -> bool:
+        name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, attempt)
+        if time.monotonic() - self._refused.get(name, float("-inf")) < RESUBMIT_AFTER_S:
+            return False
+        roles = [role.request for role in slurm_roles(job.spec)]
+        gpu_type = (job.spec.get("extras") or {}).get("gpuType")
+        directory = job_dir(job.pk, attempt)
+        for leftover in ("probe", "launch"):  # of a Slurm job that ended before its tasks started
+            for path in (directory / leftover).glob("*.json"):
+                path.unlink()
+        (directory / "steps").mkdir(parents=True, exist_ok=True, mode=0o700)
+        script = commands.batch_script(
+            roles=roles, gpu_type=gpu_type, job_dir=directory, python=sys.executable, code_dir=PROJECT_ROOT
+        )
+        (directory / "batch.sh").write_text(script)
+        argv = commands.sbatch_argv(
+            partition=partition,
+            name=name,
+            comment=f"PAI Portal job {job.full_name} attempt {attempt}",
+            roles=roles,
+            gpu_type=gpu_type,
+            job_dir=directory,
+        )
+        try:
+            slurm_id = client.run(argv, settings.PAI_SLURM_CONF).strip().split(";")[0]
+        except client.SlurmError as exc:
+            self._refused[name] = time.monotonic()
+            reason = refusal_reason(str(exc), job_ask(roles), PartitionUse.of(partition, self._nodes))
+            if reason != job.pending_reason:
+                lifecycle.set_pending_reason(job.pk, reason)
+            return False
+        self._refused.pop(name, None)
+        self._submitted[name] = int(slurm_id)
+        lifecycle.event(
+            job.pk,
+            "slurm-submitted",
+            gettext_noop("Submitted to Slurm as job %(slurm_id)s in partition %(partition)s."),
+            slurm_id=slurm_id,
+            partition=partition,
+        )
+        lifecycle.set_pending_reason(job.pk, f"Submitted to Slurm as job {slurm_id} in partition {partition}.")
+        return True
+
+    def _say_pending(self, job: Job, found: SlurmJob, partition: str) -> None:
+        ask = job_ask([role.request for role in slurm_roles(job.spec)])
+        reason = pending_reason(found, ask, PartitionUse.of(partition, self._nodes), timezone.now())
+        if reason != job.pending_reason:
+            lifecycle.set_pending_reason(job.pk, reason)
+
+    # ---- launching -------------------------------------------------------------------------
+    def launch(self, scheduler: Scheduler, job: Job, attempt: int) -> bool:
+        """Claim the job on the nodes Slurm gave it once every task's wrapper has said where it is."""
+        roles = slurm_roles(job.spec)
+        probes = {}
+        for path in (job_dir(job.pk, attempt) / "probe").glob("*.json"):
+            probes[path.stem] = json.loads(path.read_text())
+        if len(probes) < sum(role.request.instances for role in roles):
+            return False
+        node_by_name = {node.name: node for node in Node.objects.filter(name__in={p["node"] for p in probes.values()})}
+        if len(node_by_name) < len({p["node"] for p in probes.values()}):
+            self._nodes_read_at = float("-inf")  # a node new to the portal: read sinfo next pass
+            return False
+        placements = []
+        for role in roles:
+            for index in range(role.request.instances):
+                probe = probes[f"{role.request.role}-{index}"]
+                ports, free = {}, list(probe["ports"])
+                for label, count in role.port_labels:
+                    ports[label], free = free[:count], free[count:]
+                placements.append(
+                    Placement(role.request.role, index, node_by_name[probe["node"]].pk, list(probe["gpus"]), ports)
+                )
+        tasks = lifecycle.claim_for_launch(job, placements, where=", ".join(sorted(node_by_name)))
+        if tasks is None:
+            return False
+        by_id = {node.pk: node for node in node_by_name.values()}
+        for task in tasks:
+            task.node = by_id[task.node_id] if task.node_id is not None else None
+            task.ip = task.node.address if task.node else ""
+        lifecycle.set_task_launches(tasks)  # the addresses first: a reconcile after a crash builds the same env
+        scheduler.start_tasks(job, tasks, everyone=tasks)
+        return True
+
+    # ---- following -------------------------------------------------------------------------
+    def follow_running(self, scheduler: Scheduler, queue: dict[str, SlurmJob]) -> bool:
+        """Tasks whose Slurm job ended without their exit recorded end as Slurm says."""
+        running = Task.objects.filter(
+            state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=Node.Executor.SLURM
+        ).select_related("node", "job")
+        by_job: dict[int, list[Task]] = defaultdict(list)
+        for task in running:
+            by_job[task.job_id].append(task)
+        changed = False
+        for tasks in by_job.values():
+            job = tasks[0].job
+            found = queue.get(commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, job.job_attempt))
+            if found is not None and found.active:
+                continue
+            for task in tasks:
+                assert task.node is not None
+                # Read after squeue: an exit recorded before the Slurm job ended is seen here.
+                executor = executor_for(task.node.executor, task.node.address, task.node.docker_url)
+                status = executor.poll(TaskHandle(task.executor_id, task.ip))
+                if status.running:
+                    status = status_after(found.state if found else None)
+                task.job = job
+                # Its allocation is gone: a retry is the job's, in a new Slurm job.
+                scheduler.record_exit(task, status, retry_in_place=False)
+            scheduler.apply_completion_policy(job)
+            changed = True
+        return changed

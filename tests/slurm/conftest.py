@@ -1,0 +1,140 @@
+"""A real 3-node Slurm cluster for the tests of this package: `scripts/dev-cluster.sh up 3 --slurm`,
+once per run (it is idle in about a second), taken down at the end.
+
+slurmctld runs on this machine, each slurmd in a network and UTS namespace of its own on one
+bridge, with 4 fake GPUs of type p100 per node (GRES). The portal submits with the real sbatch,
+and its tasks run in the real steps, each as a sandboxed process.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import require
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "dev-cluster.sh"
+NODES = 3
+NODE_CPUS = 2
+NODE_MEMORY_MB = 4000
+NODE_GPUS = 4
+
+
+@dataclass(frozen=True)
+class SlurmCluster:
+    name: str  # also the partition's name
+    state_dir: Path
+    slurm_conf: str
+    addresses: dict[str, str]  # node name -> address
+
+    def run(self, *argv: str) -> str:
+        env = {**os.environ, "SLURM_CONF": self.slurm_conf}
+        return subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=60).stdout
+
+    def restart_slurmctld(self) -> None:
+        env = {**os.environ, "PAI_DEV_CLUSTER_DIR": str(self.state_dir)}
+        subprocess.run(
+            ["bash", str(SCRIPT), "restart-slurmctld", "--name", self.name], env=env, check=True, capture_output=True
+        )
+
+    def slurm_jobs(self, name: str) -> list[str]:
+        """Slurm's ids for the jobs of this name it knows, finished ones included (one per submission)."""
+        ids = self.run("squeue", "--noheader", "--states=all", f"--name={name}", "--format=%i").split()
+        return sorted({slurm_id.split("+")[0] for slurm_id in ids})
+
+    def active_jobs(self) -> list[str]:
+        return self.run("squeue", "--noheader", f"--partition={self.name}", "--format=%i %j %T").splitlines()
+
+    def wait_until_idle(self, timeout: float = 20) -> list[str]:
+        """What is still active in the partition after up to `timeout` s (Slurm ends jobs asynchronously)."""
+        deadline = time.monotonic() + timeout
+        while (active := self.active_jobs()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return active
+
+    def cancel_all(self) -> None:
+        self.run("scancel", f"--partition={self.name}")
+        self.wait_until_idle()
+
+
+def slurm_available() -> bool:
+    tools = ("ip", "iptables", "nsenter", "slurmctld", "slurmd", "sbatch", "munged")
+    return os.geteuid() == 0 and all(shutil.which(tool) for tool in tools)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory) -> Iterator[SlurmCluster]:
+    require(slurm_available(), "root, slurm-wlm and munge for dev-cluster.sh --slurm")
+    name = f"s{uuid.uuid4().hex[:6]}"
+    state_dir = tmp_path_factory.mktemp("slurm-cluster")
+    env = {**os.environ, "PAI_DEV_CLUSTER_DIR": str(state_dir)}
+    output = ""
+    for _ in range(5):  # a random /24 of 10.248/16; another run may hold the one we drew
+        done = subprocess.run(
+            ["bash", str(SCRIPT), "up", str(NODES), "--slurm", "--name", name,
+             "--subnet", f"10.248.{random.randrange(256)}.0/24", "--cpus", str(NODE_CPUS),
+             "--memory-mb", str(NODE_MEMORY_MB), "--gpus", str(NODE_GPUS), "--gpu-type", "p100"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        if done.returncode == 0:
+            output = done.stdout
+            break
+        assert "is in use" in done.stderr, done.stderr[-2000:]
+    assert output, "no free subnet for the Slurm dev cluster"
+    lines = output.splitlines()
+    conf = lines[-1].removeprefix("SLURM_CONF=")
+    addresses = {line.split()[0]: line.split()[2] for line in lines[:-1]}
+    try:
+        yield SlurmCluster(name, state_dir, conf, addresses)
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "down", "--name", name], env=env, capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def slurm_vc(slurm_cluster, db, settings, tmp_path):
+    """A VC on the cluster's partition, made as an admin would (`createvc --slurm-partition`)."""
+    from django.core.management import call_command
+
+    from clusters.executors.registry import executor_for
+    from clusters.models import VirtualCluster
+
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    settings.PAI_LOG_DIR = tmp_path / "logs"
+    settings.PAI_FS_ROOT = tmp_path / "fs"
+    settings.PAI_SLURM_CONF = slurm_cluster.slurm_conf
+    settings.PAI_SLURM_NODES_SECONDS = 0.5
+    settings.PAI_SLURM_JOB_PREFIX = f"pt{uuid.uuid4().hex[:6]}"  # each test's database counts jobs from 1
+    executor_for.cache_clear()
+    call_command("createvc", "gpu", "--slurm-partition", slurm_cluster.name, stdout=io.StringIO())
+    yield VirtualCluster.objects.get(name="gpu")
+    executor_for.cache_clear()
+    slurm_cluster.cancel_all()
+
+
+@pytest.fixture
+def run_until():
+    """Scheduler passes until the job is in one of `states` (or `condition` holds)."""
+    from scheduling.scheduler import Scheduler
+
+    def run(job, *states: str, scheduler=None, timeout: float = 60.0, condition: Callable[[], bool] | None = None):
+        scheduler = scheduler or Scheduler(holder="slurm-test")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            scheduler.run_once()
+            job.refresh_from_db()
+            if job.state in states or (condition is not None and condition()):
+                return job
+            time.sleep(0.05)
+        raise AssertionError(f"job stayed {job.state}, wanted {states}; reason: {job.pending_reason!r}")
+
+    return run

@@ -1,0 +1,121 @@
+"""The scheduler's Slurm pass against a Slurm that answers from recorded outputs (fast; the real
+Slurm is in test_slurm_jobs.py): what it submits, what it leaves alone, what it says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusters.models import Node, VirtualCluster
+from clusters.slurm import client
+from scheduling.slurm import EARLY_ENDS_ALLOWED
+from tests.factories import create_job, normalized_spec
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
+SINFO = (FIXTURES / "sinfo.txt").read_text()
+
+
+class FakeSlurm:
+    """Answers sinfo from the recording and squeue with `queue`; records every command."""
+
+    def __init__(self) -> None:
+        self.queue = ""
+        self.calls: list[list[str]] = []
+        self.next_id = 100
+        self.down = False
+
+    def run(self, argv: list[str], slurm_conf: str = "") -> str:
+        self.calls.append(argv)
+        if self.down:
+            raise client.SlurmError(f"{argv[0]}: Unable to contact slurm controller")
+        if argv[0] == "sinfo":
+            return SINFO
+        if argv[0] == "squeue":
+            return self.queue
+        if argv[0] == "sbatch":
+            self.next_id += 1
+            return f"{self.next_id}\n"
+        return ""
+
+    def submitted(self) -> list[str]:
+        return [next(a for a in argv if a.startswith("--job-name=")) for argv in self.calls if argv[0] == "sbatch"]
+
+
+@pytest.fixture
+def slurm(monkeypatch, settings, tmp_path):
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    settings.PAI_SLURM_JOB_PREFIX = "pai"
+    fake = FakeSlurm()
+    monkeypatch.setattr(client, "run", fake.run)
+    return fake
+
+
+@pytest.fixture
+def job(db, user):
+    vc = VirtualCluster.objects.create(name="gpu", slurm_partition="slt")
+    return create_job(user, spec=normalized_spec("j", {"worker": 1}), virtual_cluster=vc)
+
+
+def one_pass() -> None:
+    from scheduling.scheduler import Scheduler
+
+    scheduler = Scheduler(holder="backend-test")
+    scheduler.slurm.run_pass(scheduler)
+
+
+def test_it_submits_a_waiting_job_once_under_its_name(slurm, job):
+    one_pass()
+    assert slurm.submitted() == [f"--job-name=pai-{job.pk}-1"]
+    job.refresh_from_db()
+    assert job.state == "WAITING" and job.pending_reason == "Submitted to Slurm as job 101 in partition slt."
+
+
+def test_a_restarted_scheduler_finds_the_job_in_slurms_queue_and_submits_nothing(slurm, job):
+    slurm.queue = f"101|pai-{job.pk}-1|PENDING|Priority|N/A||slt\n"
+    one_pass()
+    assert slurm.submitted() == []
+    job.refresh_from_db()
+    assert job.pending_reason.startswith("Waiting in Slurm (Priority): Slurm runs jobs of higher priority")
+
+
+def test_it_submits_nothing_while_slurm_does_not_answer(slurm, job):
+    slurm.down = True
+    one_pass()
+    assert slurm.submitted() == [] and [argv[0] for argv in slurm.calls] == ["sinfo"]
+
+
+def test_it_syncs_the_partitions_nodes_with_their_gpus_and_state(slurm, job):
+    one_pass()
+    drained = Node.objects.get(name="slt-3")
+    assert drained.executor == "slurm" and drained.down_since is not None
+    assert drained.down_reason == "Slurm: drained (bad fan)" and drained.gpus.count() == 4
+    assert Node.objects.get(name="slt-1").down_since is None
+
+
+def test_a_job_whose_slurm_job_keeps_ending_before_it_starts_stops_being_submitted(slurm, job, settings):
+    from scheduling.scheduler import Scheduler
+
+    settings.PAI_SLURM_QUEUE_SECONDS = 0
+    slurm.queue = f"101|pai-{job.pk}-1|FAILED|None|N/A||slt\n"
+    scheduler = Scheduler(holder="backend-test")
+    for _ in range(EARLY_ENDS_ALLOWED + 3):
+        scheduler.slurm.run_pass(scheduler)
+    assert len(slurm.submitted()) == EARLY_ENDS_ALLOWED
+    job.refresh_from_db()
+    assert "ended its job 101 (FAILED) 4 times before the tasks started" in job.pending_reason
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("QOSMaxGRESPerUser", "your QOS limits how many GPUs one user may hold at once"),
+        ("PartitionNodeLimit", "more nodes than partition slt allows"),
+        ("ReqNodeNotAvail", "unavailable (down, drained or reserved)"),
+    ],
+)
+def test_it_says_slurms_reasons_in_the_portals_words(slurm, job, code, words):
+    slurm.queue = f"101|pai-{job.pk}-1|PENDING|{code}|N/A||slt\n"
+    one_pass()
+    job.refresh_from_db()
+    assert job.pending_reason.startswith(f"Waiting in Slurm ({code}): ") and words in job.pending_reason
