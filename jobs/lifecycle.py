@@ -280,6 +280,8 @@ def stop_tasks(job: Job, exit_code: int) -> None:
     from_states, to_state = _task_states("stop_task")
     now = timezone.now()
     active = list(job.tasks.filter(state__in=from_states).select_related("node"))
+    if not active:  # (the common end: every task has exited already)
+        return
     exit = TaskExit(exit_code=exit_code, user_exit_code=None, phrase="", diagnostics="", finished_at=now)
     _keep_attempts(active, job.job_attempt, {task.pk: exit for task in active})
     job.tasks.filter(state__in=from_states).update(state=to_state, exit_code=exit_code, finished_at=now)

@@ -74,6 +74,17 @@ LAUNCH_BUDGET_S = 0.5
 LAUNCH_BATCH = 16
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
+# What a job's progress changes (re-read before deciding its outcome).
+JOB_PROGRESS_FIELDS = (
+    "state",
+    "execution_type",
+    "job_attempt",
+    "retries_used",
+    "transient_retries",
+    "exit_code",
+    "completed_at",
+    "updated_at",
+)
 # A port that another program on the node holds (a start failed with exit 253) is kept out of
 # placement on that node for this long, so the retry gets other ports instead of the same clash.
 PORT_CONFLICT_AVOID_S = 600.0
@@ -448,7 +459,7 @@ class Scheduler:
             self.start_tasks(job, [task])
 
     def apply_completion_policy(self, job: Job) -> None:
-        job.refresh_from_db()
+        job.refresh_from_db(fields=JOB_PROGRESS_FIELDS)  # not the config, spec and keys: they never change
         if job.state != JobState.RUNNING:
             return
         tasks = list(job.tasks.select_related("node"))
