@@ -2,35 +2,29 @@
 
     .venv/bin/python bench/api.py [--clients 8] [--workers 2] [--submits 2000] [--list-jobs 10000]
 
-What it does:
-- a throwaway state directory var/bench-api-<pid>/ (PAI_VAR_DIR: its own SQLite DB, secret key,
-  logs), migrated, with a user holding a token, and a second user owning --list-jobs jobs;
-- the server as production runs it: `manage.py serve` (granian, --workers processes); or, with
-  `--server daphne` (what production ran before), `daphne pai_portal.asgi:application`,
-  --workers processes sharing ONE listening socket (created here and passed with `--fd`; the
-  kernel hands each new connection to whichever worker accepts first);
+What it does (the serving part is bench/served.py, shared with bench/load.py):
+- a throwaway state directory var/bench-api-<pid>/, migrated, with a user holding a token, and a
+  second user owning --list-jobs jobs;
+- the server as production runs it (`manage.py serve`, granian, --workers processes), or
+  `--server daphne` (what production ran before), `--app django-asgi` (Django's own ASGI handler
+  instead of a2wsgi, with daphne) for comparison;
 - --clients threads with keep-alive HTTP connections measure: submits/second (distinct YAML
   jobs to POST /api/v2/jobs), detail GET p50/p95, list GET p95 over the 10,000 jobs;
 - beside them, Slurm's sbatch submit rate from ../shared/tools/slurm-local.sh bench N.
 Throttles are raised for the run (they are per user and would otherwise cap the rate).
 
-Production routes HTTP through a2wsgi to Django's WSGI handler (one pool thread per request);
-`--app django-asgi` (with `--server daphne`) serves the same Django through Django's own ASGI
-handler instead (two thread hops per middleware), for comparison. `--threads` is PAI_HTTP_THREADS, request threads per
-worker: with SQLite few beat many, as threads of one process otherwise wait on each other's
-write lock through SQLite's sleeping busy handler. DATABASE_URL, when set, is used instead of
-the throwaway SQLite database (give it a database of its own).
+`--threads` is PAI_HTTP_THREADS, request threads per worker: with SQLite few beat many, as
+threads of one process otherwise wait on each other's write lock through SQLite's sleeping busy
+handler.
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,54 +33,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.served import APPS, JOB_YAML, ROOT, Client, percentile, prepare, served, served_env
+
 SLURM_TOOL = ROOT.parent / "shared" / "tools" / "slurm-local.sh"
-PYTHON = sys.executable
-DAPHNE = str(Path(PYTHON).with_name("daphne"))
-
-JOB_YAML = """protocolVersion: 2
-name: {name}
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: pai-portal/base:latest
-taskRoles:
-  worker:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
-    commands:
-      - echo bench
-"""
-
-
-APPS = {"production": "pai_portal.asgi:application", "django-asgi": "bench.api:django_asgi_application"}
-
-
-def __getattr__(name: str) -> object:
-    """`bench.api:django_asgi_application`: Django's own ASGI handler for HTTP, for comparison with
-    the production wiring (daphne imports it by name)."""
-    if name != "django_asgi_application":
-        raise AttributeError(name)
-    from django.core.asgi import get_asgi_application
-
-    import pai_portal.asgi  # noqa: F401  (Django set up exactly as production does)
-
-    return get_asgi_application()
-
-
-def bench_env(var_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="pai_portal.settings",
-        PAI_VAR_DIR=str(var_dir),
-        PAI_API_SUBMIT_RATE="100000000/min",
-        PAI_API_LIST_RATE="100000000/min",
-        PAI_LOG_LEVEL="WARNING",
-        PYTHONPATH=str(ROOT),
-    )
-    return env
 
 
 def prepare_database(list_jobs: int) -> None:
@@ -132,33 +83,6 @@ def prepare_database(list_jobs: int) -> None:
     )
 
 
-class Client:
-    """One keep-alive connection; requests return (status, seconds)."""
-
-    def __init__(self, port: int, token: str):
-        self.port = port
-        self.headers = {"Authorization": f"Bearer {token}"}
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-
-    def request(self, method: str, path: str, body: str | None = None, content_type: str = "") -> tuple[int, float]:
-        headers = dict(self.headers)
-        if content_type:
-            headers["Content-Type"] = content_type
-        began = time.perf_counter()
-        for attempt in range(2):
-            try:
-                self.connection.request(method, path, body=body, headers=headers)
-                response = self.connection.getresponse()
-                response.read()
-                return response.status, time.perf_counter() - began
-            except (http.client.HTTPException, ConnectionError):
-                self.connection.close()
-                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-
 def run_clients(
     clients: int, total: int, port: int, token: str, make: Callable[[int], tuple[str, str, str | None, str]]
 ) -> tuple[float, list[float], dict[int, int]]:
@@ -189,68 +113,6 @@ def run_clients(
     for thread in threads:
         thread.join()
     return time.perf_counter() - began, latencies, statuses
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else float("nan")
-
-
-def start_server(var_dir: Path, workers: int, app: str, server: str) -> tuple[list[subprocess.Popen], int]:
-    if server == "granian":
-        port = free_port()
-        log = (var_dir / "server.log").open("ab")
-        command = [PYTHON, "manage.py", "serve", "--port", str(port), "--workers", str(workers)]
-        processes = [subprocess.Popen(command, cwd=ROOT, env=bench_env(var_dir), stdout=log, stderr=log)]
-    else:
-        processes, port = start_daphnes(var_dir, workers, app, bench_env(var_dir))
-    wait_for_server(port, workers, var_dir)
-    return processes, port
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def start_daphnes(var_dir: Path, workers: int, app: str, env: dict[str, str]) -> tuple[list[subprocess.Popen], int]:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(1024)
-    listener.set_inheritable(True)
-    port = listener.getsockname()[1]
-    log = (var_dir / "server.log").open("ab")
-    processes = [
-        subprocess.Popen(
-            [DAPHNE, "--fd", str(listener.fileno()), "-v", "0", APPS[app]],
-            cwd=ROOT,
-            env=env,
-            pass_fds=(listener.fileno(),),
-            stdout=log,
-            stderr=log,
-        )
-        for _ in range(workers)
-    ]
-    listener.close()  # the workers hold it
-    return processes, port
-
-
-def wait_for_server(port: int, workers: int, var_dir: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            probe = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            probe.request("GET", "/api/v2/info")
-            if probe.getresponse().status == 200:
-                # Every worker imports Django lazily on its first request: warm them all.
-                time.sleep(1.0 * workers)
-                return
-        except (OSError, http.client.HTTPException):
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"the server did not answer; see {var_dir / 'server.log'}")
 
 
 def slurm_submit_rate(jobs: int) -> tuple[str, str]:
@@ -296,22 +158,15 @@ def main() -> None:
 
     var_dir = ROOT / "var" / f"bench-api-{os.getpid()}"
     var_dir.mkdir(parents=True)
-    os.environ["PAI_HTTP_THREADS"] = str(args.threads)  # read by the workers (bench_env copies os.environ)
-    env = bench_env(var_dir)
-    processes: list[subprocess.Popen] = []
-    try:
-        print(f"state in {var_dir}; migrating and preparing {args.list_jobs} jobs ...", flush=True)
-        subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-        prepared = subprocess.run(
-            [PYTHON, __file__, "--prepare-database", str(args.list_jobs)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        tokens = json.loads(prepared.stdout.strip().splitlines()[-1])
-        processes, port = start_server(var_dir, args.workers, args.app, args.server)
+    env = served_env(
+        var_dir,
+        PAI_HTTP_THREADS=str(args.threads),
+        PAI_API_SUBMIT_RATE="100000000/min",
+        PAI_API_LIST_RATE="100000000/min",
+    )
+    print(f"state in {var_dir}; migrating and preparing {args.list_jobs} jobs ...", flush=True)
+    tokens = prepare(__file__, env, str(args.list_jobs))
+    with served(var_dir, env, workers=args.workers, server=args.server, app=args.app) as (port, _):
         print(f"{args.server} x{args.workers} on 127.0.0.1:{port}, {args.clients} clients", flush=True)
 
         def submit(number: int) -> tuple[str, str, str | None, str]:
@@ -332,14 +187,6 @@ def main() -> None:
         _, big_lat, big_status = run_clients(
             args.clients, max(args.lists // 5, 20), port, tokens["lister"], lambda _: ("GET", big_path, None, "")
         )
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
     slurm_rate, slurm_note = (
         ("n/a", "skipped (--skip-slurm)") if args.skip_slurm else slurm_submit_rate(args.slurm_jobs)

@@ -34,6 +34,10 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from clusters.executors.supervise import SERVER_PID_NAME  # noqa: E402
+
 NAMESPACE = f"paichaos{uuid.uuid4().hex[:6]}"
 CLUSTER = ["bash", str(ROOT / "scripts" / "dev-cluster.sh")]
 CLUSTER_ARGS = ["--name", "paichaos", "--subnet", "10.251.0.0/24", "--cpus", "8", "--memory-mb", "8192"]
@@ -186,8 +190,9 @@ def orphans(var: str, docker: bool) -> int:
         client = docker_sdk.DockerClient(base_url=ENGINE)
         return len(client.containers.list(all=True, filters={"label": f"pai.portal={NAMESPACE}"}))
     count = 0
+    servers = {path.read_text() for path in Path(var).glob(f"**/{SERVER_PID_NAME}")}  # the nodes' own, not tasks
     for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
+        if not proc.name.isdigit() or proc.name in servers:
             continue
         try:  # a task's supervisor and sandbox name its directory; a bare task works in it
             named = var.encode() in (proc / "cmdline").read_bytes()

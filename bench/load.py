@@ -7,7 +7,8 @@ What it does:
   with one user and API token per client (the throttles keep their production rates), a process
   node, and for each client a finished job with a 64 KB log; one more task's log is 200 MB;
 - `manage.py serve` (granian, --workers processes) and `manage.py runscheduler`, both running
-  (`--server daphne`: daphne processes on one socket, as `make run` served before, to compare);
+  (`--server daphne`: daphne processes on one socket, as `make run` served before, to compare),
+  started by bench/served.py (shared with bench/api.py);
 - 4 stalled readers: raw sockets that request the 200 MB log and never read, replaced every
   20 s so that 4 are always in flight (the server drops each after PAI_HTTP_WRITE_TIMEOUT);
 - --clients threads, each with a keep-alive connection, for --seconds: submits (POST
@@ -27,7 +28,6 @@ import random
 import shutil
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -36,25 +36,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.api import JOB_YAML, Client, free_port, percentile, start_daphnes, wait_for_server
+from bench.served import JOB_YAML, PYTHON, ROOT, Client, percentile, prepare, served, served_env
 
-ROOT = Path(__file__).resolve().parent.parent
-PYTHON = sys.executable
 BIG_LOG_BYTES = 200 * 1024 * 1024
 STALLED_READERS = 4
 STALLED_RENEW_S = 20
 MIX = [("submit", 10), ("list", 30), ("detail", 30), ("log", 30)]
-
-
-def load_env(var_dir: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PAI_")}
-    env.update(
-        DJANGO_SETTINGS_MODULE="pai_portal.settings",
-        PAI_VAR_DIR=str(var_dir),
-        PAI_LOG_LEVEL="WARNING",
-        PYTHONPATH=str(ROOT),
-    )
-    return env
 
 
 def prepare_database(clients: int, var_dir: Path) -> None:
@@ -191,36 +178,15 @@ def lost_submits(port: int, accepted: list[tuple[str, str]]) -> int:
     return lost
 
 
-def start(command: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-
-
 def run(args: argparse.Namespace, var_dir: Path) -> tuple[Results, int, float]:
-    env = load_env(var_dir)
-    subprocess.run([PYTHON, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
-    prepared = subprocess.run(
-        [PYTHON, __file__, "--prepare-database", str(args.clients)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    setup = json.loads(prepared.stdout.strip().splitlines()[-1])
-    processes = [start([PYTHON, "manage.py", "runscheduler"], env, var_dir / "scheduler.log")]
-    if args.server == "daphne":
-        daphnes, port = start_daphnes(var_dir, args.workers, "production", env)
-        processes += daphnes
-    else:
-        port = free_port()
-        serve = [PYTHON, "manage.py", "serve", "--port", str(port), "--workers", str(args.workers)]
-        processes.append(start(serve, env, var_dir / "server.log"))
-    try:
-        wait_for_server(port, args.workers, var_dir)
+    # Production's settings: none of this shell's PAI_* variables (the throttles keep their rates).
+    env = served_env(var_dir, {key: value for key, value in os.environ.items() if not key.startswith("PAI_")})
+    setup = prepare(__file__, env, str(args.clients))
+    scheduler = [PYTHON, "manage.py", "runscheduler"]
+    with served(var_dir, env, workers=args.workers, server=args.server, beside=(scheduler,)) as (port, server_pids):
         print(f"serving on 127.0.0.1:{port}; {args.clients} clients for {args.seconds} s", flush=True)
         results = Results()
         deadline = time.monotonic() + args.seconds
-        server_pids = [process.pid for process in processes[1:]]
         threads = [
             threading.Thread(target=stalled_readers, args=(port, setup["big_log"], deadline), daemon=True),
             threading.Thread(target=peak_rss, args=(server_pids, deadline, results.server_peak_mb), daemon=True),
@@ -236,14 +202,6 @@ def run(args: argparse.Namespace, var_dir: Path) -> tuple[Results, int, float]:
             thread.join()
         elapsed = time.monotonic() - began
         return results, lost_submits(port, results.accepted), elapsed
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def report(results: Results, lost: int, elapsed: float) -> None:

@@ -173,7 +173,17 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
 
 
 def set_pending_reason(job_id: int, reason: str) -> None:
-    Job.objects.filter(pk=job_id, state=JobState.WAITING).update(pending_reason=reason)
+    set_pending_reasons({job_id: reason})
+
+
+def set_pending_reasons(reasons: dict[int, str]) -> None:
+    """Why each of these waiting jobs waits (job id -> reason): one UPDATE per distinct reason, as
+    a pass gives most of the queue the same few reasons."""
+    by_reason: dict[str, list[int]] = {}
+    for job_id, reason in reasons.items():
+        by_reason.setdefault(reason, []).append(job_id)
+    for reason, job_ids in by_reason.items():
+        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(pending_reason=reason)
 
 
 def set_task_launches(tasks: list[Task]) -> None:
@@ -270,6 +280,8 @@ def stop_tasks(job: Job, exit_code: int) -> None:
     from_states, to_state = _task_states("stop_task")
     now = timezone.now()
     active = list(job.tasks.filter(state__in=from_states).select_related("node"))
+    if not active:  # (the common end: every task has exited already)
+        return
     exit = TaskExit(exit_code=exit_code, user_exit_code=None, phrase="", diagnostics="", finished_at=now)
     _keep_attempts(active, job.job_attempt, {task.pk: exit for task in active})
     job.tasks.filter(state__in=from_states).update(state=to_state, exit_code=exit_code, finished_at=now)

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection
-from django.db.models import Max, Q
+from django.db.models import Count, Max, Q, QuerySet
 from django.utils import timezone
 
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
@@ -52,6 +52,7 @@ log = logging.getLogger("pai.scheduler")
 
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
+LEASE_RENEW_AFTER = LEASE_TTL / 3
 WAITING_BATCH = 2000
 
 
@@ -69,11 +70,24 @@ WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pen
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
 LAUNCH_BUDGET_S = 0.5
+# Jobs launched together: read in one query, claimed one by one, their tasks started side by side.
+LAUNCH_BATCH = 16
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
 # How often an idle scheduler looks for work that must not wait for the next pass (stop requests
 # are seen within this too).
 IDLE_CHECK_S = 0.01
+# What a job's progress changes (re-read before deciding its outcome).
+JOB_PROGRESS_FIELDS = (
+    "state",
+    "execution_type",
+    "job_attempt",
+    "retries_used",
+    "transient_retries",
+    "exit_code",
+    "completed_at",
+    "updated_at",
+)
 # A port that another program on the node holds (a start failed with exit 253) is kept out of
 # placement on that node for this long, so the retry gets other ports instead of the same clash.
 PORT_CONFLICT_AVOID_S = 600.0
@@ -149,6 +163,7 @@ class Scheduler:
         self.stopping = False
         self._last_queue_signature: tuple[int, Any] | None = None
         self._lease_row_exists = False
+        self._lease_renewed_at = float("-inf")  # monotonic seconds of the last renewal that held
         # Node heartbeat: when each node last answered (monotonic seconds; a fresh scheduler
         # gives every node a full grace period), and when the nodes were last pinged.
         self._last_answer: dict[int, float] = {}
@@ -166,6 +181,11 @@ class Scheduler:
 
     # ---- the lease -------------------------------------------------------------------------
     def take_lease(self) -> bool:
+        """True while this scheduler holds the lease. A lease renewed less than LEASE_RENEW_AFTER
+        ago is still ours (no one may take it before it expires): no write on every pass."""
+        if time.monotonic() - self._lease_renewed_at < LEASE_RENEW_AFTER.total_seconds():
+            return True
+        renewing_at = time.monotonic()
         now = timezone.now()
         if not self._lease_row_exists:
             with contextlib.suppress(IntegrityError):  # created by the other scheduler at the same moment
@@ -176,9 +196,11 @@ class Scheduler:
             .filter(Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now))
             .update(holder=self.holder, expires_at=now + LEASE_TTL)
         )
+        self._lease_renewed_at = renewing_at if taken == 1 else float("-inf")
         return taken == 1
 
     def release_lease(self) -> None:
+        self._lease_renewed_at = float("-inf")
         SchedulerLease.objects.filter(name=LEASE_NAME, holder=self.holder).update(holder="", expires_at=None)
 
     # ---- the pass --------------------------------------------------------------------------
@@ -344,15 +366,16 @@ class Scheduler:
             lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.")
         return bool(jobs)
 
-    def stop_executors(self, job: Job, *, keep: bool = False) -> None:
+    def stop_executors(self, job: Job, *, keep: bool = False, tasks: list[Task] | None = None) -> None:
         """Stop every task of the job that holds something on a node, then the job's node-side
         leftovers (networks). keep=True leaves failed containers for inspection (isDebug). A Slurm
-        VC's job attempt is cancelled in Slurm too (its allocation)."""
+        VC's job attempt is cancelled in Slurm too (its allocation). `tasks` (the job's tasks with
+        their nodes) are read from the database unless given."""
         # (Unless every task succeeded: their steps are ending by themselves.)
         if job.virtual_cluster.slurm_partition and job.tasks.exclude(state=TaskState.SUCCEEDED).exists():
             self.slurm.cancel(job)
         nodes = {}
-        for task in job.tasks.select_related("node"):
+        for task in tasks if tasks is not None else job.tasks.select_related("node"):
             if task.node is None:
                 continue
             nodes[task.node_id] = task.node
@@ -390,8 +413,8 @@ class Scheduler:
             if status.failure is Failure.NODE_LOST:
                 self._suspects.add(node_id)  # the heartbeat decides whether the node is down
                 continue
-            task = Task.objects.select_related("node").get(pk=task_id)
-            task.job = changed_jobs.get(task.job_id) or Job.objects.get(pk=task.job_id)
+            task = Task.objects.select_related("node", "job__virtual_cluster").get(pk=task_id)
+            task.job = changed_jobs.get(task.job_id, task.job)
             self.record_exit(task, status)
             changed_jobs[task.job_id] = task.job
             self.slurm.launch_ready(self)  # a Slurm slot waits on each launch; an exit's record can wait
@@ -451,15 +474,15 @@ class Scheduler:
             self.start_tasks(job, [task])
 
     def apply_completion_policy(self, job: Job) -> None:
-        job.refresh_from_db()
+        job.refresh_from_db(fields=JOB_PROGRESS_FIELDS)  # not the config, spec and keys: they never change
         if job.state != JobState.RUNNING:
             return
-        tasks = list(job.tasks.all())
+        tasks = list(job.tasks.select_related("node"))
         outcome = job_outcome(job.spec, [(t.role, t.state) for t in tasks])
         if outcome is None:
             return
         if outcome == JobState.SUCCEEDED:
-            self.stop_executors(job)
+            self.stop_executors(job, tasks=tasks)
             lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
             return
         failed = [t for t in tasks if t.state == TaskState.FAILED]
@@ -472,7 +495,7 @@ class Scheduler:
             transient_used=job.transient_retries,
             transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
         )
-        self.stop_executors(job, keep=launch_builder.is_debug(job.spec))
+        self.stop_executors(job, keep=launch_builder.is_debug(job.spec), tasks=tasks)
         if decision is Retry.NONE:
             lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
         else:
@@ -493,7 +516,7 @@ class Scheduler:
         queue = Job.objects.filter(
             state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster__slurm_partition=""
         )
-        signature = (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
+        signature = self._queue_signature(queue)
         if not resources_freed and signature == self._last_queue_signature:
             return False
         # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
@@ -522,17 +545,19 @@ class Scheduler:
             if n.down_since is not None and n.executor != Node.Executor.SLURM
         )
         said = {row.pk: row.pending_reason for row in rows}
-        for job_id, reason in result.pending.items():
-            reason = f"{reason}; {down}" if down else reason
-            if said[job_id] != reason:
-                lifecycle.set_pending_reason(job_id, reason)
+        reasons = {job_id: f"{reason}; {down}" if down else reason for job_id, reason in result.pending.items()}
+        lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
         # a start that failed may have put its job back in the queue already.
-        self._last_queue_signature = (
-            None if result.placed else (queue.count(), queue.aggregate(newest=Max("updated_at"))["newest"])
-        )
+        self._last_queue_signature = None if result.placed else self._queue_signature(queue)
         return bool(result.placed)
+
+    @staticmethod
+    def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:
+        """(how many wait, the newest change among them), in one query."""
+        found = queue.aggregate(count=Count("pk"), newest=Max("updated_at"))
+        return found["count"], found["newest"]
 
     def _avoid_conflicting_ports(self, node_states: list[NodeState]) -> None:
         now = time.monotonic()
@@ -548,10 +573,11 @@ class Scheduler:
         """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
         deadline = time.monotonic() + LAUNCH_BUDGET_S
         while self._unlaunched and time.monotonic() <= deadline:
-            job_id, placements = self._unlaunched.popleft()
-            job = Job.objects.select_related("virtual_cluster", "owner").filter(pk=job_id).first()
-            if job is not None:  # (deleted meanwhile)
-                self.launch_job(job, placements, self._unlaunched_nodes)
+            # The jobs read a few at a time (one query each few), fresh enough for their claims.
+            chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_BATCH, len(self._unlaunched)))]
+            jobs = Job.objects.select_related("virtual_cluster", "owner").in_bulk([job_id for job_id, _ in chunk])
+            batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
+            self.launch_jobs(batch, self._unlaunched_nodes)
 
     def _job_request(
         self, job: WaitingJob, spec: dict[str, Any], avoid: dict[int, frozenset[str]] | None = None
@@ -572,19 +598,24 @@ class Scheduler:
             avoid=(avoid or {}).get(job.pk, frozenset()),
         )
 
-    def launch_job(self, job: Job, placements: list[TaskPlacement], node_by_name: dict[str, Node]) -> None:
-        tasks = lifecycle.claim_for_launch(
-            job,
-            [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
-            where=", ".join(sorted({p.node for p in placements})),
-        )
-        if tasks is None:
-            return  # another scheduler, or a stop, got there first
+    def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:
+        """Claim each job of the batch, then start all their tasks side by side (a start waits on
+        its node's engine or on a process being made, not on this loop)."""
         by_id = {node.pk: node for node in node_by_name.values()}
-        for task in tasks:
-            task.node = by_id[task.node_id] if task.node_id is not None else None
-        ready = self.assign_addresses(job, tasks)
-        self.start_tasks(job, ready, everyone=tasks)
+        starts: list[tuple[Job, list[tuple[Task, Executor, TaskLaunch]]]] = []
+        for job, placements in batch:
+            tasks = lifecycle.claim_for_launch(
+                job,
+                [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
+                where=", ".join(sorted({p.node for p in placements})),
+            )
+            if tasks is None:
+                continue  # another scheduler, or a stop, got there first
+            for task in tasks:
+                task.node = by_id[task.node_id] if task.node_id is not None else None
+            ready = self.assign_addresses(job, tasks)
+            starts.append((job, self._launches(job, ready, tasks)))
+        self._start_side_by_side(starts)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -619,6 +650,13 @@ class Scheduler:
         """Start tasks of a job side by side; `everyone` (all the job's tasks, with addresses) is
         read from the database unless the caller has it."""
         everyone = everyone if everyone is not None else list(job.tasks.all())
+        self._start_side_by_side([(job, self._launches(job, tasks, everyone))])
+
+    def _launches(
+        self, job: Job, tasks: Iterable[Task], everyone: list[Task]
+    ) -> list[tuple[Task, Executor, TaskLaunch]]:
+        """What to start for each task, its address and log recorded first (a task whose launch
+        cannot be built is recorded as failed)."""
         secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
         ready: list[tuple[Task, Executor, TaskLaunch]] = []
         for task in tasks:
@@ -632,24 +670,28 @@ class Scheduler:
             task.log_path = str(launch.log_path)
             ready.append((task, node_executor(task.node), launch))
         lifecycle.set_task_launches([task for task, _, _ in ready])
-        # The tasks of a gang start side by side: the engine does the work, the loop only waits.
-        # Database writes stay on this thread. One task needs no pool thread.
-        if len(ready) > 1:
-            with ThreadPoolExecutor(max_workers=min(settings.PAI_MAX_PARALLEL_STARTS, len(ready))) as pool:
-                outcomes = list(pool.map(_start_one, ready))
+        return ready
+
+    def _start_side_by_side(self, starts: list[tuple[Job, list[tuple[Task, Executor, TaskLaunch]]]]) -> None:
+        """Start every task of these jobs side by side: the engines do the work, the loop only
+        waits. Database writes stay on this thread. One task needs no pool thread."""
+        items = [(job, item) for job, ready in starts for item in ready]
+        if len(items) > 1:
+            with ThreadPoolExecutor(max_workers=min(settings.PAI_MAX_PARALLEL_STARTS, len(items))) as pool:
+                outcomes = list(pool.map(_start_one, [item for _, item in items]))
         else:
-            outcomes = [_start_one(item) for item in ready]
+            outcomes = [_start_one(item) for _, item in items]
         # Starts are recorded before failures are handled: a failure may end or requeue the
         # job, and then every started task must be known to be stopped.
-        results = list(zip(ready, outcomes, strict=True))
+        results = [(job, task, outcome) for (job, (task, _, _)), outcome in zip(items, outcomes, strict=True)]
         lifecycle.record_tasks_started(
             [
                 (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
-                for (task, _, _), outcome in results
+                for _, task, outcome in results
                 if not isinstance(outcome, Exception)
             ]
         )
-        for (task, _, _), outcome in results:
+        for job, task, outcome in results:
             if isinstance(outcome, Exception):
                 self._start_failed(job, task, outcome)
 

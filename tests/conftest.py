@@ -73,14 +73,18 @@ def fast_password_hashing():
 
 
 @pytest.fixture(autouse=True)
-def fresh_throttles():
-    """Throttle counters (sign-in, submits) live in the cache, which outlives a test: every test
-    starts with none."""
+def fresh_caches():
+    """Throttle counters (sign-in, submits) live in the cache, which outlives a test, and so does the
+    storage that holds the users' areas: every test starts with none."""
     from django.core.cache import cache
 
+    from jobs.storage import forget_area_storage
+
     cache.clear()
+    forget_area_storage()  # (a rolled-back test's storage config sends no post_delete)
     yield
     cache.clear()
+    forget_area_storage()
 
 
 @pytest.fixture

@@ -9,40 +9,41 @@ Two ways, chosen per node when its executor is made:
   data segment is capped at memoryMB (RLIMIT_DATA, so allocations fail instead of an OOM kill),
   processes with RLIMIT_NPROC (counted per uid: all sandboxed tasks share it); CPU is not limited.
 
-Standard library only: the supervisor process joins a task to its cgroup without Django.
+Light standard-library modules only: the supervisor, which starts with every task, imports this
+module (a task's start pays for every import here).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import resource
 import signal
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
-CGROUP_V1_ROOT = Path("/sys/fs/cgroup")
+CGROUP_V1_ROOT = "/sys/fs/cgroup"
 CONTROLLERS = ("memory", "cpu", "pids")
 TASKS_GROUP = "pai-tasks"
 CFS_PERIOD_US = 100_000
 DEFAULT_PIDS_LIMIT = 4096
 
 
-@dataclass(frozen=True)
 class TaskCgroup:
-    dirs: dict[str, str]  # controller -> the task's cgroup directory
+    def __init__(self, dirs: dict[str, str]):
+        self.dirs = dirs  # controller -> the task's cgroup directory
 
     def join(self, pid: int) -> None:
         for directory in self.dirs.values():
-            Path(directory, "cgroup.procs").write_text(str(pid))
+            _write(os.path.join(directory, "cgroup.procs"), str(pid))
 
     def members(self) -> set[int]:
         pids: set[int] = set()
         for directory in self.dirs.values():
-            with contextlib.suppress(OSError):
-                pids.update(int(line) for line in Path(directory, "cgroup.procs").read_text().split())
+            try:
+                with open(os.path.join(directory, "cgroup.procs")) as procs:
+                    pids.update(int(line) for line in procs.read().split())
+            except OSError:
+                pass
         return pids
 
     def signal_all(self, sig: int) -> None:
@@ -55,7 +56,8 @@ class TaskCgroup:
         if not directory:
             return False
         try:
-            lines = Path(directory, "memory.oom_control").read_text().splitlines()
+            with open(os.path.join(directory, "memory.oom_control")) as control:
+                lines = control.read().splitlines()
         except OSError:
             return False
         counts = dict(line.split() for line in lines if len(line.split()) == 2)
@@ -68,46 +70,48 @@ class TaskCgroup:
             self.signal_all(signal.SIGKILL)
             time.sleep(0.02)
         for directory in self.dirs.values():
-            with contextlib.suppress(FileNotFoundError, OSError):
+            with contextlib.suppress(OSError):  # gone already, or still busy: nothing more to do
                 os.rmdir(directory)
 
 
-@dataclass(frozen=True)
 class CgroupLimits:
     """Makes one cgroup per task under `parents` (controller -> the portal's pai-tasks group)."""
 
-    parents: dict[str, str]
+    def __init__(self, parents: dict[str, str]):
+        self.parents = parents
 
     @classmethod
-    def detect(cls, root: Path = CGROUP_V1_ROOT) -> CgroupLimits | None:
+    def detect(cls, root: str = CGROUP_V1_ROOT) -> CgroupLimits | None:
         """The cgroup v1 controllers under the portal's own cgroups, if it may create groups there."""
         own = _own_cgroups()
         parents = {}
         for controller in CONTROLLERS:
-            mount = root / controller
-            if controller not in own or not (mount / "cgroup.procs").is_file():
+            mount = os.path.join(root, controller)
+            if controller not in own or not os.path.isfile(os.path.join(mount, "cgroup.procs")):
                 return None
-            parent = mount / own[controller].lstrip("/") / TASKS_GROUP
+            parent = os.path.join(mount, own[controller].lstrip("/"), TASKS_GROUP)
             try:
-                parent.mkdir(exist_ok=True)
+                os.makedirs(parent, exist_ok=True)
             except OSError:
                 return None
-            parents[controller] = str(parent)
+            parents[controller] = parent
         return cls(parents)
 
     def create(self, key: str, *, cpu: int, memory_mb: int, pids: int) -> TaskCgroup:
+        import hashlib  # here, not at the top: the supervisor imports this module and never needs it
+
         name = "task-" + hashlib.sha256(key.encode()).hexdigest()[:20]
-        dirs = {controller: str(Path(parent, name)) for controller, parent in self.parents.items()}
+        dirs = {controller: os.path.join(parent, name) for controller, parent in self.parents.items()}
         for directory in dirs.values():
-            Path(directory).mkdir(exist_ok=True)
+            os.makedirs(directory, exist_ok=True)
         memory = str(memory_mb * 1024 * 1024)
-        Path(dirs["memory"], "memory.limit_in_bytes").write_text(memory)
-        swap = Path(dirs["memory"], "memory.memsw.limit_in_bytes")
-        if swap.exists():  # memory + swap = memory: no swap, as on Docker nodes
-            swap.write_text(memory)
-        Path(dirs["cpu"], "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-        Path(dirs["cpu"], "cpu.cfs_quota_us").write_text(str(max(cpu, 1) * CFS_PERIOD_US))
-        Path(dirs["pids"], "pids.max").write_text(str(pids))
+        _write(os.path.join(dirs["memory"], "memory.limit_in_bytes"), memory)
+        swap = os.path.join(dirs["memory"], "memory.memsw.limit_in_bytes")
+        if os.path.exists(swap):  # memory + swap = memory: no swap, as on Docker nodes
+            _write(swap, memory)
+        _write(os.path.join(dirs["cpu"], "cpu.cfs_period_us"), str(CFS_PERIOD_US))
+        _write(os.path.join(dirs["cpu"], "cpu.cfs_quota_us"), str(max(cpu, 1) * CFS_PERIOD_US))
+        _write(os.path.join(dirs["pids"], "pids.max"), str(pids))
         return TaskCgroup(dirs)
 
 
@@ -123,11 +127,20 @@ def apply_rlimits(limits: dict[str, int]) -> None:
 
 def _own_cgroups() -> dict[str, str]:
     """controller -> this process's cgroup path, from /proc/self/cgroup (v1 lines)."""
-    paths = {}
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/cgroup").read_text().splitlines():
-            _, controllers, path = line.split(":", 2)
-            for controller in controllers.split(","):
-                if controller:
-                    paths[controller] = path
+    paths: dict[str, str] = {}
+    try:
+        with open("/proc/self/cgroup") as own:
+            lines = own.read().splitlines()
+    except OSError:
+        return paths
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            if controller:
+                paths[controller] = path
     return paths
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as file:
+        file.write(text)

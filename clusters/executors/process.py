@@ -7,9 +7,10 @@ limits of limits.py (a cgroup, else rlimits). Where no sandbox can be had (no bw
 namespaces) only admins' tasks run, unsandboxed; everyone else's fail to start and say why.
 
 Each task gets a directory under the work root holding `task.json` (labels), `supervise.json`,
-`pid` (its supervisor's) and, once the command has ended, `exit_code` written by the supervisor
-(supervise.py), not by the scheduler, so a scheduler restart loses nothing: reconcile reads
-these files back.
+`pid` (its supervisor's, with the supervisor's start time) and, once the command has ended,
+`exit_code` written by the supervisor (supervise.py), not by the scheduler, so a scheduler restart
+loses nothing: reconcile reads these files back. Supervisors are forked by the node's supervisor
+server (supervise.py), started by the first task's start and again whenever it is gone.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from functools import cached_property
@@ -40,6 +43,7 @@ from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgro
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
+from clusters.executors.supervise import claim, socket_address
 
 log = logging.getLogger("pai.executors.process")
 
@@ -50,6 +54,8 @@ MARKER = "pai-portal-task"
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m clusters.executors.supervise` imports from
 STOP_GRACE_S = 3
+SERVER_START_TIMEOUT_S = 10
+SERVER_ANSWER_TIMEOUT_S = 30
 
 
 class ProcessExecutor(Executor):
@@ -70,7 +76,8 @@ class ProcessExecutor(Executor):
         self.cgroups = CgroupLimits.detect() if use_cgroups else None
         self.log_max_bytes = log_max_bytes
         self.pids_limit = pids_limit
-        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._server: subprocess.Popen[bytes] | None = None
+        self._server_lock = threading.Lock()  # (starts run on several threads)
 
     @cached_property
     def sandbox_problem(self) -> str:
@@ -133,20 +140,75 @@ class ProcessExecutor(Executor):
     def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str]) -> None:
         """Start the task's supervisor (supervise.json is written), detached from the scheduler."""
         try:
-            # Standard library only and no site-packages (-S): it starts with every task, so fast.
-            child = subprocess.Popen(
-                [sys.executable, "-E", "-s", "-S", "-m", "clusters.executors.supervise", MARKER, str(task_dir)],
+            self._supervise(task_dir, env)
+        except OSError as exc:
+            raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
+
+    def _supervise(self, task_dir: Path, env: dict[str, str]) -> None:
+        """Ask the node's supervisor server to fork the task's supervisor; returns once the
+        supervisor has written its pid (so every later poll finds it). Asked twice at most (a
+        server leaving when idle may drop a request unread); a supervisor runs a task directory
+        only once it has claimed it, so a second one never starts the task twice."""
+        request = json.dumps({"task_dir": str(task_dir), "env": env}).encode() + b"\n"
+        problem: OSError = OSError("the node's supervisor server did not answer")
+        for _ in range(2):
+            try:
+                if self._ask(request):
+                    return
+            except OSError as exc:
+                problem = exc
+        if claim(str(task_dir)):
+            raise problem  # no supervisor has it, and none can take it now
+        deadline = time.monotonic() + SERVER_ANSWER_TIMEOUT_S
+        while self._pid(task_dir) is None:  # one has it: its pid comes in a moment
+            if time.monotonic() > deadline:
+                raise problem
+            time.sleep(0.01)
+
+    def _ask(self, request: bytes) -> bool:
+        """Send one request; True when the supervisor answered with its pid."""
+        with self._connect() as connection:
+            connection.settimeout(SERVER_ANSWER_TIMEOUT_S)
+            connection.sendall(request)
+            answer = b""
+            while chunk := connection.recv(64):
+                answer += chunk
+        return bool(answer.strip())
+
+    def _connect(self) -> socket.socket:
+        """A connection to the supervisor server, started first if none answers."""
+        directory = os.open(self.work_root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+            while True:
+                connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    connection.connect(socket_address(directory))
+                    return connection
+                except (FileNotFoundError, ConnectionRefusedError):
+                    connection.close()
+                    if time.monotonic() > deadline:
+                        raise
+                    self._start_server()
+                    time.sleep(0.01)
+        finally:
+            os.close(directory)
+
+    def _start_server(self) -> None:
+        with self._server_lock:
+            if self._server is not None and self._server.poll() is None:
+                return  # starting (or a stale socket: it replaces it)
+            # Standard library only and no site-packages (-S), in a session of its own: it and the
+            # supervisors it forks outlive a scheduler restart.
+            self._server = subprocess.Popen(
+                [sys.executable, "-E", "-s", "-S", "-m", "clusters.executors.supervise", MARKER, str(self.work_root)],
                 cwd=PROJECT_ROOT,
-                env=env,
+                env={key: os.environ[key] for key in BASE_ENV_KEYS if key in os.environ},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                start_new_session=True,  # outlives a scheduler restart; stop signals its whole group
+                start_new_session=True,
             )
-        except OSError as exc:
-            raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
-        (task_dir / "pid").write_text(str(child.pid))
-        self._children[executor_id] = child
 
     def _make_cgroup(self, task_dir: Path, launch: TaskLaunch) -> TaskCgroup | None:
         if self.cgroups is None:
@@ -182,14 +244,21 @@ class ProcessExecutor(Executor):
 
     def _pid(self, task_dir: Path, name: str = "pid") -> int | None:
         try:
-            return int((task_dir / name).read_text())
-        except (OSError, ValueError):
+            return int((task_dir / name).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
             return None
 
     def _alive(self, executor_id: str, task_dir: Path) -> bool:
-        child = self._children.get(executor_id)
-        if child is not None:
-            return child.poll() is None  # also reaps the zombie
+        """Whether the task's supervisor still runs: its pid, started when its pid file says."""
+        try:
+            pid, started = (task_dir / "pid").read_text().split()
+            stat = Path(f"/proc/{int(pid)}/stat").read_text().rpartition(")")[2].split()
+        except (OSError, ValueError):
+            return self._alive_by_command_line(task_dir)  # (a pid file of an earlier version: no start time)
+        return stat[0] != "Z" and stat[19] == started
+
+    def _alive_by_command_line(self, task_dir: Path) -> bool:
+        """A supervisor started with its own command line (one per task, before the server)."""
         pid = self._pid(task_dir)
         if pid is None:
             return False
@@ -209,7 +278,6 @@ class ProcessExecutor(Executor):
         task_dir = self.work_root / handle.executor_id
         exit_file = task_dir / "exit_code"
         if exit_file.exists():
-            self._reap(handle.executor_id)
             finished = datetime.fromtimestamp(exit_file.stat().st_mtime, tz=UTC)
             code = int(exit_file.read_text().strip() or 255)
             if (task_dir / "oom_killed").exists() and code != 0:
@@ -224,7 +292,6 @@ class ProcessExecutor(Executor):
         if self._alive(handle.executor_id, task_dir):
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
-        self._children.pop(handle.executor_id, None)
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
@@ -242,12 +309,6 @@ class ProcessExecutor(Executor):
         with contextlib.suppress(OSError, ValueError, KeyError):
             return int(json.loads((task_dir / "supervise.json").read_text())["memory_mb"])
         return 0
-
-    def _reap(self, executor_id: str) -> None:
-        child = self._children.pop(executor_id, None)
-        if child is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=5)
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         task_dir = self.work_root / handle.executor_id
@@ -273,7 +334,6 @@ class ProcessExecutor(Executor):
             dirs = json.loads((task_dir / "supervise.json").read_text())["cgroup"]
             if dirs:
                 TaskCgroup(dirs).remove()
-        self._reap(executor_id)
 
     def _kill_command(self, task_dir: Path) -> None:
         """SIGKILL to the process group the supervisor started, if that pid is still the task's."""

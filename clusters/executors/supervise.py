@@ -1,40 +1,61 @@
-"""A process task's supervisor: `python -m clusters.executors.supervise pai-portal-task <task dir>`.
+"""A process task's supervisor, and the node's supervisor server that forks one per task.
 
-One per task, in a session of its own, so it outlives a scheduler restart. It reads
-`supervise.json` from the task directory, starts the task's command (the sandbox's command line)
-inside the task's cgroup or under its rlimits, copies its stdout and stderr into the capped logs
-(each apart, and both together in the order they came), and when the
-command has ended records `exit_code` (and `oom_killed`) in the task directory: the scheduler
-reads those back. Everything the command started ends with it.
+    python -m clusters.executors.supervise pai-portal-task <work root>
+
+The server runs once per node (the process executor starts it on its first task; it ends after
+SERVER_IDLE_S without a request, or when its work root goes). For each task the executor sends
+it the task directory and the task's environment over `<work root>/supervisor.sock` (the portal's
+own directory: tasks never see it); it forks a supervisor in a session of its own, which outlives
+a scheduler restart, writes its `pid` (with its start time, which tells it from a later process
+with the same pid) and only then answers with that pid. A fork costs about a millisecond; a
+Python interpreter started per task cost most of a trivial task's start.
+
+The supervisor reads `supervise.json` from the task directory, starts the task's command (the
+sandbox's command line) inside the task's cgroup or under its rlimits, copies its stdout and stderr
+into the capped logs (each apart, and both together in the order they came), and when the command
+has ended records `exit_code` (and `oom_killed`) in the task
+directory: the scheduler reads those back. Everything the command started ends with it.
 
 SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
-grace period. Standard library only: it runs with no Django, with the task's environment.
+grace period. No Django here: standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
-import selectors
+import select
 import signal
-import subprocess
+import socket
 import sys
-import threading
-from pathlib import Path
-from typing import Any
+import time
+from collections.abc import Callable
 
 from clusters.executors.limits import TaskCgroup, apply_rlimits
 from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
 
 LOG_DRAIN_S = 2.0
 CHUNK_BYTES = 65536
+# How often the output loop looks whether the command ended while something still holds its
+# output open (a leftover outside any cgroup, on a node without a sandbox).
+EXIT_CHECK_S = 0.5
+EXEC_FAILED = 127
+SOCKET_NAME = "supervisor.sock"
+CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
+ALREADY_CLAIMED = 0
+SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
+SERVER_IDLE_S = 30
+SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
+REQUEST_TIMEOUT_S = 10
 
 
 class Supervisor:
-    def __init__(self, task_dir: Path):
-        self.task_dir = task_dir
-        config: dict[str, Any] = json.loads((task_dir / "supervise.json").read_text())
+    def __init__(self, task_dir: str | os.PathLike[str]):
+        self.task_dir = os.fspath(task_dir)
+        with open(os.path.join(task_dir, "supervise.json")) as file:
+            config = json.load(file)
         self.argv: list[str] = config["argv"]
         self.cwd: str = config["cwd"]
         self.log_path: str = config["log_path"]
@@ -43,94 +64,227 @@ class Supervisor:
         self.cgroup = TaskCgroup(config["cgroup"]) if config.get("cgroup") else None
         self.rlimits: dict[str, int] = config.get("rlimits") or {}
         self.sandboxed: bool = config["sandboxed"]
-        self.child: subprocess.Popen[bytes] | None = None
-
-    def _enter_limits(self) -> None:
-        """Runs in the child between fork and exec (this process has no other thread yet)."""
-        if self.cgroup is not None:
-            self.cgroup.join(os.getpid())
-        apply_rlimits(self.rlimits)
+        self.child_pid: int | None = None
+        self.oom_killed = False
 
     def _kill_child_group(self, sig: int) -> None:
-        if self.child is not None:
+        if self.child_pid is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.child.pid, sig)
+                os.killpg(self.child_pid, sig)
 
-    def _on_stop(self, signum: int, frame: Any) -> None:
+    def _on_stop(self, signum: int, frame: object) -> None:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
         In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once."""
         if self.cgroup is None:
             self._kill_child_group(signal.SIGTERM)
         else:
-            spared = {self.child.pid} if self.sandboxed and self.child is not None else set()
+            spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
             for pid in self.cgroup.members() - spared:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
         signal.alarm(self.stop_grace_s)
 
-    def _on_grace_over(self, signum: int, frame: Any) -> None:
+    def _on_grace_over(self, signum: int, frame: object) -> None:
         if self.cgroup is not None:
             self.cgroup.signal_all(signal.SIGKILL)
         self._kill_child_group(signal.SIGKILL)
 
-    def run(self) -> int:
+    def run(self, started: Callable[[int], None] = lambda pid: None) -> int:
+        if not claim(self.task_dir):
+            return ALREADY_CLAIMED  # a second request for this attempt: the first one runs it
         # Its own pid first, so a scheduler killed right after starting it still finds it.
-        (self.task_dir / "pid").write_text(str(os.getpid()))
+        self._write("pid.tmp", f"{os.getpid()} {start_time(os.getpid())}")
+        os.replace(os.path.join(self.task_dir, "pid.tmp"), os.path.join(self.task_dir, "pid"))
+        started(os.getpid())
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
         logs = TaskLogs(self.log_path, self.log_max_bytes)
-        try:
-            self.child = subprocess.Popen(
-                self.argv,
-                cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,  # raw pipes: each read is one read(2) of what is there
-                start_new_session=True,  # its own process group: a stop reaches all of it
-                preexec_fn=self._enter_limits,
-            )
-        except OSError as exc:
-            logs.write(STDERR, f"[pai-portal] cannot start the task: {exc}\n".encode())
-            logs.close()
-            self._record(127, oom_killed=False)
-            return 127
-        (self.task_dir / "child_pid").write_text(str(self.child.pid))
-        assert self.child.stdout is not None and self.child.stderr is not None
-        pipes = {self.child.stdout: STDOUT, self.child.stderr: STDERR}
-        pump = threading.Thread(target=_copy, args=(pipes, logs), daemon=True)
-        pump.start()
-        code = self.child.wait()
-        oom_killed = self.cgroup is not None and self.cgroup.oom_killed()
-        if self.cgroup is not None:
-            self.cgroup.remove()  # what the command left running ends with it
-        pump.join(LOG_DRAIN_S)  # a leftover outside any cgroup may hold the pipe: do not wait for it
+        stdout, child_stdout = os.pipe()
+        stderr, child_stderr = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(stdout)
+            os.close(stderr)
+            self._exec_command(child_stdout, child_stderr)
+        os.close(child_stdout)
+        os.close(child_stderr)
+        self.child_pid = pid
+        self._write("child_pid", str(pid))
+        status = self._copy_output({stdout: STDOUT, stderr: STDERR}, logs)
+        os.close(stdout)
+        os.close(stderr)
         logs.close()
+        if status is None:
+            status = self._command_ended(os.waitpid(pid, 0)[1])
+        code = os.waitstatus_to_exitcode(status)
         exit_code = 128 - code if code < 0 else code
-        self._record(exit_code, oom_killed=oom_killed)
+        self._record(exit_code)
         return exit_code
 
-    def _record(self, exit_code: int, *, oom_killed: bool) -> None:
-        if oom_killed:
-            (self.task_dir / "oom_killed").touch()
-        partial = self.task_dir / "exit_code.tmp"
-        partial.write_text(str(exit_code))
-        partial.replace(self.task_dir / "exit_code")
+    def _exec_command(self, stdout: int, stderr: int) -> None:
+        """In the forked child: its own session (a stop reaches all of it), the task's limits, the
+        output pipes as stdout and stderr, then the command. Never returns."""
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            os.setsid()
+            if self.cgroup is not None:
+                self.cgroup.join(os.getpid())
+            apply_rlimits(self.rlimits)
+            stdin = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(stdin, 0)
+            os.dup2(stdout, 1)
+            os.dup2(stderr, 2)
+            os.chdir(self.cwd)
+            os.execvp(self.argv[0], self.argv)  # noqa: S606  (the sandbox command line, no shell)
+        except (OSError, ValueError) as exc:  # (ValueError: a limit the kernel refuses)
+            os.write(2, f"[pai-portal] cannot start the task: {exc}\n".encode())
+        finally:
+            os._exit(EXEC_FAILED)
 
-
-def _copy(pipes: dict[Any, str], logs: TaskLogs) -> None:
-    """Both pipes read as their output comes, so `all` keeps the order the task wrote in (as far
-    as one reader of two pipes can tell it)."""
-    with contextlib.suppress(OSError, ValueError), selectors.DefaultSelector() as selector:
-        for pipe, stream in pipes.items():
-            selector.register(pipe, selectors.EVENT_READ, stream)
-        while selector.get_map():
-            for key, _events in selector.select():
-                if chunk := os.read(key.fd, CHUNK_BYTES):
-                    logs.write(key.data, chunk)
+    def _copy_output(self, pipes: dict[int, str], logs: TaskLogs) -> int | None:
+        """Copies the command's stdout and stderr into the logs as they come (so `all` keeps the
+        order the task wrote in, as far as one reader of two pipes can tell it) until nothing holds
+        the pipes any more, or until LOG_DRAIN_S after the command ended (what it left running is
+        then killed with its cgroup). Returns the command's wait status when it was collected here."""
+        status: int | None = None
+        drain_until = 0.0
+        open_pipes = dict(pipes)
+        while open_pipes:
+            timeout = EXIT_CHECK_S if status is None else max(0.0, drain_until - time.monotonic())
+            ready = select.select(list(open_pipes), [], [], timeout)[0]
+            for pipe in ready:
+                if chunk := os.read(pipe, CHUNK_BYTES):
+                    logs.write(open_pipes[pipe], chunk)
                 else:
-                    selector.unregister(key.fileobj)
+                    del open_pipes[pipe]
+            if ready:
+                continue
+            if status is not None:
+                return status  # drained long enough: a leftover outside any cgroup holds the pipes
+            assert self.child_pid is not None
+            ended, wait_status = os.waitpid(self.child_pid, os.WNOHANG)
+            if ended:
+                status = self._command_ended(wait_status)
+                drain_until = time.monotonic() + LOG_DRAIN_S
+        return status
+
+    def _command_ended(self, status: int) -> int:
+        self.oom_killed = self.cgroup is not None and self.cgroup.oom_killed()
+        if self.cgroup is not None:
+            self.cgroup.remove()  # what the command left running ends with it
+        return status
+
+    def _record(self, exit_code: int) -> None:
+        if self.oom_killed:
+            self._write("oom_killed", "")
+        self._write("exit_code.tmp", str(exit_code))
+        os.replace(os.path.join(self.task_dir, "exit_code.tmp"), os.path.join(self.task_dir, "exit_code"))
+
+    def _write(self, name: str, text: str) -> None:
+        with open(os.path.join(self.task_dir, name), "w") as file:
+            file.write(text)
+
+
+def claim(task_dir: str) -> bool:
+    """Take the task directory for one supervisor, for good (False: taken already). The executor
+    takes it too when it gives a start up, so that no supervisor can run the task afterwards."""
+    try:
+        os.close(os.open(os.path.join(task_dir, CLAIM_NAME), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def start_time(pid: int) -> str:
+    """When the process started (clock ticks since boot, /proc/<pid>/stat field 22): with the pid,
+    names one process for good (pids are reused)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rpartition(")")[2].split()[19]
+
+
+def socket_address(directory_fd: int) -> str:
+    """The server's socket in the directory open as `directory_fd`, reached through /proc so that
+    no path length limit applies (a Unix socket's path holds at most 107 bytes)."""
+    return f"/proc/self/fd/{directory_fd}/{SOCKET_NAME}"
+
+
+def serve(work_root: str) -> int:
+    """Fork a supervisor for each task asked for, until idle for SERVER_IDLE_S. One per work root:
+    a second one started beside it (two schedulers at once) finds the lock taken and leaves."""
+    root = os.open(work_root, os.O_RDONLY | os.O_DIRECTORY)
+    lock = os.open(SOCKET_NAME + ".lock", os.O_RDWR | os.O_CREAT, 0o600, dir_fd=root)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0
+    with open(SERVER_PID_NAME, "w", opener=lambda name, flags: os.open(name, flags, 0o600, dir_fd=root)) as own:
+        own.write(str(os.getpid()))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(SOCKET_NAME, dir_fd=root)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(socket_address(root))
+    listener.listen(128)
+    bound = os.stat(SOCKET_NAME, dir_fd=root).st_ino
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel
+    idle_until = time.monotonic() + SERVER_IDLE_S
+    while time.monotonic() < idle_until:
+        if not select.select([listener], [], [], SERVER_CHECK_S)[0]:
+            try:
+                if os.stat(SOCKET_NAME, dir_fd=root).st_ino != bound:
+                    return 0  # replaced by a newer server
+            except FileNotFoundError:
+                return 0  # the work root is gone
+            continue
+        connection, _ = listener.accept()
+        idle_until = time.monotonic() + SERVER_IDLE_S
+        with connection:
+            try:
+                connection.settimeout(REQUEST_TIMEOUT_S)
+                request = json.loads(_read_line(connection))
+            except (OSError, ValueError):
+                continue  # the executor went away mid-request: it starts nothing
+            if os.fork() == 0:
+                # The lock stays with the server alone: a supervisor holding it would keep a
+                # later server from starting.
+                listener.close()
+                os.close(lock)
+                os.close(root)
+                _supervise_forked(connection, request)
+    return 0
+
+
+def _supervise_forked(connection: socket.socket, request: dict[str, object]) -> None:
+    """In the server's forked child: the task's supervisor, in a session of its own, with the
+    task's environment. It answers with its pid once its pid file is written. Never returns."""
+    code = 255
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # it waits for its own command
+        environment = request["env"]
+        assert isinstance(environment, dict)
+        os.environ.clear()
+        os.environ.update(environment)
+
+        def answer(pid: int) -> None:
+            with contextlib.suppress(OSError):
+                connection.sendall(f"{pid}\n".encode())
+            connection.close()
+
+        code = Supervisor(str(request["task_dir"])).run(started=answer)
+    finally:
+        os._exit(code)
+
+
+def _read_line(connection: socket.socket) -> bytes:
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = connection.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 if __name__ == "__main__":
-    sys.exit(Supervisor(Path(sys.argv[2])).run())
+    sys.exit(serve(sys.argv[2]))  # (argv[1] is the process executor's marker)

@@ -37,6 +37,8 @@ def wants_email(job: Job) -> bool:
 
 def job_ended(job_id: int) -> None:
     """Mail the owner if they asked. Never raises: a mail server's trouble must not fail the pass."""
+    if not Job.objects.filter(pk=job_id).exclude(owner__email="").exists():
+        return  # no address to mail (the job and its config are not loaded: this runs for every job)
     job = Job.objects.select_related("owner").get(pk=job_id)
     if not wants_email(job):
         return

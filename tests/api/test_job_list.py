@@ -172,5 +172,5 @@ def test_it_gives_each_item_openpais_keys(alice, three_jobs):
 
 
 def test_it_lists_with_a_constant_number_of_queries(alice, three_jobs, django_assert_max_num_queries):
-    with django_assert_max_num_queries(4):
+    with django_assert_max_num_queries(5):  # one of them: the specs of jobs this process has not listed yet
         alice.get("/api/v2/jobs?withTotalCount=true")

@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from clusters.executors.base import TaskLaunch
 from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.models import Job
@@ -72,3 +73,30 @@ def role(name: str, command: str, instances: int = 1, cpu: int = 1, gpu: int = 0
     commands:
       - "{command}"
 """
+
+
+@pytest.fixture
+def make_launch(tmp_path):
+    def make(command: str, **overrides) -> TaskLaunch:
+        values = dict(
+            job_id=7,
+            job_name="alice~demo",
+            job_attempt=1,
+            role="worker",
+            index=0,
+            task_attempt=1,
+            image="unused",
+            command=command,
+            env={"PAI_JOB_NAME": "demo"},
+            cpu=1,
+            memory_mb=100,
+            shm_mb=64,
+            gpus=[],
+            ports={},
+            log_path=tmp_path / "logs" / "worker-0.log",
+            work_dir=tmp_path / "task",
+        )
+        values.update(overrides)
+        return TaskLaunch(**values)
+
+    return make

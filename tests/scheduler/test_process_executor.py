@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.executors.base import ExecutorError, Failure, TaskLaunch
+from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.logcap import was_cut
 from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
@@ -15,33 +15,6 @@ from tests.conftest import processes_running, require
 @pytest.fixture
 def executor(tmp_path):
     return ProcessExecutor(tmp_path / "work")
-
-
-@pytest.fixture
-def make_launch(tmp_path):
-    def make(command: str, **overrides) -> TaskLaunch:
-        values = dict(
-            job_id=7,
-            job_name="alice~demo",
-            job_attempt=1,
-            role="worker",
-            index=0,
-            task_attempt=1,
-            image="unused",
-            command=command,
-            env={"PAI_JOB_NAME": "demo"},
-            cpu=1,
-            memory_mb=100,
-            shm_mb=64,
-            gpus=[],
-            ports={},
-            log_path=tmp_path / "logs" / "worker-0.log",
-            work_dir=tmp_path / "task",
-        )
-        values.update(overrides)
-        return TaskLaunch(**values)
-
-    return make
 
 
 def wait_for_exit(executor, handle, timeout=10.0):

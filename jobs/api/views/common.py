@@ -175,9 +175,15 @@ def job_list(request: Request, params: Any) -> Any:
     if limit > cap:
         raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
     jobs = filtered_jobs(request, params)
-    rows = list(ordered(jobs, params.get("order"))[offset : offset + limit].values(*shapes.SUMMARY_FIELDS))
-    tags = shapes.tags_by_job([row["id"] for row in rows])
-    data = [shapes.job_summary(row, tags.get(row["id"], [])) for row in rows]
+    page = ordered(jobs, params.get("order"))[offset : offset + limit]
+    rows = [(row, (row["id"], row["created_at"])) for row in page.values(*shapes.SUMMARY_FIELDS)]
+    summaries = shapes.spec_summaries.get_many([job for _, job in rows])
+    tags = shapes.tags_by_job([row["id"] for row, _ in rows])
+    data = [
+        shapes.job_summary(row, summaries[job], tags.get(row["id"], []))
+        for row, job in rows
+        if job in summaries  # (deleted meanwhile?)
+    ]
     if params.get("withTotalCount") == "true":
         return {"totalCount": jobs.count(), "data": data}
     return data
