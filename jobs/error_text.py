@@ -297,11 +297,11 @@ def _slurm_reason(part: str) -> str | None:
             sentence = _slurm_sentence(sentence, *_SLURM_WORDS[code])
         elif sentence == f"Slurm's reason: {code}":
             sentence = str(_("Slurm's reason: %(code)s")) % {"code": code}
-        values = {"code": code, "sentence": sentence, "time": waiting["start"]}
+        # The zone goes with the time, not into the message: a catalog word "UTC" would count as
+        # English on every page that shows a time.
+        values = {"code": code, "sentence": sentence, "time": f"{waiting['start']} UTC"}
         if waiting["start"]:
-            return (
-                str(_("Waiting in Slurm (%(code)s): %(sentence)s; Slurm expects it to start at %(time)s UTC.")) % values
-            )
+            return str(_("Waiting in Slurm (%(code)s): %(sentence)s; Slurm expects it to start at %(time)s.")) % values
         return str(_("Waiting in Slurm (%(code)s): %(sentence)s.")) % values
     if refused := SLURM_REFUSED.fullmatch(part):
         sentence = refused["sentence"]

@@ -78,6 +78,6 @@ def test_it_translates_why_slurm_keeps_a_job_waiting_with_its_numbers():
         "Slurm 正在等待分区 slt 的资源",
         "作业需要 2 个任务",
         "8 块 GPU 中 4 块",
-        "预计于 UTC 2026-11-25 14:39",
+        "预计于 2026-11-25 14:39 UTC",
     ):
         assert part in translated
