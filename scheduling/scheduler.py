@@ -32,7 +32,7 @@ from django.utils import timezone
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
 from clusters.executors.registry import executor_for
 from clusters.models import Node, SchedulerLease
-from clusters.placement import JobRequest, NodeState, PortRequest, TaskPlacement, TaskRequest, place
+from clusters.placement import JobRequest, PortRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.crypto import decrypt_text
 from jobs.lifecycle import Placement, TaskExit
@@ -46,6 +46,7 @@ from scheduling import launch as launch_builder
 from scheduling import quota
 from scheduling import slurm as slurm_backend
 from scheduling.exits import platform_exit_code
+from scheduling.recent_trouble import RecentTrouble
 from scheduling.storage_gate import MountFailures, storage_gate
 
 log = logging.getLogger("pai.scheduler")
@@ -175,7 +176,7 @@ class Scheduler:
         # by the next passes before placement runs again (resources only grew meanwhile).
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
-        self._conflicting_ports: dict[str, dict[int, float]] = defaultdict(dict)  # node -> port -> until
+        self._port_conflicts = RecentTrouble(PORT_CONFLICT_AVOID_S)  # ports others held, by node
         self._mount_failures = MountFailures()  # which node could not mount which storage, lately
         self.slurm = slurm_backend.SlurmBackend(self._mount_failures)
 
@@ -371,11 +372,12 @@ class Scheduler:
         leftovers (networks). keep=True leaves failed containers for inspection (isDebug). A Slurm
         VC's job attempt is cancelled in Slurm too (its allocation). `tasks` (the job's tasks with
         their nodes) are read from the database unless given."""
+        tasks = tasks if tasks is not None else list(job.tasks.select_related("node"))
         # (Unless every task succeeded: their steps are ending by themselves.)
-        if job.virtual_cluster.slurm_partition and job.tasks.exclude(state=TaskState.SUCCEEDED).exists():
+        if job.virtual_cluster.slurm_partition and any(task.state != TaskState.SUCCEEDED for task in tasks):
             self.slurm.cancel(job)
         nodes = {}
-        for task in tasks if tasks is not None else job.tasks.select_related("node"):
+        for task in tasks:
             if task.node is None:
                 continue
             nodes[task.node_id] = task.node
@@ -528,7 +530,9 @@ class Scheduler:
         specs = self._specs.get_many(row.pk for row in rows)
         nodes = list(Node.objects.all())
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
-        self._avoid_conflicting_ports(node_states)
+        now = time.monotonic()
+        for state in node_states:  # ports another program held lately: other ports this time
+            state.ports_used.update(self._port_conflicts.on(state.name, now))
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, self._mount_failures)
         requests = [self._job_request(row, specs[row.pk], gate.avoid) for row in rows if row.pk not in gate.blocked]
         result = place(node_states, vc_states, requests)
@@ -558,16 +562,6 @@ class Scheduler:
         """(how many wait, the newest change among them), in one query."""
         found = queue.aggregate(count=Count("pk"), newest=Max("updated_at"))
         return found["count"], found["newest"]
-
-    def _avoid_conflicting_ports(self, node_states: list[NodeState]) -> None:
-        now = time.monotonic()
-        for state in node_states:
-            ports = self._conflicting_ports.get(state.name)
-            if ports:
-                for port, until in list(ports.items()):
-                    if until < now:
-                        del ports[port]
-                state.ports_used.update(ports)
 
     def _launch_within_budget(self) -> None:
         """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
@@ -705,9 +699,8 @@ class Scheduler:
             if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
                 self._mount_failures.remember(task.node.name, exc.storage, str(exc))
             if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
-                until = time.monotonic() + PORT_CONFLICT_AVOID_S
                 for port in (port for ports in task.ports.values() for port in ports):
-                    self._conflicting_ports[task.node.name][port] = until
+                    self._port_conflicts.remember(task.node.name, port, message)
         else:
             log.error("starting %s failed", task, exc_info=exc)
             code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"

@@ -35,7 +35,6 @@ from django.utils.translation import gettext_noop
 
 from clusters.executors.base import TaskHandle
 from clusters.executors.process import PROJECT_ROOT
-from clusters.executors.registry import executor_for
 from clusters.models import Node, VirtualCluster
 from clusters.slurm import client, commands
 from clusters.slurm.exits import status_after
@@ -355,6 +354,8 @@ class SlurmBackend:
     # ---- following -------------------------------------------------------------------------
     def follow_running(self, scheduler: Scheduler, queue: dict[str, SlurmJob]) -> bool:
         """Tasks whose Slurm job ended without their exit recorded end as Slurm says."""
+        from scheduling.scheduler import node_executor
+
         running = Task.objects.filter(
             state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=Node.Executor.SLURM
         ).select_related("node", "job")
@@ -370,8 +371,7 @@ class SlurmBackend:
             for task in tasks:
                 assert task.node is not None
                 # Read after squeue: an exit recorded before the Slurm job ended is seen here.
-                executor = executor_for(task.node.executor, task.node.address, task.node.docker_url)
-                status = executor.poll(TaskHandle(task.executor_id, task.ip))
+                status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
                 if status.running:
                     status = status_after(found.state if found else None)
                 task.job = job

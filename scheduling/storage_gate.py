@@ -16,24 +16,16 @@ from typing import Any
 
 from clusters.models import Node, StorageConfig
 from jobs.protocol.storages import storage_requests
+from scheduling.recent_trouble import RecentTrouble
 
 MOUNT_FAILURE_MEMORY_S = 300.0
 
 
-class MountFailures:
-    """What the scheduler saw fail, kept in memory (a restarted scheduler simply tries again)."""
+class MountFailures(RecentTrouble):
+    """Which node could not mount which storage, lately."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, str], tuple[str, float]] = {}  # (node, storage) -> (reason, when)
-
-    def remember(self, node: str, storage: str, reason: str, now: float | None = None) -> None:
-        self._seen[(node, storage)] = (reason, time.monotonic() if now is None else now)
-
-    def recent(self, node: str, storage: str, now: float) -> tuple[str, float] | None:
-        seen = self._seen.get((node, storage))
-        if seen is None or now - seen[1] > MOUNT_FAILURE_MEMORY_S:
-            return None
-        return seen
+        super().__init__(MOUNT_FAILURE_MEMORY_S)
 
 
 def needed_storages(spec: dict[str, Any], configs: dict[str, StorageConfig]) -> list[StorageConfig]:
