@@ -21,6 +21,7 @@ from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 from jobs.protocol.honoured import job_priority, unsupported
 from jobs.protocol.limits import spec_totals, task_count_errors
+from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
 from jobs.storage.configs import validate_storage_requests
@@ -67,7 +68,7 @@ def check_task_counts(cfg: LoadedConfig) -> None:
 def fixed_port_errors(spec: dict[str, Any]) -> list[tuple[str, str]]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
-    begin_at = ((spec.get("extras") or {}).get("v1") or {}).get("portBeginAt") or {}
+    begin_at = port_begin_at(spec)
     errors = []
     for role_number, (role, role_spec) in enumerate(spec["taskRoles"].items()):
         labels = list(role_spec["resourcePerInstance"].get("ports") or {})

@@ -41,6 +41,7 @@ from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.completion import job_outcome
 from jobs.protocol.exitspec import ExitCode, ExitInfo, classify, exit_info
 from jobs.protocol.retry import Retry, job_retry, task_retry
+from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import ports_with_ssh
 from scheduling import launch as launch_builder
 from scheduling import quota
@@ -127,7 +128,7 @@ def node_executor(node: Node) -> Executor:
 
 
 def task_requests(spec: dict[str, Any]) -> list[TaskRequest]:
-    begin_at = ((spec.get("extras") or {}).get("v1") or {}).get("portBeginAt") or {}
+    begin_at = port_begin_at(spec)
     requests = []
     for role, role_spec in spec["taskRoles"].items():
         res = role_spec["resourcePerInstance"]

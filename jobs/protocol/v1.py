@@ -138,3 +138,8 @@ def convert(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _count(value: Any) -> int | None:
     return None if value is None else int(value)
+
+
+def port_begin_at(spec: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """role -> port label -> a v1 `beginAt` (0 = any free port), as convert() kept them."""
+    return ((spec.get("extras") or {}).get("v1") or {}).get("portBeginAt") or {}
