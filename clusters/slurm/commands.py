@@ -40,12 +40,18 @@ def is_portal_job(name: str, prefix: str) -> bool:
     return re.fullmatch(rf"{re.escape(prefix)}-\d+-\d+", name) is not None
 
 
-def _resources(request: RoleRequest, gpu_type: str | None) -> list[str]:
+def _cpus_and_memory(request: RoleRequest) -> list[str]:
     # Memory per CPU, since a heterogeneous job's components may not mix --mem and --mem-per-cpu.
-    options = [f"--cpus-per-task={request.cpu}", f"--mem-per-cpu={math.ceil(request.memory_mb / request.cpu)}"]
-    if request.gpu:
-        options.append(f"--gpus-per-task={gpu_type.lower() + ':' if gpu_type else ''}{request.gpu}")
-    return options
+    return [f"--cpus-per-task={request.cpu}", f"--mem-per-cpu={math.ceil(request.memory_mb / request.cpu)}"]
+
+
+def _gpus(request: RoleRequest, gpu_type: str | None) -> str:
+    """`[type:]count`, as --gpus-per-task and --gres=gpu: take it."""
+    return f"{gpu_type.lower() + ':' if gpu_type else ''}{request.gpu}"
+
+
+def _resources(request: RoleRequest, gpu_type: str | None) -> list[str]:
+    return _cpus_and_memory(request) + ([f"--gpus-per-task={_gpus(request, gpu_type)}"] if request.gpu else [])
 
 
 def sbatch_argv(
@@ -78,18 +84,14 @@ def batch_script(*, roles: list[RoleRequest], gpu_type: str | None, job_dir: Pat
     several = len(roles) > 1
     for group, request in enumerate(roles):
         for index in range(request.instances):
-            gres = []
-            if request.gpu:
-                gres = [f"--gres=gpu:{gpu_type.lower() + ':' if gpu_type else ''}{request.gpu}"]
             step = [
                 "srun",
                 *([f"--het-group={group}"] if several else []),
                 "--ntasks=1",
                 "--nodes=1",
                 "--exact",
-                f"--cpus-per-task={request.cpu}",
-                f"--mem-per-cpu={math.ceil(request.memory_mb / request.cpu)}",
-                *gres,
+                *_cpus_and_memory(request),
+                *([f"--gres=gpu:{_gpus(request, gpu_type)}"] if request.gpu else []),
                 f"--job-name={request.role}-{index}",
                 f"--chdir={code_dir}",
                 f"--output={job_dir / 'steps' / f'{request.role}-{index}.out'}",
