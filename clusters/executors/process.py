@@ -43,7 +43,7 @@ from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgro
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
-from clusters.executors.supervise import claim, socket_address
+from clusters.executors.supervise import claim, proc_stat, socket_address
 
 log = logging.getLogger("pai.executors.process")
 
@@ -252,7 +252,7 @@ class ProcessExecutor(Executor):
         """Whether the task's supervisor still runs: its pid, started when its pid file says."""
         try:
             pid, started = (task_dir / "pid").read_text().split()
-            stat = Path(f"/proc/{int(pid)}/stat").read_text().rpartition(")")[2].split()
+            stat = proc_stat(int(pid))
         except (OSError, ValueError):
             return self._alive_by_command_line(task_dir)  # (a pid file of an earlier version: no start time)
         return stat[0] != "Z" and stat[19] == started

@@ -196,11 +196,16 @@ def claim(task_dir: str) -> bool:
     return True
 
 
+def proc_stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name: the state first (field 3)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rpartition(")")[2].split()
+
+
 def start_time(pid: int) -> str:
     """When the process started (clock ticks since boot, /proc/<pid>/stat field 22): with the pid,
     names one process for good (pids are reused)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rpartition(")")[2].split()[19]
+    return proc_stat(pid)[19]
 
 
 def socket_address(directory_fd: int) -> str:
