@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,13 @@ def wait_for() -> Callable[..., None]:
             time.sleep(0.1)
 
     return wait
+
+
+def run_to_end(job: Any, scheduler: Any, timeout: float = 120.0) -> None:
+    """Scheduler passes until the job has finished (the job refreshed from the database)."""
+    deadline = time.monotonic() + timeout
+    while not job.is_finished:
+        assert time.monotonic() < deadline, f"job stayed {job.state}: {job.pending_reason}"
+        scheduler.run_once()
+        time.sleep(0.1)
+        job.refresh_from_db()

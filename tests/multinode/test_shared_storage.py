@@ -20,7 +20,7 @@ import pytest
 from django.test import override_settings
 
 from tests.factories import create_storage, create_user, v1_json, v1_role, v2_yaml
-from tests.multinode.conftest import NODE_CPUS, DevCluster
+from tests.multinode.conftest import NODE_CPUS, DevCluster, run_to_end
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -60,12 +60,7 @@ def run_job(cluster: DevCluster, work: Path, user: Any, text: str, then: Callabl
         try:
             job = submit_job(user, text)
             scheduler = Scheduler(holder="storage-test")
-            deadline = time.monotonic() + 120
-            while not job.is_finished:
-                assert time.monotonic() < deadline, f"job stayed {job.state}: {job.pending_reason}"
-                scheduler.run_once()
-                time.sleep(0.1)
-                job.refresh_from_db()
+            run_to_end(job, scheduler)
             nodes_used = [task.node.name for task in job.tasks.select_related("node") if task.node]
             return Ran(job, nodes_used, then(scheduler) if then else None)
         finally:

@@ -17,7 +17,7 @@ import pytest
 from django.test import override_settings
 
 from tests.factories import create_user, default_image
-from tests.multinode.conftest import NODE_CPUS, DevCluster
+from tests.multinode.conftest import NODE_CPUS, DevCluster, run_to_end
 
 # django_db: so the test database is set up; the module fixtures write to it outside the tests' transactions.
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.django_db]
@@ -111,12 +111,7 @@ def run_spanning_job(cluster: DevCluster, work: str, *, barrier: bool) -> Finish
         try:
             job = submit_job(user, spanning_job("span", barrier=barrier))
             scheduler = Scheduler(holder="multinode-test")
-            deadline = time.monotonic() + 120
-            while not job.is_finished:
-                assert time.monotonic() < deadline, f"job stayed {job.state}: {job.pending_reason}"
-                scheduler.run_once()
-                time.sleep(0.1)
-                job.refresh_from_db()
+            run_to_end(job, scheduler)
             tasks = {f"{t.role}-{t.index}": t for t in job.tasks.select_related("node")}
             return FinishedJob(
                 state=job.state,
