@@ -76,9 +76,10 @@ LAUNCH_BUDGET_S = 0.5
 LAUNCH_BATCH = 16
 # The exit spec matches patterns ("command not found") against this much of a task's log.
 LOG_TAIL_BYTES = 4096
-# How often an idle scheduler looks for work that must not wait for the next pass (stop requests
-# are seen within this too).
-IDLE_CHECK_S = 0.01
+# How often an idle scheduler wakes: to notice SIGTERM, and, while a Slurm job's tasks are
+# reporting where they landed (each holds its Slurm slot until launched), to launch them at once.
+IDLE_CHECK_S = 0.05
+SLURM_REPORTS_CHECK_S = 0.01
 # What a job's progress changes (re-read before deciding its outcome).
 JOB_PROGRESS_FIELDS = (
     "state",
@@ -232,7 +233,7 @@ class Scheduler:
         while not self.stopping and time.monotonic() < deadline:
             if self.slurm.probes_ready():
                 return
-            time.sleep(min(IDLE_CHECK_S, seconds))
+            time.sleep(min(SLURM_REPORTS_CHECK_S if self.slurm.awaiting_reports else IDLE_CHECK_S, seconds))
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval

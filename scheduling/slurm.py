@@ -211,6 +211,11 @@ class SlurmBackend:
             return False
         return sum(name.endswith(".json") for name in names) >= sum(r.instances for r in self._requests(pk))
 
+    @property
+    def awaiting_reports(self) -> bool:
+        """Some Slurm job runs whose tasks have not all said where they landed."""
+        return bool(self._awaiting)
+
     def probes_ready(self) -> bool:
         """A job the last pass saw waiting for its tasks' reports has them all now: the scheduler's
         idle wait asks this often (a few directory listings), so a launch does not wait for the
