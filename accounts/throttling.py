@@ -18,6 +18,33 @@ from django.conf import settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 
+class SteadyRateThrottle(SimpleRateThrottle):
+    """DRF's rate ("N/min"), kept as one number per key instead of a list of every request's time
+    (GCRA: the time the next request is due). N requests may come at once, then one per
+    duration/N, as many as DRF's sliding window lets through over time; but the cache entry stays a
+    float, where DRF's list grew with the rate and was pickled and compressed on every request."""
+
+    retry_after = 0.0
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        interval = self.duration / self.num_requests
+        now = self.timer()
+        due = max(float(self.cache.get(self.key, now)), now)
+        self.retry_after = due + interval - self.duration - now
+        if self.retry_after > 0:
+            return False
+        self.cache.set(self.key, due + interval, self.duration)
+        return True
+
+    def wait(self) -> float | None:
+        return max(self.retry_after, 0.0)
+
+
 def client_address(request: Any) -> str:
     remote = request.META.get("REMOTE_ADDR", "")
     if not _is_trusted_proxy(remote):
@@ -45,14 +72,14 @@ class ClientAddressIdent:
         return client_address(request)
 
 
-class LoginAddressThrottle(ClientAddressIdent, SimpleRateThrottle):
+class LoginAddressThrottle(ClientAddressIdent, SteadyRateThrottle):
     scope = "login"
 
     def get_cache_key(self, request: Any, view: Any) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
-class LoginAccountThrottle(SimpleRateThrottle):
+class LoginAccountThrottle(SteadyRateThrottle):
     """Guesses at one account's password, from any number of addresses."""
 
     scope = "login_account"

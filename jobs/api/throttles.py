@@ -4,14 +4,14 @@ login page; the submit page counts against SubmitThrottle too."""
 
 from rest_framework.throttling import UserRateThrottle
 
-from accounts.throttling import ClientAddressIdent, LoginAccountThrottle, LoginAddressThrottle
+from accounts.throttling import ClientAddressIdent, LoginAccountThrottle, LoginAddressThrottle, SteadyRateThrottle
 
 __all__ = ["ListThrottle", "LoginAccountThrottle", "LoginAddressThrottle", "SubmitThrottle"]
 
 
-class SubmitThrottle(ClientAddressIdent, UserRateThrottle):
+class SubmitThrottle(ClientAddressIdent, SteadyRateThrottle, UserRateThrottle):
     scope = "submit"
 
 
-class ListThrottle(ClientAddressIdent, UserRateThrottle):
+class ListThrottle(ClientAddressIdent, SteadyRateThrottle, UserRateThrottle):
     scope = "list"

@@ -11,7 +11,7 @@ from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
 from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
-from jobs.api.throttles import SubmitThrottle
+from jobs.api.throttles import ListThrottle, SubmitThrottle
 from tests.factories import v2_yaml
 
 
@@ -74,3 +74,28 @@ def test_it_shares_the_api_submit_throttle_with_the_submit_page(alice, alice_cli
     response = alice_client.post("/submit/", {"mode": "text", "action": "submit", "config_text": v2_yaml("page")})
     assert response.status_code == 429
     assert "Too many submits" in response.content.decode()
+
+
+def test_it_keeps_one_number_per_client_however_many_requests_it_counts(user, monkeypatch):
+    from django.core.cache import cache
+
+    from tests.api.conftest import bearer_client
+
+    monkeypatch.setattr(ListThrottle, "rate", "100000/min", raising=False)
+    client = bearer_client(user)
+    for _ in range(30):
+        assert client.get("/api/v2/jobs").status_code == 200
+    assert isinstance(cache.get(f"throttle_list_{user.pk}"), float)
+
+
+def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monkeypatch):
+    clock = [1000.0]
+    throttle = LoginAddressThrottle()
+    throttle.rate, (throttle.num_requests, throttle.duration) = "2/min", (2, 60)
+    monkeypatch.setattr(throttle, "timer", lambda: clock[0])
+    request = RequestFactory().post("/login/", REMOTE_ADDR="192.0.2.50")
+    assert [throttle.allow_request(request, None) for _ in range(3)] == [True, True, False]
+    assert throttle.wait() == pytest.approx(30)
+    clock[0] += 30
+    assert throttle.allow_request(request, None) is True
+    assert throttle.allow_request(request, None) is False
