@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from django.db.models import BigIntegerField, Func, QuerySet
+
 from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
@@ -27,6 +29,20 @@ SUB_STATES: dict[str, str] = {
 
 def epoch_ms(moment: datetime | None) -> int | None:
     return int(moment.timestamp() * 1000) if moment else None
+
+
+class EpochMs(Func):
+    """epoch_ms() of a datetime column, computed by the database: parsing 3,000 datetimes into
+    Python objects only to turn them into numbers was a fifth of a 1000-row list. Truncated to the
+    millisecond as epoch_ms() does. SQLite holds Django's datetimes as 'YYYY-MM-DD HH:MM:SS[.ffffff]'
+    in UTC."""
+
+    output_field = BigIntegerField()
+    template = "FLOOR(EXTRACT(EPOCH FROM %(expressions)s) * 1000)::bigint"
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = "(CAST(strftime('%%%%s', %(expressions)s) AS INTEGER) * 1000 + CAST(substr(%(expressions)s, 21, 3) AS INTEGER))"
+        return self.as_sql(compiler, connection, template=template, **extra)
 
 
 def gpu_bitmask(indices: Iterable[int]) -> int:
@@ -51,10 +67,11 @@ def retry_details(job: Job | dict[str, Any]) -> dict[str, Any]:
     return {"user": get("retries_used"), "platform": get("transient_retries"), "resource": 0}
 
 
-def tags_by_job(job_ids: list[int]) -> dict[int, list[str]]:
-    """The tags of a page of jobs, in one query."""
+def tags_by_job(page: QuerySet[Job]) -> dict[int, list[str]]:
+    """The tags of a page of jobs, in one query. The page goes in as a subquery: a list of 1000 ids
+    cost Django about 5 ms to prepare, a third of the whole 1000-row list."""
     tags: dict[int, list[str]] = {}
-    for job_id, name in JobTag.objects.filter(job_id__in=job_ids).values_list("job_id", "name"):
+    for job_id, name in JobTag.objects.filter(job__in=page.values("pk")).values_list("job_id", "name"):
         tags.setdefault(job_id, []).append(name)
     return tags
 
@@ -77,16 +94,17 @@ class SpecSummaries:
     READ_BATCH = 1000
 
     def __init__(self) -> None:
-        self._known: dict[tuple[int, datetime], SpecSummary] = {}
+        self._known: dict[tuple[int, int], SpecSummary] = {}
 
-    def get_many(self, jobs: list[tuple[int, datetime]]) -> dict[tuple[int, datetime], SpecSummary]:
+    def get_many(self, jobs: list[tuple[int, int]]) -> dict[tuple[int, int], SpecSummary]:
+        """By (job id, submission time in epoch ms)."""
         missing = [job_id for job_id, submitted in jobs if (job_id, submitted) not in self._known]
         if len(self._known) + len(missing) > self.LIMIT:
             self._known = {}
         found = {job: self._known[job] for job in jobs if job in self._known}
         for start in range(0, len(missing), self.READ_BATCH):  # (SQLite caps the parameters of a query)
             batch = Job.objects.filter(pk__in=missing[start : start + self.READ_BATCH])
-            for job_id, submitted, spec in batch.values_list("pk", "created_at", "spec"):
+            for job_id, submitted, spec in batch.values_list("pk", SUMMARY_TIMES["created_ms"], "spec"):
                 summary = SpecSummary(*spec_totals(spec), job_priority_class(spec))
                 found[job_id, submitted] = self._known[job_id, submitted] = summary
         return found
@@ -109,10 +127,10 @@ def job_summary(row: dict[str, Any], summary: SpecSummary, tags: list[str]) -> d
         "retries": user_retries + platform_retries,
         "retryDetails": {"user": user_retries, "platform": platform_retries, "resource": 0},
         "retryDelayTime": None,
-        "submissionTime": epoch_ms(row["created_at"]),
-        "createdTime": epoch_ms(row["created_at"]),
-        "launchedTime": epoch_ms(row["launched_at"]),
-        "completedTime": epoch_ms(row["completed_at"]),
+        "submissionTime": row["created_ms"],
+        "createdTime": row["created_ms"],
+        "launchedTime": row["launched_ms"],
+        "completedTime": row["completed_ms"],
         "appExitCode": row["exit_code"],
         "virtualCluster": row["virtual_cluster__name"],
         "totalGpuNumber": summary.gpu_count,
@@ -131,12 +149,14 @@ SUMMARY_FIELDS = (
     "execution_type",
     "retries_used",
     "transient_retries",
-    "created_at",
-    "launched_at",
-    "completed_at",
     "exit_code",
     "virtual_cluster__name",
 )
+SUMMARY_TIMES = {
+    "created_ms": EpochMs("created_at"),
+    "launched_ms": EpochMs("launched_at"),
+    "completed_ms": EpochMs("completed_at"),
+}
 
 
 def _exit_trigger(tasks: list[Task]) -> Task | None:

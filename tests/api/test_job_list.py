@@ -174,3 +174,15 @@ def test_it_gives_each_item_openpais_keys(alice, three_jobs):
 def test_it_lists_with_a_constant_number_of_queries(alice, three_jobs, django_assert_max_num_queries):
     with django_assert_max_num_queries(5):  # one of them: the specs of jobs this process has not listed yet
         alice.get("/api/v2/jobs?withTotalCount=true")
+
+
+def test_it_gives_the_same_times_in_the_list_as_in_the_detail_to_the_millisecond(alice, three_jobs):
+    from datetime import UTC, datetime
+
+    launched = datetime(2026, 11, 26, 3, 4, 5, 678999, tzinfo=UTC)
+    Job.objects.filter(name="beta").update(launched_at=launched, completed_at=launched.replace(microsecond=0))
+    item = next(job for job in alice.get("/api/v2/jobs").json() if job["name"] == "beta")
+    detail = alice.get("/api/v2/jobs/alice~beta").json()["jobStatus"]
+    assert (item["launchedTime"], item["completedTime"]) == (1795662245678, 1795662245000)
+    assert item["createdTime"] == detail["createdTime"]
+    assert item["launchedTime"] == detail["launchedTime"]

@@ -176,9 +176,9 @@ def job_list(request: Request, params: Any) -> Any:
         raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
-    rows = [(row, (row["id"], row["created_at"])) for row in page.values(*shapes.SUMMARY_FIELDS)]
+    rows = [(row, (row["id"], row["created_ms"])) for row in page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)]
     summaries = shapes.spec_summaries.get_many([job for _, job in rows])
-    tags = shapes.tags_by_job([row["id"] for row, _ in rows])
+    tags = shapes.tags_by_job(page) if rows else {}
     data = [
         shapes.job_summary(row, summaries[job], tags.get(row["id"], []))
         for row, job in rows
