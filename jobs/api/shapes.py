@@ -41,7 +41,8 @@ class EpochMs(Func):
     template = "FLOOR(EXTRACT(EPOCH FROM %(expressions)s) * 1000)::bigint"
 
     def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
-        template = "(CAST(strftime('%%%%s', %(expressions)s) AS INTEGER) * 1000 + CAST(substr(%(expressions)s, 21, 3) AS INTEGER))"
+        seconds = "CAST(strftime('%%%%s', %(expressions)s) AS INTEGER)"
+        template = f"({seconds} * 1000 + CAST(substr(%(expressions)s, 21, 3) AS INTEGER))"
         return self.as_sql(compiler, connection, template=template, **extra)
 
 

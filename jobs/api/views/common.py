@@ -176,7 +176,8 @@ def job_list(request: Request, params: Any) -> Any:
         raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
-    rows = [(row, (row["id"], row["created_ms"])) for row in page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)]
+    values = page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)
+    rows = [(row, (row["id"], row["created_ms"])) for row in values]
     summaries = shapes.spec_summaries.get_many([job for _, job in rows])
     tags = shapes.tags_by_job(page) if rows else {}
     data = [
