@@ -15,7 +15,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
 # Django must be set up (this does it) before the consumers and the models they import are loaded.
 django_http_app = get_wsgi_application()
 
-from a2wsgi import WSGIMiddleware  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
@@ -23,7 +22,7 @@ from django.conf import settings  # noqa: E402
 
 from jobs.routing import websocket_urlpatterns  # noqa: E402
 from pai_portal.origin import SameOriginValidator  # noqa: E402
-from pai_portal.serving import TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
+from pai_portal.serving import OneHopWSGIMiddleware, TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
 # process wait on each other's write lock: 8 threads gave 35 % fewer submits/s than 2 in
@@ -34,7 +33,7 @@ application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
         "http": TimeoutsAndFileStreaming(
-            WSGIMiddleware(hand_off_files(django_http_app), workers=settings.PAI_HTTP_THREADS),  # type: ignore[arg-type]
+            OneHopWSGIMiddleware(hand_off_files(django_http_app), workers=settings.PAI_HTTP_THREADS),  # type: ignore[arg-type]
             read_timeout=settings.PAI_HTTP_READ_TIMEOUT,
             write_timeout=settings.PAI_HTTP_WRITE_TIMEOUT,
         ),

@@ -15,11 +15,15 @@ the request threads that run Django's WSGI handler (a2wsgi).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 from wsgiref.util import FileWrapper
+
+from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
 
 FILE_SCOPE_KEY = "pai.file_to_stream"
 CHUNK_BYTES = 256 * 1024
@@ -125,3 +129,79 @@ def content_length(start: Message) -> int | None:
 
 class ClientTooSlow(Exception):
     """Raised into the server, which drops the connection."""
+
+
+class OneHopWSGIMiddleware(WSGIMiddleware):
+    """a2wsgi's WSGI-in-ASGI bridge with fewer crossings between the request thread and the event
+    loop: a2wsgi hands each message (the request body's, the response's start, body and end) from
+    one to the other and waits for the other side to take it, four round trips per request. Here
+    the first part of the request body is read on the loop before the thread starts, and a
+    response whose body is already in memory (Django's HttpResponse) is sent from the loop once the
+    thread is done. Streaming responses and handed-off files go a2wsgi's way, chunk by chunk."""
+
+    async def __call__(self, scope: dict[str, Any], receive: AsgiApp, send: AsgiApp) -> None:
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)  # type: ignore[arg-type, no-any-return]
+        return await OneHopResponder(self.app, self.executor, self.send_queue_size)(scope, receive, send)
+
+
+class OneHopResponder(WSGIResponder):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.start_message: Message | None = None
+        self.buffered: list[Message] = []
+
+    async def __call__(self, scope: Any, receive: AsgiApp, send: AsgiApp) -> None:
+        body = Body(self.loop, receive)
+        first = await receive()
+        body.buffer.extend(first.get("body", b""))
+        body._has_more = first.get("more_body", False)
+        environ = build_environ(scope, body)
+        sender = self.loop.create_task(self.sender(send))
+        try:
+            run = functools.partial(contextvars.copy_context().run, self.wsgi)
+            await self.loop.run_in_executor(self.executor, run, environ, self.start_response)
+            for message in self.buffered:
+                await self.send_queue.put(message)
+            await self.send_queue.put(None)
+            await sender
+            if self.exc_info is not None:
+                raise self.exc_info[0].with_traceback(self.exc_info[1], self.exc_info[2])
+        finally:
+            if not sender.done():
+                sender.cancel()
+
+    def start_response(self, status: str, response_headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        self.exc_info = exc_info
+        if not self.response_started:
+            self.response_started = True
+            headers = [
+                (name.strip().encode("latin1").lower(), value.strip().encode("latin1"))
+                for name, value in response_headers
+            ]
+            self.start_message = {
+                "type": "http.response.start",
+                "status": int(status.split(" ", 1)[0]),
+                "headers": headers,
+            }
+        return self.write
+
+    def write(self, chunk: bytes, *, more_body: bool = True) -> None:
+        if self.start_message is not None:
+            self.send(self.start_message)
+            self.start_message = None
+        self.send({"type": "http.response.body", "body": chunk, "more_body": more_body})
+
+    def wsgi(self, environ: dict[str, Any], start_response: Any) -> None:
+        iterable = self.app(environ, start_response)
+        try:
+            if getattr(iterable, "streaming", True) is False and self.start_message is not None:
+                body = b"".join(iterable)  # Django's HttpResponse: one chunk, already in memory
+                self.buffered = [self.start_message, {"type": "http.response.body", "body": body}]
+                self.start_message = None
+                return
+            for chunk in iterable:
+                self.write(chunk)
+            self.write(b"", more_body=False)
+        finally:
+            getattr(iterable, "close", lambda: None)()
