@@ -25,6 +25,8 @@ class SteadyRateThrottle(SimpleRateThrottle):
     float, where DRF's list grew with the rate and was pickled and compressed on every request."""
 
     retry_after = 0.0
+    num_requests: int  # set by SimpleRateThrottle from the rate
+    duration: int
 
     def allow_request(self, request: Any, view: Any) -> bool:
         if self.rate is None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -139,17 +138,17 @@ class OneHopWSGIMiddleware(WSGIMiddleware):
     response whose body is already in memory (Django's HttpResponse) is sent from the loop once the
     thread is done. Streaming responses and handed-off files go a2wsgi's way, chunk by chunk."""
 
-    async def __call__(self, scope: dict[str, Any], receive: AsgiApp, send: AsgiApp) -> None:
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
-            return await super().__call__(scope, receive, send)  # type: ignore[arg-type, no-any-return]
+            return await super().__call__(scope, receive, send)
         return await OneHopResponder(self.app, self.executor, self.send_queue_size)(scope, receive, send)
 
 
 class OneHopResponder(WSGIResponder):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.start_message: Message | None = None
-        self.buffered: list[Message] = []
+        self.start_message: Any = None
+        self.buffered: list[Any] = []
 
     async def __call__(self, scope: Any, receive: AsgiApp, send: AsgiApp) -> None:
         body = Body(self.loop, receive)
@@ -159,8 +158,8 @@ class OneHopResponder(WSGIResponder):
         environ = build_environ(scope, body)
         sender = self.loop.create_task(self.sender(send))
         try:
-            run = functools.partial(contextvars.copy_context().run, self.wsgi)
-            await self.loop.run_in_executor(self.executor, run, environ, self.start_response)
+            context = contextvars.copy_context()
+            await self.loop.run_in_executor(self.executor, context.run, self.wsgi, environ, self.start_response)
             for message in self.buffered:
                 await self.send_queue.put(message)
             await self.send_queue.put(None)
@@ -192,7 +191,7 @@ class OneHopResponder(WSGIResponder):
             self.start_message = None
         self.send({"type": "http.response.body", "body": chunk, "more_body": more_body})
 
-    def wsgi(self, environ: dict[str, Any], start_response: Any) -> None:
+    def wsgi(self, environ: Any, start_response: Any) -> None:
         iterable = self.app(environ, start_response)
         try:
             if getattr(iterable, "streaming", True) is False and self.start_message is not None:
