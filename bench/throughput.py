@@ -23,6 +23,7 @@ directory's file times) say where a job's time goes.
 """
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -112,18 +113,25 @@ def run_slurm(n: int, slots: int) -> tuple[float | None, float | None, str]:
 RAW_IDS: set[int] = set()  # Slurm's ids of the raw jobs (the rest of the cluster's jobs are the portal's)
 
 
-def slot_times(slurmctld_log: Path) -> tuple[float, float]:
-    """Median ms a job held its Slurm slot (started -> complete, from slurmctld's log): raw, portal."""
-    started: dict[int, datetime] = {}
-    held: dict[bool, list[float]] = {True: [], False: []}
+def slurm_job_times(slurmctld_log: Path) -> dict[int, tuple[float, float]]:
+    """Each Slurm job's start and end (epoch seconds) from slurmctld's log: when it got its slot
+    and when Slurm saw it complete."""
+    started: dict[int, float] = {}
+    times: dict[int, tuple[float, float]] = {}
     for line in slurmctld_log.read_text().splitlines():
         if match := re.search(r"(?:Started JobId=|Allocate JobId=)(\d+)", line):
-            started[int(match[1])] = datetime.fromisoformat(line[1:24])
+            started[int(match[1])] = datetime.fromisoformat(line[1:24]).timestamp()
         elif (match := re.search(r"_job_complete: JobId=(\d+) done", line)) and int(match[1]) in started:
             job_id = int(match[1])
-            held[job_id in RAW_IDS].append(
-                1000 * (datetime.fromisoformat(line[1:24]) - started[job_id]).total_seconds()
-            )
+            times[job_id] = (started[job_id], datetime.fromisoformat(line[1:24]).timestamp())
+    return times
+
+
+def slot_times(slurmctld_log: Path) -> tuple[float, float]:
+    """Median ms a job held its Slurm slot (started -> complete, from slurmctld's log): raw, portal."""
+    held: dict[bool, list[float]] = {True: [], False: []}
+    for job_id, (start, end) in slurm_job_times(slurmctld_log).items():
+        held[job_id in RAW_IDS].append(1000 * (end - start))
     return statistics.median(held[True] or [0]), statistics.median(held[False] or [0])
 
 
@@ -151,33 +159,38 @@ def run_raw_slurm(n: int, conf: str, partition: str, command: str) -> tuple[floa
     return n / (t1 - t0), n / (time.perf_counter() - t0)
 
 
-def slurm_phases() -> dict[str, float]:
-    """Median ms of each step of a portal job on Slurm, from the job directories' file times:
-    the wrapper's probe, the portal's launch, the supervisor's pid, the task's exit record, and
-    the job's end in the database."""
+def slurm_phases(slurmctld_log: Path) -> dict[str, float]:
+    """Median ms of each step of a portal job on Slurm: its slot from slurmctld's log, then the job
+    directory's file times (the wrapper's probe, the portal's launch, the supervisor's pid, the
+    task's exit record) and the job's end in the database."""
     from django.conf import settings
 
     from jobs.models import Job
 
     steps: dict[str, list[float]] = {
+        "Slurm start -> probe (step, wrapper start)": [],
         "probe -> launch written (portal)": [],
         "launch -> supervisor up (wrapper)": [],
         "supervisor up -> exit recorded (task)": [],
+        "exit recorded -> Slurm job end (step ends)": [],
         "exit recorded -> job SUCCEEDED (portal)": [],
     }
+    slurm_times = slurm_job_times(slurmctld_log)
     for job_id, completed in Job.objects.exclude(completed_at=None).values_list("pk", "completed_at"):
         assert completed is not None
         job_dir = Path(settings.PAI_WORK_ROOT) / "slurm" / f"job-{job_id}" / "1"
         try:
-            probe = (job_dir / "probe" / "main-0.json").stat().st_mtime
+            probe_path = job_dir / "probe" / "main-0.json"
+            probe = probe_path.stat().st_mtime
             launch = (job_dir / "launch" / "main-0-1.json").stat().st_mtime
             pid = (job_dir / "main-0-1" / "pid").stat().st_mtime
             exited = (job_dir / "main-0-1" / "exit_code").stat().st_mtime
-        except OSError:
+            slurm_start, slurm_end = slurm_times[int(json.loads(probe_path.read_text())["step"].split(".")[0])]
+        except (OSError, KeyError, ValueError):
             continue
-        for step, (begin, end) in zip(
-            steps, [(probe, launch), (launch, pid), (pid, exited), (exited, completed.timestamp())], strict=True
-        ):
+        spans = [(slurm_start, probe), (probe, launch), (launch, pid), (pid, exited), (exited, slurm_end)]
+        spans.append((exited, completed.timestamp()))
+        for step, (begin, end) in zip(steps, spans, strict=True):
             steps[step].append(1000 * (end - begin))
     return {step: statistics.median(values) for step, values in steps.items() if values}
 
@@ -204,6 +217,7 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
     if up.returncode != 0:
         raise SystemExit(f"dev-cluster.sh up --slurm failed: {up.stderr[-500:]}")
     conf = up.stdout.splitlines()[-1].removeprefix("SLURM_CONF=")
+    slurmctld_log = Path(state) / cluster / "slurm" / "log" / "slurmctld.log"
     results: list[tuple[float, float, float, float]] = []
     cpu_ms: list[float] = []
     phases: dict[str, float] = {}
@@ -223,9 +237,9 @@ def run_on_slurm(n: int, job_seconds: float, rounds: int) -> None:
             else:
                 raw = run_raw_slurm(n, conf, cluster, command)
                 portal = run_portal_round(n, command, number, cpu_ms)
-            phases = slurm_phases()
+            phases = slurm_phases(slurmctld_log)
             results.append((*raw, *portal))
-        raw_held, portal_held = slot_times(Path(state) / cluster / "slurm" / "log" / "slurmctld.log")
+        raw_held, portal_held = slot_times(slurmctld_log)
     finally:
         subprocess.run(["bash", str(script), "down", "--name", cluster], env=env, capture_output=True)
     print(f"\n{n} one-task jobs running `{command}` on a 3-node Slurm dev cluster (6 CPU slots), {rounds} rounds")
