@@ -8,10 +8,11 @@
    portal made the container, clusters/executors/slurm.py) is only held: the step keeps the
    allocation until the attempt is over (the portal writes the container's `exit_code` into the
    task directory, or a `stop` file, or the next attempt's launch appears); a SIGTERM stops the
-   container through the node's engine first. Any other launch runs the process executor's supervisor (clusters/executors/supervise)
-   in the task directory, with the launch's environment, in a child forked from this process (no
-   second interpreter to start: the launch is on every task's critical path). After a failed attempt it waits for the
-   next one (a task retry) until the portal ends the Slurm job; after a success it is done.
+   container through the node's engine first. Any other launch runs the process executor's
+   supervisor (clusters/executors/supervise) in the task directory, with the launch's environment,
+   in a child forked from this process (no second interpreter to start: the launch is on every
+   task's critical path). After a failed attempt it waits for the next one (a task retry) until the
+   portal ends the Slurm job; after a success it is done.
    A `stop` file in the task directory, or SIGTERM (scancel), stops the running attempt; after a
    SIGTERM the task directory gets a `cancelled` file first, so the portal takes Slurm's word for
    how the attempt ended (cancelled, preempted, node failure, time limit), not the exit code.
@@ -27,13 +28,13 @@ import json
 import os
 import signal
 import socket
-import urllib.parse
 import sys
 import time
+import urllib.parse
 from pathlib import Path
 
 CANCELLED_FILE = "cancelled"
-EXIT_FILE = "exit_code"  # in a task directory: how the attempt ended (the supervisor's, or the portal's for a container)
+EXIT_FILE = "exit_code"  # in a task directory: how the attempt ended (the supervisor's; the portal's for a container)
 STOP_FILE = "stop"  # in a task directory: the wrapper stops the attempt
 ENGINE_TIMEOUT_S = 10
 CONTAINER_STOP_GRACE_S = 3

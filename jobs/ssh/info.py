@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from clusters.models import Node
 from jobs.models import Job, Task, TaskState
 from jobs.ssh.keys import job_private_key, key_filename
 from jobs.ssh.plugin import SSH_PORT_LABEL, ssh_settings, task_aliases
