@@ -99,12 +99,13 @@ def test_it_opens_web_ssh_into_the_tasks_sshd_and_stop_removes_the_containers(en
     job = run_until(job, condition=started(job, 2))
     rows = {f"{row['role']}-{row['index']}": row for row in ssh_info(job)}
     for task in job.tasks.select_related("node"):  # the task's sshd: its node's address, its own ssh port
-        assert (rows[task.hostname]["ip"], rows[task.hostname]["port"]) == (task.node.address, task.ports["ssh"][0])
+        row = rows[f"{task.role}-{task.index}"]
+        assert (row["ip"], row["port"]) == (task.node.address, task.ports["ssh"][0])
     assert sum(len(ids) for ids in containers(engine_cluster, status="running").values()) == 2
-    cookie = session_cookie(user)
+    cookie, path = session_cookie(user), socket_path(job, index=1)
 
     async def terminal() -> bytes:
-        comm = communicator(socket_path(job, index=1), cookie=cookie)
+        comm = communicator(path, cookie=cookie)
         connected, code = await comm.connect(timeout=10)
         assert connected, code
         await comm.send_to(bytes_data=b"echo in-$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX-$(cat /proc/1/comm)\n")
@@ -140,7 +141,7 @@ def test_it_starts_nothing_twice_when_the_scheduler_restarts_mid_run(engine_clus
 
     job = submit_job(user, job_text("steady", role("worker", "sleep 6", instances=2, extra=EVERY_TASK), VC))
     job = run_until(job, condition=started(job, 2))
-    before = {t.hostname: t.executor_id for t in job.tasks.all()}
+    before = {f"{t.role}-{t.index}": t.executor_id for t in job.tasks.all()}
     executor_for.cache_clear()  # a new scheduler process: no executor remembers anything
     restarted = Scheduler(holder="slurm-test")
     restarted.reconcile()
@@ -151,5 +152,7 @@ def test_it_starts_nothing_twice_when_the_scheduler_restarts_mid_run(engine_clus
     assert held == sorted(before.values())  # the same two containers, adopted
     job = run_until(job, "SUCCEEDED", "FAILED", scheduler=restarted)
     assert job.state == "SUCCEEDED"
-    assert {t.hostname: (t.executor_id, t.attempt) for t in job.tasks.all()} == {h: (i, 1) for h, i in before.items()}
+    assert {f"{t.role}-{t.index}": (t.executor_id, t.attempt) for t in job.tasks.all()} == {
+        h: (i, 1) for h, i in before.items()
+    }
     assert len(engine_cluster.slurm_jobs(slurm_name(job, 1))) == 1
