@@ -47,14 +47,14 @@ def user(transactional_db):
     return create_user("slurmer")
 
 
-def containers(cluster, **filters) -> dict[str, list[str]]:
+def containers(cluster, *labels: str, **filters) -> dict[str, list[str]]:
     """Node name -> ids of the portal's containers on its engine (this test's namespace)."""
     from django.conf import settings
 
     found = {}
     for node, url in cluster.engines.items():
         api = docker.APIClient(base_url=url)
-        label = [f"pai.portal={settings.PAI_DOCKER_NAMESPACE}"]
+        label = [f"pai.portal={settings.PAI_DOCKER_NAMESPACE}", *labels]
         found[node] = [c["Id"] for c in api.containers(all=True, filters={"label": label, **filters})]
         api.close()
     return found
@@ -156,3 +156,21 @@ def test_it_starts_nothing_twice_when_the_scheduler_restarts_mid_run(engine_clus
         h: (i, 1) for h, i in before.items()
     }
     assert len(engine_cluster.slurm_jobs(slurm_name(job, 1))) == 1
+
+
+def test_it_stops_the_container_with_its_step_when_slurm_cancels_the_job_while_the_portal_is_down(
+    engine_cluster, vc, user, run_until
+):
+    job = submit_job(user, job_text("cancelled", role("worker", "sleep 600"), VC))
+    job = run_until(job, condition=started(job, 1))
+    assert sum(len(ids) for ids in containers(engine_cluster, status="running").values()) == 1
+    # No scheduler pass from here: the step's wrapper stops the container itself on Slurm's SIGTERM.
+    engine_cluster.run("scancel", f"--name={slurm_name(job, 1)}")
+    deadline = time.monotonic() + 20
+    while any(containers(engine_cluster, status="running").values()):
+        assert time.monotonic() < deadline, "the container outlived its Slurm job"
+        time.sleep(0.2)
+    assert engine_cluster.wait_until_idle(timeout=10) == []
+    # The portal, back, takes Slurm's word (cancelled behind its back: retried free) and removes it.
+    job = run_until(job, condition=lambda: Job.objects.get(pk=job.pk).job_attempt == 2)
+    assert not any(ids for ids in containers(engine_cluster, "pai.job-attempt=1").values())
