@@ -90,7 +90,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
     code_copy = host_work_dir / "code" if not in_container else host_work_dir.with_name(host_work_dir.name + "-code")
     mounts = storage.launch_mounts(user, spec, code_copy, work_dir) + task_mounts(job.owner, spec)
     # A Slurm step found its ports free on the node itself: its container takes them there.
-    host_network = in_container and (spans_nodes(everyone) or node is not None and node.executor == "slurm")
+    host_network = in_container and (spans_nodes(everyone) or (node is not None and node.executor == "slurm"))
     env = {**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)}
     if host_network:
         env.update(host_network_ssh_env(task, everyone))
