@@ -80,6 +80,8 @@ class Node(models.Model):
         max_length=255, default="127.0.0.2", help_text="IP tasks are reached at; never a host the portal is served on."
     )
     executor = models.CharField(max_length=16, choices=Executor.choices, default=Executor.DOCKER)
+    # On a Slurm node: its engine, where Slurm's steps run their tasks as containers; empty = none
+    # (sandboxed processes).
     docker_url = models.CharField(
         max_length=255, blank=True, default="", help_text="Docker engine URL; empty = the local socket."
     )
@@ -112,6 +114,13 @@ class Node(models.Model):
     def available(self) -> bool:
         """Placement may put tasks here: schedulable, and its engine answers."""
         return self.schedulable and self.down_since is None
+
+    @property
+    def runs_containers(self) -> bool:
+        """Its tasks run as containers of the job's image (with an sshd): a Docker node, or a Slurm
+        node the admin gave a Docker engine (docker_url). Process nodes and engine-less Slurm nodes
+        run them as sandboxed processes."""
+        return self.executor == self.Executor.DOCKER or (self.executor == self.Executor.SLURM and bool(self.docker_url))
 
     @property
     def loopback(self) -> bool:

@@ -72,7 +72,8 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
     user = job.owner.get_username()
     host_work_dir = Path(settings.PAI_WORK_ROOT) / "tasks" / f"job-{job.pk}" / f"{task.role}-{task.index}"
     # Inside a container the work dir is fixed; a process task works in its host directory.
-    in_container = task.node is not None and task.node.executor == "docker"
+    node = task.node
+    in_container = node is not None and node.runs_containers
     work_dir = DOCKER_WORK_DIR if in_container else str(host_work_dir)
     paths = storage.job_paths(spec)
     context = RuntimeContext(
@@ -88,7 +89,8 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
     )
     code_copy = host_work_dir / "code" if not in_container else host_work_dir.with_name(host_work_dir.name + "-code")
     mounts = storage.launch_mounts(user, spec, code_copy, work_dir) + task_mounts(job.owner, spec)
-    host_network = in_container and spans_nodes(everyone)
+    # A Slurm step found its ports free on the node itself: its container takes them there.
+    host_network = in_container and (spans_nodes(everyone) or (node is not None and node.executor == "slurm"))
     env = {**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)}
     if host_network:
         env.update(host_network_ssh_env(task, everyone))

@@ -4,7 +4,7 @@
 #
 #   scripts/dev-cluster.sh up N [--name NAME] [--subnet A.B.C.0/24] [--cpus C] [--memory-mb M]
 #                               [--image IMAGE] [--no-register]
-#                               [--slurm [--gpus G] [--gpu-type TYPE]]
+#                               [--slurm [--docker] [--gpus G] [--gpu-type TYPE]]
 #   scripts/dev-cluster.sh status     [--name NAME]
 #   scripts/dev-cluster.sh stop-node I [--name NAME]   # engine I goes away (its tasks with it)
 #   scripts/dev-cluster.sh start-node I [--name NAME]  # ... and comes back
@@ -28,6 +28,12 @@
 # (its socket is a path); `up` starts one only if none answers, and `down` leaves it running (other
 # Slurm clusters on the machine may use it by then).
 #
+# --slurm --docker: each Slurm node also gets a dockerd in its namespace, as above (the base image
+# loaded), where its Slurm steps run their tasks as containers; `status` adds each engine's URL, and
+# each is registered as the Slurm node's engine (manage.py addnode NAME --executor slurm --docker-url
+# URL) unless --no-register. With fake GPUs, each engine finds a no-op nvidia-container-runtime-hook
+# on its PATH: it then accepts the GPU requests of containers (the devices stay Slurm's fakes).
+#
 # Everything `up` makes is written down, as it is made, in $PAI_DEV_CLUSTER_DIR/NAME/made (default
 # var/dev-cluster/NAME); `down` undoes exactly those lines, newest first, and nothing else.
 # dockerd only ever starts inside a namespace of its own (a second dockerd in the host namespace
@@ -46,6 +52,7 @@ MEMORY_MB=4096
 IMAGE=${PAI_DEFAULT_IMAGE:-pai-portal/base:latest}
 REGISTER=1
 SLURM=0
+SLURM_DOCKER=0
 FORGET_JOBS=0
 GPUS=4
 GPU_TYPE=p100
@@ -81,6 +88,7 @@ while [ $# -gt 0 ]; do
         --image) IMAGE=$2; shift 2 ;;
         --no-register) REGISTER=0; shift ;;
         --slurm) SLURM=1; shift ;;
+        --docker) SLURM_DOCKER=1; shift ;;
         --gpus) GPUS=$2; shift 2 ;;
         --gpu-type) GPU_TYPE=$2; shift 2 ;;
         --forget-jobs) FORGET_JOBS=1; shift ;;
@@ -95,6 +103,10 @@ for value in "$CPUS" "$MEMORY_MB" ${COUNT:+"$COUNT"} ${NODE:+"$NODE"}; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || die "expected a positive number, got '$value'"
 done
 [ -z "$COUNT" ] || [ "$COUNT" -le 50 ] || die "at most 50 nodes"
+[ "$SLURM_DOCKER" = 0 ] || [ "$SLURM" = 1 ] || die "--docker goes with --slurm (without it every node has an engine)"
+# Whether the nodes get engines: always without --slurm, with --slurm only when --docker.
+ENGINES=1
+[ "$SLURM" = 1 ] && [ "$SLURM_DOCKER" = 0 ] && ENGINES=0
 
 STATE=${PAI_DEV_CLUSTER_DIR:-var/dev-cluster}/$NAME
 STATE=$(realpath -m "$STATE")
@@ -123,8 +135,15 @@ start_engine() {
     run=$(node_run_dir "$i")
     data=$STATE/node-$i
     mkdir -p "$run" "$data"
+    local path=$PATH
+    if [ -s "$STATE/kind" ] && [ "$GPUS" -gt 0 ]; then  # Slurm's fake GPUs: see --docker above
+        mkdir -p "$STATE/fake-nvidia"
+        printf '#!/bin/sh\nexit 0\n' >"$STATE/fake-nvidia/nvidia-container-runtime-hook"
+        chmod 755 "$STATE/fake-nvidia/nvidia-container-runtime-hook"
+        path=$STATE/fake-nvidia:$PATH
+    fi
     # setsid: the engine outlives this script; nsenter: it lives in the node's namespace only.
-    nsenter --net="/run/netns/$(node_name "$i")" setsid dockerd \
+    PATH=$path nsenter --net="/run/netns/$(node_name "$i")" setsid dockerd \
         -H "$(node_url "$i")" --data-root "$data/data" --exec-root "$run/exec" --pidfile "$run/dockerd.pid" \
         </dev/null >>"$data/dockerd.log" 2>&1 &
     local _
@@ -184,7 +203,7 @@ make_node() {
     ip -n "$netns" addr add "$(node_ip "$i")/24" dev "$node_end"
     ip -n "$netns" link set "$node_end" up
     ip -n "$netns" link set lo up
-    [ "$SLURM" = 1 ] && return 0
+    [ "$ENGINES" = 1 ] || return 0
     record engine "$i"
     start_engine "$i"
 }
@@ -337,36 +356,37 @@ cmd_up() {
         for tool in slurmctld slurmd sinfo munged mknod; do
             command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (apt-get install slurm-wlm munge)"
         done
-    else
+    fi
+    if [ "$ENGINES" = 1 ]; then
         command -v dockerd >/dev/null 2>&1 || die "dockerd is missing (apt-get install docker.io)"
     fi
     [ -s "$MADE" ] && die "cluster $NAME is up already ($MADE); run: $0 down --name $NAME"
-    [ "$SLURM" = 1 ] || "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1 || die "image $IMAGE is not on the local engine (make image)"
+    [ "$ENGINES" = 0 ] || "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1 || die "image $IMAGE is not on the local engine (make image)"
     mkdir -p "$STATE"
     : >"$MADE"
     echo "$SUBNET" >"$STATE/subnet"
     trap 'say "up failed; undoing what it made"; cmd_down' EXIT
+    [ "$SLURM" = 0 ] || echo slurm >"$STATE/kind"
     make_bridge
     local i
     for i in $(seq 1 "$COUNT"); do
         make_node "$i"
     done
     if [ "$SLURM" = 1 ]; then
-        echo slurm >"$STATE/kind"
         start_slurm
+        [ "$ENGINES" = 0 ] || load_image
+        if [ "$ENGINES" = 1 ] && [ "$REGISTER" = 1 ]; then
+            for i in $(seq 1 "$COUNT"); do
+                "$(python_bin)" manage.py addnode "$(node_name "$i")" --executor slurm --docker-url "$(node_url "$i")" \
+                    --address "$(node_ip "$i")" >&2
+                record node "$(node_name "$i")"
+            done
+        fi
         trap - EXIT
         cmd_status
         return 0
     fi
-    say "loading $IMAGE into $COUNT engines"
-    "$DOCKER" save "$IMAGE" -o "$STATE/image.tar"
-    local pids=()
-    for i in $(seq 1 "$COUNT"); do
-        "$DOCKER" -H "$(node_url "$i")" load -q -i "$STATE/image.tar" >/dev/null &
-        pids+=($!)
-    done
-    for pid in "${pids[@]}"; do wait "$pid"; done
-    rm -f "$STATE/image.tar"
+    load_image
     if [ "$REGISTER" = 1 ]; then
         local python
         python=$(python_bin)
@@ -378,6 +398,19 @@ cmd_up() {
     fi
     trap - EXIT
     cmd_status
+}
+
+# The base image copied into every engine (docker save | docker load: there is no registry here).
+load_image() {
+    local i pids=() pid
+    say "loading $IMAGE into $COUNT engines"
+    "$DOCKER" save "$IMAGE" -o "$STATE/image.tar"
+    for i in $(seq 1 "$COUNT"); do
+        "$DOCKER" -H "$(node_url "$i")" load -q -i "$STATE/image.tar" >/dev/null &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid"; done
+    rm -f "$STATE/image.tar"
 }
 
 # ---- down ------------------------------------------------------------------------------------
@@ -422,6 +455,7 @@ cmd_down() {
         undo $line || say "could not undo '$line'"
     done
     rm -f "$MADE" "$STATE/subnet" "$STATE/kind"
+    rm -rf "$STATE/fake-nvidia"
     rmdir "$RUN_ROOT/$NAME" "$RUN_ROOT" 2>/dev/null || true
     rmdir "$STATE" 2>/dev/null || true
     say "cluster $NAME is down"
@@ -434,10 +468,11 @@ cmd_status() {
     [ -s "$MADE" ] || { say "cluster $NAME is not up"; return 1; }
     local i state
     if [ -s "$STATE/kind" ]; then
-        # name, "slurm", address, Slurm's state of the node (one line per node); then the configuration
+        # name, "slurm", address, Slurm's state of the node[, its engine's URL with --docker] (one line per
+        # node); then the configuration
         for i in $(awk '$1 == "netns" {sub(/.*-/, "", $2); print $2}' "$MADE"); do
             state=$(sinfo -h -N -n "$(node_name "$i")" -o %t 2>/dev/null | head -n 1)
-            echo "$(node_name "$i") slurm $(node_ip "$i") ${state:-unknown}"
+            echo "$(node_name "$i") slurm $(node_ip "$i") ${state:-unknown}$(engines | grep -qx "$i" && echo " $(node_url "$i")")"
         done
         echo "SLURM_CONF=$SLURM_CONF"
         return 0

@@ -23,6 +23,17 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
         )
+    if kind == "slurm" and docker_url:  # a Slurm node with a Docker engine: tasks in containers
+        from clusters.executors.slurm import SlurmContainerExecutor
+
+        return SlurmContainerExecutor(
+            Path(settings.PAI_WORK_ROOT) / "slurm",
+            docker_url,
+            address=address,
+            namespace=settings.PAI_DOCKER_NAMESPACE,
+            log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
+            pids_limit=settings.PAI_TASK_PIDS_LIMIT,
+        )
     if kind == "slurm":
         from clusters.executors.sandbox import Sandbox
         from clusters.executors.slurm import SlurmTaskExecutor
@@ -60,6 +71,11 @@ def portal_paths() -> tuple[str, ...]:
 
 def describe_executor(kind: str, address: str, docker_url: str = "") -> str:
     """What running on this executor means for a job, in a sentence (printed by `make run`)."""
+    if kind == "slurm" and docker_url:
+        return (
+            f"Slurm node with a Docker engine ({docker_url}): each task in a container of the job's image, "
+            f"on the node's network, its ports on {address}."
+        )
     if kind == "docker":
         return (
             f"Docker executor ({docker_url or 'local engine'}): each task in its own container with its "

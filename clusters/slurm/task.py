@@ -4,10 +4,15 @@
    name, the GPUs Slurm gave the step (CUDA_VISIBLE_DEVICES) and PORTS ports free on the node.
    The portal waits for every task's probe, then builds each task's `PAI_*` environment with the
    real host lists and writes `launch/<role>-<index>-<attempt>.json`.
-2. Runs each attempt it is given: the process executor's supervisor (clusters/executors/supervise)
-   in the task directory, with the launch's environment, in a child forked from this process (no
-   second interpreter to start: the launch is on every task's critical path). After a failed attempt it waits for the
-   next one (a task retry) until the portal ends the Slurm job; after a success it is done.
+2. Runs each attempt it is given. A launch naming a `container` (a node with a Docker engine: the
+   portal made the container, clusters/executors/slurm.py) is only held: the step keeps the
+   allocation until the attempt is over (the portal writes the container's `exit_code` into the
+   task directory, or a `stop` file, or the next attempt's launch appears); a SIGTERM stops the
+   container through the node's engine first. Any other launch runs the process executor's
+   supervisor (clusters/executors/supervise) in the task directory, with the launch's environment,
+   in a child forked from this process (no second interpreter to start: the launch is on every
+   task's critical path). After a failed attempt it waits for the next one (a task retry) until the
+   portal ends the Slurm job; after a success it is done.
    A `stop` file in the task directory, or SIGTERM (scancel), stops the running attempt; after a
    SIGTERM the task directory gets a `cancelled` file first, so the portal takes Slurm's word for
    how the attempt ended (cancelled, preempted, node failure, time limit), not the exit code.
@@ -28,6 +33,10 @@ from _signal import SIG_DFL, SIGTERM, signal
 from _socket import socket
 
 CANCELLED_FILE = "cancelled"
+EXIT_FILE = "exit_code"  # in a task directory: how the attempt ended (the supervisor's; the portal's for a container)
+STOP_FILE = "stop"  # in a task directory: the wrapper stops the attempt
+ENGINE_TIMEOUT_S = 10
+CONTAINER_STOP_GRACE_S = 3
 POLL_S = 0.01  # a stat() of one file: cheap, and on the path of every launch
 
 
@@ -73,6 +82,40 @@ def touch(path: str) -> None:
         pass
 
 
+def stop_container(engine: str, name: str) -> bool:
+    """Ask the node's engine (`unix://PATH`, `tcp://HOST:PORT`; empty: the local socket) to stop the
+    container; False where it cannot be asked (a TLS engine: the portal removes it instead)."""
+    import http.client
+    import socket as sockets
+    import urllib.parse
+
+    class UnixConnection(http.client.HTTPConnection):
+        def __init__(self, path: str):
+            super().__init__("localhost", timeout=ENGINE_TIMEOUT_S)
+            self.path = path
+
+        def connect(self) -> None:
+            self.sock = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+            self.sock.settimeout(ENGINE_TIMEOUT_S)
+            self.sock.connect(self.path)
+
+    url = urllib.parse.urlsplit(engine or "unix:///var/run/docker.sock")
+    connection: http.client.HTTPConnection
+    if url.scheme == "unix":
+        connection = UnixConnection(url.path)
+    elif url.scheme in {"tcp", "http"} and url.hostname:
+        connection = http.client.HTTPConnection(url.hostname, url.port or 2375, timeout=ENGINE_TIMEOUT_S)
+    else:
+        return False
+    try:
+        connection.request("POST", f"/containers/{urllib.parse.quote(name)}/stop?t={CONTAINER_STOP_GRACE_S}")
+        return connection.getresponse().status in {204, 304, 404}
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
 class Wrapper:
     def __init__(self, job_dir: str, role: str, index: int):
         self.job_dir = job_dir
@@ -80,6 +123,7 @@ class Wrapper:
         self.child: int | None = None  # the running attempt's supervisor
         self.task_dir: str | None = None  # the running attempt's directory
         self.cancelled = False
+        self.container: tuple[str, str] | None = None  # (engine, name) of the held attempt's container
 
     def probe(self, ports: int) -> None:
         write_file(
@@ -97,6 +141,8 @@ class Wrapper:
         if self.task_dir is not None:
             touch(os.path.join(self.task_dir, CANCELLED_FILE))
         self._stop_attempt()
+        if self.container is not None:
+            stop_container(*self.container)
 
     def _stop_attempt(self) -> None:
         if self.child is not None:
@@ -117,6 +163,26 @@ class Wrapper:
                 time.sleep(POLL_S)
         return None
 
+    def hold_container(self, launch: dict[str, object], attempt: int) -> int:
+        """Until the container's attempt is over: its exit as the portal saw it (1 when unknown)."""
+        task_dir = str(launch["task_dir"])
+        self.container, self.task_dir = (str(launch["engine"]), str(launch["container"])), task_dir
+        next_launch = os.path.join(self.job_dir, "launch", f"{self.task}-{attempt + 1}.json")
+        stop_file = os.path.join(task_dir, STOP_FILE)
+        code = 1
+        while not self.cancelled:
+            try:
+                with open(os.path.join(task_dir, EXIT_FILE)) as file:
+                    code = int(file.read())
+                break
+            except (OSError, ValueError):
+                pass
+            if os.path.exists(stop_file) or os.path.exists(next_launch):
+                break
+            time.sleep(POLL_S * 10)  # three stat()s; the container's exit reaches the portal first anyway
+        self.container = None
+        return code
+
     def run_attempt(self, launch: dict[str, object]) -> int:
         task_dir = str(launch["task_dir"])
         env = {str(key): str(value) for key, value in dict(launch["env"]).items()}  # type: ignore[call-overload]
@@ -129,7 +195,7 @@ class Wrapper:
             os.environ.update(env)
             os._exit(Supervisor(task_dir).run())
         self.child, self.task_dir = pid, task_dir
-        status = self._wait_for(pid, os.path.join(task_dir, "stop"))
+        status = self._wait_for(pid, os.path.join(task_dir, STOP_FILE))
         self.child = None
         return os.waitstatus_to_exitcode(status)
 
@@ -159,7 +225,8 @@ class Wrapper:
 
         attempt = 1
         while (launch := self.wait_for_launch(attempt)) is not None:
-            if self.run_attempt(launch) == 0:
+            code = self.hold_container(launch, attempt) if "container" in launch else self.run_attempt(launch)
+            if code == 0:
                 return 0
             attempt += 1
         return 0

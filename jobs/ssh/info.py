@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from clusters.models import Node
 from jobs.models import Job, Task, TaskState
 from jobs.ssh.keys import job_private_key, key_filename
 from jobs.ssh.plugin import SSH_PORT_LABEL, ssh_settings, task_aliases
@@ -43,7 +42,7 @@ def authorized_keys_for(job: Job) -> str:
 def ssh_endpoint(task: Task) -> tuple[str, int] | None:
     """(host, port) where the task's sshd answers from the portal's side, None if it has none."""
     node = task.node
-    if node is not None and node.executor == Node.Executor.PROCESS:
+    if node is not None and not node.runs_containers:
         return None  # a plain process shares the node: there is no sshd of the job's own
     published = (task.ports or {}).get(SSH_PORT_LABEL) or []
     if node is not None and published:

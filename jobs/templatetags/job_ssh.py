@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.db.models import Q
 
 from clusters.models import Node
 from jobs.models import Job, TaskState
@@ -22,6 +23,9 @@ def job_ssh_panel(job: Job) -> dict[str, Any]:
         "key_filename": key_filename(job),
         # Only running tasks have an sshd to connect to.
         "rows": [row for row in ssh_info(job) if row["state"] == TaskState.RUNNING],
-        # Tasks run as plain processes on a process node share that machine: no sshd of their own.
-        "on_process_nodes": job.tasks.filter(node__executor=Node.Executor.PROCESS).exists(),
+        # Tasks run as plain processes (a process node, a Slurm node without an engine) share that
+        # machine: no sshd of their own.
+        "on_process_nodes": job.tasks.filter(
+            Q(node__executor=Node.Executor.PROCESS) | Q(node__executor=Node.Executor.SLURM, node__docker_url="")
+        ).exists(),
     }

@@ -1,5 +1,6 @@
 """A real 3-node Slurm cluster for the tests of this package: `scripts/dev-cluster.sh up 3 --slurm`,
-once per run (it is idle in about a second), taken down at the end.
+once per run (it is idle in about a second), taken down at the end. (test_slurm_containers.py brings
+up one of its own whose nodes have Docker engines: `--slurm --docker`.)
 
 slurmctld runs on this machine, each slurmd in a network and UTS namespace of its own on one
 bridge, with 4 fake GPUs of type p100 per node (GRES). The portal submits with the real sbatch,
@@ -36,6 +37,7 @@ class SlurmCluster:
     state_dir: Path
     slurm_conf: str
     addresses: dict[str, str]  # node name -> address
+    engines: dict[str, str]  # node name -> its Docker engine's URL (`--docker`), else none
 
     def run(self, *argv: str) -> str:
         env = {**os.environ, "SLURM_CONF": self.slurm_conf}
@@ -79,19 +81,18 @@ def slurm_available() -> bool:
     return os.geteuid() == 0 and all(shutil.which(tool) for tool in tools)
 
 
-@pytest.fixture(scope="session")
-def slurm_cluster(tmp_path_factory) -> Iterator[SlurmCluster]:
-    require(slurm_available(), "root, slurm-wlm and munge for dev-cluster.sh --slurm")
+def bring_up(tmp_path_factory, nodes: int, *options: str) -> Iterator[SlurmCluster]:
+    """`dev-cluster.sh up NODES --slurm OPTIONS...` on a random name and subnet, down at the end."""
     name = f"s{uuid.uuid4().hex[:6]}"
     state_dir = tmp_path_factory.mktemp("slurm-cluster")
     env = {**os.environ, "PAI_DEV_CLUSTER_DIR": str(state_dir)}
     output = ""
     for _ in range(5):  # a random /24 of 10.248/16; another run may hold the one we drew
         done = subprocess.run(
-            ["bash", str(SCRIPT), "up", str(NODES), "--slurm", "--name", name,
+            ["bash", str(SCRIPT), "up", str(nodes), "--slurm", *options, "--name", name,
              "--subnet", f"10.248.{random.randrange(256)}.0/24", "--cpus", str(NODE_CPUS),
              "--memory-mb", str(NODE_MEMORY_MB), "--gpus", str(NODE_GPUS), "--gpu-type", "p100"],
-            env=env, capture_output=True, text=True, timeout=120,
+            env=env, capture_output=True, text=True, timeout=180,
         )  # fmt: skip
         if done.returncode == 0:
             output = done.stdout
@@ -101,29 +102,47 @@ def slurm_cluster(tmp_path_factory) -> Iterator[SlurmCluster]:
     lines = output.splitlines()
     conf = lines[-1].removeprefix("SLURM_CONF=")
     addresses = {line.split()[0]: line.split()[2] for line in lines[:-1]}
+    engines = {line.split()[0]: line.split()[4] for line in lines[:-1] if len(line.split()) > 4}
     try:
-        yield SlurmCluster(name, state_dir, conf, addresses)
+        yield SlurmCluster(name, state_dir, conf, addresses, engines)
     finally:
         subprocess.run(["bash", str(SCRIPT), "down", "--name", name], env=env, capture_output=True, timeout=120)
 
 
-@pytest.fixture
-def slurm_vc(slurm_cluster, db, settings, tmp_path):
-    """A VC on the cluster's partition, made as an admin would (`createvc --slurm-partition`)."""
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory) -> Iterator[SlurmCluster]:
+    require(slurm_available(), "root, slurm-wlm and munge for dev-cluster.sh --slurm")
+    yield from bring_up(tmp_path_factory, NODES)
+
+
+def make_slurm_vc(cluster: SlurmCluster, settings, tmp_path: Path):
+    """A VC on the cluster's partition, made as an admin would (`createvc --slurm-partition`); each
+    Slurm node that has an engine given it as `addnode NAME --executor slurm --docker-url URL` would."""
     from django.core.management import call_command
 
     from clusters.executors.registry import executor_for
-    from clusters.models import VirtualCluster
+    from clusters.models import Node, VirtualCluster
 
     settings.PAI_WORK_ROOT = tmp_path / "work"
     settings.PAI_LOG_DIR = tmp_path / "logs"
     settings.PAI_FS_ROOT = tmp_path / "fs"
-    settings.PAI_SLURM_CONF = slurm_cluster.slurm_conf
+    settings.PAI_SLURM_CONF = cluster.slurm_conf
     settings.PAI_SLURM_NODES_SECONDS = 0.5
     settings.PAI_SLURM_JOB_PREFIX = f"pt{uuid.uuid4().hex[:6]}"  # each test's database counts jobs from 1
+    settings.PAI_DOCKER_NAMESPACE = settings.PAI_SLURM_JOB_PREFIX
     executor_for.cache_clear()
-    call_command("createvc", "gpu", "--slurm-partition", slurm_cluster.name, stdout=io.StringIO())
-    yield VirtualCluster.objects.get(name="gpu")
+    call_command("createvc", "gpu", "--slurm-partition", cluster.name, stdout=io.StringIO())
+    for node, url in cluster.engines.items():
+        call_command("addnode", node, "--executor", "slurm", "--docker-url", url, stdout=io.StringIO())
+    assert Node.objects.filter(executor="slurm").count() == len(cluster.addresses)
+    return VirtualCluster.objects.get(name="gpu")
+
+
+@pytest.fixture
+def slurm_vc(slurm_cluster, db, settings, tmp_path):
+    yield make_slurm_vc(slurm_cluster, settings, tmp_path)
+    from clusters.executors.registry import executor_for
+
     executor_for.cache_clear()
     slurm_cluster.cancel_all()
 

@@ -63,6 +63,15 @@ def test_it_offers_no_ssh_into_plain_processes(make_job):
     assert ssh_info(job) == []
 
 
+def test_it_offers_ssh_on_slurm_nodes_only_where_the_task_runs_in_a_container(make_job):
+    job = make_job()
+    node = Node.objects.create(name="s1", executor=Node.Executor.SLURM, address="10.9.0.2")
+    run_on(job.tasks.get(), node, 30022)
+    assert ssh_info(job) == []  # no engine: a sandboxed process in its step, no sshd of its own
+    Node.objects.filter(pk=node.pk).update(docker_url="unix:///run/node-1/docker.sock")
+    assert [(row["ip"], row["port"]) for row in ssh_info(job)] == [("10.9.0.2", 30022)]
+
+
 def test_it_answers_openpais_ssh_api_shape(make_job, docker_node):
     job = make_job()
     run_on(job.tasks.get(), docker_node, 30022)

@@ -1,5 +1,7 @@
 """`python manage.py addnode --local [--executor docker|process]` registers this machine as a node;
-`addnode NAME --address IP --docker-url URL --cpus N --memory-mb M [--gpus 0:V100,1:V100]` adds another."""
+`addnode NAME --address IP --docker-url URL --cpus N --memory-mb M [--gpus 0:V100,1:V100]` adds another;
+`addnode NAME --executor slurm --docker-url URL` gives Slurm node NAME a Docker engine (its tasks then run
+as containers; `--docker-url ''` takes it away). Slurm's nodes themselves come from sinfo."""
 
 import os
 import shutil
@@ -68,7 +70,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("name", nargs="?", help="node name (default with --local: local)")
         parser.add_argument("--local", action="store_true", help="read CPUs, memory and GPUs from this machine")
-        parser.add_argument("--executor", choices=["docker", "process"], help="default: docker if the engine answers")
+        parser.add_argument(
+            "--executor",
+            choices=["docker", "process", "slurm"],
+            help="default: docker if the engine answers; slurm: only set the Slurm node's --docker-url",
+        )
         parser.add_argument(
             "--address",
             help="IP the node's tasks are reached at, never the portal's own host "
@@ -84,6 +90,9 @@ class Command(BaseCommand):
         name = options["name"] or ("local" if options["local"] else None)
         if not name:
             raise CommandError("give a node NAME, or --local for this machine")
+        if options["executor"] == "slurm":
+            self._slurm_engine(name, options["docker_url"], options["address"])
+            return
         if not options["local"] and (options["cpus"] is None or options["memory_mb"] is None or not options["address"]):
             raise CommandError("--address, --cpus and --memory-mb are required for a node other than --local")
         executor = options["executor"] or ("docker" if docker_answers(options["docker_url"]) else "process")
@@ -120,3 +129,16 @@ class Command(BaseCommand):
             f"{'registered' if created else 'updated'} node {node.name}: {executor} executor, {cpus} CPUs, "
             f"{memory_mb} MB, {gpu_text}, tasks' ports on {address}"
         )
+
+    def _slurm_engine(self, name: str, docker_url: str, address: str | None) -> None:
+        """The rest of a Slurm node (CPUs, memory, GPUs, partition) is Slurm's: sinfo fills it in."""
+        if docker_url and not docker_answers(docker_url):
+            self.stderr.write(f"warning: the Docker engine at {docker_url} does not answer now")
+        node, created = Node.objects.get_or_create(
+            name=name, defaults={"executor": Node.Executor.SLURM, **({"address": address} if address else {})}
+        )
+        if node.executor != Node.Executor.SLURM:
+            raise CommandError(f"node {name} is a {node.executor} node, not a Slurm node")
+        Node.objects.filter(pk=node.pk).update(docker_url=docker_url, **({"address": address} if address else {}))
+        runs = f"tasks run in containers on {docker_url}" if docker_url else "tasks run as sandboxed processes"
+        self.stdout.write(f"{'registered' if created else 'updated'} Slurm node {name}: {runs}")
