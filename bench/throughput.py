@@ -168,7 +168,9 @@ def slurm_phases(slurmctld_log: Path) -> dict[str, float]:
     from jobs.models import Job
 
     steps: dict[str, list[float]] = {
-        "Slurm start -> probe (step, wrapper start)": [],
+        "Slurm start -> batch script (its output opened)": [],
+        "batch script -> step (its output opened)": [],
+        "step -> probe (wrapper start)": [],
         "probe -> launch written (portal)": [],
         "launch -> supervisor up (wrapper)": [],
         "supervisor up -> exit recorded (task)": [],
@@ -182,14 +184,16 @@ def slurm_phases(slurmctld_log: Path) -> dict[str, float]:
         try:
             probe_path = job_dir / "probe" / "main-0.json"
             probe = probe_path.stat().st_mtime
+            batch = (job_dir / "batch.log").stat().st_mtime
+            step_started = (job_dir / "steps" / "main-0.out").stat().st_mtime
             launch = (job_dir / "launch" / "main-0-1.json").stat().st_mtime
             pid = (job_dir / "main-0-1" / "pid").stat().st_mtime
             exited = (job_dir / "main-0-1" / "exit_code").stat().st_mtime
             slurm_start, slurm_end = slurm_times[int(json.loads(probe_path.read_text())["step"].split(".")[0])]
         except (OSError, KeyError, ValueError):
             continue
-        spans = [(slurm_start, probe), (probe, launch), (launch, pid), (pid, exited), (exited, slurm_end)]
-        spans.append((exited, completed.timestamp()))
+        spans = [(slurm_start, batch), (batch, step_started), (step_started, probe), (probe, launch), (launch, pid)]
+        spans += [(pid, exited), (exited, slurm_end), (exited, completed.timestamp())]
         for step, (begin, end) in zip(steps, spans, strict=True):
             steps[step].append(1000 * (end - begin))
     return {step: statistics.median(values) for step, values in steps.items() if values}

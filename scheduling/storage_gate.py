@@ -16,6 +16,7 @@ from typing import Any
 
 from clusters.models import Node, StorageConfig
 from jobs.protocol.storages import storage_requests
+from jobs.storage.configs import storage_configs
 from scheduling.recent_trouble import RecentTrouble
 
 MOUNT_FAILURE_MEMORY_S = 300.0
@@ -61,7 +62,7 @@ def storage_gate(jobs: Iterable[tuple[int, dict[str, Any]]], nodes: list[Node], 
     """For each job (key, spec): the available nodes that cannot mount a storage it needs (placement
     avoids them) and, when that is all of them, why it waits."""
     gate = Gate()
-    configs = {config.name: config for config in StorageConfig.objects.all()}
+    configs = {config.name: config for config in storage_configs()}
     available = [node for node in nodes if node.available]
     if not configs or not available:
         return gate

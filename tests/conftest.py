@@ -75,16 +75,16 @@ def fast_password_hashing():
 @pytest.fixture(autouse=True)
 def fresh_caches():
     """Throttle counters (sign-in, submits) live in the cache, which outlives a test, and so does the
-    storage that holds the users' areas: every test starts with none."""
+    storage configs a process read lately: every test starts with none."""
     from django.core.cache import cache
 
-    from jobs.storage import forget_area_storage
+    from jobs.storage.configs import forget_storage_configs
 
     cache.clear()
-    forget_area_storage()  # (a rolled-back test's storage config sends no post_delete)
+    forget_storage_configs()  # (a rolled-back test's storage config sends no post_delete)
     yield
     cache.clear()
-    forget_area_storage()
+    forget_storage_configs()
 
 
 @pytest.fixture

@@ -18,19 +18,16 @@ import os
 import posixpath
 import re
 import shutil
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from django.conf import settings
-from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 
 from clusters.executors.base import Mount
 from clusters.models import StorageConfig
-from jobs.storage.configs import storage_mount
+from jobs.storage.configs import storage_configs, storage_mount
 
 CODE_DIR_MAX_BYTES = 200 * 1024 * 1024  # OpenPAI: "codeDir ... should be less than 200MB"
 FS_URI_VARIABLE = re.compile(r"^\$(PAI_DEFAULT_FS_URI|\{PAI_DEFAULT_FS_URI\})(?=/|$)")
@@ -62,25 +59,10 @@ class Entry:
 # -- areas -------------------------------------------------------------------------------------
 
 
-AREA_STORAGE_TTL_S = 2.0
-_area_storage: tuple[float, StorageConfig | None] | None = None  # (read at, answer)
-
-
 def area_storage() -> StorageConfig | None:
-    """The storage that holds the users' areas, read at most every AREA_STORAGE_TTL_S: a launch asks
-    several times per task, and an admin's change reaches other processes within that time (this
-    one at once: saving or deleting a storage config forgets the answer)."""
-    global _area_storage
-    now = time.monotonic()
-    if _area_storage is None or now - _area_storage[0] > AREA_STORAGE_TTL_S:
-        _area_storage = (now, StorageConfig.objects.filter(holds_user_areas=True).first())
-    return _area_storage[1]
-
-
-@receiver([post_save, post_delete], sender=StorageConfig)
-def forget_area_storage(**kwargs: Any) -> None:
-    global _area_storage
-    _area_storage = None
+    """The storage that holds the users' areas (a launch asks several times per task: read from
+    storage_configs(), at most every few seconds)."""
+    return next((config for config in storage_configs() if config.holds_user_areas), None)
 
 
 def fs_root() -> Path:

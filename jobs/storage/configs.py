@@ -6,13 +6,17 @@ a task gets, whichever node it lands on (each node mounts them itself, see the e
 from __future__ import annotations
 
 import posixpath
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.dispatch import receiver
+
 from accounts.permissions import is_admin
 from clusters.executors.base import Mount, NfsVolume
-from clusters.models import StorageConfig
+from clusters.models import StorageConfig, VirtualCluster
 from jobs.protocol.errors import FieldError
 from jobs.protocol.storages import storage_requests
 
@@ -31,17 +35,39 @@ class Chosen:
     mount_path: str  # where the task sees it
 
 
-def _all() -> list[StorageConfig]:
-    return list(StorageConfig.objects.prefetch_related("allowed_users", "virtual_clusters__allowed_users"))
+CONFIGS_TTL_S = 2.0
+_configs: tuple[float, list[StorageConfig]] | None = None  # (read at, every config with who may use it)
+
+
+def storage_configs() -> list[StorageConfig]:
+    """Every storage config with the users and VCs it is open to, read at most every CONFIGS_TTL_S:
+    a submit asks once and a launch up to four times per task (the users' areas, the job's mounts,
+    the storage gate), three queries each. An admin's change reaches other processes within that
+    time, this one at once (saving or deleting a config, or changing who may use it, forgets it)."""
+    global _configs
+    now = time.monotonic()
+    if _configs is None or now - _configs[0] > CONFIGS_TTL_S:
+        configs = StorageConfig.objects.prefetch_related("allowed_users", "virtual_clusters__allowed_users")
+        _configs = (now, list(configs))
+    return _configs[1]
+
+
+@receiver([post_save, post_delete], sender=StorageConfig)
+@receiver(m2m_changed, sender=StorageConfig.allowed_users.through)
+@receiver(m2m_changed, sender=StorageConfig.virtual_clusters.through)
+@receiver(m2m_changed, sender=VirtualCluster.allowed_users.through)
+def forget_storage_configs(**kwargs: Any) -> None:
+    global _configs
+    _configs = None
 
 
 def usable_storages(user: Any) -> list[StorageConfig]:
-    return [config for config in _all() if config.is_open_to(user)]
+    return [config for config in storage_configs() if config.is_open_to(user)]
 
 
 def usable_storage(user: Any, name: str) -> StorageConfig:
     """The storage by name; StorageNotFound / StorageForbidden otherwise."""
-    config = next((config for config in _all() if config.name == name), None)
+    config = next((config for config in storage_configs() if config.name == name), None)
     if config is None:
         raise StorageNotFound(f"Storage {name} is not found.")
     if not config.is_open_to(user):
@@ -53,7 +79,7 @@ def chosen_storages(user: Any, spec: dict[str, Any]) -> tuple[list[Chosen], list
     """The storages the job mounts (named ones, or the user's defaults) and, for those it may not
     have, an error naming the field that names them."""
     requests = storage_requests(spec)
-    configs = {config.name: config for config in _all()}
+    configs = {config.name: config for config in storage_configs()}
     usable = sorted(name for name, config in configs.items() if config.is_open_to(user))
     if requests.defaults:
         defaults = [config for config in configs.values() if config.is_default and config.is_open_to(user)]

@@ -129,3 +129,18 @@ def test_it_honours_extras_storages_with_their_mount_paths(make_storage, user, d
 def test_it_mounts_nothing_for_a_job_that_asks_for_no_storage(make_storage, user, default_vc):
     make_storage("team", is_default=True)
     assert task_mounts(user, submit_job(user, v2_yaml("plain")).spec) == []
+
+
+def test_it_applies_a_change_of_who_may_use_a_storage_at_once_in_this_process(make_storage, user, other_user):
+    from jobs.storage.configs import usable_storages
+
+    config = make_storage("team")
+    assert [storage.name for storage in usable_storages(other_user)] == ["team"]  # read, and kept a while
+    config.allowed_users.add(user)
+    assert usable_storages(other_user) == []
+    vc = VirtualCluster.objects.create(name="team-vc")
+    config.virtual_clusters.add(vc)
+    vc.allowed_users.add(other_user)
+    assert [storage.name for storage in usable_storages(other_user)] == ["team"]
+    config.delete()
+    assert usable_storages(user) == []
