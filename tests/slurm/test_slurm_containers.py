@@ -6,6 +6,7 @@ GPUs Slurm gave the step, sshd, logs), and web SSH reaches it. One cluster for t
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from pathlib import Path
 
@@ -94,6 +95,19 @@ def test_it_runs_each_task_in_a_container_of_the_jobs_image_on_the_node_slurm_ch
     assert engine_cluster.wait_until_idle(timeout=10) == []
 
 
+def wait_for_banner(address: str, port: int, timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((address, port), timeout=1) as connection:
+                if connection.recv(4) == b"SSH-":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"no sshd answers at {address}:{port}")
+
+
 def test_it_opens_web_ssh_into_the_tasks_sshd_and_stop_removes_the_containers(engine_cluster, vc, user, run_until):
     job = submit_job(user, job_text("reach-me", role("worker", "sleep 600", instances=2, cpu=NODE_CPUS), VC))
     job = run_until(job, condition=started(job, 2))
@@ -102,6 +116,7 @@ def test_it_opens_web_ssh_into_the_tasks_sshd_and_stop_removes_the_containers(en
         row = rows[f"{task.role}-{task.index}"]
         assert (row["ip"], row["port"]) == (task.node.address, task.ports["ssh"][0])
     assert sum(len(ids) for ids in containers(engine_cluster, status="running").values()) == 2
+    wait_for_banner(rows["worker-1"]["ip"], rows["worker-1"]["port"])  # RUNNING comes before the sshd listens
     cookie, path = session_cookie(user), socket_path(job, index=1)
 
     async def terminal() -> bytes:
