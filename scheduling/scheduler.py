@@ -398,12 +398,12 @@ class Scheduler:
     def monitor_running(self) -> bool:
         self._restart_unrecorded_starts()
         # Only what a poll needs, as plain values; the task and its job are read once it exited.
-        running = (
+        running = list(
             Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
             .exclude(executor_id="")
             .values_list("pk", "executor_id", "ip", "node_id")
         )
-        nodes = {node.pk: node for node in Node.objects.all()}
+        nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
         changed_jobs: dict[int, Job] = {}
         for task_id, executor_id, ip, node_id in running:
             node = nodes[node_id]
