@@ -99,8 +99,8 @@ def batch_script(*, roles: list[RoleRequest], gpu_type: str | None, job_dir: Pat
                 "-E",
                 "-s",
                 "-S",
-                "-m",
-                "clusters.slurm.task",
+                "-c",  # not `-m`: runpy's imports cost 3 ms more on the slot's critical path
+                "from clusters.slurm.task import main; main()",
                 str(job_dir),
                 request.role,
                 str(index),

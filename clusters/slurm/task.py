@@ -1,4 +1,4 @@
-"""The task wrapper: what each Slurm step runs. `python -m clusters.slurm.task JOB_DIR ROLE INDEX PORTS`.
+"""The task wrapper: what each Slurm step runs (`main()`, with JOB_DIR ROLE INDEX PORTS).
 
 1. Says where the task landed: `probe/<role>-<index>.json` in the job directory with the node's
    name, the GPUs Slurm gave the step (CUDA_VISIBLE_DEVICES) and PORTS ports free on the node.
@@ -232,7 +232,8 @@ class Wrapper:
         return 0
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """`python -E -s -S -c 'from clusters.slurm.task import main; main()' JOB_DIR ROLE INDEX PORTS`."""
     job_dir, role, index, ports = sys.argv[1:5]
     code = Wrapper(job_dir, role, int(index)).run(int(ports))
     sys.stdout.flush()
