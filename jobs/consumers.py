@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 import asyncssh
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.utils import timezone
 
 from jobs.actions import get_job_for
 from jobs.models import Job, Task, TaskState
@@ -31,6 +32,10 @@ CLOSE_NOT_FOUND = 4404
 CLOSE_TASK_GONE = 4410
 CONNECT_TIMEOUT_S = 10
 KEEPALIVE_INTERVAL_S = 15
+# A task turns RUNNING a moment before its sshd listens: a terminal opened within this long of its
+# start waits for it (saying so) instead of telling the user the task may have stopped.
+SSHD_START_WAIT_S = 15
+SSHD_RETRY_S = 0.25
 DEFAULT_SIZE = (80, 24)
 MAX_SIZE = 1000
 
@@ -41,6 +46,7 @@ class TerminalTarget:
     port: int
     private_key: str
     label: str  # `<user>~<job>/<role>-<index>`, for messages
+    starting_for_s: float = 0.0  # how much longer its sshd may still be starting (0: not at all)
 
 
 def _lookup_target(user: Any, full_name: str, role: str, index: int) -> TerminalTarget | str | None:
@@ -56,7 +62,9 @@ def _lookup_target(user: Any, full_name: str, role: str, index: int) -> Terminal
     endpoint = ssh_endpoint(task)
     if task.state != TaskState.RUNNING or endpoint is None:
         return f"{label} is not running ({task.state.lower()}): nothing to connect to."
-    return TerminalTarget(host=endpoint[0], port=endpoint[1], private_key=job_private_key(job), label=label)
+    started = task.started_at or timezone.now()
+    starting_for_s = max(0.0, SSHD_START_WAIT_S - (timezone.now() - started).total_seconds())
+    return TerminalTarget(endpoint[0], endpoint[1], job_private_key(job), label, starting_for_s)
 
 
 def _clamp_size(cols: Any, rows: Any) -> tuple[int, int]:
@@ -97,23 +105,38 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         self.size = _clamp_size(query.get("cols", [None])[0], query.get("rows", [None])[0])
         self.pump = asyncio.create_task(self._run(target))
 
+    async def _connect(self, target: TerminalTarget) -> asyncssh.SSHClientConnection:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + target.starting_for_s  # a task up for a while answers at once, or not
+        said = False
+        while True:
+            try:
+                return await asyncio.wait_for(
+                    asyncssh.connect(
+                        target.host,
+                        target.port,
+                        username="root",
+                        client_keys=[asyncssh.import_private_key(target.private_key)],
+                        known_hosts=None,  # the task's host key is made at its start: nothing to pin
+                        agent_path=None,
+                        config=None,  # never the portal user's ~/.ssh/config
+                        # A task whose node vanished sends no FIN: keepalives notice it.
+                        keepalive_interval=KEEPALIVE_INTERVAL_S,
+                        keepalive_count_max=3,
+                    ),
+                    CONNECT_TIMEOUT_S,
+                )
+            except ConnectionRefusedError:
+                if loop.time() >= deadline:
+                    raise
+                if not said:
+                    await self._say(f"{target.label}: waiting for the task's SSH server to start...")
+                    said = True
+                await asyncio.sleep(SSHD_RETRY_S)
+
     async def _run(self, target: TerminalTarget) -> None:
         try:
-            self.conn = await asyncio.wait_for(
-                asyncssh.connect(
-                    target.host,
-                    target.port,
-                    username="root",
-                    client_keys=[asyncssh.import_private_key(target.private_key)],
-                    known_hosts=None,  # the task's host key is made at its start: nothing to pin
-                    agent_path=None,
-                    config=None,  # never the portal user's ~/.ssh/config
-                    # A task whose node vanished sends no FIN: keepalives notice it.
-                    keepalive_interval=KEEPALIVE_INTERVAL_S,
-                    keepalive_count_max=3,
-                ),
-                CONNECT_TIMEOUT_S,
-            )
+            self.conn = await self._connect(target)
             self.process = await self.conn.create_process(
                 term_type="xterm-256color", term_size=self.size, encoding=None
             )
@@ -133,8 +156,11 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             message = f"{target.label}: the connection ended ({exc or type(exc).__name__}). The task may have stopped."
         await self._say_and_close(message, 1000)
 
-    async def _say_and_close(self, message: str, code: int) -> None:
+    async def _say(self, message: str) -> None:
         await self.send(bytes_data=f"\r\n\x1b[33m[{message}]\x1b[0m\r\n".encode())
+
+    async def _say_and_close(self, message: str, code: int) -> None:
+        await self._say(message)
         await self.close(code=code)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:

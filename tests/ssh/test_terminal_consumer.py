@@ -5,6 +5,7 @@ import asyncio
 import json
 
 import pytest
+from django.utils import timezone
 
 from tests.ssh.websocket import communicator, read_until, read_until_closed, session_cookie, socket_path
 
@@ -101,3 +102,65 @@ def test_it_closes_with_a_message_when_the_task_ends(running_job, user, ssh_cont
     output, code = asyncio.run(go())
     assert b"alice~ssh-demo/worker-0" in output
     assert code == 1000
+
+
+def test_it_waits_for_a_task_sshd_that_is_still_starting(running_job, user):
+    """A terminal opened the moment a task turns RUNNING finds nothing listening yet: it says it is
+    waiting and connects once the sshd answers (here: a forwarder to the real sshd, opened late)."""
+    import socket
+
+    task = running_job.tasks.get(role="worker", index=0)
+    sshd_port = task.ports["ssh"][0]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        late_port = probe.getsockname()[1]
+    task.ports, task.started_at = {"ssh": [late_port]}, timezone.now()  # it has just started
+    task.save(update_fields=["ports", "started_at"])
+    cookie = session_cookie(user)
+
+    async def forward(reader, writer):
+        sshd_reader, sshd_writer = await asyncio.open_connection("127.0.0.1", sshd_port)
+
+        async def pipe(source, sink):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+            sink.close()
+
+        await asyncio.gather(pipe(reader, sshd_writer), pipe(sshd_reader, writer), return_exceptions=True)
+
+    async def go():
+        comm = await open_terminal(running_job, cookie)
+        waiting = await read_until(comm, b"waiting for the task's SSH server")
+        server = await asyncio.start_server(forward, "127.0.0.1", late_port)
+        await comm.send_to(bytes_data=b"echo late-$((6*7))\n")
+        output = await read_until(comm, b"late-42", timeout=20)
+        await comm.disconnect()
+        server.close()
+        return waiting, output
+
+    waiting, output = asyncio.run(go())
+    assert b"may have stopped" not in waiting
+    assert b"late-42" in output
+
+
+def test_it_tells_at_once_that_a_task_up_for_a_while_does_not_answer(running_job, user):
+    import socket
+    from datetime import timedelta
+
+    task = running_job.tasks.get(role="worker", index=0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        task.ports = {"ssh": [probe.getsockname()[1]]}  # nothing listens there
+    task.started_at = timezone.now() - timedelta(minutes=5)
+    task.save(update_fields=["ports", "started_at"])
+
+    cookie = session_cookie(user)
+
+    async def go():
+        comm = await open_terminal(running_job, cookie)
+        return await read_until_closed(comm, timeout=5)
+
+    output, _ = asyncio.run(go())
+    assert b"The task may have stopped" in output
+    assert b"waiting for" not in output
