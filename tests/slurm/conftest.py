@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,13 +139,18 @@ def make_slurm_vc(cluster: SlurmCluster, settings, tmp_path: Path):
     return VirtualCluster.objects.get(name="gpu")
 
 
-@pytest.fixture
-def slurm_vc(slurm_cluster, db, settings, tmp_path):
-    yield make_slurm_vc(slurm_cluster, settings, tmp_path)
+def slurm_vc_on(cluster: SlurmCluster, settings: Any, tmp_path: Path) -> Iterator[Any]:
+    """A fixture's body: the VC of make_slurm_vc, then the cluster's jobs cancelled."""
+    yield make_slurm_vc(cluster, settings, tmp_path)
     from clusters.executors.registry import executor_for
 
     executor_for.cache_clear()
-    slurm_cluster.cancel_all()
+    cluster.cancel_all()
+
+
+@pytest.fixture
+def slurm_vc(slurm_cluster, db, settings, tmp_path):
+    yield from slurm_vc_on(slurm_cluster, settings, tmp_path)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from jobs.models import Job
 from jobs.ssh import ssh_info
 from tests.conftest import require
 from tests.factories import create_user
-from tests.slurm.conftest import NODE_CPUS, bring_up, make_slurm_vc, slurm_available
+from tests.slurm.conftest import NODE_CPUS, bring_up, slurm_available, slurm_vc_on
 from tests.slurm.test_slurm_jobs import EVERY_TASK, WORKER, job_text, logs, role, said, slurm_name
 from tests.ssh.websocket import communicator, read_until, session_cookie, socket_path
 
@@ -36,11 +36,7 @@ def engine_cluster(tmp_path_factory):
 @pytest.fixture
 def vc(engine_cluster, transactional_db, settings, tmp_path):
     """Transactional: the web terminal's consumer reads the job on a thread of its own."""
-    yield make_slurm_vc(engine_cluster, settings, tmp_path)
-    from clusters.executors.registry import executor_for
-
-    executor_for.cache_clear()
-    engine_cluster.cancel_all()
+    yield from slurm_vc_on(engine_cluster, settings, tmp_path)
 
 
 @pytest.fixture
