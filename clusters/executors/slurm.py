@@ -27,7 +27,6 @@ filesystem the portal and every node share.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import requests
@@ -36,7 +35,7 @@ from docker.errors import APIError, DockerException
 from clusters.executors.base import ResourceSample, RunningTask, TaskHandle, TaskLaunch, TaskStatus
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.process import ProcessExecutor
-from clusters.slurm.task import CANCELLED_FILE, EXIT_FILE, STOP_FILE
+from clusters.slurm.task import CANCELLED_FILE, EXIT_FILE, STOP_FILE, write_file
 
 LAUNCH_DIR = "launch"
 
@@ -58,13 +57,7 @@ def task_dir_of(work_root: Path, labels: dict[str, str]) -> Path:
 
 def write_launch(task_dir: Path, launch: dict[str, object]) -> None:
     """Written whole or not at all, readable by the portal's user only (it may hold the job's secrets)."""
-    target = launch_file(task_dir)
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = target.with_suffix(".tmp")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        json.dump(launch, handle)
-    partial.replace(target)
+    write_file(str(launch_file(task_dir)), json.dumps(launch), mode=0o600, dir_mode=0o700)
 
 
 class SlurmTaskExecutor(ProcessExecutor):
@@ -133,10 +126,8 @@ class SlurmContainerExecutor(DockerExecutor):
             return TaskStatus(running=True)  # Slurm ended it: the scheduler's Slurm pass says how
         status = super().poll(handle)
         if not status.running and task_dir is not None and not (task_dir / EXIT_FILE).exists():
-            # The wrapper ends the step (success) or waits for a retry: written whole or not at all.
-            partial = task_dir / f"{EXIT_FILE}.tmp"
-            partial.write_text(str(status.exit_code if status.exit_code is not None else 255))
-            partial.replace(task_dir / EXIT_FILE)
+            # The wrapper ends the step (success) or waits for a retry.
+            write_file(str(task_dir / EXIT_FILE), str(status.exit_code if status.exit_code is not None else 255))
         return status
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:

@@ -66,11 +66,13 @@ def probe_json(node: str, gpus: list[int], ports: list[int], step: str) -> str:
     )
 
 
-def write_file(path: str, text: str) -> None:
-    """Written whole under another name, then renamed: a reader never sees half of it."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+def write_file(path: str, text: str, *, mode: int = 0o666, dir_mode: int = 0o777) -> None:
+    """Written whole under another name, then renamed: a reader never sees half of it. The modes
+    (less the umask) are the file's and those of the directories made for it. The portal writes
+    the steps' launches and the containers' exit records with it too."""
+    os.makedirs(os.path.dirname(path), mode=dir_mode, exist_ok=True)
     partial = path + ".tmp"
-    with open(partial, "w") as file:
+    with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "w") as file:
         file.write(text)
     os.replace(partial, path)
 
