@@ -62,8 +62,8 @@ def _lookup_target(user: Any, full_name: str, role: str, index: int) -> Terminal
     endpoint = ssh_endpoint(task)
     if task.state != TaskState.RUNNING or endpoint is None:
         return f"{label} is not running ({task.state.lower()}): nothing to connect to."
-    started = task.started_at or timezone.now()
-    starting_for_s = max(0.0, SSHD_START_WAIT_S - (timezone.now() - started).total_seconds())
+    now = timezone.now()
+    starting_for_s = max(0.0, SSHD_START_WAIT_S - (now - (task.started_at or now)).total_seconds())
     return TerminalTarget(endpoint[0], endpoint[1], job_private_key(job), label, starting_for_s)
 
 
