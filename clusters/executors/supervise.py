@@ -4,7 +4,7 @@
 
 The server runs once per node (the process executor starts it on its first task; it ends after
 SERVER_IDLE_S without a request, or when its work root goes). For each task the executor sends
-it the task directory and the task's environment over `<work root>/supervisor.sock` (the portal's
+it the task directory, environment and script over `<work root>/SOCKET_NAME` (the portal's
 own directory: tasks never see it); it forks a supervisor in a session of its own, which outlives
 a scheduler restart, writes its `pid` (with its start time, which tells it from a later process
 with the same pid) and only then answers with that pid. A fork costs about a millisecond; a
@@ -43,7 +43,10 @@ CHUNK_BYTES = 65536
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
 EXEC_FAILED = 127
-SOCKET_NAME = "supervisor.sock"
+# Named for what a request holds: a server of an earlier version (which read the script from the
+# environment) may still run through an upgrade; the new executor starts its own beside it, and the
+# old one leaves once idle, its tasks running to their end.
+SOCKET_NAME = "supervisor-v2.sock"
 CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
 ALREADY_CLAIMED = 0
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
