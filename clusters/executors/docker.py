@@ -54,7 +54,7 @@ from clusters.executors.base import (
 )
 from clusters.executors.docker_logs import log_frames
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
-from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -492,7 +492,21 @@ class DockerExecutor(Executor):
                     self.api.rename(handle.executor_id, name + KEPT_SUFFIX)
             self._finish_log(handle.executor_id)
             return
+        self._remove_script(handle.executor_id)
         self._remove(handle.executor_id)
+
+    def _remove_script(self, container_id: str) -> None:
+        """command.sh holds the job's secrets: on a local engine it leaves the node with its
+        container (a remote engine's copy is in the container's own layer, removed with it)."""
+        if not self.local_engine:
+            return
+        try:
+            mounts = self.api.inspect_container(container_id).get("Mounts") or []
+        except (APIError, requests.exceptions.RequestException, DockerException):
+            return  # gone already
+        for mount in mounts:
+            if mount.get("Destination") == f"/{CONTAINER_RUNTIME_DIR}" and mount.get("Source"):
+                (Path(mount["Source"]) / SCRIPT_NAME).unlink(missing_ok=True)
 
     def _remove(self, container_id: str) -> None:
         try:
@@ -526,7 +540,7 @@ class DockerExecutor(Executor):
     def _follow_logs(self, container_id: str, log_path: Path, *, append: bool) -> None:
         """Copy the container's output into the task's log files while it runs."""
         log_path = Path(log_path)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(log_path.parent)
         thread = threading.Thread(
             target=self._copy_logs,
             args=(container_id, log_path, "ab" if append else "wb"),
@@ -593,6 +607,7 @@ def etc_environment(env: dict[str, str]) -> str:
 
 
 RUNTIME_DIR_NAME = "pai-runtime"
+SCRIPT_NAME = "command.sh"
 
 
 def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:
@@ -600,8 +615,9 @@ def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:
     files: list[tuple[str, bytes, int]] = [
         (script.name, script.read_bytes(), 0o755) for script in sorted(RUNTIME_DIR.glob("*.sh"))
     ]
-    # The command may hold rendered secrets: readable by root only.
-    files.append(("command.sh", launch.command.encode(), 0o700))
+    # The command may hold rendered secrets: readable by root only (the container's, the node's),
+    # and gone with the container (stop). The entrypoint runs it as a file: no argv holds it.
+    files.append((SCRIPT_NAME, launch.command.encode(), 0o700))
     files.append(("environment", etc_environment(public_environment(launch)).encode(), 0o644))
     if launch.ssh_authorized_keys:
         files.append(("authorized_keys", launch.ssh_authorized_keys.encode(), 0o600))

@@ -5,6 +5,7 @@ import io
 import socket
 import tarfile
 import time
+import uuid
 
 import pytest
 
@@ -12,7 +13,9 @@ from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.logcap import ALL, STDERR, STDOUT, stream_log_path, was_cut
 from jobs import storage
-from tests.docker.conftest import remove_namespace
+from tests.conftest import processes_running
+from tests.docker.conftest import docker_cli, remove_namespace
+from tests.exposure import echo_hash_of, processes_showing, sha256_of, shared_files_holding
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]
 
@@ -206,6 +209,50 @@ def test_it_passes_the_environment_and_secrets_to_the_task(executor, launch_for,
     )
     wait_exit(handles["worker-0"])
     assert log_of(launch_for, "worker-0").split() == ["test-job", "s3", "/pai/work"]
+
+
+def wait_for_process(*argv: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not processes_running(*argv):
+        assert time.monotonic() < deadline, f"no process {argv}"
+        time.sleep(0.1)
+
+
+def test_it_shows_the_tasks_script_in_no_host_process_list(executor, launch_for):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handles = start_job(executor, launch_for, [("worker", 0, f"{echo_hash_of(secret)}; sleep 303.1; echo slept")])
+    wait_for_process("sleep", "303.1")
+    try:
+        assert processes_showing(secret) == []
+    finally:
+        executor.stop(handles["worker-0"])
+
+
+def test_the_task_still_runs_its_script_with_the_secret(executor, launch_for, wait_exit):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handles = start_job(executor, launch_for, [("worker", 0, echo_hash_of(secret))])
+    assert wait_exit(handles["worker-0"]).exit_code == 0
+    assert sha256_of(secret) in log_of(launch_for, "worker-0")
+
+
+def test_it_keeps_the_script_in_the_container_to_root(executor, launch_for):
+    handles = start_job(executor, launch_for, [("worker", 0, "sleep 303.2")])
+    try:
+        owner_and_mode = docker_cli(
+            "exec", handles["worker-0"].executor_id, "stat", "-c", "%U %a", "/pai/runtime/command.sh"
+        )
+        assert owner_and_mode.split() == ["root", "700"]
+    finally:
+        executor.stop(handles["worker-0"])
+
+
+def test_it_removes_the_script_from_the_node_with_the_container(executor, launch_for, wait_exit, tmp_path):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handles = start_job(executor, launch_for, [("worker", 0, f"{echo_hash_of(secret)}; echo {secret}")])
+    wait_exit(handles["worker-0"])
+    executor.stop(handles["worker-0"])
+    assert not list(tmp_path.rglob("command.sh"))
+    assert shared_files_holding(tmp_path, secret) == []  # (the log holds it as printed: the portal's alone)
 
 
 def test_it_writes_the_runtime_env_but_no_secret_to_etc_environment(executor, launch_for, wait_exit):
