@@ -217,21 +217,25 @@ def read_bytes(root_fd: int, relative: str | PurePosixPath, *, limit: int) -> by
         return file.read(limit)
 
 
-def write_file(root_fd: int, relative: str | PurePosixPath, chunks: Iterable[bytes], *, mode: int = 0o644) -> None:
+def write_file(root_fd: int, relative: str | PurePosixPath, chunks: Iterable[bytes]) -> None:
     """Write a file whole or not at all (parent folders created): into a fresh name made with
     O_EXCL in the folder already held, then renamed over the name inside that same folder (a link
     or anything else at the name is replaced, never followed). An exception from `chunks` (a size
     limit) leaves nothing behind."""
     with parent_of(root_fd, relative, create=True) as (parent, name):
-        write_file_at(parent, name, chunks, mode=mode, shown=str(relative))
+        write_file_at(parent, name, chunks, shown=str(relative))
 
 
-def write_file_at(parent_fd: int, name: str, chunks: Iterable[bytes], *, mode: int = 0o644, shown: str = "") -> None:
+def write_file_at(
+    parent_fd: int, name: str, chunks: Iterable[bytes], *, mode: int | None = None, shown: str = ""
+) -> None:
+    """`write_file` in a directory already held; `mode`: exactly these bits (else 0o644 less the umask)."""
     partial = f".{name}.{secrets.token_hex(6)}{PARTIAL_SUFFIX}"
-    fd = os.open(partial, NEW_FILE_FLAGS, mode, dir_fd=parent_fd)
+    fd = os.open(partial, NEW_FILE_FLAGS, 0o644, dir_fd=parent_fd)
     try:
         with open(fd, "wb", closefd=True) as out:
-            os.fchmod(fd, mode)  # whatever the umask
+            if mode is not None:
+                os.fchmod(fd, mode)
             for chunk in chunks:
                 out.write(chunk)
         try:
@@ -377,12 +381,12 @@ def opened_below_parent(path: str | os.PathLike[str]) -> Iterator[int | None]:
     """A directory whose parent the portal owns (a task's work dir, a user's area): the parent by
     path, the directory itself without following a link. None when it is missing, a link or a file."""
     location = os.path.abspath(path)
-    with opened_root(os.path.dirname(location)) as parent:
-        try:
+    try:
+        with opened_root(os.path.dirname(location)) as parent:
             fd = os.open(os.path.basename(location), DIR_FLAGS, dir_fd=parent)
-        except (FileNotFoundError, NotADirectoryError):
-            yield None
-            return
+    except (FileNotFoundError, NotADirectoryError):
+        yield None
+        return
     try:
         yield fd
     finally:
