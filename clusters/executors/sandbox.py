@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters import userfs
+import clusters.userfs as userfs
 from clusters.executors.base import TaskLaunch
 
 DEFAULT_SANDBOX_BASE_ID = 2_000_000

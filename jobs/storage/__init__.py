@@ -121,6 +121,8 @@ def _refusals(shown: str, field: str = "") -> Iterator[None]:
         raise StorageError(str(exc), field) from exc
     except OSError as exc:
         raise StorageError(f"{shown or '.'}: {exc.strerror or exc}", field) from exc
+    except RecursionError:  # a tree nested deeper than any walk goes
+        raise StorageError(f"{shown or '.'}: folders nested too deep", field) from None
 
 
 # -- resolving what a user wrote ---------------------------------------------------------------

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from clusters import userfs
 from clusters.executors.sandbox import outermost
@@ -255,3 +256,14 @@ def test_it_hands_over_only_the_outermost_of_nested_paths():
 def test_it_refuses_names_that_leave_the_walk(area, name):
     with userfs.opened_root(area) as root, pytest.raises(userfs.UserFsError):
         userfs.open_dir(root, name)
+
+
+def test_it_answers_the_storage_page_with_4xx_naming_the_link(client, user, area, outside):
+    client.force_login(user)
+    (area / "folder").symlink_to(outside)
+    (area / "file").symlink_to(outside / "secret_key")
+    download = client.get(reverse("storage:download"), {"path": "file"})
+    listing = client.get(reverse("storage:browse"), {"path": "folder"})
+    assert (download.status_code, listing.status_code) == (404, 400)
+    assert f"folder: {LINK_REFUSED}" in listing.content.decode()
+    assert b"portal's key" not in download.content + listing.content
