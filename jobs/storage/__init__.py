@@ -510,19 +510,14 @@ def files_under(username: str, relative: str, *, stop_at: int = 10_000, root: Pa
 
 
 def remove(username: str, relative: str, *, root: Path | None = None) -> None:
-    """Remove a file or a whole folder (nothing below it followed); a link is refused like
-    everywhere else."""
+    """Remove a file, a folder with everything in it, or a link (the link itself: nothing is
+    followed, so what a link points at is never touched)."""
     name = _typed(username, relative, root)
     if name == PurePosixPath("."):
         raise StorageError("refusing to remove your whole storage area")
     with _refusals(relative), _tree(username, root) as base:
         try:
             with userfs.parent_of(base, name) as (parent, leaf):
-                found = userfs.lstat(parent, leaf)
-                if found is None:
-                    raise userfs.NotFound(str(name))
-                if stat.S_ISLNK(found.st_mode):
-                    raise userfs.LinkRefused(str(name))
                 userfs.remove_at(parent, leaf, shown=str(name))
         except userfs.NotFound:
             raise StorageError(f"{relative}: no such file or directory") from None

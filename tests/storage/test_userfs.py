@@ -91,8 +91,16 @@ def planted(request, area, outside) -> Path:
     return target
 
 
-@pytest.mark.parametrize("position", ["folder", "leaf"])
-@pytest.mark.parametrize("operation", sorted(OPERATIONS))
+# A remove of the link itself is no refusal: test_it_removes_a_link_not_what_it_points_at.
+REFUSALS = [
+    (operation, position)
+    for operation in sorted(OPERATIONS)
+    for position in ("folder", "leaf")
+    if not (position == "leaf" and "remove" in operation)
+]
+
+
+@pytest.mark.parametrize(("operation", "position"), REFUSALS)
 def test_it_refuses_a_link_anywhere_in_the_name(operation, position, planted, outside, tmp_path):
     run, in_folder, leaf = OPERATIONS[operation]
     name = in_folder if position == "folder" else leaf
@@ -102,6 +110,15 @@ def test_it_refuses_a_link_anywhere_in_the_name(operation, position, planted, ou
     assert name.split("/")[0] in refused.value.message
     assert snapshot(outside) == before
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("operation", ["remove", "count-then-remove"])
+def test_it_removes_a_link_not_what_it_points_at(operation, planted, outside, area, tmp_path):
+    run, _in_folder, leaf = OPERATIONS[operation]
+    before = snapshot(outside)
+    run(tmp_path, leaf)
+    assert not (area / leaf).is_symlink()
+    assert snapshot(outside) == before
 
 
 def test_it_names_the_link_it_met(area, outside):
