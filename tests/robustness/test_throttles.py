@@ -104,7 +104,7 @@ def test_it_keeps_one_number_per_client_however_many_requests_it_counts(user, mo
     assert isinstance(cache.get(f"throttle_list_{user.pk}"), float)
 
 
-def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monkeypatch):
+def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monkeypatch, db):
     clock = [1000.0]
     throttle = LoginAddressThrottle()
     throttle.rate, (throttle.num_requests, throttle.duration) = "2/min", (2, 60)
