@@ -30,11 +30,13 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import docker
 import requests
+from docker.auth import resolve_repository_name
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, DriverConfig, LogConfig
 from docker.types import Mount as DockerMount
@@ -376,6 +378,7 @@ class DockerExecutor(Executor):
             self.api.pull(repository, tag=tag or "latest", auth_config=auth_config)
             self.api.inspect_image(image)
         except (APIError, requests.exceptions.RequestException) as exc:
+            log.warning("pulling %s failed: %s", image, _explain(exc))  # the engine's words, for the admin
             raise ExecutorError(
                 pull_failure_message(image, _explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
             ) from exc
@@ -678,15 +681,37 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
     return status
 
 
+AUTH_SIGNS = ("unauthorized", "authentication required", "no basic auth", "denied")
+UNREACHABLE_SIGNS = ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout", "no route to host")
+NOT_FOUND_SIGNS = ("manifest unknown", "not found")
+
+
 def pull_failure_message(image: str, reason: str, with_credentials: bool) -> str:
-    lowered = reason.lower()
-    if any(word in lowered for word in ("unauthorized", "authentication required", "no basic auth", "denied")):
+    """What failed, in the portal's words: the engine's own text may quote the page the registry
+    answered, and an image may name any HTTP service as its registry (a probe of the node's
+    loopback): that text is for the node's log, never for the user."""
+    registry = resolve_repository_name(parse_repository_tag(image)[0])[0]
+    where = f"pulling image {image} from registry {registry} failed"
+    said = reason.split("response body", 1)[0].lower()  # the engine's words, before the remote page
+    status = re.search(r"\bhttp (\d{3})\b", said)
+    if any(sign in said for sign in AUTH_SIGNS):
         if with_credentials:
-            return f"registry refused credentials for image {image}: {reason}"
-        return f"image {image} not found, or its registry needs credentials (authFile): {reason}"
-    if any(word in lowered for word in ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout")):
-        return f"image {image} not found: it is not on the node and its registry cannot be reached ({reason})"
-    return f"image {image} not found: {reason}"
+            return f"{where}: the registry refused the credentials"
+        return f"{where}: image not found, or the registry needs credentials (authFile)"
+    if any(sign in said for sign in UNREACHABLE_SIGNS):
+        return f"{where}: the image is not on the node and the registry cannot be reached"
+    if status is not None:
+        return f"{where}: the registry answered HTTP {_status_words(int(status.group(1)))}"
+    if any(sign in said for sign in NOT_FOUND_SIGNS):
+        return f"{where}: image not found in the registry"
+    return f"{where}: the engine could not pull it"
+
+
+def _status_words(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return str(code)
 
 
 def _explain(exc: BaseException) -> str:

@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import re
 import socket
 import tarfile
 import time
@@ -304,7 +305,9 @@ def test_it_reports_out_of_memory_as_137_with_the_oom_flag(executor, launch_for,
 
 
 def test_it_fails_a_missing_image_with_254(executor, launch_for):
-    with pytest.raises(ExecutorError, match="image pai-portal/no-such-image:1 not found") as error:
+    with pytest.raises(
+        ExecutorError, match=re.escape("pulling image pai-portal/no-such-image:1 from registry docker.io failed")
+    ) as error:
         start_job(executor, launch_for, [("worker", 0, "true")], image="pai-portal/no-such-image:1")
     assert error.value.failure == Failure.IMAGE_NOT_FOUND
 
