@@ -39,7 +39,9 @@ SWINGING_SWAPS = 5000  # (a fraction of a second of swapping)
 @functools.cache
 def sandbox_problem() -> str:
     if os.geteuid() != 0:
-        return "the portal runs as root here (the attack is root following a user's links)"
+        return (
+            "not running as root: the attack is root following a user's links; only root runs tasks as the sandbox uid"
+        )
     return Sandbox().probe()
 
 

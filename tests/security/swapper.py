@@ -9,15 +9,17 @@ PLAN (written by the test beside this file, in the area, before the task starts)
                  {"name": "up", "kind": "dir", "files": {"a.txt": "..."}, "target": "/abs/dir"}],
      "inotify": [{"dir": "code", "files": {"main.py": "..."}, "targets": ["/abs/a", "/abs/b"]}]}
 
-- `pairs`: a RENAME_EXCHANGE loop (in `workers` processes at once). `name` (a real file or folder) and a partner symlink to `target`
-  trade places without pause, so the name is a real file one instant and a link out the next. What
-  the portal deletes or empties is put back (a folder's `files` are kept present).
+- `pairs`: a RENAME_EXCHANGE loop (in `workers` processes at once). `name` (a real file or folder)
+  and a partner symlink to `target` trade places without pause, so the name is a real file one
+  instant and a link out the next. What the portal deletes or empties is put back (a folder's
+  `files` are kept present).
 - `inotify`: a swap timed by the portal's own reads. The files of `dir` are swapped for links to
   `targets` the moment the portal has finished listing `dir` (IN_CLOSE_NOWRITE: it has seen real
   files and is about to copy them by name) and put back when it lists `dir` again (IN_OPEN).
 
 Names are relative to the plan's folder's parent (the user's area). Swap counts go to
-`count_file` (and `count_file`-worker-N, -inotify-N; JSON) a few times a second: the test checks the race was really run.
+`count_file` (and `count_file`-worker-N, -inotify-N; JSON) a few times a second: the test checks
+that the race was really run.
 """
 
 import ctypes
