@@ -14,7 +14,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,7 +224,7 @@ def start_swapper(user, submit, run_until) -> Iterator[Callable[..., Swapper]]: 
     """Start alice's task running tests/security/swapper.py on a plan; stopped after the test."""
     started: list[Job] = []
 
-    def start(pairs: list[dict[str, Any]] = (), inotify: list[dict[str, Any]] = ()) -> Swapper:  # type: ignore[assignment]
+    def start(pairs: Sequence[dict[str, Any]] = (), inotify: Sequence[dict[str, Any]] = ()) -> Swapper:
         area = storage.user_area(user.username)
         attack = area / ".attack"
         attack.mkdir(exist_ok=True)
@@ -233,8 +233,8 @@ def start_swapper(user, submit, run_until) -> Iterator[Callable[..., Swapper]]: 
             "seconds": SWAPPER_SECONDS,
             "count_file": ".attack/count",
             "workers": SWAP_WORKERS,
-            "pairs": pairs,
-            "inotify": inotify,
+            "pairs": list(pairs),
+            "inotify": list(inotify),
         }
         (attack / "plan.json").write_text(json.dumps(plan))
         command = "/usr/bin/python3 $PAI_DEFAULT_FS_URI/.attack/swapper.py $PAI_DEFAULT_FS_URI/.attack/plan.json"
