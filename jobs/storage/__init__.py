@@ -53,7 +53,7 @@ class StorageError(ValueError):
 
 @dataclass(frozen=True)
 class StorePath:
-    host: Path  # the real location on the node (symlinks resolved)
+    host: Path  # where it is on the node, by name (links in it are never followed: see clusters.userfs)
     visible: str  # the path the user wrote, expanded: what the task sees
 
 
@@ -161,14 +161,12 @@ def _locate(username: str, uri: str, *, field: str = "") -> tuple[PurePosixPath,
 
 
 def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
-    """Map a config path to where it is on the host and where the task sees it: for messages and
-    mounts only (every file operation walks the area with clusters.userfs instead)."""
+    """Map a config path to where it is on the host and where the task sees it, by its name alone:
+    for messages and mounts only. Nothing here touches the file system, whose names the user's
+    tasks may swap at any moment; every file operation walks the area with clusters.userfs, which
+    refuses links."""
     relative, visible = _locate(username, uri, field=field)
-    area = user_area(username)
-    real = (area / relative).resolve()
-    if not _inside(real, area):
-        raise StorageError(f"{uri}: a symbolic link leads outside your storage area", field)
-    return StorePath(host=real, visible=visible)
+    return StorePath(host=user_area(username) / relative, visible=visible)
 
 
 def expand_uri(username: str, uri: str) -> str:
