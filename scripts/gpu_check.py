@@ -2,8 +2,8 @@
 
     PYTHONPATH=<site-packages> python3 scripts/gpu_check.py
 
-What it proves, on a throwaway state directory: `bootstrap` registers this machine as node `local`
-with the GPUs `nvidia-smi` reports (type from the GPU's name) and the node can sandbox tasks
+What it proves, on a throwaway state directory: this machine, registered as process node `local`,
+has the GPUs `nvidia-smi` reports (type from the GPU's name) and can sandbox tasks
 (bubblewrap; its executor's `sandbox_problem` is empty, else the check says why); an admin's 1-GPU
 job and then a plain user's, placed there by the real scheduler, each get one allocated GPU index,
 CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES naming it and the PAI_* GPU variables, and a CUDA
@@ -71,6 +71,7 @@ class Outcome:
     exit_code: int | None
     gpus: list[int]
     log: str
+    diagnostics: str  # why it failed, when the portal knows
 
     def shows(self, line: str) -> bool:
         return line in self.log.splitlines()
@@ -100,7 +101,7 @@ def run_to_the_end(scheduler: Scheduler, jobs: list[Job], timeout_s: float = JOB
 def outcome_of(job: Job) -> Outcome:
     task = job.tasks.get()
     log = Path(task.log_path).read_text() if task.log_path else ""
-    return Outcome(state=job.state, exit_code=task.exit_code, gpus=list(task.gpus), log=log)
+    return Outcome(job.state, task.exit_code, list(task.gpus), log, task.exit_diagnostics or job.exit_diagnostics)
 
 
 def process_executor(node: Any) -> ProcessExecutor | None:
@@ -123,7 +124,8 @@ def sandbox_checks(who: str, outcome: Outcome, uid: int) -> dict[str, bool]:
     return {
         f"{who}'s task ran as its sandbox uid {uid}": outcome.shows(f"uid={uid}"),
         f"{who}'s task had a pid namespace of its own (pid 1 is bwrap)": outcome.shows("pid 1: bwrap"),
-        f"{who}'s task had no GPU device node but its own {outcome.gpus}": sorted(map(int, devices)) == outcome.gpus,
+        f"{who}'s task had the device node of its GPU {outcome.gpus} and of no other": sorted(map(int, devices))
+        == outcome.gpus,
     }
 
 
@@ -175,6 +177,7 @@ def main() -> int:
         return 1
     print(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip())
     call_command("migrate", verbosity=0)
+    call_command("addnode", "--local", "--executor", "process")  # the sandbox is what is checked, Docker or not
     call_command("bootstrap")
 
     from django.contrib.auth import get_user_model
@@ -200,12 +203,13 @@ def main() -> int:
     print("sampler readings:", read_local_gpus())
     names = gpu_names()
     checks = {
-        "bootstrap registered every GPU nvidia-smi lists": len(gpus) > 0 and len(gpus) == len(read_local_gpus()),
+        "the node has every GPU nvidia-smi lists": len(gpus) > 0 and len(gpus) == len(read_local_gpus()),
         f"the node sandboxes tasks{f' (it cannot: {problem})' if problem else ''}": not problem,
     }
     for who, job in zip(("admin", "gpu-user"), jobs, strict=True):
         outcome = outcome_of(job)
-        print(f"{who}'s job: {outcome.state}, exit {outcome.exit_code}, GPUs {outcome.gpus}\n--- its log ---")
+        print(f"{who}'s job: {outcome.state}, exit {outcome.exit_code}, GPUs {outcome.gpus} {outcome.diagnostics}")
+        print("--- its log ---")
         print(f"{outcome.log}---")
         checks |= gpu_job_checks(who, outcome, names)
         if who == "gpu-user" and executor is not None:

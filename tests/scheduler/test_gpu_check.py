@@ -17,6 +17,6 @@ def test_it_finds_a_users_job_ran_in_the_sandbox(submit, scheduler, user, proces
 
 def test_it_reads_a_gpu_jobs_outcome_from_its_log():
     log = "CUDA_VISIBLE_DEVICES=3 NVIDIA_VISIBLE_DEVICES=3\ntorch sees 1 NVIDIA H200\n"
-    outcome = gpu_check.Outcome(state="SUCCEEDED", exit_code=0, gpus=[3], log=log)
+    outcome = gpu_check.Outcome(state="SUCCEEDED", exit_code=0, gpus=[3], log=log, diagnostics="")
     assert all(gpu_check.gpu_job_checks("alice", outcome, {3: "NVIDIA H200"}).values())
     assert not all(gpu_check.gpu_job_checks("alice", outcome, {3: "NVIDIA H100 80GB HBM3"}).values())
