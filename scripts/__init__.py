@@ -1,0 +1,1 @@
+"""Maintenance scripts; a package so that tests import gpu_check by one name."""
