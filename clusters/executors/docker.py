@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import io
 import ipaddress
 import logging
+import os
 import re
 import shutil
 import tarfile
@@ -41,7 +41,7 @@ from docker.types import DeviceRequest, DriverConfig, LogConfig
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
-from clusters import userfs
+import clusters.userfs as userfs
 from clusters.executors import staging
 from clusters.executors.base import (
     Executor,

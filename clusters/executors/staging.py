@@ -28,7 +28,7 @@ import socket
 import struct
 from pathlib import Path, PurePosixPath
 
-from clusters import userfs
+import clusters.userfs as userfs
 from clusters.executors.base import Mount
 
 MS_RDONLY = 0x1

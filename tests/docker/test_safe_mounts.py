@@ -45,7 +45,7 @@ def portal_var(tmp_path) -> Path:
 def mounts_dir(tmp_path) -> Iterator[Path]:
     directory = tmp_path / "run" / "mounts"
     yield directory
-    if str(directory) in staging.mount_points():  # (the private staging root a test made)
+    if str(directory) in staging.mount_points() and directory.is_dir():  # (the private staging root a test made)
         subprocess.run(["umount", "--lazy", str(directory)], check=True)
 
 
@@ -144,6 +144,37 @@ def test_it_stages_nested_folders_read_only_on_the_node_too(executor, area, tmp_
         executor._release(folder)
 
 
+@pytest.fixture
+def shared_parent(mounts_dir) -> Iterator[Path]:
+    """The staging root's parent a shared mount (as / is under systemd): its mounts propagate."""
+    parent = mounts_dir.parent
+    parent.mkdir(parents=True)
+    subprocess.run(["mount", "--bind", "--make-shared", str(parent), str(parent)], check=True)
+    yield parent
+    subprocess.run(["umount", "--lazy", str(parent)], check=True)
+
+
+def test_it_propagates_no_staged_mount_to_other_mount_namespaces(executor, area, tmp_path, mounts_dir, shared_parent):
+    (area / "out").mkdir()
+    assert peer_tags()[str(shared_parent)].startswith("shared:")
+    _mounts, folder = executor._staged_mounts(mounts_for({"outputDir": OUTPUT}, tmp_path), "probe")
+    try:
+        tags = peer_tags()
+    finally:
+        executor._release(folder)
+    assert [tag for point, tag in tags.items() if point.startswith(str(mounts_dir))] == ["", ""]  # the root, out
+
+
+def peer_tags() -> dict[str, str]:
+    """Each mount point's propagation tags (shared:N, master:N; '' = private), from mountinfo."""
+    tags = {}
+    with open("/proc/self/mountinfo") as mountinfo:
+        for line in mountinfo:
+            fields = line.split()
+            tags[fields[4]] = " ".join(fields[6 : fields.index("-")])
+    return tags
+
+
 def test_it_removes_the_staged_mounts_with_the_container(executor, launch_for, wait_exit, area, tmp_path, mounts_dir):
     mounts = mounts_for({"outputDir": OUTPUT}, tmp_path)
     executor.prepare_job(launch_for().job_id, "alice~test-job", [("worker", 0)], "127.0.0.1")
@@ -188,7 +219,9 @@ def test_it_names_the_path_when_it_cannot_mount_a_nested_folder_safely(
         executor.start(launch_for("worker", 0, "true", mounts=mounts))
 
 
-def test_it_still_mounts_the_area_itself_where_it_cannot_stage(executor, launch_for, wait_exit, area, tmp_path, monkeypatch):
+def test_it_still_mounts_the_area_itself_where_it_cannot_stage(
+    executor, launch_for, wait_exit, area, tmp_path, monkeypatch
+):
     monkeypatch.setattr(type(executor), "staging_problem", property(lambda self: "the portal is not root"))
     (area / "hello").write_text("hi\n")
     mounts = mounts_for({}, tmp_path)
@@ -212,7 +245,8 @@ def test_it_never_mounts_a_link_target_while_a_task_keeps_swapping(
     seen = []
     try:
         for attempt in range(5):
-            launch = launch_for("worker", attempt, f"cat {area}/out/secret_key; echo planted > {area}/out/planted; true", mounts=mounts)
+            script = f"cat {area}/out/secret_key; echo planted > {area}/out/planted; true"
+            launch = launch_for("worker", attempt, script, mounts=mounts)
             executor.prepare_job(launch.job_id, "alice~test-job", [("worker", attempt)], "127.0.0.1")
             try:
                 handle = executor.start(launch)
