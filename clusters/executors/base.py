@@ -30,6 +30,10 @@ class Mount:
     nfs: NfsVolume | None = None
     storage: str = ""  # the storage config it comes from: a failure to mount it names it
     shared: bool = False  # other users' files too: never handed over to the task's own uid
+    # A directory no task can write (the areas' root, a storage's folder, a task's work root) that
+    # holds host_path: what lies below it is reached without following a link (a user's task may
+    # swap a folder of its area for one at any time). '' = an admin's path, mounted as named.
+    beneath: str = ""
 
 
 @dataclass

@@ -22,12 +22,13 @@ import hashlib
 import io
 import ipaddress
 import logging
+import os
 import re
 import shutil
 import tarfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -42,6 +43,8 @@ from docker.types import DeviceRequest, DriverConfig, LogConfig
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
+import clusters.userfs as userfs
+from clusters.executors import staging
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -68,6 +71,7 @@ DEFAULT_WORK_DIR = "/pai/work"
 
 MARKER_LABEL = "pai.portal"  # value: the executor's namespace
 LOG_PATH_LABEL = "pai.log-path"
+STAGING_LABEL = "pai.staged-mounts"  # the container's staging folder (clusters.executors.staging)
 KEPT_SUFFIX = "-debug"  # the name of a container stop(keep=True) left for inspection
 # Several portals (or test runs) may share one engine: names and the marker carry a namespace
 # (settings.PAI_DOCKER_NAMESPACE, handed in by the registry).
@@ -101,6 +105,7 @@ class DockerExecutor(Executor):
         timeout: int = 120,
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         pids_limit: int = DEFAULT_PIDS_LIMIT,
+        mounts_dir: Path | None = None,
     ):
         self.docker_url = docker_url or None
         self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
@@ -114,6 +119,11 @@ class DockerExecutor(Executor):
         self._log_threads: dict[str, threading.Thread] = {}
         self._logs_complete: set[str] = set()  # exited containers whose log file is whole
         self._cpu_count: int | None = None
+        # Where a local engine's bind sources below a user-writable folder are staged, by namespace.
+        self.mounts_dir = Path(mounts_dir or staging.DEFAULT_MOUNTS_DIR)
+        self._staging_problem: str | None = None
+        self._staging_lock = threading.Lock()
+        self._staging_now: set[Path] = set()  # staged for a container not created yet
 
     @property
     def engine_log_options(self) -> dict[str, str]:
@@ -250,16 +260,23 @@ class DockerExecutor(Executor):
         # A local engine bind-mounts the task's runtime files from the node; a remote one gets
         # them copied into the container before it starts.
         runtime_dir = write_runtime_dir(launch) if self.local_engine else None
+        mounts, staged = self._staged_mounts(launch.mounts, name)
         try:
-            created = self._create_or_adopt(name, launch, runtime_dir)
+            created = self._create_or_adopt(name, launch, runtime_dir, mounts, staged)
         except ExecutorError:
+            self._release(staged)
             raise
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            self._release(staged)
             storage_failure = self._storage_failure(launch, _explain(exc))
             if storage_failure is not None:
                 raise storage_failure from exc
             raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
+        finally:
+            with self._staging_lock:
+                self._staging_now.discard(staged or Path())
         if isinstance(created, TaskHandle):
+            self._release(staged)  # this task's container was there already, with mounts of its own
             return created
         try:
             if runtime_dir is None:
@@ -274,12 +291,106 @@ class DockerExecutor(Executor):
     def local_engine(self) -> bool:
         return not self.docker_url or self.docker_url.startswith(("unix://", "/"))
 
-    def _create_or_adopt(self, name: str, launch: TaskLaunch, runtime_dir: Path | None) -> str | TaskHandle:
+    # -- mounts below a folder a task can write ----------------------------------------------
+
+    @property
+    def staging_problem(self) -> str:
+        """Why this node cannot stage mounts from a descriptor ('' when it can; asked once)."""
+        if self._staging_problem is None:
+            socket_path = (self.docker_url or "unix:///var/run/docker.sock").removeprefix("unix://")
+            self._staging_problem = staging.engine_problem(socket_path)
+        return self._staging_problem
+
+    def _staged_mounts(self, mounts: list[Mount], name: str) -> tuple[list[Mount], Path | None]:
+        """The mounts the engine gets: where a source lies below a folder a user's task can write
+        (Mount.beneath), a staging folder holding what a no-follow walk opened (a local engine; a
+        remote one resolves the paths on its own machine); and the task's staging folder, if any."""
+        if not self.local_engine or not any(mount.beneath for mount in mounts):
+            return mounts, None
+        folder: Path | None = None
+        result = []
+        try:
+            for index, mount in enumerate(mounts):
+                names = self._components(mount)
+                if len(names) <= 1:  # the area itself: only the portal names things in its parent
+                    with self._refusal(mount):
+                        staging.check_named(mount, names)
+                    result.append(mount)
+                    continue
+                if self.staging_problem:
+                    raise ExecutorError(
+                        f"{mount.host_path} cannot be mounted safely at {mount.container_path} on node "
+                        f"{self.address} ({self.staging_problem}): a folder inside a storage area needs a "
+                        "portal that mounts it itself",
+                        Failure.STORAGE_MOUNT_FAILED,
+                        storage=mount.storage,
+                    )
+                if folder is None:
+                    with self._staging_lock:
+                        folder = staging.new_folder(self.mounts_dir / self.namespace, name)
+                        self._staging_now.add(folder)
+                with self._refusal(mount):
+                    result.append(staging.stage(mount, names, folder / str(index)))
+        except BaseException:
+            self._release(folder)
+            with self._staging_lock:
+                self._staging_now.discard(folder or Path())
+            raise
+        return result, folder
+
+    @staticmethod
+    def _components(mount: Mount) -> list[str]:
+        if not mount.beneath or mount.nfs is not None:
+            return []
+        try:
+            return staging.components_below(mount)
+        except userfs.UserFsError as exc:
+            raise ExecutorError(f"cannot mount {mount.container_path}: {exc}", Failure.STORAGE_MOUNT_FAILED) from exc
+
+    @contextlib.contextmanager
+    def _refusal(self, mount: Mount) -> Iterator[None]:
+        """A link (or a file, or nothing) where a folder to mount was: a failed start naming it."""
+        try:
+            yield
+        except (userfs.UserFsError, OSError) as exc:
+            raise ExecutorError(
+                f"cannot mount {mount.host_path} at {mount.container_path}: {exc}",
+                Failure.STORAGE_MOUNT_FAILED,
+                storage=mount.storage,
+            ) from exc
+
+    def _release(self, folder: Path | None) -> None:
+        """Detach a task's staged mounts (a folder of this executor's staging root only)."""
+        if folder is None or Path(os.path.normpath(folder)).parent != self.mounts_dir / self.namespace:
+            return
+        try:
+            staging.release(folder)
+        except OSError as exc:
+            log.warning("could not release the staged mounts in %s: %s", folder, exc)
+
+    def _staging_leftovers(self) -> set[Path]:
+        """The staging folders now, less those of starts under way. Taken before the containers are
+        listed: a folder of a start that ends meanwhile has its container in the listing."""
+        with self._staging_lock:
+            root = self.mounts_dir / self.namespace
+            folders = set(root.iterdir()) if root.is_dir() else set()
+            return folders - self._staging_now
+
+    def _release_leftovers(self, folders: set[Path], containers: list[dict[str, Any]]) -> None:
+        """Staging folders of containers gone (removed outside the portal, or a crash between
+        staging and creating)."""
+        used = {Path(label) for c in containers if (label := (c.get("Labels") or {}).get(STAGING_LABEL))}
+        for folder in folders - used:
+            self._release(folder)
+
+    def _create_or_adopt(
+        self, name: str, launch: TaskLaunch, runtime_dir: Path | None, mounts: list[Mount], staged: Path | None
+    ) -> str | TaskHandle:
         """The new container's id; or the handle of this very task's container when it exists
         already (a scheduler restart between start and recording): never a second one."""
         for _ in range(3):
             try:
-                return self._create(name, launch, runtime_dir)
+                return self._create(name, launch, runtime_dir, mounts, staged)
             except ImageNotFound:
                 self._pull(launch.image, launch.registry_auth)
             except APIError as exc:
@@ -305,7 +416,9 @@ class DockerExecutor(Executor):
             self._write_full_log(info["Id"], launch.log_path)
         return TaskHandle(executor_id=info["Id"], ip=launch.ip or _ip_of(info))
 
-    def _create(self, name: str, launch: TaskLaunch, runtime_dir: Path | None) -> str:
+    def _create(
+        self, name: str, launch: TaskLaunch, runtime_dir: Path | None, mounts: list[Mount], staged: Path | None
+    ) -> str:
         env = task_environment(launch)
         work_dir = launch.env.get("PAI_WORK_DIR") or DEFAULT_WORK_DIR
         ports = sorted({port for label_ports in launch.ports.values() for port in label_ports})
@@ -324,7 +437,7 @@ class DockerExecutor(Executor):
             pids_limit=self.pids_limit,
             log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             device_requests=device_requests,
-            mounts=[docker_mount(m, self.namespace) for m in launch.mounts]
+            mounts=[docker_mount(m, self.namespace) for m in mounts]
             + (
                 [DockerMount(target=f"/{CONTAINER_RUNTIME_DIR}", source=str(runtime_dir), type="bind", read_only=True)]
                 if runtime_dir is not None
@@ -332,6 +445,8 @@ class DockerExecutor(Executor):
             ),
         )
         labels = {**launch.labels, MARKER_LABEL: self.namespace, LOG_PATH_LABEL: str(launch.log_path)}
+        if staged is not None:
+            labels[STAGING_LABEL] = str(staged)
         created = self.api.create_container(
             launch.image,
             entrypoint=ENTRYPOINT,
@@ -512,6 +627,10 @@ class DockerExecutor(Executor):
                 (Path(mount["Source"]) / SCRIPT_NAME).unlink(missing_ok=True)
 
     def _remove(self, container_id: str) -> None:
+        staged = None
+        if self.local_engine:
+            with contextlib.suppress(NotFound):
+                staged = (self.api.inspect_container(container_id)["Config"].get("Labels") or {}).get(STAGING_LABEL)
         try:
             self.api.remove_container(container_id, force=True)
         except NotFound:
@@ -519,12 +638,17 @@ class DockerExecutor(Executor):
         except APIError as exc:
             if "already in progress" not in str(exc):
                 raise
+        if staged:
+            self._release(Path(staged))
         self._finish_log(container_id, wait=0.5)
         self._logs_complete.discard(container_id)
 
     def list_running(self) -> list[RunningTask]:
         tasks = []
-        for container in self.api.containers(all=True, filters={"label": self._marker()}):
+        leftovers = self._staging_leftovers() if self.local_engine else set()
+        containers = self.api.containers(all=True, filters={"label": self._marker()})
+        self._release_leftovers(leftovers, containers)
+        for container in containers:
             if any(name.endswith(KEPT_SUFFIX) for name in container.get("Names") or []):
                 continue  # kept for debugging (isDebug): not a task any more
             labels = dict(container.get("Labels") or {})

@@ -253,18 +253,26 @@ def launch_mounts(username: str, spec: dict[str, Any], code_copy_dir: Path, cont
         relative = _locate(username, uri)[0]
         with _refusals(uri, "codeDir"), _area(username) as area, _existing_dir(area, relative, uri, "codeDir") as code:
             _copy_code(code, Path(code_copy_dir), CODE_DIR_MAX_BYTES, shown=uri)
+        # (Its parent, the job's folder of the work root, is written by the portal alone.)
+        code_copy = Path(os.path.abspath(code_copy_dir))
         mounts.append(
-            Mount(host_path=str(code_copy_dir), container_path=f"{container_work_dir.rstrip('/')}/code", read_only=True)
+            Mount(
+                host_path=str(code_copy),
+                container_path=f"{container_work_dir.rstrip('/')}/code",
+                read_only=True,
+                beneath=str(code_copy.parent),
+            )
         )
     return mounts
 
 
 def _area_mount(username: str, host: Path, visible: str, *, read_only: bool) -> Mount:
     """A folder of the user's area: from the storage that holds the areas, mounted by the node
-    itself, or bind-mounted from the portal's machine."""
+    itself, or bind-mounted from the portal's machine (an executor reaches it from the areas' root
+    without following a link: the user's tasks write the area while it mounts)."""
     storage = area_storage()
     if storage is None:
-        return Mount(host_path=str(host), container_path=visible, read_only=read_only)
+        return Mount(host_path=str(host), container_path=visible, read_only=read_only, beneath=str(fs_root()))
     inside = host.relative_to(user_area(username)).as_posix()
     subpath = username if inside == "." else f"{username}/{inside}"
     return storage_mount(storage, subpath, visible, read_only=read_only, shared=False)

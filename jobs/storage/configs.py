@@ -145,7 +145,9 @@ def storage_mount(config: StorageConfig, subpath: str, container_path: str, *, r
             storage=config.name,
             shared=shared,
         )
-    return Mount(location, container_path, read_only=read_only, storage=config.name, shared=shared)
+    # A host path's folders below the admin's path may be a user's to write (their area, their
+    # per-user folder): the node reaches them from the admin's path without following a link.
+    return Mount(location, container_path, read_only=read_only, storage=config.name, shared=shared, beneath=config.path)
 
 
 def api_summary(config: StorageConfig, default: bool) -> dict[str, Any]:

@@ -47,11 +47,12 @@ def executor(docker_engine, namespace):
     remove_namespace(executor.api, namespace)
 
 
-def remove_namespace(api, namespace: str) -> None:
+def remove_namespace(api, namespace: str, mounts_dir=None) -> None:
     for container in api.containers(all=True, filters={"label": f"{MARKER_LABEL}={namespace}"}):
         api.remove_container(container["Id"], force=True)
     for network in api.networks(filters={"label": f"{MARKER_LABEL}={namespace}"}):
         api.remove_network(network["Id"])
+    DockerExecutor(namespace=namespace, mounts_dir=mounts_dir).list_running()  # (releases their staged mounts)
 
 
 @pytest.fixture

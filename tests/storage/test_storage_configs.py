@@ -109,7 +109,9 @@ def test_it_mounts_a_named_nfs_storage_at_its_mount_point_through_the_node(make_
 def test_it_mounts_only_the_users_own_folder_of_a_per_user_storage(make_storage, user, default_vc):
     make_storage("homes", kind="hostPath", server="", path="/data/homes", per_user=True)
     job = submit_job(user, v2_yaml("own", extra=teamwise("homes")))
-    assert task_mounts(user, job.spec) == [Mount("/data/homes/alice", "/mnt/homes", read_only=False, storage="homes")]
+    assert task_mounts(user, job.spec) == [
+        Mount("/data/homes/alice", "/mnt/homes", read_only=False, storage="homes", beneath="/data/homes")
+    ]
 
 
 def test_it_mounts_the_users_default_storages_when_the_plugin_names_none(make_storage, user, default_vc):
