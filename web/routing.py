@@ -3,7 +3,7 @@
 from channels.generic.websocket import WebsocketConsumer
 from django.urls import path, re_path
 
-from jobs.consumers import TerminalConsumer
+from web.consumers import TerminalConsumer
 
 
 class UnknownPathConsumer(WebsocketConsumer):

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 from django.utils.translation import gettext_lazy as _
 
-from jobs.error_text import translate_error
 from jobs.protocol.parsing import compose_nodes
+from web.error_text import translate_error
 
 # --- error paths -> form fields -----------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 The form shows the common part of a v2 config. Whatever it cannot show (prerequisite scripts,
 runtime plugins, ...) travels in a hidden `base_config` and is merged back, so a YAML -> form ->
-YAML round trip keeps it. Where an error is shown is jobs.submit_errors' job.
+YAML round trip keeps it. Where an error is shown is web.submit_errors' job.
 """
 
 from __future__ import annotations

@@ -24,16 +24,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
-from jobs.api.throttles import SubmitThrottle
-from jobs.error_text import translate_reason
-from jobs.job_list import PAGE_SIZES, JobListQuery
-from jobs.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, stream_path
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
-from jobs.submit_errors import error_summary, field_errors, line_errors
-from jobs.submit_form import (
+from scheduling.admission import never_fits_reason
+from web.api.throttles import SubmitThrottle
+from web.error_text import translate_reason
+from web.job_list import PAGE_SIZES, JobListQuery
+from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
+from web.submit_errors import error_summary, field_errors, line_errors
+from web.submit_form import (
     ImportFileForm,
     JobFormData,
     config_to_form,
@@ -42,8 +43,7 @@ from jobs.submit_form import (
     form_input_errors,
     form_to_config,
 )
-from jobs.templatetags.portal import state_label
-from scheduling.admission import never_fits_reason
+from web.templatetags.portal import state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024

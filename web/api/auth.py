@@ -70,7 +70,7 @@ class DocsReader(BasePermission):
 class BearerTokenScheme(OpenApiAuthenticationExtension):
     """Describes the Bearer token in the OpenAPI schema."""
 
-    target_class = "jobs.api.auth.BearerTokenAuthentication"
+    target_class = "web.api.auth.BearerTokenAuthentication"
     name = "bearerToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:

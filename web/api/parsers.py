@@ -10,7 +10,7 @@ from django.conf import settings
 from django.http import QueryDict
 from rest_framework.parsers import BaseParser
 
-from jobs.api.errors import ApiError
+from web.api.errors import ApiError
 
 
 def body_limit() -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.api.errors import API_ALIAS_PREFIX
+from web.api.errors import API_ALIAS_PREFIX
 
 
 def without_alias_routes(endpoints: list[tuple[str, Any, str, Any]], **kwargs: Any) -> list[tuple[str, Any, str, Any]]:

@@ -4,9 +4,9 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from jobs.api.auth import DocsReader
-from jobs.api.fallback import no_such_route
-from jobs.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, storages, users
+from web.api.auth import DocsReader
+from web.api.fallback import no_such_route
+from web.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, storages, users
 
 JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"

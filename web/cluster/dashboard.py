@@ -1,6 +1,6 @@
 """The cluster dashboard's numbers: VC usage and queues over time (VcSample, recorded by the
-sampler), nodes and their state, the longest-waiting jobs with their reasons, and GPUs that
-running jobs hold but hardly use."""
+sampler: scheduling/vc_samples.py), nodes and their state, the longest-waiting jobs with their
+reasons, and GPUs that running jobs hold but hardly use."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import QuerySet
 
-from clusters.models import Node, VirtualCluster
+from clusters.models import Node
 from jobs.models import Job, JobState, Task, TaskSample, TaskState
 from scheduling.models import VcSample
 from scheduling.quota import cluster_usage, node_gpus
@@ -20,42 +20,6 @@ IDLE_GPU_PERCENT = 5  # a held GPU busier than this on average is in use
 IDLE_WINDOW_S = 600  # ... averaged over the last ten minutes of samples
 LONGEST_WAITING = 10
 HISTORY_S = 24 * 3600
-
-
-def record_vc_samples(now: float) -> None:
-    usage = cluster_usage(list(Node.objects.all()))
-    by_type = _gpus_by_vc_and_type()
-    counts = {
-        (vc_id, state): n
-        for vc_id, state, n in Job.objects.filter(state__in=[JobState.WAITING, JobState.RUNNING])
-        .order_by()
-        .values_list("virtual_cluster_id", "state")
-        .annotate(n=Count("id"))
-    }
-    VcSample.objects.bulk_create(
-        VcSample(
-            vc=vc,
-            at=int(now),
-            gpus_used=usage.vcs[vc.name].used.gpu,
-            gpus_quota=usage.vcs[vc.name].limit.gpu,
-            jobs_waiting=counts.get((vc.pk, JobState.WAITING), 0),
-            jobs_running=counts.get((vc.pk, JobState.RUNNING), 0),
-            gpus_by_type=by_type.get(vc.pk, {}),
-        )
-        for vc in VirtualCluster.objects.all()
-        if vc.name in usage.vcs
-    )
-
-
-def _gpus_by_vc_and_type() -> dict[int, dict[str, int]]:
-    """VC id -> {GPU type: GPUs its running tasks hold}."""
-    types = node_gpus()
-    held: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    running = Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
-    for node_id, gpus, vc_id in running.exclude(gpus=[]).values_list("node_id", "gpus", "job__virtual_cluster_id"):
-        for index in gpus:
-            held[vc_id][types.get(node_id, {}).get(int(index), "?")] += 1
-    return {vc_id: dict(counts) for vc_id, counts in held.items()}
 
 
 def gpu_type_totals() -> dict[str, int]:

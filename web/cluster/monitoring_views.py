@@ -13,8 +13,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from accounts.permissions import is_admin
 from jobs import actions
-from scheduling import dashboard as dashboard_data
-from scheduling.metrics import registry
+from web.cluster import dashboard as dashboard_data
+from web.cluster.metrics import registry
 
 
 def _may_scrape(request: HttpRequest) -> bool:

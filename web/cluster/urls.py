@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from scheduling import monitoring_views, views
+from web.cluster import monitoring_views, views
 
 app_name = "scheduling"
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from jobs.fixes import views
+from web.fixes import views
 
 app_name = "jobs_fixes"
 

@@ -9,9 +9,9 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from jobs import actions
-from jobs.fixes import resubmit_config
 from jobs.models import Job
 from jobs.protocol import JobConfigError
+from web.fixes import resubmit_config
 
 
 @require_POST

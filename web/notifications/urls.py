@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from jobs.notifications import views
+from web.notifications import views
 
 app_name = "jobs_notifications"
 

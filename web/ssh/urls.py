@@ -1,8 +1,8 @@
-"""SSH routes: key download, SSH info, terminal page (the websocket is in jobs.routing)."""
+"""SSH routes: key download, SSH info, terminal page (the websocket is in web.routing)."""
 
 from django.urls import path
 
-from jobs.ssh import views
+from web.ssh import views
 
 app_name = "jobs_ssh"
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from jobs.storage import views
+from web.storage import views
 
 app_name = "storage"
 

@@ -24,9 +24,9 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
 
 from jobs import storage
-from jobs.error_text import translate_error
 from jobs.storage import StorageError
 from jobs.storage.configs import Browsable, StorageForbidden, StorageNotFound, browsable, browsable_storages
+from web.error_text import translate_error
 
 
 def upload_limit() -> int:

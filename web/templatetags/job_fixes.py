@@ -1,11 +1,11 @@
-"""`{% job_fix job as fix %}`: what to change after a failure (jobs.fixes), for the job page."""
+"""`{% job_fix job as fix %}`: what to change after a failure (web.fixes), for the job page."""
 
 from __future__ import annotations
 
 from django import template
 
-from jobs.fixes import Fix, fix_for
 from jobs.models import Job
+from web.fixes import Fix, fix_for
 
 register = template.Library()
 

@@ -17,10 +17,10 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
-from jobs.error_text import translate_reason
-from jobs.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
+from web.error_text import translate_reason
+from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 
 register = template.Library()
 

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from jobs.usage import views
+from web.usage import views
 
 app_name = "jobs_usage"
 

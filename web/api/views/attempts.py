@@ -13,10 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import actions
-from jobs.api import links, shapes
-from jobs.api.errors import ApiError
-from jobs.api.views import common
 from jobs.models import Job, TaskAttempt
+from web.api import links, shapes
+from web.api.errors import ApiError
+from web.api.views import common
 
 
 def attempt_task_status(request: Request, job: Job, attempt: TaskAttempt) -> dict[str, Any]:

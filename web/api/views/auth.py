@@ -18,9 +18,9 @@ from accounts.models import Token
 from accounts.permissions import is_admin
 from accounts.throttling import sign_in_name
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
-from jobs.api.auth import NotApplicationToken
-from jobs.api.errors import ApiError
-from jobs.api.throttles import LoginAccountThrottle, LoginAddressThrottle
+from web.api.auth import NotApplicationToken
+from web.api.errors import ApiError
+from web.api.throttles import LoginAccountThrottle, LoginAddressThrottle
 
 
 class LoginRequest(serializers.Serializer):

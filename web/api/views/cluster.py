@@ -17,9 +17,10 @@ from rest_framework.views import APIView
 
 from clusters.models import Node, VirtualCluster
 from clusters.placement import Resources
-from jobs.api.errors import ApiError
-from jobs.api.shapes import epoch_ms
 from jobs.models import Job, JobState
+from scheduling.quota import cluster_state, cluster_usage
+from web.api.errors import ApiError
+from web.api.shapes import epoch_ms
 
 
 def _resources(res: Resources) -> dict[str, int]:
@@ -32,8 +33,6 @@ def _percent(used: int, total: int) -> float:
 
 
 def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
-    from scheduling.quota import cluster_state
-
     nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
     _, vcs = cluster_state(nodes)
     rows = {vc.name: vc for vc in VirtualCluster.objects.prefetch_related("allowed_users")}
@@ -93,8 +92,6 @@ def node_state(node: Node) -> str:
 
 
 def node_states() -> list[dict[str, Any]]:
-    from scheduling.quota import cluster_usage
-
     nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
     usage = cluster_usage(nodes)
     return [

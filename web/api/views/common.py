@@ -12,11 +12,13 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
 from jobs import actions
-from jobs.api import links, shapes
-from jobs.api.auth import is_application_token
-from jobs.api.errors import ApiError, is_v1_path, no_job
 from jobs.models import Job, JobState, JobTag
+from jobs.protocol import mask_config_text
 from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+from jobs.ssh import openpai_ssh_info
+from web.api import links, shapes
+from web.api.auth import is_application_token
+from web.api.errors import ApiError, is_v1_path, no_job
 
 DEFAULT_LIST_LIMIT = 5000
 # `order=<field>[,ASC|DESC]`: every field OpenPAI's list sorts by (controllers/v2/job.js) -> ours.
@@ -228,16 +230,12 @@ def execute(request: Request, job: Job) -> str:
 
 
 def masked_config(job: Job) -> str:
-    from jobs.protocol import mask_config_text
-
     return str(mask_config_text(job.config_text))
 
 
 def ssh_info(request: Request, job: Job) -> dict[str, Any]:
     """OpenPAI's webportal finds a task's SSH entry by `id == containerId`: each container's id is
     the task's container id; `taskName` keeps the `<role>-<index>` it was."""
-    from jobs.ssh import openpai_ssh_info
-
     check_may_act_on(request, job)
     key_url = request.build_absolute_uri(links.ssh_key_path(job)) if job.ssh_private_key_encrypted else ""
     info = dict(openpai_ssh_info(job, key_url))

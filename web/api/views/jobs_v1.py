@@ -14,13 +14,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import actions
-from jobs.api import links
-from jobs.api.errors import ApiError
-from jobs.api.parsers import ConfigTextParser
-from jobs.api.throttles import ListThrottle, SubmitThrottle
-from jobs.api.views import common
-from jobs.api.views.jobs_v2 import ACCEPTED, EXECUTION_REQUEST, accepted, is_post
 from jobs.models import Job
+from jobs.ssh import job_private_key, key_filename
+from web.api import links
+from web.api.errors import ApiError
+from web.api.parsers import ConfigTextParser
+from web.api.throttles import ListThrottle, SubmitThrottle
+from web.api.views import common
+from web.api.views.jobs_v2 import ACCEPTED, EXECUTION_REQUEST, accepted, is_post
 
 USER_PARAMETER = OpenApiParameter("username", OpenApiTypes.STR, OpenApiParameter.PATH)
 JOB_PARAMETER = OpenApiParameter("job_name", OpenApiTypes.STR, OpenApiParameter.PATH)
@@ -149,8 +150,6 @@ class SshKeyDownloadView(APIView):
         job = links.job_for_ssh_key_link(token)
         if job is None:
             raise ApiError(403, "ForbiddenUserError", "The key link is not valid or has expired.")
-        from jobs.ssh import job_private_key, key_filename
-
         response = HttpResponse(job_private_key(job), content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="{key_filename(job)}"'
         response["Cache-Control"] = "no-store"

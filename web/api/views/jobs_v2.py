@@ -15,12 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import actions, logs
-from jobs.api import links, shapes
-from jobs.api.errors import ApiError
-from jobs.api.parsers import ConfigTextParser
-from jobs.api.throttles import ListThrottle, SubmitThrottle
-from jobs.api.views import common
 from jobs.models import Job, Task, TaskAttempt
+from web.api import links, shapes
+from web.api.errors import ApiError
+from web.api.parsers import ConfigTextParser
+from web.api.throttles import ListThrottle, SubmitThrottle
+from web.api.views import common
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 TAG_REQUEST = inline_serializer("JobTag", {"value": serializers.CharField(help_text="the tag, without commas")})

@@ -9,7 +9,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs.api.errors import ApiError
 from jobs.storage.configs import (
     StorageForbidden,
     StorageNotFound,
@@ -18,6 +17,7 @@ from jobs.storage.configs import (
     usable_storage,
     usable_storages,
 )
+from web.api.errors import ApiError
 
 
 class StoragesView(APIView):

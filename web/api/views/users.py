@@ -19,9 +19,9 @@ from rest_framework.views import APIView
 from accounts.models import Token
 from accounts.permissions import is_admin
 from clusters.models import VirtualCluster
-from jobs.api.auth import IsAdminNotApplicationToken, NotApplicationToken
-from jobs.api.errors import ApiError
 from jobs.storage.configs import usable_storages
+from web.api.auth import IsAdminNotApplicationToken, NotApplicationToken
+from web.api.errors import ApiError
 
 
 def user_row(user: Any, vcs: list[VirtualCluster] | None = None) -> dict[str, Any]:
