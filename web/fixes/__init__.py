@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from django.db.models import Max
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -24,7 +23,7 @@ from jobs.models import Job, JobState, Task
 from jobs.protocol.exitspec import ExitCode
 from jobs.protocol.parsing import parse
 from jobs.usage import memory_limit_mb, peak_memory_mb
-from scheduling.quota import cluster_totals, node_gpus, vc_limit
+from scheduling.quota import node_gpus, vc_nodes, vc_quota
 
 MEMORY_STEP_MB = 256
 LOG_TAIL_BYTES = 4096
@@ -112,14 +111,16 @@ def _oom_fix(job: Job, task: Task) -> Fix:
 
 def most_memory_mb(job: Job, role: str) -> int:
     """The most memory per task of `role` the job could ever be placed with: its VC's memory quota
-    less the other roles' memory, shared by the role's tasks, and no more than the biggest node."""
+    (the scheduler's, scheduling.quota) less the other roles' memory, shared by the role's tasks,
+    and no more than the biggest of the nodes its jobs run on."""
     nodes = list(Node.objects.all())
-    quota = vc_limit(job.virtual_cluster.share_percent, cluster_totals(nodes, node_gpus())).memory_mb
+    vc = job.virtual_cluster
+    quota = vc_quota(vc, nodes, node_gpus()).memory_mb
     roles = job.spec["taskRoles"]
     others = sum(
         spec["instances"] * spec["resourcePerInstance"]["memoryMB"] for name, spec in roles.items() if name != role
     )
-    biggest_node = Node.objects.aggregate(most=Max("memory_mb"))["most"] or 0
+    biggest_node = max((node.memory_mb for node in vc_nodes(vc, nodes)), default=0)
     return _round_down(min((quota - others) // roles[role]["instances"], biggest_node))
 
 
