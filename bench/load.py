@@ -54,8 +54,8 @@ def prepare_database(clients: int, var_dir: Path) -> None:
     from accounts.tokens import issue_token
     from clusters.models import Node, VirtualCluster
     from jobs.actions import submit_job
-    from jobs.api.links import log_link
     from jobs.models import Job, JobState, Task, TaskState
+    from web.api.links import log_link
 
     Node.objects.create(name="local", executor="process", cpus=2, memory_mb=4096)
     vc = VirtualCluster.objects.get(name="default")

@@ -10,7 +10,9 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from jobs.actions import JobStateError, stop_job
 from jobs.models import Job, JobEvent, Task
+from jobs.protocol import mask_config_text
 
 
 class TaskInline(admin.TabularInline):
@@ -90,8 +92,6 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Submitted config (secrets masked)"))
     def masked_config(self, job: Job) -> str:
-        from jobs.protocol import mask_config_text
-
         return format_html("<pre>{}</pre>", mask_config_text(job.config_text))
 
     @admin.display(description=_("Normalized v2 spec (secrets masked)"))
@@ -100,8 +100,6 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Stop selected jobs"))
     def stop_selected_jobs(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        from jobs.actions import JobStateError, stop_job
-
         stopped = 0
         for job in queryset.select_related("owner"):
             try:

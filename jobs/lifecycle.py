@@ -51,7 +51,7 @@ class JobStateError(Exception):
 
 def event_row(job_id: int, kind: str, text: str, **values: Any) -> JobEvent:
     """A timeline event, unsaved. `text` is an English template marked with gettext_noop, kept with
-    its values so each page shows it in its own language (jobs.templatetags.portal.event_text)."""
+    its values so each page shows it in its own language (web.templatetags.portal.event_text)."""
     return JobEvent(job_id=job_id, kind=kind, message=text % values, params={"text": text, "values": values})
 
 

@@ -20,9 +20,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from jobs.routing import websocket_urlpatterns  # noqa: E402
 from pai_portal.origin import SameOriginValidator  # noqa: E402
 from pai_portal.serving import OneHopWSGIMiddleware, TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
+from web.routing import websocket_urlpatterns  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
 # process wait on each other's write lock: 8 threads gave 35 % fewer submits/s than 2 in

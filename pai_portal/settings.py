@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "jobs",
     "scheduling",
     "accounts",
+    "web",  # the pages, API and web terminal, above the apps it reads
 ]
 
 MIDDLEWARE = [
@@ -267,13 +268,13 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Bearer first: its challenge makes a missing credential a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "jobs.api.auth.BearerTokenAuthentication",
+        "web.api.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["jobs.api.parsers.LimitedJSONParser", "jobs.api.parsers.LimitedFormParser"],
-    "EXCEPTION_HANDLER": "jobs.api.errors.openpai_exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["web.api.parsers.LimitedJSONParser", "web.api.parsers.LimitedFormParser"],
+    "EXCEPTION_HANDLER": "web.api.errors.openpai_exception_handler",
     "DEFAULT_THROTTLE_RATES": {
         "submit": env_str("PAI_API_SUBMIT_RATE", "120/min"),
         "list": env_str("PAI_API_LIST_RATE", "600/min"),
@@ -302,7 +303,7 @@ SPECTACULAR_SETTINGS = {
         {"url": "/", "description": "this portal"},
         {"url": "/rest-server", "description": "the same API where OpenPAI's clients look for it"},
     ],
-    "PREPROCESSING_HOOKS": ["jobs.api.schema.without_alias_routes"],
+    "PREPROCESSING_HOOKS": ["web.api.schema.without_alias_routes"],
 }
 # OpenPAI's REST server answers cross-origin clients (its web portal, the VS Code extension). The
 # API authenticates with Bearer tokens, which a browser never adds by itself, and no credentials

@@ -54,6 +54,21 @@ def vc_limit(share_percent: Decimal, totals: Resources) -> Resources:
     return Resources(gpu=int(totals.gpu * share), cpu=int(totals.cpu * share), memory_mb=int(totals.memory_mb * share))
 
 
+def vc_nodes(vc: VirtualCluster, nodes: list[Node]) -> list[Node]:
+    """The nodes a VC's jobs run on: its Slurm partition's, or else the portal's own (every node
+    but Slurm's: placement never sees those)."""
+    if vc.slurm_partition:
+        return [node for node in nodes if node.slurm_partition == vc.slurm_partition]
+    return [node for node in nodes if node.executor != Node.Executor.SLURM]
+
+
+def vc_quota(vc: VirtualCluster, nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
+    """A VC's quota: its share of the portal's own nodes, or its whole partition (Slurm places
+    its jobs). The one rule: the scheduler, the pages and the fix offers all read it here."""
+    totals = cluster_totals(vc_nodes(vc, nodes), gpus)
+    return totals if vc.slurm_partition else vc_limit(vc.share_percent, totals)
+
+
 def _add(a: Resources, b: Resources) -> Resources:
     return Resources(gpu=a.gpu + b.gpu, cpu=a.cpu + b.cpu, memory_mb=a.memory_mb + b.memory_mb)
 
@@ -127,15 +142,9 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
         for port_list in ports.values():
             state.ports_used.update(port_list)
     totals = cluster_totals(own_nodes, gpus_by_node)
-
-    def limit(vc: VirtualCluster) -> Resources:
-        if not vc.slurm_partition:
-            return vc_limit(vc.share_percent, totals)
-        partition = [node for node in nodes if node.slurm_partition == vc.slurm_partition]
-        return cluster_totals(partition, gpus_by_node)
-
     vcs = {
-        vc.name: VcState(name=vc.name, limit=limit(vc), used=used_by_vc[vc.name]) for vc in VirtualCluster.objects.all()
+        vc.name: VcState(name=vc.name, limit=vc_quota(vc, nodes, gpus_by_node), used=used_by_vc[vc.name])
+        for vc in VirtualCluster.objects.all()
     }
     return ClusterUsage(
         nodes=list(states.values()), vcs=vcs, totals=totals, used_by_node=dict(used_by_node), busy_gpus=busy_gpus

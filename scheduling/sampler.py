@@ -33,8 +33,8 @@ from clusters.executors.registry import executor_for
 from clusters.gpus import GpuReading, read_local_gpus
 from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
-from scheduling.dashboard import record_vc_samples
 from scheduling.models import VcSample
+from scheduling.vc_samples import record_vc_samples
 
 log = logging.getLogger("pai.sampler")
 

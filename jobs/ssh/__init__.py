@@ -1,5 +1,5 @@
 """SSH into jobs: per-job keys, authorized keys, where each task's sshd is, and the executor's
-ssh environment. The web terminal lives in jobs.consumers; pages in jobs.ssh.views."""
+ssh environment. The web terminal lives in web.consumers; pages in web.ssh.views."""
 
 from jobs.ssh.info import (
     SSH_PORT_LABEL,

@@ -6,7 +6,7 @@ document.querySelectorAll("select[data-autosubmit]").forEach((select) => {
 });
 
 (function () {
-  // The same spelling as the server's (jobs.templatetags.portal.format_span).
+  // The same spelling as the server's (web.templatetags.portal.format_span).
   function span(seconds) {
     const hours = Math.floor(seconds / 3600);
     const minutes = Math.floor((seconds % 3600) / 60);

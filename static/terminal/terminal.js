@@ -1,4 +1,4 @@
-// Web SSH terminal: xterm.js <-> the portal's websocket (jobs/consumers.py).
+// Web SSH terminal: xterm.js <-> the portal's websocket (web/consumers.py).
 // Keystrokes go as binary frames, resizes as JSON text frames; PTY output comes back as binary.
 (function () {
   "use strict";

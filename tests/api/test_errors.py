@@ -2,8 +2,8 @@
 
 import pytest
 
-from jobs.api.throttles import ListThrottle, SubmitThrottle
 from tests.factories import v2_yaml
+from web.api.throttles import ListThrottle, SubmitThrottle
 
 pytestmark = pytest.mark.django_db
 

@@ -1,14 +1,14 @@
 """Every route of the API URLconf answers the same under /api/ and /rest-server/api/ (one URLconf
-included twice): walked from jobs.api.urls itself, so a route added later is covered too."""
+included twice): walked from web.api.urls itself, so a route added later is covered too."""
 
 import re
 
 import pytest
 from django.urls import URLPattern
 
-from jobs.api import urls
 from tests.api.conftest import bearer_client
 from tests.factories import v2_yaml
+from web.api import urls
 
 pytestmark = pytest.mark.django_db
 

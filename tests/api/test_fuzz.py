@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from accounts.tokens import issue_token
-from jobs.api.throttles import ListThrottle, LoginAccountThrottle, LoginAddressThrottle, SubmitThrottle
 from tests.factories import v1_json, v2_yaml
+from web.api.throttles import ListThrottle, LoginAccountThrottle, LoginAddressThrottle, SubmitThrottle
 
 WRITE_ROUTES = [
     ("post", "/api/v2/authn/basic/login"),

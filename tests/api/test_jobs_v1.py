@@ -3,9 +3,9 @@
 import pytest
 from django.test import override_settings
 
-from jobs.api import links
 from jobs.models import Job
 from tests.factories import v1_json
+from web.api import links
 
 pytestmark = pytest.mark.django_db
 

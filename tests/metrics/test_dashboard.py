@@ -6,9 +6,10 @@ import pytest
 
 from clusters.models import Gpu, GpuType, Node
 from jobs.models import JobState, TaskSample, TaskState
-from scheduling.dashboard import idle_gpus, record_vc_samples, vc_history
 from scheduling.models import VcSample
+from scheduling.vc_samples import record_vc_samples
 from tests.factories import create_job, password_for
+from web.cluster.dashboard import idle_gpus, vc_history
 
 pytestmark = pytest.mark.django_db
 

@@ -6,10 +6,11 @@ import pytest
 import yaml
 
 from clusters.models import Node, VirtualCluster
-from jobs.fixes import fix_for, with_memory
 from jobs.models import JobState, TaskSample
 from jobs.protocol.exitspec import ExitCode
+from scheduling.quota import cluster_usage
 from tests.factories import create_job, normalized_spec, v1_json, v2_yaml
+from web.fixes import fix_for, with_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -43,6 +44,20 @@ def test_it_offers_no_more_than_the_vcs_memory_quota(user):
     fix = fix_for(job)
 
     assert fix is not None and fix.memory_mb == 2048
+
+
+def test_it_offers_no_more_than_the_schedulers_quota_beside_a_bigger_slurm_node(user):
+    """The offer reads the scheduler's quota: a Slurm partition's node is no part of the default
+    VC's share, nor the biggest node its jobs can get (issue 28: 4,096 MB vs 135,168 MB offered)."""
+    Node.objects.create(name="n", executor="process", cpus=8, memory_mb=4096)
+    VirtualCluster.objects.create(name="gpu", slurm_partition="big")
+    Node.objects.create(name="big-1", executor="slurm", slurm_partition="big", cpus=64, memory_mb=131072)
+    job = oom_job(user, memory_mb=3072)
+
+    fix = fix_for(job)
+
+    quota = cluster_usage(list(Node.objects.all())).vcs["default"].limit.memory_mb
+    assert fix is not None and 3072 < fix.memory_mb <= quota == 4096
 
 
 def test_it_says_so_when_the_vc_allows_no_more_memory(user):

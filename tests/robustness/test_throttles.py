@@ -11,8 +11,8 @@ from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
 from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
-from jobs.api.throttles import ListThrottle, SubmitThrottle
 from tests.factories import v2_yaml
+from web.api.throttles import ListThrottle, SubmitThrottle
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from jobs.actions import submit_job
-from jobs.api.links import log_link
 from tests.factories import v2_yaml
+from web.api.links import log_link
 
 LOG_BYTES = 200 * 1024 * 1024
 

@@ -4,9 +4,9 @@ import yaml
 from django.http import QueryDict
 
 from jobs.protocol import load
-from jobs.submit_errors import field_errors, form_field_for, line_errors
-from jobs.submit_form import JobFormData, config_to_form, config_to_yaml, form_input_errors, form_to_config
 from tests.factories import default_image, v2_yaml
+from web.submit_errors import field_errors, form_field_for, line_errors
+from web.submit_form import JobFormData, config_to_form, config_to_yaml, form_input_errors, form_to_config
 
 CONFIG = {
     "protocolVersion": 2,

@@ -7,9 +7,9 @@ from pathlib import Path
 import yaml
 from django.utils import translation
 
-from jobs.error_text import translate_error, translate_reason
-from jobs.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
 from jobs.protocol.exitspec import SPEC_PATH
+from web.error_text import translate_error, translate_reason
+from web.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def test_it_translates_why_a_job_waits_part_by_part():
 
 def test_every_slurm_reason_and_refusal_has_a_translation():
     from clusters.slurm.reasons import REFUSALS, WORDS
-    from jobs.error_text import SLURM_REFUSALS, SLURM_WORDS
+    from web.error_text import SLURM_REFUSALS, SLURM_WORDS
 
     assert (set(WORDS) ^ set(SLURM_WORDS), set(REFUSALS) ^ set(SLURM_REFUSALS)) == (set(), set())
 

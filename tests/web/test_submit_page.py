@@ -5,9 +5,9 @@ import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from jobs.models import Job
-from jobs.submit_form import MAX_CONFIG_FILE_BYTES
 from tests.factories import default_image
 from tests.web.conftest import v1_config, v2_config
+from web.submit_form import MAX_CONFIG_FILE_BYTES
 
 pytestmark = pytest.mark.django_db
 

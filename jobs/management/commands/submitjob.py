@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from jobs.actions import submit_job
 from jobs.management.commands.validatejob import find_user, read_config_text, write_errors
 from jobs.protocol import JobConfigError
 
@@ -19,8 +20,6 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="the job's owner")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from jobs.actions import submit_job
-
         try:
             job = submit_job(find_user(options["user"]), read_config_text(options["path"]))
         except JobConfigError as error:

@@ -1,0 +1,77 @@
+"""`Authorization: Bearer <token>` authentication against accounts.Token (stored hashed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from accounts.models import Token
+from accounts.permissions import is_admin
+from accounts.tokens import find_valid_token
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    keyword = b"bearer"
+
+    def authenticate(self, request: Request) -> tuple[Any, Token] | None:
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None  # not ours: the session may still authenticate the request
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <token>`.")
+        try:
+            raw = parts[1].decode("ascii")
+        except UnicodeDecodeError as error:
+            raise exceptions.AuthenticationFailed("The token is not valid.") from error
+        token = find_valid_token(raw)
+        if token is None:
+            raise exceptions.AuthenticationFailed("The token is not valid, expired or revoked.")
+        return token.user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+
+def is_application_token(request: Request) -> bool:
+    return isinstance(request.auth, Token) and request.auth.kind == Token.Kind.APPLICATION
+
+
+class IsAdminNotApplicationToken(BasePermission):
+    """Admin-only operations: an admin user, and never through an application token."""
+
+    message = "This operation needs an admin, signed in with a login token or the browser session."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return is_admin(request.user) and not is_application_token(request)
+
+
+class NotApplicationToken(BasePermission):
+    """Managing tokens needs a login token or the session: a script's token cannot mint more."""
+
+    message = "Application tokens cannot manage tokens."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return not is_application_token(request)
+
+
+class DocsReader(BasePermission):
+    """The schema and API docs need a sign-in, like every page, unless PAI_API_DOCS_PUBLIC."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return bool(settings.PAI_API_DOCS_PUBLIC or request.user.is_authenticated)
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    """Describes the Bearer token in the OpenAPI schema."""
+
+    target_class = "web.api.auth.BearerTokenAuthentication"
+    name = "bearerToken"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "A token from /api/v2/authn/basic/login."}

@@ -1,0 +1,246 @@
+"""What the v1 and v2 job views share: finding a job, submitting, the list query, the detail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Exists, Expression, F, OuterRef, Q, QuerySet
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework.request import Request
+
+from jobs import actions
+from jobs.models import Job, JobState, JobTag
+from jobs.protocol import mask_config_text
+from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+from jobs.ssh import openpai_ssh_info
+from web.api import links, shapes
+from web.api.auth import is_application_token
+from web.api.errors import ApiError, is_v1_path, no_job
+
+DEFAULT_LIST_LIMIT = 5000
+# `order=<field>[,ASC|DESC]`: every field OpenPAI's list sorts by (controllers/v2/job.js) -> ours.
+ORDER_FIELDS: dict[str, F | Expression] = {
+    "jobName": F("name"),
+    "submissionTime": F("created_at"),
+    "username": F("owner__username"),
+    "vc": F("virtual_cluster__name"),
+    "retries": F("retries_used") + F("transient_retries"),
+    "totalTaskNumber": F("task_count"),
+    "totalGpuNumber": F("gpu_count"),
+    "state": F("state"),
+    "completionTime": F("completed_at"),
+    "jobPriority": F("priority"),
+}
+ORDER_DIRECTIONS = ("ASC", "DESC")
+
+LIST_PARAMETERS = [
+    OpenApiParameter("username", str, description="comma list of user names"),
+    OpenApiParameter("vc", str, description="comma list of virtual clusters"),
+    OpenApiParameter("state", str, description="comma list of states (WAITING, RUNNING, ...)"),
+    OpenApiParameter("keyword", str, description="substring of the job name, user name or VC"),
+    OpenApiParameter("offset", int),
+    OpenApiParameter("limit", int, description="at most 50000 (default 5000)"),
+    OpenApiParameter(
+        "order",
+        str,
+        description="<field>[,ASC|DESC] (ASC when left out), field one of " + ", ".join(ORDER_FIELDS),
+    ),
+    OpenApiParameter("withTotalCount", bool, description="true: answer {totalCount, data}"),
+    OpenApiParameter(
+        "jobPriority", str, description="comma list of priority classes (crit, prod, test, oppo; default)"
+    ),
+    OpenApiParameter("tagsContain", str, description="comma list of tags: jobs with any of them"),
+    OpenApiParameter("tagsNotContain", str, description="comma list of tags: jobs with none of them"),
+]
+JOB_NAME_PARAMETER = OpenApiParameter("full_name", OpenApiTypes.STR, OpenApiParameter.PATH, description="<user>~<job>")
+
+
+def find_job(request: Request, full_name: str) -> Job:
+    """The job if the user may act on it and read it in full; others' jobs are answered exactly like
+    missing ones."""
+    try:
+        return actions.get_job_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise no_job(full_name) from error
+
+
+def check_may_act_on(request: Request, job: Job) -> None:
+    """An application token acts as its user alone: it reads an admin's view of other users' jobs,
+    but stopping, starting or taking the SSH key of another user's job needs the admin signed in."""
+    if is_application_token(request) and job.owner_id != request.user.pk:
+        raise ApiError(
+            403,
+            "ForbiddenUserError",
+            f"An application token cannot act on another user's job ({job.full_name}) or read its SSH key; "
+            "use a login token or the browser session.",
+        )
+
+
+def find_job_summary(request: Request, full_name: str) -> Job:
+    """The job if the user may read its summary (another user's too, on a shared job list)."""
+    try:
+        return actions.get_job_summary_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise no_job(full_name) from error
+
+
+def submit(request: Request) -> Job:
+    text = request.data
+    if not isinstance(text, str) or not text.strip():
+        raise ApiError(
+            400,
+            "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError",
+            "The body must hold the job config (YAML or JSON).",
+        )
+    return actions.submit_job(request.user, text)
+
+
+def _int_param(params: Any, name: str, default: int) -> int:
+    raw = params.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError) as error:
+        raise ApiError(400, "InvalidParametersError", f"{name} must be an integer.") from error
+    if value < 0:
+        raise ApiError(400, "InvalidParametersError", f"{name} must not be negative.")
+    return value
+
+
+def _comma_list(params: Any, name: str) -> list[str]:
+    return [item for item in (params.get(name) or "").split(",") if item]
+
+
+def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
+    jobs = actions.listed_jobs(request.user)
+    if usernames := _comma_list(params, "username"):
+        jobs = jobs.filter(owner__username__in=usernames)
+    if vcs := _comma_list(params, "vc"):
+        jobs = jobs.filter(virtual_cluster__name__in=vcs)
+    if states := _comma_list(params, "state"):
+        unknown = sorted(set(states) - set(JobState.values))
+        if unknown:
+            raise ApiError(400, "InvalidParametersError", f"Unknown state(s): {', '.join(unknown)}.")
+        jobs = jobs.filter(state__in=states)
+    if "jobPriority" in params:
+        jobs = jobs.filter(priority__in=_priorities(_comma_list(params, "jobPriority")))
+    if tags := _comma_list(params, "tagsContain"):
+        jobs = jobs.filter(Exists(JobTag.objects.filter(job=OuterRef("pk"), name__in=tags)))
+    if tags := _comma_list(params, "tagsNotContain"):
+        jobs = jobs.exclude(Exists(JobTag.objects.filter(job=OuterRef("pk"), name__in=tags)))
+    if keyword := params.get("keyword"):
+        jobs = jobs.filter(
+            Q(name__icontains=keyword)
+            | Q(owner__username__icontains=keyword)
+            | Q(virtual_cluster__name__icontains=keyword)
+        )
+    return jobs
+
+
+def _priorities(classes: list[str]) -> set[int]:
+    """OpenPAI's `default` is a job without a class, which both OpenPAI and the portal run as `test`."""
+    unknown = sorted(set(classes) - {*PRIORITY_CLASSES, "default"})
+    if unknown:
+        raise ApiError(400, "InvalidParametersError", f"jobPriority: unknown class(es) {', '.join(unknown)}.")
+    return {PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS if name == "default" else name] for name in classes}
+
+
+def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
+    """OpenPAI's `order=<field>,ASC|DESC`; newest first when absent. An unknown field or direction
+    is refused (OpenPAI ignores it, which hides a typo behind a list in the wrong order)."""
+    if not order:
+        return jobs.order_by("-created_at", "-id")
+    field, _, direction = order.partition(",")
+    expression = ORDER_FIELDS.get(field)
+    if expression is None:
+        raise ApiError(
+            400, "InvalidParametersError", f"order: unknown field {field!r} (one of {', '.join(ORDER_FIELDS)})."
+        )
+    direction = direction or "ASC"
+    if direction not in ORDER_DIRECTIONS:
+        raise ApiError(400, "InvalidParametersError", f"order: the direction must be ASC or DESC, not {direction!r}.")
+    if field == "totalTaskNumber":
+        jobs = jobs.annotate(task_count=Count("tasks"))
+    sort = expression.asc(nulls_last=True) if direction == "ASC" else expression.desc(nulls_first=True)
+    return jobs.order_by(sort, "-id")
+
+
+def job_list(request: Request, params: Any) -> Any:
+    """OpenPAI's list: a JSON array, or {totalCount, data} with withTotalCount=true."""
+    offset = _int_param(params, "offset", 0)
+    limit = _int_param(params, "limit", DEFAULT_LIST_LIMIT)
+    cap = settings.PAI_API_MAX_LIST_LIMIT
+    if limit > cap:
+        raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
+    jobs = filtered_jobs(request, params)
+    page = ordered(jobs, params.get("order"))[offset : offset + limit]
+    values = page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)
+    rows = [(row, (row["id"], row["created_ms"])) for row in values]
+    summaries = shapes.spec_summaries.get_many([job for _, job in rows])
+    tags = shapes.tags_by_job(page) if rows else {}
+    data = [
+        shapes.job_summary(row, summaries[job], tags.get(row["id"], []))
+        for row, job in rows
+        if job in summaries  # (deleted meanwhile?)
+    ]
+    if params.get("withTotalCount") == "true":
+        return {"totalCount": jobs.count(), "data": data}
+    return data
+
+
+def log_url(request: Request, job: Job) -> Any:
+    """OpenPAI's containerLog: the task's logs route, relative (clients prefix their REST server's
+    address), answering {locations}. Logs are the owner's and admins': others get none."""
+    if not actions.may_manage(request.user, job):
+        return lambda task: None
+
+    def route(task: Any) -> str:
+        attempts = {"job_attempt": max(job.job_attempt - 1, 0), "task_attempt": max(task.attempt - 1, 0)}
+        kwargs = {"full_name": job.full_name, "role": task.role, "index": task.index, **attempts}
+        return reverse("api-task-logs", kwargs=kwargs)
+
+    return route
+
+
+def detail(request: Request, job: Job) -> dict[str, Any]:
+    # Explicit order: Task's default ordering starts with "job", which would join and sort by Job's.
+    tasks = list(job.tasks.select_related("node").order_by("role", "index"))
+    return shapes.job_detail(job, tasks, log_url(request, job))
+
+
+def execute(request: Request, job: Job) -> str:
+    """executionType STOP|START; both are idempotent (STOP on a finished job changes nothing)."""
+    check_may_act_on(request, job)
+    value = request.data.get("value") if hasattr(request.data, "get") else None
+    if value not in (Job.ExecutionType.STOP, Job.ExecutionType.START):
+        raise ApiError(400, "InvalidParametersError", 'Body must be {"value": "STOP"} or {"value": "START"}.')
+    if value == Job.ExecutionType.STOP:
+        if job.is_finished:
+            return f"Job {job.full_name} has already finished ({job.state})."
+        actions.stop_job(job, request.user)
+        return f"Execute job {job.full_name} successfully."
+    if not job.is_finished:
+        return f"Job {job.full_name} is already {job.state}."
+    actions.restart_job(job, request.user)
+    return f"Execute job {job.full_name} successfully."
+
+
+def masked_config(job: Job) -> str:
+    return str(mask_config_text(job.config_text))
+
+
+def ssh_info(request: Request, job: Job) -> dict[str, Any]:
+    """OpenPAI's webportal finds a task's SSH entry by `id == containerId`: each container's id is
+    the task's container id; `taskName` keeps the `<role>-<index>` it was."""
+    check_may_act_on(request, job)
+    key_url = request.build_absolute_uri(links.ssh_key_path(job)) if job.ssh_private_key_encrypted else ""
+    info = dict(openpai_ssh_info(job, key_url))
+    container_ids = {f"{task.role}-{task.index}": task.executor_id for task in job.tasks.all()}
+    info["containers"] = [
+        {**row, "id": container_ids.get(row["id"]) or row["id"], "taskName": row["id"]} for row in info["containers"]
+    ]
+    return info

@@ -1,0 +1,1 @@
+"""Cluster pages: the cluster overview, the dashboard and its numbers, /metrics."""

@@ -1,0 +1,1 @@
+"""The browser notifier's endpoint (the emails: jobs.notifications)."""

@@ -1,0 +1,1 @@
+"""SSH pages: the key download and the terminal page (keys and ssh info: jobs.ssh)."""

@@ -1,0 +1,1 @@
+"""The storage page and its file operations (the storage itself: jobs.storage)."""

@@ -1,0 +1,483 @@
+"""Job pages: list, submit, detail, and the small JSON/text endpoints their live updates poll.
+
+Views are thin: parse the request, find the job the user may see (404 otherwise), call one verb
+of jobs.actions, render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from django import forms as django_forms
+from django.conf import settings
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.throttling import throttle_wait
+from clusters.models import GpuType, VirtualCluster
+from jobs import actions
+from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, stream_path
+from jobs.models import Job, JobState
+from jobs.protocol import JobConfigError, editable_document, export, export_config, load
+from jobs.protocol.parsing import parse
+from scheduling.admission import never_fits_reason
+from web.api.throttles import SubmitThrottle
+from web.error_text import translate_reason
+from web.job_list import PAGE_SIZES, JobListQuery
+from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
+from web.submit_errors import error_summary, field_errors, line_errors
+from web.submit_form import (
+    ImportFileForm,
+    JobFormData,
+    config_to_form,
+    config_to_yaml,
+    default_role,
+    form_input_errors,
+    form_to_config,
+)
+from web.templatetags.portal import state_label
+
+LOG_TAIL_DEFAULT = 64 * 1024
+LOG_TAIL_MAX = 1024 * 1024
+MAX_DATABASE_ID = 2**63 - 1
+
+
+def _job_or_404(request: HttpRequest, full_name: str) -> Job:
+    try:
+        return actions.get_job_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise Http404(_("No such job.")) from error
+
+
+def _job_summary_or_404(request: HttpRequest, full_name: str) -> Job:
+    """Read-only pages: another user's job too, on a shared job list."""
+    try:
+        return actions.get_job_summary_for(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise Http404(_("No such job.")) from error
+
+
+# --- job list -------------------------------------------------------------------------------------
+
+
+@require_GET
+def job_list(request: HttpRequest) -> HttpResponse:
+    query = JobListQuery.from_request(request)
+    page = query.page()
+    context = {
+        "query": query,
+        "page": page,
+        "states": JobState.values,
+        "virtual_clusters": VirtualCluster.objects.values_list("name", flat=True),
+        "is_admin": query.is_admin,
+        "show_owner": query.shows_everyone,
+        "page_sizes": PAGE_SIZES,
+    }
+    return render(request, "jobs/list.html", context)
+
+
+@require_GET
+def job_states(request: HttpRequest) -> JsonResponse:
+    """States of the listed jobs and the per-state counts, for the list's live updates."""
+    query = JobListQuery.from_request(request)
+    ids = [int(part) for part in request.GET.get("ids", "").split(",") if is_database_id(part)][:500]
+    states = dict(query.visible().filter(pk__in=ids).values_list("pk", "state")) if ids else {}
+    counts = query.counts()
+    return JsonResponse(
+        {
+            "states": {str(pk): state for pk, state in states.items()},
+            "counts": counts,
+            "labels": {state: state_label(state) for state in JobState.values},
+        }
+    )
+
+
+def is_database_id(text: str) -> bool:
+    """Digits that fit a database id (a bigger number would overflow the query, not match)."""
+    text = text.strip()
+    return text.isdigit() and len(text) <= 19 and int(text) <= MAX_DATABASE_ID
+
+
+# --- submit ---------------------------------------------------------------------------------------
+
+
+def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    data: JobFormData = extra.pop("form_data", None) or JobFormData.blank(request.user.get_username())
+    by_field: dict[str, list[str]] = extra.pop("errors_by_field", {})
+    role_names = [role.get("name", "").strip() for role in data.roles]
+    roles = [
+        {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
+        for index, values in enumerate(data.roles)
+    ]
+    vcs = VirtualCluster.objects.prefetch_related("allowed_users")
+    open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
+    context: dict[str, Any] = {
+        "mode": "form",
+        "form_data": data,
+        "roles": roles,
+        "job_errors": {key: value for key, value in by_field.items() if not key.startswith("roles-")},
+        "error_summary": error_summary(by_field, role_names),
+        "general_errors": [],
+        "line_errors": [],
+        "config_text": "",
+        "virtual_clusters": open_vcs,
+        "gpu_types": list(GpuType.objects.values_list("name", flat=True)),
+        "file_form": ImportFileForm(),
+        "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
+    }
+    context.update(extra)
+    context["error_count"] = len(context["error_summary"]) + len(context["general_errors"])
+    return context
+
+
+def _role_errors(by_field: dict[str, list[str]], index: int) -> dict[str, list[str]]:
+    prefix = f"roles-{index}-"
+    return {key[len(prefix) :]: value for key, value in by_field.items() if key.startswith(prefix)}
+
+
+@require_http_methods(["GET", "POST"])
+def submit(request: HttpRequest) -> HttpResponse:
+    if _body_too_large(request):
+        # Refused before Django reads the body: a file upload would otherwise be spooled to disk first.
+        limit_kb = settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024
+        message = _("The request is too large; the limit is %(limit)d KB.") % {"limit": limit_kb}
+        return _submit_page(request, None, status=413, general_errors=[message])
+    if request.method == "GET":
+        clone_of = request.GET.get("clone", "")
+        mode = request.GET.get("mode", "form")  # the tabs work without JavaScript too
+        mode = mode if mode in ("form", "text", "file") else "form"
+        return _submit_page(request, _initial_form(request), cloned_from=clone_of, mode=mode)
+    return _submit_posted(request)
+
+
+def _submit_posted(request: HttpRequest) -> HttpResponse:
+    """One of the page's buttons: Submit, Export, Edit YAML (to_yaml) or back to the form (to_form)."""
+    mode = request.POST.get("mode", "form")
+    action = request.POST.get("action", "submit")
+    form_data = JobFormData.from_post(request.POST)
+    if form_data.problems:
+        return _submit_page(request, form_data, status=400, general_errors=form_data.problems)
+    if action == "submit" and (wait := throttle_wait([SubmitThrottle], request)) is not None:
+        message = _("Too many submits; try again in %(seconds)d s.") % {"seconds": int(wait) + 1}
+        return _submit_page(request, form_data, status=429, general_errors=[message])
+    if mode == "form":
+        text = config_to_yaml(form_to_config(form_data))
+        input_errors = form_input_errors(form_data)
+        if input_errors:
+            return _form_input_errors(request, form_data, text, input_errors)
+        if action == "to_yaml":
+            return _submit_page(request, form_data, mode="text", config_text=text, editing_yaml=True)
+    elif mode == "file":
+        try:
+            text = _imported_text(request)
+        except django_forms.ValidationError as error:
+            return _submit_page(request, form_data, mode="file", file_errors=error.messages)
+        mode = "text"  # errors in an imported file are shown, and fixed, in the text box
+    else:
+        text = request.POST.get("config_text", "")
+    if action == "to_form":
+        return _text_to_form(request, text)
+    return _submit_or_export(request, action, mode, form_data, text)
+
+
+def _form_input_errors(
+    request: HttpRequest, form_data: JobFormData, text: str, input_errors: dict[str, list[str]]
+) -> HttpResponse:
+    """The form's own syntax errors, with whatever else the config has, all shown at once."""
+    try:
+        actions.validate_for_user(request.user, text)
+        errors: list[tuple[str, str]] = []
+    except JobConfigError as error:
+        errors = list(error.errors)
+    by_field, general = field_errors(errors, [role.get("name", "").strip() for role in form_data.roles])
+    for field, messages_of_field in input_errors.items():
+        by_field[field] = messages_of_field + by_field.get(field, [])
+    return _submit_page(request, form_data, errors_by_field=by_field, general_errors=general, status=400)
+
+
+def _imported_text(request: HttpRequest) -> str:
+    """The uploaded config file's text; raises ValidationError for a wrong or unreadable file."""
+    file_form = ImportFileForm(request.POST, request.FILES)
+    if not file_form.is_valid():
+        raise django_forms.ValidationError(list(file_form.errors["config_file"]))
+    return file_form.config_text()
+
+
+def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: JobFormData, text: str) -> HttpResponse:
+    try:
+        if action == "export":
+            return _yaml_download(export_config(text), load(text).spec.get("name") or "job")
+        job = actions.submit_job(request.user, text)
+    except JobConfigError as error:
+        return _config_errors(request, mode, form_data, text, error)
+    except actions.JobNameConflict as error:
+        field = "name" if mode == "form" else _name_field(text)
+        return _config_errors(request, mode, form_data, text, JobConfigError([(field, str(error))]))
+    messages.success(request, _("Job %(name)s submitted.") % {"name": job.full_name})
+    never_fits = never_fits_reason(job)
+    if never_fits:
+        messages.warning(
+            request,
+            _("This job can never run on the cluster as it is: %(reason)s. Stop it, or clone it asking for less.")
+            % {"reason": translate_reason(never_fits)},
+        )
+    return redirect("jobs:detail", full_name=job.full_name)
+
+
+def _body_too_large(request: HttpRequest) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return True
+    return length > settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+def _initial_form(request: HttpRequest) -> JobFormData | None:
+    clone_of = request.GET.get("clone")
+    if not clone_of:
+        return None  # the fresh form
+    job = _job_or_404(request, clone_of)
+    data = config_to_form(_as_submitted(job))
+    data.job["name"] = _free_clone_name(job)
+    # Secret values are never shown: the clone keeps the names and asks for the values again.
+    data.job["secrets"] = "\n".join(f"{name}=" for name in (job.spec.get("secrets") or {}))
+    data.base_config.pop("secrets", None)
+    return data
+
+
+def _as_submitted(job: Job) -> dict[str, Any]:
+    """The config as submitted, so `<% $parameters.x %>` stay references a clone can change; the
+    normalized spec for a job whose text cannot be read any more (made before the rules changed)."""
+    try:
+        return editable_document(job.config_text)
+    except JobConfigError:
+        return dict(job.spec)
+
+
+def _free_clone_name(job: Job) -> str:
+    prefix = f"{job.name}-clone"
+    taken = set(Job.objects.filter(owner=job.owner, name__startswith=prefix).values_list("name", flat=True))
+    if prefix not in taken:
+        return prefix
+    number = 2
+    while f"{prefix}-{number}" in taken:
+        number += 1
+    return f"{prefix}-{number}"
+
+
+def _name_field(text: str) -> str:
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return "name"
+    return "jobName" if isinstance(parsed, dict) and "jobName" in parsed else "name"
+
+
+def _text_to_form(request: HttpRequest, text: str) -> HttpResponse:
+    """Back from Edit YAML (or a pasted config) to the form; a v1 JSON config is converted first."""
+    try:
+        doc, _is_json = parse(text)
+        if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
+            doc = load(text).spec
+    except JobConfigError as error:
+        return _config_errors(request, "text", None, text, error)
+    return _submit_page(request, config_to_form(doc), mode="form")
+
+
+def _config_errors(
+    request: HttpRequest, mode: str, form_data: JobFormData | None, text: str, error: JobConfigError
+) -> HttpResponse:
+    errors = list(error.errors)
+    if mode == "form" and form_data is not None:
+        by_field, general = field_errors(errors, [role.get("name", "").strip() for role in form_data.roles])
+        return _submit_page(request, form_data, errors_by_field=by_field, general_errors=general, status=400)
+    located = line_errors(text, errors, syntax_line=getattr(error, "line", None))
+    return _submit_page(request, form_data, mode="text", config_text=text, line_errors=located, status=400)
+
+
+def _submit_page(request: HttpRequest, form_data: JobFormData | None, status: int = 200, **extra: Any) -> HttpResponse:
+    context = _submit_context(request, form_data=form_data, **extra)
+    return render(request, "jobs/submit.html", context, status=status)
+
+
+def _safe_file_name(name: str) -> str:
+    return "".join(char for char in name if char.isalnum() or char in "-._") or "job"
+
+
+def _yaml_download(text: str, name: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="application/x-yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(name)}.yaml"'
+    return response
+
+
+# --- job detail -------------------------------------------------------------------------------------
+
+
+def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
+    tasks = list(job.tasks.select_related("node").order_by("role", "index"))
+    events = list(job.events.order_by("-created_at", "-id")[:200])
+    may_manage = actions.may_manage(request.user, job)
+    return {
+        "job": job,
+        "tasks": tasks,
+        "events": events,
+        "may_manage": may_manage,
+        "attempts": attempt_rows(job, tasks) if may_manage else [],
+    }
+
+
+@require_GET
+def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
+    job = _job_summary_or_404(request, full_name)
+    context = _detail_context(request, job)
+    if context["may_manage"]:
+        sources = log_sources(job, context["tasks"])
+        wanted = request.GET.get("log") or f"task:{request.GET.get('task', '')}"
+        context.update(
+            log_sources=sources,
+            log_source=selected_log(sources, wanted),
+            log_tail=LOG_TAIL_DEFAULT,
+            log_stream=_log_stream(request),
+        )
+    return render(request, "jobs/detail.html", context)
+
+
+@require_GET
+def job_status(request: HttpRequest, full_name: str) -> JsonResponse:
+    """The live part of the job page, rendered on the server, for the page's poller."""
+    job = _job_summary_or_404(request, full_name)
+    context = _detail_context(request, job)
+    html = render_to_string("jobs/_job_live.html", context, request=request)
+    logs = (
+        [{"key": s.key, "label": s.label} for s in log_sources(job, context["tasks"])] if context["may_manage"] else []
+    )
+    return JsonResponse({"state": job.state, "finished": job.is_finished, "html": html, "logs": logs})
+
+
+def _log_source_or_404(request: HttpRequest, job: Job) -> LogSource | None:
+    """The log `?log=task:<pk>|attempt:<pk>` (or the older `?task=<pk>`) names; the first task's
+    when none is named; None when the job has no task."""
+    key = request.GET.get("log") or (f"task:{request.GET['task']}" if request.GET.get("task") else "")
+    if not key:
+        first = job.tasks.order_by("role", "index").first()
+        key = f"task:{first.pk}" if first else ""
+        if not key:
+            return None
+    source = find_log_source(job, key)
+    if source is None:
+        raise Http404(_("No such log."))
+    return source
+
+
+def _log_stream(request: HttpRequest) -> str:
+    """`?stream=all|stdout|stderr` (all when absent or unknown)."""
+    stream = request.GET.get("stream", ALL)
+    return stream if stream in STREAMS else ALL
+
+
+@require_GET
+def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
+    """The end of one stream of one attempt's log as text (`?stream=`: all, stdout, stderr),
+    never starting mid-line, the job's secrets masked.
+    X-Log-Start (where the text starts, in bytes) and X-Log-Size tell the page what was left out."""
+    job = _job_or_404(request, full_name)
+    source = _log_source_or_404(request, job)
+    try:
+        tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
+    except ValueError:
+        tail = LOG_TAIL_DEFAULT
+    window = masked_window(job, stream_path(source.log_path, _log_stream(request)) if source else "", tail)
+    response = HttpResponse(window.text, content_type="text/plain; charset=utf-8")
+    response["X-Log-Start"] = str(window.start)
+    response["X-Log-Size"] = str(window.size)
+    return response
+
+
+@require_GET
+def job_log_download(request: HttpRequest, full_name: str) -> StreamingHttpResponse:
+    """One stream of one attempt's whole log as a file, the job's secrets masked."""
+    job = _job_or_404(request, full_name)
+    source = _log_source_or_404(request, job)
+    if source is None:
+        raise Http404(_("No such log."))
+    stream = _log_stream(request)
+    chunks = masked_chunks(job, stream_path(source.log_path, stream))
+    response = StreamingHttpResponse(chunks, content_type="text/plain; charset=utf-8")
+    file_name = source.file_name if stream == ALL else source.file_name.replace(".log", f".{stream}.log")
+    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(file_name)}"'
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def job_stop(request: HttpRequest, full_name: str) -> HttpResponse:
+    """GET asks for confirmation; POST stops."""
+    job = _job_or_404(request, full_name)
+    if request.method == "GET":
+        return render(request, "jobs/stop_confirm.html", {"job": job})
+    done = _("Stop requested for %(name)s.") % {"name": job.full_name}
+    refused = _("The job has already finished.")
+    return _change_state(request, job, actions.stop_job, done, refused=refused)
+
+
+def _selected_ids(values: list[str]) -> list[int]:
+    return [int(value) for value in values if value.isdigit() and len(value) < 19][:500]
+
+
+@require_http_methods(["GET", "POST"])
+def jobs_stop_selected(request: HttpRequest) -> HttpResponse:
+    """The list's bulk stop: GET lists the ticked jobs for confirmation; POST stops them."""
+    if request.method == "GET":
+        jobs = actions.stoppable_jobs(request.user, _selected_ids(request.GET.getlist("ids")))
+        return render(request, "jobs/stop_selected.html", {"jobs": jobs})
+    stopped = actions.stop_jobs(request.user, _selected_ids(request.POST.getlist("ids")))
+    messages.success(
+        request,
+        ngettext("Stop requested for %(count)d job.", "Stop requested for %(count)d jobs.", len(stopped))
+        % {"count": len(stopped)},
+    )
+    return redirect("jobs:list")
+
+
+@require_POST
+def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
+    job = _job_or_404(request, full_name)
+    done = _("Job %(name)s queued again.") % {"name": job.full_name}
+    refused = _("Only a finished job can be started again.")
+    return _change_state(request, job, actions.restart_job, done, refused=refused)
+
+
+def _change_state(
+    request: HttpRequest, job: Job, verb: Callable[[Job, Any], object], done: str, *, refused: str
+) -> HttpResponse:
+    """Run a verb that the job's state may refuse; say how it went on the job's page."""
+    try:
+        verb(job, request.user)
+        messages.success(request, done)
+    except actions.JobStateError:
+        messages.error(request, refused)
+    return redirect("jobs:detail", full_name=job.full_name)
+
+
+@require_GET
+def job_clone(request: HttpRequest, full_name: str) -> HttpResponse:
+    job = _job_or_404(request, full_name)
+    return redirect(f"{reverse('jobs:submit')}?clone={job.full_name}")
+
+
+@require_GET
+def job_export(request: HttpRequest, full_name: str) -> HttpResponse:
+    """The job's config as v2 YAML, as submitted: references kept, secrets masked."""
+    job = _job_or_404(request, full_name)
+    try:
+        text = export_config(job.config_text)
+    except JobConfigError:
+        text = export(job.spec)  # a text that no longer loads: its normalized spec, secrets masked
+    return _yaml_download(text, job.name)
