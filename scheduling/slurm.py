@@ -151,7 +151,7 @@ class SlurmBackend:
 
     def run_pass(self) -> bool:
         """One pass over the Slurm VCs; True when it changed anything."""
-        partition_of = dict(VirtualCluster.objects.exclude(slurm_partition="").values_list("pk", "slurm_partition"))
+        partition_of = dict(self.owned_vcs().values_list("pk", "slurm_partition"))
         if not partition_of:
             return False
         partitions = sorted(set(partition_of.values()))
@@ -380,7 +380,7 @@ class SlurmBackend:
     def follow_running(self, queue: dict[str, SlurmJob]) -> bool:
         """Tasks whose Slurm job ended without their exit recorded end as Slurm says."""
         running = Task.objects.filter(
-            state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=Node.Executor.SLURM
+            state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=self.node_kind
         ).select_related("node", "job")
         by_job: dict[int, list[Task]] = defaultdict(list)
         for task in running:
