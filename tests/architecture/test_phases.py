@@ -39,7 +39,7 @@ def modules() -> dict[str, ast.Module]:
 
 def scheduling_imports(tree: ast.Module) -> set[str]:
     """The scheduling modules a module imports (`scheduling.x` -> `x`), wherever the import is."""
-    found = set()
+    found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("scheduling."))
