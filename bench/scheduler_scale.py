@@ -151,10 +151,10 @@ class InstantExecutor(Executor):
 
 def measure() -> dict[str, float]:
     from jobs.models import Job, JobState
-    from scheduling import launch, scheduler
+    from scheduling import executors, launch, scheduler
 
     executor = InstantExecutor()
-    scheduler.node_executor = lambda node: executor
+    executors.node_executor = lambda node: executor
     launch.storage.launch_mounts = lambda *args, **kwargs: []  # no per-task directories for 10k jobs
     loop = scheduler.Scheduler(holder="bench")
     times = []

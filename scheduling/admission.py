@@ -10,8 +10,7 @@ from __future__ import annotations
 from clusters.models import Node
 from clusters.placement import JobRequest, place
 from jobs.models import Job
-from scheduling.quota import cluster_state
-from scheduling.scheduler import task_requests
+from scheduling.quota import cluster_state, task_requests
 
 
 def never_fits_reason(job: Job) -> str | None:

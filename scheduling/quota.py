@@ -14,8 +14,10 @@ from decimal import Decimal
 from typing import Any
 
 from clusters.models import Gpu, Node, VirtualCluster
-from clusters.placement import NodeState, Resources, VcState
+from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.v1 import port_begin_at
+from jobs.ssh import ports_with_ssh
 
 
 @dataclass
@@ -30,6 +32,29 @@ class ClusterUsage:
 def task_resources(spec: dict[str, Any], role: str) -> Resources:
     res = spec["taskRoles"][role]["resourcePerInstance"]
     return Resources(gpu=res["gpu"], cpu=res["cpu"], memory_mb=res["memoryMB"])
+
+
+def task_requests(spec: dict[str, Any]) -> list[TaskRequest]:
+    """Placement's view of a job's tasks (the scheduler's placement, the Slurm backend's ask and
+    the submit page's never-fits check read the same)."""
+    begin_at = port_begin_at(spec)
+    requests = []
+    for role, role_spec in spec["taskRoles"].items():
+        res = role_spec["resourcePerInstance"]
+        # A role without ports still gets one (`http`, as OpenPAI gave seed 002's jobs, whose
+        # commands read PAI_CURRENT_CONTAINER_PORT) and every task one for its sshd.
+        wanted = ports_with_ssh(res.get("ports") or {"http": 1})
+        ports = [
+            PortRequest(label=label, count=count, begin_at=(begin_at.get(role) or {}).get(label, 0))
+            for label, count in wanted.items()
+        ]
+        for index in range(role_spec["instances"]):
+            requests.append(
+                TaskRequest(
+                    role=role, index=index, cpu=res["cpu"], memory_mb=res["memoryMB"], gpu=res["gpu"], ports=ports
+                )
+            )
+    return requests
 
 
 def node_gpus() -> dict[int, dict[int, str]]:

@@ -27,9 +27,10 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -45,10 +46,11 @@ from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
-from scheduling.storage_gate import MountFailures, storage_gate
-
-if TYPE_CHECKING:
-    from scheduling.scheduler import Scheduler
+from scheduling import ending, executors
+from scheduling.backends import Backends
+from scheduling.quota import task_requests
+from scheduling.starting import Starter
+from scheduling.storage_gate import storage_gate
 
 log = logging.getLogger("pai.scheduler.slurm")
 
@@ -67,8 +69,6 @@ class RoleTasks:
 def slurm_roles(spec: dict[str, Any]) -> list[RoleTasks]:
     """The job's roles as Slurm is asked for them, with the ports each task needs (placement's
     TaskRequests: the same ports a portal node would give, the sshd's included)."""
-    from scheduling.scheduler import task_requests
-
     tasks = task_requests(spec)
     roles: dict[str, RoleTasks] = {}
     for task in tasks:
@@ -108,8 +108,14 @@ def job_dir(job_id: int, attempt: int) -> Path:
 
 
 class SlurmBackend:
-    def __init__(self, mount_failures: MountFailures) -> None:
-        self.mount_failures = mount_failures  # the scheduler's: which node could not mount which storage
+    """The Backend (scheduling.backends) of the VCs with a Slurm partition."""
+
+    node_kind: str = Node.Executor.SLURM
+
+    def __init__(self, backends: Backends, starter: Starter) -> None:
+        self.backends = backends  # every backend of the scheduler: a job's end cancels in its owner
+        self.starter = starter
+        self.mount_failures = starter.trouble.mount_failures  # which node could not mount which storage
         self._nodes: list[SlurmNode] = []
         self._nodes_read_at = float("-inf")
         self._refused: dict[str, float] = {}  # Slurm job name -> when sbatch refused it
@@ -120,6 +126,12 @@ class SlurmBackend:
         self._awaiting: dict[int, int] = {}  # waiting job -> attempt: in Slurm, some tasks not reported
         self._roles: dict[int, list[commands.RoleRequest]] = {}  # waiting job -> its roles (its spec read once)
         self._probe_dirs: dict[tuple[int, int], str] = {}  # (waiting job, attempt) -> where its tasks report
+
+    def owns(self, vc: VirtualCluster) -> bool:
+        return bool(vc.slurm_partition)
+
+    def owned_vcs(self) -> QuerySet[VirtualCluster]:
+        return VirtualCluster.objects.exclude(slurm_partition="")
 
     def cancel(self, job: Job) -> None:
         """End whatever Slurm holds for the job: the running attempt's Slurm job and a pending next
@@ -137,9 +149,9 @@ class SlurmBackend:
             except client.SlurmError as exc:
                 log.warning("cancelling %s in Slurm failed: %s", job, exc)
 
-    def run_pass(self, scheduler: Scheduler) -> bool:
+    def run_pass(self) -> bool:
         """One pass over the Slurm VCs; True when it changed anything."""
-        partition_of = dict(VirtualCluster.objects.exclude(slurm_partition="").values_list("pk", "slurm_partition"))
+        partition_of = dict(self.owned_vcs().values_list("pk", "slurm_partition"))
         if not partition_of:
             return False
         partitions = sorted(set(partition_of.values()))
@@ -156,7 +168,7 @@ class SlurmBackend:
         except client.SlurmError as exc:
             log.warning("Slurm does not answer: %s", exc)
             return False
-        changed = self.follow_running(scheduler, self._queue) if fresh else False
+        changed = self.follow_running(self._queue) if fresh else False
         # Plain values first: most waiting jobs need only their name looked up in the queue; the job
         # itself is read for the few this pass submits, launches or explains.
         waiting = (
@@ -176,7 +188,7 @@ class SlurmBackend:
             partition = partition_of[vc_id]
             if name in self._submitted or (found is not None and found.active):
                 if self._all_probed(pk, attempt):
-                    changed |= self._launch_waiting(scheduler, pk, attempt)
+                    changed |= self._launch_waiting(pk, attempt)
                 else:
                     self._awaiting[pk] = attempt
                     if fresh and found is not None and found.pending:
@@ -191,7 +203,7 @@ class SlurmBackend:
             if submitted:
                 self._awaiting[pk] = attempt
                 # Jobs submitted a moment ago may run already: each holds its Slurm slot until launched.
-                self.launch_ready(scheduler)
+                self.launch_ready()
             changed |= submitted
         self._roles = {pk: roles for pk, roles in self._roles.items() if pk in seen}
         self._probe_dirs = {key: path for key, path in self._probe_dirs.items() if key[0] in seen}
@@ -230,21 +242,21 @@ class SlurmBackend:
         next pass; each Slurm slot is held until its task is launched."""
         return any(self._all_probed(pk, attempt) for pk, attempt in self._awaiting.items())
 
-    def launch_ready(self, scheduler: Scheduler) -> bool:
+    def launch_ready(self) -> bool:
         """Launch the jobs whose tasks have all reported since the last pass (first thing in a pass)."""
         ready = [(pk, attempt) for pk, attempt in self._awaiting.items() if self._all_probed(pk, attempt)]
         launched = False
         for pk, attempt in ready:
             del self._awaiting[pk]
-            launched |= self._launch_waiting(scheduler, pk, attempt)
+            launched |= self._launch_waiting(pk, attempt)
         return launched
 
-    def _launch_waiting(self, scheduler: Scheduler, pk: int, attempt: int) -> bool:
+    def _launch_waiting(self, pk: int, attempt: int) -> bool:
         job = Job.objects.filter(pk=pk, state=JobState.WAITING, job_attempt=attempt - 1).select_related(
             "virtual_cluster", "owner"
         )
         found = job.first()
-        return found is not None and self.launch(scheduler, found, attempt)
+        return found is not None and self.launch(found, attempt)
 
     # ---- nodes -----------------------------------------------------------------------------
     def refresh_nodes(self, partitions: list[str]) -> None:
@@ -331,7 +343,7 @@ class SlurmBackend:
             lifecycle.set_pending_reason(pk, reason)
 
     # ---- launching -------------------------------------------------------------------------
-    def launch(self, scheduler: Scheduler, job: Job, attempt: int) -> bool:
+    def launch(self, job: Job, attempt: int) -> bool:
         """Claim the job on the nodes Slurm gave it once every task's wrapper has said where it is."""
         roles = slurm_roles(job.spec)
         probes = {}
@@ -361,16 +373,14 @@ class SlurmBackend:
             task.node = by_id[task.node_id] if task.node_id is not None else None
             task.ip = task.node.address if task.node else ""
         lifecycle.set_task_launches(tasks)  # the addresses first: a reconcile after a crash builds the same env
-        scheduler.start_tasks(job, tasks, everyone=tasks)
+        self.starter.start_tasks(job, tasks, everyone=tasks)
         return True
 
     # ---- following -------------------------------------------------------------------------
-    def follow_running(self, scheduler: Scheduler, queue: dict[str, SlurmJob]) -> bool:
+    def follow_running(self, queue: dict[str, SlurmJob]) -> bool:
         """Tasks whose Slurm job ended without their exit recorded end as Slurm says."""
-        from scheduling.scheduler import node_executor
-
         running = Task.objects.filter(
-            state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=Node.Executor.SLURM
+            state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=self.node_kind
         ).select_related("node", "job")
         by_job: dict[int, list[Task]] = defaultdict(list)
         for task in running:
@@ -384,12 +394,12 @@ class SlurmBackend:
             for task in tasks:
                 assert task.node is not None
                 # Read after squeue: an exit recorded before the Slurm job ended is seen here.
-                status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
+                status = executors.node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
                 if status.running:
                     status = status_after(found.state if found else None)
                 task.job = job
                 # Its allocation is gone: a retry is the job's, in a new Slurm job.
-                scheduler.record_exit(task, status, retry_in_place=False)
-            scheduler.apply_completion_policy(job)
+                ending.record_exit(task, status, retry_in_place=False)
+            ending.apply_completion_policy(job, self.backends)
             changed = True
         return changed

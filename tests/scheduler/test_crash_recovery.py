@@ -9,7 +9,9 @@ from clusters.executors.base import TaskHandle
 from clusters.executors.process import ProcessExecutor
 from clusters.models import Node
 from jobs.models import JobState, TaskState
-from scheduling.scheduler import Scheduler, node_executor
+from scheduling import ending
+from scheduling.executors import node_executor
+from scheduling.scheduler import Scheduler
 from tests.scheduler.conftest import role, v2_job
 
 
@@ -27,7 +29,7 @@ def test_it_finishes_a_job_whose_exit_was_recorded_just_before_a_crash(submit, r
     job = run_until(submit(v2_job("crashy", role("worker", "true"))), JobState.RUNNING)
     task = job.tasks.select_related("node", "job").get()
     # The pass records the exit, then dies before the completion policy runs (its lease ends).
-    scheduler.record_exit(task, wait_for_exit(task))
+    ending.record_exit(task, wait_for_exit(task))
     scheduler.release_lease()
     job.refresh_from_db()
     assert (job.state, job.tasks.get().state) == (JobState.RUNNING, TaskState.SUCCEEDED)

@@ -9,7 +9,7 @@ import pytest
 
 from clusters.models import Node, VirtualCluster
 from clusters.slurm import client
-from scheduling.slurm import EARLY_ENDS_ALLOWED
+from scheduling.slurm import EARLY_ENDS_ALLOWED, SlurmBackend
 from tests.factories import create_job, normalized_spec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
@@ -57,11 +57,14 @@ def job(db, user):
     return create_job(user, spec=normalized_spec("j", {"worker": 1}), virtual_cluster=vc)
 
 
+def slurm_backend(scheduler) -> SlurmBackend:
+    return next(backend for backend in scheduler.backends if isinstance(backend, SlurmBackend))
+
+
 def one_pass() -> None:
     from scheduling.scheduler import Scheduler
 
-    scheduler = Scheduler(holder="backend-test")
-    scheduler.slurm.run_pass(scheduler)
+    slurm_backend(Scheduler(holder="backend-test")).run_pass()
 
 
 def test_it_submits_a_waiting_job_once_under_its_name(slurm, job):
@@ -100,7 +103,7 @@ def test_a_job_whose_slurm_job_keeps_ending_before_it_starts_stops_being_submitt
     slurm.queue = f"101|pai-{job.pk}-1|FAILED|None|N/A||slt\n"
     scheduler = Scheduler(holder="backend-test")
     for _ in range(EARLY_ENDS_ALLOWED + 3):
-        scheduler.slurm.run_pass(scheduler)
+        slurm_backend(scheduler).run_pass()
     assert len(slurm.submitted()) == EARLY_ENDS_ALLOWED
     job.refresh_from_db()
     assert "ended its job 101 (FAILED) 4 times before the tasks started" in job.pending_reason

@@ -4,7 +4,8 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from scheduling.scheduler import LEASE_TTL, Scheduler
+from scheduling.lease import LEASE_TTL
+from scheduling.scheduler import Scheduler
 
 
 class Command(BaseCommand):

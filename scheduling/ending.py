@@ -1,0 +1,204 @@
+"""A task attempt ended: classify how (the exit spec), decide (retry it in place, or end it; then
+the job's completion policy: succeed, fail, or retry the job), and write it through jobs.lifecycle.
+
+This phase starts nothing. A task retried in place is left claimed and unstarted (its next attempt,
+RUNNING with no executor id) for scheduling.starting; a start that failed comes here as a
+FailedStart and is decided like any other exit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from clusters.executors.base import Failure, TaskHandle, TaskStatus
+from clusters.models import Node
+from jobs import lifecycle
+from jobs.lifecycle import TaskExit
+from jobs.logs import read_tail
+from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.completion import job_outcome
+from jobs.protocol.exitspec import ExitCode, ExitInfo, classify, exit_info
+from jobs.protocol.retry import Retry, job_retry, task_retry
+from scheduling import executors
+from scheduling import launch as launch_builder
+from scheduling.backends import Backends
+from scheduling.exits import platform_exit_code
+from scheduling.teardown import stop_job
+
+log = logging.getLogger("pai.scheduler")
+
+# The exit spec matches patterns ("command not found") against this much of a task's log.
+LOG_TAIL_BYTES = 4096
+# What a job's progress changes (re-read before deciding its outcome).
+JOB_PROGRESS_FIELDS = (
+    "state",
+    "execution_type",
+    "job_attempt",
+    "retries_used",
+    "transient_retries",
+    "exit_code",
+    "completed_at",
+    "updated_at",
+)
+
+
+@dataclass(frozen=True)
+class FailedStart:
+    """A task attempt that could not start, as scheduling.starting recorded it."""
+
+    job: Job
+    task: Task
+    status: TaskStatus
+    platform_code: int | None
+
+
+@dataclass
+class Ended:
+    """What an ending phase did: whether any job changed, and the task attempts it retried in
+    place ((task id, its new attempt): claimed and unstarted, for the starting phase)."""
+
+    changed: bool = False
+    retried: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _task_exit(info: ExitInfo, diagnostics: str, finished_at: Any) -> TaskExit:
+    return TaskExit(
+        exit_code=info.code,
+        user_exit_code=info.user_code,
+        phrase=info.phrase,
+        diagnostics=f"{info.phrase}: {diagnostics or info.reason}" if info.code else "",
+        finished_at=finished_at or timezone.now(),
+    )
+
+
+def record_exit(
+    task: Task, status: TaskStatus, platform_code: int | None = None, *, retry_in_place: bool = True
+) -> bool:
+    """Classify how this task attempt ended and record it: retried on its node, or ended. True
+    when it was retried in place (the next attempt waits, claimed, for the starting phase).
+    retry_in_place=False where the task cannot run again as it was (its Slurm allocation
+    ended): then only the job is retried, as the exit spec says."""
+    info = classify(
+        status.exit_code,
+        oom_killed=status.oom_killed,
+        platform_exit_code=platform_code if platform_code is not None else platform_exit_code(status.failure),
+        log_tail=read_tail(task.log_path, LOG_TAIL_BYTES),
+    )
+    job = task.job
+    node_lost = status.failure is Failure.NODE_LOST
+    if task.node is not None and task.executor_id and not node_lost:
+        try:  # remove the container/process record; isDebug keeps failed ones for inspection
+            keep = launch_builder.is_debug(job.spec) and info.code != 0
+            executors.node_executor(task.node).stop(TaskHandle(task.executor_id, task.ip), keep=keep)
+        except Exception as exc:
+            log.warning("removing %s failed: %s", task, exc)
+    exit = _task_exit(info, status.diagnostics, status.finished_at)
+    # A task on a lost node, or whose ports another program holds, is not retried as it was:
+    # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
+    decision = (
+        Retry.NONE
+        if node_lost or status.failure is Failure.PORT_CONFLICT or not retry_in_place
+        else task_retry(
+            code=info.code,
+            behaviour=info.behaviour,
+            retries=task.retries,
+            allowed=job.spec["taskRoles"][task.role].get("taskRetryCount") or 0,
+            transient_used=job.transient_retries,
+            transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
+        )
+    )
+    if decision is Retry.NONE:
+        lifecycle.end_task(task, job.job_attempt, exit)
+        return False
+    return lifecycle.retry_task(task, job.job_attempt, exit, charged=decision is Retry.CHARGED)
+
+
+def apply_completion_policy(job: Job, backends: Backends) -> None:
+    job.refresh_from_db(fields=JOB_PROGRESS_FIELDS)  # not the config, spec and keys: they never change
+    if job.state != JobState.RUNNING:
+        return
+    tasks = list(job.tasks.select_related("node"))
+    outcome = job_outcome(job.spec, [(t.role, t.state) for t in tasks])
+    if outcome is None:
+        return
+    if outcome == JobState.SUCCEEDED:
+        stop_job(job, backends, tasks=tasks)
+        lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
+        return
+    failed = [t for t in tasks if t.state == TaskState.FAILED]
+    trigger = max(failed, key=lambda t: t.finished_at or timezone.now()) if failed else tasks[0]
+    info = exit_info(trigger.exit_code if trigger.exit_code is not None else 255, trigger.user_exit_code)
+    decision = job_retry(
+        behaviour=info.behaviour,
+        retries_used=job.retries_used,
+        allowed=job.spec.get("jobRetryCount") or 0,
+        transient_used=job.transient_retries,
+        transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
+    )
+    stop_job(job, backends, keep=launch_builder.is_debug(job.spec), tasks=tasks)
+    if decision is Retry.NONE:
+        lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
+    else:
+        lifecycle.requeue_for_retry(
+            job,
+            trigger,
+            charged=decision is Retry.CHARGED,
+            leftover_exit_code=ExitCode.FRAMEWORK_ATTEMPT_COMPLETION,
+        )
+
+
+def run(
+    backends: Backends,
+    failed_starts: list[FailedStart],
+    suspects: set[int],
+    meanwhile: Callable[[], object] = lambda: None,
+) -> Ended:
+    """The ending phase: the starts that failed since the last one, then every running task polled
+    on its node. A poll that finds the node silent only makes it a suspect (`suspects`: the
+    heartbeat decides whether it is down). `meanwhile` runs after each recorded exit (a backend's
+    launches wait on no exit's record)."""
+    ended = Ended()
+    changed_jobs: dict[int, Job] = {}
+    taken, failed_starts[:] = list(failed_starts), []
+    for failed in taken:
+        task = failed.task
+        task.job = changed_jobs.get(task.job_id, failed.job)
+        if record_exit(task, failed.status, failed.platform_code):
+            ended.retried.add((task.pk, task.attempt + 1))
+        changed_jobs[task.job_id] = task.job
+    # Only what a poll needs, as plain values; the task and its job are read once it exited.
+    running = list(
+        Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
+        .exclude(executor_id="")
+        .values_list("pk", "executor_id", "ip", "node_id")
+    )
+    nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
+    for task_id, executor_id, ip, node_id in running:
+        node = nodes[node_id]
+        try:
+            status = executors.node_executor(node).poll(TaskHandle(executor_id, ip))
+        except Exception as exc:
+            log.warning("polling task %s on %s failed: %s", task_id, node.name, exc)
+            status = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
+        if status.running:
+            continue
+        if status.failure is Failure.NODE_LOST:
+            suspects.add(node_id)
+            continue
+        task = Task.objects.select_related("node", "job__virtual_cluster").get(pk=task_id)
+        task.job = changed_jobs.get(task.job_id, task.job)
+        if record_exit(task, status):
+            ended.retried.add((task.pk, task.attempt + 1))
+        changed_jobs[task.job_id] = task.job
+        meanwhile()
+    for job in changed_jobs.values():
+        apply_completion_policy(job, backends)
+        meanwhile()
+    ended.changed = bool(changed_jobs)
+    return ended

@@ -1,0 +1,146 @@
+"""The nodes as the scheduler sees them: the heartbeat (a silent node is marked down and its tasks
+recorded as lost; one that answers again is taken back) and the reconcile (what a node runs against
+what the database says: adopt a start that was never recorded, remove what belongs to no task)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from django.conf import settings
+from django.utils import timezone
+
+from clusters.executors.base import Failure, TaskStatus
+from clusters.models import Node
+from jobs import lifecycle
+from jobs.models import Job, JobState, Task, TaskState
+from scheduling import ending, executors
+from scheduling import launch as launch_builder
+from scheduling.backends import Backends
+
+log = logging.getLogger("pai.scheduler")
+
+
+def set_down(node: Node, reason: str) -> bool:
+    """Mark the node down with its reason, once (False when it already was)."""
+    if not Node.objects.filter(pk=node.pk, down_since__isnull=True).update(
+        down_since=timezone.now(), down_reason=reason
+    ):
+        return False
+    log.warning("node %s is down: %s", node.name, reason)
+    return True
+
+
+def mark_node_down(node: Node, reason: str, backends: Backends) -> None:
+    """Placement skips the node from now on; each task it was running is recorded as lost (the
+    exit spec's transient -1001), so its job is retried elsewhere, free of charge."""
+    if not set_down(node, reason):
+        return
+    tasks = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
+    jobs: dict[int, Job] = {}
+    for task in tasks.select_related("node", "job"):
+        lost = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=f"node {node.name} {reason}")
+        ending.record_exit(task, lost)
+        jobs[task.job_id] = task.job
+    for job in jobs.values():
+        ending.apply_completion_policy(job, backends)
+
+
+def reconcile(backends: Backends) -> set[tuple[int, int]]:
+    """After a start (or a failed pass): adopt tasks that were started but not recorded, remove
+    what belongs to no active task, and finish jobs whose exits were recorded but whose completion
+    was not (a crash between the two). Returns the task attempts claimed but found on no node
+    ((task id, attempt)): the starting phase starts them."""
+    unstarted = set()
+    for node in Node.objects.all():
+        unstarted |= {(task.pk, task.attempt) for task in reconcile_node(node)}
+    for job in Job.objects.filter(state=JobState.RUNNING):
+        ending.apply_completion_policy(job, backends)
+    return unstarted
+
+
+def reconcile_node(node: Node) -> list[Task]:
+    """Adopt this node's unrecorded starts and remove its orphans; returns the tasks claimed for
+    it that it does not run (never started)."""
+    try:
+        held = executors.node_executor(node).list_running()
+    except Exception as exc:  # an unreachable engine: its tasks are polled (and lost) later
+        log.warning("reconcile: node %s unreachable: %s", node.name, exc)
+        return []
+    by_key = {(r.labels.get("pai.job-id"), r.labels.get("pai.role"), r.labels.get("pai.index")): r for r in held}
+    active = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
+    wanted = set()
+    never_started = []
+    for task in active.select_related("job", "node"):
+        found = by_key.get((str(task.job_id), task.role, str(task.index)))
+        if (
+            found
+            and found.labels.get("pai.task-attempt") == str(task.attempt)
+            and found.labels.get("pai.job-attempt") == str(task.job.job_attempt)
+        ):
+            wanted.add(found.handle.executor_id)
+            if not task.executor_id and lifecycle.adopt_task(task, found.handle.executor_id):
+                log.info("reconcile: adopted %s", task)
+        elif not task.executor_id:
+            log.info("reconcile: %s was claimed but never started; starting it", task)
+            never_started.append(task)
+    orphaned_jobs = set()
+    for running in held:
+        if running.handle.executor_id not in wanted and not _is_recorded(running.handle.executor_id):
+            log.info("reconcile: removing orphan %s %s", running.handle.executor_id, running.labels)
+            executors.node_executor(node).stop(running.handle)
+            orphaned_jobs.add(running.labels.get("pai.job-id", ""))
+    # Their jobs' node-side leftovers too (networks), unless the job runs there now.
+    for job in Job.objects.filter(pk__in=[int(i) for i in orphaned_jobs if i.isdigit()]).exclude(
+        pk__in=active.values("job_id")
+    ):
+        executors.node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.spec))
+    return never_started
+
+
+def _is_recorded(executor_id: str) -> bool:
+    return Task.objects.filter(executor_id=executor_id, state=TaskState.RUNNING).exists()
+
+
+class Heartbeat:
+    """Pings every node's engine (side by side, short timeouts) each PAI_NODE_HEARTBEAT_SECONDS,
+    or at once when a poll found a node silent (a suspect)."""
+
+    def __init__(self) -> None:
+        # When each node last answered (monotonic seconds; a fresh scheduler gives every node a
+        # full grace period), and when the nodes were last pinged.
+        self._last_answer: dict[int, float] = {}
+        self._last_heartbeat = float("-inf")
+        self.suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
+
+    def check(self, backends: Backends) -> bool:
+        """A node silent for PAI_NODE_DOWN_AFTER_SECONDS is marked down and its running tasks
+        recorded as lost; a down node that answers again is taken back. Returns True when the
+        cluster changed (placement must look again)."""
+        now = time.monotonic()
+        if now - self._last_heartbeat < settings.PAI_NODE_HEARTBEAT_SECONDS and not self.suspects:
+            return False
+        self._last_heartbeat = now
+        self.suspects.clear()
+        nodes = list(Node.objects.exclude(executor__in=backends.node_kinds()))  # backends watch their own
+        if not nodes:
+            return False
+        with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
+            answers = list(pool.map(executors.ping, nodes))
+        changed = False
+        for node, error in zip(nodes, answers, strict=True):
+            if error is None:
+                self._last_answer[node.pk] = now
+                if node.down_since is not None:
+                    Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
+                    log.info("node %s answers again; schedulable", node.name)
+                    # What it ran before it went silent was recorded lost: remove it before new work comes.
+                    reconcile_node(node)
+                    changed = True
+                continue
+            silent_for = now - self._last_answer.setdefault(node.pk, now)
+            if node.down_since is None and silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
+                mark_node_down(node, f"did not answer for {silent_for:.0f} s: {error}", backends)
+                changed = True
+        return changed

@@ -1,0 +1,156 @@
+"""Placing waiting jobs on the portal's own nodes (the VCs no backend owns): the queue, as plain
+values, against the cluster's state (scheduling.quota), through clusters.placement; each placed job
+claimed (lifecycle.claim_for_launch) and its tasks started (scheduling.starting) within a budget,
+the rest launched by the next passes."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.db.models import Count, Max, QuerySet
+
+from clusters.models import Node
+from clusters.placement import JobRequest, TaskPlacement, TaskRequest, place
+from jobs import lifecycle
+from jobs.lifecycle import Placement
+from jobs.models import Job, JobState
+from scheduling import quota
+from scheduling.backends import Backends
+from scheduling.starting import Starter
+from scheduling.storage_gate import storage_gate
+
+WAITING_BATCH = 2000
+WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pending_reason")
+# A pass stops launching after this long and leaves the rest to the next pass (placement runs
+# again at once), so stop requests and exits are never stuck behind a thousand launches.
+LAUNCH_BUDGET_S = 0.5
+# Jobs launched together: read in one query, claimed one by one, their tasks started side by side.
+LAUNCH_BATCH = 16
+
+
+class WaitingJob(NamedTuple):
+    """A queued job as placement needs it (the spec comes from the placer's SpecCache)."""
+
+    pk: int
+    vc: str
+    priority: int
+    created_at: datetime
+    pending_reason: str
+
+
+class Placer:
+    def __init__(self, starter: Starter, backends: Backends) -> None:
+        self.starter = starter
+        self.backends = backends
+        self._last_queue_signature: tuple[int, Any] | None = None
+        self._specs = quota.SpecCache()
+        self._task_requests: dict[int, list[TaskRequest]] = {}
+        # Jobs placed by the last placement but not launched within its pass's budget: launched
+        # by the next passes before placement runs again (resources only grew meanwhile).
+        self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
+        self._unlaunched_nodes: dict[str, Node] = {}
+
+    def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
+        """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
+        submitted or requeued and no resources were freed (placement would answer the same)."""
+        if self._unlaunched:
+            self._launch_within_budget()
+            return True
+        queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
+        owned = self.backends.owned_vcs()
+        if owned is not None:
+            queue = queue.exclude(virtual_cluster__in=owned)
+        signature = _queue_signature(queue)
+        if not resources_freed and signature == self._last_queue_signature:
+            return False
+        # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
+        waiting = list(queue.order_by("-priority", "created_at", "id").values_list(*WAITING_COLUMNS)[:WAITING_BATCH])
+        if not waiting:
+            self._last_queue_signature = signature
+            return False
+        rows = [WaitingJob(*row) for row in waiting]
+        specs = self._specs.get_many(row.pk for row in rows)
+        nodes = list(Node.objects.all())
+        node_states, vc_states = quota.cluster_state(nodes, self._specs)
+        now = time.monotonic()
+        trouble = self.starter.trouble
+        for state in node_states:  # ports another program held lately: other ports this time
+            state.ports_used.update(trouble.port_conflicts.on(state.name, now))
+        gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)
+        requests = [self._job_request(row, specs[row.pk], gate.avoid) for row in rows if row.pk not in gate.blocked]
+        result = place(node_states, vc_states, requests)
+        for job_id, note in gate.notes.items():
+            if job_id in result.pending:
+                result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
+        result.pending.update(gate.blocked)
+        self._unlaunched = deque(result.placed.items())
+        self._unlaunched_nodes = {node.name: node for node in nodes}
+        self._launch_within_budget()
+        kinds = self.backends.node_kinds()
+        down = "; ".join(
+            f"node {n.name} is down ({n.down_reason})"
+            for n in nodes
+            if n.down_since is not None and n.executor not in kinds
+        )
+        said = {row.pk: row.pending_reason for row in rows}
+        reasons = {job_id: f"{reason}; {down}" if down else reason for job_id, reason in result.pending.items()}
+        lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})
+        # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
+        # next pass really means nothing new arrived. After a launch the next pass looks again:
+        # a start that failed may have put its job back in the queue already.
+        self._last_queue_signature = None if result.placed else _queue_signature(queue)
+        return bool(result.placed)
+
+    def _launch_within_budget(self) -> None:
+        """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
+        deadline = time.monotonic() + LAUNCH_BUDGET_S
+        while self._unlaunched and time.monotonic() <= deadline:
+            # The jobs read a few at a time (one query each few), fresh enough for their claims.
+            chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_BATCH, len(self._unlaunched)))]
+            jobs = Job.objects.select_related("virtual_cluster", "owner").in_bulk([job_id for job_id, _ in chunk])
+            batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
+            self.launch_jobs(batch, self._unlaunched_nodes)
+
+    def _job_request(self, job: WaitingJob, spec: dict[str, Any], avoid: dict[int, frozenset[str]]) -> JobRequest:
+        """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
+        tasks = self._task_requests.get(job.pk)
+        if tasks is None:
+            if len(self._task_requests) > quota.SpecCache.LIMIT:
+                self._task_requests.clear()
+            tasks = self._task_requests[job.pk] = quota.task_requests(spec)
+        return JobRequest(
+            key=job.pk,
+            vc=job.vc,
+            tasks=tasks,
+            gpu_type=(spec.get("extras") or {}).get("gpuType"),
+            priority=job.priority,
+            order=job.created_at.timestamp(),
+            avoid=avoid.get(job.pk, frozenset()),
+        )
+
+    def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:
+        """Claim each job of the batch, then start all their tasks side by side (a start waits on
+        its node's engine or on a process being made, not on this loop)."""
+        by_id = {node.pk: node for node in node_by_name.values()}
+        claimed = []
+        for job, placements in batch:
+            tasks = lifecycle.claim_for_launch(
+                job,
+                [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
+                where=", ".join(sorted({p.node for p in placements})),
+            )
+            if tasks is None:
+                continue  # another scheduler, or a stop, got there first
+            for task in tasks:
+                task.node = by_id[task.node_id] if task.node_id is not None else None
+            claimed.append((job, tasks))
+        self.starter.start_claimed(claimed)
+
+
+def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:
+    """(how many wait, the newest change among them), in one query."""
+    found = queue.aggregate(count=Count("pk"), newest=Max("updated_at"))
+    return found["count"], found["newest"]

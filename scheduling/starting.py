@@ -1,0 +1,191 @@
+"""Starting claimed tasks: their addresses (the node's executor prepares the job), their launches
+(scheduling.launch), then all of them started side by side (the engines do the work, the loop only
+waits). Database writes stay on the loop's thread.
+
+This phase decides nothing: a start that fails is written to the task's log, taught to NodeTrouble
+(placement then steers around it), and handed to the next ending phase as a FailedStart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from django.conf import settings
+
+from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
+from jobs import lifecycle
+from jobs.crypto import decrypt_text
+from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.exitspec import ExitCode
+from scheduling import executors, nodes
+from scheduling import launch as launch_builder
+from scheduling.ending import FailedStart
+from scheduling.exits import platform_exit_code
+from scheduling.recent_trouble import RecentTrouble
+from scheduling.storage_gate import MountFailures
+
+log = logging.getLogger("pai.scheduler")
+
+# A port that another program on the node holds (a start failed with exit 253) is kept out of
+# placement on that node for this long, so the retry gets other ports instead of the same clash.
+PORT_CONFLICT_AVOID_S = 600.0
+
+Start = tuple[Task, Executor, TaskLaunch]
+
+
+class NodeTrouble:
+    """What failed starts taught about the nodes lately: which ports other programs hold there, and
+    which storages they could not mount (placement and the backends steer around both)."""
+
+    def __init__(self) -> None:
+        self.port_conflicts = RecentTrouble(PORT_CONFLICT_AVOID_S)
+        self.mount_failures = MountFailures()
+
+
+def _start_one(item: Start) -> TaskHandle | Exception:
+    """Start one task (on a pool thread): its handle, or the exception, for the loop to record."""
+    _, executor, launch = item
+    try:
+        return executor.start(launch)
+    except Exception as exc:
+        return exc
+
+
+class Starter:
+    def __init__(self, trouble: NodeTrouble, failed_starts: list[FailedStart]) -> None:
+        self.trouble = trouble
+        self.failed_starts = failed_starts  # for the next ending phase
+
+    def start_unstarted(self, known: set[tuple[int, int]]) -> bool:
+        """The phase: every claimed, unstarted task attempt. Those in `known` ((task id, attempt):
+        retried in place, or found on no node by a reconcile) start at once; any other was claimed
+        by a start this scheduler did not see end (another scheduler's, before a crash): its node
+        is reconciled first, which adopts it when it runs there after all. True when any started."""
+        unstarted = list(
+            Task.objects.filter(
+                state=TaskState.RUNNING, executor_id="", job__state=JobState.RUNNING, node__isnull=False
+            ).select_related("node", "job__virtual_cluster", "job__owner")
+        )
+        if not unstarted:
+            return False
+        unseen = [task for task in unstarted if (task.pk, task.attempt) not in known]
+        not_running = {task.pk for task in unstarted if (task.pk, task.attempt) in known}
+        for node in {task.node_id: task.node for task in unseen if task.node is not None}.values():
+            not_running |= {task.pk for task in nodes.reconcile_node(node)}
+        by_job: dict[int, list[Task]] = defaultdict(list)
+        for task in unstarted:
+            if task.pk in not_running:
+                by_job[task.job_id].append(task)
+        self.start_side_by_side([(tasks[0].job, self.launches(tasks[0].job, tasks)) for tasks in by_job.values()])
+        return bool(by_job)
+
+    def start_claimed(self, batch: list[tuple[Job, list[Task]]]) -> None:
+        """Start the tasks of jobs just claimed on the portal's nodes: their addresses first (host
+        lists), then all their tasks side by side."""
+        starts = []
+        for job, tasks in batch:
+            ready = self.assign_addresses(job, tasks)
+            starts.append((job, self.launches(job, ready, tasks)))
+        self.start_side_by_side(starts)
+
+    def start_tasks(self, job: Job, tasks: Iterable[Task], everyone: list[Task] | None = None) -> None:
+        """Start tasks of a job whose addresses are known; `everyone` (all the job's tasks, with
+        addresses) is read from the database unless the caller has it."""
+        self.start_side_by_side([(job, self.launches(job, tasks, everyone))])
+
+    def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
+        """Ask each node's executor for the tasks' addresses before any starts (host lists).
+        Returns the tasks that may start; a node that cannot prepare the job fails its tasks."""
+        per_node: dict[int, list[Task]] = defaultdict(list)
+        for task in tasks:
+            if task.node_id is not None:
+                per_node[task.node_id].append(task)
+        ready = []
+        host_network = launch_builder.spans_nodes(tasks)
+        for node_tasks in per_node.values():
+            node = node_tasks[0].node
+            assert node is not None
+            try:
+                ips = executors.node_executor(node).prepare_job(
+                    job.pk,
+                    job.full_name,
+                    [(t.role, t.index) for t in node_tasks],
+                    node.address,
+                    host_network=host_network,
+                )
+            except Exception as exc:
+                for task in node_tasks:
+                    self.failed(job, task, exc)
+                continue
+            for task in node_tasks:
+                task.ip = ips.get((task.role, task.index), node.address)
+                ready.append(task)
+        return ready
+
+    def launches(self, job: Job, tasks: Iterable[Task], everyone: list[Task] | None = None) -> list[Start]:
+        """What to start for each task, its address and log recorded first (a task whose launch
+        cannot be built is recorded as failed)."""
+        everyone = everyone if everyone is not None else list(job.tasks.all())
+        secrets = json.loads(decrypt_text(job.secrets_encrypted) or "{}")
+        ready: list[Start] = []
+        for task in tasks:
+            if task.node is None:
+                continue
+            try:
+                launch = launch_builder.build_launch(job, task, everyone, secrets)
+            except Exception as exc:
+                self.failed(job, task, exc)
+                continue
+            task.log_path = str(launch.log_path)
+            ready.append((task, executors.node_executor(task.node), launch))
+        lifecycle.set_task_launches([task for task, _, _ in ready])
+        return ready
+
+    def start_side_by_side(self, starts: list[tuple[Job, list[Start]]]) -> None:
+        """Start every task of these jobs side by side. One task needs no pool thread."""
+        items = [(job, item) for job, ready in starts for item in ready]
+        if len(items) > 1:
+            with ThreadPoolExecutor(max_workers=min(settings.PAI_MAX_PARALLEL_STARTS, len(items))) as pool:
+                outcomes = list(pool.map(_start_one, [item for _, item in items]))
+        else:
+            outcomes = [_start_one(item) for _, item in items]
+        results = [(job, task, outcome) for (job, (task, _, _)), outcome in zip(items, outcomes, strict=True)]
+        lifecycle.record_tasks_started(
+            [
+                (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
+                for _, task, outcome in results
+                if not isinstance(outcome, Exception)
+            ]
+        )
+        for job, task, outcome in results:
+            if isinstance(outcome, Exception):
+                self.failed(job, task, outcome)
+
+    def failed(self, job: Job, task: Task, exc: Exception) -> None:
+        """Record a task that could not start, for the next ending phase: an ExecutorError says
+        which platform failure; anything else is a portal bug, logged with its traceback and
+        recorded as -1204."""
+        if isinstance(exc, ExecutorError):
+            code, message = platform_exit_code(exc.failure), str(exc)
+            if exc.failure is Failure.NODE_LOST and task.node is not None:
+                nodes.set_down(task.node, message)
+            if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
+                self.trouble.mount_failures.remember(task.node.name, exc.storage, str(exc))
+            if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
+                for port in (port for ports in task.ports.values() for port in ports):
+                    self.trouble.port_conflicts.remember(task.node.name, port, message)
+        else:
+            log.error("starting %s failed", task, exc_info=exc)
+            code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"
+        if task.log_path:
+            Path(task.log_path).parent.mkdir(parents=True, exist_ok=True)
+            with open(task.log_path, "a") as log_file:
+                log_file.write(f"[pai-portal] {message}\n")
+        failure = exc.failure if isinstance(exc, ExecutorError) else None
+        status = TaskStatus(running=False, diagnostics=message, failure=failure)
+        self.failed_starts.append(FailedStart(job, task, status, code))

@@ -1,0 +1,24 @@
+"""Stop requests: a user's (or an admin's) stop is carried out here, before anything else of the
+pass ends or starts: every task stopped where it runs, then the job STOPPED."""
+
+from __future__ import annotations
+
+from jobs import lifecycle
+from jobs.models import Job, JobState
+from jobs.protocol.exitspec import classify
+from scheduling.backends import Backends
+from scheduling.teardown import stop_job
+
+
+def carry_out_stop_requests(backends: Backends) -> bool:
+    jobs = list(
+        Job.objects.filter(execution_type=Job.ExecutionType.STOP, state__in=[JobState.WAITING, JobState.RUNNING])
+        | Job.objects.filter(state=JobState.STOPPING)
+    )
+    info = classify(None, stopped=True)
+    for job in jobs:
+        if not lifecycle.begin_stopping(job):
+            continue  # it finished meanwhile
+        stop_job(job, backends)
+        lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.")
+    return bool(jobs)
