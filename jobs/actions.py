@@ -15,7 +15,7 @@ from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
 from clusters.models import GpuType, Node, VirtualCluster
-from jobs import lifecycle, storage
+from jobs import lifecycle
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
@@ -26,6 +26,7 @@ from jobs.protocol.limits import spec_totals, task_count_errors
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
+from jobs.storage import areas as storage
 from jobs.storage.configs import validate_storage_requests
 
 User = AbstractBaseUser | AnonymousUser

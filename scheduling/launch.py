@@ -14,11 +14,11 @@ from django.conf import settings
 
 from accounts.permissions import is_admin
 from clusters.executors.base import TaskLaunch
-from jobs import storage
 from jobs.models import Job, Task
 from jobs.protocol import task_script
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
+from jobs.storage import areas as storage
 from jobs.storage.configs import task_mounts
 
 DEFAULT_SHM_MB = 64

@@ -21,6 +21,7 @@ from clusters.executors.base import Mount, NfsVolume
 from clusters.models import StorageConfig, VirtualCluster
 from jobs.protocol.errors import FieldError
 from jobs.protocol.storages import storage_requests
+from jobs.storage.errors import StorageError
 
 
 class StorageNotFound(LookupError):
@@ -113,8 +114,6 @@ def validate_storage_requests(user: Any, spec: dict[str, Any]) -> list[FieldErro
 
 def task_mounts(user: Any, spec: dict[str, Any]) -> list[Mount]:
     """At launch; a storage removed or closed to the user since submit raises StorageError."""
-    from jobs.storage import StorageError  # the package imports this module
-
     chosen, errors = chosen_storages(user, spec)
     if errors:
         field, message = errors[0]

@@ -9,8 +9,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from jobs import storage
 from jobs.actions import submit_job
+from jobs.storage import areas as storage
 from tests.browser.pages import visible_prose
 from tests.factories import create_job, v2_yaml
 from tests.web.test_translations import po_entries

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from jobs import storage
+from jobs.storage import areas as storage
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

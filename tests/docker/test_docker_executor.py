@@ -13,7 +13,7 @@ import pytest
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.logcap import ALL, STDERR, STDOUT, stream_log_path, was_cut
-from jobs import storage
+from jobs.storage import areas as storage
 from tests.conftest import processes_running
 from tests.docker.conftest import docker_cli, remove_namespace
 from tests.exposure import echo_hash_of, processes_showing, sha256_of, shared_files_holding

@@ -8,9 +8,9 @@ import docker
 import pytest
 
 from clusters.executors.docker import MARKER_LABEL
-from jobs import storage
 from jobs.actions import submit_job
 from jobs.models import JobState
+from jobs.storage import areas as storage
 from tests.factories import v1_json, v2_yaml
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]

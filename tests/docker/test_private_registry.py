@@ -146,8 +146,8 @@ def v1_job_with_auth_file(name: str, image: str) -> str:
 
 
 def test_a_job_pulls_its_image_with_its_auth_file(user, docker_node, run_until, registry, pushed_image):
-    from jobs import storage
     from jobs.actions import submit_job
+    from jobs.storage import areas as storage
 
     forget_image(pushed_image)
     (storage.user_area(user.username) / "registry-auth").write_text(f"{registry}\n{USER}\n{PASSWORD}\n")
@@ -158,8 +158,8 @@ def test_a_job_pulls_its_image_with_its_auth_file(user, docker_node, run_until, 
 def test_a_job_with_wrong_registry_credentials_fails_with_a_clear_reason(
     user, docker_node, run_until, registry, pushed_image
 ):
-    from jobs import storage
     from jobs.actions import submit_job
+    from jobs.storage import areas as storage
 
     forget_image(pushed_image)
     (storage.user_area(user.username) / "registry-auth").write_text(f"{registry}\n{USER}\nwrong-password\n")

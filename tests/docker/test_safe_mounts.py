@@ -15,7 +15,7 @@ import pytest
 from clusters.executors import staging
 from clusters.executors.base import ExecutorError, Failure, Mount
 from clusters.executors.docker import DockerExecutor
-from jobs import storage
+from jobs.storage import areas as storage
 from tests.docker.conftest import docker_cli
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]

@@ -7,9 +7,9 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from jobs import storage
 from jobs.actions import submit_job
 from jobs.models import JobState
+from jobs.storage import areas as storage
 from tests.factories import v2_yaml
 
 

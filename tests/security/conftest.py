@@ -23,9 +23,9 @@ import pytest
 from django.conf import settings
 
 from clusters.executors.sandbox import Sandbox
-from jobs import storage
 from jobs.actions import stop_job
 from jobs.models import Job, JobState
+from jobs.storage import areas as storage
 from tests.conftest import require
 from tests.scheduler.conftest import process_node, role, run_until, scheduler, submit, v2_job  # noqa: F401
 

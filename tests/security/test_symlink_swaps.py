@@ -24,8 +24,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import HttpRequest
 from django.urls import reverse
 
-from jobs import storage
-from jobs.storage import StorageError
+from jobs.storage import areas as storage
+from jobs.storage.areas import StorageError
 from tests.security.conftest import TRIES, Outside, Swapper, dir_pair, file_pair
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusters.executors.base import NfsVolume
-from jobs import storage
+from jobs.storage import areas as storage
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from jobs import storage
+from jobs.storage import areas as storage
 
 pytestmark = pytest.mark.django_db
 

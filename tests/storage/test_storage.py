@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from jobs import storage
-from jobs.storage import StorageError
+from jobs.storage import areas as storage
+from jobs.storage.areas import StorageError
 
 # Where the areas live is an admin's setting (a storage config that holds them), read from the database.
 pytestmark = pytest.mark.django_db

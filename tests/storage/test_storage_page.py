@@ -4,7 +4,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from jobs import storage
+from jobs.storage import areas as storage
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import pytest
 
 from jobs.actions import submit_job
 from jobs.protocol import JobConfigError
-from jobs.storage import user_area
+from jobs.storage.areas import user_area
 from tests.factories import v1_json
 
 pytestmark = pytest.mark.django_db

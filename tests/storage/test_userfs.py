@@ -15,8 +15,8 @@ from django.urls import reverse
 
 from clusters import userfs
 from clusters.executors.sandbox import outermost
-from jobs import storage
-from jobs.storage import StorageError
+from jobs.storage import areas as storage
+from jobs.storage.areas import StorageError
 
 pytestmark = pytest.mark.django_db
 

@@ -23,8 +23,8 @@ from django.utils.translation import ngettext
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
 
-from jobs import storage
-from jobs.storage import StorageError
+from jobs.storage import areas as storage
+from jobs.storage.areas import StorageError
 from jobs.storage.configs import Browsable, StorageForbidden, StorageNotFound, browsable, browsable_storages
 from web.error_text import translate_error
 

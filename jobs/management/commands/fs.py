@@ -6,8 +6,8 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from jobs import storage
-from jobs.storage import StorageError
+from jobs.storage import areas as storage
+from jobs.storage.areas import StorageError
 
 
 class Command(BaseCommand):
