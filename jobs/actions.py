@@ -23,6 +23,7 @@ from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 from jobs.protocol.honoured import job_priority, unsupported
 from jobs.protocol.images import image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
+from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
@@ -67,7 +68,7 @@ def check_task_counts(cfg: LoadedConfig) -> None:
         raise JobConfigError(errors)
 
 
-def fixed_port_errors(spec: dict[str, Any]) -> list[tuple[str, str]]:
+def fixed_port_errors(spec: NormalizedSpec) -> list[tuple[str, str]]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
     begin_at = port_begin_at(spec)

@@ -23,8 +23,8 @@ def never_fits_reason(job: Job) -> str | None:
     request = JobRequest(
         key=job.pk,
         vc=job.virtual_cluster.name,
-        tasks=task_requests(job.spec),
-        gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
+        tasks=task_requests(job.spec),  # job.normalized once scheduler.task_requests takes a NormalizedSpec
+        gpu_type=(job.normalized.get("extras") or {}).get("gpuType"),
     )
     result = place(node_states, vc_states, [request])
     return result.pending.get(job.pk) if job.pk in result.never_fits else None

@@ -16,6 +16,7 @@ from typing import Any
 from clusters.models import Gpu, Node, VirtualCluster
 from clusters.placement import NodeState, Resources, VcState
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.spec import NormalizedSpec
 
 
 @dataclass
@@ -27,7 +28,7 @@ class ClusterUsage:
     busy_gpus: set[tuple[int, int]] = field(default_factory=set)  # (node id, GPU index)
 
 
-def task_resources(spec: dict[str, Any], role: str) -> Resources:
+def task_resources(spec: NormalizedSpec, role: str) -> Resources:
     res = spec["taskRoles"][role]["resourcePerInstance"]
     return Resources(gpu=res["gpu"], cpu=res["cpu"], memory_mb=res["memoryMB"])
 
@@ -95,9 +96,10 @@ class SpecCache:
     LIMIT = 100_000  # past this many, start over (finished jobs' specs are no longer asked for)
 
     def __init__(self) -> None:
-        self._specs: dict[int, dict[str, Any]] = {}
+        # Any, not NormalizedSpec, until scheduling/scheduler.py's _job_request takes one (issue 28).
+        self._specs: dict[int, Any] = {}
 
-    def get_many(self, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    def get_many(self, job_ids: Iterable[int]) -> dict[int, Any]:
         wanted = set(job_ids)
         missing = wanted - self._specs.keys()
         if len(self._specs) + len(missing) > self.LIMIT:
