@@ -2,11 +2,10 @@
 
 TypedDicts, so the stored JSON stays a plain dict; docs/contracts.md lists the same keys (a key
 written `key?` there is NotRequired here; tests/protocol/test_spec_types.py keeps them equal).
-The protocol builds the spec as a plain dict and casts it once, in loader.load(); every reader
-outside the protocol reads it through these types.
+No `from __future__ import annotations` here: NotRequired must be seen when the class is made
+(__optional_keys__). The protocol builds the spec as a plain dict and casts it where it is
+complete (v1.convert, v2.normalize); every reader outside the protocol reads it through these types.
 """
-
-from __future__ import annotations
 
 from typing import Any, Final, NotRequired, TypedDict
 
