@@ -10,6 +10,7 @@ from __future__ import annotations
 from clusters.models import Node
 from clusters.placement import JobRequest, place
 from jobs.models import Job
+from jobs.protocol.spec import gpu_type
 from scheduling.quota import cluster_state
 from scheduling.scheduler import task_requests
 
@@ -24,7 +25,7 @@ def never_fits_reason(job: Job) -> str | None:
         key=job.pk,
         vc=job.virtual_cluster.name,
         tasks=task_requests(job.spec),  # job.normalized once scheduler.task_requests takes a NormalizedSpec
-        gpu_type=(job.normalized.get("extras") or {}).get("gpuType"),
+        gpu_type=gpu_type(job.normalized),
     )
     result = place(node_states, vc_states, [request])
     return result.pending.get(job.pk) if job.pk in result.never_fits else None

@@ -152,7 +152,3 @@ class NormalizedSpec(TypedDict):
 def gpu_type(spec: NormalizedSpec) -> str | None:
     """The GPU type the job must run on (v2 extras.gpuType, v1 gpuType, a HiveD skuType), if any."""
     return (spec.get("extras") or {}).get("gpuType")
-
-
-def role_resources(spec: NormalizedSpec, role: str) -> ResourcePerInstance:
-    return spec["taskRoles"][role]["resourcePerInstance"]
