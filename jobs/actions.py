@@ -23,6 +23,7 @@ from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 from jobs.protocol.honoured import job_priority, unsupported
 from jobs.protocol.images import image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
+from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
@@ -68,7 +69,7 @@ def check_task_counts(cfg: LoadedConfig) -> None:
         raise JobConfigError(errors)
 
 
-def fixed_port_errors(spec: dict[str, Any]) -> list[tuple[str, str]]:
+def fixed_port_errors(spec: NormalizedSpec) -> list[tuple[str, str]]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
     begin_at = port_begin_at(spec)
@@ -108,10 +109,10 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     if not vc.is_open_to(user):
         raise VirtualClusterForbidden([(_vc_field(cfg), f'you may not submit to virtual cluster "{vc_name}"')])
     errors: list[tuple[str, str]] = list(cfg.secret_errors)
-    gpu_type = (cfg.spec.get("extras") or {}).get("gpuType")
-    if gpu_type and not GpuType.objects.filter(name=gpu_type).exists():
+    wanted_gpu = gpu_type(cfg.spec)
+    if wanted_gpu and not GpuType.objects.filter(name=wanted_gpu).exists():
         known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"
-        errors.append((_gpu_type_field(cfg), f'GPU type "{gpu_type}" does not exist (known: {known})'))
+        errors.append((_gpu_type_field(cfg), f'GPU type "{wanted_gpu}" does not exist (known: {known})'))
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
     errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))

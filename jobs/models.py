@@ -1,9 +1,12 @@
 """The job and its tasks, as recorded by submission and the scheduler loop."""
 
+from typing import cast
+
 from django.conf import settings
 from django.db import models
 
 from jobs.fields import OrderedJSONField
+from jobs.protocol.spec import NormalizedSpec
 from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
 # The state names are defined in jobs.states (with the diagram); importable from here too.
@@ -34,7 +37,7 @@ class Job(models.Model):
     protocol_version = models.PositiveSmallIntegerField(default=2)
     # The submitted text, verbatim. Never rendered raw: every output masks its secrets first.
     config_text = models.TextField()
-    # The normalized v2 spec (jobs.protocol), with secret values masked.
+    # The normalized v2 spec (jobs.protocol), with secret values masked; read it as `normalized`.
     spec = OrderedJSONField()
     # The secret values, encrypted at rest (jobs.crypto); only the executor sees them decrypted.
     secrets_encrypted = models.TextField(blank=True, default="")
@@ -86,6 +89,12 @@ class Job(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.state in FINISHED_JOB_STATES
+
+    @property
+    def normalized(self) -> NormalizedSpec:
+        """`spec` as mypy can check it: the one place the stored JSON is taken for the typed spec
+        (jobs.protocol.load() wrote it)."""
+        return cast(NormalizedSpec, self.spec)
 
 
 class TaskRun(models.Model):

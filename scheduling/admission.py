@@ -10,6 +10,7 @@ from __future__ import annotations
 from clusters.models import Node
 from clusters.placement import JobRequest, place
 from jobs.models import Job
+from jobs.protocol.spec import gpu_type
 from scheduling.quota import cluster_state, task_requests
 
 
@@ -22,8 +23,8 @@ def never_fits_reason(job: Job) -> str | None:
     request = JobRequest(
         key=job.pk,
         vc=job.virtual_cluster.name,
-        tasks=task_requests(job.spec),
-        gpu_type=(job.spec.get("extras") or {}).get("gpuType"),
+        tasks=task_requests(job.normalized),
+        gpu_type=gpu_type(job.normalized),
     )
     result = place(node_states, vc_states, [request])
     return result.pending.get(job.pk) if job.pk in result.never_fits else None

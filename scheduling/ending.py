@@ -94,7 +94,7 @@ def record_exit(
     node_lost = status.failure is Failure.NODE_LOST
     if task.node is not None and task.executor_id and not node_lost:
         try:  # remove the container/process record; isDebug keeps failed ones for inspection
-            keep = launch_builder.is_debug(job.spec) and info.code != 0
+            keep = launch_builder.is_debug(job.normalized) and info.code != 0
             executors.node_executor(task.node).stop(TaskHandle(task.executor_id, task.ip), keep=keep)
         except Exception as exc:
             log.warning("removing %s failed: %s", task, exc)
@@ -108,7 +108,7 @@ def record_exit(
             code=info.code,
             behaviour=info.behaviour,
             retries=task.retries,
-            allowed=job.spec["taskRoles"][task.role].get("taskRetryCount") or 0,
+            allowed=job.normalized["taskRoles"][task.role].get("taskRetryCount") or 0,
             transient_used=job.transient_retries,
             transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
         )
@@ -124,7 +124,7 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
     if job.state != JobState.RUNNING:
         return
     tasks = list(job.tasks.select_related("node"))
-    outcome = job_outcome(job.spec, [(t.role, t.state) for t in tasks])
+    outcome = job_outcome(job.normalized, [(t.role, t.state) for t in tasks])
     if outcome is None:
         return
     if outcome == JobState.SUCCEEDED:
@@ -137,11 +137,11 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
     decision = job_retry(
         behaviour=info.behaviour,
         retries_used=job.retries_used,
-        allowed=job.spec.get("jobRetryCount") or 0,
+        allowed=job.normalized.get("jobRetryCount") or 0,
         transient_used=job.transient_retries,
         transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
     )
-    stop_job(job, backends, keep=launch_builder.is_debug(job.spec), tasks=tasks)
+    stop_job(job, backends, keep=launch_builder.is_debug(job.normalized), tasks=tasks)
     if decision is Retry.NONE:
         lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
     else:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 
@@ -17,6 +16,7 @@ from clusters.executors.base import TaskLaunch
 from jobs.models import Job, Task
 from jobs.protocol import task_script
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
+from jobs.protocol.spec import NormalizedSpec, RegistryAuth
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
 from jobs.storage import areas as storage
 from jobs.storage.configs import task_mounts
@@ -24,19 +24,19 @@ from jobs.storage.configs import task_mounts
 DEFAULT_SHM_MB = 64
 
 
-def is_debug(spec: dict[str, Any]) -> bool:
+def is_debug(spec: NormalizedSpec) -> bool:
     """v1 jobEnvs.isDebug (or v2 extras.isDebug): keep failed containers for inspection."""
     extras = spec.get("extras") or {}
     value = ((extras.get("v1") or {}).get("jobEnvs") or {}).get("isDebug", extras.get("isDebug", False))
     return str(value).lower() in {"true", "1", "yes"}
 
 
-def image_of(spec: dict[str, Any], role: str) -> tuple[str, dict[str, Any] | None]:
+def image_of(spec: NormalizedSpec, role: str) -> tuple[str, RegistryAuth | None]:
     """The role's image URI and its registry auth block, from the dockerimage prerequisite."""
     name = spec["taskRoles"][role]["dockerImage"]
     for prerequisite in spec.get("prerequisites") or []:
         if prerequisite.get("type") == "dockerimage" and prerequisite.get("name") == name:
-            return prerequisite["uri"], prerequisite.get("auth")
+            return str(prerequisite["uri"]), prerequisite.get("auth")  # a dockerimage's uri is one str
     return name, None
 
 
@@ -66,7 +66,7 @@ def spans_nodes(tasks: Iterable[Task]) -> bool:
 
 def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, str]) -> TaskLaunch:
     """Raises storage.StorageError when a storage path went bad since submit (a clear job error)."""
-    spec = job.spec
+    spec = job.normalized
     role_spec = spec["taskRoles"][task.role]
     res = role_spec["resourcePerInstance"]
     user = job.owner.get_username()

@@ -95,7 +95,7 @@ def reconcile_node(node: Node) -> list[Task]:
     for job in Job.objects.filter(pk__in=[int(i) for i in orphaned_jobs if i.isdigit()]).exclude(
         pk__in=active.values("job_id")
     ):
-        executors.node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.spec))
+        executors.node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.normalized))
     return never_started
 
 

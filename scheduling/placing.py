@@ -17,6 +17,7 @@ from clusters.placement import JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
+from jobs.protocol.spec import NormalizedSpec, gpu_type
 from scheduling import quota
 from scheduling.backends import Backends
 from scheduling.starting import Starter
@@ -114,7 +115,7 @@ class Placer:
             batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
             self.launch_jobs(batch, self._unlaunched_nodes)
 
-    def _job_request(self, job: WaitingJob, spec: dict[str, Any], avoid: dict[int, frozenset[str]]) -> JobRequest:
+    def _job_request(self, job: WaitingJob, spec: NormalizedSpec, avoid: dict[int, frozenset[str]]) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
         if tasks is None:
@@ -125,7 +126,7 @@ class Placer:
             key=job.pk,
             vc=job.vc,
             tasks=tasks,
-            gpu_type=(spec.get("extras") or {}).get("gpuType"),
+            gpu_type=gpu_type(spec),
             priority=job.priority,
             order=job.created_at.timestamp(),
             avoid=avoid.get(job.pk, frozenset()),

@@ -16,6 +16,7 @@ from typing import Any
 from clusters.models import Gpu, Node, VirtualCluster
 from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import ports_with_ssh
 
@@ -29,12 +30,12 @@ class ClusterUsage:
     busy_gpus: set[tuple[int, int]] = field(default_factory=set)  # (node id, GPU index)
 
 
-def task_resources(spec: dict[str, Any], role: str) -> Resources:
+def task_resources(spec: NormalizedSpec, role: str) -> Resources:
     res = spec["taskRoles"][role]["resourcePerInstance"]
     return Resources(gpu=res["gpu"], cpu=res["cpu"], memory_mb=res["memoryMB"])
 
 
-def task_requests(spec: dict[str, Any]) -> list[TaskRequest]:
+def task_requests(spec: NormalizedSpec) -> list[TaskRequest]:
     """Placement's view of a job's tasks (the scheduler's placement, the Slurm backend's ask and
     the submit page's never-fits check read the same)."""
     begin_at = port_begin_at(spec)
@@ -120,9 +121,9 @@ class SpecCache:
     LIMIT = 100_000  # past this many, start over (finished jobs' specs are no longer asked for)
 
     def __init__(self) -> None:
-        self._specs: dict[int, dict[str, Any]] = {}
+        self._specs: dict[int, NormalizedSpec] = {}
 
-    def get_many(self, job_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
+    def get_many(self, job_ids: Iterable[int]) -> dict[int, NormalizedSpec]:
         wanted = set(job_ids)
         missing = wanted - self._specs.keys()
         if len(self._specs) + len(missing) > self.LIMIT:

@@ -27,7 +27,6 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -46,6 +45,8 @@ from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.spec import NormalizedSpec
+from jobs.protocol.spec import gpu_type as spec_gpu_type
 from scheduling import ending, executors
 from scheduling.backends import Backends
 from scheduling.quota import task_requests
@@ -66,7 +67,7 @@ class RoleTasks:
     port_labels: list[tuple[str, int]]  # (label, count), in the order the probe's ports are handed out
 
 
-def slurm_roles(spec: dict[str, Any]) -> list[RoleTasks]:
+def slurm_roles(spec: NormalizedSpec) -> list[RoleTasks]:
     """The job's roles as Slurm is asked for them, with the ports each task needs (placement's
     TaskRequests: the same ports a portal node would give, the sshd's included)."""
     tasks = task_requests(spec)
@@ -291,8 +292,8 @@ class SlurmBackend:
             if blocked != job.pending_reason:
                 lifecycle.set_pending_reason(job.pk, blocked)
             return False
-        roles = [role.request for role in slurm_roles(job.spec)]
-        gpu_type = (job.spec.get("extras") or {}).get("gpuType")
+        roles = [role.request for role in slurm_roles(job.normalized)]
+        gpu_type = spec_gpu_type(job.normalized)
         directory = job_dir(job.pk, attempt)
         for leftover in ("probe", "launch"):  # of a Slurm job that ended before its tasks started
             for path in (directory / leftover).glob("*.json"):
@@ -333,7 +334,7 @@ class SlurmBackend:
     def _storage_blocked(self, job: Job, partition: str) -> str | None:
         """Why no node of the partition can mount a storage the job needs (scheduling.storage_gate)."""
         nodes = list(Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition=partition))
-        return storage_gate([(job.pk, job.spec)], nodes, self.mount_failures).blocked.get(job.pk)
+        return storage_gate([(job.pk, job.normalized)], nodes, self.mount_failures).blocked.get(job.pk)
 
     def _say_pending(self, pk: int, said: str, found: SlurmJob, partition: str) -> None:
         reason = pending_reason(
@@ -345,7 +346,7 @@ class SlurmBackend:
     # ---- launching -------------------------------------------------------------------------
     def launch(self, job: Job, attempt: int) -> bool:
         """Claim the job on the nodes Slurm gave it once every task's wrapper has said where it is."""
-        roles = slurm_roles(job.spec)
+        roles = slurm_roles(job.normalized)
         probes = {}
         for path in (job_dir(job.pk, attempt) / "probe").glob("*.json"):
             probes[path.stem] = json.loads(path.read_text())

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from clusters.models import Node, StorageConfig
+from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import storage_requests
 from jobs.storage.configs import storage_configs
 from scheduling.recent_trouble import RecentTrouble
@@ -29,7 +29,7 @@ class MountFailures(RecentTrouble):
         super().__init__(MOUNT_FAILURE_MEMORY_S)
 
 
-def needed_storages(spec: dict[str, Any], configs: dict[str, StorageConfig]) -> list[StorageConfig]:
+def needed_storages(spec: NormalizedSpec, configs: dict[str, StorageConfig]) -> list[StorageConfig]:
     """The storage holding the users' areas (every task mounts it), and those the job names."""
     requests = storage_requests(spec)
     named = [configs[request.name] for request in requests.named if request.name in configs]
@@ -58,7 +58,7 @@ class Gate:
     notes: dict[int, str] = field(default_factory=dict)  # job -> which nodes it avoids and why
 
 
-def storage_gate(jobs: Iterable[tuple[int, dict[str, Any]]], nodes: list[Node], failures: MountFailures) -> Gate:
+def storage_gate(jobs: Iterable[tuple[int, NormalizedSpec]], nodes: list[Node], failures: MountFailures) -> Gate:
     """For each job (key, spec): the available nodes that cannot mount a storage it needs (placement
     avoids them) and, when that is all of them, why it waits."""
     gate = Gate()

@@ -4,7 +4,7 @@ written straight into the database. A default changes here, once, for every test
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from clusters.models import VirtualCluster
 from jobs.models import Job, Task
 from jobs.protocol.limits import spec_totals
+from jobs.protocol.spec import NormalizedSpec
 from jobs.ssh import attach_new_keypair
 
 
@@ -73,30 +74,37 @@ def v1_json(
     return json.dumps(config, indent=2)
 
 
-def normalized_spec(name: str, roles: dict[str, int], command: str = "echo hi", **top: Any) -> dict[str, Any]:
+def normalized_spec(name: str, roles: dict[str, int], command: str = "echo hi", **top: Any) -> NormalizedSpec:
     """A small normalized v2 spec, as jobs.protocol.load returns it, for rows made without submitting."""
-    return {
-        "protocolVersion": 2,
-        "name": name,
-        "type": "job",
-        "jobRetryCount": 0,
-        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": default_image()}],
-        "parameters": {},
-        "secrets": {},
-        "defaults": {"virtualCluster": "default"},
-        "taskRoles": {
-            role: {
-                "instances": count,
-                "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
-                "taskRetryCount": 0,
-                "dockerImage": "image",
-                "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
-                "commands": [command],
-            }
-            for role, count in roles.items()
-        },
-        **top,
-    }
+    return partial_spec(
+        **{
+            "protocolVersion": 2,
+            "name": name,
+            "type": "job",
+            "jobRetryCount": 0,
+            "prerequisites": [{"name": "image", "type": "dockerimage", "uri": default_image()}],
+            "parameters": {},
+            "secrets": {},
+            "defaults": {"virtualCluster": "default"},
+            "taskRoles": {
+                role: {
+                    "instances": count,
+                    "completion": {"minFailedInstances": 1, "minSucceededInstances": None},
+                    "taskRetryCount": 0,
+                    "dockerImage": "image",
+                    "resourcePerInstance": {"cpu": 1, "memoryMB": 256, "gpu": 0, "ports": {}},
+                    "commands": [command],
+                }
+                for role, count in roles.items()
+            },
+            **top,
+        }
+    )
+
+
+def partial_spec(**keys: Any) -> NormalizedSpec:
+    """A spec with only the keys the unit under test reads, typed as a whole one (normalized_spec)."""
+    return cast(NormalizedSpec, keys)
 
 
 # -- users and jobs in the database ------------------------------------------------------------
@@ -119,7 +127,7 @@ def create_job(
     name: str = "job",
     *,
     roles: dict[str, int] | None = None,
-    spec: dict[str, Any] | None = None,
+    spec: NormalizedSpec | None = None,
     keypair: bool = False,
     **fields: Any,
 ) -> Job:

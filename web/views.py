@@ -248,7 +248,7 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     data = config_to_form(_as_submitted(job))
     data.job["name"] = _free_clone_name(job)
     # Secret values are never shown: the clone keeps the names and asks for the values again.
-    data.job["secrets"] = "\n".join(f"{name}=" for name in (job.spec.get("secrets") or {}))
+    data.job["secrets"] = "\n".join(f"{name}=" for name in (job.normalized.get("secrets") or {}))
     data.base_config.pop("secrets", None)
     return data
 
@@ -259,7 +259,7 @@ def _as_submitted(job: Job) -> dict[str, Any]:
     try:
         return editable_document(job.config_text)
     except JobConfigError:
-        return dict(job.spec)
+        return dict(job.normalized)
 
 
 def _free_clone_name(job: Job) -> str:
@@ -286,7 +286,7 @@ def _text_to_form(request: HttpRequest, text: str) -> HttpResponse:
     try:
         doc, _is_json = parse(text)
         if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
-            doc = load(text).spec
+            doc = dict(load(text).spec)
     except JobConfigError as error:
         return _config_errors(request, "text", None, text, error)
     return _submit_page(request, config_to_form(doc), mode="form")
@@ -479,5 +479,5 @@ def job_export(request: HttpRequest, full_name: str) -> HttpResponse:
     try:
         text = export_config(job.config_text)
     except JobConfigError:
-        text = export(job.spec)  # a text that no longer loads: its normalized spec, secrets masked
+        text = export(job.normalized)  # a text that no longer loads: its normalized spec, secrets masked
     return _yaml_download(text, job.name)

@@ -25,7 +25,7 @@ def wants_email(job: Job) -> bool:
     ending = ENDINGS.get(JobState(job.state))
     if ending is None or not job.owner.email:
         return False
-    per_job = (job.spec.get("extras") or {}).get("jobStatusChangeNotification")
+    per_job = (job.normalized.get("extras") or {}).get("jobStatusChangeNotification")
     if isinstance(per_job, dict):
         return bool(per_job.get(ending))
     preference = NotificationPreference.objects.filter(user=job.owner).first()

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
+from jobs.protocol.spec import NormalizedSpec
 from jobs.states import JobState, TaskState
 
 
-def job_outcome(spec: dict[str, Any], task_states: Iterable[tuple[str, str]]) -> JobState | None:
+def job_outcome(spec: NormalizedSpec, task_states: Iterable[tuple[str, str]]) -> JobState | None:
     """SUCCEEDED, FAILED or None (the job goes on), from (role, task state) pairs."""
     states = list(task_states)
     failed = Counter(role for role, state in states if state == TaskState.FAILED)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
@@ -30,7 +31,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 
-def export(spec: dict[str, Any]) -> str:
+def export(spec: Mapping[str, Any]) -> str:
     """The normalized spec as v2 YAML; load(export(spec)).spec == spec. Secrets stay masked."""
     return yaml.dump(spec, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
 
@@ -41,7 +42,7 @@ def editable_document(text: str) -> dict[str, Any]:
     references)."""
     cfg = load(text)
     if cfg.protocol_version == 1:
-        return cfg.spec
+        return dict(cfg.spec)
     return parse(mask_config_text(text))[0]
 
 

@@ -9,6 +9,7 @@ Refused at submit (`unsupported`), each naming its field: what no portal node ca
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from jobs.protocol.errors import FieldError
@@ -20,6 +21,7 @@ from jobs.protocol.hooks import (
     runtime_plugins,
     tensorboard_role,
 )
+from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN, storage_requests
 
 # OpenPAI's hived priorities; a job without a class is `test`, as there.
@@ -29,7 +31,7 @@ SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN, TEAMWISE_STORAGE_PLUGIN)
 HIVED_ROLE_KEYS = ("skuType", "skuNum", "skuNumber")
 
 
-def job_priority(spec: dict[str, Any]) -> int:
+def job_priority(spec: NormalizedSpec) -> int:
     hived = (spec.get("extras") or {}).get("hivedScheduler") or {}
     return PRIORITY_CLASSES.get(hived.get("jobPriorityClass") or DEFAULT_PRIORITY_CLASS, 0)
 
@@ -72,7 +74,7 @@ def apply_hived_hints(extras: dict[str, Any], roles: dict[str, Any]) -> list[Fie
     return errors
 
 
-def reserve_tensorboard_port(spec: dict[str, Any]) -> None:
+def reserve_tensorboard_port(spec: NormalizedSpec) -> None:
     """The TensorBoard plugin's port is allocated like any other: one `tensorboard` port on the
     task role whose first task runs it."""
     role = tensorboard_role(spec)
@@ -81,7 +83,7 @@ def reserve_tensorboard_port(spec: dict[str, Any]) -> None:
         ports[TENSORBOARD_PORT_LABEL] = max(int(ports.get(TENSORBOARD_PORT_LABEL, 0)), 1)
 
 
-def unsupported(spec: dict[str, Any]) -> list[FieldError]:
+def unsupported(spec: NormalizedSpec) -> list[FieldError]:
     """What the config asks for that the portal cannot do: refused, never silently ignored."""
     extras = spec.get("extras") or {}
     errors = _plugin_errors(spec) + _hived_errors(extras.get("hivedScheduler") or {})
@@ -104,7 +106,7 @@ def unsupported(spec: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _plugin_errors(spec: dict[str, Any]) -> list[FieldError]:
+def _plugin_errors(spec: NormalizedSpec) -> list[FieldError]:
     errors: list[FieldError] = []
     for i, plugin in enumerate(runtime_plugins(spec)):
         here = f"extras.{RUNTIME_PLUGINS}[{i}]"
@@ -120,7 +122,7 @@ def _plugin_errors(spec: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _hived_errors(hived: dict[str, Any]) -> list[FieldError]:
+def _hived_errors(hived: Mapping[str, Any]) -> list[FieldError]:  # every key: the refused ones too
     errors: list[FieldError] = []
     for key, value in hived.items():
         if key not in ("jobPriorityClass", "taskRoles") and value not in (None, False):

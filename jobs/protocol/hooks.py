@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobs.protocol.errors import FieldError
+from jobs.protocol.spec import RUNTIME_PLUGINS, Callback, NormalizedSpec, Prerequisite
 from jobs.protocol.templating import Scope, expand
 
-RUNTIME_PLUGINS = "com.microsoft.pai.runtimeplugin"
 CMD_PLUGINS = frozenset({"com.microsoft.pai.runtimeplugin.cmd", "cmd"})
 TENSORBOARD_PLUGIN = "tensorboard"
 TENSORBOARD_PORT_LABEL = "tensorboard"
@@ -37,22 +37,22 @@ class Hook:
     starts: list[Command]
     succeeds: list[Command]
     ignore_failure: bool
-    owner: dict[str, Any] | None = None  # the prerequisite whose callbacks these are
+    owner: Prerequisite | None = None  # the prerequisite whose callbacks these are
 
 
-def runtime_plugins(spec: dict[str, Any]) -> list[dict[str, Any]]:
+def runtime_plugins(spec: NormalizedSpec) -> list[dict[str, Any]]:
     plugins = (spec.get("extras") or {}).get(RUNTIME_PLUGINS) or []
     return [plugins] if isinstance(plugins, dict) else list(plugins)
 
 
-def tensorboard_role(spec: dict[str, Any]) -> str | None:
+def tensorboard_role(spec: NormalizedSpec) -> str | None:
     """OpenPAI runs TensorBoard in the first task of the first task role, when the job asks for it."""
     if not any(plugin.get("plugin") == TENSORBOARD_PLUGIN for plugin in runtime_plugins(spec)):
         return None
     return next(iter(spec["taskRoles"]), None)
 
 
-def role_hooks(spec: dict[str, Any], role: str) -> list[Hook]:
+def role_hooks(spec: NormalizedSpec, role: str) -> list[Hook]:
     """The role's hooks in the order they start: its cmd prerequisites (`require`d ones first),
     then the runtime plugins that apply to it."""
     prerequisites = spec.get("prerequisites") or []
@@ -79,10 +79,10 @@ def role_hooks(spec: dict[str, Any], role: str) -> list[Hook]:
     return hooks
 
 
-def role_scope(spec: dict[str, Any], role: str, owner: dict[str, Any] | None = None) -> Scope:
+def role_scope(spec: NormalizedSpec, role: str, owner: Prerequisite | None = None) -> Scope:
     """What a hook running in `role` may reference (spec parameters are expanded already)."""
     role_spec = spec["taskRoles"][role]
-    found: dict[str, dict[str, Any] | None] = {}
+    found: dict[str, Prerequisite | None] = {}
     for kind in ROLE_KINDS:
         named = role_spec.get(kind)
         match = next(
@@ -99,7 +99,7 @@ def expanded(hook: Hook, scope: Scope, errors: list[FieldError]) -> Hook:
     return Hook(hook.label, each(hook.starts), each(hook.succeeds), hook.ignore_failure, hook.owner)
 
 
-def check_role_references(spec: dict[str, Any]) -> list[FieldError]:
+def check_role_references(spec: NormalizedSpec) -> list[FieldError]:
     """Every hook's references, checked in every role it runs in; each problem once."""
     errors: list[FieldError] = []
     for role in spec["taskRoles"]:
@@ -114,7 +114,7 @@ def _is_cmd(plugin: Any) -> bool:
     return plugin in CMD_PLUGINS
 
 
-def _callback_commands(callbacks: list[dict[str, Any]], here: str) -> tuple[list[Command], list[Command]]:
+def _callback_commands(callbacks: list[Callback], here: str) -> tuple[list[Command], list[Command]]:
     def of(event: str) -> list[Command]:
         return [
             Command(f"{here}[{i}].commands[{j}]", text)

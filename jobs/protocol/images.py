@@ -10,9 +10,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Collection
-from typing import Any
 
 from jobs.protocol.errors import FieldError
+from jobs.protocol.spec import NormalizedSpec
 
 ALLOW_SETTING = "PAI_ALLOWED_PRIVATE_REGISTRIES"
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -92,7 +92,7 @@ def is_allowed(registry: str, allowed: Collection[str]) -> bool:
     return False
 
 
-def image_fields(spec: dict[str, Any], protocol_version: int) -> list[tuple[str, str]]:
+def image_fields(spec: NormalizedSpec, protocol_version: int) -> list[tuple[str, str]]:
     """(field path as the user wrote it, image) for each image of a normalized spec."""
     images = [
         (i, p.get("uri")) for i, p in enumerate(spec.get("prerequisites") or []) if p.get("type") == "dockerimage"
@@ -103,7 +103,7 @@ def image_fields(spec: dict[str, Any], protocol_version: int) -> list[tuple[str,
 
 
 def image_registry_errors(
-    spec: dict[str, Any], protocol_version: int, *, portal_hosts: Collection[str], allowed: Collection[str]
+    spec: NormalizedSpec, protocol_version: int, *, portal_hosts: Collection[str], allowed: Collection[str]
 ) -> list[FieldError]:
     """A field error for each image whose registry is private to the node or the portal."""
     errors: list[FieldError] = []

@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from jobs.protocol.errors import FieldError, JobConfigError
+from jobs.protocol.spec import NormalizedSpec
 
 MAX_SPEC_BYTES = 2 * 1024 * 1024  # twice the config limit: defaults added to a full-size config fit
 SCALAR_BYTES = 8  # what a number, boolean or null takes at most in JSON, near enough
@@ -67,7 +68,7 @@ def may_expand(added: int) -> bool:
     return left - added >= 0
 
 
-def task_count_errors(spec: dict[str, Any], version: int, *, max_roles: int, max_tasks: int) -> list[FieldError]:
+def task_count_errors(spec: NormalizedSpec, version: int, *, max_roles: int, max_tasks: int) -> list[FieldError]:
     """Too many task roles, or tasks in all, for one job: one error naming the biggest role."""
     roles = spec.get("taskRoles") or {}
     if len(roles) > max_roles:
@@ -81,7 +82,7 @@ def task_count_errors(spec: dict[str, Any], version: int, *, max_roles: int, max
     return [(field, f"{total} tasks in this job; a job may have at most {max_tasks} tasks in all its roles")]
 
 
-def spec_totals(spec: dict[str, Any]) -> tuple[int, int, int]:
+def spec_totals(spec: NormalizedSpec) -> tuple[int, int, int]:
     """(task roles, tasks, GPUs) a normalized spec asks for."""
     roles = (spec or {}).get("taskRoles") or {}
     tasks = sum(int(role.get("instances", 1)) for role in roles.values())

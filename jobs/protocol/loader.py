@@ -10,11 +10,12 @@ from jobs.protocol.errors import FieldError, JobConfigError
 from jobs.protocol.limits import check_spec_size, expansion_budget
 from jobs.protocol.parsing import parse
 from jobs.protocol.schema import schema_errors
+from jobs.protocol.spec import NormalizedSpec
 
 
 @dataclass(frozen=True)
 class LoadedConfig:
-    spec: dict[str, Any]  # normalized v2, JSON-serializable, secret values masked
+    spec: NormalizedSpec  # JSON-serializable (a plain dict), secret values masked
     secrets: dict[str, str]  # the real secret values: store apart, never display
     protocol_version: int  # what the user submitted: 1 or 2
     # Secrets a job could not run with (empty, or the `******` of an export): valid to read and

@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.protocol.spec import ExtrasV1, NormalizedSpec, TaskRoleSpec
+
 DEFAULT_SHM_MB = 64
 HOST_LIST_LABEL = "http"
 SSH_LABEL = "ssh"
@@ -77,10 +79,10 @@ def host_port(ports: dict[str, list[int]], labels: list[str]) -> int | None:
     return None
 
 
-def build_runtime_env(spec: dict[str, Any], ctx: RuntimeContext, role: str, index: int) -> dict[str, str]:
+def build_runtime_env(spec: NormalizedSpec, ctx: RuntimeContext, role: str, index: int) -> dict[str, str]:
     """Every runtime variable for task `index` of `role`. PAI's own variables win over jobEnvs and
     parameters of the same name, so a config cannot fake its placement."""
-    roles: dict[str, dict[str, Any]] = spec["taskRoles"]
+    roles = spec["taskRoles"]
     v1 = (spec.get("extras") or {}).get("v1") or {}
     env: dict[str, str] = {}
     for name, value in (spec.get("parameters") or {}).items():
@@ -94,7 +96,7 @@ def build_runtime_env(spec: dict[str, Any], ctx: RuntimeContext, role: str, inde
     return env
 
 
-def _job_env(spec: dict[str, Any], ctx: RuntimeContext, v1: dict[str, Any]) -> dict[str, str]:
+def _job_env(spec: NormalizedSpec, ctx: RuntimeContext, v1: ExtrasV1) -> dict[str, str]:
     roles = spec["taskRoles"]
     role_list = ",".join(roles)
     task_count = str(sum(int(role_spec["instances"]) for role_spec in roles.values()))
@@ -122,7 +124,7 @@ def _job_env(spec: dict[str, Any], ctx: RuntimeContext, v1: dict[str, Any]) -> d
     }
 
 
-def _role_env(name: str, role_no: int, role_spec: dict[str, Any], ctx: RuntimeContext) -> dict[str, str]:
+def _role_env(name: str, role_no: int, role_spec: TaskRoleSpec, ctx: RuntimeContext) -> dict[str, str]:
     """What every task knows about a role: its size, resources, completion counts and addresses."""
     labels = _labels(role_spec)
     completion = role_spec.get("completion") or {}
@@ -148,7 +150,7 @@ def _role_env(name: str, role_no: int, role_spec: dict[str, Any], ctx: RuntimeCo
     return env
 
 
-def _current_task_env(roles: dict[str, dict[str, Any]], ctx: RuntimeContext, role: str, index: int) -> dict[str, str]:
+def _current_task_env(roles: dict[str, TaskRoleSpec], ctx: RuntimeContext, role: str, index: int) -> dict[str, str]:
     role_spec = roles[role]
     res = role_spec["resourcePerInstance"]
     completion = role_spec.get("completion") or {}
@@ -196,7 +198,7 @@ def _current_task_env(roles: dict[str, dict[str, Any]], ctx: RuntimeContext, rol
     return env
 
 
-def _labels(role_spec: dict[str, Any]) -> list[str]:
+def _labels(role_spec: TaskRoleSpec) -> list[str]:
     return list((role_spec["resourcePerInstance"].get("ports") or {}).keys())
 
 
@@ -207,11 +209,11 @@ def _address_labels(address: TaskAddress, spec_labels: list[str]) -> list[str]:
     ]
 
 
-def _shm_mb(role_spec: dict[str, Any]) -> int:
+def _shm_mb(role_spec: TaskRoleSpec) -> int:
     return int((role_spec.get("extraContainerOptions") or {}).get("shmMB") or DEFAULT_SHM_MB)
 
 
-def _resource(role_spec: dict[str, Any]) -> str:
+def _resource(role_spec: TaskRoleSpec) -> str:
     res = role_spec["resourcePerInstance"]
     return f"{res['gpu']},{res['cpu']},{res['memoryMB']},{_shm_mb(role_spec)}"
 

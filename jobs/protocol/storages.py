@@ -12,6 +12,7 @@ from typing import Any
 
 from jobs.protocol.errors import FieldError
 from jobs.protocol.hooks import RUNTIME_PLUGINS, runtime_plugins
+from jobs.protocol.spec import NormalizedSpec
 
 TEAMWISE_STORAGE_PLUGIN = "teamwise_storage"
 
@@ -32,7 +33,7 @@ class StorageRequests:
     errors: tuple[FieldError, ...] = ()
 
 
-def storage_requests(spec: dict[str, Any]) -> StorageRequests:
+def storage_requests(spec: NormalizedSpec) -> StorageRequests:
     extras = spec.get("extras") or {}
     if "storages" in extras and extras["storages"] is not None:
         return _from_extras(extras["storages"])

@@ -12,14 +12,14 @@ the task's own shell, like one script.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from jobs.protocol.hooks import Command, Hook, expanded, role_hooks, role_scope
+from jobs.protocol.spec import NormalizedSpec, RoleHooks
 
 _SECRET = re.compile(r"<%\s*\$secrets\.([^\s.\[\]%]+)\s*%>")
 
 
-def task_script(spec: dict[str, Any], role: str, secrets: dict[str, str]) -> str:
+def task_script(spec: NormalizedSpec, role: str, secrets: dict[str, str]) -> str:
     role_spec = spec["taskRoles"][role]
     # References were checked at load; whatever could not resolve stays as written.
     hooks = [expanded(hook, role_scope(spec, role, hook.owner), []) for hook in role_hooks(spec, role)]
@@ -82,9 +82,9 @@ def _hook_block(event: str, hook: Hook, commands: list[Command]) -> list[str]:
     ]
 
 
-def _deployment(spec: dict[str, Any], role: str) -> dict[str, Any] | None:
+def _deployment(spec: NormalizedSpec, role: str) -> RoleHooks | None:
     chosen = (spec.get("defaults") or {}).get("deployment")
     for deployment in spec.get("deployments") or []:
         if deployment.get("name") == chosen:
-            return (deployment.get("taskRoles") or {}).get(role)  # type: ignore[no-any-return]
+            return (deployment.get("taskRoles") or {}).get(role)
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ class Scope:
 
     parameters: dict[str, Any]
     secrets: frozenset[str]
-    prerequisites: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # script/data/output
+    prerequisites: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)  # script/data/output
     in_task_role: bool = False
     only_secrets: bool = False  # parameter values: expanding them again must change nothing
     # Hooks (jobs.protocol.hooks) keep $script/$data/$output until each task role expands them.

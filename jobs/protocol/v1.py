@@ -3,10 +3,11 @@ normalized v2 spec. What v2 has no place for lands in extras.v1, verbatim."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from jobs.protocol.errors import FieldError
 from jobs.protocol.schema import schema
+from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.templating import REFERENCE
 
 IMAGE_PREREQUISITE = "image"
@@ -72,7 +73,7 @@ def _template_errors(doc: dict[str, Any]) -> list[FieldError]:
     return [(field, why) for field, value in fields if isinstance(value, str) and REFERENCE.search(value)]
 
 
-def convert(doc: dict[str, Any]) -> dict[str, Any]:
+def convert(doc: dict[str, Any]) -> NormalizedSpec:
     """The normalized v2 spec of a checked v1 document."""
     name = doc["jobName"]
     roles: dict[str, Any] = {}
@@ -122,7 +123,7 @@ def convert(doc: dict[str, Any]) -> dict[str, Any]:
     if doc.get("gpuType"):
         extras["gpuType"] = doc["gpuType"]
     extras["v1"] = v1
-    return {
+    spec = {
         "protocolVersion": 2,
         "name": name,
         "type": "job",
@@ -134,12 +135,13 @@ def convert(doc: dict[str, Any]) -> dict[str, Any]:
         "taskRoles": roles,
         "extras": extras,
     }
+    return cast(NormalizedSpec, spec)
 
 
 def _count(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def port_begin_at(spec: dict[str, Any]) -> dict[str, dict[str, int]]:
+def port_begin_at(spec: NormalizedSpec) -> dict[str, dict[str, int]]:
     """role -> port label -> a v1 `beginAt` (0 = any free port), as convert() kept them."""
     return ((spec.get("extras") or {}).get("v1") or {}).get("portBeginAt") or {}

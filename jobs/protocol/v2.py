@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import apply_hived_hints, reserve_tensorboard_port
-from jobs.protocol.hooks import RUNTIME_PLUGINS, check_role_references
+from jobs.protocol.hooks import check_role_references
+from jobs.protocol.spec import RUNTIME_PLUGINS, NormalizedSpec
 from jobs.protocol.templating import REFERENCE, Scope, expand, expand_tree, secret_reference, to_text
 
 MASK = "******"
@@ -115,7 +116,7 @@ def _count(value: Any) -> int | None:
     return None if value is None or value == -1 else int(value)
 
 
-def normalize(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list[FieldError]]:
+def normalize(doc: dict[str, Any]) -> tuple[NormalizedSpec, dict[str, str], list[FieldError]]:
     """(spec, secret values, template errors) of a cross-checked v2 document."""
     errors: list[FieldError] = []
     secrets = {name: to_text(value) for name, value in (doc.get("secrets") or {}).items()}
@@ -148,10 +149,11 @@ def normalize(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str], list
         extras[RUNTIME_PLUGINS] = expand_tree(extras[RUNTIME_PLUGINS], hook_scope, f"extras.{RUNTIME_PLUGINS}", errors)
     errors.extend(apply_hived_hints(extras, spec["taskRoles"]))
     spec["extras"] = extras
-    reserve_tensorboard_port(spec)
+    normalized = cast(NormalizedSpec, spec)  # complete: every key of a NormalizedSpec is set
+    reserve_tensorboard_port(normalized)
     if not errors:
-        errors.extend(check_role_references(spec))
-    return spec, secrets, errors
+        errors.extend(check_role_references(normalized))
+    return normalized, secrets, errors
 
 
 def _prerequisite(

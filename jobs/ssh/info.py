@@ -34,7 +34,7 @@ def authorized_keys_for(job: Job) -> str:
     """authorized_keys for every task: the job's key, the owner's keys, the config's ssh plugin keys."""
     keys = [job.ssh_public_key.strip()] if job.ssh_public_key.strip() else []
     keys += _user_public_keys(job.owner)
-    keys += ssh_settings(job.spec).public_keys
+    keys += ssh_settings(job.normalized).public_keys
     unique = list(dict.fromkeys(keys))
     return "".join(f"{key}\n" for key in unique)
 
@@ -96,15 +96,15 @@ def openpai_ssh_info(job: Job, key_url: str) -> dict[str, Any]:
 
 def task_ssh_env(job: Job) -> dict[str, str]:
     """What ssh.sh reads (besides the keys): the job's task names, jobssh and the barrier."""
-    settings = ssh_settings(job.spec)
+    settings = ssh_settings(job.normalized)
     env = {
-        "PAI_SSH_HOSTS": " ".join(task_aliases(job.spec)),
+        "PAI_SSH_HOSTS": " ".join(task_aliases(job.normalized)),
         "PAI_SSH_JOBSSH": "1" if settings.jobssh else "0",
         "PAI_SSH_BARRIER": "1" if settings.sshbarrier else "0",
         "PAI_SSH_BARRIER_TIMEOUT": str(settings.barrier_timeout_s),
     }
     if settings.sshbarrier:
-        env["PAI_SSH_BARRIER_HOSTS"] = " ".join(task_aliases(job.spec, settings.barrier_roles))
+        env["PAI_SSH_BARRIER_HOSTS"] = " ".join(task_aliases(job.normalized, settings.barrier_roles))
     return env
 
 
@@ -128,6 +128,6 @@ def task_ssh_secret_env(job: Job) -> dict[str, str]:
     """The secret half, for TaskLaunch.secret_env: the job's private key when jobssh is on.
     (The authorized keys travel in TaskLaunch.ssh_authorized_keys.)"""
     private_key = job_private_key(job)
-    if not private_key or not ssh_settings(job.spec).jobssh:
+    if not private_key or not ssh_settings(job.normalized).jobssh:
         return {}
     return {"PAI_SSH_PRIVATE_KEY": private_key}

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-RUNTIME_PLUGIN_KEY = "com.microsoft.pai.runtimeplugin"
+from jobs.protocol.spec import RUNTIME_PLUGINS, NormalizedSpec
+
 DEFAULT_BARRIER_TIMEOUT_MINUTES = 30
 
 
@@ -33,8 +34,8 @@ class SshSettings:
     public_keys: tuple[str, ...] = ()
 
 
-def _plugin_parameters(spec: dict[str, Any]) -> dict[str, Any]:
-    plugins = (spec.get("extras") or {}).get(RUNTIME_PLUGIN_KEY) or []
+def _plugin_parameters(spec: NormalizedSpec) -> dict[str, Any]:
+    plugins = (spec.get("extras") or {}).get(RUNTIME_PLUGINS) or []
     if isinstance(plugins, dict):
         plugins = [plugins]
     for entry in plugins:
@@ -64,7 +65,7 @@ def _key_lines(value: Any) -> list[str]:
     return [line.strip() for line in value if isinstance(line, str) and line.strip()]
 
 
-def ssh_settings(spec: dict[str, Any]) -> SshSettings:
+def ssh_settings(spec: NormalizedSpec) -> SshSettings:
     params = _plugin_parameters(spec)
     barrier = params.get("sshbarrier")
     # An older schema gave sshbarrier as the list of roles to wait for.
@@ -85,7 +86,7 @@ def ssh_settings(spec: dict[str, Any]) -> SshSettings:
     )
 
 
-def task_aliases(spec: dict[str, Any], roles: tuple[str, ...] = ()) -> list[str]:
+def task_aliases(spec: NormalizedSpec, roles: tuple[str, ...] = ()) -> list[str]:
     """`<taskrole>-<index>` of every task (of the given roles), the names `ssh` knows them by."""
     return [
         f"{role}-{index}"

@@ -27,13 +27,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from django.conf import settings
 
 from clusters import userfs
 from clusters.executors.base import Mount
 from clusters.models import StorageConfig
+from jobs.protocol.spec import NormalizedSpec
 from jobs.storage.configs import storage_configs, storage_mount
 from jobs.storage.errors import StorageError
 
@@ -175,13 +175,19 @@ def _inside(path: Path, area: Path) -> bool:
 # -- submit and launch -------------------------------------------------------------------------
 
 
-def job_paths(spec: dict[str, Any]) -> dict[str, str]:
+def job_paths(spec: NormalizedSpec) -> dict[str, str]:
     """dataDir / outputDir / codeDir / authFile of a (v1) spec, those that are set."""
     v1 = ((spec.get("extras") or {}).get("v1")) or {}
-    return {key: v1[key] for key in ("dataDir", "outputDir", "codeDir", "authFile") if v1.get(key)}
+    paths = {
+        "dataDir": v1.get("dataDir"),
+        "outputDir": v1.get("outputDir"),
+        "codeDir": v1.get("codeDir"),
+        "authFile": v1.get("authFile"),
+    }
+    return {key: path for key, path in paths.items() if path}
 
 
-def validate_job_paths(username: str, spec: dict[str, Any]) -> list[tuple[str, str]]:
+def validate_job_paths(username: str, spec: NormalizedSpec) -> list[tuple[str, str]]:
     """Field errors for the job's storage paths, checked at submit ([] when all is well)."""
     errors: list[tuple[str, str]] = []
     for field, uri in job_paths(spec).items():
@@ -216,7 +222,7 @@ def _existing_dir(base: int, relative: PurePosixPath, uri: str, field: str) -> I
         os.close(fd)
 
 
-def launch_mounts(username: str, spec: dict[str, Any], code_copy_dir: Path, container_work_dir: str) -> list[Mount]:
+def launch_mounts(username: str, spec: NormalizedSpec, code_copy_dir: Path, container_work_dir: str) -> list[Mount]:
     """The task's mounts: the user's area read-write at its own path ($PAI_DEFAULT_FS_URI), dataDir
     read-only over it, outputDir read-write (created), codeDir copied into `code_copy_dir` and
     mounted read-only at `<container_work_dir>/code`. Raises StorageError."""

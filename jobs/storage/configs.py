@@ -20,6 +20,7 @@ from clusters import userfs
 from clusters.executors.base import Mount, NfsVolume
 from clusters.models import StorageConfig, VirtualCluster
 from jobs.protocol.errors import FieldError
+from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import storage_requests
 from jobs.storage.errors import StorageError
 
@@ -78,7 +79,7 @@ def usable_storage(user: Any, name: str) -> StorageConfig:
     return config
 
 
-def chosen_storages(user: Any, spec: dict[str, Any]) -> tuple[list[Chosen], list[FieldError]]:
+def chosen_storages(user: Any, spec: NormalizedSpec) -> tuple[list[Chosen], list[FieldError]]:
     """The storages the job mounts (named ones, or the user's defaults) and, for those it may not
     have, an error naming the field that names them."""
     requests = storage_requests(spec)
@@ -107,12 +108,12 @@ def chosen_storages(user: Any, spec: dict[str, Any]) -> tuple[list[Chosen], list
     return chosen, errors
 
 
-def validate_storage_requests(user: Any, spec: dict[str, Any]) -> list[FieldError]:
+def validate_storage_requests(user: Any, spec: NormalizedSpec) -> list[FieldError]:
     """At submit: a storage that does not exist or that the user may not use is refused."""
     return chosen_storages(user, spec)[1]
 
 
-def task_mounts(user: Any, spec: dict[str, Any]) -> list[Mount]:
+def task_mounts(user: Any, spec: NormalizedSpec) -> list[Mount]:
     """At launch; a storage removed or closed to the user since submit raises StorageError."""
     chosen, errors = chosen_storages(user, spec)
     if errors:

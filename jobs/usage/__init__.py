@@ -63,7 +63,7 @@ def _point(sample: TaskSample) -> dict[str, float | None]:
 
 def memory_limit_mb(task: Task) -> int:
     """The task's memory limit: its role's memoryMB (what the executor gives the container)."""
-    return int(task.job.spec["taskRoles"][task.role]["resourcePerInstance"]["memoryMB"])
+    return int(task.job.normalized["taskRoles"][task.role]["resourcePerInstance"]["memoryMB"])
 
 
 def peak_memory_mb(task: Task) -> int | None:

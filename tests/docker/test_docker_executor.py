@@ -17,6 +17,7 @@ from jobs.storage import areas as storage
 from tests.conftest import processes_running
 from tests.docker.conftest import docker_cli, remove_namespace
 from tests.exposure import echo_hash_of, processes_showing, sha256_of, shared_files_holding
+from tests.factories import partial_spec
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]
 
@@ -274,15 +275,15 @@ def test_it_mounts_data_read_only_output_writable_and_code_under_the_work_dir(
     (area / "data" / "input.txt").write_text("input\n")
     (area / "code").mkdir()
     (area / "code" / "train.py").write_text("print('training')\n")
-    spec = {
-        "extras": {
+    spec = partial_spec(
+        extras={
             "v1": {
                 "dataDir": "$PAI_DEFAULT_FS_URI/data",
                 "outputDir": "$PAI_DEFAULT_FS_URI/Output/test-job",
                 "codeDir": "$PAI_DEFAULT_FS_URI/code",
             }
         }
-    }
+    )
     mounts = storage.launch_mounts("alice", spec, tmp_path / "work" / "code", "/pai/work")
     data, output = f"{area}/data", f"{area}/Output/test-job"
     script = (

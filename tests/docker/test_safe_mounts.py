@@ -17,6 +17,7 @@ from clusters.executors.base import ExecutorError, Failure, Mount
 from clusters.executors.docker import DockerExecutor
 from jobs.storage import areas as storage
 from tests.docker.conftest import docker_cli
+from tests.factories import partial_spec
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]
 
@@ -59,7 +60,7 @@ def executor(docker_engine, namespace, mounts_dir):
 
 
 def mounts_for(spec_paths: dict[str, str], tmp_path: Path) -> list[Mount]:
-    spec = {"extras": {"v1": spec_paths}}
+    spec = partial_spec(extras={"v1": spec_paths})
     return storage.launch_mounts("alice", spec, tmp_path / "work" / "tasks" / "worker-0-code", "/pai/work")
 
 

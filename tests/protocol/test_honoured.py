@@ -9,13 +9,14 @@ import pytest
 
 from jobs.protocol import JobConfigError, load, task_script
 from jobs.protocol.honoured import job_priority, unsupported
+from jobs.protocol.spec import NormalizedSpec
 from tests.protocol.conftest import V2_CONFIG, as_v2_text, changed
 
 RUNTIME = "com.microsoft.pai.runtimeplugin"
 TENSORBOARD = {"plugin": "tensorboard", "parameters": {"port": 11449, "logdir": {"train": "/tmp/tb"}}}
 
 
-def _spec(extras: dict[str, Any], **changes: Any) -> dict[str, Any]:
+def _spec(extras: dict[str, Any], **changes: Any) -> NormalizedSpec:
     return load(as_v2_text(changed(V2_CONFIG, {"extras": extras, **changes}))).spec
 
 

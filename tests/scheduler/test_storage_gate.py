@@ -10,7 +10,7 @@ import pytest
 from clusters.models import Node
 from jobs.models import Job
 from scheduling.storage_gate import MOUNT_FAILURE_MEMORY_S, MountFailures, storage_gate
-from tests.factories import create_storage, v2_yaml
+from tests.factories import create_storage, partial_spec, v2_yaml
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +44,7 @@ def test_it_remembers_a_node_that_could_not_mount_a_storage_for_a_while(process_
     failures = MountFailures()
     now = time.monotonic()
     failures.remember("gpu-1", "team", "no such file or directory", now - 30)
-    spec = {"extras": {"storages": [{"name": "team"}]}}
+    spec = partial_spec(extras={"storages": [{"name": "team"}]})
     blocked = storage_gate([(1, spec)], list(Node.objects.all()), failures).blocked
     assert blocked[1].startswith("no node can mount the job's storage: storage team: gpu-1 could not mount it 3")
     failures.remember("gpu-1", "team", "old", now - MOUNT_FAILURE_MEMORY_S - 1)
@@ -54,12 +54,14 @@ def test_it_remembers_a_node_that_could_not_mount_a_storage_for_a_while(process_
 def test_it_steers_a_job_away_from_a_node_that_cannot_mount_its_storage(process_node):
     create_storage("team")
     Node.objects.create(name="gpu-1", executor="docker", cpus=4, memory_mb=4096)
-    gate = storage_gate([(1, {"extras": {"storages": [{"name": "team"}]}})], list(Node.objects.all()), MountFailures())
+    spec = partial_spec(extras={"storages": [{"name": "team"}]})
+    gate = storage_gate([(1, spec)], list(Node.objects.all()), MountFailures())
     assert (gate.blocked, gate.avoid) == ({}, {1: frozenset({"local"})})
 
 
 def test_it_blocks_nothing_when_no_storage_is_declared(process_node):
-    assert storage_gate([(1, {"extras": {}})], [process_node], MountFailures()) == storage_gate([], [], MountFailures())
+    nothing = storage_gate([], [], MountFailures())
+    assert storage_gate([(1, partial_spec(extras={}))], [process_node], MountFailures()) == nothing
 
 
 def test_it_leaves_jobs_without_storage_alone(submit, scheduler, default_vc):

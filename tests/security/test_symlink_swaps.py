@@ -25,7 +25,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from jobs.storage import areas as storage
-from jobs.storage.areas import StorageError
+from jobs.storage.errors import StorageError
+from tests.factories import partial_spec
 from tests.security.conftest import TRIES, Outside, Swapper, dir_pair, file_pair
 
 pytestmark = pytest.mark.slow
@@ -264,7 +265,7 @@ def launch(tmp_path: Path, v1: dict[str, str], number: int) -> bytes:
     """launch_mounts for a job with these v1 paths; what reaches the task: the mounts and the code copy."""
     destination = tmp_path / "copies" / str(number) / "code"
     try:
-        mounts = storage.launch_mounts("alice", {"extras": {"v1": v1}}, destination, "/work")
+        mounts = storage.launch_mounts("alice", partial_spec(extras={"v1": v1}), destination, "/work")
         return json.dumps([mount.host_path for mount in mounts]).encode() + (
             copied(destination) if destination.exists() else b""
         )

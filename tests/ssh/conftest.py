@@ -16,6 +16,7 @@ from django.conf import settings
 
 from clusters.models import Node
 from jobs.models import Job, Task, TaskState
+from jobs.protocol.spec import NormalizedSpec
 from jobs.ssh import authorized_keys_for, task_ssh_env, task_ssh_secret_env
 from tests.conftest import CHROMIUM, launched_chromium, require
 from tests.factories import create_job, default_image, normalized_spec
@@ -23,7 +24,7 @@ from tests.factories import create_job, default_image, normalized_spec
 RUNTIME_DIR = Path(settings.BASE_DIR) / "clusters" / "executors" / "runtime"
 
 
-def job_spec(name: str, roles: dict[str, int], extras: dict[str, Any] | None = None) -> dict[str, Any]:
+def job_spec(name: str, roles: dict[str, int], extras: dict[str, Any] | None = None) -> NormalizedSpec:
     return normalized_spec(name, roles, command="sleep infinity", extras=extras or {})
 
 

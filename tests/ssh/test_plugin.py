@@ -2,14 +2,15 @@
 
 from jobs.ssh import ssh_settings
 from jobs.ssh.plugin import task_aliases
+from tests.factories import partial_spec
 
 
 def spec_with(*plugins):
-    return {"extras": {"com.microsoft.pai.runtimeplugin": list(plugins)}, "taskRoles": {}}
+    return partial_spec(extras={"com.microsoft.pai.runtimeplugin": list(plugins)}, taskRoles={})
 
 
 def test_it_enables_jobssh_and_disables_the_barrier_by_default():
-    settings = ssh_settings({"taskRoles": {}})
+    settings = ssh_settings(partial_spec(taskRoles={}))
     assert settings.jobssh is True
     assert settings.sshbarrier is False
     assert settings.public_keys == ()
@@ -57,7 +58,7 @@ def test_it_ignores_other_runtime_plugins():
 
 
 def test_it_names_tasks_taskrole_dash_index():
-    spec = {"taskRoles": {"ps": {"instances": 1}, "worker": {"instances": 2}}}
+    spec = partial_spec(taskRoles={"ps": {"instances": 1}, "worker": {"instances": 2}})
     assert task_aliases(spec) == ["ps-0", "worker-0", "worker-1"]
     assert task_aliases(spec, ("worker",)) == ["worker-0", "worker-1"]
 

@@ -7,6 +7,7 @@ import pytest
 
 from clusters.executors.base import NfsVolume
 from jobs.storage import areas as storage
+from tests.factories import partial_spec
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +38,7 @@ def test_it_refuses_an_absolute_path_outside_the_users_folder(homes, user):
 
 def test_it_mounts_the_area_and_data_dir_from_the_nfs_export_on_the_node(homes, user, tmp_path):
     storage.save_file("alice", "data/a.txt", [b"a"])
-    spec = {"extras": {"v1": {"dataDir": "$PAI_DEFAULT_FS_URI/data", "outputDir": "$PAI_DEFAULT_FS_URI/out"}}}
+    spec = partial_spec(extras={"v1": {"dataDir": "$PAI_DEFAULT_FS_URI/data", "outputDir": "$PAI_DEFAULT_FS_URI/out"}})
     mounts = storage.launch_mounts("alice", spec, tmp_path / "code", "/pai/work")
     assert [(m.container_path, m.nfs, m.read_only) for m in mounts] == [
         ("/mnt/homes/alice", NfsVolume("10.0.0.5", "/export/homes/alice"), False),

@@ -4,8 +4,10 @@ import os
 
 import pytest
 
+from jobs.protocol.spec import NormalizedSpec
 from jobs.storage import areas as storage
-from jobs.storage.areas import StorageError
+from jobs.storage.errors import StorageError
+from tests.factories import partial_spec
 
 # Where the areas live is an admin's setting (a storage config that holds them), read from the database.
 pytestmark = pytest.mark.django_db
@@ -22,8 +24,8 @@ def area(fs_root):
     return storage.user_area("alice")
 
 
-def v1_spec(**paths: str) -> dict:
-    return {"extras": {"v1": dict(paths)}}
+def v1_spec(**paths: str) -> NormalizedSpec:
+    return partial_spec(extras={"v1": dict(paths)})
 
 
 def test_it_gives_each_user_an_area_under_the_root(fs_root):
@@ -63,7 +65,7 @@ def test_it_refuses_another_users_area(fs_root, area):
 
 def test_it_refuses_a_symlink_that_leads_out(area, tmp_path):
     (area / "escape").symlink_to(tmp_path)
-    spec = {"extras": {"v1": {"dataDir": "$PAI_DEFAULT_FS_URI/escape"}}}
+    spec = v1_spec(dataDir="$PAI_DEFAULT_FS_URI/escape")
     [(field, message)] = storage.validate_job_paths("alice", spec)
     assert field == "dataDir" and "escape: is a symbolic link" in message
 

@@ -15,8 +15,10 @@ from django.urls import reverse
 
 from clusters import userfs
 from clusters.executors.sandbox import outermost
+from jobs.protocol.spec import NormalizedSpec
 from jobs.storage import areas as storage
-from jobs.storage.areas import StorageError
+from jobs.storage.errors import StorageError
+from tests.factories import partial_spec
 
 pytestmark = pytest.mark.django_db
 
@@ -47,8 +49,8 @@ def snapshot(directory: Path) -> dict[str, str]:
     }
 
 
-def v1(**paths: str) -> dict:
-    return {"extras": {"v1": dict(paths)}}
+def v1(**paths: str) -> NormalizedSpec:
+    return partial_spec(extras={"v1": dict(paths)})
 
 
 def count_then_remove(name: str) -> None:

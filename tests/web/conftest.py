@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.test import Client
 
 from jobs.models import Job, JobEvent
+from jobs.protocol.spec import NormalizedSpec
 from tests.factories import create_job, normalized_spec, v1_json, v2_yaml
 
 SECRET_LINES = "secrets:\n  token: s3cr3t-value\n"
@@ -23,7 +23,7 @@ def v1_config(name: str) -> str:
     return v1_json(name, retryCount=0)
 
 
-def spec_of(name: str, roles: dict[str, int] | None = None) -> dict[str, Any]:
+def spec_of(name: str, roles: dict[str, int] | None = None) -> NormalizedSpec:
     """A small normalized spec, enough for the pages (the list never reads it)."""
     return normalized_spec(name, roles or {"worker": 1}, secrets={"token": "******"})
 

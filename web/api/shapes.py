@@ -15,6 +15,7 @@ from django.db.models import BigIntegerField, Func, QuerySet
 from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
+from jobs.protocol.spec import NormalizedSpec
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -177,7 +178,7 @@ def attempt_state(state: str) -> str:
     return ATTEMPT_STATES.get(state, state if state in ("SUCCEEDED", "FAILED") else "UNKNOWN")
 
 
-def job_priority_class(spec: dict[str, Any]) -> str | None:
+def job_priority_class(spec: NormalizedSpec) -> str | None:
     """OpenPAI's `jobPriority`: the config's jobPriorityClass, null when it names none."""
     return ((spec or {}).get("extras") or {}).get("hivedScheduler", {}).get("jobPriorityClass")
 
@@ -251,7 +252,7 @@ def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, 
 def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None]) -> dict[str, Any]:
     """`GET /api/v2/jobs/<user>~<job>`: jobStatus plus every task role's task statuses."""
     roles: dict[str, dict[str, Any]] = {}
-    for role in (job.spec or {}).get("taskRoles") or {}:
+    for role in (job.normalized or {}).get("taskRoles") or {}:
         roles[role] = {"taskRoleStatus": {"name": role}, "taskStatuses": []}
     for task in sorted(tasks, key=lambda task: (task.role, task.index)):
         role_entry = roles.setdefault(task.role, {"taskRoleStatus": {"name": task.role}, "taskStatuses": []})
@@ -260,7 +261,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
         "name": job.name,
         "debugId": str(job.pk),
         "tags": [tag.name for tag in job.tags.all()],
-        "jobPriority": job_priority_class(job.spec),
+        "jobPriority": job_priority_class(job.normalized),
         "jobStatus": job_status(job, tasks),
         "taskRoles": roles,
     }

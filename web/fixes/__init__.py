@@ -116,7 +116,7 @@ def most_memory_mb(job: Job, role: str) -> int:
     nodes = list(Node.objects.all())
     vc = job.virtual_cluster
     quota = vc_quota(vc, nodes, node_gpus()).memory_mb
-    roles = job.spec["taskRoles"]
+    roles = job.normalized["taskRoles"]
     others = sum(
         spec["instances"] * spec["resourcePerInstance"]["memoryMB"] for name, spec in roles.items() if name != role
     )

@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
+from jobs.protocol.spec import NormalizedSpec
 from web.error_text import translate_reason
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 
@@ -172,7 +173,7 @@ def gpu_list(gpus: Any) -> str:
 _PATH_SAFE = "!$&'()*+,;=/~:@"
 
 
-def job_size(spec: dict[str, Any]) -> tuple[int, int]:
+def job_size(spec: NormalizedSpec) -> tuple[int, int]:
     """(tasks, GPUs) a job asks for, from its spec."""
     tasks = gpus = 0
     for role in (spec or {}).get("taskRoles", {}).values():
@@ -220,7 +221,7 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
         full_name = f"{owner}~{job.name}"
         may_manage = manages_all or job.owner_id == user.pk
         created = timezone.localtime(job.created_at)
-        tasks, gpus = job_size(job.spec)
+        tasks, gpus = job_size(job.normalized)
         why = translate_reason(job.pending_reason) if job.state == "WAITING" and job.pending_reason else ""
         ticking = job.state == "RUNNING" and job.launched_at
         rows.append(

@@ -49,7 +49,7 @@ def past_attempt_detail(request: Request, job: Job, index: int) -> dict[str, Any
     for attempt in job.attempts.filter(job_attempt=index + 1).order_by("role", "index", "attempt"):
         last[(attempt.role, attempt.index)] = attempt
     roles: dict[str, Any] = {
-        role: {"taskRoleStatus": {"name": role}, "taskStatuses": []} for role in job.spec["taskRoles"]
+        role: {"taskRoleStatus": {"name": role}, "taskStatuses": []} for role in job.normalized["taskRoles"]
     }
     for (role, _), attempt in sorted(last.items()):
         roles.setdefault(role, {"taskRoleStatus": {"name": role}, "taskStatuses": []})
