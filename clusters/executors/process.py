@@ -229,7 +229,7 @@ class ProcessExecutor(Executor):
                 [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts if not m.shared)],
             )
             self.sandbox.let_reach(launch, [m.host_path for m in launch.mounts if m.shared])
-            command = self.sandbox.argv(launch, passwd, group, command)
+            command = self.sandbox.argv(launch, passwd, group, command, self.address)
         return {
             "argv": command,
             "cwd": str(launch.work_dir),

@@ -8,8 +8,9 @@ What a sandboxed task sees and is:
   are covered by empty tmpfs mounts even where a system path would have shown them;
 - its own pid namespace (the portal's processes cannot be seen or signalled; when the task's
   command ends or is stopped, bwrap's init dies and the kernel kills every process left in it,
-  `setsid` ones included), its own IPC and UTS namespaces (hostname `<role>-<index>`), the
-  node's network;
+  `setsid` ones included), its own IPC and UTS namespaces (hostname `<role>-<index>`), and,
+  given a TaskNetwork (netns.py), a network namespace of its own: outbound traffic through pasta,
+  only its declared ports reachable, at the node's address; no host loopback, no Docker bridges;
 - an unprivileged user: when the portal runs as root, the task runs as PAI_SANDBOX_UID (the
   task's mounts are handed to that uid first); otherwise as the portal's uid inside a user
   namespace, which still sees none of the portal's files.
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusters.executors.base import TaskLaunch
+from clusters.executors.netns import TaskNetwork
 
 DEFAULT_SANDBOX_BASE_ID = 2_000_000
 SYSTEM_PATHS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -44,6 +46,8 @@ class Sandbox:
     base_id: int = DEFAULT_SANDBOX_BASE_ID
     bwrap: str = "bwrap"
     system_paths: tuple[str, ...] = field(default=SYSTEM_PATHS)
+    # None: the task shares the node's network (tests of the sandbox alone, benchmarks).
+    network: TaskNetwork | None = None
 
     @property
     def switches_user(self) -> bool:
@@ -67,12 +71,30 @@ class Sandbox:
         if trial.returncode != 0:
             detail = trial.stderr.strip().splitlines()[-1:] or [f"exit {trial.returncode}"]
             return f"bubblewrap cannot make a sandbox here (user namespaces off?): {detail[0]}"
+        if self.network is not None:
+            # The whole chain a task runs in: pasta's namespaces and routes, bwrap nested in them.
+            trial_ids = (self.base_id, self.base_id) if self.switches_user else (os.getuid(), os.getgid())
+            return self.network.probe(
+                [
+                    *self._identity(*trial_ids),
+                    *self.network.wrap("127.0.0.2", {}),
+                    *self._base_args("sandbox-probe", trial_ids),
+                ]
+            )
         return ""
 
-    def argv(self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str]) -> list[str]:
-        """The command line that runs `command` in the task's sandbox."""
+    def argv(
+        self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str], address: str = "127.0.0.2"
+    ) -> list[str]:
+        """The command line that runs `command` in the task's sandbox; its declared ports, with a
+        network of its own, at `address` (the node's)."""
         work_dir = str(launch.work_dir)
-        args = [*self._identity(*self.ids(launch)), *self._base_args(launch.hostname)]
+        uid, gid = self.ids(launch)
+        args = self._identity(uid, gid)
+        if self.network is not None:
+            args += [*self.network.wrap(address, launch.ports), *self._base_args(launch.hostname, (uid, gid))]
+        else:
+            args += self._base_args(launch.hostname)
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
         for gpu in launch.gpus:
             args += _device_binds([f"/dev/nvidia{gpu}", *NVIDIA_SHARED_DEVICES])
@@ -90,14 +112,21 @@ class Sandbox:
             f"--reuid={uid}",
             f"--regid={gid}",
             "--clear-groups",
-            "--no-new-privs",
             "--inh-caps=-all",
-            "--bounding-set=-all",
+            # With a network of its own, pasta's user namespace needs capabilities (in that
+            # namespace only) to set its routes and nest bwrap's user namespace, which these two
+            # would withhold. What runs before bwrap is fixed (pasta, sh, ip, bwrap; none setuid),
+            # and bwrap sets no-new-privs for the task itself.
+            *([] if self.network is not None else ["--no-new-privs", "--bounding-set=-all"]),
             "--",
         ]
 
-    def _base_args(self, hostname: str) -> list[str]:
+    def _base_args(self, hostname: str, nested_ids: tuple[int, int] | None = None) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
+        if nested_ids is not None:
+            # Inside pasta's user namespace, where the task's uid is root and owns the network
+            # namespace: a nested one, as that uid again, holds no capability over the network.
+            args += ["--unshare-user", "--uid", str(nested_ids[0]), "--gid", str(nested_ids[1])]
         args += ["--hostname", hostname]
         for path in self.system_paths:
             if os.path.islink(path):

@@ -74,15 +74,25 @@ class Supervisor:
 
     def _on_stop(self, signum: int, frame: object) -> None:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
-        In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once."""
+        In the sandbox the child is bwrap, or pasta with bwrap as its child: signalled, either would
+        take the sandbox down at once."""
         if self.cgroup is None:
             self._kill_child_group(signal.SIGTERM)
         else:
-            spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
+            spared = self._sandbox_pids() if self.sandboxed and self.child_pid is not None else set()
             for pid in self.cgroup.members() - spared:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
         signal.alarm(self.stop_grace_s)
+
+    def _sandbox_pids(self) -> set[int]:
+        """The child and its own children (pasta's child is the sandbox's bwrap)."""
+        assert self.child_pid is not None
+        try:
+            with open(f"/proc/{self.child_pid}/task/{self.child_pid}/children") as children:
+                return {self.child_pid, *(int(pid) for pid in children.read().split())}
+        except (OSError, ValueError):
+            return {self.child_pid}
 
     def _on_grace_over(self, signum: int, frame: object) -> None:
         if self.cgroup is not None:
