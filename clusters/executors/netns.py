@@ -56,7 +56,7 @@ class TaskNetwork:
         if shutil.which(self.pasta) is None:
             return f"pasta ({self.pasta}) is not installed on this node (Debian: apt-get install passt)"
         try:
-            trial = subprocess.run(
+            result = subprocess.run(
                 [*trial, "true"],
                 capture_output=True,
                 text=True,
@@ -65,9 +65,10 @@ class TaskNetwork:
             )
         except (OSError, subprocess.SubprocessError) as exc:
             return f"pasta cannot run here: {exc}"
-        if trial.returncode != 0:
-            lines = [line for line in trial.stderr.splitlines() if "syslog" not in line]
-            return f"pasta cannot give tasks a network of their own here: {(lines or [f'exit {trial.returncode}'])[-1]}"
+        if result.returncode != 0:
+            lines = [line for line in result.stderr.splitlines() if "syslog" not in line]  # (pasta: no syslog here)
+            lines = lines or [f"exit {result.returncode}"]
+            return f"pasta cannot give tasks a network of their own here: {lines[-1]}"
         return ""
 
     def wrap(self, address: str, ports: dict[str, list[int]]) -> list[str]:
