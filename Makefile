@@ -17,6 +17,7 @@ static: venv
 
 setup: venv static
 	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py createcachetable
 	$(PY) manage.py bootstrap
 
 run: setup

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any, cast
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
 
@@ -81,17 +82,27 @@ class LoginAddressThrottle(ClientAddressIdent, SteadyRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
+def sign_in_name(raw: str) -> str:
+    """The user name as the authentication backend looks it up: the login form strips it and
+    normalizes it (NFKC, `User.normalize_username`), the API does the same through this function.
+    Case is kept: ModelBackend's lookup is an exact, case-sensitive match, so `Dave` is another
+    account (or none), not another spelling of `dave`."""
+    return get_user_model().normalize_username(raw.strip())
+
+
 class LoginAccountThrottle(SteadyRateThrottle):
-    """Guesses at one account's password, from any number of addresses."""
+    """Guesses at one account's password, from any number of addresses: keyed on the name the
+    backend will see, so `dave ` or a compatibility spelling counts against `dave`."""
 
     scope = "login_account"
 
     def get_cache_key(self, request: Any, view: Any) -> str | None:
         data: Any = getattr(request, "data", None)  # DRF's parsed body, or Django's POST
         username = (data if hasattr(data, "get") else request.POST).get("username")
-        if not isinstance(username, str) or not username:
+        name = sign_in_name(username) if isinstance(username, str) else ""
+        if not name:
             return None  # nothing to guess at: the address throttle still counts it
-        digest = hashlib.sha256(username.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         return self.cache_format % {"scope": self.scope, "ident": digest}
 
 

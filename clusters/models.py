@@ -9,6 +9,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
+from clusters import storage_rules
 
 
 class GpuType(models.Model):
@@ -254,14 +255,34 @@ class StorageConfig(models.Model):
             errors["server"] = _("a host name or address, without commas, '=', spaces or slashes")
         for field in ("path", "mount_path", "portal_path"):
             value = getattr(self, field)
-            if value and (not value.startswith("/") or ".." in value.split("/") or "," in value):
-                errors[field] = _("must be an absolute path without '..' or commas")
-        options = {part.strip().split("=")[0] for part in self.mount_options.split(",")}
-        if self.mount_options and options & {"addr", "ro", "rw"}:
-            errors["mount_options"] = _("addr, ro and rw are set by the portal (server, read only)")
+            if value and (
+                not value.startswith("/") or ".." in value.split("/") or "," in value or not value.isprintable()
+            ):
+                errors[field] = _("must be an absolute path without '..', commas or control characters")
+        if any(not c.isprintable() or c.isspace() for c in self.server):
+            errors["server"] = _("a host name or address, without commas, '=', spaces or slashes")
+        errors.update(self._machine_path_errors(errors))
+        option_errors = storage_rules.nfs_options_errors(self.mount_options)
+        if option_errors:
+            errors["mount_options"] = option_errors
         if self.holds_user_areas and not self.portal_root:
             errors["portal_path"] = _("the users' areas need a path where the portal's machine sees this storage")
         if self.holds_user_areas and (self.per_user or self.read_only):
             errors["holds_user_areas"] = _("the users' areas need a shared, writable storage")
         if errors:
             raise ValidationError(errors)
+
+    def _machine_path_errors(self, errors: dict[str, Any]) -> dict[str, str]:
+        """The paths that would hand tasks, or the portal's root browsing, the machine itself."""
+        found: dict[str, str] = {}
+        portal_dirs = [settings.BASE_DIR, settings.VAR_DIR]
+        host_paths = ["portal_path"] + (["path"] if self.kind == self.Kind.HOST_PATH else [])
+        for field in host_paths:
+            value = getattr(self, field)
+            reason = field not in errors and value and storage_rules.host_path_error(value, portal_dirs)
+            if reason:
+                found[field] = reason
+        reason = "mount_path" not in errors and self.mount_path and storage_rules.mount_point_error(self.mount_path)
+        if reason:
+            found["mount_path"] = reason
+        return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -13,13 +14,14 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
-from clusters.models import GpuType, VirtualCluster
+from clusters.models import GpuType, Node, VirtualCluster
 from jobs import lifecycle, storage
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
 from jobs.protocol.honoured import job_priority, unsupported
+from jobs.protocol.images import image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import attach_new_keypair
@@ -83,6 +85,17 @@ def fixed_port_errors(spec: dict[str, Any]) -> list[tuple[str, str]]:
     return errors
 
 
+def portal_own_hosts() -> set[str]:
+    """Where the portal and its nodes answer: no image may make a node's engine send requests
+    there (the engine would probe them for the user)."""
+    hosts = {host for host in settings.ALLOWED_HOSTS if host != "*"}
+    public_host = urlsplit(settings.PAI_PUBLIC_URL).hostname
+    if public_host:
+        hosts.add(public_host)
+    hosts.update(Node.objects.values_list("address", flat=True))
+    return hosts
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
@@ -101,6 +114,14 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
     errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))
+    errors.extend(
+        image_registry_errors(
+            cfg.spec,
+            cfg.protocol_version,
+            portal_hosts=portal_own_hosts(),
+            allowed=settings.PAI_ALLOWED_PRIVATE_REGISTRIES,
+        )
+    )
     if vc.slurm_partition:
         errors.extend(fixed_port_errors(cfg.spec))
     if errors:

@@ -6,6 +6,7 @@ The README's "Environment variables" table lists each variable read here.
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -155,6 +156,10 @@ PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
 PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
 PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
+# Registries (host[:port], IPv6 in brackets) on a loopback, link-local or the portal's own address
+# that images may still name: otherwise refused at submit, as the node's engine would send requests
+# there for the user (e.g. a registry the admin runs on the node itself: 127.0.0.1:5000).
+PAI_ALLOWED_PRIVATE_REGISTRIES = env_list("PAI_ALLOWED_PRIVATE_REGISTRIES", "")
 # As in OpenPAI, every signed-in user sees the job list and read-only job summaries (the queue is
 # shared knowledge on a shared cluster); configs, logs, keys and terminals stay the owner's and admins'.
 PAI_SHARED_JOB_LIST = env_bool("PAI_SHARED_JOB_LIST", True)
@@ -240,15 +245,21 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# The cache holds the throttle counters, which every web server process must share: Redis when
-# REDIS_URL is set, else files in var/ (atomic writes; a lost update only undercounts by one).
+# The cache holds the throttle counters, which every web server process (PAI_WEB_WORKERS) must
+# share: Redis when REDIS_URL is set, else the database (table pai_cache, made by accounts'
+# migration 0003 and `manage.py createcachetable`). Never files: a file cache unpickles whatever
+# lies in its directory, and nothing the portal deserializes may live where a request could write.
+CACHES: dict[str, dict[str, Any]]
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(VAR_DIR / "django-cache"),
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "pai_cache",
+            # One row per client and scope; culling a third of them at 300 (Django's default)
+            # would forget throttle counters under load.
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
         }
     }
 
@@ -327,13 +338,22 @@ LOGGING = {
 # --- Isolation: what a user's job may take and see (README "Security model") ------------------
 # Everything the portal writes (database, logs, secret key, storage areas, work dirs) is its own:
 # 0600 files and 0700 directories; files made before this rule lose their group/other bits here.
+# var/ and the roots of the tasks' work dirs and the users' areas keep their x bits (0711, never
+# listable): the process executor's sandbox, already running as the task's uid, passes through them
+# to the one work dir and area it is given. The rest (secret key, database, logs) is 0700 / 0600.
 os.umask(0o077)
-_private_paths = [VAR_DIR, VAR_DIR / "secret_key", PAI_LOG_DIR, PAI_WORK_ROOT, PAI_FS_ROOT]
+_traversable_paths = [VAR_DIR, PAI_WORK_ROOT, PAI_FS_ROOT]
+_private_paths = [VAR_DIR / "secret_key", PAI_LOG_DIR]
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    _private_paths.append(Path(DATABASES["default"]["NAME"]))
-for _path in _private_paths:
+    _database = Path(DATABASES["default"]["NAME"])
+    _private_paths += [
+        _database,
+        _database.with_name(_database.name + "-wal"),
+        _database.with_name(_database.name + "-shm"),
+    ]
+for _path, _keep in [*((p, 0o7711) for p in _traversable_paths), *((p, 0o7700) for p in _private_paths)]:
     if _path.exists() and _path.stat().st_uid == os.geteuid():
-        _path.chmod(_path.stat().st_mode & 0o7711)  # x stays: the sandbox passes through var/ (no listing)
+        _path.chmod(_path.stat().st_mode & _keep)
 # A task's log keeps at most this many bytes: past it the oldest output goes (the page says so).
 PAI_TASK_LOG_MAX_BYTES = env_int("PAI_TASK_LOG_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # Processes (and threads) one task may have, on Docker and process nodes alike.

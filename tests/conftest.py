@@ -73,18 +73,28 @@ def fast_password_hashing():
 
 
 @pytest.fixture(autouse=True)
-def fresh_caches():
+def fresh_caches(request, django_db_blocker):
     """Throttle counters (sign-in, submits) live in the cache, which outlives a test, and so does the
-    storage configs a process read lately: every test starts with none."""
-    from django.core.cache import cache
-
+    storage configs a process read lately: every test starts with none. The cache is a table of the
+    test database, cleared outside the test's transaction, for the tests that have a database."""
     from jobs.storage.configs import forget_storage_configs
 
-    cache.clear()
+    has_database = "django_db_setup" in request.fixturenames or request.node.get_closest_marker("django_db")
+    if has_database:
+        request.getfixturevalue("django_db_setup")
+    clear_cache_table(django_db_blocker, has_database)
     forget_storage_configs()  # (a rolled-back test's storage config sends no post_delete)
     yield
-    cache.clear()
+    clear_cache_table(django_db_blocker, has_database)
     forget_storage_configs()
+
+
+def clear_cache_table(django_db_blocker, has_database: bool) -> None:
+    from django.core.cache import cache
+
+    if has_database:
+        with django_db_blocker.unblock():
+            cache.clear()
 
 
 @pytest.fixture

@@ -41,7 +41,9 @@ class TaskLaunch:
     index: int
     task_attempt: int
     image: str
-    # The bash script the task runs (deployment preCommands + commands + postCommands, rendered).
+    # The bash script the task runs (deployment preCommands + commands + postCommands, rendered:
+    # the job's secrets in it). Executors hand it to the task as a file or descriptor that only the
+    # task (and the portal) can read, never in an argv or an environment, and store it nowhere else.
     command: str
     env: dict[str, str]  # the runtime environment (jobs.protocol.runtime_env)
     cpu: int

@@ -30,11 +30,13 @@ import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import docker
 import requests
+from docker.auth import resolve_repository_name
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, DriverConfig, LogConfig
 from docker.types import Mount as DockerMount
@@ -54,7 +56,7 @@ from clusters.executors.base import (
 )
 from clusters.executors.docker_logs import log_frames
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
-from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -376,6 +378,7 @@ class DockerExecutor(Executor):
             self.api.pull(repository, tag=tag or "latest", auth_config=auth_config)
             self.api.inspect_image(image)
         except (APIError, requests.exceptions.RequestException) as exc:
+            log.warning("pulling %s failed: %s", image, _explain(exc))  # the engine's words, for the admin
             raise ExecutorError(
                 pull_failure_message(image, _explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
             ) from exc
@@ -492,7 +495,21 @@ class DockerExecutor(Executor):
                     self.api.rename(handle.executor_id, name + KEPT_SUFFIX)
             self._finish_log(handle.executor_id)
             return
+        self._remove_script(handle.executor_id)
         self._remove(handle.executor_id)
+
+    def _remove_script(self, container_id: str) -> None:
+        """command.sh holds the job's secrets: on a local engine it leaves the node with its
+        container (a remote engine's copy is in the container's own layer, removed with it)."""
+        if not self.local_engine:
+            return
+        try:
+            mounts = self.api.inspect_container(container_id).get("Mounts") or []
+        except (APIError, requests.exceptions.RequestException, DockerException):
+            return  # gone already
+        for mount in mounts:
+            if mount.get("Destination") == f"/{CONTAINER_RUNTIME_DIR}" and mount.get("Source"):
+                (Path(mount["Source"]) / SCRIPT_NAME).unlink(missing_ok=True)
 
     def _remove(self, container_id: str) -> None:
         try:
@@ -526,7 +543,7 @@ class DockerExecutor(Executor):
     def _follow_logs(self, container_id: str, log_path: Path, *, append: bool) -> None:
         """Copy the container's output into the task's log files while it runs."""
         log_path = Path(log_path)
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dirs(log_path.parent)
         thread = threading.Thread(
             target=self._copy_logs,
             args=(container_id, log_path, "ab" if append else "wb"),
@@ -593,6 +610,7 @@ def etc_environment(env: dict[str, str]) -> str:
 
 
 RUNTIME_DIR_NAME = "pai-runtime"
+SCRIPT_NAME = "command.sh"
 
 
 def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:
@@ -600,8 +618,9 @@ def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:
     files: list[tuple[str, bytes, int]] = [
         (script.name, script.read_bytes(), 0o755) for script in sorted(RUNTIME_DIR.glob("*.sh"))
     ]
-    # The command may hold rendered secrets: readable by root only.
-    files.append(("command.sh", launch.command.encode(), 0o700))
+    # The command may hold rendered secrets: readable by root only (the container's, the node's),
+    # and gone with the container (stop). The entrypoint runs it as a file: no argv holds it.
+    files.append((SCRIPT_NAME, launch.command.encode(), 0o700))
     files.append(("environment", etc_environment(public_environment(launch)).encode(), 0o644))
     if launch.ssh_authorized_keys:
         files.append(("authorized_keys", launch.ssh_authorized_keys.encode(), 0o600))
@@ -662,15 +681,37 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
     return status
 
 
+AUTH_SIGNS = ("unauthorized", "authentication required", "no basic auth", "denied")
+UNREACHABLE_SIGNS = ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout", "no route to host")
+NOT_FOUND_SIGNS = ("manifest unknown", "not found")
+
+
 def pull_failure_message(image: str, reason: str, with_credentials: bool) -> str:
-    lowered = reason.lower()
-    if any(word in lowered for word in ("unauthorized", "authentication required", "no basic auth", "denied")):
+    """What failed, in the portal's words: the engine's own text may quote the page the registry
+    answered, and an image may name any HTTP service as its registry (a probe of the node's
+    loopback): that text is for the node's log, never for the user."""
+    registry = resolve_repository_name(parse_repository_tag(image)[0])[0]
+    where = f"pulling image {image} from registry {registry} failed"
+    said = reason.split("response body", 1)[0].lower()  # the engine's words, before the remote page
+    status = re.search(r"\bhttp (\d{3})\b", said)
+    if any(sign in said for sign in AUTH_SIGNS):
         if with_credentials:
-            return f"registry refused credentials for image {image}: {reason}"
-        return f"image {image} not found, or its registry needs credentials (authFile): {reason}"
-    if any(word in lowered for word in ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout")):
-        return f"image {image} not found: it is not on the node and its registry cannot be reached ({reason})"
-    return f"image {image} not found: {reason}"
+            return f"{where}: the registry refused the credentials"
+        return f"{where}: image not found, or the registry needs credentials (authFile)"
+    if any(sign in said for sign in UNREACHABLE_SIGNS):
+        return f"{where}: the image is not on the node and the registry cannot be reached"
+    if status is not None:
+        return f"{where}: the registry answered HTTP {_status_words(int(status.group(1)))}"
+    if any(sign in said for sign in NOT_FOUND_SIGNS):
+        return f"{where}: image not found in the registry"
+    return f"{where}: the engine could not pull it"
+
+
+def _status_words(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return str(code)
 
 
 def _explain(exc: BaseException) -> str:

@@ -6,6 +6,10 @@ they came: the task's log_path) and `stdout` and `stderr` beside it, so one chat
 fill the portal's disk. A cut log starts with CUT_NOTE, which is how the pages know (was_cut) and
 tell the reader.
 
+A log keeps what the task printed, its secrets too when it printed them (the portal masks them when
+it serves a log, jobs/logs.py): the files are the portal user's alone (0600, in directories made
+0700), whatever the umask of the process writing them (a Slurm step's is the cluster's).
+
 Standard library only: the process executor's supervisor imports it without Django.
 """
 
@@ -14,8 +18,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 DEFAULT_LOG_MAX_BYTES = 64 * 1024 * 1024
+FILE_MODE = 0o600
+DIR_MODE = 0o700
 CUT_NOTE = b"[pai-portal] log cut: earlier output was dropped to keep the log under "
 ALL, STDOUT, STDERR = "all", "stdout", "stderr"
 STREAMS = (STDOUT, STDERR, ALL)  # in OpenPAI's order of log locations
@@ -35,8 +42,8 @@ class CappedLog:
     def __init__(self, path: Path | str, max_bytes: int, *, truncate: bool = False):
         self.path = Path(path)
         self.max_bytes = max(max_bytes, 1024)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = open(self.path, "wb" if truncate else "ab")  # noqa: SIM115  (closed by close())
+        make_private_dirs(self.path.parent)
+        self._file = _open_private(self.path, truncate=truncate)
         self._size = self._file.seek(0, os.SEEK_END)
 
     def write(self, data: bytes) -> None:
@@ -55,10 +62,10 @@ class CappedLog:
             old.seek(max(0, self._size - keep))
             tail = (old.read() + data)[-keep:]
         partial = self.path.with_name(self.path.name + ".cut")
-        with open(partial, "wb") as new:
+        with _open_private(partial, truncate=True) as new:
             new.write(note + tail)
         os.replace(partial, self.path)  # readers see the old file or the new one, never half
-        self._file = open(self.path, "ab")  # noqa: SIM115
+        self._file = _open_private(self.path, truncate=False)
         self._size = len(note) + len(tail)
 
     def close(self) -> None:
@@ -71,6 +78,24 @@ class CappedLog:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.close()
+
+
+def make_private_dirs(directory: Path) -> None:
+    """`directory` and every missing one above it, made DIR_MODE (Path.mkdir's mode is the last one's only)."""
+    missing = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        path.mkdir(mode=DIR_MODE, exist_ok=True)
+        path.chmod(DIR_MODE)  # (less the umask otherwise)
+
+
+def _open_private(path: Path, *, truncate: bool) -> BinaryIO:
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate else os.O_APPEND)
+    descriptor = os.open(path, flags, FILE_MODE)
+    os.fchmod(descriptor, FILE_MODE)  # (one written before, or with a wider umask)
+    return os.fdopen(descriptor, "wb")
 
 
 class TaskLogs:

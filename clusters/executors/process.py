@@ -43,13 +43,13 @@ from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgro
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
-from clusters.executors.supervise import claim, proc_stat, socket_address
+from clusters.executors.supervise import SCRIPT_FD, claim, proc_stat, socket_address
 
 log = logging.getLogger("pai.executors.process")
 
-# The task's command travels in an environment variable, unset before the user's code runs, so
-# that it (and the secrets rendered into it) never shows in a process list.
-COMMAND = 'cmd="$PAI_PORTAL_COMMAND"; unset PAI_PORTAL_COMMAND; exec bash -c "$cmd"'
+# The task's script (secrets rendered into it) never travels in an argv or an environment: the
+# supervisor hands it to the task's bash as an in-memory file on SCRIPT_FD (supervise.py).
+COMMAND = f"exec bash /dev/fd/{SCRIPT_FD}"
 MARKER = "pai-portal-task"
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m clusters.executors.supervise` imports from
@@ -128,28 +128,27 @@ class ProcessExecutor(Executor):
         env["HOME"] = str(work_dir)
         env.update(launch.env)
         env.update(launch.secret_env)
-        env["PAI_PORTAL_COMMAND"] = launch.command
         cgroup = self._make_cgroup(task_dir, launch)
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
-        self._spawn(executor_id, task_dir, env)
+        self._spawn(executor_id, task_dir, env, launch.command)
         return TaskHandle(executor_id=executor_id, ip=self.address)
 
     def _started(self, task_dir: Path) -> bool:
         return (task_dir / "pid").exists() or (task_dir / "exit_code").exists()
 
-    def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str]) -> None:
+    def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str], script: str) -> None:
         """Start the task's supervisor (supervise.json is written), detached from the scheduler."""
         try:
-            self._supervise(task_dir, env)
+            self._supervise(task_dir, env, script)
         except OSError as exc:
             raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
 
-    def _supervise(self, task_dir: Path, env: dict[str, str]) -> None:
+    def _supervise(self, task_dir: Path, env: dict[str, str], script: str) -> None:
         """Ask the node's supervisor server to fork the task's supervisor; returns once the
         supervisor has written its pid (so every later poll finds it). Asked twice at most (a
         server leaving when idle may drop a request unread); a supervisor runs a task directory
         only once it has claimed it, so a second one never starts the task twice."""
-        request = json.dumps({"task_dir": str(task_dir), "env": env}).encode() + b"\n"
+        request = json.dumps({"task_dir": str(task_dir), "env": env, "script": script}).encode() + b"\n"
         problem: OSError = OSError("the node's supervisor server did not answer")
         for _ in range(2):
             try:

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import clusters.userfs as userfs
 from clusters.executors.base import TaskLaunch
 from clusters.executors.netns import TaskNetwork
 
@@ -140,20 +141,25 @@ class Sandbox:
 
     def account_files(self, launch: TaskLaunch) -> tuple[Path, Path]:
         """/etc/passwd and /etc/group for the task (its owner's name on the uid it runs as), kept
-        beside its work dir, where the sandbox user can reach them."""
+        beside its work dir, where the sandbox user can reach them. That folder is handed to the
+        task's uid: it is written through its descriptor, made below the portal's own folder."""
         uid, gid = self.ids(launch)
         name = launch.env.get("PAI_USER_NAME") or "pai"
         directory = Path(launch.work_dir).with_name(Path(launch.work_dir).name + "-etc")
-        directory.mkdir(parents=True, exist_ok=True)
-        directory.chmod(0o755)
-        passwd, group = directory / "passwd", directory / "group"
-        passwd.write_text(
-            f"root:x:0:0:root:/root:/usr/sbin/nologin\n{name}:x:{uid}:{gid}:{name}:{launch.work_dir}:/bin/bash\n"
-        )
-        group.write_text(f"root:x:0:\n{name}:x:{gid}:\n")
-        for file in (passwd, group):
-            file.chmod(0o644)
-        return passwd, group
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        files = {
+            "passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+            f"{name}:x:{uid}:{gid}:{name}:{launch.work_dir}:/bin/bash\n",
+            "group": f"root:x:0:\n{name}:x:{gid}:\n",
+        }
+        with (
+            userfs.opened_root(directory.parent) as parent,
+            userfs.directory(parent, directory.name, create=True) as etc,
+        ):
+            os.fchmod(etc, 0o755)
+            for file, text in files.items():
+                userfs.write_file_at(etc, file, [text.encode()], mode=0o644)
+        return directory / "passwd", directory / "group"
 
     def ids(self, launch: TaskLaunch) -> tuple[int, int]:
         """The uid and gid the task runs as: one per portal user when the portal is root."""
@@ -164,12 +170,19 @@ class Sandbox:
     def hand_over(self, launch: TaskLaunch, paths: Iterable[str]) -> None:
         """Make the task's mounts its own (only when it switches user): it reads and writes them as
         its uid, and bwrap, running as that uid, must reach them. Their files become the task
-        user's; the directories above them only gain o+x (pass through, never list or read)."""
+        user's; the directories above them only gain o+x (pass through, never list or read).
+
+        A path inside another one (dataDir, outputDir inside the area) is handed over with it. Each
+        outermost one sits in a directory the portal owns (the areas' root, the task's folder):
+        that is opened by path, the rest is walked by descriptor without following a link, so a
+        running task that swaps a name for a link never gets the portal to chown or chmod its target."""
         if not self.switches_user:
             return
         uid, gid = self.ids(launch)
-        for top in paths:
-            _chown_tree(top, uid, gid)
+        for top in outermost(paths):
+            with userfs.opened_below_parent(top) as directory:
+                if directory is not None:
+                    userfs.chown_tree(directory, uid, gid)
             _allow_passing_through(Path(top).parent)
 
     def let_reach(self, launch: TaskLaunch, paths: Iterable[str]) -> None:
@@ -181,6 +194,16 @@ class Sandbox:
             _allow_passing_through(Path(top).parent)
 
 
+def outermost(paths: Iterable[str]) -> list[str]:
+    """The paths not inside another one of them (by name: they are the portal's own paths)."""
+    tops = sorted({os.path.abspath(path) for path in paths if path})
+    kept: list[str] = []
+    for path in tops:
+        if not any(path.startswith(top.rstrip("/") + "/") for top in kept):
+            kept.append(path)
+    return kept
+
+
 def _device_binds(devices: Iterable[str]) -> list[str]:
     args: list[str] = []
     for device in devices:
@@ -190,26 +213,17 @@ def _device_binds(devices: Iterable[str]) -> list[str]:
 
 
 def _allow_passing_through(directory: Path) -> None:
-    for ancestor in (directory, *directory.parents):
-        mode = ancestor.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            ancestor.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
-
-
-def _chown_tree(top: str, uid: int, gid: int) -> None:
-    if not os.path.isdir(top) or os.path.islink(top):
-        return
-    _chown_if_needed(top, uid, gid, None)
-    # fwalk works on directory file descriptors: a directory swapped for a link mid-walk is not followed.
-    for _root, dirs, files, root_fd in os.fwalk(top, follow_symlinks=False):
-        for name in dirs + files:
-            _chown_if_needed(name, uid, gid, root_fd)
-
-
-def _chown_if_needed(path: str, uid: int, gid: int, dir_fd: int | None) -> None:
-    try:
-        info = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
-        if (info.st_uid, info.st_gid) != (uid, gid):
-            os.chown(path, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        pass  # removed by a running task meanwhile
+    """o+x on a directory the portal owns and on those above it (an admin's path: its links
+    resolved first, then each opened without following one)."""
+    real = Path(os.path.realpath(directory))
+    for ancestor in (real, *real.parents):
+        try:
+            fd = os.open(ancestor, userfs.DIR_FLAGS)
+        except OSError:
+            continue  # gone or swapped meanwhile: nothing to open up
+        try:
+            mode = os.fstat(fd).st_mode
+            if not mode & stat.S_IXOTH:
+                os.fchmod(fd, stat.S_IMODE(mode) | stat.S_IXOTH)
+        finally:
+            os.close(fd)

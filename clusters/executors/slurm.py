@@ -6,7 +6,8 @@ Slurm job's directory, written here. What runs depends on the node:
 
 - A node without a Docker engine (SlurmTaskExecutor): the task runs as a sandboxed process. The
   task directory is the process executor's (supervise.json with the sandbox's command line,
-  labels); the launch holds the task's environment, which the wrapper hands to the supervisor.
+  labels); the launch holds the task's environment and script, which the wrapper hands to the
+  supervisor (the launch file is the portal user's alone, 0600 in a 0700 directory).
   Exits are read back from the supervisor's `exit_code` as on a process node.
 - A node whose Node row names a Docker engine (SlurmContainerExecutor): the task runs as a
   container of the job's image on that engine, made by the Docker executor itself (same spec,
@@ -69,8 +70,8 @@ class SlurmTaskExecutor(ProcessExecutor):
     def _started(self, task_dir: Path) -> bool:
         return launch_file(task_dir).exists()
 
-    def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str]) -> None:
-        write_launch(task_dir, {"task_dir": str(task_dir), "env": env})
+    def _spawn(self, executor_id: str, task_dir: Path, env: dict[str, str], script: str) -> None:
+        write_launch(task_dir, {"task_dir": str(task_dir), "env": env, "script": script})
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
         if (self.work_root / handle.executor_id / CANCELLED_FILE).exists():

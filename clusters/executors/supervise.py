@@ -4,16 +4,17 @@
 
 The server runs once per node (the process executor starts it on its first task; it ends after
 SERVER_IDLE_S without a request, or when its work root goes). For each task the executor sends
-it the task directory and the task's environment over `<work root>/supervisor.sock` (the portal's
+it the task directory, environment and script over `<work root>/SOCKET_NAME` (the portal's
 own directory: tasks never see it); it forks a supervisor in a session of its own, which outlives
 a scheduler restart, writes its `pid` (with its start time, which tells it from a later process
 with the same pid) and only then answers with that pid. A fork costs about a millisecond; a
 Python interpreter started per task cost most of a trivial task's start.
 
 The supervisor reads `supervise.json` from the task directory, starts the task's command (the
-sandbox's command line) inside the task's cgroup or under its rlimits, copies its stdout and stderr
-into the capped logs (each apart, and both together in the order they came), and when the command
-has ended records `exit_code` (and `oom_killed`) in the task
+sandbox's command line) inside the task's cgroup or under its rlimits, with the task's script
+(sent beside the environment, never written anywhere) on descriptor SCRIPT_FD (hand_script_over),
+copies its stdout and stderr into the capped logs (each apart, and both together in the order they
+came), and when the command has ended records `exit_code` (and `oom_killed`) in the task
 directory: the scheduler reads those back. Everything the command started ends with it.
 
 SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
@@ -42,13 +43,22 @@ CHUNK_BYTES = 65536
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
 EXEC_FAILED = 127
-SOCKET_NAME = "supervisor.sock"
+# Named for what a request holds: a server of an earlier version (which read the script from the
+# environment) may still run through an upgrade; the new executor starts its own beside it, and the
+# old one leaves once idle, its tasks running to their end.
+SOCKET_NAME = "supervisor-v2.sock"
 CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
 ALREADY_CLAIMED = 0
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
 SERVER_IDLE_S = 30
 SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
 REQUEST_TIMEOUT_S = 10
+# The task's script (rendered secrets included) reaches its bash on this descriptor, an in-memory
+# file: never in an argv (any user's process list shows those), an environment or on a disk.
+SCRIPT_FD = 3
+# Put before the script's first line (so its line numbers stay): the script's bash has the script
+# open on a descriptor of its own by then, and the task's processes inherit nothing of it.
+SCRIPT_PROLOGUE = f"exec {SCRIPT_FD}<&-; "
 
 
 class Supervisor:
@@ -99,7 +109,7 @@ class Supervisor:
             self.cgroup.signal_all(signal.SIGKILL)
         self._kill_child_group(signal.SIGKILL)
 
-    def run(self, started: Callable[[int], None] = lambda pid: None) -> int:
+    def run(self, started: Callable[[int], None] = lambda pid: None, *, script: str = "") -> int:
         if not claim(self.task_dir):
             return ALREADY_CLAIMED  # a second request for this attempt: the first one runs it
         # Its own pid first, so a scheduler killed right after starting it still finds it.
@@ -115,7 +125,7 @@ class Supervisor:
         if pid == 0:
             os.close(stdout)
             os.close(stderr)
-            self._exec_command(child_stdout, child_stderr)
+            self._exec_command(child_stdout, child_stderr, script)
         os.close(child_stdout)
         os.close(child_stderr)
         self.child_pid = pid
@@ -131,9 +141,9 @@ class Supervisor:
         self._record(exit_code)
         return exit_code
 
-    def _exec_command(self, stdout: int, stderr: int) -> None:
+    def _exec_command(self, stdout: int, stderr: int, script: str) -> None:
         """In the forked child: its own session (a stop reaches all of it), the task's limits, the
-        output pipes as stdout and stderr, then the command. Never returns."""
+        output pipes as stdout and stderr, the script on SCRIPT_FD, then the command. Never returns."""
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -145,6 +155,7 @@ class Supervisor:
             os.dup2(stdin, 0)
             os.dup2(stdout, 1)
             os.dup2(stderr, 2)
+            hand_script_over(script)
             os.chdir(self.cwd)
             os.execvp(self.argv[0], self.argv)  # noqa: S606  (the sandbox command line, no shell)
         except (OSError, ValueError) as exc:  # (ValueError: a limit the kernel refuses)
@@ -194,6 +205,22 @@ class Supervisor:
     def _write(self, name: str, text: str) -> None:
         with open(os.path.join(self.task_dir, name), "w") as file:
             file.write(text)
+
+
+def hand_script_over(script: str) -> None:
+    """The script, after SCRIPT_PROLOGUE, as an anonymous in-memory file open on SCRIPT_FD for the
+    command about to be executed (`bash /dev/fd/3` opens it again: as the sandbox's uid too, since
+    a memfd's mode lets anyone who holds it reopen it)."""
+    memfd = os.memfd_create("pai-task-script", 0)
+    data = (SCRIPT_PROLOGUE + script).encode()
+    written = 0
+    while written < len(data):
+        written += os.write(memfd, data[written:])
+    if memfd == SCRIPT_FD:
+        os.set_inheritable(memfd, True)
+    else:
+        os.dup2(memfd, SCRIPT_FD)  # (inheritable)
+        os.close(memfd)
 
 
 def claim(task_dir: str) -> bool:
@@ -271,7 +298,7 @@ def serve(work_root: str) -> int:
 
 def _supervise_forked(connection: socket.socket, request: dict[str, object]) -> None:
     """In the server's forked child: the task's supervisor, in a session of its own, with the
-    task's environment. It answers with its pid once its pid file is written. Never returns."""
+    task's environment and script. It answers with its pid once its pid file is written. Never returns."""
     code = 255
     try:
         os.setsid()
@@ -286,7 +313,7 @@ def _supervise_forked(connection: socket.socket, request: dict[str, object]) -> 
                 connection.sendall(f"{pid}\n".encode())
             connection.close()
 
-        code = Supervisor(str(request["task_dir"])).run(started=answer)
+        code = Supervisor(str(request["task_dir"])).run(started=answer, script=str(request.get("script", "")))
     finally:
         os._exit(code)
 

@@ -195,7 +195,7 @@ class Wrapper:
             signal(SIGTERM, SIG_DFL)
             os.environ.clear()
             os.environ.update(env)
-            os._exit(Supervisor(task_dir).run())
+            os._exit(Supervisor(task_dir).run(script=str(launch.get("script", ""))))
         self.child, self.task_dir = pid, task_dir
         status = self._wait_for(pid, os.path.join(task_dir, STOP_FILE))
         self.child = None

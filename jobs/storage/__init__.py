@@ -6,7 +6,11 @@ to any node), else in a directory under PAI_FS_ROOT on the portal's machine.
 without such a storage, the absolute path of the area itself (tasks see it at that same path). So
 `$PAI_DEFAULT_FS_URI/...` in dataDir / outputDir / codeDir works both here and inside a task.
 Every path a user names is confined to their area: no `..`, no absolute path elsewhere on the
-host, no symlink that leads out. `hdfs://` gets a clear "no HDFS configured".
+host. The area is a tree the user's own tasks write while the portal (root) works in it, so every
+file operation goes through clusters.userfs: a descriptor walk down from the areas' root that never
+follows a symbolic link (a link anywhere in a name is refused, naming the path). Paths are mapped
+(`resolve()`) only to name them and to mount them; nothing is opened by them.
+`hdfs://` gets a clear "no HDFS configured".
 
 The scheduler side calls `validate_job_paths()` at submit and `launch_mounts()` at launch; the
 `fs` command and the upload page call `save_file()` / `list_dir()` / `remove()`.
@@ -14,17 +18,20 @@ The scheduler side calls `validate_job_paths()` at submit and `launch_mounts()` 
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import re
-import shutil
+import stat
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import Any
 
 from django.conf import settings
 
+from clusters import userfs
 from clusters.executors.base import Mount
 from clusters.models import StorageConfig
 from jobs.storage.configs import storage_configs, storage_mount
@@ -32,6 +39,7 @@ from jobs.storage.configs import storage_configs, storage_mount
 CODE_DIR_MAX_BYTES = 200 * 1024 * 1024  # OpenPAI: "codeDir ... should be less than 200MB"
 FS_URI_VARIABLE = re.compile(r"^\$(PAI_DEFAULT_FS_URI|\{PAI_DEFAULT_FS_URI\})(?=/|$)")
 COPY_CHUNK = 1024 * 1024
+AUTH_FILE_MAX_BYTES = 64 * 1024  # three short lines
 
 
 class StorageError(ValueError):
@@ -45,7 +53,7 @@ class StorageError(ValueError):
 
 @dataclass(frozen=True)
 class StorePath:
-    host: Path  # the real location on the node (symlinks resolved)
+    host: Path  # where it is on the node, by name (links in it are never followed: see clusters.userfs)
     visible: str  # the path the user wrote, expanded: what the task sees
 
 
@@ -66,7 +74,7 @@ def area_storage() -> StorageConfig | None:
 
 
 def fs_root() -> Path:
-    """Where the portal's machine sees the users' areas."""
+    """Where the portal's machine sees the users' areas (the admin's directory: the portal's own)."""
     storage = area_storage()
     root = Path(storage.portal_root if storage else settings.PAI_FS_ROOT).resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -74,13 +82,25 @@ def fs_root() -> Path:
 
 
 def user_area(username: str) -> Path:
+    with _area(username):
+        pass
+    return fs_root() / username
+
+
+@contextmanager
+def _area(username: str) -> Iterator[int]:
+    """The user's area as a directory descriptor, opened from the areas' root without following
+    a link; made (private) when missing, made private when it was made before areas were."""
     if not username or username in {".", ".."} or "/" in username or "\0" in username:
         raise StorageError(f"{username!r} cannot own a storage area")
-    area = fs_root() / username
-    area.mkdir(mode=0o700, exist_ok=True)
-    if area.stat().st_mode & 0o077:  # made before areas were private
-        area.chmod(0o700)
-    return area
+    with _refusals(username), userfs.opened_root(fs_root()) as top:
+        area = userfs.open_dir(top, username, create=True, mode=0o700)
+    try:
+        if os.fstat(area).st_mode & 0o077:
+            os.fchmod(area, 0o700)
+        yield area  # (what the caller's block raises is its own to word: not turned into _refusals' words here)
+    finally:
+        os.close(area)
 
 
 def default_fs_uri(username: str) -> str:
@@ -91,12 +111,26 @@ def default_fs_uri(username: str) -> str:
     return posixpath.join(storage.task_path, username) if storage else str(area)
 
 
+@contextmanager
+def _refusals(shown: str, field: str = "") -> Iterator[None]:
+    """What the file walk refuses or the system fails to do, as a StorageError naming the path (a
+    page answers it with a 4xx, a launch fails the job with it)."""
+    try:
+        yield
+    except userfs.UserFsError as exc:
+        raise StorageError(str(exc), field) from exc
+    except OSError as exc:
+        raise StorageError(f"{shown or '.'}: {exc.strerror or exc}", field) from exc
+    except RecursionError:  # a tree nested deeper than any walk goes
+        raise StorageError(f"{shown or '.'}: folders nested too deep", field) from None
+
+
 # -- resolving what a user wrote ---------------------------------------------------------------
 
 
-def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
-    """Map a config path (`$PAI_DEFAULT_FS_URI/x`, `x`, or an absolute path inside the area)."""
-    area = user_area(username)
+def _locate(username: str, uri: str, *, field: str = "") -> tuple[PurePosixPath, str]:
+    """A config path (`$PAI_DEFAULT_FS_URI/x`, `x`, or an absolute path inside the area): its name
+    relative to the area, and the path the task sees."""
     seen = PurePosixPath(default_fs_uri(username))
     text = (uri or "").strip()
     if not text:
@@ -123,10 +157,16 @@ def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
         relative = pure.relative_to(seen)
     else:
         relative = pure
-    real = (area / relative).resolve()
-    if not _inside(real, area):
-        raise StorageError(f"{uri}: a symbolic link leads outside your storage area", field)
-    return StorePath(host=real, visible=str(seen / relative))
+    return relative, str(seen / relative)
+
+
+def resolve(username: str, uri: str, *, field: str = "") -> StorePath:
+    """Map a config path to where it is on the host and where the task sees it, by its name alone:
+    for messages and mounts only. Nothing here touches the file system, whose names the user's
+    tasks may swap at any moment; every file operation walks the area with clusters.userfs, which
+    refuses links."""
+    relative, visible = _locate(username, uri, field=field)
+    return StorePath(host=user_area(username) / relative, visible=visible)
 
 
 def expand_uri(username: str, uri: str) -> str:
@@ -154,18 +194,34 @@ def validate_job_paths(username: str, spec: dict[str, Any]) -> list[tuple[str, s
     errors: list[tuple[str, str]] = []
     for field, uri in job_paths(spec).items():
         try:
-            path = resolve(username, uri, field=field)
-            if field in {"dataDir", "codeDir"} and not path.host.is_dir():
-                raise StorageError(f"{uri}: no such directory in your storage area", field)
-            if field == "authFile":
-                read_auth_file(username, uri)
-            if field == "outputDir" and path.host.exists() and not path.host.is_dir():
-                raise StorageError(f"{uri}: exists and is not a directory", field)
-            if field == "codeDir":
-                check_code_size(path.host, field=field)
+            resolve(username, uri, field=field)
+            relative = _locate(username, uri, field=field)[0]
+            with _refusals(uri, field), _area(username) as area:
+                if field in {"dataDir", "codeDir"}:
+                    with _existing_dir(area, relative, uri, field) as directory:
+                        if field == "codeDir":
+                            _check_code_size(directory, field, CODE_DIR_MAX_BYTES)
+                if field == "authFile":
+                    read_auth_file(username, uri)
+                if field == "outputDir":
+                    found = userfs.lstat(area, relative)
+                    if found is not None and not stat.S_ISDIR(found.st_mode):
+                        raise StorageError(f"{uri}: exists and is not a directory", field)
         except StorageError as exc:
             errors.append((field, exc.message))
     return errors
+
+
+@contextmanager
+def _existing_dir(base: int, relative: PurePosixPath, uri: str, field: str) -> Iterator[int]:
+    try:
+        fd = userfs.open_dir(base, relative)
+    except (userfs.NotFound, userfs.NotAFolder):
+        raise StorageError(f"{uri}: no such directory in your storage area", field) from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def launch_mounts(username: str, spec: dict[str, Any], code_copy_dir: Path, container_work_dir: str) -> list[Mount]:
@@ -173,20 +229,30 @@ def launch_mounts(username: str, spec: dict[str, Any], code_copy_dir: Path, cont
     read-only over it, outputDir read-write (created), codeDir copied into `code_copy_dir` and
     mounted read-only at `<container_work_dir>/code`. Raises StorageError."""
     paths = job_paths(spec)
-    area = user_area(username)
-    mounts: list[Mount] = [_area_mount(username, area, default_fs_uri(username), read_only=False)]
+    area_path = user_area(username)
+    mounts: list[Mount] = [_area_mount(username, area_path, default_fs_uri(username), read_only=False)]
     if "dataDir" in paths:
-        data = resolve(username, paths["dataDir"], field="dataDir")
-        if not data.host.is_dir():
-            raise StorageError(f"{paths['dataDir']}: no such directory in your storage area", "dataDir")
+        uri = paths["dataDir"]
+        data = resolve(username, uri, field="dataDir")
+        with (
+            _refusals(uri, "dataDir"),
+            _area(username) as area,
+            _existing_dir(area, _locate(username, uri)[0], uri, "dataDir"),
+        ):
+            pass
         mounts.append(_area_mount(username, data.host, data.visible, read_only=True))
     if "outputDir" in paths:
-        output = resolve(username, paths["outputDir"], field="outputDir")
-        output.host.mkdir(parents=True, exist_ok=True)
+        uri = paths["outputDir"]
+        output = resolve(username, uri, field="outputDir")
+        with _refusals(uri, "outputDir"), _area(username) as area:
+            os.close(userfs.open_dir(area, _locate(username, uri)[0], create=True))
         mounts.append(_area_mount(username, output.host, output.visible, read_only=False))
     if "codeDir" in paths:
-        code = resolve(username, paths["codeDir"], field="codeDir")
-        copy_code(code.host, Path(code_copy_dir))
+        uri = paths["codeDir"]
+        resolve(username, uri, field="codeDir")
+        relative = _locate(username, uri)[0]
+        with _refusals(uri, "codeDir"), _area(username) as area, _existing_dir(area, relative, uri, "codeDir") as code:
+            _copy_code(code, Path(code_copy_dir), CODE_DIR_MAX_BYTES, shown=uri)
         mounts.append(
             Mount(host_path=str(code_copy_dir), container_path=f"{container_work_dir.rstrip('/')}/code", read_only=True)
         )
@@ -204,173 +270,258 @@ def _area_mount(username: str, host: Path, visible: str, *, read_only: bool) -> 
     return storage_mount(storage, subpath, visible, read_only=read_only, shared=False)
 
 
+def _code_too_big(limit: int, field: str) -> StorageError:
+    return StorageError(
+        f"codeDir is over the {limit // (1024 * 1024)} MB limit: keep data in dataDir, code in codeDir", field
+    )
+
+
 def check_code_size(code_dir: Path, *, field: str = "codeDir", limit: int = CODE_DIR_MAX_BYTES) -> int:
+    """The size of a code directory of an area (a host path below the areas' root)."""
+    with _in_areas(code_dir, field) as directory:
+        return _check_code_size(directory, field, limit)
+
+
+def _check_code_size(directory: int, field: str, limit: int) -> int:
     total = 0
-    for file in _files(code_dir):
-        total += file.lstat().st_size
-        if total >= limit:
-            raise StorageError(
-                f"codeDir is over the {limit // (1024 * 1024)} MB limit: keep data in dataDir, code in codeDir", field
-            )
+    for _relative, _parent, _name, info in userfs.walk(directory):
+        if stat.S_ISREG(info.st_mode):
+            total += info.st_size
+            if total >= limit:
+                raise _code_too_big(limit, field)
     return total
 
 
 def copy_code(code_dir: Path, destination: Path, *, limit: int = CODE_DIR_MAX_BYTES) -> None:
-    """A fresh copy of the code (links copied as links: they resolve inside the container)."""
-    if not code_dir.is_dir():
-        raise StorageError(f"{code_dir}: no such directory", "codeDir")
-    check_code_size(code_dir, limit=limit)
-    if destination.exists():
-        shutil.rmtree(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(code_dir, destination, symlinks=True)
+    """A fresh copy of a code directory of an area (a host path below the areas' root) at
+    `destination` (below PAI_WORK_ROOT)."""
+    with _in_areas(code_dir, "codeDir") as directory:
+        _copy_code(directory, Path(destination), limit, shown=str(code_dir))
+
+
+def _copy_code(code: int, destination: Path, limit: int, *, shown: str) -> None:
+    """Copy the code (links copied as links: they resolve inside the container) from its open
+    directory into a new directory made through a walk from PAI_WORK_ROOT (a retried task's work
+    dir is its own, so a copy there is never made by path). The limit holds for what is read."""
+    _check_code_size(code, "codeDir", limit)
+    with _refusals(str(destination), "codeDir"), _work_parent(destination) as (parent, name):
+        if userfs.lstat(parent, name) is not None:
+            userfs.remove_at(parent, name)
+        os.mkdir(name, 0o755, dir_fd=parent)
+        with userfs.directory(parent, name) as copy:
+            try:
+                userfs.copy_tree(code, copy, limit=limit, prefix=f"{shown.rstrip('/')}/")
+            except userfs.TooLarge:
+                raise _code_too_big(limit, "codeDir") from None
+
+
+@contextmanager
+def _in_areas(host: Path, field: str) -> Iterator[int]:
+    """A directory of an area given as a host path: walked from the areas' root."""
+    root = fs_root()
+    absolute = Path(os.path.abspath(host))
+    if not _inside(absolute, root):
+        raise StorageError(f"{host}: not in a storage area", field)
+    with _refusals(str(host), field), userfs.opened_root(root) as top:
+        try:
+            fd = userfs.open_dir(top, absolute.relative_to(root).as_posix())
+        except (userfs.NotFound, userfs.NotAFolder):
+            raise StorageError(f"{host}: no such directory", field) from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _work_parent(destination: Path) -> Iterator[tuple[int, str]]:
+    """The folder to hold `destination` and its name, walked (and made) from PAI_WORK_ROOT; a
+    destination elsewhere (a tool's, a test's) from its own parent, which its caller owns."""
+    work_root = Path(os.path.abspath(settings.PAI_WORK_ROOT))
+    absolute = Path(os.path.abspath(destination))
+    root, relative = (
+        (work_root, absolute.relative_to(work_root).as_posix())
+        if work_root in absolute.parents
+        else (absolute.parent, absolute.name)
+    )
+    root.mkdir(parents=True, exist_ok=True)
+    with userfs.opened_root(root) as top, userfs.parent_of(top, relative, create=True) as found:
+        yield found
 
 
 def read_auth_file(username: str, uri: str) -> dict[str, str]:
     """OpenPAI's authFile: three lines, registry / username / password."""
-    path = resolve(username, uri, field="authFile")
-    if not path.host.is_file():
-        raise StorageError(f"{uri}: no such file in your storage area", "authFile")
-    lines = [line.strip() for line in path.host.read_text(errors="replace").splitlines() if line.strip()]
+    resolve(username, uri, field="authFile")
+    relative = _locate(username, uri, field="authFile")[0]
+    with _refusals(uri, "authFile"), _area(username) as area:
+        try:
+            data = userfs.read_bytes(area, relative, limit=AUTH_FILE_MAX_BYTES)
+        except (userfs.NotFound, userfs.NotAFolder):
+            raise StorageError(f"{uri}: no such file in your storage area", "authFile") from None
+        except userfs.NotAFile as exc:
+            raise StorageError(f"{uri}: {str(exc).partition(': ')[2]}", "authFile") from None
+    lines = [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]
     if len(lines) < 3:
         raise StorageError(f"{uri}: an authFile has three lines: registry, username, password", "authFile")
     registry = re.sub(r"^https?://", "", lines[0]).rstrip("/")
     return {"registry": registry, "username": lines[1], "password": lines[2]}
 
 
-def _files(directory: Path) -> Iterator[Path]:
-    for parent, _dirs, names in os.walk(directory, followlinks=False):
-        for name in names:
-            yield Path(parent) / name
-
-
 # -- the store's own operations (fs command, upload page) --------------------------------------
 
 
 def area_path(username: str, relative: str, *, root: Path | None = None) -> Path:
-    """A path inside the area (or inside `root`, a storage's folder) from a relative name typed in
-    the page or the command."""
+    """Where a name typed in the page or the command is on the host (to name it: nothing opens
+    it by this path)."""
+    return _base(username, root) / _typed(username, relative, root)
+
+
+def _typed(username: str, relative: str, root: Path | None) -> PurePosixPath:
+    """A name typed in the page or the command, relative to the area (or to `root`, a storage's folder)."""
     text = (relative or "").strip().strip("/")
-    if root is None:
-        return resolve(username, text).host if text else user_area(username)
-    return _confined(root, text)
-
-
-def _confined(root: Path, text: str) -> Path:
-    root = root.resolve()
     if not text:
-        return root
+        return PurePosixPath(".")
+    if root is None:
+        return _locate(username, text)[0]
     pure = PurePosixPath(text)
     if "\0" in text or ".." in pure.parts:
         raise StorageError(f"{text}: '..' is not allowed in a path")
-    real = (root / pure).resolve()
-    if not _inside(real, root):
-        raise StorageError(f"{text}: a symbolic link leads outside this storage")
-    return real
+    return pure
 
 
 def _base(username: str, root: Path | None) -> Path:
-    return root.resolve() if root is not None else user_area(username)
+    return Path(os.path.realpath(root)) if root is not None else user_area(username)
+
+
+@contextmanager
+def _tree(username: str, root: Path | None) -> Iterator[int]:
+    """The directory every typed name is below: the user's area, or a storage's folder."""
+    if root is None:
+        with _area(username) as area:
+            yield area
+        return
+    with _refusals(str(root)):
+        top = os.open(os.path.realpath(root), userfs.DIR_FLAGS)
+    try:
+        yield top
+    finally:
+        os.close(top)
 
 
 def save_file(
     username: str, relative: str, chunks: Iterable[bytes], *, max_bytes: int | None = None, root: Path | None = None
 ) -> Path:
     """Write a file into the area (parents created); over max_bytes nothing is kept."""
-    target = area_path(username, relative, root=root)
-    if target == _base(username, root):
+    name = _typed(username, relative, root)
+    if name == PurePosixPath("."):
         raise StorageError("a file name is required")
-    if target.is_dir():
-        raise StorageError(f"{relative}: is a directory")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        folder = relative.rpartition("/")[0]
-        raise StorageError(f"{folder}: is a file, not a folder") from None
-    partial = target.with_name(f".{target.name}.uploading")
-    written = 0
-    try:
-        with _open_new(partial) as out:
-            for chunk in chunks:
-                written += len(chunk)
-                if max_bytes is not None and written > max_bytes:
-                    raise StorageError(f"{relative}: over the upload limit of {max_bytes} bytes")
-                out.write(chunk)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
+
+    def limited() -> Iterator[bytes]:
+        written = 0
+        for chunk in chunks:
+            written += len(chunk)
+            if max_bytes is not None and written > max_bytes:
+                raise StorageError(f"{relative}: over the upload limit of {max_bytes} bytes")
+            yield chunk
+
+    with (
+        _refusals(relative),
+        _tree(username, root) as base,
+        userfs.parent_of(base, name, create=True) as (parent, leaf),
+    ):
+        found = userfs.lstat(parent, leaf)
+        if found is not None and stat.S_ISDIR(found.st_mode):
+            raise StorageError(f"{relative}: is a directory")
+        if found is not None and stat.S_ISLNK(found.st_mode):
+            raise userfs.LinkRefused(str(name))
+        userfs.write_file_at(parent, leaf, limited(), shown=str(name))
+    return _base(username, root) / name
 
 
 def copy_into(username: str, source: Path, relative: str) -> list[Path]:
-    """Copy a local file or directory tree (the fs command's upload) into the area."""
-    source = Path(source)
-    if source.is_file():
-        name = relative if relative and not relative.endswith("/") else f"{relative}{source.name}"
-        return [save_file(username, name, _read_chunks(source))]
-    if not source.is_dir():
-        raise StorageError(f"{source}: no such file or directory")
-    base = relative.rstrip("/") or source.name
-    saved = []
-    for file in sorted(_files(source)):
-        if file.is_symlink():
-            continue  # never follow a link out of what was named
-        saved.append(save_file(username, f"{base}/{file.relative_to(source).as_posix()}", _read_chunks(file)))
-    return saved
+    """Copy a local file or directory tree (the fs command's upload) into the area; links in the
+    tree are left out (never followed out of what was named)."""
+    source = Path(os.path.realpath(source))
+    with _refusals(str(source)):
+        if source.is_file():
+            name = relative if relative and not relative.endswith("/") else f"{relative}{source.name}"
+            with userfs.opened_root(source.parent) as parent:
+                return [save_file(username, name, _chunks(userfs.open_file_at(parent, source.name)))]
+        if not source.is_dir():
+            raise StorageError(f"{source}: no such file or directory")
+        base = relative.rstrip("/") or source.name
+        with userfs.opened_root(source) as top:
+            names = [name for name, _parent, _leaf, info in userfs.walk(top) if stat.S_ISREG(info.st_mode)]
+            return [save_file(username, f"{base}/{name}", _chunks(userfs.open_file(top, name))) for name in names]
 
 
 def list_dir(username: str, relative: str = "", *, root: Path | None = None) -> list[Entry]:
-    directory = area_path(username, relative, root=root)
-    if not directory.is_dir():
-        raise StorageError(f"{relative}: no such directory")
-    entries = []
-    for child in sorted(directory.iterdir(), key=lambda p: (not p.is_dir(), p.name)):
-        if child.name.endswith(".uploading"):
-            continue
-        info = child.lstat()
-        entries.append(Entry(name=child.name, is_dir=child.is_dir(), size=0 if child.is_dir() else info.st_size))
-    return entries
+    name = _typed(username, relative, root)
+    with _refusals(relative), _tree(username, root) as base:
+        try:
+            found = userfs.list_dir(base, name)
+        except (userfs.NotFound, userfs.NotAFolder):
+            raise StorageError(f"{relative}: no such directory") from None
+    entries = [
+        Entry(name=child, is_dir=stat.S_ISDIR(info.st_mode), size=0 if stat.S_ISDIR(info.st_mode) else info.st_size)
+        for child, info in found
+        if not child.endswith(userfs.PARTIAL_SUFFIX)
+    ]
+    return sorted(entries, key=lambda entry: (not entry.is_dir, entry.name))
 
 
-def file_to_read(username: str, relative: str, *, root: Path | None = None) -> Path:
-    """A file of the area to download; StorageError when the name is not a file of the area."""
-    target = area_path(username, relative, root=root)
-    if not target.is_file():
-        raise StorageError(f"{relative}: no such file in your storage area")
-    return target
+def file_to_read(username: str, relative: str, *, root: Path | None = None) -> io.FileIO:
+    """A file of the area to download, open for reading (`.name`: the file's own name): what was
+    checked is what is read. StorageError when the name is not a regular file of the area."""
+    name = _typed(username, relative, root)
+    missing = StorageError(f"{relative}: no such file in your storage area")
+    if name == PurePosixPath("."):
+        raise missing
+    with _refusals(relative), _tree(username, root) as base:
+        try:
+            return userfs.open_file(base, name)
+        except (userfs.NotFound, userfs.NotAFolder):
+            raise missing from None
+        except userfs.NotAFile as exc:
+            raise missing if "directory" in str(exc) else StorageError(str(exc)) from None
 
 
 def files_under(username: str, relative: str, *, stop_at: int = 10_000, root: Path | None = None) -> int:
-    """How many files a folder holds, all levels down (counted up to stop_at); 0 for a file."""
-    target = area_path(username, relative, root=root)
-    if not target.is_dir() or target.is_symlink():
-        return 0
+    """How many files a folder holds, all levels down (counted up to stop_at); 0 for a file (and
+    for a name the delete itself will refuse)."""
+    name = _typed(username, relative, root)
     count = 0
-    for count, _file in enumerate(_files(target), 1):
-        if count >= stop_at:
-            break
+    with _refusals(relative), _tree(username, root) as base:
+        try:
+            folder = userfs.open_dir(base, name)
+        except userfs.UserFsError:
+            return 0
+        try:
+            for _name, _parent, _leaf, info in userfs.walk(folder):
+                if not stat.S_ISDIR(info.st_mode):
+                    count += 1
+                    if count >= stop_at:
+                        break
+        finally:
+            os.close(folder)
     return count
 
 
 def remove(username: str, relative: str, *, root: Path | None = None) -> None:
-    target = area_path(username, relative, root=root)
-    if target == _base(username, root):
+    """Remove a file, a folder with everything in it, or a link (the link itself: nothing is
+    followed, so what a link points at is never touched)."""
+    name = _typed(username, relative, root)
+    if name == PurePosixPath("."):
         raise StorageError("refusing to remove your whole storage area")
-    if not target.exists() and not target.is_symlink():
-        raise StorageError(f"{relative}: no such file or directory")
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    else:
-        target.unlink()
+    with _refusals(relative), _tree(username, root) as base:
+        try:
+            with userfs.parent_of(base, name) as (parent, leaf):
+                userfs.remove_at(parent, leaf, shown=str(name))
+        except userfs.NotFound:
+            raise StorageError(f"{relative}: no such file or directory") from None
 
 
-def _open_new(path: Path) -> IO[bytes]:
-    """Open for writing without following a symlink planted at that name."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-    return os.fdopen(fd, "wb")
-
-
-def _read_chunks(path: Path) -> Iterator[bytes]:
-    with open(path, "rb") as source:
-        while chunk := source.read(COPY_CHUNK):
+def _chunks(file: io.FileIO) -> Iterator[bytes]:
+    with file:
+        while chunk := file.read(COPY_CHUNK):
             yield chunk

@@ -5,6 +5,7 @@ a task gets, whichever node it lands on (each node mounts them itself, see the e
 
 from __future__ import annotations
 
+import os
 import posixpath
 import time
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.dispatch import receiver
 
 from accounts.permissions import is_admin
+from clusters import userfs
 from clusters.executors.base import Mount, NfsVolume
 from clusters.models import StorageConfig, VirtualCluster
 from jobs.protocol.errors import FieldError
@@ -196,7 +198,12 @@ def browsable(user: Any, name: str) -> Browsable:
     root = Path(config.portal_root)
     if config.per_user:
         root = root / user.get_username()
-        root.mkdir(parents=True, exist_ok=True)
+        try:  # the user's folder, made below the storage's root without following a link
+            Path(config.portal_root).mkdir(parents=True, exist_ok=True)
+            with userfs.opened_root(config.portal_root) as top:
+                os.close(userfs.open_dir(top, user.get_username(), create=True, mode=0o777))
+        except (userfs.UserFsError, OSError) as exc:
+            raise StorageNotFound(f"Storage {name} cannot be browsed: {exc}") from exc
     return Browsable(
         name=config.name,
         root=root,

@@ -161,10 +161,11 @@ def storage_download(request: HttpRequest) -> FileResponse:
     relative = (request.GET.get("path") or "").strip().strip("/")
     where = _browsed(request)
     try:
-        target = storage.file_to_read(request.user.get_username(), relative, root=where.root)
+        opened = storage.file_to_read(request.user.get_username(), relative, root=where.root)
     except StorageError as exc:
         raise Http404(translate_error(exc.message)) from exc
-    return FileResponse(target.open("rb"), as_attachment=True, filename=target.name)
+    # Streams the very file the walk checked (never opened again by its name).
+    return FileResponse(opened, as_attachment=True, filename=str(opened.name))
 
 
 def content_length(request: HttpRequest) -> int:

@@ -57,7 +57,8 @@ def test_it_keeps_the_job_core_free_of_the_scheduler():
 PURE_MODULES = {
     "jobs/protocol": ("jobs.protocol", "jobs.states"),
     "clusters/placement.py": (),
-    "clusters/executors": ("clusters.executors", "clusters.slurm", "django.conf"),
+    "clusters/executors": ("clusters.executors", "clusters.slurm", "clusters.userfs", "django.conf"),
+    "clusters/userfs.py": (),
     "clusters/slurm/": ("clusters.slurm", "clusters.executors"),
 }
 

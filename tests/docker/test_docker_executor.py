@@ -2,9 +2,11 @@
 
 import contextlib
 import io
+import re
 import socket
 import tarfile
 import time
+import uuid
 
 import pytest
 
@@ -12,7 +14,9 @@ from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.logcap import ALL, STDERR, STDOUT, stream_log_path, was_cut
 from jobs import storage
-from tests.docker.conftest import remove_namespace
+from tests.conftest import processes_running
+from tests.docker.conftest import docker_cli, remove_namespace
+from tests.exposure import echo_hash_of, processes_showing, sha256_of, shared_files_holding
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db]
 
@@ -208,6 +212,50 @@ def test_it_passes_the_environment_and_secrets_to_the_task(executor, launch_for,
     assert log_of(launch_for, "worker-0").split() == ["test-job", "s3", "/pai/work"]
 
 
+def wait_for_process(*argv: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not processes_running(*argv):
+        assert time.monotonic() < deadline, f"no process {argv}"
+        time.sleep(0.1)
+
+
+def test_it_shows_the_tasks_script_in_no_host_process_list(executor, launch_for):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handles = start_job(executor, launch_for, [("worker", 0, f"{echo_hash_of(secret)}; sleep 303.1; echo slept")])
+    wait_for_process("sleep", "303.1")
+    try:
+        assert processes_showing(secret) == []
+    finally:
+        executor.stop(handles["worker-0"])
+
+
+def test_the_task_still_runs_its_script_with_the_secret(executor, launch_for, wait_exit):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handles = start_job(executor, launch_for, [("worker", 0, echo_hash_of(secret))])
+    assert wait_exit(handles["worker-0"]).exit_code == 0
+    assert sha256_of(secret) in log_of(launch_for, "worker-0")
+
+
+def test_it_keeps_the_script_in_the_container_to_root(executor, launch_for):
+    handles = start_job(executor, launch_for, [("worker", 0, "sleep 303.2")])
+    try:
+        owner_and_mode = docker_cli(
+            "exec", handles["worker-0"].executor_id, "stat", "-c", "%U %a", "/pai/runtime/command.sh"
+        )
+        assert owner_and_mode.split() == ["root", "700"]
+    finally:
+        executor.stop(handles["worker-0"])
+
+
+def test_it_removes_the_script_from_the_node_with_the_container(executor, launch_for, wait_exit, tmp_path):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handles = start_job(executor, launch_for, [("worker", 0, f"{echo_hash_of(secret)}; echo {secret}")])
+    wait_exit(handles["worker-0"])
+    executor.stop(handles["worker-0"])
+    assert not list(tmp_path.rglob("command.sh"))
+    assert shared_files_holding(tmp_path, secret) == []  # (the log holds it as printed: the portal's alone)
+
+
 def test_it_writes_the_runtime_env_but_no_secret_to_etc_environment(executor, launch_for, wait_exit):
     env = {"PAI_WORK_DIR": "/pai/work", "PAI_JOB_NAME": "test-job"}
     handles = start_job(executor, launch_for, [("worker", 0, "cat /etc/environment")], env=env, secret_env={"T": "s3"})
@@ -257,7 +305,9 @@ def test_it_reports_out_of_memory_as_137_with_the_oom_flag(executor, launch_for,
 
 
 def test_it_fails_a_missing_image_with_254(executor, launch_for):
-    with pytest.raises(ExecutorError, match="image pai-portal/no-such-image:1 not found") as error:
+    with pytest.raises(
+        ExecutorError, match=re.escape("pulling image pai-portal/no-such-image:1 from registry docker.io failed")
+    ) as error:
         start_job(executor, launch_for, [("worker", 0, "true")], image="pai-portal/no-such-image:1")
     assert error.value.failure == Failure.IMAGE_NOT_FOUND
 

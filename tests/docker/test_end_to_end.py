@@ -248,7 +248,7 @@ def test_it_fails_a_missing_image_as_254(user, docker_node, run_until):
     text = v2_yaml("noimage", "echo never", image="pai-portal/missing:1")
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     assert job.exit_code == 254
-    assert "image pai-portal/missing:1 not found" in job.exit_diagnostics
+    assert "pulling image pai-portal/missing:1 from registry docker.io failed" in job.exit_diagnostics
 
 
 def test_it_keeps_a_failed_container_when_is_debug(user, docker_node, run_until, namespace):

@@ -4,6 +4,7 @@ Docker talks plain HTTP to registries on 127.0.0.0/8, so no TLS is needed here.
 """
 
 import contextlib
+import re
 import shutil
 import socket
 import subprocess
@@ -64,6 +65,12 @@ auth: {{htpasswd: {{realm: pai-test, path: {root}/htpasswd}}}}
     server.wait(timeout=10)
 
 
+@pytest.fixture(autouse=True)
+def allow_the_test_registry(registry, settings):
+    """A registry on the node's loopback is refused at submit unless the admin allows it."""
+    settings.PAI_ALLOWED_PRIVATE_REGISTRIES = [registry]
+
+
 @pytest.fixture(scope="module")
 def pushed_image(registry, docker_engine):
     """The base image pushed to the registry under a new name, then removed from the engine."""
@@ -95,7 +102,10 @@ def test_it_says_the_registry_refused_wrong_credentials(executor, launch_for, re
     executor.prepare_job(launch_for().job_id, "alice~test-job", [("worker", 0)], "127.0.0.1")
     auth = {"registry": registry, "username": USER, "password": "wrong"}
     image = f"{registry}/pai-test/base:absent"
-    with pytest.raises(ExecutorError, match=f"registry refused credentials for image {image}") as error:
+    with pytest.raises(
+        ExecutorError,
+        match=re.escape(f"pulling image {image} from registry {registry} failed: the registry refused the credentials"),
+    ) as error:
         executor.start(launch_for("worker", 0, "true", image=image, registry_auth=auth))
     assert error.value.failure == Failure.IMAGE_NOT_FOUND
 
@@ -104,7 +114,10 @@ def test_it_says_an_image_is_not_in_the_registry(executor, launch_for, registry,
     executor.prepare_job(launch_for().job_id, "alice~test-job", [("worker", 0)], "127.0.0.1")
     auth = {"registry": registry, "username": USER, "password": PASSWORD}
     image = f"{registry}/pai-test/nothing-here:v1"
-    with pytest.raises(ExecutorError, match=f"image {image} not found") as error:
+    with pytest.raises(
+        ExecutorError,
+        match=re.escape(f"pulling image {image} from registry {registry} failed: image not found in the registry"),
+    ) as error:
         executor.start(launch_for("worker", 0, "true", image=image, registry_auth=auth))
     assert error.value.failure == Failure.IMAGE_NOT_FOUND
 
@@ -152,7 +165,10 @@ def test_a_job_with_wrong_registry_credentials_fails_with_a_clear_reason(
     (storage.user_area(user.username) / "registry-auth").write_text(f"{registry}\n{USER}\nwrong-password\n")
     job = run_until(submit_job(user, v1_job_with_auth_file("pull-denied", pushed_image)), "SUCCEEDED", "FAILED")
     assert (job.state, job.exit_code) == ("FAILED", 254)
-    assert f"registry refused credentials for image {pushed_image}" in job.exit_diagnostics
+    assert (
+        f"pulling image {pushed_image} from registry {registry} failed: the registry refused the credentials"
+        in job.exit_diagnostics
+    )
 
 
 def test_a_v2_job_pulls_with_its_prerequisites_auth_and_a_secret(user, docker_node, run_until, registry, pushed_image):

@@ -50,6 +50,22 @@ def test_it_counts_page_and_api_attempts_on_one_account_together(user, low_login
     assert api_login("alice-password-1", "10.0.0.3") == 429
 
 
+@pytest.mark.parametrize("variant", ["alice ", " alice", "\talice\n", "\uff41lice"])
+def test_it_counts_a_padded_or_compatibility_spelling_of_the_name_against_the_account(user, low_login_rates, variant):
+    assert [page_login("wrong", f"10.0.0.{n}") for n in range(2)] == [200, 200]
+    assert page_login("alice-password-1", "10.0.0.8", username=variant) == 429
+    assert api_login("alice-password-1", "10.0.0.9", username=variant) == 429
+
+
+def test_it_keeps_names_that_differ_in_case_apart_as_the_user_model_does(user, low_login_rates):
+    assert [page_login("wrong", f"10.0.0.{n}", username="ALICE") for n in range(3)] == [200, 200, 429]
+    assert page_login("alice-password-1", "10.0.0.9") == 302
+
+
+def test_it_signs_in_through_the_api_with_the_name_as_the_login_page_reads_it(user):
+    assert api_login("alice-password-1", username="\uff41lice") == 200
+
+
 def test_it_ignores_x_forwarded_for_from_an_unconfigured_proxy(user, low_login_rates):
     statuses = [api_login("wrong", forwarded_for=f"192.0.2.{n}", username=f"guess{n}") for n in range(5)]
     assert statuses == [400] * 4 + [429]
@@ -88,7 +104,7 @@ def test_it_keeps_one_number_per_client_however_many_requests_it_counts(user, mo
     assert isinstance(cache.get(f"throttle_list_{user.pk}"), float)
 
 
-def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monkeypatch):
+def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monkeypatch, db):
     clock = [1000.0]
     throttle = LoginAddressThrottle()
     throttle.rate, (throttle.num_requests, throttle.duration) = "2/min", (2, 60)

@@ -1,10 +1,15 @@
 """Jobs submitted through jobs.actions run on the process executor under the real scheduler loop."""
 
 import time
+import uuid
+from pathlib import Path
+
+from django.conf import settings
 
 from jobs.actions import stop_job
 from jobs.models import JobState
 from tests.conftest import processes_running
+from tests.exposure import echo_hash_of, processes_showing, sha256_of, shared_files_holding
 from tests.scheduler.conftest import role, v2_job
 
 
@@ -64,3 +69,33 @@ def test_it_keeps_a_job_too_big_for_its_vc_waiting_with_a_reason(submit, schedul
     job.refresh_from_db()
     assert job.state == JobState.WAITING
     assert "12" in job.pending_reason and "8" in job.pending_reason
+
+
+def job_with_secret(secret: str, command: str) -> str:
+    return v2_job("secretive", role("worker", command), extra=f"secrets:\n  token: {secret}\n")
+
+
+def test_it_shows_a_jobs_secret_in_no_process_list_while_it_runs(submit, run_until, scheduler):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    job = submit(job_with_secret(secret, f"{echo_hash_of('<% $secrets.token %>')}; sleep 302.3; echo slept"))
+    run_until(job, "RUNNING")
+    deadline = time.monotonic() + 10
+    while not processes_running("sleep", "302.3") and time.monotonic() < deadline:
+        scheduler.run_once()
+    assert processes_running("sleep", "302.3")
+    try:
+        assert processes_showing(secret) == []
+    finally:
+        stop_job(job, by=job.owner)
+        run_until(job, JobState.STOPPED)
+
+
+def test_it_keeps_a_printed_secret_in_files_only_the_portal_reads(submit, run_until, tmp_path):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    command = f"{echo_hash_of('<% $secrets.token %>')}; echo <% $secrets.token %>"
+    job = run_until(submit(job_with_secret(secret, command)), JobState.SUCCEEDED)
+    log = Path(job.tasks.get().log_path)
+    assert sha256_of(secret) in log.read_text()  # the task had the value
+    assert secret in log.read_text()  # (as printed: masked when served, jobs/logs.py)
+    assert shared_files_holding(tmp_path, secret) == []
+    assert shared_files_holding(settings.VAR_DIR, secret) == []

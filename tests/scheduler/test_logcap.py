@@ -1,5 +1,8 @@
 """A task's log never passes its cap: the newest output stays and the file says it was cut."""
 
+import os
+import stat
+
 import pytest
 
 from clusters.executors.logcap import ALL, CUT_NOTE, STDERR, STDOUT, CappedLog, TaskLogs, stream_log_path, was_cut
@@ -66,3 +69,25 @@ def test_it_caps_each_stream_of_a_task_log(path):
     for stream in (STDERR, ALL):
         assert len(stream_log_path(path, stream).read_bytes()) <= 4096
         assert was_cut(stream_log_path(path, stream))
+
+
+@pytest.fixture
+def wide_umask():
+    old = os.umask(0o022)
+    yield
+    os.umask(old)
+
+
+def test_it_keeps_a_cut_log_to_the_portal(path, wide_umask):
+    with CappedLog(path, 1024) as log:
+        for number in range(200):
+            log.write(f"line {number}\n".encode())
+    assert was_cut(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_it_makes_a_log_written_before_private(path, wide_umask):
+    path.write_bytes(b"from before\n")
+    path.chmod(0o644)
+    CappedLog(path, 4096).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -1,6 +1,9 @@
 """The process executor runs a task as a local process group and reads its exit back."""
 
+import os
+import stat
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from clusters.executors.logcap import was_cut
 from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
 from tests.conftest import processes_running, require
+from tests.exposure import echo_hash_of, processes_showing, sha256_of
 
 
 @pytest.fixture
@@ -43,6 +47,61 @@ def test_it_hides_the_command_variable_from_the_task(executor, make_launch):
     launch = make_launch("env")
     wait_for_exit(executor, executor.start(launch))
     assert "PAI_PORTAL_COMMAND" not in launch.log_path.read_text()
+
+
+@pytest.fixture(params=["sandboxed", "unsandboxed"])
+def any_executor(request, tmp_path):
+    """A sandboxed executor, or one on a node without a sandbox (which runs admins' tasks only)."""
+    if request.param == "sandboxed":
+        return ProcessExecutor(tmp_path / "work"), {}
+    return ProcessExecutor(tmp_path / "work", sandbox=Sandbox(bwrap="/nonexistent/bwrap")), {"owner_is_admin": True}
+
+
+def test_it_shows_the_rendered_script_in_no_process_list(any_executor, make_launch):
+    executor, owner = any_executor
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handle = executor.start(make_launch(f"{echo_hash_of(secret)}; sleep 301.4; echo slept", **owner))
+    wait_for(lambda: processes_running("sleep", "301.4"))
+    try:
+        assert processes_showing(secret) == []
+    finally:
+        executor.stop(handle)
+
+
+def test_the_task_still_runs_the_rendered_script(executor, make_launch):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    launch = make_launch(echo_hash_of(secret))
+    assert wait_for_exit(executor, executor.start(launch)).exit_code == 0
+    assert sha256_of(secret) in launch.log_path.read_text()
+
+
+def test_it_writes_the_script_nowhere(executor, make_launch, tmp_path):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    handle = executor.start(make_launch(f"{echo_hash_of(secret)}; sleep 301.5; echo slept"))
+    wait_for(lambda: processes_running("sleep", "301.5"))
+    try:
+        holding = [path for path in tmp_path.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()]
+        assert holding == []
+    finally:
+        executor.stop(handle)
+
+
+def test_it_leaves_no_descriptor_of_the_script_to_the_tasks_processes(executor, make_launch):
+    launch = make_launch("ls /proc/self/fd")
+    wait_for_exit(executor, executor.start(launch))
+    assert launch.log_path.read_text().split() == ["0", "1", "2", "3"]  # (3: ls's own listing)
+
+
+def test_it_keeps_the_log_to_the_portal_even_under_a_wide_umask(executor, make_launch, tmp_path):
+    launch = make_launch("echo printed", log_path=tmp_path / "logs" / "job-7" / "1" / "worker-0.log")
+    old = os.umask(0o022)
+    try:
+        wait_for_exit(executor, executor.start(launch))
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(launch.log_path.stat().st_mode) == 0o600
+    for directory in (tmp_path / "logs", tmp_path / "logs" / "job-7", launch.log_path.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
 
 
 def test_it_passes_secret_env_without_logging_it(executor, make_launch):

@@ -63,8 +63,9 @@ def test_it_refuses_another_users_area(fs_root, area):
 
 def test_it_refuses_a_symlink_that_leads_out(area, tmp_path):
     (area / "escape").symlink_to(tmp_path)
-    with pytest.raises(StorageError, match="symbolic link"):
-        storage.resolve("alice", "$PAI_DEFAULT_FS_URI/escape")
+    spec = {"extras": {"v1": {"dataDir": "$PAI_DEFAULT_FS_URI/escape"}}}
+    [(field, message)] = storage.validate_job_paths("alice", spec)
+    assert field == "dataDir" and "escape: is a symbolic link" in message
 
 
 def test_it_says_no_hdfs_is_configured(area):

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from accounts.models import Token
 from accounts.permissions import is_admin
+from accounts.throttling import sign_in_name
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
 from jobs.api.auth import NotApplicationToken
 from jobs.api.errors import ApiError
@@ -60,7 +61,8 @@ class LoginView(APIView):
         form = LoginRequest(data=request.data)
         form.is_valid(raise_exception=True)
         fields = form.validated_data
-        user = authenticate(request._request, username=fields["username"], password=fields["password"])
+        username = sign_in_name(fields["username"])  # as the login page reads it, and as throttled
+        user = authenticate(request._request, username=username, password=fields["password"])
         if user is None:
             raise ApiError(400, "IncorrectPasswordError", "The user name or the password is incorrect.")
         purge_expired_tokens(user)

@@ -1,0 +1,123 @@
+"""Which registry an image name makes the node's engine contact, and the registries a job may not
+name: the engine would send requests to the node itself (loopback), to link-local services (cloud
+metadata at 169.254.169.254) or to the portal's own hosts, on the user's behalf (SSRF).
+
+Pure: the portal's own host names and the registries an admin allows come in as arguments
+(jobs.actions reads them from settings and the nodes)."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Collection
+from typing import Any
+
+from jobs.protocol.errors import FieldError
+
+ALLOW_SETTING = "PAI_ALLOWED_PRIVATE_REGISTRIES"
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def registry_of(image: str) -> str | None:
+    """The registry part of an image name as Docker reads it (`host[:port]`), or None for Docker
+    Hub: the first path component is a registry when it has a dot or a colon, is `localhost`, or
+    has capitals (distribution/reference's splitDockerDomain)."""
+    first, slash, _rest = image.partition("/")
+    if not slash:
+        return None
+    if "." in first or ":" in first or first == "localhost" or first != first.lower():
+        return first
+    return None
+
+
+def split_registry(registry: str) -> tuple[str, str]:
+    """`[::1]:5000` -> ("::1", "5000"); `host:5000` -> ("host", "5000"); `host` -> ("host", "")."""
+    if registry.startswith("["):
+        host, _, rest = registry[1:].partition("]")
+        return host.lower(), rest.removeprefix(":")
+    host, _, port = registry.partition(":")
+    return host.lower().rstrip("."), port
+
+
+def _as_address(host: str) -> IpAddress | None:
+    """The address a host written as a number names, including the legacy IPv4 forms the C
+    resolver still accepts (`127.1`, `2130706433`, `0x7f.0.0.1`)."""
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])  # fe80::1%eth0: the zone is not the address
+    except ValueError:
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError):
+            return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def private_reason(host: str, portal_hosts: Collection[str]) -> str | None:
+    """Why the engine must not be sent to this host, or None."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return "a loopback address"
+    address = _as_address(host)
+    if address is not None:
+        if address.is_loopback:
+            return "a loopback address"
+        if address.is_link_local:
+            return "a link-local address"
+        if address.is_unspecified or address in ipaddress.ip_network("0.0.0.0/8"):
+            return "an unspecified address"
+    if _is_portal_host(host, address, portal_hosts):
+        return "this portal's own address (its host names and nodes)"
+    return None
+
+
+def _is_portal_host(host: str, address: IpAddress | None, portal_hosts: Collection[str]) -> bool:
+    for own in portal_hosts:
+        own = own.lower().strip("[]").rstrip(".")
+        if own.startswith("."):  # Django's ALLOWED_HOSTS: the domain and every subdomain
+            if host == own[1:] or host.endswith(own):
+                return True
+        elif host == own or (address is not None and address == _as_address(own)):
+            return True
+    return False
+
+
+def is_allowed(registry: str, allowed: Collection[str]) -> bool:
+    """An admin's entry `host:port` allows that registry, `host` every port of it."""
+    host, port = split_registry(registry)
+    for entry in allowed:
+        allowed_host, allowed_port = split_registry(entry.strip())
+        if allowed_host == host and allowed_port in ("", port):
+            return True
+    return False
+
+
+def image_fields(spec: dict[str, Any], protocol_version: int) -> list[tuple[str, str]]:
+    """(field path as the user wrote it, image) for each image of a normalized spec."""
+    images = [
+        (i, p.get("uri")) for i, p in enumerate(spec.get("prerequisites") or []) if p.get("type") == "dockerimage"
+    ]
+    if protocol_version == 1:
+        return [("image", str(uri)) for _, uri in images if isinstance(uri, str)]
+    return [(f"prerequisites[{i}].uri", uri) for i, uri in images if isinstance(uri, str)]
+
+
+def image_registry_errors(
+    spec: dict[str, Any], protocol_version: int, *, portal_hosts: Collection[str], allowed: Collection[str]
+) -> list[FieldError]:
+    """A field error for each image whose registry is private to the node or the portal."""
+    errors: list[FieldError] = []
+    for field, image in image_fields(spec, protocol_version):
+        registry = registry_of(image)
+        if registry is None or is_allowed(registry, allowed):
+            continue
+        reason = private_reason(split_registry(registry)[0], portal_hosts)
+        if reason is not None:
+            errors.append(
+                (
+                    field,
+                    f"registry {registry} is {reason}; the node's engine may not pull from there "
+                    f"unless an admin allows this registry ({ALLOW_SETTING})",
+                )
+            )
+    return errors
