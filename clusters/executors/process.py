@@ -99,7 +99,7 @@ class ProcessExecutor(Executor):
         if self.sandbox_problem and not launch.owner_is_admin:
             raise ExecutorError(
                 f"this process node cannot sandbox tasks ({self.sandbox_problem}), so it runs only admins' "
-                "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap",
+                "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap and passt",
                 Failure.START_PERMISSION_DENIED,  # permanent: never retried
             )
         for mount in launch.mounts:
@@ -228,7 +228,7 @@ class ProcessExecutor(Executor):
                 [str(launch.work_dir), str(passwd.parent), *(m.host_path for m in launch.mounts if not m.shared)],
             )
             self.sandbox.let_reach(launch, [m.host_path for m in launch.mounts if m.shared])
-            command = self.sandbox.argv(launch, passwd, group, command, self.address)
+            command = self.sandbox.argv(launch, passwd, group, command)
         return {
             "argv": command,
             "cwd": str(launch.work_dir),
@@ -237,6 +237,7 @@ class ProcessExecutor(Executor):
             "stop_grace_s": STOP_GRACE_S,
             "memory_mb": launch.memory_mb,
             "sandboxed": sandboxed,
+            "network": self.sandbox.network_plan(launch, self.address) if sandboxed else None,
             "cgroup": cgroup.dirs if cgroup is not None else None,
             "rlimits": None if cgroup is not None else rlimits(memory_mb=launch.memory_mb, pids=self.pids_limit),
         }

@@ -23,13 +23,7 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
             sandbox=Sandbox(
                 hidden=portal_paths(),
                 base_id=settings.PAI_SANDBOX_BASE_ID,
-                # Not yet: the trial of pasta + nested bwrap fails now and then on this kernel
-                # ("bwrap: open /proc/9/ns/ns failed"); see clusters/executors/netns.py.
-                network=(
-                    TaskNetwork(docker_subnet_pool=settings.PAI_DOCKER_SUBNET_POOL)
-                    if getattr(settings, "PAI_TASK_NETNS", False)
-                    else None
-                ),
+                network=TaskNetwork(docker_subnet_pool=settings.PAI_DOCKER_SUBNET_POOL),
             ),
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
@@ -104,6 +98,6 @@ def describe_executor(kind: str, address: str, docker_url: str = "") -> str:
         )
     return (
         f"process executor: each task a local process in a bubblewrap sandbox (its own unprivileged uid, only "
-        f"its work dir and storage area, none of the portal's files), {limits}; tasks share this machine's "
-        f"network, their ports on {address}."
+        f"its work dir and storage area, none of the portal's files), {limits}; each task in a network of its "
+        f"own (pasta): only its declared ports, on {address}; no host loopback, no Docker networks."
     )

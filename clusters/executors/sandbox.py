@@ -10,7 +10,8 @@ What a sandboxed task sees and is:
   command ends or is stopped, bwrap's init dies and the kernel kills every process left in it,
   `setsid` ones included), its own IPC and UTS namespaces (hostname `<role>-<index>`), and,
   given a TaskNetwork (netns.py), a network namespace of its own: outbound traffic through pasta,
-  only its declared ports reachable, at the node's address; no host loopback, no Docker bridges;
+  only its declared ports reachable, at the node's address; no host loopback, no Docker bridges
+  (without one, the node's network);
 - an unprivileged user: when the portal runs as root, the task runs as PAI_SANDBOX_UID (the
   task's mounts are handed to that uid first); otherwise as the portal's uid inside a user
   namespace, which still sees none of the portal's files.
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import clusters.userfs as userfs
 from clusters.executors.base import TaskLaunch
-from clusters.executors.netns import TaskNetwork
+from clusters.executors.netns import BLOCK_FD, INFO_FD, TaskNetwork
 
 DEFAULT_SANDBOX_BASE_ID = 2_000_000
 SYSTEM_PATHS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -73,29 +74,18 @@ class Sandbox:
             detail = trial.stderr.strip().splitlines()[-1:] or [f"exit {trial.returncode}"]
             return f"bubblewrap cannot make a sandbox here (user namespaces off?): {detail[0]}"
         if self.network is not None:
-            # The whole chain a task runs in: pasta's namespaces and routes, bwrap nested in them.
+            # The whole chain a task runs in, its network attached as the supervisor does it.
             trial_ids = (self.base_id, self.base_id) if self.switches_user else (os.getuid(), os.getgid())
             return self.network.probe(
-                [
-                    *self._identity(*trial_ids),
-                    *self.network.wrap("127.0.0.2", {}),
-                    *self._base_args("sandbox-probe", trial_ids),
-                ]
+                [*self._identity(*trial_ids), *self._base_args("sandbox-probe", own_network=True)], trial_ids
             )
         return ""
 
-    def argv(
-        self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str], address: str = "127.0.0.2"
-    ) -> list[str]:
-        """The command line that runs `command` in the task's sandbox; its declared ports, with a
-        network of its own, at `address` (the node's)."""
+    def argv(self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str]) -> list[str]:
+        """The command line that runs `command` in the task's sandbox (with a network of its own,
+        bwrap waits for the supervisor to attach it: network_plan())."""
         work_dir = str(launch.work_dir)
-        uid, gid = self.ids(launch)
-        args = self._identity(uid, gid)
-        if self.network is not None:
-            args += [*self.network.wrap(address, launch.ports), *self._base_args(launch.hostname, (uid, gid))]
-        else:
-            args += self._base_args(launch.hostname)
+        args = [*self._identity(*self.ids(launch)), *self._base_args(launch.hostname, self.network is not None)]
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
         for gpu in launch.gpus:
             args += _device_binds([f"/dev/nvidia{gpu}", *NVIDIA_SHARED_DEVICES])
@@ -113,21 +103,25 @@ class Sandbox:
             f"--reuid={uid}",
             f"--regid={gid}",
             "--clear-groups",
+            "--no-new-privs",
             "--inh-caps=-all",
-            # With a network of its own, pasta's user namespace needs capabilities (in that
-            # namespace only) to set its routes and nest bwrap's user namespace, which these two
-            # would withhold. What runs before bwrap is fixed (pasta, sh, ip, bwrap; none setuid),
-            # and bwrap sets no-new-privs for the task itself.
-            *([] if self.network is not None else ["--no-new-privs", "--bounding-set=-all"]),
+            "--bounding-set=-all",
             "--",
         ]
 
-    def _base_args(self, hostname: str, nested_ids: tuple[int, int] | None = None) -> list[str]:
-        args = [self.bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
-        if nested_ids is not None:
-            # Inside pasta's user namespace, where the task's uid is root and owns the network
-            # namespace: a nested one, as that uid again, holds no capability over the network.
-            args += ["--unshare-user", "--uid", str(nested_ids[0]), "--gid", str(nested_ids[1])]
+    def network_plan(self, launch: TaskLaunch, address: str) -> dict[str, object] | None:
+        """What the supervisor sets up in the task's network namespace before its command runs
+        (its declared ports at `address`, the node's); None: the task shares the node's network."""
+        if self.network is None:
+            return None
+        return self.network.plan(address, launch.ports, self.ids(launch))
+
+    def _base_args(self, hostname: str, own_network: bool = False) -> list[str]:
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        if not own_network:
+            args.append("--share-net")
+        else:  # bwrap says where its sandbox is, then waits until the supervisor has attached its network
+            args += ["--info-fd", str(INFO_FD), "--block-fd", str(BLOCK_FD)]
         args += ["--hostname", hostname]
         for path in self.system_paths:
             if os.path.islink(path):
