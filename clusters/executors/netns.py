@@ -160,6 +160,7 @@ def attach(plan: dict[str, object], info: int) -> Attached | None:
         return None
     netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
+        _wait_for_loopback(pid)
         owner = fcntl.ioctl(netns, NS_GET_USERNS)  # bwrap's outer user namespace (the task's is nested)
         try:
             pasta = _start_pasta(plan, netns, owner)
@@ -187,6 +188,22 @@ def _child_pid(info: int) -> int | None:
         if not chunk:
             return None
         data += chunk
+
+
+def _wait_for_loopback(pid: int) -> None:
+    """bwrap's sandbox sets its loopback up itself (127.0.0.1/8, then the link up) after it has
+    told its pid: pasta (which brings lo up too) and the routes wait for that, or the sandbox fails.
+    127.0.0.1 shows in the namespace's local routes once lo is up with its address."""
+    deadline = time.monotonic() + ATTACH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/net/fib_trie") as routes:
+                if "127.0.0.1" in routes.read():
+                    return
+        except OSError:
+            return  # the sandbox is gone: what follows fails and says so
+        time.sleep(0.002)
+    raise NetworkError("the sandbox did not set up its loopback in time")
 
 
 def _start_pasta(plan: dict[str, object], netns: int, owner: int) -> subprocess.Popen[bytes]:

@@ -149,11 +149,14 @@ class Supervisor:
         """The sandbox's network, attached before its command runs; the sandbox is killed (never
         let go) when that fails, its reason in the task's log."""
         assert self.network is not None and self.child_pid is not None
+        network = None
         try:
             network = attach(self.network, info)
-            os.write(block, b"go")
+            os.write(block, b"go")  # (EPIPE when bwrap has failed meanwhile)
             return network
         except (OSError, NetworkError) as exc:
+            if network is not None:
+                network.close()
             logs.write(STDERR, f"[pai-portal] cannot give the task its network: {exc}\n".encode())
             kill_on_failure(self.child_pid)
             return None
