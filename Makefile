@@ -42,9 +42,12 @@ fast: venv
 image:
 	bash scripts/build-base-image.sh
 
+# What CI checks before any test: lint, formatting, types, and no model change without its migration.
 lint: venv
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
+	$(PY) manage.py makemigrations --check --dry-run
 
 clean:
 	rm -rf $(VENV) var/static
