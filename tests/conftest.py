@@ -84,8 +84,8 @@ def static_files_scanned_once():
     scanned: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def scan_once(self: WhiteNoise, root: str, prefix: str) -> None:
-        key = (type(self), root, prefix, self.max_age, self.allow_all_origins, self.charset, self.index_file)
-        key += (self.add_headers_function, self.__dict__.get("immutable_file_test"))
+        settings = (self.max_age, self.allow_all_origins, self.charset, self.index_file, self.add_headers_function)
+        key = (type(self), root, prefix, *settings, self.__dict__.get("immutable_file_test"))
         if key not in scanned:
             own, self.files = self.files, {}
             scan(self, root, prefix)

@@ -86,5 +86,5 @@ def _deployment(spec: dict[str, Any], role: str) -> dict[str, Any] | None:
     chosen = (spec.get("defaults") or {}).get("deployment")
     for deployment in spec.get("deployments") or []:
         if deployment.get("name") == chosen:
-            return (deployment.get("taskRoles") or {}).get(role)  # type: ignore[no-any-return]
+            return (deployment.get("taskRoles") or {}).get(role)
     return None
