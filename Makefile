@@ -27,11 +27,11 @@ test: venv static
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The fast tier: no Docker, no browser, nothing slow or Slurm (pyproject.toml's markers), on
-# FAST_WORKERS processes (pytest-xdist; more than the CPUs, as many tests wait on a task or a
-# socket). Prints its wall time. Compiled modules are cached even where PYTHONDONTWRITEBYTECODE
+# FAST_WORKERS processes (pytest-xdist; auto: one per CPU; FAST_WORKERS=0 runs it in this one).
+# Prints its wall time. Compiled modules are cached even where PYTHONDONTWRITEBYTECODE
 # says not to: compiling them again took a tenth of the tier's CPU.
 FAST_MARKERS := not docker and not browser and not slow and not slurm
-FAST_WORKERS ?= 3
+FAST_WORKERS ?= auto
 fast: venv
 	@start=$$(date +%s%N); \
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "$(FAST_MARKERS)" -n $(FAST_WORKERS) $(PYTEST_ARGS); status=$$?; \
