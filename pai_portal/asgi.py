@@ -33,7 +33,7 @@ application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
         "http": TimeoutsAndFileStreaming(
-            OneHopWSGIMiddleware(hand_off_files(django_http_app), workers=settings.PAI_HTTP_THREADS),  # type: ignore[arg-type]
+            OneHopWSGIMiddleware(hand_off_files(django_http_app), workers=settings.PAI_HTTP_THREADS),
             read_timeout=settings.PAI_HTTP_READ_TIMEOUT,
             write_timeout=settings.PAI_HTTP_WRITE_TIMEOUT,
         ),

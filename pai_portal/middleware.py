@@ -10,7 +10,7 @@ DOCS_PAGES = ("/api/docs/", "/api/redoc/", "/rest-server/api/docs/", "/rest-serv
 
 
 class PortalLoginRequiredMiddleware(LoginRequiredMiddleware):
-    def process_view(self, request, view_func, view_args, view_kwargs):  # type: ignore[no-untyped-def]
+    def process_view(self, request, view_func, view_args, view_kwargs):
         if request.path.startswith(DOCS_PAGES) and not settings.PAI_API_DOCS_PUBLIC:
             # DRF marks its views login_not_required (it answers 401 itself): a page must redirect.
             return None if request.user.is_authenticated else self.handle_no_permission(request, view_func)

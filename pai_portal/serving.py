@@ -77,11 +77,11 @@ class TimeoutsAndFileStreaming:
 
     async def __call__(self, scope: dict[str, Any], receive: AsgiApp, send: AsgiApp) -> None:
         if scope["type"] != "http":
-            return await self.app(scope, receive, send)  # type: ignore[no-any-return]
+            return await self.app(scope, receive, send)
 
         async def timed_receive() -> Message:
             try:
-                return await asyncio.wait_for(receive(), self.read_timeout)  # type: ignore[no-any-return]
+                return await asyncio.wait_for(receive(), self.read_timeout)
             except TimeoutError:
                 return {"type": "http.disconnect"}  # the request thread sees the body end here
 
@@ -90,7 +90,7 @@ class TimeoutsAndFileStreaming:
         async def timed_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 declared_length[0] = content_length(message)
-                return await send(message)  # type: ignore[no-any-return]
+                return await send(message)
             if FILE_SCOPE_KEY in scope and not message.get("more_body", False):
                 await self._stream(scope.pop(FILE_SCOPE_KEY), declared_length[0], send)
             await self._send_in_time(send, message)

@@ -137,7 +137,7 @@ class _Composer(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):
 
     def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
         if kind is not yaml.ScalarNode or not implicit[0]:
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+            return super().resolve(kind, value, implicit)
         tag = _PLAIN_SCALAR_TAGS.get(value)
         if tag is None:
             tag = super().resolve(kind, value, implicit)

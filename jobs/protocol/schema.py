@@ -43,7 +43,7 @@ _TYPE_NAMES = {
 def schema(version: int) -> dict[str, Any]:
     """The JSON Schema of protocol v1 or v2, as data (also for the API docs and the form).
     One shared object per process: copy it before changing anything."""
-    return json.loads((SCHEMA_DIR / f"v{version}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return json.loads((SCHEMA_DIR / f"v{version}.json").read_text(encoding="utf-8"))
 
 
 @cache

@@ -20,7 +20,7 @@ SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get to finish when the server
 class Command(BaseCommand):
     help = "Serve the portal (pages, API, websockets) with granian; settings from PAI_BIND, PAI_PORT, PAI_WEB_WORKERS."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--bind", default=settings.PAI_BIND, help="address to listen on (PAI_BIND)")
         parser.add_argument("--port", type=int, default=settings.PAI_PORT, help="port (PAI_PORT)")
         parser.add_argument("--workers", type=int, default=settings.PAI_WEB_WORKERS, help="processes")
