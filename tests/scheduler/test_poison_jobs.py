@@ -63,7 +63,9 @@ def test_it_refuses_a_v2_port_label_longer_than_a_label(submit):
 
 
 def test_it_refuses_a_v1_port_label_longer_than_a_label(submit):
-    assert refusal(submit, v1_job(label="l" * 64)) == [("taskRoles[0].portList[0].label", "must be at most 63 characters")]
+    assert refusal(submit, v1_job(label="l" * 64)) == [
+        ("taskRoles[0].portList[0].label", "must be at most 63 characters")
+    ]
 
 
 def test_it_refuses_a_job_name_longer_than_a_file_name(submit):
