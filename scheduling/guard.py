@@ -3,7 +3,8 @@
 An exception there (a bug, or a row no check foresaw) is logged with its traceback and costs that
 job alone: a running job fails with the platform's exit code -1204 and the exception as its
 diagnostics (through jobs.lifecycle: its trigger task ended, then the job failed), a waiting one
-waits saying why, and the pass goes on with the other jobs. A guard wraps one job, never a pass.
+waits saying why (placed again next pass), a stopping one is stopped again next pass, and the pass
+goes on with the other jobs. A guard wraps one job, never a pass.
 """
 
 from __future__ import annotations
