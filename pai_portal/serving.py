@@ -39,6 +39,7 @@ from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, is_api
 FILE_SCOPE_KEY = "pai.file_to_stream"
 CHUNK_BYTES = 256 * 1024
 SPOOL_BYTES = 1024 * 1024  # bodies bigger than this wait for their request thread in a temporary file
+DRAIN_BYTES = 16 * 1024 * 1024  # of a body over its limit, read and dropped so that the 413 is heard
 Message = dict[str, Any]
 AsgiApp = Callable[..., Any]
 
@@ -275,10 +276,14 @@ def body_length(body: IO[bytes]) -> int:
 async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy) -> tuple[IO[bytes], int]:
     """(the whole body, seeked to its start; 0 or the length that passed the path's limit).
 
-    A body over its limit is not read on: the app gets it empty, marked too large, and answers 413."""
+    A body over its limit is not kept: the app gets it empty, marked too large, and answers 413.
+    Up to DRAIN_BYTES past the limit it is read and dropped first, so that a client still sending
+    gets that answer rather than a reset connection."""
     limit = policy.limit(scope["path"])
     declared = declared_length(scope)
     if declared is not None and declared > limit:
+        if declared <= limit + DRAIN_BYTES:
+            await drain(receive, 0, limit + DRAIN_BYTES, policy.total_timeout)
         return io.BytesIO(), declared
     deadline_s = policy.deadline(declared or 0)
     body: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
@@ -294,6 +299,8 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
                 if body.tell() + len(piece) > limit:
                     seen = body.tell() + len(piece)
                     body.close()
+                    if message.get("more_body", False):
+                        await drain(receive, seen, limit + DRAIN_BYTES, policy.total_timeout)
                     return io.BytesIO(), seen
                 body.write(piece)
                 if not message.get("more_body", False):
@@ -316,6 +323,19 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
             policy.arriving[client] -= 1
             if not policy.arriving[client]:
                 del policy.arriving[client]
+
+
+async def drain(receive: AsgiApp, seen: int, cap: int, timeout_s: float) -> None:
+    """Read and drop the rest of a body, while no more than `cap` bytes in all and `timeout_s`."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            while seen <= cap:
+                message = await receive()
+                seen += len(message.get("body", b""))
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
 
 
 async def answer_refusal(scope: dict[str, Any], send: AsgiApp, refused: BodyRefused) -> None:

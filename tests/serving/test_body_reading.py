@@ -105,3 +105,17 @@ def test_it_answers_429_from_the_loop_with_code_and_message():
     asyncio.run(OneHopWSGIMiddleware(app, workers=1, body=shared)(scope, pieces(b"a", then_wait=True), send))
     assert sent[0]["status"] == 429
     assert b'"code": "TooManyRequestsError"' in sent[1]["body"]
+
+
+def test_it_reads_and_drops_a_body_a_little_over_the_limit_so_the_413_is_heard():
+    taken: list[int] = []
+    receive = pieces(b"x" * 600, b"x" * 600)
+
+    async def counted() -> dict[str, Any]:
+        message = await receive()
+        taken.append(len(message["body"]))
+        return message
+
+    body, too_large = asyncio.run(read_body(scope_with(length=1200), counted, policy()))
+    assert (body.read(), too_large) == (b"", 1200)
+    assert taken == [600, 600]
