@@ -22,7 +22,13 @@ from django.conf import settings  # noqa: E402
 
 from pai_portal.origin import SameOriginValidator  # noqa: E402
 from pai_portal.body_limits import body_limit  # noqa: E402
-from pai_portal.serving import BodyPolicy, OneHopWSGIMiddleware, TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
+from pai_portal.serving import (  # noqa: E402
+    BodyPolicy,
+    OneHopWSGIMiddleware,
+    TimeoutsAndFileStreaming,
+    exit_with_master,
+    hand_off_files,
+)
 from web.routing import websocket_urlpatterns  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
@@ -58,3 +64,4 @@ application = ProtocolTypeRouter(
 # garbage collector's sight, so its collections stop walking it over and over. A 1000-row job list
 # spent three quarters of its serialising in those walks (bench/api.py).
 gc.freeze()
+exit_with_master()

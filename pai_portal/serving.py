@@ -25,7 +25,10 @@ import io
 import json
 import math
 import os
+import signal
 import tempfile
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -42,6 +45,30 @@ SPOOL_BYTES = 1024 * 1024  # bodies bigger than this wait for their request thre
 DRAIN_BYTES = 16 * 1024 * 1024  # of a body over its limit, read and dropped so that the 413 is heard
 Message = dict[str, Any]
 AsgiApp = Callable[..., Any]
+
+
+MASTER_PID_VARIABLE = "PAI_SERVE_MASTER_PID"  # set by `manage.py serve` for its workers
+MASTER_WATCH_S = 0.5
+MASTER_GONE_GRACE_S = 5  # for requests in flight, then the worker exits whatever it is doing
+
+
+def exit_with_master() -> None:
+    """In a `manage.py serve` worker: end this process once its master is gone (kill -9 leaves the
+    workers serving otherwise, and a restarted `serve` would listen beside them). A daemon thread
+    watches for this process being handed to another parent."""
+    master = os.environ.get(MASTER_PID_VARIABLE)
+    if not master:
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(master):  # not the parent at import: the master may be gone by then
+            time.sleep(MASTER_WATCH_S)
+        # The kernel ends the process after the grace (SIGALRM's default action), even when the
+        # interpreter's shutdown hangs on a request thread and this daemon thread is frozen.
+        signal.alarm(MASTER_GONE_GRACE_S)
+        os.kill(os.getpid(), signal.SIGTERM)  # granian's own shutdown: in-flight requests finish
+
+    threading.Thread(target=watch, name="exit-with-master", daemon=True).start()
 
 
 class FileHandOff:
