@@ -7,7 +7,8 @@
 - --senders threads, each from its own loopback address (127.0.1.N; --same-address: all from
   127.0.0.1, so the cap per address answers most of them), that POST a 4000-byte body a few bytes
   per second (well within PAI_HTTP_READ_TIMEOUT per piece), to the submit API and to the API's
-  login (both read the whole body before answering), over and over until the run ends (one second's pause after each answer);
+  login (both read the whole body before answering), over and over until the run ends (one
+  second's pause after each answer);
 - --clients threads that alternate GET /login/ (fresh connection) and GET /api/v2/jobs/<job>
   (keep-alive) for --seconds.
 Prints per kind of normal request: count, errors (anything but 2xx, or no answer), p50/p99; and
@@ -27,6 +28,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -132,17 +134,23 @@ def main() -> None:
         env = served_env(var_dir, {key: value for key, value in os.environ.items() if not key.startswith("PAI_")})
         setup = prepare(__file__, env)
         with served(var_dir, env, workers=args.workers) as (port, _pids):
-            print(f"serving on 127.0.0.1:{port}; {args.senders} slow senders, {args.clients} clients, {args.seconds:g} s")
+            print(
+                f"serving on 127.0.0.1:{port}; {args.senders} slow senders, {args.clients} clients, {args.seconds:g} s"
+            )
             lock = threading.Lock()
             answers: Counter = Counter()
-            results = {kind: {"seconds": [], "errors": 0} for kind in ("login", "detail")}
+            results: dict[str, dict[str, Any]] = {kind: {"seconds": [], "errors": 0} for kind in ("login", "detail")}
             deadline = time.monotonic() + args.seconds
             threads = [
-                threading.Thread(target=slow_sender, args=(n, port, setup["token"], deadline, args.same_address, answers, lock))
+                threading.Thread(
+                    target=slow_sender, args=(n, port, setup["token"], deadline, args.same_address, answers, lock)
+                )
                 for n in range(args.senders)
             ]
             threads += [
-                threading.Thread(target=normal_client, args=(port, setup["token"], setup["job"], deadline, results, lock))
+                threading.Thread(
+                    target=normal_client, args=(port, setup["token"], setup["job"], deadline, results, lock)
+                )
                 for _ in range(args.clients)
             ]
             for thread in threads[: args.senders]:

@@ -20,8 +20,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-from pai_portal.origin import SameOriginValidator  # noqa: E402
 from pai_portal.body_limits import body_limit  # noqa: E402
+from pai_portal.origin import SameOriginValidator  # noqa: E402
 from pai_portal.serving import (  # noqa: E402
     BodyPolicy,
     OneHopWSGIMiddleware,

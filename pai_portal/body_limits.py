@@ -16,7 +16,9 @@ TOO_LARGE_ENVIRON_KEY = "pai.body_too_large"
 
 def body_limit(path: str) -> int:
     if path in UPLOAD_PATHS:
-        return max(int(settings.PAI_FS_UPLOAD_MAX_BYTES) + MULTIPART_SLACK_BYTES, int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+        return max(
+            int(settings.PAI_FS_UPLOAD_MAX_BYTES) + MULTIPART_SLACK_BYTES, int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        )
     return int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 
 

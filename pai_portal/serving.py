@@ -225,7 +225,7 @@ class OneHopResponder(WSGIResponder):
         except BodyRefused as refused:
             return await answer_refusal(scope, send, refused)
         with body:
-            environ = build_environ(scope, Body(self.loop, receive))
+            environ: dict[str, Any] = dict(build_environ(scope, Body(self.loop, receive)))
             environ["wsgi.input"] = body
             environ["CONTENT_LENGTH"] = str(too_large or body_length(body))
             if too_large:
@@ -313,7 +313,7 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
             await drain(receive, 0, limit + DRAIN_BYTES, policy.total_timeout)
         return io.BytesIO(), declared
     deadline_s = policy.deadline(declared or 0)
-    body: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+    body: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed by the caller
     client = (scope.get("client") or ("?", 0))[0]
     counted = False
     try:
@@ -335,7 +335,9 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
                     return body, 0
                 if not counted:  # the body trickles: one more of this address's bodies arriving
                     if policy.arriving[client] >= policy.per_client:
-                        refusal = f"More than {policy.per_client} request bodies from your address are arriving; try again."
+                        refusal = (
+                            f"More than {policy.per_client} request bodies from your address are arriving; try again."
+                        )
                         raise BodyRefused(429, refusal, ((b"retry-after", b"5"),))
                     policy.arriving[client] += 1
                     counted = True
@@ -374,7 +376,9 @@ async def answer_refusal(scope: dict[str, Any], send: AsgiApp, refused: BodyRefu
         payload, kind = str(refused).encode(), b"text/plain; charset=utf-8"
     headers = [(b"content-type", kind), (b"content-length", str(len(payload)).encode()), (b"connection", b"close")]
     try:
-        await send({"type": "http.response.start", "status": refused.status, "headers": headers + list(refused.headers)})
+        await send(
+            {"type": "http.response.start", "status": refused.status, "headers": headers + list(refused.headers)}
+        )
         await send({"type": "http.response.body", "body": payload})
     except (OSError, RuntimeError, ClientTooSlow):
         pass  # the client is gone

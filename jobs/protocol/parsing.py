@@ -282,7 +282,7 @@ def check_tree(doc: Any) -> None:
             if is_dict and type(key) is not str:
                 message = f"keys must be text; YAML reads this one as {type(key).__name__}: quote it"
                 raise JobConfigError([(field_path((*path, str(key))), message)])
-            if is_dict and not is_unicode_text(key):
+            if is_dict and not is_unicode_text(str(key)):
                 raise JobConfigError([(field_path((*path, ascii(key))), NOT_UNICODE)])
             kind = type(value)
             if kind is dict or kind is list:

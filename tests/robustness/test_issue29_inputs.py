@@ -88,5 +88,10 @@ def test_it_refuses_a_storage_path_with_a_very_long_name(alice_client, settings,
 
 
 def test_it_answers_a_v2_config_nested_2000_blocks_deep(alice, default_vc):
-    text = "protocolVersion: 2\nname: deep\n" + "".join("  " * depth + "a:\n" for depth in range(2000)) + "  " * 2000 + "b: 1\n"
+    text = (
+        "protocolVersion: 2\nname: deep\n"
+        + "".join("  " * depth + "a:\n" for depth in range(2000))
+        + "  " * 2000
+        + "b: 1\n"
+    )
     _api_answer(alice.post("/api/v2/jobs", data=text, content_type="text/yaml"))

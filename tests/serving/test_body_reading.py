@@ -70,7 +70,9 @@ def test_it_refuses_more_arriving_bodies_from_one_address_than_the_cap_with_429(
     async def three_stalled() -> list[Any]:
         stalled = [asyncio.create_task(read_body(scope_with(), pieces(b"a", then_wait=True), shared)) for _ in range(2)]
         await asyncio.sleep(0.05)
-        third = await asyncio.gather(read_body(scope_with(), pieces(b"a", then_wait=True), shared), return_exceptions=True)
+        third = await asyncio.gather(
+            read_body(scope_with(), pieces(b"a", then_wait=True), shared), return_exceptions=True
+        )
         other_address = asyncio.create_task(read_body(scope_with(client="10.0.0.2"), pieces(b"a", b"b"), shared))
         done = await other_address
         for task in stalled:

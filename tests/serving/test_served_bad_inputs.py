@@ -49,7 +49,12 @@ def test_it_refuses_a_websocket_on_an_unknown_path_with_a_4xx(serve, path):
 @pytest.mark.slow
 def test_it_answers_a_v2_config_nested_2000_blocks_deep_with_a_4xx(serve, token, default_vc):
     portal = serve()
-    text = "protocolVersion: 2\nname: deep\n" + "".join("  " * depth + "a:\n" for depth in range(2000)) + "  " * 2000 + "b: 1\n"
+    text = (
+        "protocolVersion: 2\nname: deep\n"
+        + "".join("  " * depth + "a:\n" for depth in range(2000))
+        + "  " * 2000
+        + "b: 1\n"
+    )
     connection = http.client.HTTPConnection("127.0.0.1", portal.port, timeout=30)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "text/yaml"}
     connection.request("POST", "/api/v2/jobs", body=text.encode(), headers=headers)

@@ -1,9 +1,9 @@
 """The Submit Job page: form, paste JSON/YAML, import file; Edit YAML, Export; errors in place."""
 
 import pytest
-from django.test import Client
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from jobs.models import Job
 from tests.factories import default_image

@@ -37,7 +37,9 @@ def wait_until_port_is_free(address: str, port: int, seconds: float) -> None:
                 return
             except OSError as error:
                 if time.monotonic() > deadline:
-                    raise CommandError(f"{address}:{port} is in use ({error.strerror}): is another server running?") from None
+                    raise CommandError(
+                        f"{address}:{port} is in use ({error.strerror}): is another server running?"
+                    ) from None
         time.sleep(0.2)
 
 
