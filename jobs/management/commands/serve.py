@@ -18,8 +18,7 @@ from granian import Granian
 from granian.constants import Interfaces
 from granian.http import HTTP1Settings
 
-from pai_portal.serving import MASTER_PID_VARIABLE
-
+MASTER_PID_VARIABLE = "PAI_SERVE_MASTER_PID"  # read by the workers: pai_portal.serving.exit_with_master
 SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get to finish when the server stops
 PORT_FREE_WAIT_S = 15  # a previous server's workers end within SHUTDOWN_GRACE_S of their master
 
