@@ -44,6 +44,9 @@ CHUNK_BYTES = 65536
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
 EXEC_FAILED = 127
+# When the task's network cannot be attached, its command never ran: the exit spec's codes, not SIGKILL's.
+PORTS_TAKEN = 253  # ContainerPortConflict: pasta could not bind a declared port; placed again elsewhere
+NETWORK_FAILED = -1201  # ContainerDockerCreationError: the sandbox could not be made
 # Named for what a request holds: a server of an earlier version (which read the script from the
 # environment) may still run through an upgrade; the new executor starts its own beside it, and the
 # old one leaves once idle, its tasks running to their end.
@@ -129,7 +132,7 @@ class Supervisor:
                 os.close(childs_end)
         self.child_pid = pid
         self._write("child_pid", str(pid))
-        network = self._attach_network(info, block_w, logs) if self.network else None
+        network, refused = self._attach_network(info, block_w, logs) if self.network else (None, None)
         try:
             status = self._copy_output({stdout: STDOUT, stderr: STDERR}, logs)
             os.close(stdout)
@@ -141,25 +144,26 @@ class Supervisor:
             if network is not None:
                 network.close()  # no pasta outlives its task
         code = os.waitstatus_to_exitcode(status)
-        exit_code = 128 - code if code < 0 else code
+        exit_code = refused if refused is not None else 128 - code if code < 0 else code
         self._record(exit_code)
         return exit_code
 
-    def _attach_network(self, info: int, block: int, logs: TaskLogs) -> Attached | None:
-        """The sandbox's network, attached before its command runs; the sandbox is killed (never
-        let go) when that fails, its reason in the task's log."""
+    def _attach_network(self, info: int, block: int, logs: TaskLogs) -> tuple[Attached | None, int | None]:
+        """The sandbox's network, attached before its command runs; when that fails the sandbox
+        is killed (never let go), the reason goes to the task's log, and the exit code to record
+        is the platform's, not the SIGKILL's: the task's command never ran."""
         assert self.network is not None and self.child_pid is not None
         network = None
         try:
             network = attach(self.network, info)
             os.write(block, b"go")  # (EPIPE when bwrap has failed meanwhile)
-            return network
+            return network, None
         except (OSError, NetworkError) as exc:
             if network is not None:
                 network.close()
             logs.write(STDERR, f"[pai-portal] cannot give the task its network: {exc}\n".encode())
             kill_on_failure(self.child_pid)
-            return None
+            return None, PORTS_TAKEN if "bind" in str(exc).lower() else NETWORK_FAILED
         finally:
             os.close(info)
             os.close(block)

@@ -190,3 +190,15 @@ def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
     wait_until(lambda: True if len(pastas()) > len(before) else None, 10)
     executor.stop(handle)
     assert pastas() == before
+
+
+def test_it_fails_a_task_whose_declared_port_is_taken_as_a_port_conflict(run_task):
+    """The task's command never ran: the exit spec's ContainerPortConflict (placed again
+    elsewhere), not the SIGKILL that stopped its sandbox."""
+    with socket.socket() as taken:
+        taken.bind((NODE, 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        code, log = run_task("echo ran", ports={"http": [port]})
+    assert code == 253
+    assert "cannot give the task its network" in log and "ran" not in log.splitlines()
