@@ -138,6 +138,7 @@ class Heartbeat:
         changed = False
         for node, error in zip(nodes, answers, strict=True):
             lane = executors.lane_of(node)
+            first_seen = self._first_seen.setdefault(node.pk, now)
             if error is None:
                 self._answered[node.pk] = now
             answered = max(self._answered.get(node.pk, float("-inf")), (lane and lane.last_answer) or float("-inf"))
@@ -151,7 +152,7 @@ class Heartbeat:
                 if lane is not None and lane.missed_cleanup:  # stops it did not take while silent
                     _clean_up(node, lane)
                 continue
-            silent_for = now - max(answered, self._first_seen.setdefault(node.pk, now))
+            silent_for = now - max(answered, first_seen)
             if silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
                 mark_node_down(node, f"did not answer for {silent_for:.0f} s: {error}", backends)
                 self._seen_down[node.pk] = now
