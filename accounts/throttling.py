@@ -47,6 +47,18 @@ class SteadyRateThrottle(SimpleRateThrottle):
     def wait(self) -> float | None:
         return max(self.retry_after, 0.0)
 
+    def charge(self, request: Any, view: Any, requests: int) -> None:
+        """Count a request that did the work of several (a big page) as that many more, after it
+        was let through: the client's next ones wait until the rate has paid for it."""
+        if self.rate is None or requests <= 0:
+            return
+        key = self.get_cache_key(request, view)
+        if key is None:
+            return
+        now = self.timer()
+        due = max(float(self.cache.get(key, now)), now)
+        self.cache.set(key, due + requests * self.duration / self.num_requests, self.duration * (1 + requests))
+
 
 def client_address(request: Any) -> str:
     remote = request.META.get("REMOTE_ADDR", "")

@@ -90,7 +90,7 @@ def fill(job_count: int, user_count: int) -> None:
     print(f"filled {job_count} jobs for {user_count} users in {time.perf_counter() - began:.1f} s")
 
 
-def measure(client, path: str, requests: int) -> tuple[float, float, int]:  # type: ignore[no-untyped-def]
+def measure(client, path: str, requests: int) -> tuple[float, float, int]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 

@@ -56,7 +56,7 @@ class Engine:
     address: str
 
 
-def setup_portal(engines: list[Engine]):  # type: ignore[no-untyped-def]
+def setup_portal(engines: list[Engine]):
     var = Path(tempfile.mkdtemp(prefix="pai-bench-gang-"))
     os.environ.update(PAI_VAR_DIR=str(var), PAI_LOG_LEVEL="WARNING", PAI_DOCKER_NAMESPACE=NAMESPACE)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
@@ -83,13 +83,13 @@ def setup_portal(engines: list[Engine]):  # type: ignore[no-untyped-def]
     return get_user_model().objects.create_user("bench", password="bench-password-1")
 
 
-def api_for(engine: Engine):  # type: ignore[no-untyped-def]
+def api_for(engine: Engine):
     import docker
 
     return docker.APIClient(base_url=engine.url or None, timeout=120)
 
 
-def portal_round(user, scheduler, engines: list[Engine], n: int) -> float:  # type: ignore[no-untyped-def]
+def portal_round(user, scheduler, engines: list[Engine], n: int) -> float:
     from jobs.actions import stop_job, submit_job
     from jobs.models import Job, JobState, Task
 
@@ -127,7 +127,7 @@ def direct_round(engines: list[Engine], n: int, threads: int = 1) -> float:
     t0 = time.perf_counter()
     network = None if spans else clients[0].networks.create(tag, driver="bridge", labels=labels)
 
-    def run(index: int):  # type: ignore[no-untyped-def]
+    def run(index: int):
         return clients[index % len(clients)].containers.run(
             IMAGE,
             ["sleep", "60"],

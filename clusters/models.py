@@ -48,7 +48,7 @@ class VirtualCluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def is_open_to(self, user) -> bool:  # type: ignore[no-untyped-def]
+    def is_open_to(self, user) -> bool:
         """The only VC access rule: admins, and everyone when the VC names no users. Uses the
         prefetched `allowed_users` when the caller prefetched them (lists of VCs)."""
         if is_admin(user):
@@ -235,7 +235,7 @@ class StorageConfig(models.Model):
             return self.portal_path
         return self.path if self.kind == self.Kind.HOST_PATH else ""
 
-    def is_open_to(self, user) -> bool:  # type: ignore[no-untyped-def]
+    def is_open_to(self, user) -> bool:
         """Admins; everyone when it names neither users nor VCs; else its users and those of its VCs."""
         if is_admin(user):
             return True

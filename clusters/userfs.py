@@ -207,7 +207,7 @@ def open_file_at(parent_fd: int, name: str, *, shown: str = "") -> io.FileIO:
     finally:
         os.close(handle)
     file = io.FileIO(fd, "rb")
-    file.name = name  # type: ignore[misc]  # (FileIO's name is writable; a download names itself by it)
+    file.name = name  # (FileIO's name is writable; a download names itself by it)
     return file
 
 

@@ -1,19 +1,13 @@
 """The job and task state machines: the states and every allowed transition, as data.
 
 `jobs.lifecycle` is the only module that changes a state, and each of its functions names the
-from-states it accepts; tests/jobs/test_lifecycle.py walks this diagram. The pure protocol
-modules (completion policy) import the state names from here, never spelled out again.
-
-    submit ──> WAITING ──claim──> RUNNING ──all done / policy──> SUCCEEDED | FAILED
-                 ^  │                │  │
-                 │  │ stop           │  └─retry (job retry)──> WAITING
-                 │  v                v stop
-                 │ STOPPING <────────┘
-                 │  │
-                 │  v
-                 │ STOPPED
-                 └──── restart (from STOPPED, SUCCEEDED, FAILED)
+from-states it accepts; tests/lifecycle/test_lifecycle.py walks every transition from every state.
+The pure protocol modules (completion policy) import the state names from here, never spelled out
+again. The diagram in docs/architecture.md is `state_diagram()`'s text (`manage.py statediagram`),
+kept equal by a test: it is never drawn by hand.
 """
+
+from collections.abc import Mapping, Sequence
 
 from django.db.models import TextChoices
 
@@ -59,3 +53,23 @@ TASK_TRANSITIONS: dict[str, tuple[tuple[TaskState, ...], TaskState]] = {
     "stop_task": (ACTIVE_TASK_STATES, TaskState.STOPPED),
     "reset_task": (tuple(TaskState), TaskState.WAITING),
 }
+
+
+def state_diagram() -> str:
+    """Every allowed move as `FROM --transition--> TO`, job then task, grouped by from-state in
+    the order the states are declared (the text docs/architecture.md shows)."""
+    return _machine("job", list(JobState), JOB_TRANSITIONS) + _machine("task", list(TaskState), TASK_TRANSITIONS)
+
+
+def _machine(kind: str, states: Sequence[str], transitions: Mapping[str, tuple[tuple[str, ...], str]]) -> str:
+    moves = [
+        (str(state), f"--{name}-->", str(to_state))
+        for state in states
+        for name, (from_states, to_state) in transitions.items()
+        if state in from_states
+    ]
+    state_width = max(len(state) for state, _, _ in moves)
+    arrow_width = max(len(arrow) for _, arrow, _ in moves)
+    lines = [f"{kind}:"]
+    lines += [f"  {state:<{state_width}}  {arrow:<{arrow_width}}  {to_state}" for state, arrow, to_state in moves]
+    return "\n".join(lines) + "\n"

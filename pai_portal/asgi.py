@@ -20,8 +20,15 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from pai_portal.body_limits import body_limit  # noqa: E402
 from pai_portal.origin import SameOriginValidator  # noqa: E402
-from pai_portal.serving import OneHopWSGIMiddleware, TimeoutsAndFileStreaming, hand_off_files  # noqa: E402
+from pai_portal.serving import (  # noqa: E402
+    BodyPolicy,
+    OneHopWSGIMiddleware,
+    TimeoutsAndFileStreaming,
+    exit_with_master,
+    hand_off_files,
+)
 from web.routing import websocket_urlpatterns  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
@@ -33,7 +40,16 @@ application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
         "http": TimeoutsAndFileStreaming(
-            OneHopWSGIMiddleware(hand_off_files(django_http_app), workers=settings.PAI_HTTP_THREADS),  # type: ignore[arg-type]
+            OneHopWSGIMiddleware(
+                hand_off_files(django_http_app),
+                workers=settings.PAI_HTTP_THREADS,
+                body=BodyPolicy(
+                    limit=body_limit,
+                    total_timeout=settings.PAI_HTTP_BODY_TIMEOUT,
+                    limit_unit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+                    per_client=settings.PAI_HTTP_BODIES_PER_CLIENT,
+                ),
+            ),
             read_timeout=settings.PAI_HTTP_READ_TIMEOUT,
             write_timeout=settings.PAI_HTTP_WRITE_TIMEOUT,
         ),
@@ -48,3 +64,4 @@ application = ProtocolTypeRouter(
 # garbage collector's sight, so its collections stop walking it over and over. A 1000-row job list
 # spent three quarters of its serialising in those walks (bench/api.py).
 gc.freeze()
+exit_with_master()

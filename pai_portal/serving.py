@@ -7,9 +7,14 @@ the request threads that run Django's WSGI handler (a2wsgi).
   and the server's bounded send buffer, not a thread.
 - Write timeout: a body chunk the client has not taken within PAI_HTTP_WRITE_TIMEOUT seconds
   ends the response (the server closes the connection).
-- Read timeout: a request body that stalls for PAI_HTTP_READ_TIMEOUT seconds is cut short, so
-  the request thread waiting for it fails fast instead of waiting forever. Request headers are
-  timed by the server itself (granian's header read timeout, see `manage.py serve`).
+- Request bodies are read whole on the event loop (BodyReader) before a request thread is taken:
+  a body that trickles in costs a coroutine and its bytes (spooled to a temporary file past
+  SPOOL_BYTES), never a thread. Each piece must come within PAI_HTTP_READ_TIMEOUT seconds and the
+  whole body within PAI_HTTP_BODY_TIMEOUT (one more such period per PAI_MAX_BODY_BYTES of a big
+  upload), else 408; a body over its limit (pai_portal.body_limits) is not read further and
+  Django answers 413; a client address with PAI_HTTP_BODIES_PER_CLIENT bodies still arriving in
+  this process gets 429 for the next one. Request headers are timed by the server itself
+  (granian's header read timeout, see `manage.py serve`).
 """
 
 from __future__ import annotations
@@ -17,17 +22,53 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import io
+import json
+import math
 import os
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import IO, Any
 from wsgiref.util import FileWrapper
 
 from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
 
+from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, is_api
+
 FILE_SCOPE_KEY = "pai.file_to_stream"
 CHUNK_BYTES = 256 * 1024
+SPOOL_BYTES = 1024 * 1024  # bodies bigger than this wait for their request thread in a temporary file
+DRAIN_BYTES = 16 * 1024 * 1024  # of a body over its limit, read and dropped so that the 413 is heard
 Message = dict[str, Any]
 AsgiApp = Callable[..., Any]
+
+
+MASTER_PID_VARIABLE = "PAI_SERVE_MASTER_PID"  # set by `manage.py serve` for its workers
+MASTER_WATCH_S = 0.5
+MASTER_GONE_GRACE_S = 5  # for requests in flight, then the worker exits whatever it is doing
+
+
+def exit_with_master() -> None:
+    """In a `manage.py serve` worker: end this process once its master is gone (kill -9 leaves the
+    workers serving otherwise, and a restarted `serve` would listen beside them). A daemon thread
+    watches for this process being handed to another parent."""
+    master = os.environ.get(MASTER_PID_VARIABLE)
+    if not master:
+        return
+
+    def watch() -> None:
+        while os.getppid() == int(master):  # not the parent at import: the master may be gone by then
+            time.sleep(MASTER_WATCH_S)
+        # The kernel ends the process after the grace (SIGALRM's default action), even when the
+        # interpreter's shutdown hangs on a request thread and this daemon thread is frozen.
+        signal.alarm(MASTER_GONE_GRACE_S)
+        os.kill(os.getpid(), signal.SIGTERM)  # granian's own shutdown: in-flight requests finish
+
+    threading.Thread(target=watch, name="exit-with-master", daemon=True).start()
 
 
 class FileHandOff:
@@ -77,11 +118,11 @@ class TimeoutsAndFileStreaming:
 
     async def __call__(self, scope: dict[str, Any], receive: AsgiApp, send: AsgiApp) -> None:
         if scope["type"] != "http":
-            return await self.app(scope, receive, send)  # type: ignore[no-any-return]
+            return await self.app(scope, receive, send)
 
         async def timed_receive() -> Message:
             try:
-                return await asyncio.wait_for(receive(), self.read_timeout)  # type: ignore[no-any-return]
+                return await asyncio.wait_for(receive(), self.read_timeout)
             except TimeoutError:
                 return {"type": "http.disconnect"}  # the request thread sees the body end here
 
@@ -90,7 +131,7 @@ class TimeoutsAndFileStreaming:
         async def timed_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 declared_length[0] = content_length(message)
-                return await send(message)  # type: ignore[no-any-return]
+                return await send(message)
             if FILE_SCOPE_KEY in scope and not message.get("more_body", False):
                 await self._stream(scope.pop(FILE_SCOPE_KEY), declared_length[0], send)
             await self._send_in_time(send, message)
@@ -130,18 +171,46 @@ class ClientTooSlow(Exception):
     """Raised into the server, which drops the connection."""
 
 
+@dataclass
+class BodyPolicy:
+    """How request bodies are read on the event loop (see the module's docstring)."""
+
+    limit: Callable[[str], int]  # the path's body limit in bytes
+    total_timeout: float  # seconds for a body of up to `limit_unit` bytes
+    limit_unit: int  # bytes a big upload may take per `total_timeout`
+    per_client: int  # bodies still arriving from one client address at once
+    arriving: Counter[str] = field(default_factory=Counter)
+
+    def deadline(self, length: int) -> float:
+        return self.total_timeout * max(1, math.ceil(length / self.limit_unit))
+
+
+class BodyRefused(Exception):
+    """The request is answered from the loop without running the app."""
+
+    def __init__(self, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = headers
+
+
 class OneHopWSGIMiddleware(WSGIMiddleware):
     """a2wsgi's WSGI-in-ASGI bridge with fewer crossings between the request thread and the event
     loop: a2wsgi hands each message (the request body's, the response's start, body and end) from
     one to the other and waits for the other side to take it, four round trips per request. Here
-    the first part of the request body is read on the loop before the thread starts, and a
+    the whole request body is read on the loop before the thread starts (BodyPolicy), and a
     response whose body is already in memory (Django's HttpResponse) is sent from the loop once the
     thread is done. Streaming responses and handed-off files go a2wsgi's way, chunk by chunk."""
+
+    def __init__(self, app: Any, workers: int = 10, *, body: BodyPolicy | None = None, **kwargs: Any) -> None:
+        super().__init__(app, workers, **kwargs)
+        self.body = body or BodyPolicy(limit=lambda path: 2**62, total_timeout=3600, limit_unit=2**62, per_client=2**31)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return await super().__call__(scope, receive, send)
-        return await OneHopResponder(self.app, self.executor, self.send_queue_size)(scope, receive, send)
+        responder = OneHopResponder(self.app, self.executor, self.send_queue_size)
+        return await responder.respond(scope, receive, send, self.body)
 
 
 class OneHopResponder(WSGIResponder):
@@ -150,12 +219,20 @@ class OneHopResponder(WSGIResponder):
         self.start_message: Any = None
         self.buffered: list[Any] = []
 
-    async def __call__(self, scope: Any, receive: AsgiApp, send: AsgiApp) -> None:
-        body = Body(self.loop, receive)
-        first = await receive()
-        body.buffer.extend(first.get("body", b""))
-        body._has_more = first.get("more_body", False)
-        environ = build_environ(scope, body)
+    async def respond(self, scope: Any, receive: AsgiApp, send: AsgiApp, policy: BodyPolicy) -> None:
+        try:
+            body, too_large = await read_body(scope, receive, policy)
+        except BodyRefused as refused:
+            return await answer_refusal(scope, send, refused)
+        with body:
+            environ: dict[str, Any] = dict(build_environ(scope, Body(self.loop, receive)))
+            environ["wsgi.input"] = body
+            environ["CONTENT_LENGTH"] = str(too_large or body_length(body))
+            if too_large:
+                environ[TOO_LARGE_ENVIRON_KEY] = True
+            await self.run(environ, send)
+
+    async def run(self, environ: dict[str, Any], send: AsgiApp) -> None:
         sender = self.loop.create_task(self.sender(send))
         try:
             context = contextvars.copy_context()
@@ -204,3 +281,104 @@ class OneHopResponder(WSGIResponder):
             self.write(b"", more_body=False)
         finally:
             getattr(iterable, "close", lambda: None)()
+
+
+def declared_length(scope: dict[str, Any]) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-length":
+            try:
+                return max(0, int(value))
+            except ValueError:
+                return None
+    return None
+
+
+def body_length(body: IO[bytes]) -> int:
+    body.seek(0, os.SEEK_END)
+    length = body.tell()
+    body.seek(0)
+    return length
+
+
+async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy) -> tuple[IO[bytes], int]:
+    """(the whole body, seeked to its start; 0 or the length that passed the path's limit).
+
+    A body over its limit is not kept: the app gets it empty, marked too large, and answers 413.
+    Up to DRAIN_BYTES past the limit it is read and dropped first, so that a client still sending
+    gets that answer rather than a reset connection."""
+    limit = policy.limit(scope["path"])
+    declared = declared_length(scope)
+    if declared is not None and declared > limit:
+        if declared <= limit + DRAIN_BYTES:
+            await drain(receive, 0, limit + DRAIN_BYTES, policy.total_timeout)
+        return io.BytesIO(), declared
+    deadline_s = policy.deadline(declared or 0)
+    body: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 - closed by the caller
+    client = (scope.get("client") or ("?", 0))[0]
+    counted = False
+    try:
+        async with asyncio.timeout(deadline_s):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":  # disconnected, or a piece came too late
+                    raise BodyRefused(408, "The request body did not arrive in time.")
+                piece = message.get("body", b"")
+                if body.tell() + len(piece) > limit:
+                    seen = body.tell() + len(piece)
+                    body.close()
+                    if message.get("more_body", False):
+                        await drain(receive, seen, limit + DRAIN_BYTES, policy.total_timeout)
+                    return io.BytesIO(), seen
+                body.write(piece)
+                if not message.get("more_body", False):
+                    body.seek(0)
+                    return body, 0
+                if not counted:  # the body trickles: one more of this address's bodies arriving
+                    if policy.arriving[client] >= policy.per_client:
+                        refusal = (
+                            f"More than {policy.per_client} request bodies from your address are arriving; try again."
+                        )
+                        raise BodyRefused(429, refusal, ((b"retry-after", b"5"),))
+                    policy.arriving[client] += 1
+                    counted = True
+    except TimeoutError:
+        body.close()
+        raise BodyRefused(408, f"The request body did not arrive within {deadline_s:g} s.") from None
+    except BaseException:
+        body.close()
+        raise
+    finally:
+        if counted:
+            policy.arriving[client] -= 1
+            if not policy.arriving[client]:
+                del policy.arriving[client]
+
+
+async def drain(receive: AsgiApp, seen: int, cap: int, timeout_s: float) -> None:
+    """Read and drop the rest of a body, while no more than `cap` bytes in all and `timeout_s`."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            while seen <= cap:
+                message = await receive()
+                seen += len(message.get("body", b""))
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    return
+    except TimeoutError:
+        return
+
+
+async def answer_refusal(scope: dict[str, Any], send: AsgiApp, refused: BodyRefused) -> None:
+    """A short answer from the loop: `{code, message}` for the API, the message as text otherwise."""
+    if is_api(scope["path"]):
+        code = "TooManyRequestsError" if refused.status == 429 else "RequestTimeoutError"
+        payload, kind = json.dumps({"code": code, "message": str(refused)}).encode(), b"application/json"
+    else:
+        payload, kind = str(refused).encode(), b"text/plain; charset=utf-8"
+    headers = [(b"content-type", kind), (b"content-length", str(len(payload)).encode()), (b"connection", b"close")]
+    try:
+        await send(
+            {"type": "http.response.start", "status": refused.status, "headers": headers + list(refused.headers)}
+        )
+        await send({"type": "http.response.body", "body": payload})
+    except (OSError, RuntimeError, ClientTooSlow):
+        pass  # the client is gone

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "pai_portal.middleware.BodyTooLargeMiddleware",  # first: before anything reads the body
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "corsheaders.middleware.CorsMiddleware",  # before CommonMiddleware, so preflights get their headers
@@ -237,6 +238,11 @@ PAI_HTTP_THREADS = env_int("PAI_HTTP_THREADS", 4, minimum=1)
 PAI_HTTP_HEADER_TIMEOUT = env_float("PAI_HTTP_HEADER_TIMEOUT", 10, minimum=0.001)  # granian: at most 60
 PAI_HTTP_READ_TIMEOUT = env_float("PAI_HTTP_READ_TIMEOUT", 30, minimum=0.001)
 PAI_HTTP_WRITE_TIMEOUT = env_float("PAI_HTTP_WRITE_TIMEOUT", 30, minimum=0.001)
+# A request body is read whole before a request thread is taken: within PAI_HTTP_BODY_TIMEOUT
+# seconds in all (one more such period per PAI_MAX_BODY_BYTES of a big upload), and at most
+# PAI_HTTP_BODIES_PER_CLIENT bodies still arriving from one client address per server process.
+PAI_HTTP_BODY_TIMEOUT = env_float("PAI_HTTP_BODY_TIMEOUT", 30, minimum=0.001)
+PAI_HTTP_BODIES_PER_CLIENT = env_int("PAI_HTTP_BODIES_PER_CLIENT", 8, minimum=1)
 
 # Channels: in-memory by default, Redis when REDIS_URL is set.
 REDIS_URL = env_str("REDIS_URL", "")

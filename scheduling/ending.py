@@ -29,6 +29,7 @@ from scheduling import executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
 from scheduling.exits import platform_exit_code
+from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
 
 log = logging.getLogger("pai.scheduler")
@@ -168,9 +169,10 @@ def run(
     taken, failed_starts[:] = list(failed_starts), []
     for failed in taken:
         task = failed.task
-        task.job = changed_jobs.get(task.job_id, failed.job)
-        if record_exit(task, failed.status, failed.platform_code):
-            ended.retried.add((task.pk, task.attempt + 1))
+        with job_guard(task.job_id, backends, "record how its task failed to start", task_id=task.pk):
+            task.job = changed_jobs.get(task.job_id, failed.job)
+            if record_exit(task, failed.status, failed.platform_code):
+                ended.retried.add((task.pk, task.attempt + 1))
         changed_jobs[task.job_id] = task.job
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
     running = list(
@@ -192,13 +194,15 @@ def run(
             suspects.add(node_id)
             continue
         task = Task.objects.select_related("node", "job__virtual_cluster").get(pk=task_id)
-        task.job = changed_jobs.get(task.job_id, task.job)
-        if record_exit(task, status):
-            ended.retried.add((task.pk, task.attempt + 1))
+        with job_guard(task.job_id, backends, "record how its task ended", task_id=task.pk):
+            task.job = changed_jobs.get(task.job_id, task.job)
+            if record_exit(task, status):
+                ended.retried.add((task.pk, task.attempt + 1))
         changed_jobs[task.job_id] = task.job
         meanwhile()
     for job in changed_jobs.values():
-        apply_completion_policy(job, backends)
+        with job_guard(job.pk, backends, "apply its completion policy"):
+            apply_completion_policy(job, backends)
         meanwhile()
     ended.changed = bool(changed_jobs)
     return ended

@@ -20,6 +20,7 @@ from jobs.models import Job, JobState
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from scheduling import executors, quota
 from scheduling.backends import Backends
+from scheduling.guard import job_guard
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
 
@@ -140,16 +141,17 @@ class Placer:
         by_id = {node.pk: node for node in node_by_name.values()}
         claimed = []
         for job, placements in batch:
-            tasks = lifecycle.claim_for_launch(
-                job,
-                [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
-                where=", ".join(sorted({p.node for p in placements})),
-            )
-            if tasks is None:
-                continue  # another scheduler, or a stop, got there first
-            for task in tasks:
-                task.node = by_id[task.node_id] if task.node_id is not None else None
-            claimed.append((job, tasks))
+            with job_guard(job.pk, self.backends, "claim the nodes placement gave it"):
+                tasks = lifecycle.claim_for_launch(
+                    job,
+                    [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
+                    where=", ".join(sorted({p.node for p in placements})),
+                )
+                if tasks is None:
+                    continue  # another scheduler, or a stop, got there first
+                for task in tasks:
+                    task.node = by_id[task.node_id] if task.node_id is not None else None
+                claimed.append((job, tasks))
         self.starter.start_claimed(claimed)
 
 

@@ -49,6 +49,7 @@ from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.spec import gpu_type as spec_gpu_type
 from scheduling import ending, executors
 from scheduling.backends import Backends
+from scheduling.guard import job_guard
 from scheduling.quota import task_requests
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
@@ -183,32 +184,34 @@ class SlurmBackend:
         self._awaiting = {}
         for pk, job_attempt, vc_id, said in waiting:
             seen.add(pk)
-            attempt = job_attempt + 1
-            name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, pk, attempt)
-            found = self._queue.get(name)
-            partition = partition_of[vc_id]
-            if name in self._submitted or (found is not None and found.active):
-                if self._all_probed(pk, attempt):
-                    changed |= self._launch_waiting(pk, attempt)
-                else:
-                    self._awaiting[pk] = attempt
-                    if fresh and found is not None and found.pending:
-                        self._say_pending(pk, said, found, partition)
-                continue
-            if found is None:
-                submitted = self.submit(_waiting_job(pk), attempt, partition)
-            elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
-                submitted = self.resubmit(_waiting_job(pk), attempt, partition, found)
-            else:
-                continue
-            if submitted:
-                self._awaiting[pk] = attempt
-                # Jobs submitted a moment ago may run already: each holds its Slurm slot until launched.
-                self.launch_ready()
-            changed |= submitted
+            with job_guard(pk, self.backends, "submit it to Slurm or launch it there"):
+                changed |= self._pass_waiting(pk, job_attempt + 1, partition_of[vc_id], said, fresh)
         self._roles = {pk: roles for pk, roles in self._roles.items() if pk in seen}
         self._probe_dirs = {key: path for key, path in self._probe_dirs.items() if key[0] in seen}
         return changed
+
+    def _pass_waiting(self, pk: int, attempt: int, partition: str, said: str, fresh: bool) -> bool:
+        """One waiting job's share of a pass: submitted, launched, or its pending reason told."""
+        name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, pk, attempt)
+        found = self._queue.get(name)
+        if name in self._submitted or (found is not None and found.active):
+            if self._all_probed(pk, attempt):
+                return self._launch_waiting(pk, attempt)
+            self._awaiting[pk] = attempt
+            if fresh and found is not None and found.pending:
+                self._say_pending(pk, said, found, partition)
+            return False
+        if found is None:
+            submitted = self.submit(_waiting_job(pk), attempt, partition)
+        elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
+            submitted = self.resubmit(_waiting_job(pk), attempt, partition, found)
+        else:
+            return False
+        if submitted:
+            self._awaiting[pk] = attempt
+            # Jobs submitted a moment ago may run already: each holds its Slurm slot until launched.
+            self.launch_ready()
+        return submitted
 
     # ---- tasks' reports --------------------------------------------------------------------
     def _requests(self, pk: int) -> list[commands.RoleRequest]:
@@ -249,7 +252,8 @@ class SlurmBackend:
         launched = False
         for pk, attempt in ready:
             del self._awaiting[pk]
-            launched |= self._launch_waiting(pk, attempt)
+            with job_guard(pk, self.backends, "launch it on the nodes Slurm gave it"):
+                launched |= self._launch_waiting(pk, attempt)
         return launched
 
     def _launch_waiting(self, pk: int, attempt: int) -> bool:
@@ -392,15 +396,16 @@ class SlurmBackend:
             found = queue.get(commands.job_name(settings.PAI_SLURM_JOB_PREFIX, job.pk, job.job_attempt))
             if found is not None and found.active:
                 continue
-            for task in tasks:
-                assert task.node is not None
-                # Read after squeue: an exit recorded before the Slurm job ended is seen here.
-                status = executors.node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
-                if status.running:
-                    status = status_after(found.state if found else None)
-                task.job = job
-                # Its allocation is gone: a retry is the job's, in a new Slurm job.
-                ending.record_exit(task, status, retry_in_place=False)
-            ending.apply_completion_policy(job, self.backends)
+            with job_guard(job.pk, self.backends, "record how its Slurm job ended"):
+                for task in tasks:
+                    assert task.node is not None
+                    # Read after squeue: an exit recorded before the Slurm job ended is seen here.
+                    status = executors.node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
+                    if status.running:
+                        status = status_after(found.state if found else None)
+                    task.job = job
+                    # Its allocation is gone: a retry is the job's, in a new Slurm job.
+                    ending.record_exit(task, status, retry_in_place=False)
+                ending.apply_completion_policy(job, self.backends)
             changed = True
         return changed

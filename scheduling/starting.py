@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -81,7 +82,11 @@ class Starter:
         for task in unstarted:
             if task.pk in not_running:
                 by_job[task.job_id].append(task)
-        self.start_side_by_side([(tasks[0].job, self.launches(tasks[0].job, tasks)) for tasks in by_job.values()])
+        starts = []
+        for tasks in by_job.values():
+            with self.job_alone(tasks[0].job, tasks):
+                starts.append((tasks[0].job, self.launches(tasks[0].job, tasks)))
+        self.start_side_by_side(starts)
         return bool(by_job)
 
     def start_claimed(self, batch: list[tuple[Job, list[Task]]]) -> None:
@@ -89,14 +94,30 @@ class Starter:
         lists), then all their tasks side by side."""
         starts = []
         for job, tasks in batch:
-            ready = self.assign_addresses(job, tasks)
-            starts.append((job, self.launches(job, ready, tasks)))
+            with self.job_alone(job, tasks):
+                ready = self.assign_addresses(job, tasks)
+                starts.append((job, self.launches(job, ready, tasks)))
         self.start_side_by_side(starts)
 
-    def start_tasks(self, job: Job, tasks: Iterable[Task], everyone: list[Task] | None = None) -> None:
+    def start_tasks(self, job: Job, tasks: list[Task], everyone: list[Task] | None = None) -> None:
         """Start tasks of a job whose addresses are known; `everyone` (all the job's tasks, with
         addresses) is read from the database unless the caller has it."""
-        self.start_side_by_side([(job, self.launches(job, tasks, everyone))])
+        starts = []
+        with self.job_alone(job, tasks):
+            starts.append((job, self.launches(job, tasks, everyone)))
+        self.start_side_by_side(starts)
+
+    @contextmanager
+    def job_alone(self, job: Job, tasks: list[Task]) -> Iterator[None]:
+        """One job's share of the phase: an exception there fails the start of that job's tasks
+        alone (each handed to the next ending phase, as any failed start), not the pass."""
+        try:
+            yield
+        except Exception as exc:
+            handed = {failed.task.pk for failed in self.failed_starts}
+            for task in tasks:
+                if task.pk not in handed:
+                    self.failed(job, task, exc)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -185,9 +206,12 @@ class Starter:
             log.error("starting %s failed", task, exc_info=exc)
             code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"
         if task.log_path:
-            Path(task.log_path).parent.mkdir(parents=True, exist_ok=True)
-            with open(task.log_path, "a") as log_file:
-                log_file.write(f"[pai-portal] {message}\n")
+            try:  # the reason is recorded on the task anyway: a log that cannot be written stops nothing
+                Path(task.log_path).parent.mkdir(parents=True, exist_ok=True)
+                with open(task.log_path, "a") as log_file:
+                    log_file.write(f"[pai-portal] {message}\n")
+            except OSError as error:
+                log.warning("could not write to the log of %s: %s", task, error)
         failure = exc.failure if isinstance(exc, ExecutorError) else None
         status = TaskStatus(running=False, diagnostics=message, failure=failure)
         self.failed_starts.append(FailedStart(job, task, status, code))

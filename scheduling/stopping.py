@@ -7,6 +7,7 @@ from jobs import lifecycle
 from jobs.models import Job, JobState
 from jobs.protocol.exitspec import classify
 from scheduling.backends import Backends
+from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
 
 
@@ -17,8 +18,10 @@ def carry_out_stop_requests(backends: Backends) -> bool:
     )
     info = classify(None, stopped=True)
     for job in jobs:
-        if not lifecycle.begin_stopping(job):
-            continue  # it finished meanwhile
-        stop_job(job, backends)
-        lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.")
+        # (A stop that fails is logged and tried again next pass; the other jobs' go on.)
+        with job_guard(job.pk, backends, "stop it"):
+            if not lifecycle.begin_stopping(job):
+                continue  # it finished meanwhile
+            stop_job(job, backends)
+            lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.")
     return bool(jobs)

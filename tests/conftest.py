@@ -4,6 +4,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.test import override_settings
@@ -69,6 +70,29 @@ def fast_password_hashing():
     """MD5 instead of PBKDF2 for the whole run, live-server threads included: the suite creates
     and signs in hundreds of users, and PBKDF2 is slow by design (most of the fast tier's time)."""
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def static_files_scanned_once():
+    """Django's test client builds the middleware anew for every client, and WhiteNoise's walks and
+    stats all of STATIC_ROOT each time (a third of the API tests' CPU). The files do not change
+    during a run: each root is scanned once per WhiteNoise setting and the result shared."""
+    from whitenoise.base import WhiteNoise
+
+    scan = WhiteNoise.update_files_dictionary
+    scanned: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def scan_once(self: WhiteNoise, root: str, prefix: str) -> None:
+        settings = (self.max_age, self.allow_all_origins, self.charset, self.index_file, self.add_headers_function)
+        key = (type(self), root, prefix, *settings, self.__dict__.get("immutable_file_test"))
+        if key not in scanned:
+            own, self.files = self.files, {}
+            scan(self, root, prefix)
+            scanned[key], self.files = self.files, own
+        self.files.update(scanned[key])
+
+    with mock.patch.object(WhiteNoise, "update_files_dictionary", scan_once):
         yield
 
 

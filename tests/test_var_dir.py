@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The process sandbox (the task's own uid) passes through these to its work dir and the user's area.
 TRAVERSABLE = {"", "work", "fs"}
 
+# Three Django processes and a migrate on a fresh database: about 5 s of CPU, a tenth of the fast tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def set_up_var_dir(tmp_path_factory) -> Path:

@@ -25,6 +25,7 @@ TYPE_WORDS = {
 }
 ALLOWED_WORDS = {
     "letters, digits and - . _ ~": _("letters, digits and - . _ ~"),
+    "letters, digits and - . _": _("letters, digits and - . _"),
     "letters, digits and . _ ~": _("letters, digits and . _ ~"),
     "letters, digits, _ and -": _("letters, digits, _ and -"),
     "letters, digits and _, not starting with a digit": _("letters, digits and _, not starting with a digit"),

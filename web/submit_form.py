@@ -211,7 +211,7 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     _set(config, "jobRetryCount", _number(data.job.get("job_retry_count", "")))
 
     image_name = _image_prerequisite_name(config)
-    prerequisites = [p for p in config.get("prerequisites") or [] if isinstance(p, dict)]
+    prerequisites = [p for p in _list(config.get("prerequisites")) if isinstance(p, dict)]
     image = next((p for p in prerequisites if p.get("name") == image_name), None)
     if image is None:
         image = {"name": image_name, "type": "dockerimage"}
@@ -280,6 +280,10 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
@@ -295,7 +299,7 @@ def _threshold(completion: dict[str, Any], key: str) -> str:
 def config_to_form(config: dict[str, Any]) -> JobFormData:
     """Fill the form from a v2 config (a parsed YAML or a job's normalized spec)."""
     image_name = _image_prerequisite_name(config)
-    prerequisites = config.get("prerequisites") or []
+    prerequisites = _list(config.get("prerequisites"))
     image_uri = next(
         (p.get("uri", "") for p in prerequisites if isinstance(p, dict) and p.get("name") == image_name), ""
     )

@@ -99,7 +99,7 @@ class ProcessExecutor(Executor):
         if self.sandbox_problem and not launch.owner_is_admin:
             raise ExecutorError(
                 f"this process node cannot sandbox tasks ({self.sandbox_problem}), so it runs only admins' "
-                "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap",
+                "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap and passt",
                 Failure.START_PERMISSION_DENIED,  # permanent: never retried
             )
         for mount in launch.mounts:
@@ -237,6 +237,7 @@ class ProcessExecutor(Executor):
             "stop_grace_s": STOP_GRACE_S,
             "memory_mb": launch.memory_mb,
             "sandboxed": sandboxed,
+            "network": self.sandbox.network_plan(launch, self.address) if sandboxed else None,
             "cgroup": cgroup.dirs if cgroup is not None else None,
             "rlimits": None if cgroup is not None else rlimits(memory_mb=launch.memory_mb, pids=self.pids_limit),
         }
@@ -276,6 +277,9 @@ class ProcessExecutor(Executor):
     def poll(self, handle: TaskHandle) -> TaskStatus:
         task_dir = self.work_root / handle.executor_id
         exit_file = task_dir / "exit_code"
+        # Alive first: a supervisor records the exit before it ends, so one found gone has its
+        # exit file by the time that is looked for (the other order could call a just-ended task lost).
+        alive = self._alive(handle.executor_id, task_dir)
         if exit_file.exists():
             finished = datetime.fromtimestamp(exit_file.stat().st_mtime, tz=UTC)
             code = int(exit_file.read_text().strip() or 255)
@@ -288,7 +292,7 @@ class ProcessExecutor(Executor):
                     diagnostics=f"killed: out of memory (the task's limit is {self._memory_mb(task_dir)} MB, memoryMB)",
                 )
             return TaskStatus(running=False, exit_code=code, finished_at=finished)
-        if self._alive(handle.executor_id, task_dir):
+        if alive:
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")

@@ -13,13 +13,18 @@ from clusters.executors.base import Executor
 @cache
 def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
     if kind == "process":
+        from clusters.executors.netns import TaskNetwork
         from clusters.executors.process import ProcessExecutor
         from clusters.executors.sandbox import Sandbox
 
         return ProcessExecutor(
             Path(settings.PAI_WORK_ROOT) / "process",
             address=address,
-            sandbox=Sandbox(hidden=portal_paths(), base_id=settings.PAI_SANDBOX_BASE_ID),
+            sandbox=Sandbox(
+                hidden=portal_paths(),
+                base_id=settings.PAI_SANDBOX_BASE_ID,
+                network=TaskNetwork(docker_subnet_pool=settings.PAI_DOCKER_SUBNET_POOL),
+            ),
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
         )
@@ -93,6 +98,6 @@ def describe_executor(kind: str, address: str, docker_url: str = "") -> str:
         )
     return (
         f"process executor: each task a local process in a bubblewrap sandbox (its own unprivileged uid, only "
-        f"its work dir and storage area, none of the portal's files), {limits}; tasks share this machine's "
-        f"network, their ports on {address}."
+        f"its work dir and storage area, none of the portal's files), {limits}; each task in a network of its "
+        f"own (pasta): only its declared ports, on {address}; no host loopback, no Docker networks."
     )

@@ -8,8 +8,10 @@ What a sandboxed task sees and is:
   are covered by empty tmpfs mounts even where a system path would have shown them;
 - its own pid namespace (the portal's processes cannot be seen or signalled; when the task's
   command ends or is stopped, bwrap's init dies and the kernel kills every process left in it,
-  `setsid` ones included), its own IPC and UTS namespaces (hostname `<role>-<index>`), the
-  node's network;
+  `setsid` ones included), its own IPC and UTS namespaces (hostname `<role>-<index>`), and,
+  given a TaskNetwork (netns.py), a network namespace of its own: outbound traffic through pasta,
+  only its declared ports reachable, at the node's address; no host loopback, no Docker bridges
+  (without one, the node's network);
 - an unprivileged user: when the portal runs as root, the task runs as PAI_SANDBOX_UID (the
   task's mounts are handed to that uid first); otherwise as the portal's uid inside a user
   namespace, which still sees none of the portal's files.
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import clusters.userfs as userfs
 from clusters.executors.base import TaskLaunch
+from clusters.executors.netns import BLOCK_FD, INFO_FD, TaskNetwork
 
 DEFAULT_SANDBOX_BASE_ID = 2_000_000
 SYSTEM_PATHS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -45,6 +48,8 @@ class Sandbox:
     base_id: int = DEFAULT_SANDBOX_BASE_ID
     bwrap: str = "bwrap"
     system_paths: tuple[str, ...] = field(default=SYSTEM_PATHS)
+    # None: the task shares the node's network (tests of the sandbox alone, benchmarks).
+    network: TaskNetwork | None = None
 
     @property
     def switches_user(self) -> bool:
@@ -68,12 +73,19 @@ class Sandbox:
         if trial.returncode != 0:
             detail = trial.stderr.strip().splitlines()[-1:] or [f"exit {trial.returncode}"]
             return f"bubblewrap cannot make a sandbox here (user namespaces off?): {detail[0]}"
+        if self.network is not None:
+            # The whole chain a task runs in, its network attached as the supervisor does it.
+            trial_ids = (self.base_id, self.base_id) if self.switches_user else (os.getuid(), os.getgid())
+            return self.network.probe(
+                [*self._identity(*trial_ids), *self._base_args("sandbox-probe", own_network=True)], trial_ids
+            )
         return ""
 
     def argv(self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str]) -> list[str]:
-        """The command line that runs `command` in the task's sandbox."""
+        """The command line that runs `command` in the task's sandbox (with a network of its own,
+        bwrap waits for the supervisor to attach it: network_plan())."""
         work_dir = str(launch.work_dir)
-        args = [*self._identity(*self.ids(launch)), *self._base_args(launch.hostname)]
+        args = [*self._identity(*self.ids(launch)), *self._base_args(launch.hostname, self.network is not None)]
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
         for gpu in launch.gpus:
             args += _device_binds([f"/dev/nvidia{gpu}", *NVIDIA_SHARED_DEVICES])
@@ -97,8 +109,19 @@ class Sandbox:
             "--",
         ]
 
-    def _base_args(self, hostname: str) -> list[str]:
-        args = [self.bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
+    def network_plan(self, launch: TaskLaunch, address: str) -> dict[str, object] | None:
+        """What the supervisor sets up in the task's network namespace before its command runs
+        (its declared ports at `address`, the node's); None: the task shares the node's network."""
+        if self.network is None:
+            return None
+        return self.network.plan(address, launch.ports, self.ids(launch))
+
+    def _base_args(self, hostname: str, own_network: bool = False) -> list[str]:
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
+        if not own_network:
+            args.append("--share-net")
+        else:  # bwrap says where its sandbox is, then waits until the supervisor has attached its network
+            args += ["--info-fd", str(INFO_FD), "--block-fd", str(BLOCK_FD)]
         args += ["--hostname", hostname]
         for path in self.system_paths:
             if os.path.islink(path):

@@ -36,6 +36,7 @@ from collections.abc import Callable
 
 from clusters.executors.limits import TaskCgroup, apply_rlimits
 from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
+from clusters.executors.netns import BLOCK_FD, INFO_FD, Attached, NetworkError, attach, kill_on_failure
 
 LOG_DRAIN_S = 2.0
 CHUNK_BYTES = 65536
@@ -74,6 +75,8 @@ class Supervisor:
         self.cgroup = TaskCgroup(config["cgroup"]) if config.get("cgroup") else None
         self.rlimits: dict[str, int] = config.get("rlimits") or {}
         self.sandboxed: bool = config["sandboxed"]
+        # Set: the sandbox has a network namespace of its own, attached here before it runs (netns.py).
+        self.network: dict[str, object] | None = config.get("network")
         self.child_pid: int | None = None
         self.oom_killed = False
 
@@ -84,7 +87,8 @@ class Supervisor:
 
     def _on_stop(self, signum: int, frame: object) -> None:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
-        In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once."""
+        In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once.
+        (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)"""
         if self.cgroup is None:
             self._kill_child_group(signal.SIGTERM)
         else:
@@ -111,29 +115,59 @@ class Supervisor:
         logs = TaskLogs(self.log_path, self.log_max_bytes)
         stdout, child_stdout = os.pipe()
         stderr, child_stderr = os.pipe()
+        # bwrap's pipes when the sandbox gets a network: it tells its pid, then waits to be let go.
+        info, info_w = os.pipe() if self.network else (-1, -1)
+        block, block_w = os.pipe() if self.network else (-1, -1)
         pid = os.fork()
         if pid == 0:
-            os.close(stdout)
-            os.close(stderr)
-            self._exec_command(child_stdout, child_stderr, script)
-        os.close(child_stdout)
-        os.close(child_stderr)
+            for parents_end in (stdout, stderr, info, block_w):
+                if parents_end >= 0:
+                    os.close(parents_end)
+            self._exec_command(child_stdout, child_stderr, script, {INFO_FD: info_w, BLOCK_FD: block})
+        for childs_end in (child_stdout, child_stderr, info_w, block):
+            if childs_end >= 0:
+                os.close(childs_end)
         self.child_pid = pid
         self._write("child_pid", str(pid))
-        status = self._copy_output({stdout: STDOUT, stderr: STDERR}, logs)
-        os.close(stdout)
-        os.close(stderr)
-        logs.close()
-        if status is None:
-            status = self._command_ended(os.waitpid(pid, 0)[1])
+        network = self._attach_network(info, block_w, logs) if self.network else None
+        try:
+            status = self._copy_output({stdout: STDOUT, stderr: STDERR}, logs)
+            os.close(stdout)
+            os.close(stderr)
+            logs.close()
+            if status is None:
+                status = self._command_ended(os.waitpid(pid, 0)[1])
+        finally:
+            if network is not None:
+                network.close()  # no pasta outlives its task
         code = os.waitstatus_to_exitcode(status)
         exit_code = 128 - code if code < 0 else code
         self._record(exit_code)
         return exit_code
 
-    def _exec_command(self, stdout: int, stderr: int, script: str) -> None:
+    def _attach_network(self, info: int, block: int, logs: TaskLogs) -> Attached | None:
+        """The sandbox's network, attached before its command runs; the sandbox is killed (never
+        let go) when that fails, its reason in the task's log."""
+        assert self.network is not None and self.child_pid is not None
+        network = None
+        try:
+            network = attach(self.network, info)
+            os.write(block, b"go")  # (EPIPE when bwrap has failed meanwhile)
+            return network
+        except (OSError, NetworkError) as exc:
+            if network is not None:
+                network.close()
+            logs.write(STDERR, f"[pai-portal] cannot give the task its network: {exc}\n".encode())
+            kill_on_failure(self.child_pid)
+            return None
+        finally:
+            os.close(info)
+            os.close(block)
+
+    def _exec_command(self, stdout: int, stderr: int, script: str, placed: dict[int, int]) -> None:
         """In the forked child: its own session (a stop reaches all of it), the task's limits, the
-        output pipes as stdout and stderr, the script on SCRIPT_FD, then the command. Never returns."""
+        output pipes as stdout and stderr, the script on SCRIPT_FD, bwrap's pipes where its command
+        line names them, then the command. Never returns."""
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
@@ -145,6 +179,7 @@ class Supervisor:
             os.dup2(stdin, 0)
             os.dup2(stdout, 1)
             os.dup2(stderr, 2)
+            place_fds({target: fd for target, fd in placed.items() if fd >= 0})  # (before fd 3 is taken)
             hand_script_over(script)
             os.chdir(self.cwd)
             os.execvp(self.argv[0], self.argv)  # noqa: S606  (the sandbox command line, no shell)
@@ -211,6 +246,14 @@ def hand_script_over(script: str) -> None:
     else:
         os.dup2(memfd, SCRIPT_FD)  # (inheritable)
         os.close(memfd)
+
+
+def place_fds(placed: dict[int, int]) -> None:
+    """Each descriptor at its target number (inheritable), none overwriting another first."""
+    moved = {target: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 64) for target, fd in placed.items()}
+    for target, fd in moved.items():
+        os.dup2(fd, target)  # (inheritable)
+        os.close(fd)
 
 
 def claim(task_dir: str) -> bool:

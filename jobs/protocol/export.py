@@ -19,7 +19,7 @@ from jobs.protocol.v2 import MASK
 _BaseDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc,valid-type]
+class _Dumper(_BaseDumper):
     """Block style, multi-line strings as `|` blocks (PyYAML falls back to quotes when it must)."""
 
 

@@ -23,6 +23,8 @@ from jobs.protocol.limits import check_spec_size
 MAX_BYTES = 1024 * 1024
 MAX_DEPTH = 64  # levels of mappings/lists; real configs use fewer than 10
 MAX_NODES = 200_000  # values after YAML aliases are expanded
+# Whole numbers a database column or a JSON reader elsewhere can hold (64-bit signed).
+MAX_INTEGER = 2**63 - 1
 # libyaml's composer recurses in C: it must never see more nesting than this.
 MAX_FLOW_NESTING = 200
 
@@ -137,7 +139,7 @@ class _Composer(yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader):
 
     def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
         if kind is not yaml.ScalarNode or not implicit[0]:
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+            return super().resolve(kind, value, implicit)
         tag = _PLAIN_SCALAR_TAGS.get(value)
         if tag is None:
             tag = super().resolve(kind, value, implicit)
@@ -252,6 +254,21 @@ def _check_nesting(text: str) -> None:
         raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")])
 
 
+NOT_UNICODE = "holds a lone UTF-16 surrogate (\\ud800-\\udfff escape): not valid Unicode text"
+
+
+def is_unicode_text(text: str) -> bool:
+    """False for text a JSON or YAML escape (`\\ud800`) gave a lone surrogate: it cannot be stored,
+    logged or sent anywhere as UTF-8."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_tree(doc: Any) -> None:
     """Iteratively (never recursing) check depth, size and that every value is plain JSON data."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(doc, ())]
@@ -265,9 +282,17 @@ def check_tree(doc: Any) -> None:
             if is_dict and type(key) is not str:
                 message = f"keys must be text; YAML reads this one as {type(key).__name__}: quote it"
                 raise JobConfigError([(field_path((*path, str(key))), message)])
+            if is_dict and not is_unicode_text(str(key)):
+                raise JobConfigError([(field_path((*path, ascii(key))), NOT_UNICODE)])
             kind = type(value)
             if kind is dict or kind is list:
                 stack.append((value, (*path, key)))
+            elif kind is str:
+                if not is_unicode_text(value):
+                    raise JobConfigError([(field_path((*path, key)), NOT_UNICODE)])
+            elif kind is int:
+                if not -MAX_INTEGER - 1 <= value <= MAX_INTEGER:
+                    raise JobConfigError([(field_path((*path, key)), f"must be at most {MAX_INTEGER} in size")])
             elif kind is float:
                 if not math.isfinite(value):
                     raise JobConfigError([(field_path((*path, key)), "must be a finite number")])

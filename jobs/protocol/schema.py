@@ -23,6 +23,7 @@ SCHEMA_DIR = Path(__file__).with_name("schemas")
 # What a name pattern of the schemas allows, in words: a raw regex means little to most users.
 _PATTERN_WORDS = {
     r"^[A-Za-z0-9\-._~]+$": "letters, digits and - . _ ~",
+    r"^[A-Za-z0-9\-._]+$": "letters, digits and - . _",
     r"^[A-Za-z0-9._~]+$": "letters, digits and . _ ~",
     r"^[a-zA-Z0-9_-]+$": "letters, digits, _ and -",
     r"^[a-zA-Z_][a-zA-Z0-9_]*$": "letters, digits and _, not starting with a digit",
@@ -43,7 +44,7 @@ _TYPE_NAMES = {
 def schema(version: int) -> dict[str, Any]:
     """The JSON Schema of protocol v1 or v2, as data (also for the API docs and the form).
     One shared object per process: copy it before changing anything."""
-    return json.loads((SCHEMA_DIR / f"v{version}.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    return json.loads((SCHEMA_DIR / f"v{version}.json").read_text(encoding="utf-8"))
 
 
 @cache
@@ -78,7 +79,8 @@ def _describe(error: ValidationError) -> list[FieldError]:
         return [(field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)]
     if "propertyNames" in error.schema_path:
         # A bad mapping key: jsonschema reports it at the mapping, with the key as the instance.
-        return [(field_path([*path, str(instance)]), f"name {_allowed(value)}" if kind == "pattern" else error.message)]
+        message = f"name {_allowed(value)}" if kind == "pattern" else _message(kind, value, instance, error)
+        return [(field_path([*path, str(instance)]), message)]
     return [(field_path(path), _message(kind, value, instance, error))]
 
 

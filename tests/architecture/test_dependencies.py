@@ -28,6 +28,7 @@ ALLOWED_LOCAL_IMPORTS = {
     ("clusters/executors/registry.py", "clusters.executors.docker"),
     ("clusters/executors/registry.py", "clusters.executors.process"),
     ("clusters/executors/registry.py", "clusters.executors.sandbox"),
+    ("clusters/executors/registry.py", "clusters.executors.netns"),
     ("clusters/executors/registry.py", "clusters.executors.slurm"),
     # The Slurm task wrapper runs with -S on the Slurm slot's critical path: the supervisor is
     # imported while the portal builds the launch (clusters/slurm/task.py's docstring).

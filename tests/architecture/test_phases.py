@@ -16,6 +16,7 @@ PHASES = (
     "backends",  # what a backend that places by itself provides
     "lease",  # one active scheduler
     "teardown",  # stop everything a job holds
+    "guard",  # one job's exception fails that job alone
     "ending",  # a task ended: classify, decide, record (starts nothing)
     "stopping",  # stop requests
     "nodes",  # heartbeat and reconcile

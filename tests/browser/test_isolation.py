@@ -49,14 +49,19 @@ def serving_job() -> str:
 
 
 def wait_until_listening(host: str, port: int, timeout: float = 20.0) -> None:
+    """Until an HTTP request there is answered (on a process node pasta accepts a task's declared
+    port at once, and closes the connection while nothing listens inside yet)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            socket.create_connection((host, port), timeout=0.5).close()
-            return
+            with socket.create_connection((host, port), timeout=2) as connection:
+                connection.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                if connection.recv(1):
+                    return
         except OSError:
-            assert time.monotonic() < deadline, f"nothing listens on {host}:{port}"
-            time.sleep(0.1)
+            pass
+        assert time.monotonic() < deadline, f"nothing answers on {host}:{port}"
+        time.sleep(0.1)
 
 
 @pytest.fixture
@@ -133,3 +138,47 @@ def test_a_websocket_from_another_port_of_the_portals_host_is_refused(
     page.goto(page_on_another_port)
     assert page.evaluate(OPEN_TERMINAL_JS, socket_url) == "refused"
     context.close()
+
+
+# -- a process task listening on the portal's loopback (issue 27, item 4) ---------------------------
+
+# The task answers on its declared port and on 127.0.0.1:<LOOPBACK_PORT> (inside its own network).
+ECHO_ON_BOTH = COOKIE_ECHO.replace(
+    'http.server.HTTPServer(("", port), Echo).serve_forever()',
+    "import threading\n"
+    'threading.Thread(target=http.server.HTTPServer(("127.0.0.1", {loopback}), Echo).serve_forever).start()\n'
+    'http.server.HTTPServer(("", port), Echo).serve_forever()',
+)
+
+
+@pytest.fixture
+def loopback_port() -> int:
+    """A port free on the host's 127.0.0.1, where the task listens inside its own network."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def job_on_the_loopback(user, local_node, scheduler, loopback_port) -> Iterator[Job]:
+    text = serving_job()
+    command = f"python3 -c {shlex.quote(ECHO_ON_BOTH.format(loopback=loopback_port))}"
+    text = text.replace(json.dumps(f"python3 -c {shlex.quote(COOKIE_ECHO)}"), json.dumps(command))
+    job = submit_job(user, text)
+    run_scheduler_until(scheduler, job, "RUNNING")
+    yield job
+    stop_job(job, by=user)
+    run_scheduler_until(scheduler, job, "STOPPED")
+
+
+def test_a_process_tasks_loopback_page_is_out_of_the_browsers_reach(page, login, job_on_the_loopback, loopback_port):
+    login()
+    page.goto(f"/jobs/{job_on_the_loopback.full_name}/")
+    link = page.locator("a", has_text="http:").get_attribute("href")
+    assert link is not None
+    wait_until_listening("127.0.0.2", int(link.rsplit(":", 1)[1]))
+    page.goto(link)  # its declared port: served, without the portal's cookies
+    page.wait_for_function("document.body.innerText.startsWith('cookies sent to the task')")
+    assert page.locator("body").inner_text() == "cookies sent to the task: None"
+    with pytest.raises(Exception, match="ERR_CONNECTION_REFUSED"):
+        page.goto(f"http://127.0.0.1:{loopback_port}/")  # inside the task's own network only

@@ -60,7 +60,7 @@ def test_validatejob_prints_one_line_per_error_on_stderr(tmp_path: Path) -> None
     code, out, err = _run("validatejob", _write(tmp_path, as_v1_text(doc), "job.json"))
     assert (code, out) == (1, "")
     assert err.splitlines() == [
-        "jobName: may contain only letters, digits and - . _ ~",
+        "jobName: may contain only letters, digits and - . _",
         "taskRoles[0].memoryMB: must be >= 100",
     ]
 

@@ -18,7 +18,7 @@ RES = f"{W2}.resourcePerInstance"
 # (case id, changes to the valid v1 config, field path, message fragment)
 V1_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("job name missing", {"jobName": DELETE}, "jobName", "is required"),
-    ("job name with a space", {"jobName": "my job"}, "jobName", "may contain only letters, digits and - . _ ~"),
+    ("job name with a space", {"jobName": "my job"}, "jobName", "may contain only letters, digits and - . _"),
     ("job name not a string", {"jobName": 42}, "jobName", "must be a string"),
     ("image missing", {"image": DELETE}, "image", "is required"),
     ("task roles missing", {"taskRoles": DELETE}, "taskRoles", "is required"),

@@ -14,7 +14,7 @@ W = "taskRoles.worker"
 
 def _commands(changes: dict[str, Any]) -> list[str]:
     spec = load(as_v2_text(changed(V2_CONFIG, changes))).spec
-    return spec["taskRoles"]["worker"]["commands"]  # type: ignore[no-any-return]
+    return spec["taskRoles"]["worker"]["commands"]
 
 
 def test_it_expands_parameters() -> None:

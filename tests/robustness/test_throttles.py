@@ -11,7 +11,7 @@ from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
 from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
-from tests.factories import v2_yaml
+from tests.factories import create_job, v2_yaml
 from web.api.throttles import ListThrottle, SubmitThrottle
 
 
@@ -115,3 +115,26 @@ def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monke
     clock[0] += 30
     assert throttle.allow_request(request, None) is True
     assert throttle.allow_request(request, None) is False
+
+
+def test_it_counts_a_big_list_page_as_one_request_per_thousand_rows(user, monkeypatch):
+    """Issue 29: one user paging through 50,000-row answers inside the list rate held every worker."""
+    from tests.api.conftest import bearer_client
+
+    monkeypatch.setattr(ListThrottle, "rate", "10/min", raising=False)
+    for number in range(2500):
+        create_job(user, f"listed-{number}")
+    client = bearer_client(user)
+    assert client.get("/api/v2/jobs?limit=5000").status_code == 200  # 2,500 rows: 1 + 2 requests
+    statuses = [client.get("/api/v2/jobs?limit=10").status_code for _ in range(8)]
+    assert statuses == [200] * 7 + [429]
+
+
+def test_it_counts_small_list_pages_once(user, monkeypatch):
+    from tests.api.conftest import bearer_client
+
+    monkeypatch.setattr(ListThrottle, "rate", "10/min", raising=False)
+    create_job(user, "listed")
+    client = bearer_client(user)
+    statuses = [client.get("/api/v2/jobs?limit=5000").status_code for _ in range(11)]
+    assert statuses == [200] * 10 + [429]

@@ -20,7 +20,13 @@ def process_node(db, settings, tmp_path):
     from clusters.executors.registry import executor_for
 
     executor_for.cache_clear()
-    yield Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
+    node = Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
+    yield node
+    # Tasks a test left running end with it: each holds its declared ports on the node's address
+    # (its pasta), which the next test's tasks are given again.
+    executor = executor_for("process", node.address)
+    for task in executor.list_running():
+        executor.stop(task.handle)
     executor_for.cache_clear()
 
 

@@ -27,7 +27,7 @@ from jobs.actions import stop_job
 from jobs.models import Job, JobState
 from jobs.storage import areas as storage
 from tests.conftest import require
-from tests.scheduler.conftest import process_node, role, run_until, scheduler, submit, v2_job  # noqa: F401
+from tests.scheduler.conftest import make_launch, process_node, role, run_until, scheduler, submit, v2_job  # noqa: F401
 
 SWAPPER = Path(__file__).with_name("swapper.py")
 TRIES = 200  # per operation and target

@@ -73,8 +73,8 @@ def serve(transactional_db, tmp_path) -> Iterator[Callable[..., ServedPortal]]:
     """Start `manage.py serve` with extra environment variables (timeouts...); stopped after."""
     started: list[subprocess.Popen] = []
 
-    def start(**env: str) -> ServedPortal:
-        port = free_port()
+    def start(port: int | None = None, **env: str) -> ServedPortal:
+        port = port or free_port()
         environment = {
             **os.environ,
             **database_env(),

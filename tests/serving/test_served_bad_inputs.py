@@ -44,3 +44,21 @@ def websocket_status(port: int, path: str) -> int:
 def test_it_refuses_a_websocket_on_an_unknown_path_with_a_4xx(serve, path):
     portal = serve()
     assert 400 <= websocket_status(portal.port, path) < 500
+
+
+@pytest.mark.slow
+def test_it_answers_a_v2_config_nested_2000_blocks_deep_with_a_4xx(serve, token, default_vc):
+    portal = serve()
+    text = (
+        "protocolVersion: 2\nname: deep\n"
+        + "".join("  " * depth + "a:\n" for depth in range(2000))
+        + "  " * 2000
+        + "b: 1\n"
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", portal.port, timeout=30)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "text/yaml"}
+    connection.request("POST", "/api/v2/jobs", body=text.encode(), headers=headers)
+    response = connection.getresponse()
+    answer = json.loads(response.read())
+    assert 400 <= response.status < 500
+    assert answer["code"] and answer["message"]

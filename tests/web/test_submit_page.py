@@ -3,6 +3,7 @@
 import pytest
 import yaml
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 
 from jobs.models import Job
 from tests.factories import default_image
@@ -217,3 +218,12 @@ def test_it_clones_a_v1_job_into_a_form_that_submits(alice_client, user):
     response = alice_client.post("/submit/", post)
     assert response.status_code == 302, response.context and response.context["general_errors"]
     assert Job.objects.get(name="legacy-clone").spec["taskRoles"]["main"]["commands"] == ["echo hi"]
+
+
+def test_it_answers_a_submit_post_over_the_body_limit_with_a_413_page_naming_it(user, default_vc, settings):
+    client = Client(enforce_csrf_checks=True)  # the CSRF check reads the body first, as in production
+    client.force_login(user)
+    text = "# padding\n" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 10 + 1)
+    response = client.post("/submit/", {"mode": "text", "action": "submit", "config_text": text})
+    assert response.status_code == 413
+    assert f"the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024} KB" in response.content.decode()

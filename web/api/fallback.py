@@ -23,6 +23,6 @@ def no_such_route(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespon
             match = None
         if match is not None and match.func is not no_such_route:
             request.resolver_match = match
-            return match.func(request, *match.args, **match.kwargs)  # type: ignore[no-any-return]
+            return match.func(request, *match.args, **match.kwargs)
     message = f"{request.method} {request.path} is not an API."
     return JsonResponse({"code": "NoApiError", "message": message}, status=404)

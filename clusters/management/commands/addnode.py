@@ -67,7 +67,7 @@ def parse_gpus(text: str) -> list[tuple[int, str]]:
 class Command(BaseCommand):
     help = "Register a node (this machine with --local) with its CPUs, memory and GPUs."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("name", nargs="?", help="node name (default with --local: local)")
         parser.add_argument("--local", action="store_true", help="read CPUs, memory and GPUs from this machine")
         parser.add_argument(
@@ -86,7 +86,7 @@ class Command(BaseCommand):
         parser.add_argument("--gpus", default=None, help="INDEX:TYPE,... e.g. 0:V100,1:V100")
         parser.add_argument("--ports", default="20000-40000", help="host port range for tasks")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         name = options["name"] or ("local" if options["local"] else None)
         if not name:
             raise CommandError("give a node NAME, or --local for this machine")

@@ -14,7 +14,7 @@ from clusters.slurm_nodes import PartitionError, check_partition
 class Command(BaseCommand):
     help = "Create (or update) a virtual cluster with a share of the cluster in percent."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--share", help="percent of the cluster, 0-100 (required unless --slurm-partition)")
         parser.add_argument(
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--description", default="")
         parser.add_argument("--users", default="", help="comma-separated users allowed (empty: everyone)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         partition = options["slurm_partition"]
         if partition:
             self._check_partition(partition)

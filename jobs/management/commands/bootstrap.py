@@ -17,10 +17,10 @@ from clusters.models import Node
 class Command(BaseCommand):
     help = "Create the admin user (printing its generated password once) and register this machine as a node."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--admin", default="admin", help="admin user name (default: admin)")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         User = get_user_model()
         if not User.objects.filter(username=options["admin"]).exists():
             password = secrets.token_urlsafe(12)

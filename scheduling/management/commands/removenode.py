@@ -13,10 +13,10 @@ from jobs.models import TaskState
 class Command(BaseCommand):
     help = "Unregister nodes that run no task."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("names", nargs="+", metavar="NAME")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         names = options["names"]
         nodes = {node.name: node for node in Node.objects.filter(name__in=names)}
         unknown = [name for name in names if name not in nodes]

@@ -15,10 +15,10 @@ from scheduling.sampler import Sampler, release_lease, take_lease
 class Command(BaseCommand):
     help = "Sample running tasks' CPU, memory, I/O and GPUs every PAI_SAMPLE_SECONDS (SIGTERM: stop)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="one sampling round, then exit")
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         holder = f"{socket.gethostname()}:{os.getpid()}"
         sampler = Sampler(active=lambda: take_lease(holder))
         if options["once"]:

@@ -11,7 +11,7 @@ from scheduling.scheduler import Scheduler
 class Command(BaseCommand):
     help = "Place waiting jobs, start and watch their tasks, apply retries and completion (SIGTERM: finish the pass)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="run one pass and exit (tests, cron)")
         parser.add_argument("--interval", type=float, default=None, help="seconds to sleep when idle")
         parser.add_argument(
@@ -21,7 +21,7 @@ class Command(BaseCommand):
             "instead of waiting for it to expire (default: host, pid and a random part)",
         )
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         scheduler = Scheduler(holder=options["id"])
         if not options["once"]:
             scheduler.run_forever(options["interval"])

@@ -19,6 +19,7 @@ from jobs.ssh import openpai_ssh_info
 from web.api import links, shapes
 from web.api.auth import is_application_token
 from web.api.errors import ApiError, is_v1_path, no_job
+from web.api.throttles import charge_list_rows
 
 DEFAULT_LIST_LIMIT = 5000
 # `order=<field>[,ASC|DESC]`: every field OpenPAI's list sorts by (controllers/v2/job.js) -> ours.
@@ -187,6 +188,7 @@ def job_list(request: Request, params: Any) -> Any:
         for row, job in rows
         if job in summaries  # (deleted meanwhile?)
     ]
+    charge_list_rows(request, len(data))
     if params.get("withTotalCount") == "true":
         return {"totalCount": jobs.count(), "data": data}
     return data

@@ -40,10 +40,10 @@ def created(request: Request, job: Job) -> Response:
 
 
 class V1JobsMixin(APIView):
-    def get_parsers(self):  # type: ignore[no-untyped-def]
+    def get_parsers(self):
         return [ConfigTextParser()] if is_post(self) else super().get_parsers()
 
-    def get_throttles(self):  # type: ignore[no-untyped-def]
+    def get_throttles(self):
         return [SubmitThrottle()] if is_post(self) else [ListThrottle()]
 
 

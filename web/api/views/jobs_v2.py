@@ -42,10 +42,10 @@ def accepted(message: str) -> Response:
 class JobsView(APIView):
     """`GET` the job list, `POST` a job config (v2 YAML, or JSON: v1 configs are accepted too)."""
 
-    def get_parsers(self):  # type: ignore[no-untyped-def]
+    def get_parsers(self):
         return [ConfigTextParser()] if is_post(self) else super().get_parsers()
 
-    def get_throttles(self):  # type: ignore[no-untyped-def]
+    def get_throttles(self):
         return [SubmitThrottle()] if is_post(self) else [ListThrottle()]
 
     @extend_schema(operation_id="v2_jobs_list", parameters=common.LIST_PARAMETERS, responses={200: OpenApiTypes.OBJECT})

@@ -1,0 +1,336 @@
+"""A sandboxed process task's own network namespace, with Debian's `pasta` (package `passt`).
+
+Why: on the node's network a task could listen on 127.0.0.1:<any port>, where a browser sends the
+portal's cookies (cookies ignore ports), and reach Docker jobs' private bridge addresses.
+
+How (the way rootless podman does it): bwrap makes the network namespace itself (`--unshare-all`
+without `--share-net`), tells its sandbox's pid on `--info-fd` and waits on `--block-fd` before
+it executes the task's command. Meanwhile the task's supervisor (supervise.py, outside the
+sandbox and outside setpriv) attaches the namespace (attach()):
+- `pasta` joins it and gives it one interface (TASK_ADDRESS behind TASK_GATEWAY), carrying its
+  traffic as ordinary sockets of the node: outbound, a task's connection becomes pasta's
+  connection from the node; inbound, only the task's declared ports, bound by pasta on the node's
+  task address alone (never 127.0.0.1), are forwarded in (a task binding 0.0.0.0 gets them).
+  `--no-map-gw`, `-T none -U none`: the host's loopback is never mapped in; IPv4 only.
+- `unreachable` routes for the rest of 127/8, link-local addresses, the Docker subnet pool and the
+  node's Docker bridges: the namespace's kernel refuses those before pasta sees a packet. A node
+  address in 127/8 (one machine, e.g. 127.0.0.2) is routed out through pasta instead, so a job's
+  tasks still reach each other at `<node address>:<declared port>`.
+Only then is the task let go. bwrap's namespaces belong to an outer user namespace of bwrap's; the
+task runs in a nested one, without capabilities there, so it cannot change routes, addresses or
+interfaces. pasta joins the outer one as the task's uid (the portal's uid when it is not root):
+the namespace's owner, the one uid besides root that may; pasta refuses to keep running as root.
+
+pasta does not notice that the namespace's last process is gone (it holds the namespace itself):
+the supervisor ends it with the task (close()), and it is in the supervisor's process group, which
+the executor kills should the supervisor be stuck.
+
+Standard library only: the supervisor imports this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import ipaddress
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TASK_INTERFACE = "eth0"
+TASK_ADDRESS = "10.0.2.100"  # slirp4netns' and rootless podman's choice: private to each namespace
+TASK_PREFIX = 24
+TASK_GATEWAY = "10.0.2.2"  # pasta itself; with --no-map-gw never the host
+LINK_LOCAL = "169.254.0.0/16"  # cloud metadata services, other hosts' link-local services
+LOOPBACK = "127.0.0.0/8"
+# Docker names its bridges docker0 and br-<12 hex digits of the network id>.
+DOCKER_BRIDGE_PREFIXES = ("docker", "br-")
+# Where bwrap (in the supervisor's child) finds its info and block pipes; 3 is the script's.
+INFO_FD = 4
+BLOCK_FD = 5
+ATTACH_TIMEOUT_S = 10
+PASTA_STOP_S = 2
+PROBE_TIMEOUT_S = 20
+NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace (linux/nsfs.h)
+
+
+class NetworkError(Exception):
+    """The task's network could not be set up (the task must not run)."""
+
+
+@dataclass(frozen=True)
+class TaskNetwork:
+    docker_subnet_pool: str = ""  # the portal's pool for job networks (PAI_DOCKER_SUBNET_POOL)
+    pasta: str = "pasta"
+
+    def missing(self) -> str:
+        """'' when this node has what a task's network needs, else what it lacks."""
+        for tool, package in ((self.pasta, "passt"), ("ip", "iproute2"), ("nsenter", "util-linux")):
+            if shutil.which(tool) is None:
+                return f"{tool} is not installed on this node (Debian: apt-get install {package})"
+        return ""
+
+    def plan(self, address: str, ports: dict[str, list[int]], ids: tuple[int, int]) -> dict[str, object]:
+        """What the supervisor does to the namespace (JSON, in supervise.json): pasta's options
+        (without the namespace, named by descriptor at attach time) and the routes."""
+        forwarded = sorted({port for numbers in ports.values() for port in numbers})
+        pasta = [self.pasta, "--quiet", "--foreground", "--ipv4-only", "--config-net", "--no-map-gw"]
+        pasta += ["--ns-ifname", TASK_INTERFACE, "--address", TASK_ADDRESS, "--netmask", str(TASK_PREFIX)]
+        pasta += ["--gateway", TASK_GATEWAY, "--tcp-ns", "none", "--udp-ns", "none"]  # nothing of the host's loopback
+        for option in ("--tcp-ports", "--udp-ports"):
+            if not forwarded:
+                pasta += [option, "none"]  # (pasta's default would forward every port the task binds)
+            for port in forwarded:
+                pasta += [option, f"{address}/{port}"]
+        if os.geteuid() == 0:
+            pasta += ["--runas", f"{ids[0]}:{ids[1]}"]  # the namespace's owner (else pasta drops to nobody)
+        return {"pasta": pasta, "routes": self.routes(address), "localnet": self._is_other_loopback(address)}
+
+    def routes(self, address: str) -> list[str]:
+        """`ip -batch` lines: 127.0.0.1 stays the task's own; the rest of 127/8, link-local and
+        Docker's subnets unreachable; a loopback node address out through pasta."""
+        lines = ["address del 127.0.0.1/8 dev lo", "address add 127.0.0.1/32 dev lo"]
+        lines += [f"route add unreachable {subnet}" for subnet in self.blocked_subnets()]
+        if self._is_other_loopback(address):
+            lines.append(f"route add {address}/32 via {TASK_GATEWAY} dev {TASK_INTERFACE}")
+        return lines
+
+    @staticmethod
+    def _is_other_loopback(address: str) -> bool:
+        node = ipaddress.ip_address(address)
+        return node.version == 4 and node.is_loopback and str(node) != "127.0.0.1"
+
+    def blocked_subnets(self) -> list[str]:
+        """What a task must not reach: loopback, link-local, the Docker pool and bridges."""
+        subnets = [LOOPBACK, LINK_LOCAL, *docker_bridge_subnets()]
+        if self.docker_subnet_pool:
+            subnets.append(str(ipaddress.ip_network(self.docker_subnet_pool, strict=False)))
+        return list(dict.fromkeys(subnets))
+
+    def probe(self, trial: Sequence[str], ids: tuple[int, int]) -> str:
+        """'' when `trial` (a sandbox command line, bwrap with INFO_FD/BLOCK_FD, no network) gets a
+        network here and reaches nothing on the host's loopback; else why not."""
+        if problem := self.missing():
+            return problem
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            port = listener.getsockname()[1]
+            # Succeeds only when the connection fails: the host's loopback is out of reach.
+            check = f"! (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null"
+            try:
+                code, output = run_attached(self.plan("127.0.0.2", {}, ids), [*trial, "bash", "-c", check])
+            except (OSError, NetworkError) as exc:
+                return f"tasks cannot get a network of their own here: {exc}"
+        if code != 0:
+            detail = output.strip().splitlines()[-1:] or [f"exit {code}"]
+            return f"a task's own network does not keep the host's loopback out here: {detail[0]}"
+        return ""
+
+
+class Attached:
+    """A sandbox's network while its task runs: pasta, ended by close()."""
+
+    def __init__(self, pasta: subprocess.Popen[bytes]):
+        self.pasta = pasta
+
+    def close(self) -> None:
+        if self.pasta.poll() is None:
+            self.pasta.terminate()
+            try:
+                self.pasta.wait(PASTA_STOP_S)
+            except subprocess.TimeoutExpired:
+                self.pasta.kill()
+                self.pasta.wait()
+
+
+def attach(plan: dict[str, object], info: int) -> Attached | None:
+    """Reads the sandbox's pid from bwrap's info pipe, gives its namespace pasta and the routes.
+    None when bwrap ended before telling (its own error is in the task's log)."""
+    pid = _child_pid(info)
+    if pid is None:
+        return None
+    netns = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        _wait_for_loopback(pid)
+        owner = fcntl.ioctl(netns, NS_GET_USERNS)  # bwrap's outer user namespace (the task's is nested)
+        try:
+            pasta = _start_pasta(plan, netns, owner)
+            try:
+                _set_routes(plan, netns, owner)
+            except BaseException:
+                Attached(pasta).close()
+                raise
+        finally:
+            os.close(owner)
+    finally:
+        os.close(netns)
+    return Attached(pasta)
+
+
+def _child_pid(info: int) -> int | None:
+    data = b""
+    deadline = time.monotonic() + ATTACH_TIMEOUT_S
+    while True:
+        with contextlib.suppress(ValueError):
+            return int(json.loads(data)["child-pid"])
+        if not select.select([info], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            raise NetworkError("the sandbox did not say its pid in time")
+        chunk = os.read(info, 4096)
+        if not chunk:
+            return None
+        data += chunk
+
+
+def _wait_for_loopback(pid: int) -> None:
+    """bwrap's sandbox sets its loopback up itself (127.0.0.1/8, then the link up) after it has
+    told its pid: pasta (which brings lo up too) and the routes wait for that, or the sandbox fails.
+    127.0.0.1 shows in the namespace's local routes once lo is up with its address."""
+    deadline = time.monotonic() + ATTACH_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/net/fib_trie") as routes:
+                if "127.0.0.1" in routes.read():
+                    return
+        except OSError:
+            return  # the sandbox is gone: what follows fails and says so
+        time.sleep(0.002)
+    raise NetworkError("the sandbox did not set up its loopback in time")
+
+
+def _start_pasta(plan: dict[str, object], netns: int, owner: int) -> subprocess.Popen[bytes]:
+    """pasta in the foreground (the supervisor's child); it writes its pid to the pipe once the
+    namespace is configured, which is the moment to go on."""
+    ready, ready_w = os.pipe()
+    try:
+        runas = _runas(plan)
+        if runas is not None:  # pasta opens the pipe by its /proc name after taking that uid
+            os.fchown(ready_w, *runas)
+        pasta_args = [str(arg) for arg in plan["pasta"]]  # type: ignore[attr-defined]
+        pasta_args += ["--pid", f"/proc/self/fd/{ready_w}"]
+        pasta_args += ["--userns", f"/proc/self/fd/{owner}", "--netns", f"/proc/self/fd/{netns}"]
+        pasta = subprocess.Popen(
+            pasta_args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            pass_fds=(netns, owner, ready_w),
+        )
+        os.close(ready_w)
+        ready_w = -1
+        got_ready = select.select([ready], [], [], ATTACH_TIMEOUT_S)[0] and os.read(ready, 64).strip()
+        if not got_ready:
+            Attached(pasta).close()
+            assert pasta.stderr is not None
+            lines = [line for line in pasta.stderr.read().decode(errors="replace").splitlines() if "syslog" not in line]
+            raise NetworkError(f"pasta: {(lines or [f'exit {pasta.returncode}'])[-1]}")
+        assert pasta.stderr is not None
+        pasta.stderr.close()  # (pasta writes nothing more that matters; its messages go to syslog)
+        return pasta
+    finally:
+        os.close(ready)
+        if ready_w >= 0:
+            os.close(ready_w)
+
+
+def _runas(plan: dict[str, object]) -> tuple[int, int] | None:
+    args = [str(arg) for arg in plan["pasta"]]  # type: ignore[attr-defined]
+    if "--runas" not in args:
+        return None
+    uid, gid = args[args.index("--runas") + 1].split(":")
+    return int(uid), int(gid)
+
+
+def _set_routes(plan: dict[str, object], netns: int, owner: int) -> None:
+    """The routes, set from outside: by root in the initial user namespace, else by the portal's
+    uid joining bwrap's outer user namespace, which it owns."""
+    enter = ["nsenter", f"--net=/proc/self/fd/{netns}"]
+    if os.geteuid() != 0:
+        enter += [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
+    script = "ip -batch -"
+    if plan.get("localnet"):  # a 127/8 node address may leave through eth0
+        script += f" && echo 1 > /proc/sys/net/ipv4/conf/{TASK_INTERFACE}/route_localnet"
+    routes = "".join(f"{line}\n" for line in plan["routes"])  # type: ignore[attr-defined]
+    result = subprocess.run(
+        [*enter, "sh", "-c", script],
+        input=routes.encode(),
+        capture_output=True,
+        pass_fds=(netns, owner),
+        timeout=ATTACH_TIMEOUT_S,
+        check=False,
+    )
+    if result.returncode != 0:
+        detail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
+        raise NetworkError(f"cannot set the task's routes: {detail[0]}")
+
+
+def run_attached(plan: dict[str, object], argv: Sequence[str]) -> tuple[int, str]:
+    """Runs a sandbox command line (INFO_FD/BLOCK_FD in it) with its network attached; its exit
+    code and output. For the probe and tests; the supervisor does the same around its logs."""
+    info, info_w = os.pipe()
+    block, block_w = os.pipe()
+    try:
+        child = subprocess.Popen(
+            _renumbered(argv, {"--info-fd": info_w, "--block-fd": block}),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(info_w, block),
+        )
+    finally:
+        os.close(info_w)
+        os.close(block)
+    attached = None
+    try:
+        attached = attach(plan, info)
+        os.write(block_w, b"1")
+        output = child.communicate(timeout=PROBE_TIMEOUT_S)[0].decode(errors="replace")
+        return child.returncode, output
+    finally:
+        os.close(info)
+        os.close(block_w)
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        if attached is not None:
+            attached.close()
+
+
+def _renumbered(argv: Sequence[str], fds: dict[str, int]) -> list[str]:
+    """The command line with the descriptors after --info-fd and --block-fd as this process holds them."""
+    return [str(fds[argv[i - 1]]) if i and argv[i - 1] in fds else arg for i, arg in enumerate(argv)]
+
+
+def kill_on_failure(child_pid: int) -> None:
+    """A sandbox whose network failed never runs its command: bwrap would go on at EOF on its
+    block pipe, so it is killed first."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child_pid, signal.SIGKILL)
+
+
+def docker_bridge_subnets(routes: Path = Path("/proc/net/route")) -> list[str]:
+    """The IPv4 subnets of this node's Docker bridges (docker0's 172.17.0.0/16, user networks),
+    read from the kernel's routing table at each start (networks come and go)."""
+    try:
+        lines = routes.read_text().splitlines()[1:]
+    except OSError:
+        return []
+    return list(_bridge_subnets(line.split() for line in lines))
+
+
+def _bridge_subnets(rows: Iterable[list[str]]) -> Iterable[str]:
+    for row in rows:
+        if len(row) < 8 or not row[0].startswith(DOCKER_BRIDGE_PREFIXES):
+            continue
+        destination = ipaddress.IPv4Address(bytes.fromhex(row[1])[::-1])
+        mask = ipaddress.IPv4Address(bytes.fromhex(row[7])[::-1])
+        if int(mask):
+            yield str(ipaddress.IPv4Network(f"{destination}/{mask}", strict=False))

@@ -1,0 +1,192 @@
+"""A process task's own network namespace (issue 27, items 4 and 5), tried with real sandboxed
+tasks: the host's loopback and Docker jobs' private addresses are out of its reach, what it
+listens on is not on the host's loopback, and only its declared ports reach it, at the node's
+address (where a job's tasks reach each other)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from clusters.executors.netns import TaskNetwork
+from clusters.executors.process import ProcessExecutor
+from clusters.executors.sandbox import Sandbox
+from tests.conftest import require
+from tests.docker.conftest import docker_engine_ready
+
+NODE = "127.0.0.2"  # the default local node's address
+SUBNET_POOL = "10.213.0.0/16"  # (the portal's default PAI_DOCKER_SUBNET_POOL)
+SERVER = ("python3", "-m", "http.server", "8000")
+
+
+@pytest.fixture
+def executor(tmp_path) -> ProcessExecutor:
+    executor = ProcessExecutor(
+        tmp_path / "work",
+        address=NODE,
+        sandbox=Sandbox(hidden=(str(tmp_path),), network=TaskNetwork(docker_subnet_pool=SUBNET_POOL)),
+    )
+    require(not executor.sandbox_problem, f"a sandbox with a network of its own ({executor.sandbox_problem})")
+    return executor
+
+
+@pytest.fixture
+def run_task(executor, make_launch):
+    """Runs `command` as a sandboxed task to its end; its exit code and log."""
+
+    def run(command: str, **overrides) -> tuple[int, str]:
+        launch = make_launch(command, **overrides)
+        handle = executor.start(launch)
+        status = wait_until(lambda: None if (status := executor.poll(handle)).running else status, 30)
+        return status.exit_code, launch.log_path.read_text()
+
+    return run
+
+
+@pytest.fixture
+def host_listener() -> Iterator[int]:
+    """A server on the host's 127.0.0.1 (the portal's place); its port."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]
+
+
+def wait_until(found, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (value := found()) is not None:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def connects(port: int, address: str = "127.0.0.1") -> str:
+    """Shell: prints REACHED or refused for a TCP connection from the task."""
+    return f"if (exec 3<>/dev/tcp/{address}/{port}) 2>/dev/null; then echo REACHED; else echo refused; fi"
+
+
+def serving(port: int, body: str = "from the task") -> str:
+    """Shell: an HTTP server of the task's on 0.0.0.0:<port> (pasta forwards what it is given)."""
+    return f"echo '{body}' > index.html; exec python3 -m http.server --bind 0.0.0.0 {port}"
+
+
+def pastas() -> list[str]:
+    result = subprocess.run(["pgrep", "-a", "passt"], capture_output=True, text=True, check=False)
+    return result.stdout.splitlines()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((NODE, 0))
+        return probe.getsockname()[1]
+
+
+def test_it_keeps_the_hosts_loopback_out_of_a_tasks_reach(run_task, host_listener):
+    code, log = run_task(connects(host_listener))
+    assert (code, log.strip()) == (0, "refused")
+
+
+def test_it_keeps_a_tasks_loopback_server_off_the_hosts_loopback(executor, make_launch):
+    port = free_port()
+    launch = make_launch(f"python3 -m http.server --bind 127.0.0.1 {port}")
+    handle = executor.start(launch)
+    try:
+        time.sleep(2)  # (long enough for the server to listen inside)
+        with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    finally:
+        executor.stop(handle)
+
+
+def test_it_forwards_a_declared_port_at_the_node_address(executor, make_launch):
+    port = free_port()
+    handle = executor.start(make_launch(serving(port), ports={"http": [port]}))
+    try:
+        body = wait_until(lambda: http_get(NODE, port), 20)
+        assert "from the task" in body
+        assert http_get("127.0.0.1", port) is None  # (only at the node's address)
+    finally:
+        executor.stop(handle)
+
+
+def http_get(address: str, port: int) -> str | None:
+    """The answer, or None (pasta accepts at once on a forwarded port, and closes the connection
+    when nothing listens inside yet: an empty answer is no answer)."""
+    try:
+        with socket.create_connection((address, port), timeout=2) as connection:
+            connection.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            return connection.makefile("rb").read().decode(errors="replace") or None
+    except OSError:
+        return None
+
+
+def test_it_lets_a_jobs_tasks_reach_each_other_at_the_node_address(executor, make_launch, run_task, tmp_path):
+    port = free_port()
+    server = executor.start(
+        make_launch(
+            serving(port), ports={"http": [port]}, role="ps", work_dir=tmp_path / "ps", log_path=tmp_path / "ps.log"
+        )
+    )
+    try:
+        wait_until(lambda: http_get(NODE, port), 20)
+        code, log = run_task(connects(port, NODE))
+        assert (code, log.strip()) == (0, "REACHED")
+    finally:
+        executor.stop(server)
+
+
+def test_it_lets_a_task_not_change_its_routes(run_task):
+    _, log = run_task("ip route del unreachable 127.0.0.0/8 2>&1; ip route")
+    assert "Operation not permitted" in log
+    assert "unreachable 127.0.0.0/8" in log
+
+
+@pytest.fixture
+def docker_job_server() -> Iterator[str]:
+    """A real container on a network of the portal's subnet pool, serving on port 8000: its address."""
+    require(docker_engine_ready(), "a Docker engine with pai-portal/base:latest")
+    name = f"pait-net-{uuid.uuid4().hex[:8]}"
+    subnet = f"10.213.{uuid.uuid4().int % 200 + 50}.0/24"
+    subprocess.run(["docker", "network", "create", "--subnet", subnet, name], check=True, capture_output=True)
+    try:
+        subprocess.run(
+            ["docker", "run", "-d", "--name", name, "--network", name, "pai-portal/base:latest", *SERVER],
+            check=True,
+            capture_output=True,
+        )
+        address = subprocess.run(
+            ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        wait_until(lambda: http_get(address, 8000), 30)  # (the host reaches it: the server is up)
+        yield address
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+        subprocess.run(["docker", "network", "rm", name], capture_output=True, check=False)
+
+
+def test_it_keeps_a_docker_jobs_private_address_out_of_reach(run_task, docker_job_server):
+    code, log = run_task(connects(8000, docker_job_server))
+    assert (code, log.strip()) == (0, "refused")
+
+
+def test_it_leaves_no_pasta_after_a_task_ends(run_task):
+    before = pastas()
+    assert run_task("true")[0] == 0
+    assert pastas() == before
+
+
+def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
+    before = pastas()
+    handle = executor.start(make_launch("sleep 300", ports={"http": [free_port()]}))
+    wait_until(lambda: True if len(pastas()) > len(before) else None, 10)
+    executor.stop(handle)
+    assert pastas() == before
