@@ -65,10 +65,16 @@ class NodeSilent(ExecutorError):
 
 
 class Lane:
-    """One node's engine calls: one at a time, on a daemon worker thread of the lane's own."""
+    """One node's engine calls (or one backend's controller's): one at a time, on a daemon worker
+    thread of the lane's own. `unreachable` tells an exception that means no answer (the lane does
+    not answer) from one that is an answer (an engine that said no)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(
+        self, name: str, *, label: str = "", unreachable: Callable[[BaseException], bool] | None = None
+    ) -> None:
         self.name = name
+        self.label = label or f"node {name}"  # as the lane's silence is told
+        self._unreachable = unreachable or _unreachable
         self.born = time.monotonic()
         self.last_answer: float | None = None  # monotonic time of the last call that returned
         self.last_error = ""
@@ -86,11 +92,14 @@ class Lane:
         return bool(self._busy_with)
 
     def silence(self) -> str:
-        since = self.last_answer if self.last_answer is not None else self.born
         running = time.monotonic() - self._busy_since
         busy = f"; its call `{self._busy_with}` has run {running:.0f} s" if self.busy() else ""
         error = f"; last error: {self.last_error}" if self.last_error else ""
-        return f"node {self.name} has not answered for {time.monotonic() - since:.0f} s{busy}{error}"
+        return f"{self.label} has not answered for {self.silent_for():.0f} s{busy}{error}"
+
+    def silent_for(self) -> float:
+        """Seconds since its last answer (since the lane was made, before any)."""
+        return time.monotonic() - (self.last_answer if self.last_answer is not None else self.born)
 
     def submit(self, what: str, call: Callable[[], T]) -> Future[T]:
         """Send the call to the node's worker; NodeSilent at once while another one runs there."""
@@ -109,7 +118,12 @@ class Lane:
         """The call's result, waited for up to the deadline (not at all while the node does not
         answer: then it is a probe, whose answer brings the node back)."""
         answering = self.answering
-        future = self.submit(what, call)
+        return self.wait(what, self.submit(what, call), deadline, answering=answering)
+
+    def wait(self, what: str, future: Future[T], deadline: float | None = None, *, answering: bool | None = None) -> T:
+        """A submitted call's result, waited for as `call` says (NodeSilent past the wait); `answering`:
+        whether the lane answered when the call was sent (else now)."""
+        answering = self.answering if answering is None else answering
         wait = deadline or settings.PAI_NODE_CALL_DEADLINE_SECONDS
         wait = wait if answering else min(wait, PROBE_WAIT_S)
         try:
@@ -118,7 +132,7 @@ class Lane:
             if answering:
                 self.answering = False
                 self.last_error = f"`{what}` did not answer within {wait:g} s"
-                log.warning("node %s: %s; going on without it", self.name, self.last_error)
+                log.warning("%s: %s; going on without it", self.label, self.last_error)
             raise NodeSilent(self.silence()) from None
 
     def _work(self) -> None:
@@ -134,7 +148,7 @@ class Lane:
             try:
                 result = call()
             except BaseException as exc:
-                self._finished(answered=not _unreachable(exc), error=str(exc))
+                self._finished(answered=not self._unreachable(exc), error=str(exc))
                 future.set_exception(exc)
             else:
                 lost = isinstance(result, TaskStatus) and result.failure is Failure.NODE_LOST
