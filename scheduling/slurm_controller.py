@@ -80,9 +80,11 @@ def show_unavailable(partitions: list[str], vc_ids: list[int], reason: str) -> N
     """The partitions' nodes down with the reason, and the reason of every waiting job of the VCs
     (each row written once per silence: rows that say so already are left alone)."""
     nodes = Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition__in=partitions)
-    newly = nodes.filter(down_since__isnull=True).update(down_since=timezone.now(), down_reason=reason)
-    # (Down for Slurm's own reason too: their state is unknown now, as sinfo itself would say.)
-    nodes.exclude(down_reason__startswith=SAYS).update(down_reason=reason, slurm_state="unknown")
+    # Their state is unknown now (sinfo's own word), whatever Slurm said last.
+    newly = nodes.filter(down_since__isnull=True).update(
+        down_since=timezone.now(), down_reason=reason, slurm_state="unknown"
+    )
+    nodes.exclude(down_reason__startswith=SAYS).update(down_reason=reason, slurm_state="unknown")  # (drained...)
     waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids).exclude(
         pending_reason__startswith=SAYS
     )
