@@ -35,9 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import slurm_local
 from bench.served import APPS, JOB_YAML, ROOT, Client, percentile, prepare, served, served_env
-
-SLURM_TOOL = ROOT.parent / "shared" / "tools" / "slurm-local.sh"
 
 
 def prepare_database(list_jobs: int) -> None:
@@ -116,19 +115,26 @@ def run_clients(
 
 
 def slurm_submit_rate(jobs: int) -> tuple[str, str]:
-    """(jobs/s or "n/a", note) from slurm-local.sh bench, starting the local Slurm if needed."""
-    if not SLURM_TOOL.exists():
-        return "n/a", f"{SLURM_TOOL} not found"
+    """(jobs/s or "n/a", note) from slurm-local.sh bench, on a Slurm of this run's own (its own
+    state directory and ports: bench.slurm_local), stopped after."""
+    script = slurm_local.tool()
+    if script is None:
+        return "n/a", f"{slurm_local.TOOL} not found"
     try:
-        status = subprocess.run(["bash", str(SLURM_TOOL), "status"], capture_output=True, text=True, timeout=60)
-        if status.returncode != 0:
-            started = subprocess.run(["bash", str(SLURM_TOOL), "start"], capture_output=True, text=True, timeout=600)
+        with slurm_local.own_slurm() as env:
+            started = subprocess.run(
+                ["bash", str(script), "start"], capture_output=True, text=True, timeout=600, env=env
+            )
             if started.returncode != 0:
                 return "n/a", "slurm-local.sh start failed: " + (started.stderr or started.stdout).strip()[-300:]
-        result = subprocess.run(
-            ["bash", str(SLURM_TOOL), "bench", str(jobs)], capture_output=True, text=True, timeout=300 + 4 * jobs
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
+            result = subprocess.run(
+                ["bash", str(script), "bench", str(jobs)],
+                capture_output=True,
+                text=True,
+                timeout=300 + 4 * jobs,
+                env=env,
+            )
+    except (OSError, RuntimeError, subprocess.TimeoutExpired) as error:
         return "n/a", f"slurm-local.sh: {error}"
     found = re.search(r"submit ([0-9.]+) jobs/s", result.stdout)
     if result.returncode != 0 or not found:

@@ -1,7 +1,7 @@
 """Chaos: the scheduler killed with SIGKILL at random moments while jobs run; nothing may be lost,
 started twice, stranded or left behind.
 
-    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker]
+    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze]]
 
 A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
 mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
@@ -10,7 +10,10 @@ with SIGKILL `--kills` times at random moments (0.2-2 s apart), each time restar
 the same scheduler id. `--docker` runs the jobs in containers on a Docker engine of their own
 (`scripts/dev-cluster.sh up 1`, so the machine's own engine and its containers are left alone)
 and also stops and restarts that engine once mid-run. Then the run goes on until every job is
-final, and the table says:
+final. `--freeze` (with --docker) adds a second engine and, after the kills, hangs it (its dockerd
+stopped with SIGSTOP, its containers running on) until the heartbeat marks its node down, then
+thaws it: the table adds the time to detect and how much longer than before the fault unrelated
+one-task jobs took to start. The table says:
 
   jobs lost          submitted but with no row
   tasks started twice  one task attempt whose log shows two starts
@@ -31,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +46,9 @@ NAMESPACE = f"paichaos{uuid.uuid4().hex[:6]}"
 CLUSTER = ["bash", str(ROOT / "scripts" / "dev-cluster.sh")]
 CLUSTER_ARGS = ["--name", "paichaos", "--subnet", "10.251.0.0/24", "--cpus", "8", "--memory-mb", "8192"]
 ENGINE = "unix:///run/pai-dev-cluster/paichaos/1/docker.sock"
+FROZEN_ENGINE = "unix:///run/pai-dev-cluster/paichaos/2/docker.sock"
+# --freeze: unrelated one-task jobs submitted before the fault and while the engine hangs.
+PROBE_JOBS = 5
 
 ROLE = """  {name}:
     instances: {instances}
@@ -109,7 +116,7 @@ def setup(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def submit_all(count: int, docker: bool) -> dict[str, str]:
+def submit_all(count: int, docker: bool, freeze: bool = False) -> dict[str, str]:
     from django.contrib.auth import get_user_model
 
     from clusters.models import Node
@@ -118,6 +125,10 @@ def submit_all(count: int, docker: bool) -> dict[str, str]:
     if docker:
         Node.objects.create(
             name="chaos-1", executor="docker", docker_url=ENGINE, address="10.251.0.2", cpus=8, memory_mb=8192
+        )
+    if docker and freeze:
+        Node.objects.create(
+            name="chaos-2", executor="docker", docker_url=FROZEN_ENGINE, address="10.251.0.3", cpus=8, memory_mb=8192
         )
     else:
         Node.objects.create(name="local", executor="process", cpus=8, memory_mb=8192)
@@ -146,7 +157,67 @@ def restart_dockerd() -> None:
     subprocess.run([*CLUSTER, "start-node", "1", "--name", "paichaos"], check=True, capture_output=True)
 
 
-def run(env: dict[str, str], kills: int, docker: bool, deadline_s: float) -> int:
+def start_delays(prefix: str, expected: dict[str, str], timeout: float = 120.0) -> list[float]:
+    """Submit PROBE_JOBS one-task jobs; seconds from each one's submit to its task's start."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.actions import submit_job
+    from jobs.models import Task
+
+    user = get_user_model().objects.get(username="chaos")
+    roles, job_retries, outcome = MIX["succeeds"]
+    jobs = []
+    for i in range(PROBE_JOBS):
+        name = f"probe-{prefix}-{i}"
+        jobs.append(submit_job(user, CONFIG.format(name=name, job_retries=job_retries, roles=roles)))
+        expected[name] = outcome
+    deadline = time.monotonic() + timeout
+    starts: dict[int, float] = {}
+    while len(starts) < len(jobs) and time.monotonic() < deadline:
+        for task in Task.objects.filter(job__in=jobs, started_at__isnull=False).select_related("job"):
+            if task.started_at is not None:
+                starts.setdefault(task.job_id, (task.started_at - task.job.created_at).total_seconds())
+        time.sleep(0.1)
+    return [starts.get(job.pk, timeout) for job in jobs]
+
+
+def freeze_fault(expected: dict[str, str]) -> list[tuple[str, str]]:
+    """Hang the second engine until its node is down, then thaw it: the rows of the table."""
+    from datetime import UTC, datetime
+
+    from clusters.models import Node
+
+    normal = sorted(start_delays("before", expected))[PROBE_JOBS // 2]
+    frozen_at = datetime.now(UTC)
+    subprocess.run([*CLUSTER, "freeze-node", "2", "--name", "paichaos"], check=True, capture_output=True)
+    try:
+        during = start_delays("frozen", expected)
+        node = Node.objects.get(name="chaos-2")
+        deadline = time.monotonic() + 300
+        while node.down_since is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+            node.refresh_from_db()
+    finally:
+        subprocess.run([*CLUSTER, "thaw-node", "2", "--name", "paichaos"], check=True, capture_output=True)
+    detected = f"{(node.down_since - frozen_at).total_seconds():.1f} s" if node.down_since else "never (300 s)"
+    return [
+        (
+            "frozen engine: down after",
+            f"{detected} (PAI_NODE_DOWN_AFTER_SECONDS {os.environ['PAI_NODE_DOWN_AFTER_SECONDS']})",
+        ),
+        ("unrelated job start, normal", f"{normal:.2f} s (median of {PROBE_JOBS})"),
+        ("longest extra wait while frozen", f"{max(0.0, max(during) - normal):.2f} s"),
+    ]
+
+
+def run(
+    env: dict[str, str],
+    kills: int,
+    docker: bool,
+    deadline_s: float,
+    fault: Callable[[], list[tuple[str, str]]] | None = None,
+    fault_rows: list[tuple[str, str]] | None = None,
+) -> int:
     from jobs.models import Job
     from jobs.states import FINISHED_JOB_STATES
 
@@ -164,6 +235,10 @@ def run(env: dict[str, str], kills: int, docker: bool, deadline_s: float) -> int
                 restart_dockerd()
                 restarted_engine = True
             scheduler = start_scheduler(env)
+        while Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if fault is not None and fault_rows is not None:  # on an idle cluster: its jobs' own start times
+            fault_rows.extend(fault())
         while Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists() and time.monotonic() < deadline:
             time.sleep(0.5)
     finally:
@@ -187,8 +262,12 @@ def orphans(var: str, docker: bool) -> int:
     if docker:
         import docker as docker_sdk
 
-        client = docker_sdk.DockerClient(base_url=ENGINE)
-        return len(client.containers.list(all=True, filters={"label": f"pai.portal={NAMESPACE}"}))
+        count = 0
+        for engine in (ENGINE, FROZEN_ENGINE):
+            with contextlib.suppress(docker_sdk.errors.DockerException):  # (the second one with --freeze only)
+                client = docker_sdk.DockerClient(base_url=engine, timeout=30)
+                count += len(client.containers.list(all=True, filters={"label": f"pai.portal={NAMESPACE}"}))
+        return count
     count = 0
     servers = {path.read_text() for path in Path(var).glob(f"**/{SERVER_PID_NAME}")}  # the nodes' own, not tasks
     for proc in Path("/proc").iterdir():
@@ -209,11 +288,13 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--postgres", action="store_true")
     parser.add_argument("--docker", action="store_true")
+    parser.add_argument("--freeze", action="store_true", help="with --docker: hang a second engine (SIGSTOP)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
     args = parser.parse_args()
     env = setup(args)
     if args.docker:
-        subprocess.run([*CLUSTER, "up", "1", *CLUSTER_ARGS, "--no-register"], check=True, capture_output=True)
+        nodes = "2" if args.freeze else "1"
+        subprocess.run([*CLUSTER, "up", nodes, *CLUSTER_ARGS, "--no-register"], check=True, capture_output=True)
     try:
         report(args, env)
     finally:
@@ -222,9 +303,11 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, env: dict[str, str]) -> None:
-    expected = submit_all(args.jobs, args.docker)
+    expected = submit_all(args.jobs, args.docker, args.freeze)
     started = time.perf_counter()
-    kills = run(env, args.kills, args.docker, args.deadline)
+    fault_rows: list[tuple[str, str]] = []
+    fault = (lambda: freeze_fault(expected)) if args.docker and args.freeze else None
+    kills = run(env, args.kills, args.docker, args.deadline, fault, fault_rows)
     elapsed = time.perf_counter() - started
 
     from jobs.models import Job
@@ -233,9 +316,12 @@ def report(args: argparse.Namespace, env: dict[str, str]) -> None:
     states = dict(Job.objects.values_list("name", "state"))
     lost = sum(1 for name in expected if name not in states)
     stranded = sum(1 for state in states.values() if state not in FINISHED_JOB_STATES)
-    wrong = sum(
-        1 for name, want in expected.items() if states.get(name) in FINISHED_JOB_STATES and states[name] != want
-    )
+    wrong_names = [
+        f"{name} {states[name]}"
+        for name, want in expected.items()
+        if states.get(name) in FINISHED_JOB_STATES and states[name] != want
+    ]
+    wrong = f"{len(wrong_names)} {', '.join(wrong_names[:5])}".strip()
     rows = [
         ("database", "PostgreSQL" if args.postgres else "SQLite"),
         ("executor", "docker (its engine stopped and restarted once)" if args.docker else "process"),
@@ -245,8 +331,9 @@ def report(args: argparse.Namespace, env: dict[str, str]) -> None:
         ("jobs lost", str(lost)),
         ("tasks started twice", str(double_starts())),
         ("jobs stranded", str(stranded)),
-        ("wrong outcome", str(wrong)),
+        ("wrong outcome", wrong),
         ("orphans", str(orphans(env["PAI_VAR_DIR"], args.docker))),
+        *fault_rows,
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:

@@ -35,8 +35,9 @@ from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SLURM = ROOT.parent / "shared" / "tools" / "slurm-local.sh"
+sys.path.insert(0, str(ROOT))
 
+from bench import slurm_local  # noqa: E402
 
 JOB_TEXT = (
     "protocolVersion: 2\nname: {name}\ntype: job\n"
@@ -96,14 +97,15 @@ def submit_and_run(
 
 
 def run_slurm(n: int, slots: int) -> tuple[float | None, float | None, str]:
-    if not SLURM.exists():
-        return None, None, f"{SLURM} not found"
-    env = {**os.environ, "SLURM_LOCAL_CPUS": str(slots)}
-    subprocess.run(["bash", str(SLURM), "stop"], capture_output=True, text=True, env=env)  # new slot count
-    start = subprocess.run(["bash", str(SLURM), "start"], capture_output=True, text=True, env=env)
-    if start.returncode != 0:
-        return None, None, "slurm-local start failed: " + start.stderr.strip()[-200:]
-    bench = subprocess.run(["bash", str(SLURM), "bench", str(n)], capture_output=True, text=True, env=env)
+    """slurm-local.sh's bench on a Slurm of this run's own (bench.slurm_local), stopped after."""
+    script = slurm_local.tool()
+    if script is None:
+        return None, None, f"{slurm_local.TOOL} not found"
+    with slurm_local.own_slurm(cpus=slots) as env:
+        start = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True, env=env)
+        if start.returncode != 0:
+            return None, None, "slurm-local start failed: " + start.stderr.strip()[-200:]
+        bench = subprocess.run(["bash", str(script), "bench", str(n)], capture_output=True, text=True, env=env)
     match = re.search(r"submit ([\d.]+) jobs/s, end-to-end ([\d.]+) jobs/s", bench.stdout)
     if not match:
         return None, None, "slurm-local bench failed: " + (bench.stderr or bench.stdout).strip()[-200:]

@@ -181,6 +181,10 @@ PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
 # silent before it is marked down (its running tasks lost and retried elsewhere).
 PAI_NODE_HEARTBEAT_SECONDS = env_float("PAI_NODE_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
 PAI_NODE_DOWN_AFTER_SECONDS = env_float("PAI_NODE_DOWN_AFTER_SECONDS", 30.0, minimum=0.0)
+# How long a scheduler pass waits for one call to a node's engine (poll, stop, ping, network...).
+# The call runs on the node's own worker thread; past this the pass goes on without the node, and
+# the node gets no other call until that one returns (scheduling.executors).
+PAI_NODE_CALL_DEADLINE_SECONDS = env_float("PAI_NODE_CALL_DEADLINE_SECONDS", 1.0, minimum=0.05)
 # Slurm (VCs with a Slurm partition): the slurm.conf Slurm's commands read here (empty: Slurm's
 # default, /etc/slurm/slurm.conf) and how often the partitions' nodes are read back (sinfo).
 PAI_SLURM_CONF = env_str("PAI_SLURM_CONF", "")

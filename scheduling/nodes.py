@@ -67,6 +67,8 @@ def reconcile_node(node: Node) -> list[Task]:
         held = executors.node_executor(node).list_running()
     except Exception as exc:  # an unreachable engine: its tasks are polled (and lost) later
         log.warning("reconcile: node %s unreachable: %s", node.name, exc)
+        if (lane := executors.lane_of(node)) is not None:
+            lane.missed_cleanup = True  # (reconciled by the heartbeat once it answers)
         return []
     by_key = {(r.labels.get("pai.job-id"), r.labels.get("pai.role"), r.labels.get("pai.index")): r for r in held}
     active = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
@@ -104,13 +106,17 @@ def _is_recorded(executor_id: str) -> bool:
 
 
 class Heartbeat:
-    """Pings every node's engine (side by side, short timeouts) each PAI_NODE_HEARTBEAT_SECONDS,
-    or at once when a poll found a node silent (a suspect)."""
+    """Pings every node's engine (side by side, each on its node's lane: scheduling.executors) each
+    PAI_NODE_HEARTBEAT_SECONDS, or at once when a poll found a node silent (a suspect). A node
+    answers by any call that returns, not only pings; a node whose engine answers nothing for
+    PAI_NODE_DOWN_AFTER_SECONDS is down by the next heartbeat."""
 
     def __init__(self) -> None:
-        # When each node last answered (monotonic seconds; a fresh scheduler gives every node a
-        # full grace period), and when the nodes were last pinged.
-        self._last_answer: dict[int, float] = {}
+        # When each node last answered a ping and was first seen (monotonic seconds; a fresh
+        # scheduler gives every node a full grace period), and when each was seen down.
+        self._answered: dict[int, float] = {}
+        self._first_seen: dict[int, float] = {}
+        self._seen_down: dict[int, float] = {}
         self._last_heartbeat = float("-inf")
         self.suspects: set[int] = set()  # nodes a poll found silent: pinged next pass
 
@@ -126,21 +132,50 @@ class Heartbeat:
         nodes = list(Node.objects.exclude(executor__in=backends.node_kinds()))  # backends watch their own
         if not nodes:
             return False
+        # Each waits one call deadline at most (a silent node's ping is a probe, not waited for).
         with ThreadPoolExecutor(max_workers=min(16, len(nodes))) as pool:
             answers = list(pool.map(executors.ping, nodes))
         changed = False
         for node, error in zip(nodes, answers, strict=True):
+            lane = executors.lane_of(node)
+            first_seen = self._first_seen.setdefault(node.pk, now)
             if error is None:
-                self._last_answer[node.pk] = now
-                if node.down_since is not None:
-                    Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
-                    log.info("node %s answers again; schedulable", node.name)
-                    # What it ran before it went silent was recorded lost: remove it before new work comes.
-                    reconcile_node(node)
-                    changed = True
+                self._answered[node.pk] = now
+            answered = max(self._answered.get(node.pk, float("-inf")), (lane and lane.last_answer) or float("-inf"))
+            if node.down_since is not None:
+                went_down = self._seen_down.setdefault(node.pk, now)
+                if error is None or answered > went_down:
+                    changed |= self._take_back(node, lane)
                 continue
-            silent_for = now - self._last_answer.setdefault(node.pk, now)
-            if node.down_since is None and silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
+            self._seen_down.pop(node.pk, None)
+            if error is None:
+                if lane is not None and lane.missed_cleanup:  # stops it did not take while silent
+                    _clean_up(node, lane)
+                continue
+            silent_for = now - max(answered, first_seen)
+            if silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
                 mark_node_down(node, f"did not answer for {silent_for:.0f} s: {error}", backends)
+                self._seen_down[node.pk] = now
                 changed = True
         return changed
+
+    def _take_back(self, node: Node, lane: executors.Lane | None) -> bool:
+        Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
+        self._seen_down.pop(node.pk, None)
+        log.info("node %s answers again; schedulable", node.name)
+        # What it ran before it went silent was recorded lost: removed before new work comes.
+        _clean_up(node, lane)
+        return True
+
+
+def _clean_up(node: Node, lane: executors.Lane | None) -> None:
+    """Reconcile a node that answers again: each call on its lane, within its deadline; what it
+    does not take now, a later heartbeat does (the lane remembers)."""
+    if lane is not None:
+        lane.missed_cleanup = False
+    try:
+        reconcile_node(node)
+    except Exception as exc:
+        log.warning("reconcile of %s failed: %s; again once it answers", node.name, exc)
+        if lane is not None:
+            lane.missed_cleanup = True

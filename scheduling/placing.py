@@ -18,7 +18,7 @@ from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
 from jobs.protocol.spec import NormalizedSpec, gpu_type
-from scheduling import quota
+from scheduling import executors, quota
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.starting import Starter
@@ -79,8 +79,10 @@ class Placer:
         node_states, vc_states = quota.cluster_state(nodes, self._specs)
         now = time.monotonic()
         trouble = self.starter.trouble
+        silent = {node.name for node in nodes if executors.silent(node)}  # (not down yet: no new work either)
         for state in node_states:  # ports another program held lately: other ports this time
             state.ports_used.update(trouble.port_conflicts.on(state.name, now))
+            state.schedulable = state.schedulable and state.name not in silent
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)
         requests = [self._job_request(row, specs[row.pk], gate.avoid) for row in rows if row.pk not in gate.blocked]
         result = place(node_states, vc_states, requests)

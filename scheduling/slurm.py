@@ -15,6 +15,13 @@ tasks name them). Then, per waiting job:
 Running jobs are followed like any others (the executor reads the tasks' exit records); a Slurm
 job that ended before its tasks' exits were recorded ends them as Slurm says (node failure,
 preemption, out of memory...). Stopping a job, and the end of a job attempt, cancel its Slurm job.
+
+Every call to Slurm goes to its controller's lane (scheduling.slurm_controller): a controller that
+does not answer holds no pass, and past PAI_NODE_DOWN_AFTER_SECONDS its partitions show
+unavailable. A cancel it did not take is not lost: the sweep (after a fresh scheduler's first
+squeue, and after any cancel that went unanswered) cancels every Slurm job still active whose name
+`<prefix>-<id>-<attempt>` is no attempt its portal job still wants (a stopped or failed job's, an
+attempt a retry left behind): the rows are the memory, so a restart forgets nothing.
 """
 
 from __future__ import annotations
@@ -39,8 +46,8 @@ from clusters.models import Node, VirtualCluster
 from clusters.slurm import client, commands
 from clusters.slurm.exits import status_after
 from clusters.slurm.reasons import Ask, PartitionUse, pending_reason, refusal_reason
-from clusters.slurm.status import SlurmJob, SlurmNode, parse_queue
-from clusters.slurm_nodes import read_nodes, sync_nodes
+from clusters.slurm.status import SlurmJob, SlurmNode, parse_nodes, parse_queue
+from clusters.slurm_nodes import sync_nodes
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
@@ -49,8 +56,10 @@ from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.spec import gpu_type as spec_gpu_type
 from scheduling import ending, executors
 from scheduling.backends import Backends
+from scheduling.executors import NodeSilent
 from scheduling.guard import job_guard
 from scheduling.quota import task_requests
+from scheduling.slurm_controller import Controller, show_available, show_unavailable
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
 
@@ -128,6 +137,8 @@ class SlurmBackend:
         self._awaiting: dict[int, int] = {}  # waiting job -> attempt: in Slurm, some tasks not reported
         self._roles: dict[int, list[commands.RoleRequest]] = {}  # waiting job -> its roles (its spec read once)
         self._probe_dirs: dict[tuple[int, int], str] = {}  # (waiting job, attempt) -> where its tasks report
+        self.controller = Controller()
+        self._sweep = True  # cancel what no attempt wants at the next squeue (a restart: always once)
 
     def owns(self, vc: VirtualCluster) -> bool:
         return bool(vc.slurm_partition)
@@ -147,7 +158,10 @@ class SlurmBackend:
         calls = calls or [commands.scancel_by_name_argv(name) for name in names]
         for argv in calls:
             try:
-                client.run(argv, settings.PAI_SLURM_CONF)
+                self.controller.run(argv)
+            except (client.SlurmUnreachable, NodeSilent) as exc:
+                self._sweep = True
+                log.warning("cancelling %s in Slurm: no answer (%s); again once the controller answers", job, exc)
             except client.SlurmError as exc:
                 log.warning("cancelling %s in Slurm failed: %s", job, exc)
 
@@ -163,13 +177,21 @@ class SlurmBackend:
         try:
             self.refresh_nodes(partitions)
             if fresh:
-                self._queue = parse_queue(
-                    client.run(commands.squeue_argv(partitions), settings.PAI_SLURM_CONF), settings.PAI_SLURM_JOB_PREFIX
-                )
+                queue = self.controller.read(commands.squeue_argv(partitions))
+                self._queue = parse_queue(queue, settings.PAI_SLURM_JOB_PREFIX)
                 self._submitted, self._queue_read_at = {}, time.monotonic()
-        except client.SlurmError as exc:
+        except (client.SlurmError, NodeSilent) as exc:
             log.warning("Slurm does not answer: %s", exc)
+            if self.controller.silent_long():
+                self._nodes_read_at = float("-inf")  # (its first answer: every node as Slurm says)
+                self.controller.unavailable = True
+                show_unavailable(partitions, list(partition_of), self.controller.reason(exc))
             return False
+        if self.controller.unavailable:
+            self.controller.unavailable = False
+            show_available(list(partition_of))
+        if fresh and self._sweep:
+            self._sweep = not self.cancel_leftovers(self._queue)
         changed = self.follow_running(self._queue) if fresh else False
         # Plain values first: most waiting jobs need only their name looked up in the queue; the job
         # itself is read for the few this pass submits, launches or explains.
@@ -267,7 +289,7 @@ class SlurmBackend:
     def refresh_nodes(self, partitions: list[str]) -> None:
         if time.monotonic() - self._nodes_read_at < settings.PAI_SLURM_NODES_SECONDS:
             return
-        self._nodes = read_nodes(partitions)
+        self._nodes = parse_nodes(self.controller.read(commands.sinfo_argv(partitions)))
         self._nodes_read_at = time.monotonic()
         sync_nodes(self._nodes)
 
@@ -316,7 +338,9 @@ class SlurmBackend:
             job_dir=directory,
         )
         try:
-            slurm_id = client.run(argv, settings.PAI_SLURM_CONF).strip().split(";")[0]
+            slurm_id = self.controller.run(argv).strip().split(";")[0]
+        except (client.SlurmUnreachable, NodeSilent):
+            return False  # (submitted or not, the next squeue says: the job's name is its key)
         except client.SlurmError as exc:
             self._refused[name] = time.monotonic()
             reason = refusal_reason(str(exc), job_ask(roles), PartitionUse.of(partition, self._nodes))
@@ -381,6 +405,34 @@ class SlurmBackend:
         self.starter.start_tasks(job, tasks, everyone=tasks)
         return True
 
+    # ---- cancels the controller did not take ---------------------------------------------
+    def cancel_leftovers(self, queue: dict[str, SlurmJob]) -> bool:
+        """Cancel each active Slurm job whose attempt its portal job no longer wants (see the
+        module); True when there was none or Slurm took the cancel."""
+        active = {}
+        for name, found in queue.items():
+            parsed = commands.job_of(name, settings.PAI_SLURM_JOB_PREFIX)
+            if found.active and parsed is not None:
+                active[parsed] = found.slurm_id
+        rows = Job.objects.filter(pk__in={job_id for job_id, _ in active}).values_list("pk", "state", "job_attempt")
+        wanted = {pk: (state, job_attempt) for pk, state, job_attempt in rows}
+        leftovers = sorted(
+            str(slurm_id)
+            for (job_id, attempt), slurm_id in active.items()
+            if job_id in wanted and not _wants(*wanted[job_id], attempt)
+        )
+        if not leftovers:
+            return True
+        try:
+            self.controller.run(commands.scancel_argv(leftovers))
+        except (client.SlurmUnreachable, NodeSilent) as exc:
+            log.warning("cancelling Slurm jobs %s no attempt wants: no answer (%s)", ", ".join(leftovers), exc)
+            return False
+        except client.SlurmError as exc:  # (one had ended meanwhile: the others are cancelled)
+            log.warning("cancelling Slurm jobs %s no attempt wants: %s", ", ".join(leftovers), exc)
+        log.info("cancelled Slurm jobs %s: no attempt of their portal jobs wants them", ", ".join(leftovers))
+        return True
+
     # ---- following -------------------------------------------------------------------------
     def follow_running(self, queue: dict[str, SlurmJob]) -> bool:
         """Tasks whose Slurm job ended without their exit recorded end as Slurm says."""
@@ -409,3 +461,14 @@ class SlurmBackend:
                 ending.apply_completion_policy(job, self.backends)
             changed = True
         return changed
+
+
+def _wants(state: str, job_attempt: int, attempt: int) -> bool:
+    """Whether a portal job in this state still wants the Slurm job of this attempt: a running
+    job its current one, a waiting job its next one; a stopping job is being cancelled by its
+    stop, and a succeeded job's steps end by themselves. A stopped or failed job wants none."""
+    if state == JobState.RUNNING:
+        return attempt == job_attempt
+    if state == JobState.WAITING:
+        return attempt == job_attempt + 1
+    return state in (JobState.STOPPING, JobState.SUCCEEDED)

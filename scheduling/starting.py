@@ -193,7 +193,9 @@ class Starter:
         recorded as -1204."""
         if isinstance(exc, ExecutorError):
             code, message = platform_exit_code(exc.failure), str(exc)
-            if exc.failure is Failure.NODE_LOST and task.node is not None:
+            # (Down at once where its engine cannot be reached; one that is only slow now: the
+            # heartbeat decides, and placement gives it nothing meanwhile.)
+            if exc.failure is Failure.NODE_LOST and task.node is not None and not isinstance(exc, executors.NodeSilent):
                 nodes.set_down(task.node, message)
             if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
                 self.trouble.mount_failures.remember(task.node.name, exc.storage, str(exc))

@@ -8,6 +8,8 @@
 #   scripts/dev-cluster.sh status     [--name NAME]
 #   scripts/dev-cluster.sh stop-node I [--name NAME]   # engine I goes away (its tasks with it)
 #   scripts/dev-cluster.sh start-node I [--name NAME]  # ... and comes back
+#   scripts/dev-cluster.sh freeze-node I [--name NAME] # engine I hangs (SIGSTOP): its tasks run on, it answers nothing
+#   scripts/dev-cluster.sh thaw-node I [--name NAME]   # ... and answers again (SIGCONT)
 #   scripts/dev-cluster.sh restart-slurmctld [--name NAME] [--forget-jobs]   # --slurm: slurmctld stops and
 #                               starts again (--forget-jobs: knowing no job, as after MinJobAge)
 #   scripts/dev-cluster.sh down       [--name NAME]
@@ -61,7 +63,7 @@ RUN_ROOT=/run/pai-dev-cluster
 die() { echo "dev-cluster: $*" >&2; exit 1; }
 say() { echo "dev-cluster: $*" >&2; }
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 python_bin() {
     if [ -n "${PAI_PYTHON:-}" ]; then echo "$PAI_PYTHON"
@@ -75,7 +77,7 @@ COMMAND=$1; shift
 COUNT=""; NODE=""
 case "$COMMAND" in
     up) [ $# -ge 1 ] || usage; COUNT=$1; shift ;;
-    stop-node|start-node) [ $# -ge 1 ] || usage; NODE=$1; shift ;;
+    stop-node|start-node|freeze-node|thaw-node) [ $# -ge 1 ] || usage; NODE=$1; shift ;;
     down|status|restart-slurmctld) ;;
     *) usage ;;
 esac
@@ -484,6 +486,16 @@ cmd_status() {
     done
 }
 
+# SIGSTOP / SIGCONT to the engine this cluster started (its pid file, the process still dockerd).
+signal_engine() {
+    local i=$1 signal=$2 pidfile pid
+    pidfile=$(node_run_dir "$i")/dockerd.pid
+    [ -s "$pidfile" ] || die "the engine of node $i is not running"
+    pid=$(cat "$pidfile")
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] || die "the engine of node $i is not running"
+    kill "-$signal" "$pid"
+}
+
 known_node() { engines | grep -qx "$1" || die "cluster $NAME has no node $1"; }
 
 case "$COMMAND" in
@@ -492,6 +504,8 @@ case "$COMMAND" in
     restart-slurmctld) restart_slurmctld; say "slurmctld restarted" ;;
     status) cmd_status ;;
     stop-node) known_node "$NODE"; stop_engine "$NODE"; say "engine of node $NODE stopped" ;;
+    freeze-node) known_node "$NODE"; signal_engine "$NODE" STOP; say "engine of node $NODE frozen" ;;
+    thaw-node) known_node "$NODE"; signal_engine "$NODE" CONT; say "engine of node $NODE thawed" ;;
     start-node)
         known_node "$NODE"
         if engine_answers "$NODE"; then say "engine of node $NODE is running already"; else start_engine "$NODE"; fi

@@ -40,6 +40,12 @@ def is_portal_job(name: str, prefix: str) -> bool:
     return re.fullmatch(rf"{re.escape(prefix)}-\d+-\d+", name) is not None
 
 
+def job_of(name: str, prefix: str) -> tuple[int, int] | None:
+    """(portal job id, attempt) of one of this portal's Slurm job names, else None."""
+    match = re.fullmatch(rf"{re.escape(prefix)}-(\d+)-(\d+)", name)
+    return (int(match[1]), int(match[2])) if match else None
+
+
 def _cpus_and_memory(request: RoleRequest) -> list[str]:
     # Memory per CPU, since a heterogeneous job's components may not mix --mem and --mem-per-cpu.
     return [f"--cpus-per-task={request.cpu}", f"--mem-per-cpu={math.ceil(request.memory_mb / request.cpu)}"]

@@ -22,6 +22,7 @@ PHASES = (
     "nodes",  # heartbeat and reconcile
     "starting",  # claimed tasks started (decides nothing)
     "placing",  # waiting jobs placed on the portal's nodes
+    "slurm_controller",  # the Slurm controller's lane, what the portal says while it is silent
     "slurm",  # a backend, over the phases
     "registered",  # which backends run
     "scheduler",  # the loop: orders the phases

@@ -72,6 +72,11 @@ class SlurmCluster:
             time.sleep(0.1)
         return active
 
+    def signal_slurmctld(self, signal: int) -> None:
+        """SIGSTOP: slurmctld hangs (connections accepted, nothing answered); SIGCONT: it answers again."""
+        pid = int((self.state_dir / self.name / "slurm" / "run" / "slurmctld.pid").read_text())
+        os.kill(pid, signal)
+
     def cancel_all(self) -> None:
         self.run("scancel", f"--partition={self.name}")
         self.wait_until_idle()

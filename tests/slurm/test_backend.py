@@ -24,9 +24,12 @@ class FakeSlurm:
         self.calls: list[list[str]] = []
         self.next_id = 100
         self.down = False
+        self.unreachable = False  # the controller not reached (SlurmUnreachable), not its refusal
 
     def run(self, argv: list[str], slurm_conf: str = "") -> str:
         self.calls.append(argv)
+        if self.unreachable:
+            raise client.SlurmUnreachable(f"{argv[0]}: Unable to contact slurm controller (connect failure)")
         if self.down:
             raise client.SlurmError(f"{argv[0]}: Unable to contact slurm controller")
         if argv[0] == "sinfo":
@@ -109,6 +112,54 @@ def test_a_job_whose_slurm_job_keeps_ending_before_it_starts_stops_being_submitt
     assert "ended its job 101 (FAILED) 4 times before the tasks started" in job.pending_reason
 
 
+def test_a_silent_controller_shows_the_partitions_nodes_down_and_its_waiting_jobs_say_why(slurm, job, settings):
+    from scheduling.scheduler import Scheduler
+
+    settings.PAI_NODE_DOWN_AFTER_SECONDS = settings.PAI_SLURM_QUEUE_SECONDS = 0
+    backend = slurm_backend(Scheduler(holder="backend-test"))
+    backend.run_pass()  # (the nodes synced)
+    slurm.unreachable = True
+    backend.run_pass()
+    nodes = Node.objects.filter(slurm_partition="slt")
+    says = "the Slurm controller does not answer: squeue: Unable to contact slurm controller (connect failure)"
+    assert {(node.down_since is not None, node.down_reason, node.slurm_state) for node in nodes} == {
+        (True, says, "unknown")
+    }
+    job.refresh_from_db()
+    assert job.pending_reason == says
+
+
+def test_the_nodes_and_the_waiting_jobs_are_as_slurm_says_once_the_controller_answers_again(slurm, job, settings):
+    from scheduling.scheduler import Scheduler
+
+    settings.PAI_NODE_DOWN_AFTER_SECONDS = settings.PAI_SLURM_QUEUE_SECONDS = 0
+    backend = slurm_backend(Scheduler(holder="backend-test"))
+    slurm.unreachable = True
+    backend.run_pass()
+    slurm.unreachable, slurm.queue = False, f"101|pai-{job.pk}-1|PENDING|Priority|N/A||slt\n"
+    backend.run_pass()
+    assert Node.objects.get(name="slt-1").down_since is None
+    assert Node.objects.get(name="slt-3").down_reason == "Slurm: drained (bad fan)"
+    job.refresh_from_db()
+    assert job.pending_reason.startswith("Waiting in Slurm (Priority)")
+
+
+def test_a_stop_the_controller_did_not_take_is_cancelled_in_slurm_once_it_answers(slurm, job, user):
+    from jobs.models import Job
+
+    stopped = job
+    Job.objects.filter(pk=stopped.pk).update(state="STOPPED", job_attempt=1)
+    running = create_job(user, "r", virtual_cluster=job.virtual_cluster, state="RUNNING", job_attempt=2)
+    slurm.queue = (
+        f"101|pai-{stopped.pk}-1|RUNNING|None|N/A|slt-1|slt\n"
+        f"102|pai-{running.pk}-1|RUNNING|None|N/A|slt-2|slt\n"  # an attempt its retry left behind
+        f"103|pai-{running.pk}-2|RUNNING|None|N/A|slt-2|slt\n"
+        f"104|pai-{stopped.pk}-0|COMPLETED|None|N/A|slt-1|slt\n"
+    )
+    one_pass()  # (a fresh scheduler sweeps once: what a crashed one could not cancel)
+    assert [argv for argv in slurm.calls if argv[0] == "scancel"] == [["scancel", "101", "102"]]
+
+
 @pytest.mark.parametrize(
     ("code", "words"),
     [
@@ -185,3 +236,28 @@ def test_a_v1_job_asking_for_fixed_ports_is_refused_on_a_slurm_vc_naming_the_fie
         )
     ]
     assert submit_job(user, v1_text(0)).state == "WAITING"  # any free port: fine
+
+
+def test_a_read_answered_past_its_deadline_is_kept_for_the_next_pass(monkeypatch, settings):
+    import time
+
+    from scheduling.executors import NodeSilent
+    from scheduling.slurm_controller import Controller
+
+    settings.PAI_NODE_CALL_DEADLINE_SECONDS = 0.1
+    calls = []
+
+    def slow(argv: list[str], slurm_conf: str = "") -> str:
+        calls.append(argv)
+        time.sleep(0.3)
+        return "the queue"
+
+    monkeypatch.setattr(client, "run", slow)
+    controller = Controller()
+    with pytest.raises(NodeSilent):
+        controller.read(["squeue"])
+    with pytest.raises(NodeSilent, match="its call `squeue` has run"):  # (not sent again while it runs)
+        controller.read(["squeue"])
+    time.sleep(0.4)
+    assert controller.read(["squeue"]) == "the queue" and len(calls) == 1
+    assert controller.lane.answering

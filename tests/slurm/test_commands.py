@@ -135,3 +135,26 @@ def test_it_maps_slurms_end_states_onto_the_exit_spec(state, failure, oom):
 
 def test_a_job_slurm_forgot_ended_its_tasks_as_gone():
     assert status_after(None).failure is Failure.TASK_GONE
+
+
+@pytest.mark.parametrize(
+    ("said", "unreachable"),
+    [
+        ("sinfo: error: Unable to contact slurm controller (connect failure)", True),
+        ("sinfo: error: slurm_load_partitions: Socket timed out on send/recv operation", True),
+        ("sbatch: error: Batch job submission failed: Requested node configuration is not available", False),
+    ],
+)
+def test_the_client_tells_a_controller_it_did_not_reach_from_its_refusal(said, unreachable):
+    from clusters.slurm import client
+
+    with pytest.raises(client.SlurmError) as failed:
+        client.run(["sh", "-c", f"echo '{said}' >&2; exit 1"])
+    assert isinstance(failed.value, client.SlurmUnreachable) is unreachable
+
+
+def test_it_reads_a_portal_job_and_its_attempt_from_a_slurm_job_name():
+    from clusters.slurm.commands import job_of
+
+    assert job_of("pai-12-3", "pai") == (12, 3)
+    assert job_of("other-12-3", "pai") is None and job_of("pai-12", "pai") is None

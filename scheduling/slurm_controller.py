@@ -1,0 +1,100 @@
+"""Slurm's controller as the scheduler calls it, and what the portal says while it does not answer.
+
+Every squeue, sinfo, sbatch and scancel runs on a lane of the controller's own
+(scheduling.executors.Lane: one call in flight, waited for up to PAI_NODE_CALL_DEADLINE_SECONDS,
+a hung call not waited for again), so a controller that does not answer costs a pass one deadline
+at most and the portal's own nodes are scheduled as before. A read (squeue, sinfo) answered after
+its deadline is kept for the next pass: a slow controller is read late, not never.
+
+A controller silent for PAI_NODE_DOWN_AFTER_SECONDS makes its partitions unavailable: their nodes
+are down saying so (the cluster page, the API; their VCs' quotas with them) and each waiting job of
+their VCs says so as its pending reason. Its first answer after that brings them back (sinfo says
+each node's state again). What it could not be asked meanwhile is asked again then: a submission is
+found or made by the job's Slurm name, a cancel by the sweep of scheduling.slurm.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future
+
+from django.conf import settings
+from django.utils import timezone
+
+from clusters.models import Node
+from clusters.slurm import client
+from jobs import lifecycle
+from jobs.models import Job, JobState
+from scheduling.executors import Lane, NodeSilent
+
+log = logging.getLogger("pai.scheduler.slurm")
+
+SAYS = "the Slurm controller does not answer"
+# A waiting job's reason once the controller answers again, until Slurm's own word on it.
+BACK = "The Slurm controller answers again: asking it about this job."
+
+
+def _unreachable(exc: BaseException) -> bool:
+    return isinstance(exc, client.SlurmUnreachable)
+
+
+class Controller:
+    """The controller's calls on its lane; `unavailable` says whether the portal shows it down."""
+
+    def __init__(self) -> None:
+        self.lane = Lane("slurm-controller", label="the Slurm controller", unreachable=_unreachable)
+        self.unavailable = True  # (a fresh scheduler clears what an earlier one may have said)
+        self._late: dict[str, Future[str]] = {}  # a read past its deadline, by command
+
+    def run(self, argv: list[str]) -> str:
+        """A change (sbatch, scancel). NodeSilent when not answered in time: whether it happened
+        then is for a later squeue to say."""
+        return self.lane.call(argv[0], lambda: client.run(argv, settings.PAI_SLURM_CONF))
+
+    def read(self, argv: list[str]) -> str:
+        """A read (squeue, sinfo): its answer, or the one a late call of the same command got."""
+        what = argv[0]
+        late = self._late.pop(what, None)
+        if late is not None and not late.done():
+            self._late[what] = late
+            raise NodeSilent(self.lane.silence())
+        if late is not None:
+            return late.result()  # (or its error)
+        answering = self.lane.answering
+        future = self.lane.submit(what, lambda: client.run(argv, settings.PAI_SLURM_CONF))
+        try:
+            return self.lane.wait(what, future, answering=answering)
+        except NodeSilent:
+            self._late[what] = future
+            raise
+
+    def silent_long(self) -> bool:
+        """Silent for PAI_NODE_DOWN_AFTER_SECONDS: its partitions are to be shown unavailable."""
+        return self.lane.silent_for() >= settings.PAI_NODE_DOWN_AFTER_SECONDS
+
+    def reason(self, error: Exception) -> str:
+        return f"{SAYS}: {self.lane.silence() if isinstance(error, NodeSilent) else error}"
+
+
+def show_unavailable(partitions: list[str], vc_ids: list[int], reason: str) -> None:
+    """The partitions' nodes down with the reason, and the reason of every waiting job of the VCs
+    (each row written once per silence: rows that say so already are left alone)."""
+    nodes = Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition__in=partitions)
+    # Their state is unknown now (sinfo's own word), whatever Slurm said last.
+    newly = nodes.filter(down_since__isnull=True).update(
+        down_since=timezone.now(), down_reason=reason, slurm_state="unknown"
+    )
+    nodes.exclude(down_reason__startswith=SAYS).update(down_reason=reason, slurm_state="unknown")  # (drained...)
+    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids).exclude(
+        pending_reason__startswith=SAYS
+    )
+    lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), reason))
+    if newly:
+        log.warning("%d Slurm node(s) of %s down: %s", newly, ", ".join(partitions), reason)
+
+
+def show_available(vc_ids: list[int]) -> None:
+    """The controller answers again: the waiting jobs no longer say it does not (the nodes are
+    sinfo's to bring back, each as Slurm says)."""
+    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, pending_reason__startswith=SAYS)
+    lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), BACK))
