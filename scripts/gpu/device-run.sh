@@ -9,7 +9,7 @@
 #   GPU_TMP=/tmp/gpu-try OUT=/tmp/gpu-try/out PATH=/tmp/fake:$PATH bash scripts/gpu/device-run.sh
 set -u
 OUT=${OUT:-/tmp/gpu-out}; mkdir -p "$OUT"
-HERE=$(cd "$(dirname "$0")/.." && pwd)/.gpu
+HERE=$(cd "$(dirname "$0")/../.." && pwd)/.gpu
 T=${GPU_TMP:-/tmp}      # (another folder when tried on a shared machine)
 SITE=$T/site            # the portal's Python packages
 PKGS=$T/pkgs            # bwrap, pasta: their bin/ goes on PATH (nothing else is in it)
