@@ -57,6 +57,7 @@ DOCKER_BRIDGE_PREFIXES = ("docker", "br-")
 INFO_FD = 4
 BLOCK_FD = 5
 ATTACH_TIMEOUT_S = 10
+TUN_DEVICE = "/dev/net/tun"
 PASTA_STOP_S = 2
 PROBE_TIMEOUT_S = 20
 NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace (linux/nsfs.h)
@@ -129,11 +130,23 @@ class TaskNetwork:
             try:
                 code, output = run_attached(self.plan("127.0.0.2", {}, ids), [*trial, "bash", "-c", check])
             except (OSError, NetworkError) as exc:
-                return f"tasks cannot get a network of their own here: {exc}"
+                return f"tasks cannot get a network of their own here: {exc}{_tun_hint(str(exc))}"
         if code != 0:
             detail = output.strip().splitlines()[-1:] or [f"exit {code}"]
             return f"a task's own network does not keep the host's loopback out here: {detail[0]}"
         return ""
+
+
+def _tun_hint(problem: str) -> str:
+    """pasta opens /dev/net/tun as the task's uid: a machine that keeps it root's alone (seen on a
+    GPU machine's image) needs the distributions' usual mode back."""
+    try:
+        private = not os.stat(TUN_DEVICE).st_mode & 0o006
+    except OSError:
+        return f" ({TUN_DEVICE} is missing)" if "tun" in problem else ""
+    if "tun" in problem and private:
+        return f" ({TUN_DEVICE} is root's alone; give it the distributions' usual 0666: chmod 666 {TUN_DEVICE})"
+    return ""
 
 
 class Attached:

@@ -23,19 +23,22 @@ export PYTHONPATH=$SITE
 
 echo "== debs"
 rm -rf "$PKGS" "$EXTRA"; mkdir -p "$PKGS" "$EXTRA"
-for deb in "$HERE"/deb/bubblewrap_*.deb "$HERE"/deb/passt_*.deb; do dpkg -x "$deb" "$PKGS"; done
+# The sandbox's tools on PATH (bwrap; pasta and ip for the task's own network); the rest is libraries.
+for deb in "$HERE"/deb/bubblewrap_*.deb "$HERE"/deb/passt_*.deb "$HERE"/deb/iproute2_*.deb; do dpkg -x "$deb" "$PKGS"; done
 for deb in "$HERE"/deb/*.deb; do
-    case $deb in */bubblewrap_*|*/passt_*) ;; *) dpkg -x "$deb" "$EXTRA";; esac
+    case $deb in */bubblewrap_*|*/passt_*|*/iproute2_*) ;; *) dpkg -x "$deb" "$EXTRA";; esac
 done
-export PATH="$PKGS/usr/bin:$PATH"
-if ldd "$PKGS/usr/bin/bwrap" | grep -q "not found"; then
-    # The supervisor passes on PATH alone (no LD_LIBRARY_PATH): a wrapper brings the libraries.
-    echo "bwrap lacks libraries here: $(ldd "$PKGS/usr/bin/bwrap" | grep 'not found' | xargs)"
-    mv "$PKGS/usr/bin/bwrap" "$PKGS/usr/bin/bwrap.real"
-    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' \
-        "$EXTRA/lib/x86_64-linux-gnu:$EXTRA/usr/lib/x86_64-linux-gnu" "$PKGS/usr/bin/bwrap.real" > "$PKGS/usr/bin/bwrap"
-    chmod 755 "$PKGS/usr/bin/bwrap"
-fi
+export PATH="$PKGS/usr/bin:$PKGS/bin:$PATH"
+for tool in "$PKGS/usr/bin/bwrap" "$PKGS/bin/ip"; do
+    if ldd "$tool" | grep -q "not found"; then
+        # The supervisor passes on PATH alone (no LD_LIBRARY_PATH): a wrapper brings the libraries.
+        echo "$(basename "$tool") lacks libraries here: $(ldd "$tool" | grep 'not found' | xargs)"
+        mv "$tool" "$tool.real"
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' \
+            "$EXTRA/lib/x86_64-linux-gnu:$EXTRA/usr/lib/x86_64-linux-gnu" "$tool.real" > "$tool"
+        chmod 755 "$tool"
+    fi
+done
 if ! command -v setpriv >/dev/null; then
     echo "no setpriv here: Debian's util-linux one"
     ln -s "$EXTRA/usr/bin/setpriv" "$PKGS/usr/bin/setpriv"
@@ -54,6 +57,7 @@ echo "== machine"
     { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -E 'libcuda\.so|libnvidia-ml\.so' | head -4
     echo "bwrap: $(command -v bwrap) $(bwrap --version)"
     echo "pasta: $(command -v pasta) $(pasta --version 2>&1 | head -1)"
+    echo "ip: $(command -v ip) $(ip -V 2>&1)"; echo "nsenter: $(command -v nsenter)"
     echo "setpriv: $(command -v setpriv) $(setpriv --version)"
     for knob in /proc/sys/user/max_user_namespaces /proc/sys/kernel/unprivileged_userns_clone \
             /proc/sys/kernel/apparmor_restrict_unprivileged_userns; do

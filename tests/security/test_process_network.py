@@ -202,3 +202,15 @@ def test_it_fails_a_task_whose_declared_port_is_taken_as_a_port_conflict(run_tas
         code, log = run_task("echo ran", ports={"http": [port]})
     assert code == 253
     assert "cannot give the task its network" in log and "ran" not in log.splitlines()
+
+
+def test_it_says_to_open_dev_net_tun_when_pasta_cannot(monkeypatch, tmp_path):
+    """Seen on a GPU machine's image: /dev/net/tun 0600, so pasta (as the task's uid) could not
+    open it; the node's reason must say what to change."""
+    from clusters.executors import netns
+
+    private = tmp_path / "tun"
+    private.touch(mode=0o600)
+    monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
+    assert "chmod 666" in netns._tun_hint("pasta: Failed to open tun socket in namespace")
+    assert netns._tun_hint("pasta: something else") == ""
