@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -238,6 +239,18 @@ def test_it_answers_every_bad_form_field_with_an_error_beside_it(page, default_v
         response = page.post("/submit/", {**FORM_FIELDS, "action": action, field: text})
         if response.status_code >= 500 or response.status_code not in (200, 302, 400):
             failures.append(f"{field} = {value_class} ({action}): {response.status_code} {crash(response)}")
+    assert_none(failures)
+
+
+def test_it_answers_a_surrogates_bytes_in_every_form_field_with_200_or_400(page, default_vc):
+    """A browser cannot post a lone surrogate as text; a raw body can post its three bytes."""
+    failures = []
+    for field in [name for name in FORM_FIELDS if name != "mode"] + ["base_config", "parameters", "secrets"]:
+        fields = {name: value for name, value in FORM_FIELDS.items() if name != field}
+        body = urlencode({**fields, "action": "submit"}) + f"&{field}=a%ED%A0%80b%FF"
+        response = page.generic("POST", "/submit/", body, content_type="application/x-www-form-urlencoded")
+        if response.status_code not in (200, 302, 400):
+            failures.append(f"{field}: {response.status_code} {crash(response)}")
     assert_none(failures)
 
 
