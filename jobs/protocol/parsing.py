@@ -269,6 +269,23 @@ def is_unicode_text(text: str) -> bool:
     return True
 
 
+def _scalar_problem(value: Any) -> str | None:
+    """What is wrong with a leaf value of a config, if anything."""
+    kind = type(value)
+    if kind is str:
+        return None if is_unicode_text(value) else NOT_UNICODE
+    if kind is int:
+        return None if -MAX_INTEGER - 1 <= value <= MAX_INTEGER else f"must be at most {MAX_INTEGER} in size"
+    if kind is float:
+        if not math.isfinite(value):
+            return "must be a finite number"
+        # 1e308 is whole: the schema would take it for an integer beyond what any column holds.
+        return None if abs(value) <= MAX_INTEGER else f"must be at most {MAX_INTEGER} in size"
+    if value is None or kind is bool:
+        return None
+    return f"unsupported value of type {kind.__name__}"
+
+
 def check_tree(doc: Any) -> None:
     """Iteratively (never recursing) check depth, size and that every value is plain JSON data."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(doc, ())]
@@ -287,17 +304,10 @@ def check_tree(doc: Any) -> None:
             kind = type(value)
             if kind is dict or kind is list:
                 stack.append((value, (*path, key)))
-            elif kind is str:
-                if not is_unicode_text(value):
-                    raise JobConfigError([(field_path((*path, key)), NOT_UNICODE)])
-            elif kind is int:
-                if not -MAX_INTEGER - 1 <= value <= MAX_INTEGER:
-                    raise JobConfigError([(field_path((*path, key)), f"must be at most {MAX_INTEGER} in size")])
-            elif kind is float:
-                if not math.isfinite(value):
-                    raise JobConfigError([(field_path((*path, key)), "must be a finite number")])
-            elif value is not None and kind is not str and kind is not int and kind is not bool:
-                raise JobConfigError([(field_path((*path, key)), f"unsupported value of type {kind.__name__}")])
+            elif kind is str and value.isascii():  # most values: no call
+                continue
+            elif (problem := _scalar_problem(value)) is not None:
+                raise JobConfigError([(field_path((*path, key)), problem)])
         count += len(container)
         if count > MAX_NODES:
             raise JobConfigError([("", f"the config holds more than {MAX_NODES} values (YAML aliases?)")])

@@ -45,6 +45,7 @@ V1_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("kill-all negative", {"killAllOnCompletedTaskNumber": -1}, "killAllOnCompletedTaskNumber", "must be >= 0"),
     ("jobEnvs a list", {"jobEnvs": ["a=b"]}, "jobEnvs", "must be a mapping"),
     ("virtual cluster a number", {"virtualCluster": 3}, "virtualCluster", "must be a string"),
+    ("memory 1e308, a whole float beyond 64 bits", {f"{W1}.memoryMB": 1e308}, "taskRoles[0].memoryMB", "must be at most 9223372036854775807 in size"),
 ]
 
 V1_LIST_CASES: list[tuple[str, dict[str, Any], str, str]] = [
@@ -103,6 +104,8 @@ V2_CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("gang allocation a string", {"extras": {"gangAllocation": "yes"}}, "extras.gangAllocation", "must be a boolean"),
     ("ssh plugin jobssh a string", {"extras": {"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh", "parameters": {"jobssh": "true"}}]}}, "extras.com.microsoft.pai.runtimeplugin[0].parameters.jobssh", "must be a boolean"),
     ("notification unknown event", {"extras": {"jobStatusChangeNotification": {"finished": True}}}, "extras.jobStatusChangeNotification.finished", "unknown key 'finished'"),
+    ("cpu 1e308, a whole float beyond 64 bits", {f"{RES}.cpu": 1e308}, f"{RES}.cpu", "must be at most 9223372036854775807 in size"),
+    ("job retry count -1e19", {"jobRetryCount": -1e19}, "jobRetryCount", "must be at most 9223372036854775807 in size"),
 ]
 
 # (case id, raw text, field path, message fragment)

@@ -95,3 +95,9 @@ def test_it_answers_a_v2_config_nested_2000_blocks_deep(alice, default_vc):
         + "b: 1\n"
     )
     _api_answer(alice.post("/api/v2/jobs", data=text, content_type="text/yaml"))
+
+
+def test_it_says_where_a_body_stops_being_utf8(alice, default_vc):
+    body = v2_yaml("a" + SURROGATE).encode("utf-8", "surrogatepass")
+    answer = _api_answer(alice.generic("POST", "/api/v2/jobs", data=body, content_type="text/yaml"))
+    assert "at line 2, column 8 (byte 27)" in answer["message"]

@@ -32,7 +32,14 @@ def decode_text(data: bytes, media_type: str | None) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ApiError(400, "InvalidParametersError", "The request body is not UTF-8 text.") from error
+        where = byte_position(data, error.start)
+        raise ApiError(400, "InvalidParametersError", f"The request body is not UTF-8 text at {where}.") from error
+
+
+def byte_position(data: bytes, offset: int) -> str:
+    """`line L, column C (byte B)` of a 0-based byte offset, so a client can find the bad byte."""
+    line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
+    return f"line {line}, column {offset - line_start + 1} (byte {offset + 1})"
 
 
 class ConfigTextParser(BaseParser):
