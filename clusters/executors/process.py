@@ -115,6 +115,8 @@ class ProcessExecutor(Executor):
         if self._started(task_dir):
             # This very attempt was started already (the scheduler died before recording it).
             return TaskHandle(executor_id=executor_id, ip=self.address)
+        if self.sandbox.network is not None and not self.sandbox_problem:
+            self._check_ports_free(launch)
         task_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Labels before the process, written whole or not at all: reconcile lists the task
         # whenever the process may exist.
@@ -132,6 +134,22 @@ class ProcessExecutor(Executor):
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
         self._spawn(executor_id, task_dir, env, launch.command)
         return TaskHandle(executor_id=executor_id, ip=self.address)
+
+    def _check_ports_free(self, launch: TaskLaunch) -> None:
+        """pasta binds the task's declared ports only once the supervisor attaches its network: a
+        port another program holds is found here first, as the Docker engine finds it, so the
+        scheduler places the job again and keeps that port out of this node's placement."""
+        for port in sorted({port for ports in launch.ports.values() for port in ports}):
+            for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+                with socket.socket(socket.AF_INET, kind) as probe:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as pasta binds)
+                    try:
+                        probe.bind((self.address, port))
+                    except OSError as exc:
+                        raise ExecutorError(
+                            f"port {port} on {self.address} is held by another program: {exc.strerror or exc}",
+                            Failure.PORT_CONFLICT,
+                        ) from exc
 
     def _started(self, task_dir: Path) -> bool:
         return (task_dir / "pid").exists() or (task_dir / "exit_code").exists()

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.netns import TaskNetwork
 from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
@@ -192,14 +193,27 @@ def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
     assert pastas() == before
 
 
-def test_it_fails_a_task_whose_declared_port_is_taken_as_a_port_conflict(run_task):
-    """The task's command never ran: the exit spec's ContainerPortConflict (placed again
-    elsewhere), not the SIGKILL that stopped its sandbox."""
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A port another program holds on the node's address."""
     with socket.socket() as taken:
         taken.bind((NODE, 0))
         taken.listen(1)
-        port = taken.getsockname()[1]
-        code, log = run_task("echo ran", ports={"http": [port]})
+        yield taken.getsockname()[1]
+
+
+def test_it_refuses_to_start_a_task_whose_declared_port_is_taken(executor, make_launch, taken_port):
+    """As the Docker engine refuses it: the scheduler places the job again, that port avoided."""
+    with pytest.raises(ExecutorError, match=f"port {taken_port} on {NODE} is held by another program") as refused:
+        executor.start(make_launch("echo ran", ports={"http": [taken_port]}))
+    assert refused.value.failure is Failure.PORT_CONFLICT
+
+
+def test_it_records_a_port_taken_meanwhile_as_a_port_conflict(run_task, executor, taken_port, monkeypatch):
+    """Taken between the start's check and pasta's bind: the task's command never ran, and its
+    exit is the exit spec's ContainerPortConflict, not the SIGKILL that stopped its sandbox."""
+    monkeypatch.setattr(executor, "_check_ports_free", lambda launch: None)
+    code, log = run_task("echo ran", ports={"http": [taken_port]})
     assert code == 253
     assert "cannot give the task its network" in log and "ran" not in log.splitlines()
 
