@@ -1,7 +1,7 @@
 """Chaos: the scheduler killed with SIGKILL at random moments while jobs run; nothing may be lost,
 started twice, stranded or left behind.
 
-    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze] [--slow]]
+    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze] [--slow] [--slurm-gone]]
 
 A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
 mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
@@ -10,20 +10,22 @@ with SIGKILL `--kills` times at random moments (0.2-2 s apart), each time restar
 the same scheduler id. `--docker` runs the jobs in containers on a Docker engine of their own
 (`scripts/dev-cluster.sh up 1`, so the machine's own engine and its containers are left alone)
 and also stops and restarts that engine once mid-run. Then the run goes on until every job is
-final. Then, on the idle cluster, each fault asked for strikes a second engine in turn:
+final. Then, on the idle cluster, each fault asked for strikes in turn (the scheduler left alone):
 
-  --freeze  its dockerd stopped with SIGSTOP (its containers running on), SIGCONT after
-  --slow    the node is registered through a proxy (bench/slow_proxy.py) that, for the fault,
-            hands each request to the engine --slow-delay seconds late (beyond the scheduler's
-            PAI_NODE_CALL_DEADLINE_SECONDS); answers pass at once
+  --freeze      a second engine's dockerd stopped with SIGSTOP (its containers running on)
+  --slow        the second engine's node is registered through a proxy (bench/slow_proxy.py)
+                that, for the fault, hands each request to the engine --slow-delay seconds late
+                (beyond the scheduler's PAI_NODE_CALL_DEADLINE_SECONDS); answers pass at once
+  --slurm-gone  a one-node Slurm dev cluster of the run's own beside the engines (a VC on its
+                partition): its slurmctld stopped with SIGSTOP
 
-A fault starts with a two-task gang running across both nodes (the victim) and lasts until the
-heartbeat marks the node down; then the node is healed and the run waits for it to be taken back
-and for every job to end. One-task probe jobs, submitted one after another, time how long a job
-on the healthy node takes from submit to start before the fault and while it lasts. One row per
-fault: the time to detect, the normal start (median), the longest extra wait of a probe that ran
-on the healthy node, and lost / started twice / stranded among that fault's own jobs. The first
-table says:
+A fault starts with a job running on the struck nodes (the victim: a two-task gang across both
+engines, or a Slurm job) and lasts until they are marked down; then they are healed (SIGCONT, the
+proxy fast again) and the run waits for them to be taken back and for every job to end. One-task
+probe jobs, submitted one after another, time from submit to start before the fault and while it
+lasts. One row per fault: the time to detect, the probes' normal start (median), the longest extra
+wait of a probe that ran on a healthy node, and lost / started twice / stranded among the fault's
+own jobs. The first table says:
 
   jobs lost          submitted but with no row
   tasks started twice  one task attempt whose log shows two starts
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import random
 import shutil
@@ -66,6 +69,7 @@ VICTIM_CPUS = 5
 # How long a fault may last without its node being marked down (then the row says so).
 DETECT_LIMIT_S = 60.0
 STRUCK_NODE = "chaos-2"
+SLURM_VC = "slurm"
 
 ROLE = """  {name}:
     instances: {instances}
@@ -108,15 +112,21 @@ class DevCluster:
 
     name: str
     prefix: str  # the subnet's first three octets
+    state_dir: str = ""  # PAI_DEV_CLUSTER_DIR ('' for the script's own)
+    output: str = ""  # what `up` printed
 
     @classmethod
-    def up(cls, nodes: int) -> DevCluster:
+    def up(
+        cls, name: str, nodes: int, *options: str, state_dir: str = "", cpus: int = NODE_CPUS, memory_mb: int = 8192
+    ) -> DevCluster:
+        """(A Slurm node may claim no more CPUs than the machine has: slurmd calls it invalid.)"""
         error = ""
         for _ in range(8):  # a random /24 until one is free on this machine
-            cluster = cls(f"chaos{RUN_ID[:4]}", f"10.{random.randint(200, 254)}.{random.randint(0, 255)}")
-            args = ["--subnet", f"{cluster.prefix}.0/24", "--cpus", str(NODE_CPUS), "--memory-mb", "8192"]
-            done = cluster.run("up", str(nodes), *args, "--no-register", check=False)
+            cluster = cls(f"{name}{RUN_ID[:4]}", f"10.{random.randint(200, 254)}.{random.randint(0, 255)}", state_dir)
+            args = ["--subnet", f"{cluster.prefix}.0/24", "--cpus", str(cpus), "--memory-mb", str(memory_mb)]
+            done = cluster.run("up", str(nodes), *args, *options, "--no-register", check=False)
             if done.returncode == 0:
+                cluster.output = done.stdout.decode()
                 return cluster
             error = done.stderr.decode(errors="replace")
             cluster.run("down", check=False)
@@ -125,7 +135,15 @@ class DevCluster:
         raise SystemExit(f"dev-cluster.sh up failed: {error}")
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([*CLUSTER, *args, "--name", self.name], check=check, capture_output=True)
+        env = {**os.environ, **({"PAI_DEV_CLUSTER_DIR": self.state_dir} if self.state_dir else {})}
+        return subprocess.run([*CLUSTER, *args, "--name", self.name], check=check, capture_output=True, env=env)
+
+    @property
+    def slurm_conf(self) -> str:
+        return self.output.splitlines()[-1].removeprefix("SLURM_CONF=")
+
+    def signal_slurmctld(self, signal_number: int) -> None:
+        os.kill(int((Path(self.state_dir) / self.name / "slurm" / "run" / "slurmctld.pid").read_text()), signal_number)
 
     def engine(self, index: int) -> str:
         return f"unix:///run/pai-dev-cluster/{self.name}/{index}/docker.sock"
@@ -134,8 +152,7 @@ class DevCluster:
         return f"{self.prefix}.{index + 1}"
 
 
-def setup(args: argparse.Namespace) -> dict[str, str]:
-    var = Path(tempfile.mkdtemp(prefix="pai-chaos-"))
+def setup(args: argparse.Namespace, var: Path, slurm: DevCluster | None) -> dict[str, str]:
     env = {
         **os.environ,
         "PAI_VAR_DIR": str(var),
@@ -154,6 +171,8 @@ def setup(args: argparse.Namespace) -> dict[str, str]:
         env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{POSTGRES_DB}"
     else:
         env["PAI_SQLITE_PATH"] = str(var / "db.sqlite3")
+    if slurm is not None:
+        env.update(PAI_SLURM_CONF=slurm.slurm_conf, PAI_SLURM_NODES_SECONDS="0.5", PAI_SLURM_JOB_PREFIX=NAMESPACE)
     os.environ.update(env)
     import django
 
@@ -161,6 +180,8 @@ def setup(args: argparse.Namespace) -> dict[str, str]:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if slurm is not None:
+        call_command("createvc", SLURM_VC, "--slurm-partition", slurm.name, stdout=io.StringIO())
     return env
 
 
@@ -250,7 +271,7 @@ def start_delays(prefix: str, expected: dict[str, str], timeout: float = 60.0) -
     return delays
 
 
-def start_victim(key: str, expected: dict[str, str]) -> str:
+def start_gang_victim(key: str, expected: dict[str, str]) -> str:
     """A gang with a task on each node, running when the fault strikes."""
     from jobs.models import Task
     from jobs.states import TaskState
@@ -270,6 +291,39 @@ class Fault:
     label: str
     strike: Callable[[], object]
     heal: Callable[[], object]
+    victim: Callable[[str, dict[str, str]], str]  # starts a job on the struck nodes: its name
+    struck: dict[str, str]  # the struck nodes: a filter of Node rows
+
+
+def struck_nodes(fault: Fault) -> tuple[list[str], bool]:
+    """The struck nodes' names, and whether every one is down."""
+    from clusters.models import Node
+
+    nodes = dict(Node.objects.filter(**fault.struck).values_list("name", "down_since"))
+    return list(nodes), bool(nodes) and all(since is not None for since in nodes.values())
+
+
+def start_slurm_victim(key: str, expected: dict[str, str]) -> str:
+    """A Slurm job running when the controller goes."""
+    from jobs.models import Task
+    from jobs.states import TaskState
+
+    name = f"victim-{key}"
+    roles, _, outcome = MIX["succeeds"]
+    roles = roles.replace("sleep 0.3", "sleep 6")
+    config = CONFIG.format(name=name, job_retries=1, roles=roles).replace(
+        "taskRoles:", f"defaults: {{virtualCluster: {SLURM_VC}}}\ntaskRoles:"
+    )
+    from django.contrib.auth import get_user_model
+
+    from jobs.actions import submit_job
+
+    job = submit_job(get_user_model().objects.get(username="chaos"), config)
+    expected[name] = outcome
+    deadline = time.monotonic() + 60
+    while not Task.objects.filter(job=job, state=TaskState.RUNNING).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return name
 
 
 @dataclass
@@ -288,47 +342,51 @@ def strike(fault: Fault, expected: dict[str, str], deadline_s: float) -> FaultRo
     run waits for the node to be taken back and every job to end."""
     from datetime import UTC, datetime
 
+    from django.db.models import Max
+
     from clusters.models import Node
 
-    names = [start_victim(fault.key, expected)]
+    names = [fault.victim(fault.key, expected)]
     before = start_delays(f"{fault.key}-before", expected)
     normal = sorted(delay for delay, _ in before)[PROBE_JOBS // 2]
     struck_at = datetime.now(UTC)
     fault.strike()
     try:
         during = start_delays(f"{fault.key}-during", expected)
-        node = Node.objects.get(name=STRUCK_NODE)
         limit = time.monotonic() + DETECT_LIMIT_S
-        while node.down_since is None and time.monotonic() < limit:
+        struck, down = struck_nodes(fault)
+        while not down and time.monotonic() < limit:
             time.sleep(0.05)
-            node.refresh_from_db()
+            struck, down = struck_nodes(fault)
+        # (the last of them to go down)
+        down_since = Node.objects.filter(**fault.struck).aggregate(last=Max("down_since"))["last"] if down else None
     finally:
         fault.heal()
     down_after = os.environ["PAI_NODE_DOWN_AFTER_SECONDS"]
-    if node.down_since is not None:
-        detected = f"{(node.down_since - struck_at).total_seconds():.1f} s (down after {down_after} s)"
+    if down_since is not None:
+        detected = f"{(down_since - struck_at).total_seconds():.1f} s (down after {down_after} s)"
     else:
         detected = f"not in {DETECT_LIMIT_S:.0f} s"
     names += [f"probe-{fault.key}-{when}-{i}" for when in ("before", "during") for i in range(PROBE_JOBS)]
-    wait_idle(time.monotonic() + deadline_s, node_back=True)
-    unrelated = [delay for delay, on in during if on != STRUCK_NODE]
+    wait_idle(time.monotonic() + deadline_s, fault.struck)
+    unrelated = [delay for delay, on in during if on not in struck]
     on_struck = len(during) - len(unrelated)
     extra = f"{max(0.0, max(unrelated) - normal):.2f} s" if unrelated else "-"
     if on_struck:
-        extra += f" ({on_struck} of {PROBE_JOBS} probes on {STRUCK_NODE})"
+        extra += f" ({on_struck} of {PROBE_JOBS} probes on the struck node)"
     lost, stranded = outcome_counts(names)
     return FaultRow(fault.label, detected, normal, extra, lost, double_starts(names), stranded)
 
 
-def wait_idle(deadline: float, node_back: bool = False) -> None:
-    """Until every job is final (and, after a fault, the struck node is taken back)."""
+def wait_idle(deadline: float, struck: dict[str, str] | None = None) -> None:
+    """Until every job is final (and, after a fault, the struck nodes are taken back)."""
     from clusters.models import Node
     from jobs.models import Job
     from jobs.states import FINISHED_JOB_STATES
 
     while time.monotonic() < deadline:
         busy = Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists()
-        down = node_back and Node.objects.filter(name=STRUCK_NODE, down_since__isnull=False).exists()
+        down = struck is not None and Node.objects.filter(**struck, down_since__isnull=False).exists()
         if not busy and not down:
             return
         time.sleep(0.2)
@@ -424,42 +482,67 @@ def main() -> None:
     parser.add_argument("--freeze", action="store_true", help="with --docker: hang a second engine (SIGSTOP)")
     parser.add_argument("--slow", action="store_true", help="with --docker: make a second engine answer late")
     parser.add_argument("--slow-delay", type=float, default=3.0, help="seconds each request is held (--slow)")
+    parser.add_argument("--slurm-gone", action="store_true", help="with --docker: hang a Slurm controller (SIGSTOP)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
     args = parser.parse_args()
-    if (args.freeze or args.slow) and not args.docker:
-        parser.error("--freeze and --slow go with --docker")
-    env = setup(args)
+    if (args.freeze or args.slow or args.slurm_gone) and not args.docker:
+        parser.error("--freeze, --slow and --slurm-gone go with --docker")
+    var = Path(tempfile.mkdtemp(prefix="pai-chaos-"))
+    env: dict[str, str] = {"PAI_VAR_DIR": str(var)}
     try:
-        with dev_cluster(args) as (cluster, engines, faults):
+        with contextlib.ExitStack() as stack:
+            slurm = stack.enter_context(slurm_cluster(var)) if args.slurm_gone else None
+            env = setup(args, var, slurm)
+            cluster, engines, faults = stack.enter_context(dev_cluster(args, var))
+            if slurm is not None:
+                faults.append(slurm_fault(slurm))
             report(args, env, cluster, engines, faults)
     finally:
         tear_down(env, args.postgres)
 
 
 @contextlib.contextmanager
-def dev_cluster(args: argparse.Namespace) -> Iterator[tuple[DevCluster | None, list[str], list[Fault]]]:
+def slurm_cluster(var: Path) -> Iterator[DevCluster]:
+    """A one-node Slurm dev cluster of this run's own (its state under the var dir), down after."""
+    cpus = min(NODE_CPUS, os.cpu_count() or 1)
+    cluster = DevCluster.up("cs", 1, "--slurm", state_dir=str(var / "slurm-cluster"), cpus=cpus, memory_mb=4000)
+    try:
+        yield cluster
+    finally:
+        cluster.signal_slurmctld(signal.SIGCONT)  # (its jobs are cancelled before the daemons go)
+        cluster.run("down", check=False)
+
+
+def slurm_fault(slurm: DevCluster) -> Fault:
+    return Fault(
+        "slurm",
+        "Slurm controller gone (SIGSTOP)",
+        lambda: slurm.signal_slurmctld(signal.SIGSTOP),
+        lambda: slurm.signal_slurmctld(signal.SIGCONT),
+        start_slurm_victim,
+        {"executor": "slurm"},
+    )
+
+
+@contextlib.contextmanager
+def dev_cluster(args: argparse.Namespace, var: Path) -> Iterator[tuple[DevCluster | None, list[str], list[Fault]]]:
     """This run's cluster (with --docker), the engines its nodes are registered with, the faults;
     taken down after, the slow proxy with it."""
     if not args.docker:
         yield None, [], []
         return
     faulty = args.freeze or args.slow
-    cluster = DevCluster.up(2 if faulty else 1)
+    cluster = DevCluster.up("chaos", 2 if faulty else 1)
     proxy = None
     try:
         engines = [cluster.engine(1)] + ([cluster.engine(2)] if faulty else [])
         faults = []
+        struck = {"name": STRUCK_NODE}
         if args.freeze:
-            faults.append(
-                Fault(
-                    "frozen",
-                    "frozen engine (SIGSTOP)",
-                    lambda: cluster.run("freeze-node", "2"),
-                    lambda: cluster.run("thaw-node", "2"),
-                )
-            )
+            freeze, thaw = (lambda: cluster.run("freeze-node", "2")), (lambda: cluster.run("thaw-node", "2"))
+            faults.append(Fault("frozen", "frozen engine (SIGSTOP)", freeze, thaw, start_gang_victim, struck))
         if args.slow:
-            proxy = SlowProxy(Path(env_var_dir()) / "slow-engine.sock", cluster.engine(2))
+            proxy = SlowProxy(var / "slow-engine.sock", cluster.engine(2))
             proxy.start()
             engines[1] = proxy.url
             slow = proxy
@@ -470,16 +553,13 @@ def dev_cluster(args: argparse.Namespace) -> Iterator[tuple[DevCluster | None, l
             def speed_up() -> None:
                 slow.delay = 0.0
 
-            faults.append(Fault("slow", f"slow engine (+{args.slow_delay:g} s a request)", slow_down, speed_up))
+            label = f"slow engine (+{args.slow_delay:g} s a request)"
+            faults.append(Fault("slow", label, slow_down, speed_up, start_gang_victim, struck))
         yield cluster, engines, faults
     finally:
         if proxy is not None:
             proxy.stop()
         cluster.run("down", check=False)
-
-
-def env_var_dir() -> str:
-    return os.environ["PAI_VAR_DIR"]
 
 
 def report(
@@ -502,6 +582,9 @@ def report(
         if states.get(name) in FINISHED_JOB_STATES and states[name] != want
     ]
     wrong = f"{len(wrong_names)} {', '.join(wrong_names[:5])}".strip()
+    if wrong_names:  # why the first one ended so
+        said = Job.objects.filter(name=wrong_names[0].split()[0]).values_list("exit_diagnostics", flat=True).first()
+        wrong += f" (first: {' '.join((said or '').split())[:160]})"
     rows = [
         ("database", "PostgreSQL" if args.postgres else "SQLite"),
         ("executor", "docker (its engine stopped and restarted once)" if engines else "process"),
