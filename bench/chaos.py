@@ -1,7 +1,7 @@
 """Chaos: the scheduler killed with SIGKILL at random moments while jobs run; nothing may be lost,
 started twice, stranded or left behind.
 
-    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze]]
+    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze] [--slow] [--slurm-gone]]
 
 A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
 mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
@@ -10,10 +10,22 @@ with SIGKILL `--kills` times at random moments (0.2-2 s apart), each time restar
 the same scheduler id. `--docker` runs the jobs in containers on a Docker engine of their own
 (`scripts/dev-cluster.sh up 1`, so the machine's own engine and its containers are left alone)
 and also stops and restarts that engine once mid-run. Then the run goes on until every job is
-final. `--freeze` (with --docker) adds a second engine and, after the kills, hangs it (its dockerd
-stopped with SIGSTOP, its containers running on) until the heartbeat marks its node down, then
-thaws it: the table adds the time to detect and how much longer than before the fault unrelated
-one-task jobs took to start. The table says:
+final. Then, on the idle cluster, each fault asked for strikes in turn (the scheduler left alone):
+
+  --freeze      a second engine's dockerd stopped with SIGSTOP (its containers running on)
+  --slow        the second engine's node is registered through a proxy (bench/slow_proxy.py)
+                that, for the fault, hands each request to the engine --slow-delay seconds late
+                (beyond the scheduler's PAI_NODE_CALL_DEADLINE_SECONDS); answers pass at once
+  --slurm-gone  a one-node Slurm dev cluster of the run's own beside the engines (a VC on its
+                partition): its slurmctld stopped with SIGSTOP
+
+A fault starts with a job running on the struck nodes (the victim: a two-task gang across both
+engines, or a Slurm job) and lasts until they are marked down; then they are healed (SIGCONT, the
+proxy fast again) and the run waits for them to be taken back and for every job to end. One-task
+probe jobs, submitted one after another, time from submit to start before the fault and while it
+lasts. One row per fault: the time to detect, the probes' normal start (median), the longest extra
+wait of a probe that ran on a healthy node, and lost / started twice / stranded among the fault's
+own jobs. The first table says:
 
   jobs lost          submitted but with no row
   tasks started twice  one task attempt whose log shows two starts
@@ -26,29 +38,38 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.slow_proxy import SlowProxy  # noqa: E402
 from clusters.executors.supervise import SERVER_PID_NAME  # noqa: E402
 
-NAMESPACE = f"paichaos{uuid.uuid4().hex[:6]}"
+RUN_ID = uuid.uuid4().hex[:6]
+NAMESPACE = f"paichaos{RUN_ID}"
 CLUSTER = ["bash", str(ROOT / "scripts" / "dev-cluster.sh")]
-CLUSTER_ARGS = ["--name", "paichaos", "--subnet", "10.251.0.0/24", "--cpus", "8", "--memory-mb", "8192"]
-ENGINE = "unix:///run/pai-dev-cluster/paichaos/1/docker.sock"
-FROZEN_ENGINE = "unix:///run/pai-dev-cluster/paichaos/2/docker.sock"
-# --freeze: unrelated one-task jobs submitted before the fault and while the engine hangs.
+NODE_CPUS = 8
+# The faults' jobs: unrelated one-task probes, and a victim gang whose two tasks (over half a
+# node's CPUs each) run one on each node.
 PROBE_JOBS = 5
+VICTIM_CPUS = 5
+# How long a fault may last without its node being marked down (then the row says so).
+DETECT_LIMIT_S = 60.0
+STRUCK_NODE = "chaos-2"
+SLURM_VC = "slurm"
 
 ROLE = """  {name}:
     instances: {instances}
@@ -84,8 +105,54 @@ MIX = {
 }
 
 
-def setup(args: argparse.Namespace) -> dict[str, str]:
-    var = Path(tempfile.mkdtemp(prefix="pai-chaos-"))
+@dataclass
+class DevCluster:
+    """This run's own scripts/dev-cluster.sh cluster: its name and subnet are its own, so another
+    run's cluster may be up beside it."""
+
+    name: str
+    prefix: str  # the subnet's first three octets
+    state_dir: str = ""  # PAI_DEV_CLUSTER_DIR ('' for the script's own)
+    output: str = ""  # what `up` printed
+
+    @classmethod
+    def up(
+        cls, name: str, nodes: int, *options: str, state_dir: str = "", cpus: int = NODE_CPUS, memory_mb: int = 8192
+    ) -> DevCluster:
+        """(A Slurm node may claim no more CPUs than the machine has: slurmd calls it invalid.)"""
+        error = ""
+        for _ in range(8):  # a random /24 until one is free on this machine
+            cluster = cls(f"{name}{RUN_ID[:4]}", f"10.{random.randint(200, 254)}.{random.randint(0, 255)}", state_dir)
+            args = ["--subnet", f"{cluster.prefix}.0/24", "--cpus", str(cpus), "--memory-mb", str(memory_mb)]
+            done = cluster.run("up", str(nodes), *args, *options, "--no-register", check=False)
+            if done.returncode == 0:
+                cluster.output = done.stdout.decode()
+                return cluster
+            error = done.stderr.decode(errors="replace")
+            cluster.run("down", check=False)
+            if "in use" not in error:
+                break
+        raise SystemExit(f"dev-cluster.sh up failed: {error}")
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        env = {**os.environ, **({"PAI_DEV_CLUSTER_DIR": self.state_dir} if self.state_dir else {})}
+        return subprocess.run([*CLUSTER, *args, "--name", self.name], check=check, capture_output=True, env=env)
+
+    @property
+    def slurm_conf(self) -> str:
+        return self.output.splitlines()[-1].removeprefix("SLURM_CONF=")
+
+    def signal_slurmctld(self, signal_number: int) -> None:
+        os.kill(int((Path(self.state_dir) / self.name / "slurm" / "run" / "slurmctld.pid").read_text()), signal_number)
+
+    def engine(self, index: int) -> str:
+        return f"unix:///run/pai-dev-cluster/{self.name}/{index}/docker.sock"
+
+    def address(self, index: int) -> str:
+        return f"{self.prefix}.{index + 1}"
+
+
+def setup(args: argparse.Namespace, var: Path, slurm: DevCluster | None) -> dict[str, str]:
     env = {
         **os.environ,
         "PAI_VAR_DIR": str(var),
@@ -99,44 +166,65 @@ def setup(args: argparse.Namespace) -> dict[str, str]:
     if args.postgres:
         import psycopg
 
-        name = f"chaos_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{name}"
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {POSTGRES_DB}")
+        env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{POSTGRES_DB}"
     else:
         env["PAI_SQLITE_PATH"] = str(var / "db.sqlite3")
+    if slurm is not None:
+        env.update(PAI_SLURM_CONF=slurm.slurm_conf, PAI_SLURM_NODES_SECONDS="0.5", PAI_SLURM_JOB_PREFIX=NAMESPACE)
     os.environ.update(env)
-    sys.path.insert(0, str(ROOT))
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if slurm is not None:
+        call_command("createvc", SLURM_VC, "--slurm-partition", slurm.name, stdout=io.StringIO())
     return env
 
 
-def submit_all(count: int, docker: bool, freeze: bool = False) -> dict[str, str]:
+POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+POSTGRES_DB = f"chaos_{RUN_ID}"
+
+
+def tear_down(env: dict[str, str], postgres: bool) -> None:
+    """What setup made goes: the var dir, and the PostgreSQL database."""
+    shutil.rmtree(env["PAI_VAR_DIR"], ignore_errors=True)
+    if postgres:
+        import psycopg
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {POSTGRES_DB} WITH (FORCE)")
+
+
+def submit_all(count: int, cluster: DevCluster | None, engines: list[str]) -> dict[str, str]:
+    """The nodes (one per engine, chaos-1, chaos-2, ...; a process node without a cluster) and the jobs."""
     from django.contrib.auth import get_user_model
 
     from clusters.models import Node
     from jobs.actions import submit_job
 
-    if docker:
+    for index, engine in enumerate(engines, start=1):
+        assert cluster is not None
         Node.objects.create(
-            name="chaos-1", executor="docker", docker_url=ENGINE, address="10.251.0.2", cpus=8, memory_mb=8192
+            name=f"chaos-{index}",
+            executor="docker",
+            docker_url=engine,
+            address=cluster.address(index),
+            cpus=NODE_CPUS,
+            memory_mb=8192,
         )
-    if docker and freeze:
-        Node.objects.create(
-            name="chaos-2", executor="docker", docker_url=FROZEN_ENGINE, address="10.251.0.3", cpus=8, memory_mb=8192
-        )
-    else:
-        Node.objects.create(name="local", executor="process", cpus=8, memory_mb=8192)
+    if len(engines) < 2:
+        Node.objects.create(name="local", executor="process", cpus=NODE_CPUS, memory_mb=8192)
     user = get_user_model().objects.create_user("chaos", password="chaos-password-1")
     expected = {}
     # A task retry starts a new container, whose files start afresh: the "retries" kind's marker
     # file lives only on the process executor's work dir.
-    kinds = [kind for kind in MIX if not (docker and kind == "retries")]
+    kinds = [kind for kind in MIX if not (engines and kind == "retries")]
     for i in range(count):
         kind = kinds[i % len(kinds)]
         roles, job_retries, outcome = MIX[kind]
@@ -151,120 +239,223 @@ def start_scheduler(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def restart_dockerd() -> None:
-    subprocess.run([*CLUSTER, "stop-node", "1", "--name", "paichaos"], check=True, capture_output=True)
-    time.sleep(1)
-    subprocess.run([*CLUSTER, "start-node", "1", "--name", "paichaos"], check=True, capture_output=True)
-
-
-def start_delays(prefix: str, expected: dict[str, str], timeout: float = 120.0) -> list[float]:
-    """Submit PROBE_JOBS one-task jobs; seconds from each one's submit to its task's start."""
+def submit(name: str, roles: str, job_retries: int, outcome: str, expected: dict[str, str]) -> int:
     from django.contrib.auth import get_user_model
 
     from jobs.actions import submit_job
-    from jobs.models import Task
 
     user = get_user_model().objects.get(username="chaos")
+    job = submit_job(user, CONFIG.format(name=name, job_retries=job_retries, roles=roles))
+    expected[name] = outcome
+    return int(job.pk)
+
+
+def start_delays(prefix: str, expected: dict[str, str], timeout: float = 60.0) -> list[tuple[float, str]]:
+    """PROBE_JOBS one-task jobs, one after another (each once the last one started): for each,
+    the seconds from its submit to its task's start, and its node."""
+    from jobs.models import Task
+
     roles, job_retries, outcome = MIX["succeeds"]
-    jobs = []
+    delays = []
     for i in range(PROBE_JOBS):
-        name = f"probe-{prefix}-{i}"
-        jobs.append(submit_job(user, CONFIG.format(name=name, job_retries=job_retries, roles=roles)))
-        expected[name] = outcome
-    deadline = time.monotonic() + timeout
-    starts: dict[int, float] = {}
-    while len(starts) < len(jobs) and time.monotonic() < deadline:
-        for task in Task.objects.filter(job__in=jobs, started_at__isnull=False).select_related("job"):
-            if task.started_at is not None:
-                starts.setdefault(task.job_id, (task.started_at - task.job.created_at).total_seconds())
+        job = submit(f"probe-{prefix}-{i}", roles, job_retries, outcome, expected)
+        deadline = time.monotonic() + timeout
+        delay = (timeout, "none")
+        while time.monotonic() < deadline:
+            task = Task.objects.filter(job=job, started_at__isnull=False).select_related("job", "node").first()
+            if task is not None and task.started_at is not None:
+                delay = ((task.started_at - task.job.created_at).total_seconds(), task.node.name if task.node else "")
+                break
+            time.sleep(0.05)
+        delays.append(delay)
+    return delays
+
+
+def start_gang_victim(key: str, expected: dict[str, str]) -> str:
+    """A gang with a task on each node, running when the fault strikes."""
+    from jobs.models import Task
+    from jobs.states import TaskState
+
+    name = f"victim-{key}"
+    role = ROLE.format(name="worker", instances=2, extra="", command=f'"{START}; sleep 6"')
+    job = submit(name, role.replace("cpu: 1,", f"cpu: {VICTIM_CPUS},"), 1, "SUCCEEDED", expected)
+    deadline = time.monotonic() + 60
+    while Task.objects.filter(job=job, state=TaskState.RUNNING).count() < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    return [starts.get(job.pk, timeout) for job in jobs]
+    return name
 
 
-def freeze_fault(expected: dict[str, str]) -> list[tuple[str, str]]:
-    """Hang the second engine until its node is down, then thaw it: the rows of the table."""
+@dataclass
+class Fault:
+    key: str
+    label: str
+    strike: Callable[[], object]
+    heal: Callable[[], object]
+    victim: Callable[[str, dict[str, str]], str]  # starts a job on the struck nodes: its name
+    struck: dict[str, str]  # the struck nodes: a filter of Node rows
+
+
+def struck_nodes(fault: Fault) -> tuple[list[str], bool]:
+    """The struck nodes' names, and whether every one is down."""
+    from clusters.models import Node
+
+    nodes = dict(Node.objects.filter(**fault.struck).values_list("name", "down_since"))
+    return list(nodes), bool(nodes) and all(since is not None for since in nodes.values())
+
+
+def start_slurm_victim(key: str, expected: dict[str, str]) -> str:
+    """A Slurm job running when the controller goes."""
+    from jobs.models import Task
+    from jobs.states import TaskState
+
+    name = f"victim-{key}"
+    roles, _, outcome = MIX["succeeds"]
+    roles = roles.replace("sleep 0.3", "sleep 6")
+    config = CONFIG.format(name=name, job_retries=1, roles=roles).replace(
+        "taskRoles:", f"defaults: {{virtualCluster: {SLURM_VC}}}\ntaskRoles:"
+    )
+    from django.contrib.auth import get_user_model
+
+    from jobs.actions import submit_job
+
+    job = submit_job(get_user_model().objects.get(username="chaos"), config)
+    expected[name] = outcome
+    deadline = time.monotonic() + 60
+    while not Task.objects.filter(job=job, state=TaskState.RUNNING).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return name
+
+
+@dataclass
+class FaultRow:
+    label: str
+    detected: str
+    normal: float
+    extra: str
+    lost: int
+    twice: int
+    stranded: int
+
+
+def strike(fault: Fault, expected: dict[str, str], deadline_s: float) -> FaultRow:
+    """One fault on the struck node while the victim runs, until the node is down; healed, the
+    run waits for the node to be taken back and every job to end."""
     from datetime import UTC, datetime
+
+    from django.db.models import Max
 
     from clusters.models import Node
 
-    normal = sorted(start_delays("before", expected))[PROBE_JOBS // 2]
-    frozen_at = datetime.now(UTC)
-    subprocess.run([*CLUSTER, "freeze-node", "2", "--name", "paichaos"], check=True, capture_output=True)
+    names = [fault.victim(fault.key, expected)]
+    before = start_delays(f"{fault.key}-before", expected)
+    normal = sorted(delay for delay, _ in before)[PROBE_JOBS // 2]
+    struck_at = datetime.now(UTC)
+    fault.strike()
     try:
-        during = start_delays("frozen", expected)
-        node = Node.objects.get(name="chaos-2")
-        deadline = time.monotonic() + 300
-        while node.down_since is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-            node.refresh_from_db()
+        during = start_delays(f"{fault.key}-during", expected)
+        limit = time.monotonic() + DETECT_LIMIT_S
+        struck, down = struck_nodes(fault)
+        while not down and time.monotonic() < limit:
+            time.sleep(0.05)
+            struck, down = struck_nodes(fault)
+        # (the last of them to go down)
+        down_since = Node.objects.filter(**fault.struck).aggregate(last=Max("down_since"))["last"] if down else None
     finally:
-        subprocess.run([*CLUSTER, "thaw-node", "2", "--name", "paichaos"], check=True, capture_output=True)
-    detected = f"{(node.down_since - frozen_at).total_seconds():.1f} s" if node.down_since else "never (300 s)"
-    return [
-        (
-            "frozen engine: down after",
-            f"{detected} (PAI_NODE_DOWN_AFTER_SECONDS {os.environ['PAI_NODE_DOWN_AFTER_SECONDS']})",
-        ),
-        ("unrelated job start, normal", f"{normal:.2f} s (median of {PROBE_JOBS})"),
-        ("longest extra wait while frozen", f"{max(0.0, max(during) - normal):.2f} s"),
-    ]
+        fault.heal()
+    down_after = os.environ["PAI_NODE_DOWN_AFTER_SECONDS"]
+    if down_since is not None:
+        detected = f"{(down_since - struck_at).total_seconds():.1f} s (down after {down_after} s)"
+    else:
+        detected = f"not in {DETECT_LIMIT_S:.0f} s"
+    names += [f"probe-{fault.key}-{when}-{i}" for when in ("before", "during") for i in range(PROBE_JOBS)]
+    wait_idle(time.monotonic() + deadline_s, fault.struck)
+    unrelated = [delay for delay, on in during if on not in struck]
+    on_struck = len(during) - len(unrelated)
+    extra = f"{max(0.0, max(unrelated) - normal):.2f} s" if unrelated else "-"
+    if on_struck:
+        extra += f" ({on_struck} of {PROBE_JOBS} probes on the struck node)"
+    lost, stranded = outcome_counts(names)
+    return FaultRow(fault.label, detected, normal, extra, lost, double_starts(names), stranded)
 
 
-def run(
-    env: dict[str, str],
-    kills: int,
-    docker: bool,
-    deadline_s: float,
-    fault: Callable[[], list[tuple[str, str]]] | None = None,
-    fault_rows: list[tuple[str, str]] | None = None,
-) -> int:
+def wait_idle(deadline: float, struck: dict[str, str] | None = None) -> None:
+    """Until every job is final (and, after a fault, the struck nodes are taken back)."""
+    from clusters.models import Node
     from jobs.models import Job
     from jobs.states import FINISHED_JOB_STATES
 
+    while time.monotonic() < deadline:
+        busy = Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists()
+        down = struck is not None and Node.objects.filter(**struck, down_since__isnull=False).exists()
+        if not busy and not down:
+            return
+        time.sleep(0.2)
+
+
+def kill_scheduler(
+    env: dict[str, str],
+    kills: int,
+    cluster: DevCluster | None,
+    deadline_s: float,
+    faults: list[Fault],
+    expected: dict[str, str],
+) -> tuple[int, list[FaultRow]]:
+    """SIGKILL the scheduler `kills` times (the first engine stopped and restarted half way), wait
+    for the jobs to end, then strike each fault in turn with the scheduler left alone."""
     scheduler = start_scheduler(env)
     done_kills = 0
     restarted_engine = False
-    deadline = time.monotonic() + deadline_s
+    rows = []
     try:
         while done_kills < kills:
             time.sleep(random.uniform(0.2, 2.0))
             scheduler.send_signal(signal.SIGKILL)
             scheduler.wait()
             done_kills += 1
-            if docker and not restarted_engine and done_kills == kills // 2:
-                restart_dockerd()
+            if cluster is not None and not restarted_engine and done_kills == kills // 2:
+                cluster.run("stop-node", "1")
+                time.sleep(1)
+                cluster.run("start-node", "1")
                 restarted_engine = True
             scheduler = start_scheduler(env)
-        while Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        if fault is not None and fault_rows is not None:  # on an idle cluster: its jobs' own start times
-            fault_rows.extend(fault())
-        while Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists() and time.monotonic() < deadline:
-            time.sleep(0.5)
+        wait_idle(time.monotonic() + deadline_s)
+        rows = [strike(fault, expected, deadline_s) for fault in faults]
     finally:
         scheduler.send_signal(signal.SIGTERM)
         scheduler.wait(timeout=60)
-    return done_kills
+    return done_kills, rows
 
 
-def double_starts() -> int:
+def double_starts(names: list[str] | None = None) -> int:
     from jobs.models import TaskAttempt
 
-    paths = set(TaskAttempt.objects.exclude(log_path="").values_list("log_path", flat=True))
+    attempts = TaskAttempt.objects.exclude(log_path="")
+    if names is not None:
+        attempts = attempts.filter(job__name__in=names)
     twice = 0
-    for path in paths:
+    for path in set(attempts.values_list("log_path", flat=True)):
         with contextlib.suppress(OSError):
             twice += Path(path).read_text(errors="replace").count("CHAOS-START") > 1
     return twice
 
 
-def orphans(var: str, docker: bool) -> int:
-    if docker:
+def outcome_counts(names: list[str]) -> tuple[int, int]:
+    """(lost, stranded) among these jobs: no row; not final."""
+    from jobs.models import Job
+    from jobs.states import FINISHED_JOB_STATES
+
+    states = dict(Job.objects.filter(name__in=names).values_list("name", "state"))
+    lost = sum(1 for name in names if name not in states)
+    return lost, sum(1 for state in states.values() if state not in FINISHED_JOB_STATES)
+
+
+def orphans(var: str, engines: list[str]) -> int:
+    if engines:
         import docker as docker_sdk
 
         count = 0
-        for engine in (ENGINE, FROZEN_ENGINE):
-            with contextlib.suppress(docker_sdk.errors.DockerException):  # (the second one with --freeze only)
+        for engine in engines:
+            with contextlib.suppress(docker_sdk.errors.DockerException):
                 client = docker_sdk.DockerClient(base_url=engine, timeout=30)
                 count += len(client.containers.list(all=True, filters={"label": f"pai.portal={NAMESPACE}"}))
         return count
@@ -289,25 +480,94 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true")
     parser.add_argument("--docker", action="store_true")
     parser.add_argument("--freeze", action="store_true", help="with --docker: hang a second engine (SIGSTOP)")
+    parser.add_argument("--slow", action="store_true", help="with --docker: make a second engine answer late")
+    parser.add_argument("--slow-delay", type=float, default=3.0, help="seconds each request is held (--slow)")
+    parser.add_argument("--slurm-gone", action="store_true", help="with --docker: hang a Slurm controller (SIGSTOP)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
     args = parser.parse_args()
-    env = setup(args)
-    if args.docker:
-        nodes = "2" if args.freeze else "1"
-        subprocess.run([*CLUSTER, "up", nodes, *CLUSTER_ARGS, "--no-register"], check=True, capture_output=True)
+    if (args.freeze or args.slow or args.slurm_gone) and not args.docker:
+        parser.error("--freeze, --slow and --slurm-gone go with --docker")
+    var = Path(tempfile.mkdtemp(prefix="pai-chaos-"))
+    env: dict[str, str] = {"PAI_VAR_DIR": str(var)}
     try:
-        report(args, env)
+        with contextlib.ExitStack() as stack:
+            slurm = stack.enter_context(slurm_cluster(var)) if args.slurm_gone else None
+            env = setup(args, var, slurm)
+            cluster, engines, faults = stack.enter_context(dev_cluster(args, var))
+            if slurm is not None:
+                faults.append(slurm_fault(slurm))
+            report(args, env, cluster, engines, faults)
     finally:
-        if args.docker:
-            subprocess.run([*CLUSTER, "down", "--name", "paichaos"], check=False, capture_output=True)
+        tear_down(env, args.postgres)
 
 
-def report(args: argparse.Namespace, env: dict[str, str]) -> None:
-    expected = submit_all(args.jobs, args.docker, args.freeze)
+@contextlib.contextmanager
+def slurm_cluster(var: Path) -> Iterator[DevCluster]:
+    """A one-node Slurm dev cluster of this run's own (its state under the var dir), down after."""
+    cpus = min(NODE_CPUS, os.cpu_count() or 1)
+    cluster = DevCluster.up("cs", 1, "--slurm", state_dir=str(var / "slurm-cluster"), cpus=cpus, memory_mb=4000)
+    try:
+        yield cluster
+    finally:
+        cluster.signal_slurmctld(signal.SIGCONT)  # (its jobs are cancelled before the daemons go)
+        cluster.run("down", check=False)
+
+
+def slurm_fault(slurm: DevCluster) -> Fault:
+    return Fault(
+        "slurm",
+        "Slurm controller gone (SIGSTOP)",
+        lambda: slurm.signal_slurmctld(signal.SIGSTOP),
+        lambda: slurm.signal_slurmctld(signal.SIGCONT),
+        start_slurm_victim,
+        {"executor": "slurm"},
+    )
+
+
+@contextlib.contextmanager
+def dev_cluster(args: argparse.Namespace, var: Path) -> Iterator[tuple[DevCluster | None, list[str], list[Fault]]]:
+    """This run's cluster (with --docker), the engines its nodes are registered with, the faults;
+    taken down after, the slow proxy with it."""
+    if not args.docker:
+        yield None, [], []
+        return
+    faulty = args.freeze or args.slow
+    cluster = DevCluster.up("chaos", 2 if faulty else 1)
+    proxy = None
+    try:
+        engines = [cluster.engine(1)] + ([cluster.engine(2)] if faulty else [])
+        faults = []
+        struck = {"name": STRUCK_NODE}
+        if args.freeze:
+            freeze, thaw = (lambda: cluster.run("freeze-node", "2")), (lambda: cluster.run("thaw-node", "2"))
+            faults.append(Fault("frozen", "frozen engine (SIGSTOP)", freeze, thaw, start_gang_victim, struck))
+        if args.slow:
+            proxy = SlowProxy(var / "slow-engine.sock", cluster.engine(2))
+            proxy.start()
+            engines[1] = proxy.url
+            slow = proxy
+
+            def slow_down() -> None:
+                slow.delay = args.slow_delay
+
+            def speed_up() -> None:
+                slow.delay = 0.0
+
+            label = f"slow engine (+{args.slow_delay:g} s a request)"
+            faults.append(Fault("slow", label, slow_down, speed_up, start_gang_victim, struck))
+        yield cluster, engines, faults
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        cluster.run("down", check=False)
+
+
+def report(
+    args: argparse.Namespace, env: dict[str, str], cluster: DevCluster | None, engines: list[str], faults: list[Fault]
+) -> None:
+    expected = submit_all(args.jobs, cluster, engines)
     started = time.perf_counter()
-    fault_rows: list[tuple[str, str]] = []
-    fault = (lambda: freeze_fault(expected)) if args.docker and args.freeze else None
-    kills = run(env, args.kills, args.docker, args.deadline, fault, fault_rows)
+    kills, fault_rows = kill_scheduler(env, args.kills, cluster, args.deadline, faults, expected)
     elapsed = time.perf_counter() - started
 
     from jobs.models import Job
@@ -322,9 +582,12 @@ def report(args: argparse.Namespace, env: dict[str, str]) -> None:
         if states.get(name) in FINISHED_JOB_STATES and states[name] != want
     ]
     wrong = f"{len(wrong_names)} {', '.join(wrong_names[:5])}".strip()
+    if wrong_names:  # why the first one ended so
+        said = Job.objects.filter(name=wrong_names[0].split()[0]).values_list("exit_diagnostics", flat=True).first()
+        wrong += f" (first: {' '.join((said or '').split())[:160]})"
     rows = [
         ("database", "PostgreSQL" if args.postgres else "SQLite"),
-        ("executor", "docker (its engine stopped and restarted once)" if args.docker else "process"),
+        ("executor", "docker (its engine stopped and restarted once)" if engines else "process"),
         ("jobs submitted", str(len(expected))),
         ("scheduler SIGKILLs", str(kills)),
         ("run time", f"{elapsed:.1f} s"),
@@ -332,12 +595,25 @@ def report(args: argparse.Namespace, env: dict[str, str]) -> None:
         ("tasks started twice", str(double_starts())),
         ("jobs stranded", str(stranded)),
         ("wrong outcome", wrong),
-        ("orphans", str(orphans(env["PAI_VAR_DIR"], args.docker))),
-        *fault_rows,
+        ("orphans", str(orphans(env["PAI_VAR_DIR"], engines))),
     ]
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"{name:<{width}}  {value}")
+    if fault_rows:
+        print()
+        print_faults(fault_rows)
+
+
+def print_faults(rows: list[FaultRow]) -> None:
+    header = ("fault", "detected after", "normal start", "longest extra wait", "lost", "twice", "stranded")
+    cells = [header] + [
+        (row.label, row.detected, f"{row.normal:.2f} s", row.extra, str(row.lost), str(row.twice), str(row.stranded))
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+    for line in cells:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
 
 
 if __name__ == "__main__":
