@@ -159,3 +159,28 @@ def asgi_live_server():
 def private_job_list(settings):
     """The portal with PAI_SHARED_JOB_LIST off: users see only their own jobs (admins: all)."""
     settings.PAI_SHARED_JOB_LIST = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ports_of_this_worker() -> Iterator[None]:
+    """Under pytest-xdist (`make fast`) two workers' process tasks would be given the same ports
+    on the same node address, and each task's pasta binds its declared ports there: the nodes a
+    worker after the first creates with the default range get a range of their own."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    if index == 0:
+        yield
+        return
+    from django.db.models.signals import pre_save
+
+    from clusters.models import Node
+
+    start, end = 20000 + index * 2500, 20000 + index * 2500 + 2499
+
+    def own_range(sender: Any, instance: Node, **kwargs: Any) -> None:
+        if (instance.port_range_start, instance.port_range_end) == (20000, 40000):
+            instance.port_range_start, instance.port_range_end = start, end
+
+    pre_save.connect(own_range, sender=Node, dispatch_uid="ports_of_this_worker")
+    yield
+    pre_save.disconnect(sender=Node, dispatch_uid="ports_of_this_worker")

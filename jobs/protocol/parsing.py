@@ -286,6 +286,15 @@ def _scalar_problem(value: Any) -> str | None:
     return f"unsupported value of type {kind.__name__}"
 
 
+# Where a config holds the user's own values, passed to tasks as text (a float there is no column's
+# integer): any finite float is theirs to write.
+FREE_FORM = frozenset({"parameters", "secrets", "extras", "jobEnvs"})
+
+
+def _free_float(value: Any, path: tuple[str | int, ...], key: str | int) -> bool:
+    return type(value) is float and math.isfinite(value) and (path[0] if path else key) in FREE_FORM
+
+
 def check_tree(doc: Any) -> None:
     """Iteratively (never recursing) check depth, size and that every value is plain JSON data."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(doc, ())]
@@ -306,7 +315,7 @@ def check_tree(doc: Any) -> None:
                 stack.append((value, (*path, key)))
             elif kind is str and value.isascii():  # most values: no call
                 continue
-            elif (problem := _scalar_problem(value)) is not None:
+            elif (problem := _scalar_problem(value)) is not None and not _free_float(value, path, key):
                 raise JobConfigError([(field_path((*path, key)), problem)])
         count += len(container)
         if count > MAX_NODES:

@@ -89,9 +89,10 @@ V1_SURROGATES = [mutation for mutation in V1 if "surrogate" in mutation.value_cl
 
 
 def stored_number_problem() -> str | None:
-    """An accepted config must not store a whole number a 64-bit column or reader cannot hold."""
+    """An accepted config must not store a whole number a 64-bit column or reader cannot hold (a
+    float stays a float: the user's parameters may hold any finite one)."""
     job = Job.objects.order_by("-pk").first()
-    numbers = [value for value in leaves(job.spec if job else {}) if isinstance(value, int | float)]
+    numbers = [value for value in leaves(job.spec if job else {}) if type(value) is int]
     too_big = [value for value in numbers if abs(value) > MAX_INTEGER]
     return f"accepted, stored {str(too_big[0])[:40]}" if too_big else None
 
