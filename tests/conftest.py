@@ -168,6 +168,9 @@ def ports_of_this_worker() -> Iterator[None]:
     worker after the first creates with the default range get a range of their own."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker[2:]) if worker[2:].isdigit() else 0
+    # PAI_TEST_PORT_SLOT: a second test session on the same box (another worktree) takes its own
+    # slot of ranges, so its tasks never bind the ports of the first one's.
+    index += 4 * int(os.environ.get("PAI_TEST_PORT_SLOT", "0") or 0)
     if index == 0:
         yield
         return
@@ -175,7 +178,7 @@ def ports_of_this_worker() -> Iterator[None]:
 
     from clusters.models import Node
 
-    start, end = 20000 + index * 2500, 20000 + index * 2500 + 2499
+    start, end = 20000 + index * 600, 20000 + index * 600 + 599
 
     def own_range(sender: Any, instance: Node, **kwargs: Any) -> None:
         if (instance.port_range_start, instance.port_range_end) == (20000, 40000):
