@@ -13,7 +13,16 @@ from clusters.slurm_nodes import PartitionError, check_partition
 class VirtualClusterForm(forms.ModelForm):
     class Meta:
         model = VirtualCluster
-        fields = ("name", "description", "share_percent", "slurm_partition", "allowed_users")
+        fields = (
+            "name",
+            "description",
+            "share_percent",
+            "slurm_partition",
+            "allowed_users",
+            "default_priority_class",
+            "max_priority_class",
+            "crit_users",
+        )
 
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
@@ -31,7 +40,7 @@ class VirtualClusterAdmin(admin.ModelAdmin):
     form = VirtualClusterForm
     list_display = ("name", "share_percent", "slurm_partition", "description", "job_count", "created_at")
     search_fields = ("name", "description")
-    filter_horizontal = ("allowed_users",)
+    filter_horizontal = ("allowed_users", "crit_users")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
         return super().get_queryset(request).annotate(job_total=Count("jobs"))

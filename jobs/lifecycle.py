@@ -172,6 +172,26 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
     return tasks
 
 
+def set_priority_class(job: Job, name: str, number: int, by_name: str) -> bool:
+    """A waiting job's class changed (its owner or an admin); False when it is no longer waiting."""
+    with transaction.atomic():
+        changed = (
+            Job.objects.filter(pk=job.pk, state=JobState.WAITING).update(
+                priority_class=name, priority=number, updated_at=timezone.now()
+            )
+        ) == 1
+        if changed and job.priority_class != name:
+            event(
+                job.pk,
+                "priority-changed",
+                gettext_noop("Priority class changed from %(old)s to %(new)s by %(user)s."),
+                old=job.priority_class,
+                new=name,
+                user=by_name,
+            )
+    return changed
+
+
 def set_pending_reason(job_id: int, reason: str) -> None:
     set_pending_reasons({job_id: reason})
 

@@ -175,6 +175,10 @@ PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 # Transient failures are retried without charging the user, but not forever.
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
+# A stopped or preempted job's tasks get SIGTERM, then this long (a job's own
+# extras.gracePeriodSeconds, at most the cap) to save their work before SIGKILL.
+PAI_GRACE_SECONDS = env_int("PAI_GRACE_SECONDS", 30, minimum=0)
+PAI_MAX_GRACE_SECONDS = env_int("PAI_MAX_GRACE_SECONDS", 300, minimum=0)
 # Containers of one job started at once (the engine serializes little of container start).
 PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
 # Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay
