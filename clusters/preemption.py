@@ -65,8 +65,8 @@ def plan_preemptions(
     them; `placed` is its result (what it placed this pass holds its room too)."""
     nodes, vcs = _after(nodes, vcs, jobs, placed)
     by_vc: dict[str, list[RunningJob]] = defaultdict(list)
-    for job in running:
-        by_vc[job.vc].append(job)
+    for other in running:
+        by_vc[other.vc].append(other)
     plans: dict[int, Preemption] = {}
     seen_vcs: set[str] = set()
     for job in sorted(jobs, key=lambda job: (-job.priority, job.order, job.key)):

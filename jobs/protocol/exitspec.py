@@ -30,6 +30,7 @@ class ExitCode(IntEnum):
     FRAMEWORK_ATTEMPT_COMPLETION = -220  # tasks still running when their job completed
     EVICTED = -1000  # the task vanished from its node
     NODE_LOST = -1001  # the node's engine stopped answering
+    PREEMPTED = -1003  # a job of a higher class in its VC needed the room (scheduling.preempting)
     OOM_KILLED = -1200
     CONTAINER_CREATE_FAILED = -1201
     START_PERMISSION_DENIED = -1202
