@@ -419,10 +419,13 @@ def begin_stopping(job: Job) -> bool:
     return _move_job(job.pk, "begin_stopping")
 
 
-def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
-    """STOPPING -> STOPPED once the scheduler has stopped every task."""
+def finish_stopping(
+    job: Job, exit_code: int, diagnostics: str, user_codes: dict[int, int | None] | None = None
+) -> bool:
+    """STOPPING -> STOPPED once the scheduler has stopped every task (`user_codes`: what each
+    task's own process exited with in its grace period, where seen)."""
     with transaction.atomic():
-        stop_tasks(job, exit_code)
+        stop_tasks(job, exit_code, user_codes=user_codes)
         stopped = _move_job(
             job.pk,
             "finish_stopping",

@@ -37,6 +37,7 @@ def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = 
                 job.state = JobState.STOPPING
                 changed = True
             tasks = list(job.tasks.select_related("node"))
+            codes: dict[int, int | None] = {}
             if live(tasks):
                 now = timezone.now()
                 if job.stop_deadline is None and (grace := grace_of(job)):
@@ -44,10 +45,10 @@ def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = 
                     job.refresh_from_db(fields=["stop_deadline"])
                 if job.stop_deadline is not None:
                     terminator.signal(job, tasks)
-                    done, _ = terminator.over(job, tasks, now)
+                    done, codes = terminator.over(job, tasks, now)
                     if not done:
                         continue  # their grace goes on; looked at again next pass
             stop_job(job, backends, tasks=tasks)
-            lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.")
+            lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.", codes)
             changed = True
     return changed

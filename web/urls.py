@@ -17,6 +17,7 @@ urlpatterns = [
     path("jobs/<str:full_name>/log/download", views.job_log_download, name="log-download"),
     path("jobs/<str:full_name>/stop/", views.job_stop, name="stop"),
     path("jobs/<str:full_name>/restart/", views.job_restart, name="restart"),
+    path("jobs/<str:full_name>/priority/", views.job_priority, name="priority"),
     path("jobs/<str:full_name>/clone/", views.job_clone, name="clone"),
     path("jobs/<str:full_name>/export/", views.job_export, name="export"),
 ]

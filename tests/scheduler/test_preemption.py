@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from jobs.actions import stop_job
 from jobs.models import Job, JobEvent, JobState, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
+from scheduling.scheduler import Scheduler
 from tests.factories import default_image
 
 pytestmark = pytest.mark.slow
@@ -96,10 +98,10 @@ def test_it_preempts_a_gang_whole(default_vc, submit, run_until, scheduler):
     run_until(urgent, JobState.RUNNING)
     gang.refresh_from_db()
     assert gang.state == JobState.WAITING
-    assert trace("gang").count("saved") == 2  # both tasks had SIGTERM, though one alone would have made room
-    assert sorted(TaskAttempt.objects.filter(job=gang).values_list("index", "exit_code")) == [
-        (0, ExitCode.PREEMPTED),
-        (1, ExitCode.PREEMPTED),
+    # Both tasks had SIGTERM and ran their trap (exit 7), though one alone would have made room.
+    assert sorted(TaskAttempt.objects.filter(job=gang).values_list("index", "exit_code", "user_exit_code")) == [
+        (0, ExitCode.PREEMPTED, 7),
+        (1, ExitCode.PREEMPTED, 7),
     ]
     stop_job(urgent, urgent.owner)
     run_until(urgent, JobState.STOPPED)
@@ -123,12 +125,7 @@ def test_it_preempts_nothing_for_a_job_that_would_still_not_fit(default_vc, subm
 
 
 def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc, submit, run_until, scheduler):
-    stubborn = [
-        "trap 'echo ignored >> \"$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME\"' TERM",
-        'echo started >> "$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME"',
-        "while true; do sleep 0.1; done",
-    ]
-    victim = submit(yaml_job("stubborn", stubborn, cpu=6, extra="extras:\n  gracePeriodSeconds: 2\n"))
+    victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra="extras:\n  gracePeriodSeconds: 2\n"))
     run_until(victim, JobState.RUNNING)
     wait_for(scheduler, lambda: trace("stubborn") == ["started"])
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
@@ -143,3 +140,59 @@ def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc,
     run_until(urgent, JobState.RUNNING)
     stop_job(urgent, urgent.owner)
     run_until(urgent, JobState.STOPPED)
+
+
+STUBBORN = [  # (the trap first: "started" says it is set)
+    "trap 'echo ignored >> \"$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME\"' TERM",
+    'echo started >> "$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME"',
+    "while true; do sleep 0.1; done",
+]
+
+
+def test_it_gives_a_stopped_jobs_tasks_sigterm_and_time_to_save(default_vc, submit, run_until, scheduler):
+    job = run_until(submit(yaml_job("stopme", SAVES_ON_SIGTERM, cpu=1)), JobState.RUNNING)
+    wait_for(scheduler, lambda: trace("stopme") == ["start resumed=false"])
+    stop_job(job, job.owner)
+    job = run_until(job, JobState.STOPPED)
+    assert trace("stopme") == ["start resumed=false", "saved"]
+    attempt = TaskAttempt.objects.get(job=job)
+    assert (attempt.exit_code, attempt.user_exit_code) == (ExitCode.STOP_REQUESTED, 7)
+
+
+def test_it_keeps_a_stop_and_its_deadline_across_a_restart_in_the_grace_period(
+    default_vc, submit, run_until, scheduler
+):
+    job = submit(yaml_job("stubborn", STUBBORN, cpu=1, extra="extras:\n  gracePeriodSeconds: 3\n"))
+    run_until(job, JobState.RUNNING)
+    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    stop_job(job, job.owner)
+    wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
+    job.refresh_from_db()
+    deadline = job.stop_deadline
+    assert job.state == JobState.STOPPING and deadline is not None
+    scheduler.release_lease()  # the scheduler dies in the grace period; another one takes over
+    restarted = Scheduler(holder="restarted")
+    wait_for(restarted, lambda: Job.objects.get(pk=job.pk).state == JobState.STOPPED, timeout=15)
+    assert timezone.now() >= deadline  # killed at the stored deadline, not before, not moved
+    assert trace("stubborn") == ["started", "ignored"]  # the repeated SIGTERM moved nothing, ran no trap twice
+    assert TaskAttempt.objects.filter(job=job).count() == 1
+
+
+def test_it_requeues_a_preempted_job_once_across_a_restart_in_the_grace_period(
+    default_vc, submit, run_until, scheduler
+):
+    victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra="extras:\n  gracePeriodSeconds: 3\n"))
+    run_until(victim, JobState.RUNNING)
+    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
+    wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
+    scheduler.release_lease()
+    restarted = Scheduler(holder="restarted")
+    wait_for(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.RUNNING, timeout=15)
+    victim.refresh_from_db()
+    urgent.refresh_from_db()
+    assert (victim.state, victim.preemptions, victim.job_attempt) == (JobState.WAITING, 1, 1)
+    assert TaskAttempt.objects.filter(job=victim).count() == 1
+    assert urgent.job_attempt == 1 and urgent.tasks.get().attempt == 1  # started once
+    stop_job(urgent, urgent.owner)
+    wait_for(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.STOPPED)
