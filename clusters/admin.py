@@ -24,6 +24,17 @@ class VirtualClusterForm(forms.ModelForm):
             "crit_users",
         )
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("default_priority_class", "max_priority_class"):  # (left out: the model's default)
+            self.fields[name].required = False
+
+    def clean_default_priority_class(self) -> str:
+        return str(self.cleaned_data.get("default_priority_class") or "test")
+
+    def clean_max_priority_class(self) -> str:
+        return str(self.cleaned_data.get("max_priority_class") or "crit")
+
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
         partition: str = self.cleaned_data["slurm_partition"].strip()
