@@ -50,10 +50,7 @@ def _grammar_error(image: str) -> str | None:
     last_slash = name.rfind("/")
     name, colon, tag = (name[:i], ":", name[i + 1 :]) if (i := name.rfind(":")) > last_slash else (name, "", "")
     if colon and not _TAG.fullmatch(tag):
-        return (
-            f"has an invalid tag {tag!r}: a tag is up to 128 letters, digits, _ . and -, "
-            "not starting with . or -"
-        )
+        return f"has an invalid tag {tag!r}: a tag is up to 128 letters, digits, _ . and -, not starting with . or -"
     if len(name) > NAME_MAX:
         return f"has a name longer than {NAME_MAX} characters"
     registry = registry_of(name)

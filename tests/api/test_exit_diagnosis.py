@@ -35,9 +35,7 @@ def page_of(client, job):
 def test_it_explains_a_cuda_oom_with_226_and_offers_half_the_batch(
     default_vc, submit_yaml, alice, process_node, run_until, client
 ):
-    job = failed(
-        submit_yaml, run_until, "oom", CUDA_OOM, extra="parameters:\n  batch_size: 64\n"
-    )
+    job = failed(submit_yaml, run_until, "oom", CUDA_OOM, extra="parameters:\n  batch_size: 64\n")
     status = alice.get(f"/api/v2/jobs/{job.full_name}").json()["jobStatus"]
     page = page_of(client, job)
 

@@ -36,16 +36,18 @@ def test_every_named_pattern_has_a_sample():
 def test_it_keeps_the_line_a_cuda_oom_matched():
     info = classify(1, log_tail=CUDA_OOM)
     assert (info.code, info.phrase) == (226, "ContainerCudaOOMKilled")
+    assert info.match is not None
     assert info.match.line.startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.53 GiB")
 
 
 def test_it_names_the_missing_module():
-    assert match_log(1, MISSING_MODULE).group("module") == "timm"
+    found = match_log(1, MISSING_MODULE)
+    assert found is not None and found.group("module") == "timm"
 
 
 def test_a_signal_keeps_its_code_and_takes_its_rows_reason_from_the_log():
     info = classify(-6, log_tail=NCCL_TIMEOUT)
-    assert (info.code, info.match.name) == (134, "nccl-timeout")
+    assert info.match is not None and (info.code, info.match.name) == (134, "nccl-timeout")
 
 
 def test_a_platform_signal_is_not_read_as_the_logs_error():
@@ -74,7 +76,8 @@ def test_a_hostile_log_is_matched_quickly():
 
 
 def test_it_finds_a_recorded_codes_pattern_again():
-    assert recorded_match(232, 1, MISSING_MODULE).group("module") == "timm"
+    found = recorded_match(232, 1, MISSING_MODULE)
+    assert found is not None and found.group("module") == "timm"
     assert recorded_match(255, 1, MISSING_MODULE) is None
 
 

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_api_refuses_it_naming_the_field(user, default_vc):
-    response = bearer_client(user).post("/api/v2/jobs", data=v2_yaml("bad-image", image=f"'{BAD}'"), content_type="text/yaml")
+    response = bearer_client(user).post(
+        "/api/v2/jobs", data=v2_yaml("bad-image", image=f"'{BAD}'"), content_type="text/yaml"
+    )
     assert response.status_code == 400
     body = response.json()
     fields = {error["field"]: error["message"] for error in body["errors"]}
@@ -44,4 +46,6 @@ def test_the_cli_prints_it_and_exits_1(user, default_vc, tmp_path):
     with pytest.raises(SystemExit) as exit_:
         call_command("submitjob", str(path), "--user", user.username, stdout=io.StringIO(), stderr=err)
     assert exit_.value.code == 1
-    assert err.getvalue().startswith("prerequisites[0].uri: 'PyTorch/pytorch:2.1 cuda12' is not a valid image reference")
+    assert err.getvalue().startswith(
+        "prerequisites[0].uri: 'PyTorch/pytorch:2.1 cuda12' is not a valid image reference"
+    )

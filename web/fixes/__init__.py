@@ -180,10 +180,12 @@ def fix_for(job: Job) -> Fix | None:
 
 
 def _pattern_fix(job: Job, task: Task, found: LogMatch) -> Fix:
-    role_spec = job.normalized["taskRoles"].get(task.role) or {}
+    role_spec: dict[str, Any] = dict(job.normalized["taskRoles"].get(task.role) or {})
     shm = int((role_spec.get("extraContainerOptions") or {}).get("shmMB") or 0)
     words = {"line": found.line, "module": found.group("module"), "path": found.group("path"), "shm": shm}
-    fix = Fix(what_to_change=str(PATTERN_FIXES[found.name]) % words, code=job.exit_code, pattern=found.name, line=found.line)
+    fix = Fix(
+        what_to_change=str(PATTERN_FIXES[found.name]) % words, code=job.exit_code, pattern=found.name, line=found.line
+    )
     if found.name == "dataloader-shm":
         return _shm_fix(fix, task.role, shm, int(role_spec.get("resourcePerInstance", {}).get("memoryMB") or 0))
     if found.name in ("cuda-oom", "tensorflow-oom"):

@@ -33,7 +33,9 @@ def resubmit_with_fix(request: HttpRequest, full_name: str) -> HttpResponse:
         messages.error(request, _("Could not resubmit: %(error)s") % {"error": error})
         return redirect("jobs:detail", full_name)
     if fix.memory_mb:
-        messages.success(request, _("Resubmitted with %(mb)s MB for %(role)s.") % {"mb": fix.memory_mb, "role": fix.role})
+        messages.success(
+            request, _("Resubmitted with %(mb)s MB for %(role)s.") % {"mb": fix.memory_mb, "role": fix.role}
+        )
     else:
         messages.success(request, _("Resubmitted: %(change)s.") % {"change": resubmit_label(fix)})
     return redirect("jobs:detail", new_job.full_name)
