@@ -23,7 +23,7 @@ from jobs.lifecycle import TaskExit
 from jobs.logs import masked_tail
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.completion import job_outcome
-from jobs.protocol.exitspec import LOG_TAIL_BYTES, ExitCode, ExitInfo, classify, exit_info
+from jobs.protocol.exitspec import LOG_SAYS, LOG_TAIL_BYTES, ExitCode, ExitInfo, classify, exit_info
 from jobs.protocol.retry import Retry, job_retry, task_retry
 from scheduling import executors
 from scheduling import launch as launch_builder
@@ -69,7 +69,7 @@ class Ended:
 def _task_exit(info: ExitInfo, diagnostics: str, finished_at: Any) -> TaskExit:
     said = diagnostics or info.reason
     if info.match is not None and info.match.line:  # the log line that explained it (masked)
-        said = f"{said}; the log says: {info.match.line}"
+        said = f"{said}{LOG_SAYS}{info.match.line}"
     return TaskExit(
         exit_code=info.code,
         user_exit_code=info.user_code,

@@ -96,6 +96,8 @@ class ExitCode(IntEnum):
 LOG_TAIL_BYTES = 64 * 1024
 LINE_CAP = 4096
 LINE_SHOWN = 500
+# How a task's exit diagnostics quote the log line a pattern matched (web translates it).
+LOG_SAYS = "; the log says: "
 
 # Popen reports a process killed by signal N as -N; a shell reports 128 + N.
 _MAX_SIGNAL = 64

@@ -78,3 +78,14 @@ def test_it_explains_an_nccl_timeout_with_134_and_retries_it(
     assert status["appExitMessages"]["runtime"]["matchedPattern"] == "nccl-timeout"
     assert "NCCL_SOCKET_IFNAME" in status["appExitMessages"]["runtime"]["solution"]
     assert "ContainerSigAbrtReceived" in page and "collective operation (NCCL) timed out" in page
+
+
+def test_the_chinese_page_translates_the_diagnosis_and_the_fix_around_the_log_line(
+    default_vc, submit_yaml, process_node, run_until, client
+):
+    job = failed(submit_yaml, run_until, "imports-zh", MISSING_MODULE)
+    client.login(username="alice", password=password_for("alice"))
+    page = client.get(f"/jobs/{job.full_name}/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    assert "程序导入模块失败；日志中是：ModuleNotFoundError: No module named" in page
+    assert "镜像中没有安装 Python 模块 timm_for_the_test" in page
