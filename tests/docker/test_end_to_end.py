@@ -390,4 +390,5 @@ def test_a_malformed_image_ends_as_254_with_what_to_change_and_is_not_retried(us
 
     assert (job.exit_code, job.retries_used) == (254, 0)
     assert "'PyTorch/pytorch:2.1 cuda12' is not a valid image reference" in job.exit_diagnostics
-    assert "Change the image" in fix_for(job).what_to_change
+    fix = fix_for(job)
+    assert fix is not None and "Change the image" in fix.what_to_change
