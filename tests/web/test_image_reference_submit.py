@@ -49,3 +49,10 @@ def test_the_cli_prints_it_and_exits_1(user, default_vc, tmp_path):
     assert err.getvalue().startswith(
         "prerequisites[0].uri: 'PyTorch/pytorch:2.1 cuda12' is not a valid image reference"
     )
+
+
+def test_the_chinese_page_gives_both_reasons_in_chinese(alice_client, default_vc):
+    response = alice_client.post("/submit/", form_post(image=BAD), HTTP_ACCEPT_LANGUAGE="zh-hans")
+    [message] = response.context["job_errors"]["image"]
+    assert message.startswith("'PyTorch/pytorch:2.1 cuda12' 不是有效的镜像引用：含有空格")  # noqa: RUF001
+    assert "仓库名必须是小写（例如 pytorch/pytorch）" in message  # noqa: RUF001
