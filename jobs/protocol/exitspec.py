@@ -1,9 +1,12 @@
 """The job exit spec: turns how a task ended into a code, an explanation and a retry behaviour.
 
-Pure Python. The table lives in exit_spec.yaml beside this module (OpenPAI's codes and phrases).
-`classify()` maps what an executor saw (exit status, OOM flag, platform failure, log tail, stop
-request) to one row; `spec_row()` is the API's `appExitSpec` for a recorded code; `exit_info()`
-explains a code that was already classified (never re-maps it).
+Pure Python. The table lives in exit_spec.yaml beside this module (all 62 of OpenPAI's codes,
+phrases and runtime failure patterns). `classify()` maps what an executor saw (exit status, OOM
+flag, platform failure, log tail, stop request) to one row; `match_log()` is its reading of the
+log's end (OpenPAI's `runtimeContainerPatterns`: a CUDA OOM is 226, a ModuleNotFoundError 232);
+`spec_row()` is the API's `appExitSpec` for a recorded code; `exit_info()` explains a code that
+was already classified (never re-maps it); `recorded_match()` finds the log line that explained
+a recorded code again, for the page's and the API's "what to change".
 """
 
 from __future__ import annotations

@@ -174,3 +174,23 @@ def test_it_sets_a_v2_roles_shm():
 
     doc = yaml.safe_load(with_shm(v2_yaml("train"), "worker", 512, "train-shm512mb"))
     assert doc["taskRoles"]["worker"]["extraContainerOptions"]["shmMB"] == 512 and doc["name"] == "train-shm512mb"
+
+
+def test_it_sets_a_v1_roles_shm():
+    from web.fixes import with_shm
+
+    doc = json.loads(with_shm(v1_json("legacy"), "main", 512, "legacy-shm512mb"))
+    assert doc["taskRoles"][0]["shmMB"] == 512 and doc["jobName"] == "legacy-shm512mb"
+
+
+@pytest.mark.parametrize("name", ["batch_size", "batchSize", "train-batch-size", "BATCH_SIZE", "bs_batchsize"])
+def test_it_halves_a_batch_size_parameter_by_any_common_name(user, tmp_path, name):
+    from tests.exitspec.samples import CUDA_OOM
+
+    spec = normalized_spec("train", {"worker": 1})
+    spec["parameters"] = {"lr": 0.1, name: "64"}
+    job = failed_with_log(user, tmp_path, ExitCode.CUDA_OOM, CUDA_OOM, spec)
+
+    fix = fix_for(job)
+
+    assert fix is not None and (fix.parameter, fix.value) == (name, 32)
