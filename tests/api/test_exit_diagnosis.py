@@ -6,6 +6,7 @@ import base64
 import json
 
 import pytest
+from django.utils import translation
 
 from jobs.models import Job, JobState
 from tests.exitspec.samples import NCCL_TIMEOUT
@@ -80,8 +81,16 @@ def test_it_explains_an_nccl_timeout_with_134_and_retries_it(
     assert "ContainerSigAbrtReceived" in page and "collective operation (NCCL) timed out" in page
 
 
+@pytest.fixture
+def back_to_english():
+    """The test client leaves the request's language active in the test's thread: a later test in
+    this worker would read English texts in Chinese."""
+    yield
+    translation.deactivate()
+
+
 def test_the_chinese_page_translates_the_diagnosis_and_the_fix_around_the_log_line(
-    default_vc, submit_yaml, process_node, run_until, client
+    default_vc, submit_yaml, process_node, run_until, client, back_to_english
 ):
     job = failed(submit_yaml, run_until, "imports-zh", MISSING_MODULE)
     client.login(username="alice", password=password_for("alice"))

@@ -8,6 +8,7 @@ import io
 
 import pytest
 from django.core.management import call_command
+from django.utils import translation
 
 from jobs.models import Job
 from tests.api.conftest import bearer_client
@@ -51,7 +52,15 @@ def test_the_cli_prints_it_and_exits_1(user, default_vc, tmp_path):
     )
 
 
-def test_the_chinese_page_gives_both_reasons_in_chinese(alice_client, default_vc):
+@pytest.fixture
+def back_to_english():
+    """The test client leaves the request's language active in the test's thread: a later test in
+    this worker would read English texts in Chinese."""
+    yield
+    translation.deactivate()
+
+
+def test_the_chinese_page_gives_both_reasons_in_chinese(alice_client, default_vc, back_to_english):
     response = alice_client.post("/submit/", form_post(image=BAD), HTTP_ACCEPT_LANGUAGE="zh-hans")
     [message] = response.context["job_errors"]["image"]
     assert message.startswith("'PyTorch/pytorch:2.1 cuda12' 不是有效的镜像引用：含有空格")  # noqa: RUF001
