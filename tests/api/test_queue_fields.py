@@ -1,0 +1,31 @@
+"""The job detail's time limit, time left, queue position and expected start (README "Sharing")."""
+
+import pytest
+
+from jobs.models import Job, JobState
+from tests.factories import v2_yaml
+
+# The scheduler loop closes old connections each pass: it needs real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
+    default_vc, submit_yaml, alice, process_node, scheduler
+):
+    limited = v2_yaml("runs", "sleep 305.1", cpu=8, extra="extras:\n  maxRunTimeMinutes: 30\n")
+    assert submit_yaml(limited).status_code == 202
+    assert submit_yaml(v2_yaml("waits", "sleep 305.2", cpu=8)).status_code == 202
+    assert submit_yaml(v2_yaml("waits-too", "sleep 305.3", cpu=8)).status_code == 202
+    scheduler.run_once()
+    running = alice.get("/api/v2/jobs/alice~runs").json()["jobStatus"]
+    assert running["state"] == "RUNNING"
+    assert running["maxRunTimeSeconds"] == 1800 and 1790 <= running["timeLeftSeconds"] <= 1800
+    assert running["queuePosition"] is None
+    launched = Job.objects.get(name="runs").launched_at.timestamp()
+    first = alice.get("/api/v2/jobs/alice~waits").json()["jobStatus"]
+    assert (first["state"], first["queuePosition"]) == (JobState.WAITING, 1)
+    assert abs(first["expectedStartTime"] / 1000 - (launched + 1800)) < 2
+    assert first["maxRunTimeSeconds"] is None and first["timeLeftSeconds"] is None
+    # Behind a job with no time limit, the expected start is unknown.
+    second = alice.get("/api/v2/jobs/alice~waits-too").json()["jobStatus"]
+    assert (second["queuePosition"], second["expectedStartTime"]) == (2, None)
