@@ -112,7 +112,7 @@ def record_queues(
         queue = [Queued(key, _job_need(by_key[key]), limits.get(key)) for key in keys]
         mine = [Running(job.need, job.ends_at, vc == name) for vc, job in running]
         starts = expected_starts(queue, mine, _amounts(vcs[name].limit), cluster, now)
-        expected = [round(starts[key]) if starts.get(key) is not None else None for key in keys]
+        expected = [None if (start := starts.get(key)) is None else round(start) for key in keys]
         row = rows.get(vc_ids[name])
         if row is None:
             VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, expected_starts=expected)

@@ -26,7 +26,11 @@ def overdue(now: datetime) -> list[tuple[int, int]]:
     rows = Job.objects.filter(
         state=JobState.RUNNING, time_limit_seconds__isnull=False, launched_at__isnull=False
     ).values_list("pk", "launched_at", "time_limit_seconds")
-    return [(pk, limit) for pk, launched_at, limit in rows if launched_at + timedelta(seconds=limit) <= now]
+    return [
+        (pk, limit)
+        for pk, launched_at, limit in rows
+        if launched_at is not None and limit is not None and launched_at + timedelta(seconds=limit) <= now
+    ]
 
 
 def end_overdue_jobs(backends: Backends, now: datetime | None = None) -> bool:

@@ -21,7 +21,9 @@ def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
     assert running["state"] == "RUNNING"
     assert running["maxRunTimeSeconds"] == 1800 and 1790 <= running["timeLeftSeconds"] <= 1800
     assert running["queuePosition"] is None
-    launched = Job.objects.get(name="runs").launched_at.timestamp()
+    launched_at = Job.objects.get(name="runs").launched_at
+    assert launched_at is not None
+    launched = launched_at.timestamp()
     first = alice.get("/api/v2/jobs/alice~waits").json()["jobStatus"]
     assert (first["state"], first["queuePosition"]) == (JobState.WAITING, 1)
     assert abs(first["expectedStartTime"] / 1000 - (launched + 1800)) < 2

@@ -46,7 +46,9 @@ def test_it_orders_two_users_jobs_by_recent_usage(default_vc, user, other_user, 
     second.refresh_from_db()
     assert (first.state, second.state) == (JobState.WAITING, JobState.RUNNING)
     # alice's job is first in the queue now, expected once bob's reaches its 10 minutes.
-    position, start = queue_place(first)
+    found = queue_place(first)
+    assert found is not None
+    position, start = found
     assert position == 1
     assert start is not None and abs((start - second.launched_at).total_seconds() - 600) < 2
 
