@@ -15,7 +15,8 @@ Node packing is not modelled: it is an estimate, as Slurm's is.
 
 from __future__ import annotations
 
-import bisect
+import heapq
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -78,39 +79,52 @@ def _fits(used: list[int], need: Amounts, limit: Amounts) -> bool:
     return all(used[i] + need[i] <= limit[i] for i in range(3))
 
 
-class _Holdings:
-    """What is held in the VC and in the cluster (totals), and when each holding with a limit ends,
-    sorted by end."""
+class _Sweep:
+    """What the VC and the cluster hold at the sweep's moment, and a heap of when each holding
+    with a limit ends (held with no limit: for good)."""
 
-    def __init__(self, running: list[Running]) -> None:
-        self.vc_total = [0, 0, 0]
-        self.all_total = [0, 0, 0]
-        self.ends: list[tuple[float, Amounts, bool]] = []
-        for job in running:
-            self.add(job.need, job.ends_at, job.in_vc)
+    def __init__(self, vc_limit: Amounts, cluster_limit: Amounts) -> None:
+        self.limits = (vc_limit, cluster_limit)
+        self.in_vc, self.everywhere = [0, 0, 0], [0, 0, 0]
+        self.ends: list[tuple[float, int, Amounts, bool]] = []  # (end, tie-breaker, amounts, in the VC)
+        self.order = itertools.count()
 
-    def add(self, need: Amounts, ends_at: float | None, in_vc: bool) -> None:
+    def hold_all(self, running: list[Running]) -> None:
+        """What runs now: the totals, and one heap of the ends built at once."""
         for i in range(3):
-            self.all_total[i] += need[i]
-            if in_vc:
-                self.vc_total[i] += need[i]
-        if ends_at is not None:  # (held with no limit: counted in the totals for good)
-            bisect.insort(self.ends, (ends_at, need, in_vc))
+            self.everywhere[i] += sum(job.need[i] for job in running)
+            self.in_vc[i] += sum(job.need[i] for job in running if job.in_vc)
+        self.ends += [
+            (job.ends_at, next(self.order), job.need, job.in_vc) for job in running if job.ends_at is not None
+        ]
+        heapq.heapify(self.ends)
 
-    def first_room(self, need: Amounts, after: float, vc: Amounts, cluster: Amounts) -> float | None:
-        """The first moment after `after` at which a holding ends and `need` then fits both pools."""
-        vc_used, all_used = list(self.vc_total), list(self.all_total)
-        ends = self.ends
-        for i, (end, amounts, mine) in enumerate(ends):
-            for k in range(3):
-                all_used[k] -= amounts[k]
+    def hold(self, need: Amounts, ends_at: float | None, mine: bool) -> None:
+        for i in range(3):
+            self.everywhere[i] += need[i]
+            if mine:
+                self.in_vc[i] += need[i]
+        if ends_at is not None:
+            heapq.heappush(self.ends, (ends_at, next(self.order), need, mine))
+
+    def release_next(self) -> float | None:
+        """Free every holding that ends at the next end: that moment, or None when none is left."""
+        if not self.ends:
+            return None
+        moment = self.ends[0][0]
+        while self.ends and self.ends[0][0] == moment:
+            _, _, amounts, mine = heapq.heappop(self.ends)
+            for i in range(3):
+                self.everywhere[i] -= amounts[i]
                 if mine:
-                    vc_used[k] -= amounts[k]
-            if end <= after or (i + 1 < len(ends) and ends[i + 1][0] == end):
-                continue  # (free at this moment only once every holding ending then is counted)
-            if _fits(vc_used, need, vc) and _fits(all_used, need, cluster):
-                return end
-        return None
+                    self.in_vc[i] -= amounts[i]
+        return moment
+
+    def room_for(self, need: Amounts) -> bool:
+        return _fits(self.in_vc, need, self.limits[0]) and _fits(self.everywhere, need, self.limits[1])
+
+    def never(self, need: Amounts) -> bool:
+        return not (_fits([0, 0, 0], need, self.limits[0]) and _fits([0, 0, 0], need, self.limits[1]))
 
 
 def expected_starts(
@@ -118,22 +132,22 @@ def expected_starts(
 ) -> dict[int, float | None]:
     """When each job of the VC's queue (in its order) is expected to start, epoch seconds; None
     when unknown. A waiting job waits for something to end: its start is one of the moments a
-    running job (or one ahead of it) reaches its limit, after `now` and not before the job ahead."""
-    holdings = _Holdings(running)
+    running job (or one ahead of it) reaches its limit, after `now` and not before the job ahead.
+    One sweep forward in time (the queue is strict): O((running + queue) log running)."""
+    sweep = _Sweep(vc_limit, cluster_limit)
+    sweep.hold_all(running)
     starts: dict[int, float | None] = {}
-    earliest = now
-    unknown = False
+    moment: float | None = now
     for depth, job in enumerate(queue):
-        never = not _fits([0, 0, 0], job.need, vc_limit) or not _fits([0, 0, 0], job.need, cluster_limit)
-        start = (
-            None
-            if unknown or never or depth >= ESTIMATED_DEPTH
-            else holdings.first_room(job.need, earliest - 1e-9 if earliest > now else now, vc_limit, cluster_limit)
-        )
-        starts[job.key] = start
-        if start is None:
-            unknown = True  # (the queue is strict: nothing behind an unknown start is known)
+        if moment is None or depth >= ESTIMATED_DEPTH or sweep.never(job.need):
+            moment = None  # (nothing behind an unknown start is known)
+            starts[job.key] = None
             continue
-        earliest = start
-        holdings.add(job.need, start + job.limit_s if job.limit_s is not None else None, True)
+        if moment <= now:  # (it waits although it may fit now: it waits for something to end)
+            moment = sweep.release_next()
+        while moment is not None and not sweep.room_for(job.need):
+            moment = sweep.release_next()
+        starts[job.key] = moment
+        if moment is not None:
+            sweep.hold(job.need, moment + job.limit_s if job.limit_s is not None else None, True)
     return starts

@@ -130,10 +130,12 @@ def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
 def _running(used_by_job: dict[int, Resources], now: float) -> list[tuple[str, Running]]:
     """(VC, its holding) of each running job, ending at its launch + time limit (None: no limit)."""
     found = []
-    rows = Job.objects.filter(pk__in=list(used_by_job), state=JobState.RUNNING).values_list(
+    rows = Job.objects.filter(state=JobState.RUNNING).values_list(
         "pk", "virtual_cluster__name", "launched_at", "time_limit_seconds"
     )
     for pk, vc, launched_at, limit in rows:
+        if pk not in used_by_job:  # (a Slurm VC's job: its nodes are not placement's)
+            continue
         ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
         found.append((vc, Running(_amounts(used_by_job[pk]), max(ends_at, now + 1) if ends_at else None, False)))
     return found
