@@ -31,3 +31,13 @@ def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
     # Behind a job with no time limit, the expected start is unknown.
     second = alice.get("/api/v2/jobs/alice~waits-too").json()["jobStatus"]
     assert (second["queuePosition"], second["expectedStartTime"]) == (2, None)
+
+
+def test_it_refuses_a_time_limit_over_the_vcs_maximum_naming_the_field(default_vc, submit_yaml):
+    default_vc.max_run_minutes = 60
+    default_vc.save(update_fields=["max_run_minutes"])
+    response = submit_yaml(v2_yaml("too-long", extra="extras:\n  maxRunTimeMinutes: 120\n"))
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "InvalidProtocolError"
+    assert "extras.maxRunTimeMinutes: asks for 2 h; its virtual cluster allows at most 1 h" in body["message"]
