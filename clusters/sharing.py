@@ -60,7 +60,7 @@ class Running:
 
     need: Amounts
     ends_at: float | None
-    in_vc: bool  # one of the VC's own (counts against its quota; every job counts in the cluster)
+    vc: str  # its VC (a job of the VC being estimated counts against its quota; every job in the cluster)
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,8 @@ class _Sweep:
     """What the VC and the cluster hold at the sweep's moment, and a heap of when each holding
     with a limit ends (held with no limit: for good)."""
 
-    def __init__(self, vc_limit: Amounts, cluster_limit: Amounts) -> None:
+    def __init__(self, vc: str, vc_limit: Amounts, cluster_limit: Amounts) -> None:
+        self.vc = vc
         self.limits = (vc_limit, cluster_limit)
         self.in_vc, self.everywhere = [0, 0, 0], [0, 0, 0]
         self.ends: list[tuple[float, int, Amounts, bool]] = []  # (end, tie-breaker, amounts, in the VC)
@@ -93,9 +94,9 @@ class _Sweep:
         """What runs now: the totals, and one heap of the ends built at once."""
         for i in range(3):
             self.everywhere[i] += sum(job.need[i] for job in running)
-            self.in_vc[i] += sum(job.need[i] for job in running if job.in_vc)
+            self.in_vc[i] += sum(job.need[i] for job in running if job.vc == self.vc)
         self.ends += [
-            (job.ends_at, next(self.order), job.need, job.in_vc) for job in running if job.ends_at is not None
+            (job.ends_at, next(self.order), job.need, job.vc == self.vc) for job in running if job.ends_at is not None
         ]
         heapq.heapify(self.ends)
 
@@ -128,13 +129,13 @@ class _Sweep:
 
 
 def expected_starts(
-    queue: list[Queued], running: list[Running], vc_limit: Amounts, cluster_limit: Amounts, now: float
+    vc: str, queue: list[Queued], running: list[Running], vc_limit: Amounts, cluster_limit: Amounts, now: float
 ) -> dict[int, float | None]:
-    """When each job of the VC's queue (in its order) is expected to start, epoch seconds; None
+    """When each job of VC `vc`'s queue (in its order) is expected to start, epoch seconds; None
     when unknown. A waiting job waits for something to end: its start is one of the moments a
     running job (or one ahead of it) reaches its limit, after `now` and not before the job ahead.
     One sweep forward in time (the queue is strict): O((running + queue) log running)."""
-    sweep = _Sweep(vc_limit, cluster_limit)
+    sweep = _Sweep(vc, vc_limit, cluster_limit)
     sweep.hold_all(running)
     starts: dict[int, float | None] = {}
     moment: float | None = now

@@ -32,8 +32,9 @@ class VcQueue(models.Model):
 
     vc = models.OneToOneField("clusters.VirtualCluster", on_delete=models.CASCADE, related_name="queue")
     job_ids = models.JSONField(default=list)  # the waiting jobs, first first
-    # Epoch seconds each is expected to start (same order); null: unknown (a job ahead of it, or
-    # one holding what it needs, has no time limit).
+    # Epoch seconds each is expected to start (same order, the head of the queue only:
+    # clusters.sharing.ESTIMATED_DEPTH); null or missing: unknown (a job ahead of it, or one
+    # holding what it needs, has no time limit).
     expected_starts = models.JSONField(default=list)
     updated_at = models.DateTimeField(auto_now=True)
 

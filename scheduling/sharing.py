@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from clusters.models import VirtualCluster
 from clusters.placement import JobRequest, PlacementResult, Resources, VcState
-from clusters.sharing import Held, Queued, Running, decayed_usage, expected_starts
+from clusters.sharing import ESTIMATED_DEPTH, Held, Queued, Running, decayed_usage, expected_starts
 from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
@@ -102,17 +102,17 @@ def record_queues(
     for key in result.placed:  # (holding from now on, for their limits)
         request = by_key[key]
         limit = limits.get(key)
-        running.append((request.vc, Running(_job_need(request), now + limit if limit else None, True)))
+        running.append(Running(_job_need(request), now + limit if limit else None, request.vc))
     cluster = _amounts(totals)
     rows = {row.vc_id: row for row in VcQueue.objects.all()}
     vc_ids = dict(VirtualCluster.objects.values_list("name", "pk"))
     for name, keys in result.queues.items():
         if name not in vcs or name not in vc_ids:
             continue
-        queue = [Queued(key, _job_need(by_key[key]), limits.get(key)) for key in keys]
-        mine = [Running(job.need, job.ends_at, vc == name) for vc, job in running]
-        starts = expected_starts(queue, mine, _amounts(vcs[name].limit), cluster, now)
-        expected = [None if (start := starts.get(key)) is None else round(start) for key in keys]
+        # (Only the head is estimated: the rest stay unknown.)
+        queue = [Queued(key, _job_need(by_key[key]), limits.get(key)) for key in keys[:ESTIMATED_DEPTH]]
+        starts = expected_starts(name, queue, running, _amounts(vcs[name].limit), cluster, now)
+        expected = [None if (start := starts.get(key)) is None else round(start) for key in keys[:ESTIMATED_DEPTH]]
         row = rows.get(vc_ids[name])
         if row is None:
             VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, expected_starts=expected)
@@ -127,8 +127,8 @@ def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
     return {vc_ids[name] for name in queues if name in vc_ids}
 
 
-def _running(used_by_job: dict[int, Resources], now: float) -> list[tuple[str, Running]]:
-    """(VC, its holding) of each running job, ending at its launch + time limit (None: no limit)."""
+def _running(used_by_job: dict[int, Resources], now: float) -> list[Running]:
+    """What each running job holds, until its launch + time limit (None: no limit)."""
     found = []
     rows = Job.objects.filter(state=JobState.RUNNING).values_list(
         "pk", "virtual_cluster__name", "launched_at", "time_limit_seconds"
@@ -137,7 +137,7 @@ def _running(used_by_job: dict[int, Resources], now: float) -> list[tuple[str, R
         if pk not in used_by_job:  # (a Slurm VC's job: its nodes are not placement's)
             continue
         ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
-        found.append((vc, Running(_amounts(used_by_job[pk]), max(ends_at, now + 1) if ends_at else None, False)))
+        found.append(Running(_amounts(used_by_job[pk]), max(ends_at, now + 1) if ends_at else None, vc))
     return found
 
 
