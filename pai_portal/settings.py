@@ -175,6 +175,9 @@ PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 # Transient failures are retried without charging the user, but not forever.
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
+# Fair share (a VC whose queue is fair-share): recent usage halves every this many hours (Slurm's
+# PriorityDecayHalfLife, 7 days there too).
+PAI_FAIR_SHARE_HALF_LIFE_HOURS = env_float("PAI_FAIR_SHARE_HALF_LIFE_HOURS", 168.0, minimum=0.01)
 # Containers of one job started at once (the engine serializes little of container start).
 PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
 # Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay

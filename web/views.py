@@ -29,6 +29,8 @@ from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
 from scheduling.admission import never_fits_reason
+from scheduling.sharing import queue_place
+from web.api.shapes import time_limit_status
 from web.api.throttles import SubmitThrottle
 from web.error_text import translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
@@ -331,6 +333,18 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         "events": events,
         "may_manage": may_manage,
         "attempts": attempt_rows(job, tasks) if may_manage else [],
+        **_sharing_context(job),
+    }
+
+
+def _sharing_context(job: Job) -> dict[str, Any]:
+    """The time limit and time left (API's maxRunTimeSeconds, timeLeftSeconds), and a waiting
+    job's place in its VC's queue and expected start."""
+    found = queue_place(job)
+    return {
+        "time_left": time_limit_status(job)["timeLeftSeconds"],
+        "queue_position": found[0] if found else None,
+        "expected_start": found[1] if found else None,
     }
 
 

@@ -62,6 +62,12 @@ def format_span(span: timedelta) -> str:
     return f"{seconds}s"
 
 
+@register.filter
+def seconds_span(seconds: int | None) -> str:
+    """A number of seconds as format_span writes spans (a time limit, the time left)."""
+    return "" if seconds is None else format_span(timedelta(seconds=seconds))
+
+
 # Times everywhere on the pages: to the second, with the time zone they are in.
 TIME_FORMAT = "Y-m-d H:i:s T"
 
