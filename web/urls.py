@@ -15,6 +15,7 @@ urlpatterns = [
     path("jobs/<str:full_name>/status.json", views.job_status, name="status"),
     path("jobs/<str:full_name>/log", views.job_log, name="log"),
     path("jobs/<str:full_name>/log/download", views.job_log_download, name="log-download"),
+    path("jobs/<str:full_name>/log/search", views.job_log_search, name="log-search"),
     path("jobs/<str:full_name>/stop/", views.job_stop, name="stop"),
     path("jobs/<str:full_name>/restart/", views.job_restart, name="restart"),
     path("jobs/<str:full_name>/clone/", views.job_clone, name="clone"),

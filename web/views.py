@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
-from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, stream_path
+from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
 from jobs.models import Job, JobState
 from jobs.protocol import JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
@@ -47,6 +47,7 @@ from web.templatetags.portal import state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024
+LOG_SEARCH_MAX_QUERY = 200
 MAX_DATABASE_ID = 2**63 - 1
 
 
@@ -399,6 +400,29 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
     response["X-Log-Start"] = str(window.start)
     response["X-Log-Size"] = str(window.size)
     return response
+
+
+@require_GET
+def job_log_search(request: HttpRequest, full_name: str) -> JsonResponse:
+    """The lines of one stream of one attempt's whole log that hold `?q=` (case-insensitive), with
+    their line numbers: the first PAI_LOG_SEARCH_MAX_MATCHES of them, and how many there are."""
+    job = _job_or_404(request, full_name)
+    source = _log_source_or_404(request, job)
+    query = request.GET.get("q", "").strip()
+    if not query or len(query) > LOG_SEARCH_MAX_QUERY:
+        message = _("q: say what to search for, in 1 to %(most)d characters.") % {"most": LOG_SEARCH_MAX_QUERY}
+        return JsonResponse({"code": "InvalidParametersError", "message": message, "field": "q"}, status=400)
+    limit = settings.PAI_LOG_SEARCH_MAX_MATCHES
+    found = search_log(job, stream_path(source.log_path, _log_stream(request)) if source else "", query, limit)
+    return JsonResponse(
+        {
+            "query": query,
+            "lines": found.lines,
+            "matched": found.matched,
+            "capped": found.capped,
+            "matches": [{"line": number, "text": text} for number, text in found.matches],
+        }
+    )
 
 
 @require_GET
