@@ -64,7 +64,7 @@ def portal(admin_user) -> dict[str, str]:
             state="WAITING" if number % 2 else "RUNNING",
             pending_reason=LONG_REASON if number % 2 else "",
         )
-    job = Job.objects.filter(state="RUNNING").first()
+    job = Job.objects.filter(state="RUNNING").earliest("id")
     return {
         "job list, 50 rows": "/?size=50",
         "profile": "/profile/",
