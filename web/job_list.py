@@ -8,13 +8,14 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import models
-from django.db.models import Count, F, OuterRef, Subquery
+from django.db import connection, models
+from django.db.models import Count, F, FloatField, OuterRef, Subquery
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Now
 
 from accounts.permissions import is_admin
 from jobs.actions import listed_jobs
-from jobs.models import JobState, Task
+from jobs.models import Job, JobState, Task
 
 # --- the job list's filters -------------------------------------------------------------------------
 
@@ -35,6 +36,9 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
 }
 # The first click on a column: counts and times biggest first, names from A.
 DESCENDING_FIRST = {"created", "tasks", "gpus", "duration", "retries"}
+# Sorts an index serves with the page's LIMIT; the others first sort the ids alone (a narrow sort:
+# at 100,000 jobs on SQLite 85 ms for GPUs instead of 512 ms sorting whole rows), then read the page.
+INDEXED_SORTS = {"created", "name"}
 SORTS = {key for column in SORT_COLUMNS for key in (column, f"-{column}")}
 
 
@@ -57,7 +61,14 @@ def with_sort_columns(jobs: Any, sort: str) -> Any:
         counted = Task.objects.filter(job=OuterRef("pk")).order_by().values("job").annotate(n=Count("id")).values("n")
         jobs = jobs.annotate(sort_tasks=Subquery(counted))
     elif column == "duration":
-        jobs = jobs.annotate(sort_duration=Coalesce("completed_at", Now()) - F("launched_at"))
+        if connection.vendor == "sqlite":
+            # SQLite's own date functions: Django's datetime arithmetic there calls into Python
+            # per row (1.3 s for 100,000 jobs; this takes a tenth of it).
+            table = Job._meta.db_table
+            days = f"julianday(COALESCE({table}.completed_at, 'now')) - julianday({table}.launched_at)"
+            jobs = jobs.annotate(sort_duration=RawSQL(days, (), output_field=FloatField()))  # noqa: S611  (no input)
+        else:
+            jobs = jobs.annotate(sort_duration=Coalesce("completed_at", Now()) - F("launched_at"))
     return jobs
 
 
@@ -203,11 +214,19 @@ class JobListQuery:
         last_page = max(1, -(-total // self.page_size))
         number = min(self.page_number, last_page)
         start = (number - 1) * self.page_size
-        rows = list(self.sorted(jobs)[start : start + self.page_size])
+        rows = self.page_rows(jobs, start)
         return ListPage(jobs=rows, number=number, size=self.page_size, total=total)
 
     def sorted(self, jobs: Any) -> Any:
         return with_sort_columns(jobs.defer(*LIST_DEFERRED), self.sort).order_by(*sort_order(self.sort))
+
+    def page_rows(self, jobs: Any, start: int) -> list[Any]:
+        if self.sort.lstrip("-") in INDEXED_SORTS:
+            return list(self.sorted(jobs)[start : start + self.page_size])
+        ordered = with_sort_columns(jobs.order_by(), self.sort).order_by(*sort_order(self.sort))
+        ids = list(ordered.values_list("pk", flat=True)[start : start + self.page_size])
+        found = {job.pk: job for job in jobs.defer(*LIST_DEFERRED).filter(pk__in=ids)}
+        return [found[pk] for pk in ids if pk in found]
 
     def all_rows(self) -> Any:
         """Every job the list's filters and state select, in its order (the CSV export)."""
