@@ -76,6 +76,17 @@ def test_it_searches_the_whole_log_and_numbers_the_lines(page, login, finished_j
     expect(page.locator("pre.log mark")).to_have_text(["12345"])
 
 
+def test_each_task_in_the_task_table_opens_its_own_log(page, login, finished_job):
+    job = finished_job(v2_yaml("pair", "echo I am task $PAI_TASK_INDEX", instances=2))
+    second = job.tasks.get(index=1)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("pre.log")).to_contain_text("I am task 0")
+    page.locator(f'.task-table [data-log-link="task:{second.pk}"]').click()
+    expect(page.locator("pre.log")).to_contain_text("I am task 1")
+    expect(page.locator("[data-log-source]")).to_have_value(f"task:{second.pk}")
+
+
 def test_it_shows_stdout_stderr_or_both_in_order(page, login, finished_job):
     job = finished_job(v2_yaml("streams", "echo out", "sleep 0.3", "echo err >&2", "sleep 0.3", "echo out-again"))
     login()
