@@ -153,6 +153,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 # Where the portal keeps its own files.
 PAI_LOG_DIR = env_path("PAI_LOG_DIR", VAR_DIR / "logs")
+# The job page's log search reads the whole log and shows at most this many matching lines.
+PAI_LOG_SEARCH_MAX_MATCHES = env_int("PAI_LOG_SEARCH_MAX_MATCHES", 1000, minimum=1)
 PAI_WORK_ROOT = env_path("PAI_WORK_ROOT", VAR_DIR / "work")
 PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
