@@ -113,6 +113,12 @@ EXIT_SPEC_TEXTS = frozenset(
         gettext_noop("The framework barrier failed because of a permanent error"),
         gettext_noop("Check the diagnostics: they name the storage and the node"),
         gettext_noop("Contact Cluster Admin to fix the storage or the node's client"),
+        gettext_noop(
+            "The job ran as long as its time limit allows (extras.maxRunTimeMinutes, or its virtual cluster's "
+            "default) and was ended"
+        ),
+        gettext_noop("Ask for a longer limit in extras.maxRunTimeMinutes (up to the virtual cluster's maximum)"),
+        gettext_noop("Save checkpoints and resume from the last one in a new job"),
     )
 )
 
@@ -145,4 +151,5 @@ EVENT_KINDS = {
     "job-retry": _("Job retried"),
     "restarted": _("Started again"),
     "slurm-submitted": _("Submitted to Slurm"),
+    "time-limit": _("Time limit reached"),
 }

@@ -57,6 +57,7 @@ class ExitCode(IntEnum):
     CONTAINER_START_FAILED = -1204
     GPU_DEVICE_NOT_FOUND = -1205
     STORAGE_MOUNT_FAILED = -1210  # the portal's own row: the node could not mount a storage
+    TIME_LIMIT_EXCEEDED = -1230  # the portal's own row: the job reached its time limit
     GPU_ECC_MAYBE = 128
     SIGINT = 130
     SIGQUIT = 131
