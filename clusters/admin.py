@@ -19,6 +19,10 @@ class VirtualClusterForm(forms.ModelForm):
             "share_percent",
             "slurm_partition",
             "allowed_users",
+            "queue_policy",
+            "user_gpu_limit",
+            "default_run_minutes",
+            "max_run_minutes",
             "default_priority_class",
             "max_priority_class",
             "crit_users",
@@ -35,6 +39,13 @@ class VirtualClusterForm(forms.ModelForm):
     def clean_max_priority_class(self) -> str:
         return str(self.cleaned_data.get("max_priority_class") or "crit")
 
+    def clean(self) -> dict:
+        cleaned = super().clean() or {}
+        default, maximum = cleaned.get("default_run_minutes"), cleaned.get("max_run_minutes")
+        if default and maximum and default > maximum:
+            self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
+        return cleaned
+
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
         partition: str = self.cleaned_data["slurm_partition"].strip()
@@ -49,7 +60,17 @@ class VirtualClusterForm(forms.ModelForm):
 @admin.register(VirtualCluster)
 class VirtualClusterAdmin(admin.ModelAdmin):
     form = VirtualClusterForm
-    list_display = ("name", "share_percent", "slurm_partition", "description", "job_count", "created_at")
+    list_display = (
+        "name",
+        "share_percent",
+        "slurm_partition",
+        "queue_policy",
+        "user_gpu_limit",
+        "max_run_minutes",
+        "description",
+        "job_count",
+        "created_at",
+    )
     search_fields = ("name", "description")
     filter_horizontal = ("allowed_users", "crit_users")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from clusters.placement import JobRequest, NodeState, PlacementResult, Resources, VcState, place
+from clusters.placement import JobRequest, NodeState, PlacementResult, Resources, VcState, place, queue_order
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,11 @@ def plan_preemptions(
         by_vc[other.vc].append(other)
     plans: dict[int, Preemption] = {}
     seen_vcs: set[str] = set()
-    for job in sorted(jobs, key=lambda job: (-job.priority, job.order, job.key)):
+    for job in sorted(jobs, key=queue_order):
         if job.key in placed.placed or job.key in placed.never_fits or job.vc in seen_vcs or job.vc not in vcs:
             continue
+        if placed.pending.get(job.key, "").startswith(f"user {job.user} holds "):
+            continue  # its owner's cap holds it, not the VC (the VC's later jobs went on past it)
         seen_vcs.add(job.vc)  # only a VC's first waiting job: the others wait behind it anyway
         plan = choose_victims(nodes, vcs[job.vc], job, by_vc.get(job.vc, []))
         if plan is not None:

@@ -20,9 +20,9 @@ from jobs import lifecycle
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
-from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
+from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
 from jobs.protocol.honoured import unsupported
-from jobs.protocol.images import image_registry_errors
+from jobs.protocol.images import image_reference_errors, image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
 from jobs.protocol.priority import (
     CLASS_FIELD,
@@ -134,6 +134,13 @@ def job_class(spec: NormalizedSpec, vc: VirtualCluster) -> str:
     return requested_class(spec) or vc.default_priority_class
 
 
+def time_limit(spec: NormalizedSpec, vc: VirtualCluster) -> timelimit.Resolved:
+    """The job's time limit: its own ask (extras.maxRunTimeMinutes) within its VC's maximum, else
+    the VC's default."""
+    asked = timelimit.asked_seconds(dict(spec.get("extras") or {}))
+    return timelimit.resolve(asked, vc.default_run_minutes, vc.max_run_minutes)
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
@@ -154,6 +161,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(unsupported(cfg.spec))
     errors.extend(priority_errors(user, vc, cfg, text))
     errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
+    errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
     errors.extend(
         image_registry_errors(
             cfg.spec,
@@ -164,6 +172,9 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     )
     if vc.slurm_partition:
         errors.extend(fixed_port_errors(cfg.spec))
+    limit = time_limit(cfg.spec, vc)
+    if limit.error:
+        errors.append((timelimit.FIELD, limit.error))
     if errors:
         raise JobConfigError(errors)
     return cfg, vc
@@ -185,6 +196,7 @@ def submit_job(user: Any, text: str) -> Job:
         priority_class=job_class(spec, vc),
         priority=class_number(job_class(spec, vc)),
         gpu_count=spec_totals(spec)[2],
+        time_limit_seconds=time_limit(spec, vc).seconds,
     )
     attach_new_keypair(job)
     try:

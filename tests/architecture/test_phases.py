@@ -20,6 +20,7 @@ PHASES = (
     "terminating",  # SIGTERM, the grace period, then the kill (stops and preemptions)
     "ending",  # a task ended: classify, decide, record (starts nothing)
     "stopping",  # stop requests
+    "time_limits",  # running jobs past their time limit ended
     "nodes",  # heartbeat and reconcile
     "starting",  # claimed tasks started (decides nothing)
     "preempting",  # preemptions begun after placement, preempted jobs requeued once their tasks are gone

@@ -79,7 +79,7 @@ def test_it_preempts_a_test_job_for_a_prod_job_which_saves_its_work_and_waits_ag
     assert (victim.retries_used, victim.transient_retries, victim.preemptions) == (0, 0, 1)
     assert "Preempted by job alice~urgent of VC default" in victim.pending_reason
     attempt = TaskAttempt.objects.get(job=victim)
-    assert (attempt.exit_code, attempt.user_exit_code) == (ExitCode.PREEMPTED, 7)
+    assert (attempt.exit_code, attempt.user_exit_code) == (ExitCode.PREEMPTED_FOR_CRITICAL_POD, 7)
     assert "preempted by job alice~urgent of VC default" in attempt.exit_diagnostics
     event = JobEvent.objects.get(job=victim, kind="preempted")
     assert "Preempted by job alice~urgent of VC default" in event.message
@@ -100,8 +100,8 @@ def test_it_preempts_a_gang_whole(default_vc, submit, run_until, scheduler):
     assert gang.state == JobState.WAITING
     # Both tasks had SIGTERM and ran their trap (exit 7), though one alone would have made room.
     assert sorted(TaskAttempt.objects.filter(job=gang).values_list("index", "exit_code", "user_exit_code")) == [
-        (0, ExitCode.PREEMPTED, 7),
-        (1, ExitCode.PREEMPTED, 7),
+        (0, ExitCode.PREEMPTED_FOR_CRITICAL_POD, 7),
+        (1, ExitCode.PREEMPTED_FOR_CRITICAL_POD, 7),
     ]
     stop_job(urgent, urgent.owner)
     run_until(urgent, JobState.STOPPED)
@@ -136,7 +136,7 @@ def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc,
     assert "ignored" in trace("stubborn")
     assert 1.5 <= took < 8, took  # the grace (2 s), then the kill
     attempt = TaskAttempt.objects.get(job=victim)
-    assert attempt.exit_code == ExitCode.PREEMPTED
+    assert attempt.exit_code == ExitCode.PREEMPTED_FOR_CRITICAL_POD
     run_until(urgent, JobState.RUNNING)
     stop_job(urgent, urgent.owner)
     run_until(urgent, JobState.STOPPED)

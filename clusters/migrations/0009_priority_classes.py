@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clusters', '0007_slurm_partitions'),
+        ('clusters', '0008_vc_time_limits_fair_share'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -13,7 +13,7 @@ def classes_from_numbers(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("jobs", "0008_job_tags_and_gpu_count"),
+        ("jobs", "0009_job_time_limit"),
     ]
 
     operations = [
