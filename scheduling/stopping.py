@@ -23,8 +23,10 @@ def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = 
     """True when a job began or finished stopping (its room is freed, or about to be)."""
     terminator = terminator or Terminator()
     jobs = list(
-        Job.objects.filter(execution_type=Job.ExecutionType.STOP, state__in=[JobState.WAITING, JobState.RUNNING])
-        | Job.objects.filter(state=JobState.STOPPING)
+        (
+            Job.objects.filter(execution_type=Job.ExecutionType.STOP, state__in=[JobState.WAITING, JobState.RUNNING])
+            | Job.objects.filter(state=JobState.STOPPING)
+        ).select_related("virtual_cluster")
     )
     info = classify(None, stopped=True)
     changed = False
@@ -38,7 +40,9 @@ def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = 
                 changed = True
             tasks = list(job.tasks.select_related("node"))
             codes: dict[int, int | None] = {}
-            if live(tasks):
+            # (A backend that places by itself ends its jobs its own way: Slurm's scancel sends
+            # SIGTERM, then SIGKILL after its KillWait.)
+            if live(tasks) and backends.owner(job.virtual_cluster) is None:
                 now = timezone.now()
                 if job.stop_deadline is None and (grace := grace_of(job)):
                     lifecycle.set_stop_deadline(job, now + timedelta(seconds=grace), grace)
