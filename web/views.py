@@ -83,6 +83,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         "states": JobState.values,
         "virtual_clusters": VirtualCluster.objects.values_list("name", flat=True),
+        "priority_classes": list(PRIORITY_CLASSES),
         "is_admin": query.is_admin,
         "show_owner": query.shows_everyone,
         "page_sizes": PAGE_SIZES,
