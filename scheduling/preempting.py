@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 from clusters.placement import JobRequest, NodeState, PlacementResult, VcState
@@ -39,6 +40,9 @@ def with_preempted_note(said: str, reason: str) -> str:
         return reason
     note = said.split("; ", 1)[0]
     return reason if reason.startswith(note) else f"{note}; {reason}"
+
+
+RUNNING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state")
 
 
 class Preempter:
@@ -83,13 +87,16 @@ class Preempter:
 
     def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:
         """The running jobs of these VCs that could make room: those below the VC's highest waiting
-        class, and those being ended already."""
+        class, and those being ended already (preempted, or stopping: their room is coming free)."""
+        lower = Q(priority__lt=max(top.values())) | Q(stop_deadline__isnull=False) | Q(state=JobState.STOPPING)
         rows = list(
-            Job.objects.filter(state=JobState.RUNNING, virtual_cluster__name__in=list(top)).values_list(
-                "pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline"
+            Job.objects.filter(
+                lower, state__in=[JobState.RUNNING, JobState.STOPPING], virtual_cluster__name__in=list(top)
+            ).values_list(
+                "pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state"
             )
         )
-        rows = [row for row in rows if row[2] < top[row[1]] or row[5] is not None]
+        rows = [row for row in rows if row[2] < top[row[1]] or row[5] is not None or row[6] == JobState.STOPPING]
         if not rows:
             return []
         specs = self.specs.get_many(row[0] for row in rows)
@@ -117,9 +124,9 @@ class Preempter:
                 priority=priority,
                 started=(launched or created).timestamp(),
                 holdings=holdings[pk],
-                terminating=deadline is not None,
+                terminating=deadline is not None or state == JobState.STOPPING,
             )
-            for pk, vc, priority, launched, created, deadline in rows
+            for pk, vc, priority, launched, created, deadline, state in rows
         ]
 
     def carry_out(self) -> bool:

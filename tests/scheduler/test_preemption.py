@@ -196,3 +196,20 @@ def test_it_requeues_a_preempted_job_once_across_a_restart_in_the_grace_period(
     assert urgent.job_attempt == 1 and urgent.tasks.get().attempt == 1  # started once
     stop_job(urgent, urgent.owner)
     wait_for(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.STOPPED)
+
+
+def test_it_waits_for_a_stopping_job_instead_of_preempting_another(default_vc, submit, run_until, scheduler):
+    stopping = submit(yaml_job("stubborn", STUBBORN, cpu=4, extra="extras:\n  gracePeriodSeconds: 3\n"))
+    other = submit(yaml_job("other", SAVES_ON_SIGTERM, cpu=3))
+    run_until(stopping, JobState.RUNNING)
+    run_until(other, JobState.RUNNING)
+    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    stop_job(stopping, stopping.owner)
+    wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
+    urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))  # fits once the stopping job is gone
+    run_until(urgent, JobState.RUNNING, timeout=15)
+    other.refresh_from_db()
+    assert (other.state, other.stop_deadline, other.preemptions) == (JobState.RUNNING, None, 0)
+    for job in (urgent, other):
+        stop_job(job, job.owner)
+        run_until(job, JobState.STOPPED)
