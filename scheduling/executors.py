@@ -232,16 +232,18 @@ class Lane:
         try:
             return future.result(timeout=wait)
         except FutureTimeout:
+            # (The lane's state stays as it is: a start is long work, a pull or a busy engine's
+            # create; whether the engine answers is for its other calls and the heartbeat to say.)
             with self._lock:
                 running = key in self._starts
                 if running:
                     self._abandoned.add(key)
-                    self.answering = False
-                    self.last_error = f"a start did not end within {wait:g} s"
             if not running:  # (it ended just now)
                 return future.result(timeout=0)
-            log.warning("%s: a start did not end within %g s; left to run on, then reconciled", self.label, wait)
-            raise StartPending(f"{self.silence()}; the task's start runs on") from None
+            raise StartPending(
+                f"{self.label}: the task's start did not end within {wait:g} s; it runs on, and the task is "
+                "adopted once it ends"
+            ) from None
 
     def starting(self) -> set[str]:
         """The task attempts (start_key) whose start runs now: reconcile leaves them alone."""
@@ -254,7 +256,8 @@ class Lane:
             if key in self._abandoned:  # nobody took its outcome: the next reconcile does
                 self._abandoned.discard(key)
                 self.missed_cleanup = True
-            self._answered("start", began, deadline, answered=answered, error=error)
+            if not answered or time.monotonic() - began <= deadline:  # (a late start says nothing)
+                self._answered("start", began, deadline, answered=answered, error=error)
 
 
 def _unreachable(exc: BaseException) -> bool:
