@@ -73,6 +73,31 @@
   });
   updateRemoveButtons();
 
+  // Secrets (and the registry password) are password inputs; Show reveals one while pressed.
+  form.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-reveal]");
+    if (!button) return;
+    const input = button.parentElement.querySelector("[data-secret-value]");
+    const shown = input.type === "password";
+    input.type = shown ? "text" : "password";
+    button.setAttribute("aria-pressed", String(shown));
+    button.textContent = shown ? button.dataset.hide : button.dataset.show;
+  });
+  const secretRows = form.querySelector("[data-secret-rows]");
+  form.querySelector("[data-add-secret]").addEventListener("click", () => {
+    const row = secretRows.querySelector("[data-secret-row]").cloneNode(true);
+    row.querySelectorAll("input").forEach((input) => {
+      input.value = "";
+    });
+    const value = row.querySelector("[data-secret-value]");
+    value.type = "password";
+    const reveal = row.querySelector("[data-reveal]");
+    reveal.setAttribute("aria-pressed", "false");
+    reveal.textContent = reveal.dataset.show;
+    secretRows.appendChild(row);
+    row.querySelector("input").focus();
+  });
+
   // Line numbers beside the config text; lines with errors are marked.
   const text = form.querySelector("#id_config_text");
   const gutter = form.querySelector("[data-gutter]");

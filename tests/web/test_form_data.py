@@ -38,7 +38,14 @@ CONFIG = {
 def post_of(data: JobFormData) -> QueryDict:
     query = QueryDict(mutable=True)
     for key, value in data.job.items():
-        query[key] = value
+        if key == "storages":
+            query.setlist(key, value.splitlines())
+        elif key in ("jobssh", "tensorboard"):
+            if value == "on":
+                query[key] = value  # an unticked checkbox is absent from a post
+        else:
+            query[key] = value
+    query["tools_shown"] = "1"
     for index, role in enumerate(data.roles):
         for key, value in role.items():
             query[f"roles-{index}-{key}"] = value
@@ -117,7 +124,7 @@ def test_it_reports_a_parameter_line_without_an_equals_sign():
     data = JobFormData.blank("alice")
     data.job["parameters"] = "lr=0.1\nsteps 100"
     assert form_input_errors(data) == {"parameters": ["Line 2 is not name=value."]}
-    assert form_to_config(data)["parameters"] == {"lr": "0.1"}
+    assert form_to_config(data)["parameters"] == {"lr": 0.1}
 
 
 def test_it_reports_a_port_without_a_count():
@@ -176,3 +183,147 @@ def test_it_finds_the_line_of_an_error_in_v1_json_text():
 def test_it_gives_no_line_when_the_text_does_not_parse():
     [error] = line_errors("{ nope", [("name", "required")])
     assert error.line is None
+
+
+# --- issue 36: Tools and Data, Other settings, secrets, types --------------------------------------
+
+FULL = {
+    "protocolVersion": 2,
+    "name": "everything",
+    "type": "job",
+    "jobRetryCount": 2,
+    "prerequisites": [
+        {
+            "name": "img",
+            "type": "dockerimage",
+            "uri": "registry.example.com/team/train:1",
+            "auth": {"username": "bot", "password": "<% $secrets.registry %>", "registryuri": "registry.example.com"},
+        }
+    ],
+    "parameters": {"steps": 100, "lr": 0.001, "tag": "007", "name": "run"},
+    "secrets": {"registry": "hunter2", "token": "abc"},
+    "taskRoles": {
+        "trainer": {
+            "instances": 1,
+            "dockerImage": "img",
+            "resourcePerInstance": {"cpu": 1, "memoryMB": 512, "gpu": 0},
+            "commands": ["python train.py"],
+        }
+    },
+    "defaults": {"virtualCluster": "default"},
+    "extras": {
+        "hivedScheduler": {"jobPriorityClass": "prod"},
+        "storages": [{"name": "team", "mountPath": "/data"}],
+        "jobStatusChangeNotification": {"failed": True},
+        "com.microsoft.pai.runtimeplugin": [
+            {
+                "plugin": "ssh",
+                "parameters": {
+                    "jobssh": False,
+                    "sshbarrier": True,
+                    "userssh": {"type": "custom", "value": "ssh-ed25519 AAAAC3Nza me@laptop"},
+                },
+            },
+            {"plugin": "tensorboard", "parameters": {"port": 11449, "logdir": {"path": "/mnt/tb"}}},
+        ],
+    },
+}
+
+
+def round_trip(config):
+    return JobFormData.from_post(post_of(config_to_form(config)))
+
+
+def test_it_round_trips_every_tools_and_data_setting_unchanged():
+    assert form_to_config(round_trip(FULL)) == FULL
+
+
+def test_it_round_trips_a_config_through_the_form_and_yaml_twice():
+    once = form_to_config(round_trip(FULL))
+    twice = form_to_config(round_trip(yaml.safe_load(config_to_yaml(once))))
+    assert twice == FULL
+
+
+def test_it_fills_the_tools_and_data_fields():
+    job = config_to_form(FULL).job
+    assert job["jobssh"] == ""
+    assert job["ssh_keys"] == "ssh-ed25519 AAAAC3Nza me@laptop"
+    assert (job["tensorboard"], job["tensorboard_logdir"]) == ("on", "/mnt/tb")
+    assert job["storages"] == "team"
+    assert (job["registry_username"], job["registry_uri"]) == ("bot", "registry.example.com")
+    assert job["priority"] == "prod"
+
+
+def test_it_keeps_numeric_parameters_numbers_and_text_text():
+    parameters = form_to_config(round_trip(FULL))["parameters"]
+    assert parameters == {"steps": 100, "lr": 0.001, "tag": "007", "name": "run"}
+    assert type(parameters["steps"]) is int and type(parameters["lr"]) is float
+
+
+def test_it_types_a_new_number_as_yaml_does():
+    data = JobFormData.blank("alice")
+    data.job["parameters"] = "steps=3\nlr=0.5\ntag=007\nflag=yes\nbig=1e3"
+    assert form_to_config(data)["parameters"] == {"steps": 3, "lr": 0.5, "tag": "007", "flag": "yes", "big": "1e3"}
+
+
+def test_it_shows_what_the_form_has_no_field_for_as_other_settings():
+    other = yaml.safe_load(round_trip(FULL).other_settings)
+    assert other["extras"]["jobStatusChangeNotification"] == {"failed": True}
+    assert other["extras"]["com.microsoft.pai.runtimeplugin"] == [{"plugin": "ssh", "parameters": {"sshbarrier": True}}]
+    assert "secrets" not in other and "parameters" not in other and "taskRoles" not in other
+
+
+def test_it_shows_no_other_settings_for_a_config_the_form_covers():
+    data = JobFormData.blank("alice")
+    assert config_to_form(form_to_config(data)).other_settings == ""
+
+
+def test_it_never_puts_secret_values_into_the_hidden_config():
+    hidden = round_trip(FULL).base_config_json
+    assert "hunter2" not in hidden and "abc" not in hidden
+    inline = dict(FULL, prerequisites=[dict(FULL["prerequisites"][0], auth={"username": "u", "password": "pa55"})])
+    assert "pa55" not in config_to_form(inline).base_config_json
+
+
+def test_it_writes_the_tools_a_fresh_form_turns_on():
+    data = JobFormData.blank("alice")
+    data.job.update(jobssh="", ssh_keys="ssh-ed25519 AAAA me", tensorboard="on", priority="crit", storages="team")
+    data.job.update(registry_username="bot", registry_password="pw", registry_uri="r.example.com")
+    config = form_to_config(data)
+    plugins = config["extras"]["com.microsoft.pai.runtimeplugin"]
+    assert plugins[0] == {
+        "plugin": "ssh",
+        "parameters": {"jobssh": False, "userssh": {"type": "custom", "value": "ssh-ed25519 AAAA me"}},
+    }
+    assert plugins[1] == {"plugin": "tensorboard", "parameters": {"logdir": {"path": "/mnt/tensorboard"}}}
+    assert config["extras"]["hivedScheduler"] == {"jobPriorityClass": "crit"}
+    assert config["extras"]["storages"] == [{"name": "team"}]
+    assert config["prerequisites"][0]["auth"] == {"username": "bot", "password": "pw", "registryuri": "r.example.com"}
+
+
+def test_a_fresh_form_adds_no_plugin_it_was_not_asked_for():
+    config = form_to_config(JobFormData.blank("alice"))
+    assert "extras" not in config
+
+
+def test_it_removes_tensorboard_and_storages_when_unticked():
+    data = round_trip(FULL)
+    data.job.update(tensorboard="", storages="")
+    extras = form_to_config(data)["extras"]
+    assert [p["plugin"] for p in extras["com.microsoft.pai.runtimeplugin"]] == ["ssh"]
+    assert "storages" not in extras
+
+
+def test_it_reads_secrets_from_their_rows():
+    query = post_of(JobFormData.blank("alice"))
+    query.setlist("secret_name", ["token", "", "pin"])
+    query.setlist("secret_value", ["abc", "", "0042"])
+    assert form_to_config(JobFormData.from_post(query))["secrets"] == {"token": "abc", "pin": "0042"}
+
+
+def test_it_reports_a_secret_value_without_a_name_without_quoting_it():
+    query = post_of(JobFormData.blank("alice"))
+    query.setlist("secret_name", [""])
+    query.setlist("secret_value", ["hunter2"])
+    errors = form_input_errors(JobFormData.from_post(query))
+    assert errors == {"secrets": ["Secret 1 has no name."]}
