@@ -201,3 +201,11 @@ def test_it_shows_the_jobs_tags(alice_client, user, make_job):
         job.tags.create(name=name)
     page = alice_client.get("/jobs/alice~tagged/").content.decode()
     assert '<dd data-job-tags><span class="tag">nightly</span> <span class="tag">resnet</span></dd>' in page
+
+
+def test_it_says_no_samples_were_recorded_on_an_ended_job_without_samples(alice_client, user, make_job):
+    make_job(user, "quick", state="SUCCEEDED", completed_at=timezone.now())
+    page = alice_client.get("/jobs/alice~quick/").content.decode()
+    ended = page.split("data-usage-empty-ended", 1)[1].split(">", 1)
+    assert "hidden" not in ended[0] and ended[1].startswith("No samples were recorded")
+    assert "data-usage-empty-live hidden" in page
