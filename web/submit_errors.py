@@ -51,6 +51,8 @@ JOB_PATH_FIELDS = {
     "virtualCluster": "virtual_cluster",
     "extras.gpuType": "gpu_type",
     "gpuType": "gpu_type",
+    "extras.hivedScheduler.jobPriorityClass": "priority",
+    "extras.storages": "storages",
     "prerequisites": "image",
     "image": "image",
     "parameters": "parameters",
@@ -65,8 +67,10 @@ JOB_FIELD_LABELS = {
     "gpu_type": _("GPU type"),
     "image": _("Docker image"),
     "job_retry_count": _("Retry count"),
+    "priority": _("Priority"),
     "parameters": _("Parameters"),
     "secrets": _("Secrets"),
+    "storages": _("Team storage"),
 }
 ROLE_FIELD_LABELS = {
     "name": _("Task role name"),

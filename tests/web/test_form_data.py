@@ -1,5 +1,7 @@
 """The Submit page's form <-> v2 config conversion and where errors are shown (no database)."""
 
+from typing import Any
+
 import yaml
 from django.http import QueryDict
 
@@ -187,7 +189,7 @@ def test_it_gives_no_line_when_the_text_does_not_parse():
 
 # --- issue 36: Tools and Data, Other settings, secrets, types --------------------------------------
 
-FULL = {
+FULL: dict[str, Any] = {
     "protocolVersion": 2,
     "name": "everything",
     "type": "job",
@@ -327,3 +329,8 @@ def test_it_reports_a_secret_value_without_a_name_without_quoting_it():
     query.setlist("secret_value", ["hunter2"])
     errors = form_input_errors(JobFormData.from_post(query))
     assert errors == {"secrets": ["Secret 1 has no name."]}
+
+
+def test_it_maps_storage_and_priority_errors_to_their_fields():
+    assert form_field_for("extras.storages[0].name", ["worker"]) == "storages"
+    assert form_field_for("extras.hivedScheduler.jobPriorityClass", ["worker"]) == "priority"

@@ -295,3 +295,10 @@ def test_it_submits_the_tools_and_data_of_the_form(alice_client):
     plugins = spec["extras"]["com.microsoft.pai.runtimeplugin"]
     assert {"plugin": "ssh", "parameters": {"jobssh": False}} in plugins
     assert any(p["plugin"] == "tensorboard" for p in plugins)
+
+
+def test_it_shows_an_unknown_team_storage_beside_the_storage_field(alice_client):
+    response = alice_client.post("/submit/", form_post(tools_shown="1", jobssh="on", storages="nowhere"))
+    assert response.status_code == 400
+    assert response.context["job_errors"]["storages"]
+    assert 'id="id_storages" aria-invalid="true"' in response.content.decode()
