@@ -28,7 +28,7 @@ from django.utils.translation import gettext_lazy as _
 from jobs.protocol import JobConfigError
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
-from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN, storage_requests
+from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
 
 MAX_CONFIG_FILE_BYTES = 512 * 1024
 CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -554,14 +554,25 @@ def _tools_of(extras: dict[str, Any]) -> dict[str, str]:
     tensorboard = _plugin(plugins, "tensorboard")
     logdirs = _dict(_dict((tensorboard or {}).get("parameters")).get("logdir"))
     logdir = ", ".join(path if name.startswith("path") else f"{name}:{path}" for name, path in logdirs.items())
-    requests = storage_requests({"extras": extras})  # type: ignore[typeddict-item]
     return {
         "jobssh": "" if jobssh is False or _text(jobssh).strip().lower() in ("false", "0", "no", "off") else "on",
         "ssh_keys": "\n".join(_text(k) for k in keys) if isinstance(keys, list) else _text(keys),
         "tensorboard": "on" if tensorboard is not None else "",
         "tensorboard_logdir": logdir if tensorboard is not None else "",
-        "storages": "\n".join(request.name for request in requests.named),
+        "storages": "\n".join(_storage_names(extras, plugins)),
     }
+
+
+def _storage_names(extras: dict[str, Any], plugins: list[Any]) -> list[str]:
+    """The storages a config names, read as jobs.protocol.storages does (`extras.storages` wins
+    over the teamwise_storage plugin), on a config not validated yet: what is not a name is left
+    to the protocol to report."""
+    if extras.get("storages") is not None:
+        items = _list(extras.get("storages"))
+        return [item["name"].strip() for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)]
+    teamwise = _plugin(plugins, TEAMWISE_STORAGE_PLUGIN) or {}
+    names = _list(_dict(teamwise.get("parameters")).get("storageConfigNames"))
+    return [name.strip() for name in names if isinstance(name, str) and name.strip()]
 
 
 def _registry_auth_of(image: dict[str, Any]) -> dict[str, str]:
@@ -633,14 +644,17 @@ def other_settings(config: dict[str, Any]) -> dict[str, Any]:
     plugins = []
     for plugin in _plugins(extras):
         name = plugin.get("plugin") if isinstance(plugin, dict) else None
-        if name in ("tensorboard", TEAMWISE_STORAGE_PLUGIN):
-            continue
-        if name == "ssh":
-            parameters = _without(_dict(plugin.get("parameters")), {"jobssh": None, "userssh": None})
-            beside = _without(plugin, {"plugin": None, "parameters": None, "jobssh": None, "userssh": None})
-            if not parameters and not beside:
+        # What a field shows: ssh's jobssh and userssh, tensorboard's logdir, the storages named.
+        shown = {"ssh": ("jobssh", "userssh"), "tensorboard": ("logdir",), TEAMWISE_STORAGE_PLUGIN: ()}.get(name)
+        if shown is not None:
+            if name == TEAMWISE_STORAGE_PLUGIN and _storage_names({}, [plugin]):
+                shown = ("storageConfigNames",)  # an empty list (the user's default storages) stays shown
+            owned: dict[str, Any] = dict.fromkeys(shown)
+            parameters = _without(_dict(plugin.get("parameters")), owned)
+            beside = _without(plugin, {"plugin": None, "parameters": None, **owned})
+            if not parameters and not beside and (name != TEAMWISE_STORAGE_PLUGIN or shown):
                 continue
-            plugin = {"plugin": "ssh", **beside, **({"parameters": parameters} if parameters else {})}
+            plugin = {"plugin": name, **beside, **({"parameters": parameters} if parameters else {})}
         plugins.append(plugin)
     if RUNTIME_PLUGINS in extras:
         extras = {**extras}

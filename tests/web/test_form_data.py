@@ -271,7 +271,10 @@ def test_it_types_a_new_number_as_yaml_does():
 def test_it_shows_what_the_form_has_no_field_for_as_other_settings():
     other = yaml.safe_load(round_trip(FULL).other_settings)
     assert other["extras"]["jobStatusChangeNotification"] == {"failed": True}
-    assert other["extras"]["com.microsoft.pai.runtimeplugin"] == [{"plugin": "ssh", "parameters": {"sshbarrier": True}}]
+    assert other["extras"]["com.microsoft.pai.runtimeplugin"] == [
+        {"plugin": "ssh", "parameters": {"sshbarrier": True}},
+        {"plugin": "tensorboard", "parameters": {"port": 11449}},
+    ]
     assert "secrets" not in other and "parameters" not in other and "taskRoles" not in other
 
 
@@ -334,3 +337,34 @@ def test_it_reports_a_secret_value_without_a_name_without_quoting_it():
 def test_it_maps_storage_and_priority_errors_to_their_fields():
     assert form_field_for("extras.storages[0].name", ["worker"]) == "storages"
     assert form_field_for("extras.hivedScheduler.jobPriorityClass", ["worker"]) == "priority"
+
+
+def test_it_shows_plugin_settings_no_field_covers():
+    config = dict(
+        FULL,
+        extras={
+            "com.microsoft.pai.runtimeplugin": [
+                {"plugin": "tensorboard", "parameters": {"port": 11449, "logdir": {"path": "/mnt/tb"}}},
+                {"plugin": "teamwise_storage", "parameters": {"storageConfigNames": []}},
+            ]
+        },
+    )
+    other = yaml.safe_load(config_to_form(config).other_settings)
+    assert other["extras"]["com.microsoft.pai.runtimeplugin"] == [
+        {"plugin": "tensorboard", "parameters": {"port": 11449}},
+        {"plugin": "teamwise_storage", "parameters": {"storageConfigNames": []}},  # the user's default storages
+    ]
+    assert form_to_config(round_trip(config))["extras"] == config["extras"]
+
+
+def test_it_shows_nothing_of_a_teamwise_plugin_whose_storages_are_ticked():
+    config = dict(
+        FULL,
+        extras={
+            "com.microsoft.pai.runtimeplugin": [
+                {"plugin": "teamwise_storage", "parameters": {"storageConfigNames": ["team"]}}
+            ]
+        },
+    )
+    assert config_to_form(config).job["storages"] == "team"
+    assert "extras" not in (yaml.safe_load(config_to_form(config).other_settings) or {})
