@@ -11,6 +11,7 @@ import yaml
 from playwright.sync_api import expect
 
 from jobs.models import Job
+from jobs.ssh import authorized_keys_for
 from tests.browser.pages import page_has_no_sideways_scroll, submit_button
 from tests.factories import default_image
 
@@ -130,3 +131,25 @@ def test_the_submit_page_with_tools_fits_a_phone(phone, login, user):
     phone.goto("/submit/")
     expect(phone.locator("[data-tools]")).to_be_visible()
     assert page_has_no_sideways_scroll(phone)
+
+
+def test_a_key_pair_made_in_the_browser_opens_the_job_and_never_reaches_the_server(page, login, user, tmp_path):
+    login()
+    page.goto("/submit/")
+    page.click("[data-generate-key]")
+    link = page.locator("[data-private-key-link]")
+    expect(link).to_be_visible()
+    public_line = page.locator("#id_ssh_keys").input_value()
+    assert public_line.startswith("ssh-ed25519 AAAA")
+    with page.expect_download() as download:
+        link.click()
+    saved = tmp_path / "id_ed25519_pai"
+    download.value.save_as(saved)
+    private = asyncssh.import_private_key(saved.read_text())
+    assert private.export_public_key("openssh").decode().split()[:2] == public_line.split()[:2]
+    page.fill("#id_name", "own-key")
+    submit_button(page, "form").click()
+    page.wait_for_url("**/jobs/alice~own-key/")
+    job = Job.objects.get(name="own-key")
+    assert public_line.split()[1] in authorized_keys_for(job)
+    assert "PRIVATE KEY" not in job.config_text
