@@ -454,8 +454,17 @@ def _role_to_config(role: dict[str, str], base: dict[str, Any], image_name: str)
     options = _dict(base.get("extraContainerOptions"))
     _set(options, "shmMB", _number(role.get("shm_mb", "")))
     _set(base, "extraContainerOptions", options)
-    base["commands"] = [line for line in role.get("command", "").splitlines() if line.strip()]
+    typed = [line for line in role.get("command", "").splitlines() if line.strip()]
+    before = base.get("commands")
+    if not (isinstance(before, list) and _command_lines(before) == typed):
+        # The text changed: one command per line. Unchanged, the commands stay as written (a
+        # block scalar's final newline, a command of several lines).
+        base["commands"] = typed
     return base
+
+
+def _command_lines(commands: list[Any]) -> list[str]:
+    return [line for line in "\n".join(_text(c) for c in commands).splitlines() if line.strip()]
 
 
 def _image_prerequisite_name(config: dict[str, Any]) -> str:
