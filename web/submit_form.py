@@ -311,7 +311,9 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     config["prerequisites"] = prerequisites
 
     _set(config, "parameters", _key_values(data.job.get("parameters", ""), config.get("parameters")))
-    _set(config, "secrets", _key_values(data.job.get("secrets", "")))
+    # Secrets stay the text typed: a secret is only ever substituted as text, and no page shows it.
+    secret_lines = _key_value_lines(data.job.get("secrets", ""))
+    _set(config, "secrets", {key: value for _n, key, value in secret_lines if key and value is not None})
 
     base_roles = list((config.get("taskRoles") or {}).values()) if isinstance(config.get("taskRoles"), dict) else []
     roles: dict[str, Any] = {}
@@ -653,6 +655,7 @@ def other_settings(config: dict[str, Any]) -> dict[str, Any]:
     plugins = []
     for plugin in _plugins(extras):
         name = plugin.get("plugin") if isinstance(plugin, dict) else None
+        name = name if isinstance(name, str) else ""  # not validated yet: `plugin: [1]` is kept, shown
         # What a field shows: ssh's jobssh and userssh, tensorboard's logdir, the storages named.
         shown = {"ssh": ("jobssh", "userssh"), "tensorboard": ("logdir",), TEAMWISE_STORAGE_PLUGIN: ()}.get(name)
         if shown is not None:

@@ -5,11 +5,13 @@ from typing import Any
 import pytest
 import yaml
 from django.http import QueryDict
+from hypothesis import given, settings
 
 from jobs.protocol import load
 from jobs.protocol.parsing import parse
 from tests.factories import default_image, v2_yaml
-from tests.protocol.conftest import example_files, example_ids
+from tests.protocol.conftest import as_v2_text, example_files, example_ids
+from tests.protocol.test_export import v2_configs
 from web.submit_errors import field_errors, form_field_for, line_errors
 from web.submit_form import JobFormData, config_to_form, config_to_yaml, form_input_errors, form_to_config
 
@@ -324,9 +326,9 @@ def test_it_removes_tensorboard_and_storages_when_unticked():
 
 def test_it_reads_secrets_from_their_rows():
     query = post_of(JobFormData.blank("alice"))
-    query.setlist("secret_name", ["token", "", "pin"])
-    query.setlist("secret_value", ["abc", "", "0042"])
-    assert form_to_config(JobFormData.from_post(query))["secrets"] == {"token": "abc", "pin": "0042"}
+    query.setlist("secret_name", ["token", "", "pin", "port"])
+    query.setlist("secret_value", ["abc", "", "0042", "22"])
+    assert form_to_config(JobFormData.from_post(query))["secrets"] == {"token": "abc", "pin": "0042", "port": "22"}
 
 
 def test_it_reports_a_secret_value_without_a_name_without_quoting_it():
@@ -383,3 +385,22 @@ def test_every_example_runs_the_same_after_a_trip_through_the_form_and_its_yaml(
     once = form_to_config(round_trip(doc))
     twice = form_to_config(round_trip(yaml.safe_load(config_to_yaml(once))))
     assert load(config_to_yaml(twice)).spec == load(text).spec
+
+
+@settings(max_examples=40, deadline=None)
+@given(v2_configs())
+def test_generated_v2_configs_run_the_same_after_a_trip_through_the_form(doc):
+    """Parameters of any YAML type, ports, completion thresholds, shm, extras: the same spec. A
+    secret travels as text in a password input (one line), and comes back as YAML types it."""
+    doc["secrets"] = {name: value.replace("\n", " ") for name, value in doc["secrets"].items()}
+    through_form = load(config_to_yaml(form_to_config(round_trip(yaml.safe_load(as_v2_text(doc)))))).spec
+    direct = load(as_v2_text(doc)).spec
+    as_text = {name: str(value) for name, value in (direct.get("secrets") or {}).items()}
+    assert {name: str(value) for name, value in (through_form.get("secrets") or {}).items()} == as_text
+    assert {**through_form, "secrets": None} == {**direct, "secrets": None}
+
+
+def test_it_shows_a_plugin_entry_it_cannot_read_as_it_is():
+    strange = [{"plugin": ["ssh"]}, None, 3]
+    config = dict(FULL, extras={"com.microsoft.pai.runtimeplugin": strange})
+    assert yaml.safe_load(config_to_form(config).other_settings)["extras"]["com.microsoft.pai.runtimeplugin"] == strange
