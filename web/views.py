@@ -27,7 +27,7 @@ from clusters.models import GpuType, VirtualCluster
 from jobs import actions
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, stream_path
 from jobs.models import Job, JobState
-from jobs.protocol import JobConfigError, editable_document, export, export_config, load
+from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
 from jobs.storage.configs import usable_storages
 from scheduling.admission import never_fits_reason
@@ -258,6 +258,8 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     # Secret values are never shown: the clone keeps the names and asks for the values again.
     data.job["secrets"] = "\n".join(f"{name}=" for name in (job.normalized.get("secrets") or {}))
     data.base_config.pop("secrets", None)
+    if data.job["registry_password"] == MASK:
+        data.job["registry_password"] = ""  # stored masked: typed again, like a secret
     return data
 
 

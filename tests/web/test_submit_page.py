@@ -302,3 +302,19 @@ def test_it_shows_an_unknown_team_storage_beside_the_storage_field(alice_client)
     assert response.status_code == 400
     assert response.context["job_errors"]["storages"]
     assert 'id="id_storages" aria-invalid="true"' in response.content.decode()
+
+
+def test_a_clone_asks_for_the_registry_password_again_beside_its_field(alice_client):
+    text = WITH_TOOLS.replace("IMAGE", default_image())
+    assert alice_client.post("/submit/", {"mode": "text", "action": "submit", "config_text": text}).status_code == 302
+    page = alice_client.get("/submit/?clone=alice~tooled")
+    assert page.context["form_data"].job["registry_password"] == ""
+    form = page.context["form_data"]
+    post = {key: value for key, value in form.job.items() if key != "secrets"}
+    post.update(mode="form", action="submit", tools_shown="1", base_config=form.base_config_json)
+    post.update(registry_password="******", secret_name="token", secret_value="x")
+    for index, role in enumerate(form.roles):
+        post.update({f"roles-{index}-{key}": value for key, value in role.items()})
+    response = alice_client.post("/submit/", post)
+    assert response.status_code == 400
+    assert "masked value" in response.context["job_errors"]["registry_password"][0]
