@@ -67,8 +67,6 @@ JOB_FIELDS = (
     "registry_password",
     "registry_uri",
 )
-# Checkboxes: an unticked one is absent from a post; the form says it is there with `tools_shown`.
-CHECKBOXES = ("jobssh", "tensorboard")
 UNSTRIPPED = ("parameters", "secrets", "ssh_keys", "registry_password")
 PRIORITY_CLASSES = ("crit", "prod", "test", "oppo")
 DEFAULT_TENSORBOARD_LOGDIR = "/mnt/tensorboard"
@@ -559,19 +557,31 @@ def _tools_of(extras: dict[str, Any]) -> dict[str, str]:
     ssh = _plugin(plugins, "ssh") or {}
     ssh_parameters = {k: v for k, v in ssh.items() if k not in ("plugin", "parameters")}
     ssh_parameters.update(_dict(ssh.get("parameters")))
-    jobssh = ssh_parameters.get("jobssh", True)
+    jobssh = _as_bool(ssh_parameters.get("jobssh"), default=True)
     userssh = ssh_parameters.get("userssh")
     keys = userssh.get("value") if isinstance(userssh, dict) else userssh
     tensorboard = _plugin(plugins, "tensorboard")
-    logdirs = _dict(_dict((tensorboard or {}).get("parameters")).get("logdir"))
-    logdir = ", ".join(path if name.startswith("path") else f"{name}:{path}" for name, path in logdirs.items())
+    logdirs = _dict((tensorboard or {}).get("parameters")).get("logdir")
+    if isinstance(logdirs, dict):
+        logdir = ", ".join(_text(p) if n.startswith("path") else f"{n}:{_text(p)}" for n, p in logdirs.items())
+    else:
+        logdir = _text(logdirs)
     return {
-        "jobssh": "" if jobssh is False or _text(jobssh).strip().lower() in ("false", "0", "no", "off") else "on",
+        "jobssh": "on" if jobssh else "",
         "ssh_keys": "\n".join(_text(k) for k in keys) if isinstance(keys, list) else _text(keys),
         "tensorboard": "on" if tensorboard is not None else "",
         "tensorboard_logdir": logdir if tensorboard is not None else "",
         "storages": "\n".join(_storage_names(extras, plugins)),
     }
+
+
+def _as_bool(value: Any, default: bool) -> bool:
+    """As the ssh runtime reads it (jobs.ssh.plugin): a text is true when it says so."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
 
 
 def _storage_names(extras: dict[str, Any], plugins: list[Any]) -> list[str]:

@@ -404,3 +404,16 @@ def test_it_shows_a_plugin_entry_it_cannot_read_as_it_is():
     strange = [{"plugin": ["ssh"]}, None, 3]
     config = dict(FULL, extras={"com.microsoft.pai.runtimeplugin": strange})
     assert yaml.safe_load(config_to_form(config).other_settings)["extras"]["com.microsoft.pai.runtimeplugin"] == strange
+
+
+@pytest.mark.parametrize(("jobssh", "ticked"), [(None, "on"), (False, ""), ("false", ""), ("off", ""), ("yes", "on")])
+def test_it_ticks_job_ssh_as_the_ssh_runtime_reads_it(jobssh, ticked):
+    plugin = {"plugin": "ssh", "parameters": {"jobssh": jobssh}}
+    assert config_to_form(dict(FULL, extras={"com.microsoft.pai.runtimeplugin": [plugin]})).job["jobssh"] == ticked
+
+
+def test_it_shows_a_tensorboard_logdir_written_as_text():
+    plugin = {"plugin": "tensorboard", "parameters": {"logdir": "/mnt/logs"}}
+    config = dict(FULL, extras={"com.microsoft.pai.runtimeplugin": [plugin]})
+    assert config_to_form(config).job["tensorboard_logdir"] == "/mnt/logs"
+    assert form_to_config(round_trip(config))["extras"] == config["extras"]
