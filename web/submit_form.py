@@ -304,7 +304,8 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     if image is None:
         image = {"name": image_name, "type": "dockerimage"}
         prerequisites.insert(0, image)
-    image["uri"] = data.job.get("image", "")
+    if _text(image.get("uri")).strip() != data.job.get("image", ""):  # unchanged: kept as written
+        image["uri"] = data.job.get("image", "")
     _registry_auth_to_config(image, data.job)
     config["prerequisites"] = prerequisites
 

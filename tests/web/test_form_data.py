@@ -387,7 +387,7 @@ def test_every_example_runs_the_same_after_a_trip_through_the_form_and_its_yaml(
     assert load(config_to_yaml(twice)).spec == load(text).spec
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(v2_configs())
 def test_generated_v2_configs_run_the_same_after_a_trip_through_the_form(doc):
     """Parameters of any YAML type, ports, completion thresholds, shm, extras: the same spec. A
