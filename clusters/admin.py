@@ -23,7 +23,21 @@ class VirtualClusterForm(forms.ModelForm):
             "user_gpu_limit",
             "default_run_minutes",
             "max_run_minutes",
+            "default_priority_class",
+            "max_priority_class",
+            "crit_users",
         )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("default_priority_class", "max_priority_class"):  # (left out: the model's default)
+            self.fields[name].required = False
+
+    def clean_default_priority_class(self) -> str:
+        return str(self.cleaned_data.get("default_priority_class") or "test")
+
+    def clean_max_priority_class(self) -> str:
+        return str(self.cleaned_data.get("max_priority_class") or "crit")
 
     def clean(self) -> dict:
         cleaned = super().clean() or {}
@@ -58,7 +72,7 @@ class VirtualClusterAdmin(admin.ModelAdmin):
         "created_at",
     )
     search_fields = ("name", "description")
-    filter_horizontal = ("allowed_users",)
+    filter_horizontal = ("allowed_users", "crit_users")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
         return super().get_queryset(request).annotate(job_total=Count("jobs"))

@@ -23,6 +23,10 @@ class GpuType(models.Model):
         return self.name
 
 
+# HiveD's classes, highest first (jobs.protocol.priority has their numbers).
+PRIORITY_CLASS_CHOICES = [("crit", "crit"), ("prod", "prod"), ("test", "test"), ("oppo", "oppo")]
+
+
 class VirtualCluster(models.Model):
     """A quota: a percentage share of the whole cluster (OpenPAI style)."""
 
@@ -59,6 +63,26 @@ class VirtualCluster(models.Model):
     )
     # Empty means every user may submit to this VC.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
+    # Priority classes (jobs.protocol.priority): the class of a job that names none, the highest a
+    # job may ask for, and who besides admins may use `crit`.
+    default_priority_class = models.CharField(
+        max_length=8,
+        choices=PRIORITY_CLASS_CHOICES,
+        default="test",
+        help_text="The class of a job that names none.",
+    )
+    max_priority_class = models.CharField(
+        max_length=8,
+        choices=PRIORITY_CLASS_CHOICES,
+        default="crit",
+        help_text="The highest class a job may ask for (crit: also only admins and the users named below).",
+    )
+    crit_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="crit_virtual_clusters",
+        help_text="Users besides admins who may submit `crit` jobs here (when the highest class allows it).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -74,6 +98,10 @@ class VirtualCluster(models.Model):
             return True
         allowed = self.allowed_users.all()
         return not allowed or any(member.pk == user.pk for member in allowed)
+
+    def may_use_crit(self, user) -> bool:
+        """`crit` jobs: admins, and the users this VC names for it."""
+        return is_admin(user) or self.crit_users.filter(pk=user.pk).exists()
 
 
 # Cookies ignore ports: tasks' ports on the portal's host name would receive its session cookie.

@@ -42,6 +42,19 @@ class Job(models.Model):
     # The secret values, encrypted at rest (jobs.crypto); only the executor sees them decrypted.
     secrets_encrypted = models.TextField(blank=True, default="")
     priority = models.IntegerField(default=0)
+    # The HiveD class the job runs as (jobs.protocol.priority): what it asked for, else its VC's
+    # default; `priority` is its number. Editable while the job waits.
+    priority_class = models.CharField(max_length=8, default="test")
+    # A graceful end under way (a Stop, or a preemption): its tasks had SIGTERM, and are killed at
+    # this time. Stored before the signal is sent, so a restarted scheduler keeps the deadline.
+    stop_deadline = models.DateTimeField(null=True, blank=True)
+    # Set while a preemption ends this job (it goes back to WAITING, free of charge); the job that
+    # needs its room.
+    preempted_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="preempting"
+    )
+    # Attempts ended by a preemption (the next attempt is told: PAI_JOB_RESUMED).
+    preemptions = models.PositiveIntegerField(default=0)
     # GPUs the spec asks for in all (OpenPAI's totalGpuNumber), a column so the list can sort by it.
     gpu_count = models.PositiveIntegerField(default=0)
 

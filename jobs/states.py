@@ -42,6 +42,7 @@ JOB_TRANSITIONS: dict[str, tuple[tuple[JobState, ...], JobState]] = {
     "succeed": ((JobState.RUNNING,), JobState.SUCCEEDED),
     "fail": ((JobState.RUNNING,), JobState.FAILED),
     "requeue_for_retry": ((JobState.RUNNING,), JobState.WAITING),
+    "requeue_preempted": ((JobState.RUNNING,), JobState.WAITING),
     "restart": (FINISHED_JOB_STATES, JobState.WAITING),
 }
 

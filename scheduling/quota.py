@@ -1,7 +1,7 @@
 """What the cluster holds right now: the one usage and quota computation.
 
 The scheduler (placement's inputs), the cluster page and the API all read it from here, so they
-never count differently. A task holds its resources while it is RUNNING in a RUNNING job. Reads
+never count differently. A task holds its resources while it is RUNNING in a RUNNING (or STOPPING) job. Reads
 the database and returns placement's plain values; placement itself never sees a model.
 """
 
@@ -136,10 +136,11 @@ class SpecCache:
 
 
 def holding_tasks() -> Any:
-    """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now."""
-    return Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING).values_list(
-        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name", "job__owner__username"
-    )
+    """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now (a
+    stopping job's too: its tasks are in their grace period until it is STOPPED)."""
+    return Task.objects.filter(
+        state=TaskState.RUNNING, node__isnull=False, job__state__in=[JobState.RUNNING, JobState.STOPPING]
+    ).values_list("node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name", "job__owner__username")
 
 
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:

@@ -120,6 +120,35 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
         {},
     ),
     (re.compile(r"(?P<path>.+): '\.\.' is not allowed in a path"), _("%(path)s: '..' is not allowed in a path"), {}),
+    # jobs.protocol.priority
+    (
+        re.compile(r"unknown priority class (?P<name>'[^']*') \(one of (?P<options>.+)\)"),
+        _("unknown priority class %(name)s (one of %(options)s)"),
+        {},
+    ),
+    (
+        re.compile(
+            r"(?P<name>'[^']*') is above the highest class virtual cluster (?P<vc>\"[^\"]*\") allows (?P<max>'[^']*')"
+        ),
+        _("%(name)s is above the highest class virtual cluster %(vc)s allows (%(max)s)"),
+        {},
+    ),
+    (
+        re.compile(r'only admins and the users virtual cluster (?P<vc>"[^"]*") names may use class "crit"'),
+        _('only admins and the users virtual cluster %(vc)s names may use class "crit"'),
+        {},
+    ),
+    (re.compile(r"must be one of (?P<options>crit, .+)"), _("must be one of %(options)s"), {}),
+    (
+        re.compile(r"must be a whole number of seconds, 0 or more"),
+        _("must be a whole number of seconds, 0 or more"),
+        {},
+    ),
+    (
+        re.compile(r"must be at most (?P<cap>\d+) \(the portal's PAI_MAX_GRACE_SECONDS\)"),
+        _("must be at most %(cap)s (the portal's PAI_MAX_GRACE_SECONDS)"),
+        {},
+    ),
 ]
 
 
@@ -280,6 +309,13 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         ),
     ),
 ]
+PREEMPTED_NOTE = re.compile(r"Preempted by job (?P<job>\S+) of VC (?P<vc>\S+)")
+PREEMPTED_BY_HIGHER = re.compile(r"Preempted by a job of a higher class")
+WAITING_TO_RUN_AGAIN = re.compile(r"waiting to run again\.")
+PREEMPTING = re.compile(
+    r'preempting job\(s\) (?P<jobs>.+) of VC (?P<vc>"[^"]*") \(a lower priority class\) to make room for its whole '
+    r"gang; it starts when they have ended \(their grace period at most\)"
+)
 WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
@@ -399,10 +435,31 @@ def _slurm_reason(part: str) -> str | None:
 
 def translate_reason(reason: str) -> str:
     """Why a job waits, in the active language where the shape is known (each part on its own)."""
-    return "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
+    note = ""
+    if reason.startswith("Preempted by ") and "; " in reason:  # (scheduling.preempting's note first)
+        first, reason = reason.split("; ", 1)
+        note = _reason_part(first) + "; "
+    if (preempting := PREEMPTING.fullmatch(reason)) is not None:
+        return (
+            note
+            + str(
+                _(
+                    "preempting job(s) %(jobs)s of VC %(vc)s (a lower priority class) to make room for its whole gang; "
+                    "it starts when they have ended (their grace period at most)"
+                )
+            )
+            % preempting.groupdict()
+        )
+    return note + "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
 
 
 def _reason_part(part: str) -> str:
+    if (preempted := PREEMPTED_NOTE.fullmatch(part)) is not None:
+        return str(_("Preempted by job %(job)s of VC %(vc)s")) % preempted.groupdict()
+    if PREEMPTED_BY_HIGHER.fullmatch(part):
+        return str(_("Preempted by a job of a higher class"))
+    if WAITING_TO_RUN_AGAIN.fullmatch(part):
+        return str(_("waiting to run again."))
     if (slurm := _slurm_reason(part)) is not None:
         return slurm
     behind = WAITING_BEHIND.fullmatch(part)

@@ -25,7 +25,7 @@ from django.http import QueryDict
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from jobs.protocol import JobConfigError
+from jobs.protocol import JobConfigError, priority
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
@@ -68,7 +68,7 @@ JOB_FIELDS = (
     "registry_uri",
 )
 UNSTRIPPED = ("parameters", "secrets", "ssh_keys", "registry_password")
-PRIORITY_CLASSES = ("crit", "prod", "test", "oppo")
+PRIORITY_CLASSES = tuple(priority.PRIORITY_CLASSES)  # HiveD's, highest first
 DEFAULT_TENSORBOARD_LOGDIR = "/mnt/tensorboard"
 ROLE_KEY = re.compile(r"^roles-(\d+)-(\w+)$")
 DEFAULT_COMMAND = "echo hello"

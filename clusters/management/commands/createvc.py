@@ -1,7 +1,8 @@
 """`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster.
 `createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's.
 Sharing inside the VC (each left as it was when not given; `none` clears a number):
-`--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`."""
+`--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`;
+priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`."""
 
 from decimal import Decimal, InvalidOperation
 
@@ -9,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Sum
 
-from clusters.models import VirtualCluster
+from clusters.models import PRIORITY_CLASS_CHOICES, VirtualCluster
 from clusters.slurm_nodes import PartitionError, check_partition
 
 # Option -> what it sets (VirtualCluster fields of the same name with underscores).
@@ -46,6 +47,10 @@ class Command(BaseCommand):
         )
         parser.add_argument("--description", default="")
         parser.add_argument("--users", default="", help="comma-separated users allowed (empty: everyone)")
+        classes = [name for name, _ in PRIORITY_CLASS_CHOICES]
+        parser.add_argument("--default-class", choices=classes, help="class of a job that names none (test)")
+        parser.add_argument("--max-class", choices=classes, help="highest class a job may ask for (crit)")
+        parser.add_argument("--crit-users", default=None, help="comma-separated users besides admins who may use crit")
         parser.add_argument(
             "--queue",
             choices=[choice.value for choice in VirtualCluster.QueuePolicy],
@@ -80,16 +85,24 @@ class Command(BaseCommand):
             )
         defaults = {"share_percent": share, "description": options["description"], "slurm_partition": partition}
         defaults.update(self._sharing(options))
+        for option, field in (("default_class", "default_priority_class"), ("max_class", "max_priority_class")):
+            if options.get(option):
+                defaults[field] = options[option]
         vc, created = VirtualCluster.objects.update_or_create(name=options["name"], defaults=defaults)
         if options["users"]:
-            users = [u.strip() for u in options["users"].split(",") if u.strip()]
-            found = list(get_user_model().objects.filter(username__in=users))
-            missing = set(users) - {u.get_username() for u in found}
-            if missing:
-                raise CommandError(f"--users: unknown user(s): {', '.join(sorted(missing))}")
-            vc.allowed_users.set(found)
+            vc.allowed_users.set(self._users(options["users"], "--users"))
+        if options.get("crit_users") is not None:
+            vc.crit_users.set(self._users(options["crit_users"], "--crit-users"))
         what = f"Slurm partition {partition}" if partition else f"{share}%"
         self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({what})")
+
+    def _users(self, names: str, option: str) -> list:
+        users = [u.strip() for u in names.split(",") if u.strip()]
+        found = list(get_user_model().objects.filter(username__in=users))
+        missing = set(users) - {u.get_username() for u in found}
+        if missing:
+            raise CommandError(f"{option}: unknown user(s): {', '.join(sorted(missing))}")
+        return found
 
     def _sharing(self, options: dict) -> dict:
         """The sharing fields the options name (others stay as they are)."""

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from jobs import actions
 from jobs.models import Job, JobState, JobTag
 from jobs.protocol import mask_config_text
-from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
 from web.api import links, shapes
 from web.api.auth import is_application_token

@@ -77,6 +77,24 @@ class ExecutionTypeView(APIView):
         return accepted(common.execute(request, common.find_job(request, full_name)))
 
 
+PRIORITY_REQUEST = inline_serializer(
+    "JobPriorityClass", {"value": serializers.ChoiceField(["crit", "prod", "test", "oppo"])}
+)
+
+
+class JobPriorityView(APIView):
+    """`PUT /api/v2/jobs/<user>~<job>/jobPriority {"value": "prod"}`: a waiting job's priority
+    class (the owner and admins; checked against its VC as at submit)."""
+
+    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=PRIORITY_REQUEST, responses={200: TAG_DONE})
+    def put(self, request: Request, full_name: str) -> Response:
+        job = common.find_job(request, full_name)
+        common.check_may_act_on(request, job)
+        value = request.data.get("value") if hasattr(request.data, "get") else None
+        job = actions.change_priority_class(job, request.user, value)
+        return Response({"status": 200, "message": f"Job {full_name} now has priority class {job.priority_class}."})
+
+
 class JobConfigView(APIView):
     """The submitted config as text, every secret value replaced by `******`."""
 
