@@ -26,6 +26,7 @@ class VirtualClusterForm(forms.ModelForm):
             "default_priority_class",
             "max_priority_class",
             "crit_users",
+            "lends_idle_quota",
         )
 
     def __init__(self, *args, **kwargs) -> None:
@@ -45,6 +46,11 @@ class VirtualClusterForm(forms.ModelForm):
         if default and maximum and default > maximum:
             self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
         return cleaned
+
+    def clean_lends_idle_quota(self) -> bool:
+        if self.cleaned_data.get("lends_idle_quota") and (self.cleaned_data.get("slurm_partition") or "").strip():
+            raise forms.ValidationError(_("a Slurm VC never lends: Slurm places its jobs"))
+        return bool(self.cleaned_data.get("lends_idle_quota"))
 
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import F
@@ -21,6 +21,9 @@ from django.utils.translation import gettext_noop
 from jobs import notifications
 from jobs.models import Job, JobEvent, Task, TaskAttempt
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
+
+if TYPE_CHECKING:
+    from clusters.models import VirtualCluster
 
 
 @dataclass(frozen=True)
@@ -128,9 +131,12 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
 # ---- placing and starting ------------------------------------------------------------------
 
 
-def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[Task] | None:
+def claim_for_launch(
+    job: Job, placements: list[Placement], where: str, borrowed_from: VirtualCluster | None = None
+) -> list[Task] | None:
     """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
-    nodes; None if a stop or another scheduler got there first."""
+    nodes; None if a stop or another scheduler got there first. `borrowed_from`: the lending VC
+    whose idle quota it runs on (README "Borrowing and reclaim")."""
     from_states, to_state = _task_states("place_task")
     where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():
@@ -143,6 +149,7 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
             pending_reason="",
             stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
             preempted_by=None,
+            borrowed_from=borrowed_from,
         )
         if not claimed:
             return None
@@ -169,6 +176,15 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
         event(
             job.pk, "placed", gettext_noop("Placed %(count)d task(s) on %(where)s."), count=len(placements), where=where
         )
+        if borrowed_from is not None:
+            event(
+                job.pk,
+                "borrowed",
+                gettext_noop(
+                    "Running on VC %(vc)s's idle quota: preempted when that VC's own jobs need the room back."
+                ),
+                vc=borrowed_from.name,
+            )
     job.job_attempt += 1  # what the claim's F() expression made of it
     job.state = JobState.RUNNING
     return tasks
@@ -343,9 +359,10 @@ def set_stop_deadline(job: Job, deadline: datetime, grace_s: int) -> bool:
     return marked
 
 
-def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int) -> bool:
+def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int, *, reclaim: bool = False) -> bool:
     """A running job is to give its room to `by`: its tasks get SIGTERM, and are killed at
-    `deadline`. Stored first (the job stays RUNNING, holding its room, until they are gone)."""
+    `deadline`. Stored first (the job stays RUNNING, holding its room, until they are gone).
+    `reclaim`: it runs on `by`'s VC's quota borrowed, which that VC takes back."""
     with transaction.atomic():
         marked = (
             Job.objects.filter(
@@ -358,6 +375,11 @@ def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int) 
                 victim_id,
                 "preempted",
                 gettext_noop(
+                    "Preempted by job %(job)s of VC %(vc)s, which takes back the idle quota it lent: its tasks got "
+                    "SIGTERM and %(grace)s s to save their work."
+                )
+                if reclaim
+                else gettext_noop(
                     "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work."
                 ),
                 job=by.full_name,
@@ -388,6 +410,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             stop_deadline=None,
             pending_reason=f"Preempted by {who}; waiting to run again.",
             launched_at=None,
+            borrowed_from=None,
         )
         if not requeued:
             return False
@@ -525,6 +548,7 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             retries_used=F("retries_used") + (1 if charged else 0),
             transient_retries=F("transient_retries") + (0 if charged else 1),
             pending_reason="Waiting to be placed again for a retry.",
+            borrowed_from=None,
             launched_at=None,  # the next attempt's launch; the ended one's times are in its TaskAttempts
         )
         if not requeued:
