@@ -87,6 +87,7 @@ class VirtualCluster(models.Model):
     # may run on this VC's idle quota, and are preempted when its own jobs need the room back.
     # PAI_LEND_IDLE_QUOTA makes every VC lend. A Slurm VC never lends (Slurm places its jobs).
     lends_idle_quota = models.BooleanField(
+        _("lends its idle quota"),
         default=False,
         help_text=_(
             "Other VCs' borrowing jobs may run on this VC's idle quota; they are preempted when its own jobs "

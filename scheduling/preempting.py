@@ -89,8 +89,8 @@ class Preempter:
                 "its whole gang; it starts when they have ended (their grace period at most)"
             )
         return (
-            f'preempting job(s) {names} of VC "{plan.vc}" (a lower priority class, or borrowing its quota) to make '
-            "room for its whole gang; it starts when they have ended (their grace period at most)"
+            f'preempting job(s) {names} of VC "{plan.vc}" (a lower priority class) to make room for its whole '
+            "gang; it starts when they have ended (their grace period at most)"
         )
 
     def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:

@@ -160,6 +160,7 @@ EVENT_KINDS = {
     "restarted": _("Started again"),
     "priority-changed": _("Priority class changed"),
     "preempted": _("Preempted"),
+    "borrowed": _("On borrowed quota"),
     "requeued": _("Back in the queue"),
     "stopping": _("Stopping"),
     "slurm-submitted": _("Submitted to Slurm"),

@@ -48,19 +48,23 @@ def end(run_until, *jobs: Job) -> None:
 
 
 def test_it_runs_an_oppo_job_on_a_lending_vcs_idle_quota_and_reclaims_it_for_that_vcs_job(
-    vcs, submit, run_until, scheduler
+    vcs, submit, run_until, scheduler, client, user
 ):
     own = fill_a(submit, run_until)
     borrower = submit(yaml_job("stubborn", STUBBORN, cpu=3, extra=in_vc("a", "oppo", grace=2)))
     run_until(borrower, JobState.RUNNING)
     assert borrower.borrowed_from.name == "b"
     assert "Running on VC b's idle quota" in JobEvent.objects.get(job=borrower, kind="borrowed").message
+    client.force_login(user)
+    assert client.get(f"/api/v2/jobs/{borrower.full_name}").json()["jobStatus"]["borrowedFrom"] == "b"
+    assert 'data-job-borrowed="b"' in client.get(f"/jobs/{borrower.full_name}/").content.decode()
     wait_for(scheduler, lambda: trace("stubborn") == ["started"])
     # b's own job: b's quota (4 CPUs) holds only 1 beside the borrowed 3, so it takes them back.
     began = time.monotonic()
     owner = run_until(submit(yaml_job("owner-b", ["sleep 30"], cpu=4, extra=in_vc("b"))), JobState.RUNNING)
     took = time.monotonic() - began
     assert took < 2 + 3, took  # the borrower's grace (2 s: it ignores SIGTERM), then a pass (and slack)
+    print(f"owner job of the lender ran {took:.2f} s after its submit (grace 2 s)")
     borrower.refresh_from_db()
     assert (borrower.state, borrower.borrowed_from, borrower.retries_used, borrower.preemptions) == (
         JobState.WAITING,
