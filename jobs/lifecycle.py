@@ -149,6 +149,7 @@ def claim_for_launch(
             pending_reason="",
             stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
             preempted_by=None,
+            ending_at_time_limit=False,
             borrowed_from=borrowed_from,
         )
         if not claimed:
@@ -460,6 +461,7 @@ def finish_stopping(
             pending_reason="",
             stop_deadline=None,
             preempted_by=None,
+            ending_at_time_limit=False,
         )
         if stopped:
             event(job.pk, "stopped", gettext_noop("All tasks stopped."))
@@ -512,11 +514,38 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
     return done
 
 
-def end_at_time_limit(job: Job, exit_code: int, phrase: str, limit_text: str) -> bool:
-    """RUNNING -> FAILED (the `fail` transition) because the job reached its time limit: every
-    task still running is stopped with exit_code (-1230, `phrase`), which is also the job's."""
+def begin_time_limit_end(job: Job, deadline: datetime, grace_s: int, limit_text: str) -> bool:
+    """A running job reached its time limit: its tasks get SIGTERM and are killed at `deadline`
+    (as a Stop's); stored first. False when it is being ended already (a stop, a preemption)."""
     with transaction.atomic():
-        stop_tasks(job, exit_code)
+        marked = (
+            Job.objects.filter(pk=job.pk, state=JobState.RUNNING, stop_deadline__isnull=True).update(
+                stop_deadline=deadline, ending_at_time_limit=True, updated_at=timezone.now()
+            )
+            == 1
+        )
+        if marked:
+            event(
+                job.pk,
+                "time-limit-grace",
+                gettext_noop(
+                    "The job reached its time limit of %(limit)s: its tasks got SIGTERM and %(grace)s s to save "
+                    "their work."
+                ),
+                limit=limit_text,
+                grace=grace_s,
+            )
+    return marked
+
+
+def end_at_time_limit(
+    job: Job, exit_code: int, phrase: str, limit_text: str, user_codes: dict[int, int | None] | None = None
+) -> bool:
+    """RUNNING -> FAILED (the `fail` transition) because the job reached its time limit: every
+    task still running is stopped with exit_code (-1230, `phrase`), which is also the job's; each
+    attempt keeps what its own process exited with in its grace, where seen (`user_codes`)."""
+    with transaction.atomic():
+        stop_tasks(job, exit_code, user_codes=user_codes)
         done = _move_job(
             job.pk,
             "fail",
@@ -524,6 +553,8 @@ def end_at_time_limit(job: Job, exit_code: int, phrase: str, limit_text: str) ->
             user_exit_code=None,
             exit_diagnostics=f"{phrase}: the job reached its time limit of {limit_text} and was ended.",
             completed_at=timezone.now(),
+            stop_deadline=None,
+            ending_at_time_limit=False,
         )
         if done:
             event(
@@ -580,6 +611,7 @@ def restart(job: Job, by_name: str) -> None:
             completed_at=None,
             stop_deadline=None,
             preempted_by=None,
+            ending_at_time_limit=False,
         )
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")

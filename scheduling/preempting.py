@@ -159,7 +159,7 @@ class Preempter:
     def carry_out(self) -> bool:
         """Preempted jobs whose tasks have all ended, or whose grace is over: their tasks removed,
         the jobs back in the queue. True when any went back (their room is free)."""
-        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False))
+        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False, ending_at_time_limit=False))
         info = exit_info(ExitCode.PREEMPTED_FOR_CRITICAL_POD)
         now = timezone.now()
         changed = False

@@ -165,4 +165,5 @@ EVENT_KINDS = {
     "stopping": _("Stopping"),
     "slurm-submitted": _("Submitted to Slurm"),
     "time-limit": _("Time limit reached"),
+    "time-limit-grace": _("Time limit: grace period"),
 }
