@@ -35,6 +35,14 @@ def class_number(name: str) -> int:
     return PRIORITY_CLASSES.get(name, PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS])
 
 
+def slurm_nice(name: str) -> int:
+    """The `sbatch --nice` a job of this class gets on a Slurm VC: the higher the class, the lower
+    the nice (crit 0, prod 20, test 110, oppo 121), never negative, so no Slurm privilege or
+    configuration is needed (Slurm lets any user raise a job's nice). Slurm's multifactor priority
+    subtracts it from the job's priority; Slurm, not the portal, preempts there (its PreemptMode)."""
+    return PRIORITY_CLASSES["crit"] - class_number(name)
+
+
 def class_errors(name: str | None, field: str, *, vc: str, vc_max: str, may_use_crit: bool) -> list[FieldError]:
     """Why this user may not run a job of class `name` in this VC (empty: they may)."""
     if name is None:
