@@ -54,3 +54,13 @@ def test_it_refuses_a_lending_slurm_vc(db):
     VirtualCluster.objects.create(name="hpc", share_percent=0, slurm_partition="gpu")
     with pytest.raises(CommandError, match="--lends: a Slurm VC never lends"):
         call_command("createvc", "hpc", "--lends", "yes")
+
+
+def test_it_refuses_an_unknown_borrowing_class_at_start(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from pai_portal.env import env_choices
+
+    monkeypatch.setenv("PAI_BORROWING_CLASSES", "oppo,tset")
+    with pytest.raises(ImproperlyConfigured, match=r"'tset' is not one of crit, prod, test, oppo"):
+        env_choices("PAI_BORROWING_CLASSES", "oppo", ("crit", "prod", "test", "oppo"))
