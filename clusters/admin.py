@@ -1,12 +1,15 @@
 """Django admin for where jobs run: virtual clusters, GPU types, nodes and their GPUs."""
 
+from typing import Any
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 
 from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
+from clusters.shares import share_warnings
 from clusters.slurm_nodes import PartitionError, check_partition
 
 
@@ -35,6 +38,13 @@ class VirtualClusterAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
         return super().get_queryset(request).annotate(job_total=Count("jobs"))
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """Warn of each VC whose share gives it none of a resource (its jobs could never run)."""
+        if request.method == "GET":
+            for warning in share_warnings().values():
+                messages.warning(request, warning)
+        return super().changelist_view(request, extra_context)
 
     @admin.display(description=_("Jobs"), ordering="job_total")
     def job_count(self, vc: VirtualCluster) -> int:

@@ -2,12 +2,15 @@
 `createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's."""
 
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.db.models import Sum
 
 from clusters.models import VirtualCluster
+from clusters.shares import share_warnings
 from clusters.slurm_nodes import PartitionError, check_partition
 
 
@@ -44,19 +47,32 @@ class Command(BaseCommand):
                 f"warning: shares now add up to {(others or 0) + share}% (> 100%): lower another VC's share "
                 "(e.g. `createvc default --share ...`)"
             )
-        vc, created = VirtualCluster.objects.update_or_create(
-            name=options["name"],
-            defaults={"share_percent": share, "description": options["description"], "slurm_partition": partition},
-        )
-        if options["users"]:
-            users = [u.strip() for u in options["users"].split(",") if u.strip()]
-            found = list(get_user_model().objects.filter(username__in=users))
-            missing = set(users) - {u.get_username() for u in found}
-            if missing:
-                raise CommandError(f"--users: unknown user(s): {', '.join(sorted(missing))}")
-            vc.allowed_users.set(found)
+        # Every check before any change: an unknown user leaves no VC behind (open to everyone).
+        users = self._users(options["users"])
+        with transaction.atomic():
+            vc, created = VirtualCluster.objects.update_or_create(
+                name=options["name"],
+                defaults={"share_percent": share, "description": options["description"], "slurm_partition": partition},
+            )
+            if users is not None:
+                vc.allowed_users.set(users)
         what = f"Slurm partition {partition}" if partition else f"{share}%"
         self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({what})")
+        for warning in share_warnings().values():
+            self.stderr.write(f"warning: {warning}")
+
+    def _users(self, names: str) -> list[Any] | None:
+        wanted = [name.strip() for name in names.split(",") if name.strip()]
+        if not wanted:
+            return None
+        found = list(get_user_model().objects.filter(username__in=wanted))
+        missing = set(wanted) - {user.get_username() for user in found}
+        if missing:
+            raise CommandError(
+                f"--users: unknown user(s): {', '.join(sorted(missing))}. Nothing was changed: add the users first "
+                "(in /admin/, Users), then run createvc again."
+            )
+        return found
 
     def _check_partition(self, partition: str) -> None:
         """The partition must exist and answer; its nodes are shown at once (the scheduler keeps them fresh)."""
