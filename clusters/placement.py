@@ -141,6 +141,17 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     return result
 
 
+def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> dict[int, str]:
+    """Job key -> why it can never fit the cluster as it is, for the jobs that cannot: the
+    judgement `place` makes of each job first (the dashboard sorts waiting jobs by it without
+    placing them). With no schedulable node at all, no job is judged: they all wait for nodes."""
+    cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
+    if not cluster.nodes:
+        return {}  # nothing to judge by: every job waits for nodes to come back
+    reasons = {job.key: _never_fits(job, _Need.of(job), vcs, cluster) for job in jobs}
+    return {key: reason for key, reason in reasons.items() if reason}
+
+
 # ---- VC shares -----------------------------------------------------------------------------
 
 
