@@ -33,5 +33,11 @@ def test_every_message_has_a_chinese_translation():
 def test_the_compiled_catalog_holds_every_translation():
     with LOCALE.joinpath("django.mo").open("rb") as compiled:
         catalog = gettext.GNUTranslations(compiled)
-    missing = [msgid for msgid, _msgstr in po_entries() if "%" not in msgid and catalog.gettext(msgid) == msgid]
+    po = LOCALE.joinpath("django.po").read_text(encoding="utf-8")
+    contexts = {msgid: context for context, msgid in re.findall(r'^msgctxt "(.*)"\nmsgid "(.*)"$', po, re.M)}
+
+    def translated(msgid: str) -> str:
+        return catalog.pgettext(contexts[msgid], msgid) if msgid in contexts else catalog.gettext(msgid)
+
+    missing = [msgid for msgid, _msgstr in po_entries() if "%" not in msgid and translated(msgid) == msgid]
     assert [m for m in missing if m not in ("IP", "SSH", "API", "TensorBoard", "CPU")] == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as format_date
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
@@ -267,3 +268,36 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
 def pending_text(reason: str) -> str:
     """Why a job waits, in the page's language where its shape is known."""
     return translate_reason(reason)
+
+
+@register.simple_tag
+def chart_labels() -> str:
+    """The charts' words in the page's language, as JSON for `data-chart-labels` (charts.js,
+    dashboard.js and usage.js read it; `{name}` is a VC or GPU type, `{mb}` a limit)."""
+    return json.dumps(
+        {
+            "time": gettext("Time"),
+            "gpus": gettext("GPUs"),
+            "jobs": gettext("jobs"),
+            "cores": gettext("cores"),
+            "total": gettext("total"),
+            "limit": gettext("limit {mb} MB"),
+            "gpus_used": gettext("{name} GPUs used"),
+            "gpus_free": gettext("{name} GPUs free"),
+            "jobs_running": gettext("{name} jobs running"),
+            "jobs_waiting": gettext("{name} jobs waiting"),
+            "type_used": gettext("{name} used"),
+            "type_total": gettext("{name} total"),
+        },
+        ensure_ascii=False,
+    )
+
+
+# The `default` VC's description, as the first migration wrote it (clusters 0002).
+DEFAULT_VC_DESCRIPTION = gettext_noop("The whole cluster.")
+
+
+@register.filter
+def vc_description(text: str) -> str:
+    """A VC's description as its admin wrote it; the built-in `default` VC's in the page's language."""
+    return gettext(text) if text == DEFAULT_VC_DESCRIPTION else text
