@@ -8,6 +8,7 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 
+from accounts.admin_labels import label
 from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
 from clusters.shares import share_warnings
 from clusters.slurm_nodes import PartitionError, check_partition
@@ -32,9 +33,11 @@ class VirtualClusterForm(forms.ModelForm):
 @admin.register(VirtualCluster)
 class VirtualClusterAdmin(admin.ModelAdmin):
     form = VirtualClusterForm
-    list_display = ("name", "share_percent", "slurm_partition", "description", "job_count", "created_at")
+    list_display = ("name", "share_percent", "slurm_partition", "description_shown", "job_count", "created_at")
     search_fields = ("name", "description")
-    filter_horizontal = ("allowed_users",)
+    # A search box (select2, translated) rather than Django's two-box filter, whose words Django's
+    # zh_Hans lacks.
+    autocomplete_fields = ("allowed_users",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
         return super().get_queryset(request).annotate(job_total=Count("jobs"))
@@ -49,6 +52,10 @@ class VirtualClusterAdmin(admin.ModelAdmin):
     @admin.display(description=_("Jobs"), ordering="job_total")
     def job_count(self, vc: VirtualCluster) -> int:
         return getattr(vc, "job_total", 0)
+
+    @admin.display(description=_("Description"), ordering="description")
+    def description_shown(self, vc: VirtualCluster) -> str:
+        return vc.shown_description()
 
 
 @admin.register(GpuType)
@@ -90,4 +97,62 @@ class StorageConfigAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "server", "path", "task_path", "read_only", "is_default", "holds_user_areas")
     list_filter = ("kind", "read_only", "is_default")
     search_fields = ("name", "server", "path")
-    filter_horizontal = ("allowed_users", "virtual_clusters")
+    autocomplete_fields = ("allowed_users", "virtual_clusters")
+
+
+label(
+    VirtualCluster,
+    _("virtual cluster"),
+    _("virtual clusters"),
+    {
+        "name": _("Name"),
+        "description": _("Description"),
+        "share_percent": _("Share (%)"),
+        "slurm_partition": _("Slurm partition"),
+        "created_at": _("Created at"),
+        "allowed_users": _("Allowed users"),
+    },
+)
+label(GpuType, _("GPU type"), _("GPU types"), {"name": _("Name"), "description": _("Description")})
+label(Gpu, _("GPU"), _("GPUs"), {"node": _("Node"), "index": _("Index"), "gpu_type": _("GPU type")})
+label(
+    Node,
+    _("node"),
+    _("nodes"),
+    {
+        "name": _("Name"),
+        "address": _("Address"),
+        "executor": _("Executor"),
+        "docker_url": _("Docker URL"),
+        "cpus": _("CPUs"),
+        "memory_mb": _("Memory (MB)"),
+        "port_range_start": _("Port range start"),
+        "port_range_end": _("Port range end"),
+        "schedulable": _("Schedulable"),
+        "down_since": _("Down since"),
+        "down_reason": _("Down reason"),
+        "slurm_partition": _("Slurm partition"),
+        "slurm_state": _("Slurm state"),
+        "created_at": _("Created at"),
+    },
+)
+label(
+    StorageConfig,
+    _("storage"),
+    _("storages"),
+    {
+        "name": _("Name"),
+        "kind": _("Kind"),
+        "server": _("Server"),
+        "path": _("Path"),
+        "mount_options": _("Mount options"),
+        "mount_path": _("Mount path"),
+        "read_only": _("Read only"),
+        "per_user": _("Per user"),
+        "is_default": _("Default storage"),
+        "holds_user_areas": _("Holds the users' areas"),
+        "portal_path": _("Portal path"),
+        "allowed_users": _("Allowed users"),
+        "virtual_clusters": _("Virtual clusters"),
+    },
+)

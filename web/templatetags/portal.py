@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as format_date
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext, gettext_noop
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
@@ -291,13 +291,3 @@ def chart_labels() -> str:
         },
         ensure_ascii=False,
     )
-
-
-# The `default` VC's description, as the first migration wrote it (clusters 0002).
-DEFAULT_VC_DESCRIPTION = gettext_noop("The whole cluster.")
-
-
-@register.filter
-def vc_description(text: str) -> str:
-    """A VC's description as its admin wrote it; the built-in `default` VC's in the page's language."""
-    return gettext(text) if text == DEFAULT_VC_DESCRIPTION else text
