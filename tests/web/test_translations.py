@@ -2,7 +2,11 @@
 
 import gettext
 import re
+import shutil
+import subprocess
 from pathlib import Path
+
+from tests.conftest import require
 
 LOCALE = Path(__file__).resolve().parents[2] / "locale" / "zh_Hans" / "LC_MESSAGES"
 
@@ -41,3 +45,15 @@ def test_the_compiled_catalog_holds_every_translation():
 
     missing = [msgid for msgid, _msgstr in po_entries() if "%" not in msgid and translated(msgid) == msgid]
     assert [m for m in missing if m not in ("IP", "SSH", "API", "TensorBoard", "CPU", "GPU", "Docker URL")] == []
+
+
+def test_msgfmt_counts_no_untranslated_or_fuzzy_message():
+    require(shutil.which("msgfmt") is not None, "msgfmt (apt-get install gettext)")
+    result = subprocess.run(
+        ["msgfmt", "--statistics", "-o", "/dev/null", str(LOCALE / "django.po")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    statistics = result.stderr.strip().splitlines()[-1]
+    assert re.fullmatch(r"\d+ translated messages\.", statistics), statistics
