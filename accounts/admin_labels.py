@@ -8,12 +8,11 @@ of every app), while these runtime names are not (Django keeps the original for 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from django.utils.functional import Promise
 
-
-def label(model: Any, name: Promise, plural: Promise, fields: dict[str, Promise]) -> None:
+def label(model: Any, name: Any, plural: Any, fields: Mapping[str, Any]) -> None:
     """Give `model` its names and its fields their labels (lazy translations: each request's language)."""
     model._meta.verbose_name = name
     model._meta.verbose_name_plural = plural

@@ -246,10 +246,6 @@ class StorageConfig(models.Model):
             return self.portal_path
         return self.path if self.kind == self.Kind.HOST_PATH else ""
 
-    def shown_description(self) -> str:
-        """The description as its admin wrote it; the built-in `default` VC's in the active language."""
-        return gettext(self.description) if self.description == DEFAULT_VC_DESCRIPTION else self.description
-
     def is_open_to(self, user) -> bool:
         """Admins; everyone when it names neither users nor VCs; else its users and those of its VCs."""
         if is_admin(user):
