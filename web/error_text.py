@@ -439,3 +439,39 @@ def _reason_part(part: str) -> str:
                 values["what"] = str(COUNTED.get(values["what"], values["what"]))
             return str(template) % values if values else str(template)
     return part
+
+
+# --- exit diagnostics: the portal's own sentences (the executors', the stop's), by their shape --------
+# What an engine or a log said inside them stays as it was said.
+
+DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"stopped at the user's request\."), _("stopped at the user's request.")),
+    (
+        re.compile(r"killed: out of memory \(the task's limit is (?P<mb>\d+) MB, memoryMB\)"),
+        _("killed: out of memory (the task's limit is %(mb)s MB, memoryMB)"),
+    ),
+    (re.compile(r"the task's process is gone"), _("the task's process is gone")),
+    (
+        re.compile(r"the task's container (?P<id>\w+) is gone \(removed outside the portal\)"),
+        _("the task's container %(id)s is gone (removed outside the portal)"),
+    ),
+    (
+        re.compile(r"the task's container was created but never started"),
+        _("the task's container was created but never started"),
+    ),
+    (
+        re.compile(r"the node's Docker engine \((?P<url>[^)]*)\) does not answer: "),
+        _("the node's Docker engine (%(url)s) does not answer: "),
+    ),
+    (re.compile(r"Slurm: a node failed"), _("Slurm: a node failed")),
+    (re.compile(r"Slurm: the task ran out of memory"), _("Slurm: the task ran out of memory")),
+    (re.compile(r"Slurm preempted the job"), _("Slurm preempted the job")),
+    (re.compile(r"Slurm: the job reached its time limit"), _("Slurm: the job reached its time limit")),
+]
+
+
+def translate_diagnostics(text: str) -> str:
+    """Exit diagnostics with the portal's own sentences in the active language."""
+    for pattern, template in DIAGNOSTICS:
+        text = pattern.sub(lambda match, t=template: str(t) % match.groupdict() if match.groupdict() else str(t), text)
+    return text

@@ -21,7 +21,7 @@ from accounts.permissions import is_admin
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import translate_reason
+from web.error_text import translate_diagnostics, translate_reason
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 
 register = template.Library()
@@ -130,7 +130,8 @@ def diagnostics_text(text: str) -> str:
     for reason in sorted(EXIT_SPEC_TEXTS, key=len, reverse=True):
         if reason in text:
             text = text.replace(reason, gettext(reason))
-    return COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
+    text = COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
+    return translate_diagnostics(text)
 
 
 @register.filter
