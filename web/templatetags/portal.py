@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.dateformat import format as format_date
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
@@ -279,7 +279,7 @@ def chart_labels() -> str:
         {
             "time": gettext("Time"),
             "gpus": gettext("GPUs"),
-            "jobs": gettext("jobs"),
+            "jobs": pgettext("chart unit", "jobs"),
             "cores": gettext("cores"),
             "total": gettext("total"),
             "limit": gettext("limit {mb} MB"),
