@@ -240,6 +240,23 @@ _GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
 REASONS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"Waiting to be placed again for a retry\."), _("Waiting to be placed again for a retry.")),
     (re.compile(r"no schedulable node in the cluster"), _("no schedulable node in the cluster")),
+    (
+        re.compile(
+            r"user (?P<user>\S+) holds (?P<held>\d+) of the (?P<cap>\d+) GPUs one user may hold in VC "
+            r'(?P<vc>"[^"]*") at once, job needs (?P<need>\d+)'
+        ),
+        _(
+            "user %(user)s holds %(held)s of the %(cap)s GPUs one user may hold in VC %(vc)s at once, "
+            "job needs %(need)s"
+        ),
+    ),
+    (
+        re.compile(
+            r'one user may hold at most (?P<cap>\d+) GPUs in VC (?P<vc>"[^"]*") at once, job needs (?P<need>\d+) '
+            r"\(it can never fit\)"
+        ),
+        _("one user may hold at most %(cap)s GPUs in VC %(vc)s at once, job needs %(need)s (it can never fit)"),
+    ),
     (re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)"), _("node %(node)s is down (%(why)s)")),
     (
         re.compile(
@@ -304,7 +321,9 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         ),
     ),
 ]
-WAITING_BEHIND = re.compile(r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \(FIFO\): (?P<why>.+)')
+WAITING_BEHIND = re.compile(
+    r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
+)
 NODE_DOWN_NOTE = re.compile(r"; (?=node \S+ is down \()")
 
 
@@ -430,6 +449,8 @@ def _reason_part(part: str) -> str:
     behind = WAITING_BEHIND.fullmatch(part)
     if behind:
         values = {"job": behind["job"], "vc": behind["vc"], "why": _reason_part(behind["why"])}
+        if behind["order"] == "fair share":
+            return str(_("waiting behind job %(job)s, first in VC %(vc)s (fair share): %(why)s")) % values
         return str(_("waiting behind job %(job)s, first in VC %(vc)s (FIFO): %(why)s")) % values
     for pattern, template in REASONS:
         match = pattern.fullmatch(part)

@@ -62,6 +62,12 @@ EXIT_SPEC_TEXTS = frozenset(
         ),
         gettext_noop("Check the diagnostics: they name the storage and the node"),
         gettext_noop("Contact Cluster Admin to fix the storage or the node's client"),
+        gettext_noop(
+            "The job ran as long as its time limit allows (extras.maxRunTimeMinutes, or its virtual cluster's "
+            "default) and was ended"
+        ),
+        gettext_noop("Ask for a longer limit in extras.maxRunTimeMinutes (up to the virtual cluster's maximum)"),
+        gettext_noop("Save checkpoints and resume from the last one in a new job"),
     )
 )
 
@@ -94,6 +100,7 @@ EVENT_KINDS = {
     "job-retry": _("Job retried"),
     "restarted": _("Started again"),
     "slurm-submitted": _("Submitted to Slurm"),
+    "time-limit": _("Time limit reached"),
 }
 
 # Django's admin says these, and the zh_Hans it ships lacks them (Django 5.2): the portal's catalog

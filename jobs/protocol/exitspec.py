@@ -36,6 +36,7 @@ class ExitCode(IntEnum):
     START_COMMAND_NOT_FOUND = -1203
     CONTAINER_START_FAILED = -1204
     STORAGE_MOUNT_FAILED = -1210  # the portal's own row: the node could not mount a storage
+    TIME_LIMIT_EXCEEDED = -1230  # the portal's own row: the job reached its time limit
     SIGINT = 130
     SIGQUIT = 131
     SIGILL = 132

@@ -19,6 +19,7 @@ PHASES = (
     "guard",  # one job's exception fails that job alone
     "ending",  # a task ended: classify, decide, record (starts nothing)
     "stopping",  # stop requests
+    "time_limits",  # running jobs past their time limit ended
     "nodes",  # heartbeat and reconcile
     "starting",  # claimed tasks started (decides nothing)
     "placing",  # waiting jobs placed on the portal's nodes

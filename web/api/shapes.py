@@ -11,11 +11,13 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db.models import BigIntegerField, Func, QuerySet
+from django.utils import timezone
 
 from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
 from jobs.protocol.spec import NormalizedSpec
+from scheduling.sharing import queue_place
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -220,7 +222,26 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "appExitType": (exit_spec or {}).get("type"),
         "pendingReason": job.pending_reason or None,
         "virtualCluster": job.virtual_cluster.name,
+        **time_limit_status(job),
     }
+
+
+def time_limit_status(job: Job, now: datetime | None = None) -> dict[str, Any]:
+    """The portal's time limit (README "Sharing"): the limit, and while it runs the time left."""
+    limit = job.time_limit_seconds
+    left = None
+    if limit is not None and job.state == JobState.RUNNING and job.launched_at is not None:
+        elapsed = ((now or timezone.now()) - job.launched_at).total_seconds()
+        left = max(0, int(limit - elapsed))
+    return {"maxRunTimeSeconds": limit, "timeLeftSeconds": left}
+
+
+def queue_status(job: Job) -> dict[str, Any]:
+    """A waiting job's place in its VC's queue (1 = next) and its expected start (epoch ms; null
+    when unknown, as when running jobs have no time limit), as the scheduler last worked them out."""
+    found = queue_place(job)
+    position, start = found if found is not None else (None, None)
+    return {"queuePosition": position, "expectedStartTime": epoch_ms(start)}
 
 
 def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, Any]:
@@ -262,7 +283,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
         "debugId": str(job.pk),
         "tags": [tag.name for tag in job.tags.all()],
         "jobPriority": job_priority_class(job.normalized),
-        "jobStatus": job_status(job, tasks),
+        "jobStatus": {**job_status(job, tasks), **queue_status(job)},
         "taskRoles": roles,
     }
 
