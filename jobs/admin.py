@@ -210,6 +210,7 @@ label(
         "virtual_cluster": _("Virtual cluster"),
         "protocol_version": _("Protocol version"),
         "priority": _("Priority"),
+        "time_limit_seconds": _("Time limit (seconds)"),
         "gpu_count": _("GPUs"),
         "job_attempt": _("Job attempt"),
         "retries_used": _("Retries used"),

@@ -494,5 +494,12 @@ DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
 def translate_diagnostics(text: str) -> str:
     """Exit diagnostics with the portal's own sentences in the active language."""
     for pattern, template in DIAGNOSTICS:
-        text = pattern.sub(lambda match, t=template: str(t) % match.groupdict() if match.groupdict() else str(t), text)
+        text = pattern.sub(_shown_in(template), text)
     return text
+
+
+def _shown_in(template: Promise) -> Callable[[re.Match[str]], str]:
+    def shown(match: re.Match[str]) -> str:
+        return str(template) % match.groupdict() if match.groupdict() else str(template)
+
+    return shown

@@ -57,3 +57,23 @@ def test_msgfmt_counts_no_untranslated_or_fuzzy_message():
     )
     statistics = result.stderr.strip().splitlines()[-1]
     assert re.fullmatch(r"\d+ translated messages\.", statistics), statistics
+
+
+# Fields the admin never shows (secrets, the raw spec and config: shown masked by methods of their own).
+NEVER_SHOWN = {"config_text", "spec", "secrets_encrypted", "ssh_private_key_encrypted", "params"}
+
+
+def test_every_field_the_admin_shows_has_a_translatable_name():
+    from django.contrib import admin
+    from django.utils.functional import Promise
+
+    unnamed = [
+        f"{model._meta.label}.{field.name}"
+        for model in admin.site._registry
+        if model._meta.app_label in ("accounts", "clusters", "jobs", "scheduling")
+        for field in model._meta.get_fields()
+        if (field.concrete or (field.many_to_many and not field.auto_created))
+        and field.name not in NEVER_SHOWN | {"id"}
+        and not isinstance(getattr(field, "verbose_name", None), Promise)
+    ]
+    assert unnamed == []  # name it in the app's admin.py (accounts.admin_labels.label)
