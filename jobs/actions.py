@@ -21,7 +21,7 @@ from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
 from jobs.protocol.honoured import job_priority, unsupported
-from jobs.protocol.images import image_registry_errors
+from jobs.protocol.images import image_reference_errors, image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
@@ -123,6 +123,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
     errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))
+    errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
     errors.extend(
         image_registry_errors(
             cfg.spec,

@@ -221,8 +221,68 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
 ]
 
 
+# Why an image reference is refused (jobs.protocol.images.reference_error): each reason alone.
+IMAGE_REASONS: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"is empty"), _("is empty")),
+    (
+        re.compile(r"has a space in it; an image reference has none \(e\.g\. (?P<example>\S+)\)"),
+        _("has a space in it; an image reference has none (e.g. %(example)s)"),
+    ),
+    (
+        re.compile(r"has an invalid digest after @ \(it is algorithm:hex, e\.g\. sha256: and 64 hex digits\)"),
+        _("has an invalid digest after @ (it is algorithm:hex, e.g. sha256: and 64 hex digits)"),
+    ),
+    (
+        re.compile(
+            r"has an invalid tag (?P<tag>.+): a tag is up to 128 letters, digits, _ \. and -, not starting with \. or -"
+        ),
+        _("has an invalid tag %(tag)s: a tag is up to 128 letters, digits, _ . and -, not starting with . or -"),
+    ),
+    (re.compile(r"has a name longer than (?P<most>\d+) characters"), _("has a name longer than %(most)s characters")),
+    (re.compile(r"has an invalid registry host (?P<host>.+)"), _("has an invalid registry host %(host)s")),
+    (
+        re.compile(
+            r"starts with (?P<first>'[^']*'), which Docker would read as a registry's host name because it has "
+            r"capitals; repository names are lowercase \(e\.g\. (?P<example>\S+)\)"
+        ),
+        _(
+            "starts with %(first)s, which Docker would read as a registry's host name because it has capitals; "
+            "repository names are lowercase (e.g. %(example)s)"
+        ),
+    ),
+    (
+        re.compile(r"must be lowercase in its repository name \((?P<lower>\S+), not (?P<given>\S+)\)"),
+        _("must be lowercase in its repository name (%(lower)s, not %(given)s)"),
+    ),
+    (
+        re.compile(
+            r"has an invalid repository name part (?P<part>'[^']*'): lowercase letters and digits, "
+            r"separated by \. _ __ or -"
+        ),
+        _("has an invalid repository name part %(part)s: lowercase letters and digits, separated by . _ __ or -"),
+    ),
+]
+IMAGE_REFERENCE = re.compile(r"(?P<image>'.*') is not a valid image reference: (?P<why>.+)", re.DOTALL)
+
+
+def _image_reasons(text: str) -> str:
+    parts = []
+    for reason in text.split("; and it "):
+        for pattern, template in IMAGE_REASONS:
+            if match := pattern.fullmatch(reason):
+                reason = str(template) % match.groupdict() if match.groupdict() else str(template)
+                break
+        parts.append(reason)
+    return str(_("; and it ")).join(parts)
+
+
 def translate_error(message: str) -> str:
     """The message in the active language when its shape is known, else unchanged."""
+    if reference := IMAGE_REFERENCE.fullmatch(message):
+        return str(_("%(image)s is not a valid image reference: %(why)s")) % {
+            "image": reference["image"],
+            "why": _image_reasons(reference["why"]),
+        }
     for pattern, template, parts in MESSAGES:
         match = pattern.fullmatch(message)
         if match:

@@ -271,6 +271,12 @@ class DockerExecutor(Executor):
             storage_failure = self._storage_failure(launch, _explain(exc))
             if storage_failure is not None:
                 raise storage_failure from exc
+            if INVALID_REFERENCE in _explain(exc):  # the engine's own words, about the name alone
+                raise ExecutorError(
+                    f"image {launch.image!r} is not a valid image reference ({_explain(exc)}): correct the image "
+                    "in the job's config",
+                    Failure.IMAGE_NOT_FOUND,
+                ) from exc
             raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
         finally:
             with self._staging_lock:
@@ -805,6 +811,9 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
     return status
 
 
+# The engine refuses a malformed image name with this (a job submitted before the portal checked
+# references): the user's to fix, so exit 254 (never retried), not an unknown create failure.
+INVALID_REFERENCE = "invalid reference format"
 AUTH_SIGNS = ("unauthorized", "authentication required", "no basic auth", "denied")
 UNREACHABLE_SIGNS = ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout", "no route to host")
 NOT_FOUND_SIGNS = ("manifest unknown", "not found")

@@ -18,6 +18,7 @@ from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
 from jobs.protocol.spec import NormalizedSpec
 from scheduling.sharing import queue_place
+from web.fixes import fix_for
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -191,6 +192,25 @@ def container_ip(task: Task) -> str | None:
     return task.node.address if task.node_id and task.node else (task.ip or None)
 
 
+def exit_runtime_message(job: Job, trigger: Task | None) -> dict[str, Any] | None:
+    """OpenPAI's appExitMessages.runtime (its runtime's exit info, as its webportal reads it): the
+    code, the user's own exit code, the log line the exit spec matched and what to change
+    (`solution`, web.fixes); None while the job has not failed."""
+    if job.state != JobState.FAILED or job.exit_code is None:
+        return None
+    fix = fix_for(job)
+    row = spec_row(job.exit_code)
+    return {
+        "exitCode": job.exit_code,
+        "originalUserExitCode": job.user_exit_code,
+        "reason": row["reason"],
+        "matchedUserLogString": (fix.line or None) if fix else None,
+        "matchedPattern": (fix.pattern or None) if fix else None,
+        "solution": fix.what_to_change if fix else None,
+        "trigger": f"{trigger.role}-{trigger.index}" if trigger else None,
+    }
+
+
 def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
     trigger = _exit_trigger(tasks) if job.is_finished else None
     exit_spec = exit_spec_row(job.exit_code)
@@ -215,7 +235,11 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "appUserExitCode": job.user_exit_code,
         "appExitSpec": exit_spec,
         "appExitDiagnostics": job.exit_diagnostics or None,
-        "appExitMessages": {"container": None, "runtime": None, "launcher": job.exit_diagnostics or None},
+        "appExitMessages": {
+            "container": None,
+            "runtime": exit_runtime_message(job, trigger),
+            "launcher": job.exit_diagnostics or None,
+        },
         "appExitTriggerMessage": trigger.exit_diagnostics or None if trigger else None,
         "appExitTriggerTaskRoleName": trigger.role if trigger else None,
         "appExitTriggerTaskIndex": trigger.index if trigger else None,

@@ -18,7 +18,7 @@ from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
-from jobs.protocol.exitspec import spec_row
+from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 from jobs.protocol.spec import NormalizedSpec
 from web.error_text import translate_diagnostics, translate_reason
@@ -136,6 +136,7 @@ def diagnostics_text(text: str) -> str:
     for reason in sorted(EXIT_SPEC_TEXTS, key=len, reverse=True):
         if reason in text:
             text = text.replace(reason, gettext(reason))
+    text = text.replace(LOG_SAYS, gettext("; the log says: "))
     text = COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
     return translate_diagnostics(text)
 
