@@ -37,3 +37,9 @@ def test_it_leaves_english_diagnostics_as_they_were(settings):
         assert diagnostics_text("PAIRuntimeUserStop: stopped at the user's request.") == (
             "PAIRuntimeUserStop: stopped at the user's request."
         )
+
+
+def test_it_marks_the_quoted_log_line_as_the_logs_own():
+    with translation.override("zh-hans"):
+        shown = diagnostics_text("UserCommandExitWithError: User command is invalid; the log says: bash: <not found>")
+    assert shown.endswith('<span translate="no">bash: &lt;not found&gt;</span>')

@@ -132,13 +132,16 @@ COMMAND_EXIT = re.compile(r"\(the command exited with code (-?\d+)\)")
 @register.filter
 def diagnostics_text(text: str) -> str:
     """Exit diagnostics with the exit spec's own words translated; what an engine said stays as it
-    said it."""
+    said it, and the log line quoted after LOG_SAYS is marked as the log's (translate="no")."""
+    text, says, log_line = text.partition(LOG_SAYS)
     for reason in sorted(EXIT_SPEC_TEXTS, key=len, reverse=True):
         if reason in text:
             text = text.replace(reason, gettext(reason))
-    text = text.replace(LOG_SAYS, gettext("; the log says: "))
     text = COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
-    return translate_diagnostics(text)
+    text = translate_diagnostics(text)
+    if not says:
+        return text
+    return format_html('{}{}<span translate="no">{}</span>', text, gettext("; the log says: "), log_line)
 
 
 @register.filter
