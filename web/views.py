@@ -7,7 +7,7 @@ of jobs.actions, render.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from django import forms as django_forms
@@ -22,13 +22,15 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
 from jobs.models import Job, JobState
-from jobs.protocol import JobConfigError, editable_document, export, export_config, load
+from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
+from jobs.storage.configs import usable_storages
 from scheduling.admission import never_fits_reason
 from scheduling.sharing import queue_place
 from web.api.shapes import time_limit_status
@@ -39,6 +41,7 @@ from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
 from web.submit_errors import error_summary, field_errors, line_errors
 from web.submit_form import (
+    PRIORITY_CLASSES,
     ImportFileForm,
     JobFormData,
     config_to_form,
@@ -156,6 +159,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     ]
     vcs = VirtualCluster.objects.prefetch_related("allowed_users")
     open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
+    storages = usable_storages(request.user)
     context: dict[str, Any] = {
         "mode": "form",
         "form_data": data,
@@ -167,6 +171,10 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "config_text": "",
         "virtual_clusters": open_vcs,
         "gpu_types": list(GpuType.objects.values_list("name", flat=True)),
+        "priority_classes": PRIORITY_CLASSES,
+        "storages": storages,
+        "storage_names": [storage.name for storage in storages],
+        "profile_key_count": SshPublicKey.objects.filter(user=cast(Any, request.user)).count(),
         "file_form": ImportFileForm(),
         "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
     }
@@ -287,6 +295,8 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     # Secret values are never shown: the clone keeps the names and asks for the values again.
     data.job["secrets"] = "\n".join(f"{name}=" for name in (job.normalized.get("secrets") or {}))
     data.base_config.pop("secrets", None)
+    if data.job["registry_password"] == MASK:
+        data.job["registry_password"] = ""  # stored masked: typed again, like a secret
     return data
 
 

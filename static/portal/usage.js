@@ -7,7 +7,12 @@
   const MAX_TASK_LINES = 8; // more tasks: the summed line only
   let finished = section.dataset.finished === "true";
   const WORDS = window.PortalCharts.words(section);
-  document.addEventListener("job-finished", () => { finished = true; refresh(); });
+  document.addEventListener("job-finished", () => {
+    finished = true;
+    section.querySelector("[data-usage-empty-live]").hidden = true;
+    section.querySelector("[data-usage-empty-ended]").hidden = false;
+    refresh();
+  });
 
   // One time axis for the chart: every task's sample times, each task's values placed on it.
   function align(tasks, field) {

@@ -221,3 +221,11 @@ def test_it_shows_the_queue_position_and_expected_start(alice_client, user, make
     assert "Position 2 in the queue of VC default." in page
     assert "Expected start: unknown (jobs it waits for have no time limit)." in page
     assert "Expected to start by" in alice_client.get("/jobs/alice~ahead/").content.decode()
+
+
+def test_it_says_no_samples_were_recorded_on_an_ended_job_without_samples(alice_client, user, make_job):
+    make_job(user, "quick", state="SUCCEEDED", completed_at=timezone.now())
+    page = alice_client.get("/jobs/alice~quick/").content.decode()
+    ended = page.split("data-usage-empty-ended", 1)[1].split(">", 1)
+    assert "hidden" not in ended[0] and ended[1].startswith("No samples were recorded")
+    assert "data-usage-empty-live hidden" in page
