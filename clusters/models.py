@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
@@ -13,7 +14,7 @@ from clusters import storage_rules
 
 
 class GpuType(models.Model):
-    name = models.CharField(max_length=64, unique=True, help_text="e.g. TITANX, P100, V100")
+    name = models.CharField(max_length=64, unique=True, help_text=_("e.g. TITANX, P100, V100"))
     description = models.CharField(max_length=255, blank=True)
 
     class Meta:
@@ -25,6 +26,8 @@ class GpuType(models.Model):
 
 # HiveD's classes, highest first (jobs.protocol.priority has their numbers).
 PRIORITY_CLASS_CHOICES = [("crit", "crit"), ("prod", "prod"), ("test", "test"), ("oppo", "oppo")]
+# The `default` VC's description, as the data migration wrote it (clusters 0002).
+DEFAULT_VC_DESCRIPTION = gettext_noop("The whole cluster.")
 
 
 class VirtualCluster(models.Model):
@@ -33,14 +36,14 @@ class VirtualCluster(models.Model):
     name = models.CharField(max_length=64, unique=True)
     description = models.CharField(max_length=255, blank=True)
     share_percent = models.DecimalField(
-        max_digits=5, decimal_places=2, default=100, help_text="Share of the cluster's GPU, CPU and memory, in %."
+        max_digits=5, decimal_places=2, default=100, help_text=_("Share of the cluster's GPU, CPU and memory, in %.")
     )
     # Set: the VC is this Slurm partition; Slurm places its jobs and its quota is the partition.
     slurm_partition = models.CharField(
         max_length=64,
         blank=True,
         default="",
-        help_text="A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes.",
+        help_text=_("A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes."),
     )
 
     # Sharing inside the VC (README "Sharing"): the order of its queue, the most GPUs one user may
@@ -87,7 +90,6 @@ class VirtualCluster(models.Model):
     # may run on this VC's idle quota, and are preempted when its own jobs need the room back.
     # PAI_LEND_IDLE_QUOTA makes every VC lend. A Slurm VC never lends (Slurm places its jobs).
     lends_idle_quota = models.BooleanField(
-        _("lends its idle quota"),
         default=False,
         help_text=_(
             "Other VCs' borrowing jobs may run on this VC's idle quota; they are preempted when its own jobs "
@@ -101,6 +103,10 @@ class VirtualCluster(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def shown_description(self) -> str:
+        """The description as its admin wrote it; the built-in `default` VC's in the active language."""
+        return gettext(self.description) if self.description == DEFAULT_VC_DESCRIPTION else self.description
 
     def is_open_to(self, user) -> bool:
         """The only VC access rule: admins, and everyone when the VC names no users. Uses the
@@ -136,13 +142,15 @@ class Node(models.Model):
 
     name = models.CharField(max_length=128, unique=True)
     address = models.CharField(
-        max_length=255, default="127.0.0.2", help_text="IP tasks are reached at; never a host the portal is served on."
+        max_length=255,
+        default="127.0.0.2",
+        help_text=_("IP tasks are reached at; never a host the portal is served on."),
     )
     executor = models.CharField(max_length=16, choices=Executor.choices, default=Executor.DOCKER)
     # On a Slurm node: its engine, where Slurm's steps run their tasks as containers; empty = none
     # (sandboxed processes).
     docker_url = models.CharField(
-        max_length=255, blank=True, default="", help_text="Docker engine URL; empty = the local socket."
+        max_length=255, blank=True, default="", help_text=_("Docker engine URL; empty = the local socket.")
     )
     cpus = models.PositiveIntegerField(default=1)
     memory_mb = models.PositiveIntegerField(default=1024)
@@ -228,8 +236,8 @@ class StorageConfig(models.Model):
         NFS = "nfs", "NFS"
         HOST_PATH = "hostPath", _("Host path (mounted at the same place on every node)")
         SAMBA = "samba", "Samba"
-        AZURE_FILE = "azureFile", "Azure Files"
-        AZURE_BLOB = "azureBlob", "Azure Blob"
+        AZURE_FILE = "azureFile", _("Azure Files")
+        AZURE_BLOB = "azureBlob", _("Azure Blob")
 
     SUPPORTED_KINDS = (Kind.NFS, Kind.HOST_PATH)
 

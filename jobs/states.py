@@ -10,23 +10,26 @@ kept equal by a test: it is never drawn by hand.
 from collections.abc import Mapping, Sequence
 
 from django.db.models import TextChoices
+from django.utils.translation import gettext_lazy as _
+
+# Labels (the admin shows them) in the page's language; the values are OpenPAI's state names.
 
 
 class JobState(TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    STOPPING = "STOPPING"
-    STOPPED = "STOPPED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
+    WAITING = "WAITING", _("Waiting")
+    RUNNING = "RUNNING", _("Running")
+    STOPPING = "STOPPING", _("Stopping")
+    STOPPED = "STOPPED", _("Stopped")
+    SUCCEEDED = "SUCCEEDED", _("Succeeded")
+    FAILED = "FAILED", _("Failed")
 
 
 class TaskState(TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
+    WAITING = "WAITING", _("Waiting")
+    RUNNING = "RUNNING", _("Running")
+    SUCCEEDED = "SUCCEEDED", _("Succeeded")
+    FAILED = "FAILED", _("Failed")
+    STOPPED = "STOPPED", _("Stopped")
 
 
 FINISHED_JOB_STATES = (JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED)

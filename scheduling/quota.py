@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db.models.functions import Coalesce
 
-from clusters.models import Gpu, Node, VirtualCluster
+from clusters.models import Node, VirtualCluster
 from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
+from clusters.shares import cluster_totals, node_gpus, vc_quotas
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.v1 import port_begin_at
@@ -62,41 +62,11 @@ def task_requests(spec: NormalizedSpec) -> list[TaskRequest]:
     return requests
 
 
-def node_gpus() -> dict[int, dict[int, str]]:
-    """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
-    gpus: dict[int, dict[int, str]] = defaultdict(dict)
-    for node_id, index, type_name in Gpu.objects.values_list("node_id", "index", "gpu_type__name"):
-        gpus[node_id][index] = type_name
-    return gpus
-
-
-def cluster_totals(nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
-    schedulable = [n for n in nodes if n.available]
-    return Resources(
-        gpu=sum(len(gpus.get(n.pk, {})) for n in schedulable),
-        cpu=sum(n.cpus for n in schedulable),
-        memory_mb=sum(n.memory_mb for n in schedulable),
-    )
-
-
-def vc_limit(share_percent: Decimal, totals: Resources) -> Resources:
-    share = Decimal(share_percent) / 100
-    return Resources(gpu=int(totals.gpu * share), cpu=int(totals.cpu * share), memory_mb=int(totals.memory_mb * share))
-
-
-def vc_nodes(vc: VirtualCluster, nodes: list[Node]) -> list[Node]:
-    """The nodes a VC's jobs run on: its Slurm partition's, or else the portal's own (every node
-    but Slurm's: placement never sees those)."""
-    if vc.slurm_partition:
-        return [node for node in nodes if node.slurm_partition == vc.slurm_partition]
-    return [node for node in nodes if node.executor != Node.Executor.SLURM]
-
-
 def vc_quota(vc: VirtualCluster, nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
-    """A VC's quota: its share of the portal's own nodes, or its whole partition (Slurm places
-    its jobs). The one rule: the scheduler, the pages and the fix offers all read it here."""
-    totals = cluster_totals(vc_nodes(vc, nodes), gpus)
-    return totals if vc.slurm_partition else vc_limit(vc.share_percent, totals)
+    """A VC's quota: its share of the portal's own nodes (apportioned with the other share VCs'
+    by clusters.shares), or its whole partition (Slurm places its jobs). The one rule: the
+    scheduler, the pages and the fix offers all read it here."""
+    return vc_quotas(nodes, gpus)[vc.name]
 
 
 def _add(a: Resources, b: Resources) -> Resources:
@@ -197,17 +167,19 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
         for port_list in ports.values():
             state.ports_used.update(port_list)
     totals = cluster_totals(own_nodes, gpus_by_node)
+    all_vcs = list(VirtualCluster.objects.all())
+    quotas = vc_quotas(nodes, gpus_by_node, all_vcs)
     vcs = {
         vc.name: VcState(
             name=vc.name,
-            limit=vc_quota(vc, nodes, gpus_by_node),
+            limit=quotas[vc.name],
             used=used_by_vc[vc.name],
             fair_share=vc.queue_policy == VirtualCluster.QueuePolicy.FAIR_SHARE,
             user_gpu_limit=vc.user_gpu_limit,
             gpus_by_user=dict(gpus_by_user[vc.name]),
             lends=lends(vc),
         )
-        for vc in VirtualCluster.objects.all()
+        for vc in all_vcs
     }
     return ClusterUsage(
         nodes=list(states.values()),

@@ -167,3 +167,15 @@ EVENT_KINDS = {
     "time-limit": _("Time limit reached"),
     "time-limit-grace": _("Time limit: grace period"),
 }
+
+# Django's admin says these, and the zh_Hans it ships lacks them (Django 5.2): the portal's catalog
+# gives them, as it comes before Django's own.
+DJANGO_ADMIN_TEXTS = (
+    gettext_noop("Add link"),
+    gettext_noop("Change or view list link"),
+    gettext_noop("Model name"),
+    gettext_noop("Error:"),
+    gettext_noop("Forgotten your login credentials?"),
+    gettext_noop("After you’ve created a user, you’ll be able to edit more user options."),  # noqa: RUF001
+    gettext_noop("In case you’ve forgotten, you are:"),  # noqa: RUF001
+)

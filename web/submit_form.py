@@ -208,7 +208,9 @@ def _key_value_lines(text: str) -> list[tuple[int, str, str | None]]:
     """(line number, name, value) of each non-blank `name=value` line; value None when the line has
     no `=` (reported by form_input_errors, never turned into a strange name)."""
     found = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end only at a line break (str.splitlines also splits at \x1c-\x1e, \x85 and \u2028,
+    # which a value may hold).
+    for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
         if not line.strip():
             continue
         key, sep, value = line.partition("=")

@@ -6,12 +6,15 @@ priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`; borr
 `--lends yes|no` (other VCs' borrowing jobs may run on its idle quota; never a Slurm VC)."""
 
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.db.models import Sum
 
 from clusters.models import PRIORITY_CLASS_CHOICES, VirtualCluster
+from clusters.shares import share_warnings
 from clusters.slurm_nodes import PartitionError, check_partition
 
 # Option -> what it sets (VirtualCluster fields of the same name with underscores).
@@ -99,20 +102,32 @@ class Command(BaseCommand):
         for option, field in (("default_class", "default_priority_class"), ("max_class", "max_priority_class")):
             if options.get(option):
                 defaults[field] = options[option]
-        vc, created = VirtualCluster.objects.update_or_create(name=options["name"], defaults=defaults)
-        if options["users"]:
-            vc.allowed_users.set(self._users(options["users"], "--users"))
-        if options.get("crit_users") is not None:
-            vc.crit_users.set(self._users(options["crit_users"], "--crit-users"))
+        # Every check before any change: an unknown user leaves no VC behind (open to everyone).
+        users = self._users(options["users"], "--users")
+        crit_users = None if options.get("crit_users") is None else self._users(options["crit_users"], "--crit-users")
+        with transaction.atomic():
+            vc, created = VirtualCluster.objects.update_or_create(name=options["name"], defaults=defaults)
+            if users is not None:
+                vc.allowed_users.set(users)
+            if crit_users is not None:
+                vc.crit_users.set(crit_users)
         what = f"Slurm partition {partition}" if partition else f"{share}%"
         self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({what})")
+        for warning in share_warnings().values():
+            self.stderr.write(f"warning: {warning}")
 
-    def _users(self, names: str, option: str) -> list:
-        users = [u.strip() for u in names.split(",") if u.strip()]
-        found = list(get_user_model().objects.filter(username__in=users))
-        missing = set(users) - {u.get_username() for u in found}
+    def _users(self, names: str, option: str) -> list[Any] | None:
+        """The named users (None when no name is given), or an error naming the unknown ones."""
+        wanted = [name.strip() for name in names.split(",") if name.strip()]
+        if not wanted:
+            return None if option == "--users" else []
+        found = list(get_user_model().objects.filter(username__in=wanted))
+        missing = set(wanted) - {user.get_username() for user in found}
         if missing:
-            raise CommandError(f"{option}: unknown user(s): {', '.join(sorted(missing))}")
+            raise CommandError(
+                f"{option}: unknown user(s): {', '.join(sorted(missing))}. Nothing was changed: add the users first "
+                "(in /admin/, Users), then run createvc again."
+            )
         return found
 
     def _sharing(self, options: dict) -> dict:

@@ -23,6 +23,24 @@ from web.api.throttles import ListThrottle, SubmitThrottle
 from web.api.views import common
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
+CANNOT_FIT = inline_serializer(
+    "CannotFitWarning",
+    {
+        "code": serializers.CharField(help_text="JobCannotFitWarning"),
+        "field": serializers.CharField(
+            allow_null=True, help_text="the config field to change, e.g. taskRoles.worker.resourcePerInstance.gpu"
+        ),
+        "message": serializers.CharField(help_text="why the job can never run on the cluster as it is"),
+    },
+)
+SUBMITTED = inline_serializer(
+    "Submitted",
+    {
+        "status": serializers.IntegerField(),
+        "message": serializers.CharField(),
+        "warning": CANNOT_FIT,
+    },
+)
 TAG_REQUEST = inline_serializer("JobTag", {"value": serializers.CharField(help_text="the tag, without commas")})
 TAG_DONE = inline_serializer("TagDone", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 EXECUTION_REQUEST = inline_serializer("ExecutionType", {"value": serializers.ChoiceField(["STOP", "START"])})
@@ -58,11 +76,17 @@ class JobsView(APIView):
             "text/plain": OpenApiTypes.STR,
             "application/json": OpenApiTypes.OBJECT,
         },
-        responses={202: ACCEPTED},
+        responses={202: SUBMITTED},
     )
     def post(self, request: Request) -> Response:
+        """Submit a job. A job that can never run on the cluster as it is is still accepted, and the
+        answer holds a `warning` naming the field to change and why."""
         job = common.submit(request)
-        return accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
+        response = accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
+        warning = common.cannot_fit_warning(job)
+        if warning:
+            response.data["warning"] = warning
+        return response
 
 
 class JobDetailView(APIView):
