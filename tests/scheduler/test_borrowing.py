@@ -11,9 +11,14 @@ from clusters.models import VirtualCluster
 from jobs.actions import stop_job
 from jobs.models import Job, JobEvent, JobState, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
-from tests.scheduler.test_preemption import SAVES_ON_SIGTERM, STUBBORN, trace, wait_for, yaml_job
+from tests.scheduler.test_preemption import SAVES_ON_SIGTERM, STUBBORN, trace, wait_for
+from tests.scheduler.test_preemption import yaml_job as cpu_job
 
 pytestmark = pytest.mark.slow
+
+
+def yaml_job(name: str, commands: list[str], *, cpu: int, gpu: int = 0, instances: int = 1, extra: str = "") -> str:
+    return cpu_job(name, commands, cpu=cpu, instances=instances, extra=extra).replace("gpu: 0}", f"gpu: {gpu}}}")
 
 
 @pytest.fixture
@@ -78,6 +83,29 @@ def test_it_runs_an_oppo_job_on_a_lending_vcs_idle_quota_and_reclaims_it_for_tha
     assert "Preempted by job alice~owner-b of VC b, which takes back the idle quota it lent" in event.message
     assert owner.borrowed_from is None
     end(run_until, owner, borrower, own)
+
+
+def test_it_lends_idle_gpus_and_takes_them_back(vcs, submit, run_until, scheduler, process_node):
+    from clusters.models import Gpu, GpuType
+
+    kind = GpuType.objects.create(name="T4")
+    Gpu.objects.bulk_create(Gpu(node=process_node, index=i, gpu_type=kind) for i in range(4))  # 2 GPUs per VC
+    own = run_until(submit(yaml_job("own-a", ["sleep 120"], cpu=1, gpu=2, extra=in_vc("a"))), JobState.RUNNING)
+    borrower = submit(yaml_job("train", SAVES_ON_SIGTERM, cpu=1, gpu=2, extra=in_vc("a", "oppo")))
+    run_until(borrower, JobState.RUNNING)
+    assert borrower.borrowed_from.name == "b"
+    assert sorted(index for task in (own, borrower) for index in task.tasks.get().gpus) == [0, 1, 2, 3]
+    wait_for(scheduler, lambda: trace("train") == ["start resumed=false"])
+    owner = run_until(submit(yaml_job("owner-b", ["sleep 30"], cpu=1, gpu=1, extra=in_vc("b"))), JobState.RUNNING)
+    borrower.refresh_from_db()
+    assert (borrower.state, borrower.preemptions) == (JobState.WAITING, 1)
+    assert trace("train")[:2] == ["start resumed=false", "saved"]
+    # Once b's job is done, b's GPUs are idle again: the borrower runs on them once more, resumed.
+    stop_job(owner, owner.owner)
+    run_until(borrower, JobState.RUNNING)
+    assert borrower.borrowed_from.name == "b"
+    wait_for(scheduler, lambda: trace("train")[2:] == ["start resumed=true"])
+    end(run_until, borrower, own)
 
 
 def test_it_borrows_nothing_from_a_vc_that_does_not_lend(vcs, submit, run_until, scheduler):
