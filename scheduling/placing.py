@@ -170,7 +170,7 @@ class Placer:
             avoid=avoid.get(job.pk, frozenset()),
             user=job.owner,
             usage=recent.get((job.vc, job.owner), 0.0),
-            may_borrow=quota.may_borrow(None, job.priority_class),
+            may_borrow=quota.may_borrow(job.priority_class),
         )
 
     def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:

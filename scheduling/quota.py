@@ -130,10 +130,10 @@ def lends(vc: VirtualCluster) -> bool:
     return not vc.slurm_partition and (vc.lends_idle_quota or settings.PAI_LEND_IDLE_QUOTA)
 
 
-def may_borrow(vc: VirtualCluster | None, priority_class: str) -> bool:
-    """Whether a job of this class in this VC may run on another VC's idle quota (never from a
-    Slurm VC: Slurm places its jobs, and only there)."""
-    return priority_class in settings.PAI_BORROWING_CLASSES and not (vc is not None and vc.slurm_partition)
+def may_borrow(priority_class: str) -> bool:
+    """Whether a job of this class may run on another VC's idle quota (PAI_BORROWING_CLASSES;
+    asked only for the portal's own VCs' jobs: a Slurm VC's jobs are Slurm's to place)."""
+    return priority_class in settings.PAI_BORROWING_CLASSES
 
 
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:

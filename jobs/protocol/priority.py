@@ -6,7 +6,9 @@ crit 120, prod 100, test 10, oppo -1. A job names its class in `extras.hivedSche
 (what OpenPAI's webportal writes) or, in v2, at the top level as `jobPriorityClass`; a job naming
 none gets its VC's default class (`test` unless the admin set another). A VC's admin sets the
 highest class its jobs may ask for, and `crit` is for admins and the users the VC names only.
-A higher class preempts lower ones of its VC (scheduling.preempting, clusters.preemption).
+A higher class preempts lower ones of its VC (scheduling.preempting, clusters.preemption); `oppo`
+(and the classes PAI_BORROWING_CLASSES names) may borrow a lending VC's idle quota, which that VC
+takes back the same way (README "Borrowing and reclaim").
 """
 
 from __future__ import annotations
