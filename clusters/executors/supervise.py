@@ -17,8 +17,9 @@ copies its stdout and stderr into the capped logs (each apart, and both together
 came), and when the command has ended records `exit_code` (and `oom_killed`) in the task
 directory: the scheduler reads those back. Everything the command started ends with it.
 
-SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
-grace period. No Django here: standard library only.
+SIGTERM (the executor's stop) passes SIGTERM on to the task's processes (and to those born during
+the grace period, a sandbox's command started late) and SIGKILL after the grace period. No Django
+here: standard library only.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for 
 SERVER_IDLE_S = 30
 SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
 REQUEST_TIMEOUT_S = 10
+# During a stop's grace period: how often processes of the task born since it began get their SIGTERM.
+STOP_TICK_S = 0.05
 # The task's script (rendered secrets included) reaches its bash on this descriptor, an in-memory
 # file: never in an argv (any user's process list shows those), an environment or on a disk.
 SCRIPT_FD = 3
@@ -82,6 +85,8 @@ class Supervisor:
         self.network: dict[str, object] | None = config.get("network")
         self.child_pid: int | None = None
         self.oom_killed = False
+        self.stop_deadline: float | None = None  # (monotonic) set by a stop: when its grace is over
+        self.terminated: set[int] = set()  # the processes (or the child's group) a stop has told
 
     def _kill_child_group(self, sig: int) -> None:
         if self.child_pid is not None:
@@ -89,19 +94,37 @@ class Supervisor:
                 os.killpg(self.child_pid, sig)
 
     def _on_stop(self, signum: int, frame: object) -> None:
-        """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
-        In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once.
-        (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)"""
-        if self.cgroup is None:
-            self._kill_child_group(signal.SIGTERM)
-        else:
-            spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
-            for pid in self.cgroup.members() - spared:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-        signal.alarm(self.stop_grace_s)
+        """SIGTERM to the task's own processes, so they may finish cleanly within the grace period;
+        SIGKILL to all that is left once it is over. Until then, every STOP_TICK_S, processes born
+        since get their SIGTERM too: a task stopped while its sandbox was starting had none yet, and
+        the command the sandbox ran next would have waited out the whole grace."""
+        if self.stop_deadline is not None:
+            return  # stopping already: a second stop neither restarts nor lengthens the grace
+        self.stop_deadline = time.monotonic() + self.stop_grace_s
+        self._terminate()
+        signal.setitimer(signal.ITIMER_REAL, STOP_TICK_S, STOP_TICK_S)
 
-    def _on_grace_over(self, signum: int, frame: object) -> None:
+    def _terminate(self) -> None:
+        """SIGTERM, once each, to the task's processes not yet told. In the sandbox the child is
+        bwrap itself: signalled, it would take the sandbox down at once. (The task's pasta is no
+        member of its cgroup: it carries the task's traffic to the end.)"""
+        if self.cgroup is None:
+            if self.child_pid is not None and self.child_pid not in self.terminated:
+                self.terminated.add(self.child_pid)
+                self._kill_child_group(signal.SIGTERM)
+            return
+        spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
+        for pid in self.cgroup.members() - spared - self.terminated:
+            self.terminated.add(pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    def _on_stop_tick(self, signum: int, frame: object) -> None:
+        assert self.stop_deadline is not None
+        if time.monotonic() < self.stop_deadline:
+            self._terminate()
+            return
+        signal.setitimer(signal.ITIMER_REAL, 0)
         if self.cgroup is not None:
             self.cgroup.signal_all(signal.SIGKILL)
         self._kill_child_group(signal.SIGKILL)
@@ -114,7 +137,7 @@ class Supervisor:
         os.replace(os.path.join(self.task_dir, "pid.tmp"), os.path.join(self.task_dir, "pid"))
         started(os.getpid())
         signal.signal(signal.SIGTERM, self._on_stop)
-        signal.signal(signal.SIGALRM, self._on_grace_over)
+        signal.signal(signal.SIGALRM, self._on_stop_tick)
         logs = TaskLogs(self.log_path, self.log_max_bytes)
         stdout, child_stdout = os.pipe()
         stderr, child_stderr = os.pipe()
