@@ -100,18 +100,22 @@ def static_files_scanned_once():
 def sandbox_probed_once():
     """A process executor tries a sandbox (bwrap, then bwrap with a network: pasta, routes) once,
     on its first task, and tests make a fresh executor for each test's node: that trial was a
-    sixth of the fast tier's CPU. What it finds depends only on the sandbox asked for and on this
-    machine, neither of which changes during a run: each distinct sandbox is tried once per
-    worker, for real, and its answer shared (a test that fakes a failing probe still can)."""
+    large part of the fast tier's CPU. What it finds depends only on the sandbox asked for (less
+    the paths it hides, each test's own work root) and on this machine, neither of which changes
+    during a run: each distinct sandbox is tried once per worker, for real, and its answer shared
+    (a test that fakes a failing probe still can)."""
+    import dataclasses
+
     from clusters.executors.sandbox import Sandbox
 
     probe = Sandbox.probe
     found: dict[Sandbox, str] = {}
 
     def probe_once(self: Sandbox) -> str:
-        if self not in found:
-            found[self] = probe(self)
-        return found[self]
+        key = dataclasses.replace(self, hidden=())
+        if key not in found:
+            found[key] = probe(self)
+        return found[key]
 
     with mock.patch.object(Sandbox, "probe", probe_once):
         yield
