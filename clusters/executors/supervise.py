@@ -60,6 +60,7 @@ SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is st
 REQUEST_TIMEOUT_S = 10
 # During a stop's grace period: how often processes of the task born since it began get their SIGTERM.
 STOP_TICK_S = 0.05
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGALRM)
 # The task's script (rendered secrets included) reaches its bash on this descriptor, an in-memory
 # file: never in an argv (any user's process list shows those), an environment or on a disk.
 SCRIPT_FD = 3
@@ -144,6 +145,9 @@ class Supervisor:
         # bwrap's pipes when the sandbox gets a network: it tells its pid, then waits to be let go.
         info, info_w = os.pipe() if self.network else (-1, -1)
         block, block_w = os.pipe() if self.network else (-1, -1)
+        # A stop waits until the child's pid is known: in the sandbox the child is bwrap, which a
+        # stop spares (signalled, it would leave its sandbox to be torn down after it has gone).
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         pid = os.fork()
         if pid == 0:
             for parents_end in (stdout, stderr, info, block_w):
@@ -154,6 +158,7 @@ class Supervisor:
             if childs_end >= 0:
                 os.close(childs_end)
         self.child_pid = pid
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         self._write("child_pid", str(pid))
         network, refused = self._attach_network(info, block_w, logs) if self.network else (None, None)
         try:
@@ -198,6 +203,7 @@ class Supervisor:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # (blocked by the parent for the fork)
             os.setsid()
             if self.cgroup is not None:
                 self.cgroup.join(os.getpid())
