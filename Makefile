@@ -27,13 +27,11 @@ test: venv static
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The fast tier: no Docker, no browser, nothing slow or Slurm (pyproject.toml's markers), on
-# FAST_WORKERS processes (pytest-xdist; FAST_WORKERS=0 runs it in this one). Two per CPU, at most
-# 8 (tests/conftest.py gives each its own port range): a worker spends about half its time waiting
-# for sandboxed tasks and subprocesses, which another worker's tests fill. Prints its wall time.
-# Compiled modules are cached even where PYTHONDONTWRITEBYTECODE says not to: compiling them
-# again took a tenth of the tier's CPU.
+# FAST_WORKERS processes (pytest-xdist; auto: one per CPU; FAST_WORKERS=0 runs it in this one).
+# Prints its wall time. Compiled modules are cached even where PYTHONDONTWRITEBYTECODE
+# says not to: compiling them again took a tenth of the tier's CPU.
 FAST_MARKERS := not docker and not browser and not slow and not slurm
-FAST_WORKERS ?= $(shell n=$$(nproc); echo $$(( n * 2 < 8 ? n * 2 : 8 )))
+FAST_WORKERS ?= auto
 fast: venv
 	@start=$$(date +%s%N); \
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "$(FAST_MARKERS)" -n $(FAST_WORKERS) $(PYTEST_ARGS); status=$$?; \

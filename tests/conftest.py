@@ -186,10 +186,6 @@ def private_job_list(settings):
     settings.PAI_SHARED_JOB_LIST = False
 
 
-WORKERS_PER_SLOT = 8
-PORTS_PER_WORKER = 300
-
-
 @pytest.fixture(scope="session", autouse=True)
 def ports_of_this_worker() -> Iterator[None]:
     """Under pytest-xdist (`make fast`) two workers' process tasks would be given the same ports
@@ -197,11 +193,9 @@ def ports_of_this_worker() -> Iterator[None]:
     worker after the first creates with the default range get a range of their own."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     index = int(worker[2:]) if worker[2:].isdigit() else 0
-    assert index < WORKERS_PER_SLOT, f"at most {WORKERS_PER_SLOT} workers (make fast's FAST_WORKERS)"
     # PAI_TEST_PORT_SLOT: a second test session on the same box (another worktree) takes its own
-    # slot of ranges, so its tasks never bind the ports of the first one's. (A slot spans the same
-    # 2,400 ports as when it held 4 workers of 600: sessions of either kind still keep apart.)
-    index += WORKERS_PER_SLOT * int(os.environ.get("PAI_TEST_PORT_SLOT", "0") or 0)
+    # slot of ranges, so its tasks never bind the ports of the first one's.
+    index += 4 * int(os.environ.get("PAI_TEST_PORT_SLOT", "0") or 0)
     if index == 0:
         yield
         return
@@ -209,7 +203,7 @@ def ports_of_this_worker() -> Iterator[None]:
 
     from clusters.models import Node
 
-    start, end = 20000 + index * PORTS_PER_WORKER, 20000 + (index + 1) * PORTS_PER_WORKER - 1
+    start, end = 20000 + index * 600, 20000 + index * 600 + 599
 
     def own_range(sender: Any, instance: Node, **kwargs: Any) -> None:
         if (instance.port_range_start, instance.port_range_end) == (20000, 40000):
