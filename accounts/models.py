@@ -49,3 +49,21 @@ class NotificationPreference(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user}: email {self.email}, browser {self.browser}"
+
+
+class SshPublicKey(models.Model):
+    """A public key of the user's own (OpenPAI's profile "SSH Public Keys"): every task of every
+    job of theirs accepts it (jobs.ssh.info.authorized_keys_for). Only public halves are kept."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ssh_keys")
+    title = models.CharField(max_length=128, blank=True, default="")
+    key = models.TextField(help_text=_("One OpenSSH public key line, as read back by asyncssh."))
+    fingerprint = models.CharField(max_length=128)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created", "id"]
+        constraints = [models.UniqueConstraint(fields=["user", "fingerprint"], name="ssh_key_once_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.title or self.fingerprint}"

@@ -14,7 +14,8 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.models import NotificationPreference, Token
+from accounts.models import NotificationPreference, SshPublicKey, Token
+from accounts.ssh_keys import KeyRefused, add_key, remove_key
 from accounts.throttling import login_wait
 from accounts.tokens import issue_token, revoke_token
 
@@ -31,14 +32,47 @@ def _preference(request: HttpRequest) -> NotificationPreference:
 
 @require_http_methods(["GET"])
 def profile(request: HttpRequest) -> HttpResponse:
-    tokens = Token.objects.filter(user=cast(Any, request.user))
+    return _profile_page(request)
+
+
+def _profile_page(request: HttpRequest, status: int = 200, **extra: Any) -> HttpResponse:
+    user = cast(Any, request.user)
     new_token = request.session.pop("new_api_token", None)
     context = {
-        "tokens": tokens,
+        "tokens": Token.objects.filter(user=user),
         "new_token": new_token,
         "notification_form": NotificationForm(instance=_preference(request)),
+        "ssh_keys": SshPublicKey.objects.filter(user=user),
+        "key_errors": [],
+        "key_text": "",
+        "key_title": "",
+        **extra,
     }
-    return render(request, "accounts/profile.html", context)
+    return render(request, "accounts/profile.html", context, status=status)
+
+
+@require_POST
+def add_ssh_key(request: HttpRequest) -> HttpResponse:
+    text = request.POST.get("key", "")
+    title = request.POST.get("title", "")
+    try:
+        added = add_key(request.user, text, title)
+    except KeyRefused as error:
+        return _profile_page(request, status=400, key_errors=[str(error)], key_text=text, key_title=title)
+    messages.success(
+        request,
+        _("SSH key %(name)s added: your jobs from now on accept it.") % {"name": added.title or added.fingerprint},
+    )
+    return redirect("profile")
+
+
+@require_POST
+def remove_ssh_key(request: HttpRequest, key_id: int) -> HttpResponse:
+    if remove_key(request.user, key_id):
+        messages.success(request, _("SSH key removed: jobs submitted from now on do not accept it."))
+    else:
+        messages.error(request, _("No such key."))
+    return redirect("profile")
 
 
 @require_POST

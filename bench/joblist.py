@@ -45,7 +45,7 @@ def fill(job_count: int, user_count: int) -> None:
     from django.utils import timezone
 
     from clusters.models import VirtualCluster
-    from jobs.models import Job
+    from jobs.models import Job, Task
 
     call_command("migrate", verbosity=0)
     User = get_user_model()
@@ -81,6 +81,9 @@ def fill(job_count: int, user_count: int) -> None:
                 Job.objects.bulk_create(batch)
                 batch = []
         Job.objects.bulk_create(batch)
+        # One task per job (what the spec says), for the list's sort by tasks.
+        task_ids = Job.objects.values_list("pk", flat=True).iterator(chunk_size=5000)
+        Task.objects.bulk_create((Task(job_id=pk, role="worker", index=0) for pk in task_ids), batch_size=5000)
     # auto_now_add overrides created_at on insert: spread the times again, 5 minutes apart.
     with connection.cursor() as cursor:
         cursor.execute(
@@ -142,6 +145,14 @@ def main() -> None:
         ("admin: sort by name", admin_client, "/?sort=name"),
         ("admin: sort by name, page 100", admin_client, "/?sort=-name&page=100"),
         ("admin: page 1000", admin_client, "/?page=1000"),
+        # Sorts without an index of their own (issue 36: every column sorts): a scan of the rows.
+        ("admin: sort by state", admin_client, "/?sort=state"),
+        ("admin: sort by GPUs, biggest first", admin_client, "/?sort=-gpus"),
+        ("admin: sort by tasks", admin_client, "/?sort=-tasks"),
+        ("admin: sort by duration", admin_client, "/?sort=-duration"),
+        ("admin: sort by why waiting", admin_client, "/?sort=why"),
+        ("user: sort by duration", user_client, "/?sort=-duration"),
+        ("user: state=WAITING, sort by why", user_client, "/?state=WAITING&sort=why"),
         ("admin: live states.json", admin_client, f"/jobs/states.json?ids={ids}"),
     ]
     print(f"\n{Job.objects.count()} jobs, {args.requests} requests per row, SQLite at {DB_PATH.relative_to(ROOT)}\n")

@@ -13,7 +13,24 @@ from clusters.slurm_nodes import PartitionError, check_partition
 class VirtualClusterForm(forms.ModelForm):
     class Meta:
         model = VirtualCluster
-        fields = ("name", "description", "share_percent", "slurm_partition", "allowed_users")
+        fields = (
+            "name",
+            "description",
+            "share_percent",
+            "slurm_partition",
+            "allowed_users",
+            "queue_policy",
+            "user_gpu_limit",
+            "default_run_minutes",
+            "max_run_minutes",
+        )
+
+    def clean(self) -> dict:
+        cleaned = super().clean() or {}
+        default, maximum = cleaned.get("default_run_minutes"), cleaned.get("max_run_minutes")
+        if default and maximum and default > maximum:
+            self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
+        return cleaned
 
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
@@ -29,7 +46,17 @@ class VirtualClusterForm(forms.ModelForm):
 @admin.register(VirtualCluster)
 class VirtualClusterAdmin(admin.ModelAdmin):
     form = VirtualClusterForm
-    list_display = ("name", "share_percent", "slurm_partition", "description", "job_count", "created_at")
+    list_display = (
+        "name",
+        "share_percent",
+        "slurm_partition",
+        "queue_policy",
+        "user_gpu_limit",
+        "max_run_minutes",
+        "description",
+        "job_count",
+        "created_at",
+    )
     search_fields = ("name", "description")
     filter_horizontal = ("allowed_users",)
 

@@ -38,6 +38,25 @@ class VirtualCluster(models.Model):
         default="",
         help_text="A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes.",
     )
+
+    # Sharing inside the VC (README "Sharing"): the order of its queue, the most GPUs one user may
+    # hold at once, and its jobs' time limits (clusters/sharing.py, jobs/protocol/timelimit.py).
+    class QueuePolicy(models.TextChoices):
+        FIFO = "fifo", _("FIFO: first submitted, first placed")
+        FAIR_SHARE = "fair-share", _("Fair share: users who used least lately go first")
+
+    queue_policy = models.CharField(max_length=16, choices=QueuePolicy.choices, default=QueuePolicy.FIFO)
+    user_gpu_limit = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("Most GPUs one user's jobs may hold in this VC at once; empty: no cap.")
+    )
+    default_run_minutes = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=_("Time limit of a job that names none (extras.maxRunTimeMinutes); empty: none."),
+    )
+    max_run_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text=_("Longest time limit a job may ask for; empty: no maximum.")
+    )
     # Empty means every user may submit to this VC.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
     created_at = models.DateTimeField(auto_now_add=True)

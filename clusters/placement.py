@@ -5,11 +5,13 @@ outputs. CONTRACT (the scheduler loop relies on these names; extend, don't renam
 
 Rules (README "Scheduling"):
 - gang: all tasks of a job are placed, or none;
-- jobs go by priority (higher first), then `order` (earlier first); each VC is a strict FIFO
-  queue: once a VC's first job cannot be placed, the VC's later jobs wait behind it (no
-  backfill, so the head is never delayed). A job that can never fit the cluster as it is (over
-  its VC's whole quota, bigger than any node) does not block its VC; a waiting job never
-  holds back jobs of another VC;
+- jobs go by priority (higher first), then, in a fair-share VC, their owner's recent usage
+  (least first), then `order` (earlier first); each VC is a strict queue: once a VC's first job
+  cannot be placed, the VC's later jobs wait behind it (no backfill, so the head is never
+  delayed). A job that can never fit the cluster as it is (over its VC's whole quota, bigger
+  than any node) does not block its VC; a waiting job never holds back jobs of another VC;
+- a VC's per-user GPU cap holds a job whose owner's jobs would hold more than the cap; it does
+  not block the VC (other users' jobs go on);
 - a job goes on one node when one can hold it (the node with the fewest free GPUs that do, so
   big holes stay for big jobs), else it is spread biggest task first, each task onto a node
   the job already uses, else onto the node with the most free GPUs; the nodes of a spread job
@@ -61,6 +63,9 @@ class VcState:
     name: str
     limit: Resources  # the VC's share of the cluster, in absolute numbers
     used: Resources  # what its running jobs hold now
+    fair_share: bool = False  # its queue goes by its users' recent usage (JobRequest.usage), not FIFO
+    user_gpu_limit: int | None = None  # most GPUs one user's jobs may hold in it at once
+    gpus_by_user: dict[str, int] = field(default_factory=dict)  # what each user's running jobs hold
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,8 @@ class JobRequest:
     priority: int = 0  # higher first
     order: float = 0.0  # submit time (epoch seconds); earlier first
     avoid: frozenset[str] = frozenset()  # nodes that cannot run it (e.g. cannot mount its storage)
+    user: str = ""  # its owner (the per-user GPU cap, fair share)
+    usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
 
 
 @dataclass
@@ -107,6 +114,8 @@ class PlacementResult:
     pending: dict[int, str] = field(default_factory=dict)
     # job keys (also in pending) that cannot fit the cluster as it is, however long they wait
     never_fits: set[int] = field(default_factory=set)
+    # each VC's jobs left waiting, in the order the pass took them (its queue: position 1 first)
+    queues: dict[str, list[int]] = field(default_factory=dict)
 
 
 def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> PlacementResult:
@@ -115,16 +124,25 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
     blocked: dict[str, tuple[int, str]] = {}  # VC -> (its first waiting job, why that one waits)
-    for job in sorted(jobs, key=lambda job: (-job.priority, job.order, job.key)):
+    capped = _UserCaps(vcs)
+    for job in sorted(jobs, key=queue_order):
         need = _Need.of(job)
-        never = _never_fits(job, need, vcs, cluster)
+        never = _never_fits(job, need, vcs, cluster) or capped.never(job, need)
         if never:
             result.pending[job.key] = never
             result.never_fits.add(job.key)
+            result.queues.setdefault(job.vc, []).append(job.key)
             continue
         if job.vc in blocked:
             head, why = blocked[job.vc]
-            result.pending[job.key] = f'waiting behind job {head}, first in VC "{job.vc}" (FIFO): {why}'
+            order = "fair share" if vcs[job.vc].fair_share else "FIFO"
+            result.pending[job.key] = f'waiting behind job {head}, first in VC "{job.vc}" ({order}): {why}'
+            result.queues[job.vc].append(job.key)
+            continue
+        refusal = capped.refusal(job, need)
+        if refusal is not None:  # (its owner's cap holds it, not the VC: others' jobs go on)
+            result.pending[job.key] = refusal
+            result.queues.setdefault(job.vc, []).append(job.key)
             continue
         refusal = _quota_refusal(vcs[job.vc], used[job.vc], need)
         if refusal is None:
@@ -133,11 +151,53 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 result.placed[job.key] = placements
                 held = used[job.vc]
                 used[job.vc] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
+                capped.take(job, need)
                 continue
             refusal = cluster.why_not(job, need, fitted)
         result.pending[job.key] = refusal
         blocked[job.vc] = (job.key, refusal)
+        result.queues.setdefault(job.vc, []).append(job.key)
     return result
+
+
+def queue_order(job: JobRequest) -> tuple[int, float, float, int]:
+    """The order jobs are taken in: priority (higher first), then the owner's recent usage (fair
+    share VCs; 0 in FIFO ones), then submit time."""
+    return (-job.priority, job.usage, job.order, job.key)
+
+
+class _UserCaps:
+    """The per-user GPU cap of each VC that has one, as the pass hands GPUs out."""
+
+    def __init__(self, vcs: dict[str, VcState]) -> None:
+        self.vcs = vcs
+        self.held = {name: dict(vc.gpus_by_user) for name, vc in vcs.items() if vc.user_gpu_limit is not None}
+
+    def never(self, job: JobRequest, need: _Need) -> str | None:
+        vc = self.vcs.get(job.vc)
+        cap = vc.user_gpu_limit if vc is not None else None
+        if cap is not None and need.gpu > cap:
+            return (
+                f'one user may hold at most {cap} GPUs in VC "{job.vc}" at once, job needs {need.gpu} '
+                "(it can never fit)"
+            )
+        return None
+
+    def refusal(self, job: JobRequest, need: _Need) -> str | None:
+        cap = self.vcs[job.vc].user_gpu_limit
+        if cap is None or not need.gpu:
+            return None
+        held = self.held[job.vc].get(job.user, 0)
+        if held + need.gpu <= cap:
+            return None
+        return (
+            f'user {job.user} holds {held} of the {cap} GPUs one user may hold in VC "{job.vc}" at once, '
+            f"job needs {need.gpu}"
+        )
+
+    def take(self, job: JobRequest, need: _Need) -> None:
+        if job.vc in self.held:
+            self.held[job.vc][job.user] = self.held[job.vc].get(job.user, 0) + need.gpu
 
 
 # ---- reasons -------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from jobs import lifecycle
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
-from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text
+from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
 from jobs.protocol.honoured import job_priority, unsupported
-from jobs.protocol.images import image_registry_errors
+from jobs.protocol.images import image_reference_errors, image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
@@ -98,6 +98,13 @@ def portal_own_hosts() -> set[str]:
     return hosts
 
 
+def time_limit(spec: NormalizedSpec, vc: VirtualCluster) -> timelimit.Resolved:
+    """The job's time limit: its own ask (extras.maxRunTimeMinutes) within its VC's maximum, else
+    the VC's default."""
+    asked = timelimit.asked_seconds(dict(spec.get("extras") or {}))
+    return timelimit.resolve(asked, vc.default_run_minutes, vc.max_run_minutes)
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
@@ -116,6 +123,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
     errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))
+    errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
     errors.extend(
         image_registry_errors(
             cfg.spec,
@@ -126,6 +134,9 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     )
     if vc.slurm_partition:
         errors.extend(fixed_port_errors(cfg.spec))
+    limit = time_limit(cfg.spec, vc)
+    if limit.error:
+        errors.append((timelimit.FIELD, limit.error))
     if errors:
         raise JobConfigError(errors)
     return cfg, vc
@@ -146,6 +157,7 @@ def submit_job(user: Any, text: str) -> Job:
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
         priority=job_priority(spec),
         gpu_count=spec_totals(spec)[2],
+        time_limit_seconds=time_limit(spec, vc).seconds,
     )
     attach_new_keypair(job)
     try:

@@ -370,6 +370,32 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
     return done
 
 
+def end_at_time_limit(job: Job, exit_code: int, phrase: str, limit_text: str) -> bool:
+    """RUNNING -> FAILED (the `fail` transition) because the job reached its time limit: every
+    task still running is stopped with exit_code (-1230, `phrase`), which is also the job's."""
+    with transaction.atomic():
+        stop_tasks(job, exit_code)
+        done = _move_job(
+            job.pk,
+            "fail",
+            exit_code=exit_code,
+            user_exit_code=None,
+            exit_diagnostics=f"{phrase}: the job reached its time limit of {limit_text} and was ended.",
+            completed_at=timezone.now(),
+        )
+        if done:
+            event(
+                job.pk,
+                "time-limit",
+                gettext_noop("The job reached its time limit of %(limit)s and was ended (exit %(code)s)."),
+                limit=limit_text,
+                code=exit_code,
+            )
+    if done:
+        notifications.job_ended(job.pk)
+    return done
+
+
 def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_code: int) -> bool:
     """RUNNING -> WAITING for a whole-job retry (jobRetryCount, or free when transient)."""
     with transaction.atomic():

@@ -179,3 +179,43 @@ def masked_chunks(job: Job, path: str) -> Iterator[bytes]:
                 yield chunk
 
     return masker.chunks(read())
+
+
+@dataclass(frozen=True)
+class LogSearch:
+    """The lines of a whole log holding a query (issue 36: the page's own search saw its last
+    64 KB only). `matches` holds the first `max_matches` of them as (line number from 1, text)."""
+
+    matches: list[tuple[int, str]]
+    matched: int  # every matching line, also those past the cap
+    lines: int  # the log's lines
+
+    @property
+    def capped(self) -> bool:
+        return self.matched > len(self.matches)
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        yield from whole
+    if pending:
+        yield pending
+
+
+def search_log(job: Job, path: str, query: str, max_matches: int, max_line_chars: int = 2000) -> LogSearch:
+    """Every line of the whole log (streamed, masked: a secret is not found by its value) that
+    holds `query`, case-insensitively; only the first `max_matches` kept, each cut to
+    `max_line_chars` characters."""
+    needle = query.casefold()
+    matches: list[tuple[int, str]] = []
+    matched = number = 0
+    for number, raw in enumerate(_lines(masked_chunks(job, path)), start=1):
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        if needle in line.casefold():
+            matched += 1
+            if len(matches) < max_matches:
+                matches.append((number, line[:max_line_chars]))
+    return LogSearch(matches, matched, number)

@@ -51,6 +51,10 @@ class Job(models.Model):
     retries_used = models.PositiveIntegerField(default=0)
     transient_retries = models.PositiveIntegerField(default=0)
 
+    # Its time limit in seconds (jobs.protocol.timelimit: its own ask or its VC's default, fixed at
+    # submit); null: none. Counted from each launch (launched_at).
+    time_limit_seconds = models.PositiveIntegerField(null=True, blank=True)
+
     # Why the job is still WAITING, with numbers ("needs 4 x P100 GPUs ...").
     pending_reason = models.TextField(blank=True, default="")
     # Exit: the mapped exit-spec code, the user's own code beside it, and a human explanation.

@@ -153,6 +153,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = DATA_UPLOAD_MAX_MEMORY_SIZE
 
 # Where the portal keeps its own files.
 PAI_LOG_DIR = env_path("PAI_LOG_DIR", VAR_DIR / "logs")
+# The job page's log search reads the whole log and shows at most this many matching lines.
+PAI_LOG_SEARCH_MAX_MATCHES = env_int("PAI_LOG_SEARCH_MAX_MATCHES", 1000, minimum=1)
 PAI_WORK_ROOT = env_path("PAI_WORK_ROOT", VAR_DIR / "work")
 PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
@@ -175,6 +177,9 @@ PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 # Transient failures are retried without charging the user, but not forever.
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
+# Fair share (a VC whose queue is fair-share): recent usage halves every this many hours (Slurm's
+# PriorityDecayHalfLife, 7 days there too).
+PAI_FAIR_SHARE_HALF_LIFE_HOURS = env_float("PAI_FAIR_SHARE_HALF_LIFE_HOURS", 168.0, minimum=0.01)
 # Containers of one job started at once (the engine serializes little of container start).
 PAI_MAX_PARALLEL_STARTS = env_int("PAI_MAX_PARALLEL_STARTS", 8, minimum=1)
 # Node heartbeat: how often the scheduler pings each node's engine, and how long a node may stay

@@ -24,3 +24,6 @@ urlpatterns = [
     path("", include("web.fixes.urls")),
     path("", include("web.legacy_links")),
 ]
+
+# A request Django refuses before any route (a host not allowed...): `{code, message}` under /api/.
+handler400 = "web.api.fallback.bad_request"

@@ -20,10 +20,10 @@ from clusters.executors.base import Failure, TaskHandle, TaskStatus
 from clusters.models import Node
 from jobs import lifecycle
 from jobs.lifecycle import TaskExit
-from jobs.logs import read_tail
+from jobs.logs import masked_tail
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.completion import job_outcome
-from jobs.protocol.exitspec import ExitCode, ExitInfo, classify, exit_info
+from jobs.protocol.exitspec import LOG_SAYS, LOG_TAIL_BYTES, ExitCode, ExitInfo, classify, exit_info
 from jobs.protocol.retry import Retry, job_retry, task_retry
 from scheduling import executors
 from scheduling import launch as launch_builder
@@ -34,8 +34,6 @@ from scheduling.teardown import stop_job
 
 log = logging.getLogger("pai.scheduler")
 
-# The exit spec matches patterns ("command not found") against this much of a task's log.
-LOG_TAIL_BYTES = 4096
 # What a job's progress changes (re-read before deciding its outcome).
 JOB_PROGRESS_FIELDS = (
     "state",
@@ -69,11 +67,14 @@ class Ended:
 
 
 def _task_exit(info: ExitInfo, diagnostics: str, finished_at: Any) -> TaskExit:
+    said = diagnostics or info.reason
+    if info.match is not None and info.match.line:  # the log line that explained it (masked)
+        said = f"{said}{LOG_SAYS}{info.match.line}"
     return TaskExit(
         exit_code=info.code,
         user_exit_code=info.user_code,
         phrase=info.phrase,
-        diagnostics=f"{info.phrase}: {diagnostics or info.reason}" if info.code else "",
+        diagnostics=f"{info.phrase}: {said}" if info.code else "",
         finished_at=finished_at or timezone.now(),
     )
 
@@ -89,7 +90,8 @@ def record_exit(
         status.exit_code,
         oom_killed=status.oom_killed,
         platform_exit_code=platform_code if platform_code is not None else platform_exit_code(status.failure),
-        log_tail=read_tail(task.log_path, LOG_TAIL_BYTES),
+        # Masked: the line a pattern matched is shown to the job's readers.
+        log_tail=masked_tail(task.job, task.log_path, LOG_TAIL_BYTES).decode("utf-8", errors="replace"),
     )
     job = task.job
     node_lost = status.failure is Failure.NODE_LOST

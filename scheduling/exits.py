@@ -14,6 +14,7 @@ PLATFORM_EXIT_CODES: dict[Failure, ExitCode] = {
     Failure.TASK_GONE: ExitCode.EVICTED,
     Failure.NODE_LOST: ExitCode.NODE_LOST,
     Failure.STORAGE_MOUNT_FAILED: ExitCode.STORAGE_MOUNT_FAILED,
+    Failure.TIME_LIMIT: ExitCode.TIME_LIMIT_EXCEEDED,
 }
 
 

@@ -23,3 +23,30 @@ class VcSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.vc_id} at {self.at}"
+
+
+class VcQueue(models.Model):
+    """A VC's waiting jobs in the order placement took them last (FIFO or fair share), with each
+    one's expected start: written by the scheduler, one row per VC, whenever it places; read by the
+    job page and the API (queue position, expected start)."""
+
+    vc = models.OneToOneField("clusters.VirtualCluster", on_delete=models.CASCADE, related_name="queue")
+    job_ids = models.JSONField(default=list)  # the waiting jobs, first first
+    # Epoch seconds each is expected to start (same order, the head of the queue only:
+    # clusters.sharing.ESTIMATED_DEPTH); null or missing: unknown (a job ahead of it, or one
+    # holding what it needs, has no time limit).
+    expected_starts = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"queue of VC {self.vc_id}"
+
+    def position(self, job_id: int) -> tuple[int, int | None] | None:
+        """(1-based place in the queue, expected start in epoch seconds or None), or None when
+        the job is not in it."""
+        try:
+            index = self.job_ids.index(job_id)
+        except ValueError:
+            return None
+        starts = self.expected_starts
+        return index + 1, starts[index] if index < len(starts) else None

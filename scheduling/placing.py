@@ -18,14 +18,22 @@ from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
 from jobs.protocol.spec import NormalizedSpec, gpu_type
-from scheduling import executors, quota
+from scheduling import executors, quota, sharing
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
 
 WAITING_BATCH = 2000
-WAITING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "created_at", "pending_reason")
+WAITING_COLUMNS = (
+    "pk",
+    "virtual_cluster__name",
+    "priority",
+    "created_at",
+    "pending_reason",
+    "owner__username",
+    "time_limit_seconds",
+)
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
 LAUNCH_BUDGET_S = 0.5
@@ -41,6 +49,8 @@ class WaitingJob(NamedTuple):
     priority: int
     created_at: datetime
     pending_reason: str
+    owner: str
+    time_limit_seconds: int | None
 
 
 class Placer:
@@ -49,6 +59,7 @@ class Placer:
         self.backends = backends
         self._last_queue_signature: tuple[int, Any] | None = None
         self._specs = quota.SpecCache()
+        self._usage = sharing.RecentUsage(self._specs)
         self._task_requests: dict[int, list[TaskRequest]] = {}
         # Jobs placed by the last placement but not launched within its pass's budget: launched
         # by the next passes before placement runs again (resources only grew meanwhile).
@@ -76,7 +87,8 @@ class Placer:
         rows = [WaitingJob(*row) for row in waiting]
         specs = self._specs.get_many(row.pk for row in rows)
         nodes = list(Node.objects.all())
-        node_states, vc_states = quota.cluster_state(nodes, self._specs)
+        usage = quota.cluster_usage(nodes, self._specs)
+        node_states, vc_states = usage.nodes, usage.vcs
         now = time.monotonic()
         trouble = self.starter.trouble
         silent = {node.name for node in nodes if executors.silent(node)}  # (not down yet: no new work either)
@@ -84,8 +96,13 @@ class Placer:
             state.ports_used.update(trouble.port_conflicts.on(state.name, now))
             state.schedulable = state.schedulable and state.name not in silent
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)
-        requests = [self._job_request(row, specs[row.pk], gate.avoid) for row in rows if row.pk not in gate.blocked]
+        recent = self._usage.of(vc_states)
+        requests = [
+            self._job_request(row, specs[row.pk], gate.avoid, recent) for row in rows if row.pk not in gate.blocked
+        ]
         result = place(node_states, vc_states, requests)
+        limits = {row.pk: row.time_limit_seconds for row in rows}
+        sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
         for job_id, note in gate.notes.items():
             if job_id in result.pending:
                 result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
@@ -118,7 +135,13 @@ class Placer:
             batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
             self.launch_jobs(batch, self._unlaunched_nodes)
 
-    def _job_request(self, job: WaitingJob, spec: NormalizedSpec, avoid: dict[int, frozenset[str]]) -> JobRequest:
+    def _job_request(
+        self,
+        job: WaitingJob,
+        spec: NormalizedSpec,
+        avoid: dict[int, frozenset[str]],
+        recent: dict[tuple[str, str], float],
+    ) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
         if tasks is None:
@@ -133,6 +156,8 @@ class Placer:
             priority=job.priority,
             order=job.created_at.timestamp(),
             avoid=avoid.get(job.pk, frozenset()),
+            user=job.owner,
+            usage=recent.get((job.vc, job.owner), 0.0),
         )
 
     def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:

@@ -28,6 +28,7 @@ class ClusterUsage:
     totals: Resources  # all schedulable nodes together (what VC shares are shares of)
     used_by_node: dict[int, Resources] = field(default_factory=dict)  # node id -> held
     busy_gpus: set[tuple[int, int]] = field(default_factory=set)  # (node id, GPU index)
+    used_by_job: dict[int, Resources] = field(default_factory=dict)  # running job id -> what it holds
 
 
 def task_resources(spec: NormalizedSpec, role: str) -> Resources:
@@ -135,9 +136,9 @@ class SpecCache:
 
 
 def holding_tasks() -> Any:
-    """(node id, role, GPUs, ports, job id, VC name) of each task that holds resources now."""
+    """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now."""
     return Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING).values_list(
-        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name"
+        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name", "job__owner__username"
     )
 
 
@@ -150,13 +151,17 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
     used_by_vc: dict[str, Resources] = defaultdict(Resources)
     used_by_node: dict[int, Resources] = defaultdict(Resources)
     busy_gpus: set[tuple[int, int]] = set()
+    used_by_job: dict[int, Resources] = defaultdict(Resources)
+    gpus_by_user: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # VC -> user -> GPUs
     holding = list(holding_tasks())
     spec_of = (specs or SpecCache()).get_many({row[4] for row in holding})
-    for node_id, role, gpus, ports, job_id, vc_name in holding:
+    for node_id, role, gpus, ports, job_id, vc_name, owner in holding:
         # GPUs as allocated (the indices the task holds), CPU and memory as the role asks.
         res = replace(task_resources(spec_of[job_id], role), gpu=len(gpus))
         used_by_vc[vc_name] = _add(used_by_vc[vc_name], res)
         used_by_node[node_id] = _add(used_by_node[node_id], res)
+        used_by_job[job_id] = _add(used_by_job[job_id], res)
+        gpus_by_user[vc_name][owner] += len(gpus)
         busy_gpus.update((node_id, int(index)) for index in gpus)
         state = states.get(node_id)
         if state is None:
@@ -169,11 +174,23 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
             state.ports_used.update(port_list)
     totals = cluster_totals(own_nodes, gpus_by_node)
     vcs = {
-        vc.name: VcState(name=vc.name, limit=vc_quota(vc, nodes, gpus_by_node), used=used_by_vc[vc.name])
+        vc.name: VcState(
+            name=vc.name,
+            limit=vc_quota(vc, nodes, gpus_by_node),
+            used=used_by_vc[vc.name],
+            fair_share=vc.queue_policy == VirtualCluster.QueuePolicy.FAIR_SHARE,
+            user_gpu_limit=vc.user_gpu_limit,
+            gpus_by_user=dict(gpus_by_user[vc.name]),
+        )
         for vc in VirtualCluster.objects.all()
     }
     return ClusterUsage(
-        nodes=list(states.values()), vcs=vcs, totals=totals, used_by_node=dict(used_by_node), busy_gpus=busy_gpus
+        nodes=list(states.values()),
+        vcs=vcs,
+        totals=totals,
+        used_by_node=dict(used_by_node),
+        busy_gpus=busy_gpus,
+        used_by_job=dict(used_by_job),
     )
 
 

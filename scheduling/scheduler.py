@@ -2,9 +2,10 @@
 
 Each pass: take the lease (one active scheduler: scheduling.lease), reconcile after a start or a
 failed pass (scheduling.nodes), launch what the backends have ready, the node heartbeat, stop
-requests (scheduling.stopping), the tasks that ended and the starts that failed
-(scheduling.ending), the claimed tasks not started yet (scheduling.starting), placement of waiting
-jobs (scheduling.placing), then each backend's own pass (scheduling.backends, .registered).
+requests (scheduling.stopping), jobs past their time limit (scheduling.time_limits), the tasks
+that ended and the starts that failed (scheduling.ending), the claimed tasks not started yet
+(scheduling.starting), placement of waiting jobs (scheduling.placing), then each backend's own
+pass (scheduling.backends, .registered).
 
 Each phase imports only the phases below it (tests/architecture/test_phases.py): ending decides
 and starts nothing; starting starts and decides nothing; the loop carries what one hands the next.
@@ -25,7 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from scheduling import ending, nodes, stopping
+from scheduling import ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
 from scheduling.lease import Lease
@@ -77,6 +78,7 @@ class Scheduler:
         launched = self._launch_ready()
         nodes_changed = self.heartbeat.check(self.backends)
         stopped = stopping.carry_out_stop_requests(self.backends)
+        stopped |= time_limits.end_overdue_jobs(self.backends)
         ended = ending.run(self.backends, self.failed_starts, self.heartbeat.suspects, meanwhile=self._launch_ready)
         started = self.starter.start_unstarted(self.unstarted | ended.retried)
         self.unstarted = set()

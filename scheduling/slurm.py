@@ -54,6 +54,7 @@ from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.spec import gpu_type as spec_gpu_type
+from jobs.protocol.timelimit import slurm_time
 from scheduling import ending, executors
 from scheduling.backends import Backends
 from scheduling.executors import NodeSilent
@@ -336,6 +337,7 @@ class SlurmBackend:
             roles=roles,
             gpu_type=gpu_type,
             job_dir=directory,
+            time_limit=slurm_time(job.time_limit_seconds) if job.time_limit_seconds else None,
         )
         try:
             slurm_id = self.controller.run(argv).strip().split(";")[0]

@@ -2,6 +2,9 @@
 (scheduling.launch), then all of them started side by side (the engines do the work, the loop only
 waits). Database writes stay on the loop's thread.
 
+A start the node's engine did not finish within its deadline (scheduling.executors.StartPending)
+is neither recorded nor failed: the task stays claimed, and a later pass reconciles its node.
+
 This phase decides nothing: a start that fails is written to the task's log, taught to NodeTrouble
 (placement then steers around it), and handed to the next ending phase as a FailedStart.
 """
@@ -184,7 +187,11 @@ class Starter:
             ]
         )
         for job, task, outcome in results:
-            if isinstance(outcome, Exception):
+            if isinstance(outcome, executors.StartPending):
+                # Its outcome is unknown: the task stays claimed; once the start ends, the next
+                # pass's reconcile of the node adopts its container or starts it (never twice).
+                log.warning("%s: %s", task, outcome)
+            elif isinstance(outcome, Exception):
                 self.failed(job, task, outcome)
 
     def failed(self, job: Job, task: Task, exc: Exception) -> None:

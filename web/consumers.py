@@ -36,6 +36,10 @@ KEEPALIVE_INTERVAL_S = 15
 # start waits for it (saying so) instead of telling the user the task may have stopped.
 SSHD_START_WAIT_S = 15
 SSHD_RETRY_S = 0.25
+# How often an open terminal checks that its task still runs: a task that ended while its sshd (or a
+# connection child of it) lingers, or whose node vanished without a FIN, would otherwise leave the
+# page saying "Connected" for minutes (issue 36).
+TASK_WATCH_S = 2.0
 DEFAULT_SIZE = (80, 24)
 MAX_SIZE = 1000
 
@@ -47,6 +51,7 @@ class TerminalTarget:
     private_key: str
     label: str  # `<user>~<job>/<role>-<index>`, for messages
     starting_for_s: float = 0.0  # how much longer its sshd may still be starting (0: not at all)
+    task_id: int = 0
 
 
 def _lookup_target(user: Any, full_name: str, role: str, index: int) -> TerminalTarget | str | None:
@@ -64,7 +69,11 @@ def _lookup_target(user: Any, full_name: str, role: str, index: int) -> Terminal
         return f"{label} is not running ({task.state.lower()}): nothing to connect to."
     now = timezone.now()
     starting_for_s = max(0.0, SSHD_START_WAIT_S - (now - (task.started_at or now)).total_seconds())
-    return TerminalTarget(endpoint[0], endpoint[1], job_private_key(job), label, starting_for_s)
+    return TerminalTarget(endpoint[0], endpoint[1], job_private_key(job), label, starting_for_s, task.pk)
+
+
+def _task_is_running(task_id: int) -> bool:
+    return Task.objects.filter(pk=task_id, state=TaskState.RUNNING).exists()
 
 
 def _clamp_size(cols: Any, rows: Any) -> tuple[int, int]:
@@ -78,6 +87,7 @@ class TerminalConsumer(AsyncWebsocketConsumer):
     conn: asyncssh.SSHClientConnection | None = None
     process: asyncssh.SSHClientProcess | None = None
     pump: asyncio.Task | None = None
+    watch: asyncio.Task | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -104,6 +114,15 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         query = parse_qs(self.scope.get("query_string", b"").decode())
         self.size = _clamp_size(query.get("cols", [None])[0], query.get("rows", [None])[0])
         self.pump = asyncio.create_task(self._run(target))
+        self.watch = asyncio.create_task(self._watch(target))
+
+    async def _watch(self, target: TerminalTarget) -> None:
+        """Ends the session, saying why, once the task is no longer RUNNING."""
+        while await database_sync_to_async(_task_is_running)(target.task_id):
+            await asyncio.sleep(TASK_WATCH_S)
+        if self.pump is not None and not self.pump.done():
+            self.pump.cancel()
+        await self._say_and_close(f"{target.label}: the task ended.", CLOSE_TASK_GONE)
 
     async def _connect(self, target: TerminalTarget) -> asyncssh.SSHClientConnection:
         loop = asyncio.get_running_loop()
@@ -154,7 +173,12 @@ class TerminalConsumer(AsyncWebsocketConsumer):
         except (TimeoutError, OSError, asyncssh.Error) as exc:
             log.info("terminal %s: %s", target.label, exc)
             message = f"{target.label}: the connection ended ({exc or type(exc).__name__}). The task may have stopped."
-        await self._say_and_close(message, 1000)
+        if self.watch is not None:
+            self.watch.cancel()
+        ended = not await database_sync_to_async(_task_is_running)(target.task_id)
+        await self._say_and_close(
+            f"{target.label}: the task ended." if ended else message, CLOSE_TASK_GONE if ended else 1000
+        )
 
     async def _say(self, message: str) -> None:
         await self.send(bytes_data=f"\r\n\x1b[33m[{message}]\x1b[0m\r\n".encode())
@@ -187,8 +211,9 @@ class TerminalConsumer(AsyncWebsocketConsumer):
             self.early_input += data
 
     async def disconnect(self, code: int) -> None:
-        if self.pump is not None and not self.pump.done():
-            self.pump.cancel()
+        for job in (self.pump, self.watch):
+            if job is not None and not job.done():
+                job.cancel()
         if self.process is not None:
             self.process.close()
         if self.conn is not None:

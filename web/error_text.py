@@ -123,8 +123,68 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
 ]
 
 
+# Why an image reference is refused (jobs.protocol.images.reference_error): each reason alone.
+IMAGE_REASONS: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"is empty"), _("is empty")),
+    (
+        re.compile(r"has a space in it; an image reference has none \(e\.g\. (?P<example>\S+)\)"),
+        _("has a space in it; an image reference has none (e.g. %(example)s)"),
+    ),
+    (
+        re.compile(r"has an invalid digest after @ \(it is algorithm:hex, e\.g\. sha256: and 64 hex digits\)"),
+        _("has an invalid digest after @ (it is algorithm:hex, e.g. sha256: and 64 hex digits)"),
+    ),
+    (
+        re.compile(
+            r"has an invalid tag (?P<tag>.+): a tag is up to 128 letters, digits, _ \. and -, not starting with \. or -"
+        ),
+        _("has an invalid tag %(tag)s: a tag is up to 128 letters, digits, _ . and -, not starting with . or -"),
+    ),
+    (re.compile(r"has a name longer than (?P<most>\d+) characters"), _("has a name longer than %(most)s characters")),
+    (re.compile(r"has an invalid registry host (?P<host>.+)"), _("has an invalid registry host %(host)s")),
+    (
+        re.compile(
+            r"starts with (?P<first>'[^']*'), which Docker would read as a registry's host name because it has "
+            r"capitals; repository names are lowercase \(e\.g\. (?P<example>\S+)\)"
+        ),
+        _(
+            "starts with %(first)s, which Docker would read as a registry's host name because it has capitals; "
+            "repository names are lowercase (e.g. %(example)s)"
+        ),
+    ),
+    (
+        re.compile(r"must be lowercase in its repository name \((?P<lower>\S+), not (?P<given>\S+)\)"),
+        _("must be lowercase in its repository name (%(lower)s, not %(given)s)"),
+    ),
+    (
+        re.compile(
+            r"has an invalid repository name part (?P<part>'[^']*'): lowercase letters and digits, "
+            r"separated by \. _ __ or -"
+        ),
+        _("has an invalid repository name part %(part)s: lowercase letters and digits, separated by . _ __ or -"),
+    ),
+]
+IMAGE_REFERENCE = re.compile(r"(?P<image>'.*') is not a valid image reference: (?P<why>.+)", re.DOTALL)
+
+
+def _image_reasons(text: str) -> str:
+    parts = []
+    for reason in text.split("; and it "):
+        for pattern, template in IMAGE_REASONS:
+            if match := pattern.fullmatch(reason):
+                reason = str(template) % match.groupdict() if match.groupdict() else str(template)
+                break
+        parts.append(reason)
+    return str(_("; and it ")).join(parts)
+
+
 def translate_error(message: str) -> str:
     """The message in the active language when its shape is known, else unchanged."""
+    if reference := IMAGE_REFERENCE.fullmatch(message):
+        return str(_("%(image)s is not a valid image reference: %(why)s")) % {
+            "image": reference["image"],
+            "why": _image_reasons(reference["why"]),
+        }
     for pattern, template, parts in MESSAGES:
         match = pattern.fullmatch(message)
         if match:
@@ -139,6 +199,23 @@ _GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
 REASONS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"Waiting to be placed again for a retry\."), _("Waiting to be placed again for a retry.")),
     (re.compile(r"no schedulable node in the cluster"), _("no schedulable node in the cluster")),
+    (
+        re.compile(
+            r"user (?P<user>\S+) holds (?P<held>\d+) of the (?P<cap>\d+) GPUs one user may hold in VC "
+            r'(?P<vc>"[^"]*") at once, job needs (?P<need>\d+)'
+        ),
+        _(
+            "user %(user)s holds %(held)s of the %(cap)s GPUs one user may hold in VC %(vc)s at once, "
+            "job needs %(need)s"
+        ),
+    ),
+    (
+        re.compile(
+            r'one user may hold at most (?P<cap>\d+) GPUs in VC (?P<vc>"[^"]*") at once, job needs (?P<need>\d+) '
+            r"\(it can never fit\)"
+        ),
+        _("one user may hold at most %(cap)s GPUs in VC %(vc)s at once, job needs %(need)s (it can never fit)"),
+    ),
     (re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)"), _("node %(node)s is down (%(why)s)")),
     (
         re.compile(
@@ -203,7 +280,9 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         ),
     ),
 ]
-WAITING_BEHIND = re.compile(r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \(FIFO\): (?P<why>.+)')
+WAITING_BEHIND = re.compile(
+    r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
+)
 NODE_DOWN_NOTE = re.compile(r"; (?=node \S+ is down \()")
 
 
@@ -329,6 +408,8 @@ def _reason_part(part: str) -> str:
     behind = WAITING_BEHIND.fullmatch(part)
     if behind:
         values = {"job": behind["job"], "vc": behind["vc"], "why": _reason_part(behind["why"])}
+        if behind["order"] == "fair share":
+            return str(_("waiting behind job %(job)s, first in VC %(vc)s (fair share): %(why)s")) % values
         return str(_("waiting behind job %(job)s, first in VC %(vc)s (FIFO): %(why)s")) % values
     for pattern, template in REASONS:
         match = pattern.fullmatch(part)

@@ -8,21 +8,70 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import models
+from django.db import connection, models
+from django.db.models import Count, F, FloatField, OuterRef, Subquery
+from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, Now
 
 from accounts.permissions import is_admin
 from jobs.actions import listed_jobs
-from jobs.models import JobState
+from jobs.models import Job, JobState, Task
 
 # --- the job list's filters -------------------------------------------------------------------------
 
-# Only orders an index serves, so a sorted page of 100,000 jobs stays a short index scan.
-SORTS = {
-    "-created": ("-created_at", "-id"),
-    "created": ("created_at", "id"),
-    "name": ("name", "id"),
-    "-name": ("-name", "-id"),
+# Every column sorts (issue 36), on the server, in the URL (`?sort=gpus`, `?sort=-gpus`): the key's
+# order, then the id so pages never share or skip a row. Submitted and name have an index that
+# serves them; the others sort the filtered rows (a full scan of the filtered jobs).
+SORT_COLUMNS: dict[str, tuple[str, ...]] = {
+    "created": ("created_at",),
+    "name": ("name",),
+    "user": ("owner__username",),
+    "state": ("state",),
+    "vc": ("virtual_cluster__name",),
+    "tasks": ("sort_tasks",),
+    "gpus": ("gpu_count",),
+    "duration": ("sort_duration",),
+    "retries": ("retries_used",),
+    "why": ("pending_reason",),
 }
+# The first click on a column: counts and times biggest first, names from A.
+DESCENDING_FIRST = {"created", "tasks", "gpus", "duration", "retries"}
+# Sorts an index serves with the page's LIMIT; the others first sort the ids alone (a narrow sort:
+# at 100,000 jobs on SQLite 85 ms for GPUs instead of 512 ms sorting whole rows), then read the page.
+INDEXED_SORTS = {"created", "name"}
+SORTS = {key for column in SORT_COLUMNS for key in (column, f"-{column}")}
+
+
+def sort_order(sort: str) -> list[Any]:
+    """ORDER BY terms for a sort key (`gpus`, `-gpus`); a job never launched has no duration and
+    sorts last either way."""
+    column, descending = sort.lstrip("-"), sort.startswith("-")
+    terms: list[Any] = []
+    for name in SORT_COLUMNS[column]:
+        expression = F(name)
+        terms.append(expression.desc(nulls_last=True) if descending else expression.asc(nulls_last=True))
+    terms.append("-id" if descending else "id")
+    return terms
+
+
+def with_sort_columns(jobs: Any, sort: str) -> Any:
+    """The computed columns a sort needs (only those: the task count is a subquery per row)."""
+    column = sort.lstrip("-")
+    if column == "tasks":
+        counted = Task.objects.filter(job=OuterRef("pk")).order_by().values("job").annotate(n=Count("id")).values("n")
+        jobs = jobs.annotate(sort_tasks=Subquery(counted))
+    elif column == "duration":
+        if connection.vendor == "sqlite":
+            # SQLite's own date functions: Django's datetime arithmetic there calls into Python
+            # per row (1.3 s for 100,000 jobs; this takes a tenth of it).
+            table = Job._meta.db_table
+            days = f"julianday(COALESCE({table}.completed_at, 'now')) - julianday({table}.launched_at)"
+            jobs = jobs.annotate(sort_duration=RawSQL(days, (), output_field=FloatField()))  # noqa: S611  (no input)
+        else:
+            jobs = jobs.annotate(sort_duration=Coalesce("completed_at", Now()) - F("launched_at"))
+    return jobs
+
+
 PAGE_SIZES = (20, 50, 100, 200)
 # Columns the list never shows: left in the database so 100,000 rows stay cheap to page through.
 # (The spec is read: the task and GPU columns come from it.)
@@ -165,8 +214,26 @@ class JobListQuery:
         last_page = max(1, -(-total // self.page_size))
         number = min(self.page_number, last_page)
         start = (number - 1) * self.page_size
-        rows = list(jobs.defer(*LIST_DEFERRED).order_by(*SORTS[self.sort])[start : start + self.page_size])
+        rows = self.page_rows(jobs, start)
         return ListPage(jobs=rows, number=number, size=self.page_size, total=total)
+
+    def sorted(self, jobs: Any) -> Any:
+        return with_sort_columns(jobs.defer(*LIST_DEFERRED), self.sort).order_by(*sort_order(self.sort))
+
+    def page_rows(self, jobs: Any, start: int) -> list[Any]:
+        if self.sort.lstrip("-") in INDEXED_SORTS:
+            return list(self.sorted(jobs)[start : start + self.page_size])
+        ordered = with_sort_columns(jobs.order_by(), self.sort).order_by(*sort_order(self.sort))
+        ids = list(ordered.values_list("pk", flat=True)[start : start + self.page_size])
+        found = {job.pk: job for job in jobs.defer(*LIST_DEFERRED).filter(pk__in=ids)}
+        return [found[pk] for pk in ids if pk in found]
+
+    def all_rows(self) -> Any:
+        """Every job the list's filters and state select, in its order (the CSV export)."""
+        jobs = self.filtered()
+        if self.state:
+            jobs = jobs.filter(state=self.state)
+        return self.sorted(jobs.select_related("owner", "virtual_cluster"))
 
     def querystring(self, **changes: Any) -> str:
         """This list's query string with some parameters changed (for sort links and pages)."""
@@ -184,13 +251,18 @@ class JobListQuery:
     def sort_links(self) -> dict[str, str]:
         """Per sortable column: the query string that sorts by it, or reverses it when it is the sort."""
         links = {}
-        for key in ("created", "name"):
+        for key in SORT_COLUMNS:
             if self.sort.lstrip("-") == key:
                 target = key if self.sort.startswith("-") else f"-{key}"
             else:
-                target = "-created" if key == "created" else key
+                target = f"-{key}" if key in DESCENDING_FIRST else key
             links[key] = self.querystring(sort=target)
         return links
+
+    def sort_states(self) -> dict[str, str]:
+        """Per column: `ascending`/`descending` where the list is sorted by it (aria-sort)."""
+        column = self.sort.lstrip("-")
+        return {column: "descending" if self.sort.startswith("-") else "ascending"}
 
     def state_links(self) -> list[tuple[str, int, str, bool]]:
         """(state, count, query string, selected) for the counts bar; "" is all states."""

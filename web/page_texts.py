@@ -60,8 +60,65 @@ EXIT_SPEC_TEXTS = frozenset(
             "The node could not mount a storage the task needs (no NFS client on the node, "
             "or the storage's server is down)"
         ),
+        # The rows of OpenPAI's exit spec added for issue 36 (all 62 codes).
+        gettext_noop("The job attempt's configuration was deleted from outside the portal"),
+        gettext_noop("The task was deleted from outside the portal"),
+        gettext_noop("The job attempt's configuration did not appear in time, maybe the cluster's API server is down"),
+        gettext_noop("The task did not appear in time, maybe the cluster's API server is down"),
+        gettext_noop("The task could not be created because of a transient error"),
+        gettext_noop("The task could not be created because its spec has a permanent error"),
+        gettext_noop("Check diagnostics and revise your job config"),
+        gettext_noop("The user asked to delete this task (the job was scaled down)"),
+        gettext_noop("The task failed but none of its containers did, maybe it was stopped by the platform"),
+        gettext_noop("The task could not be created because of an unknown error"),
+        gettext_noop(
+            "The node rejected the task: it was placed on a node without enough of the resources it asked for"
+        ),
+        gettext_noop("The node preempted the task to admit a more critical platform task"),
+        gettext_noop("The node stopped the task because its deadline passed"),
+        gettext_noop(
+            "The node refused to admit the task, maybe it is invalid (e.g. privileged where that is not allowed)"
+        ),
+        gettext_noop("The node rejected the task because of an unexpected error"),
+        gettext_noop("The job was accepted but could not be created because of a permanent error"),
+        gettext_noop("Check job events and fix your job config"),
+        gettext_noop("The task's init container was killed because it exceeded its memory request"),
+        gettext_noop("The GPU allocated to the task was not found on its node"),
+        gettext_noop("The task failed, maybe because of a GPU double-bit ECC error on its node"),
+        gettext_noop("TensorFlow ran out of memory"),
+        gettext_noop("Tuning the tensorflow program"),
+        gettext_noop("MPI failed with a segmentation fault (address not mapped)"),
+        gettext_noop("A GPU reported an uncorrectable ECC error"),
+        gettext_noop("The CUDA driver on the node is older than the CUDA runtime in the image"),
+        gettext_noop("Change docker image with correct cuda runtime version"),
+        gettext_noop("The cuDNN library does not match the deep learning framework in the image"),
+        gettext_noop("Change docker image with correct DL framework version"),
+        gettext_noop("The program ran out of GPU memory"),
+        gettext_noop("Select GPU type which has more physical memory"),
+        gettext_noop("Tuning the program parameter to use less memory"),
+        gettext_noop("The program was called with an incorrect parameter"),
+        gettext_noop("Correct the user code"),
+        gettext_noop("The program could not read its data or model (missing file, wrong format, I/O error)"),
+        gettext_noop("Correct the user code, use correct data model"),
+        gettext_noop("The program was given an invalid path to save or restore a model"),
+        gettext_noop("Check the save path and correct it"),
+        gettext_noop("The program has a syntax or name error"),
+        gettext_noop("Check the source code and correct the errors"),
+        gettext_noop("The program failed to import a module"),
+        gettext_noop("Check the source code and correct it"),
+        gettext_noop("The program indexed past the end of a list or array"),
+        gettext_noop("The program crashed with a segmentation fault"),
+        gettext_noop("The program crashed and dumped core"),
+        gettext_noop("The framework barrier failed because of a transient error"),
+        gettext_noop("The framework barrier failed because of a permanent error"),
         gettext_noop("Check the diagnostics: they name the storage and the node"),
         gettext_noop("Contact Cluster Admin to fix the storage or the node's client"),
+        gettext_noop(
+            "The job ran as long as its time limit allows (extras.maxRunTimeMinutes, or its virtual cluster's "
+            "default) and was ended"
+        ),
+        gettext_noop("Ask for a longer limit in extras.maxRunTimeMinutes (up to the virtual cluster's maximum)"),
+        gettext_noop("Save checkpoints and resume from the last one in a new job"),
     )
 )
 
@@ -94,4 +151,5 @@ EVENT_KINDS = {
     "job-retry": _("Job retried"),
     "restarted": _("Started again"),
     "slurm-submitted": _("Submitted to Slurm"),
+    "time-limit": _("Time limit reached"),
 }

@@ -51,6 +51,8 @@ JOB_PATH_FIELDS = {
     "virtualCluster": "virtual_cluster",
     "extras.gpuType": "gpu_type",
     "gpuType": "gpu_type",
+    "extras.hivedScheduler.jobPriorityClass": "priority",
+    "extras.storages": "storages",
     "prerequisites": "image",
     "image": "image",
     "parameters": "parameters",
@@ -65,8 +67,12 @@ JOB_FIELD_LABELS = {
     "gpu_type": _("GPU type"),
     "image": _("Docker image"),
     "job_retry_count": _("Retry count"),
+    "priority": _("Priority"),
     "parameters": _("Parameters"),
     "secrets": _("Secrets"),
+    "storages": _("Team storage"),
+    "registry_username": _("Registry user"),
+    "registry_password": _("Registry password"),
 }
 ROLE_FIELD_LABELS = {
     "name": _("Task role name"),
@@ -130,6 +136,8 @@ def form_field_for(path: str, role_names: list[str]) -> str | None:
             if suffix in ROLE_PATH_FIELDS:
                 return f"roles-{position}-{ROLE_PATH_FIELDS[suffix]}"
         return f"roles-{position}-name" if not rest else None
+    if parts[0] == "prerequisites" and "auth" in parts:
+        return "registry_password" if parts[-1] == "password" else "registry_username"
     for length in range(len(parts), 0, -1):
         prefix = ".".join(parts[:length])
         if prefix in JOB_PATH_FIELDS:

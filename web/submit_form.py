@@ -1,8 +1,12 @@
 """The Submit Job page's form: its fields <-> a v2 config, and the config-file import.
 
-The form shows the common part of a v2 config. Whatever it cannot show (prerequisite scripts,
-runtime plugins, ...) travels in a hidden `base_config` and is merged back, so a YAML -> form ->
-YAML round trip keeps it. Where an error is shown is web.submit_errors' job.
+The form shows the common part of a v2 config, with OpenPAI webportal's Tools (SSH, TensorBoard,
+priority) and Data (team storages, registry auth) sections. Whatever it has no field for
+(prerequisite scripts, the ssh barrier, notifications, ...) travels in a hidden `base_config`, is
+shown read-only under "Other settings" (`other_settings`) and is merged back, so a YAML -> form ->
+YAML round trip keeps it. A field changes the config only where its value changed, so a round
+trip writes back what was read. Secret values never travel in `base_config`: they are the form's
+password inputs. Where an error is shown is web.submit_errors' job.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from django.utils.translation import gettext_lazy as _
 
 from jobs.protocol import JobConfigError
 from jobs.protocol.parsing import check_tree
+from jobs.protocol.spec import RUNTIME_PLUGINS
+from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
 
 MAX_CONFIG_FILE_BYTES = 512 * 1024
 CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -41,7 +47,29 @@ ROLE_FIELDS = (
     "min_failed",
     "min_succeeded",
 )
-JOB_FIELDS = ("name", "virtual_cluster", "gpu_type", "image", "job_retry_count", "parameters", "secrets")
+JOB_FIELDS = (
+    "name",
+    "virtual_cluster",
+    "gpu_type",
+    "image",
+    "job_retry_count",
+    "priority",
+    "parameters",
+    "secrets",
+    # Tools
+    "jobssh",
+    "ssh_keys",
+    "tensorboard",
+    "tensorboard_logdir",
+    # Data
+    "storages",
+    "registry_username",
+    "registry_password",
+    "registry_uri",
+)
+UNSTRIPPED = ("parameters", "secrets", "ssh_keys", "registry_password")
+PRIORITY_CLASSES = ("crit", "prod", "test", "oppo")
+DEFAULT_TENSORBOARD_LOGDIR = "/mnt/tensorboard"
 ROLE_KEY = re.compile(r"^roles-(\d+)-(\w+)$")
 DEFAULT_COMMAND = "echo hello"
 # A completion threshold of -1 (or null) means "no threshold"; a blank field means the protocol's default.
@@ -89,15 +117,19 @@ class JobFormData:
             virtual_cluster=virtual_cluster,
             image=str(settings.PAI_DEFAULT_IMAGE),
             job_retry_count="0",
+            jobssh="on",
         )
         return cls(job=job)
 
     @classmethod
     def from_post(cls, data: QueryDict) -> JobFormData:
-        job = {
-            key: data.get(key, "").strip() if key not in ("parameters", "secrets") else data.get(key, "")
-            for key in JOB_FIELDS
-        }
+        job = {key: data.get(key, "").strip() if key not in UNSTRIPPED else data.get(key, "") for key in JOB_FIELDS}
+        if "tools_shown" not in data:  # a post from before the Tools section: SSH as the protocol's default
+            job["jobssh"] = "on"
+        job["storages"] = "\n".join(name for name in data.getlist("storages") if name.strip())
+        if "secret_name" in data:  # the secrets' rows: a name and a password input each
+            rows = zip(data.getlist("secret_name"), data.getlist("secret_value"), strict=False)
+            job["secrets"] = "\n".join(f"{name.strip()}={value}" for name, value in rows if name.strip() or value)
         by_index: dict[int, dict[str, str]] = {}
         for key in data:
             match = ROLE_KEY.match(key)
@@ -112,7 +144,38 @@ class JobFormData:
 
     @property
     def base_config_json(self) -> str:
-        return json.dumps(self.base_config)
+        return json.dumps(_without_secret_values(self.base_config))
+
+    @property
+    def secret_rows(self) -> list[tuple[str, str]]:
+        """(name, value) of each secret, then one blank row to add a secret without JavaScript."""
+        rows = [(key, value or "") for _n, key, value in _key_value_lines(self.job.get("secrets", ""))]
+        return [*rows, ("", "")]
+
+    @property
+    def chosen_storages(self) -> list[str]:
+        return [name for name in self.job.get("storages", "").splitlines() if name.strip()]
+
+    @property
+    def other_settings(self) -> str:
+        """What the config holds that no field of the form shows, as YAML ("" when nothing)."""
+        other = other_settings(self.base_config)
+        return config_to_yaml(other) if other else ""
+
+
+def _without_secret_values(config: dict[str, Any]) -> dict[str, Any]:
+    """The config minus what is secret: the secrets (the form's rows hold them) and registry
+    passwords (the Data section's password input holds the image's)."""
+    kept = {key: value for key, value in config.items() if key != "secrets"}
+    prerequisites = config.get("prerequisites")
+    if isinstance(prerequisites, list):
+        kept["prerequisites"] = [
+            {**p, "auth": {k: v for k, v in p["auth"].items() if k != "password"}}
+            if isinstance(p, dict) and isinstance(p.get("auth"), dict)
+            else p
+            for p in prerequisites
+        ]
+    return kept
 
 
 def _base_config(text: str) -> dict[str, Any]:
@@ -153,8 +216,30 @@ def _key_value_lines(text: str) -> list[tuple[int, str, str | None]]:
     return found
 
 
-def _key_values(text: str) -> dict[str, str]:
-    return {key: value for _n, key, value in _key_value_lines(text) if key and value is not None}
+def _typed(text: str) -> Any:
+    """A value as YAML would type it when the text is that value's own spelling (`3` -> 3,
+    `0.5` -> 0.5, `true` -> True), so numbers stay numbers through the form; any other text
+    (`007`, `1e3`, `yes`) stays the text the user typed."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, bool):
+        return value if text in ("true", "false") else text
+    if isinstance(value, int | float) and _text(value) == text:
+        return value
+    return text
+
+
+def _key_values(text: str, before: Any = None) -> dict[str, Any]:
+    """name -> value of the lines; a value whose text did not change keeps its type from `before`
+    (the config the form was filled from: "100" stays a string, 100 a number)."""
+    before = before if isinstance(before, dict) else {}
+    return {
+        key: before[key] if key in before and _text(before[key]) == value else _typed(value)
+        for _n, key, value in _key_value_lines(text)
+        if key and value is not None
+    }
 
 
 def _port_items(text: str) -> list[tuple[str, str | None]]:
@@ -182,8 +267,10 @@ def form_input_errors(data: JobFormData) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     for field_name in ("parameters", "secrets"):
         for number, key, value in _key_value_lines(data.job.get(field_name, "")):
-            if value is None or not key:
-                # A secret's line is not quoted back: it may be the value itself.
+            if field_name == "secrets" and not key:
+                # A secret's value is not quoted back.
+                errors.setdefault(field_name, []).append(gettext("Secret %(row)d has no name.") % {"row": number})
+            elif value is None or not key:
                 errors.setdefault(field_name, []).append(gettext("Line %(line)d is not name=value.") % {"line": number})
     for index, role in enumerate(data.roles):
         for label, count in _port_items(role.get("ports", "")):
@@ -209,6 +296,7 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     config["name"] = data.job.get("name", "")
     config["type"] = "job"
     _set(config, "jobRetryCount", _number(data.job.get("job_retry_count", "")))
+    original = config_to_form(data.base_config).job if data.base_config else {}
 
     image_name = _image_prerequisite_name(config)
     prerequisites = [p for p in _list(config.get("prerequisites")) if isinstance(p, dict)]
@@ -216,11 +304,15 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     if image is None:
         image = {"name": image_name, "type": "dockerimage"}
         prerequisites.insert(0, image)
-    image["uri"] = data.job.get("image", "")
+    if _text(image.get("uri")).strip() != data.job.get("image", ""):  # unchanged: kept as written
+        image["uri"] = data.job.get("image", "")
+    _registry_auth_to_config(image, data.job)
     config["prerequisites"] = prerequisites
 
-    _set(config, "parameters", _key_values(data.job.get("parameters", "")))
-    _set(config, "secrets", _key_values(data.job.get("secrets", "")))
+    _set(config, "parameters", _key_values(data.job.get("parameters", ""), config.get("parameters")))
+    # Secrets stay the text typed: a secret is only ever substituted as text, and no page shows it.
+    secret_lines = _key_value_lines(data.job.get("secrets", ""))
+    _set(config, "secrets", {key: value for _n, key, value in secret_lines if key and value is not None})
 
     base_roles = list((config.get("taskRoles") or {}).values()) if isinstance(config.get("taskRoles"), dict) else []
     roles: dict[str, Any] = {}
@@ -235,8 +327,115 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     _set(config, "defaults", defaults)
     extras = _dict(config.get("extras"))
     _set(extras, "gpuType", data.job.get("gpu_type", ""))
+    changed = {key for key in JOB_FIELDS if data.job.get(key, "") != original.get(key, blank_tools().get(key, ""))}
+    _priority_to_config(extras, data.job, changed)
+    _ssh_to_config(extras, data.job, changed)
+    _tensorboard_to_config(extras, data.job, changed)
+    _storages_to_config(extras, data.job, changed)
     _set(config, "extras", extras)
     return config
+
+
+def blank_tools() -> dict[str, str]:
+    """What the Tools and Data fields say for a config that has none of them."""
+    return {"jobssh": "on"}
+
+
+def _plugins(extras: dict[str, Any]) -> list[Any]:
+    plugins = extras.get(RUNTIME_PLUGINS)
+    if isinstance(plugins, dict):
+        return [plugins]
+    return list(plugins) if isinstance(plugins, list) else []
+
+
+def _set_plugins(extras: dict[str, Any], plugins: list[Any]) -> None:
+    _set(extras, RUNTIME_PLUGINS, plugins or None)
+
+
+def _plugin(plugins: list[Any], name: str) -> dict[str, Any] | None:
+    return next((p for p in plugins if isinstance(p, dict) and p.get("plugin") == name), None)
+
+
+def _priority_to_config(extras: dict[str, Any], job: dict[str, str], changed: set[str]) -> None:
+    if "priority" not in changed:
+        return
+    hived = _dict(extras.get("hivedScheduler"))
+    _set(hived, "jobPriorityClass", job.get("priority", ""))
+    _set(extras, "hivedScheduler", hived)
+
+
+def _ssh_to_config(extras: dict[str, Any], job: dict[str, str], changed: set[str]) -> None:
+    if not changed & {"jobssh", "ssh_keys"}:
+        return
+    plugins = _plugins(extras)
+    entry = _plugin(plugins, "ssh")
+    if entry is None:
+        entry = {"plugin": "ssh"}
+        plugins.append(entry)
+    parameters = _dict(entry.get("parameters"))
+    for key in ("jobssh", "userssh"):  # a scraped config's keys beside `plugin:` move under parameters
+        if key in entry:
+            parameters.setdefault(key, entry.pop(key))
+    if "jobssh" in changed:
+        parameters["jobssh"] = job.get("jobssh") == "on"
+    if "ssh_keys" in changed:
+        keys = job.get("ssh_keys", "").strip()
+        _set(parameters, "userssh", {"type": "custom", "value": keys} if keys else None)
+    entry["parameters"] = parameters
+    _set_plugins(extras, plugins)
+
+
+def _tensorboard_to_config(extras: dict[str, Any], job: dict[str, str], changed: set[str]) -> None:
+    if not changed & {"tensorboard", "tensorboard_logdir"}:
+        return
+    plugins = [p for p in _plugins(extras) if not (isinstance(p, dict) and p.get("plugin") == "tensorboard")]
+    if job.get("tensorboard") == "on":
+        entry = _plugin(_plugins(extras), "tensorboard") or {"plugin": "tensorboard"}
+        parameters = _dict(entry.get("parameters"))
+        parameters["logdir"] = _logdirs(job.get("tensorboard_logdir", "") or DEFAULT_TENSORBOARD_LOGDIR)
+        plugins.append({**entry, "parameters": parameters})
+    _set_plugins(extras, plugins)
+
+
+def _logdirs(text: str) -> dict[str, str]:
+    """`/mnt/tb` -> {path: /mnt/tb}; `a:/mnt/a, b:/mnt/b` -> {a: /mnt/a, b: /mnt/b} (OpenPAI's logdir)."""
+    found: dict[str, str] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, path = item.partition(":")
+        if sep and not item.startswith("/"):
+            found[name.strip()] = path.strip()
+        else:
+            found["path" if "path" not in found else f"path{len(found)}"] = item
+    return found
+
+
+def _storages_to_config(extras: dict[str, Any], job: dict[str, str], changed: set[str]) -> None:
+    """The team storages ticked, as `extras.storages` (which wins over a teamwise_storage plugin
+    in OpenPAI's rest-server too); a storage kept keeps its mountPath."""
+    if "storages" not in changed:
+        return
+    names = [name for name in job.get("storages", "").splitlines() if name.strip()]
+    before = {item.get("name"): item for item in _list(extras.get("storages")) if isinstance(item, dict)}
+    _set_plugins(
+        extras,
+        [p for p in _plugins(extras) if not (isinstance(p, dict) and p.get("plugin") == TEAMWISE_STORAGE_PLUGIN)],
+    )
+    _set(extras, "storages", [before.get(name) or {"name": name} for name in names] or None)
+
+
+def _registry_auth_to_config(image: dict[str, Any], job: dict[str, str]) -> None:
+    """The image's registry auth from the Data section's three fields (the password is a
+    password input; an inline one becomes a secret at submit, as in any config)."""
+    auth = _dict(image.get("auth"))
+    for key, name in (
+        ("username", "registry_username"),
+        ("password", "registry_password"),
+        ("registryuri", "registry_uri"),
+    ):
+        _set(auth, key, job.get(name, "").strip())
+    _set(image, "auth", auth)
 
 
 def _role_to_config(role: dict[str, str], base: dict[str, Any], image_name: str) -> dict[str, Any]:
@@ -256,8 +455,17 @@ def _role_to_config(role: dict[str, str], base: dict[str, Any], image_name: str)
     options = _dict(base.get("extraContainerOptions"))
     _set(options, "shmMB", _number(role.get("shm_mb", "")))
     _set(base, "extraContainerOptions", options)
-    base["commands"] = [line for line in role.get("command", "").splitlines() if line.strip()]
+    typed = [line for line in role.get("command", "").splitlines() if line.strip()]
+    before = base.get("commands")
+    if not (isinstance(before, list) and _command_lines(before) == typed):
+        # The text changed: one command per line. Unchanged, the commands stay as written (a
+        # block scalar's final newline, a command of several lines).
+        base["commands"] = typed
     return base
+
+
+def _command_lines(commands: list[Any]) -> list[str]:
+    return [line for line in "\n".join(_text(c) for c in commands).splitlines() if line.strip()]
 
 
 def _image_prerequisite_name(config: dict[str, Any]) -> str:
@@ -300,9 +508,8 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
     """Fill the form from a v2 config (a parsed YAML or a job's normalized spec)."""
     image_name = _image_prerequisite_name(config)
     prerequisites = _list(config.get("prerequisites"))
-    image_uri = next(
-        (p.get("uri", "") for p in prerequisites if isinstance(p, dict) and p.get("name") == image_name), ""
-    )
+    image = next((p for p in prerequisites if isinstance(p, dict) and p.get("name") == image_name), {})
+    image_uri = image.get("uri", "")
     defaults = _dict(config.get("defaults"))
     extras = _dict(config.get("extras"))
     parameters = _dict(config.get("parameters"))
@@ -312,9 +519,12 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
         "virtual_cluster": _text(defaults.get("virtualCluster") or "default"),
         "gpu_type": _text(extras.get("gpuType")),
         "image": _text(image_uri),
-        "job_retry_count": _text(config.get("jobRetryCount", 0)),
+        "job_retry_count": _text(config.get("jobRetryCount", "")),
+        "priority": _text(_dict(extras.get("hivedScheduler")).get("jobPriorityClass")),
         "parameters": "\n".join(f"{key}={_text(value)}" for key, value in parameters.items()),
         "secrets": "\n".join(f"{key}={_text(value)}" for key, value in secrets.items()),
+        **_tools_of(extras),
+        **_registry_auth_of(image),
     }
     roles = []
     task_roles = _dict(config.get("taskRoles"))
@@ -335,12 +545,145 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
                 "shm_mb": _text(options.get("shmMB", "")),
                 "ports": ", ".join(f"{label}:{count}" for label, count in ports.items()),
                 "command": "\n".join(_text(c) for c in commands) if isinstance(commands, list) else _text(commands),
-                "task_retry_count": _text(role.get("taskRetryCount", 0)),
+                "task_retry_count": _text(role.get("taskRetryCount", "")),
                 "min_failed": _threshold(completion, "minFailedInstances"),
                 "min_succeeded": _threshold(completion, "minSucceededInstances"),
             }
         )
     return JobFormData(job=job, roles=roles or [default_role()], base_config=copy.deepcopy(config))
+
+
+def _tools_of(extras: dict[str, Any]) -> dict[str, str]:
+    plugins = _plugins(extras)
+    ssh = _plugin(plugins, "ssh") or {}
+    ssh_parameters = {k: v for k, v in ssh.items() if k not in ("plugin", "parameters")}
+    ssh_parameters.update(_dict(ssh.get("parameters")))
+    jobssh = _as_bool(ssh_parameters.get("jobssh"), default=True)
+    userssh = ssh_parameters.get("userssh")
+    keys = userssh.get("value") if isinstance(userssh, dict) else userssh
+    tensorboard = _plugin(plugins, "tensorboard")
+    logdirs = _dict((tensorboard or {}).get("parameters")).get("logdir")
+    if isinstance(logdirs, dict):
+        logdir = ", ".join(_text(p) if n.startswith("path") else f"{n}:{_text(p)}" for n, p in logdirs.items())
+    else:
+        logdir = _text(logdirs)
+    return {
+        "jobssh": "on" if jobssh else "",
+        "ssh_keys": "\n".join(_text(k) for k in keys) if isinstance(keys, list) else _text(keys),
+        "tensorboard": "on" if tensorboard is not None else "",
+        "tensorboard_logdir": logdir if tensorboard is not None else "",
+        "storages": "\n".join(_storage_names(extras, plugins)),
+    }
+
+
+def _as_bool(value: Any, default: bool) -> bool:
+    """As the ssh runtime reads it (jobs.ssh.plugin): a text is true when it says so."""
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def _storage_names(extras: dict[str, Any], plugins: list[Any]) -> list[str]:
+    """The storages a config names, read as jobs.protocol.storages does (`extras.storages` wins
+    over the teamwise_storage plugin), on a config not validated yet: what is not a name is left
+    to the protocol to report."""
+    if extras.get("storages") is not None:
+        items = _list(extras.get("storages"))
+        return [item["name"].strip() for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)]
+    teamwise = _plugin(plugins, TEAMWISE_STORAGE_PLUGIN) or {}
+    names = _list(_dict(teamwise.get("parameters")).get("storageConfigNames"))
+    return [name.strip() for name in names if isinstance(name, str) and name.strip()]
+
+
+def _registry_auth_of(image: dict[str, Any]) -> dict[str, str]:
+    auth = _dict(image.get("auth"))
+    return {
+        "registry_username": _text(auth.get("username")),
+        "registry_password": _text(auth.get("password")),
+        "registry_uri": _text(auth.get("registryuri")),
+    }
+
+
+# --- what the form has no field for ---------------------------------------------------------------
+
+ROLE_OWNED = {
+    "instances": None,
+    "taskRetryCount": None,
+    "dockerImage": None,
+    "commands": None,
+    "completion": {"minFailedInstances": None, "minSucceededInstances": None},
+    "resourcePerInstance": {"gpu": None, "cpu": None, "memoryMB": None, "ports": None},
+    "extraContainerOptions": {"shmMB": None},
+}
+JOB_OWNED = {
+    "protocolVersion": None,
+    "name": None,
+    "type": None,
+    "jobRetryCount": None,
+    "parameters": None,
+    "secrets": None,
+    "defaults": {"virtualCluster": None},
+    "extras": {"gpuType": None, "storages": None, "hivedScheduler": {"jobPriorityClass": None}},
+}
+
+
+def _without(value: dict[str, Any], owned: dict[str, Any]) -> dict[str, Any]:
+    """`value` minus the keys `owned` names (None: the whole key; a dict: those keys inside);
+    a dict left empty by the removal goes too."""
+    kept: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in owned:
+            kept[key] = item
+        elif isinstance(owned[key], dict) and isinstance(item, dict):
+            rest = _without(item, owned[key])
+            if rest or not item:
+                kept[key] = rest
+    return kept
+
+
+def other_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config no field of the form shows: the form's "Other settings"."""
+    other = _without(config, JOB_OWNED)
+    image_name = _image_prerequisite_name(config)
+    prerequisites = []
+    for prerequisite in _list(config.get("prerequisites")):
+        if isinstance(prerequisite, dict) and prerequisite.get("name") == image_name:
+            rest = _without(prerequisite, {"uri": None, "type": None, "auth": None, "name": None})
+            if not rest:
+                continue
+            prerequisite = {"name": image_name, **rest}
+        prerequisites.append(prerequisite)
+    _set(other, "prerequisites", prerequisites or None)
+    roles = {
+        name: rest
+        for name, role in _dict(config.get("taskRoles")).items()
+        if (rest := _without(role if isinstance(role, dict) else {}, ROLE_OWNED))
+    }
+    _set(other, "taskRoles", roles or None)
+    extras = _dict(other.get("extras"))
+    plugins = []
+    for plugin in _plugins(extras):
+        name = plugin.get("plugin") if isinstance(plugin, dict) else None
+        name = name if isinstance(name, str) else ""  # not validated yet: `plugin: [1]` is kept, shown
+        # What a field shows: ssh's jobssh and userssh, tensorboard's logdir, the storages named.
+        shown = {"ssh": ("jobssh", "userssh"), "tensorboard": ("logdir",), TEAMWISE_STORAGE_PLUGIN: ()}.get(name)
+        if shown is not None:
+            if name == TEAMWISE_STORAGE_PLUGIN and _storage_names({}, [plugin]):
+                shown = ("storageConfigNames",)  # an empty list (the user's default storages) stays shown
+            owned: dict[str, Any] = dict.fromkeys(shown)
+            parameters = _without(_dict(plugin.get("parameters")), owned)
+            beside = _without(plugin, {"plugin": None, "parameters": None, **owned})
+            if not parameters and not beside and (name != TEAMWISE_STORAGE_PLUGIN or shown):
+                continue
+            plugin = {"plugin": name, **beside, **({"parameters": parameters} if parameters else {})}
+        plugins.append(plugin)
+    if RUNTIME_PLUGINS in extras:
+        extras = {**extras}
+        _set_plugins(extras, plugins)
+        _set(other, "extras", extras or None)
+    return other
 
 
 # --- the Django form for the text modes -----------------------------------------------------------

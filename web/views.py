@@ -6,8 +6,8 @@ of jobs.actions, render.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, cast
 
 import yaml
 from django import forms as django_forms
@@ -17,24 +17,31 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions
-from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, stream_path
+from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
 from jobs.models import Job, JobState
-from jobs.protocol import JobConfigError, editable_document, export, export_config, load
+from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
+from jobs.storage.configs import usable_storages
 from scheduling.admission import never_fits_reason
+from scheduling.sharing import queue_place
+from web.api.shapes import time_limit_status
 from web.api.throttles import SubmitThrottle
+from web.csv_export import csv_lines
 from web.error_text import translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
 from web.submit_errors import error_summary, field_errors, line_errors
 from web.submit_form import (
+    PRIORITY_CLASSES,
     ImportFileForm,
     JobFormData,
     config_to_form,
@@ -43,10 +50,11 @@ from web.submit_form import (
     form_input_errors,
     form_to_config,
 )
-from web.templatetags.portal import state_label
+from web.templatetags.portal import duration, gpu_list, job_size, port_links, state_label
 
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024
+LOG_SEARCH_MAX_QUERY = 200
 MAX_DATABASE_ID = 2**63 - 1
 
 
@@ -85,6 +93,38 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
+    """Every job the list's filters select (not only the page), in the list's order, as CSV."""
+    query = JobListQuery.from_request(request)
+    header = [
+        _("Name"), _("User"), _("State"), _("Virtual cluster"), _("Tasks"), _("GPUs"),
+        _("Submitted"), _("Started"), _("Finished"), _("Duration"), _("Retries"), _("Exit code"), _("Why waiting"),
+    ]  # fmt: skip
+
+    def rows() -> Iterator[list[Any]]:
+        for job in query.all_rows().iterator(chunk_size=500):
+            tasks, gpus = job_size(job.normalized)
+            why = translate_reason(job.pending_reason) if job.state == JobState.WAITING and job.pending_reason else ""
+            yield [
+                job.name, job.owner.get_username(), job.state, job.virtual_cluster.name, tasks, gpus,
+                _iso(job.created_at), _iso(job.launched_at), _iso(job.completed_at), duration(job),
+                job.retries_used, job.exit_code, why,
+            ]  # fmt: skip
+
+    return _csv_response(csv_lines([str(cell) for cell in header], rows()), "jobs.csv")
+
+
+def _iso(moment: Any) -> str:
+    return timezone.localtime(moment).isoformat(timespec="seconds") if moment else ""
+
+
+def _csv_response(lines: Iterator[str], file_name: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{_safe_file_name(file_name)}"'
+    return response
+
+
+@require_GET
 def job_states(request: HttpRequest) -> JsonResponse:
     """States of the listed jobs and the per-state counts, for the list's live updates."""
     query = JobListQuery.from_request(request)
@@ -119,6 +159,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     ]
     vcs = VirtualCluster.objects.prefetch_related("allowed_users")
     open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
+    storages = usable_storages(request.user)
     context: dict[str, Any] = {
         "mode": "form",
         "form_data": data,
@@ -130,6 +171,10 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "config_text": "",
         "virtual_clusters": open_vcs,
         "gpu_types": list(GpuType.objects.values_list("name", flat=True)),
+        "priority_classes": PRIORITY_CLASSES,
+        "storages": storages,
+        "storage_names": [storage.name for storage in storages],
+        "profile_key_count": SshPublicKey.objects.filter(user=cast(Any, request.user)).count(),
         "file_form": ImportFileForm(),
         "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
     }
@@ -250,6 +295,8 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     # Secret values are never shown: the clone keeps the names and asks for the values again.
     data.job["secrets"] = "\n".join(f"{name}=" for name in (job.normalized.get("secrets") or {}))
     data.base_config.pop("secrets", None)
+    if data.job["registry_password"] == MASK:
+        data.job["registry_password"] = ""  # stored masked: typed again, like a secret
     return data
 
 
@@ -331,6 +378,18 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         "events": events,
         "may_manage": may_manage,
         "attempts": attempt_rows(job, tasks) if may_manage else [],
+        **_sharing_context(job),
+    }
+
+
+def _sharing_context(job: Job) -> dict[str, Any]:
+    """The time limit and time left (API's maxRunTimeSeconds, timeLeftSeconds), and a waiting
+    job's place in its VC's queue and expected start."""
+    found = queue_place(job)
+    return {
+        "time_left": time_limit_status(job)["timeLeftSeconds"],
+        "queue_position": found[0] if found else None,
+        "expected_start": found[1] if found else None,
     }
 
 
@@ -399,6 +458,61 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
     response["X-Log-Start"] = str(window.start)
     response["X-Log-Size"] = str(window.size)
     return response
+
+
+@require_GET
+def job_tasks_csv(request: HttpRequest, full_name: str) -> StreamingHttpResponse:
+    """The job page's task table as CSV."""
+    job = _job_summary_or_404(request, full_name)
+    header = [
+        _("Role"), _("Index"), _("State"), _("Node"), _("IP"), _("Ports"), _("GPUs"), _("Attempt"), _("Retries"),
+        _("Exit code"), _("Your command's exit code"), _("Started"), _("Finished"),
+    ]  # fmt: skip
+    tasks = job.tasks.select_related("node").order_by("role", "index")
+    rows = (
+        [
+            task.role,
+            task.index,
+            task.state,
+            task.node.name if task.node else "",
+            task.ip,
+            " ".join(f"{port['label']}:{port['port']}" for port in port_links(task)),
+            gpu_list(task.gpus),
+            task.attempt,
+            task.retries,
+            task.exit_code,
+            task.user_exit_code,
+            _iso(task.started_at),
+            _iso(task.finished_at),
+        ]
+        for task in tasks
+    )
+    return _csv_response(
+        csv_lines([str(cell) for cell in header], rows), f"{job.full_name.replace('~', '-')}-tasks.csv"
+    )
+
+
+@require_GET
+def job_log_search(request: HttpRequest, full_name: str) -> JsonResponse:
+    """The lines of one stream of one attempt's whole log that hold `?q=` (case-insensitive), with
+    their line numbers: the first PAI_LOG_SEARCH_MAX_MATCHES of them, and how many there are."""
+    job = _job_or_404(request, full_name)
+    source = _log_source_or_404(request, job)
+    query = request.GET.get("q", "").strip()
+    if not query or len(query) > LOG_SEARCH_MAX_QUERY:
+        message = _("q: say what to search for, in 1 to %(most)d characters.") % {"most": LOG_SEARCH_MAX_QUERY}
+        return JsonResponse({"code": "InvalidParametersError", "message": message, "field": "q"}, status=400)
+    limit = settings.PAI_LOG_SEARCH_MAX_MATCHES
+    found = search_log(job, stream_path(source.log_path, _log_stream(request)) if source else "", query, limit)
+    return JsonResponse(
+        {
+            "query": query,
+            "lines": found.lines,
+            "matched": found.matched,
+            "capped": found.capped,
+            "matches": [{"line": number, "text": text} for number, text in found.matches],
+        }
+    )
 
 
 @require_GET

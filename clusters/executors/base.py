@@ -112,6 +112,7 @@ class Failure(StrEnum):
     TASK_GONE = "task-gone"  # the container/process vanished (removed outside the portal)
     NODE_LOST = "node-lost"  # the node's engine does not answer
     STORAGE_MOUNT_FAILED = "storage-mount-failed"  # the node cannot mount a storage (no client, server down)
+    TIME_LIMIT = "time-limit"  # the backend ended the task at the job's time limit (Slurm's TIMEOUT)
 
 
 @dataclass

@@ -61,9 +61,17 @@ def _resources(request: RoleRequest, gpu_type: str | None) -> list[str]:
 
 
 def sbatch_argv(
-    *, partition: str, name: str, comment: str, roles: list[RoleRequest], gpu_type: str | None, job_dir: Path
+    *,
+    partition: str,
+    name: str,
+    comment: str,
+    roles: list[RoleRequest],
+    gpu_type: str | None,
+    job_dir: Path,
+    time_limit: str | None = None,
 ) -> list[str]:
-    """`sbatch` for the job's whole gang: one component per role, separated by `:`."""
+    """`sbatch` for the job's whole gang: one component per role, separated by `:`. `time_limit`
+    (`--time`, jobs.protocol.timelimit.slurm_time) applies to the whole job."""
     argv = [
         "sbatch",
         "--parsable",
@@ -75,6 +83,7 @@ def sbatch_argv(
         # A job Slurm requeued would run again under the same id, behind the portal's back: the
         # portal sees NODE_FAIL or PREEMPTED instead and retries per the exit spec.
         "--no-requeue",
+        *([f"--time={time_limit}"] if time_limit else []),
     ]
     for number, request in enumerate(roles):
         if number:

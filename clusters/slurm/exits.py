@@ -20,6 +20,11 @@ def status_after(state: str | None) -> TaskStatus:
     if state == "PREEMPTED":  # transient, as an eviction
         return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="Slurm preempted the job")
     if state in {"TIMEOUT", "DEADLINE"}:
-        return TaskStatus(running=False, exit_code=SIGTERM_EXIT, diagnostics="Slurm: the job reached its time limit")
+        return TaskStatus(
+            running=False,
+            exit_code=SIGTERM_EXIT,
+            failure=Failure.TIME_LIMIT,
+            diagnostics="Slurm ended the job at its time limit (--time)",
+        )
     said = f"the Slurm job ended {state}" if state else "Slurm no longer knows the job"
     return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=f"{said} before the task did")

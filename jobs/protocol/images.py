@@ -8,6 +8,7 @@ Pure: the portal's own host names and the registries an admin allows come in as 
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Collection
 
@@ -16,6 +17,72 @@ from jobs.protocol.spec import NormalizedSpec
 
 ALLOW_SETTING = "PAI_ALLOWED_PRIVATE_REGISTRIES"
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+# Docker's reference grammar (distribution/reference): [registry[:port]/]path[:tag][@digest].
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_REGISTRY = re.compile(rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[[0-9a-fA-F:.]+\])(?::[0-9]+)?")
+_PATH_COMPONENT = re.compile(r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*")
+_TAG = re.compile(r"[\w][\w.-]{0,127}")
+_DIGEST = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}")
+NAME_MAX = 255
+EXAMPLE = "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime"
+
+
+def reference_error(image: str) -> str | None:
+    """Why `image` is not an image reference Docker accepts (or would read as the user meant), or
+    None. Checked at submit so a typo is a 400 naming the field, not a failed, retried task."""
+    if not image.strip():
+        return "is empty"
+    reasons = []
+    if any(c.isspace() for c in image):
+        reasons.append(f"has a space in it; an image reference has none (e.g. {EXAMPLE})")
+    found = _grammar_error("".join(image.split()))
+    if found:
+        reasons.append(found)
+    return "; and it ".join(reasons) or None
+
+
+def _grammar_error(image: str) -> str | None:
+    name, at, digest = image.partition("@")
+    if at and not _DIGEST.fullmatch(digest):
+        return "has an invalid digest after @ (it is algorithm:hex, e.g. sha256: and 64 hex digits)"
+    last_slash = name.rfind("/")
+    name, colon, tag = (name[:i], ":", name[i + 1 :]) if (i := name.rfind(":")) > last_slash else (name, "", "")
+    if colon and not _TAG.fullmatch(tag):
+        return f"has an invalid tag {tag!r}: a tag is up to 128 letters, digits, _ . and -, not starting with . or -"
+    if len(name) > NAME_MAX:
+        return f"has a name longer than {NAME_MAX} characters"
+    registry = registry_of(name)
+    path = name[len(registry) + 1 :] if registry else name
+    if registry is not None:
+        if not _REGISTRY.fullmatch(registry):
+            return f"has an invalid registry host {registry!r}"
+        if "." not in registry and ":" not in registry and registry != "localhost" and not registry.startswith("["):
+            # Docker reads a first part with capitals as a registry host: a typo of a Docker Hub name.
+            return (
+                f"starts with {registry!r}, which Docker would read as a registry's host name because it has "
+                f"capitals; repository names are lowercase (e.g. {registry.lower()}/{path.lower()})"
+            )
+    components = path.split("/")
+    for component in components:
+        if not _PATH_COMPONENT.fullmatch(component):
+            if component.lower() != component and _PATH_COMPONENT.fullmatch(component.lower()):
+                return f"must be lowercase in its repository name ({path.lower()}, not {path})"
+            return (
+                f"has an invalid repository name part {component!r}: lowercase letters and digits, "
+                "separated by . _ __ or -"
+            )
+    return None
+
+
+def image_reference_errors(spec: NormalizedSpec, protocol_version: int) -> list[FieldError]:
+    """A field error for each image that is not a valid Docker image reference."""
+    return [
+        (field, f"{image!r} is not a valid image reference: {reason}")
+        for field, image in image_fields(spec, protocol_version)
+        if (reason := reference_error(image)) is not None
+    ]
 
 
 def registry_of(image: str) -> str | None:

@@ -127,6 +127,7 @@ Extras = TypedDict(
         "com.microsoft.pai.runtimeplugin": list[dict[str, Any]],
         "storages": list[dict[str, Any]],
         "jobStatusChangeNotification": JobStatusChangeNotification,
+        "maxRunTimeMinutes": int | float,  # the portal's: the job's time limit (jobs.protocol.timelimit)
     },
     total=False,
 )

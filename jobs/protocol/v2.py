@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from jobs.protocol import timelimit
 from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import apply_hived_hints, reserve_tensorboard_port
 from jobs.protocol.hooks import check_role_references
@@ -88,6 +89,7 @@ def _check_extras(extras: dict[str, Any], roles: dict[str, Any]) -> list[FieldEr
     for role in (extras.get("hivedScheduler") or {}).get("taskRoles") or {}:
         if role not in roles:
             errors.append((f"extras.hivedScheduler.taskRoles.{role}", f"no task role named {role!r}"))
+    errors.extend(timelimit.field_errors(extras))
     return errors
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from accounts.ssh_keys import public_key_lines
 from jobs.models import Job, Task, TaskState
 from jobs.ssh.keys import job_private_key, key_filename
 from jobs.ssh.plugin import SSH_PORT_LABEL, ssh_settings, task_aliases
@@ -23,17 +24,11 @@ class TaskSshInfo(TypedDict):
     command: str
 
 
-def _user_public_keys(user: Any) -> list[str]:
-    """The user's own keys, when a profile holds them (one per line in `ssh_public_keys`)."""
-    profile = getattr(user, "profile", None)
-    text = getattr(profile, "ssh_public_keys", "") or ""
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
 def authorized_keys_for(job: Job) -> str:
-    """authorized_keys for every task: the job's key, the owner's keys, the config's ssh plugin keys."""
+    """authorized_keys for every task: the job's key, the owner's profile keys (as they are when
+    the task starts), the config's ssh plugin keys."""
     keys = [job.ssh_public_key.strip()] if job.ssh_public_key.strip() else []
-    keys += _user_public_keys(job.owner)
+    keys += public_key_lines(job.owner)
     keys += ssh_settings(job.normalized).public_keys
     unique = list(dict.fromkeys(keys))
     return "".join(f"{key}\n" for key in unique)

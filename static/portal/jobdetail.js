@@ -50,34 +50,68 @@
     return (unit ? value.toFixed(value < 10 ? 1 : 0) : value) + " " + units[unit];
   }
 
-  // The log as text, or only the lines holding the search words, which are marked.
-  function render() {
-    const text = lastText || "";
-    const query = search ? search.value.trim() : "";
-    log.replaceChildren();
-    if (!query) {
-      matches.hidden = true;
-      log.textContent = text || log.dataset.emptyText || "";
-    } else {
-      const lines = text.split("\n");
-      if (lines[lines.length - 1] === "") lines.pop();
-      const needle = query.toLowerCase();
-      const found = lines.filter((line) => line.toLowerCase().includes(needle));
-      for (const line of found) {
-        const lower = line.toLowerCase();
-        let at = 0;
-        for (let hit = lower.indexOf(needle); hit !== -1; hit = lower.indexOf(needle, at)) {
-          log.append(line.slice(at, hit));
-          const mark = document.createElement("mark");
-          mark.textContent = line.slice(hit, hit + needle.length);
-          log.append(mark);
-          at = hit + needle.length;
-        }
-        log.append(line.slice(at) + "\n");
-      }
-      matches.textContent = fill(matches.dataset.text, { matches: found.length, lines: lines.length, query: query });
-      matches.hidden = false;
+  // The log as text, or, while a search is typed, the lines of the whole log (searched on the
+  // server: the page holds only the log's end) that hold it, with their line numbers, marked.
+  let searchTimer = null;
+  let searchRun = 0;
+
+  function marked(line, needle) {
+    const parts = [];
+    const lower = line.toLowerCase();
+    let at = 0;
+    for (let hit = lower.indexOf(needle); hit !== -1 && needle; hit = lower.indexOf(needle, at)) {
+      parts.push(line.slice(at, hit));
+      const mark = document.createElement("mark");
+      mark.textContent = line.slice(hit, hit + needle.length);
+      parts.push(mark);
+      at = hit + needle.length;
     }
+    parts.push(line.slice(at));
+    return parts;
+  }
+
+  async function searchLog(query) {
+    const run = ++searchRun;
+    const url = new URL(log.dataset.searchUrl, location.href);
+    url.searchParams.set("log", log.dataset.logKey);
+    url.searchParams.set("stream", log.dataset.logStreamName);
+    url.searchParams.set("q", query);
+    let data;
+    try {
+      const response = await fetch(url, { credentials: "same-origin" });
+      data = await response.json();
+      if (!response.ok) throw new Error(data.message || response.statusText);
+    } catch (error) {
+      if (run !== searchRun) return;
+      matches.textContent = String(error.message || error);
+      matches.hidden = false;
+      return;
+    }
+    if (run !== searchRun) return; // a newer search was typed meanwhile
+    log.replaceChildren();
+    const needle = query.toLowerCase();
+    for (const found of data.matches) {
+      const number = document.createElement("span");
+      number.className = "log-line-number";
+      number.textContent = found.line;
+      log.append(number, ...marked(found.text, needle), "\n");
+    }
+    const values = { matches: data.matched, lines: data.lines, query: query, shown: data.matches.length };
+    matches.textContent = fill(data.capped ? matches.dataset.cappedText : matches.dataset.text, values);
+    matches.hidden = false;
+  }
+
+  function render() {
+    const query = search ? search.value.trim() : "";
+    clearTimeout(searchTimer);
+    if (query) {
+      searchTimer = setTimeout(() => searchLog(query), 250);
+      return;
+    }
+    searchRun += 1;
+    matches.hidden = true;
+    log.replaceChildren();
+    log.textContent = lastText || log.dataset.emptyText || "";
     if (!follow || follow.checked) log.scrollTop = log.scrollHeight;
   }
 

@@ -33,3 +33,15 @@
   }
   setInterval(() => { if (!document.hidden) refresh(); }, POLL_MS);
 })();
+
+// A waiting reason too long for its cell is cut with an ellipsis; its title shows all of it on
+// hover, and a tap or Enter opens it in place (touch screens have no hover).
+(function () {
+  function toggle(cell) {
+    if (cell && cell.textContent.trim()) cell.classList.toggle("expanded");
+  }
+  document.addEventListener("click", (event) => toggle(event.target.closest("td.why")));
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && event.target.matches && event.target.matches("td.why")) toggle(event.target);
+  });
+})();

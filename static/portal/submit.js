@@ -73,6 +73,95 @@
   });
   updateRemoveButtons();
 
+  // Secrets (and the registry password) are password inputs; Show reveals one while pressed.
+  form.addEventListener("click", (event) => {
+    const button = event.target.closest("[data-reveal]");
+    if (!button) return;
+    const input = button.parentElement.querySelector("[data-secret-value]");
+    const shown = input.type === "password";
+    input.type = shown ? "text" : "password";
+    button.setAttribute("aria-pressed", String(shown));
+    button.textContent = shown ? button.dataset.hide : button.dataset.show;
+  });
+  const secretRows = form.querySelector("[data-secret-rows]");
+  form.querySelector("[data-add-secret]").addEventListener("click", () => {
+    const row = secretRows.querySelector("[data-secret-row]").cloneNode(true);
+    row.querySelectorAll("input").forEach((input) => {
+      input.value = "";
+    });
+    const value = row.querySelector("[data-secret-value]");
+    value.type = "password";
+    const reveal = row.querySelector("[data-reveal]");
+    reveal.setAttribute("aria-pressed", "false");
+    reveal.textContent = reveal.dataset.show;
+    secretRows.appendChild(row);
+    row.querySelector("input").focus();
+  });
+
+  // Tools: an ed25519 key pair made in the browser (WebCrypto); its public half goes into the
+  // job's keys, its private half (OpenSSH format) is offered as a download and never sent.
+  const keygen = form.querySelector("[data-keygen]");
+  if (keygen && window.crypto && crypto.subtle) {
+    keygen.hidden = false;
+    keygen.querySelector("[data-generate-key]").addEventListener("click", async () => {
+      try {
+        const pair = await crypto.subtle.generateKey({ name: "Ed25519" }, true, ["sign", "verify"]);
+        const jwk = await crypto.subtle.exportKey("jwk", pair.privateKey);
+        const comment = "pai-job-key";
+        const { publicLine, privatePem } = openSshKeys(fromBase64Url(jwk.x), fromBase64Url(jwk.d), comment);
+        const keys = form.querySelector("#id_ssh_keys");
+        keys.value = (keys.value.trim() ? keys.value.trim() + "\n" : "") + publicLine;
+        const link = keygen.querySelector("[data-private-key-link]");
+        if (link.href) URL.revokeObjectURL(link.href);
+        link.href = URL.createObjectURL(new Blob([privatePem], { type: "application/octet-stream" }));
+        link.hidden = false;
+        keygen.querySelector("[data-keygen-note]").hidden = false;
+      } catch (error) {
+        keygen.hidden = true; // a browser without Ed25519 in WebCrypto: paste a key instead
+      }
+    });
+  }
+  function fromBase64Url(text) {
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  }
+  function sshString(bytes) {
+    const out = new Uint8Array(4 + bytes.length);
+    new DataView(out.buffer).setUint32(0, bytes.length);
+    out.set(bytes, 4);
+    return out;
+  }
+  function joined(parts) {
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    parts.forEach((p) => { out.set(p, at); at += p.length; });
+    return out;
+  }
+  function base64(bytes) {
+    let binary = "";
+    bytes.forEach((b) => { binary += String.fromCharCode(b); });
+    return btoa(binary);
+  }
+  function openSshKeys(publicKey, seed, comment) {
+    const text = new TextEncoder();
+    const type = sshString(text.encode("ssh-ed25519"));
+    const publicBlob = joined([type, sshString(publicKey)]);
+    const check = crypto.getRandomValues(new Uint8Array(4));
+    let secret = joined([check, check, type, sshString(publicKey), sshString(joined([seed, publicKey])), sshString(text.encode(comment))]);
+    const padding = [];
+    for (let i = 1; (secret.length + padding.length) % 8 !== 0; i += 1) padding.push(i);
+    secret = joined([secret, Uint8Array.from(padding)]);
+    const none = sshString(text.encode("none"));
+    const one = new Uint8Array(4);
+    new DataView(one.buffer).setUint32(0, 1);
+    const body = joined([text.encode("openssh-key-v1\0"), none, none, sshString(new Uint8Array(0)), one, sshString(publicBlob), sshString(secret)]);
+    const lines = base64(body).match(/.{1,70}/g).join("\n");
+    return {
+      publicLine: `ssh-ed25519 ${base64(publicBlob)} ${comment}`,
+      privatePem: `-----BEGIN OPENSSH PRIVATE KEY-----\n${lines}\n-----END OPENSSH PRIVATE KEY-----\n`,
+    };
+  }
+
   // Line numbers beside the config text; lines with errors are marked.
   const text = form.querySelector("#id_config_text");
   const gutter = form.querySelector("[data-gutter]");

@@ -6,7 +6,12 @@
   const POLL_MS = 5000;
   const MAX_TASK_LINES = 8; // more tasks: the summed line only
   let finished = section.dataset.finished === "true";
-  document.addEventListener("job-finished", () => { finished = true; refresh(); });
+  document.addEventListener("job-finished", () => {
+    finished = true;
+    section.querySelector("[data-usage-empty-live]").hidden = true;
+    section.querySelector("[data-usage-empty-ended]").hidden = false;
+    refresh();
+  });
 
   // One time axis for the chart: every task's sample times, each task's values placed on it.
   function align(tasks, field) {

@@ -28,6 +28,15 @@ def test_it_lists_virtual_clusters_with_capacity_and_resources(alice, cluster):
     assert default["resourcesUsed"] == {"cpu": 0, "memory": 0, "gpu": 0, "vCores": 0, "GPUs": 0}
 
 
+def test_it_shows_a_virtual_clusters_sharing_settings(alice, cluster):
+    VirtualCluster.objects.filter(name="default").update(
+        queue_policy="fair-share", user_gpu_limit=2, default_run_minutes=60, max_run_minutes=600
+    )
+    default = alice.get("/api/v2/virtual-clusters").json()["default"]
+    assert (default["queuePolicy"], default["userGpuLimit"]) == ("fair-share", 2)
+    assert (default["defaultRunMinutes"], default["maxRunMinutes"]) == (60, 600)
+
+
 def test_it_answers_one_virtual_cluster(alice, cluster):
     response = alice.get("/api/v2/virtual-clusters/default")
     assert response.status_code == 200

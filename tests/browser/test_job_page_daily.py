@@ -63,6 +63,30 @@ def test_it_filters_the_log_by_a_search(page, login, finished_job):
     expect(page.locator("pre.log mark").first).to_have_text("2999")
 
 
+def test_it_searches_the_whole_log_and_numbers_the_lines(page, login, finished_job):
+    """Issue 36: the search saw the page's 64 KB only; line 12345 of 30000 is far before them."""
+    job = finished_job(LONG_LOG)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("pre.log")).to_contain_text("29999")
+    assert "\n12345\n" not in page.locator("pre.log").inner_text()
+    page.fill("[data-log-search]", "12345")
+    expect(page.locator("[data-log-matches]")).to_have_text("1 of 30000 lines contain “12345”.")
+    expect(page.locator("pre.log .log-line-number")).to_have_text(["12345"])
+    expect(page.locator("pre.log mark")).to_have_text(["12345"])
+
+
+def test_each_task_in_the_task_table_opens_its_own_log(page, login, finished_job):
+    job = finished_job(v2_yaml("pair", "echo I am task $PAI_TASK_INDEX", instances=2))
+    second = job.tasks.get(index=1)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("pre.log")).to_contain_text("I am task 0")
+    page.locator(f'.task-table [data-log-link="task:{second.pk}"]').click()
+    expect(page.locator("pre.log")).to_contain_text("I am task 1")
+    expect(page.locator("[data-log-source]")).to_have_value(f"task:{second.pk}")
+
+
 def test_it_shows_stdout_stderr_or_both_in_order(page, login, finished_job):
     job = finished_job(v2_yaml("streams", "echo out", "sleep 0.3", "echo err >&2", "sleep 0.3", "echo out-again"))
     login()

@@ -217,8 +217,9 @@ def test_it_clones_a_job_into_the_form(page, login, user):
     page.get_by_role("link", name="Clone").click()
     expect(page.locator("#id_name")).to_have_value("original-clone")
     expect(page.locator("#roles-0-name")).to_have_value("worker")
-    expect(page.locator("#id_secrets")).to_have_value("token=")
-    page.fill("#id_secrets", "token=new-secret")
+    expect(page.locator('input[name="secret_name"]').first).to_have_value("token")
+    expect(page.locator('input[name="secret_value"]').first).to_have_value("")
+    page.locator('input[name="secret_value"]').first.fill("new-secret")
     submit_button(page, "form").click()
     page.wait_for_url("**/jobs/alice~original-clone/")
 

@@ -375,3 +375,23 @@ def test_the_tensorboard_plugin_serves_on_the_allocated_port_linked_from_the_job
     browser = Client()
     browser.force_login(user)
     assert f'href="{address}"' in browser.get(f"/jobs/{job.full_name}/").content.decode()
+
+
+def test_a_malformed_image_ends_as_254_with_what_to_change_and_is_not_retried(user, docker_node, run_until):
+    """Issue 36: a job stored with an image the engine refuses (submitted before the portal checked
+    references) used to fail as -1201 "unknown failure ... Contact Cluster Admin", retried."""
+    from django.utils import translation
+
+    from web.fixes import fix_for
+
+    job = submit_job(user, v2_yaml("bad-image", extra="jobRetryCount: 2\n"))
+    job.spec["prerequisites"][0]["uri"] = "PyTorch/pytorch:2.1 cuda12"
+    job.save(update_fields=["spec"])
+
+    job = run_until(job, JobState.FAILED, JobState.SUCCEEDED)
+
+    assert (job.exit_code, job.retries_used) == (254, 0)
+    assert "'PyTorch/pytorch:2.1 cuda12' is not a valid image reference" in job.exit_diagnostics
+    with translation.override("en"):
+        fix = fix_for(job)
+    assert fix is not None and "Change the image" in fix.what_to_change

@@ -83,3 +83,17 @@ def test_it_fails_a_pull_from_a_service_without_echoing_its_page(executor, launc
 def test_it_says_what_failed_in_a_pull_without_the_remote_text(reason, with_credentials, says):
     message = pull_failure_message("reg.example.com/x:v1", reason, with_credentials)
     assert message == f"pulling image reg.example.com/x:v1 from registry reg.example.com failed: {says}"
+
+
+def test_it_fails_a_malformed_image_reference_as_image_not_found(executor, launch_for):
+    """Issue 36: a reference the engine refuses ends as 254 (never retried) saying what to change,
+    not as an unknown create failure retried up to the count."""
+    image = "PyTorch/pytorch:2.1 cuda12"
+    executor.prepare_job(launch_for().job_id, "alice~test-job", [("worker", 0)], "127.0.0.1")
+    with pytest.raises(ExecutorError) as error:
+        executor.start(launch_for("worker", 0, "true", image=image))
+    assert error.value.failure == Failure.IMAGE_NOT_FOUND
+    assert str(error.value) == (
+        f"image {image!r} is not a valid image reference (invalid reference format: repository name must be "
+        "lowercase): correct the image in the job's config"
+    )

@@ -133,6 +133,18 @@ def test_it_allows_exactly_the_task_transitions_of_the_diagram(job_in, transitio
         assert after == before
 
 
+@pytest.mark.parametrize("state", list(JobState))
+def test_it_ends_only_a_running_job_at_its_time_limit(job_in, state):
+    job = job_in(state)
+    done = lifecycle.end_at_time_limit(job, -1230, "JobMaxRunTimeExceeded", "3 s")
+    job.refresh_from_db()
+    if state == JobState.RUNNING:
+        assert (done, job.state, job.exit_code) == (True, JobState.FAILED, -1230)
+        assert job.tasks.get().state == TaskState.STOPPED
+    else:
+        assert (done, job.state) == (False, state)
+
+
 def test_it_refuses_a_stop_request_on_a_finished_job(job_in):
     with pytest.raises(JobStateError):
         lifecycle.request_stop(job_in(JobState.SUCCEEDED), "alice")

@@ -101,3 +101,96 @@ def test_it_points_at_the_missing_file_a_failed_command_named(user, tmp_path):
     fix = fix_for(job)
 
     assert fix is not None and "/pai/work/code/train.py" in fix.what_to_change and "codeDir" in fix.what_to_change
+
+
+def test_it_steps_up_by_half_within_the_vc_when_the_oom_came_before_any_sample(user):
+    """Killed before the first memory sample: a step (half as much again), not a blind doubling,
+    and the page says why and how far the VC allows."""
+    Node.objects.create(name="n", cpus=8, memory_mb=16384)
+    job = oom_job(user, memory_mb=2048)
+
+    fix = fix_for(job)
+
+    assert fix is not None and fix.memory_mb == 3072
+    assert "before its memory was first sampled" in fix.what_to_change
+    assert "up to 16384 MB per task" in fix.what_to_change
+
+
+def test_it_offers_the_vcs_most_when_the_step_would_pass_it(user):
+    Node.objects.create(name="n", cpus=8, memory_mb=16384)
+    VirtualCluster.objects.filter(name="default").update(share_percent=25)  # 4096 MB
+    job = oom_job(user, memory_mb=3072)
+
+    fix = fix_for(job)
+
+    assert fix is not None and fix.memory_mb == 4096 and "the most its VC and nodes allow" in fix.what_to_change
+
+
+def failed_with_log(user, tmp_path, code, log_text, spec=None, user_code=1):
+    log = tmp_path / "worker-0.log"
+    log.write_text(log_text)
+    job = create_job(user, "train", spec=spec, state=JobState.FAILED, exit_code=code)
+    job.tasks.update(exit_code=code, user_exit_code=user_code, log_path=str(log))
+    return job
+
+
+def test_it_offers_twice_the_shm_after_a_dataloader_bus_error(user, tmp_path):
+    from tests.exitspec.samples import DATALOADER_SHM
+
+    spec = normalized_spec("train", {"worker": 1})
+    spec["taskRoles"]["worker"]["resourcePerInstance"]["memoryMB"] = 4096
+    spec["taskRoles"]["worker"]["extraContainerOptions"] = {"shmMB": 64}
+    job = failed_with_log(user, tmp_path, ExitCode.SIGBUS, DATALOADER_SHM, spec)
+
+    fix = fix_for(job)
+
+    assert fix is not None and (fix.role, fix.shm_mb, fix.pattern) == ("worker", 256, "dataloader-shm")
+    assert "64 MB for this task" in fix.what_to_change
+
+
+def test_it_names_the_missing_data_file(user, tmp_path):
+    from tests.exitspec.samples import MISSING_DATA
+
+    job = failed_with_log(user, tmp_path, ExitCode.INCORRECT_DATA, MISSING_DATA)
+
+    fix = fix_for(job)
+
+    assert fix is not None and "/mnt/data/imagenet/train.csv" in fix.what_to_change and not fix.resubmit
+
+
+def test_it_gives_a_cuda_oom_without_a_batch_parameter_advice_only(user, tmp_path):
+    from tests.exitspec.samples import CUDA_OOM
+
+    job = failed_with_log(user, tmp_path, ExitCode.CUDA_OOM, CUDA_OOM)
+
+    fix = fix_for(job)
+
+    assert fix is not None and "make the batch smaller" in fix.what_to_change and not fix.resubmit
+    assert fix.line.startswith("torch.OutOfMemoryError: CUDA out of memory")
+
+
+def test_it_sets_a_v2_roles_shm():
+    from web.fixes import with_shm
+
+    doc = yaml.safe_load(with_shm(v2_yaml("train"), "worker", 512, "train-shm512mb"))
+    assert doc["taskRoles"]["worker"]["extraContainerOptions"]["shmMB"] == 512 and doc["name"] == "train-shm512mb"
+
+
+def test_it_sets_a_v1_roles_shm():
+    from web.fixes import with_shm
+
+    doc = json.loads(with_shm(v1_json("legacy"), "main", 512, "legacy-shm512mb"))
+    assert doc["taskRoles"][0]["shmMB"] == 512 and doc["jobName"] == "legacy-shm512mb"
+
+
+@pytest.mark.parametrize("name", ["batch_size", "batchSize", "train-batch-size", "BATCH_SIZE", "bs_batchsize"])
+def test_it_halves_a_batch_size_parameter_by_any_common_name(user, tmp_path, name):
+    from tests.exitspec.samples import CUDA_OOM
+
+    spec = normalized_spec("train", {"worker": 1})
+    spec["parameters"] = {"lr": 0.1, name: "64"}
+    job = failed_with_log(user, tmp_path, ExitCode.CUDA_OOM, CUDA_OOM, spec)
+
+    fix = fix_for(job)
+
+    assert fix is not None and (fix.parameter, fix.value) == (name, 32)

@@ -180,7 +180,13 @@ def test_it_says_slurms_reasons_in_the_portals_words(slurm, job, code, words):
     [("nope", "Slurm has no partition &#x27;nope&#x27; (or it has no nodes)."), ("slt", None)],
 )
 def test_the_admin_checks_a_vcs_partition_against_slurm(slurm, admin_client, partition, said):
-    form = {"name": "big", "share_percent": "0", "slurm_partition": partition, "description": ""}
+    form = {
+        "name": "big",
+        "share_percent": "0",
+        "slurm_partition": partition,
+        "description": "",
+        "queue_policy": "fifo",
+    }
     page = admin_client.post("/admin/clusters/virtualcluster/add/", form)
     if said is None:
         assert page.status_code == 302 and VirtualCluster.objects.get(name="big").slurm_partition == "slt"
@@ -192,7 +198,7 @@ def test_the_admin_checks_a_vcs_partition_against_slurm(slurm, admin_client, par
 
 def test_the_admin_says_when_slurm_does_not_answer(slurm, admin_client):
     slurm.down = True
-    form = {"name": "big", "share_percent": "0", "slurm_partition": "slt", "description": ""}
+    form = {"name": "big", "share_percent": "0", "slurm_partition": "slt", "description": "", "queue_policy": "fifo"}
     page = admin_client.post("/admin/clusters/virtualcluster/add/", form).content.decode()
     assert "Slurm does not answer (PAI_SLURM_CONF?)" in page
 

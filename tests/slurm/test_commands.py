@@ -47,6 +47,21 @@ def test_it_asks_for_one_heterogeneous_component_per_role():
     assert "--no-requeue" in argv and argv[-1] == "/j/batch.sh"
 
 
+def test_it_passes_the_jobs_time_limit_as_time_for_the_whole_job():
+    argv = sbatch_argv(
+        partition="gpu",
+        name="pai-1-1",
+        comment="c",
+        roles=[MASTER, WORKER],
+        gpu_type=None,
+        job_dir=Path("/j"),
+        time_limit="0-01:30:00",
+    )
+    assert argv.count("--time=0-01:30:00") == 1 and argv.index("--time=0-01:30:00") < argv.index(":")
+    no_limit = sbatch_argv(partition="gpu", name="n", comment="c", roles=[WORKER], gpu_type=None, job_dir=Path("/j"))
+    assert not any(arg.startswith("--time") for arg in no_limit)
+
+
 def test_it_starts_one_step_per_task_with_its_own_gpus():
     script = batch_script(roles=[MASTER, WORKER], gpu_type=None, job_dir=Path("/j"), python="py", code_dir=Path("/c"))
     steps = [line for line in script.splitlines() if line.startswith("srun")]
@@ -126,7 +141,12 @@ def test_it_says_why_sbatch_refused_a_job(nodes):
 
 @pytest.mark.parametrize(
     ("state", "failure", "oom"),
-    [("NODE_FAIL", Failure.NODE_LOST, False), ("PREEMPTED", Failure.TASK_GONE, False), ("OUT_OF_MEMORY", None, True)],
+    [
+        ("NODE_FAIL", Failure.NODE_LOST, False),
+        ("PREEMPTED", Failure.TASK_GONE, False),
+        ("OUT_OF_MEMORY", None, True),
+        ("TIMEOUT", Failure.TIME_LIMIT, False),
+    ],
 )
 def test_it_maps_slurms_end_states_onto_the_exit_spec(state, failure, oom):
     status = status_after(state)

@@ -221,3 +221,14 @@ def test_a_slurmctld_restart_loses_nothing_and_submits_nothing_twice(slurm_clust
     job = run_until(job, "SUCCEEDED", "FAILED")
     assert job.state == "SUCCEEDED" and job.job_attempt == 1
     assert len(slurm_cluster.slurm_jobs(slurm_name(job, 1))) == 1
+
+
+def test_it_passes_the_time_limit_to_slurm_and_ends_the_job_at_it(slurm_cluster, slurm_vc, user, run_until):
+    text = job_text("limited", role("worker", "exec sleep 306.1"), extra="defaults: {virtualCluster: gpu}\n")
+    job = submit_job(user, text.replace("taskRoles:", "extras: {maxRunTimeMinutes: 0.05}\ntaskRoles:"))
+    job = run_until(job, condition=lambda: job.tasks.exclude(executor_id="").exists())
+    # Slurm keeps limits in minutes: 3 s is its 1 minute.
+    assert slurm_cluster.run("squeue", "--noheader", f"--name={slurm_name(job, 1)}", "--format=%l").strip() == "1:00"
+    job = run_until(job, "FAILED")
+    assert job.exit_code == -1230 and "time limit of 3 s" in job.exit_diagnostics
+    assert slurm_cluster.wait_until_idle(timeout=10) == []

@@ -1,5 +1,6 @@
 """Authorized keys, where each task's sshd is, and what the task's ssh runtime is told."""
 
+import asyncssh
 import pytest
 
 from clusters.models import Node
@@ -96,3 +97,12 @@ def test_it_hands_the_private_key_to_the_runtime_only_with_jobssh(make_job):
     without = make_job(name="b", extras={"com.microsoft.pai.runtimeplugin": [{"plugin": "ssh", "jobssh": False}]})
     assert task_ssh_secret_env(with_jobssh)["PAI_SSH_PRIVATE_KEY"].startswith("-----BEGIN OPENSSH PRIVATE KEY")
     assert task_ssh_secret_env(without) == {}
+
+
+def test_it_authorizes_the_owners_profile_keys(make_job, user):
+    from accounts.ssh_keys import add_key
+
+    key = asyncssh.generate_private_key("ssh-ed25519").export_public_key("openssh").decode().strip()
+    add_key(user, key + " laptop")
+    job = make_job()
+    assert authorized_keys_for(job).splitlines() == [job.ssh_public_key, key + " laptop"]

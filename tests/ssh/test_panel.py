@@ -51,3 +51,16 @@ def test_it_says_ssh_ended_with_a_finished_job(make_job):
     job.state = JobState.SUCCEEDED
     job.save(update_fields=["state"])
     assert "its SSH servers stopped with its tasks" in render_panel(job)
+
+
+def test_it_names_the_jobs_own_first_task_in_the_ssh_example(make_job):
+    html = render_panel(make_job(roles={"trainer": 2}))
+    assert "e.g. ssh trainer-0." in html
+    assert "worker-0" not in html
+
+
+def test_it_says_job_ssh_is_off_when_the_config_turns_it_off(make_job):
+    plugin = {"plugin": "ssh", "parameters": {"jobssh": False}}
+    html = render_panel(make_job(extras={"com.microsoft.pai.runtimeplugin": [plugin]}))
+    assert "Job SSH is off for this job" in html
+    assert "e.g. ssh" not in html

@@ -79,3 +79,19 @@ def test_it_also_listens_on_the_tasks_allocated_ssh_port(make_job, ssh_container
     container = ssh_containers.start(job, "worker", 0, env={"PAI_CONTAINER_HOST_ssh_PORT_LIST": "2222"}, ssh_port=2222)
     port = ssh_containers.wait_for_sshd(container)
     assert run_over_ssh(job, port, "hostname").strip() == "worker-0"
+
+
+def test_it_lets_the_owners_profile_key_in(make_job, ssh_containers, user):
+    """A key added on the profile page opens every task of the user's jobs (issue 36)."""
+    from accounts.ssh_keys import add_key
+
+    own = asyncssh.generate_private_key("ssh-ed25519", comment="me@laptop")
+    add_key(user, own.export_public_key("openssh").decode(), "laptop")
+    job = make_job(name="profile-key")
+    port = ssh_containers.wait_for_sshd(ssh_containers.start(job, "worker", 0))
+
+    async def go():
+        async with asyncssh.connect("127.0.0.1", port, username="root", client_keys=[own], known_hosts=None) as conn:
+            return await conn.run("echo $PAI_JOB_NAME", check=True, timeout=20)
+
+    assert asyncio.run(go()).stdout.strip() == "profile-key"

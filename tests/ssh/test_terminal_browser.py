@@ -60,8 +60,34 @@ def check_terminal(browser, base_url, job, cookie_name, cookie_value, container)
     assert (new_rows, new_cols) in stty_sizes(text)
     assert (new_rows, new_cols) != (rows, cols)
 
-    container.kill()  # the task ends: the terminal says so and offers to reconnect
+    container.kill()  # the connection drops: the terminal says so and offers to reconnect
     text = wait_for_buffer(page, "text => text.includes('alice~ssh-demo/worker-0')")
     page.wait_for_selector("#terminal-reconnect:not([hidden])")
     assert page.locator("#terminal-status").inner_text() == "Disconnected"
     context.close()
+
+
+def test_it_says_the_task_ended_when_it_ends(
+    make_job, user, ssh_containers, docker_node, asgi_live_server, chromium, monkeypatch
+):
+    """Issue 36: the status stayed "Connected" after the task ended."""
+    from jobs.models import TaskState
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # the row is written beside Playwright's loop
+
+    job = make_job()
+    container = ssh_containers.start(job, "worker", 0)
+    task = ssh_containers.record_running(job, "worker", 0, container, docker_node)
+    cookie_name, cookie_value = session_cookie(user).split("=", 1)
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        context.add_cookies([{"name": cookie_name, "value": cookie_value, "url": asgi_live_server.url}])
+        page = context.new_page()
+        page.goto(f"{asgi_live_server.url}/jobs/{job.full_name}/terminal/worker/0/")
+        wait_for_buffer(page, "text => /# ?$/m.test(text)")
+        assert page.locator("#terminal-status").inner_text() == "Connected"
+        task.state = TaskState.SUCCEEDED
+        task.save(update_fields=["state"])
+        page.wait_for_function("() => document.getElementById('terminal-status').textContent.includes('task ended')")
+        assert page.locator("#terminal-status").inner_text() == "Disconnected: the task ended"
+        context.close()

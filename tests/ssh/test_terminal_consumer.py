@@ -164,3 +164,26 @@ def test_it_tells_at_once_that_a_task_up_for_a_while_does_not_answer(running_job
     output, _ = asyncio.run(go())
     assert b"The task may have stopped" in output
     assert b"waiting for" not in output
+
+
+def test_it_closes_saying_so_when_the_task_ends_while_its_sshd_lingers(running_job, user, monkeypatch):
+    """Issue 36: the task ended but its sshd (or a connection child of it) still answered, and the
+    page said "Connected" on. The socket now follows the task's state."""
+    from jobs.models import TaskState
+    from web import consumers
+
+    monkeypatch.setattr(consumers, "TASK_WATCH_S", 0.2)
+    cookie = session_cookie(user)
+    task = running_job.tasks.get(role="worker", index=0)
+
+    async def go():
+        comm = await open_terminal(running_job, cookie)
+        await comm.send_to(bytes_data=b"echo ready\n")
+        await read_until(comm, b"ready\r\n")
+        task.state = TaskState.SUCCEEDED
+        await asyncio.to_thread(task.save, update_fields=["state"])
+        return await read_until_closed(comm, timeout=5)
+
+    output, code = asyncio.run(go())
+    assert b"alice~ssh-demo/worker-0: the task ended." in output
+    assert code == consumers.CLOSE_TASK_GONE

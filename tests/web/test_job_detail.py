@@ -1,6 +1,7 @@
 """The job page (`/jobs/<owner>~<name>/`): summary, tasks, log, events, stop, clone, export."""
 
 import json
+from datetime import timedelta
 
 import pytest
 import yaml
@@ -10,6 +11,7 @@ from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.crypto import encrypt_text
 from jobs.models import Job
+from scheduling.models import VcQueue
 from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
@@ -201,3 +203,29 @@ def test_it_shows_the_jobs_tags(alice_client, user, make_job):
         job.tags.create(name=name)
     page = alice_client.get("/jobs/alice~tagged/").content.decode()
     assert '<dd data-job-tags><span class="tag">nightly</span> <span class="tag">resnet</span></dd>' in page
+
+
+def test_it_shows_the_time_limit_and_the_time_left(alice_client, user, make_job):
+    launched = timezone.now() - timedelta(minutes=10)
+    make_job(user, "limited", state="RUNNING", time_limit_seconds=3600, launched_at=launched)
+    page = alice_client.get("/jobs/alice~limited/").content.decode()
+    assert "Time limit" in page and "1h 00m" in page
+    assert "50m 00s left" in page or "49m 59s left" in page
+
+
+def test_it_shows_the_queue_position_and_expected_start(alice_client, user, make_job, default_vc):
+    ahead, job = make_job(user, "ahead"), make_job(user, "queued")
+    start = int(timezone.now().timestamp()) + 3600
+    VcQueue.objects.create(vc=default_vc, job_ids=[ahead.pk, job.pk], expected_starts=[start, None])
+    page = alice_client.get("/jobs/alice~queued/").content.decode()
+    assert "Position 2 in the queue of VC default." in page
+    assert "Expected start: unknown (jobs it waits for have no time limit)." in page
+    assert "Expected to start by" in alice_client.get("/jobs/alice~ahead/").content.decode()
+
+
+def test_it_says_no_samples_were_recorded_on_an_ended_job_without_samples(alice_client, user, make_job):
+    make_job(user, "quick", state="SUCCEEDED", completed_at=timezone.now())
+    page = alice_client.get("/jobs/alice~quick/").content.decode()
+    ended = page.split("data-usage-empty-ended", 1)[1].split(">", 1)
+    assert "hidden" not in ended[0] and ended[1].startswith("No samples were recorded")
+    assert "data-usage-empty-live hidden" in page

@@ -18,7 +18,7 @@ def test_it_lists_everyones_jobs_with_their_owner_on_a_shared_list(alice_client,
     make_job(other_user, "bob-job")
     page = alice_client.get("/").content.decode()
     assert "bob-job" in page
-    assert "<th>User</th>" in page
+    assert ">User</a></th>" in page
     assert "bob-job" in alice_client.get("/?user=bob").content.decode()
     assert "bob-job" not in alice_client.get("/?user=alice").content.decode()
 

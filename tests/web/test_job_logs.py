@@ -108,3 +108,50 @@ def test_the_page_offers_the_three_streams(alice_client, streamed_job):
     page = alice_client.get(f"/jobs/{streamed_job.full_name}/?stream=stderr").content.decode()
     assert '<option value="stderr" selected>' in page
     assert "one stream" not in page
+
+
+@pytest.fixture
+def big_log_job(logged_job):
+    """754 lines, about 150 KB (more than the page's 64 KB), `checkpoint` on 12 of them, most early."""
+    lines = [f"step {n} " + "x" * 200 for n in range(754)]
+    for n in (3, 50, 90, 120, 200, 260, 300, 333, 400, 450, 480, 753):
+        lines[n] = f"step {n} saved checkpoint epoch-{n}"
+    Path(logged_job.tasks.get().log_path).write_text("\n".join(lines) + "\n")
+    return logged_job
+
+
+def test_it_searches_the_whole_log_not_only_its_end(alice_client, big_log_job):
+    """Issue 36: the page searched its 64 KB window: "0 of 754 lines" for a word the log had 12 times."""
+    data = alice_client.get(f"/jobs/{big_log_job.full_name}/log/search?q=CHECKPOINT").json()
+    assert (data["matched"], data["lines"], data["capped"]) == (12, 754, False)
+    assert data["matches"][0] == {"line": 4, "text": "step 3 saved checkpoint epoch-3"}
+    assert data["matches"][-1]["line"] == 754
+
+
+def test_it_caps_the_lines_a_search_returns_and_says_so(alice_client, big_log_job, settings):
+    settings.PAI_LOG_SEARCH_MAX_MATCHES = 5
+    data = alice_client.get(f"/jobs/{big_log_job.full_name}/log/search?q=checkpoint").json()
+    assert (len(data["matches"]), data["matched"], data["capped"]) == (5, 12, True)
+
+
+def test_a_search_does_not_find_a_secret_by_its_value(alice_client, logged_job):
+    data = alice_client.get(f"/jobs/{logged_job.full_name}/log/search?q=hunter2").json()
+    assert data["matched"] == 0
+    assert alice_client.get(f"/jobs/{logged_job.full_name}/log/search?q=token").json()["matches"] == [
+        {"line": 1, "text": "the token is ******"}
+    ]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "x" * 201])
+def test_it_refuses_an_empty_or_overlong_search_naming_the_field(alice_client, logged_job, query):
+    response = alice_client.get(f"/jobs/{logged_job.full_name}/log/search", {"q": query})
+    assert response.status_code == 400
+    assert response.json()["field"] == "q" and response.json()["message"].startswith("q:")
+
+
+def test_it_answers_404_for_a_search_in_another_users_job(client, make_job, admin_user, tmp_path):
+    from tests.factories import create_user
+
+    other = make_job(admin_user, "theirs", state="RUNNING")
+    client.force_login(create_user("mallory"))
+    assert client.get(f"/jobs/{other.full_name}/log/search?q=a").status_code == 404

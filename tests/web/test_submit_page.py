@@ -227,3 +227,94 @@ def test_it_answers_a_submit_post_over_the_body_limit_with_a_413_page_naming_it(
     response = client.post("/submit/", {"mode": "text", "action": "submit", "config_text": text})
     assert response.status_code == 413
     assert f"the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024} KB" in response.content.decode()
+
+
+# --- issue 36: secrets masked, Tools and Data, Other settings ---------------------------------------
+
+WITH_TOOLS = """protocolVersion: 2
+name: tooled
+type: job
+prerequisites:
+  - {name: img, type: dockerimage, uri: IMAGE, auth: {username: bot, password: pa55word, registryuri: r.example.com}}
+parameters: {steps: 3}
+secrets: {token: very-secret-value}
+taskRoles:
+  trainer:
+    dockerImage: img
+    resourcePerInstance: {cpu: 1, memoryMB: 256, gpu: 0}
+    commands: [echo <% $secrets.token %>]
+extras:
+  jobStatusChangeNotification: {failed: true}
+  hivedScheduler: {jobPriorityClass: prod}
+  com.microsoft.pai.runtimeplugin:
+    - {plugin: ssh, parameters: {jobssh: true, sshbarrier: true}}
+"""
+
+
+def opened_in_form(client) -> str:
+    text = WITH_TOOLS.replace("IMAGE", default_image())
+    response = client.post("/submit/", {"mode": "text", "action": "to_form", "config_text": text})
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_it_shows_an_imported_secret_only_in_a_password_input(alice_client):
+    page = opened_in_form(alice_client)
+    assert page.count("very-secret-value") == 1
+    assert 'type="password" name="secret_value" value="very-secret-value"' in page
+    assert page.count("pa55word") == 1
+    assert 'type="password" id="id_registry_password" name="registry_password" value="pa55word"' in page
+
+
+def test_it_shows_the_settings_the_form_has_no_field_for(alice_client):
+    page = opened_in_form(alice_client)
+    assert "data-other-settings-yaml" in page
+    assert "jobStatusChangeNotification" in page and "sshbarrier: true" in page
+    assert '<option value="prod" selected>' in page
+
+
+def test_it_never_echoes_a_secret_in_any_page_after_submit(alice_client):
+    text = WITH_TOOLS.replace("IMAGE", default_image())
+    response = alice_client.post("/submit/", {"mode": "text", "action": "submit", "config_text": text})
+    assert response.status_code == 302
+    for address in ("/jobs/alice~tooled/", "/submit/?clone=alice~tooled", "/jobs/alice~tooled/export/", "/"):
+        response = alice_client.get(address)
+        assert response.status_code == 200, address
+        page = response.content.decode()
+        assert "very-secret-value" not in page and "pa55word" not in page, address
+
+
+def test_it_submits_the_tools_and_data_of_the_form(alice_client):
+    response = alice_client.post(
+        "/submit/",
+        form_post(tools_shown="1", priority="crit", tensorboard="on", ssh_keys="", registry_username=""),
+    )
+    assert response.status_code == 302
+    spec = Job.objects.get(name="from-form").spec
+    assert spec["extras"]["hivedScheduler"]["jobPriorityClass"] == "crit"
+    plugins = spec["extras"]["com.microsoft.pai.runtimeplugin"]
+    assert {"plugin": "ssh", "parameters": {"jobssh": False}} in plugins
+    assert any(p["plugin"] == "tensorboard" for p in plugins)
+
+
+def test_it_shows_an_unknown_team_storage_beside_the_storage_field(alice_client):
+    response = alice_client.post("/submit/", form_post(tools_shown="1", jobssh="on", storages="nowhere"))
+    assert response.status_code == 400
+    assert response.context["job_errors"]["storages"]
+    assert 'id="id_storages" aria-invalid="true"' in response.content.decode()
+
+
+def test_a_clone_asks_for_the_registry_password_again_beside_its_field(alice_client):
+    text = WITH_TOOLS.replace("IMAGE", default_image())
+    assert alice_client.post("/submit/", {"mode": "text", "action": "submit", "config_text": text}).status_code == 302
+    page = alice_client.get("/submit/?clone=alice~tooled")
+    assert page.context["form_data"].job["registry_password"] == ""
+    form = page.context["form_data"]
+    post = {key: value for key, value in form.job.items() if key != "secrets"}
+    post.update(mode="form", action="submit", tools_shown="1", base_config=form.base_config_json)
+    post.update(registry_password="******", secret_name="token", secret_value="x")
+    for index, role in enumerate(form.roles):
+        post.update({f"roles-{index}-{key}": value for key, value in role.items()})
+    response = alice_client.post("/submit/", post)
+    assert response.status_code == 400
+    assert "masked value" in response.context["job_errors"]["registry_password"][0]

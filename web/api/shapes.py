@@ -11,11 +11,14 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db.models import BigIntegerField, Func, QuerySet
+from django.utils import timezone
 
 from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
 from jobs.protocol.spec import NormalizedSpec
+from scheduling.sharing import queue_place
+from web.fixes import fix_for
 
 # OpenPAI's framework sub-states, close enough for clients that display them.
 SUB_STATES: dict[str, str] = {
@@ -189,6 +192,25 @@ def container_ip(task: Task) -> str | None:
     return task.node.address if task.node_id and task.node else (task.ip or None)
 
 
+def exit_runtime_message(job: Job, trigger: Task | None) -> dict[str, Any] | None:
+    """OpenPAI's appExitMessages.runtime (its runtime's exit info, as its webportal reads it): the
+    code, the user's own exit code, the log line the exit spec matched and what to change
+    (`solution`, web.fixes); None while the job has not failed."""
+    if job.state != JobState.FAILED or job.exit_code is None:
+        return None
+    fix = fix_for(job)
+    row = spec_row(job.exit_code)
+    return {
+        "exitCode": job.exit_code,
+        "originalUserExitCode": job.user_exit_code,
+        "reason": row["reason"],
+        "matchedUserLogString": (fix.line or None) if fix else None,
+        "matchedPattern": (fix.pattern or None) if fix else None,
+        "solution": fix.what_to_change if fix else None,
+        "trigger": f"{trigger.role}-{trigger.index}" if trigger else None,
+    }
+
+
 def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
     trigger = _exit_trigger(tasks) if job.is_finished else None
     exit_spec = exit_spec_row(job.exit_code)
@@ -213,14 +235,37 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "appUserExitCode": job.user_exit_code,
         "appExitSpec": exit_spec,
         "appExitDiagnostics": job.exit_diagnostics or None,
-        "appExitMessages": {"container": None, "runtime": None, "launcher": job.exit_diagnostics or None},
+        "appExitMessages": {
+            "container": None,
+            "runtime": exit_runtime_message(job, trigger),
+            "launcher": job.exit_diagnostics or None,
+        },
         "appExitTriggerMessage": trigger.exit_diagnostics or None if trigger else None,
         "appExitTriggerTaskRoleName": trigger.role if trigger else None,
         "appExitTriggerTaskIndex": trigger.index if trigger else None,
         "appExitType": (exit_spec or {}).get("type"),
         "pendingReason": job.pending_reason or None,
         "virtualCluster": job.virtual_cluster.name,
+        **time_limit_status(job),
     }
+
+
+def time_limit_status(job: Job, now: datetime | None = None) -> dict[str, Any]:
+    """The portal's time limit (README "Sharing"): the limit, and while it runs the time left."""
+    limit = job.time_limit_seconds
+    left = None
+    if limit is not None and job.state == JobState.RUNNING and job.launched_at is not None:
+        elapsed = ((now or timezone.now()) - job.launched_at).total_seconds()
+        left = max(0, int(limit - elapsed))
+    return {"maxRunTimeSeconds": limit, "timeLeftSeconds": left}
+
+
+def queue_status(job: Job) -> dict[str, Any]:
+    """A waiting job's place in its VC's queue (1 = next) and its expected start (epoch ms; null
+    when unknown, as when running jobs have no time limit), as the scheduler last worked them out."""
+    found = queue_place(job)
+    position, start = found if found is not None else (None, None)
+    return {"queuePosition": position, "expectedStartTime": epoch_ms(start)}
 
 
 def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, Any]:
@@ -262,7 +307,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
         "debugId": str(job.pk),
         "tags": [tag.name for tag in job.tags.all()],
         "jobPriority": job_priority_class(job.normalized),
-        "jobStatus": job_status(job, tasks),
+        "jobStatus": {**job_status(job, tasks), **queue_status(job)},
         "taskRoles": roles,
     }
 

@@ -1,4 +1,4 @@
-"""The job page's "Resubmit with N MB" button."""
+"""The job page's one-click resubmit: "Resubmit with N MB", "... MB of /dev/shm", "... batch_size = N"."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from django.views.decorators.http import require_POST
 from jobs import actions
 from jobs.models import Job
 from jobs.protocol import JobConfigError
-from web.fixes import resubmit_config
+from web.fixes import resubmit_config, resubmit_label
 
 
 @require_POST
-def resubmit_with_memory(request: HttpRequest, full_name: str) -> HttpResponse:
-    """Submit the OOM-killed job again with the memory its fix offers (worked out again here, so a
+def resubmit_with_fix(request: HttpRequest, full_name: str) -> HttpResponse:
+    """Submit the failed job again with the one field its fix changes (worked out again here, so a
     stale page cannot ask for more than the VC allows)."""
     try:
         job = actions.get_job_for(request.user, full_name)
@@ -24,7 +24,7 @@ def resubmit_with_memory(request: HttpRequest, full_name: str) -> HttpResponse:
         raise Http404(_("No such job.")) from error
     offer = resubmit_config(job)
     if offer is None:
-        messages.error(request, _("This job has no memory fix to resubmit with."))
+        messages.error(request, _("This job has no fix to resubmit with."))
         return redirect("jobs:detail", full_name)
     text, fix = offer
     try:
@@ -32,5 +32,10 @@ def resubmit_with_memory(request: HttpRequest, full_name: str) -> HttpResponse:
     except (JobConfigError, actions.JobNameConflict) as error:
         messages.error(request, _("Could not resubmit: %(error)s") % {"error": error})
         return redirect("jobs:detail", full_name)
-    messages.success(request, _("Resubmitted with %(mb)s MB for %(role)s.") % {"mb": fix.memory_mb, "role": fix.role})
+    if fix.memory_mb:
+        messages.success(
+            request, _("Resubmitted with %(mb)s MB for %(role)s.") % {"mb": fix.memory_mb, "role": fix.role}
+        )
+    else:
+        messages.success(request, _("Resubmitted: %(change)s.") % {"change": resubmit_label(fix)})
     return redirect("jobs:detail", new_job.full_name)

@@ -17,7 +17,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
-from jobs.protocol.exitspec import spec_row
+from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 from jobs.protocol.spec import NormalizedSpec
 from web.error_text import translate_reason
@@ -60,6 +60,12 @@ def format_span(span: timedelta) -> str:
     if minutes:
         return f"{minutes}m {seconds:02d}s"
     return f"{seconds}s"
+
+
+@register.filter
+def seconds_span(seconds: int | None) -> str:
+    """A number of seconds as format_span writes spans (a time limit, the time left)."""
+    return "" if seconds is None else format_span(timedelta(seconds=seconds))
 
 
 # Times everywhere on the pages: to the second, with the time zone they are in.
@@ -129,6 +135,7 @@ def diagnostics_text(text: str) -> str:
     for reason in sorted(EXIT_SPEC_TEXTS, key=len, reverse=True):
         if reason in text:
             text = text.replace(reason, gettext(reason))
+    text = text.replace(LOG_SAYS, gettext("; the log says: "))
     return COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
 
 
@@ -203,7 +210,7 @@ def _row_actions(job: Any, full_name: str, urls: _RowUrls, labels: dict[str, str
         else ""
     )
     clone = format_html('<a class="button small" href="{}">{}</a>', urls.of(urls.clone, full_name), labels["clone"])
-    return format_html("{}{}", stop, clone)
+    return format_html('<div class="row-buttons">{}{}</div>', stop, clone)
 
 
 @register.simple_tag
@@ -214,6 +221,18 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
     urls = _RowUrls()
     states = {state: str(label) for state, label in STATE_LABELS.items()}
     labels = {"stop": str(_("Stop")), "clone": str(_("Clone")), "select": str(_("Select"))}
+    # The column names again, for the phone's card layout (a cell says what it is there).
+    columns = {
+        "user": str(_("User")),
+        "state": str(_("State")),
+        "vc": str(_("Virtual cluster")),
+        "tasks": str(_("Tasks")),
+        "gpus": str(_("GPUs")),
+        "created": str(_("Submitted")),
+        "duration": str(_("Duration")),
+        "retries": str(_("Retries")),
+        "why": str(_("Why waiting")),
+    }
     manages_all = is_admin(user)
     rows = []
     for job in jobs:
@@ -227,14 +246,18 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
         rows.append(
             format_html(
                 '<tr data-job-id="{}"><td class="select">{}</td><td class="job-name"><a href="{}">{}</a></td>{}'
-                '<td><span class="state state-{}" data-state data-value="{}">{}</span></td><td>{}</td>'
-                '<td class="num task-count">{}</td><td class="num gpu-count">{}</td>'
-                '<td class="when"><time datetime="{}">{}</time></td>'
-                '<td><span{}>{}</span></td><td class="num">{}</td>'
-                '<td class="why" title="{}">{}</td><td class="row-actions">{}</td></tr>',
+                '<td class="state-cell" data-label="{}">'
+                '<span class="state state-{}" data-state data-value="{}">{}</span></td>'
+                '<td class="vc" data-label="{}">{}</td>'
+                '<td class="num task-count" data-label="{}">{}</td><td class="num gpu-count" data-label="{}">{}</td>'
+                '<td class="when" data-label="{}"><time datetime="{}">{}</time></td>'
+                '<td class="duration" data-label="{}"><span{}>{}</span></td>'
+                '<td class="num retries" data-label="{}">{}</td>'
+                '<td class="why" data-label="{}" title="{}" tabindex="{}">{}</td><td class="row-actions">{}</td></tr>',
                 job.pk,
                 format_html(
-                    '<input type="checkbox" name="ids" value="{}" form="bulk-stop" aria-label="{} {}">',
+                    '<label class="tap">'
+                    '<input type="checkbox" name="ids" value="{}" form="bulk-stop" aria-label="{} {}"></label>',
                     job.pk,
                     labels["select"],
                     job.name,
@@ -243,19 +266,28 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
                 else "",
                 urls.of(urls.detail, full_name),
                 job.name,
-                format_html("<td>{}</td>", owner) if show_owner else "",
+                format_html('<td class="owner" data-label="{}">{}</td>', columns["user"], owner) if show_owner else "",
+                columns["state"],
                 job.state.lower(),
                 job.state,
                 states.get(job.state, job.state),
+                columns["vc"],
                 job.virtual_cluster.name,
+                columns["tasks"],
                 tasks,
+                columns["gpus"],
                 gpus,
+                columns["created"],
                 created.isoformat(),
                 created.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                columns["duration"],
                 format_html(' data-tick-from="{}"', int(job.launched_at.timestamp())) if ticking else "",
                 duration(job),
+                columns["retries"],
                 job.retries_used,
+                columns["why"],
                 why,
+                "0" if why else "-1",
                 why,
                 _row_actions(job, full_name, urls, labels) if may_manage else "",
             )

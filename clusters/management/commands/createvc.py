@@ -1,5 +1,7 @@
 """`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster.
-`createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's."""
+`createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's.
+Sharing inside the VC (each left as it was when not given; `none` clears a number):
+`--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`."""
 
 from decimal import Decimal, InvalidOperation
 
@@ -9,6 +11,26 @@ from django.db.models import Sum
 
 from clusters.models import VirtualCluster
 from clusters.slurm_nodes import PartitionError, check_partition
+
+# Option -> what it sets (VirtualCluster fields of the same name with underscores).
+SHARING_NUMBERS = {
+    "user-gpu-limit": "most GPUs one user's jobs may hold in the VC at once",
+    "default-run-minutes": "time limit in minutes of a job that names none (extras.maxRunTimeMinutes)",
+    "max-run-minutes": "longest time limit in minutes a job may ask for",
+}
+
+
+def sharing_number(flag: str, value: str) -> int | None:
+    """A sharing option's value: a positive whole number, or none."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise CommandError(f"--{flag}: {value!r} is not a whole number (or none)") from None
+    if number < 1:
+        raise CommandError(f"--{flag}: must be at least 1 (or none)")
+    return number
 
 
 class Command(BaseCommand):
@@ -24,12 +46,24 @@ class Command(BaseCommand):
         )
         parser.add_argument("--description", default="")
         parser.add_argument("--users", default="", help="comma-separated users allowed (empty: everyone)")
+        parser.add_argument(
+            "--queue",
+            choices=[choice.value for choice in VirtualCluster.QueuePolicy],
+            help="the order of the VC's waiting jobs: fifo (submit order) or fair-share (least recent usage first)",
+        )
+        for flag, what in SHARING_NUMBERS.items():
+            parser.add_argument(f"--{flag}", help=f"{what} (a whole number; none: no limit)")
 
     def handle(self, *args, **options):
         partition = options["slurm_partition"]
         if partition:
             self._check_partition(partition)
             options["share"] = options["share"] or "0"  # the partition is its quota; no share of the portal's nodes
+        existing = VirtualCluster.objects.filter(name=options["name"]).first()
+        if options["share"] is None and existing is not None:  # (changing only its sharing options)
+            options["share"] = str(existing.share_percent)
+            options["description"] = options["description"] or existing.description
+            partition = existing.slurm_partition
         if options["share"] is None:
             raise CommandError("--share: required (or --slurm-partition)")
         try:
@@ -44,10 +78,9 @@ class Command(BaseCommand):
                 f"warning: shares now add up to {(others or 0) + share}% (> 100%): lower another VC's share "
                 "(e.g. `createvc default --share ...`)"
             )
-        vc, created = VirtualCluster.objects.update_or_create(
-            name=options["name"],
-            defaults={"share_percent": share, "description": options["description"], "slurm_partition": partition},
-        )
+        defaults = {"share_percent": share, "description": options["description"], "slurm_partition": partition}
+        defaults.update(self._sharing(options))
+        vc, created = VirtualCluster.objects.update_or_create(name=options["name"], defaults=defaults)
         if options["users"]:
             users = [u.strip() for u in options["users"].split(",") if u.strip()]
             found = list(get_user_model().objects.filter(username__in=users))
@@ -57,6 +90,22 @@ class Command(BaseCommand):
             vc.allowed_users.set(found)
         what = f"Slurm partition {partition}" if partition else f"{share}%"
         self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({what})")
+
+    def _sharing(self, options: dict) -> dict:
+        """The sharing fields the options name (others stay as they are)."""
+        fields: dict = {}
+        if options["queue"]:
+            fields["queue_policy"] = options["queue"]
+        for flag in SHARING_NUMBERS:
+            value = options[flag.replace("-", "_")]
+            if value is not None:
+                fields[flag.replace("-", "_")] = sharing_number(flag, value)
+        current = VirtualCluster.objects.filter(name=options["name"]).values("default_run_minutes", "max_run_minutes")
+        merged = {**(current.first() or {}), **fields}
+        default, maximum = merged.get("default_run_minutes"), merged.get("max_run_minutes")
+        if default and maximum and default > maximum:
+            raise CommandError(f"--default-run-minutes: {default} is longer than --max-run-minutes {maximum}")
+        return fields
 
     def _check_partition(self, partition: str) -> None:
         """The partition must exist and answer; its nodes are shown at once (the scheduler keeps them fresh)."""

@@ -60,6 +60,12 @@ def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
             "numJobs": sum(counts.get((name, state), 0) for state in JobState.values),
             "numActiveJobs": counts.get((name, JobState.RUNNING), 0),
             "numPendingJobs": counts.get((name, JobState.WAITING), 0),
+            # The portal's sharing (README "Sharing"): the queue's order, the per-user GPU cap and
+            # the time limits in minutes (null: none).
+            "queuePolicy": vc.queue_policy,
+            "userGpuLimit": vc.user_gpu_limit,
+            "defaultRunMinutes": vc.default_run_minutes,
+            "maxRunMinutes": vc.max_run_minutes,
         }
     return answer
 

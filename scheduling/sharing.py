@@ -1,0 +1,154 @@
+"""Sharing a VC, the database's side (the decisions are clusters.sharing's and placement's): each
+user's recent usage in the fair-share VCs, read from the task attempts already kept, and each VC's
+queue as the last placement left it (positions and expected starts, scheduling.models.VcQueue).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from clusters.models import VirtualCluster
+from clusters.placement import JobRequest, PlacementResult, Resources, VcState
+from clusters.sharing import ESTIMATED_DEPTH, Held, Queued, Running, decayed_usage, expected_starts
+from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
+from scheduling.models import VcQueue
+from scheduling.quota import SpecCache, task_resources
+
+# Usage older than this many half-lives weighs under 1/1000: not read.
+HALF_LIVES_READ = 10
+# Recent usage is read again after this long (it moves slowly; a pass should not read it each time).
+USAGE_REFRESH_S = 30.0
+
+
+class RecentUsage:
+    """Each user's decayed usage per fair-share VC (GPU-hours, or CPU-hours in a VC without
+    GPUs), read at most every USAGE_REFRESH_S."""
+
+    def __init__(self, specs: SpecCache) -> None:
+        self._specs = specs
+        self._read_at = float("-inf")
+        self._vcs: frozenset[str] = frozenset()
+        self._usage: dict[tuple[str, str], float] = {}
+
+    def of(self, vcs: dict[str, VcState]) -> dict[tuple[str, str], float]:
+        """(VC, user) -> usage, for the fair-share VCs among `vcs`."""
+        wanted = frozenset(name for name, vc in vcs.items() if vc.fair_share)
+        if not wanted:
+            return {}
+        if wanted != self._vcs or time.monotonic() - self._read_at > USAGE_REFRESH_S:
+            cpu_vcs = {name for name in wanted if vcs[name].limit.gpu == 0}
+            self._usage = read_usage(wanted, cpu_vcs, timezone.now(), self._specs)
+            self._vcs, self._read_at = wanted, time.monotonic()
+        return self._usage
+
+
+def read_usage(vcs: Iterable[str], cpu_vcs: set[str], now: datetime, specs: SpecCache) -> dict[tuple[str, str], float]:
+    """(VC, user) -> decayed usage: the ended attempts kept (TaskAttempt) and the running tasks."""
+    half_life_s = settings.PAI_FAIR_SHARE_HALF_LIFE_HOURS * 3600
+    since = now - timedelta(seconds=half_life_s * HALF_LIVES_READ)
+    names = list(vcs)
+    fields = ("job__virtual_cluster__name", "job__owner__username", "job_id", "role", "gpus", "started_at")
+    ended = TaskAttempt.objects.filter(
+        job__virtual_cluster__name__in=names, started_at__isnull=False, finished_at__gte=since
+    ).values_list(*fields, "finished_at")
+    running = Task.objects.filter(
+        job__virtual_cluster__name__in=names, state=TaskState.RUNNING, started_at__isnull=False
+    ).values_list(*fields)
+    rows = [*ended, *((*row, None) for row in running)]
+    spec_of = specs.get_many({row[2] for row in rows if row[0] in cpu_vcs})
+    spans: dict[str, list[Held]] = {}
+    for vc, user, job_id, role, gpus, started_at, finished_at in rows:
+        if vc in cpu_vcs:
+            spec = spec_of.get(job_id)
+            amount = float(task_resources(spec, role).cpu) if spec and role in spec["taskRoles"] else 0.0
+        else:
+            amount = float(len(gpus))
+        end = finished_at.timestamp() if finished_at is not None else None
+        spans.setdefault(vc, []).append(Held(user, amount, started_at.timestamp(), end))
+    return {
+        (vc, user): usage
+        for vc, held in spans.items()
+        for user, usage in decayed_usage(held, now.timestamp(), half_life_s).items()
+    }
+
+
+def _amounts(resources: Resources) -> tuple[int, int, int]:
+    return resources.gpu, resources.cpu, resources.memory_mb
+
+
+def _job_need(request: JobRequest) -> tuple[int, int, int]:
+    tasks = request.tasks
+    return sum(t.gpu for t in tasks), sum(t.cpu for t in tasks), sum(t.memory_mb for t in tasks)
+
+
+def record_queues(
+    result: PlacementResult,
+    requests: list[JobRequest],
+    limits: dict[int, int | None],
+    vcs: dict[str, VcState],
+    used_by_job: dict[int, Resources],
+    totals: Resources,
+) -> None:
+    """Each VC's queue as this placement left it, with expected starts (one row per VC); the
+    queues of VCs with nobody waiting are emptied. `limits`: waiting job -> its time limit (s)."""
+    now = time.time()
+    by_key = {request.key: request for request in requests}
+    running = _running(used_by_job, now)
+    for key in result.placed:  # (holding from now on, for their limits)
+        request = by_key[key]
+        limit = limits.get(key)
+        running.append(Running(_job_need(request), now + limit if limit else None, request.vc))
+    cluster = _amounts(totals)
+    rows = {row.vc_id: row for row in VcQueue.objects.all()}
+    vc_ids = dict(VirtualCluster.objects.values_list("name", "pk"))
+    for name, keys in result.queues.items():
+        if name not in vcs or name not in vc_ids:
+            continue
+        # (Only the head is estimated: the rest stay unknown.)
+        queue = [Queued(key, _job_need(by_key[key]), limits.get(key)) for key in keys[:ESTIMATED_DEPTH]]
+        starts = expected_starts(name, queue, running, _amounts(vcs[name].limit), cluster, now)
+        expected = [None if (start := starts.get(key)) is None else round(start) for key in keys[:ESTIMATED_DEPTH]]
+        row = rows.get(vc_ids[name])
+        if row is None:
+            VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, expected_starts=expected)
+        elif row.job_ids != keys or row.expected_starts != expected:
+            VcQueue.objects.filter(pk=row.pk).update(job_ids=keys, expected_starts=expected, updated_at=timezone.now())
+    emptied = [row.pk for row in rows.values() if row.job_ids and row.vc_id not in _ids(vc_ids, result.queues)]
+    if emptied:
+        VcQueue.objects.filter(pk__in=emptied).update(job_ids=[], expected_starts=[], updated_at=timezone.now())
+
+
+def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
+    return {vc_ids[name] for name in queues if name in vc_ids}
+
+
+def _running(used_by_job: dict[int, Resources], now: float) -> list[Running]:
+    """What each running job holds, until its launch + time limit (None: no limit)."""
+    found = []
+    rows = Job.objects.filter(state=JobState.RUNNING).values_list(
+        "pk", "virtual_cluster__name", "launched_at", "time_limit_seconds"
+    )
+    for pk, vc, launched_at, limit in rows:
+        if pk not in used_by_job:  # (a Slurm VC's job: its nodes are not placement's)
+            continue
+        ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
+        found.append(Running(_amounts(used_by_job[pk]), max(ends_at, now + 1) if ends_at else None, vc))
+    return found
+
+
+def queue_place(job: Job) -> tuple[int, datetime | None] | None:
+    """A waiting job's (position in its VC's queue, expected start or None: unknown), or None when
+    the scheduler has not queued it (yet)."""
+    if job.state != JobState.WAITING:
+        return None
+    row = VcQueue.objects.filter(vc_id=job.virtual_cluster_id).first()
+    found = row.position(job.pk) if row is not None else None
+    if found is None:
+        return None
+    position, start = found
+    return position, datetime.fromtimestamp(start, tz=timezone.get_current_timezone()) if start else None

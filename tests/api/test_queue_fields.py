@@ -1,0 +1,43 @@
+"""The job detail's time limit, time left, queue position and expected start (README "Sharing")."""
+
+import pytest
+
+from jobs.models import Job, JobState
+from tests.factories import v2_yaml
+
+# The scheduler loop closes old connections each pass: it needs real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
+    default_vc, submit_yaml, alice, process_node, scheduler
+):
+    limited = v2_yaml("runs", "sleep 305.1", cpu=8, extra="extras:\n  maxRunTimeMinutes: 30\n")
+    assert submit_yaml(limited).status_code == 202
+    assert submit_yaml(v2_yaml("waits", "sleep 305.2", cpu=8)).status_code == 202
+    assert submit_yaml(v2_yaml("waits-too", "sleep 305.3", cpu=8)).status_code == 202
+    scheduler.run_once()
+    running = alice.get("/api/v2/jobs/alice~runs").json()["jobStatus"]
+    assert running["state"] == "RUNNING"
+    assert running["maxRunTimeSeconds"] == 1800 and 1790 <= running["timeLeftSeconds"] <= 1800
+    assert running["queuePosition"] is None
+    launched_at = Job.objects.get(name="runs").launched_at
+    assert launched_at is not None
+    launched = launched_at.timestamp()
+    first = alice.get("/api/v2/jobs/alice~waits").json()["jobStatus"]
+    assert (first["state"], first["queuePosition"]) == (JobState.WAITING, 1)
+    assert abs(first["expectedStartTime"] / 1000 - (launched + 1800)) < 2
+    assert first["maxRunTimeSeconds"] is None and first["timeLeftSeconds"] is None
+    # Behind a job with no time limit, the expected start is unknown.
+    second = alice.get("/api/v2/jobs/alice~waits-too").json()["jobStatus"]
+    assert (second["queuePosition"], second["expectedStartTime"]) == (2, None)
+
+
+def test_it_refuses_a_time_limit_over_the_vcs_maximum_naming_the_field(default_vc, submit_yaml):
+    default_vc.max_run_minutes = 60
+    default_vc.save(update_fields=["max_run_minutes"])
+    response = submit_yaml(v2_yaml("too-long", extra="extras:\n  maxRunTimeMinutes: 120\n"))
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "InvalidProtocolError"
+    assert "extras.maxRunTimeMinutes: asks for 2 h; its virtual cluster allows at most 1 h" in body["message"]

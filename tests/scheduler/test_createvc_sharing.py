@@ -1,0 +1,42 @@
+"""`createvc`'s sharing options: the queue order, the per-user GPU cap and the time limits."""
+
+import re
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from clusters.models import VirtualCluster
+
+
+def test_it_sets_a_vcs_sharing_options_and_keeps_its_share(db):
+    call_command("createvc", "team", "--share", "40")
+    call_command(
+        "createvc",
+        "team",
+        "--queue",
+        "fair-share",
+        "--user-gpu-limit",
+        "4",
+        "--default-run-minutes",
+        "60",
+        "--max-run-minutes",
+        "1440",
+    )
+    vc = VirtualCluster.objects.get(name="team")
+    assert (vc.share_percent, vc.queue_policy, vc.user_gpu_limit) == (40, "fair-share", 4)
+    assert (vc.default_run_minutes, vc.max_run_minutes) == (60, 1440)
+    call_command("createvc", "team", "--user-gpu-limit", "none")
+    assert VirtualCluster.objects.get(name="team").user_gpu_limit is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--user-gpu-limit", "two"], "--user-gpu-limit: 'two' is not a whole number (or none)"),
+        (["--max-run-minutes", "0"], "--max-run-minutes: must be at least 1 (or none)"),
+        (["--default-run-minutes", "90", "--max-run-minutes", "60"], "--default-run-minutes: 90 is longer than"),
+    ],
+)
+def test_it_refuses_a_bad_sharing_option_naming_it(db, argv, said):
+    with pytest.raises(CommandError, match=re.escape(said)):
+        call_command("createvc", "team", "--share", "10", *argv)
