@@ -315,6 +315,9 @@ class Bulkheaded(Executor):
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))
 
+    def terminate(self, handle: TaskHandle, grace_s: int) -> None:
+        self.lane.call("terminate", lambda: self.executor.terminate(handle, grace_s))
+
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
         self._cleanup("cleanup_job", lambda: self.executor.cleanup_job(job_id, keep=keep))
 

@@ -72,7 +72,11 @@ class Starter:
         is reconciled first, which adopts it when it runs there after all. True when any started."""
         unstarted = list(
             Task.objects.filter(
-                state=TaskState.RUNNING, executor_id="", job__state=JobState.RUNNING, node__isnull=False
+                state=TaskState.RUNNING,
+                executor_id="",
+                job__state=JobState.RUNNING,
+                job__stop_deadline__isnull=True,  # (a job being preempted starts nothing more)
+                node__isnull=False,
             ).select_related("node", "job__virtual_cluster", "job__owner")
         )
         if not unstarted:

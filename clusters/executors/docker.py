@@ -108,6 +108,7 @@ class DockerExecutor(Executor):
         mounts_dir: Path | None = None,
     ):
         self.docker_url = docker_url or None
+        self._terminated: set[str] = set()  # containers sent SIGTERM (terminate), until removed
         self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
         self.pids_limit = pids_limit
         self.address = address  # the node's address: published ports bind here
@@ -640,7 +641,17 @@ class DockerExecutor(Executor):
             return None
         return from_docker_stats(stats)
 
+    def terminate(self, handle: TaskHandle, grace_s: int) -> None:
+        """SIGTERM to the container's main process (the task's bash: a trap there sees it); the
+        scheduler removes the container at the deadline (stop()). Signalled once per executor."""
+        if handle.executor_id in self._terminated:
+            return
+        with contextlib.suppress(APIError, requests.exceptions.RequestException):
+            self.api.kill(handle.executor_id, signal="SIGTERM")
+        self._terminated.add(handle.executor_id)
+
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
+        self._terminated.discard(handle.executor_id)
         if keep:
             # Frees the resources, keeps the file system; it may have exited or gone already.
             with contextlib.suppress(APIError, requests.exceptions.RequestException):

@@ -17,9 +17,8 @@ copies its stdout and stderr into the capped logs (each apart, and both together
 came), and when the command has ended records `exit_code` (and `oom_killed`) in the task
 directory: the scheduler reads those back. Everything the command started ends with it.
 
-SIGTERM (the executor's stop) passes SIGTERM on to the task's processes (and to those born during
-the grace period, a sandbox's command started late) and SIGKILL after the grace period. No Django
-here: standard library only.
+SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
+grace period. No Django here: standard library only.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ CHUNK_BYTES = 65536
 # How often the output loop looks whether the command ended while something still holds its
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGALRM)  # blocked across the fork of the task's command
 EXEC_FAILED = 127
 # When the task's network cannot be attached, its command never ran: the exit spec's codes, not SIGKILL's.
 PORTS_TAKEN = 253  # ContainerPortConflict: pasta could not bind a declared port; placed again elsewhere
@@ -52,15 +52,15 @@ NETWORK_FAILED = -1201  # ContainerDockerCreationError: the sandbox could not be
 # environment) may still run through an upgrade; the new executor starts its own beside it, and the
 # old one leaves once idle, its tasks running to their end.
 SOCKET_NAME = "supervisor-v2.sock"
+# In a task directory: the grace period (seconds) of a stop or preemption, written by the executor
+# before its SIGTERM; without it the supervisor's own stop_grace_s.
+GRACE_FILE = "stop_grace"
 CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
 ALREADY_CLAIMED = 0
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
 SERVER_IDLE_S = 30
 SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
 REQUEST_TIMEOUT_S = 10
-# During a stop's grace period: how often processes of the task born since it began get their SIGTERM.
-STOP_TICK_S = 0.05
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGALRM)
 # The task's script (rendered secrets included) reaches its bash on this descriptor, an in-memory
 # file: never in an argv (any user's process list shows those), an environment or on a disk.
 SCRIPT_FD = 3
@@ -86,8 +86,8 @@ class Supervisor:
         self.network: dict[str, object] | None = config.get("network")
         self.child_pid: int | None = None
         self.oom_killed = False
-        self.stop_deadline: float | None = None  # (monotonic) set by a stop: when its grace is over
-        self.terminated: set[int] = set()  # the processes (or the child's group) a stop has told
+        self.stopping = False
+        self.signalled: set[int] = set()  # the task's processes sent SIGTERM so far
 
     def _kill_child_group(self, sig: int) -> None:
         if self.child_pid is not None:
@@ -95,37 +95,38 @@ class Supervisor:
                 os.killpg(self.child_pid, sig)
 
     def _on_stop(self, signum: int, frame: object) -> None:
-        """SIGTERM to the task's own processes, so they may finish cleanly within the grace period;
-        SIGKILL to all that is left once it is over. Until then, every STOP_TICK_S, processes born
-        since get their SIGTERM too: a task stopped while its sandbox was starting had none yet, and
-        the command the sandbox ran next would have waited out the whole grace."""
-        if self.stop_deadline is not None:
-            return  # stopping already: a second stop neither restarts nor lengthens the grace
-        self.stop_deadline = time.monotonic() + self.stop_grace_s
-        self._terminate()
-        signal.setitimer(signal.ITIMER_REAL, STOP_TICK_S, STOP_TICK_S)
+        """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
+        In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once.
+        (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)
+        Only the first SIGTERM counts: a second one (a restarted scheduler's) moves no deadline."""
+        if self.stopping:
+            return
+        self.stopping = True
+        grace = self.stop_grace_s
+        with contextlib.suppress(OSError, ValueError), open(os.path.join(self.task_dir, GRACE_FILE)) as file:
+            grace = max(0, int(file.read().strip()))
+        self._pass_stop_on()
+        if grace:
+            signal.alarm(grace)
+        else:
+            self._on_grace_over(signal.SIGALRM, None)
 
-    def _terminate(self) -> None:
-        """SIGTERM, once each, to the task's processes not yet told. In the sandbox the child is
-        bwrap itself: signalled, it would take the sandbox down at once. (The task's pasta is no
-        member of its cgroup: it carries the task's traffic to the end.)"""
+    def _pass_stop_on(self) -> None:
+        """SIGTERM to each of the task's processes not signalled yet: called again while the
+        output is copied, so a stop that came while the sandbox was still starting its command
+        reaches the command too (bwrap's own processes are spared: see _on_stop)."""
         if self.cgroup is None:
-            if self.child_pid is not None and self.child_pid not in self.terminated:
-                self.terminated.add(self.child_pid)
+            if not self.signalled and self.child_pid is not None:
                 self._kill_child_group(signal.SIGTERM)
+                self.signalled.add(self.child_pid)
             return
         spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
-        for pid in self.cgroup.members() - spared - self.terminated:
-            self.terminated.add(pid)
+        for pid in self.cgroup.members() - spared - self.signalled:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+            self.signalled.add(pid)
 
-    def _on_stop_tick(self, signum: int, frame: object) -> None:
-        assert self.stop_deadline is not None
-        if time.monotonic() < self.stop_deadline:
-            self._terminate()
-            return
-        signal.setitimer(signal.ITIMER_REAL, 0)
+    def _on_grace_over(self, signum: int, frame: object) -> None:
         if self.cgroup is not None:
             self.cgroup.signal_all(signal.SIGKILL)
         self._kill_child_group(signal.SIGKILL)
@@ -138,7 +139,7 @@ class Supervisor:
         os.replace(os.path.join(self.task_dir, "pid.tmp"), os.path.join(self.task_dir, "pid"))
         started(os.getpid())
         signal.signal(signal.SIGTERM, self._on_stop)
-        signal.signal(signal.SIGALRM, self._on_stop_tick)
+        signal.signal(signal.SIGALRM, self._on_grace_over)
         logs = TaskLogs(self.log_path, self.log_max_bytes)
         stdout, child_stdout = os.pipe()
         stderr, child_stderr = os.pipe()
@@ -230,6 +231,8 @@ class Supervisor:
         drain_until = 0.0
         open_pipes = dict(pipes)
         while open_pipes:
+            if self.stopping and status is None:
+                self._pass_stop_on()
             timeout = EXIT_CHECK_S if status is None else max(0.0, drain_until - time.monotonic())
             ready = select.select(list(open_pipes), [], [], timeout)[0]
             for pipe in ready:

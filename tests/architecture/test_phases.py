@@ -17,11 +17,13 @@ PHASES = (
     "lease",  # one active scheduler
     "teardown",  # stop everything a job holds
     "guard",  # one job's exception fails that job alone
+    "terminating",  # SIGTERM, the grace period, then the kill (stops and preemptions)
     "ending",  # a task ended: classify, decide, record (starts nothing)
     "stopping",  # stop requests
     "time_limits",  # running jobs past their time limit ended
     "nodes",  # heartbeat and reconcile
     "starting",  # claimed tasks started (decides nothing)
+    "preempting",  # preemptions begun after placement, preempted jobs requeued once their tasks are gone
     "placing",  # waiting jobs placed on the portal's nodes
     "slurm_controller",  # the Slurm controller's lane, what the portal says while it is silent
     "slurm",  # a backend, over the phases
