@@ -86,6 +86,16 @@ class VirtualCluster(models.Model):
         related_name="crit_virtual_clusters",
         help_text="Users besides admins who may submit `crit` jobs here (when the highest class allows it).",
     )
+    # Borrowing (README "Borrowing and reclaim"): other VCs' borrowing jobs (PAI_BORROWING_CLASSES)
+    # may run on this VC's idle quota, and are preempted when its own jobs need the room back.
+    # PAI_LEND_IDLE_QUOTA makes every VC lend. A Slurm VC never lends (Slurm places its jobs).
+    lends_idle_quota = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Other VCs' borrowing jobs may run on this VC's idle quota; they are preempted when its own jobs "
+            "need the room back."
+        ),
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
