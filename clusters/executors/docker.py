@@ -65,6 +65,8 @@ from clusters.executors.stats import from_docker_stats
 log = logging.getLogger("pai.executors.docker")
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+JOB_NETWORK_INTERFACE = "eth0"  # a container's interface on its (one) job network
+SOCKET_IFNAME_VARIABLES = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 CONTAINER_RUNTIME_DIR = "pai/runtime"  # relative to / inside the container (tar member names)
 ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
 DEFAULT_WORK_DIR = "/pai/work"
@@ -769,6 +771,11 @@ def public_environment(launch: TaskLaunch) -> dict[str, str]:
     env["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(gpu) for gpu in launch.gpus)
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(number) for number in range(len(launch.gpus)))
     env.setdefault("PAI_WORK_DIR", DEFAULT_WORK_DIR)
+    if not launch.host_network:
+        # On the job's network the task's address is its eth0's; a job's own value wins. (On the
+        # node's own network the interface is the node's: NCCL and Gloo find it themselves.)
+        for name in SOCKET_IFNAME_VARIABLES:
+            env.setdefault(name, JOB_NETWORK_INTERFACE)
     return env
 
 
