@@ -23,7 +23,7 @@ from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
 from jobs.protocol.honoured import unsupported
 from jobs.protocol.images import image_reference_errors, image_registry_errors
-from jobs.protocol.limits import spec_totals, task_count_errors
+from jobs.protocol.limits import shm_errors, spec_totals, task_count_errors
 from jobs.protocol.priority import (
     CLASS_FIELD,
     PRIORITY_CLASSES,
@@ -161,6 +161,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(unsupported(cfg.spec))
     errors.extend(priority_errors(user, vc, cfg, text))
     errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
+    errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
     errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
     errors.extend(
         image_registry_errors(

@@ -247,6 +247,11 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
         _("must be at most %(cap)s (the portal's PAI_MAX_GRACE_SECONDS)"),
         {},
     ),
+    (
+        re.compile(r"must be at most (?P<cap>\d+) \(the portal's PAI_MAX_SHM_MB\)"),
+        _("must be at most %(cap)s (the portal's PAI_MAX_SHM_MB)"),
+        {},
+    ),
 ]
 
 

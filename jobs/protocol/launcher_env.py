@@ -108,9 +108,8 @@ def build_launcher_env(
         "LOCAL_WORLD_SIZE": "1",
         "MASTER_ADDR": master_ip,
     }
-    port = (master_ports.get(RENDEZVOUS_LABEL) or [None])[0]
-    if port is not None:
-        env["MASTER_PORT"] = str(port)
+    if ports := master_ports.get(RENDEZVOUS_LABEL):
+        env["MASTER_PORT"] = str(ports[0])
     for name, file_name in HOSTFILES.items():
         env[name] = f"{work_dir.rstrip('/')}/{HOSTFILE_DIR}/{file_name}"
     return env
