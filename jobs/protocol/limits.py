@@ -99,7 +99,6 @@ def shm_errors(spec: NormalizedSpec, *, cap: int) -> list[FieldError]:
     for role, role_spec in spec["taskRoles"].items():
         shm = (role_spec.get("extraContainerOptions") or {}).get("shmMB")
         if shm is not None and int(shm) > cap:
-            errors.append(
-                (f"taskRoles.{role}.extraContainerOptions.shmMB", f"must be at most {cap} (the portal's PAI_MAX_SHM_MB)")
-            )
+            field = f"taskRoles.{role}.extraContainerOptions.shmMB"
+            errors.append((field, f"must be at most {cap} (the portal's PAI_MAX_SHM_MB)"))
     return errors
