@@ -41,7 +41,7 @@ def spec():
     }
 
 
-def ctx(**addresses):
+def ctx():
     return RuntimeContext(
         job_name="ddp",
         user_name="alice",
@@ -51,8 +51,7 @@ def ctx(**addresses):
         data_dir="",
         output_dir="",
         code_dir="",
-        addresses=addresses
-        or {
+        addresses={
             ("worker", 0): TaskAddress(ip="10.0.0.2", ports={"ssh": [20001], RENDEZVOUS_LABEL: [20002]}),
             ("worker", 1): TaskAddress(ip="10.0.0.3", ports={"ssh": [20001]}),
             ("master", 0): TaskAddress(ip="10.0.0.4", ports={"ssh": [20001], RENDEZVOUS_LABEL: [20007]}),
