@@ -13,13 +13,18 @@ addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
 if os.environ["RANK"] == "0":
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("", port)); s.listen(); s.settimeout(20)
-    c, _ = s.accept(); print("master got", c.recv(16).decode())
+    c, _ = s.accept(); print("master got", c.recv(16).decode()); c.sendall(b"welcome"); c.close()
 else:
+    # The node's port forwarder may accept before rank 0 listens: only an answer counts.
     for _ in range(200):
         try:
-            socket.create_connection((addr, port), timeout=1).sendall(b"hello"); break
+            with socket.create_connection((addr, port), timeout=1) as c:
+                c.sendall(b"hello")
+                if c.recv(16) == b"welcome":
+                    break
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     else:
         sys.exit("no rendezvous")
     print("worker reached master")
