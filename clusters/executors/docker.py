@@ -39,7 +39,7 @@ import docker
 import requests
 from docker.auth import resolve_repository_name
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest, DriverConfig, LogConfig
+from docker.types import DeviceRequest, DriverConfig, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
@@ -108,11 +108,14 @@ class DockerExecutor(Executor):
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         pids_limit: int = DEFAULT_PIDS_LIMIT,
         mounts_dir: Path | None = None,
+        unlimited_memlock: bool = True,
     ):
         self.docker_url = docker_url or None
         self._terminated: set[str] = set()  # containers sent SIGTERM (terminate), until removed
         self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
         self.pids_limit = pids_limit
+        # memlock unlimited (RDMA pins its buffers); off where the engine may not raise it (rootless).
+        self.unlimited_memlock = unlimited_memlock
         self.address = address  # the node's address: published ports bind here
         self.namespace = namespace or DEFAULT_NAMESPACE
         self.subnet_pool = ipaddress.IPv4Network(subnet_pool or DEFAULT_SUBNET_POOL)
@@ -267,9 +270,19 @@ class DockerExecutor(Executor):
     # -- tasks -------------------------------------------------------------------------------
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
-        """The task's container, created and started. Its job network gone meanwhile (removed by a
-        clean-up that a killed scheduler had sent, or anyone's hand) is made again, on the subnet
-        that holds the task's address, and the start tried once more."""
+        """The task's container, created and started. An engine that may not raise locked memory
+        (rootless, or itself in a container without CAP_SYS_RESOURCE) refuses the container: this
+        executor stops asking for it and starts the task again, once."""
+        try:
+            return self._start_on_network(launch)
+        except _MemlockRefused as refused:
+            log.warning("the engine may not raise locked memory (%s): tasks keep its default from now on", refused)
+            return self._start_on_network(launch)
+
+    def _start_on_network(self, launch: TaskLaunch) -> TaskHandle:
+        """Its job network gone meanwhile (removed by a clean-up that a killed scheduler had sent,
+        or anyone's hand) is made again, on the subnet that holds the task's address, and the start
+        tried once more."""
         try:
             return self._start(launch)
         except _NetworkGone as gone:
@@ -329,6 +342,10 @@ class DockerExecutor(Executor):
             if self._network_gone(launch, exc):
                 self._remove(created)  # (made for a network that is no more)
                 raise _NetworkGone(_explain(exc)) from exc
+            if self.unlimited_memlock and MEMLOCK_REFUSED in _explain(exc):
+                self._remove(created)
+                self.unlimited_memlock = False
+                raise _MemlockRefused(_explain(exc)) from exc
             raise self._start_failure(created, launch, exc) from exc
         self._follow_logs(created, launch.log_path, append=True)
         return TaskHandle(executor_id=created, ip=launch.ip or self._container_ip(created))
@@ -483,6 +500,7 @@ class DockerExecutor(Executor):
             pids_limit=self.pids_limit,
             log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             device_requests=device_requests,
+            **device_options(launch, unlimited_memlock=self.unlimited_memlock),
             mounts=[docker_mount(m, self.namespace) for m in mounts]
             + (
                 [DockerMount(target=f"/{CONTAINER_RUNTIME_DIR}", source=str(runtime_dir), type="bind", read_only=True)]
@@ -779,6 +797,20 @@ def public_environment(launch: TaskLaunch) -> dict[str, str]:
     return env
 
 
+INFINIBAND_DEVICES = "/dev/infiniband"
+
+
+def device_options(launch: TaskLaunch, *, unlimited_memlock: bool) -> dict[str, Any]:
+    """Locked memory unlimited (where the engine may), and the InfiniBand devices a task asked for."""
+    options: dict[str, Any] = {}
+    if unlimited_memlock:
+        options["ulimits"] = [Ulimit(name="memlock", soft=-1, hard=-1)]
+    if launch.infiniband:
+        options["devices"] = [f"{INFINIBAND_DEVICES}:{INFINIBAND_DEVICES}:rwm"]
+        options["cap_add"] = ["IPC_LOCK"]
+    return options
+
+
 def task_environment(launch: TaskLaunch) -> dict[str, str]:
     """The container's environment: the public variables, then the secrets."""
     return {**public_environment(launch), **launch.secret_env}
@@ -973,6 +1005,14 @@ def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
         if subnet and ":" not in subnet:
             return ipaddress.IPv4Network(subnet)
     raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet")
+
+
+class _MemlockRefused(Exception):
+    """The engine could not give the container unlimited locked memory."""
+
+
+# runc's words when the engine may not raise RLIMIT_MEMLOCK (resource 8) for the container.
+MEMLOCK_REFUSED = "error setting rlimit type 8"
 
 
 class _NetworkGone(Exception):
