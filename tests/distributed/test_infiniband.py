@@ -64,3 +64,13 @@ def test_it_places_an_infiniband_job_on_no_node_without_it(user, default_vc, pro
     job.refresh_from_db()
     assert job.state == JobState.WAITING
     assert not job.tasks.exclude(node=None).exists()
+
+
+def test_it_translates_the_infiniband_refusal():
+    from django.utils import translation
+
+    from web.error_text import translate_error
+
+    with translation.override("zh-hans"):
+        text = translate_error('no node of virtual cluster "gpu" has InfiniBand devices; remove it, or ask an admin')
+    assert text.startswith('虚拟集群 "gpu" 中没有带 InfiniBand 设备的节点')
