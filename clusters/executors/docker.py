@@ -108,7 +108,7 @@ class DockerExecutor(Executor):
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         pids_limit: int = DEFAULT_PIDS_LIMIT,
         mounts_dir: Path | None = None,
-        unlimited_memlock: bool = True,
+        unlimited_memlock: bool = False,
     ):
         self.docker_url = docker_url or None
         self._terminated: set[str] = set()  # containers sent SIGTERM (terminate), until removed
@@ -309,6 +309,7 @@ class DockerExecutor(Executor):
         # them copied into the container before it starts.
         runtime_dir = write_runtime_dir(launch) if self.local_engine else None
         mounts, staged = self._staged_mounts(launch.mounts, name)
+        asked_memlock = self.unlimited_memlock
         try:
             created = self._create_or_adopt(name, launch, runtime_dir, mounts, staged)
         except ExecutorError:
@@ -342,7 +343,7 @@ class DockerExecutor(Executor):
             if self._network_gone(launch, exc):
                 self._remove(created)  # (made for a network that is no more)
                 raise _NetworkGone(_explain(exc)) from exc
-            if self.unlimited_memlock and MEMLOCK_REFUSED in _explain(exc):
+            if asked_memlock and MEMLOCK_REFUSED in _explain(exc):  # (tasks started side by side: each)
                 self._remove(created)
                 self.unlimited_memlock = False
                 raise _MemlockRefused(_explain(exc)) from exc

@@ -130,3 +130,10 @@ def test_it_refuses_a_master_role_no_task_role_has():
     with pytest.raises(JobConfigError) as info:
         load(json.dumps(config))
     assert [field for field, _ in info.value.errors] == ["extras.masterRole"]
+
+
+def test_it_leaves_the_rendezvous_port_out_of_openpais_port_lists(spec):
+    env = build_runtime_env(spec, ctx(), "worker", 0)
+    assert env["PAI_CONTAINER_HOST_PORT_LIST"] == "ssh:20001"
+    assert "PAI_CONTAINER_HOST_rendezvous_PORT_LIST" not in env
+    assert env["MASTER_PORT"] == "20002"

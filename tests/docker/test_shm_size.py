@@ -16,8 +16,9 @@ SHM = "extraContainerOptions:\n      shmMB: 1536\n"
 @pytest.mark.docker
 @pytest.mark.slow
 def test_it_gives_a_docker_task_the_dev_shm_its_role_asks_and_unlimited_locked_memory(
-    user, docker_node, run_until, caplog
+    user, docker_node, run_until, caplog, settings
 ):
+    settings.PAI_DOCKER_UNLIMITED_MEMLOCK = True
     text = v2_yaml("shm", "df -m /dev/shm | tail -1", "ulimit -l", memory_mb=2048, role_extra="    " + SHM)
     job = run_until(submit_job(user, text), JobState.SUCCEEDED, JobState.FAILED)
     task = job.tasks.get()
