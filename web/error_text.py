@@ -465,6 +465,10 @@ SLURM_WORDS: dict[str, Promise] = {
     "BeginTime": _("the job's start time has not come yet"),
     "Dependency": _("the job waits for another Slurm job"),
     "None": _("Slurm has not looked at the job yet"),
+    "BadConstraints": _(
+        "no node of partition %(p_name)s can ever hold the job's tasks as asked (%(asks)s); the partition has "
+        "%(p_nodes)s node(s) with %(p_gpus)s GPU(s), %(p_cpus)s CPU(s), %(p_memory_mb)s MB in all"
+    ),
 }
 SLURM_REFUSALS: dict[str, Promise] = {
     "Requested node configuration is not available": _(
@@ -480,6 +484,7 @@ SLURM_ASKS = re.compile(r"(?P<tasks>\d+) task\(s\): (?P<gpus>\d+) GPU\(s\), (?P<
 SLURM_WAITING = re.compile(
     r"Waiting in Slurm \((?P<code>[^)]*)\): (?P<sentence>.+?)(?:; Slurm expects it to start at (?P<start>.+) UTC)?\."
 )
+SLURM_CANNOT = re.compile(r"Slurm cannot run the job \((?P<code>[^)]*)\): (?P<sentence>.+?)\.")
 SLURM_REFUSED = re.compile(r"Slurm refuses the job \((?P<said>.+)\): (?P<sentence>.+)\.")
 SLURM_SUBMITTED = re.compile(r"Submitted to Slurm as job (?P<slurm_id>\d+) in partition (?P<partition>\S+)\.")
 
@@ -525,6 +530,11 @@ def _slurm_reason(part: str) -> str | None:
         if waiting["start"]:
             return str(_("Waiting in Slurm (%(code)s): %(sentence)s; Slurm expects it to start at %(time)s.")) % values
         return str(_("Waiting in Slurm (%(code)s): %(sentence)s.")) % values
+    if cannot := SLURM_CANNOT.fullmatch(part):
+        code, sentence = cannot["code"], cannot["sentence"]
+        if code in _SLURM_WORDS:
+            sentence = _slurm_sentence(sentence, *_SLURM_WORDS[code])
+        return str(_("Slurm cannot run the job (%(code)s): %(sentence)s.")) % {"code": code, "sentence": sentence}
     if refused := SLURM_REFUSED.fullmatch(part):
         sentence = refused["sentence"]
         known = next((key for key in _SLURM_REFUSALS if key in refused["said"]), None)
@@ -628,6 +638,8 @@ DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
 
 def translate_diagnostics(text: str) -> str:
     """Exit diagnostics with the portal's own sentences in the active language."""
+    if (slurm := _slurm_reason(text)) is not None:  # (a job Slurm refused: its reason is the diagnostics)
+        return slurm
     for pattern, template in DIAGNOSTICS:
         text = pattern.sub(_shown_in(template), text)
     return text
