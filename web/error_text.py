@@ -346,7 +346,6 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         ),
         _("one user may hold at most %(cap)s GPUs in VC %(vc)s at once, job needs %(need)s (it can never fit)"),
     ),
-    (re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)"), _("node %(node)s is down (%(why)s)")),
     (
         re.compile(
             r'VC (?P<vc>"[^"]*") quota: (?P<used>\d+) of (?P<limit>\d+) (?P<what>GPUs|CPUs) used, '
@@ -580,7 +579,41 @@ def translate_reason(reason: str) -> str:
     return note + "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
 
 
+NODE_DOWN = re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)")
+ENGINE_SILENT = re.compile(
+    r"did not answer for (?P<seconds>\d+) s: the Docker engine at (?P<url>\S+(?: socket)?) does not answer "
+    r"\((?P<cause>.+)\)"
+)
+# clusters.executors.plain_errors' words for why an engine does not answer
+PLAIN_CAUSES: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"connection refused: nothing listens there"), _("connection refused: nothing listens there")),
+    (re.compile(r"timed out after (?P<seconds>[\d.]+) s"), _("timed out after %(seconds)s s")),
+    (re.compile(r"its host name does not resolve"), _("its host name does not resolve")),
+    (re.compile(r"no route to the host"), _("no route to the host")),
+    (re.compile(r"its network is unreachable"), _("its network is unreachable")),
+    (re.compile(r"no socket at that path"), _("no socket at that path")),
+    (re.compile(r"permission denied"), _("permission denied")),
+    (re.compile(r"the connection was closed before an answer"), _("the connection was closed before an answer")),
+    (re.compile(r"it answered HTTP (?P<code>\d+)(?P<rest>.*)"), _("it answered HTTP %(code)s%(rest)s")),
+]
+
+
+def _down_why(why: str) -> str:
+    silent = ENGINE_SILENT.fullmatch(why)
+    if silent is None:
+        return why
+    cause = silent["cause"]
+    for pattern, template in PLAIN_CAUSES:
+        if match := pattern.fullmatch(cause):
+            cause = str(template) % match.groupdict() if match.groupdict() else str(template)
+            break
+    values = {"seconds": silent["seconds"], "url": silent["url"], "cause": cause}
+    return str(_("did not answer for %(seconds)s s: the Docker engine at %(url)s does not answer (%(cause)s)")) % values
+
+
 def _reason_part(part: str) -> str:
+    if (down := NODE_DOWN.fullmatch(part)) is not None:
+        return str(_("node %(node)s is down (%(why)s)")) % {"node": down["node"], "why": _down_why(down["why"])}
     if part.endswith(NO_LENDER):
         return _reason_part(part.removesuffix(NO_LENDER)) + "; " + str(_("no lending VC has that much idle quota"))
     if (preempted := PREEMPTED_NOTE.fullmatch(part)) is not None:
