@@ -62,6 +62,9 @@ class NodeState:
     # Its address is a loopback one (this machine, as other nodes cannot reach it): a job spans it
     # only together with other loopback nodes, never with nodes elsewhere.
     loopback: bool = False
+    # Not schedulable only because it is down (or silent) for now: what it holds may come back, so
+    # no job is judged "can never fit" for want of it; a job that needs it waits for it.
+    down: bool = False
 
 
 @dataclass
@@ -73,6 +76,8 @@ class VcState:
     user_gpu_limit: int | None = None  # most GPUs one user's jobs may hold in it at once
     gpus_by_user: dict[str, int] = field(default_factory=dict)  # what each user's running jobs hold
     lends: bool = False  # other VCs' borrowing jobs may run on its idle quota
+    # its quota were the nodes that are down now back (None: the same as limit)
+    limit_with_down: Resources | None = None
 
 
 @dataclass(frozen=True)
@@ -137,17 +142,16 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
-    nevers = [
-        _never_fits(job, need, vcs, cluster) or capped.never(job, need)
-        for job, need in zip(ordered, needs, strict=True)
-    ]
+    down = _DownNodes(nodes, cluster)
+    nevers = [down.judge(job, need, vcs) or capped.never(job, need) for job, need in zip(ordered, needs, strict=True)]
     # A VC lends only while none of its own jobs waits (its idle room is not idle then).
     wanting = {job.vc for job, never in zip(ordered, nevers, strict=True) if not never}
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
     for job, need, never in zip(ordered, needs, nevers, strict=True):
-        if never:
+        if never:  # (or it waits for a node that is down: set aside too, its VC goes on)
             result.pending[job.key] = never
-            result.never_fits.add(job.key)
+            if not never.endswith(WAITS_FOR_DOWN):
+                result.never_fits.add(job.key)
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         if job.vc in blocked:
@@ -252,12 +256,13 @@ def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[Jo
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     if not cluster.nodes:
         return {}  # nothing to judge by: every job waits for nodes to come back
+    down = _DownNodes(nodes, cluster)
     capped = _UserCaps(vcs)
     reasons = {}
     for job in jobs:
         need = _Need.of(job)
-        reason = _never_fits(job, need, vcs, cluster) or capped.never(job, need)
-        if reason:
+        reason = down.judge(job, need, vcs) or capped.never(job, need)
+        if reason and not reason.endswith(WAITS_FOR_DOWN):
             reasons[job.key] = reason
     return reasons
 
@@ -355,8 +360,40 @@ def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> str | None:
     return None
 
 
-def _never_fits(job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: _Cluster) -> str | None:
-    """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC)."""
+NEVER = " (it can never fit)"
+WAITS_FOR_DOWN = "(it waits for it)", "(it waits for them)"
+
+
+class _DownNodes:
+    """The never-fits judgement with the nodes that are down now counted as coming back: a job
+    that fits only with them waits for them (its reason says which), not "can never fit"."""
+
+    def __init__(self, nodes: list[NodeState], cluster: _Cluster) -> None:
+        self.cluster = cluster
+        self.names = [state.name for state in nodes if not state.schedulable and state.down]
+        self._states = nodes
+        self._with_down: _Cluster | None = None
+
+    def judge(self, job: JobRequest, need: _Need, vcs: dict[str, VcState]) -> str | None:
+        never = _never_fits(job, need, vcs, self.cluster)
+        if never is None or not self.names:
+            return never
+        if self._with_down is None:
+            self._with_down = _Cluster([_Node(state) for state in self._states if state.schedulable or state.down])
+        vc = vcs.get(job.vc)
+        limit = vc.limit_with_down if vc is not None else None
+        if _never_fits(job, need, vcs, self._with_down, limit) is not None:
+            return never
+        many = len(self.names) > 1
+        which = f"node{'s' if many else ''} {', '.join(self.names)} {'are' if many else 'is'} down"
+        return f"{never.removesuffix(NEVER)} while {which} {WAITS_FOR_DOWN[many]}"
+
+
+def _never_fits(
+    job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: _Cluster, limit: Resources | None = None
+) -> str | None:
+    """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC);
+    `limit`: its VC's quota, when not the one it has now."""
     if not job.tasks:
         return "the job has no tasks"
     if job.vc not in vcs:
@@ -364,7 +401,7 @@ def _never_fits(job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: 
     if not cluster.nodes:
         return "no schedulable node in the cluster"
     gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
-    limit = vcs[job.vc].limit
+    limit = limit or vcs[job.vc].limit
     if gpu > limit.gpu:
         return f'VC "{job.vc}" quota is {limit.gpu} GPUs in all, job needs {gpu} (it can never fit)'
     if cpu > limit.cpu:

@@ -611,7 +611,26 @@ def _down_why(why: str) -> str:
     return str(_("did not answer for %(seconds)s s: the Docker engine at %(url)s does not answer (%(cause)s)")) % values
 
 
+WAITS_FOR_DOWN = re.compile(
+    r"(?P<why>.+) while (?:node (?P<node>\S+) is down \(it waits for it\)|nodes (?P<nodes>.+) are down "
+    r"\(it waits for them\))"
+)
+_LAST_PARENTHESES = re.compile(r"\s*[(\uff08][^()\uff08\uff09]*[)\uff09]$")
+
+
+def _waits_for_down(waits: re.Match[str]) -> str:
+    """`<a never-fits reason, its "(it can never fit)" left out> while node b is down (it waits for it)`."""
+    why = waits["why"]
+    shown = _reason_part(why + " (it can never fit)")
+    why = _LAST_PARENTHESES.sub("", shown) if shown != why + " (it can never fit)" else why
+    if waits["node"]:
+        return str(_("%(why)s while node %(node)s is down (it waits for it)")) % {"why": why, "node": waits["node"]}
+    return str(_("%(why)s while nodes %(nodes)s are down (it waits for them)")) % {"why": why, "nodes": waits["nodes"]}
+
+
 def _reason_part(part: str) -> str:
+    if (waits := WAITS_FOR_DOWN.fullmatch(part)) is not None:
+        return _waits_for_down(waits)
     if (down := NODE_DOWN.fullmatch(part)) is not None:
         return str(_("node %(node)s is down (%(why)s)")) % {"node": down["node"], "why": _down_why(down["why"])}
     if part.endswith(NO_LENDER):
