@@ -166,6 +166,13 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         refusal = _quota_refusal(vcs[job.vc], used[job.vc], need)
+        if refusal is not None and not job.may_borrow:
+            # The nodes could not hold it either (others' tasks hold them, memory is short...): that
+            # blocks it as much as the quota does, and more plainly, so it is said first. (A job
+            # that may borrow is asked below.)
+            fits, fitted = cluster.try_place(job, need, dry=True)
+            if fits is None:
+                refusal = f"{cluster.why_not(job, need, fitted)}; {refusal}"
         if refusal is None:
             placements, fitted = cluster.try_place(job, need)
             if placements is not None:
@@ -361,6 +368,8 @@ def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> str | None:
 
 
 NEVER = " (it can never fit)"
+LEFT_OVER = "the task left over: "  # (a gang's reason: why its last task fits no node the others leave)
+BUSY = "busy: other jobs' tasks hold "  # (nodes that would hold the task when idle)
 WAITS_FOR_DOWN = "(it waits for it)", "(it waits for them)"
 
 
@@ -566,6 +575,8 @@ class _Cluster:
         self.max_cpus = max((node.capacity.cpu for node in nodes), default=0)
         self.max_memory = max((node.capacity.memory_mb for node in nodes), default=0)
         self.max_port_range = max((node.port_high - node.port_low + 1 for node in nodes), default=0)
+        # the last try_place's task that fit no node once the job's other tasks were placed, and why
+        self.left_over: str | None = None
 
     def _index(self, node: _Node) -> None:
         for key in (ANY_TYPE, *node.gpus):
@@ -638,10 +649,13 @@ class _Cluster:
                 node.release_ports(numbers)
             self._index(node)
 
-    def try_place(self, job: JobRequest, need: _Need) -> tuple[list[TaskPlacement] | None, int]:
-        """All of the job's tasks placed (claimed for this pass), or None and how many fitted at once."""
+    def try_place(self, job: JobRequest, need: _Need, *, dry: bool = False) -> tuple[list[TaskPlacement] | None, int]:
+        """All of the job's tasks placed (claimed for this pass, unless `dry`: then only whether they
+        would be), or None and how many fitted at once."""
         log: list[tuple[_Node, TaskPlacement, str | None]] = []
         whole = self._first_fit(job.tasks, job.gpu_type, need, most_free_first=False, avoid=job.avoid)
+        if whole is not None and dry:
+            return [], len(job.tasks)
         if whole is not None:
             self._commit(*whole, log)
             return _in_job_order(job, log), len(job.tasks)
@@ -650,15 +664,19 @@ class _Cluster:
         # Spread over nodes that reach each other: those elsewhere, else this machine's loopback ones.
         kinds = {node.loopback for node in self.nodes}
         groups: list[bool | None] = [False, True] if len(kinds) > 1 else [None]
-        fitted = 0
+        fitted, left_over = 0, None
         for loopback in groups:
-            placements, fitted_now = self._spread(job, loopback)
+            placements, fitted_now = self._spread(job, loopback, dry=dry)
             if placements is not None:
                 return placements, len(job.tasks)
-            fitted = max(fitted, fitted_now)
+            if fitted_now >= fitted:
+                fitted, left_over = fitted_now, self.left_over
+        self.left_over = left_over
         return None, fitted
 
-    def _spread(self, job: JobRequest, loopback: bool | None) -> tuple[list[TaskPlacement] | None, int]:
+    def _spread(
+        self, job: JobRequest, loopback: bool | None, *, dry: bool = False
+    ) -> tuple[list[TaskPlacement] | None, int]:
         """The job over several nodes, biggest task first, each onto a node the job uses already if
         it fits, else the first node that does (the one with the most free GPUs for a GPU task)."""
         log: list[tuple[_Node, TaskPlacement, str | None]] = []
@@ -674,13 +692,19 @@ class _Cluster:
             )
             if found is None:
                 fitted = len(log)
+                # Why, on the nodes as the job's placed tasks leave them (before they are undone).
+                why = self._why_task_does_not_fit(task, job.gpu_type)
+                self.left_over = why and why + self._busy_note(task, exclude=job_nodes)
                 self._undo(log, job)
                 return None, fitted
             node, plan = found
             self._commit(node, plan, log)
             if node not in job_nodes:
                 job_nodes.append(node)
-        return _in_job_order(job, log), len(job.tasks)
+        placements = _in_job_order(job, log)
+        if dry:
+            self._undo(log, job)
+        return placements, len(job.tasks)
 
     @staticmethod
     def _on_job_nodes(job_nodes: list[_Node], task: TaskRequest, gpu_type: str | None) -> tuple[_Node, _Plan] | None:
@@ -699,16 +723,36 @@ class _Cluster:
             seen_roles.add(task.role)
             reason = self._why_task_does_not_fit(task, job.gpu_type)
             if reason:
-                return reason
+                return reason + self._busy_note(task)
         gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
         mixed = len({node.loopback for node in self.nodes}) > 1
+        left_over = f"; {LEFT_OVER}{self.left_over}" if self.left_over and len(job.tasks) > 1 else ""
         return (
             f"needs all {len(job.tasks)} tasks at once (gang): {_gpu_text(gpu, job.gpu_type)}, {cpu} CPUs, "
             f"{memory_text(memory)} memory in all; only {fitted} of {len(job.tasks)} fit now "
             f"({_gpu_text(free, job.gpu_type)} free in the cluster"
             + ("; a job never spans a loopback-address node and nodes elsewhere)" if mixed else ")")
+            + left_over
         )
+
+    def _busy_note(self, task: TaskRequest, exclude: Iterable[_Node] = ()) -> str:
+        """`; busy: other jobs' tasks hold a, b`: the nodes that would hold the task when idle but
+        whose GPUs, CPUs or memory other jobs' tasks hold now (the job's own nodes left out)."""
+        skip = set(exclude)
+        busy = []
+        for node in self.nodes:
+            wants = ((task.gpu, node.all_free_gpus(None), node.capacity.gpu), (task.cpu, node.cpu, node.capacity.cpu))
+            wants += ((task.memory_mb, node.memory, node.capacity.memory_mb),)
+            short = [capacity for need, free, capacity in wants if need > free]
+            if node in skip or not short or any(need > capacity for need, _, capacity in wants):
+                continue
+            if UNKNOWN_TOTAL not in short:  # (a total nobody told us: what holds it is unknown too)
+                busy.append(node.name)
+        if not busy:
+            return ""
+        shown = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
+        return f"; {BUSY}{shown}"
 
     def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> str | None:
         room = self.nodes

@@ -424,7 +424,11 @@ NO_LENDER = "; no lending VC has that much idle quota"  # (clusters.placement, a
 WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
-NODE_DOWN_NOTE = re.compile(r"; (?=node \S+ is down \()")
+NODE_DOWN_NOTE = re.compile(
+    r"; (?=node \S+ is down \(|the task left over: |busy: other jobs' tasks hold |VC \"[^\"]*\" quota: )"
+)
+LEFT_OVER = "the task left over: "  # (clusters.placement.LEFT_OVER and BUSY)
+BUSY = re.compile(r"busy: other jobs' tasks hold (?P<nodes>.+)")
 
 
 # --- why Slurm keeps a job waiting (clusters.slurm.reasons: its English templates made patterns) ---
@@ -629,6 +633,10 @@ def _waits_for_down(waits: re.Match[str]) -> str:
 
 
 def _reason_part(part: str) -> str:
+    if part.startswith(LEFT_OVER):
+        return str(_("the task left over: %(why)s")) % {"why": _reason_part(part.removeprefix(LEFT_OVER))}
+    if (busy := BUSY.fullmatch(part)) is not None:
+        return str(_("busy: other jobs' tasks hold %(nodes)s")) % busy.groupdict()
     if (waits := WAITS_FOR_DOWN.fullmatch(part)) is not None:
         return _waits_for_down(waits)
     if (down := NODE_DOWN.fullmatch(part)) is not None:

@@ -60,3 +60,63 @@ def test_a_reason_waiting_for_a_down_node_is_shown_in_chinese():
             "needs 8 GPUs on one node; the largest node has 4 while node big is down (it waits for it)"
         )
     assert shown.startswith("节点 big 宕机期间") and "作业等待它恢复" in shown and "永远" not in shown, shown
+
+
+# ---- a 3-node gang: which constraint holds it ---------------------------------------------------
+
+GANG = "needs all 3 tasks at once (gang): "
+
+
+def three_nodes(**c_options):
+    return [make_node("a", gpus=1), make_node("b", gpus=1), make_node("c", gpus=1, **c_options)]
+
+
+def test_a_gang_held_by_a_busy_node_says_other_jobs_hold_it():
+    nodes = three_nodes(busy_gpus=1, cpu=60, cpu_total=64)
+    result = place(nodes, {"default": make_vc()}, [make_job(1, tasks=3, gpu=1)])
+    said = result.pending[1]
+    assert said.startswith(GANG) and "quota" not in said
+    assert said.endswith(
+        "; the task left over: needs 1 GPUs on one node; largest free: 0; busy: other jobs' tasks hold c"
+    )
+
+
+def test_a_gang_short_of_memory_names_memory_not_gpus():
+    nodes = three_nodes(memory_mb=2048, memory_total_mb=16384)
+    result = place(nodes, {"default": make_vc()}, [make_job(1, tasks=3, gpu=1, memory_mb=8192)])
+    said = result.pending[1]
+    assert said.endswith(
+        "; the task left over: needs 8 GB memory per task; largest free: 2 GB on c among nodes with 1 GPUs free; "
+        "busy: other jobs' tasks hold c"
+    ), said
+
+
+def test_a_gang_short_of_gpus_names_gpus():
+    nodes = [make_node("a", gpus=1), make_node("b", gpus=1)]
+    result = place(nodes, {"default": make_vc()}, [make_job(1, tasks=3, gpu=1)])
+    assert result.pending[1].endswith("; the task left over: needs 1 GPUs on one node; largest free: 0"), result.pending
+
+
+def test_a_gang_over_its_vcs_quota_names_the_quota():
+    result = place(three_nodes(), {"default": make_vc(gpu=3, gpu_used=1)}, [make_job(1, tasks=3, gpu=1)])
+    assert result.pending[1] == 'VC "default" quota: 1 of 3 GPUs used, job needs 3'
+
+
+def test_a_gangs_left_over_task_and_busy_nodes_are_shown_in_chinese():
+    from django.utils import translation
+
+    from web.error_text import translate_reason
+
+    nodes = three_nodes(memory_mb=2048, memory_total_mb=16384)
+    said = place(nodes, {"default": make_vc()}, [make_job(1, tasks=3, gpu=1, memory_mb=8192)]).pending[1]
+    with translation.override("zh-hans"):
+        shown = translate_reason(said)
+    assert "剩下的任务" in shown and "繁忙" in shown and "left over" not in shown and "busy" not in shown, shown
+
+
+def test_a_gang_over_its_quota_whose_nodes_are_busy_too_names_the_busy_node_first():
+    nodes = three_nodes(busy_gpus=1)
+    result = place(nodes, {"default": make_vc(gpu=3, gpu_used=1)}, [make_job(1, tasks=3, gpu=1)])
+    said = result.pending[1]
+    assert said.startswith(GANG) and "busy: other jobs' tasks hold c" in said, said
+    assert said.endswith('; VC "default" quota: 1 of 3 GPUs used, job needs 3'), said
