@@ -742,8 +742,11 @@ class _Cluster:
         skip = set(exclude)
         busy = []
         for node in self.nodes:
-            wants = ((task.gpu, node.all_free_gpus(None), node.capacity.gpu), (task.cpu, node.cpu, node.capacity.cpu))
-            wants += ((task.memory_mb, node.memory, node.capacity.memory_mb),)
+            wants = [
+                (task.gpu, node.all_free_gpus(None), node.capacity.gpu),
+                (task.cpu, node.cpu, node.capacity.cpu),
+                (task.memory_mb, node.memory, node.capacity.memory_mb),
+            ]
             short = [capacity for need, free, capacity in wants if need > free]
             if node in skip or not short or any(need > capacity for need, _, capacity in wants):
                 continue
