@@ -364,7 +364,7 @@ class SlurmBackend:
             reason = refusal_reason(str(exc), job_ask(roles), PartitionUse.of(partition, self._nodes))
             if is_final_refusal(str(exc)):  # it would refuse it again each time: the job ends
                 lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
-                return True
+                return False  # (nothing submitted: no Slurm job to wait for)
             if reason != job.pending_reason:
                 lifecycle.set_pending_reason(job.pk, reason)
             return False
