@@ -1,0 +1,70 @@
+"""bench/sharing.py on a tiny trace (16 GPUs, 20 jobs): the simulation's invariants hold, through
+the real scheduler passes on the test database (issue 30)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import sharing
+
+RUNS: dict[str, Any] = {}  # the simulation's results, plain values: run once for the module
+
+
+@pytest.fixture
+def tiny_runs(db, settings, tmp_path) -> list[sharing.Run]:
+    """Both policies over one trace of 16 GPUs and 20 jobs (a few seconds), once for the module."""
+    if "runs" not in RUNS:
+        settings.PAI_WORK_ROOT = tmp_path / "work"
+        settings.PAI_LOG_DIR = tmp_path / "logs"
+        settings.PAI_FS_ROOT = tmp_path / "fs"
+        trace = sharing.generate(gpus=16, jobs=20, seed=3)
+        RUNS["runs"] = sharing.simulate(trace, [sharing.POLICIES["strict"], sharing.POLICIES["sharing"]], gpus=16)
+    return RUNS["runs"]
+
+
+def test_it_never_gives_a_gpu_twice(tiny_runs):
+    assert [run.over_allocations for run in tiny_runs] == [0, 0]
+
+
+def test_it_ends_every_job_of_the_trace(tiny_runs):
+    assert [(run.jobs_ended, run.jobs) for run in tiny_runs] == [(20, 20), (20, 20)]
+
+
+def test_it_keeps_strict_within_each_vcs_quota(tiny_runs):
+    assert tiny_runs[0].policy == "strict"
+    assert tiny_runs[0].quota_overruns == 0
+
+
+def test_it_times_every_pass_and_measures_utilisation(tiny_runs):
+    for run in tiny_runs:
+        assert run.passes > 10
+        assert 0 < run.pass_ms[0] <= run.pass_ms[1] <= run.pass_ms[2]
+        assert 0 < run.utilisation_all <= 1
+        assert run.utilisation_queued is None or 0 < run.utilisation_queued <= 1
+
+
+def test_it_reports_features_missing_from_the_build_as_not_available(tiny_runs):
+    table = dict(sharing.rows(tiny_runs))
+    built = sharing.in_build()
+    strict, shared = table["sharing features"]
+    assert strict == "none"
+    assert ("borrowing: n/a" in shared) == (not built["borrowing"])
+    assert (table["preemptions"][1] == "n/a") == (not built["preemption"])
+
+
+def test_it_reads_back_a_trace_it_wrote(tmp_path: Path):
+    trace = sharing.generate(gpus=64, jobs=30, seed=5)
+    trace.dump(tmp_path / "trace.jsonl")
+    assert sharing.Trace.load(tmp_path / "trace.jsonl") == trace
+
+
+def test_it_generates_gangs_that_fit_their_vcs_quota():
+    trace = sharing.generate(gpus=2000, jobs=400, seed=1)
+    quotas = {vc.name: int(2000 * vc.share / 100) for vc in trace.vcs}
+    assert all(job.total_gpus <= quotas[job.vc] for job in trace.jobs)
+    assert {job.tasks for job in trace.jobs} >= {1, 16}
+    assert {job.gpus for job in trace.jobs} == {1, 2, 4, 8}
+    assert {job.job_class for job in trace.jobs} == {"prod", "test", "oppo"}
