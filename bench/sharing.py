@@ -33,7 +33,6 @@ import argparse
 import json
 import math
 import random
-import statistics
 import sys
 import threading
 import time
@@ -56,6 +55,7 @@ CLASSES = {"prod": 0.2, "test": 0.6, "oppo": 0.2}  # the generated trace's mix
 SAVE_EXIT_CODE = 143  # a task that saved its work after SIGTERM exits as a shell does on it
 DEFAULT_JOBS = 600
 DEFAULT_TICK_S = 5.0
+PROGRESS_S = 30.0
 
 
 # ---- the trace ----------------------------------------------------------------------------------
@@ -285,6 +285,7 @@ class SimJob:
     idle_since: float = 0.0  # when it last began to wait (submit, or its attempt ended)
     waited: float = 0.0
     first_start: float | None = None
+    starts: list[float] = field(default_factory=list)  # each attempt's start
     finished: float | None = None
     preemptions: int = 0
     lost_gpu_s: float = 0.0  # work lost: attempts killed after SIGTERM before their save was done
@@ -314,6 +315,7 @@ class SimExecutor(InstantExecutor):
                 job.attempt, job.attempt_started = launch.job_attempt, now
                 job.waited += now - job.idle_since
                 job.first_start = now if job.first_start is None else job.first_start
+                job.starts.append(now)
             held = self.held[launch.ip]
             if any(gpu in held for gpu in launch.gpus) or len(held) + len(launch.gpus) > self.gpus_per_node:
                 self.over_allocations += 1
@@ -422,7 +424,8 @@ class Run:
     waits_by_vc: dict[str, tuple[float, float]]
     preemptions: int | None
     lost_gpu_hours: float | None
-    reclaim_s: tuple[float, float, float] | None  # p50, p95, max of the waits that preemptions ended
+    # p50, p95, max of a preempting job's wait from the pass that began its preemptions to its start
+    reclaim_s: tuple[float, float, float] | None
     pass_ms: tuple[float, float, float]  # p50, p95, max (the first, cold pass left out)
     passes: int
     jobs_ended: int
@@ -469,15 +472,16 @@ def job_text(job: TraceJob, policy: Policy) -> str:
 
 
 class Simulation:
-    def __init__(self, trace: Trace, policy: Policy, gpus: int, tick_s: float) -> None:
+    def __init__(self, trace: Trace, policy: Policy, gpus: int, tick_s: float, progress: bool = False) -> None:
         self.trace, self.policy, self.gpus, self.tick_s = trace, policy, gpus, tick_s
+        self.progress = progress  # a line on stderr every PROGRESS_S of wall time
         self.clock = SimClock()
         self.jobs: dict[int, SimJob] = {}
         self.executor = SimExecutor(self.clock, self.jobs, GPUS_PER_NODE)
         self.pass_times: list[float] = []
         self.busy_gpu_s = self.all_gpu_s = self.queued_busy_s = self.queued_all_s = 0.0
         self.quota_overruns = 0
-        self.preemptors: dict[int, set[int]] = defaultdict(set)  # preempting job -> its victims
+        self.preempting_since: dict[int, float] = {}  # a job that preempts -> when it began to
 
     def run(self) -> Run:
         from jobs.models import Job, JobState
@@ -512,7 +516,16 @@ class Simulation:
         waiting = 0
         last = 0.0
         horizon = (arrival_times[-1] if arrivals else 0) + 30 * 86400  # gives up past this (reported)
+        said = time.perf_counter()
         while True:
+            if self.progress and time.perf_counter() - said > PROGRESS_S:
+                said = time.perf_counter()
+                done = sum(job.finished is not None for job in self.jobs.values())
+                print(
+                    f"  {self.policy.name}: simulated {self.clock.sim() / 3600:.1f} h, {submitted} jobs submitted, "
+                    f"{done} done, {len(self.pass_times)} passes",
+                    file=sys.stderr,
+                )
             now = self.clock.sim()
             self._account(last, now, waiting)
             last = now
@@ -528,9 +541,13 @@ class Simulation:
             self._watch(quotas)
             if busy:
                 continue
-            if submitted == len(arrivals) and self.executor.idle():
-                if not Job.objects.exclude(state__in=[JobState.SUCCEEDED, JobState.FAILED]).exists():
-                    break
+            final = [JobState.SUCCEEDED, JobState.FAILED]
+            if (
+                submitted == len(arrivals)
+                and self.executor.idle()
+                and not Job.objects.exclude(state__in=final).exists()
+            ):
+                break
             upcoming = [arrival_times[submitted]] if submitted < len(arrivals) else []
             upcoming += [t for t in (self.executor.next_event(), self._next_deadline()) if t is not None]
             target = max(min(upcoming, default=now + self.tick_s), now + self.tick_s)
@@ -556,8 +573,9 @@ class Simulation:
         if self.features.get("preemption"):
             from jobs.models import Job
 
-            for victim, by in Job.objects.filter(preempted_by__isnull=False).values_list("pk", "preempted_by_id"):
-                self.preemptors[by].add(victim)
+            now = self.clock.sim()
+            for by in Job.objects.filter(preempted_by__isnull=False).values_list("preempted_by_id", flat=True):
+                self.preempting_since.setdefault(by, now)
 
     def _next_deadline(self) -> float | None:
         """The next grace deadline (a preempted job's tasks are killed then), sim seconds."""
@@ -580,10 +598,10 @@ class Simulation:
         jobs = list(self.jobs.values())
         preemption = in_build()["preemption"]
         warm = sorted(self.pass_times[1:]) or self.pass_times
-        reclaim = sorted(
-            job.first_start - job.submitted
-            for key, job in self.jobs.items()
-            if key in self.preemptors and job.first_start is not None
+        reclaim = sorted(  # from the pass that began its preemptions to its start
+            min(start for start in self.jobs[key].starts if start >= since) - since
+            for key, since in self.preempting_since.items()
+            if key in self.jobs and any(start >= since for start in self.jobs[key].starts)
         )
         return Run(
             policy=self.policy.name,
@@ -636,11 +654,13 @@ def reset_database() -> None:
     get_user_model().objects.filter(username__startswith="vc-").delete()
 
 
-def simulate(trace: Trace, policies: list[Policy], gpus: int, tick_s: float = DEFAULT_TICK_S) -> list[Run]:
+def simulate(
+    trace: Trace, policies: list[Policy], gpus: int, tick_s: float = DEFAULT_TICK_S, progress: bool = False
+) -> list[Run]:
     runs = []
     for policy in policies:
         reset_database()
-        runs.append(Simulation(trace, policy, gpus, tick_s).run())
+        runs.append(Simulation(trace, policy, gpus, tick_s, progress).run())
     return runs
 
 
@@ -658,9 +678,10 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         return [value(run) for run in runs]
 
     def feature_text(run: Run) -> str:
-        return ", ".join(
-            name if used else f"{name}: n/a" for name, used in run.features.items() if used or used is None
-        ) or "none"
+        return (
+            ", ".join(name if used else f"{name}: n/a" for name, used in run.features.items() if used or used is None)
+            or "none"
+        )
 
     table: list[tuple[str, list[str]]] = [
         ("sharing features", cells(feature_text)),
@@ -683,7 +704,7 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
             cells(lambda r: "n/a" if r.lost_gpu_hours is None else f"{r.lost_gpu_hours:.1f}"),
         ),
         (
-            "reclaim: preemptor's wait p50 / p95 / max (s)",
+            "reclaim: preemption begun -> started, p50 / p95 / max (s)",
             cells(lambda r: "n/a" if r.reclaim_s is None else " / ".join(f"{v:.0f}" for v in r.reclaim_s)),
         ),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
@@ -749,7 +770,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
         from bench.throughput import setup_django
 
         setup_django()
-    runs = simulate(trace, [POLICIES[name] for name in args.policies.split(",")], args.gpus, args.tick)
+    runs = simulate(trace, [POLICIES[name] for name in args.policies.split(",")], args.gpus, args.tick, progress=True)
     print_table(runs, describe(trace, args.gpus, None if args.trace else args.seed))
     print(f"(took {time.perf_counter() - began:.0f} s; passes at least {args.tick:g} simulated s apart when idle)")
     if args.json:
