@@ -4,6 +4,7 @@ told that a job ended."""
 from __future__ import annotations
 
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from django import forms
 from django.contrib import messages
@@ -102,8 +103,17 @@ def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
     return redirect("profile")
 
 
+# Never where signing in lands: the sign-in page itself, or the language switch (a POST-only view).
+NOT_AFTER_LOGIN = ("/login/", "/i18n/")
+
+
 class ThrottledLoginView(LoginView):
-    """Django's login page, with the API login's throttles (per address and per account)."""
+    """Django's login page, with the API login's throttles (per address and per account); it
+    lands on `next`, unless that is the sign-in page or the language switch (then home)."""
+
+    def get_redirect_url(self) -> str:
+        url: str = super().get_redirect_url()
+        return "" if urlsplit(url).path.startswith(NOT_AFTER_LOGIN) else url
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         wait = login_wait(request)

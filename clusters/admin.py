@@ -1,12 +1,16 @@
 """Django admin for where jobs run: virtual clusters, GPU types, nodes and their GPUs."""
 
+from typing import Any
+
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 
+from accounts.admin_labels import label
 from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
+from clusters.shares import share_warnings
 from clusters.slurm_nodes import PartitionError, check_partition
 
 
@@ -23,7 +27,21 @@ class VirtualClusterForm(forms.ModelForm):
             "user_gpu_limit",
             "default_run_minutes",
             "max_run_minutes",
+            "default_priority_class",
+            "max_priority_class",
+            "crit_users",
         )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("default_priority_class", "max_priority_class"):  # (left out: the model's default)
+            self.fields[name].required = False
+
+    def clean_default_priority_class(self) -> str:
+        return str(self.cleaned_data.get("default_priority_class") or "test")
+
+    def clean_max_priority_class(self) -> str:
+        return str(self.cleaned_data.get("max_priority_class") or "crit")
 
     def clean(self) -> dict:
         cleaned = super().clean() or {}
@@ -53,19 +71,32 @@ class VirtualClusterAdmin(admin.ModelAdmin):
         "queue_policy",
         "user_gpu_limit",
         "max_run_minutes",
-        "description",
+        "description_shown",
         "job_count",
         "created_at",
     )
     search_fields = ("name", "description")
-    filter_horizontal = ("allowed_users",)
+    # A search box (select2, translated) rather than Django's two-box filter, whose words Django's
+    # zh_Hans lacks.
+    autocomplete_fields = ("allowed_users", "crit_users")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
         return super().get_queryset(request).annotate(job_total=Count("jobs"))
 
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """Warn of each VC whose share gives it none of a resource (its jobs could never run)."""
+        if request.method == "GET":
+            for warning in share_warnings().values():
+                messages.warning(request, warning)
+        return super().changelist_view(request, extra_context)
+
     @admin.display(description=_("Jobs"), ordering="job_total")
     def job_count(self, vc: VirtualCluster) -> int:
         return getattr(vc, "job_total", 0)
+
+    @admin.display(description=_("Description"), ordering="description")
+    def description_shown(self, vc: VirtualCluster) -> str:
+        return vc.shown_description()
 
 
 @admin.register(GpuType)
@@ -107,4 +138,69 @@ class StorageConfigAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "server", "path", "task_path", "read_only", "is_default", "holds_user_areas")
     list_filter = ("kind", "read_only", "is_default")
     search_fields = ("name", "server", "path")
-    filter_horizontal = ("allowed_users", "virtual_clusters")
+    autocomplete_fields = ("allowed_users", "virtual_clusters")
+
+
+label(
+    VirtualCluster,
+    _("virtual cluster"),
+    _("virtual clusters"),
+    {
+        "name": _("Name"),
+        "description": _("Description"),
+        "share_percent": _("Share (%)"),
+        "slurm_partition": _("Slurm partition"),
+        "queue_policy": _("Queue policy"),
+        "user_gpu_limit": _("GPUs per user"),
+        "default_run_minutes": _("Default time limit (minutes)"),
+        "max_run_minutes": _("Longest time limit (minutes)"),
+        "default_priority_class": _("Default priority class"),
+        "max_priority_class": _("Highest priority class"),
+        "crit_users": _("Users who may use crit"),
+        "created_at": _("Created at"),
+        "allowed_users": _("Allowed users"),
+    },
+)
+label(GpuType, _("GPU type"), _("GPU types"), {"name": _("Name"), "description": _("Description")})
+label(Gpu, _("GPU"), _("GPUs"), {"node": _("Node"), "index": _("Index"), "gpu_type": _("GPU type")})
+label(
+    Node,
+    _("node"),
+    _("nodes"),
+    {
+        "name": _("Name"),
+        "address": _("Address"),
+        "executor": _("Executor"),
+        "docker_url": _("Docker URL"),
+        "cpus": _("CPUs"),
+        "memory_mb": _("Memory (MB)"),
+        "port_range_start": _("Port range start"),
+        "port_range_end": _("Port range end"),
+        "schedulable": _("Schedulable"),
+        "down_since": _("Down since"),
+        "down_reason": _("Down reason"),
+        "slurm_partition": _("Slurm partition"),
+        "slurm_state": _("Slurm state"),
+        "created_at": _("Created at"),
+    },
+)
+label(
+    StorageConfig,
+    _("storage"),
+    _("storages"),
+    {
+        "name": _("Name"),
+        "kind": _("Kind"),
+        "server": _("Server"),
+        "path": _("Path"),
+        "mount_options": _("Mount options"),
+        "mount_path": _("Mount path"),
+        "read_only": _("Read only"),
+        "per_user": _("Per user"),
+        "is_default": _("Default storage"),
+        "holds_user_areas": _("Holds the users' areas"),
+        "portal_path": _("Portal path"),
+        "allowed_users": _("Allowed users"),
+        "virtual_clusters": _("Virtual clusters"),
+    },
+)

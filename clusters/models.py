@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
@@ -13,7 +14,7 @@ from clusters import storage_rules
 
 
 class GpuType(models.Model):
-    name = models.CharField(max_length=64, unique=True, help_text="e.g. TITANX, P100, V100")
+    name = models.CharField(max_length=64, unique=True, help_text=_("e.g. TITANX, P100, V100"))
     description = models.CharField(max_length=255, blank=True)
 
     class Meta:
@@ -23,20 +24,26 @@ class GpuType(models.Model):
         return self.name
 
 
+# HiveD's classes, highest first (jobs.protocol.priority has their numbers).
+PRIORITY_CLASS_CHOICES = [("crit", "crit"), ("prod", "prod"), ("test", "test"), ("oppo", "oppo")]
+# The `default` VC's description, as the data migration wrote it (clusters 0002).
+DEFAULT_VC_DESCRIPTION = gettext_noop("The whole cluster.")
+
+
 class VirtualCluster(models.Model):
     """A quota: a percentage share of the whole cluster (OpenPAI style)."""
 
     name = models.CharField(max_length=64, unique=True)
     description = models.CharField(max_length=255, blank=True)
     share_percent = models.DecimalField(
-        max_digits=5, decimal_places=2, default=100, help_text="Share of the cluster's GPU, CPU and memory, in %."
+        max_digits=5, decimal_places=2, default=100, help_text=_("Share of the cluster's GPU, CPU and memory, in %.")
     )
     # Set: the VC is this Slurm partition; Slurm places its jobs and its quota is the partition.
     slurm_partition = models.CharField(
         max_length=64,
         blank=True,
         default="",
-        help_text="A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes.",
+        help_text=_("A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes."),
     )
 
     # Sharing inside the VC (README "Sharing"): the order of its queue, the most GPUs one user may
@@ -59,6 +66,26 @@ class VirtualCluster(models.Model):
     )
     # Empty means every user may submit to this VC.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
+    # Priority classes (jobs.protocol.priority): the class of a job that names none, the highest a
+    # job may ask for, and who besides admins may use `crit`.
+    default_priority_class = models.CharField(
+        max_length=8,
+        choices=PRIORITY_CLASS_CHOICES,
+        default="test",
+        help_text="The class of a job that names none.",
+    )
+    max_priority_class = models.CharField(
+        max_length=8,
+        choices=PRIORITY_CLASS_CHOICES,
+        default="crit",
+        help_text="The highest class a job may ask for (crit: also only admins and the users named below).",
+    )
+    crit_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="crit_virtual_clusters",
+        help_text="Users besides admins who may submit `crit` jobs here (when the highest class allows it).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -67,6 +94,10 @@ class VirtualCluster(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def shown_description(self) -> str:
+        """The description as its admin wrote it; the built-in `default` VC's in the active language."""
+        return gettext(self.description) if self.description == DEFAULT_VC_DESCRIPTION else self.description
+
     def is_open_to(self, user) -> bool:
         """The only VC access rule: admins, and everyone when the VC names no users. Uses the
         prefetched `allowed_users` when the caller prefetched them (lists of VCs)."""
@@ -74,6 +105,10 @@ class VirtualCluster(models.Model):
             return True
         allowed = self.allowed_users.all()
         return not allowed or any(member.pk == user.pk for member in allowed)
+
+    def may_use_crit(self, user) -> bool:
+        """`crit` jobs: admins, and the users this VC names for it."""
+        return is_admin(user) or self.crit_users.filter(pk=user.pk).exists()
 
 
 # Cookies ignore ports: tasks' ports on the portal's host name would receive its session cookie.
@@ -97,13 +132,15 @@ class Node(models.Model):
 
     name = models.CharField(max_length=128, unique=True)
     address = models.CharField(
-        max_length=255, default="127.0.0.2", help_text="IP tasks are reached at; never a host the portal is served on."
+        max_length=255,
+        default="127.0.0.2",
+        help_text=_("IP tasks are reached at; never a host the portal is served on."),
     )
     executor = models.CharField(max_length=16, choices=Executor.choices, default=Executor.DOCKER)
     # On a Slurm node: its engine, where Slurm's steps run their tasks as containers; empty = none
     # (sandboxed processes).
     docker_url = models.CharField(
-        max_length=255, blank=True, default="", help_text="Docker engine URL; empty = the local socket."
+        max_length=255, blank=True, default="", help_text=_("Docker engine URL; empty = the local socket.")
     )
     cpus = models.PositiveIntegerField(default=1)
     memory_mb = models.PositiveIntegerField(default=1024)
@@ -189,8 +226,8 @@ class StorageConfig(models.Model):
         NFS = "nfs", "NFS"
         HOST_PATH = "hostPath", _("Host path (mounted at the same place on every node)")
         SAMBA = "samba", "Samba"
-        AZURE_FILE = "azureFile", "Azure Files"
-        AZURE_BLOB = "azureBlob", "Azure Blob"
+        AZURE_FILE = "azureFile", _("Azure Files")
+        AZURE_BLOB = "azureBlob", _("Azure Blob")
 
     SUPPORTED_KINDS = (Kind.NFS, Kind.HOST_PATH)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import NamedTuple
 
 MAX_PORT = 65535
@@ -198,6 +199,65 @@ class _UserCaps:
     def take(self, job: JobRequest, need: _Need) -> None:
         if job.vc in self.held:
             self.held[job.vc][job.user] = self.held[job.vc].get(job.user, 0) + need.gpu
+
+
+def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> dict[int, str]:
+    """Job key -> why it can never fit the cluster as it is, for the jobs that cannot: the
+    judgement `place` makes of each job first (the dashboard sorts waiting jobs by it without
+    placing them). With no schedulable node at all, no job is judged: they all wait for nodes."""
+    cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
+    if not cluster.nodes:
+        return {}  # nothing to judge by: every job waits for nodes to come back
+    capped = _UserCaps(vcs)
+    reasons = {}
+    for job in jobs:
+        need = _Need.of(job)
+        reason = _never_fits(job, need, vcs, cluster) or capped.never(job, need)
+        if reason:
+            reasons[job.key] = reason
+    return reasons
+
+
+# ---- VC shares -----------------------------------------------------------------------------
+
+
+def apportion(shares: dict[str, Decimal], totals: Resources) -> dict[str, Resources]:
+    """Each VC's quota: its percentage share of `totals`, in whole GPUs, CPUs and MB, by largest
+    remainder (Hamilton) per resource. Flooring each share alone would lose units (60 % and 40 %
+    of 2 CPUs floored are 1 and 0: one CPU nobody may use); here the units the shares add up to
+    (all of them when the shares sum to 100 %) are handed out: first each VC's whole part, then
+    one each to the largest fractional parts (ties: the larger share, then the name)."""
+    quotas: dict[str, list[int]] = {name: [] for name in shares}
+    total_share = sum((Decimal(share) for share in shares.values()), Decimal(0))
+    for total in (totals.gpu, totals.cpu, totals.memory_mb):
+        exact = {name: Decimal(total) * Decimal(share) / 100 for name, share in shares.items()}
+        whole = {name: int(value) for name, value in exact.items()}
+        left = int(Decimal(total) * total_share / 100) - sum(whole.values())
+        by_remainder = sorted(shares, key=lambda name: (-(exact[name] - whole[name]), -Decimal(shares[name]), name))
+        for name in by_remainder[: max(left, 0)]:
+            whole[name] += 1
+        for name in shares:
+            quotas[name].append(whole[name])
+    return {name: Resources(gpu=gpu, cpu=cpu, memory_mb=memory) for name, (gpu, cpu, memory) in quotas.items()}
+
+
+def empty_shares(quotas: dict[str, Resources], totals: Resources) -> dict[str, list[str]]:
+    """VC -> the resources ("gpu", "cpu", "memory") the cluster has but its share gives it none
+    of: no job of that VC asking for them can ever run there."""
+    empty: dict[str, list[str]] = {}
+    for name, quota in quotas.items():
+        kinds = [
+            kind
+            for kind, have, total in (
+                ("gpu", quota.gpu, totals.gpu),
+                ("cpu", quota.cpu, totals.cpu),
+                ("memory", quota.memory_mb, totals.memory_mb),
+            )
+            if total > 0 and have == 0
+        ]
+        if kinds:
+            empty[name] = kinds
+    return empty
 
 
 # ---- reasons -------------------------------------------------------------------------------

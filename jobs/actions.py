@@ -4,6 +4,7 @@ transaction. State changes go through jobs.lifecycle, as the scheduler loop's do
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,9 +21,18 @@ from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
-from jobs.protocol.honoured import job_priority, unsupported
+from jobs.protocol.honoured import unsupported
 from jobs.protocol.images import image_reference_errors, image_registry_errors
 from jobs.protocol.limits import spec_totals, task_count_errors
+from jobs.protocol.priority import (
+    CLASS_FIELD,
+    PRIORITY_CLASSES,
+    TOP_LEVEL_FIELD,
+    class_errors,
+    class_number,
+    grace_errors,
+    requested_class,
+)
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import attach_new_keypair
@@ -98,6 +108,32 @@ def portal_own_hosts() -> set[str]:
     return hosts
 
 
+# v2's top-level key starts a line of the YAML (a nested one is indented).
+_TOP_LEVEL_CLASS = re.compile(r"""^["']?jobPriorityClass["']?\s*:""", re.MULTILINE)
+
+
+def _class_field(cfg: LoadedConfig, text: str) -> str:
+    """Where the user wrote the class: v2's top level, else OpenPAI's extras."""
+    return TOP_LEVEL_FIELD if cfg.protocol_version == 2 and _TOP_LEVEL_CLASS.search(text) else CLASS_FIELD
+
+
+def priority_errors(user: Any, vc: VirtualCluster, cfg: LoadedConfig, text: str) -> list[tuple[str, str]]:
+    """The class the config names, against what the VC's admin allows (its highest class, and
+    who may use `crit`)."""
+    return class_errors(
+        requested_class(cfg.spec),
+        _class_field(cfg, text),
+        vc=vc.name,
+        vc_max=vc.max_priority_class,
+        may_use_crit=vc.may_use_crit(user),
+    )
+
+
+def job_class(spec: NormalizedSpec, vc: VirtualCluster) -> str:
+    """The class a job runs as: the one it names, else its VC's default."""
+    return requested_class(spec) or vc.default_priority_class
+
+
 def time_limit(spec: NormalizedSpec, vc: VirtualCluster) -> timelimit.Resolved:
     """The job's time limit: its own ask (extras.maxRunTimeMinutes) within its VC's maximum, else
     the VC's default."""
@@ -123,6 +159,8 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
     errors.extend(validate_storage_requests(user, cfg.spec))
     errors.extend(unsupported(cfg.spec))
+    errors.extend(priority_errors(user, vc, cfg, text))
+    errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
     errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
     errors.extend(
         image_registry_errors(
@@ -155,7 +193,8 @@ def submit_job(user: Any, text: str) -> Job:
         config_text=mask_config_text(text),
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
-        priority=job_priority(spec),
+        priority_class=job_class(spec, vc),
+        priority=class_number(job_class(spec, vc)),
         gpu_count=spec_totals(spec)[2],
         time_limit_seconds=time_limit(spec, vc).seconds,
     )
@@ -214,6 +253,24 @@ def restart_job(job: Job, by: Any) -> Job:
             ]
         )
     lifecycle.restart(job, by.get_username())
+    job.refresh_from_db()
+    return job
+
+
+def change_priority_class(job: Job, by: Any, name: Any) -> Job:
+    """A waiting job's class, as its owner or an admin changes it: checked as at submit (the VC's
+    highest class, who may use `crit`: the one who changes it). Raises JobConfigError naming
+    `jobPriorityClass`, or JobStateError once the job no longer waits."""
+    vc = job.virtual_cluster
+    if not isinstance(name, str) or not name:
+        raise JobConfigError([(TOP_LEVEL_FIELD, f"must be one of {', '.join(PRIORITY_CLASSES)}")])
+    errors = class_errors(
+        name, TOP_LEVEL_FIELD, vc=vc.name, vc_max=vc.max_priority_class, may_use_crit=vc.may_use_crit(by)
+    )
+    if errors:
+        raise JobConfigError(errors)
+    if not lifecycle.set_priority_class(job, name, class_number(name), by.get_username()):
+        raise JobStateError(f"job {job.full_name} is {job.state}; a class changes only while the job waits")
     job.refresh_from_db()
     return job
 

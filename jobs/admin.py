@@ -1,6 +1,7 @@
 """Django admin for jobs: list columns, filters, and a "stop selected jobs" action."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -10,9 +11,19 @@ from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from accounts.admin_labels import label
 from jobs.actions import JobStateError, stop_job
 from jobs.models import Job, JobEvent, Task
 from jobs.protocol import mask_config_text
+
+# How the admin shows texts kept in English (event messages and kinds, exit diagnostics, why a job
+# waits): in the page's language, by the pages' own translations, which web gives here when it
+# is loaded (web.apps: jobs sits below web and cannot import them). Unset: as stored.
+SHOWN: dict[str, Callable[[Any], str]] = {}
+
+
+def shown(what: str, value: Any) -> str:
+    return SHOWN.get(what, str)(value)
 
 
 class TaskInline(admin.TabularInline):
@@ -31,11 +42,19 @@ class JobEventInline(admin.TabularInline):
     model = JobEvent
     extra = 0
     can_delete = False
-    fields = ("created_at", "kind", "message")
+    fields = ("created_at", "kind_shown", "message_shown")
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    @admin.display(description=_("Kind"))
+    def kind_shown(self, event: JobEvent) -> str:
+        return shown("event_kind", event.kind)
+
+    @admin.display(description=_("Message"))
+    def message_shown(self, event: JobEvent) -> str:
+        return shown("event", event)
 
 
 @admin.register(Job)
@@ -58,10 +77,21 @@ class JobAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     # The secrets and the private key stay encrypted and out of the admin altogether; the submitted
     # text holds secret values verbatim, so the admin shows it masked.
-    exclude = ("secrets_encrypted", "ssh_private_key_encrypted", "config_text")
+    # The stored English texts and the spec (shown masked below) give way to their shown forms.
+    exclude = (
+        "secrets_encrypted",
+        "ssh_private_key_encrypted",
+        "config_text",
+        "spec",
+        "pending_reason",
+        "exit_diagnostics",
+        "ssh_public_key",
+    )
     readonly_fields = (
         "owner",
         "name",
+        "why_waiting",
+        "diagnostics",
         "masked_config",
         "normalized_spec",
         "protocol_version",
@@ -69,7 +99,7 @@ class JobAdmin(admin.ModelAdmin):
         "launched_at",
         "completed_at",
         "updated_at",
-        "ssh_public_key",
+        "public_key",
     )
     inlines = (TaskInline, JobEventInline)
     actions = ("stop_selected_jobs",)
@@ -89,6 +119,18 @@ class JobAdmin(admin.ModelAdmin):
         actions = super().get_actions(request)
         actions.pop("delete_selected", None)
         return actions
+
+    @admin.display(description=_("Why it waits"))
+    def why_waiting(self, job: Job) -> str:
+        return shown("pending_reason", job.pending_reason) if job.pending_reason else ""
+
+    @admin.display(description=_("Exit diagnostics"))
+    def diagnostics(self, job: Job) -> str:
+        return shown("diagnostics", job.exit_diagnostics)
+
+    @admin.display(description=_("SSH public key"))
+    def public_key(self, job: Job) -> str:
+        return format_html('<code translate="no">{}</code>', job.ssh_public_key) if job.ssh_public_key else ""
 
     @admin.display(description=_("Submitted config (secrets masked)"))
     def masked_config(self, job: Job) -> str:
@@ -126,8 +168,77 @@ class TaskAdmin(admin.ModelAdmin):
 
 @admin.register(JobEvent)
 class JobEventAdmin(admin.ModelAdmin):
-    list_display = ("job", "kind", "message", "created_at")
+    list_display = ("job", "kind_shown", "message_shown", "created_at")
     list_filter = ("kind",)
     search_fields = ("job__name", "message")
     list_select_related = ("job__owner",)
     raw_id_fields = ("job",)
+
+    @admin.display(description=_("Kind"), ordering="kind")
+    def kind_shown(self, event: JobEvent) -> str:
+        return shown("event_kind", event.kind)
+
+    @admin.display(description=_("Message"))
+    def message_shown(self, event: JobEvent) -> str:
+        return shown("event", event)
+
+
+TASK_FIELDS = {
+    "executor_id": _("Executor id"),
+    "ip": _("IP"),
+    "ports": _("Ports"),
+    "gpus": _("GPUs"),
+    "exit_code": _("Exit code"),
+    "user_exit_code": _("User exit code"),
+    "exit_diagnostics": _("Exit diagnostics"),
+    "log_path": _("Log path"),
+    "started_at": _("Started at"),
+    "finished_at": _("Finished at"),
+    "job": _("Job"),
+    "role": _("Task role"),
+    "index": _("Index"),
+}
+label(
+    Job,
+    _("job"),
+    _("jobs"),
+    {
+        "owner": _("Owner"),
+        "name": _("Name"),
+        "state": _("State"),
+        "execution_type": _("Execution type"),
+        "virtual_cluster": _("Virtual cluster"),
+        "protocol_version": _("Protocol version"),
+        "priority": _("Priority"),
+        "priority_class": _("Priority class"),
+        "stop_deadline": _("Stop deadline"),
+        "preempted_by": _("Preempted by"),
+        "preemptions": _("Preemptions"),
+        "time_limit_seconds": _("Time limit (seconds)"),
+        "gpu_count": _("GPUs"),
+        "job_attempt": _("Job attempt"),
+        "retries_used": _("Retries used"),
+        "transient_retries": _("Transient retries"),
+        "pending_reason": _("Why it waits"),
+        "exit_code": _("Exit code"),
+        "user_exit_code": _("User exit code"),
+        "exit_diagnostics": _("Exit diagnostics"),
+        "ssh_public_key": _("SSH public key"),
+        "created_at": _("Created at"),
+        "launched_at": _("Launched at"),
+        "completed_at": _("Completed at"),
+        "updated_at": _("Updated at"),
+    },
+)
+label(
+    Task,
+    _("task"),
+    _("tasks"),
+    TASK_FIELDS | {"state": _("State"), "attempt": _("Attempt"), "retries": _("Retries"), "node": _("Node")},
+)
+label(
+    JobEvent,
+    _("job event"),
+    _("job events"),
+    {"job": _("Job"), "created_at": _("Created at"), "kind": _("Kind"), "message": _("Message")},
+)

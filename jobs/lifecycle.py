@@ -141,6 +141,8 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
             job_attempt=F("job_attempt") + 1,
             launched_at=timezone.now(),
             pending_reason="",
+            stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
+            preempted_by=None,
         )
         if not claimed:
             return None
@@ -170,6 +172,26 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
     job.job_attempt += 1  # what the claim's F() expression made of it
     job.state = JobState.RUNNING
     return tasks
+
+
+def set_priority_class(job: Job, name: str, number: int, by_name: str) -> bool:
+    """A waiting job's class changed (its owner or an admin); False when it is no longer waiting."""
+    with transaction.atomic():
+        changed = (
+            Job.objects.filter(pk=job.pk, state=JobState.WAITING).update(
+                priority_class=name, priority=number, updated_at=timezone.now()
+            )
+        ) == 1
+        if changed and job.priority_class != name:
+            event(
+                job.pk,
+                "priority-changed",
+                gettext_noop("Priority class changed from %(old)s to %(new)s by %(user)s."),
+                old=job.priority_class,
+                new=name,
+                user=by_name,
+            )
+    return changed
 
 
 def set_pending_reason(job_id: int, reason: str) -> None:
@@ -274,17 +296,109 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
     return True
 
 
-def stop_tasks(job: Job, exit_code: int) -> None:
+def stop_tasks(
+    job: Job, exit_code: int, *, diagnostics: str = "", user_codes: dict[int, int | None] | None = None
+) -> None:
     """Every task still WAITING or RUNNING -> STOPPED with exit_code (-210 a user's stop, -220 the
-    job completed around them); the running attempts are kept."""
+    job completed around them, -1003 a preemption); the running attempts are kept, with the code
+    each task's own process exited with when known (`user_codes` by task id)."""
     from_states, to_state = _task_states("stop_task")
     now = timezone.now()
     active = list(job.tasks.filter(state__in=from_states).select_related("node"))
     if not active:  # (the common end: every task has exited already)
         return
-    exit = TaskExit(exit_code=exit_code, user_exit_code=None, phrase="", diagnostics="", finished_at=now)
-    _keep_attempts(active, job.job_attempt, {task.pk: exit for task in active})
-    job.tasks.filter(state__in=from_states).update(state=to_state, exit_code=exit_code, finished_at=now)
+    codes = user_codes or {}
+    exits = {
+        task.pk: TaskExit(
+            exit_code=exit_code, user_exit_code=codes.get(task.pk), phrase="", diagnostics=diagnostics, finished_at=now
+        )
+        for task in active
+    }
+    _keep_attempts(active, job.job_attempt, exits)
+    job.tasks.filter(state__in=from_states).update(
+        state=to_state, exit_code=exit_code, exit_diagnostics=diagnostics, finished_at=now
+    )
+
+
+# ---- ending gracefully: a stop or a preemption -------------------------------------------------
+
+
+def set_stop_deadline(job: Job, deadline: datetime, grace_s: int) -> bool:
+    """A stopping job's tasks get SIGTERM; they are killed at `deadline`. Stored before the signal
+    is sent, so a scheduler restarted in the grace period keeps the deadline (and the stop)."""
+    with transaction.atomic():
+        marked = (
+            Job.objects.filter(pk=job.pk, state=JobState.STOPPING, stop_deadline__isnull=True).update(
+                stop_deadline=deadline, updated_at=timezone.now()
+            )
+            == 1
+        )
+        if marked:
+            event(
+                job.pk,
+                "stopping",
+                gettext_noop("Its tasks got SIGTERM; they are killed in %(grace)s s unless they end first."),
+                grace=grace_s,
+            )
+    return marked
+
+
+def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int) -> bool:
+    """A running job is to give its room to `by`: its tasks get SIGTERM, and are killed at
+    `deadline`. Stored first (the job stays RUNNING, holding its room, until they are gone)."""
+    with transaction.atomic():
+        marked = (
+            Job.objects.filter(
+                pk=victim_id, state=JobState.RUNNING, preempted_by__isnull=True, stop_deadline__isnull=True
+            ).update(preempted_by=by, stop_deadline=deadline, updated_at=timezone.now())
+            == 1
+        )
+        if marked:
+            event(
+                victim_id,
+                "preempted",
+                gettext_noop(
+                    "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work."
+                ),
+                job=by.full_name,
+                vc=by.virtual_cluster.name,
+                grace=grace_s,
+            )
+    return marked
+
+
+def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[int, int | None]) -> bool:
+    """RUNNING -> WAITING once a preempted job's tasks are gone: its attempt ends with the
+    preemption's code, and the job waits to run again free of charge (neither jobRetryCount nor
+    the transient retries count it)."""
+    by = (
+        Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.preempted_by_id).first()
+        if job.preempted_by_id is not None
+        else None
+    )
+    who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
+    with transaction.atomic():
+        stop_tasks(job, exit_code, diagnostics=f"{phrase}: preempted by {who}", user_codes=user_codes)
+        requeued = _move_job(
+            job.pk,
+            "requeue_preempted",
+            extra_filter={"stop_deadline__isnull": False},
+            preemptions=F("preemptions") + 1,
+            preempted_by=None,
+            stop_deadline=None,
+            pending_reason=f"Preempted by {who}; waiting to run again.",
+            launched_at=None,
+        )
+        if not requeued:
+            return False
+        job.tasks.update(**reset_task_fields())
+        event(
+            job.pk,
+            "requeued",
+            gettext_noop("Preempted by %(who)s: back in the queue (not charged to its retries)."),
+            who=who,
+        )
+    return True
 
 
 # ---- job outcomes --------------------------------------------------------------------------
@@ -307,10 +421,13 @@ def begin_stopping(job: Job) -> bool:
     return _move_job(job.pk, "begin_stopping")
 
 
-def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
-    """STOPPING -> STOPPED once the scheduler has stopped every task."""
+def finish_stopping(
+    job: Job, exit_code: int, diagnostics: str, user_codes: dict[int, int | None] | None = None
+) -> bool:
+    """STOPPING -> STOPPED once the scheduler has stopped every task (`user_codes`: what each
+    task's own process exited with in its grace period, where seen)."""
     with transaction.atomic():
-        stop_tasks(job, exit_code)
+        stop_tasks(job, exit_code, user_codes=user_codes)
         stopped = _move_job(
             job.pk,
             "finish_stopping",
@@ -318,6 +435,8 @@ def finish_stopping(job: Job, exit_code: int, diagnostics: str) -> bool:
             exit_diagnostics=diagnostics,
             completed_at=timezone.now(),
             pending_reason="",
+            stop_deadline=None,
+            preempted_by=None,
         )
         if stopped:
             event(job.pk, "stopped", gettext_noop("All tasks stopped."))
@@ -435,6 +554,8 @@ def restart(job: Job, by_name: str) -> None:
             exit_diagnostics="",
             launched_at=None,  # a clean waiting job: the previous run's times are in its TaskAttempts
             completed_at=None,
+            stop_deadline=None,
+            preempted_by=None,
         )
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")

@@ -4,6 +4,7 @@ from typing import cast
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 from jobs.fields import OrderedJSONField
 from jobs.protocol.spec import NormalizedSpec
@@ -25,8 +26,8 @@ __all__ = [
 
 class Job(models.Model):
     class ExecutionType(models.TextChoices):
-        START = "START"
-        STOP = "STOP"
+        START = "START", _("Start")
+        STOP = "STOP", _("Stop")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs")
     name = models.CharField(max_length=255)
@@ -42,6 +43,19 @@ class Job(models.Model):
     # The secret values, encrypted at rest (jobs.crypto); only the executor sees them decrypted.
     secrets_encrypted = models.TextField(blank=True, default="")
     priority = models.IntegerField(default=0)
+    # The HiveD class the job runs as (jobs.protocol.priority): what it asked for, else its VC's
+    # default; `priority` is its number. Editable while the job waits.
+    priority_class = models.CharField(max_length=8, default="test")
+    # A graceful end under way (a Stop, or a preemption): its tasks had SIGTERM, and are killed at
+    # this time. Stored before the signal is sent, so a restarted scheduler keeps the deadline.
+    stop_deadline = models.DateTimeField(null=True, blank=True)
+    # Set while a preemption ends this job (it goes back to WAITING, free of charge); the job that
+    # needs its room.
+    preempted_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="preempting"
+    )
+    # Attempts ended by a preemption (the next attempt is told: PAI_JOB_RESUMED).
+    preemptions = models.PositiveIntegerField(default=0)
     # GPUs the spec asks for in all (OpenPAI's totalGpuNumber), a column so the list can sort by it.
     gpu_count = models.PositiveIntegerField(default=0)
 
@@ -105,10 +119,10 @@ class TaskRun(models.Model):
     """Where and how a task runs or ran: what a Task holds for its current attempt and a
     TaskAttempt keeps of an ended one."""
 
-    executor_id = models.CharField(max_length=128, blank=True, default="", help_text="Container id or pid.")
+    executor_id = models.CharField(max_length=128, blank=True, default="", help_text=_("Container id or pid."))
     ip = models.CharField(max_length=64, blank=True, default="")
     ports = OrderedJSONField(default=dict, blank=True, help_text='{"label": [port, ...]}')
-    gpus = models.JSONField(default=list, blank=True, help_text="Allocated GPU indices on the node.")
+    gpus = models.JSONField(default=list, blank=True, help_text=_("Allocated GPU indices on the node."))
 
     exit_code = models.IntegerField(null=True, blank=True)
     user_exit_code = models.IntegerField(null=True, blank=True)
@@ -195,7 +209,9 @@ class JobEvent(models.Model):
         ordering = ["created_at", "id"]
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.message}"
+        # Its id only: kind and message are English as stored, and the admin's event inline shows
+        # this beside both in the page's language.
+        return f"#{self.pk}"
 
 
 class TaskSample(models.Model):

@@ -10,23 +10,26 @@ kept equal by a test: it is never drawn by hand.
 from collections.abc import Mapping, Sequence
 
 from django.db.models import TextChoices
+from django.utils.translation import gettext_lazy as _
+
+# Labels (the admin shows them) in the page's language; the values are OpenPAI's state names.
 
 
 class JobState(TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    STOPPING = "STOPPING"
-    STOPPED = "STOPPED"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
+    WAITING = "WAITING", _("Waiting")
+    RUNNING = "RUNNING", _("Running")
+    STOPPING = "STOPPING", _("Stopping")
+    STOPPED = "STOPPED", _("Stopped")
+    SUCCEEDED = "SUCCEEDED", _("Succeeded")
+    FAILED = "FAILED", _("Failed")
 
 
 class TaskState(TextChoices):
-    WAITING = "WAITING"
-    RUNNING = "RUNNING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-    STOPPED = "STOPPED"
+    WAITING = "WAITING", _("Waiting")
+    RUNNING = "RUNNING", _("Running")
+    SUCCEEDED = "SUCCEEDED", _("Succeeded")
+    FAILED = "FAILED", _("Failed")
+    STOPPED = "STOPPED", _("Stopped")
 
 
 FINISHED_JOB_STATES = (JobState.STOPPED, JobState.SUCCEEDED, JobState.FAILED)
@@ -42,6 +45,7 @@ JOB_TRANSITIONS: dict[str, tuple[tuple[JobState, ...], JobState]] = {
     "succeed": ((JobState.RUNNING,), JobState.SUCCEEDED),
     "fail": ((JobState.RUNNING,), JobState.FAILED),
     "requeue_for_retry": ((JobState.RUNNING,), JobState.WAITING),
+    "requeue_preempted": ((JobState.RUNNING,), JobState.WAITING),
     "restart": (FINISHED_JOB_STATES, JobState.WAITING),
 }
 

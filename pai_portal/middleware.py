@@ -1,4 +1,4 @@
-"""Login is required everywhere except the login page, the API and /metrics (token auth answers
+"""Login is required everywhere except the login page, the language switch, the API and /metrics (token auth answers
 401 itself) and static files. The API's docs pages are pages: a browser is sent to sign in (unless
 PAI_API_DOCS_PUBLIC)."""
 

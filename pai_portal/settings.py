@@ -177,6 +177,10 @@ PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
 # Transient failures are retried without charging the user, but not forever.
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
+# A stopped or preempted job's tasks get SIGTERM, then this long (a job's own
+# extras.gracePeriodSeconds, at most the cap) to save their work before SIGKILL.
+PAI_GRACE_SECONDS = env_int("PAI_GRACE_SECONDS", 30, minimum=0)
+PAI_MAX_GRACE_SECONDS = env_int("PAI_MAX_GRACE_SECONDS", 300, minimum=0)
 # Fair share (a VC whose queue is fair-share): recent usage halves every this many hours (Slurm's
 # PriorityDecayHalfLife, 7 days there too).
 PAI_FAIR_SHARE_HALF_LIFE_HOURS = env_float("PAI_FAIR_SHARE_HALF_LIFE_HOURS", 168.0, minimum=0.01)

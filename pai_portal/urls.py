@@ -2,14 +2,18 @@
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.i18n import set_language
 
 from accounts.views import ThrottledLoginView
 
 urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("i18n/", include("django.conf.urls.i18n")),
+    # Open before signing in: the sign-in page's language switch posts here (LoginRequiredMiddleware
+    # sent it to /login/?next=/i18n/setlang/, so the choice was lost and signing in landed there).
+    path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("api/", include("web.api.urls")),
     # OpenPAI's clients (SDK, webportal, VS Code extension) call <cluster>/rest-server/api/...
@@ -24,3 +28,6 @@ urlpatterns = [
     path("", include("web.fixes.urls")),
     path("", include("web.legacy_links")),
 ]
+
+# A request Django refuses before any route (a host not allowed...): `{code, message}` under /api/.
+handler400 = "web.api.fallback.bad_request"

@@ -7,11 +7,11 @@ bigger than any node), on the same inputs (scheduling.quota).
 
 from __future__ import annotations
 
-from clusters.models import Node
-from clusters.placement import JobRequest, place
+from clusters.models import Node, VirtualCluster
+from clusters.placement import JobRequest, never_fitting, place
 from jobs.models import Job
 from jobs.protocol.spec import gpu_type
-from scheduling.quota import cluster_state, task_requests
+from scheduling.quota import SpecCache, cluster_state, task_requests
 
 
 def never_fits_reason(job: Job) -> str | None:
@@ -28,3 +28,21 @@ def never_fits_reason(job: Job) -> str | None:
     )
     result = place(node_states, vc_states, [request])
     return result.pending.get(job.pk) if job.pk in result.never_fits else None
+
+
+def never_fitting_jobs(jobs: list[tuple[int, str]]) -> dict[int, str]:
+    """Of these (job id, VC name) pairs, the jobs that can never fit the cluster as it is, with
+    why: the same judgement, made for many waiting jobs at once without placing them (Slurm
+    VCs' jobs are left to Slurm, as above)."""
+    slurm_vcs = set(VirtualCluster.objects.exclude(slurm_partition="").values_list("name", flat=True))
+    jobs = [(job_id, vc) for job_id, vc in jobs if vc not in slurm_vcs]
+    if not jobs:
+        return {}
+    node_states, vc_states = cluster_state(list(Node.objects.all()))
+    specs = SpecCache().get_many(job_id for job_id, _ in jobs)
+    requests = [
+        JobRequest(key=job_id, vc=vc, tasks=task_requests(specs[job_id]), gpu_type=gpu_type(specs[job_id]))
+        for job_id, vc in jobs
+        if job_id in specs
+    ]
+    return never_fitting(node_states, vc_states, requests)

@@ -179,6 +179,7 @@ def run(
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
     running = list(
         Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
+        .filter(job__stop_deadline__isnull=True)  # (a preempted job's tasks end in scheduling.preempting)
         .exclude(executor_id="")
         .values_list("pk", "executor_id", "ip", "node_id")
     )

@@ -10,8 +10,15 @@ to PAI_NODE_CALL_DEADLINE_SECONDS; past that the pass goes on without the node (
 while the call is still running the node gets no other call: a hung engine costs a pass one
 deadline, once, and never a queue of calls each waiting for its client's timeout. A lane that is
 not answering (its last call overran, or the engine could not be reached) is waited for briefly
-(PROBE_WAIT_S): a call to it is a probe, and its answer brings the node back. A start is no lane call (a pull
-takes minutes, side by side with the node's other starts), but a silent node gets none.
+(PROBE_WAIT_S): a call to it is a probe, and its answer brings the node back. Only an answer within the
+call's deadline counts as one: an engine that answers every call late is silent, and down in time.
+
+A start runs on a thread of its own (a pull takes minutes, side by side with the node's other
+starts and its lane's call), waited for up to the same deadline. Past it the start's outcome is
+unknown (StartPending): the task stays claimed, unstarted, while the start runs on; reconcile
+neither adopts nor starts it again meanwhile (`Lane.starting`), and once the start ends the next
+reconcile of the node adopts its container (by its labels) or starts the task then. A silent node
+gets no start at all.
 """
 
 from __future__ import annotations
@@ -64,15 +71,33 @@ class NodeSilent(ExecutorError):
         super().__init__(message, Failure.NODE_LOST)
 
 
+class StartPending(NodeSilent):
+    """A start the engine did not finish within its deadline: it runs on, its outcome is unknown
+    (the task stays claimed; reconcile adopts what it made, or starts it, once it ends)."""
+
+
+def start_key(job_id: int | str, role: str, index: int | str, job_attempt: int | str, task_attempt: int | str) -> str:
+    """One task attempt, as its container's labels name it (pai.job-id, pai.role, ...)."""
+    return f"{job_id}/{role}/{index}/{job_attempt}/{task_attempt}"
+
+
 class Lane:
     """One node's engine calls (or one backend's controller's): one at a time, on a daemon worker
     thread of the lane's own. `unreachable` tells an exception that means no answer (the lane does
     not answer) from one that is an answer (an engine that said no)."""
 
     def __init__(
-        self, name: str, *, label: str = "", unreachable: Callable[[BaseException], bool] | None = None
+        self,
+        name: str,
+        *,
+        label: str = "",
+        unreachable: Callable[[BaseException], bool] | None = None,
+        late_answers_count: bool = False,
     ) -> None:
         self.name = name
+        # Whether an answer past its call's deadline is an answer (the Slurm controller's: its late
+        # reads are used; an engine's are not: one that answers every call late is silent).
+        self.late_answers_count = late_answers_count
         self.label = label or f"node {name}"  # as the lane's silence is told
         self._unreachable = unreachable or _unreachable
         self.born = time.monotonic()
@@ -83,6 +108,9 @@ class Lane:
         self._lock = threading.Lock()
         self._busy_with = ""  # what the call in flight is ("" when none)
         self._busy_since = 0.0
+        self._busy_deadline = 0.0  # the call in flight's deadline (seconds)
+        self._starts: dict[str, Future[Any]] = {}  # starts running, by start_key
+        self._abandoned: set[str] = set()  # starts running whose caller stopped waiting
         self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None  # (started on demand, gone when idle)
 
@@ -101,12 +129,14 @@ class Lane:
         """Seconds since its last answer (since the lane was made, before any)."""
         return time.monotonic() - (self.last_answer if self.last_answer is not None else self.born)
 
-    def submit(self, what: str, call: Callable[[], T]) -> Future[T]:
-        """Send the call to the node's worker; NodeSilent at once while another one runs there."""
+    def submit(self, what: str, call: Callable[[], T], deadline: float | None = None) -> Future[T]:
+        """Send the call to the node's worker; NodeSilent at once while another one runs there.
+        Its answer counts as one when it comes within the deadline (PAI_NODE_CALL_DEADLINE_SECONDS)."""
         with self._lock:
             if self._busy_with:
                 raise NodeSilent(self.silence())
             self._busy_with, self._busy_since = what, time.monotonic()
+            self._busy_deadline = deadline or settings.PAI_NODE_CALL_DEADLINE_SECONDS
             future: Future[T] = Future()
             self._calls.put((future, call))
             if self._worker is None:
@@ -118,7 +148,7 @@ class Lane:
         """The call's result, waited for up to the deadline (not at all while the node does not
         answer: then it is a probe, whose answer brings the node back)."""
         answering = self.answering
-        return self.wait(what, self.submit(what, call), deadline, answering=answering)
+        return self.wait(what, self.submit(what, call, deadline), deadline, answering=answering)
 
     def wait(self, what: str, future: Future[T], deadline: float | None = None, *, answering: bool | None = None) -> T:
         """A submitted call's result, waited for as `call` says (NodeSilent past the wait); `answering`:
@@ -145,24 +175,89 @@ class Lane:
                         self._worker = None
                         return
                 continue
+            what, began, deadline = self._busy_with, self._busy_since, self._busy_deadline
             try:
                 result = call()
             except BaseException as exc:
-                self._finished(answered=not self._unreachable(exc), error=str(exc))
+                with self._lock:
+                    self._busy_with = ""
+                    self._answered(what, began, deadline, answered=not self._unreachable(exc), error=str(exc))
                 future.set_exception(exc)
             else:
                 lost = isinstance(result, TaskStatus) and result.failure is Failure.NODE_LOST
-                self._finished(answered=not lost, error=result.diagnostics if lost else "")
+                with self._lock:
+                    self._busy_with = ""
+                    self._answered(what, began, deadline, answered=not lost, error=result.diagnostics if lost else "")
                 future.set_result(result)
 
-    def _finished(self, *, answered: bool, error: str) -> None:
+    def _answered(self, what: str, began: float, deadline: float, *, answered: bool, error: str) -> None:
+        """Account for a call that returned (under the lock): an answer within its deadline is the
+        node's answer; a late one is not (the node stays silent, its next call a probe)."""
+        took = time.monotonic() - began
+        if answered and (took <= deadline or self.late_answers_count):
+            self.last_answer = time.monotonic()
+            self.answering, self.last_error = True, ""
+        elif answered:
+            self.answering = False
+            self.last_error = f"`{what}` answered after {took:.1f} s, past its deadline of {deadline:g} s"
+        else:
+            self.answering, self.last_error = False, error
+
+    # -- starts ------------------------------------------------------------------------------
+    def start(self, key: str, call: Callable[[], T], deadline: float | None = None) -> T:
+        """A start (`key`: start_key) on a thread of its own, waited for up to the deadline (a
+        probe's wait while the lane does not answer); StartPending past it, or at once while an
+        earlier start of the same task attempt runs on."""
+        deadline = deadline or settings.PAI_NODE_CALL_DEADLINE_SECONDS
+        answering = self.answering
         with self._lock:
-            self._busy_with = ""
-            if answered:
-                self.last_answer = time.monotonic()
-                self.answering, self.last_error = True, ""
+            if key in self._starts:
+                raise StartPending(f"{self.label}: an earlier start of this task is still running")
+            future: Future[T] = Future()
+            self._starts[key] = future
+        began = time.monotonic()
+
+        def run() -> None:
+            try:
+                result = call()
+            except BaseException as exc:
+                self._start_ended(key, began, deadline, answered=not self._unreachable(exc), error=str(exc))
+                future.set_exception(exc)
             else:
-                self.answering, self.last_error = False, error
+                self._start_ended(key, began, deadline, answered=True, error="")
+                future.set_result(result)
+
+        threading.Thread(target=run, name=f"start-{self.name}", daemon=True).start()
+        wait = deadline if answering else min(deadline, PROBE_WAIT_S)
+        try:
+            return future.result(timeout=wait)
+        except FutureTimeout:
+            # (The lane's state stays as it is: a start is long work, a pull or a busy engine's
+            # create; whether the engine answers is for its other calls and the heartbeat to say.)
+            with self._lock:
+                running = key in self._starts
+                if running:
+                    self._abandoned.add(key)
+            if not running:  # (it ended just now)
+                return future.result(timeout=0)
+            raise StartPending(
+                f"{self.label}: the task's start did not end within {wait:g} s; it runs on, and the task is "
+                "adopted once it ends"
+            ) from None
+
+    def starting(self) -> set[str]:
+        """The task attempts (start_key) whose start runs now: reconcile leaves them alone."""
+        with self._lock:
+            return set(self._starts)
+
+    def _start_ended(self, key: str, began: float, deadline: float, *, answered: bool, error: str) -> None:
+        with self._lock:
+            self._starts.pop(key, None)
+            if key in self._abandoned:  # nobody took its outcome: the next reconcile does
+                self._abandoned.discard(key)
+                self.missed_cleanup = True
+            if not answered or time.monotonic() - began <= deadline:  # (a late start says nothing)
+                self._answered("start", began, deadline, answered=answered, error=error)
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -208,7 +303,8 @@ class Bulkheaded(Executor):
     def start(self, launch: TaskLaunch) -> TaskHandle:
         if self.lane.busy():
             raise NodeSilent(self.lane.silence())
-        return self.executor.start(launch)
+        key = start_key(launch.job_id, launch.role, launch.index, launch.job_attempt, launch.task_attempt)
+        return self.lane.start(key, lambda: self.executor.start(launch))
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
         try:
@@ -218,6 +314,9 @@ class Bulkheaded(Executor):
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))
+
+    def terminate(self, handle: TaskHandle, grace_s: int) -> None:
+        self.lane.call("terminate", lambda: self.executor.terminate(handle, grace_s))
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
         self._cleanup("cleanup_job", lambda: self.executor.cleanup_job(job_id, keep=keep))
@@ -247,7 +346,9 @@ class Bulkheaded(Executor):
         )
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
-        return self.lane.call("sample", lambda: self.executor.sample(handles), SAMPLE_DEADLINE_S)
+        # (one period of the sampler's at most: a hung engine costs it one round, then none)
+        deadline = max(settings.PAI_NODE_CALL_DEADLINE_SECONDS, min(SAMPLE_DEADLINE_S, settings.PAI_SAMPLE_SECONDS))
+        return self.lane.call("sample", lambda: self.executor.sample(handles), deadline)
 
     def ping(self) -> None:
         self.lane.call("ping", self.executor.ping)

@@ -86,6 +86,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         output_dir=storage.expand_uri(user, paths.get("outputDir", "")),
         code_dir=storage.expand_uri(user, paths.get("codeDir", "")),
         addresses={(t.role, t.index): TaskAddress(ip=t.ip, ports=t.ports, gpus=t.gpus) for t in everyone},
+        preemptions=job.preemptions,
     )
     code_copy = host_work_dir / "code" if not in_container else host_work_dir.with_name(host_work_dir.name + "-code")
     mounts = storage.launch_mounts(user, spec, code_copy, work_dir) + task_mounts(job.owner, spec)

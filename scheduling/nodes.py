@@ -63,8 +63,11 @@ def reconcile(backends: Backends) -> set[tuple[int, int]]:
 def reconcile_node(node: Node) -> list[Task]:
     """Adopt this node's unrecorded starts and remove its orphans; returns the tasks claimed for
     it that it does not run (never started)."""
+    executor = executors.node_executor(node)
+    # Starts running past their deadline: their tasks are neither adopted nor started again yet.
+    starting = executor.lane.starting() if isinstance(executor, executors.Bulkheaded) else set()
     try:
-        held = executors.node_executor(node).list_running()
+        held = executor.list_running()
     except Exception as exc:  # an unreachable engine: its tasks are polled (and lost) later
         log.warning("reconcile: node %s unreachable: %s", node.name, exc)
         if (lane := executors.lane_of(node)) is not None:
@@ -76,6 +79,10 @@ def reconcile_node(node: Node) -> list[Task]:
     never_started = []
     for task in active.select_related("job", "node"):
         found = by_key.get((str(task.job_id), task.role, str(task.index)))
+        if executors.start_key(task.job_id, task.role, task.index, task.job.job_attempt, task.attempt) in starting:
+            if found:
+                wanted.add(found.handle.executor_id)
+            continue
         if (
             found
             and found.labels.get("pai.task-attempt") == str(task.attempt)

@@ -21,8 +21,10 @@ from jobs.protocol.spec import NormalizedSpec, gpu_type
 from scheduling import executors, quota, sharing
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
+from scheduling.preempting import Preempter, with_preempted_note
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
+from scheduling.terminating import Terminator
 
 WAITING_BATCH = 2000
 WAITING_COLUMNS = (
@@ -54,11 +56,12 @@ class WaitingJob(NamedTuple):
 
 
 class Placer:
-    def __init__(self, starter: Starter, backends: Backends) -> None:
+    def __init__(self, starter: Starter, backends: Backends, terminator: Terminator | None = None) -> None:
         self.starter = starter
         self.backends = backends
         self._last_queue_signature: tuple[int, Any] | None = None
         self._specs = quota.SpecCache()
+        self.preempter = Preempter(terminator or Terminator(), self._specs, backends)
         self._usage = sharing.RecentUsage(self._specs)
         self._task_requests: dict[int, list[TaskRequest]] = {}
         # Jobs placed by the last placement but not launched within its pass's budget: launched
@@ -101,6 +104,8 @@ class Placer:
             self._job_request(row, specs[row.pk], gate.avoid, recent) for row in rows if row.pk not in gate.blocked
         ]
         result = place(node_states, vc_states, requests)
+        # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
+        result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
         limits = {row.pk: row.time_limit_seconds for row in rows}
         sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
         for job_id, note in gate.notes.items():
@@ -117,7 +122,10 @@ class Placer:
             if n.down_since is not None and n.executor not in kinds
         )
         said = {row.pk: row.pending_reason for row in rows}
-        reasons = {job_id: f"{reason}; {down}" if down else reason for job_id, reason in result.pending.items()}
+        reasons = {
+            job_id: with_preempted_note(said[job_id], f"{reason}; {down}" if down else reason)
+            for job_id, reason in result.pending.items()
+        }
         lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:

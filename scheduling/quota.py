@@ -1,7 +1,7 @@
 """What the cluster holds right now: the one usage and quota computation.
 
 The scheduler (placement's inputs), the cluster page and the API all read it from here, so they
-never count differently. A task holds its resources while it is RUNNING in a RUNNING job. Reads
+never count differently. A task holds its resources while it is RUNNING in a RUNNING (or STOPPING) job. Reads
 the database and returns placement's plain values; placement itself never sees a model.
 """
 
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from typing import Any
 
-from clusters.models import Gpu, Node, VirtualCluster
+from clusters.models import Node, VirtualCluster
 from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
+from clusters.shares import cluster_totals, node_gpus, vc_quotas
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.v1 import port_begin_at
@@ -59,41 +59,11 @@ def task_requests(spec: NormalizedSpec) -> list[TaskRequest]:
     return requests
 
 
-def node_gpus() -> dict[int, dict[int, str]]:
-    """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
-    gpus: dict[int, dict[int, str]] = defaultdict(dict)
-    for node_id, index, type_name in Gpu.objects.values_list("node_id", "index", "gpu_type__name"):
-        gpus[node_id][index] = type_name
-    return gpus
-
-
-def cluster_totals(nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
-    schedulable = [n for n in nodes if n.available]
-    return Resources(
-        gpu=sum(len(gpus.get(n.pk, {})) for n in schedulable),
-        cpu=sum(n.cpus for n in schedulable),
-        memory_mb=sum(n.memory_mb for n in schedulable),
-    )
-
-
-def vc_limit(share_percent: Decimal, totals: Resources) -> Resources:
-    share = Decimal(share_percent) / 100
-    return Resources(gpu=int(totals.gpu * share), cpu=int(totals.cpu * share), memory_mb=int(totals.memory_mb * share))
-
-
-def vc_nodes(vc: VirtualCluster, nodes: list[Node]) -> list[Node]:
-    """The nodes a VC's jobs run on: its Slurm partition's, or else the portal's own (every node
-    but Slurm's: placement never sees those)."""
-    if vc.slurm_partition:
-        return [node for node in nodes if node.slurm_partition == vc.slurm_partition]
-    return [node for node in nodes if node.executor != Node.Executor.SLURM]
-
-
 def vc_quota(vc: VirtualCluster, nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:
-    """A VC's quota: its share of the portal's own nodes, or its whole partition (Slurm places
-    its jobs). The one rule: the scheduler, the pages and the fix offers all read it here."""
-    totals = cluster_totals(vc_nodes(vc, nodes), gpus)
-    return totals if vc.slurm_partition else vc_limit(vc.share_percent, totals)
+    """A VC's quota: its share of the portal's own nodes (apportioned with the other share VCs'
+    by clusters.shares), or its whole partition (Slurm places its jobs). The one rule: the
+    scheduler, the pages and the fix offers all read it here."""
+    return vc_quotas(nodes, gpus)[vc.name]
 
 
 def _add(a: Resources, b: Resources) -> Resources:
@@ -136,10 +106,11 @@ class SpecCache:
 
 
 def holding_tasks() -> Any:
-    """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now."""
-    return Task.objects.filter(state=TaskState.RUNNING, node__isnull=False, job__state=JobState.RUNNING).values_list(
-        "node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name", "job__owner__username"
-    )
+    """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now (a
+    stopping job's too: its tasks are in their grace period until it is STOPPED)."""
+    return Task.objects.filter(
+        state=TaskState.RUNNING, node__isnull=False, job__state__in=[JobState.RUNNING, JobState.STOPPING]
+    ).values_list("node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name", "job__owner__username")
 
 
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
@@ -173,16 +144,18 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
         for port_list in ports.values():
             state.ports_used.update(port_list)
     totals = cluster_totals(own_nodes, gpus_by_node)
+    all_vcs = list(VirtualCluster.objects.all())
+    quotas = vc_quotas(nodes, gpus_by_node, all_vcs)
     vcs = {
         vc.name: VcState(
             name=vc.name,
-            limit=vc_quota(vc, nodes, gpus_by_node),
+            limit=quotas[vc.name],
             used=used_by_vc[vc.name],
             fair_share=vc.queue_policy == VirtualCluster.QueuePolicy.FAIR_SHARE,
             user_gpu_limit=vc.user_gpu_limit,
             gpus_by_user=dict(gpus_by_user[vc.name]),
         )
-        for vc in VirtualCluster.objects.all()
+        for vc in all_vcs
     }
     return ClusterUsage(
         nodes=list(states.values()),

@@ -29,10 +29,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from clusters.executors.base import ResourceSample, TaskHandle
-from clusters.executors.registry import executor_for
 from clusters.gpus import GpuReading, read_local_gpus
 from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
+from scheduling import executors
 from scheduling.models import VcSample
 from scheduling.vc_samples import record_vc_samples
 
@@ -160,12 +160,14 @@ def release_lease(holder: str) -> None:
 
 
 def _read_node(tasks: list[Task]) -> dict[str, ResourceSample]:
-    """One node's tasks, read in one executor call (on a pool thread: nodes side by side)."""
+    """One node's tasks, read in one executor call (on a pool thread: nodes side by side), on the
+    node's lane (scheduling.executors): a hung engine costs one round one period at most, and the
+    next rounds nothing while its call runs on (NodeSilent at once: that node's tasks are skipped)."""
     node = tasks[0].node
     assert node is not None
     handles = [TaskHandle(task.executor_id, task.ip) for task in tasks]
     try:
-        return executor_for(node.executor, node.address, node.docker_url).sample(handles)
+        return executors.node_executor(node).sample(handles)
     except Exception as exc:  # one node's trouble must not cost the others their samples
         log.warning("sampling node %s failed: %s", node.name, exc)
         return {}

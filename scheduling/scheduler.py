@@ -2,10 +2,11 @@
 
 Each pass: take the lease (one active scheduler: scheduling.lease), reconcile after a start or a
 failed pass (scheduling.nodes), launch what the backends have ready, the node heartbeat, stop
-requests (scheduling.stopping), jobs past their time limit (scheduling.time_limits), the tasks
-that ended and the starts that failed (scheduling.ending), the claimed tasks not started yet
-(scheduling.starting), placement of waiting jobs (scheduling.placing), then each backend's own
-pass (scheduling.backends, .registered).
+requests (scheduling.stopping), jobs past their time limit (scheduling.time_limits), preempted
+jobs whose tasks are gone (scheduling.preempting), the tasks that ended and the starts that failed
+(scheduling.ending), the claimed tasks not started yet (scheduling.starting), placement of waiting
+jobs (scheduling.placing, which begins preemptions), then each backend's own pass
+(scheduling.backends, .registered).
 
 Each phase imports only the phases below it (tests/architecture/test_phases.py): ending decides
 and starts nothing; starting starts and decides nothing; the loop carries what one hands the next.
@@ -33,6 +34,7 @@ from scheduling.lease import Lease
 from scheduling.placing import Placer
 from scheduling.registered import register_backends
 from scheduling.starting import NodeTrouble, Starter
+from scheduling.terminating import Terminator
 
 log = logging.getLogger("pai.scheduler")
 
@@ -54,7 +56,8 @@ class Scheduler:
         self.starter = Starter(NodeTrouble(), self.failed_starts)
         self.backends = Backends()
         register_backends(self.backends, self.starter)
-        self.placer = Placer(self.starter, self.backends)
+        self.terminator = Terminator()  # whose tasks this scheduler sent SIGTERM (stops, preemptions)
+        self.placer = Placer(self.starter, self.backends, self.terminator)
 
     def take_lease(self) -> bool:
         return self.lease.take()
@@ -77,12 +80,13 @@ class Scheduler:
         # A backend's ready jobs hold their slots (Slurm) until launched: before anything else.
         launched = self._launch_ready()
         nodes_changed = self.heartbeat.check(self.backends)
-        stopped = stopping.carry_out_stop_requests(self.backends)
+        stopped = stopping.carry_out_stop_requests(self.backends, self.terminator)
         stopped |= time_limits.end_overdue_jobs(self.backends)
+        preempted = self.placer.preempter.carry_out()
         ended = ending.run(self.backends, self.failed_starts, self.heartbeat.suspects, meanwhile=self._launch_ready)
         started = self.starter.start_unstarted(self.unstarted | ended.retried)
         self.unstarted = set()
-        freed = stopped or ended.changed or nodes_changed
+        freed = stopped or preempted or ended.changed or nodes_changed
         placed = self.placer.schedule_waiting(resources_freed=freed)
         launched |= self._launch_ready()  # (ready while the pass ran)
         passed = [backend.run_pass() for backend in self.backends]

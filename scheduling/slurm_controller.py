@@ -42,7 +42,9 @@ class Controller:
     """The controller's calls on its lane; `unavailable` says whether the portal shows it down."""
 
     def __init__(self) -> None:
-        self.lane = Lane("slurm-controller", label="the Slurm controller", unreachable=_unreachable)
+        self.lane = Lane(
+            "slurm-controller", label="the Slurm controller", unreachable=_unreachable, late_answers_count=True
+        )
         self.unavailable = True  # (a fresh scheduler clears what an earlier one may have said)
         self._late: dict[str, Future[str]] = {}  # a read past its deadline, by command
 

@@ -2,6 +2,9 @@
 (scheduling.launch), then all of them started side by side (the engines do the work, the loop only
 waits). Database writes stay on the loop's thread.
 
+A start the node's engine did not finish within its deadline (scheduling.executors.StartPending)
+is neither recorded nor failed: the task stays claimed, and a later pass reconciles its node.
+
 This phase decides nothing: a start that fails is written to the task's log, taught to NodeTrouble
 (placement then steers around it), and handed to the next ending phase as a FailedStart.
 """
@@ -69,7 +72,11 @@ class Starter:
         is reconciled first, which adopts it when it runs there after all. True when any started."""
         unstarted = list(
             Task.objects.filter(
-                state=TaskState.RUNNING, executor_id="", job__state=JobState.RUNNING, node__isnull=False
+                state=TaskState.RUNNING,
+                executor_id="",
+                job__state=JobState.RUNNING,
+                job__stop_deadline__isnull=True,  # (a job being preempted starts nothing more)
+                node__isnull=False,
             ).select_related("node", "job__virtual_cluster", "job__owner")
         )
         if not unstarted:
@@ -184,7 +191,11 @@ class Starter:
             ]
         )
         for job, task, outcome in results:
-            if isinstance(outcome, Exception):
+            if isinstance(outcome, executors.StartPending):
+                # Its outcome is unknown: the task stays claimed; once the start ends, the next
+                # pass's reconcile of the node adopts its container or starts it (never twice).
+                log.warning("%s: %s", task, outcome)
+            elif isinstance(outcome, Exception):
                 self.failed(job, task, outcome)
 
     def failed(self, job: Job, task: Task, exc: Exception) -> None:

@@ -5,3 +5,15 @@ class WebConfig(AppConfig):
     """No models: the pages, API and web terminal over the apps below."""
 
     name = "web"
+
+    def ready(self) -> None:
+        """The admin of jobs shows stored English texts in the page's language, by the pages' translations."""
+        from jobs.admin import SHOWN
+        from web.templatetags import portal
+
+        SHOWN.update(
+            event=portal.event_text,
+            event_kind=portal.event_kind,
+            diagnostics=portal.diagnostics_text,
+            pending_reason=portal.pending_text,
+        )

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from clusters.slurm import reasons as slurm_reasons
 
@@ -30,6 +31,71 @@ ALLOWED_WORDS = {
     "letters, digits, _ and -": _("letters, digits, _ and -"),
     "letters, digits and _, not starting with a digit": _("letters, digits and _, not starting with a digit"),
 }
+
+
+# What the YAML parser (libyaml, PyYAML) says, in the page's language: the problem and where it
+# was parsing. A problem not listed stays as the parser said it.
+YAML_WORDS = {
+    "did not find expected ',' or ']'": _("did not find expected ',' or ']'"),
+    "did not find expected ',' or '}'": _("did not find expected ',' or '}'"),
+    "did not find expected key": _("did not find expected key"),
+    "did not find expected '-' indicator": _("did not find expected '-' indicator"),
+    "did not find expected node content": _("did not find expected node content"),
+    "could not find expected ':'": _("could not find expected ':'"),
+    "mapping values are not allowed in this context": _("mapping values are not allowed in this context"),
+    "mapping values are not allowed here": _("mapping values are not allowed here"),
+    "block sequence entries are not allowed in this context": _(
+        "block sequence entries are not allowed in this context"
+    ),
+    "found a tab character that violates indentation": _("found a tab character that violates indentation"),
+    "found a tab character where an indentation space is expected": _(
+        "found a tab character where an indentation space is expected"
+    ),
+    "found character that cannot start any token": _("found character that cannot start any token"),
+    "found unexpected end of stream": _("found unexpected end of stream"),
+    "found unknown escape character": _("found unknown escape character"),
+    "found undefined alias": _("found undefined alias"),
+    "found undefined tag handle": _("found undefined tag handle"),
+    "found duplicate anchor": _("found duplicate anchor"),
+    "<< must merge a mapping": _("<< must merge a mapping"),
+    "invalid YAML": _("invalid YAML"),
+    "while parsing a flow sequence": _("while parsing a flow sequence"),
+    "while parsing a flow mapping": _("while parsing a flow mapping"),
+    "while parsing a block mapping": _("while parsing a block mapping"),
+    "while parsing a block collection": _("while parsing a block collection"),
+    "while parsing a block node": _("while parsing a block node"),
+    "while parsing a flow node": _("while parsing a flow node"),
+    "while parsing a node": _("while parsing a node"),
+    "while scanning a simple key": _("while scanning a simple key"),
+    "while scanning a plain scalar": _("while scanning a plain scalar"),
+    "while scanning a quoted scalar": _("while scanning a quoted scalar"),
+    "while scanning a block scalar": _("while scanning a block scalar"),
+    "while scanning an anchor": _("while scanning an anchor"),
+    "while scanning an alias": _("while scanning an alias"),
+    "while scanning a tag": _("while scanning a tag"),
+    "while composing a node": _("while composing a node"),
+}
+
+
+JSON_WORDS = {
+    "Expecting value": _("Expecting value"),
+    "Expecting ',' delimiter": _("Expecting ',' delimiter"),
+    "Expecting ':' delimiter": _("Expecting ':' delimiter"),
+    "Expecting property name enclosed in double quotes": _("Expecting property name enclosed in double quotes"),
+    "Extra data": _("Extra data"),
+    "Invalid control character at": _("Invalid control character at"),
+    "Unterminated string starting at": _("Unterminated string starting at"),
+    "Illegal trailing comma before end of array": _("Illegal trailing comma before end of array"),
+    "Illegal trailing comma before end of object": _("Illegal trailing comma before end of object"),
+}
+
+
+def _yaml(text: str) -> str:
+    return str(YAML_WORDS.get(text, text))
+
+
+def _json(text: str) -> str:
+    return str(JSON_WORDS.get(text, text))
 
 
 def _types(text: str) -> str:
@@ -113,6 +179,38 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
     ),
     (re.compile(r"the config is empty"), _("the config is empty"), {}),
     (re.compile(r"YAML error: (?P<detail>.+)", re.DOTALL), _("YAML error: %(detail)s"), {}),
+    (
+        re.compile(
+            r"YAML syntax error at line (?P<line>\d+), column (?P<column>\d+): (?P<problem>.+?) "
+            r"\((?P<context>while .+) at line (?P<at_line>\d+), column (?P<at_column>\d+)\)"
+        ),
+        _(
+            "YAML syntax error at line %(line)s, column %(column)s: %(problem)s "
+            "(%(context)s at line %(at_line)s, column %(at_column)s)"
+        ),
+        {"problem": _yaml, "context": _yaml},
+    ),
+    (
+        re.compile(
+            r"YAML syntax error at line (?P<line>\d+), column (?P<column>\d+): (?P<problem>.+?) "
+            r"(?P<context>while .+) \(noticed at line (?P<at_line>\d+), column (?P<at_column>\d+)\)"
+        ),
+        _(
+            "YAML syntax error at line %(line)s, column %(column)s: %(problem)s %(context)s "
+            "(noticed at line %(at_line)s, column %(at_column)s)"
+        ),
+        {"problem": _yaml, "context": _yaml},
+    ),
+    (
+        re.compile(r"YAML syntax error at line (?P<line>\d+), column (?P<column>\d+): (?P<problem>.+)"),
+        _("YAML syntax error at line %(line)s, column %(column)s: %(problem)s"),
+        {"problem": _yaml},
+    ),
+    (
+        re.compile(r"JSON syntax error at line (?P<line>\d+), column (?P<column>\d+): (?P<problem>.+)"),
+        _("JSON syntax error at line %(line)s, column %(column)s: %(problem)s"),
+        {"problem": _json},
+    ),
     (re.compile(r"JSON error: (?P<detail>.+)", re.DOTALL), _("JSON error: %(detail)s"), {}),
     (
         re.compile(r"(?P<path>.+): no such directory in your storage area"),
@@ -120,6 +218,35 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
         {},
     ),
     (re.compile(r"(?P<path>.+): '\.\.' is not allowed in a path"), _("%(path)s: '..' is not allowed in a path"), {}),
+    # jobs.protocol.priority
+    (
+        re.compile(r"unknown priority class (?P<name>'[^']*') \(one of (?P<options>.+)\)"),
+        _("unknown priority class %(name)s (one of %(options)s)"),
+        {},
+    ),
+    (
+        re.compile(
+            r"(?P<name>'[^']*') is above the highest class virtual cluster (?P<vc>\"[^\"]*\") allows (?P<max>'[^']*')"
+        ),
+        _("%(name)s is above the highest class virtual cluster %(vc)s allows (%(max)s)"),
+        {},
+    ),
+    (
+        re.compile(r'only admins and the users virtual cluster (?P<vc>"[^"]*") names may use class "crit"'),
+        _('only admins and the users virtual cluster %(vc)s names may use class "crit"'),
+        {},
+    ),
+    (re.compile(r"must be one of (?P<options>crit, .+)"), _("must be one of %(options)s"), {}),
+    (
+        re.compile(r"must be a whole number of seconds, 0 or more"),
+        _("must be a whole number of seconds, 0 or more"),
+        {},
+    ),
+    (
+        re.compile(r"must be at most (?P<cap>\d+) \(the portal's PAI_MAX_GRACE_SECONDS\)"),
+        _("must be at most %(cap)s (the portal's PAI_MAX_GRACE_SECONDS)"),
+        {},
+    ),
 ]
 
 
@@ -194,6 +321,9 @@ def translate_error(message: str) -> str:
 
 
 # --- why a job waits (clusters.placement's reasons, the scheduler's node notes) ----------------------
+
+# A resource after a count ("2 of 8 GPUs"): Chinese puts its measure word before it (8 块 GPU).
+COUNTED = {"GPUs": pgettext_lazy("after a count", "GPUs"), "CPUs": pgettext_lazy("after a count", "CPUs")}
 
 _GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
 REASONS: list[tuple[re.Pattern[str], Promise]] = [
@@ -280,6 +410,13 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         ),
     ),
 ]
+PREEMPTED_NOTE = re.compile(r"Preempted by job (?P<job>\S+) of VC (?P<vc>\S+)")
+PREEMPTED_BY_HIGHER = re.compile(r"Preempted by a job of a higher class")
+WAITING_TO_RUN_AGAIN = re.compile(r"waiting to run again\.")
+PREEMPTING = re.compile(
+    r'preempting job\(s\) (?P<jobs>.+) of VC (?P<vc>"[^"]*") \(a lower priority class\) to make room for its whole '
+    r"gang; it starts when they have ended \(their grace period at most\)"
+)
 WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
@@ -399,10 +536,31 @@ def _slurm_reason(part: str) -> str | None:
 
 def translate_reason(reason: str) -> str:
     """Why a job waits, in the active language where the shape is known (each part on its own)."""
-    return "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
+    note = ""
+    if reason.startswith("Preempted by ") and "; " in reason:  # (scheduling.preempting's note first)
+        first, reason = reason.split("; ", 1)
+        note = _reason_part(first) + "; "
+    if (preempting := PREEMPTING.fullmatch(reason)) is not None:
+        return (
+            note
+            + str(
+                _(
+                    "preempting job(s) %(jobs)s of VC %(vc)s (a lower priority class) to make room for its whole gang; "
+                    "it starts when they have ended (their grace period at most)"
+                )
+            )
+            % preempting.groupdict()
+        )
+    return note + "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
 
 
 def _reason_part(part: str) -> str:
+    if (preempted := PREEMPTED_NOTE.fullmatch(part)) is not None:
+        return str(_("Preempted by job %(job)s of VC %(vc)s")) % preempted.groupdict()
+    if PREEMPTED_BY_HIGHER.fullmatch(part):
+        return str(_("Preempted by a job of a higher class"))
+    if WAITING_TO_RUN_AGAIN.fullmatch(part):
+        return str(_("waiting to run again."))
     if (slurm := _slurm_reason(part)) is not None:
         return slurm
     behind = WAITING_BEHIND.fullmatch(part)
@@ -414,5 +572,51 @@ def _reason_part(part: str) -> str:
     for pattern, template in REASONS:
         match = pattern.fullmatch(part)
         if match:
-            return str(template) % match.groupdict() if match.groupdict() else str(template)
+            values = match.groupdict()
+            if "what" in values:  # "GPUs" / "CPUs" after a count: in Chinese with its measure word
+                values["what"] = str(COUNTED.get(values["what"], values["what"]))
+            return str(template) % values if values else str(template)
     return part
+
+
+# --- exit diagnostics: the portal's own sentences (the executors', the stop's), by their shape --------
+# What an engine or a log said inside them stays as it was said.
+
+DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"stopped at the user's request\."), _("stopped at the user's request.")),
+    (
+        re.compile(r"killed: out of memory \(the task's limit is (?P<mb>\d+) MB, memoryMB\)"),
+        _("killed: out of memory (the task's limit is %(mb)s MB, memoryMB)"),
+    ),
+    (re.compile(r"the task's process is gone"), _("the task's process is gone")),
+    (
+        re.compile(r"the task's container (?P<id>\w+) is gone \(removed outside the portal\)"),
+        _("the task's container %(id)s is gone (removed outside the portal)"),
+    ),
+    (
+        re.compile(r"the task's container was created but never started"),
+        _("the task's container was created but never started"),
+    ),
+    (
+        re.compile(r"the node's Docker engine \((?P<url>[^)]*)\) does not answer: "),
+        _("the node's Docker engine (%(url)s) does not answer: "),
+    ),
+    (re.compile(r"Slurm: a node failed"), _("Slurm: a node failed")),
+    (re.compile(r"Slurm: the task ran out of memory"), _("Slurm: the task ran out of memory")),
+    (re.compile(r"Slurm preempted the job"), _("Slurm preempted the job")),
+    (re.compile(r"Slurm: the job reached its time limit"), _("Slurm: the job reached its time limit")),
+]
+
+
+def translate_diagnostics(text: str) -> str:
+    """Exit diagnostics with the portal's own sentences in the active language."""
+    for pattern, template in DIAGNOSTICS:
+        text = pattern.sub(_shown_in(template), text)
+    return text
+
+
+def _shown_in(template: Promise) -> Callable[[re.Match[str]], str]:
+    def shown(match: re.Match[str]) -> str:
+        return str(template) % match.groupdict() if match.groupdict() else str(template)
+
+    return shown

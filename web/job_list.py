@@ -16,6 +16,7 @@ from django.db.models.functions import Coalesce, Now
 from accounts.permissions import is_admin
 from jobs.actions import listed_jobs
 from jobs.models import Job, JobState, Task
+from jobs.protocol.priority import PRIORITY_CLASSES
 
 # --- the job list's filters -------------------------------------------------------------------------
 
@@ -139,6 +140,7 @@ class JobListQuery:
     user: Any
     state: str = ""
     vc: str = ""
+    priority_class: str = ""  # one of HiveD's classes, "" for all
     search: str = ""
     owner: str = ""
     sort: str = "-created"
@@ -163,6 +165,7 @@ class JobListQuery:
             user=request.user,
             state=state if state in JobState.values else "",
             vc=params.get("vc", "").strip(),
+            priority_class=params.get("priority", "") if params.get("priority", "") in PRIORITY_CLASSES else "",
             search=params.get("q", "").strip(),
             owner=params.get("user", "").strip(),
             sort=sort if sort in SORTS else "-created",
@@ -191,6 +194,8 @@ class JobListQuery:
             jobs = jobs.filter(owner_id__in=owners)
         if self.vc:
             jobs = jobs.filter(virtual_cluster__name=self.vc)
+        if self.priority_class:
+            jobs = jobs.filter(priority_class=self.priority_class)
         if self.search:
             jobs = jobs.filter(name__icontains=self.search)
         return jobs
@@ -198,7 +203,7 @@ class JobListQuery:
     @property
     def has_filters(self) -> bool:
         """Whether the list is narrowed: an empty one then says so, not "no jobs yet"."""
-        return bool(self.state or self.vc or self.search or (self.owner and self.shows_everyone))
+        return bool(self.state or self.vc or self.priority_class or self.search or (self.owner and self.shows_everyone))
 
     def counts(self) -> dict[str, int]:
         rows = self.filtered().order_by().values_list("state").annotate(n=models.Count("id"))
@@ -240,6 +245,7 @@ class JobListQuery:
         params = {
             "state": self.state,
             "vc": self.vc,
+            "priority": self.priority_class,
             "q": self.search,
             "user": self.owner,
             "sort": self.sort,

@@ -18,6 +18,15 @@ EXIT_SPEC_TEXTS = frozenset(
         gettext_noop("Wait result from next retry"),
         gettext_noop("Contact Cluster Admin"),
         gettext_noop("The task was lost because its node was lost or its executor stopped answering"),
+        gettext_noop(
+            "The task was preempted for a job of a higher priority class in its virtual cluster; the job waits to "
+            "run again, not charged to its retries"
+        ),
+        gettext_noop(
+            "Save checkpoints when the task gets SIGTERM (extras.gracePeriodSeconds to do it), and resume from them "
+            "when PAI_JOB_RESUMED is true"
+        ),
+        gettext_noop("Wait: the job runs again when there is room"),
         gettext_noop("User container was killed by Docker because it exceeded its requested memory"),
         gettext_noop("Increase per task memory request"),
         gettext_noop("Decrease per task memory usage by such as increasing task number"),
@@ -74,7 +83,6 @@ EXIT_SPEC_TEXTS = frozenset(
         gettext_noop(
             "The node rejected the task: it was placed on a node without enough of the resources it asked for"
         ),
-        gettext_noop("The node preempted the task to admit a more critical platform task"),
         gettext_noop("The node stopped the task because its deadline passed"),
         gettext_noop(
             "The node refused to admit the task, maybe it is invalid (e.g. privileged where that is not allowed)"
@@ -150,6 +158,22 @@ EVENT_KINDS = {
     "failed": _("Failed"),
     "job-retry": _("Job retried"),
     "restarted": _("Started again"),
+    "priority-changed": _("Priority class changed"),
+    "preempted": _("Preempted"),
+    "requeued": _("Back in the queue"),
+    "stopping": _("Stopping"),
     "slurm-submitted": _("Submitted to Slurm"),
     "time-limit": _("Time limit reached"),
 }
+
+# Django's admin says these, and the zh_Hans it ships lacks them (Django 5.2): the portal's catalog
+# gives them, as it comes before Django's own.
+DJANGO_ADMIN_TEXTS = (
+    gettext_noop("Add link"),
+    gettext_noop("Change or view list link"),
+    gettext_noop("Model name"),
+    gettext_noop("Error:"),
+    gettext_noop("Forgotten your login credentials?"),
+    gettext_noop("After you’ve created a user, you’ll be able to edit more user options."),  # noqa: RUF001
+    gettext_noop("In case you’ve forgotten, you are:"),  # noqa: RUF001
+)

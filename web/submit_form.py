@@ -25,7 +25,7 @@ from django.http import QueryDict
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from jobs.protocol import JobConfigError
+from jobs.protocol import JobConfigError, priority
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
@@ -68,7 +68,7 @@ JOB_FIELDS = (
     "registry_uri",
 )
 UNSTRIPPED = ("parameters", "secrets", "ssh_keys", "registry_password")
-PRIORITY_CLASSES = ("crit", "prod", "test", "oppo")
+PRIORITY_CLASSES = tuple(priority.PRIORITY_CLASSES)  # HiveD's, highest first
 DEFAULT_TENSORBOARD_LOGDIR = "/mnt/tensorboard"
 ROLE_KEY = re.compile(r"^roles-(\d+)-(\w+)$")
 DEFAULT_COMMAND = "echo hello"
@@ -208,7 +208,9 @@ def _key_value_lines(text: str) -> list[tuple[int, str, str | None]]:
     """(line number, name, value) of each non-blank `name=value` line; value None when the line has
     no `=` (reported by form_input_errors, never turned into a strange name)."""
     found = []
-    for number, line in enumerate(text.splitlines(), 1):
+    # Lines end only at a line break (str.splitlines also splits at \x1c-\x1e, \x85 and \u2028,
+    # which a value may hold).
+    for number, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), 1):
         if not line.strip():
             continue
         key, sep, value = line.partition("=")

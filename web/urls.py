@@ -20,6 +20,7 @@ urlpatterns = [
     path("jobs/<str:full_name>/log/search", views.job_log_search, name="log-search"),
     path("jobs/<str:full_name>/stop/", views.job_stop, name="stop"),
     path("jobs/<str:full_name>/restart/", views.job_restart, name="restart"),
+    path("jobs/<str:full_name>/priority/", views.job_priority, name="priority"),
     path("jobs/<str:full_name>/clone/", views.job_clone, name="clone"),
     path("jobs/<str:full_name>/export/", views.job_export, name="export"),
 ]

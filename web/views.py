@@ -36,7 +36,7 @@ from scheduling.sharing import queue_place
 from web.api.shapes import time_limit_status
 from web.api.throttles import SubmitThrottle
 from web.csv_export import csv_lines
-from web.error_text import translate_reason
+from web.error_text import translate_error, translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
 from web.submit_errors import error_summary, field_errors, line_errors
@@ -85,6 +85,7 @@ def job_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         "states": JobState.values,
         "virtual_clusters": VirtualCluster.objects.values_list("name", flat=True),
+        "priority_classes": list(PRIORITY_CLASSES),
         "is_admin": query.is_admin,
         "show_owner": query.shows_everyone,
         "page_sizes": PAGE_SIZES,
@@ -378,6 +379,12 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         "events": events,
         "may_manage": may_manage,
         "attempts": attempt_rows(job, tasks) if may_manage else [],
+        "priority_classes": list(PRIORITY_CLASSES),
+        "preempted_by": (
+            Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.preempted_by_id).first()
+            if job.preempted_by_id
+            else None
+        ),
         **_sharing_context(job),
     }
 
@@ -558,6 +565,22 @@ def jobs_stop_selected(request: HttpRequest) -> HttpResponse:
         % {"count": len(stopped)},
     )
     return redirect("jobs:list")
+
+
+@require_POST
+def job_priority(request: HttpRequest, full_name: str) -> HttpResponse:
+    """A waiting job's priority class, from the job page (checked as at submit)."""
+    job = _job_or_404(request, full_name)
+    try:
+        job = actions.change_priority_class(job, request.user, request.POST.get("priority_class"))
+        messages.success(
+            request, _("%(name)s now runs as class %(cls)s.") % {"name": job.full_name, "cls": job.priority_class}
+        )
+    except actions.JobStateError:
+        messages.error(request, _("A job's class changes only while it waits."))
+    except JobConfigError as error:
+        messages.error(request, "; ".join(f"{field}: {translate_error(message)}" for field, message in error.errors))
+    return redirect("jobs:detail", full_name=job.full_name)
 
 
 @require_POST

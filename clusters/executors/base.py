@@ -163,6 +163,12 @@ class Executor(abc.ABC):
         """Stop and remove the task (idempotent); the scheduler also calls it on a task that has
         exited, once its exit is recorded. keep=True leaves the container for inspection (isDebug)."""
 
+    def terminate(self, handle: TaskHandle, grace_s: int) -> None:  # noqa: B027
+        """Ask the task to end: SIGTERM to its processes now, and SIGKILL `grace_s` later where
+        the node can see to it (the scheduler calls stop() at the deadline regardless). Returns at
+        once; idempotent (a second call neither signals again nor moves the deadline). The default
+        does nothing: such a backend's tasks are stopped at the deadline."""
+
     @abc.abstractmethod
     def list_running(self) -> list[RunningTask]:
         """Every task this backend holds for the portal, with its labels (reconcile): running ones

@@ -108,6 +108,7 @@ class DockerExecutor(Executor):
         mounts_dir: Path | None = None,
     ):
         self.docker_url = docker_url or None
+        self._terminated: set[str] = set()  # containers sent SIGTERM (terminate), until removed
         self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
         self.pids_limit = pids_limit
         self.address = address  # the node's address: published ports bind here
@@ -207,7 +208,11 @@ class DockerExecutor(Executor):
         next(hosts)
         return {task: str(next(hosts)) for task in sorted(tasks)}
 
-    def _ensure_network(self, job_id: int, job_name: str) -> ipaddress.IPv4Network:
+    def _ensure_network(
+        self, job_id: int, job_name: str, preferred: ipaddress.IPv4Network | None = None
+    ) -> ipaddress.IPv4Network:
+        """The job's network, made unless it is there (`preferred`: the subnet to try first, the
+        one its tasks' addresses were given in)."""
         name = self.network_name(job_id)
         existing = self._network(name)
         if existing is not None:
@@ -216,7 +221,11 @@ class DockerExecutor(Executor):
         labels = {MARKER_LABEL: self.namespace, "pai.job-id": str(job_id), "pai.job": job_name}
         candidates: list[ipaddress.IPv4Network] = list(self.subnet_pool.subnets(new_prefix=24))
         start = job_id % len(candidates)  # spread jobs over the pool: fewer collisions between portals
-        for subnet in candidates[start:] + candidates[:start]:
+        ordered = candidates[start:] + candidates[:start]
+        if preferred is not None and preferred in ordered:
+            ordered.remove(preferred)
+            ordered.insert(0, preferred)
+        for subnet in ordered:
             if any(subnet.overlaps(other) for other in taken):
                 continue
             gateway = str(next(iter(subnet.hosts())))
@@ -256,6 +265,30 @@ class DockerExecutor(Executor):
     # -- tasks -------------------------------------------------------------------------------
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
+        """The task's container, created and started. Its job network gone meanwhile (removed by a
+        clean-up that a killed scheduler had sent, or anyone's hand) is made again, on the subnet
+        that holds the task's address, and the start tried once more."""
+        try:
+            return self._start(launch)
+        except _NetworkGone as gone:
+            log.warning("%s; making it again for %s", gone, launch.hostname)
+            try:
+                self._ensure_network(launch.job_id, launch.job_name, _subnet_of(launch.ip))
+            except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+                raise ExecutorError(f"could not create the job's network: {_explain(exc)}", _failure_of(exc)) from exc
+        try:
+            return self._start(launch)
+        except _NetworkGone as gone:
+            raise ExecutorError(f"could not create the task's container: {gone}", Failure.CREATE_FAILED) from gone
+
+    def _network_gone(self, launch: TaskLaunch, exc: BaseException) -> bool:
+        """Whether the engine refused the container because the job's network is not there."""
+        if launch.host_network or not isinstance(exc, APIError):
+            return False
+        said = _explain(exc).lower()
+        return "network" in said and ("not found" in said or "no such network" in said)
+
+    def _start(self, launch: TaskLaunch) -> TaskHandle:
         name = self.container_name(launch)
         # A local engine bind-mounts the task's runtime files from the node; a remote one gets
         # them copied into the container before it starts.
@@ -268,6 +301,8 @@ class DockerExecutor(Executor):
             raise
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
             self._release(staged)
+            if self._network_gone(launch, exc):
+                raise _NetworkGone(_explain(exc)) from exc
             storage_failure = self._storage_failure(launch, _explain(exc))
             if storage_failure is not None:
                 raise storage_failure from exc
@@ -289,6 +324,9 @@ class DockerExecutor(Executor):
                 self.api.put_archive(created, "/", runtime_archive(launch))
             self.api.start(created)
         except (APIError, requests.exceptions.RequestException) as exc:
+            if self._network_gone(launch, exc):
+                self._remove(created)  # (made for a network that is no more)
+                raise _NetworkGone(_explain(exc)) from exc
             raise self._start_failure(created, launch, exc) from exc
         self._follow_logs(created, launch.log_path, append=True)
         return TaskHandle(executor_id=created, ip=launch.ip or self._container_ip(created))
@@ -603,7 +641,17 @@ class DockerExecutor(Executor):
             return None
         return from_docker_stats(stats)
 
+    def terminate(self, handle: TaskHandle, grace_s: int) -> None:
+        """SIGTERM to the container's main process (the task's bash: a trap there sees it); the
+        scheduler removes the container at the deadline (stop()). Signalled once per executor."""
+        if handle.executor_id in self._terminated:
+            return
+        with contextlib.suppress(APIError, requests.exceptions.RequestException):
+            self.api.kill(handle.executor_id, signal="SIGTERM")
+        self._terminated.add(handle.executor_id)
+
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
+        self._terminated.discard(handle.executor_id)
         if keep:
             # Frees the resources, keeps the file system; it may have exited or gone already.
             with contextlib.suppress(APIError, requests.exceptions.RequestException):
@@ -918,6 +966,18 @@ def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
         if subnet and ":" not in subnet:
             return ipaddress.IPv4Network(subnet)
     raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet")
+
+
+class _NetworkGone(Exception):
+    """The engine refused a task's container: its job network is not there (any more)."""
+
+
+def _subnet_of(ip: str) -> ipaddress.IPv4Network | None:
+    """The /24 a task's address was given in (job networks are /24s), or None without one."""
+    try:
+        return ipaddress.IPv4Network(f"{ip}/24", strict=False) if ip else None
+    except ValueError:
+        return None
 
 
 def _failure_of(exc: Exception) -> Failure:

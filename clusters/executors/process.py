@@ -43,7 +43,7 @@ from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgro
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
-from clusters.executors.supervise import SCRIPT_FD, claim, proc_stat, socket_address
+from clusters.executors.supervise import GRACE_FILE, SCRIPT_FD, claim, proc_stat, socket_address
 
 log = logging.getLogger("pai.executors.process")
 
@@ -330,6 +330,20 @@ class ProcessExecutor(Executor):
         with contextlib.suppress(OSError, ValueError, KeyError):
             return int(json.loads((task_dir / "supervise.json").read_text())["memory_mb"])
         return 0
+
+    def terminate(self, handle: TaskHandle, grace_s: int) -> None:
+        """The grace goes to the supervisor in its task directory, then SIGTERM: it passes the
+        signal on to the task's processes and SIGKILLs them when the grace is over."""
+        task_dir = self.work_root / handle.executor_id
+        pid = self._pid(task_dir)
+        if pid is None or not self._alive(handle.executor_id, task_dir):
+            return
+        grace_file = task_dir / GRACE_FILE
+        if not grace_file.exists():
+            (task_dir / (GRACE_FILE + ".tmp")).write_text(str(grace_s))
+            os.replace(task_dir / (GRACE_FILE + ".tmp"), grace_file)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         task_dir = self.work_root / handle.executor_id

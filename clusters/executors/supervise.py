@@ -51,6 +51,9 @@ NETWORK_FAILED = -1201  # ContainerDockerCreationError: the sandbox could not be
 # environment) may still run through an upgrade; the new executor starts its own beside it, and the
 # old one leaves once idle, its tasks running to their end.
 SOCKET_NAME = "supervisor-v2.sock"
+# In a task directory: the grace period (seconds) of a stop or preemption, written by the executor
+# before its SIGTERM; without it the supervisor's own stop_grace_s.
+GRACE_FILE = "stop_grace"
 CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
 ALREADY_CLAIMED = 0
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
@@ -82,6 +85,8 @@ class Supervisor:
         self.network: dict[str, object] | None = config.get("network")
         self.child_pid: int | None = None
         self.oom_killed = False
+        self.stopping = False
+        self.signalled: set[int] = set()  # the task's processes sent SIGTERM so far
 
     def _kill_child_group(self, sig: int) -> None:
         if self.child_pid is not None:
@@ -91,15 +96,34 @@ class Supervisor:
     def _on_stop(self, signum: int, frame: object) -> None:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
         In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once.
-        (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)"""
-        if self.cgroup is None:
-            self._kill_child_group(signal.SIGTERM)
+        (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)
+        Only the first SIGTERM counts: a second one (a restarted scheduler's) moves no deadline."""
+        if self.stopping:
+            return
+        self.stopping = True
+        grace = self.stop_grace_s
+        with contextlib.suppress(OSError, ValueError), open(os.path.join(self.task_dir, GRACE_FILE)) as file:
+            grace = max(0, int(file.read().strip()))
+        self._pass_stop_on()
+        if grace:
+            signal.alarm(grace)
         else:
-            spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
-            for pid in self.cgroup.members() - spared:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-        signal.alarm(self.stop_grace_s)
+            self._on_grace_over(signal.SIGALRM, None)
+
+    def _pass_stop_on(self) -> None:
+        """SIGTERM to each of the task's processes not signalled yet: called again while the
+        output is copied, so a stop that came while the sandbox was still starting its command
+        reaches the command too (bwrap's own processes are spared: see _on_stop)."""
+        if self.cgroup is None:
+            if not self.signalled and self.child_pid is not None:
+                self._kill_child_group(signal.SIGTERM)
+                self.signalled.add(self.child_pid)
+            return
+        spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
+        for pid in self.cgroup.members() - spared - self.signalled:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            self.signalled.add(pid)
 
     def _on_grace_over(self, signum: int, frame: object) -> None:
         if self.cgroup is not None:
@@ -201,6 +225,8 @@ class Supervisor:
         drain_until = 0.0
         open_pipes = dict(pipes)
         while open_pipes:
+            if self.stopping and status is None:
+                self._pass_stop_on()
             timeout = EXIT_CHECK_S if status is None else max(0.0, drain_until - time.monotonic())
             ready = select.select(list(open_pipes), [], [], timeout)[0]
             for pipe in ready:

@@ -21,19 +21,31 @@ from jobs.protocol.hooks import (
     runtime_plugins,
     tensorboard_role,
 )
+from jobs.protocol.priority import CLASS_FIELD, DEFAULT_PRIORITY_CLASS, class_number, requested_class
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN, storage_requests
 
-# OpenPAI's hived priorities; a job without a class is `test`, as there.
-PRIORITY_CLASSES = {"crit": 120, "prod": 100, "test": 10, "oppo": -1}
-DEFAULT_PRIORITY_CLASS = "test"
 SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN, TEAMWISE_STORAGE_PLUGIN)
 HIVED_ROLE_KEYS = ("skuType", "skuNum", "skuNumber")
 
 
 def job_priority(spec: NormalizedSpec) -> int:
-    hived = (spec.get("extras") or {}).get("hivedScheduler") or {}
-    return PRIORITY_CLASSES.get(hived.get("jobPriorityClass") or DEFAULT_PRIORITY_CLASS, 0)
+    """The number of the class the config names (`test` when it names none)."""
+    return class_number(requested_class(spec) or DEFAULT_PRIORITY_CLASS)
+
+
+def move_top_level_class(doc: Mapping[str, Any], extras: dict[str, Any]) -> list[FieldError]:
+    """v2's top-level `jobPriorityClass` is kept where OpenPAI's webportal writes it,
+    `extras.hivedScheduler.jobPriorityClass` (one place to read); both, differing, are refused."""
+    top = doc.get("jobPriorityClass")
+    if not top:
+        return []
+    hived = dict(extras.get("hivedScheduler") or {})
+    if hived.get("jobPriorityClass") and hived["jobPriorityClass"] != top:
+        return [("jobPriorityClass", f"contradicts {CLASS_FIELD} ({hived['jobPriorityClass']!r}); name the class once")]
+    hived["jobPriorityClass"] = top
+    extras["hivedScheduler"] = hived
+    return []
 
 
 def apply_hived_hints(extras: dict[str, Any], roles: dict[str, Any]) -> list[FieldError]:

@@ -49,6 +49,8 @@ class RuntimeContext:
     code_dir: str
     # (role, index) -> address, for every task of the job (a gang: all are placed together)
     addresses: dict[tuple[str, int], TaskAddress] = field(default_factory=dict)
+    # Attempts of this job that a preemption ended: > 0 tells the task it resumes (PAI_JOB_RESUMED).
+    preemptions: int = 0
 
 
 def env_value(value: Any) -> str:
@@ -105,6 +107,10 @@ def _job_env(spec: NormalizedSpec, ctx: RuntimeContext, v1: ExtrasV1) -> dict[st
         "PAI_DEFAULT_FS_URI": ctx.default_fs_uri,
         "PAI_JOB_NAME": ctx.job_name,
         "PAI_JOB_VC_NAME": ctx.vc_name,
+        # The portal's own: a preemption ended an earlier attempt, so this one resumes its work
+        # (from the checkpoint it saved in its grace period).
+        "PAI_JOB_RESUMED": "true" if ctx.preemptions else "false",
+        "PAI_JOB_PREEMPTIONS": str(ctx.preemptions),
         # OpenPAI 1.x's names; its PAI_JOB_NAME is `user~job` too, but seed 000's is the job name.
         "PAI_FRAMEWORK_NAME": f"{ctx.user_name}~{ctx.job_name}",
         "PAI_VIRTUAL_CLUSTER": ctx.vc_name,

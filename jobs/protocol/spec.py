@@ -121,6 +121,7 @@ Extras = TypedDict(
         "gpuType": str,
         "v1": ExtrasV1,
         "isDebug": bool,
+        "gracePeriodSeconds": int,  # seconds between SIGTERM and SIGKILL on a stop or preemption
         "gangAllocation": bool,
         "submitFrom": str,
         "hivedScheduler": HivedScheduler,

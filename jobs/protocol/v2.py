@@ -6,7 +6,7 @@ from typing import Any, cast
 
 from jobs.protocol import timelimit
 from jobs.protocol.errors import FieldError
-from jobs.protocol.honoured import apply_hived_hints, reserve_tensorboard_port
+from jobs.protocol.honoured import apply_hived_hints, move_top_level_class, reserve_tensorboard_port
 from jobs.protocol.hooks import check_role_references
 from jobs.protocol.spec import RUNTIME_PLUGINS, NormalizedSpec
 from jobs.protocol.templating import REFERENCE, Scope, expand, expand_tree, secret_reference, to_text
@@ -150,6 +150,7 @@ def normalize(doc: dict[str, Any]) -> tuple[NormalizedSpec, dict[str, str], list
     if RUNTIME_PLUGINS in extras:
         extras[RUNTIME_PLUGINS] = expand_tree(extras[RUNTIME_PLUGINS], hook_scope, f"extras.{RUNTIME_PLUGINS}", errors)
     errors.extend(apply_hived_hints(extras, spec["taskRoles"]))
+    errors.extend(move_top_level_class(doc, extras))
     spec["extras"] = extras
     normalized = cast(NormalizedSpec, spec)  # complete: every key of a NormalizedSpec is set
     reserve_tensorboard_port(normalized)

@@ -3,6 +3,17 @@
 window.PortalCharts = (function () {
   const COLORS = ["#2457c5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#d35400", "#2c3e50"];
 
+  // The page's words for the charts (its language): data-chart-labels on <body> or a section,
+  // a JSON object the template translates; English when absent.
+  function words(element) {
+    const holder = element && element.closest("[data-chart-labels]");
+    try {
+      return holder ? JSON.parse(holder.dataset.chartLabels) : {};
+    } catch (error) {
+      return {};
+    }
+  }
+
   // Draws (or redraws) a chart in `holder`: x = epoch seconds, lines = [{label, values, dash, color}].
   function draw(holder, title, unit, x, lines) {
     const width = Math.max(280, holder.clientWidth || 600);
@@ -12,7 +23,7 @@ window.PortalCharts = (function () {
       height: 220,
       scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
       axes: [{}, { label: unit, size: 60 }],
-      series: [{}].concat(lines.map((line, i) => ({
+      series: [{ label: words(holder).time || "Time" }].concat(lines.map((line, i) => ({
         label: line.label,
         stroke: line.color || COLORS[i % COLORS.length],
         dash: line.dash,
@@ -31,5 +42,5 @@ window.PortalCharts = (function () {
     return holder._plot;
   }
 
-  return { draw: draw, COLORS: COLORS };
+  return { draw: draw, words: words, COLORS: COLORS };
 })();

@@ -6,6 +6,7 @@
   const POLL_MS = 5000;
   const MAX_TASK_LINES = 8; // more tasks: the summed line only
   let finished = section.dataset.finished === "true";
+  const WORDS = window.PortalCharts.words(section);
   document.addEventListener("job-finished", () => {
     finished = true;
     section.querySelector("[data-usage-empty-live]").hidden = true;
@@ -26,10 +27,10 @@
   function chart(name, title, unit, tasks, total, field, extra) {
     const holder = section.querySelector(`[data-chart="${name}"]`);
     const shown = tasks.length > 1 && tasks.length <= MAX_TASK_LINES ? tasks : [];
-    const aligned = align(shown.length ? shown : [{ name: "total", t: total.t, [field]: total[field] }], field);
+    const aligned = align(shown.length ? shown : [{ name: WORDS.total || "total", t: total.t, [field]: total[field] }], field);
     if (shown.length) {
       const sum = new Map(total.t.map((t, i) => [t, total[field][i]]));
-      aligned.lines.push({ label: "total", values: aligned.x.map((t) => (sum.has(t) ? sum.get(t) : null)), dash: [6, 4] });
+      aligned.lines.push({ label: WORDS.total || "total", values: aligned.x.map((t) => (sum.has(t) ? sum.get(t) : null)), dash: [6, 4] });
     }
     (extra || []).forEach((line) => aligned.lines.push({ label: line.label, values: aligned.x.map(() => line.value), dash: [2, 4], color: "#c0392b" }));
     window.PortalCharts.draw(holder, title, unit, aligned.x, aligned.lines);
@@ -41,8 +42,8 @@
     section.querySelector("[data-usage-charts]").hidden = tasks.length === 0;
     if (!tasks.length) return;
     const limits = Array.from(new Set(usage.tasks.map((task) => task.limit_mb)));
-    const limitLines = limits.map((mb) => ({ label: `limit ${mb} MB`, value: tasks.length > 1 && tasks.length <= MAX_TASK_LINES ? mb : mb * usage.tasks.length }));
-    chart("cpu", section.dataset.cpuTitle, "cores", tasks, usage.total, "cpu");
+    const limitLines = limits.map((mb) => ({ label: (WORDS.limit || "limit {mb} MB").replace("{mb}", mb), value: tasks.length > 1 && tasks.length <= MAX_TASK_LINES ? mb : mb * usage.tasks.length }));
+    chart("cpu", section.dataset.cpuTitle, WORDS.cores || "cores", tasks, usage.total, "cpu");
     chart("memory", section.dataset.memoryTitle, "MB", tasks, usage.total, "memory_mb", limitLines);
     chart("io", section.dataset.ioTitle, "KB/s", tasks, usage.total, "net_rx_kbps");
     const gpu = tasks.some((task) => task.gpu_util.some((v) => v !== null));

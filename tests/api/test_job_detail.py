@@ -100,7 +100,7 @@ def test_it_refuses_a_tampered_log_link(anonymous):
 def test_it_gives_openpais_attempt_fields(finished):
     assert finished["jobStatus"]["attemptState"] == "SUCCEEDED"
     assert isinstance(finished["jobStatus"]["appCreatedTime"], int)
-    assert (finished["tags"], finished["jobPriority"]) == ([], None)
+    assert (finished["tags"], finished["jobPriority"]) == ([], "test")
     (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
     assert task["attemptState"] == "SUCCEEDED"
     assert task["currentAttemptCompletedTime"] >= task["currentAttemptCreatedTime"]

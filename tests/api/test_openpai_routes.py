@@ -219,9 +219,10 @@ def test_it_orders_the_job_list_by_priority(alice, prioritized):
 
 
 def test_it_shows_the_priority_class_in_the_job_list(alice, prioritized):
+    # (the class each job runs as: one that names none runs as its VC's default, `test`)
     assert {job["name"]: job["jobPriority"] for job in alice.get("/api/v2/jobs").json()} == {
         "urgent": "prod",
-        "plain": None,
+        "plain": "test",
     }
 
 

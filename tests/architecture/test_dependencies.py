@@ -23,6 +23,10 @@ LAYERS = ("accounts", "clusters", "jobs", "scheduling", "web", "pai_portal")
 ALLOWED_LOCAL_IMPORTS = {
     # Django's way: the signal receivers connect once the app registry is ready.
     ("accounts/apps.py", "accounts.signals"),
+    # Django's way too: once the registry is ready, web gives the jobs admin the pages' translations
+    # of stored English texts (jobs sits below web and cannot import them).
+    ("web/apps.py", "jobs.admin"),
+    ("web/apps.py", "web.templatetags.portal"),
     # Import cost: a portal loads an executor kind's modules (the Docker SDK, the sandbox) only
     # when it has a node of that kind.
     ("clusters/executors/registry.py", "clusters.executors.docker"),

@@ -31,7 +31,8 @@ def visible_prose(page: Any) -> str:
         page.evaluate(
             """() => {
                 const copy = document.body.cloneNode(true);
-                copy.querySelectorAll("code, pre, textarea, script, input, [hidden]").forEach((e) => e.remove());
+                const data = "code, pre, textarea, script, input, [hidden], [translate=no]";
+                copy.querySelectorAll(data).forEach((e) => e.remove());
                 document.body.append(copy);
                 copy.style.position = "absolute";
                 const text = copy.innerText;

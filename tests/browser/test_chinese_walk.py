@@ -1,16 +1,22 @@
-"""Every page in Simplified Chinese (issue 18): a walk through the portal with LANGUAGE_CODE
-zh-hans finds no English string of the catalog on any page, whatever the page shows (errors,
-exits, events, why a job waits, confirmations)."""
+"""Every page in Simplified Chinese (issues 18 and 36): a walk through the portal with LANGUAGE_CODE
+zh-hans finds no English on any page, whatever the page shows (errors, exits, events, why a job
+waits, confirmations, charts, the 404 page, the admin): no English string of the catalog, and no
+visible text holding a common English word (tests/browser/english.py), which also finds texts
+that never went through the catalog (a script's chart legend, Django's own pages)."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.actions import submit_job
+from jobs.models import JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
+from scheduling.models import VcSample
+from tests.browser.english import english_texts
 from tests.browser.pages import visible_prose
 from tests.factories import create_job, v2_yaml
 from tests.web.test_translations import po_entries
@@ -28,14 +34,16 @@ def english_fragments() -> list[str]:
             continue  # the same in both languages (IP, SSH, API...)
         for fragment in PLACEHOLDER.split(msgid.replace('\\"', '"')):
             fragment = fragment.strip(" .,:;()“”\"'…·-")
-            if re.search(r"[A-Za-z]{3}", fragment):
+            # What the translation keeps as it is (GPU, CPU, OpenPAI) is an identifier, not English.
+            if re.search(r"[A-Za-z]{3}", fragment) and fragment not in msgstr:
                 fragments.add(fragment)
     return sorted(fragments, key=len, reverse=True)
 
 
 def english_on(page) -> list[str]:
     text = visible_prose(page)
-    return [f for f in english_fragments() if re.search(rf"(?<![A-Za-z]){re.escape(f)}(?![A-Za-z])", text)]
+    catalog = [f for f in english_fragments() if re.search(rf"(?<![A-Za-z]){re.escape(f)}(?![A-Za-z])", text)]
+    return catalog + english_texts(page)
 
 
 @pytest.fixture
@@ -50,14 +58,38 @@ def chinese(settings, browser, live_server):
 
 @pytest.fixture
 def walked_jobs(user, process_node, run_until):
-    """A failed job that was retried (attempts, exit, events) and a job that waits (why)."""
+    """A failed job that was retried (attempts, exit, events), a job that waits (why), one that
+    can never fit, and a running job with samples (its charts)."""
     failed = run_until(submit_job(user, v2_yaml("shibai", "exit 1", role_extra="    taskRetryCount: 1\n")), "FAILED")
-    waiting = create_job(user, "dengdai", pending_reason="no schedulable node in the cluster")
-    return failed, waiting
+    waiting = create_job(user, "dengdai", pending_reason='VC "default" quota: 8 of 8 CPUs used, job needs 1')
+    submit_job(user, v2_yaml("taida", cpu=64))
+    running = create_job(user, "yunxing", roles={"worker": 2}, state=JobState.RUNNING)
+    running.tasks.update(state=TaskState.RUNNING)
+    now = int(time.time())
+    TaskSample.objects.bulk_create(
+        TaskSample(task=task, at=now - 60 + 10 * i, cpu_milli=900, memory_mb=100 + 20 * i, memory_limit_mb=256)
+        for task in running.tasks.all()
+        for i in range(6)
+    )
+    VcSample.objects.bulk_create(
+        VcSample(
+            vc=failed.virtual_cluster,
+            at=now - 600 + 60 * i,
+            gpus_used=i,
+            gpus_quota=8,
+            jobs_waiting=1,
+            jobs_running=i,
+            gpus_by_type={"V100": i},
+        )
+        for i in range(10)
+    )
+    run_until(submit_job(user, v2_yaml("shashi", "kill -9 $$")), "FAILED")
+    run_until(submit_job(user, v2_yaml("meiyouminling", "no-such-command-here")), "FAILED")
+    return failed, waiting, running
 
 
 def test_no_page_shows_an_english_string_of_the_catalog(chinese, login, user, walked_jobs, settings, tmp_path):
-    failed, waiting = walked_jobs
+    failed, waiting, running = walked_jobs
     settings.PAI_FS_ROOT = tmp_path / "fs"
     (storage.user_area(user.username) / "shuju").mkdir()
     (storage.user_area(user.username) / "shuju" / "a.txt").write_text("1")
@@ -86,11 +118,23 @@ def test_no_page_shows_an_english_string_of_the_catalog(chinese, login, user, wa
     check("submit with errors")
     page.click('[data-mode-panel="form"] button[value="to_yaml"]')
     check("edit yaml")
+    page.goto("/submit/?mode=text")
+    page.fill("#id_config_text", "name: [broken\n  taskRoles: {")
+    page.click('[data-mode-panel="text"] button[value="submit"]')
+    expect(page.locator(".line-errors")).to_be_visible()
+    check("yaml syntax error")
     page.goto(f"/jobs/{failed.full_name}/")
     expect(page.locator("pre.log")).not_to_have_text("")
     check("failed job")
+    for name in ("shashi", "meiyouminling"):
+        page.goto(f"/jobs/alice~{name}/")
+        expect(page.locator("[data-diagnosis]")).to_be_visible()
+        check(f"failed job {name}")
     page.goto(f"/jobs/{waiting.full_name}/")
     check("waiting job")
+    page.goto(f"/jobs/{running.full_name}/")
+    expect(page.locator("[data-usage-charts] canvas").first).to_be_visible()
+    check("running job with charts")
     page.goto(f"/jobs/{waiting.full_name}/stop/")
     check("stop confirmation")
     page.goto(f"/jobs/stop-selected/?ids={waiting.pk}")
@@ -106,5 +150,44 @@ def test_no_page_shows_an_english_string_of_the_catalog(chinese, login, user, wa
     page.goto("/cluster/")
     check("cluster")
     page.goto("/dashboard/")
+    expect(page.locator("#dashboard-history[data-rendered=true]")).to_be_visible()
+    expect(page.locator("[data-dashboard-never-fit]")).to_be_visible()
     check("dashboard")
-    assert found == {}
+    page.goto("/no-such-page/")
+    check("404")
+    for docs in ("/api/docs/", "/api/redoc/"):
+        # The docs themselves stay English (README: "The API docs stay English"); they say so in Chinese.
+        page.goto(docs)
+        expect(page.locator("[data-docs-language]")).to_contain_text("API 文档是英文的")
+    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())
+
+
+ADMIN_PAGES = [
+    "/admin/",
+    "/admin/jobs/job/",
+    "/admin/clusters/virtualcluster/",
+    "/admin/clusters/virtualcluster/add/",
+    "/admin/clusters/node/",
+    "/admin/clusters/gputype/",
+    "/admin/clusters/storageconfig/",
+    "/admin/auth/user/",
+    "/admin/auth/user/add/",
+]
+
+
+def test_no_admin_page_shows_english(chinese, login, admin_user, walked_jobs):
+    """Django's admin ships its own zh_Hans; the portal's models, fields and actions are translated."""
+    failed, _waiting, _running = walked_jobs
+    page = chinese
+    login("root", on=page)
+    found: dict[str, list[str]] = {}
+    for address in [
+        *ADMIN_PAGES,
+        f"/admin/jobs/job/{failed.pk}/change/",
+        f"/admin/clusters/node/{failed.tasks.first().node_id}/change/",
+    ]:
+        page.goto(address)
+        english = english_on(page)
+        if english:
+            found[address] = english
+    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())

@@ -160,3 +160,15 @@ def test_the_pages_have_a_favicon_and_link_the_api_docs(page, login, user):
     assert page.request.get(icon).ok
     page.get_by_role("link", name="API", exact=True).click()
     page.wait_for_url("**/api/docs/")
+
+
+def test_it_changes_a_waiting_jobs_priority_class_from_the_page(page, login, user, default_vc):
+    job = submit_job(user, v2_yaml("queued"))  # (no scheduler runs: it waits)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("[data-job-priority]")).to_have_attribute("data-job-priority", "test")
+    page.select_option("select[name=priority_class]", "prod")
+    page.click("[data-job-priority] button")
+    expect(page.locator("[data-job-priority]")).to_have_attribute("data-job-priority", "prod")
+    job.refresh_from_db()
+    assert (job.priority_class, job.priority) == ("prod", 100)

@@ -431,3 +431,18 @@ def test_it_ends_the_task_with_249_when_the_ssh_runtime_says_the_barrier_timed_o
     handles = start_job(executor, launch_for, [("worker", 0, "echo never")], ssh_authorized_keys="ssh-ed25519 AAAA x")
     assert wait_exit(handles["worker-0"]).exit_code == 249
     assert "never" not in log_of(launch_for, "worker-0")
+
+
+def test_it_gives_a_terminated_container_sigterm_which_its_trap_sees(executor, launch_for, wait_exit):
+    saves = "trap 'echo saved; exit 7' TERM; echo ready; sleep 60 & wait"
+    handles = start_job(executor, launch_for, [("worker", 0, saves)])
+    log = launch_for().log_path
+    deadline = time.monotonic() + 20
+    while "ready" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    executor.terminate(handles["worker-0"], 30)
+    executor.terminate(handles["worker-0"], 30)  # (once: a repeat sends nothing)
+    status = wait_exit(handles["worker-0"], timeout=10)
+    assert status.exit_code == 7
+    assert "saved" in log.read_text()
+    executor.stop(handles["worker-0"])

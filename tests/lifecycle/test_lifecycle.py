@@ -71,8 +71,15 @@ JOB_CALLS: dict[str, Callable[[Job], Any]] = {
     "requeue_for_retry": lambda job: lifecycle.requeue_for_retry(
         job, job.tasks.get(), charged=True, leftover_exit_code=-220
     ),
+    "requeue_preempted": lambda job: _preempted(job),
     "restart": lambda job: lifecycle.restart(job, "alice"),
 }
+
+
+def _preempted(job: Job) -> bool:
+    """A job whose preemption began (its deadline stored), requeued once its tasks are gone."""
+    Job.objects.filter(pk=job.pk).update(stop_deadline=timezone.now())
+    return lifecycle.requeue_preempted(job, -1003, "PodPreemptedForCriticalPod", {})
 
 
 def _placed(job: Job) -> None:

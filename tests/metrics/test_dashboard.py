@@ -8,7 +8,7 @@ from clusters.models import Gpu, GpuType, Node
 from jobs.models import JobState, TaskSample, TaskState
 from scheduling.models import VcSample
 from scheduling.vc_samples import record_vc_samples
-from tests.factories import create_job, password_for
+from tests.factories import create_job, normalized_spec, password_for
 from web.cluster.dashboard import idle_gpus, vc_history
 
 pytestmark = pytest.mark.django_db
@@ -66,3 +66,32 @@ def test_it_records_the_gpus_each_vc_holds_by_gpu_type(user, default_vc):
 
     history = vc_history(0)
     assert history["gpu_types"] == {"V100": [2]} and history["gpu_type_totals"] == {"V100": 4}
+
+
+@pytest.fixture
+def small_node(default_vc):
+    return Node.objects.create(name="small", cpus=2, memory_mb=4096)
+
+
+def test_it_lists_jobs_that_can_never_fit_apart_from_the_longest_waits(client, user, small_node):
+    huge = normalized_spec("huge", {"worker": 1})
+    huge["taskRoles"]["worker"]["resourcePerInstance"]["cpu"] = 64
+    create_job(user, "huge", spec=huge)
+    create_job(user, "fits", pending_reason="waiting behind job 1")
+
+    client.force_login(user)
+    waiting = client.get("/dashboard/").context["waiting"]
+
+    assert [job.name for job in waiting.jobs] == ["fits"]
+    assert [(job.name, reason) for job, reason in waiting.never_fit] == [
+        ("huge", 'VC "default" quota is 2 CPUs in all, job needs 64 (it can never fit)')
+    ]
+
+
+def test_it_keeps_jobs_waiting_for_nodes_among_the_waits_when_no_node_is_up(client, user, default_vc):
+    create_job(user, "queued")
+
+    client.force_login(user)
+    waiting = client.get("/dashboard/").context["waiting"]
+
+    assert ([job.name for job in waiting.jobs], waiting.never_fit) == (["queued"], [])

@@ -77,9 +77,10 @@ def serving(port: int, body: str = "from the task") -> str:
     return f"echo '{body}' > index.html; exec python3 -m http.server --bind 0.0.0.0 {port}"
 
 
-def pastas() -> list[str]:
+def pastas(port: int) -> list[str]:
+    """The pasta processes forwarding `port` (the box may run other sessions' tasks beside ours)."""
     result = subprocess.run(["pgrep", "-a", "passt"], capture_output=True, text=True, check=False)
-    return result.stdout.splitlines()
+    return [line for line in result.stdout.splitlines() if f"/{port} " in f"{line} "]
 
 
 def free_port() -> int:
@@ -180,17 +181,17 @@ def test_it_keeps_a_docker_jobs_private_address_out_of_reach(run_task, docker_jo
 
 
 def test_it_leaves_no_pasta_after_a_task_ends(run_task):
-    before = pastas()
-    assert run_task("true")[0] == 0
-    assert pastas() == before
+    port = free_port()
+    assert run_task("true", ports={"http": [port]})[0] == 0
+    assert pastas(port) == []
 
 
 def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
-    before = pastas()
-    handle = executor.start(make_launch("sleep 300", ports={"http": [free_port()]}))
-    wait_until(lambda: True if len(pastas()) > len(before) else None, 10)
+    port = free_port()
+    handle = executor.start(make_launch("sleep 300", ports={"http": [port]}))
+    wait_until(lambda: True if pastas(port) else None, 10)
     executor.stop(handle)
-    assert pastas() == before
+    assert pastas(port) == []
 
 
 @pytest.fixture

@@ -113,6 +113,8 @@ BROKEN_REQUESTS = {
     "a request line of binary": b"\x00\xff garbage\r\n\r\n",
     "a surrogate's bytes in the path": b"POST /api/v2/jobs/a%ED%A0%80 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     "a surrogate's bytes in a header": POST_HEAD + b"Content-Type: \xed\xa0\x80\r\nContent-Length: 7\r\n\r\nname: x",
+    # (not HTTP: a request line of raw non-ASCII bytes is refused by the server before the app)
+    "a surrogate's raw bytes in the path": b"GET /api/v2/jobs/a\xed\xa0\x80 HTTP/1.1\r\nHost: x\r\n\r\n",
 }
 
 
@@ -123,3 +125,34 @@ def test_it_answers_every_broken_request_with_a_4xx(serve):
     half_closed = answer_after_half_close(portal.port, POST_HEAD + b"Content-Length: 100\r\n\r\nname: x")
     statuses["a body cut short"] = status_of(half_closed)
     assert all(400 <= status < 500 for status in statuses.values()), statuses
+
+
+API_POST = b"POST /api/v2/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+API_END = b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+API_BROKEN = {
+    "a host not allowed": b"GET /api/v2/info HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    "a surrogate's bytes in the path": b"GET /api/v2/jobs/a%ED%A0%80" + API_END,
+    "a surrogate's bytes in a query": b"GET /api/v2/jobs?username=a%ED%A0%80" + API_END,
+    "a surrogate's bytes in a header": API_POST + b"Content-Type: \xed\xa0\x80\r\nContent-Length: 7\r\n\r\nname: x",
+    "a surrogate's bytes in the token": b"GET /api/v2/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    b"Authorization: Bearer \xed\xa0\x80\r\n\r\n",
+    "a surrogate's bytes in the host": b"GET /api/v2/info HTTP/1.1\r\nHost: \xed\xa0\x80\r\nConnection: close\r\n\r\n",
+}
+
+
+@pytest.mark.slow
+def test_it_answers_a_surrogates_bytes_in_an_api_request_with_json_naming_what(serve):
+    """Django's own 400s (a host not allowed, one it cannot read) are the API's `{code, message}`
+    under /api/ (they were Django's HTML page), as every other refusal there."""
+    portal = serve()
+    answers = {case: answer_of(portal.port, request) for case, request in API_BROKEN.items()}
+    wrong = {}
+    for case, answer in answers.items():
+        body = answer.partition(b"\r\n\r\n")[2]
+        try:
+            said = json.loads(body)
+        except ValueError:
+            said = None
+        if not (400 <= status_of(answer) < 500 and isinstance(said, dict) and said.get("code") and said.get("message")):
+            wrong[case] = (status_of(answer), body[:120])
+    assert wrong == {}

@@ -417,3 +417,10 @@ def test_it_shows_a_tensorboard_logdir_written_as_text():
     config = dict(FULL, extras={"com.microsoft.pai.runtimeplugin": [plugin]})
     assert config_to_form(config).job["tensorboard_logdir"] == "/mnt/logs"
     assert form_to_config(round_trip(config))["extras"] == config["extras"]
+
+
+def test_it_keeps_a_secret_holding_a_record_separator_one_secret():
+    """str.splitlines() also ends a line at \\x1e (and \\x1c, \\x1d, \\x85, \\u2028): the property
+    test's trip through the form split such a value into two secrets."""
+    config = {**FULL, "secrets": {"token": "a\x1eb\u2028c"}}
+    assert form_to_config(round_trip(config))["secrets"] == {"token": "a\x1eb\u2028c"}

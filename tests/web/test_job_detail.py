@@ -205,6 +205,32 @@ def test_it_shows_the_jobs_tags(alice_client, user, make_job):
     assert '<dd data-job-tags><span class="tag">nightly</span> <span class="tag">resnet</span></dd>' in page
 
 
+def test_it_shows_a_waiting_jobs_class_with_a_control_to_change_it(alice_client, user, make_job):
+    make_job(user, "queued", priority_class="test", priority=10)
+    page = alice_client.get("/jobs/alice~queued/").content.decode()
+    assert 'data-job-priority="test"' in page
+    assert 'name="priority_class"' in page
+    response = alice_client.post("/jobs/alice~queued/priority/", {"priority_class": "prod"})
+    assert response.status_code == 302
+    job = Job.objects.get(name="queued")
+    assert (job.priority_class, job.priority) == ("prod", 100)
+
+
+def test_it_refuses_a_class_the_vc_does_not_allow_on_the_page(alice_client, user, make_job):
+    make_job(user, "queued", priority_class="test", priority=10)
+    page = alice_client.post("/jobs/alice~queued/priority/", {"priority_class": "crit"}, follow=True)
+    assert "jobPriorityClass: only admins and the users virtual cluster" in page.content.decode()
+    assert Job.objects.get(name="queued").priority_class == "test"
+
+
+def test_it_says_who_preempts_a_running_job(alice_client, user, make_job):
+    urgent = make_job(user, "urgent", priority_class="prod", priority=100)
+    make_job(user, "train", state="RUNNING", preempted_by=urgent, stop_deadline=timezone.now())
+    page = alice_client.get("/jobs/alice~train/").content.decode()
+    assert "Preempted by job alice~urgent of VC default." in page
+    assert 'name="priority_class"' not in page  # (no change once it runs)
+
+
 def test_it_shows_the_time_limit_and_the_time_left(alice_client, user, make_job):
     launched = timezone.now() - timedelta(minutes=10)
     make_job(user, "limited", state="RUNNING", time_limit_seconds=3600, launched_at=launched)

@@ -64,6 +64,15 @@ def test_it_filters_by_virtual_cluster(alice_client, user, make_job):
     assert "in-default" not in page
 
 
+def test_it_filters_by_priority_class(alice_client, user, make_job):
+    make_job(user, "urgent-one", priority_class="prod", priority=100)
+    make_job(user, "plain-one")
+    page = alice_client.get("/?priority=prod").content.decode()
+    assert "urgent-one" in page
+    assert "plain-one" not in page
+    assert '<option value="prod" selected>' in page
+
+
 def test_it_searches_by_name(alice_client, user, make_job):
     make_job(user, "resnet-50")
     make_job(user, "bert-large")

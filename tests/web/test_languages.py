@@ -24,3 +24,26 @@ def test_it_offers_both_languages_in_the_switcher(alice_client):
     page = alice_client.get("/").content.decode()
     assert 'value="en"' in page
     assert 'value="zh-hans"' in page
+
+
+def test_it_switches_the_sign_in_page_to_chinese_before_signing_in(client):
+    response = client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/login/?next=/submit/"})
+    assert (response.status_code, response["Location"]) == (302, "/login/?next=/submit/")
+    assert response.cookies["django_language"].value == "zh-hans"
+    assert "登录" in client.get("/login/?next=/submit/").content.decode()
+
+
+def test_it_lands_on_next_after_signing_in(client, user):
+    from tests.factories import password_for
+
+    response = client.post("/login/", {"username": "alice", "password": password_for("alice"), "next": "/submit/"})
+    assert response["Location"] == "/submit/"
+
+
+def test_it_never_lands_on_the_sign_in_page_or_the_language_switch_after_signing_in(client, user):
+    from tests.factories import password_for
+
+    for stale in ("/login/", "/login/?next=/", "/i18n/setlang/"):
+        response = client.post("/login/", {"username": "alice", "password": password_for("alice"), "next": stale})
+        assert response["Location"] == "/start/", stale
+        client.logout()

@@ -81,3 +81,16 @@ def test_it_translates_why_slurm_keeps_a_job_waiting_with_its_numbers():
         "预计于 2026-11-25 14:39 UTC",
     ):
         assert part in translated
+
+
+def test_it_translates_the_preemption_reasons():
+    with translation.override("zh-hans"):
+        preempting = translate_reason(
+            'preempting job(s) alice~train of VC "default" (a lower priority class) to make room for its whole '
+            "gang; it starts when they have ended (their grace period at most)"
+        )
+        preempted = translate_reason(
+            'Preempted by job alice~urgent of VC default; VC "default" quota: 4 of 8 CPUs used, job needs 6'
+        )
+    assert "alice~train" in preempting and "抢占" in preempting
+    assert "alice~urgent" in preempted and "抢占" in preempted and "配额" in preempted

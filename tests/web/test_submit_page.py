@@ -287,11 +287,12 @@ def test_it_never_echoes_a_secret_in_any_page_after_submit(alice_client):
 def test_it_submits_the_tools_and_data_of_the_form(alice_client):
     response = alice_client.post(
         "/submit/",
-        form_post(tools_shown="1", priority="crit", tensorboard="on", ssh_keys="", registry_username=""),
+        # (prod: crit is for admins and the users a VC names, refused for alice beside the field)
+        form_post(tools_shown="1", priority="prod", tensorboard="on", ssh_keys="", registry_username=""),
     )
     assert response.status_code == 302
     spec = Job.objects.get(name="from-form").spec
-    assert spec["extras"]["hivedScheduler"]["jobPriorityClass"] == "crit"
+    assert spec["extras"]["hivedScheduler"]["jobPriorityClass"] == "prod"
     plugins = spec["extras"]["com.microsoft.pai.runtimeplugin"]
     assert {"plugin": "ssh", "parameters": {"jobssh": False}} in plugins
     assert any(p["plugin"] == "tensorboard" for p in plugins)
@@ -318,3 +319,10 @@ def test_a_clone_asks_for_the_registry_password_again_beside_its_field(alice_cli
     response = alice_client.post("/submit/", post)
     assert response.status_code == 400
     assert "masked value" in response.context["job_errors"]["registry_password"][0]
+
+
+def test_it_refuses_crit_for_a_user_the_vc_does_not_name_beside_the_priority_field(alice_client):
+    response = alice_client.post("/submit/", form_post(tools_shown="1", priority="crit", ssh_keys=""))
+    assert response.status_code == 400
+    assert "only admins and the users virtual cluster" in response.content.decode()
+    assert not Job.objects.filter(name="from-form").exists()

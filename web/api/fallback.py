@@ -1,4 +1,5 @@
-"""What answers a path under /api/ that no route names.
+"""What answers a path under /api/ that no route names, and a request Django refuses before any
+route (handler400: a host not allowed, a header or path it cannot read).
 
 OpenPAI's REST server is an Express app, whose routes match with or without a trailing slash, so its
 clients send either (`POST /api/v2/users/`, `GET /api/v2/users/alice/`). Such a path is answered
@@ -11,7 +12,10 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
+from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
+
+from web.api.errors import API_ALIAS_PREFIX, is_v1_path
 
 
 @csrf_exempt  # the route it hands over to is a DRF view, which checks CSRF for session users itself
@@ -26,3 +30,14 @@ def no_such_route(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespon
             return match.func(request, *match.args, **match.kwargs)
     message = f"{request.method} {request.path} is not an API."
     return JsonResponse({"code": "NoApiError", "message": message}, status=404)
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 400 (a SuspiciousOperation before any view: a host not allowed, a path or header
+    it cannot read): `{code, message}` under /api/, Django's own page elsewhere."""
+    path = request.path_info or ""
+    if not path.removeprefix(API_ALIAS_PREFIX).startswith("/api/"):
+        return defaults.bad_request(request, exception)  # type: ignore[arg-type]
+    code = "InvalidParametersError" if is_v1_path(path) else "InvalidProtocolError"
+    said = str(exception or "") or "The request cannot be read."
+    return JsonResponse({"code": code, "message": f"Bad request: {said}"}, status=400)

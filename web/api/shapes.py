@@ -16,7 +16,6 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, JobState, JobTag, Task
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
-from jobs.protocol.spec import NormalizedSpec
 from scheduling.sharing import queue_place
 from web.fixes import fix_for
 
@@ -87,7 +86,6 @@ class SpecSummary(NamedTuple):
     role_count: int
     task_count: int
     gpu_count: int
-    priority_class: str | None
 
 
 class SpecSummaries:
@@ -110,7 +108,7 @@ class SpecSummaries:
         for start in range(0, len(missing), self.READ_BATCH):  # (SQLite caps the parameters of a query)
             batch = Job.objects.filter(pk__in=missing[start : start + self.READ_BATCH])
             for job_id, submitted, spec in batch.values_list("pk", SUMMARY_TIMES["created_ms"], "spec"):
-                summary = SpecSummary(*spec_totals(spec), job_priority_class(spec))
+                summary = SpecSummary(*spec_totals(spec))
                 found[job_id, submitted] = self._known[job_id, submitted] = summary
         return found
 
@@ -141,13 +139,14 @@ def job_summary(row: dict[str, Any], summary: SpecSummary, tags: list[str]) -> d
         "totalGpuNumber": summary.gpu_count,
         "totalTaskNumber": summary.task_count,
         "totalTaskRoleNumber": summary.role_count,
-        "jobPriority": summary.priority_class,
+        "jobPriority": row["priority_class"],
         "tags": tags,
     }
 
 
 SUMMARY_FIELDS = (
     "id",
+    "priority_class",
     "name",
     "owner__username",
     "state",
@@ -179,11 +178,6 @@ ATTEMPT_STATES = {"WAITING": "WAITING", "RUNNING": "RUNNING", "STOPPING": "STOPP
 
 def attempt_state(state: str) -> str:
     return ATTEMPT_STATES.get(state, state if state in ("SUCCEEDED", "FAILED") else "UNKNOWN")
-
-
-def job_priority_class(spec: NormalizedSpec) -> str | None:
-    """OpenPAI's `jobPriority`: the config's jobPriorityClass, null when it names none."""
-    return ((spec or {}).get("extras") or {}).get("hivedScheduler", {}).get("jobPriorityClass")
 
 
 def container_ip(task: Task) -> str | None:
@@ -306,7 +300,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
         "name": job.name,
         "debugId": str(job.pk),
         "tags": [tag.name for tag in job.tags.all()],
-        "jobPriority": job_priority_class(job.normalized),
+        "jobPriority": job.priority_class,  # the class it runs as (its VC's default when it names none)
         "jobStatus": {**job_status(job, tasks), **queue_status(job)},
         "taskRoles": roles,
     }

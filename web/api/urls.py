@@ -31,6 +31,7 @@ urlpatterns = [
     path(JOB, jobs_v2.JobDetailView.as_view(), name="api-job"),
     path(f"{JOB}/executionType", jobs_v2.ExecutionTypeView.as_view(), name="api-job-execution"),
     path(f"{JOB}/config", jobs_v2.JobConfigView.as_view(), name="api-job-config"),
+    path(f"{JOB}/jobPriority", jobs_v2.JobPriorityView.as_view(), name="api-job-priority"),
     path(f"{JOB}/ssh", jobs_v2.JobSshView.as_view(), name="api-job-ssh"),
     path(f"{JOB}/events", jobs_v2.JobEventsView.as_view(), name="api-job-events"),
     path(f"{JOB}/tag", jobs_v2.JobTagView.as_view(), name="api-job-tag"),

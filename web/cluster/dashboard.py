@@ -13,12 +13,15 @@ from django.db.models import QuerySet
 
 from clusters.models import Node
 from jobs.models import Job, JobState, Task, TaskSample, TaskState
+from scheduling.admission import never_fitting_jobs
 from scheduling.models import VcSample
 from scheduling.quota import cluster_usage, node_gpus
 
 IDLE_GPU_PERCENT = 5  # a held GPU busier than this on average is in use
 IDLE_WINDOW_S = 600  # ... averaged over the last ten minutes of samples
 LONGEST_WAITING = 10
+NEVER_FIT_SHOWN = 20
+WAITING_SCANNED = 2000  # the oldest waiting jobs looked at for both lists
 HISTORY_S = 24 * 3600
 
 
@@ -77,8 +80,31 @@ def idle_gpus(now: float) -> list[IdleGpus]:
     return idle
 
 
-def longest_waiting(jobs: QuerySet[Job]) -> list[Job]:
-    return list(jobs.filter(state=JobState.WAITING).order_by("created_at", "id")[:LONGEST_WAITING])
+@dataclass
+class Waiting:
+    """The longest real waits, and apart from them the jobs that can never fit (however long
+    they wait: they would fill the list and hide the real waits), each with why."""
+
+    jobs: list[Job]
+    never_fit: list[tuple[Job, str]]
+
+
+def longest_waiting(jobs: QuerySet[Job]) -> Waiting:
+    """The oldest waiting jobs, sorted by scheduling.admission's never-fits judgement (the
+    scheduler's), over the oldest WAITING_SCANNED waiting jobs."""
+    rows = list(
+        jobs.filter(state=JobState.WAITING)
+        .order_by("created_at", "id")
+        .values_list("pk", "virtual_cluster__name")[:WAITING_SCANNED]
+    )
+    never = never_fitting_jobs(rows)
+    waits = [job_id for job_id, _ in rows if job_id not in never][:LONGEST_WAITING]
+    never_ids = [job_id for job_id, _ in rows if job_id in never][:NEVER_FIT_SHOWN]
+    by_id = Job.objects.select_related("virtual_cluster", "owner").in_bulk(waits + never_ids)
+    return Waiting(
+        jobs=[by_id[job_id] for job_id in waits],
+        never_fit=[(by_id[job_id], never[job_id]) for job_id in never_ids],
+    )
 
 
 def node_rows() -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     shown = set(listed.filter(id__in=[row.task.job_id for row in idle]).values_list("id", flat=True))
     context = {
         "nodes": dashboard_data.node_rows(),
-        "waiting": dashboard_data.longest_waiting(listed),
+        "waiting": dashboard_data.longest_waiting(listed),  # .jobs and .never_fit
         "idle": [row for row in idle if row.task.job_id in shown],
         "idle_percent": dashboard_data.IDLE_GPU_PERCENT,
     }

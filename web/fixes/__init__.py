@@ -23,12 +23,13 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from clusters.models import Node
+from clusters.shares import vc_nodes
 from jobs.logs import masked_tail
 from jobs.models import Job, JobState, Task
 from jobs.protocol.exitspec import LOG_TAIL_BYTES, ExitCode, LogMatch, recorded_match
 from jobs.protocol.parsing import parse
 from jobs.usage import memory_limit_mb, peak_memory_mb
-from scheduling.quota import node_gpus, vc_nodes, vc_quota
+from scheduling.quota import node_gpus, vc_quota
 
 MEMORY_STEP_MB = 256
 MISSING_FILE = re.compile(r"[^\n]*(?:No such file or directory|can't open file)[^\n]*")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,14 +14,14 @@ from django.utils import timezone
 from django.utils.dateformat import format as format_date
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import translate_reason
+from web.error_text import translate_diagnostics, translate_reason
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 
 register = template.Library()
@@ -131,12 +132,16 @@ COMMAND_EXIT = re.compile(r"\(the command exited with code (-?\d+)\)")
 @register.filter
 def diagnostics_text(text: str) -> str:
     """Exit diagnostics with the exit spec's own words translated; what an engine said stays as it
-    said it."""
+    said it, and the log line quoted after LOG_SAYS is marked as the log's (translate="no")."""
+    text, says, log_line = text.partition(LOG_SAYS)
     for reason in sorted(EXIT_SPEC_TEXTS, key=len, reverse=True):
         if reason in text:
             text = text.replace(reason, gettext(reason))
-    text = text.replace(LOG_SAYS, gettext("; the log says: "))
-    return COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
+    text = COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
+    text = translate_diagnostics(text)
+    if not says:
+        return text
+    return format_html('{}{}<span translate="no">{}</span>', text, gettext("; the log says: "), log_line)
 
 
 @register.filter
@@ -299,3 +304,26 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
 def pending_text(reason: str) -> str:
     """Why a job waits, in the page's language where its shape is known."""
     return translate_reason(reason)
+
+
+@register.simple_tag
+def chart_labels() -> str:
+    """The charts' words in the page's language, as JSON for `data-chart-labels` (charts.js,
+    dashboard.js and usage.js read it; `{name}` is a VC or GPU type, `{mb}` a limit)."""
+    return json.dumps(
+        {
+            "time": gettext("Time"),
+            "gpus": gettext("GPUs"),
+            "jobs": pgettext("chart unit", "jobs"),
+            "cores": gettext("cores"),
+            "total": gettext("total"),
+            "limit": gettext("limit {mb} MB"),
+            "gpus_used": gettext("{name} GPUs used"),
+            "gpus_free": gettext("{name} GPUs free"),
+            "jobs_running": gettext("{name} jobs running"),
+            "jobs_waiting": gettext("{name} jobs waiting"),
+            "type_used": gettext("{name} used"),
+            "type_total": gettext("{name} total"),
+        },
+        ensure_ascii=False,
+    )

@@ -1,15 +1,19 @@
 """`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster.
 `createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's.
 Sharing inside the VC (each left as it was when not given; `none` clears a number):
-`--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`."""
+`--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`;
+priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`."""
 
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.db.models import Sum
 
-from clusters.models import VirtualCluster
+from clusters.models import PRIORITY_CLASS_CHOICES, VirtualCluster
+from clusters.shares import share_warnings
 from clusters.slurm_nodes import PartitionError, check_partition
 
 # Option -> what it sets (VirtualCluster fields of the same name with underscores).
@@ -46,6 +50,10 @@ class Command(BaseCommand):
         )
         parser.add_argument("--description", default="")
         parser.add_argument("--users", default="", help="comma-separated users allowed (empty: everyone)")
+        classes = [name for name, _ in PRIORITY_CLASS_CHOICES]
+        parser.add_argument("--default-class", choices=classes, help="class of a job that names none (test)")
+        parser.add_argument("--max-class", choices=classes, help="highest class a job may ask for (crit)")
+        parser.add_argument("--crit-users", default=None, help="comma-separated users besides admins who may use crit")
         parser.add_argument(
             "--queue",
             choices=[choice.value for choice in VirtualCluster.QueuePolicy],
@@ -80,16 +88,36 @@ class Command(BaseCommand):
             )
         defaults = {"share_percent": share, "description": options["description"], "slurm_partition": partition}
         defaults.update(self._sharing(options))
-        vc, created = VirtualCluster.objects.update_or_create(name=options["name"], defaults=defaults)
-        if options["users"]:
-            users = [u.strip() for u in options["users"].split(",") if u.strip()]
-            found = list(get_user_model().objects.filter(username__in=users))
-            missing = set(users) - {u.get_username() for u in found}
-            if missing:
-                raise CommandError(f"--users: unknown user(s): {', '.join(sorted(missing))}")
-            vc.allowed_users.set(found)
+        for option, field in (("default_class", "default_priority_class"), ("max_class", "max_priority_class")):
+            if options.get(option):
+                defaults[field] = options[option]
+        # Every check before any change: an unknown user leaves no VC behind (open to everyone).
+        users = self._users(options["users"], "--users")
+        crit_users = None if options.get("crit_users") is None else self._users(options["crit_users"], "--crit-users")
+        with transaction.atomic():
+            vc, created = VirtualCluster.objects.update_or_create(name=options["name"], defaults=defaults)
+            if users is not None:
+                vc.allowed_users.set(users)
+            if crit_users is not None:
+                vc.crit_users.set(crit_users)
         what = f"Slurm partition {partition}" if partition else f"{share}%"
         self.stdout.write(f"{'created' if created else 'updated'} virtual cluster {vc.name} ({what})")
+        for warning in share_warnings().values():
+            self.stderr.write(f"warning: {warning}")
+
+    def _users(self, names: str, option: str) -> list[Any] | None:
+        """The named users (None when no name is given), or an error naming the unknown ones."""
+        wanted = [name.strip() for name in names.split(",") if name.strip()]
+        if not wanted:
+            return None if option == "--users" else []
+        found = list(get_user_model().objects.filter(username__in=wanted))
+        missing = set(wanted) - {user.get_username() for user in found}
+        if missing:
+            raise CommandError(
+                f"{option}: unknown user(s): {', '.join(sorted(missing))}. Nothing was changed: add the users first "
+                "(in /admin/, Users), then run createvc again."
+            )
+        return found
 
     def _sharing(self, options: dict) -> dict:
         """The sharing fields the options name (others stay as they are)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -14,8 +15,9 @@ from rest_framework.request import Request
 from jobs import actions
 from jobs.models import Job, JobState, JobTag
 from jobs.protocol import mask_config_text
-from jobs.protocol.honoured import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
+from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
+from scheduling.admission import never_fits_reason
 from web.api import links, shapes
 from web.api.auth import is_application_token
 from web.api.errors import ApiError, is_v1_path, no_job
@@ -97,6 +99,46 @@ def submit(request: Request) -> Job:
             "The body must hold the job config (YAML or JSON).",
         )
     return actions.submit_job(request.user, text)
+
+
+# What a never-fits reason (clusters.placement) is about -> the resourcePerInstance key to change.
+NEVER_FITS_RESOURCES = (("GPUs", "gpu"), ("CPUs", "cpu"), ("memory", "memoryMB"), ("ports", "ports"))
+V1_FIELDS = {"gpu": "gpuNumber", "cpu": "cpuNumber", "memoryMB": "memoryMB", "ports": "portList"}
+
+
+def cannot_fit_warning(job: Job, *, v1: bool = False) -> dict[str, Any] | None:
+    """The submit answer's `warning` for a job that can never run on the cluster as it is
+    (scheduling.admission's judgement, the submit page's): the job is still accepted, as OpenPAI
+    accepted it (its clients expect 202/201 for a valid config, and nodes may yet be added), but
+    the answer says so, naming the field to change."""
+    reason = never_fits_reason(job)
+    if reason is None:
+        return None
+    return {
+        "code": "JobCannotFitWarning",
+        "field": _cannot_fit_field(job, reason, v1),
+        "message": f"This job can never run on the cluster as it is: {reason}. "
+        "Stop it, or submit it again asking for less.",
+    }
+
+
+def _cannot_fit_field(job: Job, reason: str, v1: bool) -> str | None:
+    """The field in the config as submitted: v2's path, or v1's (`taskRoles[0].cpuNumber`)."""
+    if reason.startswith("unknown virtual cluster"):
+        return "virtualCluster" if v1 else "defaults.virtualCluster"
+    roles = job.normalized["taskRoles"]
+    for word, key in NEVER_FITS_RESOURCES:
+        if re.search(rf"\b{word}\b", reason):
+            # The role asking the most of it per task (the one a smaller ask helps most).
+            role = max(roles, key=lambda name: _amount(roles[name]["resourcePerInstance"].get(key)))
+            if v1:
+                return f"taskRoles[{list(roles).index(role)}].{V1_FIELDS[key]}"
+            return f"taskRoles.{role}.resourcePerInstance.{key}"
+    return None
+
+
+def _amount(value: Any) -> int:
+    return sum(value.values()) if isinstance(value, dict) else int(value or 0)
 
 
 def _int_param(params: Any, name: str, default: int) -> int:

@@ -32,9 +32,14 @@ def v1_full_name(username: str, job_name: str) -> str:
 
 
 def created(request: Request, job: Job) -> Response:
-    """201 with Location and the job's detail (the job exists as soon as submit returns)."""
+    """201 with Location and the job's detail (the job exists as soon as submit returns), and a
+    `warning` when the job can never run on the cluster as it is (as v2's answer)."""
     location = reverse("api-v1-user-job", kwargs={"username": job.owner.get_username(), "job_name": job.name})
-    response = Response(common.detail(request, job), status=201)
+    body = common.detail(request, job)
+    warning = common.cannot_fit_warning(job, v1=True)
+    if warning:
+        body["warning"] = warning
+    response = Response(body, status=201)
     response["Location"] = request.build_absolute_uri(location)
     return response
 

@@ -23,6 +23,24 @@ from web.api.throttles import ListThrottle, SubmitThrottle
 from web.api.views import common
 
 ACCEPTED = inline_serializer("Accepted", {"status": serializers.IntegerField(), "message": serializers.CharField()})
+CANNOT_FIT = inline_serializer(
+    "CannotFitWarning",
+    {
+        "code": serializers.CharField(help_text="JobCannotFitWarning"),
+        "field": serializers.CharField(
+            allow_null=True, help_text="the config field to change, e.g. taskRoles.worker.resourcePerInstance.gpu"
+        ),
+        "message": serializers.CharField(help_text="why the job can never run on the cluster as it is"),
+    },
+)
+SUBMITTED = inline_serializer(
+    "Submitted",
+    {
+        "status": serializers.IntegerField(),
+        "message": serializers.CharField(),
+        "warning": CANNOT_FIT,
+    },
+)
 TAG_REQUEST = inline_serializer("JobTag", {"value": serializers.CharField(help_text="the tag, without commas")})
 TAG_DONE = inline_serializer("TagDone", {"status": serializers.IntegerField(), "message": serializers.CharField()})
 EXECUTION_REQUEST = inline_serializer("ExecutionType", {"value": serializers.ChoiceField(["STOP", "START"])})
@@ -58,11 +76,17 @@ class JobsView(APIView):
             "text/plain": OpenApiTypes.STR,
             "application/json": OpenApiTypes.OBJECT,
         },
-        responses={202: ACCEPTED},
+        responses={202: SUBMITTED},
     )
     def post(self, request: Request) -> Response:
+        """Submit a job. A job that can never run on the cluster as it is is still accepted, and the
+        answer holds a `warning` naming the field to change and why."""
         job = common.submit(request)
-        return accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
+        response = accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
+        warning = common.cannot_fit_warning(job)
+        if warning:
+            response.data["warning"] = warning
+        return response
 
 
 class JobDetailView(APIView):
@@ -75,6 +99,24 @@ class ExecutionTypeView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=EXECUTION_REQUEST, responses={202: ACCEPTED})
     def put(self, request: Request, full_name: str) -> Response:
         return accepted(common.execute(request, common.find_job(request, full_name)))
+
+
+PRIORITY_REQUEST = inline_serializer(
+    "JobPriorityClass", {"value": serializers.ChoiceField(["crit", "prod", "test", "oppo"])}
+)
+
+
+class JobPriorityView(APIView):
+    """`PUT /api/v2/jobs/<user>~<job>/jobPriority {"value": "prod"}`: a waiting job's priority
+    class (the owner and admins; checked against its VC as at submit)."""
+
+    @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=PRIORITY_REQUEST, responses={200: TAG_DONE})
+    def put(self, request: Request, full_name: str) -> Response:
+        job = common.find_job(request, full_name)
+        common.check_may_act_on(request, job)
+        value = request.data.get("value") if hasattr(request.data, "get") else None
+        job = actions.change_priority_class(job, request.user, value)
+        return Response({"status": 200, "message": f"Job {full_name} now has priority class {job.priority_class}."})
 
 
 class JobConfigView(APIView):

@@ -1,0 +1,148 @@
+"""Preemption inside a virtual cluster: placement's waiting jobs that a lower class's running jobs
+keep out (clusters.preemption decides which, pure), and the preempted jobs' ends.
+
+`decide` runs in the placing phase, right after placement: for each chosen victim the deadline is
+stored and its preemptor named (lifecycle.begin_preemption), then its tasks get SIGTERM. The victim
+stays RUNNING, holding its room, through its grace period; the waiting job says whom it preempts.
+`carry_out` runs early in each pass: a preempted job whose tasks have all ended, or whose deadline
+has passed, has everything removed and goes back to WAITING free of charge
+(lifecycle.requeue_preempted: its attempt ends with the exit spec's -1003), which frees the room
+the placing phase then gives the preemptor. A restart in between keeps every deadline (stored) and
+starts nothing twice (a preempted job's unstarted tasks never start; its ended ones are ended here
+only, not by the ending phase).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from clusters.placement import JobRequest, NodeState, PlacementResult, VcState
+from clusters.preemption import Holding, Preemption, RunningJob, plan_preemptions
+from jobs import lifecycle
+from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.exitspec import ExitCode, exit_info
+from scheduling import quota
+from scheduling.backends import Backends
+from scheduling.guard import job_guard
+from scheduling.teardown import stop_job
+from scheduling.terminating import Terminator, grace_of
+
+PREEMPTED = "Preempted by "  # how lifecycle.requeue_preempted's waiting reason begins
+
+
+def with_preempted_note(said: str, reason: str) -> str:
+    """A preempted job's waiting reason keeps saying who preempted it, before why it waits now."""
+    if not said.startswith(PREEMPTED):
+        return reason
+    note = said.split("; ", 1)[0]
+    return reason if reason.startswith(note) else f"{note}; {reason}"
+
+
+RUNNING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state")
+
+
+class Preempter:
+    def __init__(self, terminator: Terminator, specs: quota.SpecCache, backends: Backends) -> None:
+        self.terminator = terminator
+        self.specs = specs
+        self.backends = backends
+
+    def decide(
+        self, nodes: list[NodeState], vcs: dict[str, VcState], requests: list[JobRequest], result: PlacementResult
+    ) -> dict[int, str]:
+        """Begin the preemptions placement's result calls for; the waiting reason of each job that
+        preempts (or waits for jobs preempted already), by job id."""
+        waiting = [job for job in requests if job.key in result.pending and job.key not in result.never_fits]
+        if not waiting:
+            return {}
+        top: dict[str, int] = {}  # VC -> its highest waiting class
+        for job in waiting:
+            top[job.vc] = max(top.get(job.vc, job.priority), job.priority)
+        running = self._running_jobs(top)
+        if not running:
+            return {}
+        plans = plan_preemptions(nodes, vcs, [job for job in requests if job.vc in top], running, result)
+        return {key: self._begin(plan) for key, plan in plans.items()}
+
+    def _begin(self, plan: Preemption) -> str:
+        by = Job.objects.select_related("owner", "virtual_cluster").get(pk=plan.job)
+        now = timezone.now()
+        victims = Job.objects.select_related("owner").in_bulk(list(plan.victims) + list(plan.awaiting))
+        for victim_id in plan.victims:
+            victim = victims[victim_id]
+            grace = grace_of(victim)
+            with job_guard(victim_id, self.backends, "preempt it"):
+                if lifecycle.begin_preemption(victim_id, by, now + timedelta(seconds=grace), grace):
+                    victim.refresh_from_db()
+                    self.terminator.signal(victim, list(victim.tasks.select_related("node")))
+        names = ", ".join(victims[key].full_name for key in plan.victims + plan.awaiting if key in victims)
+        return (
+            f'preempting job(s) {names} of VC "{plan.vc}" (a lower priority class) to make room for its whole '
+            "gang; it starts when they have ended (their grace period at most)"
+        )
+
+    def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:
+        """The running jobs of these VCs that could make room: those below the VC's highest waiting
+        class, and those being ended already (preempted, or stopping: their room is coming free)."""
+        lower = Q(priority__lt=max(top.values())) | Q(stop_deadline__isnull=False) | Q(state=JobState.STOPPING)
+        rows = list(
+            Job.objects.filter(
+                lower, state__in=[JobState.RUNNING, JobState.STOPPING], virtual_cluster__name__in=list(top)
+            ).values_list(
+                "pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state"
+            )
+        )
+        rows = [row for row in rows if row[2] < top[row[1]] or row[5] is not None or row[6] == JobState.STOPPING]
+        if not rows:
+            return []
+        specs = self.specs.get_many(row[0] for row in rows)
+        gpu_types = quota.node_gpus()
+        holdings: dict[int, list[Holding]] = defaultdict(list)
+        tasks = Task.objects.filter(job_id__in=[row[0] for row in rows], state=TaskState.RUNNING, node__isnull=False)
+        for job_id, role, node_id, node_name, gpus, ports in tasks.values_list(
+            "job_id", "role", "node_id", "node__name", "gpus", "ports"
+        ):
+            res = quota.task_resources(specs[job_id], role)
+            types = gpu_types.get(node_id, {})
+            holdings[job_id].append(
+                Holding(
+                    node=node_name,
+                    gpus={int(index): types.get(int(index), "") for index in gpus},
+                    cpu=res.cpu,
+                    memory_mb=res.memory_mb,
+                    ports=frozenset(port for numbers in ports.values() for port in numbers),
+                )
+            )
+        return [
+            RunningJob(
+                key=pk,
+                vc=vc,
+                priority=priority,
+                started=(launched or created).timestamp(),
+                holdings=holdings[pk],
+                terminating=deadline is not None or state == JobState.STOPPING,
+            )
+            for pk, vc, priority, launched, created, deadline, state in rows
+        ]
+
+    def carry_out(self) -> bool:
+        """Preempted jobs whose tasks have all ended, or whose grace is over: their tasks removed,
+        the jobs back in the queue. True when any went back (their room is free)."""
+        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False))
+        info = exit_info(ExitCode.PREEMPTED_FOR_CRITICAL_POD)
+        now = timezone.now()
+        changed = False
+        for job in jobs:
+            with job_guard(job.pk, self.backends, "end its preempted attempt"):
+                tasks = list(job.tasks.select_related("node"))
+                self.terminator.signal(job, tasks)  # (once per scheduler: again after a restart)
+                done, codes = self.terminator.over(job, tasks, now)
+                if not done:
+                    continue
+                stop_job(job, self.backends, tasks=tasks)
+                changed = lifecycle.requeue_preempted(job, info.code, info.phrase, codes) or changed
+        return changed

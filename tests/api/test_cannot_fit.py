@@ -1,0 +1,46 @@
+"""A job that can never fit its VC is accepted (OpenPAI's clients expect 202/201 for a valid
+config) with a `warning` naming the field to change and why (issue 36)."""
+
+import json
+
+import pytest
+
+from clusters.models import Node
+from tests.factories import v1_json, v2_yaml
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def small_node(default_vc) -> Node:
+    return Node.objects.create(name="small", address="10.0.0.9", cpus=2, memory_mb=4096)
+
+
+def test_it_warns_in_the_v2_submit_answer_that_a_job_can_never_fit(submit_yaml, small_node):
+    response = submit_yaml(v2_yaml("huge", cpu=64))
+    assert response.status_code == 202
+    assert response.json()["warning"] == {
+        "code": "JobCannotFitWarning",
+        "field": "taskRoles.worker.resourcePerInstance.cpu",
+        "message": 'This job can never run on the cluster as it is: VC "default" quota is 2 CPUs in all, '
+        "job needs 64 (it can never fit). Stop it, or submit it again asking for less.",
+    }
+
+
+def test_it_gives_no_warning_for_a_job_that_fits(submit_yaml, small_node):
+    response = submit_yaml(v2_yaml("small"))
+    assert response.status_code == 202
+    assert "warning" not in response.json()
+
+
+def test_it_names_the_memory_field_of_a_job_bigger_than_its_vc(submit_yaml, small_node):
+    response = submit_yaml(v2_yaml("greedy", memory_mb=65536))
+    assert response.json()["warning"]["field"] == "taskRoles.worker.resourcePerInstance.memoryMB"
+
+
+def test_it_warns_in_the_v1_submit_answer_that_a_job_can_never_fit(alice, small_node):
+    body = json.loads(v1_json("huge-v1"))
+    body["taskRoles"][0]["cpuNumber"] = 64
+    response = alice.post("/api/v1/jobs", data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 201
+    assert response.json()["warning"]["field"] == "taskRoles[0].cpuNumber"

@@ -1,0 +1,201 @@
+"""A node's lane (scheduling.executors): only an answer within its call's deadline is an answer; a
+start has a deadline too, and one that runs past it is neither failed nor started again (its
+container is adopted once it ends); the sampler's calls go on the lanes as well."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from clusters.executors.base import Executor, ResourceSample, TaskHandle, TaskLaunch
+from clusters.executors.registry import executor_for
+from clusters.models import Node
+from jobs.models import JobState, Task, TaskSample, TaskState
+from scheduling import executors
+from scheduling.executors import Bulkheaded, Lane, NodeSilent
+from scheduling.sampler import Sampler
+from tests.factories import create_job
+from tests.scheduler.conftest import role, v2_job
+
+DEADLINE_S = 0.3
+
+
+@pytest.fixture
+def deadline(settings):
+    settings.PAI_NODE_CALL_DEADLINE_SECONDS = DEADLINE_S
+
+
+def late(seconds: float) -> Any:
+    def call() -> str:
+        time.sleep(seconds)
+        return "answer"
+
+    return call
+
+
+def until(condition, timeout: float = 5.0) -> None:
+    limit = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < limit, "timed out"
+        time.sleep(0.01)
+
+
+def test_it_counts_no_answer_that_came_after_its_deadline(deadline):
+    lane = Lane("slow")
+    with pytest.raises(NodeSilent):
+        lane.call("ping", late(DEADLINE_S + 0.2))
+    until(lambda: not lane.busy())
+
+    assert lane.last_answer is None and not lane.answering
+    assert "past its deadline" in lane.silence()
+    assert lane.silent_for() >= DEADLINE_S + 0.2
+
+
+def test_it_waits_no_longer_than_a_probe_for_a_node_that_answered_late(deadline):
+    lane = Lane("slow")
+    with pytest.raises(NodeSilent):
+        lane.call("poll", late(DEADLINE_S + 0.2))
+    until(lambda: not lane.busy())
+
+    asked = time.monotonic()
+    with pytest.raises(NodeSilent):
+        lane.call("poll", late(DEADLINE_S + 0.2))
+    assert time.monotonic() - asked < executors.PROBE_WAIT_S + 0.1
+
+
+def test_a_probe_answered_within_the_deadline_brings_the_node_back(deadline):
+    lane = Lane("slow")
+    with pytest.raises(NodeSilent):
+        lane.call("ping", late(DEADLINE_S + 0.2))
+    until(lambda: not lane.busy())
+    with pytest.raises(NodeSilent):  # (a probe: waited for briefly, but its answer is in time)
+        lane.call("ping", late(executors.PROBE_WAIT_S + 0.05))
+    until(lambda: not lane.busy())
+
+    assert lane.answering and lane.last_answer is not None
+
+
+# --- starts -----------------------------------------------------------------------------------
+
+
+class HeldStarts(Executor):
+    """The node's real executor, whose starts wait until released (an engine frozen between
+    placement and the container's start); counts them."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.release = threading.Event()
+        self.starts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.executor, name)
+
+    def start(self, launch: TaskLaunch) -> TaskHandle:
+        self.starts += 1
+        self.release.wait(30)
+        return self.executor.start(launch)
+
+    def poll(self, handle):
+        return self.executor.poll(handle)
+
+    def stop(self, handle, *, keep: bool = False) -> None:
+        self.executor.stop(handle, keep=keep)
+
+    def list_running(self):
+        return self.executor.list_running()
+
+
+@pytest.fixture
+def held_node(process_node, monkeypatch, deadline):
+    held = HeldStarts(executor_for("process", process_node.address))
+    node = Bulkheaded(held, Lane(process_node.name))
+    monkeypatch.setattr(executors, "node_executor", lambda _node: node)
+    yield held
+    held.release.set()
+
+
+def test_a_start_past_its_deadline_holds_no_pass_and_is_adopted_not_started_twice(
+    held_node, submit, scheduler, run_until
+):
+    job = submit(v2_job("held", role("worker", "sleep 30")))
+    began = time.monotonic()
+    scheduler.run_once()
+    assert time.monotonic() - began < 3 * DEADLINE_S + 1.0
+    task = Task.objects.get(job=job)
+    assert (task.state, task.executor_id, held_node.starts) == (TaskState.RUNNING, "", 1)
+    scheduler.run_once()  # (its start still runs: neither failed nor started again)
+    assert held_node.starts == 1 and Task.objects.get(pk=task.pk).executor_id == ""
+
+    held_node.release.set()
+    limit = time.monotonic() + 20
+    while not Task.objects.get(pk=task.pk).executor_id:
+        assert time.monotonic() < limit, "the held start was never adopted"
+        scheduler.run_once()
+        time.sleep(0.05)
+
+    task.refresh_from_db()
+    assert held_node.starts == 1 and task.attempt == 1 and task.state == TaskState.RUNNING
+    assert len(held_node.list_running()) == 1
+    assert job.attempts.count() == 0
+
+
+# --- the sampler ------------------------------------------------------------------------------
+
+
+class HungSample(Executor):
+    """An engine whose every call hangs until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(name)
+
+    def start(self, launch):
+        raise AssertionError("start")
+
+    def poll(self, handle):
+        raise AssertionError("poll")
+
+    def stop(self, handle, *, keep: bool = False) -> None:
+        raise AssertionError("stop")
+
+    def list_running(self):
+        raise AssertionError("list_running")
+
+    def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
+        self.release.wait(30)
+        return {}
+
+
+class Answers(HungSample):
+    def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
+        return {handle.executor_id: ResourceSample(cpu_seconds=1, memory_bytes=2**20) for handle in handles}
+
+
+@pytest.mark.django_db
+def test_a_hung_engine_costs_the_sampler_one_round_once_and_the_other_nodes_nothing(user, settings, monkeypatch):
+    settings.PAI_SAMPLE_SECONDS = 0.5
+    settings.PAI_NODE_CALL_DEADLINE_SECONDS = 0.1
+    hung, fine = (Node.objects.create(name=name, executor="docker", docker_url=f"tcp://{name}:2375") for name in "ab")
+    for node in (hung, fine):
+        job = create_job(user, f"on-{node.name}", state=JobState.RUNNING)
+        Task.objects.filter(job=job).update(state=TaskState.RUNNING, node=node, executor_id=f"c-{node.name}")
+    hanging = HungSample()
+    per_node = {hung.pk: Bulkheaded(hanging, Lane("a")), fine.pk: Bulkheaded(Answers(), Lane("b"))}
+    monkeypatch.setattr(executors, "node_executor", lambda node: per_node[node.pk])
+    try:
+        rounds = []
+        for _ in range(2):
+            began = time.monotonic()
+            stored = Sampler(gpu_reader=dict).sample_once()
+            rounds.append((time.monotonic() - began, stored))
+    finally:
+        hanging.release.set()
+
+    assert rounds[0][0] < settings.PAI_SAMPLE_SECONDS + 0.5 and rounds[0][1] == 1
+    assert rounds[1][0] < 0.3 and rounds[1][1] == 1
+    assert set(TaskSample.objects.values_list("task__node__name", flat=True)) == {"b"}

@@ -1,0 +1,67 @@
+"""VC shares on a small cluster and `createvc` (issue 36): 60 % and 40 % of 2 CPUs are one CPU
+each; a share that comes to nothing is warned of; createvc changes nothing when it fails."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from clusters.models import Node, VirtualCluster
+from scheduling.quota import cluster_usage
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_cpus(default_vc) -> Node:
+    return Node.objects.create(name="small", address="10.0.0.8", cpus=2, memory_mb=4096)
+
+
+def test_it_gives_research_at_40_percent_of_two_cpus_one_cpu(two_cpus, default_vc):
+    default_vc.share_percent = 60
+    default_vc.save()
+    VirtualCluster.objects.create(name="research", share_percent=40)
+    vcs = cluster_usage(list(Node.objects.all())).vcs
+    assert (vcs["default"].limit.cpu, vcs["research"].limit.cpu) == (1, 1)
+
+
+@pytest.fixture
+def starved(two_cpus, default_vc) -> VirtualCluster:
+    """Three VCs of about a third of 2 CPUs: one of them gets none."""
+    default_vc.share_percent = 34
+    default_vc.save()
+    VirtualCluster.objects.create(name="b", share_percent=33)
+    return VirtualCluster.objects.create(name="c", share_percent=33)
+
+
+def test_it_warns_on_the_cluster_page_of_a_vc_whose_share_is_no_cpu(alice_client, starved):
+    page = alice_client.get("/cluster/").content.decode()
+    assert "The share of VC c (33%) gives it none of the cluster&#x27;s 2 CPUs" in page
+
+
+def test_it_warns_in_the_admin_vc_list_of_a_vc_whose_share_is_no_cpu(admin_client, starved):
+    page = admin_client.get("/admin/clusters/virtualcluster/").content.decode()
+    assert "The share of VC c (33%) gives it none of the cluster&#x27;s 2 CPUs" in page
+
+
+def test_createvc_warns_of_a_vc_whose_share_is_no_cpu(two_cpus, default_vc):
+    call_command("createvc", "default", "--share", "34", stdout=io.StringIO())
+    call_command("createvc", "b", "--share", "33", stdout=io.StringIO())
+    err = io.StringIO()
+    call_command("createvc", "c", "--share", "33", stdout=io.StringIO(), stderr=err)
+    assert "warning: The share of VC c (33%) gives it none of the cluster's 2 CPUs" in err.getvalue()
+
+
+def test_createvc_with_an_unknown_user_creates_no_vc(default_vc, user):
+    with pytest.raises(CommandError, match=r"--users: unknown user\(s\): bob\. Nothing was changed"):
+        call_command("createvc", "research", "--share", "40", "--users", "alice,bob", stdout=io.StringIO())
+    assert not VirtualCluster.objects.filter(name="research").exists()
+
+
+def test_createvc_with_an_unknown_user_leaves_an_existing_vc_as_it_was(default_vc, user):
+    default_vc.allowed_users.set([user])
+    with pytest.raises(CommandError):
+        call_command("createvc", "default", "--share", "10", "--users", "bob", stdout=io.StringIO())
+    default_vc.refresh_from_db()
+    assert default_vc.share_percent == 100
+    assert list(default_vc.allowed_users.all()) == [user]
