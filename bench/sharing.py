@@ -455,8 +455,10 @@ def build_cluster(trace: Trace, gpus: int, policy: Policy) -> tuple[dict[str, An
     Gpu.objects.bulk_create(Gpu(node=node, index=g, gpu_type=gpu_type) for node in nodes for g in range(GPUS_PER_NODE))
     model = get_user_model()
     users = {name: model.objects.create_user(name) for name in sorted({job.user for job in trace.jobs})}
-    total = count * GPUS_PER_NODE
-    return users, {vc.name: int(total * vc.share / 100) for vc in trace.vcs}
+    from scheduling import quota
+
+    quotas = quota.vc_quotas(list(Node.objects.all()), quota.node_gpus())  # (the portal's own rule)
+    return users, {name: limit.gpu for name, limit in quotas.items()}
 
 
 def job_text(job: TraceJob, policy: Policy) -> str:

@@ -68,3 +68,19 @@ def test_it_generates_gangs_that_fit_their_vcs_quota():
     assert {job.tasks for job in trace.jobs} >= {1, 16}
     assert {job.gpus for job in trace.jobs} == {1, 2, 4, 8}
     assert {job.job_class for job in trace.jobs} == {"prod", "test", "oppo"}
+
+
+def test_it_preempts_while_another_vc_places_a_job_in_the_same_pass(db, settings, tmp_path):
+    """A prod job of VC a preempts a's test job in the pass that places VC b's job: the pass used to
+    fail (preemption looked up b's placed job among a's requests only) and so did every pass after."""
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    vcs = [sharing.TraceVc("vc-a", 50), sharing.TraceVc("vc-b", 50)]
+
+    def job(name: str, vc: str, job_class: str, arrival: float, gpus: int) -> sharing.TraceJob:
+        return sharing.TraceJob(name, vc, f"{vc}-u0", job_class, arrival, 1, gpus, 3600, 5)
+
+    trace = sharing.Trace(vcs, [job("low", "vc-a", "test", 0, 8), job("high", "vc-a", "prod", 100, 8)])
+    trace.jobs.append(job("other", "vc-b", "test", 100, 4))
+    (run,) = sharing.simulate(trace, [sharing.POLICIES["sharing"]], gpus=16)
+    assert (run.jobs_ended, run.preemptions, run.lost_gpu_hours) == (3, 1, 0)
+    assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S
