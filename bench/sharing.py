@@ -483,7 +483,10 @@ class Simulation:
         self.pass_times: list[float] = []
         self.busy_gpu_s = self.all_gpu_s = self.queued_busy_s = self.queued_all_s = 0.0
         self.quota_overruns = 0
-        self.preempting_since: dict[int, float] = {}  # a job that preempts -> when it began to
+        # a job that preempts -> when each of its preemptions began (the pass after which its victim
+        # was first seen preempted by it)
+        self.preempting_since: dict[int, list[float]] = defaultdict(list)
+        self.victims_seen: set[tuple[int, int, int]] = set()  # (victim, its attempt, preemptor)
 
     def run(self) -> Run:
         from jobs.models import Job, JobState
@@ -576,8 +579,11 @@ class Simulation:
             from jobs.models import Job
 
             now = self.clock.sim()
-            for by in Job.objects.filter(preempted_by__isnull=False).values_list("preempted_by_id", flat=True):
-                self.preempting_since.setdefault(by, now)
+            victims = Job.objects.filter(preempted_by__isnull=False).values_list("pk", "job_attempt", "preempted_by_id")
+            for victim in victims:
+                if victim not in self.victims_seen:
+                    self.victims_seen.add(victim)
+                    self.preempting_since[victim[2]].append(now)
 
     def _next_deadline(self) -> float | None:
         """The next grace deadline (a preempted job's tasks are killed then), sim seconds."""
@@ -600,11 +606,8 @@ class Simulation:
         jobs = list(self.jobs.values())
         preemption = in_build()["preemption"]
         warm = sorted(self.pass_times[1:]) or self.pass_times
-        reclaim = sorted(  # from the pass that began its preemptions to its start
-            min(start for start in self.jobs[key].starts if start >= since) - since
-            for key, since in self.preempting_since.items()
-            if key in self.jobs and any(start >= since for start in self.jobs[key].starts)
-        )
+        waits = (self._reclaim(key, since) for key, since in self.preempting_since.items())
+        reclaim = sorted(wait for wait in waits if wait is not None)
         return Run(
             policy=self.policy.name,
             features=self.features,
@@ -625,6 +628,16 @@ class Simulation:
             quota_overruns=self.quota_overruns,
             quota_overruns_allowed=bool(self.features.get("borrowing")),
         )
+
+    def _reclaim(self, key: int, since: list[float]) -> float | None:
+        """From the last preemption a job began before it started to its start (None: it never
+        started after one). A job whose freed room a higher one took preempts again: the last one
+        counts (the earlier ones show in its class's waits)."""
+        job = self.jobs.get(key)
+        start = min((start for start in job.starts if start >= since[0]), default=None) if job else None
+        if start is None:
+            return None
+        return start - max(begun for begun in since if begun <= start)
 
 
 def _pct(values: list[float], percent: float) -> float:
