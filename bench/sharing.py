@@ -426,6 +426,8 @@ class Run:
     lost_gpu_hours: float | None
     # p50, p95, max of a preempting job's wait from the pass that began its preemptions to its start
     reclaim_s: tuple[float, float, float] | None
+    # the reclaims past the grace + a tick + 1 s: (trace job id, class, VC, GPUs, seconds)
+    reclaim_late: list[tuple[str, str, str, int, float]]
     pass_ms: tuple[float, float, float]  # p50, p95, max (the first, cold pass left out)
     passes: int
     jobs_ended: int
@@ -597,6 +599,12 @@ class Simulation:
         return deadline.timestamp() - self.clock.origin if deadline is not None else None
 
     @property
+    def grace_s(self) -> float:
+        from django.conf import settings
+
+        return float(getattr(settings, "PAI_GRACE_SECONDS", 0))
+
+    @property
     def features(self) -> dict[str, bool | None]:
         if not hasattr(self, "_features"):
             self._features = features(self.policy)
@@ -606,8 +614,15 @@ class Simulation:
         jobs = list(self.jobs.values())
         preemption = in_build()["preemption"]
         warm = sorted(self.pass_times[1:]) or self.pass_times
-        waits = (self._reclaim(key, since) for key, since in self.preempting_since.items())
-        reclaim = sorted(wait for wait in waits if wait is not None)
+        waits = {key: self._reclaim(key, since) for key, since in self.preempting_since.items()}
+        reclaim = sorted(wait for wait in waits.values() if wait is not None)
+        bound = self.grace_s + self.tick_s + 1
+        late = [
+            (job.id, job.job_class, job.vc, job.total_gpus, wait)
+            for key, wait in waits.items()
+            if wait is not None and wait > bound
+            for job in [self.jobs[key].trace]
+        ]
         return Run(
             policy=self.policy.name,
             features=self.features,
@@ -620,6 +635,7 @@ class Simulation:
             preemptions=sum(job.preemptions for job in jobs) if preemption else None,
             lost_gpu_hours=sum(job.lost_gpu_s for job in jobs) / 3600 if preemption else None,
             reclaim_s=(_pct(reclaim, 50), _pct(reclaim, 95), reclaim[-1]) if reclaim else None,
+            reclaim_late=late,
             pass_ms=(1000 * _pct(warm, 50), 1000 * _pct(warm, 95), 1000 * warm[-1]),
             passes=len(self.pass_times),
             jobs_ended=ended,
@@ -721,6 +737,10 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         (
             "reclaim: preemption begun -> started, p50 / p95 / max (s)",
             cells(lambda r: "n/a" if r.reclaim_s is None else " / ".join(f"{v:.0f}" for v in r.reclaim_s)),
+        ),
+        (
+            "reclaims over the grace + a tick",
+            cells(lambda r: "n/a" if r.reclaim_s is None else str(len(r.reclaim_late))),
         ),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
         ("passes", cells(lambda r: str(r.passes))),
