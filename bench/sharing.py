@@ -244,11 +244,11 @@ class SimClock:
         from django.utils import timezone
 
         saved = timezone.now, time.time, time.monotonic
-        timezone.now, time.time, time.monotonic = self.now, self.time, self.monotonic  # type: ignore[assignment]
+        timezone.now, time.time, time.monotonic = self.now, self.time, self.monotonic
         try:
             yield
         finally:
-            timezone.now, time.time, time.monotonic = saved  # type: ignore[assignment]
+            timezone.now, time.time, time.monotonic = saved
 
 
 # ---- the fake executor --------------------------------------------------------------------------
@@ -499,8 +499,8 @@ class Simulation:
         users, quotas = build_cluster(self.trace, self.gpus, self.policy)
         self.gpus = math.ceil(self.gpus / GPUS_PER_NODE) * GPUS_PER_NODE
         saved = executors.node_executor, launch.storage.launch_mounts
-        executors.node_executor = lambda node: self.executor  # type: ignore[assignment]
-        launch.storage.launch_mounts = lambda *args, **kwargs: []  # type: ignore[assignment]  (no user areas)
+        executors.node_executor = lambda node: self.executor
+        launch.storage.launch_mounts = lambda *args, **kwargs: []  # (no user areas: no files written)
         try:
             scheduler = Scheduler(holder=f"sim-{self.policy.name}")
             with self.clock.installed():
@@ -509,7 +509,7 @@ class Simulation:
                 finally:
                     scheduler.release_lease()
         finally:
-            executors.node_executor, launch.storage.launch_mounts = saved  # type: ignore[assignment]
+            executors.node_executor, launch.storage.launch_mounts = saved
         ended = Job.objects.filter(state__in=[JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED]).count()
         return self._result(ended, time.perf_counter() - began)
 
