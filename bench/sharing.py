@@ -175,9 +175,9 @@ class Policy:
 
 POLICIES = {
     "strict": Policy("strict"),
-    # `lends_idle_gpus`: the VC's idle quota may be borrowed (borrowing and reclaim, issue 30); the
-    # name is a placeholder until that feature lands (then: its VC field, set here).
-    "sharing": Policy("sharing", {"queue_policy": "fair-share", "lends_idle_gpus": True}, job_classes=True),
+    # Every VC fair-share and lending its idle quota (oppo jobs borrow it: PAI_BORROWING_CLASSES);
+    # jobs send their class, so a higher one preempts a lower one, and owners reclaim what is lent.
+    "sharing": Policy("sharing", {"queue_policy": "fair-share", "lends_idle_quota": True}, job_classes=True),
 }
 
 
@@ -192,7 +192,7 @@ def in_build() -> dict[str, bool]:
         "fair share": "queue_policy" in vc_fields,
         "classes": True,  # (extras.hivedScheduler.jobPriorityClass orders a VC's queue since issue 30's start)
         "preemption": "preempted_by" in job_fields,
-        "borrowing": "lends_idle_gpus" in vc_fields,
+        "borrowing": "lends_idle_quota" in vc_fields,
     }
 
 
@@ -203,7 +203,7 @@ def features(policy: Policy) -> dict[str, bool | None]:
         "fair share": policy.vc_settings.get("queue_policy") == "fair-share",
         "classes": policy.job_classes,
         "preemption": policy.job_classes,  # (a higher class preempts a lower one where the build can)
-        "borrowing": bool(policy.vc_settings.get("lends_idle_gpus")),
+        "borrowing": bool(policy.vc_settings.get("lends_idle_quota")),
     }
     built = in_build()
     return {name: (None if wanted and not built[name] else wanted) for name, wanted in asked.items()}

@@ -30,6 +30,7 @@ class VirtualClusterForm(forms.ModelForm):
             "default_priority_class",
             "max_priority_class",
             "crit_users",
+            "lends_idle_quota",
         )
 
     def __init__(self, *args, **kwargs) -> None:
@@ -49,6 +50,11 @@ class VirtualClusterForm(forms.ModelForm):
         if default and maximum and default > maximum:
             self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
         return cleaned
+
+    def clean_lends_idle_quota(self) -> bool:
+        if self.cleaned_data.get("lends_idle_quota") and (self.cleaned_data.get("slurm_partition") or "").strip():
+            raise forms.ValidationError(_("a Slurm VC never lends: Slurm places its jobs"))
+        return bool(self.cleaned_data.get("lends_idle_quota"))
 
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
@@ -157,6 +163,7 @@ label(
         "default_priority_class": _("Default priority class"),
         "max_priority_class": _("Highest priority class"),
         "crit_users": _("Users who may use crit"),
+        "lends_idle_quota": _("Lends its idle quota"),
         "created_at": _("Created at"),
         "allowed_users": _("Allowed users"),
     },

@@ -72,19 +72,29 @@ class VirtualCluster(models.Model):
         max_length=8,
         choices=PRIORITY_CLASS_CHOICES,
         default="test",
-        help_text="The class of a job that names none.",
+        help_text=_("The class of a job that names none."),
     )
     max_priority_class = models.CharField(
         max_length=8,
         choices=PRIORITY_CLASS_CHOICES,
         default="crit",
-        help_text="The highest class a job may ask for (crit: also only admins and the users named below).",
+        help_text=_("The highest class a job may ask for (crit: also only admins and the users named below)."),
     )
     crit_users = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         blank=True,
         related_name="crit_virtual_clusters",
-        help_text="Users besides admins who may submit `crit` jobs here (when the highest class allows it).",
+        help_text=_("Users besides admins who may submit `crit` jobs here (when the highest class allows it)."),
+    )
+    # Borrowing (README "Borrowing and reclaim"): other VCs' borrowing jobs (PAI_BORROWING_CLASSES)
+    # may run on this VC's idle quota, and are preempted when its own jobs need the room back.
+    # PAI_LEND_IDLE_QUOTA makes every VC lend. A Slurm VC never lends (Slurm places its jobs).
+    lends_idle_quota = models.BooleanField(
+        default=False,
+        help_text=_(
+            "Other VCs' borrowing jobs may run on this VC's idle quota; they are preempted when its own jobs "
+            "need the room back."
+        ),
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

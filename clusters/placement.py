@@ -12,6 +12,11 @@ Rules (README "Scheduling"):
   than any node) does not block its VC; a waiting job never holds back jobs of another VC;
 - a VC's per-user GPU cap holds a job whose owner's jobs would hold more than the cap; it does
   not block the VC (other users' jobs go on);
+- borrowing (README "Borrowing and reclaim"): a job that may borrow (`JobRequest.may_borrow`)
+  and that its own VC's quota refuses runs on the idle quota of a lending VC
+  (`VcState.lends`) that has no waiting job of its own this pass and room for the whole job
+  (the one with the most idle room); it then counts against that VC's quota
+  (`PlacementResult.borrowed`), which takes it back by preemption (clusters.preemption);
 - a job goes on one node when one can hold it (the node with the fewest free GPUs that do, so
   big holes stay for big jobs), else it is spread biggest task first, each task onto a node
   the job already uses, else onto the node with the most free GPUs; the nodes of a spread job
@@ -67,6 +72,7 @@ class VcState:
     fair_share: bool = False  # its queue goes by its users' recent usage (JobRequest.usage), not FIFO
     user_gpu_limit: int | None = None  # most GPUs one user's jobs may hold in it at once
     gpus_by_user: dict[str, int] = field(default_factory=dict)  # what each user's running jobs hold
+    lends: bool = False  # other VCs' borrowing jobs may run on its idle quota
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ class JobRequest:
     avoid: frozenset[str] = frozenset()  # nodes that cannot run it (e.g. cannot mount its storage)
     user: str = ""  # its owner (the per-user GPU cap, fair share)
     usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
+    may_borrow: bool = False  # its class may run on a lending VC's idle quota
 
 
 @dataclass
@@ -117,6 +124,8 @@ class PlacementResult:
     never_fits: set[int] = field(default_factory=set)
     # each VC's jobs left waiting, in the order the pass took them (its queue: position 1 first)
     queues: dict[str, list[int]] = field(default_factory=dict)
+    # job keys placed on another VC's idle quota -> that VC (its quota holds them while they run)
+    borrowed: dict[int, str] = field(default_factory=dict)
 
 
 def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> PlacementResult:
@@ -126,9 +135,16 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
     blocked: dict[str, tuple[int, str]] = {}  # VC -> (its first waiting job, why that one waits)
     capped = _UserCaps(vcs)
-    for job in sorted(jobs, key=queue_order):
-        need = _Need.of(job)
-        never = _never_fits(job, need, vcs, cluster) or capped.never(job, need)
+    ordered = sorted(jobs, key=queue_order)
+    needs = [_Need.of(job) for job in ordered]
+    nevers = [
+        _never_fits(job, need, vcs, cluster) or capped.never(job, need)
+        for job, need in zip(ordered, needs, strict=True)
+    ]
+    # A VC lends only while none of its own jobs waits (its idle room is not idle then).
+    wanting = {job.vc for job, never in zip(ordered, nevers, strict=True) if not never}
+    lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
+    for job, need, never in zip(ordered, needs, nevers, strict=True):
         if never:
             result.pending[job.key] = never
             result.never_fits.add(job.key)
@@ -155,10 +171,38 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 capped.take(job, need)
                 continue
             refusal = cluster.why_not(job, need, fitted)
+        elif job.may_borrow:
+            lender = _lender(job, need, vcs, used, lenders)
+            if lender is not None:
+                placements, fitted = cluster.try_place(job, need)
+                if placements is not None:
+                    result.placed[job.key] = placements
+                    result.borrowed[job.key] = lender
+                    held = used[lender]
+                    used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
+                    continue
+                refusal = cluster.why_not(job, need, fitted)
+            else:
+                refusal += "; no lending VC has that much idle quota"
         result.pending[job.key] = refusal
         blocked[job.vc] = (job.key, refusal)
         result.queues.setdefault(job.vc, []).append(job.key)
     return result
+
+
+def _lender(
+    job: JobRequest, need: _Need, vcs: dict[str, VcState], used: dict[str, list[int]], lenders: list[str]
+) -> str | None:
+    """The lending VC whose idle quota holds the whole job, the one with the most idle room."""
+    best: tuple[int, int, int, str] | None = None
+    for name in lenders:
+        if name == job.vc or _quota_refusal(vcs[name], used[name], need) is not None:
+            continue
+        limit, (gpu, cpu, memory) = vcs[name].limit, used[name]
+        idle = (limit.gpu - gpu, limit.cpu - cpu, limit.memory_mb - memory, name)
+        if best is None or idle[:3] > best[:3]:
+            best = idle
+    return best[3] if best is not None else None
 
 
 def queue_order(job: JobRequest) -> tuple[int, float, float, int]:

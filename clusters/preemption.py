@@ -12,8 +12,10 @@ others wait behind), may preempt running jobs of a lower priority that hold its 
   suffice, no further job is preempted.
 
 A running job is offered as a candidate for the VC whose quota it holds (`RunningJob.vc`): a job
-running on quota borrowed from another VC is that VC's candidate, so the owner's jobs can take the
-room back by the same rule.
+running on quota borrowed from another VC is that VC's candidate, so the owner's jobs take the room
+back by the same rule (reclaim): a borrowed job gives way to any job of the VC it borrows from,
+whatever its class, and goes before that VC's own lower jobs; whole, and only when that makes the
+owner's job fit.
 """
 
 from __future__ import annotations
@@ -43,13 +45,14 @@ class RunningJob:
     started: float  # when its attempt launched (epoch seconds): a larger one is younger
     holdings: list[Holding] = field(default_factory=list)
     terminating: bool = False  # being stopped or preempted already: its room is coming free
+    borrowed: bool = False  # it runs on `vc`'s idle quota, lent (its own VC is another)
 
 
 @dataclass(frozen=True)
 class Preemption:
     job: int  # the waiting job that needs the room
     vc: str
-    victims: tuple[int, ...]  # jobs to preempt now (whole), fewest, lowest, youngest
+    victims: tuple[int, ...]  # jobs to preempt now (whole), fewest, borrowed, lowest, youngest
     awaiting: tuple[int, ...] = ()  # jobs already being ended whose room it waits for
 
 
@@ -88,8 +91,8 @@ def choose_victims(
     """The jobs `job` preempts in its VC, or None when preempting cannot (or need not) help it."""
     ending = [other for other in running if other.terminating]
     candidates = sorted(
-        (other for other in running if not other.terminating and other.priority < job.priority),
-        key=lambda other: (other.priority, -other.started, -other.key),
+        (other for other in running if not other.terminating and (other.borrowed or other.priority < job.priority)),
+        key=lambda other: (not other.borrowed, other.priority, -other.started, -other.key),
     )
     awaiting = tuple(other.key for other in ending)
 
@@ -158,9 +161,10 @@ def _after(
             task = tasks[(placement.role, placement.index)]
             ports = {port for numbers in placement.ports.values() for port in numbers}
             by_node[placement.node].append((task.cpu, task.memory_mb, placement.gpus, ports))
-            if job.vc in used:
-                held = used[job.vc]
-                used[job.vc] = [held[0] + len(placement.gpus), held[1] + task.cpu, held[2] + task.memory_mb]
+            charged = placed.borrowed.get(key, job.vc)  # (a borrowing job: the lender's quota)
+            if charged in used:
+                held = used[charged]
+                used[charged] = [held[0] + len(placement.gpus), held[1] + task.cpu, held[2] + task.memory_mb]
     states = []
     for state in nodes:
         taken = by_node.get(state.name)

@@ -214,6 +214,8 @@ label(
         "stop_deadline": _("Stop deadline"),
         "preempted_by": _("Preempted by"),
         "preemptions": _("Preemptions"),
+        "borrowed_from": _("On the idle quota of"),
+        "ending_at_time_limit": _("Ending at its time limit"),
         "time_limit_seconds": _("Time limit (seconds)"),
         "gpu_count": _("GPUs"),
         "job_attempt": _("Job attempt"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.db.models import F
@@ -21,6 +21,9 @@ from django.utils.translation import gettext_noop
 from jobs import notifications
 from jobs.models import Job, JobEvent, Task, TaskAttempt
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
+
+if TYPE_CHECKING:
+    from clusters.models import VirtualCluster
 
 
 @dataclass(frozen=True)
@@ -128,9 +131,12 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
 # ---- placing and starting ------------------------------------------------------------------
 
 
-def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[Task] | None:
+def claim_for_launch(
+    job: Job, placements: list[Placement], where: str, borrowed_from: VirtualCluster | None = None
+) -> list[Task] | None:
     """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
-    nodes; None if a stop or another scheduler got there first."""
+    nodes; None if a stop or another scheduler got there first. `borrowed_from`: the lending VC
+    whose idle quota it runs on (README "Borrowing and reclaim")."""
     from_states, to_state = _task_states("place_task")
     where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():
@@ -143,6 +149,8 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
             pending_reason="",
             stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
             preempted_by=None,
+            ending_at_time_limit=False,
+            borrowed_from=borrowed_from,
         )
         if not claimed:
             return None
@@ -169,6 +177,15 @@ def claim_for_launch(job: Job, placements: list[Placement], where: str) -> list[
         event(
             job.pk, "placed", gettext_noop("Placed %(count)d task(s) on %(where)s."), count=len(placements), where=where
         )
+        if borrowed_from is not None:
+            event(
+                job.pk,
+                "borrowed",
+                gettext_noop(
+                    "Running on VC %(vc)s's idle quota: preempted when that VC's own jobs need the room back."
+                ),
+                vc=borrowed_from.name,
+            )
     job.job_attempt += 1  # what the claim's F() expression made of it
     job.state = JobState.RUNNING
     return tasks
@@ -343,9 +360,10 @@ def set_stop_deadline(job: Job, deadline: datetime, grace_s: int) -> bool:
     return marked
 
 
-def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int) -> bool:
+def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int, *, reclaim: bool = False) -> bool:
     """A running job is to give its room to `by`: its tasks get SIGTERM, and are killed at
-    `deadline`. Stored first (the job stays RUNNING, holding its room, until they are gone)."""
+    `deadline`. Stored first (the job stays RUNNING, holding its room, until they are gone).
+    `reclaim`: it runs on `by`'s VC's quota borrowed, which that VC takes back."""
     with transaction.atomic():
         marked = (
             Job.objects.filter(
@@ -358,6 +376,11 @@ def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int) 
                 victim_id,
                 "preempted",
                 gettext_noop(
+                    "Preempted by job %(job)s of VC %(vc)s, which takes back the idle quota it lent: its tasks got "
+                    "SIGTERM and %(grace)s s to save their work."
+                )
+                if reclaim
+                else gettext_noop(
                     "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work."
                 ),
                 job=by.full_name,
@@ -388,6 +411,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             stop_deadline=None,
             pending_reason=f"Preempted by {who}; waiting to run again.",
             launched_at=None,
+            borrowed_from=None,
         )
         if not requeued:
             return False
@@ -437,6 +461,7 @@ def finish_stopping(
             pending_reason="",
             stop_deadline=None,
             preempted_by=None,
+            ending_at_time_limit=False,
         )
         if stopped:
             event(job.pk, "stopped", gettext_noop("All tasks stopped."))
@@ -489,11 +514,38 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
     return done
 
 
-def end_at_time_limit(job: Job, exit_code: int, phrase: str, limit_text: str) -> bool:
-    """RUNNING -> FAILED (the `fail` transition) because the job reached its time limit: every
-    task still running is stopped with exit_code (-1230, `phrase`), which is also the job's."""
+def begin_time_limit_end(job: Job, deadline: datetime, grace_s: int, limit_text: str) -> bool:
+    """A running job reached its time limit: its tasks get SIGTERM and are killed at `deadline`
+    (as a Stop's); stored first. False when it is being ended already (a stop, a preemption)."""
     with transaction.atomic():
-        stop_tasks(job, exit_code)
+        marked = (
+            Job.objects.filter(pk=job.pk, state=JobState.RUNNING, stop_deadline__isnull=True).update(
+                stop_deadline=deadline, ending_at_time_limit=True, updated_at=timezone.now()
+            )
+            == 1
+        )
+        if marked:
+            event(
+                job.pk,
+                "time-limit-grace",
+                gettext_noop(
+                    "The job reached its time limit of %(limit)s: its tasks got SIGTERM and %(grace)s s to save "
+                    "their work."
+                ),
+                limit=limit_text,
+                grace=grace_s,
+            )
+    return marked
+
+
+def end_at_time_limit(
+    job: Job, exit_code: int, phrase: str, limit_text: str, user_codes: dict[int, int | None] | None = None
+) -> bool:
+    """RUNNING -> FAILED (the `fail` transition) because the job reached its time limit: every
+    task still running is stopped with exit_code (-1230, `phrase`), which is also the job's; each
+    attempt keeps what its own process exited with in its grace, where seen (`user_codes`)."""
+    with transaction.atomic():
+        stop_tasks(job, exit_code, user_codes=user_codes)
         done = _move_job(
             job.pk,
             "fail",
@@ -501,6 +553,8 @@ def end_at_time_limit(job: Job, exit_code: int, phrase: str, limit_text: str) ->
             user_exit_code=None,
             exit_diagnostics=f"{phrase}: the job reached its time limit of {limit_text} and was ended.",
             completed_at=timezone.now(),
+            stop_deadline=None,
+            ending_at_time_limit=False,
         )
         if done:
             event(
@@ -525,6 +579,7 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             retries_used=F("retries_used") + (1 if charged else 0),
             transient_retries=F("transient_retries") + (0 if charged else 1),
             pending_reason="Waiting to be placed again for a retry.",
+            borrowed_from=None,
             launched_at=None,  # the next attempt's launch; the ended one's times are in its TaskAttempts
         )
         if not requeued:
@@ -556,6 +611,7 @@ def restart(job: Job, by_name: str) -> None:
             completed_at=None,
             stop_deadline=None,
             preempted_by=None,
+            ending_at_time_limit=False,
         )
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")

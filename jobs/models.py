@@ -54,8 +54,16 @@ class Job(models.Model):
     preempted_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="preempting"
     )
+    # Set while the job's tasks are in their grace period because it reached its time limit (its
+    # stop_deadline is when they are killed; then it ends FAILED, -1230): not a preemption.
+    ending_at_time_limit = models.BooleanField(default=False)
     # Attempts ended by a preemption (the next attempt is told: PAI_JOB_RESUMED).
     preemptions = models.PositiveIntegerField(default=0)
+    # Set while it runs on another VC's idle quota (README "Borrowing and reclaim"): the VC that
+    # lent it, whose quota it counts against and whose jobs take the room back by preemption.
+    borrowed_from = models.ForeignKey(
+        "clusters.VirtualCluster", null=True, blank=True, on_delete=models.SET_NULL, related_name="lent_to"
+    )
     # GPUs the spec asks for in all (OpenPAI's totalGpuNumber), a column so the list can sort by it.
     gpu_count = models.PositiveIntegerField(default=0)
 

@@ -62,6 +62,15 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
 
 
+def env_choices(name: str, default: str, choices: tuple[str, ...]) -> list[str]:
+    """A comma-separated list of some of `choices`; anything else refuses to start."""
+    values = env_list(name, default)
+    unknown = [value for value in values if value not in choices]
+    if unknown:
+        raise ImproperlyConfigured(f"{name}={','.join(values)!r}: {unknown[0]!r} is not one of {', '.join(choices)}")
+    return values
+
+
 def env_networks(name: str) -> list[IPv4Network | IPv6Network]:
     """A comma-separated list of IP addresses or networks (`10.0.0.0/8,::1`)."""
     try:

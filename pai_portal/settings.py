@@ -10,7 +10,7 @@ from typing import Any
 
 import dj_database_url
 
-from pai_portal.env import env_bool, env_float, env_int, env_list, env_networks, env_path, env_str
+from pai_portal.env import env_bool, env_choices, env_float, env_int, env_list, env_networks, env_path, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("PAI_VAR_DIR", BASE_DIR / "var").resolve()
@@ -181,6 +181,12 @@ PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
 # extras.gracePeriodSeconds, at most the cap) to save their work before SIGKILL.
 PAI_GRACE_SECONDS = env_int("PAI_GRACE_SECONDS", 30, minimum=0)
 PAI_MAX_GRACE_SECONDS = env_int("PAI_MAX_GRACE_SECONDS", 300, minimum=0)
+# Borrowing (README "Borrowing and reclaim"): every VC lends its idle quota (else only those the
+# admin marks), and the priority classes whose jobs may borrow it (OpenPAI's `oppo` always may).
+PAI_LEND_IDLE_QUOTA = env_bool("PAI_LEND_IDLE_QUOTA", False)
+PAI_BORROWING_CLASSES = sorted(
+    {"oppo", *env_choices("PAI_BORROWING_CLASSES", "oppo", ("crit", "prod", "test", "oppo"))}
+)
 # Fair share (a VC whose queue is fair-share): recent usage halves every this many hours (Slurm's
 # PriorityDecayHalfLife, 7 days there too).
 PAI_FAIR_SHARE_HALF_LIFE_HOURS = env_float("PAI_FAIR_SHARE_HALF_LIFE_HOURS", 168.0, minimum=0.01)

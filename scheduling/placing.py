@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, QuerySet
 
-from clusters.models import Node
+from clusters.models import Node, VirtualCluster
 from clusters.placement import JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.lifecycle import Placement
@@ -35,6 +35,7 @@ WAITING_COLUMNS = (
     "pending_reason",
     "owner__username",
     "time_limit_seconds",
+    "priority_class",
 )
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
@@ -53,6 +54,7 @@ class WaitingJob(NamedTuple):
     pending_reason: str
     owner: str
     time_limit_seconds: int | None
+    priority_class: str
 
 
 class Placer:
@@ -68,6 +70,7 @@ class Placer:
         # by the next passes before placement runs again (resources only grew meanwhile).
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
+        self._borrowed: dict[int, str] = {}  # placed jobs that run on a lending VC's idle quota -> that VC
 
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
@@ -113,6 +116,7 @@ class Placer:
                 result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
         result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
+        self._borrowed = result.borrowed
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
         kinds = self.backends.node_kinds()
@@ -166,12 +170,14 @@ class Placer:
             avoid=avoid.get(job.pk, frozenset()),
             user=job.owner,
             usage=recent.get((job.vc, job.owner), 0.0),
+            may_borrow=quota.may_borrow(job.priority_class),
         )
 
     def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:
         """Claim each job of the batch, then start all their tasks side by side (a start waits on
         its node's engine or on a process being made, not on this loop)."""
         by_id = {node.pk: node for node in node_by_name.values()}
+        lenders = {vc.name: vc for vc in VirtualCluster.objects.filter(name__in=set(self._borrowed.values()))}
         claimed = []
         for job, placements in batch:
             with job_guard(job.pk, self.backends, "claim the nodes placement gave it"):
@@ -179,6 +185,7 @@ class Placer:
                     job,
                     [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
                     where=", ".join(sorted({p.node for p in placements})),
+                    borrowed_from=lenders.get(self._borrowed.get(job.pk, "")),
                 )
                 if tasks is None:
                     continue  # another scheduler, or a stop, got there first

@@ -18,6 +18,7 @@ from collections import defaultdict
 from datetime import timedelta
 
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from clusters.placement import JobRequest, NodeState, PlacementResult, VcState
@@ -78,27 +79,52 @@ class Preempter:
             victim = victims[victim_id]
             grace = grace_of(victim)
             with job_guard(victim_id, self.backends, "preempt it"):
-                if lifecycle.begin_preemption(victim_id, by, now + timedelta(seconds=grace), grace):
+                reclaim = victim.borrowed_from_id is not None
+                if lifecycle.begin_preemption(victim_id, by, now + timedelta(seconds=grace), grace, reclaim=reclaim):
                     victim.refresh_from_db()
                     self.terminator.signal(victim, list(victim.tasks.select_related("node")))
-        names = ", ".join(victims[key].full_name for key in plan.victims + plan.awaiting if key in victims)
+        ending = [victims[key] for key in plan.victims + plan.awaiting if key in victims]
+        names = ", ".join(job.full_name for job in ending)
+        if ending and all(job.borrowed_from_id is not None for job in ending):
+            return (
+                f'reclaiming VC "{plan.vc}"\'s quota from job(s) {names} (running on it borrowed) to make room for '
+                "its whole gang; it starts when they have ended (their grace period at most)"
+            )
         return (
             f'preempting job(s) {names} of VC "{plan.vc}" (a lower priority class) to make room for its whole '
             "gang; it starts when they have ended (their grace period at most)"
         )
 
     def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:
-        """The running jobs of these VCs that could make room: those below the VC's highest waiting
-        class, and those being ended already (preempted, or stopping: their room is coming free)."""
-        lower = Q(priority__lt=max(top.values())) | Q(stop_deadline__isnull=False) | Q(state=JobState.STOPPING)
+        """The running jobs holding these VCs' quota that could make room: those below the VC's
+        highest waiting class, those on its quota borrowed (reclaimed for any of its jobs), and those
+        being ended already (preempted, or stopping: their room is coming free)."""
+        lower = (
+            Q(priority__lt=max(top.values()))
+            | Q(stop_deadline__isnull=False)
+            | Q(state=JobState.STOPPING)
+            | Q(borrowed_from__name__in=list(top))
+        )
+        in_vcs = Q(borrowed_from__isnull=True, virtual_cluster__name__in=list(top)) | Q(
+            borrowed_from__name__in=list(top)
+        )
         rows = list(
-            Job.objects.filter(
-                lower, state__in=[JobState.RUNNING, JobState.STOPPING], virtual_cluster__name__in=list(top)
-            ).values_list(
-                "pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state"
+            Job.objects.filter(lower, in_vcs, state__in=[JobState.RUNNING, JobState.STOPPING]).values_list(
+                "pk",
+                Coalesce("borrowed_from__name", "virtual_cluster__name"),
+                "priority",
+                "launched_at",
+                "created_at",
+                "stop_deadline",
+                "state",
+                "borrowed_from_id",
             )
         )
-        rows = [row for row in rows if row[2] < top[row[1]] or row[5] is not None or row[6] == JobState.STOPPING]
+        rows = [
+            row
+            for row in rows
+            if row[2] < top[row[1]] or row[5] is not None or row[6] == JobState.STOPPING or row[7] is not None
+        ]
         if not rows:
             return []
         specs = self.specs.get_many(row[0] for row in rows)
@@ -127,14 +153,15 @@ class Preempter:
                 started=(launched or created).timestamp(),
                 holdings=holdings[pk],
                 terminating=deadline is not None or state == JobState.STOPPING,
+                borrowed=lender is not None,
             )
-            for pk, vc, priority, launched, created, deadline, state in rows
+            for pk, vc, priority, launched, created, deadline, state, lender in rows
         ]
 
     def carry_out(self) -> bool:
         """Preempted jobs whose tasks have all ended, or whose grace is over: their tasks removed,
         the jobs back in the queue. True when any went back (their room is free)."""
-        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False))
+        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False, ending_at_time_limit=False))
         info = exit_info(ExitCode.PREEMPTED_FOR_CRITICAL_POD)
         now = timezone.now()
         changed = False

@@ -12,6 +12,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django.conf import settings
+from django.db.models.functions import Coalesce
+
 from clusters.models import Node, VirtualCluster
 from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
 from clusters.shares import cluster_totals, node_gpus, vc_quotas
@@ -107,10 +110,30 @@ class SpecCache:
 
 def holding_tasks() -> Any:
     """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now (a
-    stopping job's too: its tasks are in their grace period until it is STOPPED)."""
+    stopping job's too: its tasks are in their grace period until it is STOPPED). The VC is the one
+    whose quota it holds: the lender's for a job running on borrowed quota."""
     return Task.objects.filter(
         state=TaskState.RUNNING, node__isnull=False, job__state__in=[JobState.RUNNING, JobState.STOPPING]
-    ).values_list("node_id", "role", "gpus", "ports", "job_id", "job__virtual_cluster__name", "job__owner__username")
+    ).values_list(
+        "node_id",
+        "role",
+        "gpus",
+        "ports",
+        "job_id",
+        Coalesce("job__borrowed_from__name", "job__virtual_cluster__name"),
+        "job__owner__username",
+    )
+
+
+def lends(vc: VirtualCluster) -> bool:
+    """Whether other VCs' borrowing jobs may run on this VC's idle quota (never a Slurm VC's)."""
+    return not vc.slurm_partition and (vc.lends_idle_quota or settings.PAI_LEND_IDLE_QUOTA)
+
+
+def may_borrow(priority_class: str) -> bool:
+    """Whether a job of this class may run on another VC's idle quota (PAI_BORROWING_CLASSES;
+    asked only for the portal's own VCs' jobs: a Slurm VC's jobs are Slurm's to place)."""
+    return priority_class in settings.PAI_BORROWING_CLASSES
 
 
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
@@ -154,6 +177,7 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
             fair_share=vc.queue_policy == VirtualCluster.QueuePolicy.FAIR_SHARE,
             user_gpu_limit=vc.user_gpu_limit,
             gpus_by_user=dict(gpus_by_user[vc.name]),
+            lends=lends(vc),
         )
         for vc in all_vcs
     }

@@ -81,7 +81,7 @@ class Scheduler:
         launched = self._launch_ready()
         nodes_changed = self.heartbeat.check(self.backends)
         stopped = stopping.carry_out_stop_requests(self.backends, self.terminator)
-        stopped |= time_limits.end_overdue_jobs(self.backends)
+        stopped |= time_limits.end_overdue_jobs(self.backends, terminator=self.terminator)
         preempted = self.placer.preempter.carry_out()
         ended = ending.run(self.backends, self.failed_starts, self.heartbeat.suspects, meanwhile=self._launch_ready)
         started = self.starter.start_unstarted(self.unstarted | ended.retried)

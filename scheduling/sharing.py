@@ -5,11 +5,13 @@ queue as the last placement left it (positions and expected starts, scheduling.m
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from clusters.models import VirtualCluster
@@ -128,15 +130,22 @@ def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
 
 
 def _running(used_by_job: dict[int, Resources], now: float) -> list[Running]:
-    """What each running job holds, until its launch + time limit (None: no limit)."""
+    """What each running job holds, in the VC whose quota it holds, until its launch + time limit
+    (None: no limit); a job on borrowed quota until its lender's jobs could take it back (a grace)."""
     found = []
     rows = Job.objects.filter(state=JobState.RUNNING).values_list(
-        "pk", "virtual_cluster__name", "launched_at", "time_limit_seconds"
+        "pk",
+        Coalesce("borrowed_from__name", "virtual_cluster__name"),
+        "launched_at",
+        "time_limit_seconds",
+        "borrowed_from_id",
     )
-    for pk, vc, launched_at, limit in rows:
+    for pk, vc, launched_at, limit, lender in rows:
         if pk not in used_by_job:  # (a Slurm VC's job: its nodes are not placement's)
             continue
         ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
+        if lender is not None:
+            ends_at = min(ends_at or math.inf, now + settings.PAI_GRACE_SECONDS)
         found.append(Running(_amounts(used_by_job[pk]), max(ends_at, now + 1) if ends_at else None, vc))
     return found
 

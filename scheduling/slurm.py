@@ -52,6 +52,7 @@ from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.priority import slurm_nice
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.spec import gpu_type as spec_gpu_type
 from jobs.protocol.timelimit import slurm_time
@@ -338,6 +339,7 @@ class SlurmBackend:
             gpu_type=gpu_type,
             job_dir=directory,
             time_limit=slurm_time(job.time_limit_seconds) if job.time_limit_seconds else None,
+            nice=slurm_nice(job.priority_class),
         )
         try:
             slurm_id = self.controller.run(argv).strip().split(";")[0]

@@ -96,6 +96,31 @@ def static_files_scanned_once():
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def sandbox_probed_once():
+    """A process executor tries a sandbox (bwrap, then bwrap with a network: pasta, routes) once,
+    on its first task, and tests make a fresh executor for each test's node: that trial was a
+    large part of the fast tier's CPU. What it finds depends only on the sandbox asked for (less
+    the paths it hides, each test's own work root) and on this machine, neither of which changes
+    during a run: each distinct sandbox is tried once per worker, for real, and its answer shared
+    (a test that fakes a failing probe still can)."""
+    import dataclasses
+
+    from clusters.executors.sandbox import Sandbox
+
+    probe = Sandbox.probe
+    found: dict[Sandbox, str] = {}
+
+    def probe_once(self: Sandbox) -> str:
+        key = dataclasses.replace(self, hidden=())
+        if key not in found:
+            found[key] = probe(self)
+        return found[key]
+
+    with mock.patch.object(Sandbox, "probe", probe_once):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def fresh_caches(request, django_db_blocker):
     """Throttle counters (sign-in, submits) live in the cache, which outlives a test, and so does the

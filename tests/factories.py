@@ -4,6 +4,7 @@ written straight into the database. A default changes here, once, for every test
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, cast
 
 from django.conf import settings
@@ -145,6 +146,20 @@ def create_job(
         for index in range(count):
             Task.objects.create(job=job, role=role, index=index)
     return job
+
+
+def create_jobs(owner: Any, names: Iterable[str]) -> None:
+    """Many jobs at once, each as create_job(owner, name) leaves it (one WAITING worker task), in
+    two bulk inserts instead of four queries per job."""
+    virtual_cluster = VirtualCluster.objects.get_or_create(name="default")[0]
+    jobs = []
+    for name in names:
+        spec = normalized_spec(name, {"worker": 1})
+        jobs.append(
+            Job(owner=owner, name=name, spec=spec, virtual_cluster=virtual_cluster, gpu_count=spec_totals(spec)[2])
+        )
+    Job.objects.bulk_create(jobs)
+    Task.objects.bulk_create([Task(job=job, role="worker", index=0) for job in jobs])
 
 
 def create_storage(name: str = "team", **fields: Any) -> Any:

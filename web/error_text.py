@@ -417,6 +417,11 @@ PREEMPTING = re.compile(
     r'preempting job\(s\) (?P<jobs>.+) of VC (?P<vc>"[^"]*") \(a lower priority class\) to make room for its whole '
     r"gang; it starts when they have ended \(their grace period at most\)"
 )
+RECLAIMING = re.compile(
+    r'reclaiming VC (?P<vc>"[^"]*")\'s quota from job\(s\) (?P<jobs>.+) \(running on it borrowed\) to make room for '
+    r"its whole gang; it starts when they have ended \(their grace period at most\)"
+)
+NO_LENDER = "; no lending VC has that much idle quota"  # (clusters.placement, after a quota reason)
 WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
@@ -551,10 +556,23 @@ def translate_reason(reason: str) -> str:
             )
             % preempting.groupdict()
         )
+    if (reclaiming := RECLAIMING.fullmatch(reason)) is not None:
+        return (
+            note
+            + str(
+                _(
+                    "reclaiming VC %(vc)s's quota from job(s) %(jobs)s (running on it borrowed) to make room for its "
+                    "whole gang; it starts when they have ended (their grace period at most)"
+                )
+            )
+            % reclaiming.groupdict()
+        )
     return note + "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
 
 
 def _reason_part(part: str) -> str:
+    if part.endswith(NO_LENDER):
+        return _reason_part(part.removesuffix(NO_LENDER)) + "; " + str(_("no lending VC has that much idle quota"))
     if (preempted := PREEMPTED_NOTE.fullmatch(part)) is not None:
         return str(_("Preempted by job %(job)s of VC %(vc)s")) % preempted.groupdict()
     if PREEMPTED_BY_HIGHER.fullmatch(part):

@@ -160,10 +160,12 @@ EVENT_KINDS = {
     "restarted": _("Started again"),
     "priority-changed": _("Priority class changed"),
     "preempted": _("Preempted"),
+    "borrowed": _("On borrowed quota"),
     "requeued": _("Back in the queue"),
     "stopping": _("Stopping"),
     "slurm-submitted": _("Submitted to Slurm"),
     "time-limit": _("Time limit reached"),
+    "time-limit-grace": _("Time limit: grace period"),
 }
 
 # Django's admin says these, and the zh_Hans it ships lacks them (Django 5.2): the portal's catalog

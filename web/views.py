@@ -33,7 +33,7 @@ from jobs.protocol.parsing import parse
 from jobs.storage.configs import usable_storages
 from scheduling.admission import never_fits_reason
 from scheduling.sharing import queue_place
-from web.api.shapes import time_limit_status
+from web.api.shapes import borrowed_from, time_limit_status
 from web.api.throttles import SubmitThrottle
 from web.csv_export import csv_lines
 from web.error_text import translate_error, translate_reason
@@ -380,6 +380,7 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         "may_manage": may_manage,
         "attempts": attempt_rows(job, tasks) if may_manage else [],
         "priority_classes": list(PRIORITY_CLASSES),
+        "borrowed_from": borrowed_from(job),
         "preempted_by": (
             Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.preempted_by_id).first()
             if job.preempted_by_id

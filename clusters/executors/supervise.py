@@ -43,6 +43,7 @@ CHUNK_BYTES = 65536
 # How often the output loop looks whether the command ended while something still holds its
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGALRM)  # blocked across the fork of the task's command
 EXEC_FAILED = 127
 # When the task's network cannot be attached, its command never ran: the exit spec's codes, not SIGKILL's.
 PORTS_TAKEN = 253  # ContainerPortConflict: pasta could not bind a declared port; placed again elsewhere
@@ -145,6 +146,9 @@ class Supervisor:
         # bwrap's pipes when the sandbox gets a network: it tells its pid, then waits to be let go.
         info, info_w = os.pipe() if self.network else (-1, -1)
         block, block_w = os.pipe() if self.network else (-1, -1)
+        # A stop waits until the child's pid is known: in the sandbox the child is bwrap, which a
+        # stop spares (signalled, it would leave its sandbox to be torn down after it has gone).
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         pid = os.fork()
         if pid == 0:
             for parents_end in (stdout, stderr, info, block_w):
@@ -155,6 +159,7 @@ class Supervisor:
             if childs_end >= 0:
                 os.close(childs_end)
         self.child_pid = pid
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         self._write("child_pid", str(pid))
         network, refused = self._attach_network(info, block_w, logs) if self.network else (None, None)
         try:
@@ -199,6 +204,7 @@ class Supervisor:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # (blocked by the parent for the fork)
             os.setsid()
             if self.cgroup is not None:
                 self.cgroup.join(os.getpid())

@@ -69,9 +69,11 @@ def sbatch_argv(
     gpu_type: str | None,
     job_dir: Path,
     time_limit: str | None = None,
+    nice: int | None = None,
 ) -> list[str]:
     """`sbatch` for the job's whole gang: one component per role, separated by `:`. `time_limit`
-    (`--time`, jobs.protocol.timelimit.slurm_time) applies to the whole job."""
+    (`--time`, jobs.protocol.timelimit.slurm_time) and `nice` (`--nice`, its priority class:
+    jobs.protocol.priority.slurm_nice) apply to the whole job."""
     argv = [
         "sbatch",
         "--parsable",
@@ -84,6 +86,7 @@ def sbatch_argv(
         # portal sees NODE_FAIL or PREEMPTED instead and retries per the exit spec.
         "--no-requeue",
         *([f"--time={time_limit}"] if time_limit else []),
+        *([f"--nice={nice}"] if nice is not None else []),
     ]
     for number, request in enumerate(roles):
         if number:

@@ -6,7 +6,9 @@ crit 120, prod 100, test 10, oppo -1. A job names its class in `extras.hivedSche
 (what OpenPAI's webportal writes) or, in v2, at the top level as `jobPriorityClass`; a job naming
 none gets its VC's default class (`test` unless the admin set another). A VC's admin sets the
 highest class its jobs may ask for, and `crit` is for admins and the users the VC names only.
-A higher class preempts lower ones of its VC (scheduling.preempting, clusters.preemption).
+A higher class preempts lower ones of its VC (scheduling.preempting, clusters.preemption); `oppo`
+(and the classes PAI_BORROWING_CLASSES names) may borrow a lending VC's idle quota, which that VC
+takes back the same way (README "Borrowing and reclaim").
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ def requested_class(spec: Mapping[str, Any]) -> str | None:
 
 def class_number(name: str) -> int:
     return PRIORITY_CLASSES.get(name, PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS])
+
+
+def slurm_nice(name: str) -> int:
+    """The `sbatch --nice` a job of this class gets on a Slurm VC: the higher the class, the lower
+    the nice (crit 0, prod 20, test 110, oppo 121), never negative, so no Slurm privilege or
+    configuration is needed (Slurm lets any user raise a job's nice). Slurm's multifactor priority
+    subtracts it from the job's priority; Slurm, not the portal, preempts there (its PreemptMode)."""
+    return PRIORITY_CLASSES["crit"] - class_number(name)
 
 
 def class_errors(name: str | None, field: str, *, vc: str, vc_max: str, may_use_crit: bool) -> list[FieldError]:

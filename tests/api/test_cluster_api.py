@@ -30,11 +30,18 @@ def test_it_lists_virtual_clusters_with_capacity_and_resources(alice, cluster):
 
 def test_it_shows_a_virtual_clusters_sharing_settings(alice, cluster):
     VirtualCluster.objects.filter(name="default").update(
-        queue_policy="fair-share", user_gpu_limit=2, default_run_minutes=60, max_run_minutes=600
+        queue_policy="fair-share", user_gpu_limit=2, default_run_minutes=60, max_run_minutes=600, lends_idle_quota=True
     )
     default = alice.get("/api/v2/virtual-clusters").json()["default"]
     assert (default["queuePolicy"], default["userGpuLimit"]) == ("fair-share", 2)
     assert (default["defaultRunMinutes"], default["maxRunMinutes"]) == (60, 600)
+    assert default["lendsIdleQuota"] is True
+
+
+def test_every_virtual_cluster_lends_when_the_admin_says_so_for_the_cluster(alice, cluster, settings):
+    assert alice.get("/api/v2/virtual-clusters").json()["default"]["lendsIdleQuota"] is False
+    settings.PAI_LEND_IDLE_QUOTA = True
+    assert alice.get("/api/v2/virtual-clusters").json()["default"]["lendsIdleQuota"] is True
 
 
 def test_it_answers_one_virtual_cluster(alice, cluster):

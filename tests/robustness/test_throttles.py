@@ -11,7 +11,7 @@ from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
 from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
-from tests.factories import create_job, v2_yaml
+from tests.factories import create_job, create_jobs, v2_yaml
 from web.api.throttles import ListThrottle, SubmitThrottle
 
 
@@ -122,8 +122,7 @@ def test_it_counts_a_big_list_page_as_one_request_per_thousand_rows(user, monkey
     from tests.api.conftest import bearer_client
 
     monkeypatch.setattr(ListThrottle, "rate", "10/min", raising=False)
-    for number in range(2500):
-        create_job(user, f"listed-{number}")
+    create_jobs(user, (f"listed-{number}" for number in range(2500)))
     client = bearer_client(user)
     assert client.get("/api/v2/jobs?limit=5000").status_code == 200  # 2,500 rows: 1 + 2 requests
     statuses = [client.get("/api/v2/jobs?limit=10").status_code for _ in range(8)]

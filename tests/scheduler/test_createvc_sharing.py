@@ -40,3 +40,27 @@ def test_it_sets_a_vcs_sharing_options_and_keeps_its_share(db):
 def test_it_refuses_a_bad_sharing_option_naming_it(db, argv, said):
     with pytest.raises(CommandError, match=re.escape(said)):
         call_command("createvc", "team", "--share", "10", *argv)
+
+
+def test_it_marks_a_vc_as_lending_and_back(db):
+    call_command("createvc", "team", "--share", "40", "--lends", "yes")
+    assert VirtualCluster.objects.get(name="team").lends_idle_quota
+    call_command("createvc", "team", "--lends", "no")
+    vc = VirtualCluster.objects.get(name="team")
+    assert (vc.lends_idle_quota, vc.share_percent) == (False, 40)
+
+
+def test_it_refuses_a_lending_slurm_vc(db):
+    VirtualCluster.objects.create(name="hpc", share_percent=0, slurm_partition="gpu")
+    with pytest.raises(CommandError, match="--lends: a Slurm VC never lends"):
+        call_command("createvc", "hpc", "--lends", "yes")
+
+
+def test_it_refuses_an_unknown_borrowing_class_at_start(monkeypatch):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from pai_portal.env import env_choices
+
+    monkeypatch.setenv("PAI_BORROWING_CLASSES", "oppo,tset")
+    with pytest.raises(ImproperlyConfigured, match=r"'tset' is not one of crit, prod, test, oppo"):
+        env_choices("PAI_BORROWING_CLASSES", "oppo", ("crit", "prod", "test", "oppo"))

@@ -10,7 +10,7 @@ import pytest
 
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.logcap import was_cut
-from clusters.executors.process import ProcessExecutor
+from clusters.executors.process import STOP_GRACE_S, ProcessExecutor
 from clusters.executors.sandbox import Sandbox
 from tests.conftest import processes_running, require
 from tests.exposure import echo_hash_of, processes_showing, sha256_of
@@ -132,6 +132,37 @@ def test_it_stops_a_setsid_child_too(executor, make_launch):
     executor.stop(handle)
     assert processes_running("sleep", "301.2") == []
     assert processes_running("sleep", "301.3") == []
+
+
+def test_it_stops_a_task_stopped_while_its_sandbox_starts_without_waiting_out_the_grace(executor, make_launch):
+    # Stopped at once, before its command runs: the command's process, born after the SIGTERM,
+    # gets its own (it took the whole grace and a SIGKILL, STOP_GRACE_S, before).
+    for index in range(3):
+        handle = executor.start(make_launch(f"sleep 301.{index + 4}", job_id=100 + index))
+        began = time.monotonic()
+        executor.stop(handle)
+        assert time.monotonic() - began < STOP_GRACE_S - 1
+        assert processes_running("sleep", f"301.{index + 4}") == []
+
+
+def test_it_lets_a_stopped_task_finish_cleanly_within_its_grace(executor, make_launch):
+    launch = make_launch("trap 'echo cleaned up; exit 0' TERM; sleep 301.7 & wait")
+    handle = executor.start(launch)
+    wait_for(lambda: processes_running("sleep", "301.7"))
+    executor.stop(handle, keep=True)
+    assert executor.poll(handle).exit_code == 0
+    assert "cleaned up" in launch.log_path.read_text()
+
+
+def test_it_kills_a_task_that_ignores_sigterm_once_its_grace_is_over(executor, make_launch, monkeypatch):
+    monkeypatch.setattr("clusters.executors.process.STOP_GRACE_S", 1)
+    handle = executor.start(make_launch("trap '' TERM; sleep 301.8"))
+    wait_for(lambda: processes_running("sleep", "301.8"))
+    began = time.monotonic()
+    executor.stop(handle, keep=True)
+    assert time.monotonic() - began >= 1
+    assert processes_running("sleep", "301.8") == []
+    assert executor.poll(handle).exit_code == 128 + 9
 
 
 def test_it_reads_an_exit_back_after_a_restart(executor, make_launch, tmp_path):

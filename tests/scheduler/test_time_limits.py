@@ -32,6 +32,30 @@ def test_it_ends_a_job_at_its_time_limit_with_its_reason(submit, run_until):
     assert not processes_running("sleep", "303.3")
 
 
+@pytest.mark.slow
+def test_it_ends_a_job_at_its_time_limit_with_sigterm_and_its_grace_first(submit, run_until):
+    from jobs.models import TaskAttempt
+    from tests.scheduler.test_preemption import trace, yaml_job
+
+    saves = [  # (the trap first: "start" says it is set)
+        "trap 'sleep 1; echo saved >> \"$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME\"; exit 7' TERM",
+        'echo start >> "$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME"',
+        "sleep 300 & wait",
+    ]
+    extra = "extras:\n  maxRunTimeMinutes: 0.05\n  gracePeriodSeconds: 5\n"  # 3 s, then up to 5 s to save
+    job = run_until(submit(yaml_job("saver", saves, cpu=1, extra=extra)), JobState.RUNNING)
+    job = run_until(job, JobState.FAILED, timeout=20)
+    assert trace("saver") == ["start", "saved"]  # SIGTERM, and the second its trap took to save
+    assert job.exit_code == ExitCode.TIME_LIMIT_EXCEEDED
+    assert (job.stop_deadline, job.ending_at_time_limit) == (None, False)
+    attempt = TaskAttempt.objects.get(job=job)
+    assert (attempt.exit_code, attempt.user_exit_code) == (ExitCode.TIME_LIMIT_EXCEEDED, 7)
+    assert job.events.get(kind="time-limit-grace").message == (
+        "The job reached its time limit of 3 s: its tasks got SIGTERM and 5 s to save their work."
+    )
+    assert job.events.filter(kind="time-limit").exists()
+
+
 def test_it_gives_a_job_without_a_limit_its_vcs_default(user, default_vc):
     VirtualCluster.objects.filter(pk=default_vc.pk).update(default_run_minutes=90, max_run_minutes=600)
     job = submit_job(user, v2_job("defaulted", role("worker", "true")))

@@ -5,11 +5,13 @@ address (where a job's tasks reach each other)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -77,10 +79,20 @@ def serving(port: int, body: str = "from the task") -> str:
     return f"echo '{body}' > index.html; exec python3 -m http.server --bind 0.0.0.0 {port}"
 
 
-def pastas(port: int) -> list[str]:
-    """The pasta processes forwarding `port` (the box may run other sessions' tasks beside ours)."""
+def pastas() -> set[int]:
+    """The pids of the box's running pastas (other test sessions' tasks' among them)."""
     result = subprocess.run(["pgrep", "-a", "passt"], capture_output=True, text=True, check=False)
-    return [line for line in result.stdout.splitlines() if f"/{port} " in f"{line} "]
+    return {int(line.split()[0]) for line in result.stdout.splitlines() if not line.endswith("<defunct>")}
+
+
+def pasta_of(executor: ProcessExecutor, handle) -> int | None:
+    """The running task's pasta: the one its supervisor started (another session's tasks run theirs)."""
+    supervisor = (executor.work_root / handle.executor_id / "pid").read_text().split()[0]
+    for pid in pastas():
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1] == supervisor:
+                return pid
+    return None
 
 
 def free_port() -> int:
@@ -96,10 +108,11 @@ def test_it_keeps_the_hosts_loopback_out_of_a_tasks_reach(run_task, host_listene
 
 def test_it_keeps_a_tasks_loopback_server_off_the_hosts_loopback(executor, make_launch):
     port = free_port()
-    launch = make_launch(f"python3 -m http.server --bind 127.0.0.1 {port}")
+    launch = make_launch(f"python3 -u -m http.server --bind 127.0.0.1 {port}")
     handle = executor.start(launch)
     try:
-        time.sleep(2)  # (long enough for the server to listen inside)
+        log = launch.log_path
+        wait_until(lambda: (log.exists() and "Serving HTTP" in log.read_text()) or None, 20)  # listening inside
         with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
             pass
     finally:
@@ -180,18 +193,18 @@ def test_it_keeps_a_docker_jobs_private_address_out_of_reach(run_task, docker_jo
     assert (code, log.strip()) == (0, "refused")
 
 
-def test_it_leaves_no_pasta_after_a_task_ends(run_task):
-    port = free_port()
-    assert run_task("true", ports={"http": [port]})[0] == 0
-    assert pastas(port) == []
+def test_it_leaves_no_pasta_after_a_task_ends(executor, make_launch):
+    handle = executor.start(make_launch("sleep 0.5"))
+    pasta = wait_until(lambda: pasta_of(executor, handle), 10)
+    wait_until(lambda: None if executor.poll(handle).running else True, 30)
+    assert pasta not in pastas()
 
 
 def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
-    port = free_port()
-    handle = executor.start(make_launch("sleep 300", ports={"http": [port]}))
-    wait_until(lambda: True if pastas(port) else None, 10)
+    handle = executor.start(make_launch("sleep 300", ports={"http": [free_port()]}))
+    pasta = wait_until(lambda: pasta_of(executor, handle), 10)
     executor.stop(handle)
-    assert pastas(port) == []
+    assert pasta not in pastas()
 
 
 @pytest.fixture

@@ -203,6 +203,13 @@ def test_the_admin_says_when_slurm_does_not_answer(slurm, admin_client):
     assert "Slurm does not answer (PAI_SLURM_CONF?)" in page
 
 
+def test_the_admin_refuses_a_lending_slurm_vc(slurm, admin_client):
+    form = {"name": "big", "share_percent": "0", "slurm_partition": "slt", "description": "", "queue_policy": "fifo"}
+    page = admin_client.post("/admin/clusters/virtualcluster/add/", {**form, "lends_idle_quota": "on"})
+    assert page.status_code == 200 and "a Slurm VC never lends: Slurm places its jobs" in page.content.decode()
+    assert not VirtualCluster.objects.filter(name="big").exists()
+
+
 def test_a_job_naming_an_nfs_storage_waits_saying_why_instead_of_going_to_slurm(slurm, user):
     from tests.factories import create_storage
 

@@ -62,6 +62,17 @@ def test_it_passes_the_jobs_time_limit_as_time_for_the_whole_job():
     assert not any(arg.startswith("--time") for arg in no_limit)
 
 
+def test_it_passes_the_jobs_priority_class_as_nice_higher_class_lower_nice():
+    from jobs.protocol.priority import slurm_nice
+
+    nices = [slurm_nice(name) for name in ("crit", "prod", "test", "oppo")]
+    assert nices == sorted(nices) and min(nices) == 0  # (never negative: no Slurm privilege needed)
+    argv = sbatch_argv(
+        partition="gpu", name="n", comment="c", roles=[WORKER], gpu_type=None, job_dir=Path("/j"), nice=20
+    )
+    assert argv.count("--nice=20") == 1 and argv.index("--nice=20") < argv.index("--ntasks=2")
+
+
 def test_it_starts_one_step_per_task_with_its_own_gpus():
     script = batch_script(roles=[MASTER, WORKER], gpu_type=None, job_dir=Path("/j"), python="py", code_dir=Path("/c"))
     steps = [line for line in script.splitlines() if line.startswith("srun")]

@@ -232,3 +232,27 @@ def test_it_passes_the_time_limit_to_slurm_and_ends_the_job_at_it(slurm_cluster,
     job = run_until(job, "FAILED")
     assert job.exit_code == -1230 and "time limit of 3 s" in job.exit_diagnostics
     assert slurm_cluster.wait_until_idle(timeout=10) == []
+
+
+def test_it_maps_priority_classes_onto_slurms_nice(slurm_cluster, slurm_vc, user, run_until):
+    nices = {}
+    for name in ("prod", "oppo"):
+        text = job_text(name, role("worker", "exec sleep 306.2"), extra="defaults: {virtualCluster: gpu}\n")
+        job = submit_job(user, text.replace("taskRoles:", f"jobPriorityClass: {name}\ntaskRoles:"))
+        job = run_until(job, condition=lambda job=job: job.tasks.exclude(executor_id="").exists())
+        squeue = slurm_cluster.run("squeue", "--noheader", f"--name={slurm_name(job, 1)}", "--format=%y")
+        nices[name] = int(squeue.strip())
+        stop_job(job, user)
+        run_until(job, "STOPPED")
+    assert nices == {"prod": 20, "oppo": 121}  # the higher class, the lower nice
+
+
+def test_a_slurm_vc_never_lends_its_quota(slurm_vc, settings):
+    from clusters.models import Node
+    from scheduling.quota import cluster_usage, lends
+
+    settings.PAI_LEND_IDLE_QUOTA = True
+    type(slurm_vc).objects.filter(pk=slurm_vc.pk).update(lends_idle_quota=True)
+    slurm_vc.refresh_from_db()
+    assert not lends(slurm_vc)
+    assert not cluster_usage(list(Node.objects.all())).vcs[slurm_vc.name].lends

@@ -26,6 +26,19 @@ def test_it_shows_virtual_clusters_with_quota_and_usage(alice_client, user, make
     assert row.used.cpu == 1
 
 
+def test_it_shows_a_borrowed_jobs_use_in_its_lenders_row_and_the_lender_marked(alice_client, user, make_job, gpu_node):
+    VirtualCluster.objects.filter(name="default").update(share_percent=50)
+    lender = VirtualCluster.objects.create(name="lender", share_percent=50, lends_idle_quota=True)
+    job = make_job(user, "guest", state="RUNNING")
+    Job.objects.filter(pk=job.pk).update(borrowed_from=lender)
+    job.tasks.update(state="RUNNING", node=gpu_node, gpus=[1])
+    page = alice_client.get("/cluster/")
+    rows = {row.vc.name: row for row in page.context["vc_rows"]}
+    assert (rows["default"].used.gpu, rows["lender"].used.gpu) == (0, 1)
+    assert (rows["default"].lends, rows["lender"].lends) == (False, True)
+    assert page.content.decode().count("data-vc-lends") == 1
+
+
 def test_it_shows_each_nodes_gpus_free_or_used(alice_client, user, make_job, gpu_node):
     job = make_job(user, "busy", state="RUNNING")
     job.tasks.update(state="RUNNING", node=gpu_node, gpus=[2])

@@ -94,3 +94,16 @@ def test_it_translates_the_preemption_reasons():
         )
     assert "alice~train" in preempting and "抢占" in preempting
     assert "alice~urgent" in preempted and "抢占" in preempted and "配额" in preempted
+
+
+def test_it_translates_the_borrowing_reasons():
+    with translation.override("zh-hans"):
+        reclaiming = translate_reason(
+            'reclaiming VC "b"\'s quota from job(s) alice~stubborn (running on it borrowed) to make room for its '
+            "whole gang; it starts when they have ended (their grace period at most)"
+        )
+        no_lender = translate_reason(
+            'VC "a" quota: 4 of 4 CPUs used, job needs 3; no lending VC has that much idle quota'
+        )
+    assert "alice~stubborn" in reclaiming and "收回" in reclaiming
+    assert "配额" in no_lender and "出借" in no_lender

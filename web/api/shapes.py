@@ -240,8 +240,17 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "appExitType": (exit_spec or {}).get("type"),
         "pendingReason": job.pending_reason or None,
         "virtualCluster": job.virtual_cluster.name,
+        "borrowedFrom": borrowed_from(job),
         **time_limit_status(job),
     }
+
+
+def borrowed_from(job: Job) -> str | None:
+    """The VC whose idle quota the job runs on (README "Borrowing and reclaim"); null when it runs
+    on its own VC's, or does not run."""
+    if job.borrowed_from_id is None or job.state not in (JobState.RUNNING, JobState.STOPPING):
+        return None
+    return job.borrowed_from.name if job.borrowed_from is not None else None
 
 
 def time_limit_status(job: Job, now: datetime | None = None) -> dict[str, Any]:

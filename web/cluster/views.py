@@ -31,6 +31,7 @@ class VcRow:
     used: Resources
     running_jobs: int = 0
     waiting_jobs: int = 0
+    lends: bool = False  # other VCs' borrowing jobs may run on its idle quota
 
     @property
     def gpu_percent(self) -> int:
@@ -71,6 +72,7 @@ def _vc_rows(usage: ClusterUsage) -> list[VcRow]:
             used=usage.vcs[vc.name].used,
             running_jobs=job_counts.get((vc.pk, JobState.RUNNING), 0),
             waiting_jobs=job_counts.get((vc.pk, JobState.WAITING), 0),
+            lends=usage.vcs[vc.name].lends,
         )
         for vc in VirtualCluster.objects.all()
         if vc.name in usage.vcs

@@ -2,7 +2,8 @@
 `createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's.
 Sharing inside the VC (each left as it was when not given; `none` clears a number):
 `--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`;
-priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`."""
+priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`; borrowing:
+`--lends yes|no` (other VCs' borrowing jobs may run on its idle quota; never a Slurm VC)."""
 
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -61,6 +62,12 @@ class Command(BaseCommand):
         )
         for flag, what in SHARING_NUMBERS.items():
             parser.add_argument(f"--{flag}", help=f"{what} (a whole number; none: no limit)")
+        parser.add_argument(
+            "--lends",
+            choices=["yes", "no"],
+            help="other VCs' borrowing jobs (PAI_BORROWING_CLASSES) may run on its idle quota until its own jobs "
+            "need it back (never a Slurm VC)",
+        )
 
     def handle(self, *args, **options):
         partition = options["slurm_partition"]
@@ -88,6 +95,10 @@ class Command(BaseCommand):
             )
         defaults = {"share_percent": share, "description": options["description"], "slurm_partition": partition}
         defaults.update(self._sharing(options))
+        if options.get("lends") is not None:
+            if options["lends"] == "yes" and partition:
+                raise CommandError("--lends: a Slurm VC never lends (Slurm places its jobs)")
+            defaults["lends_idle_quota"] = options["lends"] == "yes"
         for option, field in (("default_class", "default_priority_class"), ("max_class", "max_priority_class")):
             if options.get(option):
                 defaults[field] = options[option]

@@ -54,7 +54,8 @@ def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
             "description": vc.description,
             "allowed": vc.is_open_to(user),
             "resourcesUsed": _resources(state.used),
-            # A VC's share is guaranteed to it and is also all it may use (no borrowing).
+            # A VC's share is guaranteed to it and is all its own jobs may use; borrowed jobs of other
+            # VCs running on its idle quota count in its resourcesUsed (README "Borrowing and reclaim").
             "resourcesGuaranteed": _resources(state.limit),
             "resourcesTotal": _resources(state.limit),
             "numJobs": sum(counts.get((name, state), 0) for state in JobState.values),
@@ -66,6 +67,7 @@ def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
             "userGpuLimit": vc.user_gpu_limit,
             "defaultRunMinutes": vc.default_run_minutes,
             "maxRunMinutes": vc.max_run_minutes,
+            "lendsIdleQuota": state.lends,  # (other VCs' borrowing jobs may run on its idle quota)
         }
     return answer
 
