@@ -171,6 +171,7 @@ class Policy:
     name: str
     vc_settings: dict[str, Any] = field(default_factory=dict)  # VirtualCluster field -> value
     job_classes: bool = False  # jobs name the trace's class (extras.hivedScheduler.jobPriorityClass)
+    settings: dict[str, Any] = field(default_factory=dict)  # the portal's settings for the run (PAI_*)
 
 
 POLICIES = {
@@ -178,6 +179,13 @@ POLICIES = {
     # Every VC fair-share and lending its idle quota (oppo jobs borrow it: PAI_BORROWING_CLASSES);
     # jobs send their class, so a higher one preempts a lower one, and owners reclaim what is lent.
     "sharing": Policy("sharing", {"queue_policy": "fair-share", "lends_idle_quota": True}, job_classes=True),
+    # The same, and `test` jobs borrow too (the admin's PAI_BORROWING_CLASSES).
+    "sharing-test": Policy(
+        "sharing-test",
+        {"queue_policy": "fair-share", "lends_idle_quota": True},
+        job_classes=True,
+        settings={"PAI_BORROWING_CLASSES": ["oppo", "test"]},
+    ),
 }
 
 
@@ -491,6 +499,8 @@ class Simulation:
         self.victims_seen: set[tuple[int, int, int]] = set()  # (victim, its attempt, preemptor)
 
     def run(self) -> Run:
+        from django.test import override_settings
+
         from jobs.models import Job, JobState
         from scheduling import executors, launch
         from scheduling.scheduler import Scheduler
@@ -503,7 +513,7 @@ class Simulation:
         launch.storage.launch_mounts = lambda *args, **kwargs: []  # (no user areas: no files written)
         try:
             scheduler = Scheduler(holder=f"sim-{self.policy.name}")
-            with self.clock.installed():
+            with self.clock.installed(), override_settings(**self.policy.settings):
                 try:
                     self._loop(users, quotas, scheduler)
                 finally:
