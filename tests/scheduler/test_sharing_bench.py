@@ -84,3 +84,18 @@ def test_it_preempts_while_another_vc_places_a_job_in_the_same_pass(db, settings
     (run,) = sharing.simulate(trace, [sharing.POLICIES["sharing"]], gpus=16)
     assert (run.jobs_ended, run.preemptions, run.lost_gpu_hours) == (3, 1, 0)
     assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S
+
+
+def test_it_lets_oppo_borrow_an_idle_vc_and_its_owner_reclaim_it_within_the_grace(db, settings, tmp_path):
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    vcs = [sharing.TraceVc("vc-a", 50), sharing.TraceVc("vc-b", 50)]
+    jobs = [
+        sharing.TraceJob("mine", "vc-a", "vc-a-u0", "oppo", 0, 1, 8, 3600, 5),
+        sharing.TraceJob("borrows", "vc-a", "vc-a-u1", "oppo", 0, 1, 8, 3600, 5),
+        sharing.TraceJob("owner", "vc-b", "vc-b-u0", "test", 600, 1, 8, 3600, 5),
+    ]
+    (run,) = sharing.simulate(sharing.Trace(vcs, jobs), [sharing.POLICIES["sharing"]], gpus=16)
+    assert run.features["borrowing"] is True
+    assert (run.jobs_ended, run.over_allocations, run.preemptions, run.lost_gpu_hours) == (3, 0, 1, 0)
+    assert run.quota_overruns > 0 and run.quota_overruns_allowed  # vc-a held 16 GPUs of its 8 meanwhile
+    assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S
