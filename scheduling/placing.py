@@ -100,7 +100,8 @@ class Placer:
         silent = {node.name for node in nodes if executors.silent(node)}  # (not down yet: no new work either)
         for state in node_states:  # ports another program held lately: other ports this time
             state.ports_used.update(trouble.port_conflicts.on(state.name, now))
-            state.schedulable = state.schedulable and state.name not in silent
+            if state.name in silent and state.schedulable:  # (silent for now: it may answer again)
+                state.schedulable, state.down = False, True
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)
         recent = self._usage.of(vc_states)
         requests = [
