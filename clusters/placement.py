@@ -62,6 +62,9 @@ class NodeState:
     # Its address is a loopback one (this machine, as other nodes cannot reach it): a job spans it
     # only together with other loopback nodes, never with nodes elsewhere.
     loopback: bool = False
+    # Not schedulable only because it is down (or silent) for now: what it holds may come back, so
+    # no job is judged "can never fit" for want of it; a job that needs it waits for it.
+    down: bool = False
 
 
 @dataclass
@@ -73,6 +76,8 @@ class VcState:
     user_gpu_limit: int | None = None  # most GPUs one user's jobs may hold in it at once
     gpus_by_user: dict[str, int] = field(default_factory=dict)  # what each user's running jobs hold
     lends: bool = False  # other VCs' borrowing jobs may run on its idle quota
+    # its quota were the nodes that are down now back (None: the same as limit)
+    limit_with_down: Resources | None = None
 
 
 @dataclass(frozen=True)
@@ -137,17 +142,16 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
-    nevers = [
-        _never_fits(job, need, vcs, cluster) or capped.never(job, need)
-        for job, need in zip(ordered, needs, strict=True)
-    ]
+    down = _DownNodes(nodes, cluster)
+    nevers = [down.judge(job, need, vcs) or capped.never(job, need) for job, need in zip(ordered, needs, strict=True)]
     # A VC lends only while none of its own jobs waits (its idle room is not idle then).
     wanting = {job.vc for job, never in zip(ordered, nevers, strict=True) if not never}
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
     for job, need, never in zip(ordered, needs, nevers, strict=True):
-        if never:
+        if never:  # (or it waits for a node that is down: set aside too, its VC goes on)
             result.pending[job.key] = never
-            result.never_fits.add(job.key)
+            if not never.endswith(WAITS_FOR_DOWN):
+                result.never_fits.add(job.key)
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         if job.vc in blocked:
@@ -162,6 +166,13 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         refusal = _quota_refusal(vcs[job.vc], used[job.vc], need)
+        if refusal is not None and not job.may_borrow:
+            # The nodes could not hold it either (others' tasks hold them, memory is short...): that
+            # blocks it as much as the quota does, and more plainly, so it is said first. (A job
+            # that may borrow is asked below.)
+            fits, fitted = cluster.try_place(job, need, dry=True)
+            if fits is None:
+                refusal = f"{cluster.why_not(job, need, fitted)}; {refusal}"
         if refusal is None:
             placements, fitted = cluster.try_place(job, need)
             if placements is not None:
@@ -252,12 +263,13 @@ def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[Jo
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     if not cluster.nodes:
         return {}  # nothing to judge by: every job waits for nodes to come back
+    down = _DownNodes(nodes, cluster)
     capped = _UserCaps(vcs)
     reasons = {}
     for job in jobs:
         need = _Need.of(job)
-        reason = _never_fits(job, need, vcs, cluster) or capped.never(job, need)
-        if reason:
+        reason = down.judge(job, need, vcs) or capped.never(job, need)
+        if reason and not reason.endswith(WAITS_FOR_DOWN):
             reasons[job.key] = reason
     return reasons
 
@@ -355,8 +367,42 @@ def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> str | None:
     return None
 
 
-def _never_fits(job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: _Cluster) -> str | None:
-    """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC)."""
+NEVER = " (it can never fit)"
+LEFT_OVER = "the task left over: "  # (a gang's reason: why its last task fits no node the others leave)
+BUSY = "busy: other jobs' tasks hold "  # (nodes that would hold the task when idle)
+WAITS_FOR_DOWN = "(it waits for it)", "(it waits for them)"
+
+
+class _DownNodes:
+    """The never-fits judgement with the nodes that are down now counted as coming back: a job
+    that fits only with them waits for them (its reason says which), not "can never fit"."""
+
+    def __init__(self, nodes: list[NodeState], cluster: _Cluster) -> None:
+        self.cluster = cluster
+        self.names = [state.name for state in nodes if not state.schedulable and state.down]
+        self._states = nodes
+        self._with_down: _Cluster | None = None
+
+    def judge(self, job: JobRequest, need: _Need, vcs: dict[str, VcState]) -> str | None:
+        never = _never_fits(job, need, vcs, self.cluster)
+        if never is None or not self.names:
+            return never
+        if self._with_down is None:
+            self._with_down = _Cluster([_Node(state) for state in self._states if state.schedulable or state.down])
+        vc = vcs.get(job.vc)
+        limit = vc.limit_with_down if vc is not None else None
+        if _never_fits(job, need, vcs, self._with_down, limit) is not None:
+            return never
+        many = len(self.names) > 1
+        which = f"node{'s' if many else ''} {', '.join(self.names)} {'are' if many else 'is'} down"
+        return f"{never.removesuffix(NEVER)} while {which} {WAITS_FOR_DOWN[many]}"
+
+
+def _never_fits(
+    job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: _Cluster, limit: Resources | None = None
+) -> str | None:
+    """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC);
+    `limit`: its VC's quota, when not the one it has now."""
     if not job.tasks:
         return "the job has no tasks"
     if job.vc not in vcs:
@@ -364,7 +410,7 @@ def _never_fits(job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: 
     if not cluster.nodes:
         return "no schedulable node in the cluster"
     gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
-    limit = vcs[job.vc].limit
+    limit = limit or vcs[job.vc].limit
     if gpu > limit.gpu:
         return f'VC "{job.vc}" quota is {limit.gpu} GPUs in all, job needs {gpu} (it can never fit)'
     if cpu > limit.cpu:
@@ -529,6 +575,8 @@ class _Cluster:
         self.max_cpus = max((node.capacity.cpu for node in nodes), default=0)
         self.max_memory = max((node.capacity.memory_mb for node in nodes), default=0)
         self.max_port_range = max((node.port_high - node.port_low + 1 for node in nodes), default=0)
+        # the last try_place's task that fit no node once the job's other tasks were placed, and why
+        self.left_over: str | None = None
 
     def _index(self, node: _Node) -> None:
         for key in (ANY_TYPE, *node.gpus):
@@ -601,10 +649,13 @@ class _Cluster:
                 node.release_ports(numbers)
             self._index(node)
 
-    def try_place(self, job: JobRequest, need: _Need) -> tuple[list[TaskPlacement] | None, int]:
-        """All of the job's tasks placed (claimed for this pass), or None and how many fitted at once."""
+    def try_place(self, job: JobRequest, need: _Need, *, dry: bool = False) -> tuple[list[TaskPlacement] | None, int]:
+        """All of the job's tasks placed (claimed for this pass, unless `dry`: then only whether they
+        would be), or None and how many fitted at once."""
         log: list[tuple[_Node, TaskPlacement, str | None]] = []
         whole = self._first_fit(job.tasks, job.gpu_type, need, most_free_first=False, avoid=job.avoid)
+        if whole is not None and dry:
+            return [], len(job.tasks)
         if whole is not None:
             self._commit(*whole, log)
             return _in_job_order(job, log), len(job.tasks)
@@ -613,15 +664,19 @@ class _Cluster:
         # Spread over nodes that reach each other: those elsewhere, else this machine's loopback ones.
         kinds = {node.loopback for node in self.nodes}
         groups: list[bool | None] = [False, True] if len(kinds) > 1 else [None]
-        fitted = 0
+        fitted, left_over = 0, None
         for loopback in groups:
-            placements, fitted_now = self._spread(job, loopback)
+            placements, fitted_now = self._spread(job, loopback, dry=dry)
             if placements is not None:
                 return placements, len(job.tasks)
-            fitted = max(fitted, fitted_now)
+            if fitted_now >= fitted:
+                fitted, left_over = fitted_now, self.left_over
+        self.left_over = left_over
         return None, fitted
 
-    def _spread(self, job: JobRequest, loopback: bool | None) -> tuple[list[TaskPlacement] | None, int]:
+    def _spread(
+        self, job: JobRequest, loopback: bool | None, *, dry: bool = False
+    ) -> tuple[list[TaskPlacement] | None, int]:
         """The job over several nodes, biggest task first, each onto a node the job uses already if
         it fits, else the first node that does (the one with the most free GPUs for a GPU task)."""
         log: list[tuple[_Node, TaskPlacement, str | None]] = []
@@ -637,13 +692,19 @@ class _Cluster:
             )
             if found is None:
                 fitted = len(log)
+                # Why, on the nodes as the job's placed tasks leave them (before they are undone).
+                why = self._why_task_does_not_fit(task, job.gpu_type)
+                self.left_over = why and why + self._busy_note(task, exclude=job_nodes)
                 self._undo(log, job)
                 return None, fitted
             node, plan = found
             self._commit(node, plan, log)
             if node not in job_nodes:
                 job_nodes.append(node)
-        return _in_job_order(job, log), len(job.tasks)
+        placements = _in_job_order(job, log)
+        if dry:
+            self._undo(log, job)
+        return placements, len(job.tasks)
 
     @staticmethod
     def _on_job_nodes(job_nodes: list[_Node], task: TaskRequest, gpu_type: str | None) -> tuple[_Node, _Plan] | None:
@@ -662,16 +723,39 @@ class _Cluster:
             seen_roles.add(task.role)
             reason = self._why_task_does_not_fit(task, job.gpu_type)
             if reason:
-                return reason
+                return reason + self._busy_note(task)
         gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
         mixed = len({node.loopback for node in self.nodes}) > 1
+        left_over = f"; {LEFT_OVER}{self.left_over}" if self.left_over and len(job.tasks) > 1 else ""
         return (
             f"needs all {len(job.tasks)} tasks at once (gang): {_gpu_text(gpu, job.gpu_type)}, {cpu} CPUs, "
             f"{memory_text(memory)} memory in all; only {fitted} of {len(job.tasks)} fit now "
             f"({_gpu_text(free, job.gpu_type)} free in the cluster"
             + ("; a job never spans a loopback-address node and nodes elsewhere)" if mixed else ")")
+            + left_over
         )
+
+    def _busy_note(self, task: TaskRequest, exclude: Iterable[_Node] = ()) -> str:
+        """`; busy: other jobs' tasks hold a, b`: the nodes that would hold the task when idle but
+        whose GPUs, CPUs or memory other jobs' tasks hold now (the job's own nodes left out)."""
+        skip = set(exclude)
+        busy = []
+        for node in self.nodes:
+            wants = [
+                (task.gpu, node.all_free_gpus(None), node.capacity.gpu),
+                (task.cpu, node.cpu, node.capacity.cpu),
+                (task.memory_mb, node.memory, node.capacity.memory_mb),
+            ]
+            short = [capacity for need, free, capacity in wants if need > free]
+            if node in skip or not short or any(need > capacity for need, _, capacity in wants):
+                continue
+            if UNKNOWN_TOTAL not in short:  # (a total nobody told us: what holds it is unknown too)
+                busy.append(node.name)
+        if not busy:
+            return ""
+        shown = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
+        return f"; {BUSY}{shown}"
 
     def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> str | None:
         room = self.nodes

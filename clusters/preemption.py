@@ -64,8 +64,9 @@ def plan_preemptions(
     placed: PlacementResult,
 ) -> dict[int, Preemption]:
     """For each VC, its first waiting job that placement left waiting and that can fit at all:
-    which running jobs it preempts (or waits for), by waiting job. `nodes`/`vcs` as placement had
-    them; `placed` is its result (what it placed this pass holds its room too)."""
+    which running jobs it preempts (or waits for), by waiting job. `nodes`/`vcs`/`jobs` as placement
+    had them (every request: the placed ones of any VC are looked up there); `placed` is its result
+    (what it placed this pass holds its room too)."""
     nodes, vcs = _after(nodes, vcs, jobs, placed)
     by_vc: dict[str, list[RunningJob]] = defaultdict(list)
     for other in running:

@@ -514,6 +514,31 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
     return done
 
 
+def refuse(job: Job, exit_code: int, reason: str) -> bool:
+    """WAITING -> FAILED: the backend that would run it refuses the job as asked, for good (Slurm's
+    "Requested node configuration is not available"); its tasks never started. `reason` is the
+    backend's own words, kept as the job's diagnostics."""
+    with transaction.atomic():
+        done = _move_job(
+            job.pk,
+            "refuse",
+            exit_code=exit_code,
+            user_exit_code=None,
+            exit_diagnostics=reason,
+            completed_at=timezone.now(),
+            pending_reason="",
+        )
+        if done:
+            _, to_state = _task_states("stop_task")
+            job.tasks.filter(state=TaskState.WAITING).update(
+                state=to_state, exit_code=exit_code, exit_diagnostics=reason, finished_at=timezone.now()
+            )
+            event(job.pk, "refused", gettext_noop("The job failed: %(reason)s"), reason=reason)
+    if done:
+        notifications.job_ended(job.pk)
+    return done
+
+
 def begin_time_limit_end(job: Job, deadline: datetime, grace_s: int, limit_text: str) -> bool:
     """A running job reached its time limit: its tasks get SIGTERM and are killed at `deadline`
     (as a Stop's); stored first. False when it is being ended already (a stop, a preemption)."""

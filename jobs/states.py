@@ -44,6 +44,7 @@ JOB_TRANSITIONS: dict[str, tuple[tuple[JobState, ...], JobState]] = {
     "finish_stopping": ((JobState.STOPPING,), JobState.STOPPED),
     "succeed": ((JobState.RUNNING,), JobState.SUCCEEDED),
     "fail": ((JobState.RUNNING,), JobState.FAILED),
+    "refuse": ((JobState.WAITING,), JobState.FAILED),
     "requeue_for_retry": ((JobState.RUNNING,), JobState.WAITING),
     "requeue_preempted": ((JobState.RUNNING,), JobState.WAITING),
     "restart": (FINISHED_JOB_STATES, JobState.WAITING),

@@ -47,6 +47,7 @@ from clusters.executors.base import (
     TaskStatus,
 )
 from clusters.executors.docker import DockerExecutor
+from clusters.executors.plain_errors import plain_error
 from clusters.executors.registry import executor_for
 from clusters.models import Node
 
@@ -181,7 +182,7 @@ class Lane:
             except BaseException as exc:
                 with self._lock:
                     self._busy_with = ""
-                    self._answered(what, began, deadline, answered=not self._unreachable(exc), error=str(exc))
+                    self._answered(what, began, deadline, answered=not self._unreachable(exc), error=error_text(exc))
                 future.set_exception(exc)
             else:
                 lost = isinstance(result, TaskStatus) and result.failure is Failure.NODE_LOST
@@ -361,9 +362,18 @@ def node_executor(node: Node) -> Executor:
 
 
 def ping(node: Node) -> str | None:
-    """None when the node's backend answers, else why not."""
+    """None when the node's backend answers, else why not (in plain words)."""
     try:
         node_executor(node).ping()
     except Exception as exc:
-        return str(exc)
+        return error_text(exc)
     return None
+
+
+def error_text(exc: BaseException) -> str:
+    """An executor's own sentence as it is; any other error (the engine's client's, raw) in plain
+    words (clusters.executors.plain_errors), its whole chain in the log."""
+    if isinstance(exc, ExecutorError):
+        return str(exc)
+    log.info("an engine call failed: %r", exc)
+    return plain_error(exc)

@@ -101,7 +101,8 @@ class Placer:
         silent = {node.name for node in nodes if executors.silent(node)}  # (not down yet: no new work either)
         for state in node_states:  # ports another program held lately: other ports this time
             state.ports_used.update(trouble.port_conflicts.on(state.name, now))
-            state.schedulable = state.schedulable and state.name not in silent
+            if state.name in silent and state.schedulable:  # (silent for now: it may answer again)
+                state.schedulable, state.down = False, True
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)
         without_infiniband = frozenset(node.name for node in nodes if not node.infiniband)
         for row in rows:  # a job asking InfiniBand runs only where a node declares it

@@ -66,7 +66,9 @@ class Preempter:
         running = self._running_jobs(top)
         if not running:
             return {}
-        plans = plan_preemptions(nodes, vcs, [job for job in requests if job.vc in top], running, result)
+        # Every request: what this pass placed in any VC holds its room (a VC with no job left
+        # waiting has none to plan for, so it is passed over there).
+        plans = plan_preemptions(nodes, vcs, requests, running, result)
         return {key: self._begin(plan) for key, plan in plans.items()}
 
     def _begin(self, plan: Preemption) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from copy import copy
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -85,9 +86,16 @@ def _node_state(node: Node, gpus: dict[int, str]) -> NodeState:
         gpus_free=dict(gpus),
         port_range=(node.port_range_start, node.port_range_end),
         schedulable=node.available,
+        down=node.schedulable and node.down_since is not None,
         gpu_total=len(gpus),
         loopback=node.loopback,
     )
+
+
+def _as_up(node: Node) -> Node:
+    up = copy(node)
+    up.down_since = None
+    return up
 
 
 class SpecCache:
@@ -171,6 +179,9 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
     totals = cluster_totals(own_nodes, gpus_by_node)
     all_vcs = list(VirtualCluster.objects.all())
     quotas = vc_quotas(nodes, gpus_by_node, all_vcs)
+    # The quotas were the nodes down now back: a job over its quota only while they are down waits.
+    down = [node for node in nodes if node.schedulable and node.down_since is not None]
+    quotas_with_down = vc_quotas([_as_up(node) if node in down else node for node in nodes], gpus_by_node, all_vcs)
     vcs = {
         vc.name: VcState(
             name=vc.name,
@@ -180,6 +191,7 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
             user_gpu_limit=vc.user_gpu_limit,
             gpus_by_user=dict(gpus_by_user[vc.name]),
             lends=lends(vc),
+            limit_with_down=quotas_with_down[vc.name] if down else None,
         )
         for vc in all_vcs
     }

@@ -45,13 +45,22 @@ from clusters.executors.process import PROJECT_ROOT
 from clusters.models import Node, VirtualCluster
 from clusters.slurm import client, commands
 from clusters.slurm.exits import status_after
-from clusters.slurm.reasons import Ask, PartitionUse, pending_reason, refusal_reason
+from clusters.slurm.reasons import (
+    FINAL_REASONS,
+    Ask,
+    PartitionUse,
+    final_reason,
+    is_final_refusal,
+    pending_reason,
+    refusal_reason,
+)
 from clusters.slurm.status import SlurmJob, SlurmNode, parse_nodes, parse_queue
 from clusters.slurm_nodes import sync_nodes
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.logs import read_tail
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol.exitspec import ExitCode
 from jobs.protocol.priority import slurm_nice
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.spec import gpu_type as spec_gpu_type
@@ -221,12 +230,17 @@ class SlurmBackend:
         if name in self._submitted or (found is not None and found.active):
             if self._all_probed(pk, attempt):
                 return self._launch_waiting(pk, attempt)
+            if fresh and found is not None and found.pending and found.reason in FINAL_REASONS:
+                self._awaiting.pop(pk, None)
+                return self._refuse_held(pk, found, partition)
             self._awaiting[pk] = attempt
             if fresh and found is not None and found.pending:
                 self._say_pending(pk, said, found, partition)
             return False
         if found is None:
             submitted = self.submit(_waiting_job(pk), attempt, partition)
+        elif fresh and found.reason in FINAL_REASONS:  # (Slurm ended it for its request: never again)
+            return self._refuse_held(pk, found, partition)
         elif fresh:  # it ended before its tasks started (cancelled, a node failed...): again
             submitted = self.resubmit(_waiting_job(pk), attempt, partition, found)
         else:
@@ -348,6 +362,9 @@ class SlurmBackend:
         except client.SlurmError as exc:
             self._refused[name] = time.monotonic()
             reason = refusal_reason(str(exc), job_ask(roles), PartitionUse.of(partition, self._nodes))
+            if is_final_refusal(str(exc)):  # it would refuse it again each time: the job ends
+                lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
+                return False  # (nothing submitted: no Slurm job to wait for)
             if reason != job.pending_reason:
                 lifecycle.set_pending_reason(job.pk, reason)
             return False
@@ -367,6 +384,19 @@ class SlurmBackend:
         """Why no node of the partition can mount a storage the job needs (scheduling.storage_gate)."""
         nodes = list(Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition=partition))
         return storage_gate([(job.pk, job.normalized)], nodes, self.mount_failures).blocked.get(job.pk)
+
+    def _refuse_held(self, pk: int, found: SlurmJob, partition: str) -> bool:
+        """Slurm holds (or ended) the job with a reason it gives only for a request it can never
+        run as configured: the job ends FAILED with Slurm's words, and its Slurm job is cancelled."""
+        reason = final_reason(found, job_ask(self._requests(pk)), PartitionUse.of(partition, self._nodes))
+        if found.active:
+            try:
+                self.controller.run(commands.scancel_argv([str(found.slurm_id)]))
+            except (client.SlurmUnreachable, NodeSilent):
+                self._sweep = True  # (the sweep cancels it: no attempt of a failed job wants it)
+            except client.SlurmError as exc:
+                log.warning("cancelling Slurm job %s: %s", found.slurm_id, exc)
+        return lifecycle.refuse(_waiting_job(pk), ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
 
     def _say_pending(self, pk: int, said: str, found: SlurmJob, partition: str) -> None:
         reason = pending_reason(

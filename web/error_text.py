@@ -356,7 +356,6 @@ REASONS: list[tuple[re.Pattern[str], Promise]] = [
         ),
         _("one user may hold at most %(cap)s GPUs in VC %(vc)s at once, job needs %(need)s (it can never fit)"),
     ),
-    (re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)"), _("node %(node)s is down (%(why)s)")),
     (
         re.compile(
             r'VC (?P<vc>"[^"]*") quota: (?P<used>\d+) of (?P<limit>\d+) (?P<what>GPUs|CPUs) used, '
@@ -435,7 +434,11 @@ NO_LENDER = "; no lending VC has that much idle quota"  # (clusters.placement, a
 WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
-NODE_DOWN_NOTE = re.compile(r"; (?=node \S+ is down \()")
+NODE_DOWN_NOTE = re.compile(
+    r"; (?=node \S+ is down \(|the task left over: |busy: other jobs' tasks hold |VC \"[^\"]*\" quota: )"
+)
+LEFT_OVER = "the task left over: "  # (clusters.placement.LEFT_OVER and BUSY)
+BUSY = re.compile(r"busy: other jobs' tasks hold (?P<nodes>.+)")
 
 
 # --- why Slurm keeps a job waiting (clusters.slurm.reasons: its English templates made patterns) ---
@@ -475,6 +478,10 @@ SLURM_WORDS: dict[str, Promise] = {
     "BeginTime": _("the job's start time has not come yet"),
     "Dependency": _("the job waits for another Slurm job"),
     "None": _("Slurm has not looked at the job yet"),
+    "BadConstraints": _(
+        "no node of partition %(p_name)s can ever hold the job's tasks as asked (%(asks)s); the partition has "
+        "%(p_nodes)s node(s) with %(p_gpus)s GPU(s), %(p_cpus)s CPU(s), %(p_memory_mb)s MB in all"
+    ),
 }
 SLURM_REFUSALS: dict[str, Promise] = {
     "Requested node configuration is not available": _(
@@ -490,6 +497,7 @@ SLURM_ASKS = re.compile(r"(?P<tasks>\d+) task\(s\): (?P<gpus>\d+) GPU\(s\), (?P<
 SLURM_WAITING = re.compile(
     r"Waiting in Slurm \((?P<code>[^)]*)\): (?P<sentence>.+?)(?:; Slurm expects it to start at (?P<start>.+) UTC)?\."
 )
+SLURM_CANNOT = re.compile(r"Slurm cannot run the job \((?P<code>[^)]*)\): (?P<sentence>.+?)\.")
 SLURM_REFUSED = re.compile(r"Slurm refuses the job \((?P<said>.+)\): (?P<sentence>.+)\.")
 SLURM_SUBMITTED = re.compile(r"Submitted to Slurm as job (?P<slurm_id>\d+) in partition (?P<partition>\S+)\.")
 
@@ -535,6 +543,11 @@ def _slurm_reason(part: str) -> str | None:
         if waiting["start"]:
             return str(_("Waiting in Slurm (%(code)s): %(sentence)s; Slurm expects it to start at %(time)s.")) % values
         return str(_("Waiting in Slurm (%(code)s): %(sentence)s.")) % values
+    if cannot := SLURM_CANNOT.fullmatch(part):
+        code, sentence = cannot["code"], cannot["sentence"]
+        if code in _SLURM_WORDS:
+            sentence = _slurm_sentence(sentence, *_SLURM_WORDS[code])
+        return str(_("Slurm cannot run the job (%(code)s): %(sentence)s.")) % {"code": code, "sentence": sentence}
     if refused := SLURM_REFUSED.fullmatch(part):
         sentence = refused["sentence"]
         known = next((key for key in _SLURM_REFUSALS if key in refused["said"]), None)
@@ -580,7 +593,64 @@ def translate_reason(reason: str) -> str:
     return note + "; ".join(_reason_part(part) for part in NODE_DOWN_NOTE.split(reason))
 
 
+NODE_DOWN = re.compile(r"node (?P<node>\S+) is down \((?P<why>.*)\)")
+ENGINE_SILENT = re.compile(
+    r"did not answer for (?P<seconds>\d+) s: the Docker engine at (?P<url>\S+(?: socket)?) does not answer "
+    r"\((?P<cause>.+)\)"
+)
+# clusters.executors.plain_errors' words for why an engine does not answer
+PLAIN_CAUSES: list[tuple[re.Pattern[str], Promise]] = [
+    (re.compile(r"connection refused: nothing listens there"), _("connection refused: nothing listens there")),
+    (re.compile(r"timed out after (?P<seconds>[\d.]+) s"), _("timed out after %(seconds)s s")),
+    (re.compile(r"its host name does not resolve"), _("its host name does not resolve")),
+    (re.compile(r"no route to the host"), _("no route to the host")),
+    (re.compile(r"its network is unreachable"), _("its network is unreachable")),
+    (re.compile(r"no socket at that path"), _("no socket at that path")),
+    (re.compile(r"permission denied"), _("permission denied")),
+    (re.compile(r"the connection was closed before an answer"), _("the connection was closed before an answer")),
+    (re.compile(r"it answered HTTP (?P<code>\d+)(?P<rest>.*)"), _("it answered HTTP %(code)s%(rest)s")),
+]
+
+
+def _down_why(why: str) -> str:
+    silent = ENGINE_SILENT.fullmatch(why)
+    if silent is None:
+        return why
+    cause = silent["cause"]
+    for pattern, template in PLAIN_CAUSES:
+        if match := pattern.fullmatch(cause):
+            cause = str(template) % match.groupdict() if match.groupdict() else str(template)
+            break
+    values = {"seconds": silent["seconds"], "url": silent["url"], "cause": cause}
+    return str(_("did not answer for %(seconds)s s: the Docker engine at %(url)s does not answer (%(cause)s)")) % values
+
+
+WAITS_FOR_DOWN = re.compile(
+    r"(?P<why>.+) while (?:node (?P<node>\S+) is down \(it waits for it\)|nodes (?P<nodes>.+) are down "
+    r"\(it waits for them\))"
+)
+_LAST_PARENTHESES = re.compile(r"\s*[(\uff08][^()\uff08\uff09]*[)\uff09]$")
+
+
+def _waits_for_down(waits: re.Match[str]) -> str:
+    """`<a never-fits reason, its "(it can never fit)" left out> while node b is down (it waits for it)`."""
+    why = waits["why"]
+    shown = _reason_part(why + " (it can never fit)")
+    why = _LAST_PARENTHESES.sub("", shown) if shown != why + " (it can never fit)" else why
+    if waits["node"]:
+        return str(_("%(why)s while node %(node)s is down (it waits for it)")) % {"why": why, "node": waits["node"]}
+    return str(_("%(why)s while nodes %(nodes)s are down (it waits for them)")) % {"why": why, "nodes": waits["nodes"]}
+
+
 def _reason_part(part: str) -> str:
+    if part.startswith(LEFT_OVER):
+        return str(_("the task left over: %(why)s")) % {"why": _reason_part(part.removeprefix(LEFT_OVER))}
+    if (busy := BUSY.fullmatch(part)) is not None:
+        return str(_("busy: other jobs' tasks hold %(nodes)s")) % busy.groupdict()
+    if (waits := WAITS_FOR_DOWN.fullmatch(part)) is not None:
+        return _waits_for_down(waits)
+    if (down := NODE_DOWN.fullmatch(part)) is not None:
+        return str(_("node %(node)s is down (%(why)s)")) % {"node": down["node"], "why": _down_why(down["why"])}
     if part.endswith(NO_LENDER):
         return _reason_part(part.removesuffix(NO_LENDER)) + "; " + str(_("no lending VC has that much idle quota"))
     if (preempted := PREEMPTED_NOTE.fullmatch(part)) is not None:
@@ -638,6 +708,8 @@ DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
 
 def translate_diagnostics(text: str) -> str:
     """Exit diagnostics with the portal's own sentences in the active language."""
+    if (slurm := _slurm_reason(text)) is not None:  # (a job Slurm refused: its reason is the diagnostics)
+        return slurm
     for pattern, template in DIAGNOSTICS:
         text = pattern.sub(_shown_in(template), text)
     return text

@@ -156,6 +156,7 @@ EVENT_KINDS = {
     "stopped": _("Stopped"),
     "succeeded": _("Succeeded"),
     "failed": _("Failed"),
+    "refused": _("Refused"),
     "job-retry": _("Job retried"),
     "restarted": _("Started again"),
     "priority-changed": _("Priority class changed"),

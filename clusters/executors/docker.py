@@ -60,6 +60,7 @@ from clusters.executors.base import (
 from clusters.executors.docker_logs import log_frames
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
+from clusters.executors.plain_errors import plain_error
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -161,8 +162,11 @@ class DockerExecutor(Executor):
             finally:
                 client.close()
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+            log.info("ping of the Docker engine %s failed: %r", self.docker_url or "local socket", exc)
             raise ExecutorError(
-                f"the Docker engine ({self.docker_url or 'local socket'}) does not answer: {exc}", Failure.NODE_LOST
+                f"the Docker engine at {self.docker_url or 'the local socket'} does not answer "
+                f"({plain_error(exc, PING_TIMEOUT_S)})",
+                Failure.NODE_LOST,
             ) from exc
 
     def _new_api(self) -> docker.APIClient:
@@ -615,7 +619,8 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.NODE_LOST,
-                diagnostics=f"the node's Docker engine ({self.docker_url or 'local socket'}) does not answer: {exc}",
+                diagnostics=f"the node's Docker engine ({self.docker_url or 'local socket'}) does not answer: "
+                f"{plain_error(exc, self.timeout)}",
             )
         state = info["State"]
         started_at = _parse_time(state.get("StartedAt"))

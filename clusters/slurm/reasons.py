@@ -82,7 +82,16 @@ WORDS = {
     "BeginTime": "the job's start time has not come yet",
     "Dependency": "the job waits for another Slurm job",
     "None": "Slurm has not looked at the job yet",
+    "BadConstraints": "no node of partition {p.name} can ever hold the job's tasks as asked ({asks}); the "
+    "partition has {p.nodes} node(s) with {p.gpus} GPU(s), {p.cpus} CPU(s), {p.memory_mb} MB in all",
 }
+
+# Slurm's reason codes for a job it will never run as asked, whatever frees up (its request
+# exceeds what the partition's nodes or limits are configured with): the portal ends the job
+# FAILED with the reason instead of leaving it pending (or submitting it again) forever. Every
+# other reason (ReqNodeNotAvail, NodeDown, PartitionNodeLimit, which Slurm also gives while nodes
+# are down, Resources...) may pass: the job waits, saying it.
+FINAL_REASONS = frozenset({"BadConstraints", "PartitionConfig", "PartitionTimeLimit"})
 
 
 # What sbatch says when it refuses a job outright -> the sentence, as for a reason code.
@@ -95,6 +104,19 @@ REFUSALS = {
     "Node count specification invalid": "the job needs more nodes than partition {p.name} has ({p.nodes})",
     "Memory required by task is not available": "no node of partition {p.name} has the memory a task asks for",
 }
+
+
+def is_final_refusal(error: str) -> bool:
+    """Whether sbatch's refusal is about the job as asked against the partition as configured (it
+    would refuse it again every time), not a passing failure (a timeout, a busy controller)."""
+    return any(known in error for known in REFUSALS)
+
+
+def final_reason(job: SlurmJob, ask: Ask, partition: PartitionUse) -> str:
+    """`Slurm cannot run the job (BadConstraints): <sentence>.` for a job held with a final reason."""
+    words = WORDS.get(job.reason)
+    sentence = words.format(p=partition, ask=ask, asks=_asks(ask)) if words else f"Slurm's reason: {job.reason}"
+    return f"Slurm cannot run the job ({job.reason}): {sentence}."
 
 
 def refusal_reason(error: str, ask: Ask, partition: PartitionUse) -> str:

@@ -68,6 +68,7 @@ JOB_CALLS: dict[str, Callable[[Job], Any]] = {
     "finish_stopping": lambda job: lifecycle.finish_stopping(job, -210, "stopped"),
     "succeed": lambda job: lifecycle.succeed(job, -220),
     "fail": lambda job: lifecycle.fail(job, job.tasks.get(), -220),
+    "refuse": lambda job: lifecycle.refuse(job, -1100, "Slurm refuses the job (x): y."),
     "requeue_for_retry": lambda job: lifecycle.requeue_for_retry(
         job, job.tasks.get(), charged=True, leftover_exit_code=-220
     ),

@@ -249,7 +249,9 @@ def test_it_does_not_let_a_job_that_can_never_fit_block_its_vc():
 def test_it_names_the_largest_free_gpu_slot_of_the_requested_type():
     nodes = [make_node("node-a", gpu_type="P100", busy_gpus=7), make_node("node-b", gpu_type="P100", busy_gpus=6)]
     result = place(nodes, VCS, [make_job(1, gpu=4, gpu_type="P100")])
-    assert result.pending[1] == "needs 4 x P100 GPUs on one node; largest free: 2 on node-b"
+    assert result.pending[1] == (
+        "needs 4 x P100 GPUs on one node; largest free: 2 on node-b; busy: other jobs' tasks hold node-a, node-b"
+    )
 
 
 def test_it_says_when_no_gpu_of_the_type_is_free():
@@ -265,13 +267,14 @@ def test_it_names_the_largest_free_memory():
     result = place(nodes, VCS, [make_job(1, gpu=1, memory_mb=64 * 1024)])
     assert (
         result.pending[1] == "needs 64 GB memory per task; largest free: 32 GB on node-c among nodes with 1 GPUs free"
+        "; busy: other jobs' tasks hold node-c, node-d"
     )
 
 
 def test_it_names_the_largest_free_cpu_count():
     nodes = [make_node("node-a", cpu=4, cpu_total=16)]
     result = place(nodes, VCS, [make_job(1, gpu=0, cpu=8)])
-    assert result.pending[1] == "needs 8 CPUs per task; largest free: 4 on node-a"
+    assert result.pending[1] == "needs 8 CPUs per task; largest free: 4 on node-a; busy: other jobs' tasks hold node-a"
 
 
 def test_it_explains_a_port_refusal():
@@ -285,7 +288,7 @@ def test_it_explains_a_gang_that_fits_only_in_part():
     result = place(nodes, VCS, [make_job(1, tasks=3, gpu=4)])
     assert result.pending[1] == (
         "needs all 3 tasks at once (gang): 12 GPUs, 3 CPUs, 3 GB memory in all; only 2 of 3 fit now "
-        "(8 GPUs free in the cluster)"
+        "(8 GPUs free in the cluster); the task left over: needs 4 GPUs on one node; largest free: 0"
     )
 
 

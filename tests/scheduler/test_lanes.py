@@ -199,3 +199,20 @@ def test_a_hung_engine_costs_the_sampler_one_round_once_and_the_other_nodes_noth
     assert rounds[0][0] < settings.PAI_SAMPLE_SECONDS + 0.5 and rounds[0][1] == 1
     assert rounds[1][0] < 0.3 and rounds[1][1] == 1
     assert set(TaskSample.objects.values_list("task__node__name", flat=True)) == {"b"}
+
+
+def test_an_unreached_engines_error_is_kept_in_plain_words(deadline):
+    import requests
+
+    def refused():
+        raise requests.exceptions.ConnectionError(
+            "HTTPConnectionPool(host='10.0.0.2', port=2375): Max retries exceeded with url: /containers/json "
+            "(Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f00>: Failed to "
+            "establish a new connection: [Errno 111] Connection refused'))"
+        )
+
+    lane = Lane("gone")
+    with pytest.raises(requests.exceptions.ConnectionError):
+        lane.call("list_running", refused)
+    assert lane.last_error == "connection refused: nothing listens there"
+    assert "object at 0x" not in lane.silence()

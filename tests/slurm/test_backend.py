@@ -274,3 +274,65 @@ def test_a_read_answered_past_its_deadline_is_kept_for_the_next_pass(monkeypatch
     time.sleep(0.4)
     assert controller.read(["squeue"]) == "the queue" and len(calls) == 1
     assert controller.lane.answering
+
+
+@pytest.mark.parametrize("code", ["BadConstraints", "PartitionConfig"])
+def test_a_job_slurm_holds_for_a_request_it_can_never_run_ends_failed_with_its_reason(slurm, job, code):
+    slurm.queue = f"101|pai-{job.pk}-1|PENDING|{code}|N/A||slt\n"
+    one_pass()
+    job.refresh_from_db()
+    assert job.state == "FAILED" and job.exit_code == -1100
+    assert job.exit_diagnostics.startswith(f"Slurm cannot run the job ({code}): "), job.exit_diagnostics
+    assert ["scancel", "101"] in slurm.calls and slurm.submitted() == []
+
+
+def test_a_job_slurm_ended_for_a_request_it_can_never_run_is_not_submitted_again(slurm, job):
+    slurm.queue = f"101|pai-{job.pk}-1|FAILED|BadConstraints|N/A||slt\n"
+    one_pass()
+    job.refresh_from_db()
+    assert job.state == "FAILED" and "Slurm cannot run the job (BadConstraints)" in job.exit_diagnostics
+    assert slurm.submitted() == [] and "ended its job" not in job.exit_diagnostics
+
+
+def test_a_job_slurm_holds_for_unavailable_nodes_waits_with_its_reason(slurm, job):
+    slurm.queue = f"101|pai-{job.pk}-1|PENDING|ReqNodeNotAvail|N/A||slt\n"
+    one_pass()
+    job.refresh_from_db()
+    assert job.state == "WAITING" and job.pending_reason.startswith("Waiting in Slurm (ReqNodeNotAvail): ")
+
+
+@pytest.mark.parametrize(
+    ("said", "state"),
+    [
+        ("sbatch: error: Batch job submission failed: Requested node configuration is not available", "FAILED"),
+        ("sbatch: error: Batch job submission failed: Socket timed out on send/recv operation", "WAITING"),
+    ],
+)
+def test_sbatchs_final_refusal_ends_the_job_and_a_passing_one_waits(slurm, job, monkeypatch, said, state):
+    def refuse(argv, slurm_conf=""):
+        if argv[0] == "sbatch":
+            slurm.calls.append(argv)
+            raise client.SlurmError(said)
+        return FakeSlurm.run(slurm, argv, slurm_conf)
+
+    monkeypatch.setattr(client, "run", refuse)
+    one_pass()
+    job.refresh_from_db()
+    assert job.state == state and len(slurm.submitted()) == 1
+    shown = job.exit_diagnostics if state == "FAILED" else job.pending_reason
+    assert shown.startswith("Slurm refuses the job (") and said.split("failed: ")[1] in shown, shown
+
+
+def test_slurms_final_reason_is_shown_in_chinese():
+    from django.utils import translation
+
+    from web.error_text import translate_diagnostics
+
+    with translation.override("zh-hans"):
+        shown = translate_diagnostics(
+            "Slurm cannot run the job (BadConstraints): no node of partition slt can ever hold the job's tasks as "
+            "asked (1 task(s): 5 GPU(s), 1 CPU(s), 100 MB); the partition has 3 node(s) with 12 GPU(s), 6 CPU(s), "
+            "12000 MB in all."
+        )
+    assert shown.startswith("Slurm 无法运行此作业") and "BadConstraints" in shown, shown
+    assert "分区 slt 的任何节点" in shown and "12 块 GPU" in shown, shown

@@ -94,15 +94,16 @@ def test_it_runs_a_two_role_job_on_slurm_nodes_with_the_pai_contract(slurm_clust
     assert said(out["worker-0"], "REPLY") == "hello-from-worker-1"
 
 
-def test_it_waits_with_slurms_reason_when_the_partition_has_too_few_gpus(slurm_vc, user, run_until):
+def test_it_ends_a_job_the_partition_can_never_hold_with_slurms_reason(slurm_vc, user, run_until):
     job = submit_job(
         user, job_text("big", role("worker", "true", instances=4, gpu=4), extra="defaults: {virtualCluster: gpu}\n")
     )
-    # Slurm refuses it at once (sbatch) or keeps it pending (PartitionConfig), as its limits say.
-    job = run_until(job, condition=lambda: "12 GPU(s)" in Job.objects.get(pk=job.pk).pending_reason)
-    assert job.state == "WAITING"
-    assert "no node of partition" in job.pending_reason or "can never hold this job" in job.pending_reason
-    assert "16 GPU(s)" in job.pending_reason and "12 GPU(s)" in job.pending_reason, job.pending_reason
+    # Slurm refuses it at once (sbatch) or holds it (PartitionConfig), as its limits say: either is final.
+    job = run_until(job, "FAILED", timeout=30)
+    said = job.exit_diagnostics
+    assert job.exit_code == -1100 and "Slurm" in said
+    assert "no node of partition" in said or "can never hold this job" in said or "can ever hold" in said
+    assert "16 GPU(s)" in said and "12 GPU(s)" in said, said
 
 
 def test_it_ends_a_stopped_job_in_slurm(slurm_cluster, slurm_vc, user, run_until):
@@ -256,3 +257,14 @@ def test_a_slurm_vc_never_lends_its_quota(slurm_vc, settings):
     slurm_vc.refresh_from_db()
     assert not lends(slurm_vc)
     assert not cluster_usage(list(Node.objects.all())).vcs[slurm_vc.name].lends
+
+
+def test_a_job_slurm_refuses_ends_failed_with_slurms_words_and_is_not_resubmitted(
+    slurm_cluster, slurm_vc, user, run_until
+):
+    job = submit_job(user, job_text("toobig", role("worker", "true", gpu=5), extra="defaults: {virtualCluster: gpu}\n"))
+    job = run_until(job, "FAILED", timeout=30)
+    assert job.exit_code == -1100, (job.exit_code, job.exit_diagnostics)
+    assert "Slurm refuses the job" in job.exit_diagnostics or "Slurm cannot run the job" in job.exit_diagnostics
+    assert "ended its job" not in job.exit_diagnostics
+    assert len(slurm_cluster.slurm_jobs(f"{job.pk}")) <= 1
