@@ -74,3 +74,18 @@ def test_it_translates_the_infiniband_refusal():
     with translation.override("zh-hans"):
         text = translate_error('no node of virtual cluster "gpu" has InfiniBand devices; remove it, or ask an admin')
     assert text.startswith('虚拟集群 "gpu" 中没有带 InfiniBand 设备的节点')
+
+
+@pytest.mark.django_db
+def test_it_declares_a_nodes_infiniband_with_addnode():
+    import io
+    from pathlib import Path
+
+    from django.core.management import call_command
+
+    args = ["--address", "10.0.0.12", "--executor", "docker", "--cpus", "4", "--memory-mb", "4096"]
+    call_command("addnode", "ib1", *args, "--infiniband", stdout=io.StringIO())
+    call_command("addnode", "plain1", *args, stdout=io.StringIO())
+    call_command("addnode", "--local", "--executor", "process", stdout=io.StringIO())
+    found = {node.name: node.infiniband for node in Node.objects.all()}
+    assert found == {"ib1": True, "plain1": False, "local": Path("/dev/infiniband").is_dir()}
