@@ -165,6 +165,9 @@ class Node(models.Model):
     # Slurm nodes: the partition and Slurm's own word for the node's state (idle, mixed, drained...).
     slurm_partition = models.CharField(max_length=64, blank=True, default="")
     slurm_state = models.CharField(max_length=32, blank=True, default="")
+    # The node has InfiniBand/RDMA devices (/dev/infiniband): a job asking extraContainerOptions.infiniband
+    # runs only on such nodes, its Docker tasks get the devices (addnode --infiniband; --local finds them).
+    infiniband = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

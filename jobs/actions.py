@@ -21,9 +21,9 @@ from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
-from jobs.protocol.honoured import unsupported
+from jobs.protocol.honoured import infiniband_roles, unsupported
 from jobs.protocol.images import image_reference_errors, image_registry_errors
-from jobs.protocol.limits import spec_totals, task_count_errors
+from jobs.protocol.limits import shm_errors, spec_totals, task_count_errors
 from jobs.protocol.priority import (
     CLASS_FIELD,
     PRIORITY_CLASSES,
@@ -141,6 +141,28 @@ def time_limit(spec: NormalizedSpec, vc: VirtualCluster) -> timelimit.Resolved:
     return timelimit.resolve(asked, vc.default_run_minutes, vc.max_run_minutes)
 
 
+def infiniband_errors(spec: NormalizedSpec, vc: VirtualCluster) -> list[tuple[str, str]]:
+    """extraContainerOptions.infiniband: true only where a node of the job's VC declares InfiniBand
+    (its partition's nodes for a Slurm VC, else the portal's own nodes)."""
+    roles = infiniband_roles(spec)
+    if not roles:
+        return []
+    nodes = Node.objects.filter(infiniband=True)
+    if vc.slurm_partition:
+        nodes = nodes.filter(slurm_partition=vc.slurm_partition)
+    else:
+        nodes = nodes.exclude(executor=Node.Executor.SLURM)
+    if nodes.exists():
+        return []
+    return [
+        (
+            f"taskRoles.{role}.extraContainerOptions.infiniband",
+            f'no node of virtual cluster "{vc.name}" has InfiniBand devices; remove it, or ask an admin',
+        )
+        for role in roles
+    ]
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
@@ -161,6 +183,8 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     errors.extend(unsupported(cfg.spec))
     errors.extend(priority_errors(user, vc, cfg, text))
     errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
+    errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
+    errors.extend(infiniband_errors(cfg.spec, vc))
     errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
     errors.extend(
         image_registry_errors(

@@ -181,6 +181,10 @@ PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
 # extras.gracePeriodSeconds, at most the cap) to save their work before SIGKILL.
 PAI_GRACE_SECONDS = env_int("PAI_GRACE_SECONDS", 30, minimum=0)
 PAI_MAX_GRACE_SECONDS = env_int("PAI_MAX_GRACE_SECONDS", 300, minimum=0)
+# The most /dev/shm a task may ask for (extraContainerOptions.shmMB; it counts against its memory too).
+PAI_MAX_SHM_MB = env_int("PAI_MAX_SHM_MB", 65536, minimum=1)
+# Docker tasks' locked memory unlimited (RDMA), where the admin knows the engines may raise it.
+PAI_DOCKER_UNLIMITED_MEMLOCK = env_bool("PAI_DOCKER_UNLIMITED_MEMLOCK", False)
 # Borrowing (README "Borrowing and reclaim"): every VC lends its idle quota (else only those the
 # admin marks), and the priority classes whose jobs may borrow it (OpenPAI's `oppo` always may).
 PAI_LEND_IDLE_QUOTA = env_bool("PAI_LEND_IDLE_QUOTA", False)

@@ -132,4 +132,5 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network else {},
         owner_is_admin=is_admin(job.owner),
         owner_id=job.owner_id,
+        infiniband=bool((role_spec.get("extraContainerOptions") or {}).get("infiniband")),
     )

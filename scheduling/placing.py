@@ -17,6 +17,7 @@ from clusters.placement import JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
+from jobs.protocol.honoured import infiniband_roles
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from scheduling import executors, quota, sharing
 from scheduling.backends import Backends
@@ -103,6 +104,10 @@ class Placer:
             if state.name in silent and state.schedulable:  # (silent for now: it may answer again)
                 state.schedulable, state.down = False, True
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)
+        without_infiniband = frozenset(node.name for node in nodes if not node.infiniband)
+        for row in rows:  # a job asking InfiniBand runs only where a node declares it
+            if without_infiniband and infiniband_roles(specs[row.pk]):
+                gate.avoid[row.pk] = gate.avoid.get(row.pk, frozenset()) | without_infiniband
         recent = self._usage.of(vc_states)
         requests = [
             self._job_request(row, specs[row.pk], gate.avoid, recent) for row in rows if row.pk not in gate.blocked

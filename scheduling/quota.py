@@ -20,6 +20,7 @@ from clusters.models import Node, VirtualCluster
 from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
 from clusters.shares import cluster_totals, node_gpus, vc_quotas
 from jobs.models import Job, JobState, Task, TaskState
+from jobs.protocol import launcher_env
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import ports_with_ssh
@@ -50,11 +51,12 @@ def task_requests(spec: NormalizedSpec) -> list[TaskRequest]:
         # A role without ports still gets one (`http`, as OpenPAI gave seed 002's jobs, whose
         # commands read PAI_CURRENT_CONTAINER_PORT) and every task one for its sshd.
         wanted = ports_with_ssh(res.get("ports") or {"http": 1})
-        ports = [
-            PortRequest(label=label, count=count, begin_at=(begin_at.get(role) or {}).get(label, 0))
-            for label, count in wanted.items()
-        ]
         for index in range(role_spec["instances"]):
+            # The master task gets the rendezvous port too (MASTER_PORT: jobs.protocol.launcher_env).
+            ports = [
+                PortRequest(label=label, count=count, begin_at=(begin_at.get(role) or {}).get(label, 0))
+                for label, count in launcher_env.port_requests(spec, role, index, wanted).items()
+            ]
             requests.append(
                 TaskRequest(
                     role=role, index=index, cpu=res["cpu"], memory_mb=res["memoryMB"], gpu=res["gpu"], ports=ports

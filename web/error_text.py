@@ -247,6 +247,16 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
         _("must be at most %(cap)s (the portal's PAI_MAX_GRACE_SECONDS)"),
         {},
     ),
+    (
+        re.compile(r'no node of virtual cluster (?P<vc>"[^"]*") has InfiniBand devices; remove it, or ask an admin'),
+        _("no node of virtual cluster %(vc)s has InfiniBand devices; remove it, or ask an admin"),
+        {},
+    ),
+    (
+        re.compile(r"must be at most (?P<cap>\d+) \(the portal's PAI_MAX_SHM_MB\)"),
+        _("must be at most %(cap)s (the portal's PAI_MAX_SHM_MB)"),
+        {},
+    ),
 ]
 
 

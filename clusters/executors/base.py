@@ -72,6 +72,8 @@ class TaskLaunch:
     extra_hosts: dict[str, str] = field(default_factory=dict)
     # Where no sandbox can be had, a process node still runs admins' tasks (and only theirs).
     owner_is_admin: bool = False
+    # extraContainerOptions.infiniband: the node's /dev/infiniband devices (and IPC_LOCK) in the container.
+    infiniband: bool = False
     owner_id: int = 0  # the owner's user id: the process executor's sandbox runs each user's tasks as their own uid
 
     @property

@@ -39,7 +39,7 @@ import docker
 import requests
 from docker.auth import resolve_repository_name
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest, DriverConfig, LogConfig
+from docker.types import DeviceRequest, DriverConfig, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
@@ -66,6 +66,8 @@ from clusters.executors.stats import from_docker_stats
 log = logging.getLogger("pai.executors.docker")
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+JOB_NETWORK_INTERFACE = "eth0"  # a container's interface on its (one) job network
+SOCKET_IFNAME_VARIABLES = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 CONTAINER_RUNTIME_DIR = "pai/runtime"  # relative to / inside the container (tar member names)
 ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
 DEFAULT_WORK_DIR = "/pai/work"
@@ -107,11 +109,14 @@ class DockerExecutor(Executor):
         log_max_bytes: int = DEFAULT_LOG_MAX_BYTES,
         pids_limit: int = DEFAULT_PIDS_LIMIT,
         mounts_dir: Path | None = None,
+        unlimited_memlock: bool = False,
     ):
         self.docker_url = docker_url or None
         self._terminated: set[str] = set()  # containers sent SIGTERM (terminate), until removed
         self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
         self.pids_limit = pids_limit
+        # memlock unlimited (RDMA pins its buffers); off where the engine may not raise it (rootless).
+        self.unlimited_memlock = unlimited_memlock
         self.address = address  # the node's address: published ports bind here
         self.namespace = namespace or DEFAULT_NAMESPACE
         self.subnet_pool = ipaddress.IPv4Network(subnet_pool or DEFAULT_SUBNET_POOL)
@@ -269,9 +274,19 @@ class DockerExecutor(Executor):
     # -- tasks -------------------------------------------------------------------------------
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
-        """The task's container, created and started. Its job network gone meanwhile (removed by a
-        clean-up that a killed scheduler had sent, or anyone's hand) is made again, on the subnet
-        that holds the task's address, and the start tried once more."""
+        """The task's container, created and started. An engine that may not raise locked memory
+        (rootless, or itself in a container without CAP_SYS_RESOURCE) refuses the container: this
+        executor stops asking for it and starts the task again, once."""
+        try:
+            return self._start_on_network(launch)
+        except _MemlockRefused as refused:
+            log.warning("the engine may not raise locked memory (%s): tasks keep its default from now on", refused)
+            return self._start_on_network(launch)
+
+    def _start_on_network(self, launch: TaskLaunch) -> TaskHandle:
+        """Its job network gone meanwhile (removed by a clean-up that a killed scheduler had sent,
+        or anyone's hand) is made again, on the subnet that holds the task's address, and the start
+        tried once more."""
         try:
             return self._start(launch)
         except _NetworkGone as gone:
@@ -298,6 +313,7 @@ class DockerExecutor(Executor):
         # them copied into the container before it starts.
         runtime_dir = write_runtime_dir(launch) if self.local_engine else None
         mounts, staged = self._staged_mounts(launch.mounts, name)
+        asked_memlock = self.unlimited_memlock
         try:
             created = self._create_or_adopt(name, launch, runtime_dir, mounts, staged)
         except ExecutorError:
@@ -331,6 +347,10 @@ class DockerExecutor(Executor):
             if self._network_gone(launch, exc):
                 self._remove(created)  # (made for a network that is no more)
                 raise _NetworkGone(_explain(exc)) from exc
+            if asked_memlock and MEMLOCK_REFUSED in _explain(exc):  # (tasks started side by side: each)
+                self._remove(created)
+                self.unlimited_memlock = False
+                raise _MemlockRefused(_explain(exc)) from exc
             raise self._start_failure(created, launch, exc) from exc
         self._follow_logs(created, launch.log_path, append=True)
         return TaskHandle(executor_id=created, ip=launch.ip or self._container_ip(created))
@@ -485,6 +505,7 @@ class DockerExecutor(Executor):
             pids_limit=self.pids_limit,
             log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
             device_requests=device_requests,
+            **device_options(launch, unlimited_memlock=self.unlimited_memlock),
             mounts=[docker_mount(m, self.namespace) for m in mounts]
             + (
                 [DockerMount(target=f"/{CONTAINER_RUNTIME_DIR}", source=str(runtime_dir), type="bind", read_only=True)]
@@ -774,7 +795,26 @@ def public_environment(launch: TaskLaunch) -> dict[str, str]:
     env["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(gpu) for gpu in launch.gpus)
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(number) for number in range(len(launch.gpus)))
     env.setdefault("PAI_WORK_DIR", DEFAULT_WORK_DIR)
+    if not launch.host_network:
+        # On the job's network the task's address is its eth0's; a job's own value wins. (On the
+        # node's own network the interface is the node's: NCCL and Gloo find it themselves.)
+        for name in SOCKET_IFNAME_VARIABLES:
+            env.setdefault(name, JOB_NETWORK_INTERFACE)
     return env
+
+
+INFINIBAND_DEVICES = "/dev/infiniband"
+
+
+def device_options(launch: TaskLaunch, *, unlimited_memlock: bool) -> dict[str, Any]:
+    """Locked memory unlimited (where the engine may), and the InfiniBand devices a task asked for."""
+    options: dict[str, Any] = {}
+    if unlimited_memlock:
+        options["ulimits"] = [Ulimit(name="memlock", soft=-1, hard=-1)]
+    if launch.infiniband:
+        options["devices"] = [f"{INFINIBAND_DEVICES}:{INFINIBAND_DEVICES}:rwm"]
+        options["cap_add"] = ["IPC_LOCK"]
+    return options
 
 
 def task_environment(launch: TaskLaunch) -> dict[str, str]:
@@ -971,6 +1011,14 @@ def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
         if subnet and ":" not in subnet:
             return ipaddress.IPv4Network(subnet)
     raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet")
+
+
+class _MemlockRefused(Exception):
+    """The engine could not give the container unlimited locked memory."""
+
+
+# runc's words when the engine may not raise RLIMIT_MEMLOCK (resource 8) for the container.
+MEMLOCK_REFUSED = "error setting rlimit type 8"
 
 
 class _NetworkGone(Exception):

@@ -41,6 +41,7 @@ from clusters.executors.base import (
 )
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
+from clusters.executors.netns import TASK_INTERFACE
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
 from clusters.executors.supervise import GRACE_FILE, SCRIPT_FD, claim, proc_stat, socket_address
@@ -129,6 +130,10 @@ class ProcessExecutor(Executor):
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env["HOME"] = str(work_dir)
         env.update(launch.env)
+        if self.sandbox.network is not None and not self.sandbox_problem:
+            # The task's address is its own network namespace's interface's; a job's own value wins.
+            for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+                env.setdefault(name, TASK_INTERFACE)
         env.update(launch.secret_env)
         cgroup = self._make_cgroup(task_dir, launch)
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))

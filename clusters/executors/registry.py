@@ -60,6 +60,7 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
             subnet_pool=settings.PAI_DOCKER_SUBNET_POOL,
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,
             pids_limit=settings.PAI_TASK_PIDS_LIMIT,
+            unlimited_memlock=settings.PAI_DOCKER_UNLIMITED_MEMLOCK,
         )
     raise ValueError(f"unknown executor kind {kind!r}")
 

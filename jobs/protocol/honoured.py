@@ -95,6 +95,16 @@ def reserve_tensorboard_port(spec: NormalizedSpec) -> None:
         ports[TENSORBOARD_PORT_LABEL] = max(int(ports.get(TENSORBOARD_PORT_LABEL, 0)), 1)
 
 
+def infiniband_roles(spec: NormalizedSpec) -> list[str]:
+    """The task roles asking for InfiniBand devices (extraContainerOptions.infiniband: true); the
+    portal checks at submit that a node of the job's VC has them (jobs.actions)."""
+    return [
+        role
+        for role, role_spec in spec["taskRoles"].items()
+        if (role_spec.get("extraContainerOptions") or {}).get("infiniband")
+    ]
+
+
 def unsupported(spec: NormalizedSpec) -> list[FieldError]:
     """What the config asks for that the portal cannot do: refused, never silently ignored."""
     extras = spec.get("extras") or {}
@@ -103,11 +113,6 @@ def unsupported(spec: NormalizedSpec) -> list[FieldError]:
         plugin = prerequisite.get("plugin")
         if plugin and plugin not in CMD_PLUGINS:
             errors.append((f"prerequisites[{i}].plugin", f"plugin {plugin!r} is not supported (only the cmd plugin)"))
-    for role, role_spec in spec["taskRoles"].items():
-        if (role_spec.get("extraContainerOptions") or {}).get("infiniband"):
-            errors.append(
-                (f"taskRoles.{role}.extraContainerOptions.infiniband", "the portal's nodes offer no InfiniBand devices")
-            )
     notification = extras.get("jobStatusChangeNotification") or {}
     for event in ("running", "retried"):  # only a job's ending is mailed (jobs.notifications)
         if notification.get(event):

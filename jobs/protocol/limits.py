@@ -91,3 +91,14 @@ def spec_totals(spec: NormalizedSpec) -> tuple[int, int, int]:
         for role in roles.values()
     )
     return len(roles), tasks, gpus
+
+
+def shm_errors(spec: NormalizedSpec, *, cap: int) -> list[FieldError]:
+    """Each role's `extraContainerOptions.shmMB` (its tasks' /dev/shm) at most the admin's cap."""
+    errors: list[FieldError] = []
+    for role, role_spec in spec["taskRoles"].items():
+        shm = (role_spec.get("extraContainerOptions") or {}).get("shmMB")
+        if shm is not None and int(shm) > cap:
+            field = f"taskRoles.{role}.extraContainerOptions.shmMB"
+            errors.append((field, f"must be at most {cap} (the portal's PAI_MAX_SHM_MB)"))
+    return errors

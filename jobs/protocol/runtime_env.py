@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobs.protocol.launcher_env import RENDEZVOUS_LABEL, build_launcher_env, master_role
 from jobs.protocol.spec import ExtrasV1, NormalizedSpec, TaskRoleSpec
 
 DEFAULT_SHM_MB = 64
@@ -83,10 +84,19 @@ def host_port(ports: dict[str, list[int]], labels: list[str]) -> int | None:
 
 def build_runtime_env(spec: NormalizedSpec, ctx: RuntimeContext, role: str, index: int) -> dict[str, str]:
     """Every runtime variable for task `index` of `role`. PAI's own variables win over jobEnvs and
-    parameters of the same name, so a config cannot fake its placement."""
+    parameters of the same name, so a config cannot fake its placement; the launcher variables
+    (jobs.protocol.launcher_env) lose to them, so a job's own MASTER_PORT or RANK is kept."""
     roles = spec["taskRoles"]
     v1 = (spec.get("extras") or {}).get("v1") or {}
-    env: dict[str, str] = {}
+    master = ctx.addresses.get((master_role(spec), 0)) or TaskAddress(ip="")
+    env: dict[str, str] = build_launcher_env(
+        spec,
+        role,
+        index,
+        master_ip=master.ip,
+        master_ports=master.ports,
+        work_dir=ctx.work_dir,
+    )
     for name, value in (spec.get("parameters") or {}).items():
         env[str(name)] = env_value(value)
     for name, value in (v1.get("jobEnvs") or {}).items():
@@ -209,9 +219,10 @@ def _labels(role_spec: TaskRoleSpec) -> list[str]:
 
 
 def _address_labels(address: TaskAddress, spec_labels: list[str]) -> list[str]:
-    """The config's labels in its order, then any other label the placement gave ports for."""
+    """The config's labels in its order, then any other label the placement gave ports for (but
+    the rendezvous port, which MASTER_PORT names: OpenPAI's port lists stay as OpenPAI made them)."""
     return [label for label in spec_labels if label in address.ports] + [
-        label for label in address.ports if label not in spec_labels
+        label for label in address.ports if label not in spec_labels and label != RENDEZVOUS_LABEL
     ]
 
 

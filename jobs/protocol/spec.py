@@ -123,6 +123,7 @@ Extras = TypedDict(
         "isDebug": bool,
         "gracePeriodSeconds": int,  # seconds between SIGTERM and SIGKILL on a stop or preemption
         "gangAllocation": bool,
+        "masterRole": str,  # the portal's: the rendezvous role (jobs.protocol.launcher_env)
         "submitFrom": str,
         "hivedScheduler": HivedScheduler,
         "com.microsoft.pai.runtimeplugin": list[dict[str, Any]],

@@ -1,6 +1,7 @@
 """task_script(spec, role, secrets): the bash script one task of a role runs.
 
-Order: taskStarts hooks (jobs.protocol.hooks: the role's cmd-plugin prerequisites in order,
+Order: the job's hostfiles are written (jobs.protocol.launcher_env); taskStarts hooks
+(jobs.protocol.hooks: the role's cmd-plugin prerequisites in order,
 `require`d ones first, then the cmd and tensorboard runtime plugins from extras, their
 `$script`/`$data`/`$output` references expanded for this role), the active deployment's
 preCommands, the role's commands; when they succeed: postCommands, then taskSucceeds hooks in
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 
 from jobs.protocol.hooks import Command, Hook, expanded, role_hooks, role_scope
+from jobs.protocol.launcher_env import hostfile_commands
 from jobs.protocol.spec import NormalizedSpec, RoleHooks
 
 _SECRET = re.compile(r"<%\s*\$secrets\.([^\s.\[\]%]+)\s*%>")
@@ -31,6 +33,8 @@ def task_script(spec: NormalizedSpec, role: str, secrets: dict[str, str]) -> str
         '  echo "PAI: $1 failed with exit code $2" >&2',
         '  exit "$2"',
         "}",
+        "# the job's hostfiles (PAI_MPI_HOSTFILE, PAI_MPICH_HOSTFILE, PAI_DEEPSPEED_HOSTFILE)",
+        *hostfile_commands(spec),
     ]
     for hook in hooks:
         lines += _hook_block("taskStarts", hook, hook.starts)

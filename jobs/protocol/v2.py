@@ -8,6 +8,7 @@ from jobs.protocol import timelimit
 from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import apply_hived_hints, move_top_level_class, reserve_tensorboard_port
 from jobs.protocol.hooks import check_role_references
+from jobs.protocol.launcher_env import master_role_errors
 from jobs.protocol.spec import RUNTIME_PLUGINS, NormalizedSpec
 from jobs.protocol.templating import REFERENCE, Scope, expand, expand_tree, secret_reference, to_text
 
@@ -90,6 +91,7 @@ def _check_extras(extras: dict[str, Any], roles: dict[str, Any]) -> list[FieldEr
         if role not in roles:
             errors.append((f"extras.hivedScheduler.taskRoles.{role}", f"no task role named {role!r}"))
     errors.extend(timelimit.field_errors(extras))
+    errors.extend(master_role_errors(extras, roles))
     return errors
 
 

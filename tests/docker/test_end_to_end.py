@@ -183,7 +183,8 @@ def expected_env(job, area, task, tasks) -> dict[str, str]:
     for t in tasks:
         env[f"PAI_HOST_IP_{t.role}_{t.index}"] = t.ip
         for label, ports in t.ports.items():
-            env[f"PAI_PORT_LIST_{t.role}_{t.index}_{label}"] = ",".join(map(str, ports))
+            if label != "rendezvous":  # MASTER_PORT's (jobs.protocol.launcher_env): not in OpenPAI's lists
+                env[f"PAI_PORT_LIST_{t.role}_{t.index}_{label}"] = ",".join(map(str, ports))
     return env
 
 

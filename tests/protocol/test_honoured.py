@@ -102,11 +102,6 @@ def test_tensorboard_serves_several_logdirs_by_name() -> None:
             {},
             "extras.hivedScheduler.taskRoles.worker.pinnedCellId",
         ),
-        (
-            {},
-            {"taskRoles.worker.extraContainerOptions": {"infiniband": True}},
-            "taskRoles.worker.extraContainerOptions.infiniband",
-        ),
         ({}, {"prerequisites.1.plugin": "com.microsoft.pai.runtimeplugin.git"}, "prerequisites[1].plugin"),
     ],
 )

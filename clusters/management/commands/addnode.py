@@ -3,15 +3,19 @@
 `addnode NAME --executor slurm --docker-url URL` gives Slurm node NAME a Docker engine (its tasks then run
 as containers; `--docker-url ''` takes it away). Slurm's nodes themselves come from sinfo."""
 
+import argparse
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from clusters.models import PORTAL_HOST_ADDRESS, Gpu, GpuType, Node, portal_hosts
+
+INFINIBAND_DEVICES = "/dev/infiniband"
 
 
 def local_memory_mb() -> int:
@@ -85,6 +89,13 @@ class Command(BaseCommand):
         parser.add_argument("--memory-mb", type=int)
         parser.add_argument("--gpus", default=None, help="INDEX:TYPE,... e.g. 0:V100,1:V100")
         parser.add_argument("--ports", default="20000-40000", help="host port range for tasks")
+        parser.add_argument(
+            "--infiniband",
+            action=argparse.BooleanOptionalAction,
+            default=None,
+            help="the node has InfiniBand/RDMA devices (/dev/infiniband) for jobs that ask for them "
+            "(default with --local: whether /dev/infiniband exists here; else no)",
+        )
 
     def handle(self, *args, **options):
         name = options["name"] or ("local" if options["local"] else None)
@@ -118,6 +129,11 @@ class Command(BaseCommand):
                     "memory_mb": memory_mb,
                     "port_range_start": int(low),
                     "port_range_end": int(high),
+                    "infiniband": (
+                        options["infiniband"]
+                        if options["infiniband"] is not None
+                        else bool(options["local"] and Path(INFINIBAND_DEVICES).is_dir())
+                    ),
                 },
             )
             node.gpus.all().delete()
@@ -127,7 +143,7 @@ class Command(BaseCommand):
         gpu_text = ", ".join(f"{i}:{t}" for i, t in gpus) or "no GPUs"
         self.stdout.write(
             f"{'registered' if created else 'updated'} node {node.name}: {executor} executor, {cpus} CPUs, "
-            f"{memory_mb} MB, {gpu_text}, tasks' ports on {address}"
+            f"{memory_mb} MB, {gpu_text}, tasks' ports on {address}" + (", InfiniBand" if node.infiniband else "")
         )
 
     def _slurm_engine(self, name: str, docker_url: str, address: str | None) -> None:
