@@ -5,7 +5,10 @@ outputs. CONTRACT (the scheduler loop relies on these names; extend, don't renam
 
 Rules (README "Scheduling"):
 - gang: all tasks of a job are placed, or none;
-- jobs go by priority (higher first), then, in a fair-share VC, their owner's recent usage
+- a job that preempted others for room (`JobRequest.holds`: their room is coming or just came
+  free) goes first of all, so the room its victims free is its own, not another VC's job's that
+  is earlier in the order below (it would then wait for a job to end: issue 30);
+- then jobs go by priority (higher first), then, in a fair-share VC, their owner's recent usage
   (least first), then `order` (earlier first); each VC is a strict queue: once a VC's first job
   cannot be placed, the VC's later jobs wait behind it (no backfill, so the head is never
   delayed). A job that can never fit the cluster as it is (over its VC's whole quota, bigger
@@ -109,6 +112,7 @@ class JobRequest:
     user: str = ""  # its owner (the per-user GPU cap, fair share)
     usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
     may_borrow: bool = False  # its class may run on a lending VC's idle quota
+    holds: bool = False  # jobs it preempted free (or just freed) room for it: it is taken first
 
 
 @dataclass
@@ -216,10 +220,11 @@ def _lender(
     return best[3] if best is not None else None
 
 
-def queue_order(job: JobRequest) -> tuple[int, float, float, int]:
-    """The order jobs are taken in: priority (higher first), then the owner's recent usage (fair
-    share VCs; 0 in FIFO ones), then submit time."""
-    return (-job.priority, job.usage, job.order, job.key)
+def queue_order(job: JobRequest) -> tuple[bool, int, float, float, int]:
+    """The order jobs are taken in: those the room of a preemption is held for first, then
+    priority (higher first), then the owner's recent usage (fair share VCs; 0 in FIFO ones), then
+    submit time."""
+    return (not job.holds, -job.priority, job.usage, job.order, job.key)
 
 
 class _UserCaps:

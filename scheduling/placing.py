@@ -109,10 +109,14 @@ class Placer:
             if without_infiniband and infiniband_roles(specs[row.pk]):
                 gate.avoid[row.pk] = gate.avoid.get(row.pk, frozenset()) | without_infiniband
         recent = self._usage.of(vc_states)
+        holders = self.preempter.holders()
         requests = [
-            self._job_request(row, specs[row.pk], gate.avoid, recent) for row in rows if row.pk not in gate.blocked
+            self._job_request(row, specs[row.pk], gate.avoid, recent, holders)
+            for row in rows
+            if row.pk not in gate.blocked
         ]
         result = place(node_states, vc_states, requests)
+        self.preempter.freed_for.clear()  # (the room freed is taken now; victims still ending hold on)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
         result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
         limits = {row.pk: row.time_limit_seconds for row in rows}
@@ -159,6 +163,7 @@ class Placer:
         spec: NormalizedSpec,
         avoid: dict[int, frozenset[str]],
         recent: dict[tuple[str, str], float],
+        holders: set[int],
     ) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
@@ -177,6 +182,7 @@ class Placer:
             user=job.owner,
             usage=recent.get((job.vc, job.owner), 0.0),
             may_borrow=quota.may_borrow(job.priority_class),
+            holds=job.pk in holders,
         )
 
     def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:

@@ -7,7 +7,9 @@ stays RUNNING, holding its room, through its grace period; the waiting job says 
 `carry_out` runs early in each pass: a preempted job whose tasks have all ended, or whose deadline
 has passed, has everything removed and goes back to WAITING free of charge
 (lifecycle.requeue_preempted: its attempt ends with the exit spec's -1003), which frees the room
-the placing phase then gives the preemptor. A restart in between keeps every deadline (stored) and
+the placing phase then gives the preemptor: `holders` names the jobs whose victims are ending or
+ended in this pass, which placement takes before all others (JobRequest.holds), so no other VC's
+job earlier in its order takes that room first. A restart in between keeps every deadline (stored) and
 starts nothing twice (a preempted job's unstarted tasks never start; its ended ones are ended here
 only, not by the ending phase).
 """
@@ -51,6 +53,14 @@ class Preempter:
         self.terminator = terminator
         self.specs = specs
         self.backends = backends
+        # preemptors whose victims carry_out sent back to the queue since the last placement
+        self.freed_for: set[int] = set()
+
+    def holders(self) -> set[int]:
+        """The waiting jobs the room of a preemption is held for: those whose victims are ending
+        (in their grace) or were ended since the last placement (the room they freed)."""
+        ending = Job.objects.filter(state=JobState.RUNNING, preempted_by__isnull=False)
+        return self.freed_for | set(ending.values_list("preempted_by_id", flat=True))
 
     def decide(
         self, nodes: list[NodeState], vcs: dict[str, VcState], requests: list[JobRequest], result: PlacementResult
@@ -173,5 +183,8 @@ class Preempter:
                 if not done:
                     continue
                 stop_job(job, self.backends, tasks=tasks)
-                changed = lifecycle.requeue_preempted(job, info.code, info.phrase, codes) or changed
+                if lifecycle.requeue_preempted(job, info.code, info.phrase, codes):
+                    changed = True
+                    if job.preempted_by_id is not None:
+                        self.freed_for.add(job.preempted_by_id)
         return changed

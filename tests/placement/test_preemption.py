@@ -154,3 +154,15 @@ def test_it_skips_a_job_that_can_never_fit():
     assert result.never_fits == {9}
     assert plan_preemptions(nodes, {"default": vc}, waiting, jobs, result) == {}
     assert plan_preemptions(nodes, {"default": vc}, [], jobs, PlacementResult()) == {}
+
+
+def test_it_gives_the_room_a_preemption_frees_to_the_job_it_is_held_for_before_any_other_vc():
+    """The freed 6 GPUs: another VC's job earlier in the order (a higher class) fits them too,
+    but the job whose preemption freed them (`holds`) is taken first (issue 30)."""
+    nodes = [make_node("n1", gpus=6)]
+    vcs = {"a": make_vc("a", gpu=6), "b": make_vc("b", gpu=6)}
+    other = make_job(1, gpu=6, vc="b", priority=PROD)
+    preemptor = make_job(2, gpu=6, vc="a", priority=TEST, holds=True)
+    result = place(nodes, vcs, [other, preemptor])
+    assert list(result.placed) == [2]
+    assert 1 in result.pending

@@ -99,3 +99,28 @@ def test_it_lets_oppo_borrow_an_idle_vc_and_its_owner_reclaim_it_within_the_grac
     assert (run.jobs_ended, run.over_allocations, run.preemptions, run.lost_gpu_hours) == (3, 0, 1, 0)
     assert run.quota_overruns > 0 and run.quota_overruns_allowed  # vc-a held 16 GPUs of its 8 meanwhile
     assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S
+
+
+def test_it_holds_the_room_a_preemption_frees_for_the_job_that_asked(db, settings, tmp_path):
+    """Another VC's `prod` job, earlier in the order (submitted first, its user's usage 0) and
+    waiting for a node with 4 GPUs free (within its quota, so it preempts nothing), used to take the
+    room a preempted job freed in the pass it came free, before the preemptor: which then waited for
+    a job to end (3,500 s here). Now the preemptor is placed first in that pass."""
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    vcs = [sharing.TraceVc("vc-a", 25), sharing.TraceVc("vc-b", 75)]  # 8 and 24 of 4 nodes x 8 GPUs
+
+    def job(name: str, vc: str, job_class: str, arrival: float, gpus: int, user: str = "u0") -> sharing.TraceJob:
+        return sharing.TraceJob(name, vc, f"{vc}-{user}", job_class, arrival, 1, gpus, 3600, 5)
+
+    jobs = [
+        job("b1", "vc-b", "prod", 0, 6),
+        job("b2", "vc-b", "prod", 0, 6),
+        job("b3", "vc-b", "prod", 0, 8),
+        job("a-low", "vc-a", "test", 0, 2),  # with b1 or b2: that node full
+        job("a-x", "vc-a", "test", 0, 6),  # a node of its own, 2 GPUs left: vc-a's quota full
+        job("b-grab", "vc-b", "prod", 50, 4, "u1"),  # 4 of vc-b's quota free, no node with 4 GPUs free
+        job("a-prod", "vc-a", "prod", 100, 6),  # preempts a-x (a-low alone is not enough)
+    ]
+    (run,) = sharing.simulate(sharing.Trace(vcs, jobs), [sharing.POLICIES["sharing"]], gpus=32)
+    assert (run.jobs_ended, run.over_allocations, run.preemptions, run.lost_gpu_hours) == (7, 0, 1, 0)
+    assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S
