@@ -188,6 +188,7 @@ label(
         "down_reason": _("Down reason"),
         "slurm_partition": _("Slurm partition"),
         "slurm_state": _("Slurm state"),
+        "infiniband": _("InfiniBand"),
         "created_at": _("Created at"),
     },
 )
