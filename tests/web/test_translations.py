@@ -44,7 +44,9 @@ def test_the_compiled_catalog_holds_every_translation():
         return catalog.pgettext(contexts[msgid], msgid) if msgid in contexts else catalog.gettext(msgid)
 
     missing = [msgid for msgid, _msgstr in po_entries() if "%" not in msgid and translated(msgid) == msgid]
-    assert [m for m in missing if m not in ("IP", "SSH", "API", "TensorBoard", "CPU", "GPU", "Docker URL", "InfiniBand")] == []
+    assert [
+        m for m in missing if m not in ("IP", "SSH", "API", "TensorBoard", "CPU", "GPU", "Docker URL", "InfiniBand")
+    ] == []
 
 
 def test_msgfmt_counts_no_untranslated_or_fuzzy_message():
