@@ -242,20 +242,38 @@ class DockerExecutor(Executor):
             try:
                 self.api.create_network(name, driver="bridge", ipam=ipam, labels=labels, check_duplicate=True)
             except APIError as exc:
-                if "overlap" in str(exc).lower():  # someone else took it just now
-                    continue
                 existing = self._network(name)
-                if existing is not None:  # a concurrent prepare_job created it
+                if existing is not None:  # a concurrent create (one past its deadline, still running) made it
                     return _network_subnet(existing)
+                if "overlap" in str(exc).lower():  # another job took this subnet just now
+                    continue
                 raise
-            return subnet
+            # check_duplicate is best effort: two creates side by side can both succeed, on two
+            # subnets, and the engine then refuses "network ... is ambiguous" at every start.
+            return _network_subnet(self._network(name) or {}) if self._duplicated(name) else subnet
         raise ExecutorError(f"no free /24 subnet left in {self.subnet_pool} for the job's network")
 
     def _network(self, name: str) -> dict[str, Any] | None:
-        for network in self.api.networks(names=[name]):
-            if network.get("Name") == name:
-                return dict(self.api.inspect_network(network["Id"]))
-        return None
+        """The network of that exact name; of several (see _duplicated), the one kept."""
+        named = [network for network in self.api.networks(names=[name]) if network.get("Name") == name]
+        if not named:
+            return None
+        return dict(self.api.inspect_network(_kept(named)["Id"]))
+
+    def _duplicated(self, name: str) -> bool:
+        """Whether several networks bear the job network's name; if so, all but the kept one that
+        no container uses are removed (every caller keeps the same one, see _kept)."""
+        named = [network for network in self.api.networks(names=[name]) if network.get("Name") == name]
+        if len(named) < 2:
+            return False
+        kept = _kept(named)
+        for network in named:
+            if network["Id"] != kept["Id"] and not self.api.inspect_network(network["Id"]).get("Containers"):
+                try:
+                    self.api.remove_network(network["Id"])
+                except APIError as exc:
+                    log.warning("removing a duplicate of network %s: %s", name, _explain(exc))
+        return True
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
         try:
@@ -290,8 +308,9 @@ class DockerExecutor(Executor):
         try:
             return self._start(launch)
         except _NetworkGone as gone:
-            log.warning("%s; making it again for %s", gone, launch.hostname)
+            log.warning("%s; making it again (or one of it) for %s", gone, launch.hostname)
             try:
+                self._duplicated(self.network_name(launch.job_id))
                 self._ensure_network(launch.job_id, launch.job_name, _subnet_of(launch.ip))
             except (APIError, requests.exceptions.RequestException, DockerException) as exc:
                 raise ExecutorError(f"could not create the job's network: {_explain(exc)}", _failure_of(exc)) from exc
@@ -305,6 +324,8 @@ class DockerExecutor(Executor):
         if launch.host_network or not isinstance(exc, APIError):
             return False
         said = _explain(exc).lower()
+        if "network" in said and "is ambiguous" in said:  # two of its name (see _duplicated)
+            return True
         return "network" in said and ("not found" in said or "no such network" in said)
 
     def _start(self, launch: TaskLaunch) -> TaskHandle:
@@ -1003,6 +1024,12 @@ def docker_mount(mount: Mount, namespace: str) -> DockerMount:
         read_only=mount.read_only,
         driver_config=DriverConfig("local", options=nfs_volume_options(mount.nfs, mount.read_only)),
     )
+
+
+def _kept(networks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of several networks of one name, the one every caller keeps: the first created (it got the
+    subnet the job's addresses were given in; a later duplicate had to take another)."""
+    return min(networks, key=lambda network: (network.get("Created", ""), network["Id"]))
 
 
 def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
