@@ -14,7 +14,7 @@ from jobs.actions import stop_job
 from jobs.models import Job, JobEvent, JobState, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
 from scheduling.scheduler import Scheduler
-from tests.factories import default_image
+from tests.scheduler.conftest import v2_job
 
 pytestmark = pytest.mark.slow
 
@@ -32,20 +32,13 @@ def quoted(command: str) -> str:
 
 def yaml_job(name: str, commands: list[str], *, cpu: int, instances: int = 1, extra: str = "") -> str:
     lines = "".join(f"      - {quoted(command)}\n" for command in commands)
-    return f"""protocolVersion: 2
-name: {name}
-type: job
-prerequisites:
-  - name: image
-    type: dockerimage
-    uri: {default_image()}
-{extra}taskRoles:
-  worker:
+    role = f"""  worker:
     instances: {instances}
     dockerImage: image
     resourcePerInstance: {{cpu: {cpu}, memoryMB: 256, gpu: 0}}
     commands:
 {lines}"""
+    return v2_job(name, role, extra)
 
 
 def trace(name: str) -> list[str]:
