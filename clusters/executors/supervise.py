@@ -117,11 +117,13 @@ class Supervisor:
         reaches the command too (bwrap's own processes are spared: see _on_stop)."""
         if self.cgroup is None:
             if not self.signalled and self.child_pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.child_pid, signal.SIGTERM)  # the task's bash before its group: see parents_first
                 self._kill_child_group(signal.SIGTERM)
                 self.signalled.add(self.child_pid)
             return
         spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
-        for pid in self.cgroup.members() - spared - self.signalled:
+        for pid in parents_first(self.cgroup.members() - spared - self.signalled):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
             self.signalled.add(pid)
@@ -306,6 +308,25 @@ def proc_stat(pid: int) -> list[str]:
     """/proc/<pid>/stat's fields after the command name: the state first (field 3)."""
     with open(f"/proc/{pid}/stat") as stat:
         return stat.read().rpartition(")")[2].split()
+
+
+def parents_first(pids: set[int]) -> list[int]:
+    """The processes ordered so that each comes after its ancestors among them. The order a stop
+    signals in: bash (5.2) loses a trapped SIGTERM that arrives just after the child it waits for
+    died of one (its `wait` returns 0 and the script goes on, its trap never run); a parent
+    signalled first has its trap pending before its children's deaths reach it."""
+    parents: dict[int, int] = {}
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            parents[pid] = int(proc_stat(pid)[1])
+
+    def depth(pid: int) -> int:
+        seen = 0
+        while pid in parents and seen <= len(parents):  # (bounded: a pid reused meanwhile could loop)
+            pid, seen = parents[pid], seen + 1
+        return seen
+
+    return sorted(pids, key=depth)
 
 
 def start_time(pid: int) -> str:

@@ -143,10 +143,6 @@ STUBBORN = [  # (the trap first: "started" says it is set)
 
 
 def test_it_gives_a_stopped_jobs_tasks_sigterm_and_time_to_save(default_vc, submit, run_until, scheduler):
-    from django.db import connection
-
-    if connection.vendor != "sqlite":  # FIXME (closing note, seventh session): on PostgreSQL a task's
-        pytest.skip("SIGTERM trap race seen on PostgreSQL in CI (task exited 0, no 'saved'): under investigation")
     job = run_until(submit(yaml_job("stopme", SAVES_ON_SIGTERM, cpu=1)), JobState.RUNNING)
     wait_for(scheduler, lambda: trace("stopme") == ["start resumed=false"])
     stop_job(job, job.owner)
