@@ -7,7 +7,9 @@ Rules (README "Scheduling"):
 - gang: all tasks of a job are placed, or none;
 - a job that preempted others for room (`JobRequest.holds`: their room is coming or just came
   free) goes first of all, so the room its victims free is its own, not another VC's job's that
-  is earlier in the order below (it would then wait for a job to end: issue 30);
+  is earlier in the order below (it would then wait for a job to end: issue 30); the room its
+  victims freed already (`JobRequest.held`: one ended before the others) no other job is given
+  while it still waits for the rest;
 - then jobs go by priority (higher first), then, in a fair-share VC, their owner's recent usage
   (least first), then `order` (earlier first); each VC is a strict queue: once a VC's first job
   cannot be placed, the VC's later jobs wait behind it (no backfill, so the head is never
@@ -100,6 +102,17 @@ class TaskRequest:
     ports: list[PortRequest] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class HeldRoom:
+    """Room on a node that a preempted job freed for the job that preempted it, while that job
+    waits for its other victims to end: no other job of the pass is given it."""
+
+    node: str
+    gpus: tuple[int, ...] = ()
+    cpu: int = 0
+    memory_mb: int = 0
+
+
 @dataclass
 class JobRequest:
     key: int  # the Job's primary key
@@ -113,6 +126,7 @@ class JobRequest:
     usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
     may_borrow: bool = False  # its class may run on a lending VC's idle quota
     holds: bool = False  # jobs it preempted free (or just freed) room for it: it is taken first
+    held: tuple[HeldRoom, ...] = ()  # the room they freed already: kept for it alone
 
 
 @dataclass
@@ -151,7 +165,9 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     # A VC lends only while none of its own jobs waits (its idle room is not idle then).
     wanting = {job.vc for job, never in zip(ordered, nevers, strict=True) if not never}
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
+    kept = _HeldRooms(cluster, ordered)
     for job, need, never in zip(ordered, needs, nevers, strict=True):
+        kept.turn_of(job, result)
         if never:  # (or it waits for a node that is down: set aside too, its VC goes on)
             result.pending[job.key] = never
             if not never.endswith(WAITS_FOR_DOWN):
@@ -199,7 +215,7 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 refusal = cluster.why_not(job, need, fitted)
             else:
                 refusal += "; no lending VC has that much idle quota"
-        result.pending[job.key] = refusal
+        result.pending[job.key] = refusal + kept.note(job)
         blocked[job.vc] = (job.key, refusal)
         result.queues.setdefault(job.vc, []).append(job.key)
     return result
@@ -225,6 +241,33 @@ def queue_order(job: JobRequest) -> tuple[bool, int, float, float, int]:
     priority (higher first), then the owner's recent usage (fair share VCs; 0 in FIFO ones), then
     submit time."""
     return (not job.holds, -job.priority, job.usage, job.order, job.key)
+
+
+class _HeldRooms:
+    """The room each waiting job's victims freed for it, out of the pass from the start; a job gets
+    its own back when its turn comes, and gives it up only once placed (else it is kept again)."""
+
+    def __init__(self, cluster: _Cluster, jobs: list[JobRequest]) -> None:
+        self.cluster = cluster
+        self.taken = {job.key: cluster.hold(job.held) for job in jobs if job.held}
+        self.holder: JobRequest | None = None  # the job that has its room back for its turn
+
+    def note(self, job: JobRequest) -> str:
+        """What a job left waiting is told of the room kept for others."""
+        held = [(key, sorted({node.name for node, *_ in taken})) for key, taken in self.taken.items() if key != job.key]
+        return "".join(
+            f"; room on {', '.join(nodes)} is held for job {key} (its preemption freed it)"
+            for key, nodes in held
+            if nodes
+        )
+
+    def turn_of(self, job: JobRequest, result: PlacementResult) -> None:
+        holder, self.holder = self.holder, None
+        if holder is not None and holder.key not in result.placed:
+            self.taken[holder.key] = self.cluster.hold(holder.held)  # still waiting: kept for it
+        if job.key in self.taken:
+            self.cluster.give_back(self.taken.pop(job.key))
+            self.holder = job
 
 
 class _UserCaps:
@@ -582,6 +625,36 @@ class _Cluster:
         self.max_port_range = max((node.port_high - node.port_low + 1 for node in nodes), default=0)
         # the last try_place's task that fit no node once the job's other tasks were placed, and why
         self.left_over: str | None = None
+
+    def hold(self, rooms: Iterable[HeldRoom]) -> list[tuple[_Node, dict[str, list[int]], int, int]]:
+        """What of `rooms` is free now, taken out of the pass; returned for give_back."""
+        by_name = {node.name: node for node in self.nodes}
+        taken = []
+        for room in rooms:
+            node = by_name.get(room.node)
+            if node is None:  # (not schedulable now)
+                continue
+            self._unindex(node)
+            gpus: dict[str, list[int]] = {}
+            for kind, free in node.gpus.items():
+                if mine := [index for index in free if index in room.gpus]:
+                    gpus[kind] = mine
+                    node.gpus[kind] = [index for index in free if index not in room.gpus]
+            cpu, memory = max(0, min(node.cpu, room.cpu)), max(0, min(node.memory, room.memory_mb))
+            node.cpu -= cpu
+            node.memory -= memory
+            self._index(node)
+            taken.append((node, gpus, cpu, memory))
+        return taken
+
+    def give_back(self, taken: list[tuple[_Node, dict[str, list[int]], int, int]]) -> None:
+        for node, gpus, cpu, memory in taken:
+            self._unindex(node)
+            for kind, indices in gpus.items():
+                node.gpus[kind] = sorted(node.gpus[kind] + indices)
+            node.cpu += cpu
+            node.memory += memory
+            self._index(node)
 
     def _index(self, node: _Node) -> None:
         for key in (ANY_TYPE, *node.gpus):

@@ -50,3 +50,20 @@ class VcQueue(models.Model):
             return None
         starts = self.expected_starts
         return index + 1, starts[index] if index < len(starts) else None
+
+
+class HeldRoom(models.Model):
+    """Room on a node that a preempted job freed for the job that preempted it, kept from other
+    jobs until that job is placed, or until a pass after its last victim ended could not place it
+    (scheduling/preempting.py; clusters.placement.HeldRoom is placement's view). Stored with the
+    victim's requeue, so a restart in between keeps it."""
+
+    job = models.ForeignKey("jobs.Job", on_delete=models.CASCADE, related_name="held_rooms")
+    node = models.ForeignKey("clusters.Node", on_delete=models.CASCADE, related_name="+")
+    gpus = models.JSONField(default=list)
+    cpu = models.PositiveIntegerField(default=0)
+    memory_mb = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"room on node {self.node_id} held for job {self.job_id}"

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from django.db.models import Count, Max, QuerySet
 
 from clusters.models import Node, VirtualCluster
-from clusters.placement import JobRequest, TaskPlacement, TaskRequest, place
+from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
@@ -116,9 +116,10 @@ class Placer:
             if row.pk not in gate.blocked
         ]
         result = place(node_states, vc_states, requests)
-        self.preempter.freed_for.clear()  # (the room freed is taken now; victims still ending hold on)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
         result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
+        if holders:
+            self.preempter.release(set(holders), set(result.placed))
         limits = {row.pk: row.time_limit_seconds for row in rows}
         sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
         for job_id, note in gate.notes.items():
@@ -163,7 +164,7 @@ class Placer:
         spec: NormalizedSpec,
         avoid: dict[int, frozenset[str]],
         recent: dict[tuple[str, str], float],
-        holders: set[int],
+        holders: dict[int, tuple[HeldRoom, ...]],
     ) -> JobRequest:
         """Placement's view of a waiting job; its tasks built once per job (a spec never changes)."""
         tasks = self._task_requests.get(job.pk)
@@ -183,6 +184,7 @@ class Placer:
             usage=recent.get((job.vc, job.owner), 0.0),
             may_borrow=quota.may_borrow(job.priority_class),
             holds=job.pk in holders,
+            held=holders.get(job.pk, ()),
         )
 
     def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:

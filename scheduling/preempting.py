@@ -8,10 +8,13 @@ stays RUNNING, holding its room, through its grace period; the waiting job says 
 has passed, has everything removed and goes back to WAITING free of charge
 (lifecycle.requeue_preempted: its attempt ends with the exit spec's -1003), which frees the room
 the placing phase then gives the preemptor: `holders` names the jobs whose victims are ending or
-ended in this pass, which placement takes before all others (JobRequest.holds), so no other VC's
-job earlier in its order takes that room first. A restart in between keeps every deadline (stored) and
-starts nothing twice (a preempted job's unstarted tasks never start; its ended ones are ended here
-only, not by the ending phase).
+ended, which placement takes before all others (JobRequest.holds), so no other VC's job earlier
+in its order takes that room first. The room an ended victim freed is stored with its requeue
+(scheduling.models.HeldRoom) and kept from every other job while its preemptor waits for its other
+victims (JobRequest.held): a victim that ends early does not give its room away. `release` lets
+it go once the preemptor is placed, or has had a pass with no victim left ending. A restart in
+between keeps every deadline and held room (stored) and starts nothing twice (a preempted job's
+unstarted tasks never start; its ended ones are ended here only, not by the ending phase).
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from clusters.placement import JobRequest, NodeState, PlacementResult, VcState
+from clusters.placement import HeldRoom, JobRequest, NodeState, PlacementResult, VcState
 from clusters.preemption import Holding, Preemption, RunningJob, plan_preemptions
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
@@ -31,6 +35,7 @@ from jobs.protocol.exitspec import ExitCode, exit_info
 from scheduling import quota
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
+from scheduling.models import HeldRoom as HeldRoomRow
 from scheduling.teardown import stop_job
 from scheduling.terminating import Terminator, grace_of
 
@@ -53,14 +58,28 @@ class Preempter:
         self.terminator = terminator
         self.specs = specs
         self.backends = backends
-        # preemptors whose victims carry_out sent back to the queue since the last placement
-        self.freed_for: set[int] = set()
 
-    def holders(self) -> set[int]:
+    def holders(self) -> dict[int, tuple[HeldRoom, ...]]:
         """The waiting jobs the room of a preemption is held for: those whose victims are ending
-        (in their grace) or were ended since the last placement (the room they freed)."""
+        (in their grace) or have ended (the room they freed, by job)."""
         ending = Job.objects.filter(state=JobState.RUNNING, preempted_by__isnull=False)
-        return self.freed_for | set(ending.values_list("preempted_by_id", flat=True))
+        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in ending.values_list("preempted_by_id", flat=True)}
+        for job_id, node, gpus, cpu, memory_mb in HeldRoomRow.objects.values_list(
+            "job_id", "node__name", "gpus", "cpu", "memory_mb"
+        ):
+            held[job_id] = (*held.get(job_id, ()), HeldRoom(node, tuple(gpus), cpu, memory_mb))
+        return held
+
+    def release(self, holders: set[int], placed: set[int]) -> None:
+        """Held room goes back to every job once its holder is placed, has left the queue, or has
+        had this pass with no victim still ending (and none begun by `decide`): nothing more comes."""
+        ending = set(
+            Job.objects.filter(
+                state=JobState.RUNNING, preempted_by_id__in=holders - placed, stop_deadline__isnull=False
+            ).values_list("preempted_by_id", flat=True)
+        )
+        waiting = set(Job.objects.filter(pk__in=ending, state=JobState.WAITING).values_list("pk", flat=True))
+        HeldRoomRow.objects.exclude(job_id__in=waiting).delete()
 
     def decide(
         self, nodes: list[NodeState], vcs: dict[str, VcState], requests: list[JobRequest], result: PlacementResult
@@ -182,9 +201,31 @@ class Preempter:
                 done, codes = self.terminator.over(job, tasks, now)
                 if not done:
                     continue
+                rooms = self._rooms_of(job, tasks)
                 stop_job(job, self.backends, tasks=tasks)
-                if lifecycle.requeue_preempted(job, info.code, info.phrase, codes):
-                    changed = True
-                    if job.preempted_by_id is not None:
-                        self.freed_for.add(job.preempted_by_id)
+                with transaction.atomic():
+                    if lifecycle.requeue_preempted(job, info.code, info.phrase, codes):
+                        changed = True
+                        HeldRoomRow.objects.bulk_create(rooms)
         return changed
+
+    def _rooms_of(self, job: Job, tasks: list[Task]) -> list[HeldRoomRow]:
+        """The room a preempted job's tasks hold, to keep for the job that preempted it."""
+        if job.preempted_by_id is None:
+            return []
+        spec = self.specs.get_many([job.pk])[job.pk]
+        rooms = []
+        for task in tasks:
+            if task.node_id is None:
+                continue
+            res = quota.task_resources(spec, task.role)
+            rooms.append(
+                HeldRoomRow(
+                    job_id=job.preempted_by_id,
+                    node_id=task.node_id,
+                    gpus=[int(index) for index in task.gpus or []],
+                    cpu=res.cpu,
+                    memory_mb=res.memory_mb,
+                )
+            )
+        return rooms

@@ -1,7 +1,7 @@
 """Preemption inside a VC (clusters.preemption), one behaviour per test: the fewest, lowest,
 youngest jobs that free room for the whole gang; never part of a gang; nothing when it would not help."""
 
-from clusters.placement import PlacementResult, place
+from clusters.placement import HeldRoom, PlacementResult, place
 from clusters.preemption import Holding, RunningJob, choose_victims, plan_preemptions
 from tests.placement.builders import make_job, make_node, make_vc
 
@@ -166,3 +166,31 @@ def test_it_gives_the_room_a_preemption_frees_to_the_job_it_is_held_for_before_a
     result = place(nodes, vcs, [other, preemptor])
     assert list(result.placed) == [2]
     assert 1 in result.pending
+
+
+def test_it_keeps_the_room_a_victim_freed_early_from_other_jobs_while_its_preemptor_waits():
+    """One victim ended early (GPUs 4-5 free); the other still holds GPUs 0-3: the preemptor cannot
+    fit yet, and the other VC's job that would fit GPUs 4-5 waits (issue 30)."""
+    nodes = [make_node("n1", gpus=6, busy_gpus=4)]
+    vcs = {"a": make_vc("a", gpu=6), "b": make_vc("b", gpu=6)}
+    preemptor = make_job(2, gpu=6, vc="a", priority=TEST, holds=True, held=(HeldRoom("n1", gpus=(4, 5), cpu=2),))
+    other = make_job(1, gpu=2, vc="b", priority=PROD)
+    result = place(nodes, vcs, [other, preemptor])
+    assert result.placed == {}
+    assert result.pending[1].endswith("; room on n1 is held for job 2 (its preemption freed it)")
+
+
+def test_it_gives_the_held_room_back_to_its_job():
+    nodes = [make_node("n1", gpus=6, busy_gpus=4)]
+    preemptor = make_job(2, gpu=2, holds=True, held=(HeldRoom("n1", gpus=(4, 5), cpu=2, memory_mb=100),))
+    result = place(nodes, {"default": make_vc()}, [preemptor])
+    assert [placement.gpus for placement in result.placed[2]] == [[4, 5]]
+
+
+def test_it_lets_other_jobs_use_what_a_held_room_leaves_free():
+    nodes = [make_node("n1", gpus=6, busy_gpus=2)]
+    vcs = {"a": make_vc("a", gpu=6), "b": make_vc("b", gpu=6)}
+    preemptor = make_job(2, gpu=6, vc="a", holds=True, held=(HeldRoom("n1", gpus=(2, 3)),))
+    other = make_job(1, gpu=2, vc="b")
+    result = place(nodes, vcs, [other, preemptor])
+    assert [placement.gpus for placement in result.placed[1]] == [[4, 5]]

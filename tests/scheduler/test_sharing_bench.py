@@ -124,3 +124,27 @@ def test_it_holds_the_room_a_preemption_frees_for_the_job_that_asked(db, setting
     (run,) = sharing.simulate(sharing.Trace(vcs, jobs), [sharing.POLICIES["sharing"]], gpus=32)
     assert (run.jobs_ended, run.over_allocations, run.preemptions, run.lost_gpu_hours) == (7, 0, 1, 0)
     assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S
+
+
+def test_it_keeps_the_room_a_victim_freed_early_for_the_job_that_asked(db, settings, tmp_path):
+    """a-prod preempts both of vc-a's test jobs on one node; one saves in 1 s, the other in 25. The
+    4 GPUs the first frees used to go to vc-b's b-grab (waiting for a node with 4 GPUs free, within
+    its quota), and a-prod then waited for b-grab to end (an hour). Now that room is kept for it."""
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    vcs = [sharing.TraceVc("vc-a", 25), sharing.TraceVc("vc-b", 75)]  # 8 and 24 of 4 nodes x 8 GPUs
+
+    def job(name: str, vc: str, job_class: str, arrival: float, gpus: int, save_s: float = 5) -> sharing.TraceJob:
+        return sharing.TraceJob(name, vc, f"{vc}-{name}", job_class, arrival, 1, gpus, 3600, save_s)
+
+    jobs = [
+        job("b1", "vc-b", "prod", 0, 6),
+        job("b2", "vc-b", "prod", 0, 6),
+        job("b3", "vc-b", "prod", 0, 8),
+        job("a-quick", "vc-a", "test", 0, 4, save_s=1),
+        job("a-slow", "vc-a", "test", 0, 4, save_s=25),
+        job("b-grab", "vc-b", "prod", 50, 4),  # 4 of vc-b's quota free, no node with 4 GPUs free
+        job("a-prod", "vc-a", "prod", 100, 8),  # needs both a-quick and a-slow gone
+    ]
+    (run,) = sharing.simulate(sharing.Trace(vcs, jobs), [sharing.POLICIES["sharing"]], gpus=32)
+    assert (run.jobs_ended, run.over_allocations, run.preemptions, run.lost_gpu_hours) == (7, 0, 2, 0)
+    assert run.reclaim_s is not None and run.reclaim_s[2] <= settings.PAI_GRACE_SECONDS + sharing.DEFAULT_TICK_S

@@ -1,0 +1,43 @@
+"""The room a preempted job freed for its preemptor is stored (scheduling.models.HeldRoom): a
+scheduler restarted while the preemptor waits for its other victims still keeps it (issue 30)."""
+
+from clusters.models import Node
+from clusters.placement import HeldRoom
+from jobs.models import JobState
+from scheduling import quota
+from scheduling.backends import Backends
+from scheduling.models import HeldRoom as HeldRoomRow
+from scheduling.preempting import Preempter
+from scheduling.terminating import Terminator
+from tests.factories import create_job
+
+
+def preempter() -> Preempter:
+    """A new one: what a restarted scheduler has (nothing in memory)."""
+    return Preempter(Terminator(), quota.SpecCache(), Backends())
+
+
+def test_it_holds_the_stored_room_for_its_job_in_a_new_scheduler(user, default_vc):
+    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
+    waiting = create_job(user, "urgent", state=JobState.WAITING)
+    HeldRoomRow.objects.create(job=waiting, node=node, gpus=[4, 5], cpu=2, memory_mb=512)
+    assert preempter().holders() == {waiting.pk: (HeldRoom("n1", (4, 5), 2, 512),)}
+
+
+def test_it_lets_the_room_go_once_its_job_had_a_pass_with_no_victim_left_ending(user, default_vc):
+    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
+    waiting = create_job(user, "urgent", state=JobState.WAITING)
+    HeldRoomRow.objects.create(job=waiting, node=node, cpu=2)
+    preempter().release({waiting.pk}, placed=set())
+    assert not HeldRoomRow.objects.exists()
+
+
+def test_it_keeps_the_room_while_another_victim_is_ending(user, default_vc):
+    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
+    waiting = create_job(user, "urgent", state=JobState.WAITING)
+    create_job(user, "slow", state=JobState.RUNNING, preempted_by=waiting, stop_deadline=waiting.created_at)
+    HeldRoomRow.objects.create(job=waiting, node=node, cpu=2)
+    preempter().release({waiting.pk}, placed=set())
+    assert HeldRoomRow.objects.count() == 1
+    preempter().release({waiting.pk}, placed={waiting.pk})
+    assert not HeldRoomRow.objects.exists()
