@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: run test fast setup venv image static lint clean assets
+.PHONY: run test fast setup venv image image-training static lint clean assets
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -41,6 +41,10 @@ fast: venv
 # The base image pai-portal/base:latest, built offline (tarball cached in var/cache/).
 image:
 	bash scripts/build-base-image.sh
+
+# The distributed-training image (PyTorch and OpenMPI from Debian): the tests build it when absent.
+image-training:
+	bash scripts/build-base-image.sh training
 
 # What CI checks before any test: lint, formatting, types, and no model change without its migration.
 lint: venv

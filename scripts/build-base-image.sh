@@ -2,16 +2,24 @@
 # Build the portal's base image offline (no container registry here): a minimal Debian tree made
 # by mmdebstrap from the Debian mirror, imported into the local engine as pai-portal/base:latest.
 # The tarball is cached under var/cache/, so a second run (or a fresh engine) is fast; when the
-# image already exists nothing is done at all. FORCE=1 rebuilds both.
+# image already exists nothing is done at all. FORCE=1 rebuilds both. `build-base-image.sh
+# training` builds pai-portal/training:latest, the base with PyTorch and OpenMPI (Debian's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DOCKER=/usr/bin/docker
-IMAGE=${PAI_BASE_IMAGE:-pai-portal/base:latest}
 SUITE=${PAI_BASE_SUITE:-bookworm}
 # What a task needs: python3 for scripts, sshd for SSH, ps/ip for debugging, ping/nc/getent
 # (libc-bin) for checking the job network.
 PACKAGES=python3,openssh-server,procps,iproute2,iputils-ping,netcat-openbsd,ca-certificates
+if [ "${1:-}" = training ]; then
+    # The distributed-training image (README "Distributed training"): PyTorch (CPU, gloo) and
+    # OpenMPI with mpi4py from Debian, and the ssh client mpirun starts its daemons with.
+    IMAGE=${PAI_TRAINING_IMAGE:-pai-portal/training:latest}
+    PACKAGES=$PACKAGES,openssh-client,python3-torch,openmpi-bin,python3-mpi4py
+else
+    IMAGE=${PAI_BASE_IMAGE:-pai-portal/base:latest}
+fi
 CACHE_DIR=${PAI_IMAGE_CACHE:-var/cache}
 # The cache key changes when the package list or the suite changes.
 KEY=$(printf '%s|%s' "$SUITE" "$PACKAGES" | sha256sum | cut -c1-12)
