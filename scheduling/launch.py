@@ -129,7 +129,9 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         ssh_authorized_keys=authorized_keys_for(job) or None,
         secret_env=task_ssh_secret_env(job),
         host_network=host_network,
-        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network else {},
+        # (On a job network Docker's DNS names the tasks; a process or Slurm task's sandbox gets
+        # these as its /etc/hosts lines.)
+        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network or not in_container else {},
         owner_is_admin=is_admin(job.owner),
         owner_id=job.owner_id,
         infiniband=bool((role_spec.get("extraContainerOptions") or {}).get("infiniband")),

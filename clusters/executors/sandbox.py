@@ -87,6 +87,8 @@ class Sandbox:
         work_dir = str(launch.work_dir)
         args = [*self._identity(*self.ids(launch)), *self._base_args(launch.hostname, self.network is not None)]
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+        if (hosts := passwd.with_name("hosts")).exists():  # (written beside them: account_files)
+            args += ["--ro-bind", str(hosts), "/etc/hosts"]
         for gpu in launch.gpus:
             args += _device_binds([f"/dev/nvidia{gpu}", *NVIDIA_SHARED_DEVICES])
         args += ["--bind", work_dir, work_dir]
@@ -145,6 +147,7 @@ class Sandbox:
             "passwd": "root:x:0:0:root:/root:/usr/sbin/nologin\n"
             f"{name}:x:{uid}:{gid}:{name}:{launch.work_dir}:/bin/bash\n",
             "group": f"root:x:0:\n{name}:x:{gid}:\n",
+            "hosts": job_hosts(launch.extra_hosts),
         }
         with (
             userfs.opened_root(directory.parent) as parent,
@@ -221,3 +224,16 @@ def _allow_passing_through(directory: Path) -> None:
                 os.fchmod(fd, stat.S_IMODE(mode) | stat.S_IXOTH)
         finally:
             os.close(fd)
+
+
+def job_hosts(names: dict[str, str], node_hosts: str = "/etc/hosts") -> str:
+    """The sandbox's /etc/hosts: the node's own, then a line per task of the job (`worker-1` ->
+    the address of its node), so names resolve as on a Docker job network."""
+    try:
+        with open(node_hosts) as file:
+            text = file.read()
+    except OSError:
+        text = "127.0.0.1 localhost\n::1 localhost\n"
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + "".join(f"{address} {name}\n" for name, address in sorted(names.items()))

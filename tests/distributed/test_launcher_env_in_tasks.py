@@ -1,5 +1,6 @@
 """The launcher variables and hostfiles as real process tasks see them (a 2-task job), and the
-rendezvous port is one the master task can listen on and its job-mate reach."""
+rendezvous port is one the master task can listen on and its job-mate reach, by the master's name
+(`worker-0`: the sandbox's /etc/hosts names every task of the job, issue 31)."""
 
 import pytest
 
@@ -9,7 +10,7 @@ from tests.factories import default_image
 
 RENDEZVOUS = r"""
 import os, socket, sys, time
-addr, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+port = int(os.environ["MASTER_PORT"])
 if os.environ["RANK"] == "0":
     s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("", port)); s.listen(); s.settimeout(20)
@@ -18,7 +19,7 @@ else:
     # The node's port forwarder may accept before rank 0 listens: only an answer counts.
     for _ in range(200):
         try:
-            with socket.create_connection((addr, port), timeout=1) as c:
+            with socket.create_connection(("worker-0", port), timeout=1) as c:
                 c.sendall(b"hello")
                 if c.recv(16) == b"welcome":
                     break
@@ -51,6 +52,7 @@ taskRoles:
       - echo "vars $WORLD_SIZE $RANK $NODE_RANK $LOCAL_RANK $LOCAL_WORLD_SIZE $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"
       - echo "master $MASTER_ADDR $MASTER_PORT"
       - cat "$PAI_MPI_HOSTFILE" "$PAI_MPICH_HOSTFILE" "$PAI_DEEPSPEED_HOSTFILE"
+      - getent hosts worker-0 worker-1 | sed 's/^/names /'
       - |
         python3 - <<'PY'
 {script}
@@ -72,5 +74,7 @@ def test_it_gives_two_process_tasks_ranks_a_reachable_rendezvous_and_hostfiles(s
             "worker-0 slots=1\nworker-1 slots=1\nworker-0:1\nworker-1:1\nworker-0 slots=1\nworker-1 slots=1\n"
             in logs[index]
         )
+        names = [line.split()[1:] for line in logs[index].splitlines() if line.startswith("names ")]
+        assert names == [[tasks[0].ip, "worker-0"], [tasks[1].ip, "worker-1"]]
     assert "master got hello" in logs[0]
     assert "worker reached master" in logs[1]

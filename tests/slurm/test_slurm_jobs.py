@@ -46,6 +46,7 @@ WORKER = """echo "GPUS=$CUDA_VISIBLE_DEVICES IP=$PAI_CONTAINER_HOST_IP"
         server = socket.create_server(("", int(sys.argv[1])))
         server.accept()[0].sendall(b"hello-from-worker-1\\n")' "$PAI_CONTAINER_HOST_http_PORT_LIST"
         fi
+        echo "RESOLVED=$(getent hosts worker-1 master-0 | awk '{print $1}' | paste -sd,)"
         target=$(echo "$PAI_TASK_ROLE_worker_HOST_LIST" | cut -d, -f2)
         for _ in $(seq 100); do
           reply=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/${0%:*}/${0#*:}" && head -1 <&3' "$target" 2>/dev/null)
@@ -92,6 +93,8 @@ def test_it_runs_a_two_role_job_on_slurm_nodes_with_the_pai_contract(slurm_clust
     assert [h.split(":")[0] for h in hosts] == [slurm_cluster.addresses[nodes[f"worker-{i}"]] for i in (0, 1)]
     assert said(out["worker-1"], "HOSTS") == said(out["worker-0"], "HOSTS")
     assert said(out["worker-0"], "REPLY") == "hello-from-worker-1"
+    # Names as on a Docker job network (issue 31): the sandbox's /etc/hosts has every task's node.
+    assert said(out["worker-0"], "RESOLVED") == f"{tasks['worker-1'].ip},{tasks['master-0'].ip}"
 
 
 def test_it_ends_a_job_the_partition_can_never_hold_with_slurms_reason(slurm_vc, user, run_until):
