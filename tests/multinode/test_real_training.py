@@ -71,13 +71,10 @@ def script_lines(name: str, text: str) -> str:
 """
 
 
-def torchrun_job(image: str) -> str:
-    """The README's torchrun example, with the all-reduce as train.py and one task per node.
-    `--redirects 1 --tee 1`: Debian's torchrun (PyTorch 1.13 on Python 3.11) fails on its defaults
-    (`AttributeError: 'NoneType' object has no attribute 'get'`: Python 3.11 no longer lists a
-    flag enum's 0 member, which its `Std.from_str("0")` looks for)."""
+def two_task_job(name: str, image: str, role_lines: str, commands: str, extras: str = "") -> str:
+    """A job of two 2-CPU tasks (one per node), as the README's examples write it."""
     return f"""protocolVersion: 2
-name: ddp
+name: {name}
 type: job
 prerequisites:
   - {{name: image, type: dockerimage, uri: {image}}}
@@ -86,35 +83,35 @@ taskRoles:
     instances: 2
     dockerImage: image
     resourcePerInstance: {{cpu: {NODE_CPUS}, memoryMB: 1536, gpu: 0}}
-    extraContainerOptions: {{shmMB: 1024}}
-    commands:
-{script_lines("train.py", ALLREDUCE_PY)}      - >-
+{role_lines}    commands:
+{commands}{extras}"""
+
+
+def torchrun_job(image: str) -> str:
+    """The README's torchrun example, with the all-reduce as train.py.
+    `--redirects 1 --tee 1`: Debian's torchrun (PyTorch 1.13 on Python 3.11) fails on its defaults
+    (`AttributeError: 'NoneType' object has no attribute 'get'`: Python 3.11 no longer lists a
+    flag enum's 0 member, which its `Std.from_str("0")` looks for)."""
+    launch = """      - >-
         torchrun --nnodes "$WORLD_SIZE" --node_rank "$NODE_RANK" --nproc_per_node 1
         --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --redirects 1 --tee 1 train.py
 """
+    role_lines = "    extraContainerOptions: {shmMB: 1024}\n"
+    return two_task_job("ddp", image, role_lines, script_lines("train.py", ALLREDUCE_PY) + launch)
 
 
 def mpirun_job(image: str) -> str:
     """The README's mpirun example, running the mpi4py all-reduce instead of `hostname`."""
-    return f"""protocolVersion: 2
-name: mpi
-type: job
-prerequisites:
-  - {{name: image, type: dockerimage, uri: {image}}}
-taskRoles:
-  worker:
-    instances: 2
-    dockerImage: image
-    resourcePerInstance: {{cpu: {NODE_CPUS}, memoryMB: 1536, gpu: 0}}
-    completion: {{minSucceededInstances: 1}}
-    commands:
-{script_lines("allreduce.py", MPI_PY)}      - >-
+    launch = """      - >-
         if [ "$RANK" = 0 ]; then mpirun --allow-run-as-root --hostfile "$PAI_MPI_HOSTFILE"
         --map-by node -np "$WORLD_SIZE" python3 "$PWD/allreduce.py"; else sleep infinity; fi
-extras:
-  com.microsoft.pai.runtimeplugin:
-    - {{plugin: ssh, parameters: {{jobssh: true, sshbarrier: true}}}}
 """
+    extras = """extras:
+  com.microsoft.pai.runtimeplugin:
+    - {plugin: ssh, parameters: {jobssh: true, sshbarrier: true}}
+"""
+    role_lines = "    completion: {minSucceededInstances: 1}\n"
+    return two_task_job("mpi", image, role_lines, script_lines("allreduce.py", MPI_PY) + launch, extras)
 
 
 def run(text: str, user) -> tuple[Job, dict[str, str]]:
