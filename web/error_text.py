@@ -339,6 +339,10 @@ _GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
 REASONS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"Waiting to be placed again for a retry\."), _("Waiting to be placed again for a retry.")),
     (re.compile(r"no schedulable node in the cluster"), _("no schedulable node in the cluster")),
+    (  # clusters.placement._HeldRooms.note
+        re.compile(r"room on (?P<nodes>.+) is held for job (?P<job>\d+) \(its preemption freed it\)"),
+        _("room on %(nodes)s is held for job %(job)s (its preemption freed it)"),
+    ),
     (
         re.compile(
             r"user (?P<user>\S+) holds (?P<held>\d+) of the (?P<cap>\d+) GPUs one user may hold in VC "
@@ -435,7 +439,8 @@ WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
 NODE_DOWN_NOTE = re.compile(
-    r"; (?=node \S+ is down \(|the task left over: |busy: other jobs' tasks hold |VC \"[^\"]*\" quota: )"
+    r"; (?=node \S+ is down \(|the task left over: |busy: other jobs' tasks hold |VC \"[^\"]*\" quota: |room on .+ is held "
+    r"for job )"
 )
 LEFT_OVER = "the task left over: "  # (clusters.placement.LEFT_OVER and BUSY)
 BUSY = re.compile(r"busy: other jobs' tasks hold (?P<nodes>.+)")

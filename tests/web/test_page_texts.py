@@ -96,6 +96,14 @@ def test_it_translates_the_preemption_reasons():
     assert "alice~urgent" in preempted and "抢占" in preempted and "配额" in preempted
 
 
+def test_it_translates_the_room_held_for_a_preemptor():
+    with translation.override("zh-hans"):
+        translated = translate_reason(
+            "needs 2 GPUs on one node; largest free: 0; room on n1, n2 is held for job 12 (its preemption freed it)"
+        )
+    assert "n1, n2" in translated and "12" in translated and "room on" not in translated
+
+
 def test_it_translates_the_borrowing_reasons():
     with translation.override("zh-hans"):
         reclaiming = translate_reason(
