@@ -439,8 +439,8 @@ WAITING_BEHIND = re.compile(
     r'waiting behind job (?P<job>\d+), first in VC (?P<vc>"[^"]*") \((?P<order>FIFO|fair share)\): (?P<why>.+)'
 )
 NODE_DOWN_NOTE = re.compile(
-    r"; (?=node \S+ is down \(|the task left over: |busy: other jobs' tasks hold |VC \"[^\"]*\" quota: |room on .+ is held "
-    r"for job )"
+    r"; (?=node \S+ is down \(|the task left over: |busy: other jobs' tasks hold |VC \"[^\"]*\" quota: "
+    r"|room on .+ is held for job )"
 )
 LEFT_OVER = "the task left over: "  # (clusters.placement.LEFT_OVER and BUSY)
 BUSY = re.compile(r"busy: other jobs' tasks hold (?P<nodes>.+)")
