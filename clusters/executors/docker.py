@@ -257,15 +257,19 @@ class DockerExecutor(Executor):
 
     def _network(self, name: str) -> dict[str, Any] | None:
         """The network of that exact name; of several (see _duplicated), the one kept."""
-        named = [network for network in self.api.networks(names=[name]) if network.get("Name") == name]
+        named = self._named(name)
         if not named:
             return None
         return dict(self.api.inspect_network(_kept(named)["Id"]))
 
+    def _named(self, name: str) -> list[dict[str, Any]]:
+        """The networks of exactly that name (the engine's filter also matches names containing it)."""
+        return [network for network in self.api.networks(names=[name]) if network.get("Name") == name]
+
     def _duplicated(self, name: str) -> bool:
         """Whether several networks bear the job network's name; if so, all but the kept one that
         no container uses are removed (every caller keeps the same one, see _kept)."""
-        named = [network for network in self.api.networks(names=[name]) if network.get("Name") == name]
+        named = self._named(name)
         if len(named) < 2:
             return False
         kept = _kept(named)

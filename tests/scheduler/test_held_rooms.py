@@ -1,6 +1,8 @@
 """The room a preempted job freed for its preemptor is stored (scheduling.models.HeldRoom): a
 scheduler restarted while the preemptor waits for its other victims still keeps it (issue 30)."""
 
+import pytest
+
 from clusters.models import Node
 from clusters.placement import HeldRoom
 from jobs.models import JobState
@@ -17,24 +19,29 @@ def preempter() -> Preempter:
     return Preempter(Terminator(), quota.SpecCache(), Backends())
 
 
-def test_it_holds_the_stored_room_for_its_job_in_a_new_scheduler(user, default_vc):
-    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
-    waiting = create_job(user, "urgent", state=JobState.WAITING)
+@pytest.fixture
+def node(db):
+    return Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
+
+
+@pytest.fixture
+def waiting(user, default_vc):
+    """The preemptor, waiting for the room its victims free."""
+    return create_job(user, "urgent", state=JobState.WAITING)
+
+
+def test_it_holds_the_stored_room_for_its_job_in_a_new_scheduler(node, waiting):
     HeldRoomRow.objects.create(job=waiting, node=node, gpus=[4, 5], cpu=2, memory_mb=512)
     assert preempter().holders() == {waiting.pk: (HeldRoom("n1", (4, 5), 2, 512),)}
 
 
-def test_it_lets_the_room_go_once_its_job_had_a_pass_with_no_victim_left_ending(user, default_vc):
-    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
-    waiting = create_job(user, "urgent", state=JobState.WAITING)
+def test_it_lets_the_room_go_once_its_job_had_a_pass_with_no_victim_left_ending(node, waiting):
     HeldRoomRow.objects.create(job=waiting, node=node, cpu=2)
     preempter().release({waiting.pk}, placed=set())
     assert not HeldRoomRow.objects.exists()
 
 
-def test_it_keeps_the_room_while_another_victim_is_ending(user, default_vc):
-    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=16384)
-    waiting = create_job(user, "urgent", state=JobState.WAITING)
+def test_it_keeps_the_room_while_another_victim_is_ending(node, waiting, user):
     create_job(user, "slow", state=JobState.RUNNING, preempted_by=waiting, stop_deadline=waiting.created_at)
     HeldRoomRow.objects.create(job=waiting, node=node, cpu=2)
     preempter().release({waiting.pk}, placed=set())
