@@ -15,6 +15,7 @@ from accounts.permissions import is_admin
 from clusters.executors.base import TaskLaunch
 from jobs.models import Job, Task
 from jobs.protocol import task_script
+from jobs.protocol.launcher_env import PEERS_LABEL
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.protocol.spec import NormalizedSpec, RegistryAuth
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
@@ -93,7 +94,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
     # A Slurm step found its ports free on the node itself: its container takes them there.
     host_network = in_container and (spans_nodes(everyone) or (node is not None and node.executor == "slurm"))
     env = {**build_runtime_env(spec, context, task.role, task.index), **task_ssh_env(job)}
-    if host_network:
+    if host_network or not in_container:  # (a process task's sshd listens on its `ssh` port too)
         env.update(host_network_ssh_env(task, everyone))
     image, auth = image_of(spec, task.role)
     registry_auth = None
@@ -120,6 +121,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         shm_mb=(role_spec.get("extraContainerOptions") or {}).get("shmMB", DEFAULT_SHM_MB),
         gpus=list(task.gpus),
         ports=dict(task.ports),
+        peer_ports=list((task.ports or {}).get(PEERS_LABEL) or []),
         log_path=log_path_for(job, task),
         work_dir=host_work_dir,
         ip=task.ip,

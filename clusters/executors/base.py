@@ -58,6 +58,9 @@ class TaskLaunch:
     log_path: Path
     work_dir: Path
     ip: str = ""  # the address prepare_job() gave this task (kept across task retries)
+    # Of the ports, the ones for what the task listens on without declaring it (port-0 binds: gloo,
+    # NCCL, MPI): a task in a network of its own takes its ephemeral ports from these.
+    peer_ports: list[int] = field(default_factory=list)
     mounts: list[Mount] = field(default_factory=list)
     registry_auth: dict[str, str] | None = None  # {username, password, registry}
     keep_on_failure: bool = False  # jobEnvs.isDebug

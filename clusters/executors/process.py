@@ -53,10 +53,32 @@ log = logging.getLogger("pai.executors.process")
 COMMAND = f"exec bash /dev/fd/{SCRIPT_FD}"
 MARKER = "pai-portal-task"
 BASE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "TZ")
+RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"  # (the Docker executor's task runtime)
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # where `python -m clusters.executors.supervise` imports from
 STOP_GRACE_S = 3
 SERVER_START_TIMEOUT_S = 10
 SERVER_ANSWER_TIMEOUT_S = 30
+
+
+def ssh_prologue(authorized_keys: str, env: dict[str, str]) -> str:
+    """One line before the task's script (its line numbers stay) that runs the SSH runtime of
+    Docker tasks (runtime/ssh.sh) in the sandbox as the task's user: an sshd of its own on its
+    `ssh` port, so a job's tasks `ssh <role>-<index>` each other (mpirun, jobssh, sshbarrier).
+    Tasks of a job with job-mates only. `env` (no secrets) is what SSH sessions see."""
+    sessions = "\n".join(f"{key}={value}" for key, value in sorted(env.items()) if "\n" not in value)
+    runtime = (RUNTIME_DIR / "ssh.sh").read_text()
+    return (
+        f"pai_ssh=0; PAI_SSH_AUTHORIZED_KEYS={ansi_c_quoted(authorized_keys)} "
+        f"PAI_SSH_ENVIRONMENT={ansi_c_quoted(sessions)} bash -c {ansi_c_quoted(runtime)} pai-ssh || pai_ssh=$?; "
+        'if [ "$pai_ssh" -eq 249 ]; then exit 249; '  # the sshbarrier ran out (PAIRuntimeSSHBarrierTimeout)
+        'elif [ "$pai_ssh" -ne 0 ]; then echo "[pai-runtime] sshd did not start" >&2; fi; unset pai_ssh; '
+    )
+
+
+def ansi_c_quoted(text: str) -> str:
+    """bash's $'...' quoting: any text as one word on one line."""
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\r", "\\r")
+    return f"$'{escaped}'"
 
 
 class ProcessExecutor(Executor):
@@ -134,10 +156,13 @@ class ProcessExecutor(Executor):
             # The task's address is its own network namespace's interface's; a job's own value wins.
             for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
                 env.setdefault(name, TASK_INTERFACE)
+        script = launch.command
+        if launch.ssh_authorized_keys and len(launch.extra_hosts) > 1 and not self.sandbox_problem:
+            script = ssh_prologue(launch.ssh_authorized_keys, env) + script
         env.update(launch.secret_env)
         cgroup = self._make_cgroup(task_dir, launch)
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
-        self._spawn(executor_id, task_dir, env, launch.command)
+        self._spawn(executor_id, task_dir, env, script)
         return TaskHandle(executor_id=executor_id, ip=self.address)
 
     def _check_ports_free(self, launch: TaskLaunch) -> None:

@@ -116,7 +116,7 @@ class Sandbox:
         (its declared ports at `address`, the node's); None: the task shares the node's network."""
         if self.network is None:
             return None
-        return self.network.plan(address, launch.ports, self.ids(launch))
+        return self.network.plan(address, launch.ports, self.ids(launch), launch.peer_ports)
 
     def _base_args(self, hostname: str, own_network: bool = False) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]

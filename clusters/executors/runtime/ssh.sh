@@ -17,14 +17,30 @@
 #   PAI_SSH_HOST_PORTS       `worker-0:20001 worker-1:20001`: where each job-mate's sshd listens when
 #                            they differ (a job that spans nodes runs on the nodes' own networks, where
 #                            each sshd listens on its task's allocated port); unset: PAI_SSH_PORT for all
-# /etc/environment (what SSH sessions see) is written by entrypoint.sh from /pai/runtime/environment.
+#   PAI_SSH_ENVIRONMENT      NAME=VALUE lines SSH sessions see, when not root (see below)
+# As root (a container): /etc/environment (what SSH sessions see) is written by entrypoint.sh from
+# /pai/runtime/environment. As another user (a process task's sandbox, process.py): sshd runs as
+# that user, without PAM, and logs in only that user (home: the task's work dir), its host key and
+# files in ~/.ssh, the sessions' variables in ~/.ssh/environment.
 set -u
 
 RUNTIME=/pai/runtime
 PORT=${PAI_SSH_PORT:-22}
 PUBLISHED_PORT=${PAI_CONTAINER_HOST_ssh_PORT_LIST:-}
 PUBLISHED_PORT=${PUBLISHED_PORT%%,*}
-SSH_DIR=/root/.ssh
+if [ "$(id -u)" = 0 ]; then
+    SSH_DIR=/root/.ssh
+    SSH_USER=root
+    HOST_KEY=/etc/ssh/ssh_host_ed25519_key
+    SSHD_LOG=/var/log/pai-sshd.log
+    SSHD_OPTIONS=(-o PermitRootLogin=prohibit-password -o PidFile=/run/sshd.pid)
+else  # (ssh and sshd take ~ from the account, not from $HOME)
+    SSH_USER=$(id -un)
+    SSH_DIR=$(getent passwd "$(id -u)" | cut -d: -f6)/.ssh
+    HOST_KEY=$SSH_DIR/ssh_host_ed25519_key
+    SSHD_LOG=$SSH_DIR/sshd.log
+    SSHD_OPTIONS=(-o UsePAM=no -o PermitUserEnvironment=yes -o "PidFile=$SSH_DIR/sshd.pid")
+fi
 
 # On stdout, the stream the command writes to: the task log keeps their order (Docker does not
 # order lines across stdout and stderr).
@@ -42,22 +58,30 @@ install_authorized_keys() {
 
 start_sshd() {
     if [ ! -x /usr/sbin/sshd ]; then
-        log "this image has no openssh-server: SSH into this task is unavailable"
+        if [ "$SSH_USER" = root ]; then
+            log "this image has no openssh-server: SSH into this task is unavailable"
+        else
+            log "this node has no openssh-server (Debian: apt-get install openssh-server): SSH into this task is unavailable"
+        fi
         return 1
     fi
-    mkdir -p /run/sshd
-    # A host key of this container's own, made now: the image ships none.
-    [ -s /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
-    # Containers may not set the audit login uid; a required pam_loginuid would end every session.
-    [ -f /etc/pam.d/sshd ] && sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' /etc/pam.d/sshd
+    if [ "$SSH_USER" = root ]; then
+        mkdir -p /run/sshd
+        # Containers may not set the audit login uid; a required pam_loginuid would end every session.
+        [ -f /etc/pam.d/sshd ] && sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' /etc/pam.d/sshd
+    elif [ -n "${PAI_SSH_ENVIRONMENT:-}" ]; then
+        printf '%s\n' "$PAI_SSH_ENVIRONMENT" >"$SSH_DIR/environment"
+        chmod 600 "$SSH_DIR/environment"
+    fi
+    # A host key of this task's own, made now: the image (the node) ships none (none we may read).
+    [ -s "$HOST_KEY" ] || ssh-keygen -q -t ed25519 -N '' -f "$HOST_KEY"
     local -a listen=(-p "$PORT")
     [ -n "$PUBLISHED_PORT" ] && [ "$PUBLISHED_PORT" != "$PORT" ] && listen+=(-p "$PUBLISHED_PORT")
     # Without -D sshd detaches once it listens.
-    /usr/sbin/sshd "${listen[@]}" -h /etc/ssh/ssh_host_ed25519_key -E /var/log/pai-sshd.log \
-        -o PermitRootLogin=prohibit-password -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no \
-        -o UseDNS=no -o PidFile=/run/sshd.pid || {
+    /usr/sbin/sshd "${listen[@]}" -h "$HOST_KEY" -E "$SSHD_LOG" "${SSHD_OPTIONS[@]}" \
+        -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no -o UseDNS=no || {
         log "sshd did not start:"
-        tail -5 /var/log/pai-sshd.log >&2
+        tail -5 "$SSHD_LOG" >&2
         return 1
     }
     local _
@@ -81,7 +105,7 @@ setup_jobssh() {
     # The job's tasks are known by name only; their host keys are made at start, so nothing to pin.
     cat >>"$SSH_DIR/config" <<EOF
 Host ${PAI_SSH_HOSTS:-*}
-    User root
+    User $SSH_USER
     Port $PORT
     IdentityFile $SSH_DIR/id_ed25519
     StrictHostKeyChecking no
