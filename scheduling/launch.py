@@ -15,7 +15,6 @@ from accounts.permissions import is_admin
 from clusters.executors.base import TaskLaunch
 from jobs.models import Job, Task
 from jobs.protocol import task_script
-from jobs.protocol.launcher_env import PEERS_LABEL
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.protocol.spec import NormalizedSpec, RegistryAuth
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
@@ -121,7 +120,6 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         shm_mb=(role_spec.get("extraContainerOptions") or {}).get("shmMB", DEFAULT_SHM_MB),
         gpus=list(task.gpus),
         ports=dict(task.ports),
-        peer_ports=list((task.ports or {}).get(PEERS_LABEL) or []),
         log_path=log_path_for(job, task),
         work_dir=host_work_dir,
         ip=task.ip,
@@ -134,6 +132,9 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         # (On a job network Docker's DNS names the tasks; a process or Slurm task's sandbox gets
         # these as its /etc/hosts lines.)
         extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network or not in_container else {},
+        work_dir_aliases=[]
+        if in_container
+        else [str(host_work_dir.with_name(f"{t.role}-{t.index}")) for t in everyone if t.pk != task.pk],
         owner_is_admin=is_admin(job.owner),
         owner_id=job.owner_id,
         infiniband=bool((role_spec.get("extraContainerOptions") or {}).get("infiniband")),

@@ -58,9 +58,6 @@ class TaskLaunch:
     log_path: Path
     work_dir: Path
     ip: str = ""  # the address prepare_job() gave this task (kept across task retries)
-    # Of the ports, the ones for what the task listens on without declaring it (port-0 binds: gloo,
-    # NCCL, MPI): a task in a network of its own takes its ephemeral ports from these.
-    peer_ports: list[int] = field(default_factory=list)
     mounts: list[Mount] = field(default_factory=list)
     registry_auth: dict[str, str] | None = None  # {username, password, registry}
     keep_on_failure: bool = False  # jobEnvs.isDebug
@@ -73,6 +70,10 @@ class TaskLaunch:
     # /etc/hosts entries (name -> node address) instead of a job network's DNS.
     host_network: bool = False
     extra_hosts: dict[str, str] = field(default_factory=dict)
+    # A process task's job-mates' work dirs (host paths): its sandbox shows its own work dir there
+    # too, so a path one task names (`mpirun ... python3 $PWD/train.py`) is the same file's in every
+    # task, as on Docker, where every task works in the same directory.
+    work_dir_aliases: list[str] = field(default_factory=list)
     # Where no sandbox can be had, a process node still runs admins' tasks (and only theirs).
     owner_is_admin: bool = False
     # extraContainerOptions.infiniband: the node's /dev/infiniband devices (and IPC_LOCK) in the container.

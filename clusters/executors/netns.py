@@ -33,11 +33,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import ipaddress
-import itertools
 import json
 import os
 import select
-import shlex
 import shutil
 import signal
 import socket
@@ -81,12 +79,9 @@ class TaskNetwork:
                 return f"{tool} is not installed on this node (Debian: apt-get install {package})"
         return ""
 
-    def plan(
-        self, address: str, ports: dict[str, list[int]], ids: tuple[int, int], peer_ports: Sequence[int] = ()
-    ) -> dict[str, object]:
+    def plan(self, address: str, ports: dict[str, list[int]], ids: tuple[int, int]) -> dict[str, object]:
         """What the supervisor does to the namespace (JSON, in supervise.json): pasta's options
-        (without the namespace, named by descriptor at attach time), the routes and the sysctls
-        that make `peer_ports` (some of `ports`) the namespace's ephemeral ports."""
+        (without the namespace, named by descriptor at attach time) and the routes."""
         forwarded = sorted({port for numbers in ports.values() for port in numbers})
         pasta = [self.pasta, "--quiet", "--foreground", "--ipv4-only", "--config-net", "--no-map-gw"]
         pasta += ["--ns-ifname", TASK_INTERFACE, "--address", TASK_ADDRESS, "--netmask", str(TASK_PREFIX)]
@@ -94,16 +89,11 @@ class TaskNetwork:
         for option in ("--tcp-ports", "--udp-ports"):
             if not forwarded:
                 pasta += [option, "none"]  # (pasta's default would forward every port the task binds)
-            for first, last in port_runs(forwarded):
-                pasta += [option, f"{address}/{first}" if first == last else f"{address}/{first}-{last}"]
+            for port in forwarded:
+                pasta += [option, f"{address}/{port}"]
         if os.geteuid() == 0:
             pasta += ["--runas", f"{ids[0]}:{ids[1]}"]  # the namespace's owner (else pasta drops to nobody)
-        return {
-            "pasta": pasta,
-            "routes": self.routes(address),
-            "localnet": self._is_other_loopback(address),
-            "sysctls": ephemeral_port_sysctls(peer_ports),
-        }
+        return {"pasta": pasta, "routes": self.routes(address), "localnet": self._is_other_loopback(address)}
 
     def routes(self, address: str) -> list[str]:
         """`ip -batch` lines: 127.0.0.1 stays the task's own; the rest of 127/8, link-local and
@@ -145,30 +135,6 @@ class TaskNetwork:
             detail = output.strip().splitlines()[-1:] or [f"exit {code}"]
             return f"a task's own network does not keep the host's loopback out here: {detail[0]}"
         return ""
-
-
-def port_runs(ports: Sequence[int]) -> list[tuple[int, int]]:
-    """Sorted ports as (first, last) runs of consecutive numbers."""
-    runs: list[tuple[int, int]] = []
-    for port in sorted(set(ports)):
-        if runs and runs[-1][1] == port - 1:
-            runs[-1] = (runs[-1][0], port)
-        else:
-            runs.append((port, port))
-    return runs
-
-
-def ephemeral_port_sysctls(peer_ports: Sequence[int]) -> dict[str, str]:
-    """The namespace's sysctls that make its port-0 binds (and outbound connections) take
-    `peer_ports` only: the range around them, the numbers in between that are not theirs reserved."""
-    runs = port_runs(peer_ports)
-    if not runs:
-        return {}
-    gaps = [(last + 1, first - 1) for (_, last), (first, _) in itertools.pairwise(runs)]
-    sysctls = {"net/ipv4/ip_local_port_range": f"{runs[0][0]} {runs[-1][1]}"}
-    if gaps:
-        sysctls["net/ipv4/ip_local_reserved_ports"] = ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in gaps)
-    return sysctls
 
 
 def _tun_hint(problem: str) -> str:
@@ -305,9 +271,6 @@ def _set_routes(plan: dict[str, object], netns: int, owner: int) -> None:
     script = "ip -batch -"
     if plan.get("localnet"):  # a 127/8 node address may leave through eth0
         script += f" && echo 1 > /proc/sys/net/ipv4/conf/{TASK_INTERFACE}/route_localnet"
-    sysctls: dict[str, str] = plan.get("sysctls") or {}  # type: ignore[assignment]
-    for name, value in sysctls.items():  # (nothing runs in the namespace yet)
-        script += f" && echo {shlex.quote(value)} > /proc/sys/{name}"
     routes = "".join(f"{line}\n" for line in plan["routes"])  # type: ignore[attr-defined]
     result = subprocess.run(
         [*enter, "sh", "-c", script],

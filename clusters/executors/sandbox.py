@@ -2,7 +2,8 @@
 
 What a sandboxed task sees and is:
 - a read-only system (/usr, /etc, /opt and the /bin, /lib... links), its own /proc, /dev and /tmp;
-- its work dir and its owner's storage mounts (area read-write, dataDir read-only, outputDir,
+- its work dir (also at its job-mates' work dir paths: one path names one file in every task) and
+  its owner's storage mounts (area read-write, dataDir read-only, outputDir,
   codeDir copy read-only), at the paths the protocol gives them; nothing else of the portal: the
   portal's directories (code, var/ with the database and secret key, logs, every user's area)
   are covered by empty tmpfs mounts even where a system path would have shown them;
@@ -92,6 +93,8 @@ class Sandbox:
         for gpu in launch.gpus:
             args += _device_binds([f"/dev/nvidia{gpu}", *NVIDIA_SHARED_DEVICES])
         args += ["--bind", work_dir, work_dir]
+        for alias in launch.work_dir_aliases:
+            args += ["--bind", work_dir, alias]
         for mount in launch.mounts:
             args += ["--ro-bind" if mount.read_only else "--bind", mount.host_path, mount.container_path]
         args += ["--chdir", work_dir, "--", *command]
@@ -116,7 +119,7 @@ class Sandbox:
         (its declared ports at `address`, the node's); None: the task shares the node's network."""
         if self.network is None:
             return None
-        return self.network.plan(address, launch.ports, self.ids(launch), launch.peer_ports)
+        return self.network.plan(address, launch.ports, self.ids(launch))
 
     def _base_args(self, hostname: str, own_network: bool = False) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]

@@ -13,12 +13,6 @@ The rendezvous (`MASTER_ADDR`/`MASTER_PORT`) is task 0 of the master role: the r
 labelled RENDEZVOUS_LABEL (jobs.protocol.launcher_env.port_requests), so the port is free on
 its node and reachable where the task's other declared ports are.
 
-Ranks also listen on ports nobody declares (gloo's pairs, NCCL's bootstrap, OpenMPI's daemons and
-TCP transport bind port 0). A task in a network of its own (a process node's sandbox) is reached
-only on its allocated ports, so every task of a job with more than one task gets PEER_PORTS more,
-labelled PEERS_LABEL: the executor makes them its namespace's ephemeral port range, where port 0
-binds land, and forwards them like the declared ones. They appear in no `PAI_*` port list.
-
 The hostfiles name every task by `<role>-<index>` (the names `ssh` knows, jobs/ssh) with as many
 slots as it has GPUs, or CPUs when it has none; the task's command writes them at start, as its
 own user (jobs/protocol/task_script.py), into HOSTFILE_DIR under its work directory.
@@ -33,9 +27,6 @@ from jobs.protocol.spec import NormalizedSpec, TaskRoleSpec
 
 MASTER_ROLE_FIELD = "masterRole"  # extras.masterRole
 RENDEZVOUS_LABEL = "rendezvous"
-PEERS_LABEL = "peers"
-PEER_PORTS = 64  # per task: a few listeners per rank (gloo, NCCL, MPI) for 8 ranks, with room to spare
-HIDDEN_LABELS = (RENDEZVOUS_LABEL, PEERS_LABEL)  # the portal's own ports, in no OpenPAI port list
 HOSTFILE_DIR = ".pai-hostfiles"  # below PAI_WORK_DIR
 HOSTFILES = {
     # variable -> file name in HOSTFILE_DIR
@@ -70,14 +61,10 @@ def master_role_errors(extras: dict[str, Any], roles: dict[str, Any]) -> list[tu
 
 
 def port_requests(spec: NormalizedSpec, role: str, index: int, wanted: dict[str, int]) -> dict[str, int]:
-    """A task's port requests plus the rendezvous port on the master task (unless it declares one)
-    and, in a job of several tasks, its peer ports."""
-    requests = dict(wanted)
+    """A task's port requests plus the rendezvous port on the master task (unless it declares one)."""
     if role == master_role(spec) and index == 0:
-        requests[RENDEZVOUS_LABEL] = max(1, int(wanted.get(RENDEZVOUS_LABEL, 0)))
-    if sum(int(role_spec["instances"]) for role_spec in spec["taskRoles"].values()) > 1:
-        requests[PEERS_LABEL] = max(PEER_PORTS, int(wanted.get(PEERS_LABEL, 0)))
-    return requests
+        return {**wanted, RENDEZVOUS_LABEL: max(1, int(wanted.get(RENDEZVOUS_LABEL, 0)))}
+    return wanted
 
 
 def ordered_tasks(spec: NormalizedSpec) -> list[tuple[str, int]]:

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.protocol.launcher_env import HIDDEN_LABELS, build_launcher_env, master_role
+from jobs.protocol.launcher_env import RENDEZVOUS_LABEL, build_launcher_env, master_role
 from jobs.protocol.spec import ExtrasV1, NormalizedSpec, TaskRoleSpec
 
 DEFAULT_SHM_MB = 64
@@ -220,10 +220,9 @@ def _labels(role_spec: TaskRoleSpec) -> list[str]:
 
 def _address_labels(address: TaskAddress, spec_labels: list[str]) -> list[str]:
     """The config's labels in its order, then any other label the placement gave ports for (but
-    the rendezvous port, which MASTER_PORT names, and the peer ports: OpenPAI's port lists stay as
-    OpenPAI made them)."""
+    the rendezvous port, which MASTER_PORT names: OpenPAI's port lists stay as OpenPAI made them)."""
     return [label for label in spec_labels if label in address.ports] + [
-        label for label in address.ports if label not in spec_labels and label not in HIDDEN_LABELS
+        label for label in address.ports if label not in spec_labels and label != RENDEZVOUS_LABEL
     ]
 
 

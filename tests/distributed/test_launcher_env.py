@@ -6,7 +6,7 @@ import json
 import pytest
 
 from jobs.protocol import JobConfigError, load
-from jobs.protocol.launcher_env import PEER_PORTS, PEERS_LABEL, RENDEZVOUS_LABEL, hostfiles, ordered_tasks
+from jobs.protocol.launcher_env import RENDEZVOUS_LABEL, hostfiles, ordered_tasks
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.protocol.task_script import task_script
 from scheduling.quota import task_requests
@@ -89,25 +89,6 @@ def test_it_asks_placement_for_the_rendezvous_port_on_the_master_task_only(spec)
     labels = {(r.role, r.index): [p.label for p in r.ports] for r in task_requests(spec)}
     assert RENDEZVOUS_LABEL in labels[("master", 0)]
     assert RENDEZVOUS_LABEL not in labels[("worker", 0)] + labels[("worker", 1)]
-
-
-def test_it_asks_placement_for_peer_ports_on_every_task_of_a_job_with_several(spec):
-    counts = {(r.role, r.index): {p.label: p.count for p in r.ports}.get(PEERS_LABEL) for r in task_requests(spec)}
-    assert counts == {("worker", 0): PEER_PORTS, ("worker", 1): PEER_PORTS, ("master", 0): PEER_PORTS}
-
-
-def test_it_asks_no_peer_ports_for_a_job_of_one_task(spec):
-    del spec["taskRoles"]["worker"]
-    [request] = task_requests(spec)
-    assert PEERS_LABEL not in [port.label for port in request.ports]
-
-
-def test_it_lists_the_peer_ports_in_no_openpai_port_variable(spec):
-    context = ctx()
-    context.addresses[("worker", 1)] = TaskAddress(ip="10.0.0.3", ports={"ssh": [20003], PEERS_LABEL: [20010, 20011]})
-    env = build_runtime_env(spec, context, "worker", 1)
-    assert not [name for name in env if PEERS_LABEL in name]
-    assert "20010" not in env["PAI_CONTAINER_HOST_PORT_LIST"]
 
 
 def test_it_writes_hostfiles_with_gpu_else_cpu_slots_in_rank_order(spec):
