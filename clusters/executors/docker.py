@@ -58,6 +58,7 @@ from clusters.executors.base import (
     TaskStatus,
 )
 from clusters.executors.docker_logs import log_frames
+from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
 from clusters.executors.plain_errors import plain_error
@@ -67,9 +68,6 @@ log = logging.getLogger("pai.executors.docker")
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 JOB_NETWORK_INTERFACE = "eth0"  # a container's interface on its (one) job network
-SOCKET_IFNAME_VARIABLES = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
-# OpenMPI's interfaces (names, or networks in CIDR): the mpirun daemons and its TCP transport.
-OPENMPI_INTERFACE_VARIABLES = ("OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_btl_tcp_if_include")
 CONTAINER_RUNTIME_DIR = "pai/runtime"  # relative to / inside the container (tar member names)
 ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
 DEFAULT_WORK_DIR = "/pai/work"
@@ -822,33 +820,9 @@ def public_environment(launch: TaskLaunch) -> dict[str, str]:
     env["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(gpu) for gpu in launch.gpus)
     env["CUDA_VISIBLE_DEVICES"] = ",".join(str(number) for number in range(len(launch.gpus)))
     env.setdefault("PAI_WORK_DIR", DEFAULT_WORK_DIR)
-    if not launch.host_network:
-        # On the job's network the task's address is its eth0's; a job's own value wins. (On the
-        # node's own network the interface is the node's: NCCL and Gloo find it themselves.)
-        for name in (*SOCKET_IFNAME_VARIABLES, *OPENMPI_INTERFACE_VARIABLES):
-            env.setdefault(name, JOB_NETWORK_INTERFACE)
-    elif network := covering_network(value for key, value in launch.env.items() if key.startswith("PAI_HOST_IP_")):
-        # On the nodes' own networks OpenMPI also takes bridges of one subnet on every node
-        # (docker0: 172.17.0.1 everywhere) for a way to its peers, and hangs. The smallest network
-        # that holds the job's task addresses leaves each node only the interface that carries
-        # its own; one value for all (mpirun passes its own on to the daemons it starts).
-        for name in OPENMPI_INTERFACE_VARIABLES:
-            env.setdefault(name, network)
+    # On the job's network the task's address is its eth0's; on the node's own, the node's.
+    env.update(interface_variables(env, None if launch.host_network else JOB_NETWORK_INTERFACE))
     return env
-
-
-def covering_network(addresses: Iterable[str]) -> str | None:
-    """The smallest IPv4 network (CIDR) that holds all the addresses; None when they are fewer
-    than two (OpenMPI takes a /32 for "every interface") or have no 8 leading bits in common."""
-    numbers = set()
-    for address in addresses:
-        with contextlib.suppress(ValueError):
-            if (parsed := ipaddress.ip_address(address)).version == 4:
-                numbers.add(int(parsed))
-    if len(numbers) < 2:
-        return None
-    prefix = 32 - (min(numbers) ^ max(numbers)).bit_length()
-    return str(ipaddress.ip_network((min(numbers), prefix), strict=False)) if prefix >= 8 else None
 
 
 INFINIBAND_DEVICES = "/dev/infiniband"

@@ -39,6 +39,7 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.netns import TASK_INTERFACE
@@ -152,10 +153,9 @@ class ProcessExecutor(Executor):
         env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
         env["HOME"] = str(work_dir)
         env.update(launch.env)
-        if self.sandbox.network is not None and not self.sandbox_problem:
-            # The task's address is its own network namespace's interface's; a job's own value wins.
-            for name in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-                env.setdefault(name, TASK_INTERFACE)
+        # In a network namespace of its own the task's address is its interface's; else the node's.
+        own_network = self.sandbox.network is not None and not self.sandbox_problem
+        env.update(interface_variables(env, TASK_INTERFACE if own_network else None))
         script = launch.command
         if launch.ssh_authorized_keys and len(launch.extra_hosts) > 1 and not self.sandbox_problem:
             script = ssh_prologue(launch.ssh_authorized_keys, env) + script

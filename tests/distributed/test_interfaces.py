@@ -1,8 +1,9 @@
-"""The interfaces a Docker task's NCCL, Gloo and OpenMPI are told to use (clusters.executors.docker)."""
+"""The interfaces a task's NCCL, Gloo and OpenMPI are told to use (clusters.executors.interfaces)."""
 
 import pytest
 
-from clusters.executors.docker import covering_network, public_environment
+from clusters.executors.docker import public_environment
+from clusters.executors.interfaces import covering_network, interface_variables
 
 JOB_ADDRESSES = {"PAI_HOST_IP_worker_0": "10.251.7.2", "PAI_HOST_IP_worker_1": "10.251.7.3"}
 
@@ -37,3 +38,17 @@ def test_it_lets_a_jobs_own_openmpi_interfaces_win(make_launch):
 )
 def test_it_finds_the_smallest_network_holding_the_jobs_addresses(addresses, network):
     assert covering_network(addresses) == network
+
+
+def test_it_names_a_process_tasks_own_namespace_interface_for_every_library():
+    chosen = interface_variables(dict(JOB_ADDRESSES), "eth0")
+    assert chosen == dict.fromkeys(
+        ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_btl_tcp_if_include"),
+        "eth0",
+    )
+
+
+def test_it_gives_openmpi_in_a_slurm_step_on_the_nodes_network_the_jobs_task_addresses():
+    assert interface_variables(dict(JOB_ADDRESSES), None) == dict.fromkeys(
+        ("OMPI_MCA_oob_tcp_if_include", "OMPI_MCA_btl_tcp_if_include"), "10.251.7.2/31"
+    )
