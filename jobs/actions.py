@@ -16,7 +16,7 @@ from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
 from clusters.models import GpuType, Node, VirtualCluster
-from jobs import lifecycle
+from jobs import dependencies, lifecycle
 from jobs.crypto import encrypt_text
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobTag, Task
@@ -199,6 +199,7 @@ def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluste
     limit = time_limit(cfg.spec, vc)
     if limit.error:
         errors.append((timelimit.FIELD, limit.error))
+    errors.extend(dependencies.resolve(user, cfg.spec)[1])
     if errors:
         raise JobConfigError(errors)
     return cfg, vc
@@ -222,10 +223,13 @@ def submit_job(user: Any, text: str) -> Job:
         gpu_count=spec_totals(spec)[2],
         time_limit_seconds=time_limit(spec, vc).seconds,
     )
+    waits_for, _ = dependencies.resolve(user, spec)
+    job.held = bool(waits_for)
     attach_new_keypair(job)
     try:
         with transaction.atomic():
             job.save()
+            dependencies.record(job, waits_for)
             Task.objects.bulk_create(
                 Task(job=job, role=role, index=index)
                 for role, role_spec in spec["taskRoles"].items()

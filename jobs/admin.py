@@ -222,6 +222,7 @@ label(
         "retries_used": _("Retries used"),
         "transient_retries": _("Transient retries"),
         "pending_reason": _("Why it waits"),
+        "held": _("Waits for other jobs"),
         "exit_code": _("Exit code"),
         "user_exit_code": _("User exit code"),
         "exit_diagnostics": _("Exit diagnostics"),

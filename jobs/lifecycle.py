@@ -225,6 +225,17 @@ def set_pending_reasons(reasons: dict[int, str]) -> None:
         Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(pending_reason=reason)
 
 
+def release_held(job_ids: list[int]) -> bool:
+    """Held jobs whose dependencies are all met join the queue (only while they still wait)."""
+    if not job_ids:
+        return False
+    return bool(
+        Job.objects.filter(pk__in=job_ids, held=True, state=JobState.WAITING).update(
+            held=False, pending_reason="", updated_at=timezone.now()
+        )
+    )
+
+
 def set_task_launches(tasks: list[Task]) -> None:
     """Where the tasks about to start will be reached (ip) and log (log_path), recorded before
     the executor starts them, so a page or a reconcile after a crash finds both."""
@@ -637,6 +648,7 @@ def restart(job: Job, by_name: str) -> None:
             stop_deadline=None,
             preempted_by=None,
             ending_at_time_limit=False,
+            held=job.dependencies.exists(),  # (its dependencies are judged again)
         )
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")

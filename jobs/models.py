@@ -79,6 +79,8 @@ class Job(models.Model):
 
     # Why the job is still WAITING, with numbers ("needs 4 x P100 GPUs ...").
     pending_reason = models.TextField(blank=True, default="")
+    # WAITING for its dependencies (JobDependency): out of every queue until they are met.
+    held = models.BooleanField(default=False)
     # Exit: the mapped exit-spec code, the user's own code beside it, and a human explanation.
     exit_code = models.IntegerField(null=True, blank=True)
     user_exit_code = models.IntegerField(null=True, blank=True)
@@ -98,6 +100,7 @@ class Job(models.Model):
         constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_job_name_per_owner")]
         indexes = [
             models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
+            models.Index(fields=["held", "state"], name="job_held"),
             models.Index(fields=["state", "priority", "created_at"], name="job_state_queue"),
             models.Index(fields=["virtual_cluster", "state"], name="job_vc_state"),
             # The job list sorted by name across all users (admins); SQLite/PostgreSQL break ties by id.
@@ -201,6 +204,21 @@ class JobTag(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class JobDependency(models.Model):
+    """A job waits for another (`extras.dependencies`, jobs.protocol.dependencies), resolved at submit."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependencies")
+    depends_on = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="dependents")
+    kind = models.CharField(max_length=16)  # afterok, afterany, afternotok
+
+    class Meta:
+        ordering = ["job", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "depends_on", "kind"], name="unique_dependency_per_job")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} {self.kind} {self.depends_on_id}"
 
 
 class JobEvent(models.Model):

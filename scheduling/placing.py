@@ -79,7 +79,7 @@ class Placer:
         if self._unlaunched:
             self._launch_within_budget()
             return True
-        queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START)
+        queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START, held=False)
         owned = self.backends.owned_vcs()
         if owned is not None:
             queue = queue.exclude(virtual_cluster__in=owned)

@@ -4,8 +4,9 @@ Each pass: take the lease (one active scheduler: scheduling.lease), reconcile af
 failed pass (scheduling.nodes), launch what the backends have ready, the node heartbeat, stop
 requests (scheduling.stopping), jobs past their time limit (scheduling.time_limits), preempted
 jobs whose tasks are gone (scheduling.preempting), the tasks that ended and the starts that failed
-(scheduling.ending), the claimed tasks not started yet (scheduling.starting), placement of waiting
-jobs (scheduling.placing, which begins preemptions), then each backend's own pass
+(scheduling.ending), the claimed tasks not started yet (scheduling.starting), held jobs whose
+dependencies are met let into the queue (scheduling.dependencies), placement of waiting jobs
+(scheduling.placing, which begins preemptions), then each backend's own pass
 (scheduling.backends, .registered).
 
 Each phase imports only the phases below it (tests/architecture/test_phases.py): ending decides
@@ -27,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from scheduling import ending, nodes, stopping, time_limits
+from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
 from scheduling.lease import Lease
@@ -87,6 +88,7 @@ class Scheduler:
         started = self.starter.start_unstarted(self.unstarted | ended.retried)
         self.unstarted = set()
         freed = stopped or preempted or ended.changed or nodes_changed
+        freed |= dependencies.judge_held_jobs()  # (jobs that joined the queue: placement looks again)
         placed = self.placer.schedule_waiting(resources_freed=freed)
         launched |= self._launch_ready()  # (ready while the pass ran)
         passed = [backend.run_pass() for backend in self.backends]

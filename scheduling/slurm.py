@@ -208,7 +208,10 @@ class SlurmBackend:
         # itself is read for the few this pass submits, launches or explains.
         waiting = (
             Job.objects.filter(
-                state=JobState.WAITING, execution_type=Job.ExecutionType.START, virtual_cluster_id__in=partition_of
+                state=JobState.WAITING,
+                execution_type=Job.ExecutionType.START,
+                virtual_cluster_id__in=partition_of,
+                held=False,
             )
             .order_by("-priority", "created_at", "id")
             .values_list("pk", "job_attempt", "virtual_cluster_id", "pending_reason")

@@ -87,9 +87,9 @@ def show_unavailable(partitions: list[str], vc_ids: list[int], reason: str) -> N
         down_since=timezone.now(), down_reason=reason, slurm_state="unknown"
     )
     nodes.exclude(down_reason__startswith=SAYS).update(down_reason=reason, slurm_state="unknown")  # (drained...)
-    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids).exclude(
+    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, held=False).exclude(
         pending_reason__startswith=SAYS
-    )
+    )  # (a held job says which jobs it waits for)
     lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), reason))
     if newly:
         log.warning("%d Slurm node(s) of %s down: %s", newly, ", ".join(partitions), reason)

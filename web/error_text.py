@@ -338,6 +338,18 @@ COUNTED = {"GPUs": pgettext_lazy("after a count", "GPUs"), "CPUs": pgettext_lazy
 _GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
 REASONS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"Waiting to be placed again for a retry\."), _("Waiting to be placed again for a retry.")),
+    (  # jobs.protocol.dependencies.waiting_reason
+        re.compile(r"waiting for job (?P<job>\S+) to succeed \(afterok; it is (?P<state>\w+)\)"),
+        _("waiting for job %(job)s to succeed (afterok; it is %(state)s)"),
+    ),
+    (
+        re.compile(r"waiting for job (?P<job>\S+) to end \(afterany; it is (?P<state>\w+)\)"),
+        _("waiting for job %(job)s to end (afterany; it is %(state)s)"),
+    ),
+    (
+        re.compile(r"waiting for job (?P<job>\S+) to fail or be stopped \(afternotok; it is (?P<state>\w+)\)"),
+        _("waiting for job %(job)s to fail or be stopped (afternotok; it is %(state)s)"),
+    ),
     (re.compile(r"no schedulable node in the cluster"), _("no schedulable node in the cluster")),
     (  # clusters.placement._HeldRooms.note
         re.compile(r"room on (?P<nodes>.+) is held for job (?P<job>\d+) \(its preemption freed it\)"),
@@ -687,6 +699,19 @@ def _reason_part(part: str) -> str:
 
 DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"stopped at the user's request\."), _("stopped at the user's request.")),
+    (  # jobs.protocol.dependencies.never_reason
+        re.compile(
+            r"its dependency can never be met: job (?P<job>\S+) ended (?P<state>\w+) \(afterok needs it to succeed\)"
+        ),
+        _("its dependency can never be met: job %(job)s ended %(state)s (afterok needs it to succeed)"),
+    ),
+    (
+        re.compile(
+            r"its dependency can never be met: job (?P<job>\S+) ended (?P<state>\w+) "
+            r"\(afternotok needs it to fail or be stopped\)"
+        ),
+        _("its dependency can never be met: job %(job)s ended %(state)s (afternotok needs it to fail or be stopped)"),
+    ),
     (
         re.compile(r"killed: out of memory \(the task's limit is (?P<mb>\d+) MB, memoryMB\)"),
         _("killed: out of memory (the task's limit is %(mb)s MB, memoryMB)"),

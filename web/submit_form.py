@@ -235,10 +235,11 @@ def _typed(text: str) -> Any:
 
 def _key_values(text: str, before: Any = None) -> dict[str, Any]:
     """name -> value of the lines; a value whose text did not change keeps its type from `before`
-    (the config the form was filled from: "100" stays a string, 100 a number)."""
+    (the config the form was filled from: "100" stays a string, 100 a number), and a text the form
+    showed quoted (_shown) stays the text it was."""
     before = before if isinstance(before, dict) else {}
     return {
-        key: before[key] if key in before and _text(before[key]) == value else _typed(value)
+        key: before[key] if key in before and _shown(before[key]) == value else _typed(value)
         for _n, key, value in _key_value_lines(text)
         if key and value is not None
     }
@@ -498,6 +499,14 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _shown(value: Any) -> str:
+    """A value on one `name=value` line of the form: a text with line breaks or spaces at either
+    end (which the line would lose) JSON-quoted, anything else as _text."""
+    if isinstance(value, str) and (value != value.strip() or "\n" in value or "\r" in value):
+        return json.dumps(value)
+    return _text(value)
+
+
 def _threshold(completion: dict[str, Any], key: str) -> str:
     """A completion threshold as the form shows it: absent -> blank (the default), null -> -1."""
     if key not in completion:
@@ -523,7 +532,7 @@ def config_to_form(config: dict[str, Any]) -> JobFormData:
         "image": _text(image_uri),
         "job_retry_count": _text(config.get("jobRetryCount", "")),
         "priority": _text(_dict(extras.get("hivedScheduler")).get("jobPriorityClass")),
-        "parameters": "\n".join(f"{key}={_text(value)}" for key, value in parameters.items()),
+        "parameters": "\n".join(f"{key}={_shown(value)}" for key, value in parameters.items()),
         "secrets": "\n".join(f"{key}={_text(value)}" for key, value in secrets.items()),
         **_tools_of(extras),
         **_registry_auth_of(image),

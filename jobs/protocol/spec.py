@@ -130,6 +130,7 @@ Extras = TypedDict(
         "storages": list[dict[str, Any]],
         "jobStatusChangeNotification": JobStatusChangeNotification,
         "maxRunTimeMinutes": int | float,  # the portal's: the job's time limit (jobs.protocol.timelimit)
+        "dependencies": dict[str, list[str | int]],  # the portal's: kind -> jobs (jobs.protocol.dependencies)
     },
     total=False,
 )

@@ -23,6 +23,7 @@ PHASES = (
     "time_limits",  # running jobs past their time limit ended
     "nodes",  # heartbeat and reconcile
     "starting",  # claimed tasks started (decides nothing)
+    "dependencies",  # held jobs let into the queue once the jobs they wait for have ended
     "preempting",  # preemptions begun after placement, preempted jobs requeued once their tasks are gone
     "placing",  # waiting jobs placed on the portal's nodes
     "slurm_controller",  # the Slurm controller's lane, what the portal says while it is silent

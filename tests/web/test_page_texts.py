@@ -115,3 +115,16 @@ def test_it_translates_the_borrowing_reasons():
         )
     assert "alice~stubborn" in reclaiming and "收回" in reclaiming
     assert "配额" in no_lender and "出借" in no_lender
+
+
+def test_it_translates_every_dependency_reason_and_ending():
+    from jobs.protocol.dependencies import KINDS, never_reason, waiting_reason
+    from web.error_text import translate_diagnostics
+
+    with translation.override("zh-hans"):
+        waiting = [translate_reason(waiting_reason(kind, "alice~prep", "RUNNING")) for kind in KINDS]
+        never = [
+            translate_diagnostics(never_reason(kind, "alice~prep", "FAILED")) for kind in ("afterok", "afternotok")
+        ]
+    assert all(text.startswith("等待作业 alice~prep") for text in waiting), waiting
+    assert all(text.startswith("其依赖永远无法满足\uff1a作业 alice~prep") for text in never), never
