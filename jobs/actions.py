@@ -209,6 +209,23 @@ def submit_job(user: Any, text: str) -> Job:
     """Validate the config and create the job and its tasks, WAITING, in one transaction."""
     cfg, vc = validate_for_user(user, text)
     spec = cfg.spec
+    job = new_job(user, cfg, vc, text)
+    waits_for, _ = dependencies.resolve(user, spec)
+    job.held = bool(waits_for)
+    try:
+        with transaction.atomic():
+            job.save()
+            dependencies.record(job, waits_for)
+            Task.objects.bulk_create(new_tasks(job))
+            lifecycle.event(job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=vc.name)
+    except IntegrityError as exc:
+        raise JobNameConflict(f'job "{spec["name"]}" already exists for user {user.get_username()}') from exc
+    return job
+
+
+def new_job(user: Any, cfg: LoadedConfig, vc: VirtualCluster, text: str) -> Job:
+    """An unsaved WAITING job of a validated config, with its own key pair."""
+    spec = cfg.spec
     job = Job(
         owner=user,
         name=spec["name"],
@@ -223,22 +240,17 @@ def submit_job(user: Any, text: str) -> Job:
         gpu_count=spec_totals(spec)[2],
         time_limit_seconds=time_limit(spec, vc).seconds,
     )
-    waits_for, _ = dependencies.resolve(user, spec)
-    job.held = bool(waits_for)
     attach_new_keypair(job)
-    try:
-        with transaction.atomic():
-            job.save()
-            dependencies.record(job, waits_for)
-            Task.objects.bulk_create(
-                Task(job=job, role=role, index=index)
-                for role, role_spec in spec["taskRoles"].items()
-                for index in range(role_spec["instances"])
-            )
-            lifecycle.event(job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=vc.name)
-    except IntegrityError as exc:
-        raise JobNameConflict(f'job "{spec["name"]}" already exists for user {user.get_username()}') from exc
     return job
+
+
+def new_tasks(job: Job) -> list[Task]:
+    """A saved job's tasks, unsaved."""
+    return [
+        Task(job=job, role=role, index=index)
+        for role, role_spec in job.spec["taskRoles"].items()
+        for index in range(role_spec["instances"])
+    ]
 
 
 def stop_job(job: Job, by: Any) -> Job:

@@ -648,7 +648,8 @@ def restart(job: Job, by_name: str) -> None:
             stop_deadline=None,
             preempted_by=None,
             ending_at_time_limit=False,
-            held=job.dependencies.exists(),  # (its dependencies are judged again)
+            # (its dependencies and its sweep's cap are judged again)
+            held=job.dependencies.exists() or (job.sweep is not None and job.sweep.max_concurrent is not None),
         )
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")

@@ -79,8 +79,12 @@ class Job(models.Model):
 
     # Why the job is still WAITING, with numbers ("needs 4 x P100 GPUs ...").
     pending_reason = models.TextField(blank=True, default="")
-    # WAITING for its dependencies (JobDependency): out of every queue until they are met.
+    # WAITING for its dependencies (JobDependency) or its sweep's cap: out of every queue till then.
     held = models.BooleanField(default=False)
+    # A run of a sweep: which, and the values it runs with (its place: sweep_index).
+    sweep = models.ForeignKey("Sweep", null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
+    sweep_index = models.PositiveIntegerField(null=True, blank=True)
+    sweep_values = models.JSONField(default=dict, blank=True)
     # Exit: the mapped exit-spec code, the user's own code beside it, and a human explanation.
     exit_code = models.IntegerField(null=True, blank=True)
     user_exit_code = models.IntegerField(null=True, blank=True)
@@ -204,6 +208,28 @@ class JobTag(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class Sweep(models.Model):
+    """Many runs of one config (`extras.sweep`, jobs.protocol.sweeps): each run a Job of its own."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sweeps")
+    name = models.CharField(max_length=255)
+    kind = models.CharField(max_length=8)  # grid, random, array
+    max_concurrent = models.PositiveIntegerField(null=True, blank=True)  # none: no cap
+    config_text = models.TextField()  # as submitted, secrets masked
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_sweep_name_per_owner")]
+
+    def __str__(self) -> str:
+        return self.full_name
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner.get_username()}~{self.name}"
 
 
 class JobDependency(models.Model):

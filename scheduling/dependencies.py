@@ -1,32 +1,38 @@
-"""The dependency pass: each held job (WAITING for other jobs, jobs.dependencies) is let into
-the queue once every job it waits for has ended as it needs, ended FAILED once one has ended
-otherwise (its dependency can never be met), and meanwhile told which jobs it waits for.
-Cheap when no job is held: one indexed query."""
+"""The dependency pass: each held job (WAITING for other jobs, jobs.dependencies, or for a slot of
+its sweep, jobs.sweeps) is let into the queue once every job it waits for has ended as it needs
+and its sweep runs fewer than its `maxConcurrent`; ended FAILED once a dependency has ended
+otherwise (it can never be met); and meanwhile told what it waits for. Cheap when no job is
+held: one indexed query."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+from django.db.models import Count
+
 from jobs import lifecycle
-from jobs.models import Job, JobDependency, JobState
+from jobs.models import Job, JobDependency, JobState, Sweep
 from jobs.protocol.dependencies import never_reason, verdict, waiting_reason
 from jobs.protocol.exitspec import ExitCode
+from jobs.states import FINISHED_JOB_STATES
+
+HELD_COLUMNS = ("pk", "pending_reason", "sweep_id", "sweep_index")
 
 
 def judge_held_jobs() -> bool:
     """One pass over the held jobs. True when one was let go or ended (placement looks again)."""
-    held = dict(Job.objects.filter(held=True, state=JobState.WAITING).values_list("pk", "pending_reason"))
+    held = list(Job.objects.filter(held=True, state=JobState.WAITING).values_list(*HELD_COLUMNS))
     if not held:
         return False
     waits: dict[int, list[tuple[str, str, str]]] = defaultdict(list)  # job -> (kind, user~name, state)
-    for job_id, kind, owner, name, state in JobDependency.objects.filter(job_id__in=held).values_list(
-        "job_id", "kind", "depends_on__owner__username", "depends_on__name", "depends_on__state"
-    ):
+    for job_id, kind, owner, name, state in JobDependency.objects.filter(
+        job_id__in=[row[0] for row in held]
+    ).values_list("job_id", "kind", "depends_on__owner__username", "depends_on__name", "depends_on__state"):
         waits[job_id].append((kind, f"{owner}~{name}", state))
-    released: list[int] = []
+    ready: list[tuple[int, str, int | None, int | None]] = []
     reasons: dict[int, str] = {}
     ended = False
-    for job_id, said in held.items():
+    for job_id, said, sweep_id, index in held:
         judged = [(verdict(kind, state), kind, name, state) for kind, name, state in waits[job_id]]
         never = [(kind, name, state) for outcome, kind, name, state in judged if outcome == "never"]
         if never:
@@ -34,9 +40,44 @@ def judge_held_jobs() -> bool:
             ended |= lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, never_reason(*never[0]))
             continue
         waiting = [waiting_reason(kind, name, state) for outcome, kind, name, state in judged if outcome == "waiting"]
-        if not waiting:
-            released.append(job_id)
-        elif "; ".join(waiting) != said:
-            reasons[job_id] = "; ".join(waiting)
+        if waiting:
+            if "; ".join(waiting) != said:
+                reasons[job_id] = "; ".join(waiting)
+        else:
+            ready.append((job_id, said, sweep_id, index))
+    released, slot_reasons = _within_sweep_caps(ready)
+    reasons.update(slot_reasons)
     lifecycle.set_pending_reasons(reasons)
     return lifecycle.release_held(released) or ended
+
+
+def _within_sweep_caps(ready: list[tuple[int, str, int | None, int | None]]) -> tuple[list[int], dict[int, str]]:
+    """Of the jobs whose dependencies are met, those their sweep's cap lets run now (by run index),
+    and why each other one waits."""
+    capped = {row[2] for row in ready if row[2] is not None}
+    sweeps = {sweep.pk: sweep for sweep in Sweep.objects.filter(pk__in=capped, max_concurrent__isnull=False)}
+    active = dict(
+        Job.objects.filter(sweep_id__in=sweeps, held=False)
+        .exclude(state__in=FINISHED_JOB_STATES)
+        .values("sweep_id")
+        .annotate(count=Count("pk"))
+        .values_list("sweep_id", "count")
+    )
+    released: list[int] = []
+    reasons: dict[int, str] = {}
+    for job_id, said, sweep_id, _index in sorted(ready, key=lambda row: (row[2] or 0, row[3] or 0)):
+        sweep = sweeps.get(sweep_id) if sweep_id is not None else None
+        if sweep is None or sweep.max_concurrent is None:
+            released.append(job_id)
+            continue
+        running = active.get(sweep.pk, 0)
+        if running < sweep.max_concurrent:
+            released.append(job_id)
+            active[sweep.pk] = running + 1
+        else:
+            reason = (
+                f"waiting for a slot: sweep {sweep.name} runs at most {sweep.max_concurrent} at once ({running} now)"
+            )
+            if reason != said:
+                reasons[job_id] = reason
+    return released, reasons

@@ -1,0 +1,121 @@
+"""Sweeps: one submit, many runs (`extras.sweep`, expanded by jobs.protocol.sweeps), each run a
+normal job (its page, logs, retries), created together in one transaction. Runs beyond the
+sweep's `maxConcurrent` start held; the scheduler's dependency pass lets them go as slots free
+(scheduling.dependencies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils.translation import gettext_noop
+
+from jobs import dependencies, lifecycle
+from jobs.actions import (
+    JobNameConflict,
+    new_job,
+    new_tasks,
+    restart_job,
+    stop_jobs,
+    validate_for_user,
+)
+from jobs.lifecycle import JobStateError
+from jobs.models import Job, JobEvent, Sweep, Task
+from jobs.protocol import JobConfigError, load, mask_config_text
+from jobs.protocol.parsing import parse
+from jobs.protocol.sweeps import plan, run_documents, sweep_block
+from jobs.states import FINISHED_JOB_STATES
+
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: a thousand runs' texts in a blink
+
+
+def is_sweep(text: str) -> bool:
+    """Whether a config asks for a sweep (a config that does not parse is no sweep: its submit
+    says why)."""
+    try:
+        doc, _ = parse(text)
+    except JobConfigError:
+        return False
+    return sweep_block(doc) is not None
+
+
+def submit_sweep(user: Any, text: str) -> Sweep:
+    """Validate the sweep and create it with all its runs, WAITING, in one transaction. The
+    first run is checked as any job is; the others differ only in their parameters, so the
+    protocol's checks suffice for them. Raises JobConfigError naming the field."""
+    doc, _ = parse(text)
+    sweep_plan = plan(sweep_block(doc))
+    if doc.get("protocolVersion") != 2:
+        raise JobConfigError([("extras.sweep", "a sweep is a v2 config (protocolVersion: 2)")])
+    texts = [
+        yaml.dump(run, Dumper=DUMPER, sort_keys=False, allow_unicode=True) for run in run_documents(doc, sweep_plan)
+    ]
+    first, vc = validate_for_user(user, texts[0])
+    configs = [first, *(load(run_text) for run_text in texts[1:])]
+    waits_for, _ = dependencies.resolve(user, first.spec)
+    name = str(doc["name"])
+    sweep = Sweep(
+        owner=user,
+        name=name,
+        kind=sweep_plan.kind,
+        max_concurrent=sweep_plan.max_concurrent,
+        config_text=mask_config_text(text),
+    )
+    cap = sweep_plan.max_concurrent
+    jobs = []
+    for position, (cfg, run_text, run) in enumerate(zip(configs, texts, sweep_plan.runs, strict=True)):
+        job = new_job(user, cfg, vc, run_text)
+        job.sweep_index, job.sweep_values = run.index, run.values
+        job.held = bool(waits_for) or (cap is not None and position >= cap)
+        jobs.append(job)
+    try:
+        with transaction.atomic():
+            sweep.save()
+            for job in jobs:
+                job.sweep = sweep
+            Job.objects.bulk_create(jobs)
+            for job in jobs:
+                dependencies.record(job, waits_for)
+            Task.objects.bulk_create([task for job in jobs for task in new_tasks(job)], batch_size=2000)
+            JobEvent.objects.bulk_create(
+                [
+                    lifecycle.event_row(
+                        job.pk,
+                        "submitted",
+                        gettext_noop("Submitted to virtual cluster %(vc)s as run %(index)s of sweep %(sweep)s."),
+                        vc=vc.name,
+                        index=job.sweep_index,
+                        sweep=name,
+                    )
+                    for job in jobs
+                ],
+                batch_size=2000,
+            )
+    except IntegrityError as exc:
+        raise JobNameConflict(
+            f'a sweep "{name}" or a job named like its runs ({jobs[0].name}...) already exists for user '
+            f"{user.get_username()}"
+        ) from exc
+    return sweep
+
+
+def runs(sweep: Sweep) -> QuerySet[Job]:
+    return sweep.runs.order_by("sweep_index")
+
+
+def stop_sweep(sweep: Sweep, by: Any) -> list[Job]:
+    """Stop every run that has not finished (the waiting ones end at once, held or not)."""
+    return stop_jobs(by, list(runs(sweep).exclude(state__in=FINISHED_JOB_STATES).values_list("pk", flat=True)))
+
+
+def resubmit_failed(sweep: Sweep, by: Any) -> list[Job]:
+    """Start again every run that failed or was stopped (each as a new attempt of its job)."""
+    again = []
+    for job in runs(sweep).filter(state__in=("FAILED", "STOPPED")):
+        try:
+            again.append(restart_job(job, by))
+        except JobStateError:
+            continue  # started again meanwhile
+    return again

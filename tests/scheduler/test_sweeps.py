@@ -1,0 +1,90 @@
+"""Sweeps (`extras.sweep`): one submit, many runs, run with real process tasks and the real
+scheduler loop, never more at once than the sweep's maxConcurrent."""
+
+import pytest
+
+from jobs.models import JobState
+from jobs.protocol import JobConfigError
+from jobs.sweeps import resubmit_failed, runs, stop_sweep, submit_sweep
+from scheduling.launch import log_path_for
+from tests.factories import default_image
+
+
+def sweep_text(sweep: str, command: str = 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"') -> str:
+    return f"""protocolVersion: 2
+name: lrs
+type: job
+prerequisites:
+  - {{name: image, type: dockerimage, uri: {default_image()}}}
+parameters: {{lr: 1, seed: 0}}
+taskRoles:
+  main:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
+    commands:
+      - {command!r}
+extras:
+  sweep: {sweep}
+"""
+
+
+GRID = "{grid: {lr: [0.1, 0.01, 0.001], seed: [1, 2]}, maxConcurrent: 2}"
+
+
+@pytest.mark.slow
+def test_it_runs_a_3x2_grid_two_at_a_time_each_run_with_its_values(user, process_node, scheduler):
+    sweep = submit_sweep(user, sweep_text(GRID, 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"; sleep 0.5'))
+    most_at_once = 0
+    for _ in range(600):
+        scheduler.run_once()
+        states = list(runs(sweep).values_list("state", flat=True))
+        most_at_once = max(most_at_once, states.count(JobState.RUNNING))
+        if all(state in (JobState.SUCCEEDED, JobState.FAILED) for state in states):
+            break
+    jobs = list(runs(sweep))
+    assert [job.state for job in jobs] == [JobState.SUCCEEDED] * 6
+    assert most_at_once == 2
+    said = {job.name: log_path_for(job, job.tasks.get()).read_text().strip() for job in jobs}
+    assert said == {
+        "lrs-0": "values lr=0.1 seed=1",
+        "lrs-1": "values lr=0.1 seed=2",
+        "lrs-2": "values lr=0.01 seed=1",
+        "lrs-3": "values lr=0.01 seed=2",
+        "lrs-4": "values lr=0.001 seed=1",
+        "lrs-5": "values lr=0.001 seed=2",
+    }
+
+
+def test_it_stops_every_run_of_a_sweep(user, process_node, scheduler):
+    sweep = submit_sweep(user, sweep_text(GRID, "sleep 60"))
+    scheduler.run_once()
+    stop_sweep(sweep, user)
+    for _ in range(200):
+        scheduler.run_once()
+        if all(state == JobState.STOPPED for state in runs(sweep).values_list("state", flat=True)):
+            break
+    assert list(runs(sweep).values_list("state", flat=True)) == [JobState.STOPPED] * 6
+
+
+def test_it_holds_the_runs_beyond_the_cap_saying_why(user, process_node, scheduler):
+    sweep = submit_sweep(user, sweep_text(GRID, "sleep 60"))
+    scheduler.run_once()
+    third = runs(sweep)[2]
+    assert third.held and third.pending_reason == "waiting for a slot: sweep lrs runs at most 2 at once (2 now)"
+
+
+@pytest.mark.slow
+def test_it_starts_the_failed_runs_again(user, process_node, run_until):
+    sweep = submit_sweep(user, sweep_text("{array: '1-3'}", "test <% $parameters.arrayIndex %> != 2"))
+    for job in runs(sweep):
+        run_until(job, JobState.SUCCEEDED, JobState.FAILED, timeout=30)
+    assert list(runs(sweep).values_list("state", flat=True)) == [JobState.SUCCEEDED, JobState.FAILED, JobState.SUCCEEDED]
+    [again] = resubmit_failed(sweep, user)
+    assert again.name == "lrs-1" and again.state == JobState.WAITING and again.job_attempt == 1
+
+
+def test_it_refuses_a_sweep_naming_the_field(user, process_node):
+    with pytest.raises(JobConfigError) as refused:
+        submit_sweep(user, sweep_text("{grid: {lr: []}}"))
+    assert refused.value.errors == [("extras.sweep.grid.lr", "must be a non-empty list of values")]
