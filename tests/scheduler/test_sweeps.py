@@ -10,7 +10,10 @@ from scheduling.launch import log_path_for
 from tests.factories import default_image
 
 
-def sweep_text(sweep: str, command: str = 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"') -> str:
+SAYS_VALUES = 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"'
+
+
+def sweep_text(sweep: str, command: str = SAYS_VALUES) -> str:
     return f"""protocolVersion: 2
 name: lrs
 type: job
@@ -34,7 +37,7 @@ GRID = "{grid: {lr: [0.1, 0.01, 0.001], seed: [1, 2]}, maxConcurrent: 2}"
 
 @pytest.mark.slow
 def test_it_runs_a_3x2_grid_two_at_a_time_each_run_with_its_values(user, process_node, scheduler):
-    sweep = submit_sweep(user, sweep_text(GRID, 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"; sleep 0.5'))
+    sweep = submit_sweep(user, sweep_text(GRID, SAYS_VALUES + "; sleep 0.5"))
     most_at_once = 0
     for _ in range(600):
         scheduler.run_once()
@@ -79,7 +82,8 @@ def test_it_starts_the_failed_runs_again(user, process_node, run_until):
     sweep = submit_sweep(user, sweep_text("{array: '1-3'}", "test <% $parameters.arrayIndex %> != 2"))
     for job in runs(sweep):
         run_until(job, JobState.SUCCEEDED, JobState.FAILED, timeout=30)
-    assert list(runs(sweep).values_list("state", flat=True)) == [JobState.SUCCEEDED, JobState.FAILED, JobState.SUCCEEDED]
+    states = list(runs(sweep).values_list("state", flat=True))
+    assert states == [JobState.SUCCEEDED, JobState.FAILED, JobState.SUCCEEDED]
     [again] = resubmit_failed(sweep, user)
     assert again.name == "lrs-1" and again.state == JobState.WAITING and again.job_attempt == 1
 
