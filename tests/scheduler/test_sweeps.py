@@ -9,7 +9,6 @@ from jobs.sweeps import resubmit_failed, runs, stop_sweep, submit_sweep
 from scheduling.launch import log_path_for
 from tests.factories import default_image
 
-
 SAYS_VALUES = 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"'
 
 
