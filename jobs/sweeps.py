@@ -119,3 +119,56 @@ def resubmit_failed(sweep: Sweep, by: Any) -> list[Job]:
         except JobStateError:
             continue  # started again meanwhile
     return again
+
+
+def visible_sweeps(user: Any) -> QuerySet[Sweep]:
+    """The sweeps a user may read and act on: their own; admins: everyone's."""
+    from accounts.permissions import is_admin
+
+    sweeps = Sweep.objects.select_related("owner")
+    return sweeps if is_admin(user) else sweeps.filter(owner=user)
+
+
+def find_sweep(user: Any, full_name: str) -> Sweep:
+    """`<user>~<name>`; raises Sweep.DoesNotExist (also for a sweep the user may not see)."""
+    owner, _, name = full_name.rpartition("~")
+    return visible_sweeps(user).get(owner__username=owner, name=name)
+
+
+def run_rows(sweep: Sweep) -> list[dict[str, Any]]:
+    """Each run as the sweep page and the API show it: values, state, duration, GPU-hours."""
+    from django.utils import timezone
+
+    now = timezone.now()
+    rows = []
+    for name, index, values, state, gpus, launched, completed in runs(sweep).values_list(
+        "name", "sweep_index", "sweep_values", "state", "gpu_count", "launched_at", "completed_at"
+    ):
+        seconds = ((completed or now) - launched).total_seconds() if launched else 0.0
+        rows.append(
+            {
+                "name": name,
+                "index": index,
+                "values": values,
+                "state": state,
+                "durationSeconds": round(seconds, 1),
+                "gpuHours": round(gpus * seconds / 3600, 3),
+            }
+        )
+    return rows
+
+
+def summary(sweep: Sweep) -> dict[str, Any]:
+    """The sweep's shape in the API: its runs counted by state."""
+    from django.db.models import Count
+
+    counts = dict(runs(sweep).order_by().values("state").annotate(n=Count("pk")).values_list("state", "n"))
+    return {
+        "name": sweep.name,
+        "username": sweep.owner.get_username(),
+        "kind": sweep.kind,
+        "maxConcurrent": sweep.max_concurrent,
+        "createdTime": int(sweep.created_at.timestamp() * 1000),
+        "runs": sum(counts.values()),
+        "states": counts,
+    }

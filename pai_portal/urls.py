@@ -22,6 +22,7 @@ urlpatterns = [
     path("", include("web.cluster.urls")),
     path("", include("web.urls")),
     path("", include("web.storage.urls")),
+    path("", include("web.sweeps.urls")),
     path("", include("web.ssh.urls")),
     path("", include("web.usage.urls")),
     path("", include("web.notifications.urls")),

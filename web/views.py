@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
-from jobs import actions
+from jobs import actions, sweeps
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
 from jobs.models import Job, JobState
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
@@ -261,6 +261,13 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
     try:
         if action == "export":
             return _yaml_download(export_config(text), load(text).spec.get("name") or "job")
+        if sweeps.is_sweep(text):
+            sweep = sweeps.submit_sweep(request.user, text)
+            messages.success(
+                request,
+                _("Sweep %(name)s submitted: %(count)d runs.") % {"name": sweep.full_name, "count": sweep.runs.count()},
+            )
+            return redirect("sweeps:detail", sweep.full_name)
         job = actions.submit_job(request.user, text)
     except JobConfigError as error:
         return _config_errors(request, mode, form_data, text, error)

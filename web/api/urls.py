@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from web.api.auth import DocsReader
 from web.api.fallback import no_such_route
-from web.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, storages, users
+from web.api.views import attempts, auth, cluster, jobs_v1, jobs_v2, storages, sweeps, users
 
 JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"
@@ -28,6 +28,10 @@ urlpatterns = [
     path("v2/tokens/<str:token>", auth.TokenRevokeView.as_view(), name="api-token"),
     # v2 jobs
     path("v2/jobs", jobs_v2.JobsView.as_view(), name="api-jobs"),
+    path("v2/sweeps", sweeps.SweepsView.as_view(), name="api-sweeps"),
+    path("v2/sweeps/<str:full_name>", sweeps.SweepView.as_view(), name="api-sweep"),
+    path("v2/sweeps/<str:full_name>/stop", sweeps.SweepStopView.as_view(), name="api-sweep-stop"),
+    path("v2/sweeps/<str:full_name>/resubmit", sweeps.SweepResubmitView.as_view(), name="api-sweep-resubmit"),
     path(JOB, jobs_v2.JobDetailView.as_view(), name="api-job"),
     path(f"{JOB}/executionType", jobs_v2.ExecutionTypeView.as_view(), name="api-job-execution"),
     path(f"{JOB}/config", jobs_v2.JobConfigView.as_view(), name="api-job-config"),

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs import actions, logs
+from jobs import actions, logs, sweeps
 from jobs.models import Job, Task, TaskAttempt
 from web.api import links, shapes
 from web.api.errors import ApiError
@@ -81,6 +81,13 @@ class JobsView(APIView):
     def post(self, request: Request) -> Response:
         """Submit a job. A job that can never run on the cluster as it is is still accepted, and the
         answer holds a `warning` naming the field to change and why."""
+        if isinstance(request.data, str) and sweeps.is_sweep(request.data):
+            sweep = sweeps.submit_sweep(request.user, request.data)
+            response = accepted(
+                f"Created sweep {sweep.name} with {sweep.runs.count()} runs for user {request.user.get_username()}."
+            )
+            response.data["sweep"] = sweep.full_name
+            return response
         job = common.submit(request)
         response = accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
         warning = common.cannot_fit_warning(job)

@@ -1,0 +1,126 @@
+"""Thin views over jobs.sweeps: each calls one action. Stop all and Resubmit failed ask first
+(GET shows what will happen, POST does it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.decorators.http import require_http_methods
+
+from jobs import sweeps
+from jobs.models import Sweep
+from jobs.states import FINISHED_JOB_STATES
+
+
+def _sweep_or_404(request: HttpRequest, full_name: str) -> Sweep:
+    try:
+        return sweeps.find_sweep(request.user, full_name)
+    except Sweep.DoesNotExist as error:
+        raise Http404(_("No such sweep.")) from error
+
+
+def sweep_list(request: HttpRequest) -> HttpResponse:
+    rows = [
+        sweeps.summary(sweep) | {"full_name": sweep.full_name} for sweep in sweeps.visible_sweeps(request.user)[:200]
+    ]
+    return render(request, "sweeps/list.html", {"sweeps": rows})
+
+
+FIXED_COLUMNS = {"index": "#", "name": gettext_lazy("Run")}
+LAST_COLUMNS = {
+    "state": gettext_lazy("State"),
+    "durationSeconds": gettext_lazy("Duration"),
+    "gpuHours": gettext_lazy("GPU-hours"),
+}
+
+
+def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
+    """Every run with its values, state, duration and GPU-hours; sorted by any column (`sort=lr`,
+    `sort=-durationSeconds`) and filtered by state and values (`q=lr=0.01`), without JavaScript."""
+    sweep = _sweep_or_404(request, full_name)
+    rows = sweeps.run_rows(sweep)
+    names = list(dict.fromkeys(name for row in rows for name in row["values"]))
+    for row in rows:
+        row["full_name"] = f"{sweep.owner.get_username()}~{row['name']}"
+        row["cells"] = [row["values"].get(name, "") for name in names]
+    everything = rows
+    state, text = request.GET.get("state", ""), request.GET.get("q", "").strip()
+    if state:
+        rows = [row for row in rows if row["state"] == state]
+    if text:
+        rows = [row for row in rows if all(_has(row, word) for word in text.split())]
+    sort = request.GET.get("sort", "index")
+    key = sort.removeprefix("-")
+    if key in names:
+        rows.sort(key=lambda row: _sortable(row["values"].get(key)), reverse=sort.startswith("-"))
+    elif key in {*FIXED_COLUMNS, *LAST_COLUMNS}:
+        rows.sort(key=lambda row: _sortable(row[key]), reverse=sort.startswith("-"))
+    labels = {**FIXED_COLUMNS, **{name: name for name in names}, **LAST_COLUMNS}
+    return render(
+        request,
+        "sweeps/detail.html",
+        {
+            "sweep": sweep,
+            "summary": sweeps.summary(sweep),
+            "rows": rows,
+            "columns": [_column(request, column, label, sort) for column, label in labels.items()],
+            "query": {"state": state, "q": text, "sort": sort},
+            "states": sorted({row["state"] for row in everything}),
+            "unfinished": sum(row["state"] not in FINISHED_JOB_STATES for row in everything),
+            "failed": sum(row["state"] in ("FAILED", "STOPPED") for row in everything),
+        },
+    )
+
+
+def _has(row: dict[str, Any], word: str) -> bool:
+    """`lr=0.01` matches that value; any other word, a run name or a value that contains it."""
+    name, sep, value = word.partition("=")
+    if sep:
+        return str(row["values"].get(name, "")) == value
+    return word in row["name"] or any(word in str(value) for value in row["values"].values())
+
+
+def _sortable(value: Any) -> tuple[int, Any]:
+    """Numbers before texts, each in their order (a sweep's values mix both)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
+
+
+def _column(request: HttpRequest, column: str, label: Any, sort: str) -> dict[str, Any]:
+    query = request.GET.copy()
+    query["sort"] = f"-{column}" if sort == column else column
+    sorted_as = "ascending" if sort == column else "descending" if sort == f"-{column}" else ""
+    return {"label": label, "querystring": query.urlencode(), "sorted": sorted_as}
+
+
+@require_http_methods(["GET", "POST"])
+def sweep_stop(request: HttpRequest, full_name: str) -> HttpResponse:
+    sweep = _sweep_or_404(request, full_name)
+    if request.method == "GET":
+        return render(request, "sweeps/confirm.html", {"sweep": sweep, "action": "stop"})
+    stopped = sweeps.stop_sweep(sweep, request.user)
+    messages.success(
+        request,
+        ngettext("Stop requested for %(count)d run.", "Stop requested for %(count)d runs.", len(stopped))
+        % {"count": len(stopped)},
+    )
+    return redirect("sweeps:detail", sweep.full_name)
+
+
+@require_http_methods(["GET", "POST"])
+def sweep_resubmit(request: HttpRequest, full_name: str) -> HttpResponse:
+    sweep = _sweep_or_404(request, full_name)
+    if request.method == "GET":
+        return render(request, "sweeps/confirm.html", {"sweep": sweep, "action": "resubmit"})
+    again = sweeps.resubmit_failed(sweep, request.user)
+    messages.success(
+        request,
+        ngettext("%(count)d run started again.", "%(count)d runs started again.", len(again)) % {"count": len(again)},
+    )
+    return redirect("sweeps:detail", sweep.full_name)
