@@ -338,6 +338,10 @@ COUNTED = {"GPUs": pgettext_lazy("after a count", "GPUs"), "CPUs": pgettext_lazy
 _GPUS = r"(?P<gpus>\d+(?: x \S+)?) GPUs"
 REASONS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"Waiting to be placed again for a retry\."), _("Waiting to be placed again for a retry.")),
+    (  # scheduling.dependencies._within_sweep_caps
+        re.compile(r"waiting for a slot: sweep (?P<sweep>\S+) runs at most (?P<cap>\d+) at once \((?P<now>\d+) now\)"),
+        _("waiting for a slot: sweep %(sweep)s runs at most %(cap)s at once (%(now)s now)"),
+    ),
     (  # jobs.protocol.dependencies.waiting_reason
         re.compile(r"waiting for job (?P<job>\S+) to succeed \(afterok; it is (?P<state>\w+)\)"),
         _("waiting for job %(job)s to succeed (afterok; it is %(state)s)"),

@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 from jobs.actions import submit_job
 from jobs.models import JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
+from jobs.sweeps import submit_sweep
 from scheduling.models import VcSample
 from tests.browser.english import english_texts
 from tests.browser.pages import visible_prose
@@ -88,7 +89,12 @@ def walked_jobs(user, process_node, run_until):
     return failed, waiting, running
 
 
-def test_no_page_shows_an_english_string_of_the_catalog(chinese, login, user, walked_jobs, settings, tmp_path):
+SWEEP = v2_yaml("sou", "sleep 30") + "extras:\n  sweep: {grid: {lr: [0.1, 0.01], seed: [1, 2]}, maxConcurrent: 2}\n"
+
+
+def test_no_page_shows_an_english_string_of_the_catalog(
+    chinese, login, user, walked_jobs, settings, tmp_path, scheduler
+):
     failed, waiting, running = walked_jobs
     settings.PAI_FS_ROOT = tmp_path / "fs"
     (storage.user_area(user.username) / "shuju").mkdir()
@@ -139,6 +145,20 @@ def test_no_page_shows_an_english_string_of_the_catalog(chinese, login, user, wa
     check("stop confirmation")
     page.goto(f"/jobs/stop-selected/?ids={waiting.pk}")
     check("bulk stop confirmation")
+    sweep = submit_sweep(user, SWEEP)
+    scheduler.run_once()  # (the runs beyond the cap say why they wait)
+    page.goto("/sweeps/")
+    check("sweeps")
+    page.goto(f"/sweeps/{sweep.full_name}/")
+    check("sweep page")
+    page.goto(f"/sweeps/{sweep.full_name}/?state=NONE")
+    check("sweep page, no run matches")
+    page.goto(f"/sweeps/{sweep.full_name}/stop/")
+    check("sweep stop confirmation")
+    page.goto(f"/sweeps/{sweep.full_name}/resubmit/")
+    check("sweep resubmit confirmation")
+    page.goto("/jobs/alice~sou-2/")
+    check("a run of a sweep, held")
     page.goto("/storage/")
     check("storage")
     page.locator('tr[data-entry="shuju"] button[value="delete"]').click()

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from jobs.models import Job
-from tests.factories import create_job
+from jobs.sweeps import submit_sweep
+from tests.factories import create_job, v2_yaml
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,6 +53,13 @@ SMALL_TARGETS_JS = """(least) => {
     }
     return small;
 }"""
+
+
+# A sweep whose run names and values are long, as a learning-rate search's are.
+SWEEP = v2_yaml("resnet50-imagenet-lr-search-cosine-warmup", "sleep 30") + (
+    "extras:\n  sweep: {grid: {learning_rate: [0.1, 0.01, 0.001], warmup_epochs: [5, 10], "
+    "optimizer: [adam_with_decoupled_weight_decay, sgd]}, maxConcurrent: 4}\n"
+)
 
 
 @pytest.fixture
@@ -119,6 +127,23 @@ def test_no_page_is_wider_than_a_phone(phone, login, portal, name):
 )
 def test_every_tap_target_in_a_page_is_44_px(phone, login, portal, name):
     open_page(phone, login, portal[name])
+    assert phone.evaluate(SMALL_TARGETS_JS, TAP) == []
+
+
+@pytest.fixture
+def sweep_pages(admin_user) -> dict[str, str]:
+    sweep = submit_sweep(admin_user, SWEEP)
+    return {
+        "sweeps": "/sweeps/",
+        "sweep page": f"/sweeps/{sweep.full_name}/",
+        "sweep stop confirmation": f"/sweeps/{sweep.full_name}/stop/",
+    }
+
+
+@pytest.mark.parametrize("name", ["sweeps", "sweep page", "sweep stop confirmation"])
+def test_no_sweep_page_is_wider_than_a_phone_and_its_targets_are_44_px(phone, login, sweep_pages, name):
+    open_page(phone, login, sweep_pages[name])
+    assert phone.evaluate(WIDER_THAN_SCREEN_JS)["width"] <= 390
     assert phone.evaluate(SMALL_TARGETS_JS, TAP) == []
 
 
