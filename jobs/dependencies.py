@@ -17,23 +17,26 @@ def resolve(user: Any, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], lis
     found: list[tuple[str, Job]] = []
     errors: list[tuple[str, str]] = []
     for reference in references(spec):
-        job = _find(user, reference)
-        if job is None:
+        jobs = _find(user, reference)
+        if not jobs:
             errors.append((reference.field, _unknown(user, reference)))
-        else:
-            found.append((reference.kind, job))
+        found += [(reference.kind, job) for job in jobs]
     return found, errors
 
 
-def _find(user: Any, reference: Reference) -> Job | None:
+def _find(user: Any, reference: Reference) -> list[Job]:
+    """The job named, or every run of the sweep named (a sweep is waited for as a whole)."""
     jobs = Job.objects.select_related("owner")
     if not is_admin(user):
         jobs = jobs.filter(owner=user)
     name = str(reference.job)
     if isinstance(reference.job, int) or name.isdigit():
-        return jobs.filter(pk=int(name)).first()
+        return list(jobs.filter(pk=int(name))[:1])
     owner, _, job_name = name.rpartition("~")
-    return jobs.filter(owner__username=owner or user.get_username(), name=job_name).first()
+    owner = owner or user.get_username()
+    return list(jobs.filter(owner__username=owner, name=job_name)[:1]) or list(
+        jobs.filter(sweep__owner__username=owner, sweep__name=job_name)
+    )
 
 
 def _unknown(user: Any, reference: Reference) -> str:
@@ -42,7 +45,7 @@ def _unknown(user: Any, reference: Reference) -> str:
         return f"no job with id {name} that you may see"
     if "~" in name:
         return f'no job "{name}" that you may see'
-    return f'you have no job named "{name}"'
+    return f'you have no job or sweep named "{name}"'
 
 
 def record(job: Job, found: list[tuple[str, Job]]) -> None:

@@ -1,5 +1,6 @@
 """Fixtures for running jobs end to end on the process executor with the real scheduler loop."""
 
+import itertools
 import time
 
 import pytest
@@ -106,3 +107,11 @@ def make_launch(tmp_path):
         return TaskLaunch(**values)
 
     return make
+
+
+def ended_in_order(*jobs: Job) -> bool:
+    """Each job launched only after the one before it had ended."""
+    return all(
+        later.launched_at is not None and earlier.completed_at is not None and later.launched_at >= earlier.completed_at
+        for earlier, later in itertools.pairwise(jobs)
+    )

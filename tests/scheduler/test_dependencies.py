@@ -1,13 +1,11 @@
 """Jobs that wait for other jobs (`extras.dependencies`, as Slurm's afterok / afterany /
 afternotok), run with real process tasks and the real scheduler loop."""
 
-import itertools
-
 import pytest
 
-from jobs.models import Job, JobState
+from jobs.models import JobState
 from jobs.protocol import JobConfigError
-from tests.scheduler.conftest import role, v2_job
+from tests.scheduler.conftest import ended_in_order, role, v2_job
 
 
 def job(name: str, command: str = "sleep 0.3", **waits: list[str | int]) -> str:
@@ -16,14 +14,6 @@ def job(name: str, command: str = "sleep 0.3", **waits: list[str | int]) -> str:
         lines = "".join(f"    {kind}: {list(names)}\n" for kind, names in waits.items())
         extra = f"extras:\n  dependencies:\n{lines}"
     return v2_job(name, role("main", command)) + extra
-
-
-def ended_in_order(*jobs: Job) -> bool:
-    """Each job launched only after the one before it had ended."""
-    return all(
-        later.launched_at is not None and earlier.completed_at is not None and later.launched_at >= earlier.completed_at
-        for earlier, later in itertools.pairwise(jobs)
-    )
 
 
 @pytest.mark.slow
@@ -78,7 +68,7 @@ def test_it_refuses_a_dependency_on_a_job_the_user_does_not_have(submit):
     with pytest.raises(JobConfigError) as refused:
         submit(job("train", afterok=["nope"], afterany=[999999]))
     assert refused.value.errors == [
-        ("extras.dependencies.afterok[0]", 'you have no job named "nope"'),
+        ("extras.dependencies.afterok[0]", 'you have no job or sweep named "nope"'),
         ("extras.dependencies.afterany[0]", "no job with id 999999 that you may see"),
     ]
 

@@ -91,3 +91,26 @@ def test_it_refuses_a_sweep_naming_the_field(user, process_node):
     with pytest.raises(JobConfigError) as refused:
         submit_sweep(user, sweep_text("{grid: {lr: []}}"))
     assert refused.value.errors == [("extras.sweep.grid.lr", "must be a non-empty list of values")]
+
+
+@pytest.mark.slow
+def test_a_job_waits_for_a_whole_sweep_and_a_sweep_for_a_job(user, process_node, scheduler):
+    from jobs.actions import submit_job
+    from tests.scheduler.conftest import ended_in_order, role, v2_job
+
+    prep = submit_job(user, v2_job("prep", role("main", "sleep 0.3")))
+    sweep = submit_sweep(
+        user,
+        sweep_text("{array: '0-1'}", "sleep 0.2").replace("extras:\n", "extras:\n  dependencies: {afterok: [prep]}\n"),
+    )
+    report = submit_job(user, v2_job("report", role("main", "true")) + "extras:\n  dependencies: {afterok: [lrs]}\n")
+    assert set(report.dependencies.values_list("depends_on__name", flat=True)) == {"lrs-0", "lrs-1"}
+    for _ in range(600):
+        scheduler.run_once()
+        report.refresh_from_db()
+        if report.state in (JobState.SUCCEEDED, JobState.FAILED):
+            break
+    prep.refresh_from_db()
+    jobs = list(runs(sweep))
+    assert report.state == JobState.SUCCEEDED
+    assert all(ended_in_order(prep, run) and ended_in_order(run, report) for run in jobs)
