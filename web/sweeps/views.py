@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -15,6 +16,7 @@ from django.views.decorators.http import require_http_methods
 from jobs import sweeps
 from jobs.models import Sweep
 from jobs.states import FINISHED_JOB_STATES
+from web.templatetags.portal import RowUrls, seconds_span, state_label
 
 
 def _sweep_or_404(request: HttpRequest, full_name: str) -> Sweep:
@@ -31,6 +33,7 @@ def sweep_list(request: HttpRequest) -> HttpResponse:
     return render(request, "sweeps/list.html", {"sweeps": rows})
 
 
+RUNS_PER_PAGE = 200  # (a thousand rows took the page past 300 ms: bench/sweeps.py)
 FIXED_COLUMNS = {"index": "#", "name": gettext_lazy("Run")}
 LAST_COLUMNS = {
     "state": gettext_lazy("State"),
@@ -45,9 +48,15 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
     sweep = _sweep_or_404(request, full_name)
     rows = sweeps.run_rows(sweep)
     names = list(dict.fromkeys(name for row in rows for name in row["values"]))
+    # Each row's link and labels made here, once: a template tag per row and cell is most of a
+    # 1,000-run page's time (bench/sweeps.py).
+    detail = RowUrls().detail
+    owner = sweep.owner.get_username()
     for row in rows:
-        row["full_name"] = f"{sweep.owner.get_username()}~{row['name']}"
+        row["url"] = RowUrls.of(detail, f"{owner}~{row['name']}")
         row["cells"] = [row["values"].get(name, "") for name in names]
+        row["state_label"] = state_label(row["state"])
+        row["duration"] = seconds_span(row["durationSeconds"]) if row["durationSeconds"] else "—"
     everything = rows
     state, text = request.GET.get("state", ""), request.GET.get("q", "").strip()
     if state:
@@ -61,13 +70,18 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
     elif key in {*FIXED_COLUMNS, *LAST_COLUMNS}:
         rows.sort(key=lambda row: _sortable(row[key]), reverse=sort.startswith("-"))
     labels = {**FIXED_COLUMNS, **{name: name for name in names}, **LAST_COLUMNS}
+    page = Paginator(rows, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    pages = request.GET.copy()
+    pages.pop("page", None)
     return render(
         request,
         "sweeps/detail.html",
         {
             "sweep": sweep,
             "summary": sweeps.summary(sweep),
-            "rows": rows,
+            "rows": page.object_list,
+            "page": page,
+            "pages_query": pages.urlencode(),
             "columns": [_column(request, column, label, sort) for column, label in labels.items()],
             "query": {"state": state, "q": text, "sort": sort},
             "states": sorted({row["state"] for row in everything}),

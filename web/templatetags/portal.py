@@ -195,7 +195,7 @@ def job_size(spec: NormalizedSpec) -> tuple[int, int]:
     return tasks, gpus
 
 
-class _RowUrls:
+class RowUrls:
     """The list's per-row links, reversed once per page (at 200 rows, reverse() per row adds up)."""
 
     def __init__(self) -> None:
@@ -208,7 +208,7 @@ class _RowUrls:
         return template.replace("__job__", quote(full_name, safe=_PATH_SAFE))
 
 
-def _row_actions(job: Any, full_name: str, urls: _RowUrls, labels: dict[str, str]) -> str:
+def _row_actions(job: Any, full_name: str, urls: RowUrls, labels: dict[str, str]) -> str:
     stop = (
         format_html('<a class="button small danger" href="{}">{}</a> ', urls.of(urls.stop, full_name), labels["stop"])
         if not job.is_finished
@@ -223,7 +223,7 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
     """The job list's rows, built in one pass: at 200 rows per page, per-row template tags
     (url, filters, escaping node by node) cost more than the database does. format_html escapes
     every value just as the template would."""
-    urls = _RowUrls()
+    urls = RowUrls()
     states = {state: str(label) for state, label in STATE_LABELS.items()}
     labels = {"stop": str(_("Stop")), "clone": str(_("Clone")), "select": str(_("Select"))}
     # The column names again, for the phone's card layout (a cell says what it is there).

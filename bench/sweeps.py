@@ -1,0 +1,100 @@
+"""Sweep benchmark: a sweep of 1,000 runs submitted through jobs.sweeps.submit_sweep (the page's and
+the API's verb), then its page, its API and a pass of the scheduler's dependency judge timed, in a
+throwaway SQLite DB under var/bench/.
+
+    .venv/bin/python bench/sweeps.py [--runs 1000] [--requests 60]
+
+Goals (issue 34): the submit under 5 s; the sweep page's p95 under 300 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.joblist import measure, setup_django  # noqa: E402  (after sys.path)
+
+
+def sweep_text(runs: int) -> str:
+    """A random search of `runs` samples over three ranges, at most 50 at once."""
+    return f"""protocolVersion: 2
+name: lr-search
+type: job
+prerequisites:
+  - {{name: image, type: dockerimage, uri: ubuntu:22.04}}
+parameters: {{epochs: 10}}
+taskRoles:
+  train:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {{cpu: 4, memoryMB: 8192, gpu: 1}}
+    commands:
+      - python train.py --lr <% $parameters.lr %> --layers <% $parameters.layers %> --opt <% $parameters.opt %>
+extras:
+  sweep:
+    random:
+      samples: {runs}
+      seed: 1
+      parameters:
+        lr: {{min: 0.00001, max: 0.1, log: true}}
+        layers: {{min: 2, max: 12, integer: true}}
+        opt: {{choice: [adam, sgd, adamw]}}
+    maxConcurrent: 50
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=60)
+    args = parser.parse_args()
+    setup_django(fresh=True)
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    from jobs.sweeps import submit_sweep
+    from scheduling.dependencies import judge_held_jobs
+
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_user("alice", password="bench-password")
+    began = time.perf_counter()
+    sweep = submit_sweep(user, sweep_text(args.runs))
+    submit_s = time.perf_counter() - began
+    judged = []
+    for _ in range(5):
+        began = time.perf_counter()
+        judge_held_jobs()
+        judged.append((time.perf_counter() - began) * 1000)
+    client = Client()
+    client.force_login(user)
+    rows = [
+        ("sweep page", f"/sweeps/{sweep.full_name}/"),
+        ("sweep page, sorted by lr", f"/sweeps/{sweep.full_name}/?sort=-lr"),
+        ("sweep page, filtered", f"/sweeps/{sweep.full_name}/?state=WAITING&q=opt=adam"),
+        ("API: the sweep and its runs", f"/api/v2/sweeps/{sweep.full_name}"),
+        ("sweeps list", "/sweeps/"),
+    ]
+    print(f"\nsweep of {sweep.runs.count()} runs (random search, maxConcurrent 50), SQLite\n")
+    print(f"{'what':34} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8}")
+    print("-" * 62)
+    print(f"{'submit (validate, expand, create)':34} {submit_s * 1000:8.0f} {'':>8} {'':>8}")
+    print(f"{'dependency judge pass (held runs)':34} {statistics.median(judged):8.1f} {max(judged):8.1f} {'':>8}")
+    worst = 0.0
+    for label, path in rows:
+        p50, p95, queries = measure(client, path, args.requests)
+        worst = max(worst, p95) if label.startswith("sweep page") else worst
+        print(f"{label:34} {p50:8.1f} {p95:8.1f} {queries:8d}")
+    print("-" * 62)
+    print(f"submit {submit_s:.2f} s (goal < 5 s): {'OK' if submit_s < 5 else 'OVER'}")
+    print(f"sweep page worst p95 {worst:.1f} ms (goal < 300 ms): {'OK' if worst < 300 else 'OVER'}")
+
+
+if __name__ == "__main__":
+    main()
