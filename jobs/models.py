@@ -232,6 +232,33 @@ class Sweep(models.Model):
         return f"{self.owner.get_username()}~{self.name}"
 
 
+class JobTemplate(models.Model):
+    """A config saved to start jobs from (jobs.job_templates): the owner's, or everyone's."""
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", _("Only me")
+        PUBLIC = "public", _("Everyone")
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="job_templates")
+    name = models.CharField(max_length=255)
+    summary = models.CharField(max_length=255, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    config_text = models.TextField()  # a v2 config as saved, secrets masked
+    visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
+    tags = models.JSONField(default=list, blank=True)
+    # Where it came from: "" (saved here), "marketplace-v2" (OpenPAI's YAML files), "openpaimarketplace".
+    source = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="unique_template_name_per_owner")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class JobDependency(models.Model):
     """A job waits for another (`extras.dependencies`, jobs.protocol.dependencies), resolved at submit."""
 

@@ -23,6 +23,7 @@ urlpatterns = [
     path("", include("web.urls")),
     path("", include("web.storage.urls")),
     path("", include("web.sweeps.urls")),
+    path("", include("web.job_templates.urls")),
     path("", include("web.ssh.urls")),
     path("", include("web.usage.urls")),
     path("", include("web.notifications.urls")),

@@ -25,9 +25,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
-from jobs import actions, sweeps
+from jobs import actions, job_templates, sweeps
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
-from jobs.models import Job, JobState
+from jobs.models import Job, JobState, JobTemplate
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
 from jobs.storage.configs import usable_storages
@@ -294,18 +294,40 @@ def _body_too_large(request: HttpRequest) -> bool:
 
 
 def _initial_form(request: HttpRequest) -> JobFormData | None:
+    """The form as a clone (`?clone=<job>`) or a template (`?template=<id>&p.lr=0.1`) fills it."""
+    if template_id := request.GET.get("template"):
+        template = _template_or_404(request, template_id)
+        values = {key.removeprefix("p."): str(value) for key, value in request.GET.items() if key.startswith("p.")}
+        data = config_to_form(job_templates.config_with(template, values))
+        data.job["name"] = _free_name(request.user, data.job["name"] or "job")
+        return _without_secret_values(data)
     clone_of = request.GET.get("clone")
     if not clone_of:
         return None  # the fresh form
     job = _job_or_404(request, clone_of)
     data = config_to_form(_as_submitted(job))
-    data.job["name"] = _free_clone_name(job)
-    # Secret values are never shown: the clone keeps the names and asks for the values again.
-    data.job["secrets"] = "\n".join(f"{name}=" for name in (job.normalized.get("secrets") or {}))
-    data.base_config.pop("secrets", None)
+    data.job["name"] = _free_name(job.owner, f"{job.name}-clone")
+    return _without_secret_values(data)
+
+
+def _without_secret_values(data: JobFormData) -> JobFormData:
+    """Secret values are never shown: a clone or a template keeps the names and asks for the values."""
+    secrets = _dict_of(data.base_config.pop("secrets", None))
+    data.job["secrets"] = "\n".join(f"{name}=" for name in secrets)
     if data.job["registry_password"] == MASK:
         data.job["registry_password"] = ""  # stored masked: typed again, like a secret
     return data
+
+
+def _dict_of(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _template_or_404(request: HttpRequest, template_id: str) -> JobTemplate:
+    try:
+        return job_templates.visible_templates(request.user).get(pk=int(template_id))
+    except (ValueError, JobTemplate.DoesNotExist) as error:
+        raise Http404(_("No such template.")) from error
 
 
 def _as_submitted(job: Job) -> dict[str, Any]:
@@ -317,9 +339,9 @@ def _as_submitted(job: Job) -> dict[str, Any]:
         return dict(job.normalized)
 
 
-def _free_clone_name(job: Job) -> str:
-    prefix = f"{job.name}-clone"
-    taken = set(Job.objects.filter(owner=job.owner, name__startswith=prefix).values_list("name", flat=True))
+def _free_name(owner: Any, prefix: str) -> str:
+    """`prefix`, or `prefix-2`, `-3`... : the first the owner has no job of."""
+    taken = set(Job.objects.filter(owner=owner, name__startswith=prefix).values_list("name", flat=True))
     if prefix not in taken:
         return prefix
     number = 2

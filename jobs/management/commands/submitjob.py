@@ -1,5 +1,6 @@
 """python manage.py submitjob PATH --user NAME: validate a job config and create the job (WAITING)
-through jobs.actions.submit_job, the same verb the pages and the API use. Prints `<user>~<name>`."""
+through jobs.actions.submit_job, the same verb the pages and the API use. Prints `<user>~<name>`;
+a config with `extras.sweep` makes a sweep (jobs.sweeps.submit_sweep) and prints each run's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from jobs.actions import submit_job
 from jobs.management.commands.validatejob import find_user, read_config_text, write_errors
 from jobs.protocol import JobConfigError
+from jobs.sweeps import is_sweep, runs, submit_sweep
 
 
 class Command(BaseCommand):
@@ -20,8 +22,14 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="the job's owner")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        text = read_config_text(options["path"])
         try:
-            job = submit_job(find_user(options["user"]), read_config_text(options["path"]))
+            if is_sweep(text):
+                sweep = submit_sweep(find_user(options["user"]), text)
+                for run in runs(sweep):
+                    self.stdout.write(run.full_name)
+                return
+            job = submit_job(find_user(options["user"]), text)
         except JobConfigError as error:
             write_errors(error, self.stderr)
             raise SystemExit(1) from None

@@ -1,0 +1,131 @@
+"""Job templates: configs saved to start jobs from, private or for everyone, with the parameters a
+user is asked for (the config's `parameters`, their values the defaults). Saved from a job or a
+pasted config, or imported from OpenPAI's marketplace as it stored them: the marketplace-v2 YAML
+files (a v2 config with its `description` and `contributor`) and openpaimarketplace's items
+(`name`, `author`, `summary`, `description`, `tags`, `jobConfig`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+from django.db import IntegrityError
+from django.db.models import Q, QuerySet
+
+from accounts.permissions import is_admin
+from jobs.models import JobTemplate
+from jobs.protocol import JobConfigError, format_error, load, mask_config_text
+from jobs.protocol.parsing import parse
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\- ]{0,99}")
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def visible_templates(user: Any) -> QuerySet[JobTemplate]:
+    """The user's own and everyone's public ones (admins: all)."""
+    templates = JobTemplate.objects.select_related("owner")
+    if is_admin(user):
+        return templates
+    return templates.filter(Q(owner=user) | Q(visibility=JobTemplate.Visibility.PUBLIC))
+
+
+def search(user: Any, text: str) -> QuerySet[JobTemplate]:
+    found = visible_templates(user)
+    for word in text.split():
+        found = found.filter(Q(name__icontains=word) | Q(summary__icontains=word) | Q(description__icontains=word))
+    return found
+
+
+def may_change(user: Any, template: JobTemplate) -> bool:
+    return template.owner_id == user.pk or is_admin(user)
+
+
+def save(
+    user: Any,
+    *,
+    name: str,
+    config_text: str,
+    summary: str = "",
+    description: str = "",
+    visibility: str = JobTemplate.Visibility.PRIVATE,
+    tags: list[str] | None = None,
+    source: str = "",
+) -> JobTemplate:
+    """A new template of the user's; raises JobConfigError naming the field at fault: name,
+    visibility, or config (the config's own errors as the protocol words them, its path first)."""
+    errors: list[tuple[str, str]] = []
+    name = name.strip()
+    if not NAME.fullmatch(name):
+        errors.append(("name", "1-100 letters, digits, spaces and _ . -, starting with a letter or digit"))
+    if visibility not in JobTemplate.Visibility.values:
+        errors.append(("visibility", f"must be one of {', '.join(JobTemplate.Visibility.values)}"))
+    if errors:
+        raise JobConfigError(errors)
+    try:
+        load(config_text)  # (a config that cannot run is no template)
+    except JobConfigError as error:
+        raise JobConfigError([("config", format_error(*e)) for e in error.errors]) from error
+    try:
+        return JobTemplate.objects.create(
+            owner=user,
+            name=name,
+            summary=summary.strip()[:255],
+            description=description,
+            config_text=mask_config_text(config_text),
+            visibility=visibility,
+            tags=[str(tag) for tag in tags or []],
+            source=source,
+        )
+    except IntegrityError as exc:
+        raise JobConfigError([("name", f'you have a template named "{name}" already')]) from exc
+
+
+def asked_parameters(template: JobTemplate) -> dict[str, Any]:
+    """The parameters a user is asked for when starting from the template, with their defaults."""
+    try:
+        doc, _ = parse(template.config_text)
+    except JobConfigError:
+        return {}
+    parameters = doc.get("parameters")
+    return dict(parameters) if isinstance(parameters, dict) else {}
+
+
+def config_with(template: JobTemplate, values: dict[str, str]) -> dict[str, Any]:
+    """The template's config with the parameter values a user gave (as YAML types them)."""
+    doc, _ = parse(template.config_text)
+    asked = asked_parameters(template)
+    given = {
+        name: yaml.safe_load(value) if value.strip() else asked[name] for name, value in values.items() if name in asked
+    }
+    if given:
+        doc["parameters"] = {**asked, **given}
+    return doc
+
+
+def from_marketplace(item: Any) -> dict[str, Any]:
+    """save()'s arguments for an OpenPAI marketplace entry: an openpaimarketplace item (a mapping
+    with `jobConfig`) or a marketplace-v2 file's config. Raises JobConfigError."""
+    if not isinstance(item, dict):
+        raise JobConfigError([("", "a marketplace item is a mapping (an openpaimarketplace item, or a v2 config)")])
+    if "jobConfig" in item:
+        config = item["jobConfig"]
+        if isinstance(config, str):
+            config, _ = parse(config)
+        return {
+            "name": str(item.get("name") or (config or {}).get("name") or ""),
+            "config_text": yaml.dump(config, Dumper=DUMPER, sort_keys=False, allow_unicode=True),
+            "summary": str(item.get("summary") or ""),
+            "description": str(item.get("description") or ""),
+            "tags": [str(tag) for tag in [*(item.get("categories") or []), *(item.get("tags") or [])]],
+            "source": "openpaimarketplace",
+        }
+    description = str(item.get("description") or "")
+    return {
+        "name": str(item.get("name") or ""),
+        "config_text": yaml.dump(item, Dumper=DUMPER, sort_keys=False, allow_unicode=True),
+        "summary": description.strip().splitlines()[0][:255] if description.strip() else "",
+        "description": description,
+        "tags": [str(item["contributor"])] if item.get("contributor") else [],
+        "source": "marketplace-v2",
+    }

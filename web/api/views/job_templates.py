@@ -1,0 +1,83 @@
+"""`/api/v2/templates`: the portal's job templates. `POST` takes the portal's shape (`name`,
+`config`, `summary`, `description`, `visibility`) or an openpaimarketplace item (`jobConfig`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from jobs import job_templates
+from jobs.models import JobTemplate
+from jobs.protocol import JobConfigError
+from web.api.errors import ApiError
+
+
+def shape(template: JobTemplate, *, whole: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": template.pk,
+        "name": template.name,
+        "username": template.owner.get_username(),
+        "summary": template.summary,
+        "visibility": template.visibility,
+        "source": template.source,
+        "tags": template.tags,
+        "parameters": job_templates.asked_parameters(template),
+        "updatedTime": int(template.updated_at.timestamp() * 1000),
+    }
+    if whole:
+        data.update(description=template.description, config=template.config_text)
+    return data
+
+
+def found(request: Request, template_id: int) -> JobTemplate:
+    try:
+        return job_templates.visible_templates(request.user).get(pk=template_id)
+    except JobTemplate.DoesNotExist as error:
+        raise ApiError(404, "NoTemplateError", f"Template {template_id} is not found.") from error
+
+
+class TemplatesView(APIView):
+    @extend_schema(operation_id="v2_templates_list", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        """The templates you may use (yours and everyone's public ones); `?q=` searches them."""
+        templates = job_templates.search(request.user, request.query_params.get("q", ""))[:500]
+        return Response([shape(template) for template in templates])
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        """Save a template: `{name, config, summary?, description?, visibility?}`, or an
+        openpaimarketplace item (`{name, summary, description, tags, jobConfig}`)."""
+        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            if "jobConfig" in data:
+                fields = job_templates.from_marketplace(dict(data))
+            else:
+                fields = {
+                    key: str(data.get(source) or "")
+                    for key, source in (("name", "name"), ("config_text", "config"), ("summary", "summary"))
+                } | {"description": str(data.get("description") or "")}
+            template = job_templates.save(request.user, visibility=str(data.get("visibility") or "private"), **fields)
+        except JobConfigError as error:
+            raise ApiError(
+                400, "InvalidParametersError", "; ".join(f"{field}: {message}" for field, message in error.errors)
+            ) from error
+        return Response(shape(template, whole=True), status=201)
+
+
+class TemplateView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, template_id: int) -> Response:
+        return Response(shape(found(request, template_id), whole=True))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request: Request, template_id: int) -> Response:
+        template = found(request, template_id)
+        if not job_templates.may_change(request.user, template):
+            raise ApiError(403, "ForbiddenUserError", f"Template {template_id} is not yours to delete.")
+        template.delete()
+        return Response(status=204)
