@@ -15,7 +15,7 @@ from django.db.models import Q, QuerySet
 
 from accounts.permissions import is_admin
 from jobs.models import JobTemplate
-from jobs.protocol import JobConfigError, format_error, load, mask_config_text
+from jobs.protocol import JobConfigError, load, mask_config_text
 from jobs.protocol.parsing import parse
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\- ]{0,99}")
@@ -53,7 +53,7 @@ def save(
     source: str = "",
 ) -> JobTemplate:
     """A new template of the user's; raises JobConfigError naming the field at fault: name,
-    visibility, or config (the config's own errors as the protocol words them, its path first)."""
+    visibility, or config.<the config's own path> (`config.taskRoles.worker...: must be >= 100`)."""
     errors: list[tuple[str, str]] = []
     name = name.strip()
     if not NAME.fullmatch(name):
@@ -65,7 +65,9 @@ def save(
     try:
         load(config_text)  # (a config that cannot run is no template)
     except JobConfigError as error:
-        raise JobConfigError([("config", format_error(*e)) for e in error.errors]) from error
+        raise JobConfigError(
+            [(f"config.{path}" if path else "config", message) for path, message in error.errors]
+        ) from error
     try:
         return JobTemplate.objects.create(
             owner=user,

@@ -12,6 +12,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+from jobs import job_templates
 from jobs.actions import submit_job
 from jobs.models import JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
@@ -159,6 +160,20 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     check("sweep resubmit confirmation")
     page.goto("/jobs/alice~sou-2/")
     check("a run of a sweep, held")
+    template = job_templates.save(user, name="moban", config_text=v2_yaml("moban", extra="parameters: {lr: 0.1}\n"))
+    page.goto("/templates/")
+    check("templates")
+    page.goto("/templates/?q=meiyou")
+    check("templates, none found")
+    page.goto(f"/templates/{template.pk}/")
+    check("a template")
+    page.goto(f"/templates/new/?from={failed.full_name}")
+    check("new template")
+    page.fill("textarea[name=config_text]", v2_yaml("x", memory_mb=10))
+    page.click("[data-template-form] button[type=submit]")
+    check("new template with errors")
+    page.goto(f"/templates/{template.pk}/delete/")
+    check("template delete confirmation")
     page.goto("/storage/")
     check("storage")
     page.locator('tr[data-entry="shuju"] button[value="delete"]').click()

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from jobs import job_templates
 from jobs.models import Job
 from jobs.sweeps import submit_sweep
 from tests.factories import create_job, v2_yaml
@@ -133,15 +134,21 @@ def test_every_tap_target_in_a_page_is_44_px(phone, login, portal, name):
 @pytest.fixture
 def sweep_pages(admin_user) -> dict[str, str]:
     sweep = submit_sweep(admin_user, SWEEP)
+    template = job_templates.save(admin_user, name="resnet50 imagenet lr search", config_text=SWEEP)
     return {
         "sweeps": "/sweeps/",
         "sweep page": f"/sweeps/{sweep.full_name}/",
         "sweep stop confirmation": f"/sweeps/{sweep.full_name}/stop/",
+        "templates": "/templates/",
+        "a template": f"/templates/{template.pk}/",
+        "new template": "/templates/new/",
     }
 
 
-@pytest.mark.parametrize("name", ["sweeps", "sweep page", "sweep stop confirmation"])
-def test_no_sweep_page_is_wider_than_a_phone_and_its_targets_are_44_px(phone, login, sweep_pages, name):
+@pytest.mark.parametrize(
+    "name", ["sweeps", "sweep page", "sweep stop confirmation", "templates", "a template", "new template"]
+)
+def test_no_sweep_or_template_page_is_wider_than_a_phone_and_its_targets_are_44_px(phone, login, sweep_pages, name):
     open_page(phone, login, sweep_pages[name])
     assert phone.evaluate(WIDER_THAN_SCREEN_JS)["width"] <= 390
     assert phone.evaluate(SMALL_TARGETS_JS, TAP) == []

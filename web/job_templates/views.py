@@ -69,7 +69,10 @@ def template_new(request: HttpRequest) -> HttpResponse:
     except JobConfigError as error:
         errors: dict[str, list[str]] = {}
         for field, message in error.errors:
-            errors.setdefault(field, []).append(translate_error(message))
+            if field.startswith("config."):  # (the config's own path, shown with its message)
+                errors.setdefault("config", []).append(f"{field.removeprefix('config.')}: {translate_error(message)}")
+            else:
+                errors.setdefault(field, []).append(translate_error(message))
         return render(request, "job_templates/new.html", {"values": values, "errors": errors}, status=400)
     messages.success(request, _("Template %(name)s saved.") % {"name": template.name})
     return redirect("templates:detail", template.pk)
