@@ -9,9 +9,11 @@ from typing import Any
 
 import yaml
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
+from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from accounts.permissions import is_admin
 from jobs import dependencies, lifecycle
 from jobs.actions import (
     JobNameConflict,
@@ -123,8 +125,6 @@ def resubmit_failed(sweep: Sweep, by: Any) -> list[Job]:
 
 def visible_sweeps(user: Any) -> QuerySet[Sweep]:
     """The sweeps a user may read and act on: their own; admins: everyone's."""
-    from accounts.permissions import is_admin
-
     sweeps = Sweep.objects.select_related("owner")
     return sweeps if is_admin(user) else sweeps.filter(owner=user)
 
@@ -137,8 +137,6 @@ def find_sweep(user: Any, full_name: str) -> Sweep:
 
 def run_rows(sweep: Sweep) -> list[dict[str, Any]]:
     """Each run as the sweep page and the API show it: values, state, duration, GPU-hours."""
-    from django.utils import timezone
-
     now = timezone.now()
     rows = []
     for name, index, values, state, gpus, launched, completed in runs(sweep).values_list(
@@ -160,8 +158,6 @@ def run_rows(sweep: Sweep) -> list[dict[str, Any]]:
 
 def summary(sweep: Sweep) -> dict[str, Any]:
     """The sweep's shape in the API: its runs counted by state."""
-    from django.db.models import Count
-
     counts = dict(runs(sweep).order_by().values("state").annotate(n=Count("pk")).values_list("state", "n"))
     return {
         "name": sweep.name,
