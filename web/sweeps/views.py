@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -115,26 +116,37 @@ def _column(request: HttpRequest, column: str, label: Any, sort: str) -> dict[st
 
 @require_http_methods(["GET", "POST"])
 def sweep_stop(request: HttpRequest, full_name: str) -> HttpResponse:
-    sweep = _sweep_or_404(request, full_name)
-    if request.method == "GET":
-        return render(request, "sweeps/confirm.html", {"sweep": sweep, "action": "stop"})
-    stopped = sweeps.stop_sweep(sweep, request.user)
-    messages.success(
+    return _after_asking(
         request,
-        ngettext("Stop requested for %(count)d run.", "Stop requested for %(count)d runs.", len(stopped))
-        % {"count": len(stopped)},
+        full_name,
+        "stop",
+        sweeps.stop_sweep,
+        lambda count: ngettext("Stop requested for %(count)d run.", "Stop requested for %(count)d runs.", count),
     )
-    return redirect("sweeps:detail", sweep.full_name)
 
 
 @require_http_methods(["GET", "POST"])
 def sweep_resubmit(request: HttpRequest, full_name: str) -> HttpResponse:
+    return _after_asking(
+        request,
+        full_name,
+        "resubmit",
+        sweeps.resubmit_failed,
+        lambda count: ngettext("%(count)d run started again.", "%(count)d runs started again.", count),
+    )
+
+
+def _after_asking(
+    request: HttpRequest,
+    full_name: str,
+    action: str,
+    act: Callable[[Sweep, Any], list[Any]],
+    said: Callable[[int], str],
+) -> HttpResponse:
+    """GET asks (sweeps/confirm.html says what `action` does); POST does it and says how many runs."""
     sweep = _sweep_or_404(request, full_name)
     if request.method == "GET":
-        return render(request, "sweeps/confirm.html", {"sweep": sweep, "action": "resubmit"})
-    again = sweeps.resubmit_failed(sweep, request.user)
-    messages.success(
-        request,
-        ngettext("%(count)d run started again.", "%(count)d runs started again.", len(again)) % {"count": len(again)},
-    )
+        return render(request, "sweeps/confirm.html", {"sweep": sweep, "action": action})
+    done = act(sweep, request.user)
+    messages.success(request, said(len(done)) % {"count": len(done)})
     return redirect("sweeps:detail", sweep.full_name)
