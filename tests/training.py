@@ -65,10 +65,15 @@ def torchrun_job(image: str, cpu: int = 2, tail: str = "") -> str:
 
 
 def mpirun_job(image: str, cpu: int = 2, tail: str = "") -> str:
-    """The README's mpirun example, running the mpi4py all-reduce instead of `hostname`."""
+    """The README's mpirun example, running the mpi4py all-reduce instead of `hostname`. The
+    launcher first waits until every task has written the script: rank 1 could otherwise start
+    before its task had (seen on Slurm nodes, whose steps start apart)."""
     launch = """      - >-
-        if [ "$RANK" = 0 ]; then mpirun --allow-run-as-root --hostfile "$PAI_MPI_HOSTFILE"
-        --map-by node -np "$WORLD_SIZE" python3 "$PWD/allreduce.py"; else sleep infinity; fi
+        if [ "$RANK" = 0 ]; then
+        for host in $(cut -d' ' -f1 "$PAI_MPI_HOSTFILE"); do
+        until ssh "$host" test -f "$PWD/allreduce.py"; do sleep 0.2; done; done;
+        mpirun --allow-run-as-root --hostfile "$PAI_MPI_HOSTFILE" --map-by node -np "$WORLD_SIZE"
+        python3 "$PWD/allreduce.py"; else sleep infinity; fi
 """
     extras = """extras:
   com.microsoft.pai.runtimeplugin:

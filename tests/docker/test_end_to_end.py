@@ -270,8 +270,12 @@ def test_a_restarted_scheduler_finishes_running_jobs_without_starting_any_twice(
     jobs = [submit_job(user, v2_yaml(f"long-{n}", "'sleep 4; echo done'")) for n in range(3)]
     for job in jobs:
         run_until(job, JobState.RUNNING)
-    containers = api.containers(filters={"label": f"{MARKER_LABEL}={namespace}"})
-    assert len(containers) == 3
+    # RUNNING once claimed; under load a start outlasts the scheduler's wait and its container
+    # appears a moment later (the start runs on and is adopted): wait for the engine to hold all.
+    deadline = time.monotonic() + 30
+    while len(api.containers(all=True, filters={"label": f"{MARKER_LABEL}={namespace}"})) < 3:
+        assert time.monotonic() < deadline, "the three containers never appeared"
+        time.sleep(0.1)
 
     restarted = new_scheduler()  # the old one is gone: no log threads, no cached executors
     for job in jobs:

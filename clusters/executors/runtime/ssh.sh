@@ -103,6 +103,8 @@ setup_jobssh() {
         printf 'Host %s\n    Port %s\n' "${peer%:*}" "${peer##*:}" >>"$SSH_DIR/config"
     done
     # The job's tasks are known by name only; their host keys are made at start, so nothing to pin.
+    # A job-mate that ended or froze fails the ssh (10 s to answer, 2 minutes of silence in a
+    # session, as a frozen node's) instead of hanging the command that ran it (mpirun).
     cat >>"$SSH_DIR/config" <<EOF
 Host ${PAI_SSH_HOSTS:-*}
     User $SSH_USER
@@ -111,6 +113,9 @@ Host ${PAI_SSH_HOSTS:-*}
     StrictHostKeyChecking no
     UserKnownHostsFile /dev/null
     LogLevel ERROR
+    ConnectTimeout 10
+    ServerAliveInterval 30
+    ServerAliveCountMax 4
 EOF
     chmod 600 "$SSH_DIR/config"
 }
