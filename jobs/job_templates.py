@@ -15,11 +15,10 @@ from django.db.models import Q, QuerySet
 
 from accounts.permissions import is_admin
 from jobs.models import JobTemplate
-from jobs.protocol import JobConfigError, load, mask_config_text
+from jobs.protocol import JobConfigError, export, load, mask_config_text
 from jobs.protocol.parsing import parse
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\- ]{0,99}")
-DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def visible_templates(user: Any) -> QuerySet[JobTemplate]:
@@ -28,6 +27,14 @@ def visible_templates(user: Any) -> QuerySet[JobTemplate]:
     if is_admin(user):
         return templates
     return templates.filter(Q(owner=user) | Q(visibility=JobTemplate.Visibility.PUBLIC))
+
+
+def find(user: Any, template_id: Any) -> JobTemplate:
+    """A template the user may see by its id; raises JobTemplate.DoesNotExist (also for a bad id)."""
+    try:
+        return visible_templates(user).get(pk=int(template_id))
+    except (TypeError, ValueError) as error:
+        raise JobTemplate.DoesNotExist(f"no template {template_id!r}") from error
 
 
 def search(user: Any, text: str) -> QuerySet[JobTemplate]:
@@ -116,7 +123,7 @@ def from_marketplace(item: Any) -> dict[str, Any]:
             config, _ = parse(config)
         return {
             "name": str(item.get("name") or (config or {}).get("name") or ""),
-            "config_text": yaml.dump(config, Dumper=DUMPER, sort_keys=False, allow_unicode=True),
+            "config_text": export(config),
             "summary": str(item.get("summary") or ""),
             "description": str(item.get("description") or ""),
             "tags": [str(tag) for tag in [*(item.get("categories") or []), *(item.get("tags") or [])]],
@@ -125,7 +132,7 @@ def from_marketplace(item: Any) -> dict[str, Any]:
     description = str(item.get("description") or "")
     return {
         "name": str(item.get("name") or ""),
-        "config_text": yaml.dump(item, Dumper=DUMPER, sort_keys=False, allow_unicode=True),
+        "config_text": export(item),
         "summary": description.strip().splitlines()[0][:255] if description.strip() else "",
         "description": description,
         "tags": [str(item["contributor"])] if item.get("contributor") else [],

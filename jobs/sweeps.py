@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
 from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
@@ -25,12 +24,10 @@ from jobs.actions import (
 )
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobEvent, Sweep, Task
-from jobs.protocol import JobConfigError, load, mask_config_text
+from jobs.protocol import JobConfigError, export, load, mask_config_text
 from jobs.protocol.parsing import parse
 from jobs.protocol.sweeps import plan, run_documents, sweep_block
 from jobs.states import FINISHED_JOB_STATES
-
-DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's: a thousand runs' texts in a blink
 
 
 def is_sweep(text: str) -> bool:
@@ -51,9 +48,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
     sweep_plan = plan(sweep_block(doc))
     if doc.get("protocolVersion") != 2:
         raise JobConfigError([("extras.sweep", "a sweep is a v2 config (protocolVersion: 2)")])
-    texts = [
-        yaml.dump(run, Dumper=DUMPER, sort_keys=False, allow_unicode=True) for run in run_documents(doc, sweep_plan)
-    ]
+    texts = [export(run) for run in run_documents(doc, sweep_plan)]
     first, vc = validate_for_user(user, texts[0])
     configs = [first, *(load(run_text) for run_text in texts[1:])]
     waits_for, _ = dependencies.resolve(user, first.spec)

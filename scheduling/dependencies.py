@@ -67,7 +67,7 @@ def _within_sweep_caps(ready: list[tuple[int, str, int | None, int | None]]) -> 
     reasons: dict[int, str] = {}
     for job_id, said, sweep_id, _index in sorted(ready, key=lambda row: (row[2] or 0, row[3] or 0)):
         sweep = sweeps.get(sweep_id) if sweep_id is not None else None
-        if sweep is None or sweep.max_concurrent is None:
+        if sweep is None or sweep.max_concurrent is None:  # (no cap: read with max_concurrent set)
             released.append(job_id)
             continue
         running = active.get(sweep.pk, 0)

@@ -27,7 +27,7 @@ from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions, job_templates, sweeps
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
-from jobs.models import Job, JobState, JobTemplate
+from jobs.models import Job, JobState
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
 from jobs.storage.configs import usable_storages
@@ -39,6 +39,7 @@ from web.csv_export import csv_lines
 from web.error_text import translate_error, translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
+from web.job_templates.views import template_or_404
 from web.submit_errors import error_summary, field_errors, line_errors
 from web.submit_form import (
     PRIORITY_CLASSES,
@@ -296,7 +297,7 @@ def _body_too_large(request: HttpRequest) -> bool:
 def _initial_form(request: HttpRequest) -> JobFormData | None:
     """The form as a clone (`?clone=<job>`) or a template (`?template=<id>&p.lr=0.1`) fills it."""
     if template_id := request.GET.get("template"):
-        template = _template_or_404(request, template_id)
+        template = template_or_404(request, template_id)
         values = {key.removeprefix("p."): str(value) for key, value in request.GET.items() if key.startswith("p.")}
         data = config_to_form(job_templates.config_with(template, values))
         data.job["name"] = _free_name(request.user, data.job["name"] or "job")
@@ -312,22 +313,11 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
 
 def _without_secret_values(data: JobFormData) -> JobFormData:
     """Secret values are never shown: a clone or a template keeps the names and asks for the values."""
-    secrets = _dict_of(data.base_config.pop("secrets", None))
-    data.job["secrets"] = "\n".join(f"{name}=" for name in secrets)
+    secrets = data.base_config.pop("secrets", None)
+    data.job["secrets"] = "\n".join(f"{name}=" for name in (secrets if isinstance(secrets, dict) else {}))
     if data.job["registry_password"] == MASK:
         data.job["registry_password"] = ""  # stored masked: typed again, like a secret
     return data
-
-
-def _dict_of(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _template_or_404(request: HttpRequest, template_id: str) -> JobTemplate:
-    try:
-        return job_templates.visible_templates(request.user).get(pk=int(template_id))
-    except (ValueError, JobTemplate.DoesNotExist) as error:
-        raise Http404(_("No such template.")) from error
 
 
 def _as_submitted(job: Job) -> dict[str, Any]:

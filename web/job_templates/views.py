@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -15,9 +17,9 @@ from jobs.protocol import JobConfigError
 from web.error_text import translate_error
 
 
-def _template_or_404(request: HttpRequest, template_id: int) -> JobTemplate:
+def template_or_404(request: HttpRequest, template_id: Any) -> JobTemplate:
     try:
-        return job_templates.visible_templates(request.user).get(pk=template_id)
+        return job_templates.find(request.user, template_id)
     except JobTemplate.DoesNotExist as error:
         raise Http404(_("No such template.")) from error
 
@@ -32,7 +34,7 @@ def template_list(request: HttpRequest) -> HttpResponse:
 
 
 def template_detail(request: HttpRequest, template_id: int) -> HttpResponse:
-    template = _template_or_404(request, template_id)
+    template = template_or_404(request, template_id)
     return render(
         request,
         "job_templates/detail.html",
@@ -80,7 +82,7 @@ def template_new(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def template_delete(request: HttpRequest, template_id: int) -> HttpResponse:
-    template = _template_or_404(request, template_id)
+    template = template_or_404(request, template_id)
     if not job_templates.may_change(request.user, template):
         raise Http404(_("No such template."))
     if request.method == "GET":

@@ -36,7 +36,7 @@ def shape(template: JobTemplate, *, whole: bool = False) -> dict[str, Any]:
 
 def found(request: Request, template_id: int) -> JobTemplate:
     try:
-        return job_templates.visible_templates(request.user).get(pk=template_id)
+        return job_templates.find(request.user, template_id)
     except JobTemplate.DoesNotExist as error:
         raise ApiError(404, "NoTemplateError", f"Template {template_id} is not found.") from error
 
