@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: run test fast setup venv image image-training static lint clean assets
+.PHONY: run test fast setup venv image image-training image-notebook static lint clean assets
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -45,6 +45,10 @@ image:
 # The distributed-training image (PyTorch and OpenMPI from Debian): the tests build it when absent.
 image-training:
 	bash scripts/build-base-image.sh training
+
+# The interactive image (Debian's Jupyter Notebook) for the jupyter plugin: the tests build it when absent.
+image-notebook:
+	bash scripts/build-base-image.sh notebook
 
 # What CI checks before any test: lint, formatting, types, and no model change without its migration.
 lint: venv

@@ -18,8 +18,9 @@ from accounts.permissions import is_admin
 from clusters.models import GpuType, Node, VirtualCluster
 from jobs import dependencies, lifecycle
 from jobs.crypto import encrypt_text
+from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
-from jobs.models import Job, JobTag, Task
+from jobs.models import InteractiveApp, Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
 from jobs.protocol.honoured import infiniband_roles, unsupported
 from jobs.protocol.images import image_reference_errors, image_registry_errors
@@ -217,6 +218,7 @@ def submit_job(user: Any, text: str) -> Job:
             job.save()
             dependencies.record(job, waits_for)
             Task.objects.bulk_create(new_tasks(job))
+            InteractiveApp.objects.bulk_create(new_apps(job))
             lifecycle.event(job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=vc.name)
     except IntegrityError as exc:
         raise JobNameConflict(f'job "{spec["name"]}" already exists for user {user.get_username()}') from exc

@@ -441,15 +441,33 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
 
 def request_stop(job: Job, by_name: str) -> None:
     """The user's Stop: the scheduler carries it out (begin_stopping / finish_stopping)."""
+    _request_stop(job, "stop-requested", gettext_noop("Stop requested by %(user)s."), user=by_name)
+
+
+def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
+    """The portal's own Stop of a job whose interactive app stayed idle: carried out as a user's,
+    the reason kept for its end's diagnostics."""
+    reason = f"{app_kind} was idle for {minutes} minutes"
+    _request_stop(
+        job,
+        "idle-stop",
+        gettext_noop("Stopped because %(app)s was idle for %(minutes)s minutes."),
+        stop_reason=reason,
+        app=app_kind,
+        minutes=minutes,
+    )
+
+
+def _request_stop(job: Job, kind: str, text: str, stop_reason: str = "", **values: Any) -> None:
     with transaction.atomic():
         updated = (
             Job.objects.filter(pk=job.pk)
             .exclude(state__in=FINISHED_JOB_STATES)
-            .update(execution_type=Job.ExecutionType.STOP, updated_at=timezone.now())
+            .update(execution_type=Job.ExecutionType.STOP, stop_reason=stop_reason, updated_at=timezone.now())
         )
         if not updated:
             raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
-        event(job.pk, "stop-requested", gettext_noop("Stop requested by %(user)s."), user=by_name)
+        event(job.pk, kind, text, **values)
 
 
 def begin_stopping(job: Job) -> bool:
@@ -471,6 +489,7 @@ def finish_stopping(
             completed_at=timezone.now(),
             pending_reason="",
             stop_deadline=None,
+            stop_reason="",
             preempted_by=None,
             ending_at_time_limit=False,
         )
@@ -646,6 +665,7 @@ def restart(job: Job, by_name: str) -> None:
             launched_at=None,  # a clean waiting job: the previous run's times are in its TaskAttempts
             completed_at=None,
             stop_deadline=None,
+            stop_reason="",
             preempted_by=None,
             ending_at_time_limit=False,
             # (its dependencies and its sweep's cap are judged again)

@@ -13,6 +13,7 @@ from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 # The state names are defined in jobs.states (with the diagram); importable from here too.
 __all__ = [
     "FINISHED_JOB_STATES",
+    "InteractiveApp",
     "Job",
     "JobEvent",
     "JobState",
@@ -49,6 +50,8 @@ class Job(models.Model):
     # A graceful end under way (a Stop, or a preemption): its tasks had SIGTERM, and are killed at
     # this time. Stored before the signal is sent, so a restarted scheduler keeps the deadline.
     stop_deadline = models.DateTimeField(null=True, blank=True)
+    # Why the portal itself asked this job to stop (an idle app), in English: the end's diagnostics.
+    stop_reason = models.CharField(max_length=200, blank=True, default="")
     # Set while a preemption ends this job (it goes back to WAITING, free of charge); the job that
     # needs its room.
     preempted_by = models.ForeignKey(
@@ -272,6 +275,29 @@ class JobDependency(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} {self.kind} {self.depends_on_id}"
+
+
+class InteractiveApp(models.Model):
+    """A web server a job declares (jobs/protocol/interactive.py: Jupyter, TensorBoard, an `http`
+    port), opened through the portal's proxy at its own origin, `<slug>.<PAI_APPS_DOMAIN>`."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="apps")
+    kind = models.CharField(max_length=16)  # jupyter, tensorboard, http
+    role = models.CharField(max_length=256)  # served by this task role's first task
+    port_label = models.CharField(max_length=64)
+    slug = models.CharField(max_length=32, unique=True)  # random: the app's host name, not guessable
+    idle_seconds = models.PositiveIntegerField(null=True, blank=True)  # stopped after this long idle
+    users = models.JSONField(default=list, blank=True)  # who may open it besides the owner
+    ready_at = models.DateTimeField(null=True, blank=True)  # the server answered (this attempt)
+    last_activity_at = models.DateTimeField(null=True, blank=True)  # proxied traffic or a busy kernel
+    idle_warned_at = models.DateTimeField(null=True, blank=True)  # the app shows the stop coming
+
+    class Meta:
+        ordering = ["job", "id"]
+        constraints = [models.UniqueConstraint(fields=["job", "role", "port_label"], name="unique_app_per_port")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.slug}"
 
 
 class JobEvent(models.Model):

@@ -22,8 +22,9 @@ from jobs.actions import (
     stop_jobs,
     validate_for_user,
 )
+from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
-from jobs.models import Job, JobEvent, Sweep, Task
+from jobs.models import InteractiveApp, Job, JobEvent, Sweep, Task
 from jobs.protocol import JobConfigError, export, load, mask_config_text
 from jobs.protocol.parsing import parse
 from jobs.protocol.sweeps import plan, run_documents, sweep_block
@@ -76,6 +77,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
             for job in jobs:
                 dependencies.record(job, waits_for)
             Task.objects.bulk_create([task for job in jobs for task in new_tasks(job)], batch_size=2000)
+            InteractiveApp.objects.bulk_create([app for job in jobs for app in new_apps(job)], batch_size=2000)
             JobEvent.objects.bulk_create(
                 [
                     lifecycle.event_row(

@@ -1,5 +1,5 @@
 """ASGI entry point: HTTP through Django's WSGI handler on a thread pool, websockets (web SSH)
-through Channels.
+through Channels, and the interactive apps' hosts through their proxy (web/app_proxy).
 
 Every view is synchronous. Under Django's ASGI handler each request hops between the event loop
 and threads for every middleware (about 3x the latency of the WSGI handler on this project's
@@ -29,6 +29,7 @@ from pai_portal.serving import (  # noqa: E402
     exit_with_master,
     hand_off_files,
 )
+from web.app_proxy.proxy import AppProxy, route_by_host  # noqa: E402
 from web.routing import websocket_urlpatterns  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
@@ -36,7 +37,7 @@ from web.routing import websocket_urlpatterns  # noqa: E402
 # bench/api.py). Files (logs, static) are streamed on the event loop (pai_portal/serving.py), so a
 # slow client downloading a big log holds no thread.
 
-application = ProtocolTypeRouter(
+portal_application = ProtocolTypeRouter(
     {
         # django-stubs types WSGIHandler.__call__ as returning HttpResponse, which is iterable bytes.
         "http": TimeoutsAndFileStreaming(
@@ -59,6 +60,10 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Apps (Jupyter, TensorBoard...) at their own hosts, `<app>.<PAI_APPS_DOMAIN>`: web/app_proxy.
+app_proxy = AppProxy()
+application = route_by_host(portal_application, app_proxy)
 
 # What is loaded by now (Django, the apps, the URLconf) lives as long as the process: out of the
 # garbage collector's sight, so its collections stop walking it over and over. A 1000-row job list

@@ -242,6 +242,14 @@ EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
 DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
 # The portal's address as users reach it, for links in emails.
 PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
+# Interactive apps (Jupyter, TensorBoard, a job's `http` ports) are served by the portal's proxy
+# at an origin of their own, `<app>.<PAI_APPS_DOMAIN>` (wildcard DNS to the portal; browsers
+# resolve *.localhost themselves), on the port the portal is reached at unless PAI_APPS_PORT says.
+PAI_APPS_DOMAIN = env_str("PAI_APPS_DOMAIN", "apps.localhost").strip(".").lower()
+PAI_APPS_PORT = env_int("PAI_APPS_PORT", 0, minimum=0)
+# A Jupyter app with no traffic and no busy kernel this long is stopped (0: never), unless its
+# plugin says `idleMinutes`; others only when theirs says.
+PAI_APP_IDLE_MINUTES = env_float("PAI_APP_IDLE_MINUTES", 120.0, minimum=0.0)
 
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")

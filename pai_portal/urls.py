@@ -25,6 +25,7 @@ urlpatterns = [
     path("", include("web.sweeps.urls")),
     path("", include("web.job_templates.urls")),
     path("", include("web.ssh.urls")),
+    path("", include("web.app_proxy.urls")),
     path("", include("web.usage.urls")),
     path("", include("web.notifications.urls")),
     path("", include("web.fixes.urls")),

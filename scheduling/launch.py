@@ -13,6 +13,7 @@ from django.conf import settings
 
 from accounts.permissions import is_admin
 from clusters.executors.base import TaskLaunch
+from jobs.interactive import app_secret_env
 from jobs.models import Job, Task
 from jobs.protocol import task_script
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
@@ -127,7 +128,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         registry_auth=registry_auth,
         keep_on_failure=is_debug(spec),
         ssh_authorized_keys=authorized_keys_for(job) or None,
-        secret_env=task_ssh_secret_env(job),
+        secret_env=task_ssh_secret_env(job) | app_secret_env(job, task),
         host_network=host_network,
         # (On a job network Docker's DNS names the tasks; a process or Slurm task's sandbox gets
         # these as its /etc/hosts lines.)

@@ -7,7 +7,7 @@ the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a th
 scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active at a
 time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it folds raw
 samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
-PAI_SAMPLE_KEEP_DAYS.
+PAI_SAMPLE_KEEP_DAYS. Each period it also watches the interactive apps (scheduling/app_watch.py).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from clusters.gpus import GpuReading, read_local_gpus
 from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
+from scheduling.app_watch import watch_apps
 from scheduling.models import VcSample
 from scheduling.vc_samples import record_vc_samples
 
@@ -132,6 +133,7 @@ class Sampler:
             try:
                 if self.active():
                     self.sample_once()
+                    watch_apps()
                     if started - self._last_vc_sample >= VC_SAMPLE_EVERY_S:
                         record_vc_samples(time.time())
                         self._last_vc_sample = started

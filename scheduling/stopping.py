@@ -53,6 +53,7 @@ def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = 
                     if not done:
                         continue  # their grace goes on; looked at again next pass
             stop_job(job, backends, tasks=tasks)
-            lifecycle.finish_stopping(job, info.code, f"{info.phrase}: stopped at the user's request.", codes)
+            why = f"stopped because {job.stop_reason}." if job.stop_reason else "stopped at the user's request."
+            lifecycle.finish_stopping(job, info.code, f"{info.phrase}: {why}", codes)
             changed = True
     return changed

@@ -3,7 +3,8 @@
 # by mmdebstrap from the Debian mirror, imported into the local engine as pai-portal/base:latest.
 # The tarball is cached under var/cache/, so a second run (or a fresh engine) is fast; when the
 # image already exists nothing is done at all. FORCE=1 rebuilds both. `build-base-image.sh
-# training` builds pai-portal/training:latest, the base with PyTorch and OpenMPI (Debian's).
+# training` builds pai-portal/training:latest, the base with PyTorch and OpenMPI (Debian's);
+# `build-base-image.sh notebook` pai-portal/notebook:latest, the base with Jupyter Notebook.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,11 @@ if [ "${1:-}" = training ]; then
     # OpenMPI with mpi4py from Debian, and the ssh client mpirun starts its daemons with.
     IMAGE=${PAI_TRAINING_IMAGE:-pai-portal/training:latest}
     PACKAGES=$PACKAGES,openssh-client,python3-torch,openmpi-bin,python3-mpi4py
+elif [ "${1:-}" = notebook ]; then
+    # The interactive image (README "Jupyter and other web apps"): Debian's Jupyter Notebook and
+    # its Python kernel, for the jupyter runtime plugin.
+    IMAGE=${PAI_NOTEBOOK_IMAGE:-pai-portal/notebook:latest}
+    PACKAGES=$PACKAGES,jupyter-notebook,python3-ipykernel
 else
     IMAGE=${PAI_BASE_IMAGE:-pai-portal/base:latest}
 fi

@@ -30,10 +30,12 @@ class AsgiLiveServer:
         from daphne.server import Server  # installs the asyncio reactor: import it here, first
         from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-        from pai_portal.asgi import application
+        from pai_portal.asgi import app_proxy, portal_application
+        from web.app_proxy.proxy import route_by_host
 
         self._server = Server(
-            application=ASGIStaticFilesHandler(application),
+            # (The apps' hosts go to their proxy before the portal's static files: Jupyter has a /static/ too.)
+            application=route_by_host(ASGIStaticFilesHandler(portal_application), app_proxy),
             endpoints=[f"tcp:port={self.port}:interface=127.0.0.1"],
             signal_handlers=False,
             verbosity=0,

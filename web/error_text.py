@@ -703,6 +703,10 @@ def _reason_part(part: str) -> str:
 
 DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"stopped at the user's request\."), _("stopped at the user's request.")),
+    (  # jobs.lifecycle.request_idle_stop
+        re.compile(r"stopped because (?P<app>jupyter|tensorboard|http) was idle for (?P<minutes>[\d.]+) minutes\."),
+        _("stopped because %(app)s was idle for %(minutes)s minutes."),
+    ),
     (  # jobs.protocol.dependencies.never_reason
         re.compile(
             r"its dependency can never be met: job (?P<job>\S+) ended (?P<state>\w+) \(afterok needs it to succeed\)"

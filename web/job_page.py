@@ -1,4 +1,4 @@
-"""What the job page shows beside the job's row: each task attempt's log and exit.
+"""What the job page shows beside the job's row: each task attempt's log and exit, its apps.
 
 Every attempt writes its own log file. The attempt a task runs now (or ran last) is the Task row;
 the ones before it are TaskAttempt rows (jobs.lifecycle keeps one per ended attempt), so a job
@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.urls import reverse
 from django.utils.translation import gettext as _
 
-from jobs.models import Job, Task, TaskAttempt, TaskState
+from jobs.interactive import idle_stop_at, may_open
+from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
 
 
 @dataclass(frozen=True)
@@ -135,3 +137,42 @@ def _ended_row(attempt: TaskAttempt) -> AttemptRow:
 def selected_log(sources: list[LogSource], wanted: str) -> Any:
     """The log source the address asks for (`?log=`), else the first task's."""
     return next((source for source in sources if source.key == wanted), sources[0] if sources else None)
+
+
+@dataclass(frozen=True)
+class AppRow:
+    """One of the job's interactive apps, for the job page's Apps line."""
+
+    kind: str
+    port_label: str
+    open_url: str  # the portal's Open view: it sends the browser to the app's own origin
+    may_open: bool
+    running: bool  # its job runs (it may still be starting)
+    ready: bool  # its server answered
+    stop_at: datetime | None  # when it stops if it stays idle
+    warned: bool
+
+
+def app_rows(job: Job, tasks: list[Task], user: Any) -> list[AppRow]:
+    """The job's apps; each serving task learns its apps' Open links (`app_urls`, by port label),
+    which the task table shows instead of the node's raw address."""
+    rows = []
+    first_tasks = {task.role: task for task in tasks if task.index == 0}
+    for app in job.apps.all():
+        url = reverse("apps:open", args=[app.slug])
+        task = first_tasks.get(app.role)
+        if task is not None:
+            task.app_urls = {**getattr(task, "app_urls", {}), app.port_label: url}  # type: ignore[attr-defined]
+        rows.append(
+            AppRow(
+                kind=app.kind,
+                port_label=app.port_label,
+                open_url=url,
+                may_open=may_open(app, user),
+                running=job.state == JobState.RUNNING and task is not None and task.state == TaskState.RUNNING,
+                ready=app.ready_at is not None,
+                stop_at=idle_stop_at(app) if app.ready_at else None,
+                warned=app.idle_warned_at is not None,
+            )
+        )
+    return rows

@@ -38,7 +38,7 @@ from web.api.throttles import SubmitThrottle
 from web.csv_export import csv_lines
 from web.error_text import translate_error, translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
-from web.job_page import LogSource, attempt_rows, find_log_source, log_sources, selected_log
+from web.job_page import LogSource, app_rows, attempt_rows, find_log_source, log_sources, selected_log
 from web.job_templates.views import template_or_404
 from web.submit_errors import error_summary, field_errors, line_errors
 from web.submit_form import (
@@ -395,6 +395,7 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
     return {
         "job": job,
         "tasks": tasks,
+        "apps": app_rows(job, tasks, request.user),
         "events": events,
         "may_manage": may_manage,
         "attempts": attempt_rows(job, tasks) if may_manage else [],

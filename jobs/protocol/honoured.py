@@ -2,7 +2,8 @@
 
 Honoured: `extras.hivedScheduler.jobPriorityClass` becomes the job's priority (OpenPAI's own numbers,
 rest-server `middlewares/v2/hived.js`); a task role's `skuType` becomes the job's GPU type;
-the `tensorboard` runtime plugin gets a `tensorboard` port on the first task role; the
+the `tensorboard` runtime plugin gets a `tensorboard` port on the first task role (and `jupyter` a
+`jupyter` port, jobs/protocol/interactive.py); the
 `teamwise_storage` plugin's storages are mounted (jobs/protocol/storages.py, jobs/storage/configs.py).
 Refused at submit (`unsupported`), each naming its field: what no portal node can do.
 """
@@ -21,11 +22,12 @@ from jobs.protocol.hooks import (
     runtime_plugins,
     tensorboard_role,
 )
+from jobs.protocol.interactive import HTTP_PLUGIN, JUPYTER_PLUGIN, app_errors
 from jobs.protocol.priority import CLASS_FIELD, DEFAULT_PRIORITY_CLASS, class_number, requested_class
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN, storage_requests
 
-SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN, TEAMWISE_STORAGE_PLUGIN)
+SUPPORTED_PLUGINS = ("ssh", "cmd", TENSORBOARD_PLUGIN, JUPYTER_PLUGIN, HTTP_PLUGIN, TEAMWISE_STORAGE_PLUGIN)
 HIVED_ROLE_KEYS = ("skuType", "skuNum", "skuNumber")
 
 
@@ -136,7 +138,7 @@ def _plugin_errors(spec: NormalizedSpec) -> list[FieldError]:
             errors.append(
                 (f"{here}.parameters.logdir", "must name at least one directory, e.g. {train: /pai/work/logs}")
             )
-    return errors
+    return errors + app_errors(spec)
 
 
 def _hived_errors(hived: Mapping[str, Any]) -> list[FieldError]:  # every key: the refused ones too

@@ -22,6 +22,9 @@ from jobs.protocol.templating import Scope, expand
 CMD_PLUGINS = frozenset({"com.microsoft.pai.runtimeplugin.cmd", "cmd"})
 TENSORBOARD_PLUGIN = "tensorboard"
 TENSORBOARD_PORT_LABEL = "tensorboard"
+JUPYTER_PLUGIN = "jupyter"
+JUPYTER_PORT_LABEL = "jupyter"
+JUPYTER_INTERFACES = ("lab", "notebook")
 ROLE_KINDS = ("script", "data", "output")
 
 
@@ -52,6 +55,15 @@ def tensorboard_role(spec: NormalizedSpec) -> str | None:
     return next(iter(spec["taskRoles"]), None)
 
 
+def plugin_role(spec: NormalizedSpec, plugin: dict[str, Any]) -> str | None:
+    """The task role whose first task runs a single-instance plugin (Jupyter, an `http` app): the
+    first of its `taskroles`, else the job's first task role."""
+    named = plugin.get("taskroles")
+    if isinstance(named, list) and named and named[0] in spec["taskRoles"]:
+        return str(named[0])
+    return next(iter(spec["taskRoles"]), None)
+
+
 def role_hooks(spec: NormalizedSpec, role: str) -> list[Hook]:
     """The role's hooks in the order they start: its cmd prerequisites (`require`d ones first),
     then the runtime plugins that apply to it."""
@@ -76,6 +88,8 @@ def role_hooks(spec: NormalizedSpec, role: str) -> list[Hook]:
             hooks.append(Hook(f"cmd plugin #{i}", *_cmd_plugin_commands(plugin, here), ignore))
         elif plugin.get("plugin") == TENSORBOARD_PLUGIN and role == tensorboard_role(spec):
             hooks.append(Hook(f"tensorboard plugin #{i}", [_tensorboard_command(plugin, here)], [], ignore))
+        elif plugin.get("plugin") == JUPYTER_PLUGIN and role == plugin_role(spec, plugin):
+            hooks.append(Hook(f"jupyter plugin #{i}", [_jupyter_command(plugin, here)], [], ignore))
     return hooks
 
 
@@ -161,6 +175,39 @@ def _tensorboard_command(plugin: dict[str, Any], here: str) -> Command:
         ]
     )
     return Command(f"{here}.parameters.logdir", text)
+
+
+def _jupyter_command(plugin: dict[str, Any], here: str) -> Command:
+    """Jupyter in the background on the task's allocated `jupyter` port (first task only), reached
+    through the portal's proxy (web/app_proxy): it accepts only the token the portal gives the task
+    as JUPYTER_TOKEN (a secret variable) and the proxy adds to each request, so the port opened
+    directly asks for it. JupyterLab where the image has it, else the classic Notebook."""
+    parameters = plugin.get("parameters") or {}
+    interface = parameters.get("interface") or "lab"
+    folder = shlex.quote(str(parameters["notebookDir"])) if parameters.get("notebookDir") else '"$PWD"'
+    port = f"$PAI_CONTAINER_HOST_{JUPYTER_PORT_LABEL}_PORT_LIST"
+    common = f"--ip=0.0.0.0 --port={port} --no-browser --allow-root --notebook-dir={folder}"
+    # Origins are the proxy's to check (it refuses a foreign Origin): the server sees the proxy's.
+    lab = f"jupyter lab --ServerApp.allow_origin='*' --ServerApp.trust_xheaders=True {common} &"
+    notebook = f"jupyter notebook --NotebookApp.allow_origin='*' --NotebookApp.trust_xheaders=True {common} &"
+    text = "\n".join(
+        [
+            'if [ "$PAI_CURRENT_TASK_ROLE_CURRENT_TASK_INDEX" = 0 ]; then',
+            "  if ! command -v jupyter >/dev/null 2>&1; then",
+            "    echo \"PAI: the jupyter runtime plugin needs Jupyter in the job's image, which has none: use"
+            ' pai-portal/notebook:latest (make image-notebook) or install it (pip install jupyterlab)." >&2',
+            "    exit 1",
+            "  fi",
+            f"  if {'command -v jupyter-lab >/dev/null 2>&1' if interface == 'lab' else 'false'}; then",
+            f"    {lab}",
+            "  else",
+            f"    {notebook}",
+            "  fi",
+            f'  echo "PAI: Jupyter starts on port {port}; open it from the job page"',
+            "fi",
+        ]
+    )
+    return Command(f"{here}.parameters", text)
 
 
 def _with_requirements(names: list[str], requires: dict[str, list[str]]) -> list[str]:

@@ -8,6 +8,7 @@ from jobs.protocol import timelimit
 from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import apply_hived_hints, move_top_level_class, reserve_tensorboard_port
 from jobs.protocol.hooks import check_role_references
+from jobs.protocol.interactive import reserve_jupyter_port
 from jobs.protocol.launcher_env import master_role_errors
 from jobs.protocol.spec import RUNTIME_PLUGINS, NormalizedSpec
 from jobs.protocol.templating import REFERENCE, Scope, expand, expand_tree, secret_reference, to_text
@@ -156,6 +157,7 @@ def normalize(doc: dict[str, Any]) -> tuple[NormalizedSpec, dict[str, str], list
     spec["extras"] = extras
     normalized = cast(NormalizedSpec, spec)  # complete: every key of a NormalizedSpec is set
     reserve_tensorboard_port(normalized)
+    reserve_jupyter_port(normalized)
     if not errors:
         errors.extend(check_role_references(normalized))
     return normalized, secrets, errors

@@ -13,6 +13,10 @@ from web.templatetags.portal import diagnostics_text
     [
         ("PAIRuntimeUserStop: stopped at the user's request.", "PAIRuntimeUserStop: 应用户请求而停止。"),
         (
+            "PAIRuntimeUserStop: stopped because jupyter was idle for 30 minutes.",
+            "PAIRuntimeUserStop: 因 jupyter 空闲 30 分钟而停止。",
+        ),
+        (
             "worker-0: killed: out of memory (the task's limit is 256 MB, memoryMB)",
             "worker-0: 因内存不足被终止（任务的上限为 256 MB，即 memoryMB）",
         ),

@@ -19,7 +19,6 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import LOG_SAYS, spec_row
-from jobs.protocol.hooks import TENSORBOARD_PORT_LABEL
 from jobs.protocol.spec import NormalizedSpec
 from web.error_text import translate_diagnostics, translate_reason
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
@@ -154,26 +153,25 @@ def exit_spec(code: int | None) -> dict[str, Any]:
 
 @register.filter
 def port_links(task: Any) -> list[dict[str, Any]]:
-    """Each of the task's ports with a `http://ip:port` link, so Jupyter/TensorBoard open in a click.
-    Ports are published on the node's address (a container's own IP is on its job's network)."""
+    """Each of the task's ports with a link: an app's (Jupyter, TensorBoard, an `http` port) through
+    the portal's proxy (`task.app_urls`, set by web.job_page.app_rows), any other's to the node's
+    address, where ports are published (a container's own IP is on its job's network)."""
     ip = task.node.address if task.node_id and task.node else task.ip
+    apps = getattr(task, "app_urls", {})
     links = []
     for label, ports in (task.ports or {}).items():
         for port in ports if isinstance(ports, list) else [ports]:
             # sshd speaks no HTTP: its port is shown, not linked (the SSH card has the command).
             linkable = ip and label != "ssh"
-            links.append({"label": label, "port": port, "url": f"http://{ip}:{port}" if linkable else ""})
+            url = apps.get(label) or (f"http://{ip}:{port}" if linkable else "")
+            links.append({"label": label, "port": port, "url": url})
     return links
 
 
 @register.filter
-def tensorboard_url(tasks: list[Any]) -> str:
-    """Where the tensorboard plugin's TensorBoard listens: the first running task with its port."""
-    for task in tasks:
-        if task.state == "RUNNING" and TENSORBOARD_PORT_LABEL in (task.ports or {}):
-            link = next((link for link in port_links(task) if link["label"] == TENSORBOARD_PORT_LABEL), None)
-            return link["url"] if link else ""
-    return ""
+def app_name(app: Any) -> str:
+    """Jupyter, TensorBoard, or the name of the `http` port."""
+    return {"jupyter": "Jupyter", "tensorboard": "TensorBoard"}.get(app.kind, app.port_label)
 
 
 @register.filter
