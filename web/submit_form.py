@@ -26,6 +26,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from jobs.protocol import JobConfigError, priority
+from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
@@ -61,6 +62,7 @@ JOB_FIELDS = (
     "ssh_keys",
     "tensorboard",
     "tensorboard_logdir",
+    "jupyter",
     # Data
     "storages",
     "registry_username",
@@ -334,6 +336,7 @@ def form_to_config(data: JobFormData) -> dict[str, Any]:
     _priority_to_config(extras, data.job, changed)
     _ssh_to_config(extras, data.job, changed)
     _tensorboard_to_config(extras, data.job, changed)
+    _jupyter_to_config(extras, data.job, changed)
     _storages_to_config(extras, data.job, changed)
     _set(config, "extras", extras)
     return config
@@ -397,6 +400,16 @@ def _tensorboard_to_config(extras: dict[str, Any], job: dict[str, str], changed:
         parameters = _dict(entry.get("parameters"))
         parameters["logdir"] = _logdirs(job.get("tensorboard_logdir", "") or DEFAULT_TENSORBOARD_LOGDIR)
         plugins.append({**entry, "parameters": parameters})
+    _set_plugins(extras, plugins)
+
+
+def _jupyter_to_config(extras: dict[str, Any], job: dict[str, str], changed: set[str]) -> None:
+    """The jupyter plugin (jobs/protocol/interactive.py) on or off; its parameters kept."""
+    if "jupyter" not in changed:
+        return
+    plugins = [p for p in _plugins(extras) if not (isinstance(p, dict) and p.get("plugin") == JUPYTER_PLUGIN)]
+    if job.get("jupyter") == "on":
+        plugins.append(_plugin(_plugins(extras), JUPYTER_PLUGIN) or {"plugin": JUPYTER_PLUGIN})
     _set_plugins(extras, plugins)
 
 
@@ -583,6 +596,7 @@ def _tools_of(extras: dict[str, Any]) -> dict[str, str]:
         "ssh_keys": "\n".join(_text(k) for k in keys) if isinstance(keys, list) else _text(keys),
         "tensorboard": "on" if tensorboard is not None else "",
         "tensorboard_logdir": logdir if tensorboard is not None else "",
+        "jupyter": "on" if _plugin(plugins, JUPYTER_PLUGIN) is not None else "",
         "storages": "\n".join(_storage_names(extras, plugins)),
     }
 
@@ -679,7 +693,12 @@ def other_settings(config: dict[str, Any]) -> dict[str, Any]:
         name = plugin.get("plugin") if isinstance(plugin, dict) else None
         name = name if isinstance(name, str) else ""  # not validated yet: `plugin: [1]` is kept, shown
         # What a field shows: ssh's jobssh and userssh, tensorboard's logdir, the storages named.
-        shown = {"ssh": ("jobssh", "userssh"), "tensorboard": ("logdir",), TEAMWISE_STORAGE_PLUGIN: ()}.get(name)
+        shown = {
+            "ssh": ("jobssh", "userssh"),
+            "tensorboard": ("logdir",),
+            JUPYTER_PLUGIN: (),
+            TEAMWISE_STORAGE_PLUGIN: (),
+        }.get(name)
         if shown is not None:
             if name == TEAMWISE_STORAGE_PLUGIN and _storage_names({}, [plugin]):
                 shown = ("storageConfigNames",)  # an empty list (the user's default storages) stays shown

@@ -21,4 +21,4 @@ def open_app(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "apps/refused.html", {"kind": app.kind}, status=403)
     origin = app_origin(app, request.scheme or "http", request.get_port())
     next_path = safe_next(request.GET.get("next", "/"))
-    return HttpResponseRedirect(sign_in_url(origin, app.slug, int(request.user.pk), next_path))
+    return HttpResponseRedirect(sign_in_url(origin, app.slug, int(request.user.pk or 0), next_path))
