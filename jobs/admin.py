@@ -212,6 +212,7 @@ label(
         "priority": _("Priority"),
         "priority_class": _("Priority class"),
         "stop_deadline": _("Stop deadline"),
+        "stop_reason": _("Why the portal stopped it"),
         "preempted_by": _("Preempted by"),
         "preemptions": _("Preemptions"),
         "borrowed_from": _("On the idle quota of"),

@@ -84,11 +84,6 @@ def app_errors(spec: NormalizedSpec) -> list[FieldError]:
             continue
         parameters = parameters or {}
         errors.extend(_common_errors(parameters, f"{here}.parameters"))
-        roles = plugin.get("taskroles")
-        if roles is not None and (
-            not isinstance(roles, list) or not roles or any(role not in spec["taskRoles"] for role in roles)
-        ):
-            errors.append((f"{here}.taskroles", f"must list task roles of this job ({', '.join(spec['taskRoles'])})"))
         if kind == JUPYTER_PLUGIN and parameters.get("interface", "lab") not in JUPYTER_INTERFACES:
             errors.append((f"{here}.parameters.interface", "must be lab or notebook"))
         if kind == HTTP_PLUGIN:

@@ -143,8 +143,9 @@ class Browser:
 
 
 @pytest.fixture
-def browser_at(asgi_live_server) -> Callable[..., Browser]:
+def browser_at(asgi_live_server, settings) -> Callable[..., Browser]:
     """A client at the app's origin, signed in as `user` through a ticket (None: anonymous)."""
+    settings.PAI_PUBLIC_URL = asgi_live_server.url
 
     def at(app: InteractiveApp, user: Any = None) -> Browser:
         origin = app_origin(app, "http", asgi_live_server.port)

@@ -4,10 +4,12 @@ what the browser sees, and that bodies stream."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from jobs.models import InteractiveApp
 from tests.apps.conftest import BIG_BYTES
@@ -165,14 +167,14 @@ def test_it_says_how_long_an_idle_app_has_left(serving_job, browser_at, user):
     assert status["warned"] is True and status["secondsLeft"] == 0 and "idle" in status["message"]
 
 
-async def _talk(browser, origin: str | None, cookie: str) -> list[str | bytes]:
+async def _talk(browser, origin: Any, cookie: str) -> list[str | bytes]:
     # The app's host in the URL (its Host header), the connection to the live server's address.
     port = urlsplit(browser.base).port
     async with websockets.connect(
         f"ws://{browser.host}/ws",
         origin=origin,
         additional_headers={"Cookie": cookie},
-        subprotocols=["v1.test"],
+        subprotocols=[Subprotocol("v1.test")],
         host="127.0.0.1",
         port=port,
     ) as socket_:

@@ -10,7 +10,7 @@ from django.utils import timezone
 from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.crypto import encrypt_text
-from jobs.models import Job
+from jobs.models import InteractiveApp, Job
 from scheduling.models import VcQueue
 from tests.factories import v2_yaml
 
@@ -47,12 +47,41 @@ def test_it_links_ports_at_the_node_address_where_they_are_published(alice_clien
     assert 'href="http://10.0.0.5:20001"' in alice_client.get("/jobs/alice~bridged/").content.decode()
 
 
-def test_it_links_the_tensorboard_of_a_running_job(alice_client, user, make_job):
+def _app(job, kind: str, **fields) -> InteractiveApp:
+    return InteractiveApp.objects.create(job=job, kind=kind, role="worker", port_label=kind, slug=f"s{kind}", **fields)
+
+
+def test_it_opens_a_running_jobs_tensorboard_through_the_proxy(alice_client, user, make_job):
     job = make_job(user, "board", state="RUNNING")
     node = Node.objects.create(name="n1", address="10.0.0.5")
     job.tasks.update(state="RUNNING", node=node, ports={"tensorboard": [20007]})
+    _app(job, "tensorboard", ready_at=timezone.now())
     page = alice_client.get("/jobs/alice~board/").content.decode()
-    assert 'href="http://10.0.0.5:20007" target="_blank" rel="noopener" data-tensorboard-link' in page
+    assert 'href="/apps/stensorboard/open/" target="_blank" rel="noopener" data-app-open="tensorboard"' in page
+    assert "http://10.0.0.5:20007" not in page  # its port's link goes through the proxy too
+
+
+def test_it_says_an_app_is_starting_until_it_answers(alice_client, user, make_job):
+    job = make_job(user, "nb", state="RUNNING")
+    job.tasks.update(state="RUNNING", node=Node.objects.create(name="n1", address="10.0.0.5"), ports={"jupyter": [1]})
+    _app(job, "jupyter")
+    page = alice_client.get("/jobs/alice~nb/").content.decode()
+    assert "data-app-starting" in page and "data-app-open" not in page
+
+
+def test_it_says_when_an_idle_app_will_stop(alice_client, user, make_job):
+    job = make_job(user, "nb", state="RUNNING")
+    job.tasks.update(state="RUNNING", node=Node.objects.create(name="n1", address="10.0.0.5"), ports={"jupyter": [1]})
+    _app(job, "jupyter", ready_at=timezone.now(), idle_seconds=3600)
+    assert "if it stays idle" in alice_client.get("/jobs/alice~nb/").content.decode()
+
+
+def test_it_offers_no_open_button_to_who_may_not_open_the_app(admin_client, user, make_job):
+    job = make_job(user, "nb", state="RUNNING")
+    job.tasks.update(state="RUNNING", node=Node.objects.create(name="n1", address="10.0.0.5"), ports={"jupyter": [1]})
+    _app(job, "jupyter", ready_at=timezone.now())
+    page = admin_client.get("/jobs/alice~nb/").content.decode()
+    assert 'data-app="jupyter"' in page and "data-app-open" not in page
 
 
 def test_it_shows_the_exit_spec_phrase_beside_the_exit_code(alice_client, user, make_job):
