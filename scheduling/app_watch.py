@@ -42,23 +42,19 @@ class Probe:
 
 
 def probe_app(app: InteractiveApp, target: Target) -> Probe:
-    """Any HTTP answer counts as up; Jupyter also says its last activity and its kernels' states."""
+    """Any HTTP answer counts as up. Jupyter is asked for its kernels only (its /api/status counts
+    every API call as activity, this probe's own included): busy ones, and their last activity."""
     base = f"http://{target.host}:{target.port}"
-    headers = {"Authorization": f"token {app_token(app)}"} if app.kind == JUPYTER_PLUGIN else {}
+    jupyter = app.kind == JUPYTER_PLUGIN
+    headers = {"Authorization": f"token {app_token(app)}"} if jupyter else {}
     try:
-        status = _get(f"{base}/api/status" if app.kind == JUPYTER_PLUGIN else f"{base}/", headers)
+        kernels = _get(f"{base}/api/kernels" if jupyter else f"{base}/", headers)
     except OSError:
         return Probe(answered=False)
-    if app.kind != JUPYTER_PLUGIN or not isinstance(status, dict):
-        return Probe(answered=True)
-    try:
-        kernels = _get(f"{base}/api/kernels", headers)
-    except OSError:
-        kernels = []
-    listed = kernels if isinstance(kernels, list) else []
-    busy = any(isinstance(k, dict) and k.get("execution_state") == "busy" for k in listed)
-    seen = parse_datetime(str(status.get("last_activity") or ""))
-    return Probe(answered=True, busy=busy, last_activity=seen)
+    listed = [k for k in kernels if isinstance(k, dict)] if jupyter and isinstance(kernels, list) else []
+    busy = any(k.get("execution_state") == "busy" for k in listed)
+    seen = [when for k in listed if (when := parse_datetime(str(k.get("last_activity") or "")))]
+    return Probe(answered=True, busy=busy, last_activity=max(seen, default=None))
 
 
 def _get(url: str, headers: dict[str, str]) -> object:

@@ -17,7 +17,16 @@ from aiohttp import WSMsgType, web
 from clusters.models import Node
 from jobs.interactive import app_origin
 from jobs.models import InteractiveApp, Job
+from tests.docker.conftest import (  # noqa: F401  (fixtures of the Docker tests, for tests/apps/test_jupyter.py)
+    docker_engine,
+    docker_node,
+    namespace,
+    new_scheduler,
+    run_until,
+    scheduler,
+)
 from tests.factories import create_job
+from tests.ssh.conftest import chromium  # noqa: F401  (a fixture)
 from web.app_proxy import passes
 
 BIG_BYTES = 3 * 1024 * 1024

@@ -59,7 +59,8 @@ HOP_BY_HOP = frozenset(
 )
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ACTIVITY_WRITE_S = 10.0
-INJECT_MAX_BYTES = 4 * 1024 * 1024  # HTML pages bigger than this go through untouched
+INJECT_MAX_BYTES = 4 * 1024 * 1024
+PIECE_BYTES = 256 * 1024  # HTML pages bigger than this go through untouched
 BANNER_SCRIPT = b'<script src="/.pai/app.js" defer></script>'
 APP_JS = """(function () {
   var bar = null;
@@ -207,8 +208,8 @@ class AppProxy:
                         kept = [(k, v) for k, v in kept if k != b"content-length"]
                         kept.append((b"content-length", str(len(body)).encode()))
                         return await respond_raw(send, answer.status, kept, body)
-                    return await stream(send, answer.status, kept, answer.content.iter_any(), first=body)
-                await stream(send, answer.status, kept, answer.content.iter_any())
+                    return await stream(send, answer.status, kept, answer.content, first=body)
+                await stream(send, answer.status, kept, answer.content)
         except (TimeoutError, aiohttp.ClientConnectionError):
             await page(
                 send,
@@ -418,22 +419,24 @@ def status_of(view: AppView) -> dict[str, Any]:
     }
 
 
-async def stream(
-    send: Send, status: int, headers: list[tuple[bytes, bytes]], chunks: AsyncIterator[bytes], first: bytes = b""
-) -> None:
+async def stream(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: Any, first: bytes = b"") -> None:
+    """The app's answer to the browser, what has arrived sent together up to PIECE_BYTES (fewer,
+    bigger sends than one per socket read)."""
     await send({"type": "http.response.start", "status": status, "headers": headers})
     if first:
-        await _send_body(send, first, more=True)
-    async for chunk in chunks:
-        await _send_body(send, chunk, more=True)
+        await _send_body(send, first)
+    while piece := await body.read(PIECE_BYTES):
+        # (what has arrived already goes along; a pause in the app's answer is never waited out)
+        while len(piece) < PIECE_BYTES and (more := body.read_nowait(PIECE_BYTES - len(piece))):
+            piece += more
+        await _send_body(send, piece)
     await send({"type": "http.response.body", "body": b""})
 
 
-async def _send_body(send: Send, chunk: bytes, more: bool) -> None:
+async def _send_body(send: Send, chunk: bytes) -> None:
     # A browser that stops reading frees its connection to the app after the portal's write timeout.
-    await asyncio.wait_for(
-        send({"type": "http.response.body", "body": chunk, "more_body": more}), settings.PAI_HTTP_WRITE_TIMEOUT
-    )
+    async with asyncio.timeout(settings.PAI_HTTP_WRITE_TIMEOUT):
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
 
 async def respond_raw(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
