@@ -131,7 +131,7 @@ def main() -> None:
         try:
             wait_for(app_port, upstream)
             wait_for(portal_port, portal)
-            direct = (f"http://127.0.0.1:{app_port}", {})
+            direct: tuple[str, dict[str, str]] = (f"http://127.0.0.1:{app_port}", {})
             proxied = (
                 f"http://127.0.0.1:{portal_port}",
                 {"Host": f"{slug}.apps.localhost:{portal_port}", "Cookie": cookie},

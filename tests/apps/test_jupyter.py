@@ -129,7 +129,7 @@ def test_an_idle_notebook_is_stopped_with_its_reason_on_the_job_page(
         assert time.monotonic() < deadline, "never stopped"
         watch_apps()
         time.sleep(1)
-    assert timezone.now() - app.ready_at >= timedelta(seconds=6)
+    assert app.ready_at is not None and timezone.now() - app.ready_at >= timedelta(seconds=6)
     job = run_until(job, JobState.STOPPED, timeout=60)
     assert job.exit_diagnostics.endswith("stopped because jupyter was idle for 0.1 minutes.")
     browser = Client()

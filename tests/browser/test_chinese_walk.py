@@ -10,17 +10,18 @@ import re
 import time
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs import job_templates
 from jobs.actions import submit_job
-from jobs.models import JobState, TaskSample, TaskState
+from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
 from jobs.sweeps import submit_sweep
 from scheduling.models import VcSample
 from tests.browser.english import english_texts
 from tests.browser.pages import visible_prose
-from tests.factories import create_job, v2_yaml
+from tests.factories import create_job, create_user, v2_yaml
 from tests.web.test_translations import po_entries
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -142,6 +143,30 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     page.goto(f"/jobs/{running.full_name}/")
     expect(page.locator("[data-usage-charts] canvas").first).to_be_visible()
     check("running job with charts")
+    role = running.tasks.earliest("id").role
+    for kind, ready in (("jupyter", True), ("tensorboard", False)):
+        InteractiveApp.objects.create(
+            job=running,
+            kind=kind,
+            role=role,
+            port_label=kind,
+            slug=f"walk{kind}",
+            idle_seconds=3600,
+            ready_at=timezone.now() if ready else None,
+            idle_warned_at=timezone.now() if ready else None,
+        )
+    page.goto(f"/jobs/{running.full_name}/")
+    expect(page.locator("[data-job-apps]")).to_be_visible()
+    check("running job with apps")
+    InteractiveApp.objects.create(
+        job=create_job(create_user("bob"), "bobs-notebook"),
+        kind="jupyter",
+        role="worker",
+        port_label="jupyter",
+        slug="walkbob",
+    )
+    page.goto("/apps/walkbob/open/")
+    check("an app not yours")
     page.goto(f"/jobs/{waiting.full_name}/stop/")
     check("stop confirmation")
     page.goto(f"/jobs/stop-selected/?ids={waiting.pk}")

@@ -8,11 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from jobs import job_templates
-from jobs.models import Job
+from jobs.models import InteractiveApp, Job
 from jobs.sweeps import submit_sweep
-from tests.factories import create_job, v2_yaml
+from tests.factories import create_job, create_user, v2_yaml
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -66,7 +67,7 @@ SWEEP = v2_yaml("resnet50-imagenet-lr-search-cosine-warmup", "sleep 30") + (
 @pytest.fixture
 def portal(admin_user) -> dict[str, str]:
     """An admin's portal with 50 jobs on the list, long names and long waiting reasons."""
-    for number in range(50):
+    for number in range(49):  # and bob's below: 50 on the admin's list
         create_job(
             admin_user,
             f"resnet50-imagenet-lr0_1-batch256-warmup5-cosine-{number:02d}",
@@ -74,12 +75,30 @@ def portal(admin_user) -> dict[str, str]:
             pending_reason=LONG_REASON if number % 2 else "",
         )
     job = Job.objects.filter(state="RUNNING").earliest("id")
+    with_apps = Job.objects.filter(state="RUNNING").latest("id")
+    with_apps.tasks.update(state="RUNNING", ports={"jupyter": [20001], "web": [20002]})
+    for kind, label in (("jupyter", "jupyter"), ("http", "web")):
+        InteractiveApp.objects.create(
+            job=with_apps,
+            kind=kind,
+            role="worker",
+            port_label=label,
+            slug=f"phone{kind}",
+            idle_seconds=3600,
+            ready_at=timezone.now() if kind == "jupyter" else None,
+        )
+    someone_elses = create_job(create_user("bob"), "bobs-notebook", state="WAITING")
+    InteractiveApp.objects.create(
+        job=someone_elses, kind="jupyter", role="worker", port_label="jupyter", slug="phonebob"
+    )
     return {
         "job list, 50 rows": "/?size=50",
         "profile": "/profile/",
         "terminal": f"/jobs/{job.full_name}/terminal/worker/0/",
         "submit": "/submit/",
         "job page": f"/jobs/{job.full_name}/",
+        "job page with apps": f"/jobs/{with_apps.full_name}/",
+        "an app not yours": "/apps/phonebob/open/",
         "stop confirmation": f"/jobs/{job.full_name}/stop/",
         "stop selected": f"/jobs/stop-selected/?ids={job.pk}",
         "cluster": "/cluster/",
@@ -98,6 +117,8 @@ PAGES = [
     "terminal",
     "submit",
     "job page",
+    "job page with apps",
+    "an app not yours",
     "stop confirmation",
     "stop selected",
     "cluster",
