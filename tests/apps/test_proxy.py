@@ -4,6 +4,7 @@ what the browser sees, and that bodies stream."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -130,8 +131,6 @@ def test_it_says_an_ended_jobs_app_is_gone(serving_job, browser_at, user):
     app = serving_job()
     browser = browser_at(app, user)
     type(app.job).objects.filter(pk=app.job_id).update(state="STOPPED")
-    import time
-
     time.sleep(3.1)  # the proxy's view of an app is a few seconds old at most
     answer = browser.get("/")
     assert answer.status_code == 410 and "STOPPED" in answer.text
@@ -152,8 +151,6 @@ def test_it_records_traffic_as_the_apps_activity(serving_job, browser_at, user):
         app.refresh_from_db()
         if app.last_activity_at:
             break
-        import time
-
         time.sleep(0.1)
     assert app.last_activity_at is not None
 

@@ -355,7 +355,7 @@ def board_image(docker_engine):
     return tag
 
 
-def test_the_tensorboard_plugin_serves_on_the_allocated_port_linked_from_the_job_page(
+def test_the_tensorboard_plugin_serves_on_the_allocated_port_opened_from_the_job_page(
     user, docker_node, run_until, board_image
 ):
     import urllib.request
@@ -379,7 +379,9 @@ def test_the_tensorboard_plugin_serves_on_the_allocated_port_linked_from_the_job
             time.sleep(0.2)
     browser = Client()
     browser.force_login(user)
-    assert f'href="{address}"' in browser.get(f"/jobs/{job.full_name}/").content.decode()
+    # The job page opens it through the portal's proxy (tests/apps), never at the node's raw port.
+    page = browser.get(f"/jobs/{job.full_name}/").content.decode()
+    assert f'href="/apps/{job.apps.get().slug}/open/"' in page and f'href="{address}"' not in page
 
 
 def test_a_malformed_image_ends_as_254_with_what_to_change_and_is_not_retried(user, docker_node, run_until):
