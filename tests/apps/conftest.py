@@ -49,6 +49,7 @@ def _app(seen: list[dict[str, Any]]) -> web.Application:
         entry = await record(request)
         response = web.json_response({**entry, "body": entry["body"].decode()})
         response.set_cookie("app_cookie", "from-the-app")
+        response.headers.add("Set-Cookie", "tossed=1; Domain=localhost; Path=/")
         response.headers.add("Set-Cookie", f"{passes.SESSION_COOKIE}=forged-by-the-app; Path=/")
         return response
 

@@ -97,6 +97,11 @@ def test_it_passes_the_apps_cookies_but_not_one_named_as_its_own(serving_job, br
     assert not any(c.startswith(passes.SESSION_COOKIE) for c in cookies)
 
 
+def test_it_keeps_the_apps_cookies_to_the_apps_own_host(serving_job, browser_at, user):
+    cookies = browser_at(serving_job(), user).get("/echo").raw.headers.getlist("Set-Cookie")
+    assert "tossed=1; Path=/" in cookies  # no Domain=localhost: never a cookie for the portal's host
+
+
 def test_it_refuses_a_post_from_another_origin(serving_job, browser_at, user, upstream):
     browser = browser_at(serving_job(), user)
     before = len(upstream.seen)

@@ -9,7 +9,7 @@ may open the app (jobs.interactive.may_open, re-read every few seconds), else a 
 portal's Open page to get one and anything else is refused; a state-changing request or a
 websocket whose Origin is another host is refused (the proxy's CSRF rule: apps of one domain are
 same-site to each other); our cookie is taken out of what the app receives and may not be set by
-it; Jupyter's token is added here, so the browser never holds it. Bodies stream both ways
+it, and the app's own cookies lose any Domain (no cookie for its parent domain, the portal's); Jupyter's token is added here, so the browser never holds it. Bodies stream both ways
 (aiohttp), websockets are relayed message by message, and traffic resets the app's idle clock
 (at most one write per app and ACTIVITY_WRITE_S per process). HTML pages of an app that can be
 stopped when idle get a small script that shows the warning (`/.pai/app.js`).
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from html import escape
@@ -57,6 +58,7 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
+COOKIE_DOMAIN = re.compile(rb";\s*domain=[^;]*", re.IGNORECASE)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ACTIVITY_WRITE_S = 10.0
 INJECT_MAX_BYTES = 4 * 1024 * 1024
@@ -375,8 +377,10 @@ def response_headers(raw: Any) -> list[tuple[bytes, bytes]]:
         name = bytes(key).lower()
         if name in HOP_BY_HOP:
             continue
-        if name == b"set-cookie" and bytes(value).strip().startswith(passes.SESSION_COOKIE.encode() + b"="):
-            continue  # the app may not replace the proxy's session
+        if name == b"set-cookie":
+            if bytes(value).strip().startswith(passes.SESSION_COOKIE.encode() + b"="):
+                continue  # the app may not replace the proxy's session
+            value = COOKIE_DOMAIN.sub(b"", bytes(value))  # its cookies stay its own host's
         kept.append((name, bytes(value)))
     return kept
 
