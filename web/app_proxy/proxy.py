@@ -9,8 +9,9 @@ may open the app (jobs.interactive.may_open, re-read every few seconds), else a 
 portal's Open page to get one and anything else is refused; a state-changing request or a
 websocket whose Origin is another host is refused (the proxy's CSRF rule: apps of one domain are
 same-site to each other); our cookie is taken out of what the app receives and may not be set by
-it, and the app's own cookies lose any Domain (no cookie for its parent domain, the portal's); Jupyter's token is added here, so the browser never holds it. Bodies stream both ways
-(aiohttp), websockets are relayed message by message, and traffic resets the app's idle clock
+it, and the app's own cookies lose any Domain (no cookie for its parent domain, the portal's);
+Jupyter's token is added here, so the browser never holds it. Bodies stream both ways (aiohttp),
+websockets are relayed message by message, and traffic resets the app's idle clock
 (at most one write per app and ACTIVITY_WRITE_S per process). HTML pages of an app that can be
 stopped when idle get a small script that shows the warning (`/.pai/app.js`).
 """
