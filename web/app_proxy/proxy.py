@@ -90,6 +90,7 @@ APP_JS = """(function () {
       if (s.warned) { show(s); } else if (bar) { bar.remove(); bar = null; }
     }).catch(function () {});
   }
+  window.paiIdleCheck = check;
   check();
   setInterval(check, 15000);
 })();
