@@ -37,13 +37,8 @@ def sign_in_url(origin: str, slug: str, user_id: int, next_path: str) -> str:
 
 def redeem_ticket(ticket: str, slug: str) -> Pass | None:
     """The ticket's user for this app, once; None when forged, expired, used or for another app."""
-    try:
-        data = signing.loads(ticket, salt=TICKET_SALT, max_age=TICKET_S)
-    except signing.BadSignature:
-        return None
-    if not isinstance(data, dict) or data.get("a") != slug or not isinstance(data.get("u"), int):
-        return None
-    if not cache.add(f"pai-app-ticket:{data.get('n')}", 1, TICKET_S * 2):  # used before
+    data = _signed_for(ticket, slug, TICKET_SALT, TICKET_S)
+    if data is None or not cache.add(f"pai-app-ticket:{data.get('n')}", 1, TICKET_S * 2):  # (used before)
         return None
     return Pass(slug, data["u"])
 
@@ -53,15 +48,19 @@ def session_value(granted: Pass) -> str:
 
 
 def read_session(value: str | None, slug: str) -> Pass | None:
-    if not value:
-        return None
+    data = _signed_for(value or "", slug, SESSION_SALT, SESSION_S)
+    return Pass(slug, data["u"]) if data is not None else None
+
+
+def _signed_for(value: str, slug: str, salt: str, max_age: int) -> dict | None:
+    """What a ticket or a session says, when it is genuine, fresh and for this app."""
     try:
-        data = signing.loads(value, salt=SESSION_SALT, max_age=SESSION_S)
+        data = signing.loads(value, salt=salt, max_age=max_age)
     except signing.BadSignature:
         return None
     if not isinstance(data, dict) or data.get("a") != slug or not isinstance(data.get("u"), int):
         return None
-    return Pass(slug, data["u"])
+    return data
 
 
 def safe_next(path: str) -> str:
