@@ -188,6 +188,7 @@ def claim_for_launch(
             )
     job.job_attempt += 1  # what the claim's F() expression made of it
     job.state = JobState.RUNNING
+    notifications.job_changed(job.pk, "running")
     return tasks
 
 
@@ -646,6 +647,7 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             else gettext_noop("%(task)s exited %(code)s; retrying the whole job (transient, not charged).")
         )
         event(job.pk, "job-retry", text, task=f"{trigger.role}-{trigger.index}", code=trigger.exit_code)
+    notifications.job_changed(job.pk, "retried")
     return True
 
 

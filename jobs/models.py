@@ -22,6 +22,8 @@ __all__ = [
     "TaskAttempt",
     "TaskSample",
     "TaskState",
+    "Webhook",
+    "WebhookDelivery",
 ]
 
 
@@ -298,6 +300,47 @@ class InteractiveApp(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.slug}"
+
+
+class Webhook(models.Model):
+    """A URL that gets a JSON POST (Slack-compatible `text` and the job's fields) when a job reaches
+    one of `events` (jobs/webhooks.py): a user's for their own jobs, or, with no owner, an admin's
+    for every job of the deployment."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhooks", null=True, blank=True
+    )
+    url = models.URLField(max_length=2000)
+    secret_encrypted = models.TextField()  # signs each POST (X-PAI-Signature); shown once, at creation
+    events = models.JSONField(default=list)  # of jobs.webhooks.EVENTS
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class WebhookDelivery(models.Model):
+    """One POST to make (an outbox row written with the job's change): sent by the sampler's
+    process, retried with backoff, never in a scheduler pass."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    event = models.CharField(max_length=16)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)  # None: done or given up
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    last_status = models.CharField(max_length=200, blank=True, default="")  # "200", "timed out after 5 s"...
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.event}"
 
 
 class JobEvent(models.Model):

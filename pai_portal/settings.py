@@ -242,6 +242,10 @@ EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
 DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
 # The portal's address as users reach it, for links in emails.
 PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
+# Webhooks (jobs/webhooks.py): targets on loopback, private, link-local or reserved addresses are
+# refused unless their host (or host:port) is listed here; each POST waits this many seconds.
+PAI_WEBHOOK_ALLOWED_HOSTS = env_list("PAI_WEBHOOK_ALLOWED_HOSTS", "")
+PAI_WEBHOOK_TIMEOUT = env_float("PAI_WEBHOOK_TIMEOUT", 5.0, minimum=0.1)
 # Interactive apps (Jupyter, TensorBoard, a job's `http` ports) are served by the portal's proxy
 # at an origin of their own, `<app>.<PAI_APPS_DOMAIN>` (wildcard DNS to the portal; browsers
 # resolve *.localhost themselves), on the port the portal is reached at unless PAI_APPS_PORT says.

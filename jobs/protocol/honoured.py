@@ -115,12 +115,6 @@ def unsupported(spec: NormalizedSpec) -> list[FieldError]:
         plugin = prerequisite.get("plugin")
         if plugin and plugin not in CMD_PLUGINS:
             errors.append((f"prerequisites[{i}].plugin", f"plugin {plugin!r} is not supported (only the cmd plugin)"))
-    notification = extras.get("jobStatusChangeNotification") or {}
-    for event in ("running", "retried"):  # only a job's ending is mailed (jobs.notifications)
-        if notification.get(event):
-            errors.append(
-                (f"extras.jobStatusChangeNotification.{event}", "the portal mails only when a job ends; remove it")
-            )
     errors.extend(storage_requests(spec).errors)
     return errors
 

@@ -106,7 +106,7 @@ def split_registry(registry: str) -> tuple[str, str]:
     return host.lower().rstrip("."), port
 
 
-def _as_address(host: str) -> IpAddress | None:
+def as_address(host: str) -> IpAddress | None:
     """The address a host written as a number names, including the legacy IPv4 forms the C
     resolver still accepts (`127.1`, `2130706433`, `0x7f.0.0.1`)."""
     try:
@@ -125,7 +125,7 @@ def private_reason(host: str, portal_hosts: Collection[str]) -> str | None:
     """Why the engine must not be sent to this host, or None."""
     if host == "localhost" or host.endswith(".localhost"):
         return "a loopback address"
-    address = _as_address(host)
+    address = as_address(host)
     if address is not None:
         if address.is_loopback:
             return "a loopback address"
@@ -144,7 +144,7 @@ def _is_portal_host(host: str, address: IpAddress | None, portal_hosts: Collecti
         if own.startswith("."):  # Django's ALLOWED_HOSTS: the domain and every subdomain
             if host == own[1:] or host.endswith(own):
                 return True
-        elif host == own or (address is not None and address == _as_address(own)):
+        elif host == own or (address is not None and address == as_address(own)):
             return True
     return False
 

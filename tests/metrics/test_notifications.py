@@ -66,3 +66,15 @@ def test_it_saves_the_profiles_notification_settings(user, client):
     client.post("/profile/notifications", {"email": "failed", "browser": "on"})
 
     assert NotificationPreference.objects.filter(user=user, email="failed", browser=True).exists()
+
+
+def test_it_mails_when_the_job_runs_and_when_it_is_retried_if_the_config_asks(mailed_user, submit, run_until):
+    extras = "jobRetryCount: 1\nextras:\n  jobStatusChangeNotification: {running: true, retried: true}\n"
+
+    run_until(submit(v2_job("flaky", role("worker", "exit 3"), extra=extras)), JobState.FAILED)
+
+    assert [message.subject for message in mail.outbox] == [
+        "[PAI] Job alice~flaky is running",
+        "[PAI] Job alice~flaky is being retried",
+        "[PAI] Job alice~flaky is running",
+    ]

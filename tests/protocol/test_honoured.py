@@ -89,7 +89,6 @@ def test_tensorboard_serves_several_logdirs_by_name() -> None:
             {},
             f"extras.{RUNTIME}[0].parameters.logdir",
         ),
-        ({"jobStatusChangeNotification": {"running": True}}, {}, "extras.jobStatusChangeNotification.running"),
         ({"storages": [{"name": "team", "mountPath": "data"}]}, {}, "extras.storages[0].mountPath"),
         (
             {RUNTIME: [{"plugin": "teamwise_storage", "parameters": {"storageConfigNames": ["a", ""]}}]},
@@ -109,6 +108,13 @@ def test_it_refuses_what_it_cannot_honour_naming_the_field(
     extras: dict[str, Any], changes: dict[str, Any], field: str
 ) -> None:
     assert [error[0] for error in unsupported(_spec(extras, **changes))] == [field]
+
+
+def test_it_accepts_every_notification_state_of_openpai() -> None:
+    notify = {
+        "jobStatusChangeNotification": dict.fromkeys(("running", "retried", "succeeded", "failed", "stopped"), True)
+    }
+    assert unsupported(_spec(notify)) == []
 
 
 def test_it_accepts_what_it_honours_or_what_changes_nothing() -> None:

@@ -1,5 +1,5 @@
 """`python manage.py runsampler [--once]`: the resource sampler (scheduling.sampler), a process of
-its own beside `runscheduler`."""
+its own beside `runscheduler`, with the webhooks' sender (scheduling.outbox) on a thread."""
 
 import os
 import signal
@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from scheduling.outbox import send_webhooks
 from scheduling.sampler import Sampler, release_lease, take_lease
 
 
@@ -20,7 +21,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         holder = f"{socket.gethostname()}:{os.getpid()}"
-        sampler = Sampler(active=lambda: take_lease(holder))
+        holding = threading.Event()  # the lease, as the sampler last renewed it: the sender's go
+
+        def active() -> bool:
+            held = take_lease(holder)
+            holding.set() if held else holding.clear()
+            return held
+
+        sampler = Sampler(active=active)
         if options["once"]:
             self.stdout.write(f"{sampler.sample_once()} samples stored")
             return
@@ -31,7 +39,10 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, finish)
         signal.signal(signal.SIGINT, finish)
+        sender = threading.Thread(target=send_webhooks, args=(stop, holding.is_set), name="webhooks", daemon=True)
+        sender.start()
         try:
             sampler.run(stop)
         finally:
+            sender.join(10)
             release_lease(holder)

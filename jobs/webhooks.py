@@ -1,0 +1,311 @@
+"""Webhooks: a JSON POST to a user's (or, for every job, an admin's) URL when a job reaches a
+state they picked, including OpenPAI's `running` and `retried`.
+
+A job's change writes one `WebhookDelivery` row per matching hook (`enqueue`, called by
+jobs.notifications after the change committed); the sampler's process sends them
+(`deliver_due`, a thread of `runsampler`), so a slow or dead receiver never holds a scheduler
+pass. Each POST carries Slack's `text` (Slack, Teams, Mattermost incoming webhooks show it) and
+the job's fields, and is signed: `X-PAI-Signature: sha256=<HMAC-SHA256 of "<timestamp>.<body>"
+with the hook's secret>` beside `X-PAI-Timestamp`, `X-PAI-Event` and `X-PAI-Delivery` (the row's
+id: a receiver drops repeats by it, delivery being at least once). A non-2xx answer or no answer is
+tried again after 30 s, 2 min, 8 min, 32 min and 2 h, then given up.
+
+Targets: http(s) only, and never a loopback, private, link-local, reserved or multicast address
+(the portal's own network) unless `PAI_WEBHOOK_ALLOWED_HOSTS` names the host: checked when a hook
+is saved and again at each POST, which connects to the very address checked (a name that resolves
+elsewhere later cannot send it inside).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+import ssl
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.crypto import decrypt_text, encrypt_text
+from jobs.models import Job, Webhook, WebhookDelivery
+from jobs.protocol.images import as_address, is_allowed
+
+log = logging.getLogger("pai.webhooks")
+
+EVENTS = ("running", "retried", "succeeded", "failed", "stopped")
+BACKOFF_S = (30, 120, 480, 1920, 7200)  # after attempts 1..5; the 6th failure gives up
+CLAIM_S = 120  # a delivery being sent is not picked again before this (a sender that died mid-send)
+BATCH = 50
+SENDERS = 8
+MAX_HOOKS_PER_USER = 20
+
+
+class TargetError(ValueError):
+    """Why a URL may not receive webhooks (shown beside the field)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    scheme: str
+    host: str
+    port: int
+    path: str  # with its query
+    address: str  # the checked address the POST connects to
+
+
+def check_target(url: str) -> Target:
+    """The URL's target, resolved and checked; raises TargetError saying why not."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TargetError("must be an http:// or https:// URL")
+    if parts.username or parts.password:
+        raise TargetError("must not hold a user name or password (the secret signs each POST)")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise TargetError("has an invalid port") from exc
+    host = parts.hostname.lower().rstrip(".")
+    try:
+        found = {str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
+    except (OSError, UnicodeError) as exc:
+        raise TargetError(f"names a host that does not resolve ({host})") from exc
+    allowed = is_allowed(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", settings.PAI_WEBHOOK_ALLOWED_HOSTS)
+    for address in sorted(found):
+        why = _inside(address)
+        if why and not allowed:
+            raise TargetError(f"points at {why} ({address}); an admin may allow the host in PAI_WEBHOOK_ALLOWED_HOSTS")
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return Target(parts.scheme, host, port, path, sorted(found)[0])
+
+
+def _inside(text: str) -> str | None:
+    address = as_address(text)
+    if address is None:
+        return None
+    for test, why in (
+        (address.is_loopback, "a loopback address"),
+        (address.is_link_local, "a link-local address"),
+        (address.is_private, "a private address"),
+        (address.is_multicast, "a multicast address"),
+        (address.is_reserved or address.is_unspecified, "a reserved address"),
+    ):
+        if test:
+            return why
+    if isinstance(address, ipaddress.IPv6Address) and address.sixtofour is not None:
+        return _inside(str(address.sixtofour))
+    return None
+
+
+def create_hook(owner: Any, url: str, events: list[str], everyone: bool = False) -> tuple[Webhook, str]:
+    """A new hook and its secret (shown once). Raises TargetError for a URL it may not call."""
+    check_target(url)
+    unknown = [e for e in events if e not in EVENTS]
+    if unknown or not events:
+        raise TargetError(f"pick at least one of {', '.join(EVENTS)}")
+    if not everyone and Webhook.objects.filter(owner=owner).count() >= MAX_HOOKS_PER_USER:
+        raise TargetError(f"you have {MAX_HOOKS_PER_USER} webhooks already: remove one first")
+    secret = secrets.token_urlsafe(32)
+    hook = Webhook.objects.create(
+        owner=None if everyone else owner, url=url.strip(), secret_encrypted=encrypt_text(secret), events=events
+    )
+    forget_hooks()
+    return hook, secret
+
+
+def remove_hook(hook: Webhook) -> None:
+    hook.delete()
+    forget_hooks()
+
+
+# ---- the outbox -----------------------------------------------------------------------------------
+_hooks_cache: tuple[float, list[Webhook]] = (float("-inf"), [])
+HOOKS_CACHE_S = 2.0  # a job change looks the hooks up at most this often per process
+
+
+def _all_hooks() -> list[Webhook]:
+    global _hooks_cache
+    now = time.monotonic()
+    if now - _hooks_cache[0] > HOOKS_CACHE_S:
+        _hooks_cache = (now, list(Webhook.objects.all()))
+    return _hooks_cache[1]
+
+
+def forget_hooks() -> None:
+    """After a hook is added or removed in this process: the next change sees it."""
+    global _hooks_cache
+    _hooks_cache = (float("-inf"), [])
+
+
+def _hooks_for(owner_id: int, event: str) -> list[Webhook]:
+    return [h for h in _all_hooks() if event in h.events and h.owner_id in (None, owner_id)]
+
+
+def wanted(owner_id: int, event: str) -> bool:
+    """Whether a hook wants this owner's jobs' `event` (no query while the hooks are cached)."""
+    return bool(_hooks_for(owner_id, event))
+
+
+def enqueue(job: Job, event: str) -> int:
+    """One delivery per hook of the job's owner, or of the deployment, that asked for `event`."""
+    hooks = _hooks_for(job.owner_id, event)
+    if hooks:  # (the cache may hold a hook removed since, in another process)
+        live = set(Webhook.objects.filter(pk__in=[h.pk for h in hooks]).values_list("pk", flat=True))
+        hooks = [h for h in hooks if h.pk in live]
+    if not hooks:
+        return 0
+    payload = payload_of(job, event)
+    now = timezone.now()
+    WebhookDelivery.objects.bulk_create(
+        [WebhookDelivery(webhook=h, job=job, event=event, payload=payload, next_attempt_at=now) for h in hooks]
+    )
+    return len(hooks)
+
+
+def payload_of(job: Job, event: str) -> dict[str, Any]:
+    url = f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[job.full_name])}"
+    words = {"running": "is running", "retried": "is being retried"}.get(event, event)
+    text = f"Job {job.full_name} {words}" + (f" (exit code {job.exit_code})" if job.exit_code else "") + f": {url}"
+    return {
+        "text": text,
+        "event": event,
+        "job": {
+            "name": job.name,
+            "username": job.owner.get_username(),
+            "fullName": job.full_name,
+            "state": job.state,
+            "virtualCluster": job.virtual_cluster.name,
+            "retries": job.retries_used,
+            "exitCode": job.exit_code,
+            "exitDiagnostics": job.exit_diagnostics,
+            "submittedTime": job.created_at.isoformat(),
+            "completedTime": job.completed_at.isoformat() if job.completed_at else None,
+            "url": url,
+        },
+    }
+
+
+# ---- sending --------------------------------------------------------------------------------------
+def deliver_due(now: Any = None) -> int:
+    """Send what is due: each hook's in the order they happened, the hooks side by side; returns
+    how many were tried."""
+    now = now or timezone.now()
+    due = list(
+        WebhookDelivery.objects.select_related("webhook").filter(next_attempt_at__lte=now).order_by("id")[:BATCH]
+    )
+    claimed = [d for d in due if _claim(d, now)]
+    by_hook: dict[int, list[WebhookDelivery]] = {}
+    for delivery in claimed:
+        by_hook.setdefault(delivery.webhook_id, []).append(delivery)
+    if by_hook:
+        # (The threads only talk HTTP; this one writes what came of it.)
+        with ThreadPoolExecutor(min(SENDERS, len(by_hook)), thread_name_prefix="webhook") as pool:
+            for sent in pool.map(_send_in_order, by_hook.values()):
+                for delivery, (ok, status) in sent:
+                    _record(delivery, ok, status)
+    return len(claimed)
+
+
+def _send_in_order(deliveries: list[WebhookDelivery]) -> list[tuple[WebhookDelivery, tuple[bool, str]]]:
+    return [(delivery, _send(delivery)) for delivery in deliveries]
+
+
+def _claim(delivery: WebhookDelivery, now: Any) -> bool:
+    """Held for CLAIM_S: another sender (or this one after a crash) takes it only after that."""
+    return bool(
+        WebhookDelivery.objects.filter(pk=delivery.pk, next_attempt_at=delivery.next_attempt_at).update(
+            next_attempt_at=now + timedelta(seconds=CLAIM_S)
+        )
+    )
+
+
+def _record(delivery: WebhookDelivery, ok: bool, status: str) -> None:
+    attempts = delivery.attempts + 1
+    if ok:
+        fields: dict[str, Any] = {"delivered_at": timezone.now(), "next_attempt_at": None}
+    elif attempts > len(BACKOFF_S):
+        fields = {"next_attempt_at": None}
+        log.warning("webhook %s gave up after %s tries: %s", delivery.webhook.url, attempts, status)
+    else:
+        fields = {"next_attempt_at": timezone.now() + timedelta(seconds=BACKOFF_S[attempts - 1])}
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(attempts=attempts, last_status=status[:200], **fields)
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def _send(delivery: WebhookDelivery) -> tuple[bool, str]:
+    """(delivered, what happened). Never raises."""
+    try:
+        target = check_target(delivery.webhook.url)
+    except TargetError as exc:
+        return False, f"refused: {exc}"
+    body = json.dumps(delivery.payload).encode()
+    timestamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "PAI-Portal-Webhook",
+        "X-PAI-Event": delivery.event,
+        "X-PAI-Delivery": str(delivery.pk),
+        "X-PAI-Timestamp": timestamp,
+        "X-PAI-Signature": signature(decrypt_text(delivery.webhook.secret_encrypted), timestamp, body),
+    }
+    connection = _connection(target, settings.PAI_WEBHOOK_TIMEOUT)
+    try:
+        connection.request("POST", target.path, body=body, headers={"Host": _host_header(target), **headers})
+        answer = connection.getresponse()
+        answer.read(65536)
+        return 200 <= answer.status < 300, str(answer.status)
+    except (OSError, http.client.HTTPException) as exc:
+        return False, f"no answer: {exc.__class__.__name__}: {exc}"[:200]
+    finally:
+        connection.close()
+
+
+def _host_header(target: Target) -> str:
+    default = 443 if target.scheme == "https" else 80
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    return host if target.port == default else f"{host}:{target.port}"
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    """Connects to the checked address, whatever the name resolves to now."""
+
+    def __init__(self, target: Target, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout)
+        self.address = target.address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, target: Target, timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
+        self.address = target.address
+
+    def connect(self) -> None:
+        raw = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+def _connection(target: Target, timeout: float) -> http.client.HTTPConnection:
+    return (_PinnedHTTPS if target.scheme == "https" else _PinnedHTTP)(target, timeout)
+
+
+def visible_hooks(user: Any, admin: bool) -> Any:
+    """A user's hooks; an admin's page lists the deployment's too."""
+    return Webhook.objects.filter(Q(owner=user) | Q(owner__isnull=True) if admin else Q(owner=user))

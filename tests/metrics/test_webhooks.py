@@ -1,0 +1,158 @@
+"""Webhooks for real: a local HTTP server receives the signed POSTs of a job's changes, sent from
+the outbox (never by the scheduler's pass), retried with backoff while it fails; targets inside the
+portal's network refused unless an admin allows them."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from jobs import webhooks
+from jobs.models import JobState, WebhookDelivery
+from tests.scheduler.conftest import role, v2_job
+
+pytestmark = pytest.mark.django_db
+
+
+class Receiver:
+    """A real HTTP server: answers each POST with the next of `statuses` (then 200)."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.posts.append({"headers": dict(self.headers), "body": body, "path": self.path})
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/pai?team=a"
+
+    def events(self) -> list[str]:
+        return [post["headers"]["X-PAI-Event"] for post in self.posts]
+
+
+@pytest.fixture
+def receiver(settings) -> Iterator[Receiver]:
+    settings.PAI_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
+    found = Receiver()
+    thread = threading.Thread(target=found.server.serve_forever, daemon=True)
+    thread.start()
+    yield found
+    found.server.shutdown()
+
+
+def deliver_everything() -> None:
+    """The outbox's sender, with its clock moved past every backoff."""
+    for _ in range(10):
+        if not webhooks.deliver_due(timezone.now() + timedelta(days=1)):
+            return
+
+
+def test_a_job_posts_each_state_its_owner_picked_signed_with_the_hooks_secret(user, receiver, submit, run_until):
+    hook, secret = webhooks.create_hook(user, receiver.url, ["running", "succeeded"])
+
+    job = run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+    assert receiver.posts == []  # nothing is sent by the scheduler itself
+    deliver_everything()
+
+    assert receiver.events() == ["running", "succeeded"]
+    post = receiver.posts[1]
+    assert post["path"] == "/hooks/pai?team=a"
+    headers, body = post["headers"], post["body"]
+    expected = hmac.new(secret.encode(), headers["X-PAI-Timestamp"].encode() + b"." + body, hashlib.sha256)
+    assert headers["X-PAI-Signature"] == "sha256=" + expected.hexdigest()
+    payload = json.loads(body)
+    assert payload["text"].startswith(f"Job {job.full_name} succeeded: http")
+    assert payload["job"]["state"] == "SUCCEEDED" and payload["job"]["username"] == "alice"
+
+
+def test_a_retried_job_posts_retried(user, receiver, submit, run_until):
+    webhooks.create_hook(user, receiver.url, ["retried", "failed"])
+    run_until(submit(v2_job("flaky", role("worker", "exit 3"), extra="jobRetryCount: 1\n")), JobState.FAILED)
+    deliver_everything()
+    assert receiver.events() == ["retried", "failed"]
+
+
+def test_a_hook_hears_only_its_owners_jobs_and_a_deployment_hook_hears_everyones(
+    user, other_user, admin_user, receiver, submit, run_until
+):
+    webhooks.create_hook(other_user, receiver.url, ["succeeded"])
+    webhooks.create_hook(admin_user, receiver.url, ["succeeded"], everyone=True)
+    run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+    deliver_everything()
+    assert receiver.events() == ["succeeded"]  # the deployment's hook only
+
+
+def test_a_failing_receiver_is_tried_again_later_until_it_answers(user, receiver, submit, run_until):
+    webhooks.create_hook(user, receiver.url, ["succeeded"])
+    receiver.statuses = [500, 503]
+    run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+
+    assert webhooks.deliver_due() == 1
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.last_status == "500" and delivery.delivered_at is None
+    assert timedelta(seconds=25) < delivery.next_attempt_at - timezone.now() <= timedelta(seconds=30)
+    assert webhooks.deliver_due() == 0  # not before its backoff
+    deliver_everything()
+    delivery.refresh_from_db()
+    assert delivery.attempts == 3 and delivery.delivered_at is not None and len(receiver.posts) == 3
+    assert len({post["headers"]["X-PAI-Delivery"] for post in receiver.posts}) == 1  # one id: dropped as repeats
+
+
+def test_a_receiver_that_never_answers_well_is_given_up(user, receiver, submit, run_until):
+    webhooks.create_hook(user, receiver.url, ["succeeded"])
+    receiver.statuses = [500] * 20
+    run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+    deliver_everything()
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.attempts == 6 and delivery.next_attempt_at is None and delivery.delivered_at is None
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1:9/x", "a loopback address"),
+        ("http://localhost/x", "a loopback address"),
+        ("http://10.1.2.3/x", "a private address"),
+        ("http://169.254.169.254/latest/meta-data", "a link-local address"),
+        ("http://[::1]/x", "a loopback address"),
+        ("http://0x7f.1/x", "a loopback address"),
+        ("ftp://example.org/x", "http:// or https://"),
+        ("http://user:pw@example.org/x", "user name or password"),
+    ],
+)
+def test_it_refuses_a_target_inside_the_portals_network(user, url, says):
+    with pytest.raises(webhooks.TargetError, match=says):
+        webhooks.create_hook(user, url, ["failed"])
+
+
+def test_an_admin_may_allow_an_inside_host(user, settings):
+    settings.PAI_WEBHOOK_ALLOWED_HOSTS = ["10.1.2.3"]
+    assert webhooks.check_target("http://10.1.2.3:8080/x").address == "10.1.2.3"
+
+
+def test_a_target_that_turned_inside_since_it_was_saved_is_not_called(user, receiver, submit, run_until, settings):
+    webhooks.create_hook(user, receiver.url, ["succeeded"])
+    settings.PAI_WEBHOOK_ALLOWED_HOSTS = []
+    run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+    webhooks.deliver_due()
+    assert receiver.posts == []
+    assert WebhookDelivery.objects.get().last_status.startswith("refused: points at a loopback address")
