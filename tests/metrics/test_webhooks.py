@@ -67,7 +67,7 @@ def deliver_everything() -> None:
 
 
 def test_a_job_posts_each_state_its_owner_picked_signed_with_the_hooks_secret(user, receiver, submit, run_until):
-    hook, secret = webhooks.create_hook(user, receiver.url, ["running", "succeeded"])
+    _, secret = webhooks.create_hook(user, receiver.url, ["running", "succeeded"])
 
     job = run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
     assert receiver.posts == []  # nothing is sent by the scheduler itself
@@ -109,6 +109,7 @@ def test_a_failing_receiver_is_tried_again_later_until_it_answers(user, receiver
     assert webhooks.deliver_due() == 1
     delivery = WebhookDelivery.objects.get()
     assert delivery.last_status == "500" and delivery.delivered_at is None
+    assert delivery.next_attempt_at is not None
     assert timedelta(seconds=25) < delivery.next_attempt_at - timezone.now() <= timedelta(seconds=30)
     assert webhooks.deliver_due() == 0  # not before its backoff
     deliver_everything()
