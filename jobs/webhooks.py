@@ -115,6 +115,7 @@ def create_hook(owner: Any, url: str, events: list[str], everyone: bool = False)
     unknown = [e for e in events if e not in EVENTS]
     if unknown or not events:
         raise TargetError(f"pick at least one of {', '.join(EVENTS)}")
+    events = [e for e in EVENTS if e in events]  # (in the order they happen)
     if not everyone and Webhook.objects.filter(owner=owner).count() >= MAX_HOOKS_PER_USER:
         raise TargetError(f"you have {MAX_HOOKS_PER_USER} webhooks already: remove one first")
     secret = secrets.token_urlsafe(32)

@@ -94,6 +94,7 @@ def portal(admin_user) -> dict[str, str]:
     return {
         "job list, 50 rows": "/?size=50",
         "profile": "/profile/",
+        "webhooks": "/profile/webhooks/",
         "terminal": f"/jobs/{job.full_name}/terminal/worker/0/",
         "submit": "/submit/",
         "job page": f"/jobs/{job.full_name}/",
@@ -114,6 +115,7 @@ def portal(admin_user) -> dict[str, str]:
 PAGES = [
     "job list, 50 rows",
     "profile",
+    "webhooks",
     "terminal",
     "submit",
     "job page",

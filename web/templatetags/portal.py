@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import translate_diagnostics, translate_reason
+from web.error_text import WEBHOOK_EVENTS, translate_diagnostics, translate_reason, webhook_error_text
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 
 register = template.Library()
@@ -172,6 +172,16 @@ def port_links(task: Any) -> list[dict[str, Any]]:
 def app_name(app: Any) -> str:
     """Jupyter, TensorBoard, or the name of the `http` port."""
     return {"jupyter": "Jupyter", "tensorboard": "TensorBoard"}.get(app.kind, app.port_label)
+
+
+@register.filter
+def webhook_event(event: str) -> str:
+    return str(WEBHOOK_EVENTS.get(event, event))
+
+
+@register.filter
+def webhook_error(text: str) -> str:
+    return webhook_error_text(text)
 
 
 @register.filter
