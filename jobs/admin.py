@@ -213,6 +213,7 @@ label(
         "priority_class": _("Priority class"),
         "stop_deadline": _("Stop deadline"),
         "stop_reason": _("Why the portal stopped it"),
+        "files_removed_at": _("Logs and work folders removed at"),
         "preempted_by": _("Preempted by"),
         "preemptions": _("Preemptions"),
         "borrowed_from": _("On the idle quota of"),

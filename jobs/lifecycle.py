@@ -668,6 +668,7 @@ def restart(job: Job, by_name: str) -> None:
             completed_at=None,
             stop_deadline=None,
             stop_reason="",
+            files_removed_at=None,  # (the next run writes new ones)
             preempted_by=None,
             ending_at_time_limit=False,
             # (its dependencies and its sweep's cap are judged again)

@@ -54,6 +54,8 @@ class Job(models.Model):
     stop_deadline = models.DateTimeField(null=True, blank=True)
     # Why the portal itself asked this job to stop (an idle app), in English: the end's diagnostics.
     stop_reason = models.CharField(max_length=200, blank=True, default="")
+    # When its logs and work folders were removed, PAI_RETENTION_DAYS after it ended (scheduling.retention).
+    files_removed_at = models.DateTimeField(null=True, blank=True)
     # Set while a preemption ends this job (it goes back to WAITING, free of charge); the job that
     # needs its room.
     preempted_by = models.ForeignKey(

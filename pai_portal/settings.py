@@ -242,6 +242,8 @@ EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
 DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
 # The portal's address as users reach it, for links in emails.
 PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
+# A finished job's logs and work folders are removed this many days after it ended (0: kept).
+PAI_RETENTION_DAYS = env_int("PAI_RETENTION_DAYS", 0, minimum=0)
 # Webhooks (jobs/webhooks.py): targets on loopback, private, link-local or reserved addresses are
 # refused unless their host (or host:port) is listed here; each POST waits this many seconds.
 PAI_WEBHOOK_ALLOWED_HOSTS = env_list("PAI_WEBHOOK_ALLOWED_HOSTS", "")

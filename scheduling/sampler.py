@@ -34,6 +34,7 @@ from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
 from scheduling.app_watch import watch_apps
+from scheduling.retention import remove_expired
 from scheduling.models import VcSample
 from scheduling.vc_samples import record_vc_samples
 
@@ -139,6 +140,7 @@ class Sampler:
                         self._last_vc_sample = started
                     if started - self._last_prune >= PRUNE_EVERY_S:
                         fold_and_prune(time.time())
+                        remove_expired()
                         self._last_prune = started
             except Exception:
                 log.exception("sampling failed; trying again next period")
