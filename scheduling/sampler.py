@@ -34,8 +34,8 @@ from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
 from scheduling.app_watch import watch_apps
-from scheduling.retention import remove_expired
 from scheduling.models import VcSample
+from scheduling.retention import remove_expired
 from scheduling.vc_samples import record_vc_samples
 
 log = logging.getLogger("pai.sampler")
