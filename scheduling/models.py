@@ -1,5 +1,6 @@
 """What the dashboard plots over time: each VC's usage and queue, recorded by the sampler."""
 
+from django.conf import settings
 from django.db import models
 
 
@@ -67,3 +68,31 @@ class HeldRoom(models.Model):
 
     def __str__(self) -> str:
         return f"room on node {self.node_id} held for job {self.job_id}"
+
+
+class UsageDay(models.Model):
+    """What one job held and used on one day (UTC): the daily rollup the Usage page, its CSV and
+    `/api/v2/usage` add up (scheduling/usage_rollup.py writes it from task runs and samples). Small
+    on purpose: a year of a busy cluster is a few hundred thousand rows."""
+
+    day = models.DateField()
+    job = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    job_name = models.CharField(max_length=300)  # owner~name, kept when the job is deleted
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    vc_name = models.CharField(max_length=128)
+    gpu_type = models.CharField(max_length=64, blank=True, default="")
+    gpu_seconds = models.BigIntegerField(default=0)  # allocated: run time x GPUs
+    gpu_used_seconds = models.BigIntegerField(null=True, blank=True)  # sampled: utilisation x time
+    cpu_seconds = models.BigIntegerField(default=0)
+    cpu_used_seconds = models.BigIntegerField(null=True, blank=True)
+    memory_mb_seconds = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["day"], name="usage_day"),
+            models.Index(fields=["user", "day"], name="usage_user_day"),
+        ]
+        constraints = [models.UniqueConstraint(fields=["day", "job"], name="unique_usage_per_job_day")]
+
+    def __str__(self) -> str:
+        return f"{self.job_name} {self.day}"

@@ -36,6 +36,7 @@ from scheduling import executors
 from scheduling.app_watch import watch_apps
 from scheduling.models import VcSample
 from scheduling.retention import remove_expired
+from scheduling.usage_rollup import roll_up_recent
 from scheduling.vc_samples import record_vc_samples
 
 log = logging.getLogger("pai.sampler")
@@ -139,6 +140,7 @@ class Sampler:
                         record_vc_samples(time.time())
                         self._last_vc_sample = started
                     if started - self._last_prune >= PRUNE_EVERY_S:
+                        roll_up_recent()  # (before the pruning: today's and yesterday's samples)
                         fold_and_prune(time.time())
                         remove_expired()
                         self._last_prune = started

@@ -13,6 +13,7 @@ import yaml
 from django import forms as django_forms
 from django.conf import settings
 from django.contrib import messages
+from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -31,7 +32,9 @@ from jobs.models import Job, JobState
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.parsing import parse
 from jobs.storage.configs import usable_storages
+from jobs.usage import gpu_hours_held
 from scheduling.admission import never_fits_reason
+from scheduling.models import UsageDay
 from scheduling.sharing import queue_place
 from web.api.shapes import borrowed_from, time_limit_status
 from web.api.throttles import SubmitThrottle
@@ -396,6 +399,7 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         "job": job,
         "tasks": tasks,
         "apps": app_rows(job, tasks, request.user),
+        "gpu_hours": _gpu_hours(job) if job.gpu_count else None,
         "events": events,
         "may_manage": may_manage,
         "attempts": attempt_rows(job, tasks) if may_manage else [],
@@ -408,6 +412,12 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         ),
         **_sharing_context(job),
     }
+
+
+def _gpu_hours(job: Job) -> dict[str, Any]:
+    """GPU-hours held (every run, now) and used (the daily rollups' samples, to the last hour)."""
+    used = UsageDay.objects.filter(job=job).aggregate(used=Sum("gpu_used_seconds"))["used"]
+    return {"held": gpu_hours_held(job), "used": None if used is None else round(used / 3600, 2)}
 
 
 def _sharing_context(job: Job) -> dict[str, Any]:

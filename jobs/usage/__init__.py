@@ -7,8 +7,9 @@ from collections import defaultdict
 from typing import Any
 
 from django.db.models import Max
+from django.utils import timezone
 
-from jobs.models import Job, Task, TaskSample
+from jobs.models import Job, Task, TaskAttempt, TaskSample
 
 SERIES = (
     "cpu",
@@ -69,3 +70,16 @@ def memory_limit_mb(task: Task) -> int:
 def peak_memory_mb(task: Task) -> int | None:
     """The highest memory the task was seen using (any attempt), or None with no samples."""
     return task.samples.aggregate(peak=Max("memory_mb"))["peak"]
+
+
+def gpu_hours_held(job: Job) -> float:
+    """The GPU time every run of the job's tasks held (retries included), in hours."""
+    now = timezone.now()
+    seconds = 0.0
+    for model in (Task, TaskAttempt):
+        for gpus, started, finished in model.objects.filter(job=job, started_at__isnull=False).values_list(
+            "gpus", "started_at", "finished_at"
+        ):
+            if started is not None:  # (the filter says so; the type does not)
+                seconds += len(gpus or []) * max(0.0, ((finished or now) - started).total_seconds())
+    return round(seconds / 3600, 2)

@@ -53,7 +53,16 @@ def _until_ready(job: Job, timeout: float = 90) -> InteractiveApp:
 
 @pytest.mark.browser
 def test_a_notebook_started_from_the_form_runs_a_cell_through_the_proxy_for_its_owner_only(
-    user, other_user, docker_node, run_until, notebook_image, asgi_live_server, chromium, settings, monkeypatch
+    user,
+    other_user,
+    default_vc,
+    docker_node,
+    run_until,
+    notebook_image,
+    asgi_live_server,
+    chromium,
+    settings,
+    monkeypatch,
 ):
     # (Playwright's sync API runs an event loop in this thread, where the scheduler's passes run too.)
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -1,0 +1,79 @@
+"""Who used what over a range of days, from the daily rollups (scheduling/usage_rollup.py): the
+one computation behind the Usage page, its CSV and `GET /api/v2/usage`. An admin sees everyone,
+a user themselves. Hours, rounded to 0.1; idle share = 1 - used / allocated GPU time, over the rows
+with sampled GPU use (a cluster without nvidia-smi has none: no idle share, not 100 %)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.db.models import Count, QuerySet, Sum
+
+from scheduling.models import UsageDay
+
+HOUR = 3600
+TOP = 20
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    since: date
+    until: date  # inclusive
+    totals: dict[str, Any]
+    days: list[dict[str, Any]]
+    users: list[dict[str, Any]]
+    vcs: list[dict[str, Any]]
+    gpu_types: list[dict[str, Any]]
+    jobs: list[dict[str, Any]]
+
+
+def rows_for(user: Any, admin: bool, since: date, until: date) -> QuerySet[UsageDay]:
+    rows = UsageDay.objects.filter(day__gte=since, day__lte=until)
+    return rows if admin else rows.filter(user=user)
+
+
+def usage_report(user: Any, admin: bool, since: date, until: date) -> UsageReport:
+    rows = rows_for(user, admin, since, until)
+    return UsageReport(
+        since=since,
+        until=until,
+        totals=_shown(rows.aggregate(**_sum_fields(), jobs=Count("job_name", distinct=True))),
+        days=[_shown(r, "day") for r in _grouped(rows, "day").order_by("day")],
+        users=[_shown(r, "user__username") for r in _grouped(rows, "user__username").order_by("-gpu", "-cpu")[:TOP]],
+        vcs=[_shown(r, "vc_name") for r in _grouped(rows, "vc_name").order_by("-gpu", "-cpu")],
+        gpu_types=[_shown(r, "gpu_type") for r in _grouped(rows, "gpu_type").filter(gpu__gt=0).order_by("-gpu")],
+        jobs=[_shown(r, "job_name") for r in _grouped(rows, "job_name").order_by("-gpu", "-cpu")[:TOP]],
+    )
+
+
+def _sum_fields() -> dict[str, Any]:
+    return {
+        "gpu": Sum("gpu_seconds"),
+        "gpu_used": Sum("gpu_used_seconds"),
+        "cpu": Sum("cpu_seconds"),
+        "cpu_used": Sum("cpu_used_seconds"),
+        "memory": Sum("memory_mb_seconds"),
+    }
+
+
+def _grouped(rows: QuerySet[UsageDay], key: str) -> Any:
+    return rows.values(key).annotate(**_sum_fields())
+
+
+def _shown(row: dict[str, Any], key: str = "") -> dict[str, Any]:
+    """Seconds as hours (memory as GB-hours) and the idle share, with the group's key as `name`."""
+    shown = {k: v for k, v in row.items() if k not in ("gpu", "gpu_used", "cpu", "cpu_used", "memory", key)}
+    if key:
+        shown["name"] = row[key].isoformat() if isinstance(row[key], date) else row[key]
+    gpu, used = row.get("gpu") or 0, row.get("gpu_used")
+    shown.update(
+        gpu_hours=round(gpu / HOUR, 1),
+        gpu_used_hours=None if used is None else round(used / HOUR, 1),
+        idle_percent=None if used is None or not gpu else max(0, round(100 - 100 * used / gpu)),
+        cpu_hours=round((row.get("cpu") or 0) / HOUR, 1),
+        cpu_used_hours=None if row.get("cpu_used") is None else round(row["cpu_used"] / HOUR, 1),
+        memory_gb_hours=round((row.get("memory") or 0) / 1024 / HOUR, 1),
+    )
+    return shown

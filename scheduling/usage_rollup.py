@@ -1,0 +1,127 @@
+"""Daily usage rollups: for each day (UTC) and job, the GPU, CPU and memory time its tasks held
+(each run's overlap with the day x what it was allocated: its GPUs, its role's cpu and memoryMB)
+and what the samples say it used (utilisation x the sample's period). Task runs are the Task rows
+(current attempts) and TaskAttempt rows (ended ones), so retries count as run. Written by the
+sampler with its hourly round (today and yesterday, so late samples land) and by
+`manage.py rollupusage --days N`; a day's rows are replaced whole."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import cast
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from clusters.models import Gpu
+from jobs.models import Job, Task, TaskAttempt, TaskSample
+from jobs.protocol.spec import gpu_type
+from scheduling.models import UsageDay
+
+
+@dataclass
+class Held:
+    gpu: float = 0.0
+    cpu: float = 0.0
+    memory: float = 0.0
+    gpu_used: float | None = None
+    cpu_used: float | None = None
+    types: set[str] = field(default_factory=set)
+
+
+def day_bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time.min, tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def roll_up(day: date, now: datetime | None = None) -> int:
+    """Replace the day's rows; returns how many jobs ran that day."""
+    now = now or timezone.now()
+    start, end = day_bounds(day)
+    held: dict[int, Held] = defaultdict(Held)
+    overlapping = Q(started_at__lt=end, started_at__isnull=False) & (
+        Q(finished_at__isnull=True) | Q(finished_at__gt=start)
+    )
+    runs = [
+        *Task.objects.filter(overlapping).values(
+            "job_id", "role", "gpus", "started_at", "finished_at", node_name=F("node__name")
+        ),
+        *TaskAttempt.objects.filter(overlapping).values(
+            "job_id", "role", "gpus", "node_name", "started_at", "finished_at"
+        ),
+    ]
+    jobs = {
+        job.pk: job
+        for job in Job.objects.filter(pk__in={run["job_id"] for run in runs}).select_related("owner", "virtual_cluster")
+    }
+    types = _gpu_types({run["node_name"] for run in runs if run["gpus"]})
+    for run in runs:
+        job = jobs[run["job_id"]]
+        began = cast(datetime, run["started_at"])  # (the filter leaves out runs not started)
+        seconds = (min(run["finished_at"] or now, end, now) - max(began, start)).total_seconds()
+        if seconds <= 0:
+            continue
+        resources = job.spec["taskRoles"].get(run["role"], {}).get("resourcePerInstance", {})
+        row = held[job.pk]
+        row.gpu += seconds * len(run["gpus"] or [])
+        row.cpu += seconds * float(resources.get("cpu") or 0)
+        row.memory += seconds * float(resources.get("memoryMB") or 0)
+        node = run["node_name"]
+        row.types |= {types[node, i] for i in run["gpus"] or [] if (node, i) in types}
+    _add_samples(held, start, end)
+    rows = [
+        UsageDay(
+            day=day,
+            job_id=job_id,
+            job_name=jobs[job_id].full_name,
+            user_id=jobs[job_id].owner_id,
+            vc_name=jobs[job_id].virtual_cluster.name,
+            gpu_type=gpu_type(jobs[job_id].spec) or ",".join(sorted(row.types)),
+            gpu_seconds=round(row.gpu),
+            gpu_used_seconds=None if row.gpu_used is None else round(row.gpu_used),
+            cpu_seconds=round(row.cpu),
+            cpu_used_seconds=None if row.cpu_used is None else round(row.cpu_used),
+            memory_mb_seconds=round(row.memory),
+        )
+        for job_id, row in held.items()
+        if row.gpu or row.cpu
+    ]
+    with transaction.atomic():
+        UsageDay.objects.filter(day=day).delete()
+        UsageDay.objects.bulk_create(rows, batch_size=1000)
+    return len(rows)
+
+
+def _gpu_types(node_names: set[str]) -> dict[tuple[str, int], str]:
+    return {
+        (node, index): name
+        for node, index, name in Gpu.objects.filter(node__name__in=node_names).values_list(
+            "node__name", "index", "gpu_type__name"
+        )
+    }
+
+
+def _add_samples(held: dict[int, Held], start: datetime, end: datetime) -> None:
+    """Sampled use: each sample stands for its period (a raw one for PAI_SAMPLE_SECONDS)."""
+    samples = TaskSample.objects.filter(at__gte=int(start.timestamp()), at__lt=int(end.timestamp()))
+    for job_id, period, cpu_milli, gpus in samples.values_list("task__job_id", "period", "cpu_milli", "gpus").iterator(
+        chunk_size=5000
+    ):
+        row = held.get(job_id)
+        if row is None:
+            continue
+        seconds = period or settings.PAI_SAMPLE_SECONDS
+        row.cpu_used = (row.cpu_used or 0.0) + cpu_milli / 1000 * seconds
+        if gpus:
+            row.gpu_used = (row.gpu_used or 0.0) + sum((g[1] or 0) for g in gpus) / 100 * seconds
+
+
+def roll_up_recent(now: datetime | None = None) -> None:
+    now = now or timezone.now()
+    today = now.astimezone(UTC).date()
+    for day in (today - timedelta(days=1), today):
+        roll_up(day, now)

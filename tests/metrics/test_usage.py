@@ -1,0 +1,131 @@
+"""Usage accounting with real tasks: two users over two VCs, the daily rollups adding up to the
+tasks' run time times their GPUs (and the samples' use), the page, the API and the CSV agreeing."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from clusters.models import Gpu, GpuType, VirtualCluster
+from jobs.models import Job, JobState, Task, TaskAttempt, TaskSample
+from scheduling.models import UsageDay
+from scheduling.usage_rollup import roll_up
+from tests.scheduler.conftest import role, v2_job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def two_vcs(process_node, default_vc):
+    v100 = GpuType.objects.create(name="V100")
+    for index in range(4):
+        Gpu.objects.create(node=process_node, index=index, gpu_type=v100)
+    VirtualCluster.objects.filter(pk=default_vc.pk).update(share_percent=50)
+    return default_vc, VirtualCluster.objects.create(name="research", share_percent=50)
+
+
+def held_seconds(job: Job) -> float:
+    runs = [*Task.objects.filter(job=job), *TaskAttempt.objects.filter(job=job)]
+    return sum(
+        len(r.gpus) * (r.finished_at - r.started_at).total_seconds() for r in runs if r.started_at and r.finished_at
+    )
+
+
+def in_vc(text: str, vc: str) -> str:
+    return text.replace("taskRoles:", f"defaults: {{virtualCluster: {vc}}}\ntaskRoles:")
+
+
+@pytest.fixture
+def ran(two_vcs, user, other_user, submit, run_until):
+    """alice: 2 GPUs for ~1 s in default, 1 GPU in research; bob: 1 GPU in research."""
+    jobs = [
+        run_until(submit(in_vc(v2_job("a1", role("w", "sleep 1", gpu=2)), "default")), JobState.SUCCEEDED),
+        run_until(submit(in_vc(v2_job("a2", role("w", "sleep 1", gpu=1)), "research")), JobState.SUCCEEDED),
+        run_until(
+            submit(in_vc(v2_job("b1", role("w", "sleep 1", gpu=1)), "research"), owner=other_user), JobState.SUCCEEDED
+        ),
+    ]
+    roll_up(timezone.now().astimezone(UTC).date())
+    return jobs
+
+
+def test_the_rollups_add_up_to_the_tasks_run_time_times_their_gpus(ran):
+    for job in ran:
+        row = UsageDay.objects.get(job=job)
+        assert row.gpu_seconds == pytest.approx(held_seconds(job), abs=1)
+        assert row.gpu_seconds >= 2 * len(job.tasks.get().gpus) - 1  # (each slept ~1 s... at least)
+        assert row.gpu_type == "V100"
+    by_user = {u: sum(r.gpu_seconds for r in UsageDay.objects.filter(user__username=u)) for u in ("alice", "bob")}
+    assert by_user["alice"] == pytest.approx(held_seconds(ran[0]) + held_seconds(ran[1]), abs=2)
+
+
+def test_the_sampled_use_is_utilisation_times_the_samples_period(ran, settings):
+    task = ran[0].tasks.get()
+    at = int(task.started_at.timestamp())
+    TaskSample.objects.create(
+        task=task, at=at, period=0, cpu_milli=500, memory_mb=10, gpus=[[0, 50, 100], [1, 100, 100]]
+    )
+    TaskSample.objects.create(
+        task=task, at=at + 60, period=60, cpu_milli=1000, memory_mb=10, gpus=[[0, 0, 0], [1, 10, 0]]
+    )
+    roll_up(task.started_at.astimezone(UTC).date())
+    row = UsageDay.objects.get(job=ran[0])
+    assert row.gpu_used_seconds == round(1.5 * settings.PAI_SAMPLE_SECONDS + 0.1 * 60)
+    assert row.cpu_used_seconds == round(0.5 * settings.PAI_SAMPLE_SECONDS + 60)
+
+
+def test_a_run_over_midnight_counts_on_each_day_its_part(ran):
+    task = ran[0].tasks.get()
+    midnight = datetime(2026, 3, 2, tzinfo=UTC)
+    Task.objects.filter(pk=task.pk).update(
+        started_at=midnight - timedelta(hours=1), finished_at=midnight + timedelta(hours=3)
+    )
+    roll_up(date(2026, 3, 1))
+    roll_up(date(2026, 3, 2))
+    days = dict(UsageDay.objects.filter(job=ran[0]).values_list("day", "gpu_seconds"))
+    assert days[date(2026, 3, 1)] == 2 * 3600 and days[date(2026, 3, 2)] == 2 * 3 * 3600
+
+
+def test_a_user_sees_their_own_usage_and_an_admin_everyones(ran, client, user, admin_user):
+    client.force_login(user)
+    mine = client.get("/api/v2/usage").json()
+    assert [j["name"] for j in mine["jobs"]] == sorted(["alice~a1", "alice~a2"], key=lambda n: n != "alice~a1")
+    assert [u["name"] for u in mine["users"]] == ["alice"]  # their own rows only
+    admin = Client()
+    admin.force_login(admin_user)
+    everyone = admin.get("/api/v2/usage").json()
+    assert {u["name"] for u in everyone["users"]} == {"alice", "bob"}
+    assert {v["name"] for v in everyone["virtualClusters"]} == {"default", "research"}
+    assert everyone["totals"]["jobs"] == 3
+
+
+def test_the_csv_matches_the_api(ran, client, admin_user):
+    client.force_login(admin_user)
+    api = client.get("/api/v2/usage").json()
+    rows = list(
+        csv.DictReader(
+            io.StringIO(b"".join(client.get("/usage/usage.csv").streaming_content).decode().lstrip("\ufeff"))
+        )
+    )
+    assert len(rows) == 3
+    assert sum(float(r["gpuHours"]) for r in rows) == pytest.approx(api["totals"]["gpuHours"], abs=0.1)
+    by_job = {j["name"]: j["gpuHours"] for j in api["jobs"]}
+    assert {r["job"]: round(float(r["gpuHours"]), 1) for r in rows} == by_job
+
+
+def test_the_page_answers_a_bad_range_with_what_to_fix(client, user):
+    client.force_login(user)
+    answer = client.get("/usage/?from=yesterday")
+    assert answer.status_code == 400 and b"from: must be a date like 2026-11-01" in answer.content
+    assert client.get("/api/v2/usage?from=2026-05-01&to=2026-04-01").json()["message"] == "from: must not be after to"
+
+
+def test_the_job_page_says_its_gpu_hours(ran, client, user):
+    client.force_login(user)
+    page = client.get(f"/jobs/{ran[0].full_name}/").content.decode()
+    assert "data-job-gpu-hours" in page and " held" in page
