@@ -1,18 +1,65 @@
-// The Usage page: GPU-hours held and used per day, and CPU-hours, from the page's own JSON.
+// Job page: CPU, memory (against its limit), I/O and GPU plots from usage.json, live while the job runs.
 "use strict";
 (function () {
-  const holder = document.querySelector("[data-usage-chart]");
-  const data = document.getElementById("usage-data");
-  if (!holder || !data || !window.uPlot) return;
-  const usage = JSON.parse(data.textContent);
-  if (!usage.t.length) return;
-  const words = holder.dataset;
-  window.PortalCharts.draw(holder, words.title, "h", usage.t, [
-    { label: words.held, values: usage.gpu },
-    { label: words.used, values: usage.gpu_used, dash: [6, 4] },
-  ]);
-  window.PortalCharts.draw(document.querySelector("[data-usage-cpu-chart]"), words.cpuTitle, "h", usage.t, [
-    { label: words.held, values: usage.cpu },
-  ]);
-  holder.dataset.rendered = "true";
+  const section = document.getElementById("usage");
+  if (!section || !window.uPlot) return;
+  const POLL_MS = 5000;
+  const MAX_TASK_LINES = 8; // more tasks: the summed line only
+  let finished = section.dataset.finished === "true";
+  const WORDS = window.PortalCharts.words(section);
+  document.addEventListener("job-finished", () => {
+    finished = true;
+    section.querySelector("[data-usage-empty-live]").hidden = true;
+    section.querySelector("[data-usage-empty-ended]").hidden = false;
+    refresh();
+  });
+
+  // One time axis for the chart: every task's sample times, each task's values placed on it.
+  function align(tasks, field) {
+    const times = Array.from(new Set(tasks.flatMap((task) => task.t))).sort((a, b) => a - b);
+    const lines = tasks.map((task) => {
+      const at = new Map(task.t.map((t, i) => [t, task[field][i]]));
+      return { label: task.name, values: times.map((t) => (at.has(t) ? at.get(t) : null)) };
+    });
+    return { x: times, lines: lines };
+  }
+
+  function chart(name, title, unit, tasks, total, field, extra) {
+    const holder = section.querySelector(`[data-chart="${name}"]`);
+    const shown = tasks.length > 1 && tasks.length <= MAX_TASK_LINES ? tasks : [];
+    const aligned = align(shown.length ? shown : [{ name: WORDS.total || "total", t: total.t, [field]: total[field] }], field);
+    if (shown.length) {
+      const sum = new Map(total.t.map((t, i) => [t, total[field][i]]));
+      aligned.lines.push({ label: WORDS.total || "total", values: aligned.x.map((t) => (sum.has(t) ? sum.get(t) : null)), dash: [6, 4] });
+    }
+    (extra || []).forEach((line) => aligned.lines.push({ label: line.label, values: aligned.x.map(() => line.value), dash: [2, 4], color: "#c0392b" }));
+    window.PortalCharts.draw(holder, title, unit, aligned.x, aligned.lines);
+  }
+
+  function render(usage) {
+    const tasks = usage.tasks.filter((task) => task.t && task.t.length);
+    section.querySelector("[data-usage-empty]").hidden = tasks.length > 0;
+    section.querySelector("[data-usage-charts]").hidden = tasks.length === 0;
+    if (!tasks.length) return;
+    const limits = Array.from(new Set(usage.tasks.map((task) => task.limit_mb)));
+    const limitLines = limits.map((mb) => ({ label: (WORDS.limit || "limit {mb} MB").replace("{mb}", mb), value: tasks.length > 1 && tasks.length <= MAX_TASK_LINES ? mb : mb * usage.tasks.length }));
+    chart("cpu", section.dataset.cpuTitle, WORDS.cores || "cores", tasks, usage.total, "cpu");
+    chart("memory", section.dataset.memoryTitle, "MB", tasks, usage.total, "memory_mb", limitLines);
+    chart("io", section.dataset.ioTitle, "KB/s", tasks, usage.total, "net_rx_kbps");
+    const gpu = tasks.some((task) => task.gpu_util.some((v) => v !== null));
+    section.querySelector('[data-chart="gpu"]').hidden = !gpu;
+    if (gpu) chart("gpu", section.dataset.gpuTitle, "%", tasks, usage.total, "gpu_util");
+    section.dataset.rendered = "true";
+  }
+
+  async function refresh() {
+    try {
+      const response = await fetch(section.dataset.usageUrl, { credentials: "same-origin" });
+      if (response.ok) render(await response.json());
+    } catch (error) {
+      // the next tick tries again
+    }
+  }
+  refresh();
+  setInterval(() => { if (!finished && !document.hidden) refresh(); }, POLL_MS);
 })();

@@ -19,6 +19,7 @@ from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
 from jobs.sweeps import submit_sweep
 from scheduling.models import VcSample
+from scheduling.usage_rollup import roll_up
 from tests.browser.english import english_texts
 from tests.browser.pages import visible_prose
 from tests.factories import create_job, create_user, v2_yaml
@@ -218,6 +219,11 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     expect(page.locator("#dashboard-history[data-rendered=true]")).to_be_visible()
     expect(page.locator("[data-dashboard-never-fit]")).to_be_visible()
     check("dashboard")
+    roll_up(timezone.now().date())
+    page.goto("/usage/")
+    check("usage")
+    page.goto("/usage/?from=zuotian")
+    check("usage, a bad range")
     page.goto("/no-such-page/")
     check("404")
     for docs in ("/api/docs/", "/api/redoc/"):

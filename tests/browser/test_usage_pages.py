@@ -62,3 +62,38 @@ def test_it_draws_the_dashboard_with_vc_history_and_the_waiting_queue(page, logi
     expect(page.locator('[data-chart="types"] canvas')).to_have_count(1)
     expect(page.locator("[data-dashboard-waiting]")).to_contain_text("needs 8 GPUs; largest free: 2 on node-b")
     screenshot("dashboard")
+
+
+def test_it_plots_who_used_what_over_a_range_of_days_for_an_admin(page, login, default_vc, screenshot):
+    from datetime import date, timedelta
+
+    from playwright.sync_api import expect
+
+    from scheduling.models import UsageDay
+
+    admin = create_user("root", admin=True)
+    bob = create_user("bob")
+    job = create_job(bob, "resnet")
+    day = date(2026, 11, 1)
+    UsageDay.objects.bulk_create(
+        UsageDay(
+            day=day + timedelta(days=n),
+            job=job,
+            job_name=job.full_name,
+            user=bob,
+            vc_name="default",
+            gpu_type="V100",
+            gpu_seconds=8 * 3600 * (n + 1),
+            gpu_used_seconds=2 * 3600 * (n + 1),
+            cpu_seconds=3600,
+        )
+        for n in range(3)
+    )
+    assert admin.is_superuser
+    login("root")
+    page.goto("/usage/?from=2026-11-01&to=2026-11-03")
+    expect(page.locator("[data-usage-chart][data-rendered=true] canvas")).to_have_count(1)
+    expect(page.locator("[data-total-gpu-hours]")).to_have_text("48.0")
+    expect(page.locator("[data-total-idle]")).to_have_text("75 %")
+    expect(page.locator('[data-usage-table="users"] td').first).to_have_text("bob")
+    screenshot("usage")

@@ -121,7 +121,7 @@ def test_the_csv_matches_the_api(ran, client, admin_user):
 def test_the_page_answers_a_bad_range_with_what_to_fix(client, user):
     client.force_login(user)
     answer = client.get("/usage/?from=yesterday")
-    assert answer.status_code == 400 and b"from: must be a date like 2026-11-01" in answer.content
+    assert answer.status_code == 400 and b"From: must be a date like 2026-11-01" in answer.content
     assert client.get("/api/v2/usage?from=2026-05-01&to=2026-04-01").json()["message"] == "from: must not be after to"
 
 

@@ -37,17 +37,19 @@ DEFAULT_DAYS = 30
 MAX_DAYS = 3660
 
 
-def usage_range(query: Any) -> tuple[date, date, list[str]]:
-    """`from` and `to` (YYYY-MM-DD, both included; default the last 30 days) and what was wrong."""
+def usage_range(query: Any, labels: dict[str, str] | None = None) -> tuple[date, date, list[str]]:
+    """`from` and `to` (YYYY-MM-DD, both included; default the last 30 days) and what was wrong,
+    each naming its field (`labels`: the page's words for them; the API's are its parameters)."""
+    names = labels or {"from": "from", "to": "to"}
     errors: list[str] = []
     today = timezone.now().astimezone(UTC).date()
-    until = _day(query.get("to"), today, "to", errors)
-    since = _day(query.get("from"), until - timedelta(days=DEFAULT_DAYS - 1), "from", errors)
+    until = _day(query.get("to"), today, names["to"], errors)
+    since = _day(query.get("from"), until - timedelta(days=DEFAULT_DAYS - 1), names["from"], errors)
     if since > until:
-        errors.append(gettext("from: must not be after to"))
+        errors.append(gettext("%(from)s: must not be after %(to)s") % names)
         since = until
     if (until - since).days >= MAX_DAYS:
-        errors.append(gettext("from: at most %(days)s days at once") % {"days": MAX_DAYS})
+        errors.append(gettext("%(from)s: at most %(days)s days at once") % {**names, "days": MAX_DAYS})
         since = until - timedelta(days=MAX_DAYS - 1)
     return since, until, errors
 
@@ -64,11 +66,11 @@ def _day(text: str | None, default: date, name: str, errors: list[str]) -> date:
 
 @require_GET
 def usage_page(request: HttpRequest) -> HttpResponse:
-    since, until, errors = usage_range(request.GET)
+    since, until, errors = usage_range(request.GET, {"from": gettext("From"), "to": gettext("To")})
     admin = is_admin(request.user)
     report = usage_report(request.user, admin, since, until)
     chart = {
-        "t": [int(datetime.fromisoformat(d["day"]).replace(tzinfo=UTC).timestamp()) for d in report.days],
+        "t": [int(datetime.fromisoformat(d["name"]).replace(tzinfo=UTC).timestamp()) for d in report.days],
         "gpu": [d["gpu_hours"] for d in report.days],
         "gpu_used": [d["gpu_used_hours"] for d in report.days],
         "cpu": [d["cpu_hours"] for d in report.days],
