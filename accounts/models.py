@@ -46,6 +46,8 @@ class NotificationPreference(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification")
     email = models.CharField(max_length=8, choices=When.choices, default=When.NEVER)
     browser = models.BooleanField(default=False, help_text="A browser notification while the portal is open.")
+    # Monday's email of last week's usage, idle share and failed jobs (scheduling.weekly_report).
+    weekly_report = models.BooleanField(default=True)
 
     def __str__(self) -> str:
         return f"{self.user}: email {self.email}, browser {self.browser}"

@@ -24,7 +24,7 @@ from accounts.tokens import issue_token, revoke_token
 class NotificationForm(forms.ModelForm):
     class Meta:
         model = NotificationPreference
-        fields = ["email", "browser"]
+        fields = ["email", "browser", "weekly_report"]
 
 
 def _preference(request: HttpRequest) -> NotificationPreference:

@@ -96,3 +96,16 @@ class UsageDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_name} {self.day}"
+
+
+class WeeklyReportSent(models.Model):
+    """A week's report mailed to a user (scheduling/weekly_report.py): each at most once."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    week = models.DateField()  # the Monday the reported week began
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "week"], name="unique_weekly_report")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.week}"

@@ -38,6 +38,7 @@ from scheduling.models import VcSample
 from scheduling.retention import remove_expired
 from scheduling.usage_rollup import roll_up_recent
 from scheduling.vc_samples import record_vc_samples
+from scheduling.weekly_report import send_weekly_reports
 
 log = logging.getLogger("pai.sampler")
 
@@ -143,6 +144,7 @@ class Sampler:
                         roll_up_recent()  # (before the pruning: today's and yesterday's samples)
                         fold_and_prune(time.time())
                         remove_expired()
+                        send_weekly_reports()
                         self._last_prune = started
             except Exception:
                 log.exception("sampling failed; trying again next period")
