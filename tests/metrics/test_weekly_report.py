@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from django.core import mail
@@ -16,14 +15,14 @@ from tests.factories import create_job, create_user
 
 pytestmark = pytest.mark.django_db
 
-MONDAY = datetime(2026, 11, 23, 6, tzinfo=dt_timezone.utc)
+MONDAY = datetime(2026, 11, 23, 6, tzinfo=UTC)
 
 
 @pytest.fixture
 def last_week_ran(user, default_vc):
     user.email = "alice@example.org"
     user.save()
-    job = create_job(user, "train", state="FAILED", completed_at=datetime(2026, 11, 18, tzinfo=dt_timezone.utc))
+    job = create_job(user, "train", state="FAILED", completed_at=datetime(2026, 11, 18, tzinfo=UTC))
     UsageDay.objects.create(
         day=date(2026, 11, 17),
         job=job,
@@ -52,7 +51,7 @@ def test_it_mails_each_week_once(last_week_ran):
 
 
 def test_it_mails_nothing_on_other_days_nor_to_who_opted_out(last_week_ran, user):
-    assert send_weekly_reports(datetime(2026, 11, 24, 6, tzinfo=dt_timezone.utc)) == 0
+    assert send_weekly_reports(datetime(2026, 11, 24, 6, tzinfo=UTC)) == 0
     NotificationPreference.objects.create(user=user, weekly_report=False)
     assert send_weekly_reports(MONDAY) == 0 and mail.outbox == []
 
