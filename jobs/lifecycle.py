@@ -459,6 +459,17 @@ def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
     )
 
 
+def request_alert_stop(job: Job, rule: str) -> None:
+    """An alert rule's stop (scheduling.alerts), after its warning's grace."""
+    _request_stop(
+        job,
+        "alert-stop",
+        gettext_noop("Stopped by alert rule %(rule)s."),
+        stop_reason=f"alert rule {rule} fired",
+        rule=rule,
+    )
+
+
 def _request_stop(job: Job, kind: str, text: str, stop_reason: str = "", **values: Any) -> None:
     with transaction.atomic():
         updated = (

@@ -45,7 +45,7 @@ from jobs.protocol.images import as_address, is_allowed
 
 log = logging.getLogger("pai.webhooks")
 
-EVENTS = ("running", "retried", "succeeded", "failed", "stopped")
+EVENTS = ("running", "retried", "succeeded", "failed", "stopped", "alert")  # alert: scheduling.alerts
 BACKOFF_S = (30, 120, 480, 1920, 7200)  # after attempts 1..5; the 6th failure gives up
 CLAIM_S = 120  # a delivery being sent is not picked again before this (a sender that died mid-send)
 BATCH = 50
@@ -173,6 +173,23 @@ def enqueue(job: Job, event: str) -> int:
         [WebhookDelivery(webhook=h, job=job, event=event, payload=payload, next_attempt_at=now) for h in hooks]
     )
     return len(hooks)
+
+
+def enqueue_alert(owner_id: int | None, job: Job | None, text: str) -> int:
+    """An alert rule's notice (scheduling.alerts): to the owner's hooks that asked for `alert`, or
+    (owner None: for the admins) to the deployment's."""
+    hooks = [h for h in _all_hooks() if "alert" in h.events and h.owner_id == owner_id]
+    live = set(Webhook.objects.filter(pk__in=[h.pk for h in hooks]).values_list("pk", flat=True))
+    payload = {**(payload_of(job, "alert") if job is not None else {"event": "alert"}), "text": text}
+    now = timezone.now()
+    WebhookDelivery.objects.bulk_create(
+        [
+            WebhookDelivery(webhook=h, job=job, event="alert", payload=payload, next_attempt_at=now)
+            for h in hooks
+            if h.pk in live
+        ]
+    )
+    return len(live)
 
 
 def payload_of(job: Job, event: str) -> dict[str, Any]:

@@ -109,3 +109,50 @@ class WeeklyReportSent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} {self.week}"
+
+
+class AlertRule(models.Model):
+    """An admin's rule (scheduling/alerts.py): a condition over the samples and rows, and what to
+    do when it fires, as OpenPAI's alert manager had (notify, tag, stop after a grace, cordon)."""
+
+    class Condition(models.TextChoices):
+        GPU_IDLE = "gpu_idle", "a running job's GPUs under the percent for the minutes"
+        NODE_DOWN = "node_down", "a node down for the minutes"
+        JOB_TOO_LONG = "job_too_long", "a job running longer than the minutes"
+        QUEUE_TOO_LONG = "queue_too_long", "a VC's job waiting longer than the minutes"
+
+    name = models.CharField(max_length=100, unique=True)
+    condition = models.CharField(max_length=16, choices=Condition.choices)
+    minutes = models.PositiveIntegerField(default=60)
+    percent = models.PositiveSmallIntegerField(default=5)  # gpu_idle: utilisation under this
+    # Of scheduling.alerts.ACTIONS: notify_owner, notify_admins, tag_job, stop_job, cordon_node.
+    actions = models.JSONField(default=list)
+    grace_minutes = models.PositiveIntegerField(default=30)  # stop_job: the warning's head start
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Alert(models.Model):
+    """One firing of a rule for one subject (a job, a node, a VC), kept after it clears: the
+    alerts page's history and `GET /api/v2/alerts`."""
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="alerts")
+    subject = models.CharField(max_length=300)  # "job alice~train", "node gpu-3", "vc research"
+    job = models.ForeignKey("jobs.Job", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    node = models.ForeignKey("clusters.Node", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    summary = models.CharField(max_length=500)  # in English, as the API answers it
+    fired_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    stop_at = models.DateTimeField(null=True, blank=True)  # stop_job: when, unless it clears first
+    history = models.JSONField(default=list)  # [{at, what}]: fired, notified, tagged, stopped, cleared
+
+    class Meta:
+        ordering = ["-fired_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.rule.name}: {self.subject}"

@@ -33,6 +33,7 @@ from clusters.gpus import GpuReading, read_local_gpus
 from clusters.models import SchedulerLease
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
+from scheduling.alerts import evaluate_rules
 from scheduling.app_watch import watch_apps
 from scheduling.models import VcSample
 from scheduling.retention import remove_expired
@@ -137,6 +138,7 @@ class Sampler:
                 if self.active():
                     self.sample_once()
                     watch_apps()
+                    evaluate_rules()
                     if started - self._last_vc_sample >= VC_SAMPLE_EVERY_S:
                         record_vc_samples(time.time())
                         self._last_vc_sample = started

@@ -703,6 +703,10 @@ def _reason_part(part: str) -> str:
 
 DIAGNOSTICS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"stopped at the user's request\."), _("stopped at the user's request.")),
+    (  # jobs.lifecycle.request_alert_stop
+        re.compile(r"stopped because alert rule (?P<rule>.+) fired\."),
+        _("stopped because alert rule %(rule)s fired."),
+    ),
     (  # jobs.lifecycle.request_idle_stop
         re.compile(r"stopped because (?P<app>jupyter|tensorboard|http) was idle for (?P<minutes>[\d.]+) minutes\."),
         _("stopped because %(app)s was idle for %(minutes)s minutes."),
@@ -797,6 +801,7 @@ WEBHOOK_EVENTS = {
     "succeeded": _("succeeds"),
     "failed": _("fails"),
     "stopped": _("is stopped"),
+    "alert": _("gets an alert"),
 }
 
 

@@ -27,6 +27,7 @@ VALUES = {
     "node_name": "no-node",
     "storage_name": "no-storage",
     "template_id": "1",
+    "rule_id": "1",
 }
 DOCS = {"api-schema", "api-docs", "api-redoc", "api-none"}  # the docs are one page, not two APIs
 

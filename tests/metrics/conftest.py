@@ -1,3 +1,51 @@
+"""The metrics tests' fixtures: process tasks (tests/scheduler) and a real HTTP server that
+receives webhooks."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
 from tests.scheduler.conftest import process_node, run_until, scheduler, submit
 
-__all__ = ["process_node", "run_until", "scheduler", "submit"]
+__all__ = ["Receiver", "process_node", "receiver", "run_until", "scheduler", "submit"]
+
+
+class Receiver:
+    """A real HTTP server: answers each POST with the next of `statuses` (then 200)."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.posts.append({"headers": dict(self.headers), "body": body, "path": self.path})
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/pai?team=a"
+
+    def events(self) -> list[str]:
+        return [post["headers"]["X-PAI-Event"] for post in self.posts]
+
+
+@pytest.fixture
+def receiver(settings) -> Iterator[Receiver]:
+    settings.PAI_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
+    found = Receiver()
+    thread = threading.Thread(target=found.server.serve_forever, daemon=True)
+    thread.start()
+    yield found
+    found.server.shutdown()

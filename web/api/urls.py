@@ -6,7 +6,19 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from web.api.auth import DocsReader
 from web.api.fallback import no_such_route
-from web.api.views import attempts, auth, cluster, job_templates, jobs_v1, jobs_v2, storages, sweeps, usage, users
+from web.api.views import (
+    alerts,
+    attempts,
+    auth,
+    cluster,
+    job_templates,
+    jobs_v1,
+    jobs_v2,
+    storages,
+    sweeps,
+    usage,
+    users,
+)
 
 JOB = "v2/jobs/<str:full_name>"
 V1_JOB = "v1/user/<str:username>/jobs/<str:job_name>"
@@ -30,6 +42,9 @@ urlpatterns = [
     path("v2/jobs", jobs_v2.JobsView.as_view(), name="api-jobs"),
     path("v2/sweeps", sweeps.SweepsView.as_view(), name="api-sweeps"),
     path("v2/usage", usage.UsageView.as_view(), name="api-usage"),
+    path("v2/alerts", alerts.AlertsView.as_view(), name="api-alerts"),
+    path("v2/alert-rules", alerts.AlertRulesView.as_view(), name="api-alert-rules"),
+    path("v2/alert-rules/<int:rule_id>", alerts.AlertRuleView.as_view(), name="api-alert-rule"),
     path("v2/templates", job_templates.TemplatesView.as_view(), name="api-templates"),
     path("v2/templates/<int:template_id>", job_templates.TemplateView.as_view(), name="api-template"),
     path("v2/sweeps/<str:full_name>", sweeps.SweepView.as_view(), name="api-sweep"),
