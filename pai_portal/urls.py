@@ -27,6 +27,7 @@ urlpatterns = [
     path("", include("web.ssh.urls")),
     path("", include("web.app_proxy.urls")),
     path("", include("web.webhooks.urls")),
+    path("", include("web.alerts.urls")),
     path("", include("web.usage.urls")),
     path("", include("web.notifications.urls")),
     path("", include("web.fixes.urls")),

@@ -18,7 +18,7 @@ from jobs.actions import submit_job
 from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
 from jobs.sweeps import submit_sweep
-from scheduling.models import VcSample
+from scheduling.models import Alert, AlertRule, VcSample
 from scheduling.usage_rollup import roll_up
 from tests.browser.english import english_texts
 from tests.browser.pages import visible_prose
@@ -219,6 +219,18 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     expect(page.locator("#dashboard-history[data-rendered=true]")).to_be_visible()
     expect(page.locator("[data-dashboard-never-fit]")).to_be_visible()
     check("dashboard")
+    rule = AlertRule.objects.create(name="kongxian", condition="gpu_idle", actions=["notify_owner", "stop_job"])
+    Alert.objects.create(
+        rule=rule,
+        subject=f"job {running.full_name}",
+        job=running,
+        summary="s",
+        fired_at=timezone.now(),
+        stop_at=timezone.now(),
+        history=[{"at": "", "what": "fired"}, {"at": "", "what": "notified alice"}],
+    )
+    page.goto("/alerts/")
+    check("alerts")
     roll_up(timezone.now().date())
     page.goto("/usage/")
     check("usage")

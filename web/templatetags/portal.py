@@ -20,7 +20,18 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import WEBHOOK_EVENTS, translate_diagnostics, translate_reason, webhook_error_text
+from web.error_text import (
+    ALERT_ACTIONS,
+    ALERT_CONDITION_TEXTS,
+    ALERT_CONDITIONS,
+    ALERT_ERRORS,
+    ALERT_STEPS,
+    WEBHOOK_EVENTS,
+    by_shape,
+    translate_diagnostics,
+    translate_reason,
+    webhook_error_text,
+)
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 
 register = template.Library()
@@ -182,6 +193,33 @@ def webhook_event(event: str) -> str:
 @register.filter
 def webhook_error(text: str) -> str:
     return webhook_error_text(text)
+
+
+@register.filter
+def alert_condition(rule: Any) -> str:
+    """A rule's condition with its numbers, in the page's language."""
+    template = ALERT_CONDITION_TEXTS.get(rule.condition)
+    return str(template) % {"percent": rule.percent, "minutes": rule.minutes} if template else rule.condition
+
+
+@register.filter
+def alert_condition_name(condition: str) -> str:
+    return str(ALERT_CONDITIONS.get(condition, condition))
+
+
+@register.filter
+def alert_action(action: str) -> str:
+    return str(ALERT_ACTIONS.get(action, action))
+
+
+@register.filter
+def alert_step(what: str) -> str:
+    return by_shape(what, ALERT_STEPS)
+
+
+@register.filter
+def alert_error(text: str) -> str:
+    return by_shape(text, ALERT_ERRORS)
 
 
 @register.filter
