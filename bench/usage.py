@@ -3,8 +3,8 @@ report's queries take and how much the daily rollups store.
 
     .venv/bin/python bench/usage.py [--jobs-per-day N]     (default 300 jobs running each day)
 
-A scratch SQLite database gets a year of `UsageDay` rows (one per job and day: 500 users, 10 VCs,
-3 GPU types, jobs of 1-8 GPUs lasting 1-5 days, every GPU-hour sampled), then times
+A scratch SQLite database gets a year of jobs and their `UsageDay` rows (one per job and day: 500
+users, 10 VCs, 3 GPU types, jobs of 1-8 GPUs lasting 1-5 days, every GPU-hour sampled), then times
 `scheduling.usage_report.usage_report` (what the page, its CSV's range and `/api/v2/usage` run)
 for an admin over the last 30 days and the whole year, and for one user over the year, 10 times
 each. Goal: p95 under 200 ms; the stored size is printed (rows, bytes of table and indexes).
@@ -22,6 +22,7 @@ import tempfile
 import time
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 10
@@ -40,6 +41,8 @@ def main() -> None:
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
 
+        from clusters.models import VirtualCluster
+        from jobs.models import Job
         from scheduling.models import UsageDay
         from scheduling.usage_report import usage_report
 
@@ -50,20 +53,45 @@ def main() -> None:
         admin = users.create_superuser("root", password="bench-password-1")
         rng = random.Random(7)
         today = date(2026, 11, 26)
-        rows, started = [], time.perf_counter()
-        for back in range(365):
-            day = today - timedelta(days=back)
-            for n in range(args.jobs_per_day):
-                owner = rng.choice(people)
-                gpus = rng.choice([1, 1, 2, 4, 8])
+        vcs = [VirtualCluster.objects.get_or_create(name=f"vc{n}")[0] for n in range(10)]
+        # Jobs of 1-5 days: as many start each day as end, 300 running a day.
+        plans: list[dict[str, Any]] = []
+        started = time.perf_counter()
+        running: list[tuple[dict[str, Any], int]] = []  # (plan, days left)
+        for back in range(364, -1, -1):
+            running = [(plan, left - 1) for plan, left in running if left > 1]
+            while len(running) < args.jobs_per_day:
+                plan: dict[str, Any] = {
+                    "owner": rng.choice(people),
+                    "vc": rng.choice(vcs),
+                    "gpus": rng.choice([1, 1, 2, 4, 8]),
+                    "kind": rng.choice(["V100", "A100", "H100"]),
+                    "days": [],
+                }
+                plans.append(plan)
+                running.append((plan, rng.randint(1, 5)))
+            for plan, _ in running:
+                plan["days"].append(back)
+        jobs = Job.objects.bulk_create(
+            [
+                Job(owner=p["owner"], name=f"job-{n}", virtual_cluster=p["vc"], spec={}, config_text="")
+                for n, p in enumerate(plans)
+            ],
+            batch_size=5000,
+        )
+        rows = []
+        for job, plan in zip(jobs, plans, strict=True):
+            owner, vc, gpus, kind = plan["owner"], plan["vc"], plan["gpus"], plan["kind"]
+            for back in plan["days"]:
                 held = gpus * rng.randint(3600, 86400)
                 rows.append(
                     UsageDay(
-                        day=day,
-                        job_name=f"{owner.username}~job-{back}-{n}",
+                        day=today - timedelta(days=back),
+                        job=job,
+                        job_name=f"{owner.username}~{job.name}",
                         user=owner,
-                        vc_name=f"vc{rng.randrange(10)}",
-                        gpu_type=rng.choice(["V100", "A100", "H100"]),
+                        vc_name=vc.name,
+                        gpu_type=kind,
                         gpu_seconds=held,
                         gpu_used_seconds=int(held * rng.random()),
                         cpu_seconds=held * 4,
@@ -72,7 +100,7 @@ def main() -> None:
                     )
                 )
         UsageDay.objects.bulk_create(rows, batch_size=5000)
-        print(f"{len(rows):,} rollup rows written in {time.perf_counter() - started:.1f} s")
+        print(f"{len(jobs):,} jobs, {len(rows):,} rollup rows written in {time.perf_counter() - started:.1f} s")
 
         def timed(label: str, user: object, is_admin: bool, since: date) -> None:
             times = []

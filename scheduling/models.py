@@ -70,6 +70,9 @@ class HeldRoom(models.Model):
         return f"room on node {self.node_id} held for job {self.job_id}"
 
 
+SUMMED = ("gpu_seconds", "gpu_used_seconds", "cpu_seconds", "cpu_used_seconds", "memory_mb_seconds")
+
+
 class UsageDay(models.Model):
     """What one job held and used on one day (UTC): the daily rollup the Usage page, its CSV and
     `/api/v2/usage` add up (scheduling/usage_rollup.py writes it from task runs and samples). Small
@@ -88,8 +91,10 @@ class UsageDay(models.Model):
     memory_mb_seconds = models.BigIntegerField(default=0)
 
     class Meta:
+        # Covering the report's queries (scheduling/usage_report.py): a range of days is read from
+        # this index alone, never the rows (bench/usage.py).
         indexes = [
-            models.Index(fields=["day"], name="usage_day"),
+            models.Index(fields=["day", "user", "job", "vc_name", "gpu_type", *SUMMED], name="usage_day_covering"),
             models.Index(fields=["user", "day"], name="usage_user_day"),
         ]
         constraints = [models.UniqueConstraint(fields=["day", "job"], name="unique_usage_per_job_day")]
