@@ -41,7 +41,13 @@ class Upstream:
 def _app(seen: list[dict[str, Any]]) -> web.Application:
     async def record(request: web.Request) -> dict[str, Any]:
         body = await request.read()
-        entry = {"method": request.method, "path": request.path_qs, "headers": dict(request.headers), "body": body}
+        entry = {
+            "method": request.method,
+            "path": request.path_qs,
+            "raw": request.raw_path,
+            "headers": dict(request.headers),
+            "body": body,
+        }
         seen.append(entry)
         return entry
 
@@ -84,6 +90,7 @@ def _app(seen: list[dict[str, Any]]) -> web.Application:
     app.router.add_get("/page", page)
     app.router.add_get("/big", big)
     app.router.add_get("/ws", websocket)
+    app.router.add_get("/raw/{tail:.*}", echo)
     return app
 
 

@@ -90,6 +90,12 @@ def test_it_forwards_without_the_proxys_cookie_and_with_jupyters_token(serving_j
     assert answer.json()["path"] == "/echo?a=1"
 
 
+def test_it_forwards_the_path_as_the_browser_sent_it(serving_job, browser_at, user):
+    """Jupyter's contents API names `dir%2Ffile.ipynb` as one segment."""
+    raw = browser_at(serving_job("http"), user).get("/raw/api/contents/dir%2Fa%20b.ipynb?x=%2F").json()["raw"]
+    assert raw == "/raw/api/contents/dir%2Fa%20b.ipynb?x=%2F"
+
+
 def test_it_passes_the_apps_cookies_but_not_one_named_as_its_own(serving_job, browser_at, user):
     answer = browser_at(serving_job(), user).get("/echo")
     cookies = answer.raw.headers.getlist("Set-Cookie")

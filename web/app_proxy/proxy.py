@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import aiohttp
+from yarl import URL
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone, translation
@@ -188,15 +189,13 @@ class AppProxy:
 
     async def _forward(self, view: AppView, scope: Scope, receive: Receive, send: Send) -> None:
         assert view.target is not None
-        url = f"http://{view.target.host}:{view.target.port}{quote(scope['path'])}"
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode("latin-1")
+        url = f"http://{view.target.host}:{view.target.port}{target_path(scope)}"
         inject = bool(view.idle_seconds) and b"text/html" in header(scope, b"accept").encode()
         headers = upstream_headers(scope, view, identity=inject)
         try:
             async with self._client().request(
                 scope["method"],
-                url,
+                URL(url, encoded=True),
                 headers=headers,
                 data=await request_body(receive),
                 allow_redirects=False,
@@ -233,12 +232,10 @@ class AppProxy:
             return await send({"type": "websocket.close", "code": 4403})
         if view.target is None:
             return await send({"type": "websocket.close", "code": 1013})
-        url = f"ws://{view.target.host}:{view.target.port}{quote(scope['path'])}"
-        if scope.get("query_string"):
-            url += "?" + scope["query_string"].decode("latin-1")
+        url = f"ws://{view.target.host}:{view.target.port}{target_path(scope)}"
         try:
             upstream = await self._client().ws_connect(
-                url,
+                URL(url, encoded=True),
                 headers=upstream_headers(scope, view, websocket=True),
                 protocols=tuple(scope.get("subprotocols") or ()),
                 max_msg_size=0,
@@ -334,6 +331,15 @@ def same_origin(scope: Scope) -> bool:
     """No Origin (a navigation, a script of this origin on some browsers) or this very host."""
     origin = header(scope, b"origin")
     return not origin or urlsplit(origin).netloc.lower() == header(scope, b"host").lower()
+
+
+def target_path(scope: Scope) -> str:
+    """The path as the browser sent it (`raw_path`: Jupyter's `dir%2Ffile` stays one segment) and
+    its query."""
+    raw = scope.get("raw_path")
+    path = raw.decode("latin-1") if raw else quote(scope["path"])
+    query = scope.get("query_string", b"").decode("latin-1")
+    return path + (f"?{query}" if query else "")
 
 
 def path_with_query(scope: Scope) -> str:
