@@ -30,13 +30,13 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import aiohttp
-from yarl import URL
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import get_supported_language_variant
 from django.utils.translation import gettext as _
 from django.utils.translation.trans_real import parse_accept_lang_header
+from yarl import URL
 
 from jobs.interactive import record_activity, slug_of_host
 from jobs.protocol.hooks import JUPYTER_PLUGIN
