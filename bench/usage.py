@@ -45,6 +45,7 @@ def main() -> None:
         from jobs.models import Job
         from scheduling.models import UsageDay
         from scheduling.usage_report import usage_report
+        from scheduling.usage_rollup import roll_up_month
 
         call_command("migrate", verbosity=0)
         users = get_user_model().objects
@@ -100,6 +101,8 @@ def main() -> None:
                     )
                 )
         UsageDay.objects.bulk_create(rows, batch_size=5000)
+        for back in range(0, 366, 28):  # (every month: what roll_up does for each day it writes)
+            roll_up_month(today - timedelta(days=back))
         print(f"{len(jobs):,} jobs, {len(rows):,} rollup rows written in {time.perf_counter() - started:.1f} s")
 
         def timed(label: str, user: object, is_admin: bool, since: date) -> None:
@@ -119,8 +122,8 @@ def main() -> None:
         with sqlite3.connect(database) as db:
             try:
                 size = db.execute(
-                    "SELECT SUM(pgsize) FROM dbstat WHERE name IN "
-                    "(SELECT name FROM sqlite_master WHERE tbl_name = 'scheduling_usageday')"
+                    "SELECT SUM(pgsize) FROM dbstat WHERE name IN (SELECT name FROM sqlite_master "
+                    "WHERE tbl_name IN ('scheduling_usageday', 'scheduling_usagemonth'))"
                 ).fetchone()[0]
             except sqlite3.OperationalError:  # (no dbstat in this SQLite build)
                 size = database.stat().st_size

@@ -161,3 +161,27 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rule.name}: {self.subject}"
+
+
+class UsageMonth(models.Model):
+    """A month of `UsageDay` rows added up per user, VC and GPU type (scheduling/usage_rollup.py
+    rewrites a month whenever one of its days is rolled up): the report reads whole months of a
+    long range here, a few thousand rows a year instead of a hundred thousand."""
+
+    month = models.DateField()  # its first day
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    vc_name = models.CharField(max_length=128)
+    gpu_type = models.CharField(max_length=64, blank=True, default="")
+    gpu_seconds = models.BigIntegerField(default=0)
+    gpu_used_seconds = models.BigIntegerField(null=True, blank=True)
+    cpu_seconds = models.BigIntegerField(default=0)
+    cpu_used_seconds = models.BigIntegerField(null=True, blank=True)
+    memory_mb_seconds = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["month", "user", "vc_name", "gpu_type"], name="unique_usage_month_group")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.month} {self.user_id} {self.vc_name} {self.gpu_type}"

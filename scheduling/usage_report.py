@@ -6,13 +6,13 @@ with sampled GPU use (a cluster without nvidia-smi has none: no idle share, not 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import Count, QuerySet, Sum
 
-from scheduling.models import UsageDay
+from scheduling.models import UsageDay, UsageMonth
 
 HOUR = 3600
 TOP = 20
@@ -36,15 +36,14 @@ def rows_for(user: Any, admin: bool, since: date, until: date) -> QuerySet[Usage
 
 
 def usage_report(user: Any, admin: bool, since: date, until: date) -> UsageReport:
-    # Each grouping reads one covering index (UsageDay.Meta): a year of a 1,000-GPU cluster is
-    # ~110,000 rows, and the six queries take ~0.2 s together (bench/usage.py). Users and jobs are
-    # grouped by id and named after.
+    # The groupings by user, VC and GPU type read whole months from UsageMonth and only the days
+    # around them from UsageDay; jobs, days and the totals read UsageDay through its covering index
+    # (bench/usage.py).
     rows = rows_for(user, admin, since, until)
-    users = _top(rows, "user_id")
+    parts = _parts(user, admin, since, until)
+    users = _summed(parts, "user_id")[:TOP]
     jobs = _top(rows.filter(job__isnull=False), "job_id")
-    user_names = dict(
-        get_user_model().objects.filter(pk__in=[r["user_id"] for r in users]).values_list("pk", "username")
-    )
+    user_names = dict(get_user_model().objects.filter(pk__in=[r["name"] for r in users]).values_list("pk", "username"))
     job_names = dict(
         UsageDay.objects.filter(job_id__in=[r["job_id"] for r in jobs]).values_list("job_id", "job_name").distinct()
     )
@@ -53,11 +52,39 @@ def usage_report(user: Any, admin: bool, since: date, until: date) -> UsageRepor
         until=until,
         totals=_shown(rows.aggregate(**_sum_fields(), jobs=Count("job_id", distinct=True))),
         days=[_shown(r, "day") for r in _grouped(rows, "day").order_by("day")],
-        users=[_shown({**r, "name": user_names.get(r["user_id"], "")}, "user_id") for r in users],
-        vcs=[_shown(r, "vc_name") for r in _grouped(rows, "vc_name").order_by("-gpu", "-cpu")],
-        gpu_types=[_shown(r, "gpu_type") for r in _grouped(rows, "gpu_type").filter(gpu__gt=0).order_by("-gpu")],
+        users=[_shown({**r, "name": user_names.get(r["name"], "")}) for r in users],
+        vcs=[_shown(r) for r in _summed(parts, "vc_name")],
+        gpu_types=[_shown(r) for r in _summed(parts, "gpu_type") if r.get("gpu")],
         jobs=[_shown({**r, "name": job_names.get(r["job_id"], "")}, "job_id") for r in jobs],
     )
+
+
+def _parts(user: Any, admin: bool, since: date, until: date) -> list[QuerySet[Any]]:
+    """The range as querysets to add up: its whole months in UsageMonth, the days before and after
+    them in UsageDay (or only days, for a range within a month)."""
+    first_month = since if since.day == 1 else (since.replace(day=1) + timedelta(days=32)).replace(day=1)
+    after_months = (until + timedelta(days=1)).replace(day=1)  # the first day of no whole month
+    if first_month >= after_months:
+        return [rows_for(user, admin, since, until)]
+    months = UsageMonth.objects.filter(month__gte=first_month, month__lt=after_months)
+    return [
+        months if admin else months.filter(user=user),
+        rows_for(user, admin, since, first_month - timedelta(days=1)),
+        rows_for(user, admin, after_months, until),
+    ]
+
+
+def _summed(parts: list[QuerySet[Any]], key: str) -> list[dict[str, Any]]:
+    """Each part grouped by `key` in SQL, the parts added up here (a sum stays None where every
+    part's is None), biggest first, the key as `name`."""
+    added: dict[Any, dict[str, Any]] = {}
+    for part in parts:
+        for group in part.values(key).annotate(**_sum_fields()):
+            into = added.setdefault(group[key], {"name": group[key]})
+            for field in ("gpu", "gpu_used", "cpu", "cpu_used", "memory"):
+                value = group[field]
+                into[field] = into.get(field) if value is None else (into.get(field) or 0) + value
+    return sorted(added.values(), key=lambda r: (-(r.get("gpu") or 0), -(r.get("cpu") or 0), str(r["name"])))
 
 
 def _top(rows: QuerySet[UsageDay], key: str) -> list[dict[str, Any]]:

@@ -14,13 +14,13 @@ from typing import cast
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from clusters.models import Gpu
 from jobs.models import Job, Task, TaskAttempt, TaskSample
 from jobs.protocol.spec import gpu_type
-from scheduling.models import UsageDay
+from scheduling.models import SUMMED, UsageDay, UsageMonth
 
 
 @dataclass
@@ -93,7 +93,22 @@ def roll_up(day: date, now: datetime | None = None) -> int:
     with transaction.atomic():
         UsageDay.objects.filter(day=day).delete()
         UsageDay.objects.bulk_create(rows, batch_size=1000)
+        roll_up_month(day)
     return len(rows)
+
+
+def roll_up_month(day: date) -> None:
+    """Rewrite the month of `day` in `UsageMonth` from its daily rows."""
+    first = day.replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    groups = (
+        UsageDay.objects.filter(day__gte=first, day__lt=following)
+        .values("user_id", "vc_name", "gpu_type")
+        .annotate(**{field: Sum(field) for field in SUMMED})
+    )
+    with transaction.atomic():
+        UsageMonth.objects.filter(month=first).delete()
+        UsageMonth.objects.bulk_create([UsageMonth(month=first, **group) for group in groups], batch_size=1000)
 
 
 def _gpu_types(node_names: set[str]) -> dict[tuple[str, int], str]:

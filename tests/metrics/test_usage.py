@@ -14,7 +14,9 @@ from django.utils import timezone
 from clusters.models import Gpu, GpuType, VirtualCluster
 from jobs.models import Job, JobState, Task, TaskAttempt, TaskSample
 from scheduling.models import UsageDay
-from scheduling.usage_rollup import roll_up
+from scheduling.usage_report import usage_report
+from scheduling.usage_rollup import roll_up, roll_up_month
+from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
 pytestmark = pytest.mark.django_db
@@ -129,3 +131,30 @@ def test_the_job_page_says_its_gpu_hours(ran, client, user):
     client.force_login(user)
     page = client.get(f"/jobs/{ran[0].full_name}/").content.decode()
     assert "data-job-gpu-hours" in page and " held" in page
+
+
+def test_a_long_range_adds_whole_months_and_the_days_around_them_alike(user, other_user, default_vc):
+    """The report reads whole months from UsageMonth, the edges from UsageDay: the same sums."""
+    jobs = [create_job(owner, f"j{n}") for n, owner in enumerate((user, other_user, user))]
+    start = date(2026, 1, 20)
+    for n in range(80):  # 20 January to 9 April
+        job = jobs[n % 3]
+        UsageDay.objects.create(
+            day=start + timedelta(days=n),
+            job=job,
+            job_name=job.full_name,
+            user=job.owner,
+            vc_name=f"vc{n % 2}",
+            gpu_type="V100",
+            gpu_seconds=3600 * (n + 1),
+            gpu_used_seconds=1800 * (n + 1),
+            cpu_seconds=60,
+        )
+    for month in (date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1), date(2026, 4, 1)):
+        roll_up_month(month)
+    report = usage_report(user, True, date(2026, 1, 25), date(2026, 4, 5))
+    rows = UsageDay.objects.filter(day__gte=date(2026, 1, 25), day__lte=date(2026, 4, 5))
+    expected = {vc: round(sum(r.gpu_seconds for r in rows if r.vc_name == vc) / 3600, 1) for vc in ("vc0", "vc1")}
+    assert {r["name"]: r["gpu_hours"] for r in report.vcs} == expected
+    assert sum(r["gpu_hours"] for r in report.users) == pytest.approx(report.totals["gpu_hours"], abs=0.2)
+    assert report.totals["idle_percent"] == 50
