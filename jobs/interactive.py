@@ -73,7 +73,7 @@ def target_of(app: InteractiveApp, task: Task | None) -> Target | None:
         return None
     ports = (task.ports or {}).get(app.port_label)
     port = (ports[0] if ports else None) if isinstance(ports, list) else ports
-    host = task.node.address if task.node_id and task.node else task.ip
+    host = task.published_address()
     if not host or not port:
         return None
     return Target(host, int(port))

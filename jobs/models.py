@@ -177,6 +177,11 @@ class Task(TaskRun):
     def __str__(self) -> str:
         return f"{self.job.full_name}/{self.role}-{self.index}"
 
+    def published_address(self) -> str:
+        """Where its ports are published or bound: its node's address (a container's own IP is on
+        its job's network), else its own."""
+        return self.node.address if self.node_id and self.node else self.ip
+
 
 class TaskAttempt(TaskRun):
     """One run of a task, kept when it ends: the job page and the API show every attempt's node,

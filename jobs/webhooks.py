@@ -162,34 +162,29 @@ def wanted(owner_id: int, event: str) -> bool:
 def enqueue(job: Job, event: str) -> int:
     """One delivery per hook of the job's owner, or of the deployment, that asked for `event`."""
     hooks = _hooks_for(job.owner_id, event)
-    if hooks:  # (the cache may hold a hook removed since, in another process)
-        live = set(Webhook.objects.filter(pk__in=[h.pk for h in hooks]).values_list("pk", flat=True))
-        hooks = [h for h in hooks if h.pk in live]
-    if not hooks:
-        return 0
-    payload = payload_of(job, event)
-    now = timezone.now()
-    WebhookDelivery.objects.bulk_create(
-        [WebhookDelivery(webhook=h, job=job, event=event, payload=payload, next_attempt_at=now) for h in hooks]
-    )
-    return len(hooks)
+    return _queue(hooks, job, event, payload_of(job, event)) if hooks else 0
 
 
 def enqueue_alert(owner_id: int | None, job: Job | None, text: str) -> int:
     """An alert rule's notice (scheduling.alerts): to the owner's hooks that asked for `alert`, or
     (owner None: for the admins) to the deployment's."""
     hooks = [h for h in _all_hooks() if "alert" in h.events and h.owner_id == owner_id]
-    live = set(Webhook.objects.filter(pk__in=[h.pk for h in hooks]).values_list("pk", flat=True))
     payload = {**(payload_of(job, "alert") if job is not None else {"event": "alert"}), "text": text}
+    return _queue(hooks, job, "alert", payload) if hooks else 0
+
+
+def _queue(hooks: list[Webhook], job: Job | None, event: str, payload: dict[str, Any]) -> int:
+    """The outbox rows, for the hooks that still exist (the cache may hold one removed since, in
+    another process)."""
+    live = set(Webhook.objects.filter(pk__in=[h.pk for h in hooks]).values_list("pk", flat=True))
     now = timezone.now()
-    WebhookDelivery.objects.bulk_create(
-        [
-            WebhookDelivery(webhook=h, job=job, event="alert", payload=payload, next_attempt_at=now)
-            for h in hooks
-            if h.pk in live
-        ]
-    )
-    return len(live)
+    rows = [
+        WebhookDelivery(webhook=h, job=job, event=event, payload=payload, next_attempt_at=now)
+        for h in hooks
+        if h.pk in live
+    ]
+    WebhookDelivery.objects.bulk_create(rows)
+    return len(rows)
 
 
 def payload_of(job: Job, event: str) -> dict[str, Any]:

@@ -167,7 +167,7 @@ def port_links(task: Any) -> list[dict[str, Any]]:
     """Each of the task's ports with a link: an app's (Jupyter, TensorBoard, an `http` port) through
     the portal's proxy (`task.app_urls`, set by web.job_page.app_rows), any other's to the node's
     address, where ports are published (a container's own IP is on its job's network)."""
-    ip = task.node.address if task.node_id and task.node else task.ip
+    ip = task.published_address()
     apps = getattr(task, "app_urls", {})
     links = []
     for label, ports in (task.ports or {}).items():
