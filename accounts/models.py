@@ -69,3 +69,54 @@ class SshPublicKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} {self.title or self.fingerprint}"
+
+
+class Account(models.Model):
+    """Where a user comes from and whether they are an admin by hand. A user's admin rights are
+    that flag or an admin group's (accounts.groups.apply_admin keeps is_staff/is_superuser so)."""
+
+    class Source(models.TextChoices):
+        LOCAL = "local", _("Local")
+        LDAP = "ldap", "LDAP"
+        OIDC = "oidc", "OpenID Connect"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.LOCAL)
+    admin_by_hand = models.BooleanField(default=False)
+    # The directory's groups at the last sign-in (shown on the users page).
+    synced_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.source})"
+
+
+class GroupInfo(models.Model):
+    """OpenPAI's group beside Django's: its description, its name in the directory (externalName),
+    whether it makes admins (acls.admin), and where it came from. The VCs and storages it grants
+    are VirtualCluster.allowed_groups and StorageConfig.allowed_groups."""
+
+    group = models.OneToOneField("auth.Group", on_delete=models.CASCADE, related_name="info")
+    description = models.CharField(max_length=512, blank=True, default="")
+    external_name = models.CharField(max_length=512, blank=True, default="", db_index=True)
+    admin = models.BooleanField(default=False)
+    source = models.CharField(max_length=8, choices=Account.Source.choices, default=Account.Source.LOCAL)
+
+    def __str__(self) -> str:
+        return str(self.group)
+
+
+class AuditEntry(models.Model):
+    """One change an admin (or a sign-in's sync) made to users, groups or their grants."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    actor_name = models.CharField(max_length=150)  # kept when the actor is deleted
+    action = models.CharField(max_length=64)
+    target = models.CharField(max_length=200)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.target}"

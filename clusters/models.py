@@ -9,7 +9,7 @@ from django.db import models
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
-from accounts.permissions import is_admin
+from accounts.permissions import is_admin, is_named
 from clusters import storage_rules
 
 
@@ -66,6 +66,8 @@ class VirtualCluster(models.Model):
     )
     # Empty means every user may submit to this VC.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
+    # Groups whose members may submit here too (OpenPAI's group acls.virtualClusters).
+    allowed_groups = models.ManyToManyField("auth.Group", blank=True, related_name="virtual_clusters")
     # Priority classes (jobs.protocol.priority): the class of a job that names none, the highest a
     # job may ask for, and who besides admins may use `crit`.
     default_priority_class = models.CharField(
@@ -109,12 +111,12 @@ class VirtualCluster(models.Model):
         return gettext(self.description) if self.description == DEFAULT_VC_DESCRIPTION else self.description
 
     def is_open_to(self, user) -> bool:
-        """The only VC access rule: admins, and everyone when the VC names no users. Uses the
-        prefetched `allowed_users` when the caller prefetched them (lists of VCs)."""
+        """The only VC access rule: admins; everyone when the VC names neither users nor groups;
+        else its users and its groups' members. Uses the prefetched `allowed_users` and
+        `allowed_groups` when the caller prefetched them (lists of VCs)."""
         if is_admin(user):
             return True
-        allowed = self.allowed_users.all()
-        return not allowed or any(member.pk == user.pk for member in allowed)
+        return is_named(user, self.allowed_users.all(), self.allowed_groups.all())
 
     def may_use_crit(self, user) -> bool:
         """`crit` jobs: admins, and the users this VC names for it."""
@@ -276,6 +278,7 @@ class StorageConfig(models.Model):
     )
     # Empty (both) means every user may use it.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="storage_configs")
+    allowed_groups = models.ManyToManyField("auth.Group", blank=True, related_name="storage_configs")
     virtual_clusters = models.ManyToManyField(
         VirtualCluster, blank=True, related_name="storage_configs", help_text=_("Users of these VCs may use it.")
     )
@@ -305,14 +308,14 @@ class StorageConfig(models.Model):
         return self.path if self.kind == self.Kind.HOST_PATH else ""
 
     def is_open_to(self, user) -> bool:
-        """Admins; everyone when it names neither users nor VCs; else its users and those of its VCs."""
+        """Admins; everyone when it names neither users, groups nor VCs; else its users, its groups'
+        members and those of its VCs."""
         if is_admin(user):
             return True
-        users = self.allowed_users.all()
-        vcs = self.virtual_clusters.all()
-        if not users and not vcs:
+        users, groups, vcs = self.allowed_users.all(), self.allowed_groups.all(), self.virtual_clusters.all()
+        if not users and not groups and not vcs:
             return True
-        return any(member.pk == user.pk for member in users) or any(vc.is_open_to(user) for vc in vcs)
+        return (bool(users or groups) and is_named(user, users, groups)) or any(vc.is_open_to(user) for vc in vcs)
 
     def clean(self) -> None:
         errors: dict[str, Any] = {}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from pai_portal.env import env_bool, env_choices, env_float, env_int, env_list, env_networks, env_path, env_str
 
@@ -126,6 +127,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Sign-in (README "Sign-in: local accounts, LDAP, OpenID Connect"). Local accounts (Django's
+# passwords) beside a directory unless PAI_LOCAL_ACCOUNTS=false. The LDAP settings are read in
+# accounts/ldap.py, the OpenID Connect ones in accounts/oidc.py.
+PAI_LOCAL_ACCOUNTS = env_bool("PAI_LOCAL_ACCOUNTS", True)
+PAI_LDAP_URI = env_str("PAI_LDAP_URI", "")
+PAI_OIDC_ISSUER = env_str("PAI_OIDC_ISSUER", "").rstrip("/")
+AUTHENTICATION_BACKENDS = [
+    *(["accounts.ldap.PortalLDAPBackend"] if PAI_LDAP_URI else []),
+    *(["django.contrib.auth.backends.ModelBackend"] if PAI_LOCAL_ACCOUNTS else []),
+    *(["accounts.oidc.OidcBackend"] if PAI_OIDC_ISSUER else []),
+]
+if not AUTHENTICATION_BACKENDS:
+    raise ImproperlyConfigured(
+        "PAI_LOCAL_ACCOUNTS=false needs a directory to sign in with: set PAI_LDAP_URI or PAI_OIDC_ISSUER."
+    )
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/start/"  # admins land on the dashboard, users on the job list

@@ -162,7 +162,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
         for index, values in enumerate(data.roles)
     ]
-    vcs = VirtualCluster.objects.prefetch_related("allowed_users")
+    vcs = VirtualCluster.objects.prefetch_related("allowed_users", "allowed_groups")
     open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
     storages = usable_storages(request.user)
     context: dict[str, Any] = {

@@ -51,7 +51,9 @@ def storage_configs() -> list[StorageConfig]:
     global _configs
     now = time.monotonic()
     if _configs is None or now - _configs[0] > CONFIGS_TTL_S:
-        configs = StorageConfig.objects.prefetch_related("allowed_users", "virtual_clusters__allowed_users")
+        configs = StorageConfig.objects.prefetch_related(
+            "allowed_users", "allowed_groups", "virtual_clusters__allowed_users", "virtual_clusters__allowed_groups"
+        )
         _configs = (now, list(configs))
     return _configs[1]
 
@@ -60,6 +62,8 @@ def storage_configs() -> list[StorageConfig]:
 @receiver(m2m_changed, sender=StorageConfig.allowed_users.through)
 @receiver(m2m_changed, sender=StorageConfig.virtual_clusters.through)
 @receiver(m2m_changed, sender=VirtualCluster.allowed_users.through)
+@receiver(m2m_changed, sender=StorageConfig.allowed_groups.through)
+@receiver(m2m_changed, sender=VirtualCluster.allowed_groups.through)
 def forget_storage_configs(**kwargs: Any) -> None:
     global _configs
     _configs = None

@@ -89,7 +89,8 @@ def test_a_notebook_started_from_the_form_runs_a_cell_through_the_proxy_for_its_
         with context.expect_page() as opened:
             page.locator('[data-app-open="jupyter"]').click()
         notebook = opened.value
-        expect(notebook.locator("#notebook_list")).to_be_visible()  # Notebook's file list, signed in
+        # Notebook's file list, signed in (its page stays hidden until its scripts load: slow under load).
+        expect(notebook.locator('#notebook_list a[href$="check.ipynb"]')).to_be_visible(timeout=60_000)
         assert urlsplit(notebook.url).hostname == f"{app.slug}.apps.localhost"
 
         notebook.goto(f"http://{urlsplit(notebook.url).netloc}/notebooks/check.ipynb")

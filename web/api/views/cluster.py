@@ -35,7 +35,7 @@ def _percent(used: int, total: int) -> float:
 def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
     nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
     _, vcs = cluster_state(nodes)
-    rows = {vc.name: vc for vc in VirtualCluster.objects.prefetch_related("allowed_users")}
+    rows = {vc.name: vc for vc in VirtualCluster.objects.prefetch_related("allowed_users", "allowed_groups")}
     job_counts = Job.objects.order_by().values_list("virtual_cluster__name", "state").annotate(n=Count("id"))
     counts = {(vc_name, state): n for vc_name, state, n in job_counts}
     answer = {}

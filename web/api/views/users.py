@@ -26,7 +26,7 @@ from web.api.errors import ApiError
 
 def user_row(user: Any, vcs: list[VirtualCluster] | None = None) -> dict[str, Any]:
     """OpenPAI's user: {username, email, grouplist, virtualCluster, admin, extension, storageConfig}."""
-    vcs = vcs if vcs is not None else list(VirtualCluster.objects.prefetch_related("allowed_users"))
+    vcs = vcs if vcs is not None else list(VirtualCluster.objects.prefetch_related("allowed_users", "allowed_groups"))
     return {
         "username": user.get_username(),
         "email": user.email,
@@ -78,7 +78,7 @@ class UsersView(APIView):
 
     @extend_schema(operation_id="v2_users_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        vcs = list(VirtualCluster.objects.prefetch_related("allowed_users"))
+        vcs = list(VirtualCluster.objects.prefetch_related("allowed_users", "allowed_groups"))
         users = get_user_model().objects.order_by("username")
         return Response([user_row(user, vcs) for user in users])
 

@@ -1,0 +1,117 @@
+"""Groups as OpenPAI has them: a group grants VCs and storages (VirtualCluster.allowed_groups,
+StorageConfig.allowed_groups) and, with `admin`, makes admins. A directory (LDAP or OpenID
+Connect) hands its group names at each sign-in; set_directory_groups mirrors them, keeping the
+groups an admin gave by hand."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Account, AuditEntry, GroupInfo
+
+# OpenPAI's rule for a group's name (rest-server config/v2/group.js).
+GROUP_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
+ADMIN_GROUP = "admingroup"  # OpenPAI's built-in admin group
+
+
+def account_of(user: Any) -> Account:
+    account, _ = Account.objects.get_or_create(
+        user=user, defaults={"admin_by_hand": bool(user.is_staff or user.is_superuser)}
+    )
+    return account
+
+
+def info_of(group: Group) -> GroupInfo:
+    info, _ = GroupInfo.objects.get_or_create(
+        group=group, defaults={"admin": group.name == ADMIN_GROUP, "external_name": ""}
+    )
+    return info
+
+
+def group_name_for(external: str) -> str:
+    """A directory's group name as an OpenPAI group name (letters, digits and '_')."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", external)[:150] or "_"
+
+
+def apply_admin(user: Any) -> bool:
+    """is_staff/is_superuser = admin by hand or a member of an admin group; True when it changed."""
+    admin = account_of(user).admin_by_hand or user.groups.filter(info__admin=True).exists()
+    if bool(user.is_staff) == admin and bool(user.is_superuser) == admin:
+        return False
+    user.is_staff = user.is_superuser = admin
+    user.save(update_fields=["is_staff", "is_superuser"])
+    return True
+
+
+def forget_groups(user: Any) -> None:
+    user.__dict__.pop("_pai_group_ids", None)
+
+
+def record(actor: Any, action: str, target: str, **detail: Any) -> AuditEntry:
+    """One line of the audit list; `actor` None means the portal itself (a sign-in's sync)."""
+    name = actor.get_username() if actor is not None else "(portal)"
+    return AuditEntry.objects.create(
+        actor=actor if actor is not None and actor.pk else None,
+        actor_name=name,
+        action=action,
+        target=target,
+        detail=detail,
+    )
+
+
+@transaction.atomic
+def set_directory_groups(user: Any, external_names: Iterable[str], source: str) -> list[str]:
+    """Mirror the directory's groups at sign-in: the user's directory groups (those with an
+    externalName) become exactly these, matched by externalName, else by name (that group takes
+    the externalName), else created granting nothing. Groups without an externalName are given by
+    hand and stay. Admin rights follow. Returns the user's group names."""
+    wanted: dict[int, Group] = {}
+    for external in dict.fromkeys(name.strip() for name in external_names if name and name.strip()):
+        info = GroupInfo.objects.select_related("group").filter(external_name=external).first()
+        if info is not None:
+            wanted[info.group.pk] = info.group
+            continue
+        group, created = Group.objects.get_or_create(name=group_name_for(external))
+        info = info_of(group)
+        if created:
+            info.source = source
+            record(None, "group.create", group.name, source=source, externalName=external)
+        info.external_name = external
+        info.save(update_fields=["source", "external_name"])
+        wanted[group.pk] = group
+    current = {group.pk: group for group in user.groups.select_related("info")}
+    directory = {pk for pk, group in current.items() if getattr(_info(group), "external_name", "")}
+    gone = [current[pk] for pk in directory - wanted.keys()]
+    new = [group for pk, group in wanted.items() if pk not in current]
+    if gone:
+        user.groups.remove(*gone)
+    if new:
+        user.groups.add(*new)
+    account = account_of(user)
+    account.source, account.synced_at = source, timezone.now()
+    account.save(update_fields=["source", "synced_at"])
+    forget_groups(user)
+    apply_admin(user)
+    if gone or new:
+        record(
+            None,
+            "user.groups.sync",
+            user.get_username(),
+            source=source,
+            added=sorted(g.name for g in new),
+            removed=sorted(g.name for g in gone),
+        )
+    return sorted(group.name for group in user.groups.all())
+
+
+def _info(group: Group) -> GroupInfo | None:
+    try:
+        return group.info
+    except GroupInfo.DoesNotExist:
+        return None
