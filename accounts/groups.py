@@ -115,3 +115,163 @@ def _info(group: Group) -> GroupInfo | None:
         return group.info
     except GroupInfo.DoesNotExist:
         return None
+
+
+class GroupProblem(Exception):
+    """A refused group change: `field` names what to fix, `code` is OpenPAI's error code."""
+
+    def __init__(self, field: str, message: str, code: str = "InvalidParametersError", status: int = 400):
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field, self.message, self.code, self.status = field, message, code, status
+
+
+def find_group(name: str) -> Group:
+    group = Group.objects.filter(name=name).select_related("info").first()
+    if group is None:
+        raise GroupProblem("", f"Group {name} is not found.", "NoGroupError", 404)
+    return group
+
+
+def groups_named(names: Iterable[str], field: str) -> list[Group]:
+    names = list(dict.fromkeys(names))
+    groups = list(Group.objects.filter(name__in=names))
+    missing = sorted(set(names) - {group.name for group in groups})
+    if missing:
+        raise GroupProblem(field, f"no such group(s): {', '.join(missing)}", "NoGroupError", 404)
+    return groups
+
+
+def check_group_name(name: str, field: str = "groupname") -> str:
+    if not GROUP_NAME.match(name or "") or len(name) > 150:
+        raise GroupProblem(field, "letters, digits and '_' only (at most 150)")
+    return name
+
+
+def grants_of(group: Group) -> tuple[list[str], list[str]]:
+    """The names of the VCs and storages the group grants."""
+    vcs = sorted(vc.name for vc in group.virtual_clusters.all())  # type: ignore[attr-defined]
+    storages = sorted(config.name for config in group.storage_configs.all())  # type: ignore[attr-defined]
+    return vcs, storages
+
+
+def set_grants(actor: Any, group: Group, vc_names: Iterable[str] | None, storage_names: Iterable[str] | None) -> None:
+    """The VCs and storages the group grants become exactly these (None: leave as is). A VC or
+    storage that named nobody was open to everyone: naming this group closes it to the others."""
+    from clusters.models import StorageConfig, VirtualCluster
+
+    before = grants_of(group)
+    if vc_names is not None:
+        vcs = _named(VirtualCluster, vc_names, "extension.acls.virtualClusters", "NoVirtualClusterError")
+        group.virtual_clusters.set(vcs)  # type: ignore[attr-defined]
+    if storage_names is not None:
+        storages = _named(StorageConfig, storage_names, "extension.acls.storageConfigs", "NoStorageError")
+        group.storage_configs.set(storages)  # type: ignore[attr-defined]
+    after = grants_of(group)
+    if after != before:
+        record(actor, "group.grants", group.name, virtualClusters=after[0], storageConfigs=after[1])
+
+
+def _named(model: Any, names: Iterable[str], field: str, code: str) -> list[Any]:
+    names = list(dict.fromkeys(names))
+    rows = list(model.objects.filter(name__in=names))
+    missing = sorted(set(names) - {row.name for row in rows})
+    if missing:
+        raise GroupProblem(field, f"no such name(s): {', '.join(missing)}", code, 404)
+    return rows
+
+
+@transaction.atomic
+def create_group(
+    actor: Any,
+    name: str,
+    *,
+    description: str = "",
+    external_name: str = "",
+    admin: bool = False,
+    vcs: Iterable[str] = (),
+    storages: Iterable[str] = (),
+) -> Group:
+    check_group_name(name)
+    if Group.objects.filter(name=name).exists():
+        raise GroupProblem("groupname", f"group {name} already exists", "ConflictGroupError", 409)
+    group = Group.objects.create(name=name)
+    GroupInfo.objects.create(group=group, description=description, external_name=external_name, admin=admin)
+    record(actor, "group.create", name, description=description, externalName=external_name, admin=admin)
+    set_grants(actor, group, list(vcs), list(storages))
+    return group
+
+
+@transaction.atomic
+def update_group(
+    actor: Any,
+    group: Group,
+    *,
+    description: str | None = None,
+    external_name: str | None = None,
+    admin: bool | None = None,
+) -> None:
+    info = info_of(group)
+    changes: dict[str, Any] = {}
+    for field, key, value in (
+        ("description", "description", description),
+        ("external_name", "externalName", external_name),
+        ("admin", "admin", admin),
+    ):
+        if value is not None and getattr(info, field) != value:
+            setattr(info, field, value)
+            changes[key] = value
+    if not changes:
+        return
+    info.save()
+    record(actor, "group.update", group.name, **changes)
+    if "admin" in changes:
+        for member in group.user_set.all():  # type: ignore[attr-defined]
+            apply_admin(member)
+
+
+@transaction.atomic
+def delete_group(actor: Any, group: Group) -> None:
+    members = list(group.user_set.all())  # type: ignore[attr-defined]
+    name = group.name
+    group.delete()
+    record(actor, "group.delete", name, members=sorted(m.get_username() for m in members))
+    for member in members:
+        forget_groups(member)
+        apply_admin(member)
+
+
+@transaction.atomic
+def set_user_groups(actor: Any, user: Any, groups: Iterable[Group]) -> None:
+    """An admin's choice of the user's groups (a directory user's directory groups come back at
+    their next sign-in: the directory decides those)."""
+    wanted = {group.pk: group for group in groups}
+    current = {group.pk: group for group in user.groups.all()}
+    added = [group for pk, group in wanted.items() if pk not in current]
+    removed = [group for pk, group in current.items() if pk not in wanted]
+    if not added and not removed:
+        return
+    if removed:
+        user.groups.remove(*removed)
+    if added:
+        user.groups.add(*added)
+    forget_groups(user)
+    apply_admin(user)
+    record(
+        actor,
+        "user.groups",
+        user.get_username(),
+        added=sorted(g.name for g in added),
+        removed=sorted(g.name for g in removed),
+    )
+
+
+def group_row(group: Group) -> dict[str, Any]:
+    """OpenPAI's group: {groupname, description, externalName, extension: {acls: {...}}}."""
+    info = _info(group)
+    vcs, storages = grants_of(group)
+    return {
+        "groupname": group.name,
+        "description": info.description if info else "",
+        "externalName": info.external_name if info else "",
+        "extension": {"acls": {"admin": bool(info and info.admin), "virtualClusters": vcs, "storageConfigs": storages}},
+    }

@@ -28,6 +28,7 @@ VALUES = {
     "storage_name": "no-storage",
     "template_id": "1",
     "rule_id": "1",
+    "groupname": "no-group",
 }
 DOCS = {"api-schema", "api-docs", "api-redoc", "api-none"}  # the docs are one page, not two APIs
 

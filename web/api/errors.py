@@ -16,6 +16,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from accounts.groups import GroupProblem
 from jobs import actions
 from jobs.protocol import JobConfigError
 
@@ -95,6 +96,8 @@ def _domain_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
         return 409, "ConflictJobError", str(exc) or "The job name is already taken."
     if isinstance(exc, actions.JobStateError):
         return 400, "InvalidParametersError", str(exc)
+    if isinstance(exc, GroupProblem):
+        return exc.status, exc.code, str(exc)
     return None
 
 

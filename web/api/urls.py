@@ -11,6 +11,7 @@ from web.api.views import (
     attempts,
     auth,
     cluster,
+    groups,
     job_templates,
     jobs_v1,
     jobs_v2,
@@ -103,6 +104,37 @@ urlpatterns = [
     path("v2/storages", storages.StoragesView.as_view(), name="api-storages"),
     path("v2/storages/<str:storage_name>", storages.StorageView.as_view(), name="api-storage"),
     path("v2/users", users.UsersView.as_view(), name="api-users"),
+    path("v2/users/<str:username>/group", groups.UserGroupView.as_view(), name="api-user-group"),
+    path("v2/users/<str:username>/grouplist", groups.UserGroupListView.as_view(), name="api-user-grouplist"),
+    # Groups (OpenPAI mounts them at /group and /groups alike: the singular ones are named *-singular).
+    *(
+        route
+        for mount, suffix in (("groups", ""), ("group", "-singular"))
+        for route in (
+            path(f"v2/{mount}", groups.GroupsView.as_view(), name=f"api-groups{suffix}"),
+            path(f"v2/{mount}/<str:groupname>", groups.GroupView.as_view(), name=f"api-group{suffix}"),
+            path(
+                f"v2/{mount}/<str:groupname>/userlist",
+                groups.GroupUserListView.as_view(),
+                name=f"api-group-users{suffix}",
+            ),
+            path(
+                f"v2/{mount}/<str:groupname>/extension",
+                groups.GroupExtensionView.as_view(),
+                name=f"api-group-extension{suffix}",
+            ),
+            path(
+                f"v2/{mount}/<str:groupname>/description",
+                groups.GroupDescriptionView.as_view(),
+                name=f"api-group-description{suffix}",
+            ),
+            path(
+                f"v2/{mount}/<str:groupname>/externalname",
+                groups.GroupExternalNameView.as_view(),
+                name=f"api-group-externalname{suffix}",
+            ),
+        )
+    ),
     path("v2/users/me", users.MeView.as_view(), name="api-user-me"),
     path("v2/users/<str:username>", users.UserView.as_view(), name="api-user"),
     path("v2/users/<str:username>/password", users.UserPasswordView.as_view(), name="api-user-password"),

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.groups import ADMIN_GROUP
 from accounts.models import Token
 from accounts.permissions import is_admin
 from clusters.models import VirtualCluster
@@ -30,13 +31,21 @@ def user_row(user: Any, vcs: list[VirtualCluster] | None = None) -> dict[str, An
     return {
         "username": user.get_username(),
         "email": user.email,
-        "grouplist": ["default", *(["admingroup"] if is_admin(user) else [])],
+        "grouplist": grouplist_of(user),
         "virtualCluster": [vc.name for vc in vcs if vc.is_open_to(user)],
         "admin": is_admin(user),
         "extension": {},
         # OpenPAI: the storage configs of the user's groups; here, those the user may use.
         "storageConfig": [config.name for config in usable_storages(user)],
     }
+
+
+def grouplist_of(user: Any) -> list[str]:
+    """The user's groups; an admin is in OpenPAI's `admingroup` whatever made them one."""
+    names = sorted(group.name for group in user.groups.all())
+    if is_admin(user) and ADMIN_GROUP not in names:
+        names.append(ADMIN_GROUP)
+    return names
 
 
 def _validated_password(password: str, user: Any, field: str) -> str:

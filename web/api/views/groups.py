@@ -1,0 +1,244 @@
+"""Groups in OpenPAI's shapes (rest-server routes/v2/group.js and the user routes that name
+groups): `/api/v2/groups[/<group>[/userlist|/extension|/description|/externalname]]` and
+`/api/v2/users/<user>/group|grouplist`. Reads for anyone signed in, changes for admins only and
+never with an application token, as OpenPAI does; every change is in the audit list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts import groups as actions
+from accounts.permissions import is_admin
+from web.api.auth import IsAdminNotApplicationToken
+from web.api.errors import ApiError
+
+
+def _groups() -> Any:
+    return Group.objects.select_related("info").prefetch_related("virtual_clusters", "storage_configs")
+
+
+def _find_user(username: str) -> Any:
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise ApiError(404, "NoUserError", f"User {username} not found.")
+    return user
+
+
+class Acls(serializers.Serializer):
+    admin = serializers.BooleanField(required=False)
+    virtualClusters = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+    storageConfigs = serializers.ListField(child=serializers.CharField(max_length=64), required=False)
+
+
+class Extension(serializers.Serializer):
+    acls = Acls(required=False)
+
+
+class NewGroup(serializers.Serializer):
+    groupname = serializers.CharField(max_length=150)
+    description = serializers.CharField(max_length=512, required=False, allow_blank=True, default="")
+    externalName = serializers.CharField(max_length=512, required=False, allow_blank=True, default="")
+    extension = Extension(required=False)
+
+
+class GroupUpdate(serializers.Serializer):
+    data = NewGroup()  # type: ignore[assignment]  # OpenPAI's body key, not Serializer.data
+    patch = serializers.BooleanField(required=False, default=False)
+
+
+def _apply_extension(actor: Any, group: Group, extension: dict[str, Any] | None) -> None:
+    acls = (extension or {}).get("acls")
+    if acls is None:
+        return
+    if "admin" in acls:
+        actions.update_group(actor, group, admin=acls["admin"])
+    actions.set_grants(actor, group, acls.get("virtualClusters"), acls.get("storageConfigs"))
+
+
+class GroupsView(APIView):
+    """`GET /api/v2/groups` every group; `POST` creates one; `PUT {data, patch}` updates one."""
+
+    def get_permissions(self) -> list[Any]:
+        return [IsAdminNotApplicationToken()] if self.request.method != "GET" else super().get_permissions()
+
+    @extend_schema(operation_id="v2_groups_list", responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        return Response([actions.group_row(group) for group in _groups().order_by("name")])
+
+    @extend_schema(request=NewGroup, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request: Request) -> Response:
+        form = NewGroup(data=request.data)
+        form.is_valid(raise_exception=True)
+        fields = form.validated_data
+        acls = fields.get("extension", {}).get("acls", {})
+        actions.create_group(
+            request.user,
+            fields["groupname"],
+            description=fields["description"],
+            external_name=fields["externalName"],
+            admin=acls.get("admin", False),
+            vcs=acls.get("virtualClusters", []),
+            storages=acls.get("storageConfigs", []),
+        )
+        return Response({"message": "group is created successfully"}, status=201)
+
+    @extend_schema(request=GroupUpdate, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request) -> Response:
+        form = GroupUpdate(data=request.data)
+        form.is_valid(raise_exception=True)
+        data, patch = form.validated_data["data"], form.validated_data["patch"]
+        group = actions.find_group(data["groupname"])
+        raw = request.data.get("data", {}) if hasattr(request.data, "get") else {}
+        if not patch:
+            missing = [key for key in ("description", "externalName", "extension") if key not in raw]
+            if missing:
+                raise ApiError(400, "InvalidParametersError", f"data.{missing[0]}: is required unless patch is true")
+        actions.update_group(
+            request.user,
+            group,
+            description=data["description"] if "description" in raw else None,
+            external_name=data["externalName"] if "externalName" in raw else None,
+        )
+        _apply_extension(request.user, group, data.get("extension") if "extension" in raw else None)
+        return Response({"message": f"update group {group.name} successfully."}, status=201)
+
+
+class GroupView(APIView):
+    """`GET /api/v2/groups/<group>`; `DELETE` removes it (its members lose what it granted)."""
+
+    def get_permissions(self) -> list[Any]:
+        return [IsAdminNotApplicationToken()] if self.request.method == "DELETE" else super().get_permissions()
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, groupname: str) -> Response:
+        return Response(actions.group_row(actions.find_group(groupname)))
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def delete(self, request: Request, groupname: str) -> Response:
+        actions.delete_group(request.user, actions.find_group(groupname))
+        return Response({"message": "group is removed successfully"})
+
+
+class GroupUserListView(APIView):
+    """`GET /api/v2/groups/<group>/userlist`: `[{username, clusterAdmin}]`, admins only."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, groupname: str) -> Response:
+        group = actions.find_group(groupname)
+        members = group.user_set.order_by("username")
+        return Response([{"username": m.get_username(), "clusterAdmin": is_admin(m)} for m in members])
+
+
+class ExtensionRequest(serializers.Serializer):
+    extension = Extension()
+
+
+class GroupExtensionView(APIView):
+    """`PUT /api/v2/groups/<group>/extension {extension: {acls}}`."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(request=ExtensionRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, groupname: str) -> Response:
+        form = ExtensionRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        group = actions.find_group(groupname)
+        _apply_extension(request.user, group, form.validated_data["extension"])
+        return Response({"message": "update group extension data successfully."}, status=201)
+
+
+class DescriptionRequest(serializers.Serializer):
+    description = serializers.CharField(max_length=512, allow_blank=True)
+
+
+class GroupDescriptionView(APIView):
+    """`PUT /api/v2/groups/<group>/description {description}`."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(request=DescriptionRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, groupname: str) -> Response:
+        form = DescriptionRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        group = actions.find_group(groupname)
+        actions.update_group(request.user, group, description=form.validated_data["description"])
+        return Response({"message": "update group description data successfully."}, status=201)
+
+
+class ExternalNameRequest(serializers.Serializer):
+    externalName = serializers.CharField(max_length=512, allow_blank=True)
+
+
+class GroupExternalNameView(APIView):
+    """`PUT /api/v2/groups/<group>/externalname {externalName}`."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(request=ExternalNameRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, groupname: str) -> Response:
+        form = ExternalNameRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        group = actions.find_group(groupname)
+        actions.update_group(request.user, group, external_name=form.validated_data["externalName"])
+        return Response({"message": "update group externalNameData data successfully."}, status=201)
+
+
+class GroupNameRequest(serializers.Serializer):
+    groupname = serializers.CharField(max_length=150)
+
+
+class UserGroupView(APIView):
+    """`PUT /api/v2/users/<user>/group {groupname}` adds the user to it; `DELETE` takes them out."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    def _change(self, request: Request, username: str, add: bool) -> Response:
+        form = GroupNameRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        groupname = form.validated_data["groupname"]
+        user = _find_user(username)
+        current = list(user.groups.all())
+        if add:
+            group = actions.groups_named([groupname], "groupname")[0]
+            actions.set_user_groups(request.user, user, [*current, group])
+            return Response({"message": f"User {username} is added into group {groupname}"}, status=201)
+        actions.set_user_groups(request.user, user, [g for g in current if g.name != groupname])
+        return Response({"message": f"User {username} is removed from group {groupname}"}, status=201)
+
+    @extend_schema(request=GroupNameRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, username: str) -> Response:
+        return self._change(request, username, add=True)
+
+    @extend_schema(request=GroupNameRequest, responses={201: OpenApiTypes.OBJECT})
+    def delete(self, request: Request, username: str) -> Response:
+        return self._change(request, username, add=False)
+
+
+class GroupListRequest(serializers.Serializer):
+    grouplist = serializers.ListField(child=serializers.CharField(max_length=150))
+
+
+class UserGroupListView(APIView):
+    """`PUT /api/v2/users/<user>/grouplist {grouplist}`: the user's groups become exactly these."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(request=GroupListRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, username: str) -> Response:
+        form = GroupListRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        user = _find_user(username)
+        groups = actions.groups_named(form.validated_data["grouplist"], "grouplist")
+        actions.set_user_groups(request.user, user, groups)
+        return Response({"message": "update user grouplist successfully."}, status=201)
