@@ -24,6 +24,7 @@ urlpatterns = [
     path("", include("web.storage.urls")),
     path("", include("web.sweeps.urls")),
     path("", include("web.job_templates.urls")),
+    path("", include("web.people.urls")),
     path("", include("web.ssh.urls")),
     path("", include("web.app_proxy.urls")),
     path("", include("web.webhooks.urls")),
