@@ -78,7 +78,7 @@ class Account(models.Model):
     class Source(models.TextChoices):
         LOCAL = "local", _("Local")
         LDAP = "ldap", "LDAP"
-        OIDC = "oidc", "OpenID Connect"
+        OIDC = "oidc", "OIDC"
 
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account")
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.LOCAL)

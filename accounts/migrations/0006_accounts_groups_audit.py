@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             name='Account',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(choices=[('local', 'Local'), ('ldap', 'LDAP'), ('oidc', 'OpenID Connect')], default='local', max_length=8)),
+                ('source', models.CharField(choices=[('local', 'Local'), ('ldap', 'LDAP'), ('oidc', 'OIDC')], default='local', max_length=8)),
                 ('admin_by_hand', models.BooleanField(default=False)),
                 ('synced_at', models.DateTimeField(blank=True, null=True)),
                 ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='account', to=settings.AUTH_USER_MODEL)),
@@ -46,7 +46,7 @@ class Migration(migrations.Migration):
                 ('description', models.CharField(blank=True, default='', max_length=512)),
                 ('external_name', models.CharField(blank=True, db_index=True, default='', max_length=512)),
                 ('admin', models.BooleanField(default=False)),
-                ('source', models.CharField(choices=[('local', 'Local'), ('ldap', 'LDAP'), ('oidc', 'OpenID Connect')], default='local', max_length=8)),
+                ('source', models.CharField(choices=[('local', 'Local'), ('ldap', 'LDAP'), ('oidc', 'OIDC')], default='local', max_length=8)),
                 ('group', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='info', to='auth.group')),
             ],
         ),

@@ -10,9 +10,12 @@ import re
 import time
 
 import pytest
+from django.contrib.auth.models import Group
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from accounts.groups import create_group
+from clusters.models import VirtualCluster
 from jobs import job_templates
 from jobs.actions import submit_job
 from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
@@ -273,4 +276,42 @@ def test_no_admin_page_shows_english(chinese, login, admin_user, walked_jobs):
         english = english_on(page)
         if english:
             found[address] = english
+    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())
+
+
+def test_no_people_page_shows_english(chinese, login, admin_user, user):
+    """The People pages in Chinese, their refusals too (a bad group name, a CSV with bad rows)."""
+    VirtualCluster.objects.create(name="shijue")
+    create_group(admin_user, "shijue", description="视觉组", vcs=["shijue"])
+    user.groups.add(Group.objects.get(name="shijue"))
+    page = chinese
+    login("root", on=page)
+    found: dict[str, list[str]] = {}
+
+    def check(name: str) -> None:
+        page.wait_for_load_state("networkidle")
+        english = english_on(page)
+        if english:
+            found[name] = english
+
+    for address in ("/people/", "/people/?q=meiyou", "/people/users/alice/", "/people/groups/"):
+        page.goto(address)
+        check(address)
+    page.goto("/people/groups/shijue/")
+    check("a group")
+    page.goto("/people/groups/shijue/delete/")
+    check("delete a group")
+    page.goto("/people/groups/")
+    page.fill("#id_name", "bu xing")
+    page.click("[data-group-form] button[type=submit]")
+    expect(page.locator('[data-field-error="name"]')).to_be_visible()
+    check("a bad group name")
+    page.goto("/people/import/")
+    check("import")
+    page.fill("#csv-text", "username,password,email,admin,virtual cluster,groups\nalice,123,x,maybe,meiyou,meiyou\n")
+    page.click("[data-import-form] button[type=submit]")
+    expect(page.locator("[data-import-errors]")).to_be_visible()
+    check("import with errors")
+    page.goto("/people/audit/")
+    check("audit")
     assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())

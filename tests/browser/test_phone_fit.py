@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from accounts.groups import create_group
+from clusters.models import VirtualCluster
 from jobs import job_templates
 from jobs.models import InteractiveApp, Job
 from jobs.sweeps import submit_sweep
@@ -91,8 +93,22 @@ def portal(admin_user) -> dict[str, str]:
     InteractiveApp.objects.create(
         job=someone_elses, kind="jupyter", role="worker", port_label="jupyter", slug="phonebob"
     )
+    VirtualCluster.objects.create(name="computer-vision-large-models")
+    create_group(
+        admin_user,
+        "computer_vision_large_models",
+        description="Everyone training vision models on the large nodes",
+        external_name="cn=computer-vision-large-models,ou=groups,dc=example,dc=org",
+        vcs=["computer-vision-large-models"],
+    )
     return {
         "job list, 50 rows": "/?size=50",
+        "people: users": "/people/",
+        "people: a user": "/people/users/bob/",
+        "people: groups": "/people/groups/",
+        "people: a group": "/people/groups/computer_vision_large_models/",
+        "people: import": "/people/import/",
+        "people: audit": "/people/audit/",
         "profile": "/profile/",
         "webhooks": "/profile/webhooks/",
         "usage": "/usage/",
@@ -116,6 +132,12 @@ def portal(admin_user) -> dict[str, str]:
 
 PAGES = [
     "job list, 50 rows",
+    "people: users",
+    "people: a user",
+    "people: groups",
+    "people: a group",
+    "people: import",
+    "people: audit",
     "profile",
     "webhooks",
     "usage",

@@ -150,7 +150,7 @@ class GroupForm(forms.Form):
     )
     description = forms.CharField(max_length=512, required=False, label=_("Description"))
     external_name = forms.CharField(
-        max_length=512, required=False, label=_("Name in the directory (LDAP or OpenID Connect group)")
+        max_length=512, required=False, label=_("Name in the directory (LDAP or OIDC group)")
     )
     admin = forms.BooleanField(required=False, label=_("Its members are admins"))
     vcs = forms.ModelMultipleChoiceField(
