@@ -23,6 +23,7 @@ class VirtualClusterForm(forms.ModelForm):
             "share_percent",
             "slurm_partition",
             "allowed_users",
+            "allowed_groups",
             "queue_policy",
             "user_gpu_limit",
             "default_run_minutes",
@@ -84,7 +85,7 @@ class VirtualClusterAdmin(admin.ModelAdmin):
     search_fields = ("name", "description")
     # A search box (select2, translated) rather than Django's two-box filter, whose words Django's
     # zh_Hans lacks.
-    autocomplete_fields = ("allowed_users", "crit_users")
+    autocomplete_fields = ("allowed_users", "allowed_groups", "crit_users")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VirtualCluster]:
         return super().get_queryset(request).annotate(job_total=Count("jobs"))
@@ -144,7 +145,7 @@ class StorageConfigAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "server", "path", "task_path", "read_only", "is_default", "holds_user_areas")
     list_filter = ("kind", "read_only", "is_default")
     search_fields = ("name", "server", "path")
-    autocomplete_fields = ("allowed_users", "virtual_clusters")
+    autocomplete_fields = ("allowed_users", "allowed_groups", "virtual_clusters")
 
 
 label(
@@ -166,6 +167,7 @@ label(
         "lends_idle_quota": _("Lends its idle quota"),
         "created_at": _("Created at"),
         "allowed_users": _("Allowed users"),
+        "allowed_groups": _("Allowed groups"),
     },
 )
 label(GpuType, _("GPU type"), _("GPU types"), {"name": _("Name"), "description": _("Description")})
@@ -209,6 +211,7 @@ label(
         "holds_user_areas": _("Holds the users' areas"),
         "portal_path": _("Portal path"),
         "allowed_users": _("Allowed users"),
+        "allowed_groups": _("Allowed groups"),
         "virtual_clusters": _("Virtual clusters"),
     },
 )

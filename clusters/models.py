@@ -67,7 +67,13 @@ class VirtualCluster(models.Model):
     # Empty means every user may submit to this VC.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="virtual_clusters")
     # Groups whose members may submit here too (OpenPAI's group acls.virtualClusters).
-    allowed_groups = models.ManyToManyField("auth.Group", blank=True, related_name="virtual_clusters")
+    allowed_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="virtual_clusters",
+        verbose_name=_("allowed groups"),
+        help_text=_("Their members may submit here too."),
+    )
     # Priority classes (jobs.protocol.priority): the class of a job that names none, the highest a
     # job may ask for, and who besides admins may use `crit`.
     default_priority_class = models.CharField(
@@ -278,7 +284,13 @@ class StorageConfig(models.Model):
     )
     # Empty (both) means every user may use it.
     allowed_users = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="storage_configs")
-    allowed_groups = models.ManyToManyField("auth.Group", blank=True, related_name="storage_configs")
+    allowed_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="storage_configs",
+        verbose_name=_("allowed groups"),
+        help_text=_("Their members may use it too."),
+    )
     virtual_clusters = models.ManyToManyField(
         VirtualCluster, blank=True, related_name="storage_configs", help_text=_("Users of these VCs may use it.")
     )
