@@ -66,20 +66,29 @@ def update_user(
         user.save(update_fields=["email", "is_active"])
     if not active and "active" in changes:
         Token.objects.filter(user=user).delete()
-    account = account_of(user)
-    if account.admin_by_hand != admin:
-        account.admin_by_hand, changes["admin"] = admin, admin
-        account.save(update_fields=["admin_by_hand"])
     if changes:
         record(actor, "user.update", user.get_username(), **changes)
     set_user_groups(actor, user, groups)
+    set_admin(actor, user, admin)
+    set_own_vcs(actor, user, list(own_vcs))
+
+
+@transaction.atomic
+def set_admin(actor: Any, user: Any, admin: bool) -> None:
+    """The user's admin flag by hand (an admin group's members are admins whatever it says)."""
+    account = account_of(user)
+    if account.admin_by_hand != admin:
+        account.admin_by_hand = admin
+        account.save(update_fields=["admin_by_hand"])
+        record(actor, "user.update", user.get_username(), admin=admin)
     apply_admin(user)
     if user.pk == actor.pk and not user.is_staff:  # rolled back: an admin cannot lock themself out
         raise ValidationError({"admin": _("you cannot take your own admin rights")})
-    _set_own_vcs(actor, user, list(own_vcs))
 
 
-def _set_own_vcs(actor: Any, user: Any, wanted: list[VirtualCluster]) -> None:
+def set_own_vcs(actor: Any, user: Any, wanted: Iterable[VirtualCluster]) -> None:
+    """The restricted VCs that name this user become exactly these (open VCs stay open to all;
+    those the user's groups grant stay granted)."""
     wanted_ids = {vc.pk for vc in wanted}
     added, removed = [], []
     for vc in restricted_vcs():

@@ -138,3 +138,23 @@ def test_each_change_is_in_the_audit_list(root, user, ml_group):
         ("root", "user.groups", "alice"),
         ("root", "group.delete", "ml"),
     ]
+
+
+def test_the_legacy_admin_route_sets_the_flag_by_hand(root, user):
+    assert root.put("/api/v2/users/alice/admin", {"admin": True}, format="json").status_code == 201
+    user.refresh_from_db()
+    assert user.is_staff and AuditEntry.objects.filter(action="user.update", target="alice").exists()
+
+
+def test_an_admin_cannot_take_their_own_rights_through_the_api(root, admin_user):
+    answer = root.put("/api/v2/users/root/admin", {"admin": False}, format="json")
+    assert answer.status_code == 400 and answer.json()["message"].startswith("admin:")
+    admin_user.refresh_from_db()
+    assert admin_user.is_staff
+
+
+def test_the_legacy_virtualcluster_route_grants_a_restricted_vc_to_the_user_alone(root, alice, user, ml_group):
+    assert root.put("/api/v2/users/alice/virtualcluster", {"virtualCluster": ["ml"]}, format="json").status_code == 201
+    assert "ml" in alice.get("/api/v2/users/alice").json()["virtualCluster"]
+    answer = root.put("/api/v2/users/alice/virtualcluster", {"virtualCluster": ["nope"]}, format="json")
+    assert answer.status_code == 404 and answer.json()["code"] == "NoVirtualClusterError"

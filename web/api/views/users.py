@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import user_admin
 from accounts.groups import ADMIN_GROUP
 from accounts.models import Token
 from accounts.permissions import is_admin
@@ -220,3 +221,56 @@ class UserEmailView(APIView):
         user.email = form.validated_data["email"]
         user.save(update_fields=["email"])
         return Response({"message": "update user email successfully."}, status=201)
+
+
+def _vcs_named(names: list[str], field: str) -> list[VirtualCluster]:
+    vcs = list(VirtualCluster.objects.filter(name__in=names))
+    missing = sorted(set(names) - {vc.name for vc in vcs})
+    if missing:
+        raise ApiError(404, "NoVirtualClusterError", f"{field}: virtual cluster(s) not found: {', '.join(missing)}.")
+    return vcs
+
+
+def _as_api_error(error: DjangoValidationError) -> ApiError:
+    return ApiError(
+        400, "InvalidParametersError", "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())
+    )
+
+
+class AdminFlagRequest(serializers.Serializer):
+    admin = serializers.BooleanField()
+
+
+class UserAdminFlagView(APIView):
+    """`PUT /api/v2/users/<user>/admin {admin}` (OpenPAI's legacy route): the admin flag by hand."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(request=AdminFlagRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, username: str) -> Response:
+        form = AdminFlagRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            user_admin.set_admin(request.user, _find_user(username), form.validated_data["admin"])
+        except DjangoValidationError as error:
+            raise _as_api_error(error) from error
+        return Response({"message": "update user admin permission successfully."}, status=201)
+
+
+class VirtualClustersRequest(serializers.Serializer):
+    virtualCluster = serializers.ListField(child=serializers.CharField(max_length=64))
+
+
+class UserVirtualClustersView(APIView):
+    """`PUT /api/v2/users/<user>/virtualcluster {virtualCluster}` (OpenPAI's legacy route): the VCs
+    granted to this user alone (open VCs stay open; those of the user's groups stay granted)."""
+
+    permission_classes = [IsAdminNotApplicationToken]
+
+    @extend_schema(request=VirtualClustersRequest, responses={201: OpenApiTypes.OBJECT})
+    def put(self, request: Request, username: str) -> Response:
+        form = VirtualClustersRequest(data=request.data)
+        form.is_valid(raise_exception=True)
+        user = _find_user(username)
+        user_admin.set_own_vcs(request.user, user, _vcs_named(form.validated_data["virtualCluster"], "virtualCluster"))
+        return Response({"message": "update user virtual clusters successfully."}, status=201)
