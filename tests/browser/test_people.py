@@ -22,7 +22,7 @@ def test_an_admin_finds_a_user_and_gives_them_a_groups_vc(page, login, admin_use
     page.fill("[data-user-search] input[name=q]", "ali")
     page.click("[data-user-search] button")
     page.click('[data-user-row="alice"] a')
-    page.check('[data-choices="groups"] input[value="%d"]' % ml.pk)
+    page.check(f'[data-choices="groups"] input[value="{ml.pk}"]')
     page.click("[data-user-form] button[type=submit]")
     expect(page.locator("[data-saved]")).to_be_visible()
     page.goto("/people/?q=alice")
