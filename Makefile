@@ -9,6 +9,7 @@ PYTHON ?= python3
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
+	bash scripts/ensure-build-deps.sh $(VENV)/bin/python  # python-ldap builds from source
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 

@@ -86,7 +86,7 @@ def set_directory_groups(user: Any, external_names: Iterable[str], source: str) 
         info.save(update_fields=["source", "external_name"])
         wanted[group.pk] = group
     current = {group.pk: group for group in user.groups.select_related("info")}
-    directory = {pk for pk, group in current.items() if getattr(_info(group), "external_name", "")}
+    directory = {pk for pk, group in current.items() if getattr(info_or_none(group), "external_name", "")}
     gone = [current[pk] for pk in directory - wanted.keys()]
     new = [group for pk, group in wanted.items() if pk not in current]
     if gone:
@@ -110,7 +110,7 @@ def set_directory_groups(user: Any, external_names: Iterable[str], source: str) 
     return sorted(group.name for group in user.groups.all())
 
 
-def _info(group: Group) -> GroupInfo | None:
+def info_or_none(group: Group) -> GroupInfo | None:
     try:
         return group.info
     except GroupInfo.DoesNotExist:
@@ -147,39 +147,6 @@ def check_group_name(name: str, field: str = "groupname") -> str:
     return name
 
 
-def grants_of(group: Group) -> tuple[list[str], list[str]]:
-    """The names of the VCs and storages the group grants."""
-    vcs = sorted(vc.name for vc in group.virtual_clusters.all())  # type: ignore[attr-defined]
-    storages = sorted(config.name for config in group.storage_configs.all())  # type: ignore[attr-defined]
-    return vcs, storages
-
-
-def set_grants(actor: Any, group: Group, vc_names: Iterable[str] | None, storage_names: Iterable[str] | None) -> None:
-    """The VCs and storages the group grants become exactly these (None: leave as is). A VC or
-    storage that named nobody was open to everyone: naming this group closes it to the others."""
-    from clusters.models import StorageConfig, VirtualCluster
-
-    before = grants_of(group)
-    if vc_names is not None:
-        vcs = _named(VirtualCluster, vc_names, "extension.acls.virtualClusters", "NoVirtualClusterError")
-        group.virtual_clusters.set(vcs)  # type: ignore[attr-defined]
-    if storage_names is not None:
-        storages = _named(StorageConfig, storage_names, "extension.acls.storageConfigs", "NoStorageError")
-        group.storage_configs.set(storages)  # type: ignore[attr-defined]
-    after = grants_of(group)
-    if after != before:
-        record(actor, "group.grants", group.name, virtualClusters=after[0], storageConfigs=after[1])
-
-
-def _named(model: Any, names: Iterable[str], field: str, code: str) -> list[Any]:
-    names = list(dict.fromkeys(names))
-    rows = list(model.objects.filter(name__in=names))
-    missing = sorted(set(names) - {row.name for row in rows})
-    if missing:
-        raise GroupProblem(field, f"no such name(s): {', '.join(missing)}", code, 404)
-    return rows
-
-
 @transaction.atomic
 def create_group(
     actor: Any,
@@ -188,8 +155,6 @@ def create_group(
     description: str = "",
     external_name: str = "",
     admin: bool = False,
-    vcs: Iterable[str] = (),
-    storages: Iterable[str] = (),
 ) -> Group:
     check_group_name(name)
     if Group.objects.filter(name=name).exists():
@@ -197,7 +162,6 @@ def create_group(
     group = Group.objects.create(name=name)
     GroupInfo.objects.create(group=group, description=description, external_name=external_name, admin=admin)
     record(actor, "group.create", name, description=description, externalName=external_name, admin=admin)
-    set_grants(actor, group, list(vcs), list(storages))
     return group
 
 
@@ -225,13 +189,13 @@ def update_group(
     info.save()
     record(actor, "group.update", group.name, **changes)
     if "admin" in changes:
-        for member in group.user_set.all():  # type: ignore[attr-defined]
+        for member in group.user_set.all():
             apply_admin(member)
 
 
 @transaction.atomic
 def delete_group(actor: Any, group: Group) -> None:
-    members = list(group.user_set.all())  # type: ignore[attr-defined]
+    members = list(group.user_set.all())
     name = group.name
     group.delete()
     record(actor, "group.delete", name, members=sorted(m.get_username() for m in members))
@@ -263,15 +227,3 @@ def set_user_groups(actor: Any, user: Any, groups: Iterable[Group]) -> None:
         added=sorted(g.name for g in added),
         removed=sorted(g.name for g in removed),
     )
-
-
-def group_row(group: Group) -> dict[str, Any]:
-    """OpenPAI's group: {groupname, description, externalName, extension: {acls: {...}}}."""
-    info = _info(group)
-    vcs, storages = grants_of(group)
-    return {
-        "groupname": group.name,
-        "description": info.description if info else "",
-        "externalName": info.external_name if info else "",
-        "extension": {"acls": {"admin": bool(info and info.admin), "virtualClusters": vcs, "storageConfigs": storages}},
-    }

@@ -7,6 +7,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
@@ -15,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import oidc
 from accounts.models import NotificationPreference, SshPublicKey, Token
 from accounts.ssh_keys import KeyRefused, add_key, remove_key
 from accounts.throttling import login_wait
@@ -114,6 +116,14 @@ class ThrottledLoginView(LoginView):
     def get_redirect_url(self) -> str:
         url: str = super().get_redirect_url()
         return "" if urlsplit(url).path.startswith(NOT_AFTER_LOGIN) else url
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        context: dict[str, Any] = super().get_context_data(**kwargs)
+        # The provider's button (OpenID Connect), and the password form only where a password
+        # backend (local accounts or LDAP) can check it.
+        context["oidc_button"] = oidc.button_label() if oidc.enabled() else ""
+        context["password_form"] = bool(settings.PAI_LOCAL_ACCOUNTS or settings.PAI_LDAP_URI)
+        return context
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         wait = login_wait(request)

@@ -143,6 +143,46 @@ if not AUTHENTICATION_BACKENDS:
     raise ImproperlyConfigured(
         "PAI_LOCAL_ACCOUNTS=false needs a directory to sign in with: set PAI_LDAP_URI or PAI_OIDC_ISSUER."
     )
+# OpenID Connect (accounts/oidc.py): the client registered at the provider (its redirect URI is
+# <PAI_PUBLIC_URL>/login/oidc/callback/), the scopes asked for, the claims naming the user and their
+# groups (no username claim: the part of `email` before '@'), the button's label and the provider's
+# name on the pages (default: the issuer's host), the addresses besides the portal's own that
+# /api/v1/authn/oidc/login may send a new token to, and how long a call to the provider may take.
+PAI_OIDC_CLIENT_ID = env_str("PAI_OIDC_CLIENT_ID", "")
+PAI_OIDC_CLIENT_SECRET = env_str("PAI_OIDC_CLIENT_SECRET", "")
+PAI_OIDC_SCOPES = env_str("PAI_OIDC_SCOPES", "openid email profile")
+PAI_OIDC_USERNAME_CLAIM = env_str("PAI_OIDC_USERNAME_CLAIM", "preferred_username")
+PAI_OIDC_GROUPS_CLAIM = env_str("PAI_OIDC_GROUPS_CLAIM", "groups")
+PAI_OIDC_BUTTON = env_str("PAI_OIDC_BUTTON", "")
+PAI_OIDC_NAME = env_str("PAI_OIDC_NAME", "")
+PAI_OIDC_REDIRECT_URIS = env_list("PAI_OIDC_REDIRECT_URIS", "")
+PAI_OIDC_TIMEOUT_SECONDS = env_float("PAI_OIDC_TIMEOUT_SECONDS", 10.0, minimum=0.5)
+if PAI_OIDC_ISSUER and not PAI_OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("PAI_OIDC_ISSUER needs PAI_OIDC_CLIENT_ID (and PAI_OIDC_CLIENT_SECRET).")
+if PAI_OIDC_ISSUER and "openid" not in PAI_OIDC_SCOPES.split():
+    raise ImproperlyConfigured(f"PAI_OIDC_SCOPES={PAI_OIDC_SCOPES!r}: OpenID Connect needs the scope 'openid'.")
+# LDAP (README "LDAP"): the portal binds as the user signing in (the DN template with their name),
+# then reads their groups under the group base, as that user. accounts/ldap.py turns these into
+# django-auth-ldap's AUTH_LDAP_* settings (an AUTH_LDAP_* set in a settings override still wins).
+PAI_LDAP_USER_DN_TEMPLATE = env_str("PAI_LDAP_USER_DN_TEMPLATE", "")
+PAI_LDAP_GROUP_SEARCH_BASE = env_str("PAI_LDAP_GROUP_SEARCH_BASE", "")
+PAI_LDAP_GROUP_TYPE = env_str("PAI_LDAP_GROUP_TYPE", "groupOfNames")
+PAI_LDAP_START_TLS = env_bool("PAI_LDAP_START_TLS", False)
+PAI_LDAP_REQUIRE_GROUP = env_str("PAI_LDAP_REQUIRE_GROUP", "")
+PAI_LDAP_TIMEOUT_SECONDS = env_float("PAI_LDAP_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+if PAI_LDAP_GROUP_TYPE not in ("groupOfNames", "groupOfUniqueNames", "posixGroup"):
+    raise ImproperlyConfigured(
+        f"PAI_LDAP_GROUP_TYPE={PAI_LDAP_GROUP_TYPE!r} is not one of groupOfNames, groupOfUniqueNames, posixGroup"
+    )
+if PAI_LDAP_URI and not PAI_LDAP_URI.startswith(("ldap://", "ldaps://", "ldapi://")):
+    raise ImproperlyConfigured(f"PAI_LDAP_URI={PAI_LDAP_URI!r}: an ldap://, ldaps:// or ldapi:// address")
+if PAI_LDAP_URI and "%(user)s" not in PAI_LDAP_USER_DN_TEMPLATE:
+    raise ImproperlyConfigured(
+        "PAI_LDAP_URI needs PAI_LDAP_USER_DN_TEMPLATE, with %(user)s for the user name, "
+        'e.g. "uid=%(user)s,ou=people,dc=example,dc=org"'
+    )
+if PAI_LDAP_REQUIRE_GROUP and not PAI_LDAP_GROUP_SEARCH_BASE:
+    raise ImproperlyConfigured("PAI_LDAP_REQUIRE_GROUP needs PAI_LDAP_GROUP_SEARCH_BASE (where that group is)")
 
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/start/"  # admins land on the dashboard, users on the job list

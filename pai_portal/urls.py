@@ -1,16 +1,19 @@
 """URL wiring only: each app owns its routes."""
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views.i18n import set_language
 
+from accounts.oidc_views import PortalLogoutView, oidc_callback, oidc_login
 from accounts.views import ThrottledLoginView
 
 urlpatterns = [
     path("login/", ThrottledLoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", PortalLogoutView.as_view(), name="logout"),
+    # OpenID Connect (accounts/oidc.py): to the provider and back, both open before signing in.
+    path("login/oidc/", oidc_login, name="oidc-login"),
+    path("login/oidc/callback/", oidc_callback, name="oidc-callback"),
     # Open before signing in: the sign-in page's language switch posts here (LoginRequiredMiddleware
     # sent it to /login/?next=/i18n/setlang/, so the choice was lost and signing in landed there).
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),

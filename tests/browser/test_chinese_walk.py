@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from accounts.groups import create_group
+from clusters.grants import create_group
 from clusters.models import VirtualCluster
 from jobs import job_templates
 from jobs.actions import submit_job

@@ -4,7 +4,7 @@ follows), makes a group, and registers users from a CSV file, on a desktop and o
 import pytest
 from playwright.sync_api import expect
 
-from accounts.groups import create_group
+from clusters.grants import create_group
 from clusters.models import VirtualCluster
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

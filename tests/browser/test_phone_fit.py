@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from accounts.groups import create_group
+from clusters.grants import create_group
 from clusters.models import VirtualCluster
 from jobs import job_templates
 from jobs.models import InteractiveApp, Job

@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from accounts.groups import create_group
 from accounts.models import AuditEntry
+from clusters.grants import create_group
 from clusters.models import VirtualCluster
 
 pytestmark = pytest.mark.django_db

@@ -20,9 +20,9 @@ from django.utils.translation import gettext_lazy as _
 from django.views.decorators.http import require_http_methods
 
 from accounts import groups as group_actions
-from accounts import user_admin
 from accounts.models import AuditEntry
 from accounts.permissions import is_admin
+from clusters import grants, user_admin
 from clusters.models import StorageConfig, VirtualCluster
 
 PAGE = 50
@@ -168,7 +168,7 @@ def group_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            group_actions.create_group(
+            grants.create_group(
                 request.user,
                 data["name"],
                 description=data["description"],
@@ -182,9 +182,7 @@ def group_list(request: HttpRequest) -> HttpResponse:
         else:
             return HttpResponseRedirect(reverse("people:groups"))
     groups = Group.objects.order_by("name").select_related("info").prefetch_related("user_set")
-    rows = [
-        {"group": group, "row": group_actions.group_row(group), "members": group.user_set.count()} for group in groups
-    ]
+    rows = [{"group": group, "row": grants.group_row(group), "members": group.user_set.count()} for group in groups]
     return render(request, "people/groups.html", {"rows": rows, "form": form}, status=400 if form.errors else 200)
 
 
@@ -205,8 +203,8 @@ def group_edit(request: HttpRequest, groupname: str) -> HttpResponse:
         "description": info.description,
         "external_name": info.external_name,
         "admin": info.admin,
-        "vcs": list(group.virtual_clusters.all()),  # type: ignore[attr-defined]
-        "storages": list(group.storage_configs.all()),  # type: ignore[attr-defined]
+        "vcs": list(group.virtual_clusters.all()),
+        "storages": list(group.storage_configs.all()),
     }
     data = request.POST.copy() if request.method == "POST" else None
     if data is not None:
@@ -221,7 +219,7 @@ def group_edit(request: HttpRequest, groupname: str) -> HttpResponse:
             external_name=cleaned["external_name"],
             admin=cleaned["admin"],
         )
-        group_actions.set_grants(
+        grants.set_grants(
             request.user, group, [vc.name for vc in cleaned["vcs"]], [config.name for config in cleaned["storages"]]
         )
         return HttpResponseRedirect(reverse("people:group", args=[group.name]) + "?saved=1")
@@ -229,7 +227,7 @@ def group_edit(request: HttpRequest, groupname: str) -> HttpResponse:
         "group": group,
         "info": info,
         "form": form,
-        "members": group.user_set.order_by("username"),  # type: ignore[attr-defined]
+        "members": group.user_set.order_by("username"),
         "saved": request.GET.get("saved") == "1",
     }
     return render(request, "people/group.html", context, status=400 if form.errors else 200)
@@ -242,7 +240,7 @@ def group_delete(request: HttpRequest, groupname: str) -> HttpResponse:
     if request.method == "POST":
         group_actions.delete_group(request.user, group)
         return HttpResponseRedirect(reverse("people:groups"))
-    members = group.user_set.count()  # type: ignore[attr-defined]
+    members = group.user_set.count()
     return render(request, "people/group_delete.html", {"group": group, "members": members})
 
 

@@ -1,4 +1,5 @@
-"""Sign-in and tokens: v2 basic login/logout, legacy v1 token, application tokens."""
+"""Sign-in and tokens: v2 basic login/logout, legacy v1 token, application tokens, OpenPAI's
+OpenID Connect login and logout (the flow itself is accounts/oidc.py's)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import authenticate, logout
+from django.http import HttpResponseRedirect
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import oidc
 from accounts.models import Token
+from accounts.oidc_views import end_sessions
 from accounts.permissions import is_admin
 from accounts.throttling import sign_in_name
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
@@ -113,14 +117,71 @@ class TokenCheckView(APIView):
 
 
 class AuthnInfoView(APIView):
-    """`GET /api/v1/authn/info`: how to sign in (OpenPAI's webportal asks before showing its login)."""
+    """`GET /api/v{1,2}/authn/info`: how to sign in (OpenPAI's webportal asks before showing its
+    login): OpenID Connect's redirect when it is configured, else the basic login."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, auth=[])
     def get(self, request: Request) -> Response:
+        if oidc.enabled():
+            return Response({"authn_type": "OIDC", "loginURI": "/api/v1/authn/oidc/login", "loginURIMethod": "get"})
         return Response({"authn_type": "basic", "loginURI": "/api/v1/authn/basic/login", "loginURIMethod": "post"})
+
+
+REDIRECTED = OpenApiResponse(description="A redirect (302).")
+
+
+class OidcLoginView(APIView):
+    """`GET /api/v{1,2}/authn/oidc/login?redirect_uri=&from=`: to the OpenID provider; once signed in
+    there, back to redirect_uri with `?user=&token=&admin=&from=` (a new login token), as OpenPAI's
+    rest-server. Only to the portal's own origin or an address in PAI_OIDC_REDIRECT_URIS: a token
+    in a URL to any other host would be handed to that host."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("redirect_uri", str, description="Where the token is sent after signing in."),
+            OpenApiParameter("from", str, required=False, description="Passed back as it is."),
+        ],
+        responses={302: REDIRECTED},
+        auth=[],
+    )
+    def get(self, request: Request) -> HttpResponseRedirect:
+        if not oidc.enabled():
+            raise ApiError(
+                400,
+                "InvalidParametersError",
+                "This portal does not sign in with OpenID Connect (see GET /api/v1/authn/info).",
+            )
+        target = oidc.safe_api_redirect(request.query_params.get("redirect_uri", ""))
+        if target is None:
+            raise ApiError(
+                400,
+                "InvalidParametersError",
+                "redirect_uri: an address on this portal (or one listed in PAI_OIDC_REDIRECT_URIS) is required.",
+            )
+        api = {"redirect_uri": target, "from": request.query_params.get("from", "")[:200]}
+        try:
+            return HttpResponseRedirect(oidc.start(request._request, api=api))
+        except oidc.SignInFailed as error:
+            raise ApiError(502 if error.status == 502 else 400, "UnknownError", error.reason) from error
+
+
+class OidcLogoutView(APIView):
+    """`GET /api/v{1,2}/authn/oidc/logout`: ends the session and goes to the provider's logout (it
+    comes back to the sign-in page), or to the sign-in page when the provider has none."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(request=None, responses={302: REDIRECTED}, auth=[])
+    def get(self, request: Request) -> HttpResponseRedirect:
+        provider = end_sessions(request._request, provider_too=True) if oidc.enabled() else ""
+        return HttpResponseRedirect(provider or settings.LOGIN_URL)
 
 
 class ApplicationTokenRequest(serializers.Serializer):

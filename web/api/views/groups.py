@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from accounts import groups as actions
 from accounts.permissions import is_admin
+from clusters import grants
 from web.api.auth import IsAdminNotApplicationToken
 from web.api.errors import ApiError
 
@@ -61,18 +62,18 @@ def _apply_extension(actor: Any, group: Group, extension: dict[str, Any] | None)
         return
     if "admin" in acls:
         actions.update_group(actor, group, admin=acls["admin"])
-    actions.set_grants(actor, group, acls.get("virtualClusters"), acls.get("storageConfigs"))
+    grants.set_grants(actor, group, acls.get("virtualClusters"), acls.get("storageConfigs"))
 
 
 class GroupsView(APIView):
     """`GET /api/v2/groups` every group; `POST` creates one; `PUT {data, patch}` updates one."""
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Any:
         return [IsAdminNotApplicationToken()] if self.request.method != "GET" else super().get_permissions()
 
     @extend_schema(operation_id="v2_groups_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        return Response([actions.group_row(group) for group in _groups().order_by("name")])
+        return Response([grants.group_row(group) for group in _groups().order_by("name")])
 
     @extend_schema(request=NewGroup, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
@@ -80,7 +81,7 @@ class GroupsView(APIView):
         form.is_valid(raise_exception=True)
         fields = form.validated_data
         acls = fields.get("extension", {}).get("acls", {})
-        actions.create_group(
+        grants.create_group(
             request.user,
             fields["groupname"],
             description=fields["description"],
@@ -115,12 +116,12 @@ class GroupsView(APIView):
 class GroupView(APIView):
     """`GET /api/v2/groups/<group>`; `DELETE` removes it (its members lose what it granted)."""
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Any:
         return [IsAdminNotApplicationToken()] if self.request.method == "DELETE" else super().get_permissions()
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, groupname: str) -> Response:
-        return Response(actions.group_row(actions.find_group(groupname)))
+        return Response(grants.group_row(actions.find_group(groupname)))
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def delete(self, request: Request, groupname: str) -> Response:

@@ -16,10 +16,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts import user_admin
 from accounts.groups import ADMIN_GROUP
 from accounts.models import Token
 from accounts.permissions import is_admin
+from clusters import user_admin
 from clusters.models import VirtualCluster
 from jobs.storage.configs import usable_storages
 from web.api.auth import IsAdminNotApplicationToken, NotApplicationToken

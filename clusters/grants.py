@@ -1,0 +1,74 @@
+"""What a group grants (OpenPAI's group `extension.acls`): VCs and storages name groups
+(`allowed_groups`) beside users; the VCs granted to one user alone. Groups themselves, their
+members and admin rights are accounts.groups'."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db import transaction
+
+from accounts.groups import GroupProblem, info_or_none, record
+from accounts.groups import create_group as create_bare_group
+from clusters.models import StorageConfig, VirtualCluster
+
+
+@transaction.atomic
+def create_group(
+    actor: Any,
+    name: str,
+    *,
+    description: str = "",
+    external_name: str = "",
+    admin: bool = False,
+    vcs: Iterable[str] = (),
+    storages: Iterable[str] = (),
+) -> Group:
+    group = create_bare_group(actor, name, description=description, external_name=external_name, admin=admin)
+    set_grants(actor, group, list(vcs), list(storages))
+    return group
+
+
+def grants_of(group: Group) -> tuple[list[str], list[str]]:
+    """The names of the VCs and storages the group grants."""
+    vcs = sorted(vc.name for vc in group.virtual_clusters.all())
+    storages = sorted(config.name for config in group.storage_configs.all())
+    return vcs, storages
+
+
+def set_grants(actor: Any, group: Group, vc_names: Iterable[str] | None, storage_names: Iterable[str] | None) -> None:
+    """The VCs and storages the group grants become exactly these (None: leave as is). A VC or
+    storage that named nobody was open to everyone: naming this group closes it to the others."""
+    before = grants_of(group)
+    if vc_names is not None:
+        vcs = _named(VirtualCluster, vc_names, "extension.acls.virtualClusters", "NoVirtualClusterError")
+        group.virtual_clusters.set(vcs)
+    if storage_names is not None:
+        storages = _named(StorageConfig, storage_names, "extension.acls.storageConfigs", "NoStorageError")
+        group.storage_configs.set(storages)
+    after = grants_of(group)
+    if after != before:
+        record(actor, "group.grants", group.name, virtualClusters=after[0], storageConfigs=after[1])
+
+
+def _named(model: Any, names: Iterable[str], field: str, code: str) -> list[Any]:
+    names = list(dict.fromkeys(names))
+    rows = list(model.objects.filter(name__in=names))
+    missing = sorted(set(names) - {row.name for row in rows})
+    if missing:
+        raise GroupProblem(field, f"no such name(s): {', '.join(missing)}", code, 404)
+    return rows
+
+
+def group_row(group: Group) -> dict[str, Any]:
+    """OpenPAI's group: {groupname, description, externalName, extension: {acls: {...}}}."""
+    info = info_or_none(group)
+    vcs, storages = grants_of(group)
+    return {
+        "groupname": group.name,
+        "description": info.description if info else "",
+        "externalName": info.external_name if info else "",
+        "extension": {"acls": {"admin": bool(info and info.admin), "virtualClusters": vcs, "storageConfigs": storages}},
+    }
