@@ -134,9 +134,11 @@ AUTH_PASSWORD_VALIDATORS = [
 PAI_LOCAL_ACCOUNTS = env_bool("PAI_LOCAL_ACCOUNTS", True)
 PAI_LDAP_URI = env_str("PAI_LDAP_URI", "")
 PAI_OIDC_ISSUER = env_str("PAI_OIDC_ISSUER", "").rstrip("/")
+# Local passwords first: a directory that does not answer holds up only its own users' sign-in
+# (a directory user has no usable local password, so the local check refuses them at once).
 AUTHENTICATION_BACKENDS = [
-    *(["accounts.ldap.PortalLDAPBackend"] if PAI_LDAP_URI else []),
     *(["django.contrib.auth.backends.ModelBackend"] if PAI_LOCAL_ACCOUNTS else []),
+    *(["accounts.ldap.PortalLDAPBackend"] if PAI_LDAP_URI else []),
     *(["accounts.oidc.OidcBackend"] if PAI_OIDC_ISSUER else []),
 ]
 if not AUTHENTICATION_BACKENDS:

@@ -242,6 +242,6 @@ def directory(slapd: Directory, settings) -> Iterator[Directory]:
     settings.PAI_LDAP_START_TLS = False
     settings.PAI_LDAP_REQUIRE_GROUP = ""
     settings.PAI_LDAP_TIMEOUT_SECONDS = 5.0
-    settings.AUTHENTICATION_BACKENDS = ["accounts.ldap.PortalLDAPBackend", "django.contrib.auth.backends.ModelBackend"]
+    settings.AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend", "accounts.ldap.PortalLDAPBackend"]
     yield slapd
     slapd.restore()
