@@ -9,9 +9,11 @@ from typing import Any
 
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from accounts.groups import GroupProblem, info_or_none, record
 from accounts.groups import create_group as create_bare_group
+from accounts.groups import delete_group as delete_bare_group
 from clusters.models import StorageConfig, VirtualCluster
 
 
@@ -38,19 +40,51 @@ def grants_of(group: Group) -> tuple[list[str], list[str]]:
     return vcs, storages
 
 
+VC_FIELD, STORAGE_FIELD = "extension.acls.virtualClusters", "extension.acls.storageConfigs"
+
+
+@transaction.atomic
 def set_grants(actor: Any, group: Group, vc_names: Iterable[str] | None, storage_names: Iterable[str] | None) -> None:
     """The VCs and storages the group grants become exactly these (None: leave as is). A VC or
-    storage that named nobody was open to everyone: naming this group closes it to the others."""
+    storage that named nobody was open to everyone: naming this group closes it to the others.
+    Taking away the last name of one would open it to everyone: refused (grant it elsewhere first)."""
     before = grants_of(group)
     if vc_names is not None:
-        vcs = _named(VirtualCluster, vc_names, "extension.acls.virtualClusters", "NoVirtualClusterError")
+        vcs = _named(VirtualCluster, vc_names, VC_FIELD, "NoVirtualClusterError")
+        _refuse_opening(group, [vc for vc in group.virtual_clusters.all() if vc not in vcs], VC_FIELD)
         group.virtual_clusters.set(vcs)
     if storage_names is not None:
-        storages = _named(StorageConfig, storage_names, "extension.acls.storageConfigs", "NoStorageError")
+        storages = _named(StorageConfig, storage_names, STORAGE_FIELD, "NoStorageError")
+        _refuse_opening(group, [s for s in group.storage_configs.all() if s not in storages], STORAGE_FIELD)
         group.storage_configs.set(storages)
     after = grants_of(group)
     if after != before:
         record(actor, "group.grants", group.name, virtualClusters=after[0], storageConfigs=after[1])
+
+
+@transaction.atomic
+def delete_group(actor: Any, group: Group) -> None:
+    """Delete the group unless a VC or storage names only it (that would open it to everyone)."""
+    _refuse_opening(group, list(group.virtual_clusters.all()), VC_FIELD)
+    _refuse_opening(group, list(group.storage_configs.all()), STORAGE_FIELD)
+    delete_bare_group(actor, group)
+
+
+def _refuse_opening(group: Group, losing: list[Any], field: str) -> None:
+    """A VC or storage that would name no user, group (or, for a storage, VC) once it loses this group."""
+    for thing in losing:
+        others = thing.allowed_users.exists() or thing.allowed_groups.exclude(pk=group.pk).exists()
+        if isinstance(thing, StorageConfig):
+            others = others or thing.virtual_clusters.exists()
+        if not others:
+            raise GroupProblem(
+                field,
+                _(
+                    "%(name)s names only the group %(group)s: without it, %(name)s would be open to everyone. "
+                    "Grant it to another group or user first."
+                )
+                % {"name": thing.name, "group": group.name},
+            )
 
 
 def _named(model: Any, names: Iterable[str], field: str, code: str) -> list[Any]:

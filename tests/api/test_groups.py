@@ -53,7 +53,8 @@ def ml_group(root, ml_vc):
 
 
 @pytest.mark.parametrize(("method", "path"), OPENPAI_GROUP_ROUTES)
-def test_every_openpai_group_route_answers(root, user, ml_group, method, path):
+def test_every_openpai_group_route_answers(root, user, other_user, ml_group, method, path):
+    VirtualCluster.objects.get(name="ml").allowed_users.add(other_user)  # the group may go
     body = {"groupname": "ml", "grouplist": ["ml"], "extension": {}, "description": "", "externalName": ""}
     if method == "post":
         body = {"groupname": "other"}
@@ -130,13 +131,13 @@ def test_it_refuses_an_unknown_group_in_a_grouplist(root, user):
 
 def test_each_change_is_in_the_audit_list(root, user, ml_group):
     root.put("/api/v2/users/alice/group", {"groupname": "ml"}, format="json")
-    root.delete("/api/v2/groups/ml")
+    root.put("/api/v2/groups/ml/description", {"description": "ML"}, format="json")
     actions = list(AuditEntry.objects.order_by("id").values_list("actor_name", "action", "target"))
     assert actions == [
         ("root", "group.create", "ml"),
         ("root", "group.grants", "ml"),
         ("root", "user.groups", "alice"),
-        ("root", "group.delete", "ml"),
+        ("root", "group.update", "ml"),
     ]
 
 
@@ -158,3 +159,23 @@ def test_the_legacy_virtualcluster_route_grants_a_restricted_vc_to_the_user_alon
     assert "ml" in alice.get("/api/v2/users/alice").json()["virtualCluster"]
     answer = root.put("/api/v2/users/alice/virtualcluster", {"virtualCluster": ["nope"]}, format="json")
     assert answer.status_code == 404 and answer.json()["code"] == "NoVirtualClusterError"
+
+
+def test_it_refuses_to_open_a_vc_to_everyone_by_deleting_its_only_group(root, ml_group):
+    answer = root.delete("/api/v2/groups/ml")
+    assert answer.status_code == 400
+    assert answer.json()["message"].startswith("extension.acls.virtualClusters: ml names only the group ml")
+    assert Group.objects.filter(name="ml").exists()
+
+
+def test_it_refuses_to_take_a_vcs_only_group_away_and_keeps_the_rest_unchanged(root, ml_group):
+    body = {"data": {"groupname": "ml", "description": "new", "extension": {"acls": {"virtualClusters": []}}}}
+    answer = root.put("/api/v2/groups", {**body, "patch": True}, format="json")
+    assert answer.status_code == 400
+    assert root.get("/api/v2/groups/ml").json()["description"] == "Machine learning"
+
+
+def test_a_group_is_deleted_when_its_vc_names_someone_else_too(root, other_user, ml_group):
+    VirtualCluster.objects.get(name="ml").allowed_users.add(other_user)
+    assert root.delete("/api/v2/groups/ml").status_code == 200
+    assert not Group.objects.filter(name="ml").exists()

@@ -78,7 +78,8 @@ def test_a_bad_group_name_is_said_in_its_field(root_client):
     assert not Group.objects.exists()
 
 
-def test_deleting_a_group_asks_first(root_client, ml):
+def test_deleting_a_group_asks_first(root_client, other_user, ml):
+    VirtualCluster.objects.get(name="ml").allowed_users.add(other_user)
     assert "data-confirm-delete" in root_client.get("/people/groups/ml/delete/").content.decode()
     assert Group.objects.filter(name="ml").exists()
     root_client.post("/people/groups/ml/delete/")
@@ -124,3 +125,9 @@ def test_the_csv_template_has_openpais_columns(root_client):
 def test_the_audit_list_shows_who_changed_what(root_client, ml):
     page = root_client.get("/people/audit/?q=ml").content.decode()
     assert "group.create" in page and "root" in page
+
+
+def test_deleting_a_vcs_only_group_is_refused_on_the_page(root_client, ml):
+    answer = root_client.post("/people/groups/ml/delete/")
+    assert answer.status_code == 409 and "data-delete-refused" in answer.content.decode()
+    assert Group.objects.filter(name="ml").exists()

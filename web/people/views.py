@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -212,17 +213,25 @@ def group_edit(request: HttpRequest, groupname: str) -> HttpResponse:
     form = GroupForm(data, initial=initial)
     if request.method == "POST" and form.is_valid():
         cleaned = form.cleaned_data
-        group_actions.update_group(
-            request.user,
-            group,
-            description=cleaned["description"],
-            external_name=cleaned["external_name"],
-            admin=cleaned["admin"],
-        )
-        grants.set_grants(
-            request.user, group, [vc.name for vc in cleaned["vcs"]], [config.name for config in cleaned["storages"]]
-        )
-        return HttpResponseRedirect(reverse("people:group", args=[group.name]) + "?saved=1")
+        try:
+            with transaction.atomic():
+                group_actions.update_group(
+                    request.user,
+                    group,
+                    description=cleaned["description"],
+                    external_name=cleaned["external_name"],
+                    admin=cleaned["admin"],
+                )
+                grants.set_grants(
+                    request.user,
+                    group,
+                    [vc.name for vc in cleaned["vcs"]],
+                    [config.name for config in cleaned["storages"]],
+                )
+        except group_actions.GroupProblem as problem:
+            form.add_error("vcs" if problem.field == grants.VC_FIELD else "storages", problem.message)
+        else:
+            return HttpResponseRedirect(reverse("people:group", args=[group.name]) + "?saved=1")
     context = {
         "group": group,
         "info": info,
@@ -237,11 +246,16 @@ def group_edit(request: HttpRequest, groupname: str) -> HttpResponse:
 def group_delete(request: HttpRequest, groupname: str) -> HttpResponse:
     _admin_only(request)
     group = _group(groupname)
+    problem = ""
     if request.method == "POST":
-        group_actions.delete_group(request.user, group)
-        return HttpResponseRedirect(reverse("people:groups"))
-    members = group.user_set.count()
-    return render(request, "people/group_delete.html", {"group": group, "members": members})
+        try:
+            grants.delete_group(request.user, group)
+        except group_actions.GroupProblem as refused:
+            problem = refused.message
+        else:
+            return HttpResponseRedirect(reverse("people:groups"))
+    context = {"group": group, "members": group.user_set.count(), "problem": problem}
+    return render(request, "people/group_delete.html", context, status=409 if problem else 200)
 
 
 @require_http_methods(["GET"])

@@ -9,6 +9,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils.decorators import method_decorator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -93,6 +95,7 @@ class GroupsView(APIView):
         return Response({"message": "group is created successfully"}, status=201)
 
     @extend_schema(request=GroupUpdate, responses={201: OpenApiTypes.OBJECT})
+    @method_decorator(transaction.atomic)
     def put(self, request: Request) -> Response:
         form = GroupUpdate(data=request.data)
         form.is_valid(raise_exception=True)
@@ -125,7 +128,7 @@ class GroupView(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def delete(self, request: Request, groupname: str) -> Response:
-        actions.delete_group(request.user, actions.find_group(groupname))
+        grants.delete_group(request.user, actions.find_group(groupname))
         return Response({"message": "group is removed successfully"})
 
 
@@ -151,6 +154,7 @@ class GroupExtensionView(APIView):
     permission_classes = [IsAdminNotApplicationToken]
 
     @extend_schema(request=ExtensionRequest, responses={201: OpenApiTypes.OBJECT})
+    @method_decorator(transaction.atomic)
     def put(self, request: Request, groupname: str) -> Response:
         form = ExtensionRequest(data=request.data)
         form.is_valid(raise_exception=True)
