@@ -38,7 +38,7 @@ logger = logging.getLogger(__name__)
 
 SOURCE = Account.Source.OIDC
 BACKEND = "accounts.oidc.OidcBackend"
-ID_TOKEN_KEY = "oidc_id_token"  # the session's copy of the ID token, the logout's id_token_hint
+ID_TOKEN_KEY = "oidc_id_token"  # noqa: S105  (a session key: the ID token kept for the logout's id_token_hint)
 CLIENT_NAME = "pai_oidc"
 
 
@@ -49,7 +49,7 @@ class OidcBackend(ModelBackend):
 
     def authenticate(
         self, request: HttpRequest | None, username: str | None = None, password: str | None = None, **kwargs: Any
-    ) -> None:  # type: ignore[override]
+    ) -> None:
         return None
 
 
@@ -165,11 +165,11 @@ def finish(request: HttpRequest) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     if kept is None:
         raise SignInFailed(_("this sign-in was not started here or took too long (its state does not match)."))
     app.framework.clear_state_data(request.session, state)
-    error = request.GET.get("error")
-    if error:
+    refused = request.GET.get("error")
+    if refused:
         description = request.GET.get("error_description") or ""
-        reason = f"{error}: {description}" if description else error
-        raise SignInFailed(reason[:300], 403 if error == "access_denied" else 400)
+        reason = f"{refused}: {description}" if description else refused
+        raise SignInFailed(reason[:300], 403 if refused == "access_denied" else 400)
     found = metadata()
     if "iss" in request.GET and request.GET["iss"] != found["issuer"]:  # RFC 9207: a mix-up
         raise SignInFailed(_("the answer came from another issuer."))
@@ -180,9 +180,9 @@ def finish(request: HttpRequest) -> tuple[Any, dict[str, Any], dict[str, Any]]:
         token = app.fetch_access_token(
             code=code, redirect_uri=kept.get("redirect_uri"), code_verifier=kept.get("code_verifier")
         )
-    except AuthlibBaseError as refused:
-        reason = getattr(refused, "description", "") or getattr(refused, "error", "") or str(refused)
-        raise SignInFailed(_("the provider refused the code (%(reason)s).") % {"reason": reason}) from refused
+    except AuthlibBaseError as no_token:
+        reason = getattr(no_token, "description", "") or getattr(no_token, "error", "") or str(no_token)
+        raise SignInFailed(_("the provider refused the code (%(reason)s).") % {"reason": reason}) from no_token
     except (requests.RequestException, ValueError) as error:
         raise _unreachable(error) from error
     claims = id_token_claims(token, nonce=kept.get("nonce") or "")
@@ -241,8 +241,10 @@ def with_userinfo(token: dict[str, Any], claims: dict[str, Any]) -> dict[str, An
 
 def username_from(claims: dict[str, Any]) -> str:
     value = claims.get(settings.PAI_OIDC_USERNAME_CLAIM)
-    if not value and isinstance(claims.get("email"), str) and "@" in claims["email"]:
-        value = claims["email"].rpartition("@")[0]
+    email = claims.get("email")
+    unverified = claims.get("email_verified") in (False, "false")  # anyone could have typed it
+    if not value and isinstance(email, str) and "@" in email and not unverified:
+        value = email.rpartition("@")[0]
     if not value:
         raise SignInFailed(
             _("the provider named no user (no claim “%(claim)s” and no email).")
@@ -284,6 +286,12 @@ def user_for(claims: dict[str, Any]) -> Any:
     )
     if created:
         record(None, "user.create", name, source=SOURCE)
+    elif user.has_usable_password():
+        # A local account (it has a portal password) is never taken over by a provider's user of
+        # the same name (as with LDAP): that name signs in with its own password.
+        raise SignInFailed(
+            _("%(name)s is a local account of this portal: sign in with its password.") % {"name": name}, 403
+        )
     elif not user.is_active:
         raise SignInFailed(_("the account %(name)s is deactivated.") % {"name": name}, 403)
     elif email and user.email != email:

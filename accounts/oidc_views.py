@@ -111,7 +111,8 @@ class PortalLogoutView(LogoutView):
     own logout (RP-initiated), which comes back to the sign-in page."""
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        provider = end_sessions(request)
-        if provider:
-            return HttpResponseRedirect(provider)
+        if request.session.get(BACKEND_SESSION_KEY) == oidc.BACKEND:
+            provider = end_sessions(request)
+            if provider:
+                return HttpResponseRedirect(provider)
         return super().post(request, *args, **kwargs)

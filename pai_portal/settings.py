@@ -130,7 +130,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # Sign-in (README "Sign-in: local accounts, LDAP, OpenID Connect"). Local accounts (Django's
 # passwords) beside a directory unless PAI_LOCAL_ACCOUNTS=false. The LDAP settings are read in
-# accounts/ldap.py, the OpenID Connect ones in accounts/oidc.py.
+# accounts/ldap.py; the OpenID Connect ones are below (accounts/oidc.py uses them).
 PAI_LOCAL_ACCOUNTS = env_bool("PAI_LOCAL_ACCOUNTS", True)
 PAI_LDAP_URI = env_str("PAI_LDAP_URI", "")
 PAI_OIDC_ISSUER = env_str("PAI_OIDC_ISSUER", "").rstrip("/")

@@ -82,7 +82,9 @@ class OidcProvider:
             assert 'id="provider-login"' in response.text, response.text
             login = urljoin(url, f"{urlsplit(url).path}/login")
             typed = password_of(username) if password is None else password
-            answer = browser.post(login, data={"username": username, "password": typed}, allow_redirects=False, timeout=10)
+            answer = browser.post(
+                login, data={"username": username, "password": typed}, allow_redirects=False, timeout=10
+            )
             if not answer.is_redirect:
                 raise WrongPassword(answer.text)
             url = urljoin(login, answer.headers["Location"])

@@ -23,7 +23,7 @@ from tests.oidc.test_oidc_signin import local, start
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 NONCE = "the-nonce-of-this-sign-in"
-EVIL_KEY = RSAKey.generate_key(2048, parameters={"kid": SIGNING_KEY.kid, "use": "sig", "alg": "RS256"})
+EVIL_KEY = RSAKey.generate_key(2048, parameters={"kid": "test-key", "use": "sig", "alg": "RS256"})  # the same kid
 
 
 def b64(data: dict[str, Any]) -> str:
@@ -38,7 +38,7 @@ def claims_for(issuer: str, **changes: Any) -> dict[str, Any]:
 
 
 def signed(claims: dict[str, Any], key: Any = SIGNING_KEY, alg: str = "RS256") -> str:
-    return jwt.encode({"alg": alg, "kid": SIGNING_KEY.kid}, claims, key, algorithms=[alg])
+    return jwt.encode({"alg": alg, "kid": "test-key"}, claims, key, algorithms=[alg])
 
 
 def unsigned(claims: dict[str, Any]) -> str:
@@ -47,7 +47,7 @@ def unsigned(claims: dict[str, Any]) -> str:
 
 def hs256_with_the_public_key(claims: dict[str, Any]) -> str:
     """The old confusion: HMAC keyed with the provider's public key, which anyone can fetch."""
-    signing_input = f"{b64({'alg': 'HS256', 'kid': SIGNING_KEY.kid})}.{b64(claims)}"
+    signing_input = f"{b64({'alg': 'HS256', 'kid': 'test-key'})}.{b64(claims)}"
     mac = hmac.digest(SIGNING_KEY.as_pem(private=False), signing_input.encode(), "sha256")
     return f"{signing_input}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
 

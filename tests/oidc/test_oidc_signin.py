@@ -107,13 +107,20 @@ def test_membership_of_the_providers_admingroup_makes_an_admin_and_leaving_it_un
     assert not erin.is_staff and not erin.is_superuser
 
 
-def test_an_existing_portal_user_of_that_name_is_the_one_signed_in(client, oidc_provider):
-    carol = create_user("carol")
+def test_a_local_account_of_that_name_is_never_taken_over(client, oidc_provider):
+    create_user("carol")  # with a portal password
+    response = sign_in(client, oidc_provider)
+    assert response.status_code == 403
+    assert "carol is a local account of this portal" in response.content.decode()
+    assert signed_in(client) is None
+
+
+def test_the_next_sign_in_is_the_same_user_with_the_email_the_provider_says_now(client, oidc_provider):
     sign_in(client, oidc_provider)
-    assert signed_in(client) == "carol"
-    assert get_user_model().objects.filter(username="carol").count() == 1
-    carol.refresh_from_db()
-    assert carol.email == "carol@example.org"
+    oidc_provider.update("carol", email="carol.danvers@example.org")
+    sign_in(Client(), oidc_provider)
+    carol = get_user_model().objects.get(username="carol")
+    assert carol.email == "carol.danvers@example.org"
 
 
 def test_without_the_username_claim_the_email_names_the_user(client, oidc_provider, settings):
@@ -121,6 +128,15 @@ def test_without_the_username_claim_the_email_names_the_user(client, oidc_provid
     oidc_provider.update("carol", email="carol.d@example.org")
     sign_in(client, oidc_provider)
     assert signed_in(client) == "carol.d"
+
+
+def test_an_email_the_provider_has_not_verified_names_no_user(client, oidc_provider, settings):
+    settings.PAI_OIDC_USERNAME_CLAIM = "nickname"
+    oidc_provider.update("carol", email="root@example.org", email_verified=False)
+    response = sign_in(client, oidc_provider)
+    assert response.status_code == 400
+    assert "the provider named no user" in response.content.decode()
+    assert not get_user_model().objects.exists()
 
 
 def test_a_username_claim_that_is_no_user_name_ends_on_the_error_page(client, oidc_provider):
@@ -133,9 +149,8 @@ def test_a_username_claim_that_is_no_user_name_ends_on_the_error_page(client, oi
 
 
 def test_a_deactivated_user_is_refused(client, oidc_provider):
-    carol = create_user("carol")
-    carol.is_active = False
-    carol.save()
+    sign_in(Client(), oidc_provider)
+    get_user_model().objects.filter(username="carol").update(is_active=False)
     response = sign_in(client, oidc_provider)
     assert response.status_code == 403
     assert "deactivated" in response.content.decode()

@@ -4,8 +4,9 @@
 //   node provider.mjs CONFIG.json        (or OIDC_PROVIDER_CONFIG=CONFIG.json node provider.mjs)
 //
 // CONFIG.json: {"port": 0, "client": {"client_id", "client_secret", "redirect_uris": [...],
-// "post_logout_redirect_uris": [...]}, "accounts": {"<username>": {"password", "email", "groups": [...],
-// "preferred_username" (default: the username)}}, "jwks" (optional: the private signing keys)}.
+// "post_logout_redirect_uris": [...]}, "accounts": {"<username>": {"password", "email",
+// "groups": [...], "preferred_username" (default: the username), "email_verified" (default: true)}},
+// "jwks": {"keys": [...]} (optional: the private signing keys)}.
 // Port 0 takes a free one. Once listening it prints one line, `issuer <url>`. The accounts are read
 // again at each sign-in and each claims lookup, so a test can change a user's groups in between.
 // Claims: sub (the user name), preferred_username, email (+ email_verified) and groups, given for
@@ -82,7 +83,7 @@ async function findAccount(_ctx, sub) {
         sub,
         preferred_username: now.preferred_username ?? sub,
         email: now.email,
-        email_verified: true,
+        email_verified: now.email_verified ?? true,
         groups: now.groups || [],
       };
     },
