@@ -69,6 +69,9 @@ class PortalLDAPBackend(LDAPBackend):
             # A local account (it has a portal password) is never taken over by a directory entry
             # of the same name: that name signs in with its own password (ModelBackend).
             raise ldap_user.AuthenticationFailed(f"{user.get_username()} is a local account")
+        if not built and account_of(user).source == Account.Source.OIDC:
+            # Nor is a user of the OpenID provider (both may be configured): each directory its own.
+            raise ldap_user.AuthenticationFailed(f"{user.get_username()} signs in with OpenID Connect")
         return user, built
 
     def authenticate_ldap_user(self, ldap_user: Any, password: str) -> Any:

@@ -31,7 +31,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from joserfc.errors import ClaimError, ExpiredTokenError, JoseError
 
-from accounts.groups import record, set_directory_groups
+from accounts.groups import account_of, record, set_directory_groups
 from accounts.models import Account
 
 logger = logging.getLogger(__name__)
@@ -292,6 +292,9 @@ def user_for(claims: dict[str, Any]) -> Any:
         raise SignInFailed(
             _("%(name)s is a local account of this portal: sign in with its password.") % {"name": name}, 403
         )
+    elif account_of(user).source == Account.Source.LDAP:
+        # Nor is a user of the LDAP directory (both may be configured): each directory its own.
+        raise SignInFailed(_("%(name)s signs in with the LDAP directory: use its password.") % {"name": name}, 403)
     elif not user.is_active:
         raise SignInFailed(_("the account %(name)s is deactivated.") % {"name": name}, 403)
     elif email and user.email != email:

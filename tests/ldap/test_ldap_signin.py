@@ -14,6 +14,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
+from accounts.groups import account_of
 from accounts.models import Account, GroupInfo
 from clusters.models import VirtualCluster
 from jobs.actions import VirtualClusterForbidden, submit_job
@@ -154,6 +155,14 @@ def test_a_local_account_is_not_taken_over_by_the_directory_entry_of_the_same_na
     assert sign_in("carol") is None
     assert sign_in("carol", password_for("carol")) == local_carol
     assert local_carol.groups.count() == 0
+
+
+def test_a_user_of_the_openid_provider_is_not_taken_over_by_the_directory(directory):
+    carol = get_user_model().objects.create_user("carol")  # as an OpenID sign-in made her: no password
+    account = account_of(carol)
+    account.source = Account.Source.OIDC
+    account.save()
+    assert sign_in("carol") is None
 
 
 def test_a_local_user_is_refused_when_local_accounts_are_off(directory, settings):

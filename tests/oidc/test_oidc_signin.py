@@ -12,6 +12,7 @@ from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 
+from accounts.groups import account_of
 from accounts.models import Account, AuditEntry
 from clusters.models import VirtualCluster
 from jobs.actions import VirtualClusterForbidden, submit_job
@@ -113,6 +114,15 @@ def test_a_local_account_of_that_name_is_never_taken_over(client, oidc_provider)
     assert response.status_code == 403
     assert "carol is a local account of this portal" in response.content.decode()
     assert signed_in(client) is None
+
+
+def test_a_user_of_the_ldap_directory_is_not_taken_over_either(client, oidc_provider):
+    carol = get_user_model().objects.create_user("carol")  # as an LDAP sign-in made her: no password
+    account = account_of(carol)
+    account.source = Account.Source.LDAP
+    account.save()
+    response = sign_in(client, oidc_provider)
+    assert response.status_code == 403 and signed_in(client) is None
 
 
 def test_the_next_sign_in_is_the_same_user_with_the_email_the_provider_says_now(client, oidc_provider):
