@@ -2,6 +2,8 @@
 routes of routes/v2/user.js, controllers/v2/group.js): a group grants VCs and storages, makes
 admins with acls.admin, and every change lands in the audit list."""
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import Group
 
@@ -55,7 +57,13 @@ def ml_group(root, ml_vc):
 @pytest.mark.parametrize(("method", "path"), OPENPAI_GROUP_ROUTES)
 def test_every_openpai_group_route_answers(root, user, other_user, ml_group, method, path):
     VirtualCluster.objects.get(name="ml").allowed_users.add(other_user)  # the group may go
-    body = {"groupname": "ml", "grouplist": ["ml"], "extension": {}, "description": "", "externalName": ""}
+    body: dict[str, Any] = {
+        "groupname": "ml",
+        "grouplist": ["ml"],
+        "extension": {},
+        "description": "",
+        "externalName": "",
+    }
     if method == "post":
         body = {"groupname": "other"}
     if method == "put" and path == "/api/v2/groups":
