@@ -12,16 +12,12 @@ import threading
 import time
 from typing import Any
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.processes import free_port
 
 
 class AsgiLiveServer:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server: Any = None
         self._thread: threading.Thread | None = None

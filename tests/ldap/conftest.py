@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
+from tests.processes import free_port, stop
 from tests.ssh.conftest import chromium  # noqa: F401  (a fixture, for the sign-in page's test)
 
 SLAPD = "/usr/sbin/slapd"
@@ -174,12 +175,6 @@ class Directory:
         self.modify("\n".join(changes))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def start_slapd(folder: Path, attempts: int = 3) -> Directory:
     """slapd on a port the kernel just gave out; another one if something took it meanwhile."""
     log = folder / "slapd.log"
@@ -197,16 +192,6 @@ def start_slapd(folder: Path, attempts: int = 3) -> Directory:
             time.sleep(0.05)
         stop(process)
     raise RuntimeError(f"slapd did not start: {log.read_text(errors='replace')[-2000:]}")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="session")

@@ -29,6 +29,7 @@ import requests
 from joserfc.jwk import RSAKey
 
 from tests.conftest import require
+from tests.processes import stop
 
 PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
 CLIENT_ID = "pai-portal"
@@ -176,9 +177,4 @@ def oidc_provider(provider_installed: Path, portal_url: str, settings: Any, tmp_
             settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, OIDC_BACKEND]
         yield OidcProvider(issuer=issuer, portal=portal_url, config_path=config_path)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)

@@ -16,15 +16,10 @@ from pathlib import Path
 import pytest
 
 from accounts.tokens import issue_token
+from tests.processes import free_port
 from tests.scheduler.test_two_schedulers import database_env
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
