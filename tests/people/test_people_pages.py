@@ -131,3 +131,19 @@ def test_deleting_a_vcs_only_group_is_refused_on_the_page(root_client, ml):
     answer = root_client.post("/people/groups/ml/delete/")
     assert answer.status_code == 409 and "data-delete-refused" in answer.content.decode()
     assert Group.objects.filter(name="ml").exists()
+
+
+def test_a_csv_of_too_many_users_is_refused_whole(root_client, settings):
+    from clusters import user_admin
+
+    rows = "".join(f"student{n},Tall-Horse-{n}x,,false,,\n" for n in range(user_admin.MOST_ROWS + 1))
+    answer = root_client.post(
+        "/people/import/", {"text": "username,password,email,admin,virtual cluster,groups\n" + rows}
+    )
+    assert answer.status_code == 400 and "at most 200 users per import" in answer.content.decode()
+    assert not get_user_model().objects.filter(username__startswith="student").exists()
+
+
+def test_a_refused_csv_is_not_shown_back_with_its_passwords(root_client):
+    answer = root_client.post("/people/import/", {"text": "username,password\nstudent1,Secret-Horse-42\nbad name,x\n"})
+    assert answer.status_code == 400 and "Secret-Horse-42" not in answer.content.decode()
