@@ -28,6 +28,11 @@ def test_authn_info_answers_oidc_when_a_provider_is_configured(oidc_provider, pr
     }
 
 
+def test_the_api_root_names_oidc_as_its_authn_method_too(settings):
+    settings.PAI_OIDC_ISSUER = "https://sso.example.org/realms/pai"  # (nothing is asked of it)
+    assert Client().get("/api/v1").json()["authnMethod"] == "OIDC"
+
+
 def test_authn_info_answers_basic_without_a_provider(settings):
     settings.PAI_OIDC_ISSUER = ""
     assert Client().get("/api/v2/authn/info").json()["authn_type"] == "basic"

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import oidc
 from clusters.models import Node, VirtualCluster
 from clusters.placement import Resources
 from jobs.models import Job, JobState
@@ -158,6 +159,6 @@ class InfoView(APIView):
                 "name": "PAI Portal RESTful API",
                 "version": settings.SPECTACULAR_SETTINGS.get("VERSION", "1.0.0"),
                 "launcherType": "portal",
-                "authnMethod": "basic",
+                "authnMethod": "OIDC" if oidc.enabled() else "basic",  # as authn/info says
             }
         )
