@@ -103,6 +103,11 @@ def test_a_wrong_password_is_refused(directory):
     assert sign_in("carol", "not-carols-password") is None
 
 
+def test_an_empty_password_is_refused_not_taken_for_an_anonymous_bind(directory):
+    assert sign_in("carol", "") is None
+    assert not get_user_model().objects.filter(username="carol").exists()
+
+
 def test_a_user_the_directory_does_not_know_is_refused(directory):
     assert sign_in("mallory", "whatever-1") is None
     assert not get_user_model().objects.filter(username="mallory").exists()
