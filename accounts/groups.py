@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
@@ -28,10 +29,42 @@ def account_of(user: Any) -> Account:
 
 
 def info_of(group: Group) -> GroupInfo:
-    info, _ = GroupInfo.objects.get_or_create(
-        group=group, defaults={"admin": group.name == ADMIN_GROUP, "external_name": ""}
-    )
+    info, _ = GroupInfo.objects.get_or_create(group=group)
     return info
+
+
+def admin_group() -> Group:
+    """OpenPAI's `admingroup`: its members are admins. The directory's group of that role is named
+    by PAI_DIRECTORY_ADMIN_GROUP (none by default: no directory group makes admins unasked)."""
+    group, _ = Group.objects.get_or_create(name=ADMIN_GROUP)
+    info = info_of(group)
+    if not info.admin:
+        info.admin = True
+        info.save(update_fields=["admin"])
+    return group
+
+
+def _directory_group(external: str, source: str) -> Group | None:
+    """The portal group a directory's group name stands for: the one with that externalName; the
+    admin group for PAI_DIRECTORY_ADMIN_GROUP; else the group of that name (an admin group, or one
+    another directory name owns, is never taken this way: None); else a new one granting nothing."""
+    info = GroupInfo.objects.select_related("group").filter(external_name=external).first()
+    if info is not None:
+        return info.group
+    if settings.PAI_DIRECTORY_ADMIN_GROUP and external == settings.PAI_DIRECTORY_ADMIN_GROUP:
+        group = admin_group()
+    else:
+        group, created = Group.objects.get_or_create(name=group_name_for(external))
+        if created:
+            GroupInfo.objects.create(group=group, source=source)
+            record(None, "group.create", group.name, source=source, externalName=external)
+    info = info_of(group)
+    if info.external_name or (info.admin and external != settings.PAI_DIRECTORY_ADMIN_GROUP):
+        record(None, "group.skip", group.name, source=source, externalName=external)
+        return None
+    info.external_name = external
+    info.save(update_fields=["external_name"])
+    return group
 
 
 def group_name_for(external: str) -> str:
@@ -68,23 +101,13 @@ def record(actor: Any, action: str, target: str, **detail: Any) -> AuditEntry:
 @transaction.atomic
 def set_directory_groups(user: Any, external_names: Iterable[str], source: str) -> list[str]:
     """Mirror the directory's groups at sign-in: the user's directory groups (those with an
-    externalName) become exactly these, matched by externalName, else by name (that group takes
-    the externalName), else created granting nothing. Groups without an externalName are given by
-    hand and stay. Admin rights follow. Returns the user's group names."""
+    externalName) become exactly these (see _directory_group). Groups without an externalName are
+    given by hand and stay. Admin rights follow. Returns the user's group names."""
     wanted: dict[int, Group] = {}
     for external in dict.fromkeys(name.strip() for name in external_names if name and name.strip()):
-        info = GroupInfo.objects.select_related("group").filter(external_name=external).first()
-        if info is not None:
-            wanted[info.group.pk] = info.group
-            continue
-        group, created = Group.objects.get_or_create(name=group_name_for(external))
-        info = info_of(group)
-        if created:
-            info.source = source
-            record(None, "group.create", group.name, source=source, externalName=external)
-        info.external_name = external
-        info.save(update_fields=["source", "external_name"])
-        wanted[group.pk] = group
+        group = _directory_group(external, source)
+        if group is not None:
+            wanted[group.pk] = group
     current = {group.pk: group for group in user.groups.select_related("info")}
     directory = {pk for pk, group in current.items() if getattr(info_or_none(group), "external_name", "")}
     gone = [current[pk] for pk in directory - wanted.keys()]

@@ -134,6 +134,9 @@ AUTH_PASSWORD_VALIDATORS = [
 PAI_LOCAL_ACCOUNTS = env_bool("PAI_LOCAL_ACCOUNTS", True)
 PAI_LDAP_URI = env_str("PAI_LDAP_URI", "")
 PAI_OIDC_ISSUER = env_str("PAI_OIDC_ISSUER", "").rstrip("/")
+# The directory's group (LDAP cn, or a name in the OpenID groups claim) whose members are admins (the
+# portal's `admingroup`); none by default: a directory group never makes admins unless named here.
+PAI_DIRECTORY_ADMIN_GROUP = env_str("PAI_DIRECTORY_ADMIN_GROUP", "")
 # Local passwords first: a directory that does not answer holds up only its own users' sign-in
 # (a directory user has no usable local password, so the local check refuses them at once).
 AUTHENTICATION_BACKENDS = [

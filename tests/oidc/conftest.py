@@ -173,6 +173,7 @@ def oidc_provider(provider_installed: Path, portal_url: str, settings: Any, tmp_
         settings.PAI_OIDC_ISSUER = issuer
         settings.PAI_OIDC_CLIENT_ID = CLIENT_ID
         settings.PAI_OIDC_CLIENT_SECRET = CLIENT_SECRET
+        settings.PAI_DIRECTORY_ADMIN_GROUP = "admingroup"
         if OIDC_BACKEND not in settings.AUTHENTICATION_BACKENDS:
             settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS, OIDC_BACKEND]
         yield OidcProvider(issuer=issuer, portal=portal_url, config_path=config_path)
