@@ -120,3 +120,11 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor_name} {self.action} {self.target}"
+
+    def detail_text(self) -> str:
+        """`key=value; ...` with lists as `a, b` (— when empty): the audit list's Details column."""
+        shown = (
+            f"{key}={', '.join(map(str, value)) or '—'}" if isinstance(value, list) else f"{key}={value}"
+            for key, value in self.detail.items()
+        )
+        return "; ".join(shown)

@@ -147,3 +147,9 @@ def test_a_csv_of_too_many_users_is_refused_whole(root_client, settings):
 def test_a_refused_csv_is_not_shown_back_with_its_passwords(root_client):
     answer = root_client.post("/people/import/", {"text": "username,password\nstudent1,Secret-Horse-42\nbad name,x\n"})
     assert answer.status_code == 400 and "Secret-Horse-42" not in answer.content.decode()
+
+
+def test_the_audit_list_shows_lists_as_names(root_client, user, ml):
+    root_client.post("/people/users/alice/", {"email": "", "active": "on", "groups": [ml.pk]})
+    page = root_client.get("/people/audit/?q=user.groups").content.decode()
+    assert "added=ml; removed=—" in page
