@@ -109,27 +109,11 @@ def set_directory_groups(user: Any, external_names: Iterable[str], source: str) 
         if group is not None:
             wanted[group.pk] = group
     current = {group.pk: group for group in user.groups.select_related("info")}
-    directory = {pk for pk, group in current.items() if getattr(info_or_none(group), "external_name", "")}
-    gone = [current[pk] for pk in directory - wanted.keys()]
-    new = [group for pk, group in wanted.items() if pk not in current]
-    if gone:
-        user.groups.remove(*gone)
-    if new:
-        user.groups.add(*new)
+    by_hand = [group for group in current.values() if not getattr(info_or_none(group), "external_name", "")]
     account = account_of(user)
     account.source, account.synced_at = source, timezone.now()
     account.save(update_fields=["source", "synced_at"])
-    forget_groups(user)
-    apply_admin(user)
-    if gone or new:
-        record(
-            None,
-            "user.groups.sync",
-            user.get_username(),
-            source=source,
-            added=sorted(g.name for g in new),
-            removed=sorted(g.name for g in gone),
-        )
+    _change_groups(None, user, [*by_hand, *wanted.values()], "user.groups.sync", source=source)
     return sorted(group.name for group in user.groups.all())
 
 
@@ -155,13 +139,18 @@ def find_group(name: str) -> Group:
     return group
 
 
-def groups_named(names: Iterable[str], field: str) -> list[Group]:
+def rows_named(model: Any, names: Iterable[str], field: str, code: str, what: str = "name") -> list[Any]:
+    """The rows of `model` with these names (groups, VCs, storages); a 404 naming the missing ones."""
     names = list(dict.fromkeys(names))
-    groups = list(Group.objects.filter(name__in=names))
-    missing = sorted(set(names) - {group.name for group in groups})
+    rows = list(model.objects.filter(name__in=names))
+    missing = sorted(set(names) - {row.name for row in rows})
     if missing:
-        raise GroupProblem(field, f"no such group(s): {', '.join(missing)}", "NoGroupError", 404)
-    return groups
+        raise GroupProblem(field, f"no such {what}(s): {', '.join(missing)}", code, 404)
+    return rows
+
+
+def groups_named(names: Iterable[str], field: str) -> list[Group]:
+    return rows_named(Group, names, field, "NoGroupError", "group")
 
 
 def check_group_name(name: str, field: str = "groupname") -> str:
@@ -231,22 +220,23 @@ def delete_group(actor: Any, group: Group) -> None:
 def set_user_groups(actor: Any, user: Any, groups: Iterable[Group]) -> None:
     """An admin's choice of the user's groups (a directory user's directory groups come back at
     their next sign-in: the directory decides those)."""
+    _change_groups(actor, user, groups, "user.groups")
+
+
+def _change_groups(actor: Any, user: Any, groups: Iterable[Group], action: str, **detail: Any) -> None:
+    """The user's groups become exactly these; admin rights follow; a change is recorded (an
+    admin's choice, or a sign-in's sync when `actor` is None). Admin rights are rechecked even
+    without a change: an admin group's flag may have changed since."""
     wanted = {group.pk: group for group in groups}
     current = {group.pk: group for group in user.groups.all()}
     added = [group for pk, group in wanted.items() if pk not in current]
     removed = [group for pk, group in current.items() if pk not in wanted]
-    if not added and not removed:
-        return
     if removed:
         user.groups.remove(*removed)
     if added:
         user.groups.add(*added)
     forget_groups(user)
     apply_admin(user)
-    record(
-        actor,
-        "user.groups",
-        user.get_username(),
-        added=sorted(g.name for g in added),
-        removed=sorted(g.name for g in removed),
-    )
+    if added or removed:
+        names = {"added": sorted(g.name for g in added), "removed": sorted(g.name for g in removed)}
+        record(actor, action, user.get_username(), **detail, **names)

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils.translation import gettext as _
 
-from accounts.groups import GroupProblem, info_or_none, record
+from accounts.groups import GroupProblem, info_or_none, record, rows_named
 from accounts.groups import create_group as create_bare_group
 from accounts.groups import delete_group as delete_bare_group
 from clusters.models import StorageConfig, VirtualCluster
@@ -50,11 +50,11 @@ def set_grants(actor: Any, group: Group, vc_names: Iterable[str] | None, storage
     Taking away the last name of one would open it to everyone: refused (grant it elsewhere first)."""
     before = grants_of(group)
     if vc_names is not None:
-        vcs = _named(VirtualCluster, vc_names, VC_FIELD, "NoVirtualClusterError")
+        vcs = rows_named(VirtualCluster, vc_names, VC_FIELD, "NoVirtualClusterError")
         _refuse_opening(group, [vc for vc in group.virtual_clusters.all() if vc not in vcs], VC_FIELD)
         group.virtual_clusters.set(vcs)
     if storage_names is not None:
-        storages = _named(StorageConfig, storage_names, STORAGE_FIELD, "NoStorageError")
+        storages = rows_named(StorageConfig, storage_names, STORAGE_FIELD, "NoStorageError")
         _refuse_opening(group, [s for s in group.storage_configs.all() if s not in storages], STORAGE_FIELD)
         group.storage_configs.set(storages)
     after = grants_of(group)
@@ -85,15 +85,6 @@ def _refuse_opening(group: Group, losing: list[Any], field: str) -> None:
                 )
                 % {"name": thing.name, "group": group.name},
             )
-
-
-def _named(model: Any, names: Iterable[str], field: str, code: str) -> list[Any]:
-    names = list(dict.fromkeys(names))
-    rows = list(model.objects.filter(name__in=names))
-    missing = sorted(set(names) - {row.name for row in rows})
-    if missing:
-        raise GroupProblem(field, f"no such name(s): {', '.join(missing)}", code, 404)
-    return rows
 
 
 def group_row(group: Group) -> dict[str, Any]:
