@@ -106,8 +106,10 @@ def sandbox_probed_once():
     (a test that fakes a failing probe still can)."""
     import dataclasses
 
+    from clusters.executors.netns import open_tun_to_users
     from clusters.executors.sandbox import Sandbox
 
+    open_tun_to_users()  # as `make run` does, on a machine that keeps /dev/net/tun root's alone
     probe = Sandbox.probe
     found: dict[Sandbox, str] = {}
 

@@ -124,3 +124,17 @@ def test_the_admin_form_refuses_a_node_address_the_portal_is_served_on(settings)
     node = Node(name="gpu1", address="portal.example.org", cpus=4, memory_mb=4096)
     with pytest.raises(ValidationError, match="portal is served on"):
         node.full_clean()
+
+
+@pytest.mark.django_db
+def test_it_opens_a_private_tun_device_and_says_so(monkeypatch, tmp_path):
+    """A machine whose /dev/net/tun is 0600 runs no one's sandboxed task but admins': `make run`
+    gives it 0666 and says so."""
+    from clusters.executors import netns
+
+    private = tmp_path / "tun"
+    private.touch(mode=0o600)
+    monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    assert "set to 0666" in bootstrap()
+    assert private.stat().st_mode & 0o777 == 0o666

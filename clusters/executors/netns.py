@@ -137,6 +137,23 @@ class TaskNetwork:
         return ""
 
 
+def open_tun_to_users() -> str:
+    """As root, gives /dev/net/tun the distributions' usual 0666 where the machine keeps it root's
+    alone (seen on GPU machines' images): pasta opens it as the task's uid, so at 0600 no sandboxed
+    task gets a network and a process node runs only admins' tasks. A tun device opened by an
+    unprivileged user reaches only namespaces that user owns (the kernel checks CAP_NET_ADMIN there).
+    Says what it changed ('' when nothing)."""
+    try:
+        mode = os.stat(TUN_DEVICE).st_mode
+    except OSError:
+        return ""
+    if os.geteuid() != 0 or mode & 0o666 == 0o666:
+        return ""
+    os.chmod(TUN_DEVICE, (mode & 0o7777) | 0o666)  # noqa: S103 (a device: the distributions' own mode)
+    was = oct(mode & 0o777)[2:]
+    return f"{TUN_DEVICE} was {was}: set to 0666 (the distributions' usual), so sandboxed tasks get a network"
+
+
 def _tun_hint(problem: str) -> str:
     """pasta opens /dev/net/tun as the task's uid: a machine that keeps it root's alone (seen on a
     GPU machine's image) needs the distributions' usual mode back."""

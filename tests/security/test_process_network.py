@@ -242,3 +242,28 @@ def test_it_says_to_open_dev_net_tun_when_pasta_cannot(monkeypatch, tmp_path):
     monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
     assert "chmod 666" in netns._tun_hint("pasta: Failed to open tun socket in namespace")
     assert netns._tun_hint("pasta: something else") == ""
+
+
+def test_it_opens_a_private_tun_device_to_users_as_root_and_says_so(monkeypatch, tmp_path):
+    """`make run`, `addnode` and the tests start from a machine whose /dev/net/tun is 0600: as root
+    they give it the distributions' usual 0666, saying what they changed."""
+    from clusters.executors import netns
+
+    private = tmp_path / "tun"
+    private.touch(mode=0o600)
+    monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
+    assert "was 600: set to 0666" in netns.open_tun_to_users()
+    assert private.stat().st_mode & 0o777 == 0o666
+    assert netns.open_tun_to_users() == ""  # (nothing left to change)
+
+
+def test_it_leaves_the_tun_device_alone_when_not_root(monkeypatch, tmp_path):
+    from clusters.executors import netns
+
+    private = tmp_path / "tun"
+    private.touch(mode=0o600)
+    monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
+    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    assert netns.open_tun_to_users() == ""
+    assert private.stat().st_mode & 0o777 == 0o600

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from clusters.executors.netns import open_tun_to_users
 from clusters.models import PORTAL_HOST_ADDRESS, Gpu, GpuType, Node, portal_hosts
 
 INFINIBAND_DEVICES = "/dev/infiniband"
@@ -140,6 +141,8 @@ class Command(BaseCommand):
             for index, type_name in gpus:
                 gpu_type, _ = GpuType.objects.get_or_create(name=type_name)
                 Gpu.objects.create(node=node, index=index, gpu_type=gpu_type)
+        if executor == Node.Executor.PROCESS and (note := open_tun_to_users()):
+            self.stdout.write(note)
         gpu_text = ", ".join(f"{i}:{t}" for i, t in gpus) or "no GPUs"
         self.stdout.write(
             f"{'registered' if created else 'updated'} node {node.name}: {executor} executor, {cpus} CPUs, "
@@ -156,5 +159,7 @@ class Command(BaseCommand):
         if node.executor != Node.Executor.SLURM:
             raise CommandError(f"node {name} is a {node.executor} node, not a Slurm node")
         Node.objects.filter(pk=node.pk).update(docker_url=docker_url, **({"address": address} if address else {}))
+        if not docker_url and (note := open_tun_to_users()):
+            self.stdout.write(note)
         runs = f"tasks run in containers on {docker_url}" if docker_url else "tasks run as sandboxed processes"
         self.stdout.write(f"{'registered' if created else 'updated'} Slurm node {name}: {runs}")

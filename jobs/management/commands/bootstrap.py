@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from clusters.executors.netns import open_tun_to_users
 from clusters.executors.registry import describe_executor
 from clusters.management.commands.addnode import docker_answers
 from clusters.models import Node
@@ -29,6 +30,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{banner}\nAdmin user created: {options['admin']}\nPassword (shown once): {password}\n{banner}"
             )
+        if note := open_tun_to_users():
+            self.stdout.write(note)
         if not Node.objects.exists():
             call_command("addnode", "--local", stdout=self.stdout)
         for node in Node.objects.all():
