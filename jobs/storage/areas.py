@@ -282,12 +282,6 @@ def _code_too_big(limit: int, field: str) -> StorageError:
     )
 
 
-def check_code_size(code_dir: Path, *, field: str = "codeDir", limit: int = CODE_DIR_MAX_BYTES) -> int:
-    """The size of a code directory of an area (a host path below the areas' root)."""
-    with _in_areas(code_dir, field) as directory:
-        return _check_code_size(directory, field, limit)
-
-
 def _check_code_size(directory: int, field: str, limit: int) -> int:
     total = 0
     for _relative, _parent, _name, info in userfs.walk(directory):

@@ -191,6 +191,9 @@ def test_it_lists_only_the_function_local_imports_still_there():
 PURE_MODULES = {
     "jobs/protocol": ("jobs.protocol", "jobs.states"),
     "clusters/placement.py": (),
+    "clusters/preemption.py": ("clusters.placement",),
+    "clusters/sharing.py": (),
+    "clusters/storage_rules.py": (),
     "clusters/executors": ("clusters.executors", "clusters.slurm", "clusters.userfs", "django.conf"),
     "clusters/userfs.py": (),
     "clusters/slurm/": ("clusters.slurm", "clusters.executors"),
