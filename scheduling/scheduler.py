@@ -18,11 +18,8 @@ whose conditional UPDATEs make a crash at any point lose no job and start no tas
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import socket
 import time
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -32,7 +29,7 @@ from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
 from scheduling.guard import DATABASE_ERRORS
-from scheduling.lease import Lease
+from scheduling.lease import Holder, Lease
 from scheduling.placing import Placer
 from scheduling.registered import register_backends
 from scheduling.starting import NodeTrouble, Starter
@@ -52,7 +49,7 @@ DATABASE_RETRY_MAX_S = 2.0
 
 class Scheduler:
     def __init__(self, holder: str | None = None):
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.holder = holder or str(Holder.here())
         self.lease = Lease(self.holder)
         self.reconciled = False
         self.stopping = False
