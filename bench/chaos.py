@@ -6,10 +6,12 @@ started twice, stranded or left behind.
 A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
 mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
 taskRetryCount, and two-task gangs. `manage.py runscheduler` runs in a subprocess and is killed
-with SIGKILL `--kills` times at random moments (0.2-2 s apart), each time restarted at once with
-the same scheduler id. `--docker` runs the jobs in containers on a Docker engine of their own
-(`scripts/dev-cluster.sh up 1`, so the machine's own engine and its containers are left alone)
-and also stops and restarts that engine once mid-run. Then the run goes on until every job is
+with SIGKILL `--kills` times at random moments (0.2-2 s after it took the lease), each time
+restarted at once as the Procfile starts it (no `--id`; the table says how long each restarted one
+took to hold the lease, its start-up included: a lease waited out would add up to 15 s). `--docker`
+runs the jobs in containers on a Docker engine of their own (`scripts/dev-cluster.sh up 1`, so the
+machine's own engine and its containers are left alone) and also stops and restarts that engine
+once mid-run. Then the run goes on until every job is
 final. Then, on the idle cluster, each fault asked for strikes in turn (the scheduler left alone):
 
   --freeze      a second engine's dockerd stopped with SIGSTOP (its containers running on)
@@ -27,6 +29,7 @@ lasts. One row per fault: the time to detect, the probes' normal start (median),
 wait of a probe that ran on a healthy node, and lost / started twice / stranded among the fault's
 own jobs. The first table says:
 
+  lease taken after restart  from a restart to the restarted scheduler holding the lease
   jobs lost          submitted but with no row
   tasks started twice  one task attempt whose log shows two starts
   jobs stranded      not final when the run ended
@@ -43,6 +46,7 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -235,8 +239,26 @@ def submit_all(count: int, cluster: DevCluster | None, engines: list[str]) -> di
 
 
 def start_scheduler(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "manage.py", "runscheduler", "--id", "chaos-scheduler"]
+    command = [sys.executable, "manage.py", "runscheduler"]  # as the Procfile starts it
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def lease_holder() -> str:
+    from clusters.models import SchedulerLease
+    from scheduling.lease import LEASE_NAME
+
+    return SchedulerLease.objects.filter(name=LEASE_NAME).values_list("holder", flat=True).first() or ""
+
+
+def takeover(previous: str, timeout: float = 60.0) -> float:
+    """Seconds until a scheduler other than `previous` holds the lease (`timeout` if none did)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        holder = lease_holder()
+        if holder and holder != previous:
+            return time.monotonic() - started
+        time.sleep(0.02)
+    return timeout
 
 
 def submit(name: str, roles: str, job_retries: int, outcome: str, expected: dict[str, str]) -> int:
@@ -399,16 +421,20 @@ def kill_scheduler(
     deadline_s: float,
     faults: list[Fault],
     expected: dict[str, str],
-) -> tuple[int, list[FaultRow]]:
+) -> tuple[int, list[float], list[FaultRow]]:
     """SIGKILL the scheduler `kills` times (the first engine stopped and restarted half way), wait
-    for the jobs to end, then strike each fault in turn with the scheduler left alone."""
+    for the jobs to end, then strike each fault in turn with the scheduler left alone. Also returns
+    how long each restarted scheduler took to hold the lease."""
     scheduler = start_scheduler(env)
+    takeover("")
     done_kills = 0
+    takeovers = []
     restarted_engine = False
     rows = []
     try:
         while done_kills < kills:
             time.sleep(random.uniform(0.2, 2.0))
+            killed = lease_holder()
             scheduler.send_signal(signal.SIGKILL)
             scheduler.wait()
             done_kills += 1
@@ -418,12 +444,13 @@ def kill_scheduler(
                 cluster.run("start-node", "1")
                 restarted_engine = True
             scheduler = start_scheduler(env)
+            takeovers.append(takeover(killed))
         wait_idle(time.monotonic() + deadline_s)
         rows = [strike(fault, expected, deadline_s) for fault in faults]
     finally:
         scheduler.send_signal(signal.SIGTERM)
         scheduler.wait(timeout=60)
-    return done_kills, rows
+    return done_kills, takeovers, rows
 
 
 def double_starts(names: list[str] | None = None) -> int:
@@ -567,7 +594,7 @@ def report(
 ) -> None:
     expected = submit_all(args.jobs, cluster, engines)
     started = time.perf_counter()
-    kills, fault_rows = kill_scheduler(env, args.kills, cluster, args.deadline, faults, expected)
+    kills, takeovers, fault_rows = kill_scheduler(env, args.kills, cluster, args.deadline, faults, expected)
     elapsed = time.perf_counter() - started
 
     from jobs.models import Job
@@ -590,6 +617,7 @@ def report(
         ("executor", "docker (its engine stopped and restarted once)" if engines else "process"),
         ("jobs submitted", str(len(expected))),
         ("scheduler SIGKILLs", str(kills)),
+        ("lease taken after restart", taken_after(takeovers)),
         ("run time", f"{elapsed:.1f} s"),
         ("jobs lost", str(lost)),
         ("tasks started twice", str(double_starts())),
@@ -603,6 +631,18 @@ def report(
     if fault_rows:
         print()
         print_faults(fault_rows)
+
+
+def taken_after(takeovers: list[float]) -> str:
+    from scheduling.lease import LEASE_TTL
+
+    if not takeovers:
+        return "-"
+    ttl = LEASE_TTL.total_seconds()
+    return (
+        f"median {statistics.median(takeovers):.1f} s, max {max(takeovers):.1f} s "
+        f"(no --id, as the Procfile; the lease lasts {ttl:g} s)"
+    )
 
 
 def print_faults(rows: list[FaultRow]) -> None:

@@ -95,12 +95,6 @@ def record_exit(
     )
     job = task.job
     node_lost = status.failure is Failure.NODE_LOST
-    if task.node is not None and task.executor_id and not node_lost:
-        try:  # remove the container/process record; isDebug keeps failed ones for inspection
-            keep = launch_builder.is_debug(job.normalized) and info.code != 0
-            executors.node_executor(task.node).stop(TaskHandle(task.executor_id, task.ip), keep=keep)
-        except Exception as exc:
-            log.warning("removing %s failed: %s", task, exc)
     exit = _task_exit(info, status.diagnostics, status.finished_at)
     # A task on a lost node, or whose ports another program holds, is not retried as it was:
     # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
@@ -117,9 +111,19 @@ def record_exit(
         )
     )
     if decision is Retry.NONE:
+        retried = False
         lifecycle.end_task(task, job.job_attempt, exit)
-        return False
-    return lifecycle.retry_task(task, job.job_attempt, exit, charged=decision is Retry.CHARGED)
+    else:
+        retried = lifecycle.retry_task(task, job.job_attempt, exit, charged=decision is Retry.CHARGED)
+    # Only once its exit is recorded (a pass the database failed before then polls it again):
+    # remove the container/process record; isDebug keeps failed ones for inspection.
+    if task.node is not None and task.executor_id and not node_lost:
+        try:
+            keep = launch_builder.is_debug(job.normalized) and info.code != 0
+            executors.node_executor(task.node).stop(TaskHandle(task.executor_id, task.ip), keep=keep)
+        except Exception as exc:
+            log.warning("removing %s failed: %s", task, exc)
+    return retried
 
 
 def apply_completion_policy(job: Job, backends: Backends) -> None:
@@ -168,13 +172,14 @@ def run(
     launches wait on no exit's record)."""
     ended = Ended()
     changed_jobs: dict[int, Job] = {}
-    taken, failed_starts[:] = list(failed_starts), []
-    for failed in taken:
+    while failed_starts:  # (each leaves the list once recorded: a pass the database failed keeps the rest)
+        failed = failed_starts[0]
         task = failed.task
         with job_guard(task.job_id, backends, "record how its task failed to start", task_id=task.pk):
             task.job = changed_jobs.get(task.job_id, failed.job)
             if record_exit(task, failed.status, failed.platform_code):
                 ended.retried.add((task.pk, task.attempt + 1))
+        del failed_starts[0]
         changed_jobs[task.job_id] = task.job
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
     running = list(

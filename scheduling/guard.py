@@ -5,6 +5,13 @@ job alone: a running job fails with the platform's exit code -1204 and the excep
 diagnostics (through jobs.lifecycle: its trigger task ended, then the job failed), a waiting one
 waits saying why (placed again next pass), a stopping one is stopped again next pass, and the pass
 goes on with the other jobs. A guard wraps one job, never a pass.
+
+A database error is not the job's: the connection failed or went away (a restart, a failover, a
+pooler or an idle-connection reaper closed it) or the database could not do it now (a lock, a
+timeout). It stops the pass instead; the loop closes the connection and runs the pass again after a
+short wait (Scheduler.run_pass), and the job's share is done then, once. Only when the same job's
+share raises one OWN_DATABASE_ERRORS times running while the connection still answers is the error
+its own (a value past a database limit): then it fails alone, so that no job can stop every pass.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from jobs import lifecycle
@@ -28,20 +36,49 @@ log = logging.getLogger("pai.scheduler")
 # diagnostics say what the scheduler could not do.
 UNHANDLED_EXIT = ExitCode.CONTAINER_START_FAILED
 ACTIVE = (TaskState.WAITING, TaskState.RUNNING)
+# The database's own errors (django.db's): the pass stops and is run again, the job is not charged.
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+OWN_DATABASE_ERRORS = 3
+_database_errors: dict[int, int] = {}  # job id -> its share's database errors running
 
 
 @contextmanager
 def job_guard(job_id: int, backends: Backends, doing: str, *, task_id: int | None = None) -> Iterator[None]:
     """Run one job's share of a phase; `doing` says what, for the log and the job's diagnostics
-    ("start its tasks"). An exception fails that job alone (see the module) and is not raised."""
+    ("start its tasks"). An exception fails that job alone (see the module) and is not raised; a
+    database error is raised (it stops the pass) unless it has become the job's own."""
     try:
         yield
     except Exception as exc:
+        if isinstance(exc, DATABASE_ERRORS) and not _own_database_error(job_id):
+            raise
         log.exception("job %s: could not %s; that job alone is failed", job_id, doing)
         try:
             fail_alone(job_id, backends, f"the scheduler could not {doing}: {type(exc).__name__}: {exc}", task_id)
-        except Exception:
+        except Exception as failure:
+            if isinstance(failure, DATABASE_ERRORS) and not database_answers():
+                raise  # (its failure is recorded when the pass runs again)
             log.exception("job %s: recording its failure failed too", job_id)
+    else:
+        _database_errors.pop(job_id, None)
+
+
+def _own_database_error(job_id: int) -> bool:
+    """Whether a database error in this job's share is the job's own: the connection still answers,
+    and the share has raised one OWN_DATABASE_ERRORS times running."""
+    if not database_answers():
+        return False
+    count = _database_errors[job_id] = _database_errors.get(job_id, 0) + 1
+    if count < OWN_DATABASE_ERRORS:
+        return False
+    del _database_errors[job_id]
+    return True
+
+
+def database_answers() -> bool:
+    """Whether the connection still works (after an error: not when the server closed it, nor when
+    a failed rollback made Django drop it)."""
+    return connection.connection is not None and connection.is_usable()
 
 
 def fail_alone(job_id: int, backends: Backends, reason: str, task_id: int | None = None) -> None:

@@ -1,11 +1,28 @@
 """The scheduler lease: one active scheduler at a time. A second one waits until the holder's lease
-expires (it died) or is released (it stopped)."""
+expires (it died) or is released (it stopped), except where the holder is a process of its own
+machine that has ended: a scheduler restarted there after a crash (as the Procfile starts it, with
+no `--id`) takes over at once, while a standby on another machine waits the lease out.
+
+A holder is named by its process (`Holder`): the machine's name, the pid, where that pid means this
+process (the kernel's boot and the pid namespace, hashed: a pid from another machine or container
+is never looked up here) and when the process started (a pid given to a new process later is not
+the holder's). A live holder on the same machine, a second scheduler started beside it included,
+keeps its lease; two restarts at once take a dead one's lease once (a conditional UPDATE on its name).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
+import os
+import socket
 import time
-from datetime import timedelta
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+from pathlib import Path
 
 from django.db import IntegrityError
 from django.db.models import Q
@@ -13,14 +30,91 @@ from django.utils import timezone
 
 from clusters.models import SchedulerLease
 
+log = logging.getLogger("pai.scheduler")
+
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
 LEASE_RENEW_AFTER = LEASE_TTL / 3
+HOLDER_MAX = SchedulerLease._meta.get_field("holder").max_length or 128
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A scheduler process as its lease names it: `host:pid:nonce:place:started`."""
+
+    host: str
+    pid: int
+    nonce: str  # (two schedulers of one process, as tests make, are two holders)
+    place: str  # where `pid` names this process: this boot of the kernel and pid namespace, hashed
+    started: int  # the process's start, in clock ticks after boot
+
+    def __str__(self) -> str:
+        rest = f":{self.pid}:{self.nonce}:{self.place}:{self.started}"
+        return self.host[: HOLDER_MAX - len(rest)] + rest
+
+    @classmethod
+    def parse(cls, text: str) -> Holder | None:
+        """None for a name that is no process's (`runscheduler --id`'s)."""
+        parts = text.rsplit(":", 4)
+        if len(parts) != 5 or not parts[1].isdigit() or not parts[4].isdigit():
+            return None
+        return cls(parts[0], int(parts[1]), parts[2], parts[3], int(parts[4]))
+
+    @classmethod
+    def of(cls, pid: int) -> Holder:
+        """The process `pid` of this machine (place '' where /proc cannot say: it is never taken
+        for ended)."""
+        return cls(socket.gethostname(), pid, uuid.uuid4().hex[:6], _this_place(), _start_of(pid) or 0)
+
+    @classmethod
+    def here(cls) -> Holder:
+        return cls.of(os.getpid())
+
+    def has_ended(self) -> bool:
+        """True for a process of this machine that has ended (or whose pid is now another's); a
+        process elsewhere, or one this machine cannot tell about, has not."""
+        if not self.place or self.place != _this_place():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # another user's: /proc tells whether it is the holder
+        state = _stat(self.pid)
+        if state is None:
+            return False
+        return state[0] in "ZX" or state[1] != self.started  # a zombie is dead; a later start, another process
+
+
+@cache
+def _this_place() -> str:
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        pid_namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+    return hashlib.sha256(f"{boot} {pid_namespace}".encode()).hexdigest()[:12]
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """The process's state letter and start time (proc(5): fields 3 and 22), None when unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        fields = text[text.rindex(")") + 2 :].split()
+        return fields[0], int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _start_of(pid: int) -> int | None:
+    state = _stat(pid)
+    return None if state is None else state[1]
 
 
 class Lease:
-    def __init__(self, holder: str) -> None:
-        self.holder = holder
+    def __init__(self, holder: Holder | str) -> None:
+        self.holder = str(holder)
         self._row_exists = False
         self._renewed_at = float("-inf")  # monotonic seconds of the last renewal that held
 
@@ -35,13 +129,28 @@ class Lease:
             with contextlib.suppress(IntegrityError):  # created by the other scheduler at the same moment
                 SchedulerLease.objects.get_or_create(name=LEASE_NAME)
             self._row_exists = True
-        taken = (
-            SchedulerLease.objects.filter(name=LEASE_NAME)
-            .filter(Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now))
-            .update(holder=self.holder, expires_at=now + LEASE_TTL)
+        free = Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
+        taken = self._take(free, now) or self._take_from_ended(now)
+        self._renewed_at = renewing_at if taken else float("-inf")
+        return taken
+
+    def _take_from_ended(self, now: datetime) -> bool:
+        """The lease of a process of this machine that has ended, at once (its name is the UPDATE's
+        condition: of two schedulers restarted at once, one takes it)."""
+        held_by = SchedulerLease.objects.filter(name=LEASE_NAME).values_list("holder", flat=True).first() or ""
+        holder = Holder.parse(held_by)
+        if holder is None or not holder.has_ended() or not self._take(Q(holder=held_by), now):
+            return False
+        log.info("scheduler %s took the lease of %s at once: its process has ended", self.holder, held_by)
+        return True
+
+    def _take(self, condition: Q, now: datetime) -> bool:
+        return (
+            SchedulerLease.objects.filter(condition, name=LEASE_NAME).update(
+                holder=self.holder, expires_at=now + LEASE_TTL
+            )
+            == 1
         )
-        self._renewed_at = renewing_at if taken == 1 else float("-inf")
-        return taken == 1
 
     def release(self) -> None:
         self._renewed_at = float("-inf")

@@ -18,11 +18,8 @@ whose conditional UPDATEs make a crash at any point lose no job and start no tas
 from __future__ import annotations
 
 import logging
-import os
 import signal
-import socket
 import time
-import uuid
 from typing import Any
 
 from django.conf import settings
@@ -31,7 +28,8 @@ from django.db import close_old_connections, connection
 from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
-from scheduling.lease import Lease
+from scheduling.guard import DATABASE_ERRORS
+from scheduling.lease import Holder, Lease
 from scheduling.placing import Placer
 from scheduling.registered import register_backends
 from scheduling.starting import NodeTrouble, Starter
@@ -43,14 +41,19 @@ log = logging.getLogger("pai.scheduler")
 # Slurm job's tasks saying where they landed: each holds its slot until launched), to launch at once.
 IDLE_CHECK_S = 0.05
 REPORTS_CHECK_S = 0.01
+# A pass the database failed runs again after DATABASE_RETRY_S, doubled each time the database
+# could not be reached after it (up to DATABASE_RETRY_MAX_S).
+DATABASE_RETRY_S = 0.05
+DATABASE_RETRY_MAX_S = 2.0
 
 
 class Scheduler:
     def __init__(self, holder: str | None = None):
-        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.holder = holder or str(Holder.here())
         self.lease = Lease(self.holder)
         self.reconciled = False
         self.stopping = False
+        self.unreachable = 0  # failed passes running after which the database could not be reached
         self.failed_starts: list[FailedStart] = []  # from the starts, for the next ending phase
         self.unstarted: set[tuple[int, int]] = set()  # task attempts known not to run anywhere
         self.heartbeat = nodes.Heartbeat()
@@ -94,6 +97,36 @@ class Scheduler:
         passed = [backend.run_pass() for backend in self.backends]
         return launched or freed or started or placed or any(passed) or bool(self.failed_starts)
 
+    def run_pass(self) -> bool:
+        """One pass as the loop runs it. A pass that failed is run again, reconciling first
+        (whatever it left half done, the next one mends); one the database failed (scheduling.guard:
+        no job was charged for it) on a new connection, after a short wait that grows while the
+        database cannot be reached."""
+        try:
+            return self.run_once()
+        except DATABASE_ERRORS as exc:
+            self.reconciled = False
+            wait = self._reconnect()
+            log.warning("scheduler pass: the database failed (%s); running the pass again in %.2f s", exc, wait)
+            self.idle_wait(wait)
+            return True
+        except Exception:
+            log.exception("scheduler pass failed; reconciling and retrying")
+            self.reconciled = False
+            return False
+
+    def _reconnect(self) -> float:
+        """A new database connection; how long to wait before the next pass."""
+        if not connection.in_atomic_block:  # (tests run a pass inside their transaction)
+            connection.close()
+            try:
+                connection.ensure_connection()
+            except DATABASE_ERRORS:
+                self.unreachable += 1
+            else:
+                self.unreachable = 0
+        return min(DATABASE_RETRY_MAX_S, DATABASE_RETRY_S * 2**self.unreachable)
+
     def _launch_ready(self) -> bool:
         return any([backend.launch_ready() for backend in self.backends])
 
@@ -119,13 +152,7 @@ class Scheduler:
         log.info("scheduler %s started", self.holder)
         try:
             while not self.stopping:
-                try:
-                    busy = self.run_once()
-                except Exception:
-                    log.exception("scheduler pass failed; reconciling and retrying")
-                    self.reconciled = False  # whatever the pass left half done, the next one mends
-                    busy = False
-                if not busy:
+                if not self.run_pass():
                     self.idle_wait(idle_sleep)
         finally:
             self.release_lease()

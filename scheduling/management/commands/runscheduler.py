@@ -17,8 +17,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--id",
             default=None,
-            help="a stable scheduler id: restarted with the same id it takes its lease back at once "
-            "instead of waiting for it to expire (default: host, pid and a random part)",
+            help="a stable scheduler id: restarted with the same id, anywhere, it takes its lease back at "
+            "once (default: this process, whose lease a scheduler restarted on the same machine takes at "
+            "once when the process has ended; one on another machine waits for it to expire)",
         )
 
     def handle(self, *args, **options):

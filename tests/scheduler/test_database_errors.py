@@ -1,0 +1,228 @@
+"""A database error during a pass fails no job: the pass stops, the loop closes the connection and
+runs the pass again after a short wait, and each task's exit is recorded once (scheduling/guard.py,
+Scheduler.run_pass). A job whose own share keeps raising one while the database answers still fails
+alone, as any poison job does."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from django.db import InterfaceError, OperationalError, connection
+from django.utils import timezone
+
+from clusters.executors.base import (
+    Executor,
+    ExecutorError,
+    Failure,
+    RunningTask,
+    TaskHandle,
+    TaskLaunch,
+    TaskStatus,
+)
+from jobs import lifecycle
+from jobs.models import Job, JobEvent, JobState, TaskAttempt
+from jobs.protocol.exitspec import ExitCode
+from jobs.states import FINISHED_JOB_STATES
+from scheduling import ending, executors
+from scheduling.guard import OWN_DATABASE_ERRORS
+from scheduling.scheduler import Scheduler
+from tests.factories import create_jobs
+
+JOBS = 100
+
+
+class InstantTasks(Executor):
+    """Starts nothing: a task has exited 0 by its first poll. A task stopped is gone, as a removed
+    container is: polled again, it is lost (so an exit whose task was removed before the exit was
+    recorded would be recorded as a lost task)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # (starts run side by side)
+        self.tasks: dict[str, dict[str, str]] = {}  # executor id -> labels
+        self.starts: list[str] = []  # the jobs' names, once per start asked for
+
+    def start(self, launch: TaskLaunch) -> TaskHandle:
+        with self.lock:
+            self.starts.append(launch.job_name.split("~")[1])
+        if launch.job_name.endswith("~unstartable"):
+            raise ExecutorError("no such image", Failure.IMAGE_NOT_FOUND)
+        executor_id = f"instant-{launch.job_id}-{launch.role}-{launch.index}-{launch.task_attempt}"
+        with self.lock:
+            self.tasks[executor_id] = launch.labels
+        return TaskHandle(executor_id, launch.ip)
+
+    def poll(self, handle: TaskHandle) -> TaskStatus:
+        with self.lock:
+            held = handle.executor_id in self.tasks
+        if not held:
+            return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task is gone")
+        return TaskStatus(running=False, exit_code=0, finished_at=timezone.now())
+
+    def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
+        with self.lock:
+            self.tasks.pop(handle.executor_id, None)
+
+    def list_running(self) -> list[RunningTask]:
+        with self.lock:
+            return [RunningTask(TaskHandle(executor_id), labels) for executor_id, labels in self.tasks.items()]
+
+
+@pytest.fixture
+def instant_tasks(process_node, monkeypatch) -> InstantTasks:
+    """Room for every job at once, on a node whose tasks end at once."""
+    process_node.cpus, process_node.memory_mb = JOBS, JOBS * 256
+    process_node.save(update_fields=["cpus", "memory_mb"])
+    tasks = InstantTasks()
+    monkeypatch.setattr(executors, "node_executor", lambda node: tasks)
+    return tasks
+
+
+@pytest.fixture
+def end_task_refused_once(monkeypatch) -> list[str]:
+    """The first exit's write fails as it did when the server closed the connection."""
+    real_end_task, refused = lifecycle.end_task, list[str]()
+
+    def end_task(*args, **kwargs):
+        if not refused:
+            refused.append("refused")
+            raise OperationalError("consuming input failed: server closed the connection unexpectedly")
+        return real_end_task(*args, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "end_task", end_task)
+    return refused
+
+
+def database_answer(query: Callable[[], bool]) -> bool:
+    """The test's own reads share the scheduler's connection: one the sweep closed is opened again."""
+    try:
+        return query()
+    except (OperationalError, InterfaceError):
+        connection.close()
+        return False
+
+
+def run_passes(scheduler: Scheduler, done: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Passes as the loop runs them (`run_pass`: a failed one is waited out and run again)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        scheduler.run_pass()
+        if database_answer(done):
+            return
+        time.sleep(0.01)
+    raise AssertionError("the jobs did not end in time")
+
+
+def all_final() -> bool:
+    return not Job.objects.exclude(state__in=FINISHED_JOB_STATES).exists()
+
+
+def assert_each_exit_recorded_once() -> None:
+    """Every job succeeded with its one task's first attempt, whose exit was recorded once."""
+    jobs = Job.objects.all()
+    assert {job.state for job in jobs} == {JobState.SUCCEEDED}, [
+        (job.name, job.exit_code, job.exit_diagnostics) for job in jobs if job.state != JobState.SUCCEEDED
+    ][:3]
+    assert sorted(TaskAttempt.objects.values_list("job__name", "attempt")) == sorted((job.name, 1) for job in jobs)
+    assert JobEvent.objects.filter(kind="task-exit").count() == len(jobs)
+
+
+def test_a_failed_database_write_of_an_exit_is_retried_with_the_pass_not_charged_to_the_job(
+    user, instant_tasks, end_task_refused_once
+):
+    create_jobs(user, ["lucky"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert end_task_refused_once == ["refused"]
+    assert_each_exit_recorded_once()
+
+
+def test_a_failed_start_whose_record_the_database_failed_is_recorded_not_started_again(
+    user, instant_tasks, end_task_refused_once
+):
+    create_jobs(user, ["unstartable"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    job = Job.objects.get()
+    assert (job.state, job.exit_code) == (JobState.FAILED, ExitCode.IMAGE_NOT_FOUND)
+    assert instant_tasks.starts == ["unstartable"]
+
+
+def test_a_job_whose_own_share_keeps_raising_a_database_error_fails_alone(user, instant_tasks, monkeypatch):
+    """While the connection answers, the same job's database error pass after pass is its own (a
+    value past a database limit): it fails alone, and the others end as they should."""
+    create_jobs(user, ["poison", "after"])
+    real_record_exit, raised = ending.record_exit, list[int]()
+
+    def record_exit(task, *args, **kwargs):
+        if task.job.name == "poison":
+            raised.append(task.pk)
+            raise OperationalError("index row size 2720 exceeds btree version 4 maximum 2704")
+        return real_record_exit(task, *args, **kwargs)
+
+    monkeypatch.setattr(ending, "record_exit", record_exit)
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    poison, after = Job.objects.get(name="poison"), Job.objects.get(name="after")
+    assert (poison.state, poison.exit_code) == (JobState.FAILED, ExitCode.CONTAINER_START_FAILED)
+    assert "OperationalError: index row size" in poison.exit_diagnostics
+    assert len(raised) == OWN_DATABASE_ERRORS
+    assert after.state == JobState.SUCCEEDED
+
+
+# --- the portal's PostgreSQL connections killed while jobs end -----------------------------------
+
+
+@pytest.fixture
+def connection_sweeps() -> Iterator[list[int]]:
+    """A thread of the test's own connection that kills every other connection to the test database
+    (the scheduler's) each time a few more exits or job ends were recorded: how many it killed."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (CI's PostgreSQL run)")
+    settings = connection.settings_dict
+    killed: list[int] = []
+    stop = threading.Event()
+    with psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"] or "postgres",
+        dbname=settings["NAME"],
+        autocommit=True,
+    ) as admin:
+
+        def sweep() -> None:
+            progress = (  # exits recorded, jobs ended
+                "SELECT (SELECT count(*) FROM jobs_taskattempt) + (SELECT count(*) FROM jobs_job WHERE state = ANY(%s))"
+            )
+            terminate = (
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            next_sweep = random.randint(2, 6)
+            while not stop.is_set():
+                row = admin.execute(progress, [list(FINISHED_JOB_STATES)]).fetchone()
+                if row and row[0] >= next_sweep:
+                    count = admin.execute(terminate).fetchone()
+                    killed.append(count[0] if count else 0)
+                    next_sweep = row[0] + random.randint(5, 15)
+                time.sleep(0.01)
+
+        thread = threading.Thread(target=sweep, daemon=True)
+        thread.start()
+        try:
+            yield killed
+        finally:
+            stop.set()
+            thread.join(timeout=10)
+    connection.close()  # (killed or not: the flush after the test opens a fresh one)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_killing_the_portals_postgresql_connections_while_jobs_end_fails_no_job(user, instant_tasks, connection_sweeps):
+    create_jobs(user, [f"ending-{i}" for i in range(JOBS)])
+    run_passes(Scheduler(holder="test-scheduler"), all_final, timeout=120)
+    killed = connection_sweeps
+    assert sum(killed) >= 10, killed  # the scheduler's connection, killed again and again
+    assert_each_exit_recorded_once()
