@@ -97,7 +97,9 @@ ASGI_APPLICATION = "pai_portal.asgi.application"
 # Database: SQLite in var/ by default; DATABASE_URL (postgres://...) switches to PostgreSQL.
 DATABASE_URL = env_str("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Health checks: a connection a reaper, pooler restart or failover closed while idle is noticed
+    # (and opened again) before a request or pass uses it, instead of failing its first query.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 else:
     DATABASES = {
         "default": {
