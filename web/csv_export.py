@@ -2,7 +2,7 @@
 a cell starting with = + - @ (or a tab or carriage return) would run as a formula there, so it gets
 a leading ' (OWASP's advice). Job names, reasons and node names are the users' own text.
 
-The served portal makes a streamed answer piece by piece on whichever request thread is free
+The served portal makes a streamed answer piece by piece on whichever piece thread is free
 (pai_portal/serving.py), each with its own database connection: rows come `in_pages`, never from a
 cursor held open between pieces."""
 

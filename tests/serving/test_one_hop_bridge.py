@@ -1,5 +1,5 @@
 """The WSGI-in-ASGI bridge (pai_portal.serving.OneHopWSGIMiddleware): a response already in memory
-goes out from the event loop in one piece; a streamed one is made piece by piece on request threads
+goes out from the event loop in one piece; a streamed one is made piece by piece on piece threads
 as the client takes it, so a client that reads nothing holds no thread; a request body arrives whole
 however the server splits it."""
 
@@ -174,7 +174,7 @@ def test_it_closes_a_streamed_answer_once_when_the_client_goes_away():
         bridge = OneHopWSGIMiddleware(app, workers=1)
         with pytest.raises(OSError):
             await bridge(scope_for(), no_body, gone)
-        await asyncio.sleep(0.2)  # (the close runs on a request thread)
+        await asyncio.sleep(0.2)  # (the close runs on a piece thread)
 
     asyncio.run(main())
     assert stream.closed == 1

@@ -135,7 +135,7 @@ def test_the_task_table_links_each_tasks_log(alice_client, user, make_job):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_csv_holds_no_database_cursor_between_its_lines(alice_client, user):
-    """The served portal resumes a streamed answer on whichever request thread is free
+    """The served portal resumes a streamed answer on whichever piece thread is free
     (pai_portal/serving.py): the thread that began it may close its connection meanwhile."""
     create_jobs(user, [f"job-{number:04d}" for number in range(PAGE_ROWS + 20)])
     lines = []
