@@ -118,3 +118,23 @@ def test_it_takes_a_config_posted_as_a_url_encoded_form_by_a_signed_in_browser(u
         "POST", "/api/v2/jobs", v2_yaml("formed"), content_type="application/x-www-form-urlencoded", **csrf
     )
     assert response.status_code == 202, response.content
+
+
+@pytest.mark.parametrize("path", ["/api/v2/nothing%0a", "/api/v2/jobs%0a", "/rest-server/api/v2/x%0d%0a", "/api/%0a"])
+def test_it_answers_no_api_error_for_an_api_path_with_a_line_break(alice, path):
+    response = alice.get(path)
+    assert response.status_code == 404
+    assert response.json()["code"] == "NoApiError"
+
+
+def test_it_answers_the_schemas_errors_as_json(anonymous):
+    response = anonymous.get("/api/schema/")
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["code"] == "UnauthorizedUserError"
+
+
+def test_it_still_serves_the_schema_as_yaml(alice):
+    response = alice.get("/api/schema/")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/vnd.oai.openapi")
