@@ -2,6 +2,7 @@
 started twice, stranded or left behind.
 
     .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze] [--slow] [--slurm-gone]]
+                                    [--slow-readers 64]
 
 A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
 mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
@@ -20,6 +21,10 @@ final. Then, on the idle cluster, each fault asked for strikes in turn (the sche
                 (beyond the scheduler's PAI_NODE_CALL_DEADLINE_SECONDS); answers pass at once
   --slurm-gone  a one-node Slurm dev cluster of the run's own beside the engines (a VC on its
                 partition): its slurmctld stopped with SIGSTOP
+  --slow-readers N  (any executor) the portal served as `make run` serves it (`manage.py serve`,
+                2 workers): N clients download one user's 50 MB task log from the job page
+                (masked, streamed) reading 64 bytes a second; another visitor's GET /login/ is
+                timed before and while they read (its own table: others' extra wait, errors)
 
 A fault starts with a job running on the struck nodes (the victim: a two-task gang across both
 engines, or a Slurm job) and lasts until they are marked down; then they are healed (SIGCONT, the
@@ -41,15 +46,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import io
 import os
 import random
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -511,6 +519,7 @@ def main() -> None:
     parser.add_argument("--slow-delay", type=float, default=3.0, help="seconds each request is held (--slow)")
     parser.add_argument("--slurm-gone", action="store_true", help="with --docker: hang a Slurm controller (SIGSTOP)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
+    parser.add_argument("--slow-readers", type=int, default=0, help="clients reading a big log 64 bytes a second")
     args = parser.parse_args()
     if (args.freeze or args.slow or args.slurm_gone) and not args.docker:
         parser.error("--freeze, --slow and --slurm-gone go with --docker")
@@ -631,6 +640,9 @@ def report(
     if fault_rows:
         print()
         print_faults(fault_rows)
+    if args.slow_readers:
+        print()
+        print_reader_faults([slow_log_readers(args.slow_readers, env)])
 
 
 def taken_after(takeovers: list[float]) -> str:
@@ -649,6 +661,125 @@ def print_faults(rows: list[FaultRow]) -> None:
     header = ("fault", "detected after", "normal start", "longest extra wait", "lost", "twice", "stranded")
     cells = [header] + [
         (row.label, row.detected, f"{row.normal:.2f} s", row.extra, str(row.lost), str(row.twice), str(row.stranded))
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+    for line in cells:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+
+
+# ---- slow log readers: the served portal, not the scheduler ----------------------------------------
+READER_LOG_BYTES = 50 * 1024 * 1024
+READER_BYTES_PER_S = 64
+READER_RECEIVE_BUFFER = 4096
+OTHERS_SECONDS = 15.0  # /login/ timed this long before the readers, and again while they read
+OTHERS_TIMEOUT_S = 10.0
+
+
+@dataclass
+class ReaderRow:
+    label: str
+    readers: int
+    answered: int  # readers whose download started (200)
+    normal: float  # others' p99 before
+    during: float  # others' p99 while they read
+    requests: int  # others' requests while they read
+    errors: int  # of those, not answered 200 within OTHERS_TIMEOUT_S (their wait counts until then)
+
+
+def slow_log_readers(count: int, env: dict[str, str]) -> ReaderRow:
+    """`count` clients read one user's task log from the job page at READER_BYTES_PER_S; another
+    visitor's sign-in page is timed before and meanwhile."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from bench.served import percentile, served, served_env
+    from jobs.actions import submit_job
+
+    user = get_user_model().objects.get_or_create(username="chaos")[0]
+    roles, job_retries, _ = MIX["succeeds"]
+    job = submit_job(user, CONFIG.format(name="slow-readers-log", job_retries=job_retries, roles=roles))
+    var = Path(env["PAI_VAR_DIR"])
+    log = var / "slow-readers.log"
+    line = b"step 000000: loss 0.1234 accuracy 0.9876 lr 0.0001 -- the usual training output\n"
+    with log.open("wb") as out:
+        for _ in range(READER_LOG_BYTES // len(line)):
+            out.write(line)
+    job.tasks.update(log_path=str(log))
+    browser = Client()
+    browser.force_login(user)
+    request = (
+        f"GET /jobs/{job.full_name}/log/download HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Cookie: {settings.SESSION_COOKIE_NAME}={browser.cookies[settings.SESSION_COOKIE_NAME].value}\r\n\r\n"
+    ).encode()
+    with served(var, served_env(var, base=env), workers=2) as (port, _pids):
+        normal, _ = _time_sign_ins(port, OTHERS_SECONDS)
+        stop = threading.Event()
+        answered: list[bool] = []
+        readers = [threading.Thread(target=_read_slowly, args=(port, request, stop, answered)) for _ in range(count)]
+        for reader in readers:
+            reader.start()
+        time.sleep(2)  # every download started, the server's buffers for them full
+        during, errors = _time_sign_ins(port, OTHERS_SECONDS)
+        stop.set()
+        for reader in readers:
+            reader.join()
+    return ReaderRow(
+        "slow log readers",
+        count,
+        sum(answered),
+        percentile(normal, 0.99),
+        percentile(during, 0.99),
+        len(during),
+        errors,
+    )
+
+
+def _read_slowly(port: int, request: bytes, stop: threading.Event, answered: list[bool]) -> None:
+    with contextlib.suppress(OSError), socket.socket() as reader:
+        reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, READER_RECEIVE_BUFFER)
+        reader.settimeout(OTHERS_TIMEOUT_S)
+        reader.connect(("127.0.0.1", port))
+        reader.sendall(request)
+        first = reader.recv(READER_BYTES_PER_S)
+        answered.append(first.startswith(b"HTTP/1.1 200"))
+        while not stop.wait(1.0) and reader.recv(READER_BYTES_PER_S):
+            pass
+
+
+def _time_sign_ins(port: int, seconds: float) -> tuple[list[float], int]:
+    """For `seconds`: the seconds each GET /login/ (a fresh connection each) took, answered or not,
+    and how many were not answered 200 (within OTHERS_TIMEOUT_S)."""
+    times, errors = [], 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        began = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=OTHERS_TIMEOUT_S)
+        try:
+            connection.request("GET", "/login/")
+            answer = connection.getresponse()
+            answer.read()
+            errors += answer.status != 200
+        except (OSError, http.client.HTTPException):
+            errors += 1
+        finally:
+            connection.close()
+        times.append(time.perf_counter() - began)
+        time.sleep(0.05)
+    return times, errors
+
+
+def print_reader_faults(rows: list[ReaderRow]) -> None:
+    header = ("fault", "readers (answered)", "others' normal wait (p99)", "others' extra wait (p99)", "errors")
+    cells = [header] + [
+        (
+            row.label,
+            f"{row.readers} ({row.answered})",
+            f"{row.normal * 1000:.0f} ms",
+            f"{max(0.0, row.during - row.normal) * 1000:.0f} ms",
+            f"{row.errors} of {row.requests}",
+        )
         for row in rows
     ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(header))]

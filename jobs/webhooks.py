@@ -10,8 +10,10 @@ with the hook's secret>` beside `X-PAI-Timestamp`, `X-PAI-Event` and `X-PAI-Deli
 id: a receiver drops repeats by it, delivery being at least once). A non-2xx answer or no answer is
 tried again after 30 s, 2 min, 8 min, 32 min and 2 h, then given up.
 
-Targets: http(s) only, and never a loopback, private, link-local, reserved or multicast address
-(the portal's own network) unless `PAI_WEBHOOK_ALLOWED_HOSTS` names the host: checked when a hook
+Targets: http(s) only, and never a loopback, private, link-local, reserved, multicast, shared
+(100.64.0.0/10: carrier-grade NAT, a cloud's metadata service at 100.100.100.200), site-local or
+other address that is not globally reachable (the portal's own network, its provider's services)
+unless `PAI_WEBHOOK_ALLOWED_HOSTS` names the host: checked when a hook
 is saved and again at each POST, which connects to the very address checked (a name that resolves
 elsewhere later cannot send it inside).
 """
@@ -91,7 +93,12 @@ def check_target(url: str) -> Target:
     return Target(parts.scheme, host, port, path, sorted(found)[0])
 
 
+SHARED_SPACE = ipaddress.ip_network("100.64.0.0/10")  # RFC 6598: carrier-grade NAT, a cloud's metadata service
+
+
 def _inside(text: str) -> str | None:
+    """Why this address is no target (None: a public one). Anything not globally reachable is
+    refused; the commonest kinds are named."""
     address = as_address(text)
     if address is None:
         return None
@@ -101,6 +108,9 @@ def _inside(text: str) -> str | None:
         (address.is_private, "a private address"),
         (address.is_multicast, "a multicast address"),
         (address.is_reserved or address.is_unspecified, "a reserved address"),
+        (address in SHARED_SPACE, "a shared address"),
+        (isinstance(address, ipaddress.IPv6Address) and address.is_site_local, "a site-local address"),
+        (not address.is_global, "a special-purpose address"),
     ):
         if test:
             return why

@@ -34,8 +34,9 @@ from web.routing import websocket_urlpatterns  # noqa: E402
 
 # Request threads per server process (PAI_HTTP_THREADS). With SQLite few beat many (threads of one
 # process wait on each other's write lock: 8 threads gave 35 % fewer submits/s than 2 in
-# bench/api.py). Files (logs, static) are streamed on the event loop (pai_portal/serving.py), so a
-# slow client downloading a big log holds no thread.
+# bench/api.py). Files (logs, static) are streamed on the event loop and other streamed answers
+# made piece by piece as the client takes them (pai_portal/serving.py), so a slow client
+# downloading a big log holds no thread.
 
 portal_application = ProtocolTypeRouter(
     {

@@ -376,7 +376,7 @@ REST_FRAMEWORK = {
     # Bearer first: its challenge makes a missing credential a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "web.api.auth.BearerTokenAuthentication",
-        "rest_framework.authentication.SessionAuthentication",
+        "web.api.auth.SessionWithCsrf",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -771,6 +771,9 @@ WEBHOOK_PLACES = {
     "a private address": _("a private address"),
     "a multicast address": _("a multicast address"),
     "a reserved address": _("a reserved address"),
+    "a shared address": _("a shared address"),
+    "a site-local address": _("a site-local address"),
+    "a special-purpose address": _("a special-purpose address"),
 }
 WEBHOOK_ERRORS: list[tuple[re.Pattern[str], Promise]] = [
     (re.compile(r"must be an http:// or https:// URL"), _("must be an http:// or https:// URL")),

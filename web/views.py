@@ -38,7 +38,7 @@ from scheduling.models import UsageDay
 from scheduling.sharing import queue_place
 from web.api.shapes import borrowed_from, time_limit_status
 from web.api.throttles import SubmitThrottle
-from web.csv_export import csv_lines
+from web.csv_export import csv_lines, in_pages
 from web.error_text import translate_error, translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, app_rows, attempt_rows, find_log_source, log_sources, selected_log
@@ -107,7 +107,7 @@ def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
     ]  # fmt: skip
 
     def rows() -> Iterator[list[Any]]:
-        for job in query.all_rows().iterator(chunk_size=500):
+        for job in in_pages(query.all_rows()):
             tasks, gpus = job_size(job.normalized)
             why = translate_reason(job.pending_reason) if job.state == JobState.WAITING and job.pending_reason else ""
             yield [

@@ -81,14 +81,6 @@ def test_it_hides_another_users_job_with_404_when_the_list_is_private(submit_yam
     assert response.json()["code"] == "NoJobError"
 
 
-def test_it_refuses_to_stop_another_users_job_with_404(submit_yaml, bob):
-    submit_yaml(v2_yaml("mine"))
-    response = bob.put("/api/v2/jobs/alice~mine/executionType", {"value": "STOP"}, format="json")
-    assert response.status_code == 404
-    assert response.json()["code"] == "NoJobError"
-    assert Job.objects.get(name="mine").execution_type == "START"
-
-
 def test_it_shows_any_job_to_an_admin(submit_yaml, root):
     submit_yaml(v2_yaml("mine"))
     assert root.get("/api/v2/jobs/alice~mine").status_code == 200
@@ -151,9 +143,36 @@ def test_it_shows_another_users_job_summary_without_its_log_links(submit_yaml, b
     assert task["containerLog"] is None
 
 
-def test_it_keeps_another_users_config_ssh_logs_and_execution_to_the_owner(submit_yaml, bob):
+def test_it_keeps_another_users_config_ssh_and_logs_to_the_owner(submit_yaml, bob):
     submit_yaml(v2_yaml("shared"))
     job = "/api/v2/jobs/alice~shared"
     for path in ("/config", "/ssh", "/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"):
         assert bob.get(job + path).status_code == 404, path
-    assert bob.put(job + "/executionType", {"value": "STOP"}, format="json").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "verb"),
+    [
+        ("/api/v2/jobs/alice~shared/executionType", "STOP", "stop or start"),
+        ("/api/v1/jobs/alice~shared/executionType", "STOP", "stop or start"),
+        ("/api/v1/user/alice/jobs/shared/executionType", "STOP", "stop or start"),
+        ("/api/v2/jobs/alice~shared/jobPriority", "prod", "change the priority class of"),
+    ],
+)
+def test_it_forbids_changing_another_users_job_it_can_see_as_openpai_does(submit_yaml, bob, path, value, verb):
+    submit_yaml(v2_yaml("shared"))
+    response = bob.put(path, {"value": value}, format="json")
+    assert response.status_code == 403
+    assert response.json() == {
+        "code": "ForbiddenUserError",
+        "message": f"User bob is not allowed to {verb} job alice~shared.",
+    }
+    assert Job.objects.get(name="shared").state == JobState.WAITING
+
+
+@pytest.mark.parametrize("path", ["/api/v2/jobs/alice~shared/executionType", "/api/v2/jobs/alice~shared/jobPriority"])
+def test_it_answers_a_change_to_a_job_the_user_cannot_see_as_missing(submit_yaml, bob, private_job_list, path):
+    submit_yaml(v2_yaml("shared"))
+    response = bob.put(path, {"value": "STOP"}, format="json")
+    assert (response.status_code, response.json()["code"]) == (404, "NoJobError")
+    assert Job.objects.get(name="shared").execution_type == "START"

@@ -57,6 +57,9 @@ def _app(seen: list[dict[str, Any]]) -> web.Application:
         response.set_cookie("app_cookie", "from-the-app")
         response.headers.add("Set-Cookie", "tossed=1; Domain=localhost; Path=/")
         response.headers.add("Set-Cookie", f"{passes.SESSION_COOKIE}=forged-by-the-app; Path=/")
+        response.headers.add("Set-Cookie", f"{passes.SESSION_COOKIE} =forged-with-a-space; Path=/")
+        response.headers.add("Set-Cookie", "spaced=1; DOMAIN =apps.localhost; Path=/")
+        response.headers.add("Set-Cookie", 'prefs={"a":1}; domain=apps.localhost; max-age=31536000')
         return response
 
     async def page(request: web.Request) -> web.Response:

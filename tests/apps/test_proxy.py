@@ -4,6 +4,7 @@ what the browser sees, and that bodies stream."""
 from __future__ import annotations
 
 import asyncio
+import http.client
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -100,12 +101,45 @@ def test_it_passes_the_apps_cookies_but_not_one_named_as_its_own(serving_job, br
     answer = browser_at(serving_job(), user).get("/echo")
     cookies = answer.raw.headers.getlist("Set-Cookie")
     assert any(c.startswith("app_cookie=from-the-app") for c in cookies)
-    assert not any(c.startswith(passes.SESSION_COOKIE) for c in cookies)
+    assert not any(c.startswith(passes.SESSION_COOKIE) for c in cookies)  # (a space before `=` too)
 
 
 def test_it_keeps_the_apps_cookies_to_the_apps_own_host(serving_job, browser_at, user):
     cookies = browser_at(serving_job(), user).get("/echo").raw.headers.getlist("Set-Cookie")
     assert "tossed=1; Path=/" in cookies  # no Domain=localhost: never a cookie for the portal's host
+
+
+def test_it_keeps_the_apps_cookies_to_the_apps_own_host_however_domain_is_spelled(serving_job, browser_at, user):
+    """A cookie of the apps' parent domain would reach every app, and shadow their cookies."""
+    cookies = browser_at(serving_job(), user).get("/echo").raw.headers.getlist("Set-Cookie")
+    assert "spaced=1; Path=/" in cookies
+    assert 'prefs={"a":1}; max-age=31536000' in cookies
+
+
+BAD_COOKIES = 'prefs={"a":1}; quoted="unterminated; a b=c; =no-name; bare'
+
+
+def test_it_finds_its_cookie_behind_cookies_it_cannot_parse_and_a_forged_one(serving_job, browser_at, user):
+    browser = browser_at(serving_job(), user)
+    browser.cookie = f"{BAD_COOKIES}; {passes.SESSION_COOKIE}=not-a-session; {browser.cookie}"
+    assert browser.get("/echo").status_code == 200
+
+
+def test_it_hands_the_app_its_cookies_as_the_browser_sent_them_without_the_proxys(
+    serving_job, browser_at, user, upstream
+):
+    browser = browser_at(serving_job(), user)
+    browser.cookie = f"{browser.cookie}; {BAD_COOKIES}"
+    browser.get("/echo")
+    assert upstream.seen[-1]["headers"]["Cookie"] == BAD_COOKIES
+
+
+@pytest.mark.parametrize("method", ["GET", "OPTIONS"])
+def test_it_answers_a_request_for_no_path_400(serving_job, browser_at, user, asgi_live_server, method):
+    browser = browser_at(serving_job(), user)
+    connection = http.client.HTTPConnection("127.0.0.1", asgi_live_server.port, timeout=20)
+    connection.request(method, "*", headers={"Host": browser.host, "Cookie": browser.cookie})
+    assert connection.getresponse().status == 400
 
 
 def test_it_refuses_a_post_from_another_origin(serving_job, browser_at, user, upstream):

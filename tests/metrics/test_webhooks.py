@@ -13,7 +13,8 @@ import pytest
 from django.utils import timezone
 
 from jobs import webhooks
-from jobs.models import JobState, WebhookDelivery
+from jobs.crypto import encrypt_text
+from jobs.models import JobState, Webhook, WebhookDelivery
 from tests.scheduler.conftest import role, v2_job
 
 pytestmark = pytest.mark.django_db
@@ -96,6 +97,8 @@ def test_a_receiver_that_never_answers_well_is_given_up(user, receiver, submit, 
         ("http://169.254.169.254/latest/meta-data", "a link-local address"),
         ("http://[::1]/x", "a loopback address"),
         ("http://0x7f.1/x", "a loopback address"),
+        ("http://100.100.100.200/latest/meta-data", "a shared address"),  # 100.64.0.0/10: a cloud's metadata
+        ("http://[fec0::1]/x", "a site-local address"),
         ("ftp://example.org/x", "http:// or https://"),
         ("http://user:pw@example.org/x", "user name or password"),
     ],
@@ -103,6 +106,16 @@ def test_a_receiver_that_never_answers_well_is_given_up(user, receiver, submit, 
 def test_it_refuses_a_target_inside_the_portals_network(user, url, says):
     with pytest.raises(webhooks.TargetError, match=says):
         webhooks.create_hook(user, url, ["failed"])
+
+
+def test_a_hook_saved_before_its_target_was_refused_is_not_called(user):
+    Webhook.objects.create(
+        owner=user, url="http://100.100.100.200/latest/meta-data", secret_encrypted=encrypt_text("s"), events=["alert"]
+    )
+    webhooks.forget_hooks()  # (the hooks are cached per process)
+    webhooks.enqueue_alert(user.pk, None, "a test alert")
+    webhooks.deliver_due()
+    assert WebhookDelivery.objects.get().last_status.startswith("refused: points at a shared address")
 
 
 def test_an_admin_may_allow_an_inside_host(user, settings):

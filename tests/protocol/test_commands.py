@@ -118,6 +118,14 @@ def test_validatejob_refuses_a_10_mb_file_by_its_size(tmp_path: Path) -> None:
 
 
 @pytest.mark.django_db
+def test_submitjob_refuses_a_config_over_the_limit_in_one_line_naming_it(tmp_path: Path, user: Any) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"a: " + b"x" * (10 * 1024 * 1024))
+    code, out, err = _run("submitjob", str(path), "--user", user.username)
+    assert (code, out, err.strip()) == (1, "", "the config is 10.0 MB; the limit is 1 MB")
+
+
+@pytest.mark.django_db
 def test_validatejob_with_a_user_checks_the_virtual_cluster(tmp_path: Path, user: Any) -> None:
     doc = changed(V2_CONFIG, {"defaults.virtualCluster": "nowhere"})
     code, _, err = _run("validatejob", _write(tmp_path, as_v2_text(doc)), "--user", user.username)

@@ -8,10 +8,12 @@ import io
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from clusters.models import VirtualCluster
-from web.csv_export import safe_cell
+from tests.factories import create_jobs
+from web.csv_export import PAGE_ROWS, safe_cell
 from web.job_list import SORT_COLUMNS
 
 pytestmark = pytest.mark.django_db
@@ -129,3 +131,15 @@ def test_the_task_table_links_each_tasks_log(alice_client, user, make_job):
         assert f'data-log-link="task:{task.pk}"' in page
         assert f"/log/download?log=task:{task.pk}" in page
     assert f"/jobs/{job.full_name}/tasks.csv" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_csv_holds_no_database_cursor_between_its_lines(alice_client, user):
+    """The served portal resumes a streamed answer on whichever piece thread is free
+    (pai_portal/serving.py): the thread that began it may close its connection meanwhile."""
+    create_jobs(user, [f"job-{number:04d}" for number in range(PAGE_ROWS + 20)])
+    lines = []
+    for line in alice_client.get("/jobs/jobs.csv").streaming_content:
+        lines.append(line)
+        connection.close()
+    assert len(lines) == 1 + PAGE_ROWS + 20

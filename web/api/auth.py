@@ -1,13 +1,16 @@
-"""`Authorization: Bearer <token>` authentication against accounts.Token (stored hashed)."""
+"""`Authorization: Bearer <token>` authentication against accounts.Token (stored hashed), and the
+browser's session with its CSRF check."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
+from django.http import QueryDict
+from drf_spectacular.authentication import SessionScheme
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
-from rest_framework.authentication import BaseAuthentication, get_authorization_header
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
@@ -36,6 +39,30 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+class SessionWithCsrf(SessionAuthentication):
+    """DRF's session authentication, whose CSRF check looks for the form field only in a form: a
+    submit route's body is the config text even when sent as a form (curl's default type), and
+    the check's `request.POST.get` on that text was a 500. The X-CSRFToken header always counts."""
+
+    def enforce_csrf(self, request: Request) -> None:
+        super().enforce_csrf(_FormFieldsOnly(request))  # type: ignore[arg-type]
+
+
+class _FormFieldsOnly:
+    """The request as Django's CSRF check reads it, with `POST` empty unless the body is form fields."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.request, name)
+
+    @property
+    def POST(self) -> QueryDict:  # (Django's name)
+        fields = self.request.POST
+        return fields if isinstance(fields, QueryDict) else QueryDict()
 
 
 def is_application_token(request: Request) -> bool:
@@ -75,3 +102,9 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
         return {"type": "http", "scheme": "bearer", "description": "A token from /api/v2/authn/basic/login."}
+
+
+class SessionWithCsrfScheme(SessionScheme):
+    """The browser's session in the OpenAPI schema, as DRF's own is described."""
+
+    target_class = "web.api.auth.SessionWithCsrf"

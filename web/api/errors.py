@@ -124,7 +124,7 @@ def _framework_error(exc: Exception, context: dict[str, Any]) -> Classified | No
         code = "InvalidParametersError" if isinstance(exc, exceptions.ValidationError) else bad_request_code(context)
         return 400, code, _flatten_detail(exc.detail)
     if isinstance(exc, exceptions.UnsupportedMediaType):
-        return 415, "InvalidParametersError", str(exc.detail)
+        return 415, "InvalidParametersError", unsupported_type_message(context)
     if isinstance(exc, exceptions.MethodNotAllowed):
         return 405, "NoApiError", str(exc.detail)
     if isinstance(exc, exceptions.NotAcceptable):
@@ -134,6 +134,17 @@ def _framework_error(exc: Exception, context: dict[str, Any]) -> Classified | No
     if isinstance(exc, exceptions.APIException):
         return exc.status_code, "UnknownError", _flatten_detail(exc.detail)
     return None
+
+
+def unsupported_type_message(context: dict[str, Any]) -> str:
+    """What this route reads, named: `Send ... as application/json (or ...)`."""
+    request = context.get("request")
+    sent = (getattr(request, "content_type", "") or "").split(";")[0].strip() or "(none)"
+    accepted = [parser.media_type for parser in getattr(request, "parsers", None) or []]
+    if not accepted:
+        return f"This route reads no body (Content-Type {sent})."
+    others = f" (or {', '.join(accepted[1:])})" if accepted[1:] else ""
+    return f"Send the body as {accepted[0]}{others}; Content-Type {sent} is not read here."
 
 
 def _django_error(exc: Exception, context: dict[str, Any]) -> Classified | None:

@@ -1,5 +1,6 @@
 """Request body parsers that enforce the body limit (DRF reads the raw stream, bypassing Django's
-DATA_UPLOAD_MAX_MEMORY_SIZE check) and accept a job config in any text content type."""
+DATA_UPLOAD_MAX_MEMORY_SIZE check) and accept a job config in any content type but a multipart
+form (an upload: 415 saying what to send)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,12 @@ def byte_position(data: bytes, offset: int) -> str:
     return f"line {line}, column {offset - line_start + 1} (byte {offset + 1})"
 
 
+CONFIG_NOT_A_FORM = (
+    "The body is a multipart form: send the job config itself as the body, with Content-Type text/yaml "
+    "or application/json (curl: --data-binary @job.yaml -H 'Content-Type: text/yaml', not -F)."
+)
+
+
 class ConfigTextParser(BaseParser):
     """The submit routes' body: YAML or JSON text, whatever the Content-Type says (curl's default
     application/x-www-form-urlencoded included), handed to jobs.protocol as a string."""
@@ -51,6 +58,8 @@ class ConfigTextParser(BaseParser):
     def parse(  # type: ignore[override]  # the config text itself, not a mapping
         self, stream: IO[bytes] | None, media_type: str | None = None, parser_context: Any = None
     ) -> str:
+        if (media_type or "").lower().startswith("multipart/"):
+            raise ApiError(415, "InvalidParametersError", CONFIG_NOT_A_FORM)
         return decode_text(read_limited(stream), media_type)
 
 

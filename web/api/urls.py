@@ -2,10 +2,11 @@
 /rest-server/api/ (where OpenPAI's clients find the REST server behind OpenPAI's proxy)."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
 
 from web.api.auth import DocsReader
 from web.api.fallback import no_such_route
+from web.api.schema import SchemaView
 from web.api.views import (
     alerts,
     attempts,
@@ -149,9 +150,10 @@ urlpatterns = [
     path("v2/user/<str:username>", users.UserView.as_view(), name="api-v2-user"),
     path("v1/user/<str:username>", users.UserView.as_view(), name="api-v1-user"),
     # OpenAPI schema and docs (assets from drf-spectacular-sidecar, no CDN)
-    path("schema/", SpectacularAPIView.as_view(permission_classes=DOCS), name="api-schema"),
+    path("schema/", SchemaView.as_view(permission_classes=DOCS), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-redoc"),
-    # A trailing slash is served as without it (as OpenPAI's Express does); anything else is a 404 NoApiError.
-    re_path(r"^.*$", no_such_route, name="api-none"),
+    # A trailing slash is served as without it (as OpenPAI's Express does); anything else, line
+    # breaks included (`.` takes none), is a 404 NoApiError.
+    re_path(r"^[\s\S]*$", no_such_route, name="api-none"),
 ]

@@ -9,7 +9,9 @@ may open the app (jobs.interactive.may_open, re-read every few seconds), else a 
 portal's Open page to get one and anything else is refused; a state-changing request or a
 websocket whose Origin is another host is refused (the proxy's CSRF rule: apps of one domain are
 same-site to each other); our cookie is taken out of what the app receives and may not be set by
-it, and the app's own cookies lose any Domain (no cookie for its parent domain, the portal's);
+it, and the app's own cookies lose any Domain (no cookie for its parent domain, the portal's;
+web/app_proxy/cookies.py, which reads cookies leniently: one the browser holds that is no valid
+cookie never hides ours); a request for no path (`OPTIONS *`) is answered 400;
 Jupyter's token is added here, so the browser never holds it. Bodies stream both ways (aiohttp),
 websockets are relayed message by message, and traffic resets the app's idle clock
 (at most one write per app and ACTIVITY_WRITE_S per process). HTML pages of an app that can be
@@ -21,11 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from html import escape
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -40,7 +40,7 @@ from yarl import URL
 
 from jobs.interactive import record_activity, slug_of_host
 from jobs.protocol.hooks import JUPYTER_PLUGIN
-from web.app_proxy import passes
+from web.app_proxy import cookies, passes
 from web.app_proxy.apps import AppView, allowed, app_view
 
 Scope = dict[str, Any]
@@ -60,7 +60,6 @@ HOP_BY_HOP = frozenset(
         b"upgrade",
     }
 )
-COOKIE_DOMAIN = re.compile(rb";\s*domain=[^;]*", re.IGNORECASE)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 ACTIVITY_WRITE_S = 10.0
 INJECT_MAX_BYTES = 4 * 1024 * 1024
@@ -129,12 +128,14 @@ class AppProxy:
     # ---- HTTP ----------------------------------------------------------------------------
     async def _http(self, slug: str, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        if not path.startswith("/"):  # `OPTIONS *`, or a request line no app can be asked
+            return await page(send, 400, _("Bad request"), _("Ask for a path of the app, starting with /."))
         if path == passes.SIGN_IN_PATH:
             return await self._sign_in(slug, scope, send)
         view = await app_view(slug)
         if view is None:
             return await page(send, 404, _("No such app"), _("This app does not exist (any more)."))
-        granted = passes.read_session(cookies(scope).get(passes.SESSION_COOKIE), slug)
+        granted = cookies.session_pass(cookie_header(scope), slug)
         if granted is None or not await allowed(slug, granted.user_id):
             if method in ("GET", "HEAD"):
                 return await redirect(send, open_url(slug, path_with_query(scope)))
@@ -227,7 +228,7 @@ class AppProxy:
         if (await receive())["type"] != "websocket.connect":
             return
         view = await app_view(slug)
-        granted = passes.read_session(cookies(scope).get(passes.SESSION_COOKIE), slug)
+        granted = cookies.session_pass(cookie_header(scope), slug)
         if view is None or granted is None or not same_origin(scope) or not await allowed(slug, granted.user_id):
             return await send({"type": "websocket.close", "code": 4403})
         if view.target is None:
@@ -318,13 +319,11 @@ def header(scope: Scope, name: bytes) -> str:
     return ""
 
 
-def cookies(scope: Scope) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header(scope, b"cookie"))
-    except Exception:  # (a malformed cookie header: as if none)
-        return {}
-    return {name: morsel.value for name, morsel in jar.items()}
+def cookie_header(scope: Scope) -> str:
+    """Every Cookie header as one (HTTP/2 may send a header per cookie)."""
+    return "; ".join(
+        bytes(value).decode("latin-1") for key, value in scope.get("headers") or [] if key.lower() == b"cookie"
+    )
 
 
 def same_origin(scope: Scope) -> bool:
@@ -365,9 +364,8 @@ def upstream_headers(scope: Scope, view: AppView, identity: bool = False, websoc
     for key, value in scope.get("headers") or []:
         if key.lower() not in skip:
             kept.append((key.decode("latin-1"), value.decode("latin-1")))
-    theirs = {k: v for k, v in cookies(scope).items() if k != passes.SESSION_COOKIE}
-    if theirs:
-        kept.append(("Cookie", "; ".join(f"{k}={v}" for k, v in theirs.items())))
+    if theirs := cookies.for_the_app(cookie_header(scope)):
+        kept.append(("Cookie", theirs))
     if identity:
         kept.append(("Accept-Encoding", "identity"))
     client = scope.get("client") or ("", 0)
@@ -386,9 +384,9 @@ def response_headers(raw: Any) -> list[tuple[bytes, bytes]]:
         if name in HOP_BY_HOP:
             continue
         if name == b"set-cookie":
-            if bytes(value).strip().startswith(passes.SESSION_COOKIE.encode() + b"="):
-                continue  # the app may not replace the proxy's session
-            value = COOKIE_DOMAIN.sub(b"", bytes(value))  # its cookies stay its own host's
+            value = cookies.set_by_the_app(bytes(value))  # never ours, never another host's
+            if value is None:
+                continue
         kept.append((name, bytes(value)))
     return kept
 

@@ -18,7 +18,7 @@ from jobs.models import Job
 from jobs.usage import job_usage
 from scheduling.models import UsageDay
 from scheduling.usage_report import rows_for, usage_report
-from web.csv_export import csv_lines
+from web.csv_export import csv_lines, in_pages
 
 
 @require_GET
@@ -103,7 +103,7 @@ def usage_csv(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         rows_for(request.user, is_admin(request.user), since, until).select_related("user").order_by("day", "job_name")
     )
     response = StreamingHttpResponse(
-        csv_lines(list(CSV_COLUMNS), (_csv_row(row) for row in rows.iterator(chunk_size=2000))),
+        csv_lines(list(CSV_COLUMNS), (_csv_row(row) for row in in_pages(rows, 2000))),
         content_type="text/csv; charset=utf-8",
     )
     response["Content-Disposition"] = f'attachment; filename="usage-{since}-{until}.csv"'

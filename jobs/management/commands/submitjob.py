@@ -22,8 +22,8 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, help="the job's owner")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        text = read_config_text(options["path"])
         try:
+            text = read_config_text(options["path"])  # (unreadable, too big: a refusal, no traceback)
             if is_sweep(text):
                 sweep = submit_sweep(find_user(options["user"]), text)
                 for run in runs(sweep):

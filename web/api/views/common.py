@@ -82,6 +82,18 @@ def check_may_act_on(request: Request, job: Job) -> None:
         )
 
 
+def find_job_to_change(request: Request, full_name: str, verb: str) -> Job:
+    """The job the user asks to change (stop or start it, its class, its tags): the owner and admins
+    may; another user who sees it in the shared list is refused with 403 ForbiddenUserError, as
+    OpenPAI answers; a job they cannot see is missing (404)."""
+    job = find_job_summary(request, full_name)
+    if not actions.may_manage(request.user, job):
+        user = request.user.get_username()
+        raise ApiError(403, "ForbiddenUserError", f"User {user} is not allowed to {verb} job {full_name}.")
+    check_may_act_on(request, job)
+    return job
+
+
 def find_job_summary(request: Request, full_name: str) -> Job:
     """The job if the user may read its summary (another user's too, on a shared job list)."""
     try:
@@ -256,9 +268,12 @@ def detail(request: Request, job: Job) -> dict[str, Any]:
     return shapes.job_detail(job, tasks, log_url(request, job))
 
 
+EXECUTE_VERB = "stop or start"
+
+
 def execute(request: Request, job: Job) -> str:
-    """executionType STOP|START; both are idempotent (STOP on a finished job changes nothing)."""
-    check_may_act_on(request, job)
+    """executionType STOP|START (the job from find_job_to_change); both are idempotent (STOP on a
+    finished job changes nothing)."""
     value = request.data.get("value") if hasattr(request.data, "get") else None
     if value not in (Job.ExecutionType.STOP, Job.ExecutionType.START):
         raise ApiError(400, "InvalidParametersError", 'Body must be {"value": "STOP"} or {"value": "START"}.')

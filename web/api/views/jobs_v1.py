@@ -109,7 +109,7 @@ class V1JobDetailView(APIView):
 class V1ExecutionTypeView(APIView):
     @extend_schema(parameters=[USER_PARAMETER, JOB_PARAMETER], request=EXECUTION_REQUEST, responses={202: ACCEPTED})
     def put(self, request: Request, username: str, job_name: str) -> Response:
-        job = common.find_job(request, v1_full_name(username, job_name))
+        job = common.find_job_to_change(request, v1_full_name(username, job_name), common.EXECUTE_VERB)
         return accepted(common.execute(request, job))
 
 

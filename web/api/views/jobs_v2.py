@@ -105,7 +105,8 @@ class JobDetailView(APIView):
 class ExecutionTypeView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=EXECUTION_REQUEST, responses={202: ACCEPTED})
     def put(self, request: Request, full_name: str) -> Response:
-        return accepted(common.execute(request, common.find_job(request, full_name)))
+        job = common.find_job_to_change(request, full_name, common.EXECUTE_VERB)
+        return accepted(common.execute(request, job))
 
 
 PRIORITY_REQUEST = inline_serializer(
@@ -119,8 +120,7 @@ class JobPriorityView(APIView):
 
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=PRIORITY_REQUEST, responses={200: TAG_DONE})
     def put(self, request: Request, full_name: str) -> Response:
-        job = common.find_job(request, full_name)
-        common.check_may_act_on(request, job)
+        job = common.find_job_to_change(request, full_name, "change the priority class of")
         value = request.data.get("value") if hasattr(request.data, "get") else None
         job = actions.change_priority_class(job, request.user, value)
         return Response({"status": 200, "message": f"Job {full_name} now has priority class {job.priority_class}."})
@@ -146,11 +146,7 @@ class JobTagView(APIView):
     """OpenPAI's `PUT|DELETE /api/v2/jobs/<user>~<job>/tag {"value": "<tag>"}`: the owner and admins."""
 
     def _tag_request(self, request: Request, full_name: str, verb: str) -> tuple[Job, str]:
-        job = common.find_job_summary(request, full_name)
-        if not actions.may_manage(request.user, job):
-            user = request.user.get_username()
-            raise ApiError(403, "ForbiddenUserError", f"User {user} is not allowed to {verb} job {full_name}.")
-        common.check_may_act_on(request, job)
+        job = common.find_job_to_change(request, full_name, verb)
         value = request.data.get("value") if hasattr(request.data, "get") else None
         if problem := actions.tag_error(value):
             raise ApiError(400, "InvalidParametersError", f"value: {problem}.")
