@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from jobs.outbox import Sender
 
@@ -34,3 +34,4 @@ def send_notices(stop: threading.Event, active: Callable[[], bool]) -> None:
             stop.wait(OUTBOX_S)
     finally:
         sender.close()
+        connection.close()  # (this thread's own)

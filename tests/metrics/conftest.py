@@ -3,7 +3,6 @@ webhooks and a real SMTP server that takes mail or stalls."""
 
 from __future__ import annotations
 
-import socketserver
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from bench.mail_server import MailServer
 from tests.scheduler.conftest import process_node, run_until, scheduler, submit
 
 __all__ = ["MailServer", "Receiver", "mail_server", "process_node", "receiver", "run_until", "scheduler", "submit"]
@@ -52,59 +52,11 @@ def receiver(settings) -> Iterator[Receiver]:
     found.server.shutdown()
 
 
-class MailServer:
-    """A real SMTP server on a local port: it speaks just enough SMTP to take each message
-    (kept in `messages`), or, once `hang` is set, accepts connections and never says a word
-    (a mail server that stalls), counting them in `hung`."""
-
-    def __init__(self) -> None:
-        self.messages: list[bytes] = []
-        self.hang = False
-        self.hung = 0
-        self.release = threading.Event()  # the hung connections end with the test
-        server = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                if server.hang:
-                    server.hung += 1
-                    server.release.wait(30)
-                    return
-                self.wfile.write(b"220 test ESMTP\r\n")
-                data: list[bytes] | None = None
-                for line in self.rfile:
-                    if data is not None:
-                        if line.rstrip(b"\r\n") == b".":
-                            server.messages.append(b"".join(data))
-                            data = None
-                            self.wfile.write(b"250 queued\r\n")
-                        else:
-                            data.append(line)
-                        continue
-                    verb = line[:4].upper()
-                    if verb == b"DATA":
-                        data = []
-                        self.wfile.write(b"354 go on\r\n")
-                    elif verb == b"QUIT":
-                        self.wfile.write(b"221 bye\r\n")
-                        return
-                    else:
-                        self.wfile.write(b"250 ok\r\n")
-
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-
-
 @pytest.fixture
 def mail_server(settings) -> Iterator[MailServer]:
     """Django's SMTP backend pointed at a real local MailServer (EMAIL_TIMEOUT: 5 s, the default)."""
-    server = MailServer()
+    server = MailServer().start()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", server.port, 5.0
-    thread = threading.Thread(target=server.server.serve_forever, daemon=True)
-    thread.start()
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = server.host, server.port, 5.0
     yield server
-    server.release.set()
-    server.server.shutdown()
-    server.server.server_close()
+    server.stop()

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from jobs import lifecycle, outbox, webhooks
-from jobs.models import JobState, Notice
+from jobs.models import FINISHED_JOB_STATES, Job, JobState, Notice
 from scheduling.outbox import send_notices
 from tests.factories import create_job, normalized_spec
 from tests.scheduler.conftest import role, v2_job
@@ -57,7 +57,7 @@ def test_a_mail_server_that_never_answers_holds_up_no_other_users_job(
     waiting_mails(alice, 200)
     for i in range(6):  # each asks for a mail when it runs and when it ends
         submit(v2_job(f"mailed-{i}", role("worker", "true"), extra=MAILED))
-    theirs = submit(v2_job("other", role("worker", "sleep 5")), owner=other_user)
+    theirs = submit(v2_job("other", role("worker", "true")), owner=other_user)
 
     theirs = run_until(theirs, JobState.RUNNING, timeout=60)
 
@@ -68,11 +68,13 @@ def test_a_mail_server_that_never_answers_holds_up_no_other_users_job(
     while mail_server.hung == 0 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert mail_server.hung == 1  # the sender tried the server once, then let it rest
+    for job in Job.objects.all():  # (every task ended and seen: none left holding its ports)
+        run_until(job, *FINISHED_JOB_STATES)
 
 
 @pytest.mark.django_db
 def test_a_hung_mail_server_rests_and_holds_up_no_webhook(alice, other_user, mail_server, receiver, settings):
-    settings.EMAIL_TIMEOUT = 0.5
+    settings.EMAIL_TIMEOUT = 2.0
     mail_server.hang = True
     waiting_mails(alice, 200)  # (a burst: one digest)
     other_user.email = "bob@example.org"
@@ -93,7 +95,8 @@ def test_a_hung_mail_server_rests_and_holds_up_no_webhook(alice, other_user, mai
     finally:
         sender.close()
 
-    assert receiver.events() == ["succeeded"] and posted < 0.5, posted
+    assert receiver.events() == ["succeeded"]
+    assert posted < settings.EMAIL_TIMEOUT, posted  # while the mail server still held its connection
     assert mail_server.hung == 1
     waiting = Notice.objects.filter(channel=Notice.Channel.MAIL, next_attempt_at__isnull=False)
     assert sorted(waiting.values_list("event", "attempts")) == [("digest", 1), ("succeeded", 1), ("succeeded", 1)]
