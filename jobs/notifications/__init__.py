@@ -10,12 +10,17 @@ else the owner's profile preference (which speaks of endings only).
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
+from django.db import transaction
 from django.urls import reverse
 
 from accounts.models import NotificationPreference
 from jobs import outbox, webhooks
 from jobs.models import Job, JobState
+
+log = logging.getLogger("pai.notifications")
 
 ENDINGS = {JobState.SUCCEEDED: "succeeded", JobState.FAILED: "failed", JobState.STOPPED: "stopped"}
 
@@ -42,7 +47,8 @@ def job_ended(job_id: int) -> None:
 def job_changed(job_id: int, event: str | None, detail: str = "") -> None:
     """The owner's mail if they asked, and the webhooks', into the outbox (`event` None: the ending
     the job's state says; `detail`: a sentence the notices add, e.g. who preempted the job). Call
-    it inside the transaction of the change: a rollback takes its notices too."""
+    it inside the transaction of the change: a rollback takes its notices too. Never raises (a
+    notice that cannot be written is logged; the change goes on)."""
     row = Job.objects.filter(pk=job_id).values("owner_id", "owner__email", "state").first()
     event = event or (ENDINGS.get(JobState(row["state"])) if row else None)
     if row is None or event is None:
@@ -50,7 +56,14 @@ def job_changed(job_id: int, event: str | None, detail: str = "") -> None:
     hooked = webhooks.wanted(row["owner_id"], event)
     if not hooked and not row["owner__email"]:
         return  # (nothing to load: this runs for every job's every change)
-    job = Job.objects.select_related("owner", "virtual_cluster").get(pk=job_id)
+    try:
+        with transaction.atomic():  # (a savepoint: notices that cannot be written never undo the change)
+            _write(Job.objects.select_related("owner", "virtual_cluster").get(pk=job_id), event, detail, hooked)
+    except Exception:
+        log.exception("could not write the notices of job %s (%s)", job_id, event)
+
+
+def _write(job: Job, event: str, detail: str, hooked: bool) -> None:
     if hooked:
         webhooks.enqueue(job, event, detail)
     if wants_email(job, event):
