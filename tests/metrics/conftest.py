@@ -13,7 +13,17 @@ import pytest
 from bench.mail_server import MailServer
 from tests.scheduler.conftest import process_node, run_until, scheduler, submit
 
-__all__ = ["MailServer", "Receiver", "mail_server", "process_node", "receiver", "run_until", "scheduler", "submit"]
+__all__ = [
+    "MailServer",
+    "Receiver",
+    "mail_server",
+    "mailed_user",
+    "process_node",
+    "receiver",
+    "run_until",
+    "scheduler",
+    "submit",
+]
 
 
 class Receiver:
@@ -50,6 +60,14 @@ def receiver(settings) -> Iterator[Receiver]:
     thread.start()
     yield found
     found.server.shutdown()
+
+
+@pytest.fixture
+def mailed_user(user):
+    """alice, with an email address."""
+    user.email = "alice@example.org"
+    user.save()
+    return user
 
 
 @pytest.fixture

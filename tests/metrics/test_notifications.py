@@ -14,13 +14,6 @@ from tests.scheduler.conftest import role, v2_job
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def mailed_user(user):
-    user.email = "alice@example.org"
-    user.save()
-    return user
-
-
 PROD = "jobPriorityClass: prod\n"
 
 

@@ -24,13 +24,6 @@ MAILED = "extras:\n  jobStatusChangeNotification: {running: true, succeeded: tru
 
 
 @pytest.fixture
-def alice(user):
-    user.email = "alice@example.org"
-    user.save()
-    return user
-
-
-@pytest.fixture
 def sender() -> Iterator[None]:
     """The outbox's sender, as runsampler runs it: a thread, handing out what is due every second."""
     stop = threading.Event()
@@ -48,18 +41,18 @@ def waiting_mails(user, count: int) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_mail_server_that_never_answers_holds_up_no_other_users_job(
-    alice, other_user, default_vc, mail_server, submit, scheduler, run_until, sender
+    mailed_user, other_user, default_vc, mail_server, submit, scheduler, run_until, sender
 ):
     # Alice's earlier job, mailed while the server answered (and a worker's first task start, and
     # first notice, cost a second or two: not what is timed here).
     run_until(submit(v2_job("earlier", role("worker", "true"), extra=MAILED)), JobState.SUCCEEDED)
     mail_server.hang = True
-    waiting_mails(alice, 200)
+    waiting_mails(mailed_user, 200)
     for i in range(6):  # each asks for a mail when it runs and when it ends
         submit(v2_job(f"mailed-{i}", role("worker", "true"), extra=MAILED))
     theirs = submit(v2_job("other", role("worker", "true")), owner=other_user)
 
-    theirs = run_until(theirs, JobState.RUNNING, timeout=60)
+    theirs = run_until(theirs, JobState.RUNNING, JobState.SUCCEEDED, timeout=60)
 
     assert theirs.launched_at is not None
     waited = (theirs.launched_at - theirs.created_at).total_seconds()  # submitted -> placed and RUNNING
@@ -73,10 +66,10 @@ def test_a_mail_server_that_never_answers_holds_up_no_other_users_job(
 
 
 @pytest.mark.django_db
-def test_a_hung_mail_server_rests_and_holds_up_no_webhook(alice, other_user, mail_server, receiver, settings):
+def test_a_hung_mail_server_rests_and_holds_up_no_webhook(mailed_user, other_user, mail_server, receiver, settings):
     settings.EMAIL_TIMEOUT = 2.0
     mail_server.hang = True
-    waiting_mails(alice, 200)  # (a burst: one digest)
+    waiting_mails(mailed_user, 200)  # (a burst: one digest)
     other_user.email = "bob@example.org"
     other_user.save()
     waiting_mails(other_user, 2)
@@ -106,9 +99,9 @@ def test_a_hung_mail_server_rests_and_holds_up_no_webhook(alice, other_user, mai
 
 
 @pytest.mark.django_db
-def test_a_notice_is_written_with_the_change_that_makes_it(alice):
+def test_a_notice_is_written_with_the_change_that_makes_it(mailed_user):
     spec = normalized_spec("done", {"worker": 1}, extras={"jobStatusChangeNotification": {"succeeded": True}})
-    job = create_job(alice, "done", spec=spec, state=JobState.RUNNING)
+    job = create_job(mailed_user, "done", spec=spec, state=JobState.RUNNING)
     with pytest.raises(RuntimeError), transaction.atomic():
         lifecycle.succeed(job, -220)
         raise RuntimeError("the change is rolled back")
@@ -124,11 +117,11 @@ def test_a_notice_is_written_with_the_change_that_makes_it(alice):
 
 
 @pytest.mark.django_db
-def test_a_burst_of_notices_for_one_user_goes_as_one_digest(alice, other_user, settings):
+def test_a_burst_of_notices_for_one_user_goes_as_one_digest(mailed_user, other_user, settings):
     settings.PAI_MAIL_DIGEST_AFTER = 5
     other_user.email = "bob@example.org"
     other_user.save()
-    waiting_mails(alice, 40)
+    waiting_mails(mailed_user, 40)
     waiting_mails(other_user, 2)
 
     outbox.deliver_due()
@@ -145,10 +138,10 @@ def test_a_burst_of_notices_for_one_user_goes_as_one_digest(alice, other_user, s
 
 
 @pytest.mark.django_db
-def test_a_user_gets_at_most_the_digest_rules_mails_in_its_window(alice, settings):
+def test_a_user_gets_at_most_the_digest_rules_mails_in_its_window(mailed_user, settings):
     settings.PAI_MAIL_DIGEST_AFTER, settings.PAI_MAIL_DIGEST_MINUTES = 3, 10
     for i in range(8):  # one at a time: three go alone; the window is full, the others wait
-        outbox.mail(alice, f"[PAI] Notice {i}", "", event="succeeded")
+        outbox.mail(mailed_user, f"[PAI] Notice {i}", "", event="succeeded")
         outbox.deliver_due()
     assert [message.subject for message in mail.outbox] == ["[PAI] Notice 0", "[PAI] Notice 1", "[PAI] Notice 2"]
 
