@@ -149,3 +149,13 @@ def test_a_user_gets_at_most_the_digest_rules_mails_in_its_window(mailed_user, s
 
     assert [message.subject for message in mail.outbox[3:]] == ["[PAI] 5 notices about your jobs"]
     assert all(f"Notice {i}" in mail.outbox[3].body for i in range(3, 8))
+
+
+@pytest.mark.django_db
+def test_it_forgets_notices_sent_or_given_up_a_month_ago(mailed_user):
+    waiting_mails(mailed_user, 3)
+    outbox.deliver_due()
+    outbox.mail(mailed_user, "[PAI] Still waiting", "", event="failed")
+
+    assert outbox.prune(timezone.now() + timedelta(days=outbox.KEEP_DAYS + 1)) == 3
+    assert list(Notice.objects.values_list("payload__subject", flat=True)) == ["[PAI] Still waiting"]
