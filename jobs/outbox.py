@@ -49,6 +49,7 @@ SENDERS = 8  # destinations served side by side
 DIGEST_LINES = 500  # a digest names this many notices, then counts the rest
 KEEP_DAYS = 30  # sent and given-up notices are kept this long (the webhooks page lists the latest)
 
+DIGEST, WEEKLY = "digest", "weekly"  # mails sent as they are, never folded (the weekly report is long)
 MAIL = Notice.Channel.MAIL
 WEBHOOK = Notice.Channel.WEBHOOK
 Destination = tuple[str, int]  # (channel, webhook id; 0 for the mail server)
@@ -260,9 +261,8 @@ def _mails_due(now: datetime) -> list[Notice]:
     """The mails to send now, each user's within the digest rule: all of theirs when they fit the
     window's room, else one digest of them all (none while the window is full)."""
     due = Notice.objects.filter(channel=MAIL, next_attempt_at__lte=now)
-    waiting: dict[int, int] = dict(
-        due.exclude(event="digest").order_by().values_list("recipient_id").annotate(n=Count("id"))
-    )
+    foldable = due.exclude(event__in=(DIGEST, WEEKLY))
+    waiting: dict[int, int] = dict(foldable.order_by().values_list("recipient_id").annotate(n=Count("id")))
     window = now - timedelta(minutes=settings.PAI_MAIL_DIGEST_MINUTES)
     recent = Notice.objects.filter(channel=MAIL, recipient_id__in=list(waiting), delivered_at__gt=window)
     sent: dict[int, int] = dict(recent.order_by().values_list("recipient_id").annotate(n=Count("id")))
@@ -273,9 +273,9 @@ def _mails_due(now: datetime) -> list[Notice]:
             single.append(recipient_id)
         elif room > 0:
             folded.append(recipient_id)
-    mails = list(due.filter(event="digest")) + list(due.filter(recipient_id__in=single).exclude(event="digest"))
+    mails = list(due.filter(event__in=(DIGEST, WEEKLY))) + list(foldable.filter(recipient_id__in=single))
     for recipient_id in folded:
-        mails.append(_digest(list(due.filter(recipient_id=recipient_id).exclude(event="digest").order_by("id")), now))
+        mails.append(_digest(list(foldable.filter(recipient_id=recipient_id).order_by("id")), now))
     return sorted(mails, key=lambda notice: notice.pk)[:BATCH]
 
 
@@ -298,7 +298,7 @@ def _digest(notices: list[Notice], now: datetime) -> Notice:
         digest = Notice.objects.create(
             channel=MAIL,
             recipient_id=notices[0].recipient_id,
-            event="digest",
+            event=DIGEST,
             payload={"to": notices[-1].payload["to"], "subject": subject, "body": body, "line": subject[6:]},
             next_attempt_at=now,
         )
