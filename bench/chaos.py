@@ -3,6 +3,7 @@ started twice, stranded or left behind.
 
     .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze] [--slow] [--slurm-gone]]
                                     [--slow-readers 64]
+                                    [--mail-hang]
 
 A fresh portal (its own var dir; SQLite, or a fresh PostgreSQL database with --postgres) gets a
 mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once then succeed through
@@ -25,14 +26,18 @@ final. Then, on the idle cluster, each fault asked for strikes in turn (the sche
                 2 workers): N clients download one user's 50 MB task log from the job page
                 (masked, streamed) reading 64 bytes a second; another visitor's GET /login/ is
                 timed before and while they read (its own table: others' extra wait, errors)
+  --mail-hang   (with or without --docker) the portal's mail server (bench/mail_server.py) accepts
+                connections and never answers, while another user's jobs ask for mail when they
+                run and end, 200 of their mails wait in the outbox and `runsampler` sends it; no
+                node is struck (nothing to detect)
 
 A fault starts with a job running on the struck nodes (the victim: a two-task gang across both
 engines, or a Slurm job) and lasts until they are marked down; then they are healed (SIGCONT, the
 proxy fast again) and the run waits for them to be taken back and for every job to end. One-task
 probe jobs, submitted one after another, time from submit to start before the fault and while it
-lasts. One row per fault: the time to detect, the probes' normal start (median), the longest extra
-wait of a probe that ran on a healthy node, and lost / started twice / stranded among the fault's
-own jobs. The first table says:
+lasts. One row per fault: the time to detect, the probes' normal start (median), others' extra
+wait (the longest extra wait of a probe that ran on a healthy node), and lost / started twice /
+stranded among the fault's own jobs. The first table says:
 
   lease taken after restart  from a restart to the restarted scheduler holding the lease
   jobs lost          submitted but with no row
@@ -67,6 +72,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.mail_server import MailServer  # noqa: E402
 from bench.slow_proxy import SlowProxy  # noqa: E402
 from clusters.executors.supervise import SERVER_PID_NAME  # noqa: E402
 
@@ -326,9 +332,11 @@ class Fault:
 
 
 def struck_nodes(fault: Fault) -> tuple[list[str], bool]:
-    """The struck nodes' names, and whether every one is down."""
+    """The struck nodes' names, and whether every one is down (none struck: a fault of no node)."""
     from clusters.models import Node
 
+    if not fault.struck:
+        return [], False
     nodes = dict(Node.objects.filter(**fault.struck).values_list("name", "down_since"))
     return list(nodes), bool(nodes) and all(since is not None for since in nodes.values())
 
@@ -385,7 +393,7 @@ def strike(fault: Fault, expected: dict[str, str], deadline_s: float) -> FaultRo
         during = start_delays(f"{fault.key}-during", expected)
         limit = time.monotonic() + DETECT_LIMIT_S
         struck, down = struck_nodes(fault)
-        while not down and time.monotonic() < limit:
+        while fault.struck and not down and time.monotonic() < limit:
             time.sleep(0.05)
             struck, down = struck_nodes(fault)
         # (the last of them to go down)
@@ -395,10 +403,12 @@ def strike(fault: Fault, expected: dict[str, str], deadline_s: float) -> FaultRo
     down_after = os.environ["PAI_NODE_DOWN_AFTER_SECONDS"]
     if down_since is not None:
         detected = f"{(down_since - struck_at).total_seconds():.1f} s (down after {down_after} s)"
+    elif not fault.struck:
+        detected = "- (no node struck)"
     else:
         detected = f"not in {DETECT_LIMIT_S:.0f} s"
     names += [f"probe-{fault.key}-{when}-{i}" for when in ("before", "during") for i in range(PROBE_JOBS)]
-    wait_idle(time.monotonic() + deadline_s, fault.struck)
+    wait_idle(time.monotonic() + deadline_s, fault.struck or None)
     unrelated = [delay for delay, on in during if on not in struck]
     on_struck = len(during) - len(unrelated)
     extra = f"{max(0.0, max(unrelated) - normal):.2f} s" if unrelated else "-"
@@ -518,6 +528,7 @@ def main() -> None:
     parser.add_argument("--slow", action="store_true", help="with --docker: make a second engine answer late")
     parser.add_argument("--slow-delay", type=float, default=3.0, help="seconds each request is held (--slow)")
     parser.add_argument("--slurm-gone", action="store_true", help="with --docker: hang a Slurm controller (SIGSTOP)")
+    parser.add_argument("--mail-hang", action="store_true", help="a mail server that accepts and never answers")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
     parser.add_argument("--slow-readers", type=int, default=0, help="clients reading a big log 64 bytes a second")
     args = parser.parse_args()
@@ -528,10 +539,13 @@ def main() -> None:
     try:
         with contextlib.ExitStack() as stack:
             slurm = stack.enter_context(slurm_cluster(var)) if args.slurm_gone else None
+            mail = stack.enter_context(mail_server()) if args.mail_hang else None  # (named in setup's env)
             env = setup(args, var, slurm)
             cluster, engines, faults = stack.enter_context(dev_cluster(args, var))
             if slurm is not None:
                 faults.append(slurm_fault(slurm))
+            if mail is not None:
+                faults.append(mail_fault(mail, env))
             report(args, env, cluster, engines, faults)
     finally:
         tear_down(env, args.postgres)
@@ -558,6 +572,85 @@ def slurm_fault(slurm: DevCluster) -> Fault:
         start_slurm_victim,
         {"executor": "slurm"},
     )
+
+
+# ---- a hung mail server (--mail-hang) ---------------------------------------------------------------
+MAILER = "mailer"  # the user whose jobs ask for mail (the probes are another user's)
+MAILER_JOBS = 6  # submitted as the server hangs (with the victim, 7 CPUs: the probes keep one)
+WAITING_MAILS = 200
+MAILED = "extras:\n  jobStatusChangeNotification: {running: true, succeeded: true, failed: true}\n"
+
+
+@contextlib.contextmanager
+def mail_server() -> Iterator[MailServer]:
+    """A mail server of this run's own, named to the portal's processes (setup copies the env)."""
+    server = MailServer().start()
+    os.environ.update(PAI_EMAIL_HOST=server.host, PAI_EMAIL_PORT=str(server.port))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def mail_fault(server: MailServer, env: dict[str, str]) -> Fault:
+    """While the server stalls: the mailer's jobs change state (each change a mail), 200 of their
+    mails wait, and `runsampler` (the outbox's sender) runs, for the fault's length."""
+    runs: dict[str, dict[str, str]] = {}  # the victim hands strike the run's expected outcomes
+    sampler: list[subprocess.Popen[bytes]] = []
+
+    def victim(key: str, expected: dict[str, str]) -> str:
+        runs["expected"] = expected
+        name = f"victim-{key}"
+        job_id = submit_mailed(name, "sleep 6", expected)
+        wait_running(job_id)
+        return name
+
+    def strike() -> None:
+        from django.contrib.auth import get_user_model
+
+        from jobs import outbox
+
+        server.hang = True
+        mailer = get_user_model().objects.get(username=MAILER)
+        for i in range(WAITING_MAILS):
+            outbox.mail(mailer, f"[PAI] Notice {i}", f"Notice {i}.\n", event="succeeded")
+        command = [sys.executable, "manage.py", "runsampler"]
+        sampler.append(
+            subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        )
+        for i in range(MAILER_JOBS):
+            submit_mailed(f"mailed-{i}", "sleep 0.3", runs["expected"])
+
+    def heal() -> None:
+        server.hang = False
+        for process in sampler:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+
+    return Fault("mail", "hung mail server (accepts, never answers)", strike, heal, victim, {})
+
+
+def submit_mailed(name: str, command: str, expected: dict[str, str]) -> int:
+    """One of the mailer's jobs, asking for mail when it runs and when it ends."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.actions import submit_job
+
+    users = get_user_model().objects
+    mailer = users.filter(username=MAILER).first() or users.create_user(MAILER, f"{MAILER}@example.org", "chaos-pw-1")
+    roles = ROLE.format(name="main", instances=1, extra="", command=f'"{START}; {command}"')
+    job = submit_job(mailer, CONFIG.format(name=name, job_retries=0, roles=roles) + MAILED)
+    expected[name] = "SUCCEEDED"
+    return int(job.pk)
+
+
+def wait_running(job_id: int, timeout: float = 60.0) -> None:
+    from jobs.models import Task
+    from jobs.states import TaskState
+
+    deadline = time.monotonic() + timeout
+    while not Task.objects.filter(job_id=job_id, state=TaskState.RUNNING).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
@@ -658,7 +751,7 @@ def taken_after(takeovers: list[float]) -> str:
 
 
 def print_faults(rows: list[FaultRow]) -> None:
-    header = ("fault", "detected after", "normal start", "longest extra wait", "lost", "twice", "stranded")
+    header = ("fault", "detected after", "normal start", "others' extra wait", "lost", "twice", "stranded")
     cells = [header] + [
         (row.label, row.detected, f"{row.normal:.2f} s", row.extra, str(row.lost), str(row.twice), str(row.stranded))
         for row in rows

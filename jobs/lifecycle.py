@@ -4,7 +4,9 @@ Nothing else writes `Job.state` or `Task.state`. Each function is a conditional 
 from-states it accepts (jobs.states holds the diagram), so two schedulers, a user's click and a
 crash-and-restart can race without a job going backwards or a task being started twice: the
 loser's UPDATE matches no row and the function says so (False). Functions that write several
-rows run in one transaction. Every ended task attempt is kept as a TaskAttempt.
+rows run in one transaction. Every ended task attempt is kept as a TaskAttempt. What a change makes
+the portal send (mail, webhooks) is written into the outbox in the change's own transaction
+(jobs.notifications): a crash loses no notice, a change rolled back sends none.
 """
 
 from __future__ import annotations
@@ -186,9 +188,9 @@ def claim_for_launch(
                 ),
                 vc=borrowed_from.name,
             )
+        notifications.job_changed(job.pk, "running")
     job.job_attempt += 1  # what the claim's F() expression made of it
     job.state = JobState.RUNNING
-    notifications.job_changed(job.pk, "running")
     return tasks
 
 
@@ -399,6 +401,12 @@ def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int, 
                 vc=by.virtual_cluster.name,
                 grace=grace_s,
             )
+            notifications.job_changed(
+                victim_id,
+                "preempted",
+                f"It was preempted by job {by.full_name} of VC {by.virtual_cluster.name}: its tasks got SIGTERM and "
+                f"{grace_s} s to save their work; then it waits to run again (not charged to its retries).",
+            )
     return marked
 
 
@@ -433,6 +441,10 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             "requeued",
             gettext_noop("Preempted by %(who)s: back in the queue (not charged to its retries)."),
             who=who,
+        )
+        # (OpenPAI retries a preempted job: its clients hear `retried`.)
+        notifications.job_changed(
+            job.pk, "retried", f"It was preempted by {who} and waits to run again (not charged to its retries)."
         )
     return True
 
@@ -507,8 +519,7 @@ def finish_stopping(
         )
         if stopped:
             event(job.pk, "stopped", gettext_noop("All tasks stopped."))
-    if stopped:
-        notifications.job_ended(job.pk)
+            notifications.job_ended(job.pk)
     return stopped
 
 
@@ -526,8 +537,7 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
         )
         if done:
             event(job.pk, "succeeded", gettext_noop("The job succeeded."))
-    if done:
-        notifications.job_ended(job.pk)
+            notifications.job_ended(job.pk)
     return done
 
 
@@ -551,8 +561,7 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
                 task=f"{trigger.role}-{trigger.index}",
                 code=trigger.exit_code,
             )
-    if done:
-        notifications.job_ended(job.pk)
+            notifications.job_ended(job.pk)
     return done
 
 
@@ -576,8 +585,7 @@ def refuse(job: Job, exit_code: int, reason: str) -> bool:
                 state=to_state, exit_code=exit_code, exit_diagnostics=reason, finished_at=timezone.now()
             )
             event(job.pk, "refused", gettext_noop("The job failed: %(reason)s"), reason=reason)
-    if done:
-        notifications.job_ended(job.pk)
+            notifications.job_ended(job.pk)
     return done
 
 
@@ -631,8 +639,7 @@ def end_at_time_limit(
                 limit=limit_text,
                 code=exit_code,
             )
-    if done:
-        notifications.job_ended(job.pk)
+            notifications.job_ended(job.pk)
     return done
 
 
@@ -658,7 +665,7 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             else gettext_noop("%(task)s exited %(code)s; retrying the whole job (transient, not charged).")
         )
         event(job.pk, "job-retry", text, task=f"{trigger.role}-{trigger.index}", code=trigger.exit_code)
-    notifications.job_changed(job.pk, "retried")
+        notifications.job_changed(job.pk, "retried")
     return True
 
 

@@ -1,6 +1,6 @@
 """The job and its tasks, as recorded by submission and the scheduler loop."""
 
-from typing import cast
+from typing import ClassVar, cast
 
 from django.conf import settings
 from django.db import models
@@ -18,6 +18,7 @@ __all__ = [
     "JobEvent",
     "JobState",
     "JobTag",
+    "Notice",
     "Task",
     "TaskAttempt",
     "TaskSample",
@@ -329,14 +330,27 @@ class Webhook(models.Model):
         return self.url
 
 
-class WebhookDelivery(models.Model):
-    """One POST to make (an outbox row written with the job's change): sent by the sampler's
-    process, retried with backoff, never in a scheduler pass."""
+class Notice(models.Model):
+    """One thing to send because something changed (the outbox, jobs/outbox.py): a mail to a user
+    or a POST to a webhook. Written in the transaction of the change that makes it, so a crash
+    loses none and a change rolled back sends none; sent by the sampler's process, retried with
+    backoff per destination, never in a scheduler pass."""
 
-    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    class Channel(models.TextChoices):
+        MAIL = "mail"
+        WEBHOOK = "webhook"
+
+    channel = models.CharField(max_length=8, choices=Channel.choices, default=Channel.WEBHOOK)
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries", null=True, blank=True)
+    # A mail's user: the digest rule counts mails per recipient.
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     event = models.CharField(max_length=16)
-    payload = models.JSONField()
+    payload = models.JSONField()  # a webhook's body; a mail's {"to", "subject", "body", "line"}
+    # A mail that went out inside a digest (that digest, itself a Notice).
+    folded_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="folded")
     created_at = models.DateTimeField(auto_now_add=True)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)  # None: done or given up
@@ -345,9 +359,25 @@ class WebhookDelivery(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        indexes = [models.Index(fields=["recipient", "delivered_at"], name="notice_recipient_sent")]
 
     def __str__(self) -> str:
-        return f"#{self.pk} {self.event}"
+        return f"#{self.pk} {self.channel} {self.event}"
+
+
+class WebhookDeliveryManager(models.Manager["WebhookDelivery"]):
+    def get_queryset(self) -> models.QuerySet["WebhookDelivery"]:
+        return super().get_queryset().filter(channel=Notice.Channel.WEBHOOK)
+
+
+class WebhookDelivery(Notice):
+    """The webhooks' notices: one POST each (the webhooks page's latest deliveries)."""
+
+    objects: ClassVar[WebhookDeliveryManager] = WebhookDeliveryManager()
+
+    class Meta:
+        proxy = True
+        ordering = ["-id"]
 
 
 class JobEvent(models.Model):

@@ -1,14 +1,14 @@
 """Webhooks: a JSON POST to a user's (or, for every job, an admin's) URL when a job reaches a
-state they picked, including OpenPAI's `running` and `retried`.
+state they picked, including OpenPAI's `running` and `retried`, and the portal's `preempted`.
 
-A job's change writes one `WebhookDelivery` row per matching hook (`enqueue`, called by
-jobs.notifications after the change committed); the sampler's process sends them
-(`deliver_due`, a thread of `runsampler`), so a slow or dead receiver never holds a scheduler
-pass. Each POST carries Slack's `text` (Slack, Teams, Mattermost incoming webhooks show it) and
-the job's fields, and is signed: `X-PAI-Signature: sha256=<HMAC-SHA256 of "<timestamp>.<body>"
-with the hook's secret>` beside `X-PAI-Timestamp`, `X-PAI-Event` and `X-PAI-Delivery` (the row's
-id: a receiver drops repeats by it, delivery being at least once). A non-2xx answer or no answer is
-tried again after 30 s, 2 min, 8 min, 32 min and 2 h, then given up.
+A job's change writes one notice per matching hook into the outbox (`enqueue`, called by
+jobs.notifications in the change's transaction; jobs/outbox.py sends them from the sampler's
+process, so a slow or dead receiver never holds a scheduler pass). Each POST carries Slack's
+`text` (Slack, Teams, Mattermost incoming webhooks show it) and the job's fields, and is signed:
+`X-PAI-Signature: sha256=<HMAC-SHA256 of "<timestamp>.<body>" with the hook's secret>` beside
+`X-PAI-Timestamp`, `X-PAI-Event` and `X-PAI-Delivery` (the notice's id: a receiver drops repeats by
+it, delivery being at least once). Each hook's POSTs go in order; a non-2xx answer or no answer
+rests the hook (the outbox's backoff), then its POSTs are tried again.
 
 Targets: http(s) only, and never a loopback, private, link-local, reserved, multicast, shared
 (100.64.0.0/10: carrier-grade NAT, a cloud's metadata service at 100.100.100.200), site-local or
@@ -30,9 +30,7 @@ import secrets
 import socket
 import ssl
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,16 +40,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from jobs.crypto import decrypt_text, encrypt_text
-from jobs.models import Job, Webhook, WebhookDelivery
+from jobs.models import Job, Notice, Webhook
 from jobs.protocol.images import as_address, is_allowed
 
 log = logging.getLogger("pai.webhooks")
 
-EVENTS = ("running", "retried", "succeeded", "failed", "stopped", "alert")  # alert: scheduling.alerts
-BACKOFF_S = (30, 120, 480, 1920, 7200)  # after attempts 1..5; the 6th failure gives up
-CLAIM_S = 120  # a delivery being sent is not picked again before this (a sender that died mid-send)
-BATCH = 50
-SENDERS = 8
+EVENTS = ("running", "preempted", "retried", "succeeded", "failed", "stopped", "alert")  # alert: scheduling.alerts
+# How a notice (mail or POST) says an event; the others say the state's name.
+EVENT_WORDS = {"running": "is running", "preempted": "was preempted", "retried": "is being retried"}
 MAX_HOOKS_PER_USER = 20
 
 
@@ -169,10 +165,11 @@ def wanted(owner_id: int, event: str) -> bool:
     return bool(_hooks_for(owner_id, event))
 
 
-def enqueue(job: Job, event: str) -> int:
-    """One delivery per hook of the job's owner, or of the deployment, that asked for `event`."""
+def enqueue(job: Job, event: str, detail: str = "") -> int:
+    """One delivery per hook of the job's owner, or of the deployment, that asked for `event`;
+    `detail`: what the text adds (who preempted the job)."""
     hooks = _hooks_for(job.owner_id, event)
-    return _queue(hooks, job, event, payload_of(job, event)) if hooks else 0
+    return _queue(hooks, job, event, payload_of(job, event, detail)) if hooks else 0
 
 
 def enqueue_alert(owner_id: int | None, job: Job | None, text: str) -> int:
@@ -184,26 +181,28 @@ def enqueue_alert(owner_id: int | None, job: Job | None, text: str) -> int:
 
 
 def _queue(hooks: list[Webhook], job: Job | None, event: str, payload: dict[str, Any]) -> int:
-    """The outbox rows, for the hooks that still exist (the cache may hold one removed since, in
+    """The outbox's notices, for the hooks that still exist (the cache may hold one removed since, in
     another process)."""
     live = set(Webhook.objects.filter(pk__in=[h.pk for h in hooks]).values_list("pk", flat=True))
     now = timezone.now()
     rows = [
-        WebhookDelivery(webhook=h, job=job, event=event, payload=payload, next_attempt_at=now)
+        Notice(channel=Notice.Channel.WEBHOOK, webhook=h, job=job, event=event, payload=payload, next_attempt_at=now)
         for h in hooks
         if h.pk in live
     ]
-    WebhookDelivery.objects.bulk_create(rows)
+    Notice.objects.bulk_create(rows)
     return len(rows)
 
 
-def payload_of(job: Job, event: str) -> dict[str, Any]:
+def payload_of(job: Job, event: str, detail: str = "") -> dict[str, Any]:
     url = f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[job.full_name])}"
-    words = {"running": "is running", "retried": "is being retried"}.get(event, event)
-    text = f"Job {job.full_name} {words}" + (f" (exit code {job.exit_code})" if job.exit_code else "") + f": {url}"
+    text = f"Job {job.full_name} {EVENT_WORDS.get(event, event)}" + (
+        f" (exit code {job.exit_code})" if job.exit_code else ""
+    )
     return {
-        "text": text,
+        "text": f"{text}: {url}" + (f"\n{detail}" if detail else ""),
         "event": event,
+        **({"detail": detail} if detail else {}),
         "job": {
             "name": job.name,
             "username": job.owner.get_username(),
@@ -220,58 +219,14 @@ def payload_of(job: Job, event: str) -> dict[str, Any]:
     }
 
 
-# ---- sending --------------------------------------------------------------------------------------
-def deliver_due(now: Any = None) -> int:
-    """Send what is due: each hook's in the order they happened, the hooks side by side; returns
-    how many were tried."""
-    now = now or timezone.now()
-    due = list(
-        WebhookDelivery.objects.select_related("webhook").filter(next_attempt_at__lte=now).order_by("id")[:BATCH]
-    )
-    claimed = [d for d in due if _claim(d, now)]
-    by_hook: dict[int, list[WebhookDelivery]] = {}
-    for delivery in claimed:
-        by_hook.setdefault(delivery.webhook_id, []).append(delivery)
-    if by_hook:
-        # (The threads only talk HTTP; this one writes what came of it.)
-        with ThreadPoolExecutor(min(SENDERS, len(by_hook)), thread_name_prefix="webhook") as pool:
-            for sent in pool.map(_send_in_order, by_hook.values()):
-                for delivery, (ok, status) in sent:
-                    _record(delivery, ok, status)
-    return len(claimed)
-
-
-def _send_in_order(deliveries: list[WebhookDelivery]) -> list[tuple[WebhookDelivery, tuple[bool, str]]]:
-    return [(delivery, _send(delivery)) for delivery in deliveries]
-
-
-def _claim(delivery: WebhookDelivery, now: Any) -> bool:
-    """Held for CLAIM_S: another sender (or this one after a crash) takes it only after that."""
-    return bool(
-        WebhookDelivery.objects.filter(pk=delivery.pk, next_attempt_at=delivery.next_attempt_at).update(
-            next_attempt_at=now + timedelta(seconds=CLAIM_S)
-        )
-    )
-
-
-def _record(delivery: WebhookDelivery, ok: bool, status: str) -> None:
-    attempts = delivery.attempts + 1
-    if ok:
-        fields: dict[str, Any] = {"delivered_at": timezone.now(), "next_attempt_at": None}
-    elif attempts > len(BACKOFF_S):
-        fields = {"next_attempt_at": None}
-        log.warning("webhook %s gave up after %s tries: %s", delivery.webhook.url, attempts, status)
-    else:
-        fields = {"next_attempt_at": timezone.now() + timedelta(seconds=BACKOFF_S[attempts - 1])}
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(attempts=attempts, last_status=status[:200], **fields)
-
-
+# ---- sending (jobs.outbox's sender calls `post` on a thread of its pool) ----------------------------
 def signature(secret: str, timestamp: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
 
 
-def _send(delivery: WebhookDelivery) -> tuple[bool, str]:
+def post(delivery: Notice) -> tuple[bool, str]:
     """(delivered, what happened). Never raises."""
+    assert delivery.webhook is not None  # (the outbox hands it webhook notices only)
     try:
         target = check_target(delivery.webhook.url)
     except TargetError as exc:

@@ -289,8 +289,10 @@ PAI_SAMPLE_KEEP_DAYS = env_float("PAI_SAMPLE_KEEP_DAYS", 30.0, minimum=0.0)
 PAI_METRICS_TOKEN = env_str("PAI_METRICS_TOKEN", "")
 PAI_METRICS_PUBLIC = env_bool("PAI_METRICS_PUBLIC", False)
 
-# Job-end emails (jobs.notifications): printed to the console unless an SMTP host is set. The
-# scheduler sends them, so a slow mail server is cut short by the timeout.
+# The portal's emails (job changes, alerts): printed to the console unless an SMTP host is set.
+# The outbox's sender (jobs/outbox.py, a thread of runsampler) sends them, each waiting at most
+# PAI_EMAIL_TIMEOUT, never the scheduler; a user gets at most PAI_MAIL_DIGEST_AFTER of them in any
+# PAI_MAIL_DIGEST_MINUTES, what comes beyond in one digest mail.
 PAI_EMAIL_HOST = env_str("PAI_EMAIL_HOST", "")
 EMAIL_BACKEND = (
     "django.core.mail.backends.smtp.EmailBackend"
@@ -304,6 +306,8 @@ EMAIL_HOST_PASSWORD = env_str("PAI_EMAIL_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("PAI_EMAIL_TLS", False)
 EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
 DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
+PAI_MAIL_DIGEST_AFTER = env_int("PAI_MAIL_DIGEST_AFTER", 5, minimum=1)
+PAI_MAIL_DIGEST_MINUTES = env_int("PAI_MAIL_DIGEST_MINUTES", 10, minimum=0)
 # The portal's address as users reach it, for links in emails.
 PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
 # A finished job's logs and work folders are removed this many days after it ended (0: kept).

@@ -6,7 +6,8 @@ A rule's condition names its subjects now (jobs, nodes or VCs); a subject withou
 fires one (its actions run once, each written into the alert's history), one with an open alert
 keeps it (and a pending stop is carried out once its grace is over), and an open alert whose
 subject no longer matches clears. Notifications go by email and to the webhooks that asked for
-`alert` (jobs.webhooks): the owner's for a job's alert, the deployment's for the admins'.
+`alert` (jobs.webhooks): the owner's for a job's alert, the deployment's for the admins'; both
+through the outbox (jobs/outbox.py), written with the alert in one transaction.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.mail import send_mail
+from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from clusters.models import Node
-from jobs import lifecycle, webhooks
+from jobs import lifecycle, outbox, webhooks
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobState, JobTag, TaskSample
 from scheduling.models import Alert, AlertRule
@@ -152,6 +153,7 @@ def _reconcile(rule: AlertRule, findings: dict[str, Finding], now: datetime) -> 
             _fire(rule, finding, now)
 
 
+@transaction.atomic
 def _fire(rule: AlertRule, finding: Finding, now: datetime) -> None:
     alert = Alert(
         rule=rule, subject=finding.subject, job=finding.job, node=finding.node, summary=finding.summary, fired_at=now
@@ -160,14 +162,15 @@ def _fire(rule: AlertRule, finding: Finding, now: datetime) -> None:
     job, actions = finding.job, set(rule.actions)
     if job is not None and "stop_job" in actions and job.execution_type == Job.ExecutionType.START:
         alert.stop_at = now + timedelta(minutes=rule.grace_minutes)
-    text = _message(rule, alert)
+    text, subject = _message(rule, alert), f"[PAI] Alert {rule.name}: {finding.subject}"
     if job is not None and "notify_owner" in actions:
-        _mail([job.owner.email], f"[PAI] Alert {rule.name}: {finding.subject}", text)
+        outbox.mail(job.owner, subject, text, event="alert", job=job)
         webhooks.enqueue_alert(job.owner_id, job, text)
         _note(alert, now, f"notified {job.owner.get_username()}")
     if "notify_admins" in actions:
         admins = get_user_model().objects.filter(Q(is_superuser=True) | Q(is_staff=True), is_active=True)
-        _mail([u.email for u in admins if u.email], f"[PAI] Alert {rule.name}: {finding.subject}", text)
+        for admin in admins:
+            outbox.mail(admin, subject, text, event="alert", job=job)
         webhooks.enqueue_alert(None, job, text)
         _note(alert, now, "notified the admins")
     if job is not None and "tag_job" in actions:
@@ -199,15 +202,6 @@ def _message(rule: AlertRule, alert: Alert) -> str:
         lines.append(f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[alert.job.full_name])}")
     lines.append(f"(Alert rule {rule.name})")
     return "\n\n".join(lines) + "\n"
-
-
-def _mail(to: list[str], subject: str, body: str) -> None:
-    if not [address for address in to if address]:
-        return
-    try:
-        send_mail(subject, body, None, [address for address in to if address])
-    except Exception as exc:
-        log.warning("could not mail an alert to %s: %s", to, exc)
 
 
 def _note(alert: Alert, now: datetime, what: str) -> None:

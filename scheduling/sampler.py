@@ -7,7 +7,8 @@ the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a th
 scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active at a
 time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it folds raw
 samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
-PAI_SAMPLE_KEEP_DAYS. Each period it also watches the interactive apps (scheduling/app_watch.py).
+PAI_SAMPLE_KEEP_DAYS (and the outbox's notices sent or given up a month ago). Each period it also
+watches the interactive apps (scheduling/app_watch.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from django.utils import timezone
 from clusters.executors.base import ResourceSample, TaskHandle
 from clusters.gpus import GpuReading, read_local_gpus
 from clusters.models import SchedulerLease
+from jobs import outbox
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
 from scheduling.alerts import evaluate_rules
@@ -146,6 +148,7 @@ class Sampler:
                         roll_up_recent()  # (before the pruning: today's and yesterday's samples)
                         fold_and_prune(time.time())
                         remove_expired()
+                        outbox.prune()
                         send_weekly_reports()
                         self._last_prune = started
             except Exception:

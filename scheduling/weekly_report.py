@@ -2,29 +2,27 @@
 on Mondays (UTC), each user who ran something last week gets their GPU-hours held and used, the
 idle share and their failed jobs; admins get the whole cluster's, with its top users. From the
 daily rollups (scheduling/usage_rollup.py); opt-out in the profile (`weekly_report`); each user's
-week once (`WeeklyReportSent`), whatever the sampler's restarts. Called by the sampler's hourly
-round: a send that fails is tried again the next hour."""
+week once (`WeeklyReportSent`, written with the mail into the outbox: jobs/outbox.py sends it,
+retries it, and never folds it into a digest), whatever the sampler's restarts; a stalled mail
+server never holds the sampler's hourly round. Called by that round."""
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import NotificationPreference
 from accounts.permissions import is_admin
+from jobs import outbox
 from jobs.models import Job, JobState
 from scheduling.models import UsageDay, WeeklyReportSent
 from scheduling.usage_report import UsageReport, usage_report
-
-log = logging.getLogger("pai.weekly")
 
 
 def last_week(now: datetime) -> tuple[date, date]:
@@ -34,7 +32,7 @@ def last_week(now: datetime) -> tuple[date, date]:
 
 
 def send_weekly_reports(now: datetime | None = None) -> int:
-    """On a Monday: the reports of last week not sent yet; returns how many were sent."""
+    """On a Monday: the reports of last week not written yet, into the outbox; how many."""
     now = now or timezone.now()
     if now.astimezone(UTC).weekday() != 0:
         return 0
@@ -51,15 +49,12 @@ def send_weekly_reports(now: datetime | None = None) -> int:
         if admin and not report.totals["gpu_hours"] and not report.totals["cpu_hours"]:
             continue  # (an idle cluster: nothing to say)
         try:
-            WeeklyReportSent.objects.create(user=user, week=since)
+            with transaction.atomic():
+                WeeklyReportSent.objects.create(user=user, week=since)
+                outbox.mail(user, _subject(since, until, admin), _body(user, report, admin), event=outbox.WEEKLY)
         except IntegrityError:
-            continue  # another sampler sent it
-        try:
-            send_mail(_subject(since, until, admin), _body(user, report, admin), None, [user.email])
-            sent += 1
-        except Exception as exc:
-            WeeklyReportSent.objects.filter(user=user, week=since).delete()  # the next round tries again
-            log.warning("could not mail the weekly report to %s: %s", user.email, exc)
+            continue  # another sampler wrote it
+        sent += 1
     return sent
 
 

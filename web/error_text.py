@@ -800,6 +800,7 @@ WEBHOOK_ERRORS: list[tuple[re.Pattern[str], Promise]] = [
 ]
 WEBHOOK_EVENTS = {
     "running": _("runs"),
+    "preempted": _("is preempted"),
     "retried": _("is retried"),
     "succeeded": _("succeeds"),
     "failed": _("fails"),

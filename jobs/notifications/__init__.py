@@ -1,10 +1,11 @@
 """Telling owners what their jobs do: lifecycle calls `job_changed` once per change (the job ran,
-was retried, ended), after the transition committed. It mails the owner where asked and hands the
-change to the webhooks that want it (jobs/webhooks.py: an outbox, sent by another process).
+was preempted, was retried, ended), inside the transaction of that change. It writes what the
+change makes the portal send into the outbox (jobs/outbox.py, sent by another process): the
+owner's mail where asked, and a POST for each webhook that wants it. Nothing is sent here.
 
-Whether to mail: the job's own `extras.jobStatusChangeNotification` ({running, retried, succeeded,
-failed, stopped}, OpenPAI's v2 field) when it has one, else the owner's profile preference (which
-speaks of endings only).
+Whether to mail: the job's own `extras.jobStatusChangeNotification` ({running, preempted, retried,
+succeeded, failed, stopped}: OpenPAI's v2 field, and the portal's `preempted`) when it has one,
+else the owner's profile preference (which speaks of endings only).
 """
 
 from __future__ import annotations
@@ -12,17 +13,16 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.mail import send_mail
+from django.db import transaction
 from django.urls import reverse
 
 from accounts.models import NotificationPreference
-from jobs import webhooks
+from jobs import outbox, webhooks
 from jobs.models import Job, JobState
 
 log = logging.getLogger("pai.notifications")
 
 ENDINGS = {JobState.SUCCEEDED: "succeeded", JobState.FAILED: "failed", JobState.STOPPED: "stopped"}
-WORDS = {"running": "is running", "retried": "is being retried"}  # the others: the state's name
 
 
 def wants_email(job: Job, event: str) -> bool:
@@ -44,38 +44,40 @@ def job_ended(job_id: int) -> None:
     job_changed(job_id, None)
 
 
-def job_changed(job_id: int, event: str | None) -> None:
-    """Mail the owner if they asked, and queue the webhooks (`event` None: the ending the job's
-    state says). Never raises: a mail server's (or the database's) trouble must not fail the pass."""
-    try:
-        row = Job.objects.filter(pk=job_id).values("owner_id", "owner__email", "state").first()
-        event = event or (ENDINGS.get(JobState(row["state"])) if row else None)
-        if row is None or event is None:
-            return
-        hooked = webhooks.wanted(row["owner_id"], event)
-        if not hooked and not row["owner__email"]:
-            return  # (nothing to load: this runs for every job's every change)
-        job = Job.objects.select_related("owner", "virtual_cluster").get(pk=job_id)
-        if hooked:
-            webhooks.enqueue(job, event)
-    except Exception as exc:
-        log.warning("could not queue the webhooks of job %s: %s", job_id, exc)
+def job_changed(job_id: int, event: str | None, detail: str = "") -> None:
+    """The owner's mail if they asked, and the webhooks', into the outbox (`event` None: the ending
+    the job's state says; `detail`: a sentence the notices add, e.g. who preempted the job). Call
+    it inside the transaction of the change: a rollback takes its notices too. Never raises (a
+    notice that cannot be written is logged; the change goes on)."""
+    row = Job.objects.filter(pk=job_id).values("owner_id", "owner__email", "state").first()
+    event = event or (ENDINGS.get(JobState(row["state"])) if row else None)
+    if row is None or event is None:
         return
-    if not wants_email(job, event):
-        return
+    hooked = webhooks.wanted(row["owner_id"], event)
+    if not hooked and not row["owner__email"]:
+        return  # (nothing to load: this runs for every job's every change)
     try:
-        send_mail(_subject(job, event), _body(job, event), None, [job.owner.email])
-    except Exception as exc:
-        log.warning("could not mail %s about job %s: %s", job.owner.email, job.full_name, exc)
+        with transaction.atomic():  # (a savepoint: notices that cannot be written never undo the change)
+            _write(Job.objects.select_related("owner", "virtual_cluster").get(pk=job_id), event, detail, hooked)
+    except Exception:
+        log.exception("could not write the notices of job %s (%s)", job_id, event)
 
 
-def _subject(job: Job, event: str) -> str:
-    return f"[PAI] Job {job.full_name} {WORDS.get(event, event)}"
+def _write(job: Job, event: str, detail: str, hooked: bool) -> None:
+    if hooked:
+        webhooks.enqueue(job, event, detail)
+    if wants_email(job, event):
+        said = f"Job {job.full_name} {webhooks.EVENT_WORDS.get(event, event)}"
+        url = f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[job.full_name])}"
+        line = f"{said}: {url}"  # (in a digest)
+        outbox.mail(job.owner, f"[PAI] {said}", _body(job, event, detail, url), event=event, job=job, line=line)
 
 
-def _body(job: Job, event: str) -> str:
-    lines = [f"Your job {job.full_name} {WORDS.get(event, event)}."]
+def _body(job: Job, event: str, detail: str, url: str) -> str:
+    lines = [f"Your job {job.full_name} {webhooks.EVENT_WORDS.get(event, event)}."]
+    if detail:
+        lines.append(detail)
     if job.exit_code and event in ENDINGS.values():
         lines.append(f"Exit code {job.exit_code}: {job.exit_diagnostics}")
-    lines.append(f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[job.full_name])}")
+    lines.append(url)
     return "\n\n".join(lines) + "\n"

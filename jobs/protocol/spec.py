@@ -111,6 +111,7 @@ class JobStatusChangeNotification(TypedDict, total=False):
     stopped: bool
     failed: bool
     retried: bool
+    preempted: bool  # the portal's: a preemption (OpenPAI's clients hear it as `retried` too)
 
 
 # The functional form: the runtime plugins' key has dots in it (mypy wants the literal here, not

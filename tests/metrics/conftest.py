@@ -1,5 +1,5 @@
-"""The metrics tests' fixtures: process tasks (tests/scheduler) and a real HTTP server that
-receives webhooks."""
+"""The metrics tests' fixtures: process tasks (tests/scheduler), a real HTTP server that receives
+webhooks and a real SMTP server that takes mail or stalls."""
 
 from __future__ import annotations
 
@@ -10,9 +10,20 @@ from typing import Any
 
 import pytest
 
+from bench.mail_server import MailServer
 from tests.scheduler.conftest import process_node, run_until, scheduler, submit
 
-__all__ = ["Receiver", "process_node", "receiver", "run_until", "scheduler", "submit"]
+__all__ = [
+    "MailServer",
+    "Receiver",
+    "mail_server",
+    "mailed_user",
+    "process_node",
+    "receiver",
+    "run_until",
+    "scheduler",
+    "submit",
+]
 
 
 class Receiver:
@@ -49,3 +60,21 @@ def receiver(settings) -> Iterator[Receiver]:
     thread.start()
     yield found
     found.server.shutdown()
+
+
+@pytest.fixture
+def mailed_user(user):
+    """alice, with an email address."""
+    user.email = "alice@example.org"
+    user.save()
+    return user
+
+
+@pytest.fixture
+def mail_server(settings) -> Iterator[MailServer]:
+    """Django's SMTP backend pointed at a real local MailServer (EMAIL_TIMEOUT: 5 s, the default)."""
+    server = MailServer().start()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = server.host, server.port, 5.0
+    yield server
+    server.stop()

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, Node
-from jobs import webhooks
+from jobs import outbox, webhooks
 from jobs.models import Job, JobState, TaskSample
 from scheduling.alerts import evaluate_rules
 from scheduling.models import Alert, AlertRule
@@ -66,13 +66,15 @@ def test_an_idle_gpu_rule_warns_the_owner_then_stops_the_job_after_the_grace(idl
     evaluate_rules()
     alert = Alert.objects.get()
     assert alert.subject == "job alice~idle" and "averaged 2 %" in alert.summary
+    assert mail.outbox == [] and receiver.posts == []  # sent by the outbox's sender, not here
+    outbox.deliver_due()
     (message,) = mail.outbox
     assert message.to == ["alice@example.org"] and "It will be stopped at" in message.body
-    webhooks.deliver_due()
     assert receiver.events() == ["alert"]
     assert list(Job.objects.get(pk=idle_job.pk).tags.values_list("name", flat=True)) == ["idle-gpus"]
 
     evaluate_rules()  # within the grace: nothing more
+    outbox.deliver_due()
     assert Job.objects.get(pk=idle_job.pk).execution_type == "START" and len(mail.outbox) == 1
     evaluate_rules(timezone.now() + timedelta(minutes=31))
     job = run_until(idle_job, JobState.STOPPED)
@@ -102,6 +104,7 @@ def test_a_node_down_rule_fires_cordons_and_clears(gpu_node, admin_user):
         down_since=timezone.now() - timedelta(minutes=6), down_reason="timed out"
     )
     evaluate_rules()
+    outbox.deliver_due()
     alert = Alert.objects.get()
     assert alert.resolved_at is None and alert.subject == f"node {gpu_node.name}"
     assert [m.to for m in mail.outbox] == [["root@example.org"]]

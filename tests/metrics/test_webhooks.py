@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import webhooks
+from jobs import outbox, webhooks
 from jobs.crypto import encrypt_text
 from jobs.models import JobState, Webhook, WebhookDelivery
 from tests.scheduler.conftest import role, v2_job
@@ -21,9 +21,9 @@ pytestmark = pytest.mark.django_db
 
 
 def deliver_everything() -> None:
-    """The outbox's sender, with its clock moved past every backoff."""
+    """The outbox's sender, with its clock moved past every backoff (and the digests' window)."""
     for _ in range(10):
-        if not webhooks.deliver_due(timezone.now() + timedelta(days=1)):
+        if not outbox.deliver_due(timezone.now() + timedelta(days=1)):
             return
 
 
@@ -67,12 +67,12 @@ def test_a_failing_receiver_is_tried_again_later_until_it_answers(user, receiver
     receiver.statuses = [500, 503]
     run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
 
-    assert webhooks.deliver_due() == 1
+    assert outbox.deliver_due() == 1
     delivery = WebhookDelivery.objects.get()
     assert delivery.last_status == "500" and delivery.delivered_at is None
     assert delivery.next_attempt_at is not None
     assert timedelta(seconds=25) < delivery.next_attempt_at - timezone.now() <= timedelta(seconds=30)
-    assert webhooks.deliver_due() == 0  # not before its backoff
+    assert outbox.deliver_due() == 0  # not before its backoff
     deliver_everything()
     delivery.refresh_from_db()
     assert delivery.attempts == 3 and delivery.delivered_at is not None and len(receiver.posts) == 3
@@ -114,7 +114,7 @@ def test_a_hook_saved_before_its_target_was_refused_is_not_called(user):
     )
     webhooks.forget_hooks()  # (the hooks are cached per process)
     webhooks.enqueue_alert(user.pk, None, "a test alert")
-    webhooks.deliver_due()
+    outbox.deliver_due()
     assert WebhookDelivery.objects.get().last_status.startswith("refused: points at a shared address")
 
 
@@ -127,6 +127,6 @@ def test_a_target_that_turned_inside_since_it_was_saved_is_not_called(user, rece
     webhooks.create_hook(user, receiver.url, ["succeeded"])
     settings.PAI_WEBHOOK_ALLOWED_HOSTS = []
     run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
-    webhooks.deliver_due()
+    outbox.deliver_due()
     assert receiver.posts == []
     assert WebhookDelivery.objects.get().last_status.startswith("refused: points at a loopback address")

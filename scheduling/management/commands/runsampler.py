@@ -1,5 +1,6 @@
 """`python manage.py runsampler [--once]`: the resource sampler (scheduling.sampler), a process of
-its own beside `runscheduler`, with the webhooks' sender (scheduling.outbox) on a thread."""
+its own beside `runscheduler`, with the outbox's sender (scheduling.outbox: mails, webhooks) on a
+thread."""
 
 import os
 import signal
@@ -9,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from scheduling.outbox import send_webhooks
+from scheduling.outbox import send_notices
 from scheduling.sampler import Sampler, release_lease, take_lease
 
 
@@ -39,7 +40,7 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, finish)
         signal.signal(signal.SIGINT, finish)
-        sender = threading.Thread(target=send_webhooks, args=(stop, holding.is_set), name="webhooks", daemon=True)
+        sender = threading.Thread(target=send_notices, args=(stop, holding.is_set), name="outbox", daemon=True)
         sender.start()
         try:
             sampler.run(stop)
