@@ -130,9 +130,9 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         ssh_authorized_keys=authorized_keys_for(job) or None,
         secret_env=task_ssh_secret_env(job) | app_secret_env(job, task),
         host_network=host_network,
-        # (On a job network Docker's DNS names the tasks; a process or Slurm task's sandbox gets
-        # these as its /etc/hosts lines.)
-        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network or not in_container else {},
+        # Every job-mate's /etc/hosts line, known before any starts (Docker's DNS on a job network
+        # names a container only once it runs: a task's first line would miss a late job-mate).
+        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip},
         work_dir_aliases=[]
         if in_container
         else [str(host_work_dir.with_name(f"{t.role}-{t.index}")) for t in everyone if t.pk != task.pk],

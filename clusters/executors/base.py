@@ -66,9 +66,10 @@ class TaskLaunch:
     # Secret values, never logged; the executor passes them to the task only.
     secret_env: dict[str, str] = field(default_factory=dict)
     # A job that spans nodes runs on each node's own network (docs/architecture.md, "Networks"):
-    # the task binds its ports on the node's address, and `<role>-<index>` names come from
-    # /etc/hosts entries (name -> node address) instead of a job network's DNS.
+    # the task binds its ports on the node's address.
     host_network: bool = False
+    # Every job-mate's `<role>-<index>` -> address, its /etc/hosts lines (on a job network too:
+    # its DNS names a container only once it runs).
     extra_hosts: dict[str, str] = field(default_factory=dict)
     # A process task's job-mates' work dirs (host paths): its sandbox shows its own work dir there
     # too, so a path one task names (`mpirun ... python3 $PWD/train.py`) is the same file's in every

@@ -558,14 +558,16 @@ class DockerExecutor(Executor):
 
     def _network_options(self, launch: TaskLaunch, ports: list[int]) -> dict[str, Any]:
         """The job's own network, its ports published on the node's address; or, for a job that
-        spans nodes, the node's network itself, where the task binds its ports directly and finds
-        its job-mates' names in /etc/hosts."""
+        spans nodes, the node's network itself, where the task binds its ports directly. Either way
+        its job-mates' names are in /etc/hosts from its first line (the job network's DNS knows a
+        container only once it runs)."""
         if launch.host_network:
             # On the node's network NET_RAW would let a task sniff or forge other jobs' traffic.
             return {"network_mode": "host", "extra_hosts": launch.extra_hosts, "cap_drop": ["NET_RAW"]}
         return {
             "network_mode": self.network_name(launch.job_id),
             "port_bindings": {port: (self.address, port) for port in ports},
+            "extra_hosts": launch.extra_hosts,
         }
 
     def _networking_config(self, launch: TaskLaunch) -> dict[str, Any] | None:
