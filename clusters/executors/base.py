@@ -208,7 +208,13 @@ class Executor(abc.ABC):
         """Raise when the node's backend does not answer (the scheduler's heartbeat)."""
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:  # noqa: B027
-        """Called once after a job finished or stopped (e.g. remove the network)."""
+        """Called after a job finished or stopped (e.g. remove the network); raises when it could
+        not finish (it is called again, until it does: reconcile sweeps leftover_jobs())."""
+
+    def leftover_jobs(self) -> set[int]:
+        """The jobs whose node-side leftovers (networks) this node holds: reconcile cleans up those
+        of jobs that no longer run here (a clean-up that failed, or that a crash never sent)."""
+        return set()
 
 
 class ExecutorError(Exception):

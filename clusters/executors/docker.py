@@ -287,11 +287,18 @@ class DockerExecutor(Executor):
                     self._remove(container["Id"])
             if keep and containers:
                 return  # the kept containers stay attached to their network
-            network = self._network(self.network_name(job_id))
-            if network is not None:
-                self.api.remove_network(network["Id"])
+            for network in self._named(self.network_name(job_id)):  # (duplicates too: see _duplicated)
+                with contextlib.suppress(NotFound):  # (gone meanwhile: a late call of an earlier try)
+                    self.api.remove_network(network["Id"])
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            log.warning("cleaning up job %s on %s: %s", job_id, self.docker_url or "local engine", exc)
+            engine = self.docker_url or "the local engine"
+            raise ExecutorError(f"cleaning up job {job_id} on {engine}: {_explain(exc)}", _failure_of(exc)) from exc
+
+    def leftover_jobs(self) -> set[int]:
+        """The jobs whose networks this engine holds (by their labels)."""
+        networks = self.api.networks(filters={"label": [self._marker()]})
+        ids = {str((network.get("Labels") or {}).get("pai.job-id", "")) for network in networks}
+        return {int(job_id) for job_id in ids if job_id.isdigit()}
 
     # -- tasks -------------------------------------------------------------------------------
 
