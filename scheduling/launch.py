@@ -16,6 +16,7 @@ from clusters.executors.base import TaskLaunch
 from jobs.interactive import app_secret_env
 from jobs.models import Job, Task
 from jobs.protocol import task_script
+from jobs.protocol.interactive import declared_apps
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.protocol.spec import NormalizedSpec, RegistryAuth
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
@@ -106,6 +107,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         }
     elif paths.get("authFile"):
         registry_auth = storage.read_auth_file(user, paths["authFile"])
+    apps = app_endpoints(spec, everyone)
     return TaskLaunch(
         job_id=job.pk,
         job_name=job.full_name,
@@ -139,4 +141,17 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         owner_is_admin=is_admin(job.owner),
         owner_id=job.owner_id,
         infiniband=bool((role_spec.get("extraContainerOptions") or {}).get("infiniband")),
+        app_ports=[port for served, port in apps if served.pk == task.pk],
+        job_app_endpoints=[(served.ip, port) for served, port in apps if served.ip],
     )
+
+
+def app_endpoints(spec: NormalizedSpec, everyone: list[Task]) -> list[tuple[Task, int]]:
+    """Each port of the job's apps, with the task that serves it (its role's first)."""
+    first = {t.role: t for t in everyone if t.index == 0}
+    return [
+        (first[app.role], int(port))
+        for app in declared_apps(spec)
+        if app.role in first
+        for port in (first[app.role].ports or {}).get(app.port_label) or []
+    ]

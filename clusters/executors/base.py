@@ -80,6 +80,11 @@ class TaskLaunch:
     # extraContainerOptions.infiniband: the node's /dev/infiniband devices (and IPC_LOCK) in the container.
     infiniband: bool = False
     owner_id: int = 0  # the owner's user id: the process executor's sandbox runs each user's tasks as their own uid
+    # Interactive apps (clusters/executors/app_ports.py): this task's ports that serve one, opened to
+    # its job's tasks and the portal alone; and every app of the job as its tasks address it
+    # (`PAI_HOST_IP_*` of the serving task, its port), which a process task's network translates.
+    app_ports: list[int] = field(default_factory=list)
+    job_app_endpoints: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def hostname(self) -> str:

@@ -45,6 +45,7 @@ from docker.utils import parse_repository_tag
 
 import clusters.userfs as userfs
 from clusters.executors import staging
+from clusters.executors.app_ports import portals_own_engine
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -564,16 +565,19 @@ class DockerExecutor(Executor):
         return str(created["Id"])
 
     def _network_options(self, launch: TaskLaunch, ports: list[int]) -> dict[str, Any]:
-        """The job's own network, its ports published on the node's address; or, for a job that
+        """The job's own network, its ports published on the node's address (an app's, on the
+        portal's own engine, nowhere); or, for a job that
         spans nodes, the node's network itself, where the task binds its ports directly. Either way
         its job-mates' names are in /etc/hosts from its first line (the job network's DNS knows a
         container only once it runs)."""
         if launch.host_network:
             # On the node's network NET_RAW would let a task sniff or forge other jobs' traffic.
             return {"network_mode": "host", "extra_hosts": launch.extra_hosts, "cap_drop": ["NET_RAW"]}
+        # An app's port stays on the job's network, where the portal's machine reaches it (app_ports.py).
+        unpublished = set(launch.app_ports) if portals_own_engine(self.docker_url) else set()
         return {
             "network_mode": self.network_name(launch.job_id),
-            "port_bindings": {port: (self.address, port) for port in ports},
+            "port_bindings": {port: (self.address, port) for port in ports if port not in unpublished},
             "extra_hosts": launch.extra_hosts,
         }
 
