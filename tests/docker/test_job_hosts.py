@@ -19,7 +19,7 @@ from tests.factories import default_image
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]
 
-LATE_START_LIMIT_S = 60
+LATE_START_LIMIT_S = 120
 
 
 class LateRole:
@@ -92,7 +92,7 @@ taskRoles:
 
 
 def test_a_workers_first_line_resolves_a_job_mate_that_starts_late(user, docker_node, ps_starts_last, run_until):
-    job = run_until(submit_job(user, TWO_ROLES), JobState.SUCCEEDED, JobState.FAILED, timeout=120)
+    job = run_until(submit_job(user, TWO_ROLES), JobState.SUCCEEDED, JobState.FAILED, timeout=240)
 
     assert ps_starts_last["ps"].held == 1  # (ps-0 really started once the worker had ended)
     assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
