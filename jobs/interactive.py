@@ -12,6 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
+from clusters.executors.app_ports import app_host
 from jobs.models import InteractiveApp, Job, JobState, Task, TaskState
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.interactive import declared_apps
@@ -67,13 +68,14 @@ def serving_task(app: InteractiveApp) -> Task | None:
 
 
 def target_of(app: InteractiveApp, task: Task | None) -> Target | None:
-    """Where the app answers while its job and task run; None otherwise. Ports are published or
-    bound on the node's address (as the job page's port links)."""
+    """Where the app answers while its job and task run; None otherwise. An app's port is open to
+    its job and the portal alone where the node allows (clusters/executors/app_ports.py)."""
     if app.job.state != JobState.RUNNING or task is None or task.state != TaskState.RUNNING:
         return None
     ports = (task.ports or {}).get(app.port_label)
     port = (ports[0] if ports else None) if isinstance(ports, list) else ports
-    host = task.published_address()
+    node = task.node
+    host = app_host(node.executor, node.docker_url, node.address, task.ip, app.job_id) if node else task.ip
     if not host or not port:
         return None
     return Target(host, int(port))

@@ -325,12 +325,17 @@ class Bulkheaded(Executor):
     def _cleanup(self, what: str, call: Callable[[], None]) -> None:
         try:
             self.lane.call(what, call)
-        except NodeSilent:
-            self.lane.missed_cleanup = True  # (the heartbeat reconciles the node once it answers)
+        except Exception:
+            # Not done (no answer in time, or the engine said no): the heartbeat reconciles the
+            # node once it answers, and again after each reconcile that leaves something behind.
+            self.lane.missed_cleanup = True
             raise
 
     def list_running(self) -> list[RunningTask]:
         return self.lane.call("list_running", self.executor.list_running)
+
+    def leftover_jobs(self) -> set[int]:
+        return self.lane.call("leftover_jobs", self.executor.leftover_jobs)
 
     def prepare_job(
         self,

@@ -16,6 +16,7 @@ from clusters.executors.base import TaskLaunch
 from jobs.interactive import app_secret_env
 from jobs.models import Job, Task
 from jobs.protocol import task_script
+from jobs.protocol.interactive import declared_apps
 from jobs.protocol.runtime_env import RuntimeContext, TaskAddress, build_runtime_env
 from jobs.protocol.spec import NormalizedSpec, RegistryAuth
 from jobs.ssh import authorized_keys_for, host_network_ssh_env, task_ssh_env, task_ssh_secret_env
@@ -106,6 +107,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         }
     elif paths.get("authFile"):
         registry_auth = storage.read_auth_file(user, paths["authFile"])
+    apps = app_endpoints(spec, everyone)
     return TaskLaunch(
         job_id=job.pk,
         job_name=job.full_name,
@@ -130,13 +132,26 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
         ssh_authorized_keys=authorized_keys_for(job) or None,
         secret_env=task_ssh_secret_env(job) | app_secret_env(job, task),
         host_network=host_network,
-        # (On a job network Docker's DNS names the tasks; a process or Slurm task's sandbox gets
-        # these as its /etc/hosts lines.)
-        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip} if host_network or not in_container else {},
+        # Every job-mate's /etc/hosts line, known before any starts (Docker's DNS on a job network
+        # names a container only once it runs: a task's first line would miss a late job-mate).
+        extra_hosts={f"{t.role}-{t.index}": t.ip for t in everyone if t.ip},
         work_dir_aliases=[]
         if in_container
         else [str(host_work_dir.with_name(f"{t.role}-{t.index}")) for t in everyone if t.pk != task.pk],
         owner_is_admin=is_admin(job.owner),
         owner_id=job.owner_id,
         infiniband=bool((role_spec.get("extraContainerOptions") or {}).get("infiniband")),
+        app_ports=[port for served, port in apps if served.pk == task.pk],
+        job_app_endpoints=[(served.ip, port) for served, port in apps if served.ip],
     )
+
+
+def app_endpoints(spec: NormalizedSpec, everyone: list[Task]) -> list[tuple[Task, int]]:
+    """Each port of the job's apps, with the task that serves it (its role's first)."""
+    first = {t.role: t for t in everyone if t.index == 0}
+    return [
+        (first[app.role], int(port))
+        for app in declared_apps(spec)
+        if app.role in first
+        for port in (first[app.role].ports or {}).get(app.port_label) or []
+    ]

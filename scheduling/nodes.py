@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.utils import timezone
 
-from clusters.executors.base import Failure, TaskStatus
+from clusters.executors.base import Executor, Failure, TaskStatus
 from clusters.models import Node
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
@@ -20,6 +20,9 @@ from scheduling import launch as launch_builder
 from scheduling.backends import Backends
 
 log = logging.getLogger("pai.scheduler")
+
+# A job in these states may hold a network on a node where it has a task: reconcile leaves it alone.
+HOLDING_JOB_STATES = (JobState.RUNNING, JobState.STOPPING)
 
 
 def set_down(node: Node, reason: str) -> bool:
@@ -100,12 +103,27 @@ def reconcile_node(node: Node) -> list[Task]:
             log.info("reconcile: removing orphan %s %s", running.handle.executor_id, running.labels)
             executors.node_executor(node).stop(running.handle)
             orphaned_jobs.add(running.labels.get("pai.job-id", ""))
-    # Their jobs' node-side leftovers too (networks), unless the job runs there now.
-    for job in Job.objects.filter(pk__in=[int(i) for i in orphaned_jobs if i.isdigit()]).exclude(
-        pk__in=active.values("job_id")
-    ):
-        executors.node_executor(node).cleanup_job(job.pk, keep=launch_builder.is_debug(job.normalized))
+    _sweep_leftovers(node, executor, {int(i) for i in orphaned_jobs if i.isdigit()})
     return never_started
+
+
+def _sweep_leftovers(node: Node, executor: Executor, orphaned_jobs: set[int]) -> None:
+    """The node-side leftovers (networks) of jobs that no longer run on the node: those of its
+    orphans, and every one it holds (a clean-up that failed or ran past its deadline, one that a
+    crash never sent). One that fails again is tried again at the next reconcile of the node."""
+    try:
+        jobs = orphaned_jobs | executor.leftover_jobs()
+    except Exception as exc:
+        log.warning("reconcile: cannot list %s's leftovers: %s", node.name, exc)
+        return
+    # (A job claimed for the node keeps its network from prepare_job on; a stopping one is torn down.)
+    here = set(Task.objects.filter(node=node, job__state__in=HOLDING_JOB_STATES).values_list("job_id", flat=True))
+    debug = {job.pk: launch_builder.is_debug(job.normalized) for job in Job.objects.filter(pk__in=jobs - here)}
+    for job_id in sorted(jobs - here):
+        try:
+            executor.cleanup_job(job_id, keep=debug.get(job_id, False))
+        except Exception as exc:
+            log.warning("reconcile: cleaning up job %s on %s failed: %s; again later", job_id, node.name, exc)
 
 
 def _is_recorded(executor_id: str) -> bool:

@@ -66,9 +66,10 @@ class TaskLaunch:
     # Secret values, never logged; the executor passes them to the task only.
     secret_env: dict[str, str] = field(default_factory=dict)
     # A job that spans nodes runs on each node's own network (docs/architecture.md, "Networks"):
-    # the task binds its ports on the node's address, and `<role>-<index>` names come from
-    # /etc/hosts entries (name -> node address) instead of a job network's DNS.
+    # the task binds its ports on the node's address.
     host_network: bool = False
+    # Every job-mate's `<role>-<index>` -> address, its /etc/hosts lines (on a job network too:
+    # its DNS names a container only once it runs).
     extra_hosts: dict[str, str] = field(default_factory=dict)
     # A process task's job-mates' work dirs (host paths): its sandbox shows its own work dir there
     # too, so a path one task names (`mpirun ... python3 $PWD/train.py`) is the same file's in every
@@ -79,6 +80,11 @@ class TaskLaunch:
     # extraContainerOptions.infiniband: the node's /dev/infiniband devices (and IPC_LOCK) in the container.
     infiniband: bool = False
     owner_id: int = 0  # the owner's user id: the process executor's sandbox runs each user's tasks as their own uid
+    # Interactive apps (clusters/executors/app_ports.py): this task's ports that serve one, opened to
+    # its job's tasks and the portal alone; and every app of the job as its tasks address it
+    # (`PAI_HOST_IP_*` of the serving task, its port), which a process task's network translates.
+    app_ports: list[int] = field(default_factory=list)
+    job_app_endpoints: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def hostname(self) -> str:
@@ -207,7 +213,13 @@ class Executor(abc.ABC):
         """Raise when the node's backend does not answer (the scheduler's heartbeat)."""
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:  # noqa: B027
-        """Called once after a job finished or stopped (e.g. remove the network)."""
+        """Called after a job finished or stopped (e.g. remove the network); raises when it could
+        not finish (it is called again, until it does: reconcile sweeps leftover_jobs())."""
+
+    def leftover_jobs(self) -> set[int]:
+        """The jobs whose node-side leftovers (networks) this node holds: reconcile cleans up those
+        of jobs that no longer run here (a clean-up that failed, or that a crash never sent)."""
+        return set()
 
 
 class ExecutorError(Exception):

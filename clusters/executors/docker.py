@@ -45,6 +45,7 @@ from docker.utils import parse_repository_tag
 
 import clusters.userfs as userfs
 from clusters.executors import staging
+from clusters.executors.app_ports import portals_own_engine
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -287,11 +288,18 @@ class DockerExecutor(Executor):
                     self._remove(container["Id"])
             if keep and containers:
                 return  # the kept containers stay attached to their network
-            network = self._network(self.network_name(job_id))
-            if network is not None:
-                self.api.remove_network(network["Id"])
+            for network in self._named(self.network_name(job_id)):  # (duplicates too: see _duplicated)
+                with contextlib.suppress(NotFound):  # (gone meanwhile: a late call of an earlier try)
+                    self.api.remove_network(network["Id"])
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            log.warning("cleaning up job %s on %s: %s", job_id, self.docker_url or "local engine", exc)
+            engine = self.docker_url or "the local engine"
+            raise ExecutorError(f"cleaning up job {job_id} on {engine}: {_explain(exc)}", _failure_of(exc)) from exc
+
+    def leftover_jobs(self) -> set[int]:
+        """The jobs whose networks this engine holds (by their labels)."""
+        networks = self.api.networks(filters={"label": [self._marker()]})
+        ids = {str((network.get("Labels") or {}).get("pai.job-id", "")) for network in networks}
+        return {int(job_id) for job_id in ids if job_id.isdigit()}
 
     # -- tasks -------------------------------------------------------------------------------
 
@@ -557,15 +565,20 @@ class DockerExecutor(Executor):
         return str(created["Id"])
 
     def _network_options(self, launch: TaskLaunch, ports: list[int]) -> dict[str, Any]:
-        """The job's own network, its ports published on the node's address; or, for a job that
-        spans nodes, the node's network itself, where the task binds its ports directly and finds
-        its job-mates' names in /etc/hosts."""
+        """The job's own network, its ports published on the node's address (an app's, on the
+        portal's own engine, nowhere); or, for a job that
+        spans nodes, the node's network itself, where the task binds its ports directly. Either way
+        its job-mates' names are in /etc/hosts from its first line (the job network's DNS knows a
+        container only once it runs)."""
         if launch.host_network:
             # On the node's network NET_RAW would let a task sniff or forge other jobs' traffic.
             return {"network_mode": "host", "extra_hosts": launch.extra_hosts, "cap_drop": ["NET_RAW"]}
+        # An app's port stays on the job's network, where the portal's machine reaches it (app_ports.py).
+        unpublished = set(launch.app_ports) if portals_own_engine(self.docker_url) else set()
         return {
             "network_mode": self.network_name(launch.job_id),
-            "port_bindings": {port: (self.address, port) for port in ports},
+            "port_bindings": {port: (self.address, port) for port in ports if port not in unpublished},
+            "extra_hosts": launch.extra_hosts,
         }
 
     def _networking_config(self, launch: TaskLaunch) -> dict[str, Any] | None:

@@ -16,6 +16,10 @@ sandbox and outside setpriv) attaches the namespace (attach()):
   node's Docker bridges: the namespace's kernel refuses those before pasta sees a packet. A node
   address in 127/8 (one machine, e.g. 127.0.0.2) is routed out through pasta instead, so a job's
   tasks still reach each other at `<node address>:<declared port>`.
+- A port of an interactive app is forwarded from the job's own loopback address instead
+  (app_ports.py), where the portal's proxy connects and no other job's task can; the job's tasks
+  reach it at `<node address>:<port>` all the same: their namespace's nftables translate exactly
+  those destinations to the job's address, routed out through pasta (needs `nft`, package nftables).
 Only then is the task let go. bwrap's namespaces belong to an outer user namespace of bwrap's; the
 task runs in a nested one, without capabilities there, so it cannot change routes, addresses or
 interfaces. pasta joins the outer one as the task's uid (the portal's uid when it is not root):
@@ -68,6 +72,20 @@ class NetworkError(Exception):
 
 
 @dataclass(frozen=True)
+class JobApps:
+    """A job's interactive apps as one of its tasks' network sees them: the job's own loopback
+    address (app_ports.job_app_address), this task's app ports (forwarded from there alone) and
+    every app's (node address, port) as the job's tasks address it (translated to the job's address)."""
+
+    address: str = ""
+    own: tuple[int, ...] = ()
+    endpoints: tuple[tuple[str, int], ...] = ()
+
+
+NO_APPS = JobApps()
+
+
+@dataclass(frozen=True)
 class TaskNetwork:
     docker_subnet_pool: str = ""  # the portal's pool for job networks (PAI_DOCKER_SUBNET_POOL)
     pasta: str = "pasta"
@@ -79,29 +97,41 @@ class TaskNetwork:
                 return f"{tool} is not installed on this node (Debian: apt-get install {package})"
         return ""
 
-    def plan(self, address: str, ports: dict[str, list[int]], ids: tuple[int, int]) -> dict[str, object]:
+    def plan(
+        self, address: str, ports: dict[str, list[int]], ids: tuple[int, int], apps: JobApps = NO_APPS
+    ) -> dict[str, object]:
         """What the supervisor does to the namespace (JSON, in supervise.json): pasta's options
-        (without the namespace, named by descriptor at attach time) and the routes."""
-        forwarded = sorted({port for numbers in ports.values() for port in numbers})
+        (without the namespace, named by descriptor at attach time), the routes and the nftables
+        rules (the job's apps)."""
+        declared = sorted({port for numbers in ports.values() for port in numbers})
+        forwarded = [(address, port) for port in declared if port not in apps.own]
+        forwarded += [(apps.address, port) for port in declared if port in apps.own]
         pasta = [self.pasta, "--quiet", "--foreground", "--ipv4-only", "--config-net", "--no-map-gw"]
         pasta += ["--ns-ifname", TASK_INTERFACE, "--address", TASK_ADDRESS, "--netmask", str(TASK_PREFIX)]
         pasta += ["--gateway", TASK_GATEWAY, "--tcp-ns", "none", "--udp-ns", "none"]  # nothing of the host's loopback
         for option in ("--tcp-ports", "--udp-ports"):
             if not forwarded:
                 pasta += [option, "none"]  # (pasta's default would forward every port the task binds)
-            for port in forwarded:
-                pasta += [option, f"{address}/{port}"]
+            for host, port in forwarded:
+                pasta += [option, f"{host}/{port}"]
         if os.geteuid() == 0:
             pasta += ["--runas", f"{ids[0]}:{ids[1]}"]  # the namespace's owner (else pasta drops to nobody)
-        return {"pasta": pasta, "routes": self.routes(address), "localnet": self._is_other_loopback(address)}
+        return {
+            "pasta": pasta,
+            "routes": self.routes(address, apps),
+            "localnet": self._is_other_loopback(address) or bool(apps.endpoints),
+            "nat": app_rules(apps),
+        }
 
-    def routes(self, address: str) -> list[str]:
+    def routes(self, address: str, apps: JobApps = NO_APPS) -> list[str]:
         """`ip -batch` lines: 127.0.0.1 stays the task's own; the rest of 127/8, link-local and
-        Docker's subnets unreachable; a loopback node address out through pasta."""
+        Docker's subnets unreachable; a loopback node address and the job's app address out through
+        pasta."""
         lines = ["address del 127.0.0.1/8 dev lo", "address add 127.0.0.1/32 dev lo"]
         lines += [f"route add unreachable {subnet}" for subnet in self.blocked_subnets()]
-        if self._is_other_loopback(address):
-            lines.append(f"route add {address}/32 via {TASK_GATEWAY} dev {TASK_INTERFACE}")
+        through_pasta = [address] if self._is_other_loopback(address) else []
+        through_pasta += [apps.address] if apps.endpoints else []
+        lines += [f"route add {host}/32 via {TASK_GATEWAY} dev {TASK_INTERFACE}" for host in through_pasta]
         return lines
 
     @staticmethod
@@ -135,6 +165,20 @@ class TaskNetwork:
             detail = output.strip().splitlines()[-1:] or [f"exit {code}"]
             return f"a task's own network does not keep the host's loopback out here: {detail[0]}"
         return ""
+
+
+def app_rules(apps: JobApps) -> str:
+    """nftables rules for the task's namespace ('' when the job has no app): each app's
+    `<node address>:<port>` is translated to the job's own address, where pasta on the portal's
+    machine connects (UDP too, as pasta forwards both)."""
+    if not apps.endpoints:
+        return ""
+    rules = "".join(
+        f"    ip daddr {host} meta l4proto {{ tcp, udp }} th dport {port} dnat to {apps.address}\n"
+        for host, port in sorted(set(apps.endpoints))
+    )
+    chain = "    type nat hook output priority -100; policy accept;\n"
+    return f"table ip pai_apps {{\n  chain output {{\n{chain}{rules}  }}\n}}\n"
 
 
 def open_tun_to_users() -> str:
@@ -286,20 +330,31 @@ def _set_routes(plan: dict[str, object], netns: int, owner: int) -> None:
     if os.geteuid() != 0:
         enter += [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
     script = "ip -batch -"
-    if plan.get("localnet"):  # a 127/8 node address may leave through eth0
+    if plan.get("localnet"):  # a 127/8 node address (the job's app address) may leave through eth0
         script += f" && echo 1 > /proc/sys/net/ipv4/conf/{TASK_INTERFACE}/route_localnet"
     routes = "".join(f"{line}\n" for line in plan["routes"])  # type: ignore[attr-defined]
+    _run_in(enter, [netns, owner], ["sh", "-c", script], routes, "cannot set the task's routes")
+    if rules := str(plan.get("nat") or ""):
+        if shutil.which("nft") is None:
+            raise NetworkError(
+                "nft is not installed on this node (Debian: apt-get install nftables): "
+                "a job's tasks reach the job's apps through it"
+            )
+        _run_in(enter, [netns, owner], ["nft", "-f", "-"], rules, "cannot set the rules to the job's apps")
+
+
+def _run_in(enter: list[str], fds: list[int], command: list[str], stdin: str, failure: str) -> None:
     result = subprocess.run(
-        [*enter, "sh", "-c", script],
-        input=routes.encode(),
+        [*enter, *command],
+        input=stdin.encode(),
         capture_output=True,
-        pass_fds=(netns, owner),
+        pass_fds=tuple(fds),
         timeout=ATTACH_TIMEOUT_S,
         check=False,
     )
     if result.returncode != 0:
         detail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit {result.returncode}"]
-        raise NetworkError(f"cannot set the task's routes: {detail[0]}")
+        raise NetworkError(f"{failure}: {detail[0]}")
 
 
 def run_attached(plan: dict[str, object], argv: Sequence[str]) -> tuple[int, str]:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
+from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -170,14 +171,16 @@ class ProcessExecutor(Executor):
         port another program holds is found here first, as the Docker engine finds it, so the
         scheduler places the job again and keeps that port out of this node's placement."""
         for port in sorted({port for ports in launch.ports.values() for port in ports}):
+            # (An app's port is forwarded from the job's own address: app_ports.py.)
+            address = job_app_address(launch.job_id) if port in launch.app_ports else self.address
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
                 with socket.socket(socket.AF_INET, kind) as probe:
                     probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as pasta binds)
                     try:
-                        probe.bind((self.address, port))
+                        probe.bind((address, port))
                     except OSError as exc:
                         raise ExecutorError(
-                            f"port {port} on {self.address} is held by another program: {exc.strerror or exc}",
+                            f"port {port} on {address} is held by another program: {exc.strerror or exc}",
                             Failure.PORT_CONFLICT,
                         ) from exc
 

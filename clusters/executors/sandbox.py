@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import clusters.userfs as userfs
+from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import TaskLaunch
-from clusters.executors.netns import BLOCK_FD, INFO_FD, TaskNetwork
+from clusters.executors.netns import BLOCK_FD, INFO_FD, NO_APPS, JobApps, TaskNetwork
 
 DEFAULT_SANDBOX_BASE_ID = 2_000_000
 SYSTEM_PATHS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -116,10 +117,11 @@ class Sandbox:
 
     def network_plan(self, launch: TaskLaunch, address: str) -> dict[str, object] | None:
         """What the supervisor sets up in the task's network namespace before its command runs
-        (its declared ports at `address`, the node's); None: the task shares the node's network."""
+        (its declared ports at `address`, the node's, its apps' at the job's own address); None:
+        the task shares the node's network."""
         if self.network is None:
             return None
-        return self.network.plan(address, launch.ports, self.ids(launch))
+        return self.network.plan(address, launch.ports, self.ids(launch), job_apps(launch))
 
     def _base_args(self, hostname: str, own_network: bool = False) -> list[str]:
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session"]
@@ -240,3 +242,11 @@ def job_hosts(names: dict[str, str], node_hosts: str = "/etc/hosts") -> str:
     if text and not text.endswith("\n"):
         text += "\n"
     return text + "".join(f"{address} {name}\n" for name, address in sorted(names.items()))
+
+
+def job_apps(launch: TaskLaunch) -> JobApps:
+    """The job's apps as the task's network sees them (netns.JobApps)."""
+    if not launch.job_app_endpoints:
+        return NO_APPS
+    endpoints = tuple((host, port) for host, port in launch.job_app_endpoints)
+    return JobApps(job_app_address(launch.job_id), tuple(launch.app_ports), endpoints)

@@ -362,16 +362,20 @@ def test_the_tensorboard_plugin_serves_on_the_allocated_port_opened_from_the_job
 
     from django.test import Client
 
+    from jobs.interactive import target_of
+
     plugin = "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: tensorboard\n      parameters:\n"
     plugin += "        port: 11449\n        logdir: {train: /tmp/tb}\n"
     job = run_until(submit_job(user, v2_yaml("board", "sleep 60", image=board_image, extra=plugin)), JobState.RUNNING)
     task = job.tasks.select_related("node").get()
     (port,) = task.ports["tensorboard"]
     address = f"http://{task.node.address}:{port}"
+    target = target_of(job.apps.get(), task)  # (where the proxy reaches it: on the job's network)
+    assert target is not None and (target.host, target.port) == (task.ip, port)
     deadline = time.monotonic() + 20
     while True:
         try:
-            with urllib.request.urlopen(address, timeout=2) as answer:
+            with urllib.request.urlopen(f"http://{task.ip}:{port}", timeout=2) as answer:
                 assert answer.read() == b"board of /tmp/tb"
                 break
         except OSError:

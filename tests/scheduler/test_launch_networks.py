@@ -59,7 +59,8 @@ def test_it_gives_a_spanning_task_its_job_mates_node_addresses(user, two_nodes):
 def test_it_keeps_a_job_on_one_node_on_its_own_network(user, two_nodes):
     node = two_nodes[0]
     launch = launch_of(placed_job(user, [node, node], addresses={0: "10.213.5.2", 1: "10.213.5.3"}), 0)
-    assert launch.host_network is False and launch.extra_hosts == {}
+    assert launch.host_network is False
+    assert launch.extra_hosts == {"worker-0": "10.213.5.2", "worker-1": "10.213.5.3"}  # (before any runs)
     assert "PAI_SSH_HOST_PORTS" not in launch.env and launch.env["PAI_HOST_IP_worker_1"] == "10.213.5.3"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.netns import TaskNetwork
 from clusters.executors.process import ProcessExecutor
@@ -267,3 +268,48 @@ def test_it_leaves_the_tun_device_alone_when_not_root(monkeypatch, tmp_path):
     monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
     assert netns.open_tun_to_users() == ""
     assert private.stat().st_mode & 0o777 == 0o600
+
+
+# -- an interactive app's port: open to its job's tasks and the portal alone (issue 44, item 6) ---
+
+
+@pytest.fixture
+def app_task(executor, make_launch, tmp_path):
+    """Job 7's task serving an app (an `http` port) at its allocated port; that port."""
+    port = free_port()
+    launch = make_launch(
+        serving(port, "the app of job 7"),
+        ports={"web": [port]},
+        app_ports=[port],
+        job_app_endpoints=[(NODE, port)],
+        role="main",
+        work_dir=tmp_path / "main",
+        log_path=tmp_path / "main.log",
+    )
+    handle = executor.start(launch)
+    wait_until(lambda: http_get(job_app_address(launch.job_id), port), 20)
+    yield port
+    executor.stop(handle)
+
+
+def test_it_opens_an_apps_port_at_the_jobs_own_address_and_not_the_nodes(app_task):
+    assert "the app of job 7" in (http_get(job_app_address(7), app_task) or "")  # (where the proxy connects)
+    assert http_get(NODE, app_task) is None
+
+
+def test_it_lets_the_jobs_tasks_reach_its_app_at_the_node_address(app_task, run_task):
+    code, log = run_task(connects(app_task, NODE), job_app_endpoints=[(NODE, app_task)])
+    assert (code, log.strip()) == (0, "REACHED")
+
+
+def reaches(port: int, address: str, within_s: int = 2) -> str:
+    """Shell: REACHED, or `no` (pasta leaves a connection to a port nobody forwards unanswered)."""
+    attempt = f"timeout {within_s} bash -c 'exec 3<>/dev/tcp/{address}/{port}' 2>/dev/null"
+    return f"if {attempt}; then echo REACHED; else echo no; fi"
+
+
+@pytest.mark.slow  # (the connection to the node's address waits out its time)
+def test_it_keeps_another_jobs_task_from_an_app_at_either_address(app_task, run_task):
+    check = f"{reaches(app_task, NODE)}; {reaches(app_task, job_app_address(7))}"
+    code, log = run_task(check, job_id=8, owner_id=2)
+    assert (code, log.split()) == (0, ["no", "no"])
