@@ -112,6 +112,7 @@ class Lane:
         self._busy_deadline = 0.0  # the call in flight's deadline (seconds)
         self._starts: dict[str, Future[Any]] = {}  # starts running, by start_key
         self._abandoned: set[str] = set()  # starts running whose caller stopped waiting
+        self._abandoned_failures: dict[str, BaseException] = {}  # how such starts failed, by start_key
         self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
         self._worker: threading.Thread | None = None  # (started on demand, gone when idle)
 
@@ -222,7 +223,8 @@ class Lane:
             try:
                 result = call()
             except BaseException as exc:
-                self._start_ended(key, began, deadline, answered=not self._unreachable(exc), error=str(exc))
+                answered = not self._unreachable(exc)
+                self._start_ended(key, began, deadline, answered=answered, error=str(exc), failure=exc)
                 future.set_exception(exc)
             else:
                 self._start_ended(key, began, deadline, answered=True, error="")
@@ -251,12 +253,29 @@ class Lane:
         with self._lock:
             return set(self._starts)
 
-    def _start_ended(self, key: str, began: float, deadline: float, *, answered: bool, error: str) -> None:
+    def failed_start(self, key: str) -> BaseException | None:
+        """How a start nobody waited for failed (once): the task it was for is recorded as having
+        failed to start, not started again."""
+        with self._lock:
+            return self._abandoned_failures.pop(key, None)
+
+    def _start_ended(
+        self,
+        key: str,
+        began: float,
+        deadline: float,
+        *,
+        answered: bool,
+        error: str,
+        failure: BaseException | None = None,
+    ) -> None:
         with self._lock:
             self._starts.pop(key, None)
             if key in self._abandoned:  # nobody took its outcome: the next reconcile does
                 self._abandoned.discard(key)
                 self.missed_cleanup = True
+                if failure is not None:
+                    self._abandoned_failures[key] = failure
             if not answered or time.monotonic() - began <= deadline:  # (a late start says nothing)
                 self._answered("start", began, deadline, answered=answered, error=error)
 

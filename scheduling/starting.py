@@ -87,7 +87,11 @@ class Starter:
             not_running |= {task.pk for task in nodes.reconcile_node(node)}
         by_job: dict[int, list[Task]] = defaultdict(list)
         for task in unstarted:
-            if task.pk in not_running:
+            if task.pk not in not_running:
+                continue
+            if (failure := _failed_unseen(task)) is not None:
+                self.failed(task.job, task, failure)
+            else:
                 by_job[task.job_id].append(task)
         starts = []
         for tasks in by_job.values():
@@ -226,3 +230,14 @@ class Starter:
         failure = exc.failure if isinstance(exc, ExecutorError) else None
         status = TaskStatus(running=False, diagnostics=message, failure=failure)
         self.failed_starts.append(FailedStart(job, task, status, code))
+
+
+def _failed_unseen(task: Task) -> Exception | None:
+    """How the start of this task attempt failed when it ran past its deadline and nobody waited
+    for it (scheduling.executors.Lane.failed_start); None when it did not (or never ran)."""
+    executor = executors.node_executor(task.node) if task.node is not None else None
+    if not isinstance(executor, executors.Bulkheaded):
+        return None
+    key = executors.start_key(task.job_id, task.role, task.index, task.job.job_attempt, task.attempt)
+    failure = executor.lane.failed_start(key)
+    return failure if isinstance(failure, Exception) else None

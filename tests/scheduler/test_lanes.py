@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from clusters.executors.base import Executor, ResourceSample, TaskHandle, TaskLaunch
+from clusters.executors.base import Executor, ExecutorError, Failure, ResourceSample, TaskHandle, TaskLaunch
 from clusters.executors.registry import executor_for
 from clusters.models import Node
 from jobs.models import JobState, Task, TaskSample, TaskState
@@ -140,6 +140,34 @@ def test_a_start_past_its_deadline_holds_no_pass_and_is_adopted_not_started_twic
     assert held_node.starts == 1 and task.attempt == 1 and task.state == TaskState.RUNNING
     assert len(held_node.list_running()) == 1
     assert job.attempts.count() == 0
+
+
+class LateRefusals(HeldStarts):
+    """A node whose starts fail, past their deadline (a slow registry that has no such image)."""
+
+    def start(self, launch: TaskLaunch) -> TaskHandle:
+        self.starts += 1
+        time.sleep(DEADLINE_S * 2)
+        raise ExecutorError(f"image {launch.image} not found", Failure.IMAGE_NOT_FOUND)
+
+
+@pytest.fixture
+def refusing_node(process_node, monkeypatch, deadline):
+    refusing = LateRefusals(executor_for("process", process_node.address))
+    node = Bulkheaded(refusing, Lane(process_node.name))
+    monkeypatch.setattr(executors, "node_executor", lambda _node: node)
+    return refusing
+
+
+def test_a_start_that_fails_past_its_deadline_is_recorded_as_its_failure_not_started_again(
+    refusing_node, submit, run_until
+):
+    """Nobody waited for the start's outcome: it is kept for the pass that takes the task up
+    again, which records it through the exit spec (254: never retried) instead of starting the
+    task again on every pass."""
+    job = run_until(submit(v2_job("no-image", role("worker", "true"))), JobState.FAILED)
+    assert refusing_node.starts == 1
+    assert job.exit_code == 254
 
 
 # --- the sampler ------------------------------------------------------------------------------
