@@ -57,6 +57,7 @@ lint: venv
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 	$(PY) manage.py makemigrations --check --dry-run
+	$(PY) manage.py catalogue --check
 
 clean:
 	rm -rf $(VENV) var/static

@@ -8,8 +8,11 @@ class WebConfig(AppConfig):
 
     def ready(self) -> None:
         """The admin of jobs shows stored English texts in the page's language, by the pages' translations."""
+        from catalogue.discover import import_all_texts
         from jobs.admin import SHOWN
         from web.templatetags import portal
+
+        import_all_texts()  # (every code defined: a page may render a stored message of any area)
 
         SHOWN.update(
             event=portal.event_text,

@@ -33,6 +33,7 @@ from web.error_text import (
     webhook_error_text,
 )
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
+from web.texts import shown
 
 register = template.Library()
 
@@ -87,6 +88,13 @@ TIME_FORMAT = "Y-m-d H:i:s T"
 def when(moment: datetime | None) -> str:
     """`2024-05-01 10:20:33 UTC` in the portal's time zone (PAI_TIME_ZONE); "" for no time."""
     return format_date(timezone.localtime(moment), TIME_FORMAT) if moment else ""
+
+
+@register.filter
+def message_text(stored: Any, english: str = "") -> str:
+    """A stored message ({"code", "params"}: catalogue.Message.as_dict) in the page's language;
+    `english`, as stored beside it, where there is none (rows older than their code)."""
+    return shown(stored, english)
 
 
 @register.filter

@@ -1,0 +1,56 @@
+"""Every code the project defines has its zh-Hans text, using exactly its parameters, and the
+catalogue files are in step with the codes (so a message changed at its source cannot silently
+lose its translation)."""
+
+from __future__ import annotations
+
+import io
+
+import polib
+import pytest
+from django.core.management import call_command
+from django.utils import translation
+
+from catalogue import Message, Text, all_texts, placeholders
+from catalogue.discover import import_all_texts
+from web.management.commands.catalogue import catalogue_path
+from web.texts import translated
+
+
+@pytest.fixture(scope="module")
+def codes() -> dict[str, Text]:
+    import_all_texts()
+    return {code: text for code, text in all_texts().items() if not code.startswith("test.")}
+
+
+def zh_hans() -> dict[str, polib.POEntry]:
+    path = catalogue_path("zh-hans")
+    return {entry.msgctxt: entry for entry in polib.pofile(str(path))} if path.exists() else {}
+
+
+def test_every_code_has_its_zh_hans_text_with_exactly_its_parameters(codes):
+    entries = zh_hans()
+    problems = []
+    for code, text in sorted(codes.items()):
+        entry = entries.get(code)
+        if entry is None or not entry.msgstr or "fuzzy" in entry.flags or entry.msgid != text.template:
+            problems.append(f"{code}: no zh-Hans text for {text.template!r}")
+        elif placeholders(entry.msgstr) != text.names:
+            problems.append(f"{code}: zh-Hans uses {sorted(placeholders(entry.msgstr))}, English {sorted(text.names)}")
+    assert problems == []
+
+
+def test_the_catalogue_files_are_in_step_with_the_codes():
+    call_command("catalogue", "--check", stdout=io.StringIO())
+
+
+def test_a_page_renders_a_code_in_the_readers_language(codes):
+    entries = zh_hans()
+    translated_codes = [code for code in codes if code in entries and entries[code].msgstr and not codes[code].names]
+    if not translated_codes:
+        pytest.skip("no code without parameters is defined yet")
+    code = translated_codes[0]
+    with translation.override("zh-hans"):
+        assert translated(Message(code, {})) == entries[code].msgstr
+    with translation.override("en"):
+        assert translated(Message(code, {})) == codes[code].template

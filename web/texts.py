@@ -1,0 +1,52 @@
+"""Messages (catalogue.Message) in the reader's language: each code's template from the
+catalogue's translations (`locale/<lang>/LC_MESSAGES/catalogue.mo`, msgctxt = the code), its
+parameters rendered the same way. A code without a translation reads in English."""
+
+from __future__ import annotations
+
+import gettext
+from functools import cache
+from typing import Any
+
+from django.conf import settings
+from django.utils.translation import get_language, to_locale
+
+from catalogue import Message, Text, render
+
+DOMAIN = "catalogue"
+
+
+@cache
+def _translations(language: str) -> gettext.NullTranslations:
+    return gettext.translation(
+        DOMAIN, localedir=str(settings.LOCALE_PATHS[0]), languages=[to_locale(language)], fallback=True
+    )
+
+
+def template_in(language: str | None) -> Any:
+    """`template_of` for catalogue.render: each code's template in `language`."""
+    if not language or language.startswith("en"):
+        return lambda text: text.template
+    translations = _translations(language)
+    return lambda text: translations.pgettext(text.code, text.template)
+
+
+def translated(message: Message, language: str | None = None) -> str:
+    """The message in `language` (default: the active one, the reader's)."""
+    return render(message, template_in(language or get_language()))
+
+
+def message_of(stored: Any, english: str = "") -> Message | None:
+    """A stored {"code", "params"} as a Message; None when there is none (an old row: its English)."""
+    if isinstance(stored, dict) and stored.get("code"):
+        return Message.from_dict(stored)
+    return None
+
+
+def shown(stored: Any, english: str) -> str:
+    """What a page shows of a stored message: translated when it has a code, else as it was stored."""
+    message = message_of(stored)
+    return translated(message) if message is not None else english
+
+
+__all__ = ["Message", "Text", "message_of", "shown", "template_in", "translated"]
