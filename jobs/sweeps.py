@@ -46,7 +46,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
     first run is checked as any job is; the others differ only in their parameters, so the
     protocol's checks suffice for them. Raises JobConfigError naming the field."""
     doc, _ = parse(text)
-    sweep_plan = plan(sweep_block(doc))
+    sweep_plan = plan(doc)
     if doc.get("protocolVersion") != 2:
         raise JobConfigError([("extras.sweep", "a sweep is a v2 config (protocolVersion: 2)")])
     texts = [export(run) for run in run_documents(doc, sweep_plan)]
