@@ -301,17 +301,10 @@ def stoppable_jobs(user: Any, ids: list[int]) -> QuerySet[Job]:
     return visible_jobs(user).filter(pk__in=ids).exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at")
 
 
-def stop_jobs(by: Any, ids: list[int]) -> list[Job]:
-    """Stop several jobs at once (the job list's bulk stop); the ones that finished meanwhile
-    are left as they are. Returns the jobs asked to stop."""
-    stopped = []
-    for job in stoppable_jobs(by, ids):
-        try:
-            lifecycle.request_stop(job, by.get_username())
-        except JobStateError:
-            continue  # it finished since the page was shown
-        stopped.append(job)
-    return stopped
+def stop_jobs(by: Any, ids: list[int]) -> int:
+    """Stop several jobs at once (the job list's bulk stop), in one update however many; the ones
+    that finished meanwhile are left as they are. Returns how many were asked to stop."""
+    return lifecycle.request_stops(stoppable_jobs(by, ids), by.get_username())
 
 
 def restart_job(job: Job, by: Any) -> Job:

@@ -15,7 +15,7 @@ from django.utils.translation import gettext_noop
 from accounts.permissions import is_admin
 from clusters.models import VirtualCluster
 from jobs import dependencies, lifecycle
-from jobs.actions import JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job, stop_jobs
+from jobs.actions import JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobEvent, Sweep, Task
@@ -24,7 +24,6 @@ from jobs.protocol.export import export_masked
 from jobs.protocol.loader import load_document
 from jobs.protocol.parsing import parse
 from jobs.protocol.sweeps import Run, plan, run_documents, sweep_block
-from jobs.states import FINISHED_JOB_STATES
 
 
 def is_sweep(text: str) -> bool:
@@ -121,9 +120,10 @@ def runs(sweep: Sweep) -> QuerySet[Job]:
     return sweep.runs.order_by("sweep_index")
 
 
-def stop_sweep(sweep: Sweep, by: Any) -> list[Job]:
-    """Stop every run that has not finished (the waiting ones end at once, held or not)."""
-    return stop_jobs(by, list(runs(sweep).exclude(state__in=FINISHED_JOB_STATES).values_list("pk", flat=True)))
+def stop_sweep(sweep: Sweep, by: Any) -> int:
+    """Ask every run that has not finished to stop, in one update however many (the scheduler
+    stops the waiting ones in bulk, held or not). Returns how many were asked."""
+    return lifecycle.request_stops(runs(sweep), by.get_username())
 
 
 def resubmit_failed(sweep: Sweep, by: Any) -> list[Job]:

@@ -44,6 +44,20 @@ def job_ended(job_id: int) -> None:
     job_changed(job_id, None)
 
 
+def jobs_ended(job_ids: list[int]) -> None:
+    """job_ended for many jobs at once (a sweep's waiting runs stopped together): one query finds
+    those whose owner may be told (an email address, or a webhook that wants the ending)."""
+    try:
+        rows = list(Job.objects.filter(pk__in=job_ids).values_list("pk", "owner_id", "owner__email", "state"))
+    except Exception as exc:
+        log.warning("could not read %d ended jobs to tell their owners: %s", len(job_ids), exc)
+        return
+    for job_id, owner_id, email, state in rows:
+        event = ENDINGS.get(JobState(state))
+        if event is not None and (email or webhooks.wanted(owner_id, event)):
+            job_changed(job_id, event)
+
+
 def job_changed(job_id: int, event: str | None) -> None:
     """Mail the owner if they asked, and queue the webhooks (`event` None: the ending the job's
     state says). Never raises: a mail server's (or the database's) trouble must not fail the pass."""
