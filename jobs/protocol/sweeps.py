@@ -118,15 +118,15 @@ def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:
             [
                 (
                     FIELD,
-                    f"{shape.count} runs of up to {_megabytes(per_run)} each make {_megabytes(total)} in all, "
+                    f"{shape.count} runs of up to {_size(per_run)} each make {_size(total)} in all, "
                     f"at most {MAX_SWEEP_BYTES // (1024 * 1024)} MB (fewer runs, or a shorter config)",
                 )
             ]
         )
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):.1f} MB"
+def _size(size: int) -> str:
+    return f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / (1024 * 1024):.1f} MB"
 
 
 def _expansion(doc: dict[str, Any], swept: dict[str, int]) -> int:
