@@ -39,6 +39,8 @@ def portal_own_hosts() -> set[str]:
 
 
 class RegistryJudge:
+    """The registry checks of one submit or one round of starts (see the module's docstring)."""
+
     def __init__(self) -> None:
         self._portal_hosts: set[str] | None = None
         self._resolved: dict[str, list[str]] = {}
@@ -69,13 +71,13 @@ class RegistryJudge:
         if any(registry_of(image) for image in images):
             self.portal_hosts()
 
-    def refusal(self, image: str, *, look_again: bool = False) -> str | None:
-        """Before a start, and after a pull that failed (`look_again`: its name resolved afresh, as
-        the engine's look-up came after ours): the one sentence a forbidden registry gets."""
+    def refusal(self, image: str, *, after_failed_pull: bool = False) -> str | None:
+        """Before a start, and after a pull that failed (its name resolved afresh: the engine's
+        look-up came after ours): the one sentence a forbidden registry gets."""
         registry = registry_of(image)
         if registry is None:
             return None
-        if look_again:
+        if after_failed_pull:
             self._resolved.pop(split_registry(registry)[0], None)
         return pull_refusal(
             image,

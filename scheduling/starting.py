@@ -65,7 +65,9 @@ def _start_one(item: Start, registries: RegistryJudge) -> TaskHandle | Exception
     try:
         return executor.start(launch)
     except ExecutorError as exc:
-        if exc.failure is Failure.IMAGE_NOT_FOUND and (refusal := registries.refusal(launch.image, look_again=True)):
+        if exc.failure is Failure.IMAGE_NOT_FOUND and (
+            refusal := registries.refusal(launch.image, after_failed_pull=True)
+        ):
             return ExecutorError(refusal, Failure.IMAGE_NOT_FOUND)
         return exc
     except Exception as exc:

@@ -19,6 +19,7 @@ from jobs.protocol.spec import NormalizedSpec
 
 ALLOW_SETTING = "PAI_ALLOWED_PRIVATE_REGISTRIES"
 PORTAL_OWN = "this portal's own address (its host names and nodes)"
+UNRESOLVED = "a host name that does not resolve"
 Resolver = Callable[[str], Collection[str]]  # a host name -> the addresses it resolves to (none: it does not)
 
 
@@ -109,8 +110,11 @@ def split_registry(registry: str) -> tuple[str, str]:
     return host.lower().rstrip("."), port
 
 
-def private_reason(host: str, portal_hosts: Collection[str], resolve: Resolver) -> str | None:
-    """Why the engine must not be sent to this host (a name or an address), or None."""
+def private_reason(
+    host: str, portal_hosts: Collection[str], resolve: Resolver, *, refuse_unresolved: bool = True
+) -> str | None:
+    """Why the engine must not be sent to this host (a name or an address), or None (also for a
+    name that does not resolve here, unless `refuse_unresolved`)."""
     if host == "localhost" or host.endswith(".localhost"):
         return "a loopback address"
     address = as_address(host)
@@ -120,7 +124,7 @@ def private_reason(host: str, portal_hosts: Collection[str], resolve: Resolver) 
         return PORTAL_OWN
     found = sorted(resolve(host))
     if not found:
-        return "a host name that does not resolve"
+        return UNRESOLVED if refuse_unresolved else None
     for text in found:
         resolved = as_address(text)
         if resolved is not None and (why := _address_reason(host, resolved, portal_hosts)) is not None:
@@ -171,14 +175,20 @@ def image_fields(spec: NormalizedSpec, protocol_version: int) -> list[tuple[str,
 
 
 def registry_refusal(
-    image: str, *, portal_hosts: Collection[str], allowed: Collection[str], resolve: Resolver
+    image: str,
+    *,
+    portal_hosts: Collection[str],
+    allowed: Collection[str],
+    resolve: Resolver,
+    refuse_unresolved: bool = True,
 ) -> str | None:
-    """Why the node's engine may not pull `image` (its registry, judged), or None (also for a
-    reference Docker would refuse: reference_error says why)."""
+    """Why the node's engine may not pull `image` (its registry, judged), or None. (A name that
+    does not resolve in a reference Docker would refuse anyway is reference_error's to explain.)"""
     registry = registry_of(image)
-    if registry is None or is_allowed(registry, allowed) or reference_error(image) is not None:
+    if registry is None or is_allowed(registry, allowed):
         return None
-    reason = private_reason(split_registry(registry)[0], portal_hosts, resolve)
+    refuse_unresolved = refuse_unresolved and reference_error(image) is None
+    reason = private_reason(split_registry(registry)[0], portal_hosts, resolve, refuse_unresolved=refuse_unresolved)
     if reason is None:
         return None
     return (
@@ -204,10 +214,19 @@ def image_registry_errors(
 
 
 def pull_refusal(
-    image: str, *, portal_hosts: Collection[str], allowed: Collection[str], resolve: Resolver
+    image: str,
+    *,
+    portal_hosts: Collection[str],
+    allowed: Collection[str],
+    resolve: Resolver,
+    pulled: bool = False,
 ) -> str | None:
-    """A task's start refused (before the pull, or after a pull that failed) for a registry judged
-    forbidden: one sentence made of the image and the addresses alone, so the job's error never
-    tells what the registry answered, or whether anything listened there."""
-    refusal = registry_refusal(image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve)
+    """A task's start refused for a registry judged forbidden, before the pull or (`pulled`) after
+    one that failed: one sentence made of the image and the addresses alone, so the job's error
+    never tells what the registry answered, or whether anything listened there. A name that does
+    not resolve here is left to the engine before the pull (a resolver's hiccup ends no job), and
+    refused after it failed (the engine may have found it elsewhere)."""
+    refusal = registry_refusal(
+        image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve, refuse_unresolved=pulled
+    )
     return f"pulling image {image} refused: {refusal}" if refusal else None

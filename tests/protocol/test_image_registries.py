@@ -126,3 +126,15 @@ def test_it_names_the_v1_image_field():
     spec = load(v1_json(image="127.0.0.1:8000/probe/x")).spec
     errors = image_registry_errors(spec, 1, portal_hosts=(), allowed=(), resolve=resolve)
     assert [field for field, _ in errors] == ["image"]
+
+
+def test_it_leaves_a_name_that_does_not_resolve_here_to_the_engine_until_its_pull_fails():
+    """A resolver's hiccup at start ends no job; after the engine's pull failed, the same sentence
+    as any forbidden registry's."""
+    image = "nowhere.example.com/x"
+    assert pull_refusal(image, portal_hosts=PORTAL_HOSTS, allowed=(), resolve=resolve) is None
+    assert pull_refusal(image, portal_hosts=PORTAL_HOSTS, allowed=(), resolve=resolve, pulled=True) == (
+        "pulling image nowhere.example.com/x refused: registry nowhere.example.com is a host name that does not "
+        "resolve; the node's engine may not pull from there unless an admin allows this registry "
+        "(PAI_ALLOWED_PRIVATE_REGISTRIES)"
+    )
