@@ -529,11 +529,8 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
     now = timezone.now()
     with transaction.atomic():
         Job.objects.filter(pk__in=list(jobs), state=JobState.WAITING).update(state=stopping, updated_at=now)
-        moved = list(
-            Job.objects.filter(pk__in=list(jobs), state=stopping, stop_deadline__isnull=True).values_list(
-                "pk", flat=True
-            )
-        )
+        # (Those of `jobs` now STOPPING are this call's: they were waiting, and only this phase begins stops.)
+        moved = list(Job.objects.filter(pk__in=list(jobs), state=stopping).values_list("pk", flat=True))
         tasks = Task.objects.filter(job_id__in=moved, state__in=task_from)
         ran = list(tasks.filter(attempt__gt=0).select_related("node", "job"))  # (none, as a rule: kept all the same)
         if ran:
