@@ -30,6 +30,10 @@ final. Then, on the idle cluster, each fault asked for strikes in turn (the sche
                 connections and never answers, while another user's jobs ask for mail when they
                 run and end, 200 of their mails wait in the outbox and `runsampler` sends it; no
                 node is struck (nothing to detect)
+  --sweep-stop  a big sweep's stop: two other users' sweeps of --sweep-runs runs each (two runs of
+                each running, the rest held) both stopped with Stop all (no --docker needed); its
+                row says how long the two Stop all requests took and when every run was stopped,
+                and the probes' (another user's jobs) longest extra wait while the stops go on
 
 A fault starts with a job running on the struck nodes (the victim: a two-task gang across both
 engines, or a Slurm job) and lasts until they are marked down; then they are healed (SIGCONT, the
@@ -329,6 +333,8 @@ class Fault:
     heal: Callable[[], object]
     victim: Callable[[str, dict[str, str]], str]  # starts a job on the struck nodes: its name
     struck: dict[str, str]  # the struck nodes: a filter of Node rows
+    # A fault that is no node's: it strikes and measures itself (its row's "detected" says its own).
+    row: Callable[[dict[str, str], float], FaultRow] | None = None
 
 
 def struck_nodes(fault: Fault) -> tuple[list[str], bool]:
@@ -384,6 +390,8 @@ def strike(fault: Fault, expected: dict[str, str], deadline_s: float) -> FaultRo
 
     from clusters.models import Node
 
+    if fault.row is not None:
+        return fault.row(expected, deadline_s)
     names = [fault.victim(fault.key, expected)]
     before = start_delays(f"{fault.key}-before", expected)
     normal = sorted(delay for delay, _ in before)[PROBE_JOBS // 2]
@@ -529,6 +537,8 @@ def main() -> None:
     parser.add_argument("--slow-delay", type=float, default=3.0, help="seconds each request is held (--slow)")
     parser.add_argument("--slurm-gone", action="store_true", help="with --docker: hang a Slurm controller (SIGSTOP)")
     parser.add_argument("--mail-hang", action="store_true", help="a mail server that accepts and never answers")
+    parser.add_argument("--sweep-stop", action="store_true", help="two other users' big sweeps stopped at once")
+    parser.add_argument("--sweep-runs", type=int, default=10_000, help="runs of each sweep (--sweep-stop)")
     parser.add_argument("--deadline", type=float, default=600.0, help="seconds to wait for every job to end")
     parser.add_argument("--slow-readers", type=int, default=0, help="clients reading a big log 64 bytes a second")
     args = parser.parse_args()
@@ -546,6 +556,8 @@ def main() -> None:
                 faults.append(slurm_fault(slurm))
             if mail is not None:
                 faults.append(mail_fault(mail, env))
+            if args.sweep_stop:
+                faults.append(sweep_stop_fault(args.sweep_runs))
             report(args, env, cluster, engines, faults)
     finally:
         tear_down(env, args.postgres)
@@ -651,6 +663,85 @@ def wait_running(job_id: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not Task.objects.filter(job_id=job_id, state=TaskState.RUNNING).exists() and time.monotonic() < deadline:
         time.sleep(0.1)
+
+
+SWEEPERS = ("sweeper-1", "sweeper-2")
+SWEEP_RUNNING = 2  # runs of each sweep running when it is stopped (maxConcurrent)
+SWEEP_CONFIG = """protocolVersion: 2
+name: big
+type: job
+prerequisites:
+  - {{name: image, type: dockerimage, uri: pai-portal/base:latest}}
+taskRoles:
+  main:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {{cpu: 1, memoryMB: 256, gpu: 0}}
+    commands:
+      - "{start}; sleep 600"
+extras:
+  sweep: {{array: '0-{last}', maxConcurrent: {running}}}
+"""
+
+
+def sweep_stop_fault(runs: int) -> Fault:
+    """A big sweep's stop: its own row (no node is struck)."""
+    label = f"a big sweep's stop (2 users x {runs:,} runs)"
+    return Fault(
+        "sweep-stop", label, object, object, start_gang_victim, {}, row=lambda e, d: sweep_stop_row(runs, e, d)
+    )
+
+
+def sweep_stop_row(runs: int, expected: dict[str, str], deadline_s: float) -> FaultRow:
+    """Two users' sweeps, each with SWEEP_RUNNING runs running, stopped with Stop all one after the
+    other; the probes (the chaos user's) time their starts before and while the stops go on."""
+    from django.contrib.auth import get_user_model
+
+    from jobs.models import Job
+    from jobs.states import FINISHED_JOB_STATES, JobState
+    from jobs.sweeps import stop_sweep, submit_sweep
+
+    sweeps = []
+    for name in SWEEPERS:
+        owner = get_user_model().objects.create_user(name, password=f"{name}-password-1")
+        text = SWEEP_CONFIG.format(start=START, last=runs - 1, running=SWEEP_RUNNING)
+        sweeps.append((owner, submit_sweep(owner, text)))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if Job.objects.filter(sweep__isnull=False, state=JobState.RUNNING).count() >= SWEEP_RUNNING * len(sweeps):
+            break
+        time.sleep(0.2)
+    before = start_delays("sweep-stop-before", expected)
+    normal = sorted(delay for delay, _ in before)[PROBE_JOBS // 2]
+    began = time.monotonic()
+    for owner, sweep in sweeps:
+        stop_sweep(sweep, owner)
+    asked_s = time.monotonic() - began
+    during = start_delays("sweep-stop-during", expected)
+    unfinished = Job.objects.filter(sweep__isnull=False).exclude(state__in=FINISHED_JOB_STATES)
+    limit = time.monotonic() + deadline_s
+    while unfinished.exists() and time.monotonic() < limit:
+        time.sleep(0.2)
+    stopped = f"all stopped {time.monotonic() - began:.1f} s after" if not unfinished.exists() else "not all stopped"
+    names = [f"probe-sweep-stop-{when}-{i}" for when in ("before", "during") for i in range(PROBE_JOBS)]
+    wait_idle(time.monotonic() + deadline_s)
+    extra = f"{max(0.0, max(delay for delay, _ in during) - normal):.2f} s"
+    lost, stranded = outcome_counts(names)
+    run_names = list(Job.objects.filter(sweep__isnull=False).values_list("name", flat=True))
+    stranded += unfinished.count()
+    return FaultRow(
+        fault_label(runs),
+        f"Stop all x2: {asked_s:.2f} s; {stopped}",
+        normal,
+        extra,
+        lost,
+        double_starts(names + run_names),
+        stranded,
+    )
+
+
+def fault_label(runs: int) -> str:
+    return f"a big sweep's stop (2 users x {runs:,} runs)"
 
 
 @contextlib.contextmanager

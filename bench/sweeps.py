@@ -4,12 +4,15 @@ throwaway SQLite DB under var/bench/.
 
     .venv/bin/python bench/sweeps.py [--runs 1000] [--requests 60]
 
-Goals (issue 34): the submit under 5 s; the sweep page's p95 under 300 ms.
+Goals (issue 34): the submit under 5 s; the sweep page's p95 under 300 ms. Issue 44: a sweep too big
+to make (10^12 grid points, 10^6 random samples, an array's items summing past the cap, runs times
+a long config) refused in under 50 ms, allocating under 10 MB.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import time
@@ -49,6 +52,47 @@ extras:
 """
 
 
+def too_big_sweeps() -> list[tuple[str, str]]:
+    """Configs of a few hundred bytes that ask for far too much."""
+    base = sweep_text(1)
+    grid = "    grid: {" + ", ".join(f"p{i}: [0,1,2,3,4,5,6,7,8,9]" for i in range(12)) + "}\n"
+    long_command = "python train.py " + "x" * 20_000
+    return [
+        ("10^12-point grid", base.split("    random:")[0] + grid),
+        ("10^6 random samples", base.replace("samples: 1", "samples: 1000000")),
+        ("array 0-9999 x 100 items", base.split("    random:")[0] + f"    array: '{','.join(['0-9999'] * 100)}'\n"),
+        ("10,000 runs of a 20 KB config", sweep_text(10_000).replace("python train.py", long_command)),
+    ]
+
+
+def refusal_rows(user: object, repeats: int = 5) -> list[tuple[str, float, float]]:
+    """(what, median ms, peak MB allocated) of each refusal through submit_sweep."""
+    import tracemalloc
+
+    from jobs.protocol import JobConfigError
+    from jobs.sweeps import submit_sweep
+
+    rows = []
+    for label, text in too_big_sweeps():
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            try:
+                submit_sweep(user, text)
+            except JobConfigError:
+                pass
+            else:
+                raise SystemExit(f"{label}: accepted")
+            times.append((time.perf_counter() - began) * 1000)
+        tracemalloc.start()
+        with contextlib.suppress(JobConfigError):
+            submit_sweep(user, text)
+        peak = tracemalloc.get_traced_memory()[1] / (1024 * 1024)
+        tracemalloc.stop()
+        rows.append((label, statistics.median(times), peak))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -64,9 +108,9 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     user = get_user_model().objects.create_user("alice", password="bench-password")
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     sweep = submit_sweep(user, sweep_text(args.runs))
-    submit_s = time.perf_counter() - began
+    submit_s, submit_cpu_s = time.perf_counter() - began, time.process_time() - cpu_began
     judged = []
     for _ in range(5):
         began = time.perf_counter()
@@ -85,6 +129,7 @@ def main() -> None:
     print(f"{'what':34} {'p50 ms':>8} {'p95 ms':>8} {'queries':>8}")
     print("-" * 62)
     print(f"{'submit (validate, expand, create)':34} {submit_s * 1000:8.0f} {'':>8} {'':>8}")
+    print(f"{'  of which CPU (this process)':34} {submit_cpu_s * 1000:8.0f} {'':>8} {'':>8}")
     print(f"{'dependency judge pass (held runs)':34} {statistics.median(judged):8.1f} {max(judged):8.1f} {'':>8}")
     worst = 0.0
     for label, path in rows:
@@ -92,7 +137,17 @@ def main() -> None:
         worst = max(worst, p95) if label.startswith("sweep page") else worst
         print(f"{label:34} {p50:8.1f} {p95:8.1f} {queries:8d}")
     print("-" * 62)
+    refusals = refusal_rows(user)
+    print(f"{'refused (too big)':34} {'p50 ms':>8} {'peak MB':>8}")
+    for label, ms, peak in refusals:
+        print(f"{label:34} {ms:8.1f} {peak:8.2f}")
+    print("-" * 62)
     print(f"submit {submit_s:.2f} s (goal < 5 s): {'OK' if submit_s < 5 else 'OVER'}")
+    slowest = max(ms for _, ms, _ in refusals)
+    biggest = max(peak for _, _, peak in refusals)
+    fine = slowest < 50 and biggest < 10
+    said = "OK" if fine else "OVER"
+    print(f"refusals: slowest {slowest:.1f} ms, peak {biggest:.2f} MB (goal < 50 ms, < 10 MB): {said}")
     print(f"sweep page worst p95 {worst:.1f} ms (goal < 300 ms): {'OK' if worst < 300 else 'OVER'}")
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -22,8 +22,9 @@ from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
+from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import infiniband_roles, unsupported
-from jobs.protocol.images import image_reference_errors, image_registry_errors
+from jobs.protocol.images import image_reference_errors
 from jobs.protocol.limits import shm_errors, spec_totals, task_count_errors
 from jobs.protocol.priority import (
     CLASS_FIELD,
@@ -35,10 +36,13 @@ from jobs.protocol.priority import (
     requested_class,
 )
 from jobs.protocol.spec import NormalizedSpec, gpu_type
+from jobs.protocol.storages import storage_requests
 from jobs.protocol.v1 import port_begin_at
+from jobs.registries import RegistryJudge
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
 from jobs.storage import areas as storage
+from jobs.storage.areas import job_paths
 from jobs.storage.configs import validate_storage_requests
 
 User = AbstractBaseUser | AnonymousUser
@@ -98,17 +102,6 @@ def fixed_port_errors(spec: NormalizedSpec) -> list[tuple[str, str]]:
     return errors
 
 
-def portal_own_hosts() -> set[str]:
-    """Where the portal and its nodes answer: no image may make a node's engine send requests
-    there (the engine would probe them for the user)."""
-    hosts = {host for host in settings.ALLOWED_HOSTS if host != "*"}
-    public_host = urlsplit(settings.PAI_PUBLIC_URL).hostname
-    if public_host:
-        hosts.add(public_host)
-    hosts.update(Node.objects.values_list("address", flat=True))
-    return hosts
-
-
 # v2's top-level key starts a line of the YAML (a nested one is indented).
 _TOP_LEVEL_CLASS = re.compile(r"""^["']?jobPriorityClass["']?\s*:""", re.MULTILINE)
 
@@ -118,7 +111,7 @@ def _class_field(cfg: LoadedConfig, text: str) -> str:
     return TOP_LEVEL_FIELD if cfg.protocol_version == 2 and _TOP_LEVEL_CLASS.search(text) else CLASS_FIELD
 
 
-def priority_errors(user: Any, vc: VirtualCluster, cfg: LoadedConfig, text: str) -> list[tuple[str, str]]:
+def priority_errors(vc: VirtualCluster, cfg: LoadedConfig, text: str, *, may_use_crit: bool) -> list[FieldError]:
     """The class the config names, against what the VC's admin allows (its highest class, and
     who may use `crit`)."""
     return class_errors(
@@ -126,7 +119,7 @@ def priority_errors(user: Any, vc: VirtualCluster, cfg: LoadedConfig, text: str)
         _class_field(cfg, text),
         vc=vc.name,
         vc_max=vc.max_priority_class,
-        may_use_crit=vc.may_use_crit(user),
+        may_use_crit=may_use_crit,
     )
 
 
@@ -142,18 +135,11 @@ def time_limit(spec: NormalizedSpec, vc: VirtualCluster) -> timelimit.Resolved:
     return timelimit.resolve(asked, vc.default_run_minutes, vc.max_run_minutes)
 
 
-def infiniband_errors(spec: NormalizedSpec, vc: VirtualCluster) -> list[tuple[str, str]]:
+def infiniband_errors(spec: NormalizedSpec, vc: VirtualCluster, has_infiniband: Callable[[], bool]) -> list[FieldError]:
     """extraContainerOptions.infiniband: true only where a node of the job's VC declares InfiniBand
-    (its partition's nodes for a Slurm VC, else the portal's own nodes)."""
+    (`has_infiniband`: vc_has_infiniband, asked only when a role wants it)."""
     roles = infiniband_roles(spec)
-    if not roles:
-        return []
-    nodes = Node.objects.filter(infiniband=True)
-    if vc.slurm_partition:
-        nodes = nodes.filter(slurm_partition=vc.slurm_partition)
-    else:
-        nodes = nodes.exclude(executor=Node.Executor.SLURM)
-    if nodes.exists():
+    if not roles or has_infiniband():
         return []
     return [
         (
@@ -164,54 +150,100 @@ def infiniband_errors(spec: NormalizedSpec, vc: VirtualCluster) -> list[tuple[st
     ]
 
 
+def vc_has_infiniband(vc: VirtualCluster) -> bool:
+    """Whether a node of the VC declares InfiniBand (its partition's nodes for a Slurm VC, else the
+    portal's own nodes)."""
+    nodes = Node.objects.filter(infiniband=True)
+    if vc.slurm_partition:
+        return nodes.filter(slurm_partition=vc.slurm_partition).exists()
+    return nodes.exclude(executor=Node.Executor.SLURM).exists()
+
+
 def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
     cfg = load(text)
-    check_task_counts(cfg)
-    vc_name = cfg.spec["defaults"]["virtualCluster"]
-    vc = VirtualCluster.objects.filter(name=vc_name).first()
-    if vc is None:
-        raise UnknownVirtualCluster([(_vc_field(cfg), f'virtual cluster "{vc_name}" does not exist')])
-    if not vc.is_open_to(user):
-        raise VirtualClusterForbidden([(_vc_field(cfg), f'you may not submit to virtual cluster "{vc_name}"')])
-    errors: list[tuple[str, str]] = list(cfg.secret_errors)
-    wanted_gpu = gpu_type(cfg.spec)
-    if wanted_gpu and not GpuType.objects.filter(name=wanted_gpu).exists():
-        known = ", ".join(GpuType.objects.values_list("name", flat=True)) or "none"
-        errors.append((_gpu_type_field(cfg), f'GPU type "{wanted_gpu}" does not exist (known: {known})'))
-    errors.extend(storage.validate_job_paths(user.get_username(), cfg.spec))
-    errors.extend(validate_storage_requests(user, cfg.spec))
-    errors.extend(unsupported(cfg.spec))
-    errors.extend(priority_errors(user, vc, cfg, text))
-    errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
-    errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
-    errors.extend(infiniband_errors(cfg.spec, vc))
-    errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
-    errors.extend(
-        image_registry_errors(
-            cfg.spec,
-            cfg.protocol_version,
-            portal_hosts=portal_own_hosts(),
-            allowed=settings.PAI_ALLOWED_PRIVATE_REGISTRIES,
+    return cfg, SubmitChecks(user).validate(cfg, text)
+
+
+class SubmitChecks:
+    """Every check a config gets at submit beyond the protocol's, for one user's submit. What they
+    read of the database, the file system and DNS is read once per question and kept, so a
+    sweep's runs, each checked as a job once its values are in, cost little more than one."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self.registries = RegistryJudge()
+        self._answers: dict[tuple[Any, ...], Any] = {}
+
+    def _once(self, key: tuple[Any, ...], answer: Callable[[], Any]) -> Any:
+        if key not in self._answers:
+            self._answers[key] = answer()
+        return self._answers[key]
+
+    def validate(self, cfg: LoadedConfig, text: str) -> VirtualCluster:
+        """The config's virtual cluster; raises JobConfigError naming each field at fault."""
+        user = self.user
+        check_task_counts(cfg)
+        vc_name = cfg.spec["defaults"]["virtualCluster"]
+        vc = self._once(("vc", vc_name), lambda: VirtualCluster.objects.filter(name=vc_name).first())
+        if vc is None:
+            raise UnknownVirtualCluster([(_vc_field(cfg), f'virtual cluster "{vc_name}" does not exist')])
+        if not self._once(("open", vc.pk), lambda: vc.is_open_to(user)):
+            raise VirtualClusterForbidden([(_vc_field(cfg), f'you may not submit to virtual cluster "{vc_name}"')])
+        errors: list[tuple[str, str]] = list(cfg.secret_errors)
+        wanted_gpu = gpu_type(cfg.spec)
+        known_gpus = self._once(("gpu types",), lambda: list(GpuType.objects.values_list("name", flat=True)))
+        if wanted_gpu and wanted_gpu not in known_gpus:
+            known = ", ".join(known_gpus) or "none"
+            errors.append((_gpu_type_field(cfg), f'GPU type "{wanted_gpu}" does not exist (known: {known})'))
+        paths = job_paths(cfg.spec)
+        errors.extend(
+            self._once(
+                ("paths", *sorted(paths.items())), lambda: storage.validate_job_paths(user.get_username(), cfg.spec)
+            )
         )
-    )
-    if vc.slurm_partition:
-        errors.extend(fixed_port_errors(cfg.spec))
-    limit = time_limit(cfg.spec, vc)
-    if limit.error:
-        errors.append((timelimit.FIELD, limit.error))
-    errors.extend(dependencies.resolve(user, cfg.spec)[1])
-    if errors:
-        raise JobConfigError(errors)
-    return cfg, vc
+        asked = storage_requests(cfg.spec)
+        errors.extend(
+            self._once(
+                ("storages", tuple(asked.named), asked.defaults, asked.errors),
+                lambda: validate_storage_requests(user, cfg.spec),
+            )
+        )
+        errors.extend(unsupported(cfg.spec))
+        may_use_crit = self._once(("crit", vc.pk), lambda: vc.may_use_crit(user))
+        errors.extend(priority_errors(vc, cfg, text, may_use_crit=may_use_crit))
+        errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
+        errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
+        errors.extend(
+            infiniband_errors(cfg.spec, vc, lambda: self._once(("infiniband", vc.pk), lambda: vc_has_infiniband(vc)))
+        )
+        errors.extend(image_reference_errors(cfg.spec, cfg.protocol_version))
+        errors.extend(self.registries.errors(cfg.spec, cfg.protocol_version))
+        if vc.slurm_partition:
+            errors.extend(fixed_port_errors(cfg.spec))
+        limit = time_limit(cfg.spec, vc)
+        if limit.error:
+            errors.append((timelimit.FIELD, limit.error))
+        errors.extend(self.dependencies(cfg.spec)[1])
+        if errors:
+            raise JobConfigError(errors)
+        return vc
+
+    def dependencies(self, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[tuple[str, str]]]:
+        """The jobs a config waits for, and the errors of those that name none (jobs.dependencies)."""
+        return self._once(
+            ("dependencies", *dependencies.references(spec)), lambda: dependencies.resolve(self.user, spec)
+        )
 
 
 def submit_job(user: Any, text: str) -> Job:
     """Validate the config and create the job and its tasks, WAITING, in one transaction."""
-    cfg, vc = validate_for_user(user, text)
+    cfg = load(text)
+    checks = SubmitChecks(user)
+    vc = checks.validate(cfg, text)
     spec = cfg.spec
     job = new_job(user, cfg, vc, text)
-    waits_for, _ = dependencies.resolve(user, spec)
+    waits_for, _ = checks.dependencies(spec)
     job.held = bool(waits_for)
     try:
         with transaction.atomic():
@@ -225,8 +257,9 @@ def submit_job(user: Any, text: str) -> Job:
     return job
 
 
-def new_job(user: Any, cfg: LoadedConfig, vc: VirtualCluster, text: str) -> Job:
-    """An unsaved WAITING job of a validated config, with its own key pair."""
+def new_job(user: Any, cfg: LoadedConfig, vc: VirtualCluster, text: str, *, masked: bool = False) -> Job:
+    """An unsaved WAITING job of a validated config, with its own key pair (`masked`: the text has
+    its secrets as ****** already)."""
     spec = cfg.spec
     job = Job(
         owner=user,
@@ -234,7 +267,7 @@ def new_job(user: Any, cfg: LoadedConfig, vc: VirtualCluster, text: str) -> Job:
         virtual_cluster=vc,
         protocol_version=cfg.protocol_version,
         # The values live only in secrets_encrypted: the stored text has them as ******.
-        config_text=mask_config_text(text),
+        config_text=text if masked else mask_config_text(text),
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
         priority_class=job_class(spec, vc),
@@ -268,17 +301,10 @@ def stoppable_jobs(user: Any, ids: list[int]) -> QuerySet[Job]:
     return visible_jobs(user).filter(pk__in=ids).exclude(state__in=FINISHED_JOB_STATES).order_by("-created_at")
 
 
-def stop_jobs(by: Any, ids: list[int]) -> list[Job]:
-    """Stop several jobs at once (the job list's bulk stop); the ones that finished meanwhile
-    are left as they are. Returns the jobs asked to stop."""
-    stopped = []
-    for job in stoppable_jobs(by, ids):
-        try:
-            lifecycle.request_stop(job, by.get_username())
-        except JobStateError:
-            continue  # it finished since the page was shown
-        stopped.append(job)
-    return stopped
+def stop_jobs(by: Any, ids: list[int]) -> int:
+    """Stop several jobs at once (the job list's bulk stop), in one update however many; the ones
+    that finished meanwhile are left as they are. Returns how many were asked to stop."""
+    return lifecycle.request_stops(stoppable_jobs(by, ids), by.get_username())
 
 
 def restart_job(job: Job, by: Any) -> Job:

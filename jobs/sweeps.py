@@ -13,22 +13,17 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
+from clusters.models import VirtualCluster
 from jobs import dependencies, lifecycle
-from jobs.actions import (
-    JobNameConflict,
-    new_job,
-    new_tasks,
-    restart_job,
-    stop_jobs,
-    validate_for_user,
-)
+from jobs.actions import JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobEvent, Sweep, Task
-from jobs.protocol import JobConfigError, export, load, mask_config_text
+from jobs.protocol import JobConfigError, LoadedConfig, mask_config_text
+from jobs.protocol.export import export_masked
+from jobs.protocol.loader import load_document
 from jobs.protocol.parsing import parse
-from jobs.protocol.sweeps import plan, run_documents, sweep_block
-from jobs.states import FINISHED_JOB_STATES
+from jobs.protocol.sweeps import Run, plan, run_documents, sweep_block
 
 
 def is_sweep(text: str) -> bool:
@@ -42,17 +37,19 @@ def is_sweep(text: str) -> bool:
 
 
 def submit_sweep(user: Any, text: str) -> Sweep:
-    """Validate the sweep and create it with all its runs, WAITING, in one transaction. The
-    first run is checked as any job is; the others differ only in their parameters, so the
-    protocol's checks suffice for them. Raises JobConfigError naming the field."""
+    """Validate the sweep and create it with all its runs, WAITING, in one transaction. Its size is
+    checked before any run is made (jobs.protocol.sweeps.plan); then each run, its values put in,
+    gets every check a job gets at submit (the answers from the database, files and DNS shared by
+    the runs). Raises JobConfigError naming the field (and the run, for one whose values fail)."""
     doc, _ = parse(text)
-    sweep_plan = plan(sweep_block(doc))
+    sweep_plan = plan(doc)
     if doc.get("protocolVersion") != 2:
         raise JobConfigError([("extras.sweep", "a sweep is a v2 config (protocolVersion: 2)")])
-    texts = [export(run) for run in run_documents(doc, sweep_plan)]
-    first, vc = validate_for_user(user, texts[0])
-    configs = [first, *(load(run_text) for run_text in texts[1:])]
-    waits_for, _ = dependencies.resolve(user, first.spec)
+    checks = SubmitChecks(user)
+    made = [
+        _checked_run(checks, run_doc, run)
+        for run_doc, run in zip(run_documents(doc, sweep_plan), sweep_plan.runs, strict=True)
+    ]
     name = str(doc["name"])
     sweep = Sweep(
         owner=user,
@@ -62,19 +59,21 @@ def submit_sweep(user: Any, text: str) -> Sweep:
         config_text=mask_config_text(text),
     )
     cap = sweep_plan.max_concurrent
-    jobs = []
-    for position, (cfg, run_text, run) in enumerate(zip(configs, texts, sweep_plan.runs, strict=True)):
-        job = new_job(user, cfg, vc, run_text)
+    jobs, waits = [], []
+    for position, (run, cfg, vc, run_text) in enumerate(made):
+        job = new_job(user, cfg, vc, run_text, masked=True)
         job.sweep_index, job.sweep_values = run.index, run.values
+        waits_for = checks.dependencies(cfg.spec)[0]
         job.held = bool(waits_for) or (cap is not None and position >= cap)
         jobs.append(job)
+        waits.append(waits_for)
     try:
         with transaction.atomic():
             sweep.save()
             for job in jobs:
                 job.sweep = sweep
             Job.objects.bulk_create(jobs)
-            for job in jobs:
+            for job, waits_for in zip(jobs, waits, strict=True):
                 dependencies.record(job, waits_for)
             Task.objects.bulk_create([task for job in jobs for task in new_tasks(job)], batch_size=2000)
             InteractiveApp.objects.bulk_create([app for job in jobs for app in new_apps(job)], batch_size=2000)
@@ -84,7 +83,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
                         job.pk,
                         "submitted",
                         gettext_noop("Submitted to virtual cluster %(vc)s as run %(index)s of sweep %(sweep)s."),
-                        vc=vc.name,
+                        vc=job.virtual_cluster.name,
                         index=job.sweep_index,
                         sweep=name,
                     )
@@ -100,13 +99,31 @@ def submit_sweep(user: Any, text: str) -> Sweep:
     return sweep
 
 
+def _checked_run(
+    checks: SubmitChecks, run_doc: dict[str, Any], run: Run
+) -> tuple[Run, LoadedConfig, VirtualCluster, str]:
+    """A run as a job: its config loaded and checked as any job's at submit, and its stored text.
+    A run other than the first fails naming itself and its values (the first fails as the sweep)."""
+    run_text = export_masked(run_doc)
+    try:
+        cfg = load_document(run_doc)
+        return run, cfg, checks.validate(cfg, run_text), run_text
+    except JobConfigError as refused:
+        if run.index == 0 or not run.values:
+            raise
+        said = ", ".join(f"{name}={value}" for name, value in run.values.items())
+        errors = [(field, f"run {run_doc['name']} ({said}): {message}") for field, message in refused.errors]
+        raise type(refused)(errors, line=refused.line, column=refused.column) from refused
+
+
 def runs(sweep: Sweep) -> QuerySet[Job]:
     return sweep.runs.order_by("sweep_index")
 
 
-def stop_sweep(sweep: Sweep, by: Any) -> list[Job]:
-    """Stop every run that has not finished (the waiting ones end at once, held or not)."""
-    return stop_jobs(by, list(runs(sweep).exclude(state__in=FINISHED_JOB_STATES).values_list("pk", flat=True)))
+def stop_sweep(sweep: Sweep, by: Any) -> int:
+    """Ask every run that has not finished to stop, in one update however many (the scheduler
+    stops the waiting ones in bulk, held or not). Returns how many were asked."""
+    return lifecycle.request_stops(runs(sweep), by.get_username())
 
 
 def resubmit_failed(sweep: Sweep, by: Any) -> list[Job]:

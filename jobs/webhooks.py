@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import http.client
-import ipaddress
 import json
 import logging
 import secrets
@@ -41,7 +40,8 @@ from django.utils import timezone
 
 from jobs.crypto import decrypt_text, encrypt_text
 from jobs.models import Job, Notice, Webhook
-from jobs.protocol.images import as_address, is_allowed
+from jobs.protocol.addresses import inside_reason
+from jobs.protocol.images import is_allowed
 
 log = logging.getLogger("pai.webhooks")
 
@@ -82,37 +82,11 @@ def check_target(url: str) -> Target:
         raise TargetError(f"names a host that does not resolve ({host})") from exc
     allowed = is_allowed(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", settings.PAI_WEBHOOK_ALLOWED_HOSTS)
     for address in sorted(found):
-        why = _inside(address)
+        why = inside_reason(address)
         if why and not allowed:
             raise TargetError(f"points at {why} ({address}); an admin may allow the host in PAI_WEBHOOK_ALLOWED_HOSTS")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Target(parts.scheme, host, port, path, sorted(found)[0])
-
-
-SHARED_SPACE = ipaddress.ip_network("100.64.0.0/10")  # RFC 6598: carrier-grade NAT, a cloud's metadata service
-
-
-def _inside(text: str) -> str | None:
-    """Why this address is no target (None: a public one). Anything not globally reachable is
-    refused; the commonest kinds are named."""
-    address = as_address(text)
-    if address is None:
-        return None
-    for test, why in (
-        (address.is_loopback, "a loopback address"),
-        (address.is_link_local, "a link-local address"),
-        (address.is_private, "a private address"),
-        (address.is_multicast, "a multicast address"),
-        (address.is_reserved or address.is_unspecified, "a reserved address"),
-        (address in SHARED_SPACE, "a shared address"),
-        (isinstance(address, ipaddress.IPv6Address) and address.is_site_local, "a site-local address"),
-        (not address.is_global, "a special-purpose address"),
-    ):
-        if test:
-            return why
-    if isinstance(address, ipaddress.IPv6Address) and address.sixtofour is not None:
-        return _inside(str(address.sixtofour))
-    return None
 
 
 def create_hook(owner: Any, url: str, events: list[str], everyone: bool = False) -> tuple[Webhook, str]:

@@ -21,7 +21,12 @@ HELD_COLUMNS = ("pk", "pending_reason", "sweep_id", "sweep_index")
 
 def judge_held_jobs() -> bool:
     """One pass over the held jobs. True when one was let go or ended (placement looks again)."""
-    held = list(Job.objects.filter(held=True, state=JobState.WAITING).values_list(*HELD_COLUMNS))
+    # (A held job asked to stop waits for nothing: the stop phase ends it.)
+    held = list(
+        Job.objects.filter(held=True, state=JobState.WAITING, execution_type=Job.ExecutionType.START).values_list(
+            *HELD_COLUMNS
+        )
+    )
     if not held:
         return False
     waits: dict[int, list[tuple[str, str, str]]] = defaultdict(list)  # job -> (kind, user~name, state)

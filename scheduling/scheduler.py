@@ -61,6 +61,7 @@ class Scheduler:
         self.backends = Backends()
         register_backends(self.backends, self.starter)
         self.terminator = Terminator()  # whose tasks this scheduler sent SIGTERM (stops, preemptions)
+        self.stopper = stopping.Stopper(self.terminator)
         self.placer = Placer(self.starter, self.backends, self.terminator)
 
     def take_lease(self) -> bool:
@@ -84,7 +85,7 @@ class Scheduler:
         # A backend's ready jobs hold their slots (Slurm) until launched: before anything else.
         launched = self._launch_ready()
         nodes_changed = self.heartbeat.check(self.backends)
-        stopped = stopping.carry_out_stop_requests(self.backends, self.terminator)
+        stopped = self.stopper.carry_out(self.backends)
         stopped |= time_limits.end_overdue_jobs(self.backends, terminator=self.terminator)
         preempted = self.placer.preempter.carry_out()
         ended = ending.run(self.backends, self.failed_starts, self.heartbeat.suspects, meanwhile=self._launch_ready)

@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -26,6 +27,7 @@ from jobs import lifecycle
 from jobs.crypto import decrypt_text
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.exitspec import ExitCode
+from jobs.registries import RegistryJudge
 from scheduling import executors, nodes
 from scheduling import launch as launch_builder
 from scheduling.ending import FailedStart
@@ -51,11 +53,23 @@ class NodeTrouble:
         self.mount_failures = MountFailures()
 
 
-def _start_one(item: Start) -> TaskHandle | Exception:
-    """Start one task (on a pool thread): its handle, or the exception, for the loop to record."""
+def _start_one(item: Start, registries: RegistryJudge) -> TaskHandle | Exception:
+    """Start one task (on a pool thread): its handle, or the exception, for the loop to record. An
+    image from a registry judged forbidden now is refused before the engine is asked, or after its
+    pull failed (the name's addresses changed meanwhile), in one sentence either way: the job's
+    error never tells what answered there, or whether anything did."""
     _, executor, launch = item
+    refusal = registries.refusal(launch.image)
+    if refusal is not None:
+        return ExecutorError(refusal, Failure.IMAGE_NOT_FOUND)
     try:
         return executor.start(launch)
+    except ExecutorError as exc:
+        if exc.failure is Failure.IMAGE_NOT_FOUND and (
+            refusal := registries.refusal(launch.image, after_failed_pull=True)
+        ):
+            return ExecutorError(refusal, Failure.IMAGE_NOT_FOUND)
+        return exc
     except Exception as exc:
         return exc
 
@@ -181,11 +195,13 @@ class Starter:
     def start_side_by_side(self, starts: list[tuple[Job, list[Start]]]) -> None:
         """Start every task of these jobs side by side. One task needs no pool thread."""
         items = [(job, item) for job, ready in starts for item in ready]
+        registries = RegistryJudge()
+        registries.read_hosts_for([launch.image for _, (_, _, launch) in items])
         if len(items) > 1:
             with ThreadPoolExecutor(max_workers=min(settings.PAI_MAX_PARALLEL_STARTS, len(items))) as pool:
-                outcomes = list(pool.map(_start_one, [item for _, item in items]))
+                outcomes = list(pool.map(partial(_start_one, registries=registries), [item for _, item in items]))
         else:
-            outcomes = [_start_one(item) for _, item in items]
+            outcomes = [_start_one(item, registries) for _, item in items]
         results = [(job, task, outcome) for (job, (task, _, _)), outcome in zip(items, outcomes, strict=True)]
         lifecycle.record_tasks_started(
             [

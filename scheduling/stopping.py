@@ -2,14 +2,28 @@
 pass ends or starts. The job goes STOPPING; its running tasks get SIGTERM and the job's grace
 period (scheduling.terminating: the deadline stored first), and once they have all ended or the
 deadline has passed, everything the job holds is removed and the job is STOPPED. Bounded by the
-grace (at most PAI_MAX_GRACE_SECONDS), and a restart in between loses neither stop nor deadline."""
+grace (at most PAI_MAX_GRACE_SECONDS), and a restart in between loses neither stop nor deadline.
+
+A pass does a bounded share of the work, as placing's launch budget does: STOP_BUDGET_S, split
+between the users whose jobs are stopping (one job each in turn), the jobs it looked at least
+lately first; the rest waits for the next passes, so a 10,000-run sweep's Stop holds no one else's
+job. Jobs that wait (never started, or wait again) on the portal's own VCs hold nothing to signal
+or remove: UNSTARTED_BATCH of them at a time are stopped in bulk (lifecycle.stop_unstarted), again
+split between their users.
+"""
 
 from __future__ import annotations
 
+import itertools
+import time
+from collections import defaultdict
+from collections.abc import Iterable
 from datetime import timedelta
 
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from clusters.models import VirtualCluster
 from jobs import lifecycle
 from jobs.models import Job, JobState
 from jobs.protocol.exitspec import classify
@@ -18,24 +32,96 @@ from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
 from scheduling.terminating import Terminator, grace_of, live
 
+# A pass stops stopping after this long (having done at least one bulk batch and one job) and
+# leaves the rest to the next pass, so that exits, starts and placement are never stuck behind a
+# big sweep's Stop.
+STOP_BUDGET_S = 0.3
+UNSTARTED_BATCH = 500  # waiting jobs stopped in one bulk transaction
 
-def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = None) -> bool:
-    """True when a job began or finished stopping (its room is freed, or about to be)."""
-    terminator = terminator or Terminator()
-    jobs = list(
-        (
-            Job.objects.filter(execution_type=Job.ExecutionType.STOP, state__in=[JobState.WAITING, JobState.RUNNING])
-            | Job.objects.filter(state=JobState.STOPPING)
-        ).select_related("virtual_cluster")
-    )
-    info = classify(None, stopped=True)
-    changed = False
-    for job in jobs:
+
+def fair_order(rows: Iterable[tuple[int, int]], looked_at: dict[int, int]) -> list[int]:
+    """Job ids of (job id, owner id) rows in turns between their owners, each owner's in the order
+    they were last looked at (never first, then by id)."""
+    by_owner: dict[int, list[int]] = defaultdict(list)
+    for job_id, owner_id in rows:
+        by_owner[owner_id].append(job_id)
+    queues = [sorted(ids, key=lambda job_id: (looked_at.get(job_id, 0), job_id)) for ids in by_owner.values()]
+    queues.sort(key=lambda ids: (looked_at.get(ids[0], 0), ids[0]))
+    return [job_id for turn in itertools.zip_longest(*queues) for job_id in turn if job_id is not None]
+
+
+class Stopper:
+    """The phase, with what it keeps between passes: when it last looked at each stopping job."""
+
+    def __init__(self, terminator: Terminator | None = None) -> None:
+        self.terminator = terminator or Terminator()
+        self._passes = 0
+        self._looked_at: dict[int, int] = {}
+        self._info = classify(None, stopped=True)
+
+    def carry_out(self, backends: Backends) -> bool:
+        """True when a job began or finished stopping (its room is freed, or about to be)."""
+        self._passes += 1
+        deadline = time.monotonic() + STOP_BUDGET_S
+        owned = backends.owned_vcs()
+        changed = self._stop_unstarted(owned, deadline)
+        return self._stop_each(backends, owned, deadline) or changed
+
+    def _diagnostics(self, stop_reason: str) -> str:
+        why = f"stopped because {stop_reason}." if stop_reason else "stopped at the user's request."
+        return f"{self._info.phrase}: {why}"
+
+    def _stop_unstarted(self, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
+        """Waiting jobs asked to stop, on the VCs no backend owns (a backend's waiting job may hold
+        a unit there: the one-by-one path cancels it), in bulk batches."""
+        waiting = Job.objects.filter(execution_type=Job.ExecutionType.STOP, state=JobState.WAITING)
+        if owned is not None:
+            waiting = waiting.exclude(virtual_cluster__in=owned)
+        changed = False
+        while True:
+            owners = list(waiting.order_by().values_list("owner_id", flat=True).distinct())
+            if not owners:
+                return changed
+            share = max(1, UNSTARTED_BATCH // len(owners))
+            batch: dict[int, str] = {}
+            for owner_id in owners:
+                rows = waiting.filter(owner_id=owner_id).order_by("pk").values_list("pk", "stop_reason")[:share]
+                batch.update(rows)
+            reasons = {reason: self._diagnostics(reason) for reason in set(batch.values())}
+            if not lifecycle.stop_unstarted(batch, self._info.code, reasons):
+                return changed  # (claimed meanwhile: the one-by-one path has them)
+            changed = True
+            if time.monotonic() > deadline:
+                return changed
+
+    def _stop_each(self, backends: Backends, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
+        """The jobs stopped one at a time (running, stopping in their grace, a backend's waiting
+        ones), in turns between their owners, until the budget is spent (one at least)."""
+        asked = Q(execution_type=Job.ExecutionType.STOP) & (
+            Q(state=JobState.RUNNING)
+            | Q(state=JobState.WAITING, virtual_cluster__in=owned if owned is not None else [])
+        )
+        rows = list(Job.objects.filter(asked | Q(state=JobState.STOPPING)).values_list("pk", "owner_id"))
+        self._looked_at = {job_id: self._looked_at[job_id] for job_id, _ in rows if job_id in self._looked_at}
+        changed = False
+        for job_id in fair_order(rows, self._looked_at):
+            job = Job.objects.select_related("virtual_cluster").filter(pk=job_id).first()
+            if job is not None:
+                changed |= self._stop_one(job, backends)
+            self._looked_at[job_id] = self._passes
+            if time.monotonic() > deadline:
+                break
+        return changed
+
+    def _stop_one(self, job: Job, backends: Backends) -> bool:
+        """One job's step: STOPPING, SIGTERM and its grace, then everything it holds removed and
+        STOPPED. True when it began or finished stopping."""
+        changed = False
         # (A stop that fails is logged and tried again next pass; the other jobs' go on.)
         with job_guard(job.pk, backends, "stop it"):
             if job.state != JobState.STOPPING:
                 if not lifecycle.begin_stopping(job):
-                    continue  # it finished meanwhile
+                    return False  # it finished meanwhile
                 job.state = JobState.STOPPING
                 changed = True
             tasks = list(job.tasks.select_related("node"))
@@ -48,12 +134,11 @@ def carry_out_stop_requests(backends: Backends, terminator: Terminator | None = 
                     lifecycle.set_stop_deadline(job, now + timedelta(seconds=grace), grace)
                     job.refresh_from_db(fields=["stop_deadline"])
                 if job.stop_deadline is not None:
-                    terminator.signal(job, tasks)
-                    done, codes = terminator.over(job, tasks, now)
+                    self.terminator.signal(job, tasks)
+                    done, codes = self.terminator.over(job, tasks, now)
                     if not done:
-                        continue  # their grace goes on; looked at again next pass
+                        return changed  # their grace goes on; looked at again next pass
             stop_job(job, backends, tasks=tasks)
-            why = f"stopped because {job.stop_reason}." if job.stop_reason else "stopped at the user's request."
-            lifecycle.finish_stopping(job, info.code, f"{info.phrase}: {why}", codes)
+            lifecycle.finish_stopping(job, self._info.code, self._diagnostics(job.stop_reason), codes)
             changed = True
-    return changed
+        return changed

@@ -257,7 +257,27 @@ MESSAGES: list[tuple[re.Pattern[str], Promise, dict[str, Callable[[str], str]]]]
         _("must be at most %(cap)s (the portal's PAI_MAX_SHM_MB)"),
         {},
     ),
+    # jobs.protocol.sweeps: a sweep's size
+    (re.compile(r"(?P<count>\d+) runs, at most (?P<most>\d+)"), _("%(count)s runs, at most %(most)s"), {}),
+    (
+        re.compile(r"at least (?P<count>\d+) runs, at most (?P<most>\d+)"),
+        _("at least %(count)s runs, at most %(most)s"),
+        {},
+    ),
+    (
+        re.compile(
+            r"(?P<count>\d+) runs of up to (?P<each>[\d.]+ [KM]B) each make (?P<total>[\d.]+ [KM]B) in all, "
+            r"at most (?P<most>\d+) MB \(fewer runs, or a shorter config\)"
+        ),
+        _(
+            "%(count)s runs of up to %(each)s each make %(total)s in all, at most %(most)s MB "
+            "(fewer runs, or a shorter config)"
+        ),
+        {},
+    ),
 ]
+# jobs.sweeps: a sweep's run other than the first, refused as a job with its values in.
+SWEEP_RUN = re.compile(r"run (?P<run>\S+) \((?P<values>.*?)\): (?P<message>.+)", re.DOTALL)
 
 
 # Why an image reference is refused (jobs.protocol.images.reference_error): each reason alone.
@@ -317,6 +337,12 @@ def _image_reasons(text: str) -> str:
 
 def translate_error(message: str) -> str:
     """The message in the active language when its shape is known, else unchanged."""
+    if run := SWEEP_RUN.fullmatch(message):
+        return str(_("run %(run)s (%(values)s): %(message)s")) % {
+            "run": run["run"],
+            "values": run["values"],
+            "message": translate_error(run["message"]),
+        }
     if reference := IMAGE_REFERENCE.fullmatch(message):
         return str(_("%(image)s is not a valid image reference: %(why)s")) % {
             "image": reference["image"],

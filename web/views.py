@@ -592,8 +592,8 @@ def jobs_stop_selected(request: HttpRequest) -> HttpResponse:
     stopped = actions.stop_jobs(request.user, _selected_ids(request.POST.getlist("ids")))
     messages.success(
         request,
-        ngettext("Stop requested for %(count)d job.", "Stop requested for %(count)d jobs.", len(stopped))
-        % {"count": len(stopped)},
+        ngettext("Stop requested for %(count)d job.", "Stop requested for %(count)d jobs.", stopped)
+        % {"count": stopped},
     )
     return redirect("jobs:list")
 

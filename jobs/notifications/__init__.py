@@ -44,6 +44,17 @@ def job_ended(job_id: int) -> None:
     job_changed(job_id, None)
 
 
+def jobs_ended(job_ids: list[int]) -> None:
+    """job_ended for many jobs at once (a sweep's waiting runs stopped together): one query finds
+    those whose owner may be told (an email address, or a webhook that wants the ending). Inside
+    the change's transaction, as job_changed."""
+    rows = Job.objects.filter(pk__in=job_ids).values_list("pk", "owner_id", "owner__email", "state")
+    for job_id, owner_id, email, state in rows:
+        event = ENDINGS.get(JobState(state))
+        if event is not None and (email or webhooks.wanted(owner_id, event)):
+            job_changed(job_id, event)
+
+
 def job_changed(job_id: int, event: str | None, detail: str = "") -> None:
     """The owner's mail if they asked, and the webhooks', into the outbox (`event` None: the ending
     the job's state says; `detail`: a sentence the notices add, e.g. who preempted the job). Call

@@ -36,6 +36,12 @@ def export(spec: Mapping[str, Any]) -> str:
     return yaml.dump(spec, Dumper=_Dumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
 
 
+def export_masked(doc: Mapping[str, Any]) -> str:
+    """A document as v2 YAML with its secret values (and inline registry password) as ******: the
+    stored text of a config the portal made rather than one typed (a sweep's runs)."""
+    return export(_masked_document(dict(doc)))
+
+
 def editable_document(text: str) -> dict[str, Any]:
     """A submitted config as the user wrote it, for a clone: v2 with its references (editing a
     parameter still changes the commands) and secrets masked; v1 converted to v2 (it has no

@@ -1,22 +1,26 @@
 """Which registry an image name makes the node's engine contact, and the registries a job may not
-name: the engine would send requests to the node itself (loopback), to link-local services (cloud
-metadata at 169.254.169.254) or to the portal's own hosts, on the user's behalf (SSRF).
+name: the engine would send requests to the node itself (loopback), to the portal's network
+(private, link-local: cloud metadata at 169.254.169.254) or to the portal's own hosts, on the
+user's behalf (SSRF). A registry named by a host name is judged by the addresses the name resolves
+to, with the webhooks' rule (jobs.protocol.addresses); one that does not resolve cannot be judged,
+and is refused.
 
-Pure: the portal's own host names and the registries an admin allows come in as arguments
-(jobs.actions reads them from settings and the nodes)."""
+Pure: the portal's own host names, the registries an admin allows and the resolver come in as
+arguments (jobs.registries hands them in, at submit and before each start)."""
 
 from __future__ import annotations
 
-import ipaddress
 import re
-import socket
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
+from jobs.protocol.addresses import IpAddress, as_address, inside_reason
 from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec
 
 ALLOW_SETTING = "PAI_ALLOWED_PRIVATE_REGISTRIES"
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+PORTAL_OWN = "this portal's own address (its host names and nodes)"
+UNRESOLVED = "a host name that does not resolve"
+Resolver = Callable[[str], Collection[str]]  # a host name -> the addresses it resolves to (none: it does not)
 
 
 # Docker's reference grammar (distribution/reference): [registry[:port]/]path[:tag][@digest].
@@ -106,36 +110,37 @@ def split_registry(registry: str) -> tuple[str, str]:
     return host.lower().rstrip("."), port
 
 
-def as_address(host: str) -> IpAddress | None:
-    """The address a host written as a number names, including the legacy IPv4 forms the C
-    resolver still accepts (`127.1`, `2130706433`, `0x7f.0.0.1`)."""
-    try:
-        address = ipaddress.ip_address(host.split("%", 1)[0])  # fe80::1%eth0: the zone is not the address
-    except ValueError:
-        try:
-            return ipaddress.IPv4Address(socket.inet_aton(host))
-        except (OSError, ValueError):
-            return None
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def private_reason(host: str, portal_hosts: Collection[str]) -> str | None:
-    """Why the engine must not be sent to this host, or None."""
+def private_reason(
+    host: str, portal_hosts: Collection[str], resolve: Resolver, *, refuse_unresolved: bool = True
+) -> str | None:
+    """Why the engine must not be sent to this host (a name or an address), or None (also for a
+    name that does not resolve here, unless `refuse_unresolved`)."""
     if host == "localhost" or host.endswith(".localhost"):
         return "a loopback address"
     address = as_address(host)
     if address is not None:
-        if address.is_loopback:
-            return "a loopback address"
-        if address.is_link_local:
-            return "a link-local address"
-        if address.is_unspecified or address in ipaddress.ip_network("0.0.0.0/8"):
-            return "an unspecified address"
-    if _is_portal_host(host, address, portal_hosts):
-        return "this portal's own address (its host names and nodes)"
+        return _address_reason(host, address, portal_hosts)
+    if _is_portal_host(host, None, portal_hosts):
+        return PORTAL_OWN
+    found = sorted(resolve(host))
+    if not found:
+        return UNRESOLVED if refuse_unresolved else None
+    for text in found:
+        resolved = as_address(text)
+        if resolved is not None and (why := _address_reason(host, resolved, portal_hosts)) is not None:
+            return f"a name for {why}" + ("" if why == PORTAL_OWN else f" ({text})")
     return None
+
+
+def _address_reason(host: str, address: IpAddress, portal_hosts: Collection[str]) -> str | None:
+    """The node itself and link-local services first, then the portal's own hosts, then the rest of
+    the portal's network: the most telling reason."""
+    why = inside_reason(str(address))
+    if why in ("a loopback address", "a link-local address"):
+        return why
+    if _is_portal_host(host, address, portal_hosts):
+        return PORTAL_OWN
+    return why
 
 
 def _is_portal_host(host: str, address: IpAddress | None, portal_hosts: Collection[str]) -> bool:
@@ -169,22 +174,59 @@ def image_fields(spec: NormalizedSpec, protocol_version: int) -> list[tuple[str,
     return [(f"prerequisites[{i}].uri", uri) for i, uri in images if isinstance(uri, str)]
 
 
+def registry_refusal(
+    image: str,
+    *,
+    portal_hosts: Collection[str],
+    allowed: Collection[str],
+    resolve: Resolver,
+    refuse_unresolved: bool = True,
+) -> str | None:
+    """Why the node's engine may not pull `image` (its registry, judged), or None. (A name that
+    does not resolve in a reference Docker would refuse anyway is reference_error's to explain.)"""
+    registry = registry_of(image)
+    if registry is None or is_allowed(registry, allowed):
+        return None
+    refuse_unresolved = refuse_unresolved and reference_error(image) is None
+    reason = private_reason(split_registry(registry)[0], portal_hosts, resolve, refuse_unresolved=refuse_unresolved)
+    if reason is None:
+        return None
+    return (
+        f"registry {registry} is {reason}; the node's engine may not pull from there "
+        f"unless an admin allows this registry ({ALLOW_SETTING})"
+    )
+
+
 def image_registry_errors(
-    spec: NormalizedSpec, protocol_version: int, *, portal_hosts: Collection[str], allowed: Collection[str]
+    spec: NormalizedSpec,
+    protocol_version: int,
+    *,
+    portal_hosts: Collection[str],
+    allowed: Collection[str],
+    resolve: Resolver,
 ) -> list[FieldError]:
     """A field error for each image whose registry is private to the node or the portal."""
-    errors: list[FieldError] = []
-    for field, image in image_fields(spec, protocol_version):
-        registry = registry_of(image)
-        if registry is None or is_allowed(registry, allowed):
-            continue
-        reason = private_reason(split_registry(registry)[0], portal_hosts)
-        if reason is not None:
-            errors.append(
-                (
-                    field,
-                    f"registry {registry} is {reason}; the node's engine may not pull from there "
-                    f"unless an admin allows this registry ({ALLOW_SETTING})",
-                )
-            )
-    return errors
+    return [
+        (field, refusal)
+        for field, image in image_fields(spec, protocol_version)
+        if (refusal := registry_refusal(image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve))
+    ]
+
+
+def pull_refusal(
+    image: str,
+    *,
+    portal_hosts: Collection[str],
+    allowed: Collection[str],
+    resolve: Resolver,
+    pulled: bool = False,
+) -> str | None:
+    """A task's start refused for a registry judged forbidden, before the pull or (`pulled`) after
+    one that failed: one sentence made of the image and the addresses alone, so the job's error
+    never tells what the registry answered, or whether anything listened there. A name that does
+    not resolve here is left to the engine before the pull (a resolver's hiccup ends no job), and
+    refused after it failed (the engine may have found it elsewhere)."""
+    refusal = registry_refusal(
+        image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve, refuse_unresolved=pulled
+    )
+    return f"pulling image {image} refused: {refusal}" if refusal else None

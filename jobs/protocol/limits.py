@@ -24,6 +24,11 @@ _expansion_left: ContextVar[int | None] = ContextVar("expansion_left", default=N
 def json_size_over(doc: Any, limit: int = MAX_SPEC_BYTES) -> bool:
     """Whether `doc` written as JSON would take more than `limit` bytes (shared sub-trees, as YAML
     aliases make, count once per place they appear, as JSON repeats them)."""
+    return json_size(doc, stop_over=limit) > limit
+
+
+def json_size(doc: Any, stop_over: int | None = None) -> int:
+    """About the bytes `doc` would take written as JSON; the walk stops once past `stop_over`."""
     size = 0
     stack = [doc]
     while stack:
@@ -38,9 +43,9 @@ def json_size_over(doc: Any, limit: int = MAX_SPEC_BYTES) -> bool:
             stack.extend(value)
         else:
             size += SCALAR_BYTES
-        if size > limit:
-            return True
-    return False
+        if stop_over is not None and size > stop_over:
+            return size
+    return size
 
 
 def check_spec_size(doc: Any) -> None:

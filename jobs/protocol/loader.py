@@ -38,6 +38,12 @@ def detect_version(doc: dict[str, Any], from_json: bool) -> int:
 def load(text: str | bytes) -> LoadedConfig:
     """Parse, validate and normalize a job config; raises JobConfigError with field paths."""
     doc, is_json = parse(text)
+    return load_document(doc, is_json)
+
+
+def load_document(doc: dict[str, Any], is_json: bool = False) -> LoadedConfig:
+    """Validate and normalize a document as parse() returns it (load without the parse: a sweep's
+    runs, made from a parsed document); the document is left as it was."""
     version = detect_version(doc, is_json)
     with expansion_budget():
         loaded = _load_v1(doc) if version == 1 else _load_v2(doc)

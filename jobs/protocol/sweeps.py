@@ -17,6 +17,11 @@ Exactly one of grid, random and array. Each run is the config with its values pu
 `parameters` (`arrayIndex` for an array), so they reach its commands as `<% $parameters.lr %>`
 does today, and with `extras.sweep` replaced by `extras.sweepRun: {sweep, index, values}`: a
 plain v2 config that OpenPAI's clients read. Runs are named `<sweep>-<index>`.
+
+A sweep's size is known before any run is built: its runs are counted from the block (a grid's
+product, the samples, the sum of an array's items) and refused past MAX_RUNS, and runs times the
+most one run can take (the config as JSON with the longest values put in, each reference
+expanded) past MAX_SWEEP_BYTES. A few hundred bytes asking for 10^12 runs cost nothing to refuse.
 """
 
 from __future__ import annotations
@@ -25,17 +30,24 @@ import itertools
 import math
 import random
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from jobs.protocol.errors import JobConfigError
+from jobs.protocol.limits import json_size
+from jobs.protocol.parsing import MAX_INTEGER
+from jobs.protocol.templating import REFERENCE, ROLE_SCOPED, to_text
 
 FIELD = "extras.sweep"
 RUN_FIELD = "sweepRun"
 MAX_RUNS = 10_000
+# Runs times the most one run can take: what one submit may write (configs, specs, tasks) and hold.
+MAX_SWEEP_BYTES = 32 * 1024 * 1024
 KINDS = ("grid", "random", "array")
 ARRAY_PARAMETER = "arrayIndex"
 _ARRAY_ITEM = re.compile(r"(?P<first>\d+)(?:-(?P<last>\d+)(?::(?P<step>\d+))?)?")
+NUMBER_TEXT = 24  # the longest a drawn number reads as text (`-1.23457e+308`), near enough
 
 
 @dataclass(frozen=True)
@@ -51,14 +63,26 @@ class SweepPlan:
     max_concurrent: int | None
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """A sweep before its runs are built: how many, the longest text each swept parameter can take,
+    and how to build them."""
+
+    count: int
+    longest: dict[str, int]
+    build: Callable[[], Iterator[dict[str, Any]]]
+
+
 def sweep_block(doc: dict[str, Any]) -> Any:
     """The document's `extras.sweep`, None when it is no sweep."""
     extras = doc.get("extras")
     return extras.get("sweep") if isinstance(extras, dict) else None
 
 
-def plan(block: Any) -> SweepPlan:
-    """The runs of a sweep block; raises JobConfigError naming the field at fault."""
+def plan(doc: dict[str, Any]) -> SweepPlan:
+    """The runs of a document's sweep; raises JobConfigError naming the field at fault, its size
+    checked before a run is built."""
+    block = sweep_block(doc)
     if not isinstance(block, dict):
         raise JobConfigError([(FIELD, "must be a mapping with one of grid, random, array")])
     unknown = sorted(set(block) - {*KINDS, "maxConcurrent"})
@@ -68,58 +92,147 @@ def plan(block: Any) -> SweepPlan:
     if len(kinds) != 1:
         raise JobConfigError([(FIELD, f"must have exactly one of {', '.join(KINDS)} (has {len(kinds)})")])
     kind = kinds[0]
-    runs = {"grid": _grid, "random": _random, "array": _array}[kind](block[kind], f"{FIELD}.{kind}")
-    if len(runs) > MAX_RUNS:
-        raise JobConfigError([(f"{FIELD}.{kind}", f"makes {len(runs)} runs; at most {MAX_RUNS}")])
     cap = block.get("maxConcurrent")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
         raise JobConfigError([(f"{FIELD}.maxConcurrent", "must be an integer >= 1")])
+    shape = {"grid": _grid, "random": _random, "array": _array}[kind](block[kind], f"{FIELD}.{kind}")
+    _check_bytes(doc, shape)
+    runs = [Run(index, values) for index, values in enumerate(shape.build())]
     return SweepPlan(kind=kind, runs=runs, max_concurrent=cap)
 
 
-def _grid(grid: Any, field: str) -> list[Run]:
+def _too_many(field: str, count: int, at_least: bool = False) -> JobConfigError:
+    return JobConfigError([(field, f"{'at least ' if at_least else ''}{count} runs, at most {MAX_RUNS}")])
+
+
+def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:
+    """Runs times the most one run can take, within MAX_SWEEP_BYTES."""
+    per_run_cap = MAX_SWEEP_BYTES // shape.count
+    rest = {**doc, "extras": {key: value for key, value in doc["extras"].items() if key != "sweep"}}
+    # The run's values appear twice (parameters, extras.sweepRun), and each reference expands.
+    values = 2 * sum(len(name) + longest + 8 for name, longest in shape.longest.items())
+    per_run = json_size(rest) + values + _expansion(rest, shape.longest)
+    if per_run > per_run_cap:
+        total = per_run * shape.count
+        raise JobConfigError(
+            [
+                (
+                    FIELD,
+                    f"{shape.count} runs of up to {_size(per_run)} each make {_size(total)} in all, "
+                    f"at most {MAX_SWEEP_BYTES // (1024 * 1024)} MB (fewer runs, or a shorter config)",
+                )
+            ]
+        )
+
+
+def _size(size: int) -> str:
+    return f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / (1024 * 1024):.1f} MB"
+
+
+def _expansion(doc: dict[str, Any], swept: dict[str, int]) -> int:
+    """The most that `<% %>` references can add to one run: each names a parameter (the longest of
+    its swept values, or its one value) or a prerequisite's field (at most that prerequisite)."""
+    parameters = doc.get("parameters")
+    parameters = parameters if isinstance(parameters, dict) else {}
+    prerequisites = doc.get("prerequisites")
+    prerequisites = prerequisites if isinstance(prerequisites, list) else []
+    longest_prerequisite: int | None = None
+    added = 0
+    for text in _strings(doc):
+        if "<%" not in text:
+            continue
+        for match in REFERENCE.finditer(text):
+            namespace, path = match.group(1), match.group(2)
+            if namespace == "parameters":
+                name = re.split(r"[.\[]", path.removeprefix("."), maxsplit=1)[0]
+                added += swept[name] if name in swept else len(to_text(parameters.get(name, "")))
+            elif namespace in ROLE_SCOPED:
+                if longest_prerequisite is None:
+                    longest_prerequisite = max((json_size(p) for p in prerequisites), default=0)
+                added += longest_prerequisite
+    return added
+
+
+def _strings(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _longest_text(values: Iterable[Any]) -> int:
+    return max((len(to_text(value)) for value in values), default=0)
+
+
+def _grid(grid: Any, field: str) -> _Shape:
     if not isinstance(grid, dict) or not grid:
         raise JobConfigError([(field, "must be a mapping of parameter -> list of values")])
     for name, values in grid.items():
         if not isinstance(values, list) or not values:
             raise JobConfigError([(f"{field}.{name}", "must be a non-empty list of values")])
+    count = math.prod(len(values) for values in grid.values())
+    if count > MAX_RUNS:
+        raise _too_many(field, count)
     names = list(grid)
-    combinations = itertools.product(*(grid[name] for name in names))
-    return [Run(index, dict(zip(names, values, strict=True))) for index, values in enumerate(combinations)]
+
+    def build() -> Iterator[dict[str, Any]]:
+        for values in itertools.product(*(grid[name] for name in names)):
+            yield dict(zip(names, values, strict=True))
+
+    return _Shape(count, {name: _longest_text(grid[name]) for name in names}, build)
 
 
-def _random(spec: Any, field: str) -> list[Run]:
+def _random(spec: Any, field: str) -> _Shape:
     if not isinstance(spec, dict):
         raise JobConfigError([(field, "must be a mapping with samples and parameters")])
     samples = spec.get("samples")
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
         raise JobConfigError([(f"{field}.samples", "must be an integer >= 1")])
+    if samples > MAX_RUNS:
+        raise _too_many(f"{field}.samples", samples)
     ranges = spec.get("parameters")
     if not isinstance(ranges, dict) or not ranges:
         raise JobConfigError([(f"{field}.parameters", "must be a mapping of parameter -> range")])
-    draw = random.Random(spec.get("seed"))
+    seed = spec.get("seed")
+    if seed is not None and not isinstance(seed, int | str):
+        raise JobConfigError([(f"{field}.seed", "must be an integer or a string")])
     samplers = {name: _sampler(value, f"{field}.parameters.{name}") for name, value in ranges.items()}
-    return [Run(index, {name: sample(draw) for name, sample in samplers.items()}) for index in range(samples)]
+
+    def build() -> Iterator[dict[str, Any]]:
+        draw = random.Random(seed)
+        for _ in range(samples):
+            yield {name: sample(draw) for name, (sample, _longest) in samplers.items()}
+
+    return _Shape(samples, {name: longest for name, (_sample, longest) in samplers.items()}, build)
 
 
-def _sampler(spec: Any, field: str) -> Any:
+def _sampler(spec: Any, field: str) -> tuple[Callable[[random.Random], Any], int]:
+    """How to draw one value, and the longest text it can be."""
     if isinstance(spec, dict) and "choice" in spec:
         choices = spec["choice"]
         if not isinstance(choices, list) or not choices:
             raise JobConfigError([(f"{field}.choice", "must be a non-empty list")])
-        return lambda draw: draw.choice(choices)
+        return (lambda draw: draw.choice(choices)), _longest_text(choices)
     if not isinstance(spec, dict) or not all(_is_number(spec.get(key)) for key in ("min", "max")):
         raise JobConfigError([(field, "must be {min, max} (numbers; log, integer optional) or {choice: [...]}")])
     low, high = spec["min"], spec["max"]
     if low > high:
         raise JobConfigError([(f"{field}.max", f"must be >= min ({low})")])
     if spec.get("integer"):
-        return lambda draw: draw.randint(math.ceil(low), math.floor(high))
+        first, last = math.ceil(low), math.floor(high)
+        if first > last:
+            raise JobConfigError([(field, f"has no integer between min ({low}) and max ({high})")])
+        return (lambda draw: draw.randint(first, last)), max(len(str(first)), len(str(last)))
     if spec.get("log"):
         if low <= 0:
             raise JobConfigError([(f"{field}.min", "must be > 0 for a log range")])
-        return lambda draw: _round(math.exp(draw.uniform(math.log(low), math.log(high))))
-    return lambda draw: _round(draw.uniform(low, high))
+        return (lambda draw: _round(math.exp(draw.uniform(math.log(low), math.log(high))))), NUMBER_TEXT
+    return (lambda draw: _round(draw.uniform(low, high))), NUMBER_TEXT
 
 
 def _is_number(value: Any) -> bool:
@@ -131,9 +244,12 @@ def _round(value: float) -> float:
     return float(f"{value:.6g}")
 
 
-def _array(text: Any, field: str) -> list[Run]:
-    indices: list[int] = []
-    for item in str(text).replace(" ", "").split(","):
+def _array(text: Any, field: str) -> _Shape:
+    items = str(text).replace(" ", "").split(",")
+    if len(items) > MAX_RUNS:  # (each item is a run at least: no need to read them)
+        raise _too_many(field, len(items), at_least=True)
+    ranges = []
+    for item in items:
         match = _ARRAY_ITEM.fullmatch(item)
         if not match:
             raise JobConfigError([(field, f'"{item}" is not an index, a range (0-9) or a stepped range (0-15:4)')])
@@ -142,11 +258,18 @@ def _array(text: Any, field: str) -> list[Run]:
         step = int(match["step"] or 1)
         if last < first or step < 1:
             raise JobConfigError([(field, f'"{item}": a range goes up, by a step >= 1')])
-        if (last - first) // step + 1 > MAX_RUNS:
-            raise JobConfigError([(field, f'"{item}" makes more than {MAX_RUNS} runs')])
-        indices.extend(range(first, last + 1, step))
-    unique = list(dict.fromkeys(indices))
-    return [Run(position, {ARRAY_PARAMETER: index}) for position, index in enumerate(unique)]
+        if last > MAX_INTEGER:
+            raise JobConfigError([(field, f'"{item}": an index is at most {MAX_INTEGER}')])
+        ranges.append(range(first, last + 1, step))
+    count = sum((indices.stop - 1 - indices.start) // indices.step + 1 for indices in ranges)
+    if count > MAX_RUNS:
+        raise _too_many(field, count)
+
+    def build() -> Iterator[dict[str, Any]]:
+        for index in dict.fromkeys(itertools.chain.from_iterable(ranges)):
+            yield {ARRAY_PARAMETER: index}
+
+    return _Shape(count, {ARRAY_PARAMETER: max(len(str(indices.stop)) for indices in ranges)}, build)
 
 
 def run_documents(doc: dict[str, Any], sweep_plan: SweepPlan) -> list[dict[str, Any]]:

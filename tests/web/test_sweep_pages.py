@@ -79,3 +79,22 @@ def test_it_links_a_run_to_its_sweep(client, user, sweep):
     client.force_login(user)
     page = client.get(reverse("jobs:detail", args=["alice~lrs-3"])).content.decode()
     assert reverse("sweeps:detail", args=["alice~lrs"]) in page and "lr=0.01" in page
+
+
+@pytest.mark.parametrize(
+    ("english", "chinese"),
+    [
+        ("1000000000000 runs, at most 10000", "1000000000000 次运行，最多 10000 次"),  # noqa: RUF001
+        (
+            'run lrs-1 (lr=0.01, seed=2): virtual cluster "gpu" does not exist',
+            '运行 lrs-1（lr=0.01, seed=2）：虚拟集群 "gpu" 不存在',  # noqa: RUF001
+        ),
+    ],
+)
+def test_it_says_a_sweeps_size_and_a_refused_run_in_chinese(english, chinese):
+    from django.utils import translation
+
+    from web.error_text import translate_error
+
+    with translation.override("zh-hans"):
+        assert translate_error(english) == chinese

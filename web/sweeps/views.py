@@ -131,7 +131,7 @@ def sweep_resubmit(request: HttpRequest, full_name: str) -> HttpResponse:
         request,
         full_name,
         "resubmit",
-        sweeps.resubmit_failed,
+        lambda sweep, by: len(sweeps.resubmit_failed(sweep, by)),
         lambda count: ngettext("%(count)d run started again.", "%(count)d runs started again.", count),
     )
 
@@ -140,7 +140,7 @@ def _after_asking(
     request: HttpRequest,
     full_name: str,
     action: str,
-    act: Callable[[Sweep, Any], list[Any]],
+    act: Callable[[Sweep, Any], int],
     said: Callable[[int], str],
 ) -> HttpResponse:
     """GET asks (sweeps/confirm.html says what `action` does); POST does it and says how many runs."""
@@ -148,5 +148,5 @@ def _after_asking(
     if request.method == "GET":
         return render(request, "sweeps/confirm.html", {"sweep": sweep, "action": action})
     done = act(sweep, request.user)
-    messages.success(request, said(len(done)) % {"count": len(done)})
+    messages.success(request, said(done) % {"count": done})
     return redirect("sweeps:detail", sweep.full_name)

@@ -44,7 +44,7 @@ class SweepStopView(APIView):
     def post(self, request: Request, full_name: str) -> Response:
         """Stop every run that has not finished."""
         stopped = sweeps.stop_sweep(found(request, full_name), request.user)
-        return accepted(f"Stopping {len(stopped)} runs of sweep {full_name}.")
+        return accepted(f"Stopping {stopped} runs of sweep {full_name}.")
 
 
 class SweepResubmitView(APIView):
