@@ -17,6 +17,8 @@ from pathlib import Path
 
 from django.conf import settings
 
+from tests.factories import v2_yaml
+
 SAVE_SECONDS = 2.5  # what the trap's program takes to save: well within the grace the tests give
 GRACE = "gracePeriodSeconds: 10\n"  # (an extras key; the task ends sooner: its trap exits)
 
@@ -26,7 +28,7 @@ CHECKPOINTING = [
     f'SAVE=\'import sys, time; time.sleep({SAVE_SECONDS}); open(sys.argv[1], "w").write("step-42")\'',
     """trap 'python3 -c "$SAVE" "$CKPT"; echo "saved rc=$?" >> "$TRACE"; exit 0' TERM""",
     'echo "start resumed=$PAI_JOB_RESUMED" >> "$TRACE"',  # (after the trap: it is set)
-    "sleep 300 & wait",
+    "sleep 300 & wait",  # (as the README says: bash runs the trap at once, not after the command)
 ]
 
 
@@ -35,9 +37,26 @@ def quoted(command: str) -> str:
     return "'" + command.replace("'", "''") + "'"
 
 
-def checkpointing_commands(indent: int = 6) -> str:
-    """CHECKPOINTING as the lines of a v2 role's `commands:` list."""
-    return "".join(f"{' ' * indent}- {quoted(command)}\n" for command in CHECKPOINTING)
+# The same, with the task's program handling SIGTERM itself (Python's signal handler) instead of a
+# bash trap: it starts the same saving program, then ends.
+IN_PROGRAM = [
+    *CHECKPOINTING[:3],
+    "WORK='import signal, subprocess, sys; "
+    'save = lambda *_: sys.exit(open(sys.argv[2], "a").write('
+    '"saved rc=%d\\n" % subprocess.call(["python3", "-c", sys.argv[3], sys.argv[1]])) and 0); '
+    "signal.signal(signal.SIGTERM, save); [signal.pause() for _ in iter(int, 1)]'",
+    CHECKPOINTING[4],
+    'exec python3 -c "$WORK" "$CKPT" "$TRACE" "$SAVE"',
+]
+
+
+def checkpointing_job(
+    name: str, *, cpu: int = 1, vc: str = "default", extras: str = "", in_program: bool = False
+) -> str:
+    """A one-task v2 job running CHECKPOINTING (or IN_PROGRAM) with GRACE; `extras` adds lines to
+    its extras."""
+    commands = IN_PROGRAM if in_program else CHECKPOINTING
+    return v2_yaml(name, *map(quoted, commands), cpu=cpu, vc=vc, extra=f"extras:\n  {GRACE}{extras}")
 
 
 def trace(owner: str, name: str) -> list[str]:

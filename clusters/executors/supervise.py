@@ -71,8 +71,12 @@ SCRIPT_PROLOGUE = f"exec {SCRIPT_FD}<&-; "
 
 
 class Supervisor:
-    def __init__(self, task_dir: str | os.PathLike[str]):
+    def __init__(self, task_dir: str | os.PathLike[str], *, portal_stop_file: str | None = None):
         self.task_dir = os.fspath(task_dir)
+        # In a Slurm step (clusters/slurm/task.py): the file that says a SIGTERM is the portal's
+        # stop. Slurm's own stops (scancel, its time limit, its preemption) signal every process
+        # of the step, this one included: see _on_stop.
+        self.portal_stop_file = portal_stop_file
         with open(os.path.join(task_dir, "supervise.json")) as file:
             config = json.load(file)
         self.argv: list[str] = config["argv"]
@@ -100,8 +104,14 @@ class Supervisor:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
         In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once.
         (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)
-        Only the first SIGTERM counts: a second one (a restarted scheduler's) moves no deadline."""
+        Only the first SIGTERM counts: a second one (a restarted scheduler's) moves no deadline.
+
+        In a Slurm step only the portal's stop counts (the wrapper's SIGTERM once portal_stop_file
+        is there). Slurm's own has reached every process of the step at once, and Slurm kills them
+        after its KillWait: signalled again, what a trap started meanwhile would die."""
         if self.stopping:
+            return
+        if self.portal_stop_file is not None and not os.path.exists(self.portal_stop_file):
             return
         self.stopping = True
         grace = self.stop_grace_s
