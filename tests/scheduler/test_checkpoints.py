@@ -12,24 +12,14 @@ import pytest
 from jobs.actions import restart_job, stop_job
 from jobs.models import Job, JobState
 from jobs.protocol.exitspec import ExitCode
-from tests.checkpoints import GRACE, SAVED, checkpointing_commands, trace
-from tests.scheduler.conftest import role, v2_job
+from tests.checkpoints import SAVED, checkpointing_job, trace
+from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.slow
 
 # The node of the process_node fixture has 8 CPUs: the default VC's whole quota.
 PROD = "jobPriorityClass: prod\n"
 TIME_LIMIT = "  maxRunTimeMinutes: 0.05\n"  # 3 s
-
-
-def checkpointing_job(name: str, *, cpu: int = 1, extras: str = "") -> str:
-    role = f"""  worker:
-    instances: 1
-    dockerImage: image
-    resourcePerInstance: {{cpu: {cpu}, memoryMB: 256, gpu: 0}}
-    commands:
-{checkpointing_commands()}"""
-    return v2_job(name, role, f"extras:\n  {GRACE}{extras}")
 
 
 def started(scheduler, job: Job, timeout: float = 20.0) -> None:
@@ -46,7 +36,7 @@ def started(scheduler, job: Job, timeout: float = 20.0) -> None:
 def test_a_preempted_tasks_trap_saves_a_checkpoint_its_resumed_attempt_finds(default_vc, submit, run_until, scheduler):
     victim = run_until(submit(checkpointing_job("train", cpu=6)), JobState.RUNNING)
     started(scheduler, victim)
-    urgent = submit(v2_job("urgent", role("main", "sleep 1", cpu=4), PROD))
+    urgent = submit(v2_yaml("urgent", "sleep 1", cpu=4, extra=PROD))
     run_until(urgent, JobState.RUNNING)
     assert trace("alice", "train") == SAVED
     victim = run_until(victim, JobState.SUCCEEDED, timeout=30)  # resumed once the prod job is done
