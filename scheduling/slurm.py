@@ -73,6 +73,7 @@ from scheduling.quota import task_requests
 from scheduling.slurm_controller import Controller, show_available, show_unavailable
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
+from scheduling.terminating import grace_of
 
 log = logging.getLogger("pai.scheduler.slurm")
 
@@ -355,7 +356,10 @@ class SlurmBackend:
             roles=roles,
             gpu_type=gpu_type,
             job_dir=directory,
-            time_limit=slurm_time(job.time_limit_seconds) if job.time_limit_seconds else None,
+            # The portal ends a job at its limit with its grace (scheduling.time_limits); Slurm's own
+            # limit, after both, only when the portal could not (its SIGTERM would kill what a
+            # trap started in the grace: it signals every process of the step).
+            time_limit=slurm_time(job.time_limit_seconds + grace_of(job)) if job.time_limit_seconds else None,
             nice=slurm_nice(job.priority_class),
         )
         try:
@@ -474,7 +478,10 @@ class SlurmBackend:
     def follow_running(self, queue: dict[str, SlurmJob]) -> bool:
         """Tasks whose Slurm job ended without their exit recorded end as Slurm says."""
         running = Task.objects.filter(
-            state=TaskState.RUNNING, job__state=JobState.RUNNING, node__executor=self.node_kind
+            state=TaskState.RUNNING,
+            job__state=JobState.RUNNING,
+            job__stop_deadline__isnull=True,  # (in its grace: the time limit that began it ends it)
+            node__executor=self.node_kind,
         ).select_related("node", "job")
         by_job: dict[int, list[Task]] = defaultdict(list)
         for task in running:

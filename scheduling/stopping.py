@@ -126,9 +126,9 @@ class Stopper:
                 changed = True
             tasks = list(job.tasks.select_related("node"))
             codes: dict[int, int | None] = {}
-            # (A backend that places by itself ends its jobs its own way: Slurm's scancel sends
-            # SIGTERM, then SIGKILL after its KillWait.)
-            if live(tasks) and backends.owner(job.virtual_cluster) is None:
+            # (On a Slurm VC too: the SIGTERM goes through each task's wrapper, and Slurm's scancel,
+            # which signals every process of the step at once, comes after the grace.)
+            if live(tasks):
                 now = timezone.now()
                 if job.stop_deadline is None and (grace := grace_of(job)):
                     lifecycle.set_stop_deadline(job, now + timedelta(seconds=grace), grace)

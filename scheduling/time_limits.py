@@ -6,10 +6,10 @@ capped by PAI_MAX_GRACE_SECONDS) to save their work, the deadline stored first
 it holds is removed and the job is FAILED with the exit spec's -1230 (JobMaxRunTimeExceeded) and
 an event saying so. A job being stopped or preempted already is left to that end.
 
-On Slurm's VCs `--time` carries the same limit, so Slurm ends a job there too (its TIMEOUT maps to
-the same code, after Slurm's own SIGTERM and KillWait); whichever comes first wins, the other's
-conditional UPDATE matches nothing. The portal's own end of such a job is Slurm's scancel, as a
-Stop's is there.
+On Slurm's VCs the same: SIGTERM through each task's wrapper, the grace, then Slurm's scancel.
+`--time` carries the limit plus the grace, so Slurm ends the job only where the portal could not
+(its TIMEOUT maps to the same code, after Slurm's own SIGTERM and KillWait); whichever comes first
+wins, the other's conditional UPDATE matches nothing.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def end_overdue_jobs(backends: Backends, now: datetime | None = None, terminator
                 continue
             tasks = list(job.tasks.select_related("node"))
             codes: dict[int, int | None] = {}
-            if live(tasks) and backends.owner(job.virtual_cluster) is None:
+            if live(tasks):
                 if job.stop_deadline is None and (grace := grace_of(job)):
                     if not lifecycle.begin_time_limit_end(
                         job, now + timedelta(seconds=grace), grace, duration_text(limit)

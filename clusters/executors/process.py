@@ -368,15 +368,20 @@ class ProcessExecutor(Executor):
         """The grace goes to the supervisor in its task directory, then SIGTERM: it passes the
         signal on to the task's processes and SIGKILLs them when the grace is over."""
         task_dir = self.work_root / handle.executor_id
-        pid = self._pid(task_dir)
-        if pid is None or not self._alive(handle.executor_id, task_dir):
+        if not self._alive(handle.executor_id, task_dir):
             return
         grace_file = task_dir / GRACE_FILE
         if not grace_file.exists():
             (task_dir / (GRACE_FILE + ".tmp")).write_text(str(grace_s))
             os.replace(task_dir / (GRACE_FILE + ".tmp"), grace_file)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGTERM)
+        self._signal_stop(task_dir)
+
+    def _signal_stop(self, task_dir: Path) -> None:
+        """SIGTERM to the task's supervisor (its session)."""
+        pid = self._pid(task_dir)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGTERM)
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         task_dir = self.work_root / handle.executor_id

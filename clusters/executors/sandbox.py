@@ -40,6 +40,9 @@ SYSTEM_PATHS = ("/usr", "/etc", "/opt", "/bin", "/sbin", "/lib", "/lib32", "/lib
 PROBE_TIMEOUT_S = 20
 # The devices of one NVIDIA GPU are /dev/nvidia<index>; these are shared by all of them.
 NVIDIA_SHARED_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+# bwrap is started ignoring SIGTERM (supervise.py: a stop is for the task, and bwrap's death would
+# kill it at once); its command takes the default back, so that the task's bash can trap it.
+SIGTERM_DEFAULT = ("env", "--default-signal=TERM")
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ class Sandbox:
             args += ["--bind", work_dir, alias]
         for mount in launch.mounts:
             args += ["--ro-bind" if mount.read_only else "--bind", mount.host_path, mount.container_path]
-        args += ["--chdir", work_dir, "--", *command]
+        args += ["--chdir", work_dir, "--", *SIGTERM_DEFAULT, *command]
         return args
 
     def _identity(self, uid: int, gid: int) -> list[str]:

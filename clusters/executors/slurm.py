@@ -81,6 +81,12 @@ class SlurmTaskExecutor(ProcessExecutor):
     def _alive(self, executor_id: str, task_dir: Path) -> bool:
         return True  # until Slurm says its job ended (the scheduler's Slurm pass)
 
+    def _signal_stop(self, task_dir: Path) -> None:
+        """The portal's stop (a user's, a time limit's) goes through the task's wrapper: it signals
+        the supervisor, which passes the SIGTERM on and kills after the grace written beside it.
+        Slurm's scancel comes once the task has ended, or its grace is over."""
+        self._kill("", task_dir)
+
     def _kill(self, executor_id: str, task_dir: Path) -> None:
         if task_dir.is_dir():
             (task_dir / STOP_FILE).touch()

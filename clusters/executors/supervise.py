@@ -17,8 +17,9 @@ copies its stdout and stderr into the capped logs (each apart, and both together
 came), and when the command has ended records `exit_code` (and `oom_killed`) in the task
 directory: the scheduler reads those back. Everything the command started ends with it.
 
-SIGTERM (the executor's stop) passes SIGTERM on to the task's processes and SIGKILL after the
-grace period. No Django here: standard library only.
+SIGTERM (the executor's stop) passes SIGTERM on, once, to the task's processes that run when it
+comes (never to those started after it: what a trap starts to save the task's work runs to its end),
+and SIGKILL to all of them after the grace period. No Django here: standard library only.
 """
 
 from __future__ import annotations
@@ -70,8 +71,12 @@ SCRIPT_PROLOGUE = f"exec {SCRIPT_FD}<&-; "
 
 
 class Supervisor:
-    def __init__(self, task_dir: str | os.PathLike[str]):
+    def __init__(self, task_dir: str | os.PathLike[str], *, portal_stop_file: str | None = None):
         self.task_dir = os.fspath(task_dir)
+        # In a Slurm step (clusters/slurm/task.py): the file that says a SIGTERM is the portal's
+        # stop. Slurm's own stops (scancel, its time limit, its preemption) signal every process
+        # of the step, this one included: see _on_stop.
+        self.portal_stop_file = portal_stop_file
         with open(os.path.join(task_dir, "supervise.json")) as file:
             config = json.load(file)
         self.argv: list[str] = config["argv"]
@@ -87,7 +92,8 @@ class Supervisor:
         self.child_pid: int | None = None
         self.oom_killed = False
         self.stopping = False
-        self.signalled: set[int] = set()  # the task's processes sent SIGTERM so far
+        self.signalled: set[int] = set()  # the task's processes sent SIGTERM (and not ignoring it then)
+        self.passed_on = False  # the stop has reached the task's command: nothing started later gets it
 
     def _kill_child_group(self, sig: int) -> None:
         if self.child_pid is not None:
@@ -98,8 +104,14 @@ class Supervisor:
         """SIGTERM to the task's own processes, so they may finish cleanly within the grace period.
         In the sandbox the child is bwrap itself: signalled, it would take the sandbox down at once.
         (The task's pasta is no member of its cgroup: it carries the task's traffic to the end.)
-        Only the first SIGTERM counts: a second one (a restarted scheduler's) moves no deadline."""
+        Only the first SIGTERM counts: a second one (a restarted scheduler's) moves no deadline.
+
+        In a Slurm step only the portal's stop counts (the wrapper's SIGTERM once portal_stop_file
+        is there). Slurm's own has reached every process of the step at once, and Slurm kills them
+        after its KillWait: signalled again, what a trap started meanwhile would die."""
         if self.stopping:
+            return
+        if self.portal_stop_file is not None and not os.path.exists(self.portal_stop_file):
             return
         self.stopping = True
         grace = self.stop_grace_s
@@ -112,21 +124,26 @@ class Supervisor:
             self._on_grace_over(signal.SIGALRM, None)
 
     def _pass_stop_on(self) -> None:
-        """SIGTERM to each of the task's processes not signalled yet: called again while the
-        output is copied, so a stop that came while the sandbox was still starting its command
-        reaches the command too (bwrap's own processes are spared: see _on_stop)."""
-        if self.cgroup is None:
-            if not self.signalled and self.child_pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self.child_pid, signal.SIGTERM)  # the task's bash before its group: see parents_first
-                self._kill_child_group(signal.SIGTERM)
-                self.signalled.add(self.child_pid)
+        """SIGTERM to each of the task's processes that runs now, each after its parent (see
+        parents_first), once: never to a process started after the stop came, as Docker,
+        Kubernetes and Slurm signal once, so that what a trap starts to save the task's work
+        (`trap 'python3 save.py; exit 0' TERM`) runs to its end within the grace period.
+
+        Called again while the output is copied until the stop has reached a process that does not
+        ignore SIGTERM: a stop that came while the sandbox was still starting the command reaches
+        the command too. bwrap's own processes ignore it (see _exec_command) and count for nothing;
+        the outer one is spared (signalled some other way, it would take the sandbox down at once)."""
+        if self.passed_on or self.child_pid is None:
             return
-        spared = {self.child_pid} if self.sandboxed and self.child_pid is not None else set()
-        for pid in parents_first(self.cgroup.members() - spared - self.signalled):
+        found = self.cgroup.members() if self.cgroup is not None else family(self.child_pid)
+        spared = {self.child_pid} if self.sandboxed else set()
+        for pid in parents_first(found - spared - self.signalled):
+            ignoring = ignores_sigterm(pid)  # (read before the signal: bwrap's, or a command not yet started)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-            self.signalled.add(pid)
+                if not ignoring:
+                    self.signalled.add(pid)
+        self.passed_on = bool(self.signalled)
 
     def _on_grace_over(self, signum: int, frame: object) -> None:
         if self.cgroup is not None:
@@ -204,7 +221,11 @@ class Supervisor:
         output pipes as stdout and stderr, the script on SCRIPT_FD, bwrap's pipes where its command
         line names them, then the command. Never returns."""
         try:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            # The sandbox's bwrap ignores SIGTERM: a stop is the task's own processes' to handle,
+            # not bwrap's, whose death would take them down at once (whoever signals every process:
+            # Slurm signals each one of its step). The sandbox takes the default back for the
+            # task's command (Sandbox.argv).
+            signal.signal(signal.SIGTERM, signal.SIG_IGN if self.sandboxed else signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # (blocked by the parent for the fork)
             os.setsid()
@@ -308,6 +329,39 @@ def proc_stat(pid: int) -> list[str]:
     """/proc/<pid>/stat's fields after the command name: the state first (field 3)."""
     with open(f"/proc/{pid}/stat") as stat:
         return stat.read().rpartition(")")[2].split()
+
+
+def family(pid: int) -> set[int]:
+    """The process, its descendants and the members of its process group (where no cgroup holds
+    a task's processes): one pass over /proc."""
+    children: dict[int, list[int]] = {}
+    group = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            stat = proc_stat(int(entry))
+            children.setdefault(int(stat[1]), []).append(int(entry))
+            if int(stat[2]) == pid:
+                group.append(int(entry))
+    found: set[int] = set()
+    unseen = [pid, *group]
+    while unseen:
+        found.update(unseen)
+        unseen = [child for parent in unseen for child in children.get(parent, ()) if child not in found]
+    return found
+
+
+def ignores_sigterm(pid: int) -> bool:
+    """Whether the process ignores SIGTERM now (/proc/<pid>/status, SigIgn)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def parents_first(pids: set[int]) -> list[int]:

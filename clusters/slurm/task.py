@@ -13,9 +13,13 @@
    in a child forked from this process (no second interpreter to start: the launch is on every
    task's critical path). After a failed attempt it waits for the next one (a task retry) until the
    portal ends the Slurm job; after a success it is done.
-   A `stop` file in the task directory, or SIGTERM (scancel), stops the running attempt; after a
-   SIGTERM the task directory gets a `cancelled` file first, so the portal takes Slurm's word for
-   how the attempt ended (cancelled, preempted, node failure, time limit), not the exit code.
+   A `stop` file in the task directory (the portal's stop, a user's or a time limit's, with its
+   grace written beside it) stops the running attempt: SIGTERM to its supervisor, which passes it
+   on to the task. Slurm's own end (scancel, its time limit, its preemption) signals every process
+   of the step itself, once, and kills them after its KillWait: the supervisor leaves the task to
+   that (the sandbox's bwrap ignores the signal, the task's processes trap it), and the task
+   directory gets a `cancelled` file, so the portal takes Slurm's word for how the attempt ended
+   (cancelled, preempted, node failure, time limit), not the exit code.
 
 Standard library only, run with -S: no Django, no site-packages on the nodes. Everything before
 the probe is on the Slurm slot's critical path and shares the node's CPUs with the other steps of a
@@ -139,10 +143,13 @@ class Wrapper:
         )
 
     def _on_term(self, signum: int, frame: object) -> None:
+        """Slurm ends the step (scancel, its time limit, its preemption): it has signalled every
+        process of the step, the task's included, and kills them after its KillWait. A process
+        attempt's supervisor leaves the task to that (see Supervisor._on_stop); a container, which
+        Slurm's signal does not reach, is stopped through its engine."""
         self.cancelled = True
         if self.task_dir is not None:
             touch(os.path.join(self.task_dir, CANCELLED_FILE))
-        self._stop_attempt()
         if self.container is not None:
             stop_container(*self.container)
 
@@ -195,7 +202,8 @@ class Wrapper:
             signal(SIGTERM, SIG_DFL)
             os.environ.clear()
             os.environ.update(env)
-            os._exit(Supervisor(task_dir).run(script=str(launch.get("script", ""))))
+            supervisor = Supervisor(task_dir, portal_stop_file=os.path.join(task_dir, STOP_FILE))
+            os._exit(supervisor.run(script=str(launch.get("script", ""))))
         self.child, self.task_dir = pid, task_dir
         status = self._wait_for(pid, os.path.join(task_dir, STOP_FILE))
         self.child = None

@@ -157,6 +157,28 @@ def test_it_lets_a_stopped_task_finish_cleanly_within_its_grace(executor, make_l
     assert "cleaned up" in launch.log_path.read_text()
 
 
+@pytest.fixture(params=["cgroup", "no cgroup"])
+def either_limits(request, tmp_path):
+    """An executor whose tasks run in a cgroup (where it can make one), or under rlimits (as on a
+    Slurm node): the supervisor finds the task's processes by their cgroup, or by their parents."""
+    executor = ProcessExecutor(tmp_path / "work", use_cgroups=request.param == "cgroup")
+    if request.param == "cgroup":
+        require(executor.cgroups is not None, "writable cgroup v1 controllers")
+    return executor
+
+
+def test_it_never_signals_what_a_stopped_tasks_trap_starts(either_limits, make_launch):
+    # A program the trap starts to save the task's work runs to its end: it was killed at once by a
+    # SIGTERM of its own (rc 143), or, without a cgroup, the sandbox died with its signalled bwrap.
+    launch = make_launch("trap 'sleep 0.7; echo \"saved rc=$?\"; exit 0' TERM; echo started; sleep 305.1 & wait")
+    handle = either_limits.start(launch)
+    wait_for(lambda: processes_running("sleep", "305.1"))
+    either_limits.stop(handle, keep=True)
+    assert either_limits.poll(handle).exit_code == 0
+    assert "saved rc=0" in launch.log_path.read_text()
+    assert processes_running("sleep", "305.1") == []
+
+
 def test_it_signals_a_tasks_processes_parents_first():
     # bash (5.2) loses a trapped SIGTERM that comes just after the child it waits for died of one:
     # `wait` returns 0 and the script goes on (about 1 run in 14 under load, children first).
