@@ -1,7 +1,7 @@
 """Daily usage rollups: for each day (UTC) and job, the GPU, CPU and memory time its tasks held
 (each run's overlap with the day x what it was allocated: its GPUs, its role's cpu and memoryMB)
-and what the samples say it used (utilisation x the sample's period). Task runs are the Task rows
-(current attempts) and TaskAttempt rows (ended ones), so retries count as run. Written by the
+and what the samples say it used (utilisation x the sample's period). Task runs are the TaskAttempt
+rows (ended attempts) and the Task rows of attempts running now, each run once, retries included. Written by the
 sampler with its hourly round (today and yesterday, so late samples land) and by
 `manage.py rollupusage --days N`; a day's rows are replaced whole."""
 
@@ -20,6 +20,7 @@ from django.utils import timezone
 from clusters.models import Gpu
 from jobs.models import Job, Task, TaskAttempt, TaskSample
 from jobs.protocol.spec import gpu_type
+from jobs.usage import RUN_IN_PROGRESS
 from scheduling.models import SUMMED, UsageDay, UsageMonth
 
 
@@ -47,7 +48,7 @@ def roll_up(day: date, now: datetime | None = None) -> int:
         Q(finished_at__isnull=True) | Q(finished_at__gt=start)
     )
     runs = [
-        *Task.objects.filter(overlapping).values(
+        *Task.objects.filter(RUN_IN_PROGRESS, overlapping).values(
             "job_id", "role", "gpus", "started_at", "finished_at", node_name=F("node__name")
         ),
         *TaskAttempt.objects.filter(overlapping).values(
