@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -13,9 +15,10 @@ from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, VirtualCluster
 from jobs.models import Job, JobState, TaskAttempt, TaskSample
-from scheduling.models import UsageDay
+from scheduling.models import UsageDay, UsageMonth
+from scheduling.sampler import Sampler
 from scheduling.usage_report import usage_report
-from scheduling.usage_rollup import roll_up, roll_up_month
+from scheduling.usage_rollup import last_ended_run, roll_up, roll_up_ended, roll_up_month, roll_up_recent
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -158,3 +161,69 @@ def test_a_long_range_adds_whole_months_and_the_days_around_them_alike(user, oth
     assert {r["name"]: r["gpu_hours"] for r in report.vcs} == expected
     assert sum(r["gpu_hours"] for r in report.users) == pytest.approx(report.totals["gpu_hours"], abs=0.2)
     assert report.totals["idle_percent"] == 50
+
+
+# -- a job's usage shows within one sampler period of its end ------------------------------------
+
+
+def ended_run(job: Job, started: datetime, finished: datetime, attempt: int = 1) -> TaskAttempt:
+    return TaskAttempt.objects.create(
+        job=job, job_attempt=1, role="worker", index=0, attempt=attempt, started_at=started, finished_at=finished
+    )
+
+
+def rows_of(model: type[UsageDay] | type[UsageMonth]) -> set[tuple[object, ...]]:
+    return {tuple(row) for row in model.objects.values_list(*[f.attname for f in model._meta.fields if f.name != "id"])}
+
+
+class Periods(threading.Event):
+    """The sampler's stop event, run on the test's thread: `each(n)` after period n, stop after `last`."""
+
+    def __init__(self, each: Callable[[int], None], last: int) -> None:
+        super().__init__()
+        self.each, self.last, self.count = each, last, 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.count += 1
+        self.each(self.count)
+        if self.count >= self.last:
+            self.set()
+        return self.is_set()
+
+
+def test_it_shows_a_jobs_usage_within_one_sampler_period_of_its_end(user, default_vc, monkeypatch):
+    monkeypatch.setattr("scheduling.sampler.close_old_connections", lambda: None)  # (the test's transaction)
+    job = create_job(user, "short")
+    now = timezone.now()
+
+    def after(period: int) -> None:  # the job's run ends after the sampler's first period
+        if period == 1:
+            ended_run(job, now - timedelta(seconds=40), now - timedelta(seconds=10))
+
+    Sampler().run(Periods(after, last=2))
+
+    assert UsageDay.objects.get(job=job).memory_mb_seconds == 256 * 30
+    assert UsageMonth.objects.get(user=user).cpu_seconds == 30
+
+
+def test_the_rollup_of_ended_runs_writes_what_the_whole_days_rollup_does(user, other_user, default_vc):
+    """Only the jobs whose runs ended are rolled up again, on every day their runs touched (here
+    yesterday and today); every other row, and the months, come out as a whole day's rollup writes them."""
+    now = timezone.now()
+    today = now.astimezone(UTC).date()
+    kept, ended, other = (
+        create_job(owner, name) for owner, name in ((user, "kept"), (user, "ended"), (other_user, "o"))
+    )
+    ended_run(kept, now - timedelta(hours=3), now - timedelta(hours=2))
+    roll_up_recent(now)
+    after = last_ended_run()
+    midnight = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
+    ended_run(ended, midnight - timedelta(minutes=30), min(now, midnight + timedelta(minutes=20)))
+    ended_run(other, now - timedelta(minutes=5), now - timedelta(minutes=1))
+
+    assert roll_up_ended(after, now) == last_ended_run()
+    by_the_ended = rows_of(UsageDay), rows_of(UsageMonth)
+    roll_up_recent(now)
+
+    assert by_the_ended == (rows_of(UsageDay), rows_of(UsageMonth))
+    assert UsageDay.objects.filter(job=ended, day=today - timedelta(days=1)).get().cpu_seconds == 30 * 60
