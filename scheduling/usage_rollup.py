@@ -133,8 +133,8 @@ def _gpu_types(node_names: set[str]) -> dict[tuple[str, int], str]:
 def _add_samples(held: dict[int, Held], start: datetime, end: datetime, job_ids: set[int] | None) -> None:
     """Sampled use: each sample stands for its period (a raw one for PAI_SAMPLE_SECONDS)."""
     samples = TaskSample.objects.filter(at__gte=int(start.timestamp()), at__lt=int(end.timestamp()))
-    if job_ids is not None:
-        samples = samples.filter(task__job_id__in=job_ids)
+    if job_ids is not None:  # (by their tasks' ids: the (task, at) index, not a day's samples)
+        samples = samples.filter(task_id__in=Task.objects.filter(job_id__in=job_ids).values("pk"))
     for job_id, period, cpu_milli, gpus in samples.values_list("task__job_id", "period", "cpu_milli", "gpus").iterator(
         chunk_size=5000
     ):

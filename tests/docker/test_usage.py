@@ -3,13 +3,11 @@ every run of short tasks in real containers."""
 
 import json
 import time
-from datetime import UTC, datetime, timedelta
 
-import docker
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from clusters.executors.docker import MARKER_LABEL
+from bench.usage_runs import EVENT_LAG_S, ContainerRuns
 from jobs.actions import submit_job
 from jobs.models import Job, JobState, TaskAttempt
 from scheduling.models import UsageDay
@@ -18,7 +16,6 @@ from scheduling.usage_rollup import roll_up_recent
 from tests.factories import password_for, v2_yaml
 
 MB = 1024 * 1024
-EVENT_LAG = timedelta(milliseconds=100)
 
 pytestmark = [pytest.mark.docker, pytest.mark.django_db, pytest.mark.slow]
 
@@ -72,45 +69,32 @@ def test_it_reports_a_running_containers_gauges_in_prometheus_text(user, docker_
 # -- usage counts every GPU-hour a job held (README "Usage") ------------------------------------
 
 
-def engine_runs(namespace: str, since: float) -> dict[str, tuple[datetime, datetime]]:
-    """Each container's run as the engine's event log has it (container id -> the times of its
-    `start` and `die` events), read apart from what the portal recorded."""
-    started: dict[str, datetime] = {}
-    runs = {}
-    filters = {"type": "container", "label": f"{MARKER_LABEL}={namespace}", "event": ["start", "die"]}
-    events = docker.APIClient(timeout=60).events(since=int(since), until=int(time.time()) + 1, filters=filters)
-    for event in (json.loads(line) for line in events):
-        at = datetime.fromtimestamp(event["timeNano"] / 1e9, tz=UTC)
-        if event["status"] == "start":
-            started[event["id"]] = at
-        elif event["id"] in started:
-            runs[event["id"]] = (started.pop(event["id"]), at)
-    return runs
-
-
 def test_it_counts_every_run_of_short_tasks_that_ended_before_their_start_was_recorded(
     user, docker_node, scheduler, settings, namespace
 ):
     # One start at a time: the first containers have ended before the pass's last start returns
     # (as when a busy engine starts many jobs at once), so their end is seen before their start.
     settings.PAI_MAX_PARALLEL_STARTS = 1
-    since = time.time()
-    jobs = [submit_job(user, v2_yaml(f"short-{n}", "sleep 0.3", memory_mb=1000)) for n in range(6)]
-    deadline = time.monotonic() + 120
-    while Job.objects.filter(pk__in=[job.pk for job in jobs]).exclude(state=JobState.SUCCEEDED).exists():
-        assert time.monotonic() < deadline, "the short jobs did not all succeed"
-        scheduler.run_once()
-        time.sleep(0.1)
+    with ContainerRuns(namespace) as followed:
+        jobs = [submit_job(user, v2_yaml(f"short-{n}", "sleep 0.3", memory_mb=1000)) for n in range(6)]
+        deadline = time.monotonic() + 120
+        while Job.objects.filter(pk__in=[job.pk for job in jobs]).exclude(state=JobState.SUCCEEDED).exists():
+            assert time.monotonic() < deadline, "the short jobs did not all succeed"
+            scheduler.run_once()
+            time.sleep(0.1)
+        attempts = list(TaskAttempt.objects.filter(job__in=jobs))
+        engine = followed.of(attempt.executor_id for attempt in attempts)
 
     roll_up_recent()
 
-    engine = engine_runs(namespace, since)
-    attempts = TaskAttempt.objects.filter(job__in=jobs)
-    runs = [(a.started_at, a.finished_at, *engine[a.executor_id]) for a in attempts if a.started_at and a.finished_at]
+    assert len(engine) == len(attempts) == 6, (engine, [a.executor_id for a in attempts])
+    runs = [(a.started_at, a.finished_at, engine[a.executor_id]) for a in attempts if a.started_at and a.finished_at]
     assert len(runs) == 6
-    # Each run is the engine's own (its `die` event comes a little after the end it records).
-    assert all(start - EVENT_LAG <= started <= finished <= died for started, finished, start, died in runs), runs
+    # Each run is the engine's own: from its start to its end, a little before its `die` event.
+    assert all(
+        run.start - EVENT_LAG_S <= began.timestamp() <= ended.timestamp() <= run.die for began, ended, run in runs
+    ), runs
     held = UsageDay.objects.filter(job__in=jobs).values_list("memory_mb_seconds", flat=True)
     assert len(held) == 6
-    ran = sum((finished - started).total_seconds() for started, finished, _, _ in runs)
+    ran = sum((ended - began).total_seconds() for began, ended, _ in runs)
     assert sum(held) == pytest.approx(1000 * ran, rel=0.01)
