@@ -98,11 +98,13 @@ def run(n: int, slots: int, namespace: str) -> None:
 
     recorded = {key: (s.timestamp(), f.timestamp()) for key, s, f in attempts if s is not None and f is not None}
     backwards = sum(1 for started, finished in recorded.values() if finished < started)
-    outside = sum(
-        1
+    outside = [
+        f"{key[:12]}: start {started - runs[key].start:+.3f} s, end {finished - runs[key].die:+.3f} s"
+        if key in runs
+        else f"{key[:12]}: no events"
         for key, (started, finished) in recorded.items()
         if key not in runs or not runs[key].start - EVENT_LAG_S <= started <= finished <= runs[key].die
-    )
+    ]
     engine = sum(run.engine_seconds for run in runs.values())
     evented = sum(run.die - run.start for run in runs.values())
     rows = UsageDay.objects.all()
@@ -121,7 +123,9 @@ def run(n: int, slots: int, namespace: str) -> None:
     line("memory MB-s vs the engine's runs x 256 MB", memory, MEMORY_MB * engine)
     line("memory MB-s vs start..die events x 256 MB", memory, MEMORY_MB * evented)
     line("CPU-s (whole seconds a job and day) vs x 1", cpu, CPU * engine)
-    print(f"runs recorded ending before their start: {backwards}; outside their container's start..die: {outside}")
+    print(f"runs recorded ending before their start: {backwards}; outside their container's start..die: {len(outside)}")
+    for run in outside:  # (how far from its container's events)
+        print(f"  {run}")
     within = len(runs) == n == jobs_in_usage and not backwards and not outside
     within = within and abs(memory - MEMORY_MB * engine) <= 0.01 * MEMORY_MB * engine
     print(f"goal (every job counted, each run the engine's, within 1 %): {'ok' if within else 'MISSED'}")
