@@ -18,7 +18,15 @@ from jobs.models import Job, JobState, TaskAttempt, TaskSample
 from scheduling.models import UsageDay, UsageMonth
 from scheduling.sampler import Sampler
 from scheduling.usage_report import usage_report
-from scheduling.usage_rollup import last_ended_run, roll_up, roll_up_ended, roll_up_month, roll_up_recent
+from scheduling.usage_rollup import (
+    last_ended_run,
+    roll_up,
+    roll_up_ended,
+    roll_up_month,
+    roll_up_recent,
+    rounding_draw,
+    whole,
+)
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -39,6 +47,19 @@ def held_seconds(job: Job) -> float:
     runs = TaskAttempt.objects.filter(job=job)
     return sum(
         len(r.gpus) * (r.finished_at - r.started_at).total_seconds() for r in runs if r.started_at and r.finished_at
+    )
+
+
+def ended_run(job: Job, started: datetime, finished: datetime, gpus: list[int] | None = None) -> TaskAttempt:
+    return TaskAttempt.objects.create(
+        job=job,
+        job_attempt=1,
+        role="worker",
+        index=0,
+        attempt=1,
+        gpus=gpus or [],
+        started_at=started,
+        finished_at=finished,
     )
 
 
@@ -87,9 +108,8 @@ def test_the_sampled_use_is_utilisation_times_the_samples_period(ran, settings):
 
 def test_a_run_over_midnight_counts_on_each_day_its_part(ran):
     midnight = datetime(2026, 3, 2, tzinfo=UTC)
-    TaskAttempt.objects.filter(job=ran[0]).update(
-        started_at=midnight - timedelta(hours=1), finished_at=midnight + timedelta(hours=3)
-    )
+    TaskAttempt.objects.filter(job=ran[0]).delete()
+    ended_run(ran[0], midnight - timedelta(hours=1), midnight + timedelta(hours=3), gpus=[0, 1])
     roll_up(date(2026, 3, 1))
     roll_up(date(2026, 3, 2))
     days = dict(UsageDay.objects.filter(job=ran[0]).values_list("day", "gpu_seconds"))
@@ -166,12 +186,6 @@ def test_a_long_range_adds_whole_months_and_the_days_around_them_alike(user, oth
 # -- a job's usage shows within one sampler period of its end ------------------------------------
 
 
-def ended_run(job: Job, started: datetime, finished: datetime, attempt: int = 1) -> TaskAttempt:
-    return TaskAttempt.objects.create(
-        job=job, job_attempt=1, role="worker", index=0, attempt=attempt, started_at=started, finished_at=finished
-    )
-
-
 def rows_of(model: type[UsageDay] | type[UsageMonth]) -> set[tuple[object, ...]]:
     return {tuple(row) for row in model.objects.values_list(*[f.attname for f in model._meta.fields if f.name != "id"])}
 
@@ -227,3 +241,10 @@ def test_the_rollup_of_ended_runs_writes_what_the_whole_days_rollup_does(user, o
 
     assert by_the_ended == (rows_of(UsageDay), rows_of(UsageMonth))
     assert UsageDay.objects.filter(job=ended, day=today - timedelta(days=1)).get().cpu_seconds == 30 * 60
+
+
+def test_a_days_whole_seconds_keep_the_fractions_of_many_short_runs():
+    day = date(2026, 12, 2)
+    kept = [whole(7.3, rounding_draw(job_id, day)) for job_id in range(1, 201)]
+    assert set(kept) == {7, 8}  # (each row within a second)
+    assert sum(kept) == pytest.approx(200 * 7.3, rel=0.01)  # (plain rounding: 1,400, -4 %)
