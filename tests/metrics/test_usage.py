@@ -14,7 +14,8 @@ from django.test import Client
 from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, VirtualCluster
-from jobs.models import Job, JobState, TaskAttempt, TaskSample
+from jobs.models import Job, JobState, TaskAttempt, TaskSample, TaskState
+from jobs.usage import gpu_hours_held
 from scheduling.models import UsageDay, UsageMonth
 from scheduling.sampler import Sampler
 from scheduling.usage_report import usage_report
@@ -248,3 +249,12 @@ def test_a_days_whole_seconds_keep_the_fractions_of_many_short_runs():
     kept = [whole(7.3, rounding_draw(job_id, day)) for job_id in range(1, 201)]
     assert set(kept) == {7, 8}  # (each row within a second)
     assert sum(kept) == pytest.approx(200 * 7.3, rel=0.01)  # (plain rounding: 1,400, -4 %)
+
+
+def test_the_job_page_counts_an_ended_run_once(user, default_vc):
+    job = create_job(user, "ended", state=JobState.SUCCEEDED)
+    started, finished = timezone.now() - timedelta(hours=1), timezone.now()
+    ended_run(job, started, finished, gpus=[0, 1])
+    job.tasks.update(state=TaskState.SUCCEEDED, attempt=1, gpus=[0, 1], started_at=started, finished_at=finished)
+
+    assert gpu_hours_held(job) == 2.0
