@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import random
+import shutil
 import sys
 import threading
 import time
@@ -62,6 +64,7 @@ def main() -> None:
         run(args.n, args.slots, namespace)
     finally:
         remove_namespace(docker.APIClient(timeout=60), namespace)
+        shutil.rmtree(os.environ["PAI_VAR_DIR"], ignore_errors=True)  # (setup_django's scratch state)
 
 
 def run(n: int, slots: int, namespace: str) -> None:
