@@ -7,6 +7,10 @@ loser's UPDATE matches no row and the function says so (False). Functions that w
 rows run in one transaction. Every ended task attempt is kept as a TaskAttempt. What a change makes
 the portal send (mail, webhooks) is written into the outbox in the change's own transaction
 (jobs.notifications): a crash loses no notice, a change rolled back sends none.
+
+A run's start and end come from one clock, and it never ends before it starts (the models' check
+constraints hold it): the engine's own pair when it reports both (TaskExit.started_at), the
+portal's otherwise (its stamp of the start, its sight of the end); `run_times` decides.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import connections, transaction
-from django.db.models import F, Field, QuerySet
+from django.db.models import F, Field, QuerySet, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -48,6 +53,22 @@ class TaskExit:
     phrase: str  # the exit spec's name for the code ("Succeeded", "ContainerSigKillReceived"...)
     diagnostics: str  # what the user reads: "<phrase>: <why>", empty on success
     finished_at: datetime
+    # The engine's start of the attempt, given only with its own finish (finished_at) when it
+    # reports both; None: finished_at is the portal's, as the start it stamped.
+    started_at: datetime | None = None
+
+
+def run_times(stamped_start: datetime | None, exit: TaskExit) -> tuple[datetime | None, datetime]:
+    """An ended attempt's (start, finish), from one clock and never running backwards: the
+    engine's pair when the exit has it, else the portal's stamp of the start and its finish. A
+    finish before its start (clocks stepped back, engines' clocks apart) ends at the start."""
+    started = exit.started_at or stamped_start
+    return started, max(exit.finished_at, started) if started is not None else exit.finished_at
+
+
+def not_before_start(finished: datetime) -> Greatest:
+    """`finished` for rows updated in bulk, raised to each row's own start where that is later."""
+    return Greatest(Value(finished), Coalesce(F("started_at"), Value(finished)))
 
 
 class JobStateError(Exception):
@@ -94,12 +115,14 @@ def reset_task_fields() -> dict[str, Any]:
     }
 
 
-def _exit_fields(exit: TaskExit) -> dict[str, Any]:
+def _exit_fields(task: Task, exit: TaskExit) -> dict[str, Any]:
+    started, finished = run_times(task.started_at, exit)
     return {
         "exit_code": exit.exit_code,
         "user_exit_code": exit.user_exit_code,
         "exit_diagnostics": exit.diagnostics,
-        "finished_at": exit.finished_at,
+        "started_at": started,
+        "finished_at": finished,
     }
 
 
@@ -109,7 +132,6 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
     for task in tasks:
         if task.attempt == 0:
             continue  # never placed: no attempt to keep
-        exit = exit_by_task[task.pk]
         rows.append(
             TaskAttempt(
                 job_id=task.job_id,
@@ -122,9 +144,8 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
                 ip=task.ip,
                 ports=task.ports,
                 gpus=task.gpus,
-                started_at=task.started_at,
                 log_path=task.log_path,
-                **_exit_fields(exit),
+                **_exit_fields(task, exit_by_task[task.pk]),
             )
         )
     TaskAttempt.objects.bulk_create(rows, ignore_conflicts=True)
@@ -246,15 +267,15 @@ def set_task_launches(tasks: list[Task]) -> None:
         Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
 
 
-def record_tasks_started(started: list[tuple[Task, str, str, str]]) -> None:
-    """The executor started these attempts ((task, executor id, ip, node name)): each recorded
-    once (a replay or a stale attempt is a no-op), their events written together."""
-    now = timezone.now()
+def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) -> None:
+    """The executor started these attempts ((task, executor id, ip, node name, when its start
+    returned)): each recorded once (a replay or a stale attempt is a no-op), their events written
+    together."""
     events = []
-    for task, executor_id, ip, node_name in started:
+    for task, executor_id, ip, node_name, when in started:
         recorded = Task.objects.filter(
             pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
-        ).update(executor_id=executor_id, ip=ip or task.ip, started_at=now)
+        ).update(executor_id=executor_id, ip=ip or task.ip, started_at=when, finished_at=None)
         if recorded:
             text = gettext_noop("%(task)s started on %(node)s (attempt %(attempt)d).")
             task_name = f"{task.role}-{task.index}"
@@ -268,7 +289,7 @@ def adopt_task(task: Task, executor_id: str) -> bool:
     """Reconcile found this attempt running although its start was never recorded."""
     return (
         Task.objects.filter(pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id="").update(
-            executor_id=executor_id, started_at=timezone.now()
+            executor_id=executor_id, started_at=timezone.now(), finished_at=None
         )
         == 1
     )
@@ -283,7 +304,7 @@ def end_task(task: Task, job_attempt: int, exit: TaskExit) -> bool:
     from_states, to_state = _task_states(transition)
     with transaction.atomic():
         ended = Task.objects.filter(pk=task.pk, attempt=task.attempt, state__in=from_states).update(
-            state=to_state, **_exit_fields(exit)
+            state=to_state, **_exit_fields(task, exit)
         )
         if not ended:
             return False
@@ -308,8 +329,7 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
             attempt=F("attempt") + 1,
             retries=F("retries") + (1 if charged else 0),
             executor_id="",
-            started_at=None,
-            **_exit_fields(exit),
+            **_exit_fields(task, exit) | {"started_at": None, "finished_at": None},  # (kept: its TaskAttempt)
         )
         if not retried:
             return False
@@ -347,7 +367,7 @@ def stop_tasks(
     }
     _keep_attempts(active, job.job_attempt, exits)
     job.tasks.filter(state__in=from_states).update(
-        state=to_state, exit_code=exit_code, exit_diagnostics=diagnostics, finished_at=now
+        state=to_state, exit_code=exit_code, exit_diagnostics=diagnostics, finished_at=not_before_start(now)
     )
 
 

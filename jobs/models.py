@@ -4,6 +4,7 @@ from typing import ClassVar, cast
 
 from django.conf import settings
 from django.db import models
+from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
 from jobs.fields import OrderedJSONField
@@ -138,6 +139,10 @@ class Job(models.Model):
         return cast(NormalizedSpec, self.spec)
 
 
+# A run never ends before it starts (jobs.lifecycle.run_times): usage counts it whole.
+ENDS_AFTER_START = Q(started_at__isnull=True) | Q(finished_at__isnull=True) | Q(finished_at__gte=F("started_at"))
+
+
 class TaskRun(models.Model):
     """Where and how a task runs or ran: what a Task holds for its current attempt and a
     TaskAttempt keeps of an ended one."""
@@ -172,7 +177,10 @@ class Task(TaskRun):
 
     class Meta:
         ordering = ["job", "role", "index"]
-        constraints = [models.UniqueConstraint(fields=["job", "role", "index"], name="unique_task_per_job")]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "role", "index"], name="unique_task_per_job"),
+            models.CheckConstraint(condition=ENDS_AFTER_START, name="task_ends_after_start"),
+        ]
         indexes = [models.Index(fields=["state"], name="task_state")]
 
     def __str__(self) -> str:
@@ -200,7 +208,8 @@ class TaskAttempt(TaskRun):
         constraints = [
             models.UniqueConstraint(
                 fields=["job", "job_attempt", "role", "index", "attempt"], name="unique_task_attempt"
-            )
+            ),
+            models.CheckConstraint(condition=ENDS_AFTER_START, name="task_attempt_ends_after_start"),
         ]
 
     def __str__(self) -> str:

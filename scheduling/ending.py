@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
@@ -66,17 +66,29 @@ class Ended:
     retried: set[tuple[int, int]] = field(default_factory=set)
 
 
-def _task_exit(info: ExitInfo, diagnostics: str, finished_at: Any) -> TaskExit:
-    said = diagnostics or info.reason
+def _task_exit(info: ExitInfo, status: TaskStatus) -> TaskExit:
+    said = status.diagnostics or info.reason
     if info.match is not None and info.match.line:  # the log line that explained it (masked)
         said = f"{said}{LOG_SAYS}{info.match.line}"
+    started, finished = _run_clock(status)
     return TaskExit(
         exit_code=info.code,
         user_exit_code=info.user_code,
         phrase=info.phrase,
         diagnostics=f"{info.phrase}: {said}" if info.code else "",
-        finished_at=finished_at or timezone.now(),
+        finished_at=finished,
+        started_at=started,
     )
+
+
+def _run_clock(status: TaskStatus) -> tuple[datetime | None, datetime]:
+    """One clock per run: the engine's start and finish when it reports both; else None (the
+    portal's stamp of the start stands) and the end now, when the portal sees it. An engine's
+    finish beside the portal's start would mix clocks: a task that ended before its start was
+    recorded would have run backwards."""
+    if status.started_at is not None and status.finished_at is not None:
+        return status.started_at, status.finished_at
+    return None, timezone.now()
 
 
 def record_exit(
@@ -95,7 +107,7 @@ def record_exit(
     )
     job = task.job
     node_lost = status.failure is Failure.NODE_LOST
-    exit = _task_exit(info, status.diagnostics, status.finished_at)
+    exit = _task_exit(info, status)
     # A task on a lost node, or whose ports another program holds, is not retried as it was:
     # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
     decision = (

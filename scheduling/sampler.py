@@ -5,10 +5,11 @@ Every minute it also records each VC's usage and queue for the dashboard (VcSamp
 a process of its own (`manage.py runsampler`, beside `runscheduler`), so neither a slow engine nor
 the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a thread in the
 scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active at a
-time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it folds raw
-samples older than PAI_SAMPLE_RAW_HOURS into one per minute and deletes those older than
-PAI_SAMPLE_KEEP_DAYS (and the outbox's notices sent or given up a month ago). Each period it also
-watches the interactive apps (scheduling/app_watch.py).
+time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it rolls up
+today's and yesterday's usage whole, folds raw samples older than PAI_SAMPLE_RAW_HOURS into one per
+minute and deletes those older than PAI_SAMPLE_KEEP_DAYS (and the outbox's notices sent or given up
+a month ago). Each period it also rolls up the usage of the jobs whose runs ended since
+(scheduling/usage_rollup.py) and watches the interactive apps (scheduling/app_watch.py).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from scheduling.alerts import evaluate_rules
 from scheduling.app_watch import watch_apps
 from scheduling.models import VcSample
 from scheduling.retention import remove_expired
-from scheduling.usage_rollup import roll_up_recent
+from scheduling.usage_rollup import last_ended_run, roll_up_ended, roll_up_recent
 from scheduling.vc_samples import record_vc_samples
 from scheduling.weekly_report import send_weekly_reports
 
@@ -65,6 +66,7 @@ class Sampler:
         self._previous: dict[str, tuple[float, ResourceSample]] = {}
         self._last_prune = float("-inf")
         self._last_vc_sample = float("-inf")
+        self._rolled_up_after = 0  # the last ended attempt (TaskAttempt id) the usage counts
 
     # ---- one round -------------------------------------------------------------------------
     def sample_once(self) -> int:
@@ -132,6 +134,16 @@ class Sampler:
             gpus=[[g.index, g.utilization_percent, g.memory_used_mb] for g in held] or None,
         )
 
+    def roll_up_usage(self, *, whole_days: bool) -> None:
+        """Usage: today and yesterday whole (running tasks' time so far, late samples: before the
+        pruning folds them), or the jobs whose runs ended since the last pass (each period)."""
+        if whole_days:
+            after = last_ended_run()  # (what ends while the days are rolled up comes next period)
+            roll_up_recent()
+            self._rolled_up_after = after
+        else:
+            self._rolled_up_after = roll_up_ended(self._rolled_up_after)
+
     # ---- the loop --------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -145,12 +157,14 @@ class Sampler:
                         record_vc_samples(time.time())
                         self._last_vc_sample = started
                     if started - self._last_prune >= PRUNE_EVERY_S:
-                        roll_up_recent()  # (before the pruning: today's and yesterday's samples)
+                        self.roll_up_usage(whole_days=True)
                         fold_and_prune(time.time())
                         remove_expired()
                         outbox.prune()
                         send_weekly_reports()
                         self._last_prune = started
+                    else:
+                        self.roll_up_usage(whole_days=False)
             except Exception:
                 log.exception("sampling failed; trying again next period")
             finally:

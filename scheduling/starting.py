@@ -17,10 +17,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
 from jobs import lifecycle
@@ -53,17 +55,19 @@ class NodeTrouble:
         self.mount_failures = MountFailures()
 
 
-def _start_one(item: Start, registries: RegistryJudge) -> TaskHandle | Exception:
-    """Start one task (on a pool thread): its handle, or the exception, for the loop to record. An
-    image from a registry judged forbidden now is refused before the engine is asked, or after its
-    pull failed (the name's addresses changed meanwhile), in one sentence either way: the job's
-    error never tells what answered there, or whether anything did."""
+def _start_one(item: Start, registries: RegistryJudge) -> tuple[TaskHandle, datetime] | Exception:
+    """Start one task (on a pool thread): its handle and when its start returned (the portal's
+    stamp of its start: a short task may end before the rest of the pass's starts do), or the
+    exception, for the loop to record. An image from a registry judged forbidden now is refused
+    before the engine is asked, or after its pull failed (the name's addresses changed meanwhile),
+    in one sentence either way: the job's error never tells what answered there, or whether
+    anything did."""
     _, executor, launch = item
     refusal = registries.refusal(launch.image)
     if refusal is not None:
         return ExecutorError(refusal, Failure.IMAGE_NOT_FOUND)
     try:
-        return executor.start(launch)
+        return executor.start(launch), timezone.now()
     except ExecutorError as exc:
         if exc.failure is Failure.IMAGE_NOT_FOUND and (
             refusal := registries.refusal(launch.image, after_failed_pull=True)
@@ -203,13 +207,12 @@ class Starter:
         else:
             outcomes = [_start_one(item, registries) for _, item in items]
         results = [(job, task, outcome) for (job, (task, _, _)), outcome in zip(items, outcomes, strict=True)]
-        lifecycle.record_tasks_started(
-            [
-                (task, outcome.executor_id, outcome.ip, task.node.name if task.node else "")
-                for _, task, outcome in results
-                if not isinstance(outcome, Exception)
-            ]
-        )
+        started = []
+        for _, task, outcome in results:
+            if not isinstance(outcome, Exception):
+                handle, when = outcome
+                started.append((task, handle.executor_id, handle.ip, task.node.name if task.node else "", when))
+        lifecycle.record_tasks_started(started)
         for job, task, outcome in results:
             if isinstance(outcome, executors.StartPending):
                 # Its outcome is unknown: the task stays claimed; once the start ends, the next

@@ -332,17 +332,19 @@ class ProcessExecutor(Executor):
         # exit file by the time that is looked for (the other order could call a just-ended task lost).
         alive = self._alive(handle.executor_id, task_dir)
         if exit_file.exists():
-            finished = datetime.fromtimestamp(exit_file.stat().st_mtime, tz=UTC)
+            # Its run by one clock, the node's: the supervisor wrote its pid file as it began.
+            started, finished = _file_time(task_dir / "pid"), _file_time(exit_file)
             code = int(exit_file.read_text().strip() or 255)
             if (task_dir / "oom_killed").exists() and code != 0:
                 return TaskStatus(
                     running=False,
                     exit_code=code,
                     oom_killed=True,
+                    started_at=started,
                     finished_at=finished,
                     diagnostics=f"killed: out of memory (the task's limit is {self._memory_mb(task_dir)} MB, memoryMB)",
                 )
-            return TaskStatus(running=False, exit_code=code, finished_at=finished)
+            return TaskStatus(running=False, exit_code=code, started_at=started, finished_at=finished)
         if alive:
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
@@ -427,3 +429,11 @@ class ProcessExecutor(Executor):
             labels = json.loads(labels_file.read_text())
             running.append(RunningTask(handle=TaskHandle(executor_id=executor_id, ip=self.address), labels=labels))
         return running
+
+
+def _file_time(path: Path) -> datetime | None:
+    """When the file was last written (the node's clock), or None without it."""
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    except OSError:
+        return None

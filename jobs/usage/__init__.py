@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 
-from jobs.models import Job, Task, TaskAttempt, TaskSample
+from jobs.models import Job, Task, TaskAttempt, TaskSample, TaskState
+
+# Every run of a task, once: the ended attempts are TaskAttempt rows, and a Task row is a run of
+# its own only while its attempt runs (once ended it holds the same times as its TaskAttempt).
+RUN_IN_PROGRESS = Q(state=TaskState.RUNNING)
 
 SERIES = (
     "cpu",
@@ -76,8 +80,8 @@ def gpu_hours_held(job: Job) -> float:
     """The GPU time every run of the job's tasks held (retries included), in hours."""
     now = timezone.now()
     seconds = 0.0
-    for model in (Task, TaskAttempt):
-        for gpus, started, finished in model.objects.filter(job=job, started_at__isnull=False).values_list(
+    for runs in (Task.objects.filter(RUN_IN_PROGRESS), TaskAttempt.objects.all()):
+        for gpus, started, finished in runs.filter(job=job, started_at__isnull=False).values_list(
             "gpus", "started_at", "finished_at"
         ):
             if started is not None:  # (the filter says so; the type does not)

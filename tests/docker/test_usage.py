@@ -1,4 +1,5 @@
-"""Resource samples of tasks in real containers reach the job page's plot data."""
+"""Resource samples of tasks in real containers reach the job page's plot data, and usage counts
+every run of short tasks in real containers."""
 
 import json
 import time
@@ -6,9 +7,12 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.usage_runs import EVENT_LAG_S, ContainerRuns
 from jobs.actions import submit_job
-from jobs.models import JobState
+from jobs.models import Job, JobState, TaskAttempt
+from scheduling.models import UsageDay
 from scheduling.sampler import Sampler
+from scheduling.usage_rollup import roll_up_recent
 from tests.factories import password_for, v2_yaml
 
 MB = 1024 * 1024
@@ -60,3 +64,37 @@ def test_it_reports_a_running_containers_gauges_in_prometheus_text(user, docker_
     assert samples[("pai_task_cpu_cores", task)] > 0.5
     assert samples[("pai_jobs", (("state", "RUNNING"), ("vc", "default")))] == 1
     assert samples[("pai_node_up", (("node", "docker-local"),))] == 1
+
+
+# -- usage counts every GPU-hour a job held (README "Usage") ------------------------------------
+
+
+def test_it_counts_every_run_of_short_tasks_that_ended_before_their_start_was_recorded(
+    user, docker_node, scheduler, settings, namespace
+):
+    # One start at a time: the first containers have ended before the pass's last start returns
+    # (as when a busy engine starts many jobs at once), so their end is seen before their start.
+    settings.PAI_MAX_PARALLEL_STARTS = 1
+    with ContainerRuns(namespace) as followed:
+        jobs = [submit_job(user, v2_yaml(f"short-{n}", "sleep 0.3", memory_mb=1000)) for n in range(6)]
+        deadline = time.monotonic() + 120
+        while Job.objects.filter(pk__in=[job.pk for job in jobs]).exclude(state=JobState.SUCCEEDED).exists():
+            assert time.monotonic() < deadline, "the short jobs did not all succeed"
+            scheduler.run_once()
+            time.sleep(0.1)
+        attempts = list(TaskAttempt.objects.filter(job__in=jobs))
+        engine = followed.of(attempt.executor_id for attempt in attempts)
+
+    roll_up_recent()
+
+    assert len(engine) == len(attempts) == 6, (engine, [a.executor_id for a in attempts])
+    runs = [(a.started_at, a.finished_at, engine[a.executor_id]) for a in attempts if a.started_at and a.finished_at]
+    assert len(runs) == 6
+    # Each run is the engine's own: from its start to its end, a little before its `die` event.
+    assert all(
+        run.start - EVENT_LAG_S <= began.timestamp() <= ended.timestamp() <= run.die for began, ended, run in runs
+    ), runs
+    held = UsageDay.objects.filter(job__in=jobs).values_list("memory_mb_seconds", flat=True)
+    assert len(held) == 6
+    ran = sum((ended - began).total_seconds() for began, ended, _ in runs)
+    assert sum(held) == pytest.approx(1000 * ran, rel=0.01)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
@@ -12,10 +14,20 @@ from django.test import Client
 from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, VirtualCluster
-from jobs.models import Job, JobState, Task, TaskAttempt, TaskSample
-from scheduling.models import UsageDay
+from jobs.models import Job, JobState, TaskAttempt, TaskSample, TaskState
+from jobs.usage import gpu_hours_held
+from scheduling.models import UsageDay, UsageMonth
+from scheduling.sampler import Sampler
 from scheduling.usage_report import usage_report
-from scheduling.usage_rollup import roll_up, roll_up_month
+from scheduling.usage_rollup import (
+    last_ended_run,
+    roll_up,
+    roll_up_ended,
+    roll_up_month,
+    roll_up_recent,
+    rounding_draw,
+    whole,
+)
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -32,9 +44,23 @@ def two_vcs(process_node, default_vc):
 
 
 def held_seconds(job: Job) -> float:
-    runs = [*Task.objects.filter(job=job), *TaskAttempt.objects.filter(job=job)]
+    """What an ended job's runs held: each attempt's run time x its GPUs."""
+    runs = TaskAttempt.objects.filter(job=job)
     return sum(
         len(r.gpus) * (r.finished_at - r.started_at).total_seconds() for r in runs if r.started_at and r.finished_at
+    )
+
+
+def ended_run(job: Job, started: datetime, finished: datetime, gpus: list[int] | None = None) -> TaskAttempt:
+    return TaskAttempt.objects.create(
+        job=job,
+        job_attempt=1,
+        role="worker",
+        index=0,
+        attempt=1,
+        gpus=gpus or [],
+        started_at=started,
+        finished_at=finished,
     )
 
 
@@ -60,7 +86,7 @@ def test_the_rollups_add_up_to_the_tasks_run_time_times_their_gpus(ran):
     for job in ran:
         row = UsageDay.objects.get(job=job)
         assert row.gpu_seconds == pytest.approx(held_seconds(job), abs=1)
-        assert row.gpu_seconds >= 2 * len(job.tasks.get().gpus) - 1  # (each slept ~1 s... at least)
+        assert row.gpu_seconds >= len(job.tasks.get().gpus)  # (each slept 1 s: it ran at least that long)
         assert row.gpu_type == "V100"
     by_user = {u: sum(r.gpu_seconds for r in UsageDay.objects.filter(user__username=u)) for u in ("alice", "bob")}
     assert by_user["alice"] == pytest.approx(held_seconds(ran[0]) + held_seconds(ran[1]), abs=2)
@@ -82,11 +108,9 @@ def test_the_sampled_use_is_utilisation_times_the_samples_period(ran, settings):
 
 
 def test_a_run_over_midnight_counts_on_each_day_its_part(ran):
-    task = ran[0].tasks.get()
     midnight = datetime(2026, 3, 2, tzinfo=UTC)
-    Task.objects.filter(pk=task.pk).update(
-        started_at=midnight - timedelta(hours=1), finished_at=midnight + timedelta(hours=3)
-    )
+    TaskAttempt.objects.filter(job=ran[0]).delete()
+    ended_run(ran[0], midnight - timedelta(hours=1), midnight + timedelta(hours=3), gpus=[0, 1])
     roll_up(date(2026, 3, 1))
     roll_up(date(2026, 3, 2))
     days = dict(UsageDay.objects.filter(job=ran[0]).values_list("day", "gpu_seconds"))
@@ -158,3 +182,79 @@ def test_a_long_range_adds_whole_months_and_the_days_around_them_alike(user, oth
     assert {r["name"]: r["gpu_hours"] for r in report.vcs} == expected
     assert sum(r["gpu_hours"] for r in report.users) == pytest.approx(report.totals["gpu_hours"], abs=0.2)
     assert report.totals["idle_percent"] == 50
+
+
+# -- a job's usage shows within one sampler period of its end ------------------------------------
+
+
+def rows_of(model: type[UsageDay] | type[UsageMonth]) -> set[tuple[object, ...]]:
+    return {tuple(row) for row in model.objects.values_list(*[f.attname for f in model._meta.fields if f.name != "id"])}
+
+
+class Periods(threading.Event):
+    """The sampler's stop event, run on the test's thread: `each(n)` after period n, stop after `last`."""
+
+    def __init__(self, each: Callable[[int], None], last: int) -> None:
+        super().__init__()
+        self.each, self.last, self.count = each, last, 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.count += 1
+        self.each(self.count)
+        if self.count >= self.last:
+            self.set()
+        return self.is_set()
+
+
+def test_it_shows_a_jobs_usage_within_one_sampler_period_of_its_end(user, default_vc, monkeypatch):
+    monkeypatch.setattr("scheduling.sampler.close_old_connections", lambda: None)  # (the test's transaction)
+    job = create_job(user, "short")
+    now = timezone.now()
+
+    def after(period: int) -> None:  # the job's run ends after the sampler's first period
+        if period == 1:
+            ended_run(job, now - timedelta(seconds=40), now - timedelta(seconds=10))
+
+    Sampler().run(Periods(after, last=2))
+
+    assert UsageDay.objects.get(job=job).memory_mb_seconds == 256 * 30
+    assert UsageMonth.objects.get(user=user).cpu_seconds == 30
+
+
+def test_the_rollup_of_ended_runs_writes_what_the_whole_days_rollup_does(user, other_user, default_vc):
+    """Only the jobs whose runs ended are rolled up again, on every day their runs touched (here
+    yesterday and today); every other row, and the months, come out as a whole day's rollup writes them."""
+    now = timezone.now()
+    today = now.astimezone(UTC).date()
+    kept, ended, other = (
+        create_job(owner, name) for owner, name in ((user, "kept"), (user, "ended"), (other_user, "o"))
+    )
+    ended_run(kept, now - timedelta(hours=3), now - timedelta(hours=2))
+    roll_up_recent(now)
+    after = last_ended_run()
+    midnight = datetime.combine(today, datetime.min.time(), tzinfo=UTC)
+    ended_run(ended, midnight - timedelta(minutes=30), min(now, midnight + timedelta(minutes=20)))
+    ended_run(other, now - timedelta(minutes=5), now - timedelta(minutes=1))
+
+    assert roll_up_ended(after, now) == last_ended_run()
+    by_the_ended = rows_of(UsageDay), rows_of(UsageMonth)
+    roll_up_recent(now)
+
+    assert by_the_ended == (rows_of(UsageDay), rows_of(UsageMonth))
+    assert UsageDay.objects.filter(job=ended, day=today - timedelta(days=1)).get().cpu_seconds == 30 * 60
+
+
+def test_a_days_whole_seconds_keep_the_fractions_of_many_short_runs():
+    day = date(2026, 12, 2)
+    kept = [whole(7.3, rounding_draw(job_id, day)) for job_id in range(1, 201)]
+    assert set(kept) == {7, 8}  # (each row within a second)
+    assert sum(kept) == pytest.approx(200 * 7.3, rel=0.01)  # (plain rounding: 1,400, -4 %)
+
+
+def test_the_job_page_counts_an_ended_run_once(user, default_vc):
+    job = create_job(user, "ended", state=JobState.SUCCEEDED)
+    started, finished = timezone.now() - timedelta(hours=1), timezone.now()
+    ended_run(job, started, finished, gpus=[0, 1])
+    job.tasks.update(state=TaskState.SUCCEEDED, attempt=1, gpus=[0, 1], started_at=started, finished_at=finished)
+
+    assert gpu_hours_held(job) == 2.0
