@@ -344,7 +344,15 @@ class ProcessExecutor(Executor):
                     finished_at=finished,
                     diagnostics=f"killed: out of memory (the task's limit is {self._memory_mb(task_dir)} MB, memoryMB)",
                 )
-            return TaskStatus(running=False, exit_code=code, started_at=started, finished_at=finished)
+            failure = (task_dir / "failure").read_text().strip() if (task_dir / "failure").exists() else ""
+            return TaskStatus(
+                running=False,
+                exit_code=code,
+                started_at=started,
+                finished_at=finished,
+                failure=Failure(failure) if failure else None,
+                diagnostics="a port of the task was taken on the node as it started" if failure else "",
+            )
         if alive:
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).

@@ -48,6 +48,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGALRM)  # blocked across the fork of th
 EXEC_FAILED = 127
 # When the task's network cannot be attached, its command never ran: the exit spec's codes, not SIGKILL's.
 PORTS_TAKEN = 253  # ContainerPortConflict: pasta could not bind a declared port; placed again elsewhere
+PORT_CONFLICT_FAILURE = "port-conflict"  # its `failure` file (executors.base.Failure.PORT_CONFLICT)
 NETWORK_FAILED = -1201  # ContainerDockerCreationError: the sandbox could not be made
 # Named for what a request holds: a server of an earlier version (which read the script from the
 # environment) may still run through an upgrade; the new executor starts its own beside it, and the
@@ -193,6 +194,8 @@ class Supervisor:
                 network.close()  # no pasta outlives its task
         code = os.waitstatus_to_exitcode(status)
         exit_code = refused if refused is not None else 128 - code if code < 0 else code
+        if refused == PORTS_TAKEN:  # (the platform's, not the task's own exit 253)
+            self._write("failure", PORT_CONFLICT_FAILURE)
         self._record(exit_code)
         return exit_code
 

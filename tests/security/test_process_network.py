@@ -233,6 +233,25 @@ def test_it_records_a_port_taken_meanwhile_as_a_port_conflict(run_task, executor
     assert "cannot give the task its network" in log and "ran" not in log.splitlines()
 
 
+def test_it_reports_a_port_taken_meanwhile_as_the_platforms_port_conflict(
+    executor, make_launch, taken_port, monkeypatch
+):
+    """Not as the user's own exit 253 (which the exit spec reads as an unknown user failure,
+    charged to the user's retries): a platform failure, retried free on a port not taken."""
+    from clusters.executors.base import Failure
+
+    monkeypatch.setattr(executor, "_check_ports_free", lambda launch: None)
+    handle = executor.start(make_launch("echo ran", ports={"http": [taken_port]}))
+    status = wait_until(lambda: None if (status := executor.poll(handle)).running else status, 30)
+    assert status.failure is Failure.PORT_CONFLICT
+
+
+def test_a_tasks_own_exit_253_stays_its_own(executor, make_launch):
+    handle = executor.start(make_launch("exit 253"))
+    status = wait_until(lambda: None if (status := executor.poll(handle)).running else status, 30)
+    assert (status.exit_code, status.failure) == (253, None)
+
+
 def test_it_says_to_open_dev_net_tun_when_pasta_cannot(monkeypatch, tmp_path):
     """Seen on a GPU machine's image: /dev/net/tun 0600, so pasta (as the task's uid) could not
     open it; the node's reason must say what to change."""
