@@ -25,17 +25,22 @@ class JobConfigError(Exception):
 
     def as_dicts(self) -> list[dict[str, Any]]:
         """[{field, message, code, params}]: the API's and validatejob --json's shape."""
-        return [{"field": field, **message.as_dict()} for field, message in self.errors]
+        return [{"field": field, "message": message.text, **message.as_dict()} for field, message in self.errors]
 
     @property
     def english(self) -> list[tuple[str, str]]:
         """(field, the message in English) pairs."""
-        return [(field, message.text) for field, message in self.errors]
+        return english(self.errors)
 
     @property
     def codes(self) -> list[tuple[str, str]]:
         """(field, the message's code) pairs."""
         return [(field, message.code) for field, message in self.errors]
+
+
+def english(errors: Iterable[FieldError]) -> list[tuple[str, str]]:
+    """(field, the message in English) pairs."""
+    return [(field, message.text) for field, message in errors]
 
 
 def format_error(field: str, message: Message | str) -> str:

@@ -279,7 +279,6 @@ CLASS_ABOVE = Text(
     "config.class_above", "'%(name)s' is above the highest class virtual cluster \"%(vc)s\" allows ('%(max)s')"
 )
 CLASS_CRIT = Text("config.class_crit", 'only admins and the users virtual cluster "%(vc)s" names may use class "crit"')
-CLASS_CHOICE = Text("config.class_choice", "must be one of %(options)s")
 GRACE_TYPE = Text("config.grace_type", "must be a whole number of seconds, 0 or more")
 GRACE_CAP = Text("config.grace_cap", "must be at most %(cap)s (the portal's PAI_MAX_GRACE_SECONDS)")
 

@@ -30,7 +30,7 @@ def test_it_refuses_infiniband_where_no_node_of_the_vc_has_it_naming_the_field(u
     Node.objects.create(name="plain", executor="docker", address="10.0.0.9", cpus=4, memory_mb=4096)
     with pytest.raises(JobConfigError) as info:
         submit_job(user, v2_yaml("rdma", role_extra=IB))
-    assert info.value.errors == [
+    assert info.value.english == [
         (
             "taskRoles.worker.extraContainerOptions.infiniband",
             'no node of virtual cluster "default" has InfiniBand devices; remove it, or ask an admin',

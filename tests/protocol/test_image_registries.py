@@ -29,7 +29,8 @@ def resolve(host: str) -> list[str]:
 
 def v2_errors(image: str, allowed: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     spec = load(v2_yaml(image=f"'{image}'")).spec
-    return image_registry_errors(spec, 2, portal_hosts=PORTAL_HOSTS, allowed=allowed, resolve=resolve)
+    errors = image_registry_errors(spec, 2, portal_hosts=PORTAL_HOSTS, allowed=allowed, resolve=resolve)
+    return [(field, message.text) for field, message in errors]
 
 
 @pytest.mark.parametrize(
