@@ -211,7 +211,7 @@ def pull_refusal(
     allowed: Collection[str],
     resolve: Resolver,
     pulled: bool = False,
-) -> str | None:
+) -> Message | None:
     """A task's start refused for a registry judged forbidden, before the pull or (`pulled`) after
     one that failed: one sentence made of the image and the addresses alone, so the job's error
     never tells what the registry answered, or whether anything listened there. A name that does
@@ -220,4 +220,4 @@ def pull_refusal(
     refusal = registry_refusal(
         image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve, refuse_unresolved=pulled
     )
-    return texts.PULL_REFUSED(image=image, refusal=refusal).text if refusal else None
+    return texts.PULL_REFUSED(image=image, refusal=refusal) if refusal else None
