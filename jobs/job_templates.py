@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 import yaml
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
 from accounts.permissions import is_admin
@@ -78,16 +78,17 @@ def save(
             [(f"config.{path}" if path else "config", message) for path, message in error.errors]
         ) from error
     try:
-        return JobTemplate.objects.create(
-            owner=user,
-            name=name,
-            summary=summary.strip()[:255],
-            description=description,
-            config_text=mask_config_text(config_text),
-            visibility=visibility,
-            tags=[str(tag) for tag in tags or []],
-            source=source,
-        )
+        with transaction.atomic():  # (a name taken rolls back this insert alone)
+            return JobTemplate.objects.create(
+                owner=user,
+                name=name,
+                summary=summary.strip()[:255],
+                description=description,
+                config_text=mask_config_text(config_text),
+                visibility=visibility,
+                tags=[str(tag) for tag in tags or []],
+                source=source,
+            )
     except IntegrityError as exc:
         raise JobConfigError([("name", texts.TEMPLATE_NAME_TAKEN(name=name))]) from exc
 

@@ -55,8 +55,8 @@ YAML_DUPLICATE_KEY = Text("config.yaml.duplicate_key", "duplicate key '%(key)s'"
 YAML_MERGE_NOT_MAPPING = Text("config.yaml.merge_not_mapping", "<< must merge a mapping")
 YAML_INVALID = Text("config.yaml.invalid", "invalid YAML")
 
-# What libyaml / PyYAML say: the problem and where it was parsing. A phrase not listed stays as
-# the parser said it.
+# What libyaml (and PyYAML, where the portal runs without libyaml) say: the problem and where it was
+# parsing. A phrase not listed stays as the parser said it.
 YAML_WORDS = {
     text.template: text
     for text in (
@@ -76,7 +76,13 @@ YAML_WORDS = {
         Text("config.yaml.unknown_escape", "found unknown escape character"),
         Text("config.yaml.undefined_alias", "found undefined alias"),
         Text("config.yaml.undefined_tag_handle", "found undefined tag handle"),
-        Text("config.yaml.duplicate_anchor", "found duplicate anchor"),
+        Text("config.yaml.duplicate_anchor", "found duplicate anchor; first occurrence"),
+        Text("config.yaml.second_occurrence", "second occurrence"),
+        Text("config.yaml.expected_alphanumeric", "did not find expected alphabetic or numeric character"),
+        Text("config.yaml.expected_line_break", "did not find expected comment or line break"),
+        Text("config.yaml.expected_document_start", "did not find expected <document start>"),
+        Text("config.yaml.another_document", "but found another document"),
+        Text("config.yaml.single_document", "expected a single document in the stream"),
         Text("config.yaml.while_flow_sequence", "while parsing a flow sequence"),
         Text("config.yaml.while_flow_mapping", "while parsing a flow mapping"),
         Text("config.yaml.while_block_mapping", "while parsing a block mapping"),
@@ -91,10 +97,11 @@ YAML_WORDS = {
         Text("config.yaml.while_anchor", "while scanning an anchor"),
         Text("config.yaml.while_alias", "while scanning an alias"),
         Text("config.yaml.while_tag", "while scanning a tag"),
-        Text("config.yaml.while_composing", "while composing a node"),
+        Text("config.yaml.while_next_token", "while scanning for the next token"),
+        Text("config.yaml.while_quoted_scalar_parsing", "while parsing a quoted scalar"),
     )
 }
-# What Python's json module says (JSONDecodeError.msg).
+# What Python's json module says (JSONDecodeError.msg; trailing commas never reach it: they are removed).
 JSON_WORDS = {
     text.template: text
     for text in (
@@ -105,8 +112,6 @@ JSON_WORDS = {
         Text("config.json.extra_data", "Extra data"),
         Text("config.json.invalid_control_character", "Invalid control character at"),
         Text("config.json.unterminated_string", "Unterminated string starting at"),
-        Text("config.json.trailing_comma_array", "Illegal trailing comma before end of array"),
-        Text("config.json.trailing_comma_object", "Illegal trailing comma before end of object"),
     )
 }
 
