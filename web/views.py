@@ -626,12 +626,15 @@ def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
 def _change_state(
     request: HttpRequest, job: Job, verb: Callable[[Job, Any], object], done: str, *, refused: str
 ) -> HttpResponse:
-    """Run a verb that the job's state may refuse; say how it went on the job's page."""
+    """Run a verb that the job's state (or its VC, checked again) may refuse; say how it went on
+    the job's page."""
     try:
         verb(job, request.user)
         messages.success(request, done)
     except actions.JobStateError:
         messages.error(request, refused)
+    except JobConfigError as error:  # (a restart: the owner may no longer submit to the job's VC)
+        messages.error(request, "; ".join(said(error.errors)))
     return redirect("jobs:detail", full_name=job.full_name)
 
 
