@@ -36,6 +36,7 @@ class UserFsError(ValueError):
     def __init__(self, path: str, reason: str):
         super().__init__(f"{path}: {reason}")
         self.path = path
+        self.reason = reason  # (jobs.storage.texts words it by this)
 
 
 class LinkRefused(UserFsError):
@@ -60,7 +61,8 @@ class TooLarge(UserFsError):
 
 class NotAFile(UserFsError):
     def __init__(self, path: str, info: os.stat_result):
-        super().__init__(path, "is a directory" if stat.S_ISDIR(info.st_mode) else "is not a regular file")
+        self.is_directory = stat.S_ISDIR(info.st_mode)
+        super().__init__(path, "is a directory" if self.is_directory else "is not a regular file")
 
 
 # -- names ---------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
+from catalogue import Message
 from clusters.models import GpuType, Node, VirtualCluster
-from jobs import dependencies, lifecycle
+from jobs import dependencies, lifecycle, texts
 from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
@@ -49,7 +50,11 @@ User = AbstractBaseUser | AnonymousUser
 
 
 class JobNameConflict(Exception):
-    """The user already has a job with this name (API: 409 ConflictJobError)."""
+    """The user already has a job with this name (API: 409 ConflictJobError); str() in English."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.text)
+        self.message = message
 
 
 class UnknownVirtualCluster(JobConfigError):
@@ -84,7 +89,7 @@ def check_task_counts(cfg: LoadedConfig) -> None:
         raise JobConfigError(errors)
 
 
-def fixed_port_errors(spec: NormalizedSpec) -> list[tuple[str, str]]:
+def fixed_port_errors(spec: NormalizedSpec) -> list[FieldError]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
     begin_at = port_begin_at(spec)
@@ -93,12 +98,8 @@ def fixed_port_errors(spec: NormalizedSpec) -> list[tuple[str, str]]:
         labels = list(role_spec["resourcePerInstance"].get("ports") or {})
         for label, port in (begin_at.get(role) or {}).items():
             if port and label in labels:
-                errors.append(
-                    (
-                        f"taskRoles[{role_number}].portList[{labels.index(label)}].beginAt",
-                        "must be 0 on a Slurm virtual cluster (Slurm picks the node; tasks get ports free there)",
-                    )
-                )
+                field = f"taskRoles[{role_number}].portList[{labels.index(label)}].beginAt"
+                errors.append((field, texts.SLURM_BEGIN_AT()))
     return errors
 
 
@@ -141,13 +142,7 @@ def infiniband_errors(spec: NormalizedSpec, vc: VirtualCluster, has_infiniband: 
     roles = infiniband_roles(spec)
     if not roles or has_infiniband():
         return []
-    return [
-        (
-            f"taskRoles.{role}.extraContainerOptions.infiniband",
-            f'no node of virtual cluster "{vc.name}" has InfiniBand devices; remove it, or ask an admin',
-        )
-        for role in roles
-    ]
+    return [(f"taskRoles.{role}.extraContainerOptions.infiniband", texts.INFINIBAND(vc=vc.name)) for role in roles]
 
 
 def vc_has_infiniband(vc: VirtualCluster) -> bool:
@@ -187,15 +182,19 @@ class SubmitChecks:
         vc_name = cfg.spec["defaults"]["virtualCluster"]
         vc = self._once(("vc", vc_name), lambda: VirtualCluster.objects.filter(name=vc_name).first())
         if vc is None:
-            raise UnknownVirtualCluster([(_vc_field(cfg), f'virtual cluster "{vc_name}" does not exist')])
+            raise UnknownVirtualCluster([(_vc_field(cfg), texts.VC_UNKNOWN(name=vc_name))])
         if not self._once(("open", vc.pk), lambda: vc.is_open_to(user)):
-            raise VirtualClusterForbidden([(_vc_field(cfg), f'you may not submit to virtual cluster "{vc_name}"')])
-        errors: list[tuple[str, str]] = list(cfg.secret_errors)
+            raise VirtualClusterForbidden([(_vc_field(cfg), texts.VC_FORBIDDEN(name=vc_name))])
+        errors: list[FieldError] = list(cfg.secret_errors)
         wanted_gpu = gpu_type(cfg.spec)
         known_gpus = self._once(("gpu types",), lambda: list(GpuType.objects.values_list("name", flat=True)))
         if wanted_gpu and wanted_gpu not in known_gpus:
-            known = ", ".join(known_gpus) or "none"
-            errors.append((_gpu_type_field(cfg), f'GPU type "{wanted_gpu}" does not exist (known: {known})'))
+            unknown = (
+                texts.GPU_TYPE_UNKNOWN(name=wanted_gpu, known=", ".join(known_gpus))
+                if known_gpus
+                else texts.GPU_TYPE_UNKNOWN_NONE(name=wanted_gpu)
+            )
+            errors.append((_gpu_type_field(cfg), unknown))
         paths = job_paths(cfg.spec)
         errors.extend(
             self._once(
@@ -205,7 +204,7 @@ class SubmitChecks:
         asked = storage_requests(cfg.spec)
         errors.extend(
             self._once(
-                ("storages", tuple(asked.named), asked.defaults, asked.errors),
+                ("storages", tuple(asked.named), asked.defaults, tuple(asked.errors_said())),
                 lambda: validate_storage_requests(user, cfg.spec),
             )
         )
@@ -229,7 +228,7 @@ class SubmitChecks:
             raise JobConfigError(errors)
         return vc
 
-    def dependencies(self, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[tuple[str, str]]]:
+    def dependencies(self, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[FieldError]]:
         """The jobs a config waits for, and the errors of those that name none (jobs.dependencies)."""
         return self._once(
             ("dependencies", *dependencies.references(spec)), lambda: dependencies.resolve(self.user, spec)
@@ -253,7 +252,7 @@ def submit_job(user: Any, text: str) -> Job:
             InteractiveApp.objects.bulk_create(new_apps(job))
             lifecycle.event(job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=vc.name)
     except IntegrityError as exc:
-        raise JobNameConflict(f'job "{spec["name"]}" already exists for user {user.get_username()}') from exc
+        raise JobNameConflict(texts.JOB_NAME_TAKEN(name=spec["name"], user=user.get_username())) from exc
     return job
 
 
@@ -312,14 +311,8 @@ def restart_job(job: Job, by: Any) -> Job:
     as at submit (the owner may have lost access since)."""
     if not job.virtual_cluster.is_open_to(job.owner):
         field = "virtualCluster" if job.protocol_version == 1 else "defaults.virtualCluster"
-        raise VirtualClusterForbidden(
-            [
-                (
-                    field,
-                    f'{job.owner.get_username()} may no longer submit to virtual cluster "{job.virtual_cluster.name}"',
-                )
-            ]
-        )
+        refusal = texts.VC_NO_LONGER(user=job.owner.get_username(), name=job.virtual_cluster.name)
+        raise VirtualClusterForbidden([(field, refusal)])
     lifecycle.restart(job, by.get_username())
     job.refresh_from_db()
     return job
@@ -331,7 +324,7 @@ def change_priority_class(job: Job, by: Any, name: Any) -> Job:
     `jobPriorityClass`, or JobStateError once the job no longer waits."""
     vc = job.virtual_cluster
     if not isinstance(name, str) or not name:
-        raise JobConfigError([(TOP_LEVEL_FIELD, f"must be one of {', '.join(PRIORITY_CLASSES)}")])
+        raise JobConfigError([(TOP_LEVEL_FIELD, texts.CHOICE(options=", ".join(PRIORITY_CLASSES)))])
     errors = class_errors(
         name, TOP_LEVEL_FIELD, vc=vc.name, vc_max=vc.max_priority_class, may_use_crit=vc.may_use_crit(by)
     )

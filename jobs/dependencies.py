@@ -7,19 +7,22 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.permissions import is_admin
+from catalogue import Message
+from jobs import texts
 from jobs.models import Job, JobDependency
 from jobs.protocol.dependencies import Reference, references
+from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec
 
 
-def resolve(user: Any, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[tuple[str, str]]]:
+def resolve(user: Any, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[FieldError]]:
     """((kind, job) for each dependency, field errors for those that name no job the user may see)."""
     found: list[tuple[str, Job]] = []
-    errors: list[tuple[str, str]] = []
+    errors: list[FieldError] = []
     for reference in references(spec):
         jobs = _find(user, reference)
         if not jobs:
-            errors.append((reference.field, _unknown(user, reference)))
+            errors.append((reference.field, _unknown(reference)))
         found += [(reference.kind, job) for job in jobs]
     return found, errors
 
@@ -39,13 +42,13 @@ def _find(user: Any, reference: Reference) -> list[Job]:
     )
 
 
-def _unknown(user: Any, reference: Reference) -> str:
+def _unknown(reference: Reference) -> Message:
     name = str(reference.job)
     if isinstance(reference.job, int) or name.isdigit():
-        return f"no job with id {name} that you may see"
+        return texts.NO_JOB_ID(id=name)
     if "~" in name:
-        return f'no job "{name}" that you may see'
-    return f'you have no job or sweep named "{name}"'
+        return texts.NO_JOB_NAMED(name=name)
+    return texts.NO_OWN_JOB(name=name)
 
 
 def record(job: Job, found: list[tuple[str, Job]]) -> None:

@@ -10,12 +10,14 @@ import re
 from typing import Any
 
 import yaml
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
 from accounts.permissions import is_admin
+from jobs import texts
 from jobs.models import JobTemplate
 from jobs.protocol import JobConfigError, export, load, mask_config_text
+from jobs.protocol.errors import FieldError
 from jobs.protocol.parsing import parse
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\- ]{0,99}")
@@ -61,12 +63,12 @@ def save(
 ) -> JobTemplate:
     """A new template of the user's; raises JobConfigError naming the field at fault: name,
     visibility, or config.<the config's own path> (`config.taskRoles.worker...: must be >= 100`)."""
-    errors: list[tuple[str, str]] = []
+    errors: list[FieldError] = []
     name = name.strip()
     if not NAME.fullmatch(name):
-        errors.append(("name", "1-100 letters, digits, spaces and _ . -, starting with a letter or digit"))
+        errors.append(("name", texts.TEMPLATE_NAME()))
     if visibility not in JobTemplate.Visibility.values:
-        errors.append(("visibility", f"must be one of {', '.join(JobTemplate.Visibility.values)}"))
+        errors.append(("visibility", texts.CHOICE(options=", ".join(JobTemplate.Visibility.values))))
     if errors:
         raise JobConfigError(errors)
     try:
@@ -76,18 +78,19 @@ def save(
             [(f"config.{path}" if path else "config", message) for path, message in error.errors]
         ) from error
     try:
-        return JobTemplate.objects.create(
-            owner=user,
-            name=name,
-            summary=summary.strip()[:255],
-            description=description,
-            config_text=mask_config_text(config_text),
-            visibility=visibility,
-            tags=[str(tag) for tag in tags or []],
-            source=source,
-        )
+        with transaction.atomic():  # (a name taken rolls back this insert alone)
+            return JobTemplate.objects.create(
+                owner=user,
+                name=name,
+                summary=summary.strip()[:255],
+                description=description,
+                config_text=mask_config_text(config_text),
+                visibility=visibility,
+                tags=[str(tag) for tag in tags or []],
+                source=source,
+            )
     except IntegrityError as exc:
-        raise JobConfigError([("name", f'you have a template named "{name}" already')]) from exc
+        raise JobConfigError([("name", texts.TEMPLATE_NAME_TAKEN(name=name))]) from exc
 
 
 def asked_parameters(template: JobTemplate) -> dict[str, Any]:
@@ -116,7 +119,7 @@ def from_marketplace(item: Any) -> dict[str, Any]:
     """save()'s arguments for an OpenPAI marketplace entry: an openpaimarketplace item (a mapping
     with `jobConfig`) or a marketplace-v2 file's config. Raises JobConfigError."""
     if not isinstance(item, dict):
-        raise JobConfigError([("", "a marketplace item is a mapping (an openpaimarketplace item, or a v2 config)")])
+        raise JobConfigError([("", texts.MARKETPLACE_ITEM())])
     if "jobConfig" in item:
         config = item["jobConfig"]
         if isinstance(config, str):

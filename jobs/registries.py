@@ -73,15 +73,18 @@ class RegistryJudge:
 
     def refusal(self, image: str, *, after_failed_pull: bool = False) -> str | None:
         """Before a start, and after a pull that failed (its name resolved afresh: the engine's
-        look-up came after ours): the one sentence a forbidden registry gets."""
+        look-up came after ours): the one sentence a forbidden registry gets, in English (the job's
+        error)."""
         registry = registry_of(image)
         if registry is None:
             return None
         if after_failed_pull:
             self._resolved.pop(split_registry(registry)[0], None)
-        return pull_refusal(
+        refused = pull_refusal(
             image,
             portal_hosts=self.portal_hosts(),
             allowed=settings.PAI_ALLOWED_PRIVATE_REGISTRIES,
             resolve=self.resolve,
+            pulled=after_failed_pull,
         )
+        return refused.text if refused else None

@@ -14,7 +14,7 @@ from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
 from clusters.models import VirtualCluster
-from jobs import dependencies, lifecycle
+from jobs import dependencies, lifecycle, texts
 from jobs.actions import JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
@@ -44,7 +44,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
     doc, _ = parse(text)
     sweep_plan = plan(doc)
     if doc.get("protocolVersion") != 2:
-        raise JobConfigError([("extras.sweep", "a sweep is a v2 config (protocolVersion: 2)")])
+        raise JobConfigError([("extras.sweep", texts.SWEEP_NOT_V2())])
     checks = SubmitChecks(user)
     made = [
         _checked_run(checks, run_doc, run)
@@ -92,10 +92,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
                 batch_size=2000,
             )
     except IntegrityError as exc:
-        raise JobNameConflict(
-            f'a sweep "{name}" or a job named like its runs ({jobs[0].name}...) already exists for user '
-            f"{user.get_username()}"
-        ) from exc
+        raise JobNameConflict(texts.SWEEP_NAME_TAKEN(name=name, run=jobs[0].name, user=user.get_username())) from exc
     return sweep
 
 
@@ -112,7 +109,10 @@ def _checked_run(
         if run.index == 0 or not run.values:
             raise
         said = ", ".join(f"{name}={value}" for name, value in run.values.items())
-        errors = [(field, f"run {run_doc['name']} ({said}): {message}") for field, message in refused.errors]
+        run_name = str(run_doc["name"])
+        errors = [
+            (field, texts.SWEEP_RUN(run=run_name, values=said, message=message)) for field, message in refused.errors
+        ]
         raise type(refused)(errors, line=refused.line, column=refused.column) from refused
 
 

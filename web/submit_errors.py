@@ -1,5 +1,6 @@
 """Where the Submit Job page shows an error: a config error's path -> the form field it belongs
-to, or the line of the pasted text it points at."""
+to, or the line of the pasted text it points at; each error in the reader's language, by its code
+(web.texts)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import yaml
 from django.utils.translation import gettext_lazy as _
 
+from jobs.protocol.errors import FieldError
 from jobs.protocol.parsing import compose_nodes
-from web.error_text import translate_error
+from web.texts import translated
 
 # --- error paths -> form fields -----------------------------------------------------------------
 
@@ -145,12 +147,18 @@ def form_field_for(path: str, role_names: list[str]) -> str | None:
     return None
 
 
-def field_errors(errors: list[tuple[str, str]], role_names: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+def said(errors: list[FieldError]) -> list[str]:
+    """Each error as `field.path: message` in the reader's language (the message alone for the
+    document's own)."""
+    return [f"{path}: {translated(message)}" if path else translated(message) for path, message in errors]
+
+
+def field_errors(errors: list[FieldError], role_names: list[str]) -> tuple[dict[str, list[str]], list[str]]:
     """Split errors into {form field: messages} and the ones that belong at the top of the form."""
     by_field: dict[str, list[str]] = {}
     general = []
-    for path, english in errors:
-        message = translate_error(english)
+    for path, said_here in errors:
+        message = translated(said_here)
         name = form_field_for(path, role_names)
         if name is None:
             general.append(f"{path}: {message}" if path else message)
@@ -166,12 +174,12 @@ class LineError:
     message: str
 
 
-def line_errors(text: str, errors: list[tuple[str, str]], syntax_line: int | None = None) -> list[LineError]:
+def line_errors(text: str, errors: list[FieldError], syntax_line: int | None = None) -> list[LineError]:
     """Each error with the 1-based line of the text its path points at (None when not found).
     An error without a path is a syntax error: it sits at `syntax_line` when the parser gave one."""
     root = compose_nodes(text)  # guarded against hostile nesting; JSON's `//` comments stripped
     return [
-        LineError(syntax_line if not path else _line_of(root, path), path, translate_error(message))
+        LineError(syntax_line if not path else _line_of(root, path), path, translated(message))
         for path, message in errors
     ]
 

@@ -25,11 +25,13 @@ from django.http import QueryDict
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from jobs import texts
 from jobs.protocol import JobConfigError, priority
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
+from web.submit_errors import said
 
 MAX_CONFIG_FILE_BYTES = 512 * 1024
 CONFIG_FILE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -141,7 +143,8 @@ class JobFormData:
         try:
             base = _base_config(data.get("base_config") or "{}")
         except JobConfigError as error:
-            return cls(job=job, roles=roles, problems=[_("The form's hidden config is not valid: %s") % error])
+            problem = _("The form's hidden config is not valid: %s") % "; ".join(said(error.errors))
+            return cls(job=job, roles=roles, problems=[problem])
         return cls(job=job, roles=roles, base_config=base)
 
     @property
@@ -185,7 +188,7 @@ def _base_config(text: str) -> dict[str, Any]:
     try:
         base = json.loads(text)
     except (ValueError, RecursionError):
-        raise JobConfigError([("base_config", "not valid JSON")]) from None
+        raise JobConfigError([("base_config", texts.FORM_BASE_NOT_JSON())]) from None
     if not isinstance(base, dict):
         return {}
     check_tree(base)

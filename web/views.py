@@ -30,6 +30,7 @@ from jobs import actions, job_templates, sweeps
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
 from jobs.models import Job, JobState
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
+from jobs.protocol.errors import FieldError
 from jobs.protocol.parsing import parse
 from jobs.storage.configs import usable_storages
 from jobs.usage import gpu_hours_held
@@ -39,11 +40,11 @@ from scheduling.sharing import queue_place
 from web.api.shapes import borrowed_from, time_limit_status
 from web.api.throttles import SubmitThrottle
 from web.csv_export import csv_lines, in_pages
-from web.error_text import translate_error, translate_reason
+from web.error_text import translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, app_rows, attempt_rows, find_log_source, log_sources, selected_log
 from web.job_templates.views import template_or_404
-from web.submit_errors import error_summary, field_errors, line_errors
+from web.submit_errors import error_summary, field_errors, line_errors, said
 from web.submit_form import (
     PRIORITY_CLASSES,
     ImportFileForm,
@@ -244,7 +245,7 @@ def _form_input_errors(
     """The form's own syntax errors, with whatever else the config has, all shown at once."""
     try:
         actions.validate_for_user(request.user, text)
-        errors: list[tuple[str, str]] = []
+        errors: list[FieldError] = []
     except JobConfigError as error:
         errors = list(error.errors)
     by_field, general = field_errors(errors, [role.get("name", "").strip() for role in form_data.roles])
@@ -277,7 +278,7 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
         return _config_errors(request, mode, form_data, text, error)
     except actions.JobNameConflict as error:
         field = "name" if mode == "form" else _name_field(text)
-        return _config_errors(request, mode, form_data, text, JobConfigError([(field, str(error))]))
+        return _config_errors(request, mode, form_data, text, JobConfigError([(field, error.message)]))
     messages.success(request, _("Job %(name)s submitted.") % {"name": job.full_name})
     never_fits = never_fits_reason(job)
     if never_fits:
@@ -610,7 +611,7 @@ def job_priority(request: HttpRequest, full_name: str) -> HttpResponse:
     except actions.JobStateError:
         messages.error(request, _("A job's class changes only while it waits."))
     except JobConfigError as error:
-        messages.error(request, "; ".join(f"{field}: {translate_error(message)}" for field, message in error.errors))
+        messages.error(request, "; ".join(said(error.errors)))
     return redirect("jobs:detail", full_name=job.full_name)
 
 
@@ -625,12 +626,15 @@ def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
 def _change_state(
     request: HttpRequest, job: Job, verb: Callable[[Job, Any], object], done: str, *, refused: str
 ) -> HttpResponse:
-    """Run a verb that the job's state may refuse; say how it went on the job's page."""
+    """Run a verb that the job's state (or its VC, checked again) may refuse; say how it went on
+    the job's page."""
     try:
         verb(job, request.user)
         messages.success(request, done)
     except actions.JobStateError:
         messages.error(request, refused)
+    except JobConfigError as error:  # (a restart: the owner may no longer submit to the job's VC)
+        messages.error(request, "; ".join(said(error.errors)))
     return redirect("jobs:detail", full_name=job.full_name)
 
 

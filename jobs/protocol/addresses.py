@@ -27,25 +27,44 @@ def as_address(host: str) -> IpAddress | None:
     return address
 
 
-def inside_reason(text: str) -> str | None:
-    """Why an address is inside the portal's network ("a loopback address"...), or None for one
-    outside it (or text that is no address). Anything not globally reachable is inside; the
-    commonest kinds are named."""
+# The kinds of address inside, as inside_kind names them, and in English.
+KIND_WORDS = {
+    "loopback": "a loopback address",
+    "link_local": "a link-local address",
+    "private": "a private address",
+    "multicast": "a multicast address",
+    "reserved": "a reserved address",
+    "shared": "a shared address",
+    "site_local": "a site-local address",
+    "special": "a special-purpose address",
+}
+
+
+def inside_kind(text: str) -> str | None:
+    """Which kind of address inside the portal's network this is (a key of KIND_WORDS), or None
+    for one outside it (or text that is no address). Anything not globally reachable is inside;
+    the commonest kinds are named."""
     address = as_address(text)
     if address is None:
         return None
-    for test, why in (
-        (address.is_loopback, "a loopback address"),
-        (address.is_link_local, "a link-local address"),
-        (address.is_private, "a private address"),
-        (address.is_multicast, "a multicast address"),
-        (address.is_reserved or address.is_unspecified, "a reserved address"),
-        (address in SHARED_SPACE, "a shared address"),
-        (isinstance(address, ipaddress.IPv6Address) and address.is_site_local, "a site-local address"),
-        (not address.is_global, "a special-purpose address"),
+    for test, kind in (
+        (address.is_loopback, "loopback"),
+        (address.is_link_local, "link_local"),
+        (address.is_private, "private"),
+        (address.is_multicast, "multicast"),
+        (address.is_reserved or address.is_unspecified, "reserved"),
+        (address in SHARED_SPACE, "shared"),
+        (isinstance(address, ipaddress.IPv6Address) and address.is_site_local, "site_local"),
+        (not address.is_global, "special"),
     ):
         if test:
-            return why
+            return kind
     if isinstance(address, ipaddress.IPv6Address) and address.sixtofour is not None:
-        return inside_reason(str(address.sixtofour))
+        return inside_kind(str(address.sixtofour))
     return None
+
+
+def inside_reason(text: str) -> str | None:
+    """Why an address is inside the portal's network, in English ("a loopback address"...), or None."""
+    kind = inside_kind(text)
+    return KIND_WORDS[kind] if kind else None

@@ -15,7 +15,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.protocol.errors import FieldError
+from jobs.protocol import texts
+from jobs.protocol.errors import FieldError, unique
 from jobs.protocol.spec import RUNTIME_PLUGINS, Callback, NormalizedSpec, Prerequisite
 from jobs.protocol.templating import Scope, expand
 
@@ -120,8 +121,8 @@ def check_role_references(spec: NormalizedSpec) -> list[FieldError]:
         found: list[FieldError] = []
         for hook in role_hooks(spec, role):
             expanded(hook, role_scope(spec, role, hook.owner), found)
-        errors.extend((path, f"{message} (in task role {role!r})") for path, message in found)
-    return list(dict.fromkeys(errors))
+        errors.extend((path, texts.IN_ROLE(message=message, role=role)) for path, message in found)
+    return unique(errors)
 
 
 def _is_cmd(plugin: Any) -> bool:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from jobs.protocol.addresses import IpAddress, as_address, inside_reason
+from catalogue import Message
+from jobs.protocol import texts
+from jobs.protocol.addresses import IpAddress, as_address, inside_kind
 from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec
 
 ALLOW_SETTING = "PAI_ALLOWED_PRIVATE_REGISTRIES"
-PORTAL_OWN = "this portal's own address (its host names and nodes)"
-UNRESOLVED = "a host name that does not resolve"
 Resolver = Callable[[str], Collection[str]]  # a host name -> the addresses it resolves to (none: it does not)
 
 
@@ -33,57 +33,49 @@ NAME_MAX = 255
 EXAMPLE = "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime"
 
 
-def reference_error(image: str) -> str | None:
+def reference_error(image: str) -> Message | None:
     """Why `image` is not an image reference Docker accepts (or would read as the user meant), or
     None. Checked at submit so a typo is a 400 naming the field, not a failed, retried task."""
     if not image.strip():
-        return "is empty"
-    reasons = []
-    if any(c.isspace() for c in image):
-        reasons.append(f"has a space in it; an image reference has none (e.g. {EXAMPLE})")
+        return texts.IMAGE_EMPTY()
+    space = texts.IMAGE_SPACE(example=EXAMPLE) if any(c.isspace() for c in image) else None
     found = _grammar_error("".join(image.split()))
-    if found:
-        reasons.append(found)
-    return "; and it ".join(reasons) or None
+    if space and found:
+        return texts.IMAGE_AND(first=space, then=found)
+    return space or found
 
 
-def _grammar_error(image: str) -> str | None:
+def _grammar_error(image: str) -> Message | None:
     name, at, digest = image.partition("@")
     if at and not _DIGEST.fullmatch(digest):
-        return "has an invalid digest after @ (it is algorithm:hex, e.g. sha256: and 64 hex digits)"
+        return texts.IMAGE_DIGEST()
     last_slash = name.rfind("/")
     name, colon, tag = (name[:i], ":", name[i + 1 :]) if (i := name.rfind(":")) > last_slash else (name, "", "")
     if colon and not _TAG.fullmatch(tag):
-        return f"has an invalid tag {tag!r}: a tag is up to 128 letters, digits, _ . and -, not starting with . or -"
+        return texts.IMAGE_TAG(tag=tag)
     if len(name) > NAME_MAX:
-        return f"has a name longer than {NAME_MAX} characters"
+        return texts.IMAGE_NAME_TOO_LONG(most=NAME_MAX)
     registry = registry_of(name)
     path = name[len(registry) + 1 :] if registry else name
     if registry is not None:
         if not _REGISTRY.fullmatch(registry):
-            return f"has an invalid registry host {registry!r}"
+            return texts.IMAGE_REGISTRY_HOST(host=registry)
         if "." not in registry and ":" not in registry and registry != "localhost" and not registry.startswith("["):
             # Docker reads a first part with capitals as a registry host: a typo of a Docker Hub name.
-            return (
-                f"starts with {registry!r}, which Docker would read as a registry's host name because it has "
-                f"capitals; repository names are lowercase (e.g. {registry.lower()}/{path.lower()})"
-            )
+            return texts.IMAGE_CAPITALS(first=registry, example=f"{registry.lower()}/{path.lower()}")
     components = path.split("/")
     for component in components:
         if not _PATH_COMPONENT.fullmatch(component):
             if component.lower() != component and _PATH_COMPONENT.fullmatch(component.lower()):
-                return f"must be lowercase in its repository name ({path.lower()}, not {path})"
-            return (
-                f"has an invalid repository name part {component!r}: lowercase letters and digits, "
-                "separated by . _ __ or -"
-            )
+                return texts.IMAGE_LOWERCASE(lower=path.lower(), given=path)
+            return texts.IMAGE_PATH_PART(part=component)
     return None
 
 
 def image_reference_errors(spec: NormalizedSpec, protocol_version: int) -> list[FieldError]:
     """A field error for each image that is not a valid Docker image reference."""
     return [
-        (field, f"{image!r} is not a valid image reference: {reason}")
+        (field, texts.IMAGE_INVALID(image=image, why=reason))
         for field, image in image_fields(spec, protocol_version)
         if (reason := reference_error(image)) is not None
     ]
@@ -112,35 +104,37 @@ def split_registry(registry: str) -> tuple[str, str]:
 
 def private_reason(
     host: str, portal_hosts: Collection[str], resolve: Resolver, *, refuse_unresolved: bool = True
-) -> str | None:
+) -> Message | None:
     """Why the engine must not be sent to this host (a name or an address), or None (also for a
     name that does not resolve here, unless `refuse_unresolved`)."""
     if host == "localhost" or host.endswith(".localhost"):
-        return "a loopback address"
+        return texts.ADDRESS_KINDS["loopback"]()
     address = as_address(host)
     if address is not None:
         return _address_reason(host, address, portal_hosts)
     if _is_portal_host(host, None, portal_hosts):
-        return PORTAL_OWN
+        return texts.PORTAL_OWN()
     found = sorted(resolve(host))
     if not found:
-        return UNRESOLVED if refuse_unresolved else None
+        return texts.UNRESOLVED() if refuse_unresolved else None
     for text in found:
         resolved = as_address(text)
         if resolved is not None and (why := _address_reason(host, resolved, portal_hosts)) is not None:
-            return f"a name for {why}" + ("" if why == PORTAL_OWN else f" ({text})")
+            if why.code == texts.PORTAL_OWN.code:
+                return texts.NAME_FOR_PORTAL(kind=why)
+            return texts.NAME_FOR(kind=why, address=text)
     return None
 
 
-def _address_reason(host: str, address: IpAddress, portal_hosts: Collection[str]) -> str | None:
+def _address_reason(host: str, address: IpAddress, portal_hosts: Collection[str]) -> Message | None:
     """The node itself and link-local services first, then the portal's own hosts, then the rest of
     the portal's network: the most telling reason."""
-    why = inside_reason(str(address))
-    if why in ("a loopback address", "a link-local address"):
-        return why
+    kind = inside_kind(str(address))
+    if kind in ("loopback", "link_local"):
+        return texts.ADDRESS_KINDS[kind]()
     if _is_portal_host(host, address, portal_hosts):
-        return PORTAL_OWN
-    return why
+        return texts.PORTAL_OWN()
+    return texts.ADDRESS_KINDS[kind]() if kind else None
 
 
 def _is_portal_host(host: str, address: IpAddress | None, portal_hosts: Collection[str]) -> bool:
@@ -181,7 +175,7 @@ def registry_refusal(
     allowed: Collection[str],
     resolve: Resolver,
     refuse_unresolved: bool = True,
-) -> str | None:
+) -> Message | None:
     """Why the node's engine may not pull `image` (its registry, judged), or None. (A name that
     does not resolve in a reference Docker would refuse anyway is reference_error's to explain.)"""
     registry = registry_of(image)
@@ -191,10 +185,7 @@ def registry_refusal(
     reason = private_reason(split_registry(registry)[0], portal_hosts, resolve, refuse_unresolved=refuse_unresolved)
     if reason is None:
         return None
-    return (
-        f"registry {registry} is {reason}; the node's engine may not pull from there "
-        f"unless an admin allows this registry ({ALLOW_SETTING})"
-    )
+    return texts.REGISTRY_REFUSED(registry=registry, reason=reason, setting=ALLOW_SETTING)
 
 
 def image_registry_errors(
@@ -220,7 +211,7 @@ def pull_refusal(
     allowed: Collection[str],
     resolve: Resolver,
     pulled: bool = False,
-) -> str | None:
+) -> Message | None:
     """A task's start refused for a registry judged forbidden, before the pull or (`pulled`) after
     one that failed: one sentence made of the image and the addresses alone, so the job's error
     never tells what the registry answered, or whether anything listened there. A name that does
@@ -229,4 +220,4 @@ def pull_refusal(
     refusal = registry_refusal(
         image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve, refuse_unresolved=pulled
     )
-    return f"pulling image {image} refused: {refusal}" if refusal else None
+    return texts.PULL_REFUSED(image=image, refusal=refusal) if refusal else None

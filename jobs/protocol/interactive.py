@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from jobs.protocol import texts
 from jobs.protocol.errors import FieldError
 from jobs.protocol.hooks import (
     JUPYTER_INTERFACES,
@@ -80,12 +81,12 @@ def app_errors(spec: NormalizedSpec) -> list[FieldError]:
         here = f"extras.{RUNTIME_PLUGINS}[{i}]"
         parameters = plugin.get("parameters")
         if parameters is not None and not isinstance(parameters, dict):
-            errors.append((f"{here}.parameters", "must be a mapping"))
+            errors.append((f"{here}.parameters", texts.must_be(["object"])))
             continue
         parameters = parameters or {}
         errors.extend(_common_errors(parameters, f"{here}.parameters"))
         if kind == JUPYTER_PLUGIN and parameters.get("interface", "lab") not in JUPYTER_INTERFACES:
-            errors.append((f"{here}.parameters.interface", "must be lab or notebook"))
+            errors.append((f"{here}.parameters.interface", texts.JUPYTER_INTERFACE()))
         if kind == HTTP_PLUGIN:
             errors.extend(_http_port_errors(spec, plugin, parameters, f"{here}.parameters.port"))
     return errors
@@ -97,20 +98,22 @@ def _common_errors(parameters: dict[str, Any], here: str) -> list[FieldError]:
     if idle is not None and (
         isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle <= MAX_IDLE_MINUTES
     ):
-        errors.append((f"{here}.idleMinutes", f"must be a number of minutes above 0, at most {MAX_IDLE_MINUTES}"))
+        errors.append((f"{here}.idleMinutes", texts.IDLE_MINUTES(most=MAX_IDLE_MINUTES)))
     users = parameters.get("users")
     if users is not None and (not isinstance(users, list) or not all(isinstance(u, str) and u for u in users)):
-        errors.append((f"{here}.users", "must be a list of user names"))
+        errors.append((f"{here}.users", texts.USER_LIST()))
     return errors
 
 
-def _http_port_errors(spec: NormalizedSpec, plugin: dict[str, Any], parameters: dict[str, Any], here: str) -> list:
+def _http_port_errors(
+    spec: NormalizedSpec, plugin: dict[str, Any], parameters: dict[str, Any], here: str
+) -> list[FieldError]:
     label = parameters.get("port")
     role = plugin_role(spec, plugin)
     if not isinstance(label, str) or not label:
-        return [(here, "must name one of the task role's ports, e.g. port: web")]
+        return [(here, texts.HTTP_PORT_NAME())]
     if role is None or label not in spec["taskRoles"][role]["resourcePerInstance"]["ports"]:
-        return [(here, f"task role {role!r} declares no port {label!r} (resourcePerInstance.ports)")]
+        return [(here, texts.HTTP_PORT_UNKNOWN(role=str(role), label=label))]
     if label == "ssh":
-        return [(here, "sshd speaks no HTTP: name another port")]
+        return [(here, texts.HTTP_PORT_SSH())]
     return []

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jobs.protocol import texts
+from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec, TaskRoleSpec
 
 MASTER_ROLE_FIELD = "masterRole"  # extras.masterRole
@@ -53,11 +55,11 @@ def master_role(spec: NormalizedSpec) -> str:
     return named if isinstance(named, str) and named in roles else next(iter(roles))
 
 
-def master_role_errors(extras: dict[str, Any], roles: dict[str, Any]) -> list[tuple[str, str]]:
+def master_role_errors(extras: dict[str, Any], roles: dict[str, Any]) -> list[FieldError]:
     named = extras.get(MASTER_ROLE_FIELD)
     if named is None or named in roles:
         return []
-    return [(f"extras.{MASTER_ROLE_FIELD}", f"no task role named {named!r} (known: {', '.join(roles)})")]
+    return [(f"extras.{MASTER_ROLE_FIELD}", texts.NO_ROLE_KNOWN(name=str(named), known=", ".join(roles)))]
 
 
 def port_requests(spec: NormalizedSpec, role: str, index: int, wanted: dict[str, int]) -> dict[str, int]:

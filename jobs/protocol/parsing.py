@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from catalogue import Message
+from jobs.protocol import texts
 from jobs.protocol.errors import JobConfigError, field_path
 from jobs.protocol.limits import check_spec_size
 
@@ -45,19 +47,19 @@ def decode(data: str | bytes) -> str:
         try:
             size = len(data.encode("utf-8"))
         except UnicodeEncodeError as exc:
-            raise JobConfigError([("", f"the config is not UTF-8 text (character {exc.start + 1})")]) from None
+            raise JobConfigError([("", texts.NOT_UTF8_CHARACTER(position=exc.start + 1))]) from None
         if size > MAX_BYTES:
             raise too_big_error(size)
         return data.removeprefix("\ufeff")
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise JobConfigError([("", f"the config is not UTF-8 text (byte {exc.start + 1})")]) from None
+        raise JobConfigError([("", texts.NOT_UTF8_BYTE(position=exc.start + 1))]) from None
 
 
 def too_big_error(size: int) -> JobConfigError:
     limit = MAX_BYTES // 1024 // 1024
-    return JobConfigError([("", f"the config is {size / 1024 / 1024:.1f} MB; the limit is {limit} MB")])
+    return JobConfigError([("", texts.TOO_BIG(size=f"{size / 1024 / 1024:.1f}", limit=limit))])
 
 
 def looks_like_json(text: str) -> bool:
@@ -71,19 +73,19 @@ def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
     for anything unreadable."""
     text = decode(data)
     if not text.strip():
-        raise JobConfigError([("", "the config is empty")])
+        raise JobConfigError([("", texts.EMPTY())])
     _check_nesting(text)
     is_json = looks_like_json(text)
     try:
         doc = _parse_json(text) if is_json else _parse_yaml(text)
     except RecursionError:
-        raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")]) from None
+        raise JobConfigError([("", texts.TOO_DEEP(levels=MAX_DEPTH))]) from None
     except ValueError as exc:  # the syntax errors are caught above: this is an integer over Python's limit
-        raise JobConfigError([("", f"a number in the config is too long: {exc}")]) from None
+        raise JobConfigError([("", texts.NUMBER_TOO_LONG(detail=str(exc)))]) from None
     if doc is None:
-        raise JobConfigError([("", "the config is empty")])
+        raise JobConfigError([("", texts.EMPTY())])
     if not isinstance(doc, dict):
-        raise JobConfigError([("", "the config must be a mapping (a JSON object or YAML mapping) at the top level")])
+        raise JobConfigError([("", texts.NOT_A_MAPPING())])
     check_tree(doc)
     check_spec_size(doc)
     return doc, is_json
@@ -114,7 +116,7 @@ def _parse_json(text: str) -> Any:
         return json.loads(strip_json_comments(text), object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise JobConfigError(
-            [("", f"JSON syntax error at line {exc.lineno}, column {exc.colno}: {exc.msg}")],
+            [("", texts.JSON_SYNTAX(line=exc.lineno, column=exc.colno, problem=_json_words(exc.msg)))],
             line=exc.lineno,
             column=exc.colno,
         ) from None
@@ -126,7 +128,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JobConfigError([("", f"JSON error: duplicate key {key!r}")])
+                raise JobConfigError([("", texts.JSON_DUPLICATE_KEY(key=key))])
             seen.add(key)
     return result
 
@@ -163,7 +165,7 @@ def _parse_yaml(text: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         raise _yaml_syntax_error(exc) from None
     except yaml.YAMLError as exc:
-        raise JobConfigError([("", f"YAML error: {exc}")]) from None
+        raise JobConfigError([("", texts.YAML_ERROR(detail=str(exc)))]) from None
 
 
 def _construct(node: yaml.Node, memo: dict[int, Any]) -> Any:
@@ -180,7 +182,7 @@ def _construct(node: yaml.Node, memo: dict[int, Any]) -> Any:
         return items
     if isinstance(node, yaml.MappingNode) and node.tag == _TAG + "map":
         return _construct_mapping(node, memo)
-    raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {node.tag}", problem_mark=node.start_mark)
+    raise _Refused(texts.YAML_UNSUPPORTED_TAG(tag=node.tag), node)
 
 
 _SCALAR_CONSTRUCTORS: dict[str, Callable[[yaml.ScalarNode], Any]] = {
@@ -196,7 +198,7 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
         return node.value
     construct = _SCALAR_CONSTRUCTORS.get(node.tag)
     if construct is None:
-        raise yaml.MarkedYAMLError(problem=f"unsupported YAML tag {node.tag}", problem_mark=node.start_mark)
+        raise _Refused(texts.YAML_UNSUPPORTED_TAG(tag=node.tag), node)
     return construct(node)
 
 
@@ -210,9 +212,9 @@ def _construct_mapping(node: yaml.MappingNode, memo: dict[int, Any]) -> dict[Any
             continue
         key = _construct(key_node, memo)
         if not isinstance(key, str | int | float | bool) and key is not None:
-            raise yaml.MarkedYAMLError(problem="a mapping key must be a scalar", problem_mark=key_node.start_mark)
+            raise _Refused(texts.YAML_KEY_NOT_SCALAR(), key_node)
         if key in mapping:
-            raise yaml.MarkedYAMLError(problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark)
+            raise _Refused(texts.YAML_DUPLICATE_KEY(key=str(key)), key_node)
         mapping[key] = _construct(value_node, memo)
     _merge_into(mapping, merges, memo)
     return mapping
@@ -223,24 +225,56 @@ def _merge_into(mapping: dict[Any, Any], merges: list[yaml.Node], memo: dict[int
     for merged_node in merges:
         merged = _construct(merged_node, memo)
         if not isinstance(merged, dict):
-            raise yaml.MarkedYAMLError(problem="<< must merge a mapping", problem_mark=merged_node.start_mark)
+            raise _Refused(texts.YAML_MERGE_NOT_MAPPING(), merged_node)
         for key, value in merged.items():
             mapping.setdefault(key, value)
 
 
+class _Refused(yaml.MarkedYAMLError):
+    """A problem of the portal's own found while building the data, where the parser's are reported."""
+
+    def __init__(self, message: Message, node: yaml.Node) -> None:
+        super().__init__(problem=message.text, problem_mark=node.start_mark)
+        self.message = message
+
+
+def _json_words(said: str) -> Message | str:
+    return texts.parser_words(said, texts.JSON_WORDS)
+
+
+def _yaml_words(said: str) -> Message | str:
+    return texts.parser_words(said, texts.YAML_WORDS)
+
+
 def _yaml_syntax_error(exc: yaml.MarkedYAMLError) -> JobConfigError:
-    problem, context = exc.problem or exc.context or "invalid YAML", exc.context
-    mark, noticed = exc.problem_mark or exc.context_mark, None
+    problem: Message | str
+    if isinstance(exc, _Refused):
+        problem = exc.message
+    elif exc.problem or exc.context:
+        problem = _yaml_words(exc.problem or exc.context or "")
+    else:
+        problem = texts.YAML_INVALID()
+    context, mark, noticed = exc.context, exc.problem_mark or exc.context_mark, None
     if context == "while scanning a simple key" and exc.context_mark:
         # The offending line is where the key started; the parser only notices a line later.
         mark, noticed = exc.context_mark, exc.problem_mark
     line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-    message = f"YAML syntax error at line {line}, column {column}: {problem}"
-    if noticed is not None:
-        message += f" {context} (noticed at line {noticed.line + 1}, column {noticed.column + 1})"
+    where = {"line": _number(line), "column": _number(column), "problem": problem}
+    message: Message
+    if noticed is not None and context:
+        message = texts.YAML_SYNTAX_NOTICED(
+            **where, context=_yaml_words(context), at_line=noticed.line + 1, at_column=noticed.column + 1
+        )
     elif context and exc.context_mark:
-        message += f" ({context} at line {exc.context_mark.line + 1}, column {exc.context_mark.column + 1})"
+        at_line, at_column = exc.context_mark.line + 1, exc.context_mark.column + 1
+        message = texts.YAML_SYNTAX_IN(**where, context=_yaml_words(context), at_line=at_line, at_column=at_column)
+    else:
+        message = texts.YAML_SYNTAX(**where)
     return JobConfigError([("", message)], line=line, column=column)
+
+
+def _number(value: int | None) -> int | str:
+    return "None" if value is None else value
 
 
 def _check_nesting(text: str) -> None:
@@ -251,10 +285,7 @@ def _check_nesting(text: str) -> None:
         brackets = _NOT_BRACKET.sub("", text)
         too_deep = max(accumulate(map(_BRACKET_DELTA.__getitem__, brackets))) > MAX_FLOW_NESTING
     if too_deep:
-        raise JobConfigError([("", f"the config is nested deeper than {MAX_DEPTH} levels")])
-
-
-NOT_UNICODE = "holds a lone UTF-16 surrogate (\\ud800-\\udfff escape): not valid Unicode text"
+        raise JobConfigError([("", texts.TOO_DEEP(levels=MAX_DEPTH))])
 
 
 def is_unicode_text(text: str) -> bool:
@@ -269,21 +300,21 @@ def is_unicode_text(text: str) -> bool:
     return True
 
 
-def _scalar_problem(value: Any) -> str | None:
+def _scalar_problem(value: Any) -> Message | None:
     """What is wrong with a leaf value of a config, if anything."""
     kind = type(value)
     if kind is str:
-        return None if is_unicode_text(value) else NOT_UNICODE
+        return None if is_unicode_text(value) else texts.LONE_SURROGATE()
     if kind is int:
-        return None if -MAX_INTEGER - 1 <= value <= MAX_INTEGER else f"must be at most {MAX_INTEGER} in size"
+        return None if -MAX_INTEGER - 1 <= value <= MAX_INTEGER else texts.INTEGER_TOO_BIG(most=MAX_INTEGER)
     if kind is float:
         if not math.isfinite(value):
-            return "must be a finite number"
+            return texts.NOT_FINITE()
         # 1e308 is whole: the schema would take it for an integer beyond what any column holds.
-        return None if abs(value) <= MAX_INTEGER else f"must be at most {MAX_INTEGER} in size"
+        return None if abs(value) <= MAX_INTEGER else texts.INTEGER_TOO_BIG(most=MAX_INTEGER)
     if value is None or kind is bool:
         return None
-    return f"unsupported value of type {kind.__name__}"
+    return texts.UNSUPPORTED_VALUE(type=kind.__name__)
 
 
 # Where a config holds the user's own values, passed to tasks as text (a float there is no column's
@@ -302,14 +333,14 @@ def check_tree(doc: Any) -> None:
     while stack:
         container, path = stack.pop()
         if len(path) >= MAX_DEPTH and container:
-            raise JobConfigError([(field_path(path), f"nested deeper than {MAX_DEPTH} levels")])
+            raise JobConfigError([(field_path(path), texts.NESTED_TOO_DEEP(levels=MAX_DEPTH))])
         is_dict = type(container) is dict
         for key, value in container.items() if is_dict else enumerate(container):
             if is_dict and type(key) is not str:
-                message = f"keys must be text; YAML reads this one as {type(key).__name__}: quote it"
+                message = texts.KEY_NOT_TEXT(type=type(key).__name__)
                 raise JobConfigError([(field_path((*path, str(key))), message)])
             if is_dict and not is_unicode_text(str(key)):
-                raise JobConfigError([(field_path((*path, ascii(key))), NOT_UNICODE)])
+                raise JobConfigError([(field_path((*path, ascii(key))), texts.LONE_SURROGATE())])
             kind = type(value)
             if kind is dict or kind is list:
                 stack.append((value, (*path, key)))
@@ -319,4 +350,4 @@ def check_tree(doc: Any) -> None:
                 raise JobConfigError([(field_path((*path, key)), problem)])
         count += len(container)
         if count > MAX_NODES:
-            raise JobConfigError([("", f"the config holds more than {MAX_NODES} values (YAML aliases?)")])
+            raise JobConfigError([("", texts.TOO_MANY_VALUES(count=MAX_NODES))])

@@ -16,28 +16,11 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from jobs.protocol.errors import FieldError, field_path
+from catalogue import Message
+from jobs.protocol import texts
+from jobs.protocol.errors import FieldError, field_path, unique
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
-
-# What a name pattern of the schemas allows, in words: a raw regex means little to most users.
-_PATTERN_WORDS = {
-    r"^[A-Za-z0-9\-._~]+$": "letters, digits and - . _ ~",
-    r"^[A-Za-z0-9\-._]+$": "letters, digits and - . _",
-    r"^[A-Za-z0-9._~]+$": "letters, digits and . _ ~",
-    r"^[a-zA-Z0-9_-]+$": "letters, digits, _ and -",
-    r"^[a-zA-Z_][a-zA-Z0-9_]*$": "letters, digits and _, not starting with a digit",
-}
-
-_TYPE_NAMES = {
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "boolean": "a boolean (true or false)",
-    "object": "a mapping",
-    "array": "a list",
-    "null": "null",
-}
 
 
 @cache
@@ -62,53 +45,51 @@ def schema_errors(version: int, doc: Any) -> list[FieldError]:
     """Every schema violation, without duplicates ([] for a valid document)."""
     if fast_validator(version).is_valid(doc):
         return []
-    found: dict[FieldError, None] = {}
-    for error in validator(version).iter_errors(doc):
-        for item in _describe(error):
-            found.setdefault(item, None)
-    return list(found)
+    return unique(item for error in validator(version).iter_errors(doc) for item in describe(error))
 
 
-def _describe(error: ValidationError) -> list[FieldError]:
+def describe(error: ValidationError) -> list[FieldError]:
+    """A jsonschema error as (field path, message) pairs in the portal's words."""
     path = list(error.absolute_path)
     kind, value, instance = error.validator, cast(Any, error.validator_value), cast(Any, error.instance)
     where: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
     if kind == "required":
-        return [(field_path([*path, key]), "is required") for key in value if key not in instance]
+        return [(field_path([*path, key]), texts.REQUIRED()) for key in value if key not in instance]
     if kind == "additionalProperties" and value is False:
         return [(field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)]
     if "propertyNames" in error.schema_path:
         # A bad mapping key: jsonschema reports it at the mapping, with the key as the instance.
-        message = f"name {_allowed(value)}" if kind == "pattern" else _message(kind, value, instance, error)
+        message = _allowed(value, name=True) if kind == "pattern" else _message(kind, value, error)
         return [(field_path([*path, str(instance)]), message)]
-    return [(field_path(path), _message(kind, value, instance, error))]
+    return [(field_path(path), _message(kind, value, error))]
 
 
-def _message(kind: Any, value: Any, instance: Any, error: ValidationError) -> str:
+def _message(kind: Any, value: Any, error: ValidationError) -> Message:
     if kind == "type":
-        kinds = [value] if isinstance(value, str) else list(value)
-        return "must be " + " or ".join(_TYPE_NAMES.get(k, k) for k in kinds)
+        return texts.must_be([value] if isinstance(value, str) else list(value))
     if kind == "minimum":
-        return f"must be >= {value}"
+        return texts.MIN(value=value)
     if kind == "maximum":
-        return f"must be <= {value}"
+        return texts.MAX(value=value)
     if kind in ("enum", "const"):
         options = value if kind == "enum" else [value]
-        return "must be one of: " + ", ".join(json.dumps(option) for option in options)
+        return texts.ONE_OF(options=", ".join(json.dumps(option) for option in options))
     if kind == "pattern":
-        return "must not be blank" if value == r"\S" else _allowed(value)
+        return texts.BLANK() if value == r"\S" else _allowed(value)
     if kind == "minLength":
-        return "must not be empty" if value == 1 else f"must be at least {value} characters"
+        return texts.EMPTY_VALUE() if value == 1 else texts.MIN_LENGTH(value=value)
     if kind == "maxLength":
-        return f"must be at most {value} characters"
+        return texts.MAX_LENGTH(value=value)
     if kind in ("minItems", "minProperties"):
-        return "must not be empty" if value == 1 else f"must have at least {value} entries"
-    return error.message
+        return texts.EMPTY_VALUE() if value == 1 else texts.MIN_ITEMS(value=value)
+    return texts.SCHEMA_SAYS(detail=error.message)
 
 
-def _allowed(pattern: str) -> str:
-    words = _PATTERN_WORDS.get(pattern)
-    return f"may contain only {words}" if words else f"must match {pattern}"
+def _allowed(pattern: str, *, name: bool = False) -> Message:
+    words = texts.ALLOWED_WORDS.get(pattern)
+    if words is None:
+        return (texts.NAME_MUST_MATCH if name else texts.MUST_MATCH)(pattern=pattern)
+    return (texts.NAME_MAY_CONTAIN if name else texts.MAY_CONTAIN)(words=words())
 
 
 def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
@@ -117,6 +98,6 @@ def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
     return [key for key in instance if key not in known and not any(p.search(key) for p in patterns)]
 
 
-def _unknown_key(key: str, schema: dict[str, Any]) -> str:
+def _unknown_key(key: str, schema: dict[str, Any]) -> Message:
     close = difflib.get_close_matches(key, list(schema.get("properties", {})), n=1, cutoff=0.6)
-    return f"unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    return texts.UNKNOWN_KEY_CLOSE(key=key, close=close[0]) if close else texts.UNKNOWN_KEY(key=key)

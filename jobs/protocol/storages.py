@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from posixpath import normpath
 from typing import Any
 
+from jobs.protocol import texts
 from jobs.protocol.errors import FieldError
 from jobs.protocol.hooks import RUNTIME_PLUGINS, runtime_plugins
 from jobs.protocol.spec import NormalizedSpec
@@ -32,6 +33,10 @@ class StorageRequests:
     defaults: bool = False
     errors: tuple[FieldError, ...] = ()
 
+    def errors_said(self) -> list[tuple[str, str]]:
+        """The errors as (field, English) pairs (hashable: a key of what a submit already asked)."""
+        return [(field, message.text) for field, message in self.errors]
+
 
 def storage_requests(spec: NormalizedSpec) -> StorageRequests:
     extras = spec.get("extras") or {}
@@ -48,20 +53,20 @@ def _from_plugin(parameters: Any, here: str) -> StorageRequests:
     if names is None or names == []:
         return StorageRequests(named=[], defaults=True)
     if not isinstance(names, list):
-        return StorageRequests(named=[], errors=((f"{here}.storageConfigNames", "must be a list of storage names"),))
+        return StorageRequests(named=[], errors=((f"{here}.storageConfigNames", texts.STORAGE_NAMES()),))
     requests, errors = [], []
     for j, name in enumerate(names):
         field = f"{here}.storageConfigNames[{j}]"
         if isinstance(name, str) and name.strip():
             requests.append(StorageRequest(name=name.strip(), field=field))
         else:
-            errors.append((field, "must be a storage name"))
+            errors.append((field, texts.STORAGE_NAME()))
     return _checked(requests, errors)
 
 
 def _from_extras(storages: Any) -> StorageRequests:
     if not isinstance(storages, list):
-        return StorageRequests(named=[], errors=(("extras.storages", "must be a list of {name, mountPath}"),))
+        return StorageRequests(named=[], errors=(("extras.storages", texts.STORAGE_LIST()),))
     if not storages:
         return StorageRequests(named=[], defaults=True)
     requests, errors = [], []
@@ -69,11 +74,11 @@ def _from_extras(storages: Any) -> StorageRequests:
         field = f"extras.storages[{j}]"
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not name.strip():
-            errors.append((f"{field}.name", "must be a storage name"))
+            errors.append((f"{field}.name", texts.STORAGE_NAME()))
             continue
         mount_path = str(item.get("mountPath") or "")
         if mount_path and (not mount_path.startswith("/") or normpath(mount_path) in {"/", "//"}):
-            errors.append((f"{field}.mountPath", "must be an absolute path other than /"))
+            errors.append((f"{field}.mountPath", texts.MOUNT_PATH()))
             continue
         requests.append(StorageRequest(name=name.strip(), field=f"{field}.name", mount_path=mount_path))
     return _checked(requests, errors)
@@ -83,6 +88,6 @@ def _checked(requests: list[StorageRequest], errors: list[FieldError]) -> Storag
     seen: set[str] = set()
     for request in requests:
         if request.name in seen:
-            errors.append((request.field, f"storage {request.name!r} is named twice"))
+            errors.append((request.field, texts.STORAGE_TWICE(name=request.name)))
         seen.add(request.name)
     return StorageRequests(named=requests, errors=tuple(errors))

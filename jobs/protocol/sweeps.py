@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from catalogue import Message
+from jobs.protocol import texts
 from jobs.protocol.errors import JobConfigError
 from jobs.protocol.limits import json_size
 from jobs.protocol.parsing import MAX_INTEGER
@@ -84,17 +86,17 @@ def plan(doc: dict[str, Any]) -> SweepPlan:
     checked before a run is built."""
     block = sweep_block(doc)
     if not isinstance(block, dict):
-        raise JobConfigError([(FIELD, "must be a mapping with one of grid, random, array")])
+        raise JobConfigError([(FIELD, texts.SWEEP_MAPPING())])
     unknown = sorted(set(block) - {*KINDS, "maxConcurrent"})
     if unknown:
-        raise JobConfigError([(f"{FIELD}.{unknown[0]}", f"unknown key (known: {', '.join(KINDS)}, maxConcurrent)")])
+        raise JobConfigError([(f"{FIELD}.{unknown[0]}", texts.SWEEP_UNKNOWN_KEY(known=", ".join(KINDS)))])
     kinds = [kind for kind in KINDS if kind in block]
     if len(kinds) != 1:
-        raise JobConfigError([(FIELD, f"must have exactly one of {', '.join(KINDS)} (has {len(kinds)})")])
+        raise JobConfigError([(FIELD, texts.SWEEP_ONE_KIND(kinds=", ".join(KINDS), count=len(kinds)))])
     kind = kinds[0]
     cap = block.get("maxConcurrent")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-        raise JobConfigError([(f"{FIELD}.maxConcurrent", "must be an integer >= 1")])
+        raise JobConfigError([(f"{FIELD}.maxConcurrent", texts.SWEEP_POSITIVE())])
     shape = {"grid": _grid, "random": _random, "array": _array}[kind](block[kind], f"{FIELD}.{kind}")
     _check_bytes(doc, shape)
     runs = [Run(index, values) for index, values in enumerate(shape.build())]
@@ -102,7 +104,8 @@ def plan(doc: dict[str, Any]) -> SweepPlan:
 
 
 def _too_many(field: str, count: int, at_least: bool = False) -> JobConfigError:
-    return JobConfigError([(field, f"{'at least ' if at_least else ''}{count} runs, at most {MAX_RUNS}")])
+    text = texts.SWEEP_AT_LEAST_RUNS if at_least else texts.SWEEP_RUNS
+    return JobConfigError([(field, text(count=count, most=MAX_RUNS))])
 
 
 def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:
@@ -114,19 +117,15 @@ def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:
     per_run = json_size(rest) + values + _expansion(rest, shape.longest)
     if per_run > per_run_cap:
         total = per_run * shape.count
-        raise JobConfigError(
-            [
-                (
-                    FIELD,
-                    f"{shape.count} runs of up to {_size(per_run)} each make {_size(total)} in all, "
-                    f"at most {MAX_SWEEP_BYTES // (1024 * 1024)} MB (fewer runs, or a shorter config)",
-                )
-            ]
-        )
+        most = MAX_SWEEP_BYTES // (1024 * 1024)
+        message = texts.SWEEP_BYTES(count=shape.count, each=_size(per_run), total=_size(total), most=most)
+        raise JobConfigError([(FIELD, message)])
 
 
-def _size(size: int) -> str:
-    return f"{size / 1024:.1f} KB" if size < 1024 * 1024 else f"{size / (1024 * 1024):.1f} MB"
+def _size(size: int) -> Message:
+    if size < 1024 * 1024:
+        return texts.KB(size=f"{size / 1024:.1f}")
+    return texts.MB(size=f"{size / (1024 * 1024):.1f}")
 
 
 def _expansion(doc: dict[str, Any], swept: dict[str, int]) -> int:
@@ -171,10 +170,10 @@ def _longest_text(values: Iterable[Any]) -> int:
 
 def _grid(grid: Any, field: str) -> _Shape:
     if not isinstance(grid, dict) or not grid:
-        raise JobConfigError([(field, "must be a mapping of parameter -> list of values")])
+        raise JobConfigError([(field, texts.SWEEP_GRID())])
     for name, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise JobConfigError([(f"{field}.{name}", "must be a non-empty list of values")])
+            raise JobConfigError([(f"{field}.{name}", texts.SWEEP_VALUES())])
     count = math.prod(len(values) for values in grid.values())
     if count > MAX_RUNS:
         raise _too_many(field, count)
@@ -189,18 +188,18 @@ def _grid(grid: Any, field: str) -> _Shape:
 
 def _random(spec: Any, field: str) -> _Shape:
     if not isinstance(spec, dict):
-        raise JobConfigError([(field, "must be a mapping with samples and parameters")])
+        raise JobConfigError([(field, texts.SWEEP_RANDOM())])
     samples = spec.get("samples")
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
-        raise JobConfigError([(f"{field}.samples", "must be an integer >= 1")])
+        raise JobConfigError([(f"{field}.samples", texts.SWEEP_POSITIVE())])
     if samples > MAX_RUNS:
         raise _too_many(f"{field}.samples", samples)
     ranges = spec.get("parameters")
     if not isinstance(ranges, dict) or not ranges:
-        raise JobConfigError([(f"{field}.parameters", "must be a mapping of parameter -> range")])
+        raise JobConfigError([(f"{field}.parameters", texts.SWEEP_RANGES())])
     seed = spec.get("seed")
     if seed is not None and not isinstance(seed, int | str):
-        raise JobConfigError([(f"{field}.seed", "must be an integer or a string")])
+        raise JobConfigError([(f"{field}.seed", texts.SWEEP_SEED())])
     samplers = {name: _sampler(value, f"{field}.parameters.{name}") for name, value in ranges.items()}
 
     def build() -> Iterator[dict[str, Any]]:
@@ -216,21 +215,21 @@ def _sampler(spec: Any, field: str) -> tuple[Callable[[random.Random], Any], int
     if isinstance(spec, dict) and "choice" in spec:
         choices = spec["choice"]
         if not isinstance(choices, list) or not choices:
-            raise JobConfigError([(f"{field}.choice", "must be a non-empty list")])
+            raise JobConfigError([(f"{field}.choice", texts.SWEEP_CHOICE())])
         return (lambda draw: draw.choice(choices)), _longest_text(choices)
     if not isinstance(spec, dict) or not all(_is_number(spec.get(key)) for key in ("min", "max")):
-        raise JobConfigError([(field, "must be {min, max} (numbers; log, integer optional) or {choice: [...]}")])
+        raise JobConfigError([(field, texts.SWEEP_RANGE())])
     low, high = spec["min"], spec["max"]
     if low > high:
-        raise JobConfigError([(f"{field}.max", f"must be >= min ({low})")])
+        raise JobConfigError([(f"{field}.max", texts.SWEEP_MAX_BELOW_MIN(min=low))])
     if spec.get("integer"):
         first, last = math.ceil(low), math.floor(high)
         if first > last:
-            raise JobConfigError([(field, f"has no integer between min ({low}) and max ({high})")])
+            raise JobConfigError([(field, texts.SWEEP_NO_INTEGER(min=low, max=high))])
         return (lambda draw: draw.randint(first, last)), max(len(str(first)), len(str(last)))
     if spec.get("log"):
         if low <= 0:
-            raise JobConfigError([(f"{field}.min", "must be > 0 for a log range")])
+            raise JobConfigError([(f"{field}.min", texts.SWEEP_LOG_MIN())])
         return (lambda draw: _round(math.exp(draw.uniform(math.log(low), math.log(high))))), NUMBER_TEXT
     return (lambda draw: _round(draw.uniform(low, high))), NUMBER_TEXT
 
@@ -252,14 +251,14 @@ def _array(text: Any, field: str) -> _Shape:
     for item in items:
         match = _ARRAY_ITEM.fullmatch(item)
         if not match:
-            raise JobConfigError([(field, f'"{item}" is not an index, a range (0-9) or a stepped range (0-15:4)')])
+            raise JobConfigError([(field, texts.SWEEP_ARRAY_ITEM(item=item))])
         first = int(match["first"])
         last = int(match["last"]) if match["last"] is not None else first
         step = int(match["step"] or 1)
         if last < first or step < 1:
-            raise JobConfigError([(field, f'"{item}": a range goes up, by a step >= 1')])
+            raise JobConfigError([(field, texts.SWEEP_ARRAY_UP(item=item))])
         if last > MAX_INTEGER:
-            raise JobConfigError([(field, f'"{item}": an index is at most {MAX_INTEGER}')])
+            raise JobConfigError([(field, texts.SWEEP_ARRAY_INDEX(item=item, most=MAX_INTEGER))])
         ranges.append(range(first, last + 1, step))
     count = sum((indices.stop - 1 - indices.start) // indices.step + 1 for indices in ranges)
     if count > MAX_RUNS:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalogue import Message
+from jobs.protocol import texts
 from jobs.protocol.errors import FieldError
 from jobs.protocol.limits import MAX_SPEC_BYTES, may_expand
 
 REFERENCE = re.compile(r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[^\s.\[\]%]+|\[\d+\])*)\s*%>")
 _SEGMENT = re.compile(r"\.([^\s.\[\]%]+)|\[(\d+)\]")
 ROLE_SCOPED = ("script", "data", "output")
-TOO_MUCH_EXPANSION = f"references expand the config past {MAX_SPEC_BYTES // (1024 * 1024)} MB"
+TOO_MUCH_EXPANSION = texts.TOO_MUCH_EXPANSION(mb=MAX_SPEC_BYTES // (1024 * 1024))
 
 
 @dataclass
@@ -59,11 +61,11 @@ def expand(text: str, scope: Scope, path: str, errors: list[FieldError]) -> str:
             return match.group()
         try:
             value = _resolve(namespace, segments, scope)
-        except LookupError as exc:
-            errors.append((path, str(exc.args[0])))
+        except Unresolved as exc:
+            errors.append((path, exc.message))
             return match.group()
         if not may_expand(len(value)):
-            if not errors or errors[-1][1] != TOO_MUCH_EXPANSION:  # once, not once per reference
+            if not errors or errors[-1][1].code != TOO_MUCH_EXPANSION.code:  # once, not once per reference
                 errors.append((path, TOO_MUCH_EXPANSION))
             return match.group()
         return value
@@ -82,43 +84,59 @@ def expand_tree(value: Any, scope: Scope, path: str, errors: list[FieldError]) -
     return value
 
 
+class Unresolved(LookupError):
+    """A reference that names nothing it may name, and why."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.text)
+        self.message = message
+
+
 def _resolve(namespace: str, segments: list[str | int], scope: Scope) -> str:
     if scope.only_secrets and namespace != "secrets":
-        raise LookupError(f"a parameter value may reference $secrets only, not ${namespace}")
+        raise Unresolved(texts.PARAMETER_REFERENCES(namespace=namespace))
     if namespace == "secrets":
         if len(segments) != 1 or not isinstance(segments[0], str):
-            raise LookupError("a secret is referenced as <% $secrets.name %>")
+            raise Unresolved(texts.SECRET_FORM(form="<% $secrets.name %>"))
         if segments[0] not in scope.secrets:
-            raise LookupError(f"undefined secret {segments[0]!r} (not in secrets)")
+            raise Unresolved(texts.UNDEFINED_SECRET(name=segments[0]))
         return secret_reference(segments[0])
     if namespace == "parameters":
         if not segments:
-            raise LookupError("a parameter is referenced as <% $parameters.name %>")
-        return to_text(_walk(scope.parameters, segments, "parameter", "parameters"))
+            raise Unresolved(texts.PARAMETER_FORM(form="<% $parameters.name %>"))
+        return to_text(_walk(scope.parameters, segments, _undefined_parameter))
     if namespace in ROLE_SCOPED:
         if not scope.in_task_role:
-            raise LookupError(
-                f"${namespace} is only available in a task role's commands, deployments, runtime plugins"
-                " and prerequisite callbacks"
-            )
+            raise Unresolved(texts.ROLE_ONLY(namespace=namespace))
         prerequisite = scope.prerequisites.get(namespace)
         if prerequisite is None:
-            raise LookupError(f"${namespace} is used but the task role names no {namespace} prerequisite")
+            raise Unresolved(texts.NO_ROLE_PREREQUISITE(namespace=namespace))
         if not segments:
-            raise LookupError(f"a {namespace} field is referenced as <% ${namespace}.name %>")
+            raise Unresolved(texts.FIELD_FORM(namespace=namespace, form=f"<% ${namespace}.name %>"))
         if segments[0] == "uri" and isinstance(prerequisite.get("uri"), str) and len(segments) > 1:
             prerequisite = {**prerequisite, "uri": [prerequisite["uri"]]}  # a single URI indexes as a list
-        return to_text(_walk(prerequisite, segments, f"{namespace} field", f"prerequisite {prerequisite['name']!r}"))
-    raise LookupError(f"unknown reference ${namespace} (use $parameters, $secrets, $script, $data or $output)")
+        owner = str(prerequisite["name"])
+        return to_text(_walk(prerequisite, segments, lambda name, item: _undefined_field(namespace, name, owner, item)))
+    raise Unresolved(texts.UNKNOWN_REFERENCE(namespace=namespace))
 
 
-def _walk(value: Any, segments: list[str | int], what: str, where: str) -> Any:
+def _undefined_parameter(name: str, item: bool) -> Message:
+    return (texts.UNDEFINED_PARAMETER_ITEM if item else texts.UNDEFINED_PARAMETER)(name=name)
+
+
+def _undefined_field(namespace: str, name: str, prerequisite: str, item: bool) -> Message:
+    text = texts.UNDEFINED_FIELD_ITEM if item else texts.UNDEFINED_FIELD
+    return text(namespace=namespace, name=name, prerequisite=prerequisite)
+
+
+def _walk(value: Any, segments: list[str | int], undefined: Callable[[str, bool], Message]) -> Any:
+    """The value the segments name; Unresolved with `undefined(name so far, whether an item)`."""
     for depth, segment in enumerate(segments):
         if isinstance(segment, int):
             if not isinstance(value, list) or segment >= len(value):
-                raise LookupError(f"undefined {what} {_dotted(segments[: depth + 1])!r} (no such item in {where})")
+                raise Unresolved(undefined(_dotted(segments[: depth + 1]), True))
         elif not isinstance(value, dict) or segment not in value:
-            raise LookupError(f"undefined {what} {_dotted(segments[: depth + 1])!r} (not in {where})")
+            raise Unresolved(undefined(_dotted(segments[: depth + 1]), False))
         value = value[segment]
     return value
 

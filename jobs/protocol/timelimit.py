@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from catalogue import Message
+from jobs.protocol import texts
 from jobs.protocol.errors import FieldError
 
 FIELD = "extras.maxRunTimeMinutes"
@@ -27,11 +29,11 @@ def field_errors(extras: dict[str, Any]) -> list[FieldError]:
         return []
     value = extras[KEY]
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return [(FIELD, f"must be a number of minutes, not {value!r}")]
+        return [(FIELD, texts.TIME_LIMIT_TYPE(value=repr(value)))]
     if value <= 0:
-        return [(FIELD, f"must be more than 0 minutes, not {value!r}")]
+        return [(FIELD, texts.TIME_LIMIT_POSITIVE(value=repr(value)))]
     if value > MAX_MINUTES:
-        return [(FIELD, f"must be at most {MAX_MINUTES} minutes (ten years), not {value!r}")]
+        return [(FIELD, texts.TIME_LIMIT_MAX(most=MAX_MINUTES, value=repr(value)))]
     return []
 
 
@@ -46,7 +48,7 @@ def asked_seconds(extras: dict[str, Any]) -> int | None:
 @dataclass(frozen=True)
 class Resolved:
     seconds: int | None  # the job's limit; None: it may run as long as it likes
-    error: str | None = None  # why the ask is refused (for FIELD)
+    error: Message | None = None  # why the ask is refused (for FIELD)
 
 
 def resolve(asked: int | None, vc_default_minutes: int | None, vc_max_minutes: int | None) -> Resolved:
@@ -54,9 +56,7 @@ def resolve(asked: int | None, vc_default_minutes: int | None, vc_max_minutes: i
     maximum = vc_max_minutes * 60 if vc_max_minutes else None
     if asked is not None:
         if maximum is not None and asked > maximum:
-            return Resolved(
-                None, f"asks for {duration_text(asked)}; its virtual cluster allows at most {duration_text(maximum)}"
-            )
+            return Resolved(None, texts.TIME_LIMIT_VC(asked=duration(asked), most=duration(maximum)))
         return Resolved(asked)
     if vc_default_minutes:
         default = vc_default_minutes * 60
@@ -64,14 +64,19 @@ def resolve(asked: int | None, vc_default_minutes: int | None, vc_max_minutes: i
     return Resolved(maximum)
 
 
-def duration_text(seconds: int) -> str:
-    """`90 min`, `2 h 5 min`, `45 s`: a limit as people read it."""
+def duration(seconds: int) -> list[Message]:
+    """`90 min`, `2 h 5 min`, `45 s`: a limit as people read it, each part a message (its unit)."""
     if seconds < 60:
-        return f"{seconds} s"
+        return [texts.SECONDS(count=seconds)]
     minutes, rest = divmod(seconds, 60)
     hours, minutes = divmod(minutes, 60)
-    parts = [f"{hours} h" if hours else "", f"{minutes} min" if minutes else "", f"{rest} s" if rest else ""]
-    return " ".join(part for part in parts if part)
+    parts = [(hours, texts.HOURS), (minutes, texts.MINUTES), (rest, texts.SECONDS)]
+    return [unit(count=count) for count, unit in parts if count]
+
+
+def duration_text(seconds: int) -> str:
+    """`90 min`, `2 h 5 min`, `45 s` in English."""
+    return " ".join(part.text for part in duration(seconds))
 
 
 def slurm_time(seconds: int) -> str:

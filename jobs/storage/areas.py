@@ -33,7 +33,9 @@ from django.conf import settings
 from clusters import userfs
 from clusters.executors.base import Mount
 from clusters.models import StorageConfig
+from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec
+from jobs.storage import texts
 from jobs.storage.configs import storage_configs, storage_mount
 from jobs.storage.errors import StorageError
 
@@ -84,7 +86,7 @@ def _area(username: str) -> Iterator[int]:
     """The user's area as a directory descriptor, opened from the areas' root without following
     a link; made (private) when missing, made private when it was made before areas were."""
     if not username or username in {".", ".."} or "/" in username or "\0" in username:
-        raise StorageError(f"{username!r} cannot own a storage area")
+        raise StorageError(texts.NO_OWNER(name=username.replace("\0", "\\0")))
     with _refusals(username), userfs.opened_root(fs_root()) as top:
         area = userfs.open_dir(top, username, create=True, mode=0o700)
     try:
@@ -110,11 +112,11 @@ def _refusals(shown: str, field: str = "") -> Iterator[None]:
     try:
         yield
     except userfs.UserFsError as exc:
-        raise StorageError(str(exc), field) from exc
+        raise StorageError(texts.walk_refusal(exc.path, exc.reason), field) from exc
     except OSError as exc:
-        raise StorageError(f"{shown or '.'}: {exc.strerror or exc}", field) from exc
+        raise StorageError(texts.SYSTEM_SAYS(path=shown or ".", why=str(exc.strerror or exc)), field) from exc
     except RecursionError:  # a tree nested deeper than any walk goes
-        raise StorageError(f"{shown or '.'}: folders nested too deep", field) from None
+        raise StorageError(texts.NESTED_TOO_DEEP(path=shown or "."), field) from None
 
 
 # -- resolving what a user wrote ---------------------------------------------------------------
@@ -126,26 +128,23 @@ def _locate(username: str, uri: str, *, field: str = "") -> tuple[PurePosixPath,
     seen = PurePosixPath(default_fs_uri(username))
     text = (uri or "").strip()
     if not text:
-        raise StorageError("a path is required", field)
+        raise StorageError(texts.PATH_REQUIRED(), field)
     if "\0" in text:
-        raise StorageError(f"{uri!r}: a path cannot contain a NUL character", field)
+        raise StorageError(texts.NUL(path=uri.replace("\0", "\\0")), field)
     scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
     if scheme:
         if scheme.group(1).lower() in {"hdfs", "webhdfs", "viewfs"}:
-            raise StorageError(
-                f"{text}: no HDFS configured on this portal; use $PAI_DEFAULT_FS_URI/... (the portal's file store)",
-                field,
-            )
-        raise StorageError(f"{text}: unsupported scheme {scheme.group(1)}://; use $PAI_DEFAULT_FS_URI/...", field)
+            raise StorageError(texts.NO_HDFS(path=text), field)
+        raise StorageError(texts.SCHEME(path=text, scheme=scheme.group(1)), field)
     text = FS_URI_VARIABLE.sub(lambda _: str(seen), text)
     if "$" in text:
-        raise StorageError(f"{uri}: only $PAI_DEFAULT_FS_URI may be used in a path", field)
+        raise StorageError(texts.VARIABLE(path=uri), field)
     pure = PurePosixPath(text)
     if ".." in pure.parts:
-        raise StorageError(f"{uri}: '..' is not allowed in a path", field)
+        raise StorageError(texts.DOTDOT(path=uri), field)
     if pure.is_absolute():
         if pure != seen and seen not in pure.parents:
-            raise StorageError(f"{uri}: outside your storage area ({seen}); use $PAI_DEFAULT_FS_URI/...", field)
+            raise StorageError(texts.OUTSIDE(path=uri, area=str(seen)), field)
         relative = pure.relative_to(seen)
     else:
         relative = pure
@@ -187,9 +186,9 @@ def job_paths(spec: NormalizedSpec) -> dict[str, str]:
     return {key: path for key, path in paths.items() if path}
 
 
-def validate_job_paths(username: str, spec: NormalizedSpec) -> list[tuple[str, str]]:
+def validate_job_paths(username: str, spec: NormalizedSpec) -> list[FieldError]:
     """Field errors for the job's storage paths, checked at submit ([] when all is well)."""
-    errors: list[tuple[str, str]] = []
+    errors: list[FieldError] = []
     for field, uri in job_paths(spec).items():
         try:
             resolve(username, uri, field=field)
@@ -204,7 +203,7 @@ def validate_job_paths(username: str, spec: NormalizedSpec) -> list[tuple[str, s
                 if field == "outputDir":
                     found = userfs.lstat(area, relative)
                     if found is not None and not stat.S_ISDIR(found.st_mode):
-                        raise StorageError(f"{uri}: exists and is not a directory", field)
+                        raise StorageError(texts.NOT_A_DIRECTORY(path=uri), field)
         except StorageError as exc:
             errors.append((field, exc.message))
     return errors
@@ -215,7 +214,7 @@ def _existing_dir(base: int, relative: PurePosixPath, uri: str, field: str) -> I
     try:
         fd = userfs.open_dir(base, relative)
     except (userfs.NotFound, userfs.NotAFolder):
-        raise StorageError(f"{uri}: no such directory in your storage area", field) from None
+        raise StorageError(texts.NO_DIRECTORY_IN_AREA(path=uri), field) from None
     try:
         yield fd
     finally:
@@ -277,9 +276,7 @@ def _area_mount(username: str, host: Path, visible: str, *, read_only: bool) -> 
 
 
 def _code_too_big(limit: int, field: str) -> StorageError:
-    return StorageError(
-        f"codeDir is over the {limit // (1024 * 1024)} MB limit: keep data in dataDir, code in codeDir", field
-    )
+    return StorageError(texts.CODE_TOO_BIG(mb=limit // (1024 * 1024)), field)
 
 
 def _check_code_size(directory: int, field: str, limit: int) -> int:
@@ -321,12 +318,12 @@ def _in_areas(host: Path, field: str) -> Iterator[int]:
     root = fs_root()
     absolute = Path(os.path.abspath(host))
     if not _inside(absolute, root):
-        raise StorageError(f"{host}: not in a storage area", field)
+        raise StorageError(texts.NOT_IN_AREA(path=str(host)), field)
     with _refusals(str(host), field), userfs.opened_root(root) as top:
         try:
             fd = userfs.open_dir(top, absolute.relative_to(root).as_posix())
         except (userfs.NotFound, userfs.NotAFolder):
-            raise StorageError(f"{host}: no such directory", field) from None
+            raise StorageError(texts.NO_DIRECTORY(path=str(host)), field) from None
     try:
         yield fd
     finally:
@@ -357,12 +354,12 @@ def read_auth_file(username: str, uri: str) -> dict[str, str]:
         try:
             data = userfs.read_bytes(area, relative, limit=AUTH_FILE_MAX_BYTES)
         except (userfs.NotFound, userfs.NotAFolder):
-            raise StorageError(f"{uri}: no such file in your storage area", "authFile") from None
+            raise StorageError(texts.NO_FILE_IN_AREA(path=uri), "authFile") from None
         except userfs.NotAFile as exc:
-            raise StorageError(f"{uri}: {str(exc).partition(': ')[2]}", "authFile") from None
+            raise StorageError(texts.walk_refusal(uri, exc.reason), "authFile") from None
     lines = [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]
     if len(lines) < 3:
-        raise StorageError(f"{uri}: an authFile has three lines: registry, username, password", "authFile")
+        raise StorageError(texts.AUTH_FILE_LINES(path=uri), "authFile")
     registry = re.sub(r"^https?://", "", lines[0]).rstrip("/")
     return {"registry": registry, "username": lines[1], "password": lines[2]}
 
@@ -385,7 +382,7 @@ def _typed(username: str, relative: str, root: Path | None) -> PurePosixPath:
         return _locate(username, text)[0]
     pure = PurePosixPath(text)
     if "\0" in text or ".." in pure.parts:
-        raise StorageError(f"{text}: '..' is not allowed in a path")
+        raise StorageError(texts.DOTDOT(path=text.replace("\0", "\\0")))
     return pure
 
 
@@ -414,14 +411,14 @@ def save_file(
     """Write a file into the area (parents created); over max_bytes nothing is kept."""
     name = _typed(username, relative, root)
     if name == PurePosixPath("."):
-        raise StorageError("a file name is required")
+        raise StorageError(texts.FILE_NAME_REQUIRED())
 
     def limited() -> Iterator[bytes]:
         written = 0
         for chunk in chunks:
             written += len(chunk)
             if max_bytes is not None and written > max_bytes:
-                raise StorageError(f"{relative}: over the upload limit of {max_bytes} bytes")
+                raise StorageError(texts.OVER_UPLOAD_BYTES(path=relative, limit=max_bytes))
             yield chunk
 
     with (
@@ -431,7 +428,7 @@ def save_file(
     ):
         found = userfs.lstat(parent, leaf)
         if found is not None and stat.S_ISDIR(found.st_mode):
-            raise StorageError(f"{relative}: is a directory")
+            raise StorageError(texts.IS_A_DIRECTORY(path=relative))
         if found is not None and stat.S_ISLNK(found.st_mode):
             raise userfs.LinkRefused(str(name))
         userfs.write_file_at(parent, leaf, limited(), shown=str(name))
@@ -448,7 +445,7 @@ def copy_into(username: str, source: Path, relative: str) -> list[Path]:
             with userfs.opened_root(source.parent) as parent:
                 return [save_file(username, name, _chunks(userfs.open_file_at(parent, source.name)))]
         if not source.is_dir():
-            raise StorageError(f"{source}: no such file or directory")
+            raise StorageError(texts.NOT_FOUND(path=str(source)))
         base = relative.rstrip("/") or source.name
         with userfs.opened_root(source) as top:
             names = [name for name, _parent, _leaf, info in userfs.walk(top) if stat.S_ISREG(info.st_mode)]
@@ -461,7 +458,7 @@ def list_dir(username: str, relative: str = "", *, root: Path | None = None) -> 
         try:
             found = userfs.list_dir(base, name)
         except (userfs.NotFound, userfs.NotAFolder):
-            raise StorageError(f"{relative}: no such directory") from None
+            raise StorageError(texts.NO_DIRECTORY(path=relative)) from None
     entries = [
         Entry(name=child, is_dir=stat.S_ISDIR(info.st_mode), size=0 if stat.S_ISDIR(info.st_mode) else info.st_size)
         for child, info in found
@@ -474,7 +471,7 @@ def file_to_read(username: str, relative: str, *, root: Path | None = None) -> i
     """A file of the area to download, open for reading (`.name`: the file's own name): what was
     checked is what is read. StorageError when the name is not a regular file of the area."""
     name = _typed(username, relative, root)
-    missing = StorageError(f"{relative}: no such file in your storage area")
+    missing = StorageError(texts.NO_FILE_IN_AREA(path=relative))
     if name == PurePosixPath("."):
         raise missing
     with _refusals(relative), _tree(username, root) as base:
@@ -483,7 +480,7 @@ def file_to_read(username: str, relative: str, *, root: Path | None = None) -> i
         except (userfs.NotFound, userfs.NotAFolder):
             raise missing from None
         except userfs.NotAFile as exc:
-            raise missing if "directory" in str(exc) else StorageError(str(exc)) from None
+            raise missing if exc.is_directory else StorageError(texts.walk_refusal(exc.path, exc.reason)) from None
 
 
 def files_under(username: str, relative: str, *, stop_at: int = 10_000, root: Path | None = None) -> int:
@@ -512,13 +509,13 @@ def remove(username: str, relative: str, *, root: Path | None = None) -> None:
     followed, so what a link points at is never touched)."""
     name = _typed(username, relative, root)
     if name == PurePosixPath("."):
-        raise StorageError("refusing to remove your whole storage area")
+        raise StorageError(texts.REMOVE_AREA())
     with _refusals(relative), _tree(username, root) as base:
         try:
             with userfs.parent_of(base, name) as (parent, leaf):
                 userfs.remove_at(parent, leaf, shown=str(name))
         except userfs.NotFound:
-            raise StorageError(f"{relative}: no such file or directory") from None
+            raise StorageError(texts.NOT_FOUND(path=relative)) from None
 
 
 def _chunks(file: io.FileIO) -> Iterator[bytes]:

@@ -22,6 +22,7 @@ from clusters.models import StorageConfig, VirtualCluster
 from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import storage_requests
+from jobs.storage import texts
 from jobs.storage.errors import StorageError
 
 
@@ -98,15 +99,18 @@ def chosen_storages(user: Any, spec: NormalizedSpec) -> tuple[list[Chosen], list
     for request in requests.named:
         config = configs.get(request.name)
         if config is None:
-            errors.append(
-                (request.field, f"storage {request.name!r} does not exist (yours: {', '.join(usable) or 'none'})")
+            unknown = (
+                texts.STORAGE_UNKNOWN(name=request.name, yours=", ".join(usable))
+                if usable
+                else texts.STORAGE_UNKNOWN_NONE(name=request.name)
             )
+            errors.append((request.field, unknown))
         elif not config.is_open_to(user):
-            errors.append((request.field, f"you may not use storage {request.name!r}"))
+            errors.append((request.field, texts.STORAGE_FORBIDDEN(name=request.name)))
         else:
             where = request.mount_path or config.task_path
             if where in mounted_at:
-                errors.append((request.field, f"mounts at {where}, as storage {mounted_at[where]!r} does"))
+                errors.append((request.field, texts.STORAGE_SAME_MOUNT(path=where, other=mounted_at[where])))
             mounted_at[where] = config.name
             chosen.append(Chosen(config, where))
     return chosen, errors

@@ -44,3 +44,58 @@ def test_it_warns_in_the_v1_submit_answer_that_a_job_can_never_fit(alice, small_
     response = alice.post("/api/v1/jobs", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 201
     assert response.json()["warning"]["field"] == "taskRoles[0].cpuNumber"
+
+
+@pytest.fixture
+def two_roles(user, default_vc):
+    """A job whose second role asks the most of everything (the field named is that role's)."""
+    from jobs.actions import submit_job
+
+    config = v2_yaml("two", cpu=1).replace(
+        "taskRoles:\n",
+        "taskRoles:\n  big:\n    dockerImage: image\n    resourcePerInstance: "
+        "{cpu: 8, memoryMB: 8192, gpu: 2, ports: {http: 3}}\n    commands: [echo]\n",
+    )
+    return submit_job(user, config)
+
+
+@pytest.mark.parametrize(
+    ("code", "field"),
+    [
+        ("reason.never.vc_unknown", "defaults.virtualCluster"),
+        ("reason.never.vc_quota_gpus", "taskRoles.big.resourcePerInstance.gpu"),
+        ("reason.never.node_cpus", "taskRoles.big.resourcePerInstance.cpu"),
+        ("reason.never.vc_quota_memory", "taskRoles.big.resourcePerInstance.memoryMB"),
+        ("reason.never.node_ports", "taskRoles.big.resourcePerInstance.ports"),
+        ("reason.never.no_tasks", None),
+    ],
+)
+def test_it_names_the_field_by_the_reasons_code_not_its_words(two_roles, code, field):
+    from catalogue import Message
+    from web.api.views.common import _cannot_fit_field
+
+    assert _cannot_fit_field(two_roles, Message(code, {}), v1=False) == field
+
+
+@pytest.mark.parametrize(
+    ("reason", "code"),
+    [
+        ('unknown virtual cluster "gone"', "reason.never.vc_unknown"),
+        ('VC "default" quota is 0 GPUs in all, job needs 2 (it can never fit)', "reason.never.vc_quota_gpus"),
+        ('VC "default" quota is 2 CPUs in all, job needs 9 (it can never fit)', "reason.never.vc_quota_cpus"),
+        ('VC "default" quota is 4 GB memory in all, job needs 8 GB (it can never fit)', "reason.never.vc_quota_memory"),
+        ("needs 8 GPUs on one node; the largest node has 4 (it can never fit)", "reason.never.node_gpus"),
+        ("needs 9 CPUs per task; the largest node has 2 (it can never fit)", "reason.never.node_cpus"),
+        ("needs 8 GB memory per task; the largest node has 4 GB (it can never fit)", "reason.never.node_memory"),
+        ('needs 3 "http" ports per task; the largest port range holds 2 (it can never fit)', "reason.never.node_ports"),
+        (
+            'one user may hold at most 2 GPUs in VC "default" at once, job needs 4 (it can never fit)',
+            "reason.never.user_gpus",
+        ),
+        ("the job has no tasks", None),
+    ],
+)
+def test_it_reads_the_code_of_a_reason_placement_still_says_in_english(reason, code):
+    from web.api.views.common import never_fits_code
+
+    assert never_fits_code(reason) == code

@@ -17,7 +17,12 @@ def test_it_answers_400_to_a_trillion_point_grid_naming_the_field_and_the_size(s
     answer = submit_yaml(TRILLION)
     assert answer.status_code == 400
     [error] = answer.json()["errors"]
-    assert error == {"field": "extras.sweep.grid", "message": "1000000000000 runs, at most 10000"}
+    assert error == {
+        "field": "extras.sweep.grid",
+        "message": "1000000000000 runs, at most 10000",
+        "code": "config.sweep.runs",
+        "params": {"count": 1000000000000, "most": 10000},
+    }
     assert not Sweep.objects.exists() and not Job.objects.exists()
 
 

@@ -193,7 +193,7 @@ def test_it_lists_only_the_function_local_imports_still_there():
 # executor share their plain values both ways (the wrapper runs the executors' supervisor).
 PURE_MODULES = {
     "catalogue": ("catalogue",),
-    "jobs/protocol": ("jobs.protocol", "jobs.states"),
+    "jobs/protocol": ("jobs.protocol", "jobs.states", "catalogue"),  # (catalogue: pure, its messages' codes)
     "clusters/placement.py": (),
     "clusters/preemption.py": ("clusters.placement",),
     "clusters/sharing.py": (),

@@ -25,17 +25,23 @@ def launch(**fields) -> TaskLaunch:
     return TaskLaunch(**values)  # type: ignore[arg-type]
 
 
-@pytest.mark.django_db
-def test_it_refuses_infiniband_where_no_node_of_the_vc_has_it_naming_the_field(user, default_vc):
+@pytest.fixture
+def refused_infiniband(user, default_vc) -> JobConfigError:
     Node.objects.create(name="plain", executor="docker", address="10.0.0.9", cpus=4, memory_mb=4096)
     with pytest.raises(JobConfigError) as info:
         submit_job(user, v2_yaml("rdma", role_extra=IB))
-    assert info.value.errors == [
+    return info.value
+
+
+@pytest.mark.django_db
+def test_it_refuses_infiniband_where_no_node_of_the_vc_has_it_naming_the_field(refused_infiniband):
+    assert refused_infiniband.english == [
         (
             "taskRoles.worker.extraContainerOptions.infiniband",
             'no node of virtual cluster "default" has InfiniBand devices; remove it, or ask an admin',
         )
     ]
+    assert refused_infiniband.codes == [("taskRoles.worker.extraContainerOptions.infiniband", "config.infiniband")]
 
 
 @pytest.mark.django_db
@@ -66,14 +72,12 @@ def test_it_places_an_infiniband_job_on_no_node_without_it(user, default_vc, pro
     assert not job.tasks.exclude(node=None).exists()
 
 
-def test_it_translates_the_infiniband_refusal():
-    from django.utils import translation
+@pytest.mark.django_db
+def test_it_says_the_infiniband_refusal_in_chinese(refused_infiniband):
+    from web.texts import translated
 
-    from web.error_text import translate_error
-
-    with translation.override("zh-hans"):
-        text = translate_error('no node of virtual cluster "gpu" has InfiniBand devices; remove it, or ask an admin')
-    assert text.startswith('虚拟集群 "gpu" 中没有带 InfiniBand 设备的节点')
+    [(_field, message)] = refused_infiniband.errors
+    assert translated(message, "zh-hans").startswith('虚拟集群 "default" 中没有带 InfiniBand 设备的节点')
 
 
 @pytest.mark.django_db

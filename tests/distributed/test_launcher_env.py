@@ -129,7 +129,7 @@ def test_it_refuses_a_master_role_no_task_role_has():
     }
     with pytest.raises(JobConfigError) as info:
         load(json.dumps(config))
-    assert [field for field, _ in info.value.errors] == ["extras.masterRole"]
+    assert [field for field, _ in info.value.english] == ["extras.masterRole"]
 
 
 def test_it_leaves_the_rendezvous_port_out_of_openpais_port_lists(spec):

@@ -37,6 +37,6 @@ def test_it_refuses_a_dev_shm_over_the_admins_cap_naming_the_field(user, default
     text = v2_yaml("shm", memory_mb=2048, role_extra="    " + SHM)
     with pytest.raises(JobConfigError) as info:
         submit_job(user, text)
-    assert info.value.errors == [
+    assert info.value.english == [
         ("taskRoles.worker.extraContainerOptions.shmMB", "must be at most 1024 (the portal's PAI_MAX_SHM_MB)")
     ]

@@ -123,7 +123,7 @@ def test_it_refuses_at_submit_a_storage_that_does_not_exist(storage_user, defaul
     plugin = "extras:\n  storages:\n    - name: nosuch\n"
     with pytest.raises(JobConfigError) as error:
         submit_job(storage_user, v2_yaml("unknown", extra=plugin))
-    assert dict(error.value.errors) == {"extras.storages[0].name": "storage 'nosuch' does not exist (yours: none)"}
+    assert dict(error.value.english) == {"extras.storages[0].name": "storage 'nosuch' does not exist (yours: none)"}
 
 
 def test_it_fails_a_task_whose_nfs_server_is_down_with_a_diagnosis_then_says_why_jobs_wait(

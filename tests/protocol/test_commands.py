@@ -82,7 +82,14 @@ def test_validatejob_json_lists_errors_with_fields(tmp_path: Path) -> None:
     assert code == 1
     assert json.loads(out) == {
         "valid": False,
-        "errors": [{"field": "taskRoles.worker.resourcePerInstance.gpu", "message": "must be >= 0"}],
+        "errors": [
+            {
+                "field": "taskRoles.worker.resourcePerInstance.gpu",
+                "message": "must be >= 0",
+                "code": "config.min",
+                "params": {"value": 0},
+            }
+        ],
     }
 
 

@@ -23,7 +23,7 @@ def _spec(extras: dict[str, Any], **changes: Any) -> NormalizedSpec:
 def _errors(extras: dict[str, Any], **changes: Any) -> list[tuple[str, str]]:
     with pytest.raises(JobConfigError) as caught:
         _spec(extras, **changes)
-    return caught.value.errors
+    return caught.value.english
 
 
 @pytest.mark.parametrize(("priority_class", "priority"), [("crit", 120), ("prod", 100), ("test", 10), ("oppo", -1)])

@@ -102,7 +102,7 @@ def test_the_spec_keeps_role_references_so_an_export_loads_again_unchanged() -> 
 def test_it_names_the_field_and_role_when_a_role_has_no_data_prerequisite() -> None:
     with pytest.raises(JobConfigError) as caught:
         _load({**_plugins(_cmd_plugin(preCommands=["echo ok", DOWNLOAD]))})
-    assert caught.value.errors == [
+    assert caught.value.english == [
         (
             "extras.com.microsoft.pai.runtimeplugin[0].parameters.preCommands[1]",
             "$data is used but the task role names no data prerequisite (in task role 'worker')",
@@ -114,7 +114,7 @@ def test_it_reports_an_undefined_field_of_a_prerequisite() -> None:
     callbacks = [{"event": "taskStarts", "commands": ["<% $data.nope %>"]}]
     with pytest.raises(JobConfigError) as caught:
         _load({**ROLE_WITH_DATA, **_plugins(_cmd_plugin(callbacks=callbacks))})
-    ((field, message),) = caught.value.errors
+    ((field, message),) = caught.value.english
     assert field == "extras.com.microsoft.pai.runtimeplugin[0].parameters.callbacks[0].commands[0]"
     assert "undefined data field 'nope'" in message
 

@@ -29,7 +29,8 @@ def resolve(host: str) -> list[str]:
 
 def v2_errors(image: str, allowed: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     spec = load(v2_yaml(image=f"'{image}'")).spec
-    return image_registry_errors(spec, 2, portal_hosts=PORTAL_HOSTS, allowed=allowed, resolve=resolve)
+    errors = image_registry_errors(spec, 2, portal_hosts=PORTAL_HOSTS, allowed=allowed, resolve=resolve)
+    return [(field, message.text) for field, message in errors]
 
 
 @pytest.mark.parametrize(
@@ -105,7 +106,7 @@ def test_it_refuses_every_pull_of_a_forbidden_registry_with_one_message_naming_n
     """Whatever the registry would have answered (a closed port, an open one, a page), the job's
     error is this sentence: made from the image and the address alone."""
     said = pull_refusal("gpu-box:5000/x:1", portal_hosts=PORTAL_HOSTS, allowed=(), resolve=resolve)
-    assert said == (
+    assert said and said.text == (
         "pulling image gpu-box:5000/x:1 refused: registry gpu-box:5000 is a name for a loopback address (127.0.1.1); "
         "the node's engine may not pull from there unless an admin allows this registry "
         "(PAI_ALLOWED_PRIVATE_REGISTRIES)"
@@ -133,7 +134,8 @@ def test_it_leaves_a_name_that_does_not_resolve_here_to_the_engine_until_its_pul
     as any forbidden registry's."""
     image = "nowhere.example.com/x"
     assert pull_refusal(image, portal_hosts=PORTAL_HOSTS, allowed=(), resolve=resolve) is None
-    assert pull_refusal(image, portal_hosts=PORTAL_HOSTS, allowed=(), resolve=resolve, pulled=True) == (
+    refused = pull_refusal(image, portal_hosts=PORTAL_HOSTS, allowed=(), resolve=resolve, pulled=True)
+    assert refused and refused.text == (
         "pulling image nowhere.example.com/x refused: registry nowhere.example.com is a host name that does not "
         "resolve; the node's engine may not pull from there unless an admin allows this registry "
         "(PAI_ALLOWED_PRIVATE_REGISTRIES)"

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from jobs.protocol import load, task_script
+from jobs.protocol.errors import english
 from jobs.protocol.honoured import unsupported
 from jobs.protocol.interactive import AppSpec, declared_apps
 from jobs.protocol.spec import NormalizedSpec
@@ -78,11 +79,11 @@ def test_an_app_runs_in_the_first_role_it_names() -> None:
 )
 def test_it_refuses_bad_app_parameters_naming_the_field(plugin: dict[str, Any], field: str, says: str) -> None:
     errors = unsupported(_spec(plugin))
-    assert any(path == f"{HERE}.{field}" and says in message for path, message in errors), errors
+    assert any(path == f"{HERE}.{field}" and says in message.text for path, message in errors), errors
 
 
 def test_an_http_app_may_not_be_the_ssh_port() -> None:
     spec = _spec(
         {"plugin": "http", "parameters": {"port": "ssh"}}, **{"taskRoles.worker.resourcePerInstance.ports": {"ssh": 1}}
     )
-    assert unsupported(spec) == [(f"{HERE}.parameters.port", "sshd speaks no HTTP: name another port")]
+    assert english(unsupported(spec)) == [(f"{HERE}.parameters.port", "sshd speaks no HTTP: name another port")]

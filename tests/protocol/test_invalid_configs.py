@@ -137,7 +137,7 @@ TEXT_CASES: list[tuple[str, str | bytes, str, str]] = [
 def _errors(text: str | bytes) -> list[tuple[str, str]]:
     with pytest.raises(JobConfigError) as caught:
         load(text)
-    return caught.value.errors
+    return caught.value.english
 
 
 def _assert_has(errors: list[tuple[str, str]], field: str, fragment: str) -> None:

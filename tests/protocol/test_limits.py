@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobs.protocol import JobConfigError, load
+from jobs.protocol.errors import english
 from jobs.protocol.limits import MAX_SPEC_BYTES, json_size_over, task_count_errors
 from jobs.protocol.spec import NormalizedSpec
 from tests.factories import partial_spec
@@ -66,8 +67,8 @@ def test_it_refuses_parameters_referenced_past_the_spec_limit():
     role = ROLE.format(name="w", instances=1, command="x").replace('["x"]', f"[{commands}]")
     with pytest.raises(JobConfigError, match="references expand the config past 2 MB") as refused:
         load(job(extra=f"parameters:\n  big: {parameter}\n", roles=role))
-    assert refused.value.errors[0][0].startswith("taskRoles.w.commands[")
-    assert len(refused.value.errors) == 1
+    assert refused.value.english[0][0].startswith("taskRoles.w.commands[")
+    assert len(refused.value.english) == 1
 
 
 def test_it_measures_shared_subtrees_once_per_place():
@@ -81,7 +82,7 @@ def spec_with(**instances: int) -> NormalizedSpec:
 
 
 def test_it_names_the_biggest_role_when_a_job_has_too_many_tasks():
-    errors = task_count_errors(spec_with(ps=2, worker=10_000), 2, max_roles=100, max_tasks=5000)
+    errors = english(task_count_errors(spec_with(ps=2, worker=10_000), 2, max_roles=100, max_tasks=5000))
     assert errors == [
         ("taskRoles.worker.instances", "10002 tasks in this job; a job may have at most 5000 tasks in all its roles")
     ]
@@ -93,7 +94,7 @@ def test_it_names_the_v1_field_of_the_biggest_role():
 
 
 def test_it_refuses_more_task_roles_than_the_cap():
-    errors = task_count_errors(spec_with(**{f"r{i}": 1 for i in range(4)}), 2, max_roles=3, max_tasks=5000)
+    errors = english(task_count_errors(spec_with(**{f"r{i}": 1 for i in range(4)}), 2, max_roles=3, max_tasks=5000))
     assert errors == [("taskRoles", "4 task roles; a job may have at most 3")]
 
 

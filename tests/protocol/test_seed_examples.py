@@ -32,7 +32,7 @@ def test_it_refuses_the_broken_examples_with_a_line_and_column(path: Path) -> No
         load(path.read_text(encoding="utf-8"))
     assert caught.value.line is not None
     assert caught.value.column is not None
-    assert caught.value.errors[0][0] == ""
+    assert caught.value.english[0][0] == ""
 
 
 def test_seed_000_converts_the_distributed_tensorflow_job() -> None:

@@ -40,7 +40,7 @@ def doc_with(sweep: Any, **top: Any) -> dict[str, Any]:
 def refusal(sweep: Any, **top: Any) -> tuple[str, str]:
     with pytest.raises(JobConfigError) as refused:
         plan(doc_with(sweep, **top))
-    [error] = refused.value.errors
+    [error] = refused.value.english
     return error
 
 
@@ -95,7 +95,7 @@ def test_it_refuses_runs_times_a_long_config_past_the_byte_cap():
     doc["taskRoles"]["main"]["commands"] = [long_command]
     with pytest.raises(JobConfigError) as refused:
         plan(doc)
-    [(field, message)] = refused.value.errors
+    [(field, message)] = refused.value.english
     assert field == "extras.sweep"
     assert message.startswith("10000 runs of up to ") and message.endswith(
         f"MB in all, at most {MAX_SWEEP_BYTES // (1024 * 1024)} MB (fewer runs, or a shorter config)"
@@ -108,7 +108,7 @@ def test_it_counts_a_long_value_once_per_reference_in_a_runs_size():
     doc["taskRoles"]["main"]["commands"] = ["<% $parameters.blob %>" * 100]
     with pytest.raises(JobConfigError) as refused:
         plan(doc)
-    [(field, message)] = refused.value.errors
+    [(field, message)] = refused.value.english
     assert field == "extras.sweep" and message.startswith("100 runs of up to 1.2 MB each")
 
 
@@ -118,7 +118,7 @@ def test_it_takes_the_longest_value_of_a_grid_for_a_runs_size():
     doc["taskRoles"]["main"]["commands"] = ["<% $parameters.lr %>" * 4000]
     with pytest.raises(JobConfigError) as refused:
         plan(doc)
-    assert refused.value.errors[0][1].startswith("2 runs of up to 19.")
+    assert refused.value.english[0][1].startswith("2 runs of up to 19.")
 
 
 @pytest.mark.parametrize(

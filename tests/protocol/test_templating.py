@@ -67,7 +67,7 @@ def test_role_references_are_refused_outside_task_roles() -> None:
     doc = changed(V2_CONFIG, {"prerequisites.0.uri": "<% $script.name %>"})
     with pytest.raises(JobConfigError) as caught:
         load(as_v2_text(doc))
-    assert caught.value.errors == [
+    assert caught.value.english == [
         (
             "prerequisites[0].uri",
             "$script is only available in a task role's commands, deployments, runtime plugins"
@@ -80,7 +80,7 @@ def test_every_undefined_name_is_reported() -> None:
     doc = changed(V2_CONFIG, {f"{W}.commands": ["<% $parameters.a %>", "<% $parameters.b %> <% $secrets.c %>"]})
     with pytest.raises(JobConfigError) as caught:
         load(as_v2_text(doc))
-    assert caught.value.errors == [
+    assert caught.value.english == [
         (f"{W}.commands[0]", "undefined parameter 'a' (not in parameters)"),
         (f"{W}.commands[1]", "undefined parameter 'b' (not in parameters)"),
         (f"{W}.commands[1]", "undefined secret 'c' (not in secrets)"),
@@ -105,7 +105,7 @@ def test_a_parameter_value_may_reference_secrets_only() -> None:
     doc = changed(V2_CONFIG, {"parameters": {"url": "https://<%$secrets.token%>@host", "bad": "<% $parameters.url %>"}})
     with pytest.raises(JobConfigError) as caught:
         load(as_v2_text(doc))
-    assert ("parameters.bad", "a parameter value may reference $secrets only, not $parameters") in caught.value.errors
+    assert ("parameters.bad", "a parameter value may reference $secrets only, not $parameters") in caught.value.english
 
 
 def test_a_secret_reached_through_a_parameter_stays_a_reference() -> None:

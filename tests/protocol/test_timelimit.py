@@ -30,11 +30,15 @@ def test_it_asks_for_nothing_without_the_extra():
         (None, 30, 10, Resolved(600)),
         (None, None, 10, Resolved(600)),
         (600, 30, 10, Resolved(600)),
-        (601, 30, 10, Resolved(None, "asks for 10 min 1 s; its virtual cluster allows at most 10 min")),
+        (601, 30, 10, "asks for 10 min 1 s; its virtual cluster allows at most 10 min"),
     ],
 )
 def test_it_resolves_the_limit_from_the_ask_and_the_vc(asked, default, maximum, expected):
-    assert resolve(asked, default, maximum) == expected
+    resolved = resolve(asked, default, maximum)
+    if isinstance(expected, str):  # refused: no limit, and why
+        assert (resolved.seconds, resolved.error and resolved.error.text) == (None, expected)
+    else:
+        assert resolved == expected
 
 
 @pytest.mark.parametrize(

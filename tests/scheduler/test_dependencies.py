@@ -67,7 +67,7 @@ def test_it_takes_a_job_by_id(submit, run_until):
 def test_it_refuses_a_dependency_on_a_job_the_user_does_not_have(submit):
     with pytest.raises(JobConfigError) as refused:
         submit(job("train", afterok=["nope"], afterany=[999999]))
-    assert refused.value.errors == [
+    assert refused.value.english == [
         ("extras.dependencies.afterok[0]", 'you have no job or sweep named "nope"'),
         ("extras.dependencies.afterany[0]", "no job with id 999999 that you may see"),
     ]
@@ -80,10 +80,10 @@ def test_it_refuses_a_dependency_on_another_users_job(submit, user):
     submit(job("secret"), owner=other)
     with pytest.raises(JobConfigError) as refused:
         submit(job("train", afterok=["bob~secret"]))
-    assert refused.value.errors == [("extras.dependencies.afterok[0]", 'no job "bob~secret" that you may see')]
+    assert refused.value.english == [("extras.dependencies.afterok[0]", 'no job "bob~secret" that you may see')]
 
 
 def test_it_refuses_an_unknown_dependency_kind(submit):
     with pytest.raises(JobConfigError) as refused:
         submit(job("train", after=["x"]))
-    assert refused.value.errors[0][0].startswith("extras.dependencies")
+    assert refused.value.english[0][0].startswith("extras.dependencies")

@@ -37,7 +37,7 @@ def v1_job(name: str = "demo", role_name: str = "worker", label: str = "ssh") ->
 def refusal(submit, text: str) -> list[tuple[str, str]]:
     with pytest.raises(JobConfigError) as refused:
         submit(text)
-    return refused.value.errors
+    return refused.value.english
 
 
 # --- names bounded at submit ---------------------------------------------------------------

@@ -75,3 +75,17 @@ def test_a_failed_pull_from_a_name_that_now_resolves_inside_says_only_the_refusa
         "pulling image rebind.example.com/x:1 refused: registry rebind.example.com is a name"
     )
     assert "HTTP" not in str(outcome)
+
+
+def test_a_failed_pull_from_a_name_that_does_not_resolve_here_says_only_the_refusal(db, make_launch, monkeypatch):
+    """Left to the engine before the pull (a resolver's hiccup ends no job); once its pull failed,
+    the refusal sentence, never what the engine said."""
+    monkeypatch.setattr(registries, "resolve", lambda host: [])
+    launch = dataclasses.replace(make_launch("true"), image="nowhere.example.com/x:1")
+    outcome = _start_one((None, PullFailed(), launch), RegistryJudge())  # type: ignore[arg-type]
+    assert isinstance(outcome, ExecutorError) and outcome.failure is Failure.IMAGE_NOT_FOUND
+    assert str(outcome).startswith(
+        "pulling image nowhere.example.com/x:1 refused: registry nowhere.example.com is a host name that does not "
+        "resolve"
+    )
+    assert "HTTP" not in str(outcome)

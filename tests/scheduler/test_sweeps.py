@@ -90,7 +90,7 @@ def test_it_starts_the_failed_runs_again(user, process_node, run_until):
 def test_it_refuses_a_sweep_naming_the_field(user, process_node):
     with pytest.raises(JobConfigError) as refused:
         submit_sweep(user, sweep_text("{grid: {lr: []}}"))
-    assert refused.value.errors == [("extras.sweep.grid.lr", "must be a non-empty list of values")]
+    assert refused.value.english == [("extras.sweep.grid.lr", "must be a non-empty list of values")]
 
 
 @pytest.mark.slow

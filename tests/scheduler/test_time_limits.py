@@ -67,7 +67,7 @@ def test_it_refuses_a_limit_over_the_vcs_maximum_naming_the_field(user, default_
     text = v2_job("too-long", role("worker", "true"), extra="extras:\n  maxRunTimeMinutes: 61\n")
     with pytest.raises(JobConfigError) as refused:
         submit_job(user, text)
-    assert refused.value.errors == [
+    assert refused.value.english == [
         ("extras.maxRunTimeMinutes", "asks for 1 h 1 min; its virtual cluster allows at most 1 h")
     ]
 
@@ -76,4 +76,4 @@ def test_it_refuses_a_limit_that_is_not_a_number_when_loaded(user, default_vc):
     text = v2_job("bad-limit", role("worker", "true"), extra="extras:\n  maxRunTimeMinutes: soon\n")
     with pytest.raises(JobConfigError) as refused:
         submit_job(user, text)
-    assert refused.value.errors == [("extras.maxRunTimeMinutes", "must be a number of minutes, not 'soon'")]
+    assert refused.value.english == [("extras.maxRunTimeMinutes", "must be a number of minutes, not 'soon'")]

@@ -73,8 +73,8 @@ def attack(outside: Outside, what: str, one_try: Callable[[int], bytes | str], *
         try:
             answer: bytes | str = one_try(number)
         except StorageError as exc:
-            answer = exc.message
-            if not any(name in exc.message for name in names):
+            answer = str(exc)
+            if not any(name in answer for name in names):
                 tally.unclean += 1
                 tally.note(f"StorageError not naming {names}: {exc.message}")
         except Exception as exc:

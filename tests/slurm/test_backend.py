@@ -242,7 +242,7 @@ def test_a_v1_job_asking_for_fixed_ports_is_refused_on_a_slurm_vc_naming_the_fie
     VirtualCluster.objects.create(name="gpu", slurm_partition="slt")
     with pytest.raises(JobConfigError) as refused:
         submit_job(user, v1_text(9000))
-    assert refused.value.errors == [
+    assert refused.value.english == [
         (
             "taskRoles[0].portList[1].beginAt",
             "must be 0 on a Slurm virtual cluster (Slurm picks the node; tasks get ports free there)",

@@ -67,7 +67,7 @@ def test_it_refuses_a_symlink_that_leads_out(area, tmp_path):
     (area / "escape").symlink_to(tmp_path)
     spec = v1_spec(dataDir="$PAI_DEFAULT_FS_URI/escape")
     [(field, message)] = storage.validate_job_paths("alice", spec)
-    assert field == "dataDir" and "escape: is a symbolic link" in message
+    assert field == "dataDir" and "escape: is a symbolic link" in message.text
 
 
 def test_it_says_no_hdfs_is_configured(area):
@@ -83,7 +83,7 @@ def test_it_refuses_other_variables(area):
 def test_it_validates_a_jobs_paths_with_field_names(area):
     errors = storage.validate_job_paths("alice", v1_spec(dataDir="$PAI_DEFAULT_FS_URI/missing", codeDir="/etc"))
     assert [field for field, _ in errors] == ["dataDir", "codeDir"]
-    assert "no such directory" in errors[0][1]
+    assert "no such directory" in errors[0][1].text
 
 
 def test_it_accepts_existing_data_and_a_new_output_dir(area):
@@ -97,7 +97,7 @@ def test_it_refuses_a_code_dir_over_the_limit(area):
     with open(area / "code" / "big.bin", "wb") as big:
         big.truncate(storage.CODE_DIR_MAX_BYTES)  # sparse: no real disk use
     errors = storage.validate_job_paths("alice", v1_spec(codeDir="$PAI_DEFAULT_FS_URI/code"))
-    assert errors and "200 MB" in errors[0][1]
+    assert errors and "200 MB" in errors[0][1].text
 
 
 def test_it_mounts_the_area_then_data_read_only_and_output_read_write(area, tmp_path):

@@ -31,7 +31,7 @@ def teamwise(*names: str) -> str:
 def submit_errors(user, text: str) -> dict[str, str]:
     with pytest.raises(JobConfigError) as error:
         submit_job(user, text)
-    return dict(error.value.errors)
+    return dict(error.value.english)
 
 
 @pytest.mark.parametrize(

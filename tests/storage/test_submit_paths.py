@@ -25,7 +25,7 @@ def v1_job(**paths: Any) -> str:
 def field_errors(user, text: str) -> dict[str, str]:
     with pytest.raises(JobConfigError) as error:
         submit_job(user, text)
-    return dict(error.value.errors)
+    return dict(error.value.english)
 
 
 def test_it_accepts_paths_inside_the_users_area(user, area):

@@ -109,7 +109,7 @@ def test_it_refuses_a_link_anywhere_in_the_name(operation, position, planted, ou
     before = snapshot(outside)
     with pytest.raises(StorageError, match="symbolic link") as refused:
         run(tmp_path, name)
-    assert name.split("/")[0] in refused.value.message
+    assert name.split("/")[0] in str(refused.value)
     assert snapshot(outside) == before
     assert not (tmp_path / "c").exists()
 

@@ -104,7 +104,7 @@ def test_it_imports_marketplace_v2_files_and_openpaimarketplace_items(user, tmp_
 def test_it_refuses_a_template_whose_config_cannot_run_naming_the_field(user):
     with pytest.raises(JobConfigError) as refused:
         job_templates.save(user, name="bad", config_text=v2_yaml("x", memory_mb=10))
-    assert refused.value.errors == [("config.taskRoles.worker.resourcePerInstance.memoryMB", "must be >= 100")]
+    assert refused.value.english == [("config.taskRoles.worker.resourcePerInstance.memoryMB", "must be >= 100")]
 
 
 def test_it_saves_a_jobs_config_as_a_template_from_the_job_page(client, user, default_vc):

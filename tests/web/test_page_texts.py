@@ -7,9 +7,11 @@ from pathlib import Path
 import yaml
 from django.utils import translation
 
+from jobs.protocol import texts
 from jobs.protocol.exitspec import SPEC_PATH
-from web.error_text import translate_error, translate_reason
+from web.error_text import translate_reason
 from web.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
+from web.texts import translated
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,15 +34,18 @@ def test_every_event_kind_written_has_a_label():
     assert kinds - set(EVENT_KINDS) == set()
 
 
-def test_it_translates_a_config_error_by_its_shape():
+def test_it_renders_a_config_error_by_its_code_with_its_words_translated_too():
+    words = texts.ALLOWED_WORDS[r"^[a-zA-Z0-9_-]+$"]()
     with translation.override("zh-hans"):
-        assert translate_error("must be >= 100") == "必须 ≥ 100"
-        assert translate_error("may contain only letters, digits, _ and -") == "只能包含字母、数字、_ 和 -"
+        assert translated(texts.MIN(value=100)) == "必须 ≥ 100"
+        assert translated(texts.MAY_CONTAIN(words=words)) == "只能包含字母、数字、_ 和 -"
+        assert translated(texts.must_be(["integer", "null"])) == "必须是整数 或 null"
 
 
-def test_it_leaves_a_message_of_an_unknown_shape_as_it_is():
+def test_it_keeps_a_parsers_phrase_it_has_no_words_for_as_the_parser_said_it():
+    message = texts.YAML_SYNTAX(line=1, column=2, problem=texts.parser_words("something new", texts.YAML_WORDS))
     with translation.override("zh-hans"):
-        assert translate_error("something new went wrong") == "something new went wrong"
+        assert translated(message) == "YAML 语法错误，第 1 行第 2 列：something new"  # noqa: RUF001
 
 
 def test_it_translates_why_a_job_waits_part_by_part():

@@ -81,20 +81,23 @@ def test_it_links_a_run_to_its_sweep(client, user, sweep):
     assert reverse("sweeps:detail", args=["alice~lrs"]) in page and "lr=0.01" in page
 
 
-@pytest.mark.parametrize(
-    ("english", "chinese"),
-    [
-        ("1000000000000 runs, at most 10000", "1000000000000 次运行，最多 10000 次"),  # noqa: RUF001
-        (
-            'run lrs-1 (lr=0.01, seed=2): virtual cluster "gpu" does not exist',
-            '运行 lrs-1（lr=0.01, seed=2）：虚拟集群 "gpu" 不存在',  # noqa: RUF001
-        ),
-    ],
-)
-def test_it_says_a_sweeps_size_and_a_refused_run_in_chinese(english, chinese):
-    from django.utils import translation
+def test_it_says_a_sweeps_size_in_chinese():
+    from jobs.protocol import JobConfigError
+    from jobs.protocol.sweeps import plan
+    from web.texts import translated
 
-    from web.error_text import translate_error
+    grid = {f"p{i}": list(range(10)) for i in range(12)}
+    with pytest.raises(JobConfigError) as refused:
+        plan({"extras": {"sweep": {"grid": grid}}})
+    [(field, message)] = refused.value.errors
+    assert (field, message.code) == ("extras.sweep.grid", "config.sweep.runs")
+    assert translated(message, "zh-hans") == "1000000000000 次运行，最多 10000 次"  # noqa: RUF001
 
-    with translation.override("zh-hans"):
-        assert translate_error(english) == chinese
+
+def test_it_says_a_refused_run_in_chinese_its_own_message_translated_inside():
+    from jobs import texts
+    from web.texts import translated
+
+    run = texts.SWEEP_RUN(run="lrs-1", values="lr=0.01, seed=2", message=texts.VC_UNKNOWN(name="gpu"))
+    assert run.text == 'run lrs-1 (lr=0.01, seed=2): virtual cluster "gpu" does not exist'
+    assert translated(run, "zh-hans") == '运行 lrs-1（lr=0.01, seed=2）：虚拟集群 "gpu" 不存在'  # noqa: RUF001

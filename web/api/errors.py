@@ -33,6 +33,18 @@ class ApiError(exceptions.APIException):
         self.message = message
 
 
+class ApiConfigError(ApiError):
+    """An ApiError that also lists a config's field errors, as a JobConfigError's answer does
+    (`errors: [{field, message, code, params}]`, `field`: the first's)."""
+
+    def __init__(self, status_code: int, code: str, message: str, error: JobConfigError):
+        super().__init__(status_code, code, message)
+        self.error = error
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        return self.error.as_dicts()
+
+
 # OpenPAI 0.x answered some reads anonymously; the portal never does, and says what to do instead.
 HOW_TO_AUTHENTICATE = (
     "This API needs a token (the portal answers no anonymous reads): get one with "
@@ -178,7 +190,7 @@ def openpai_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     status_code, code, message = found
     response = error_response(status_code, code, message)
     if status_code < 500 and callable(getattr(exc, "as_dicts", None)):
-        # The protocol's field errors, each {field, message}; `field` names the first.
+        # The protocol's field errors, each {field, message, code, params}; `field` names the first.
         errors = exc.as_dicts()  # type: ignore[attr-defined]
         response.data["errors"] = errors
         response.data["field"] = errors[0]["field"] if errors else ""

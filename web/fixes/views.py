@@ -12,6 +12,8 @@ from jobs import actions
 from jobs.models import Job
 from jobs.protocol import JobConfigError
 from web.fixes import resubmit_config, resubmit_label
+from web.submit_errors import said
+from web.texts import translated
 
 
 @require_POST
@@ -29,8 +31,11 @@ def resubmit_with_fix(request: HttpRequest, full_name: str) -> HttpResponse:
     text, fix = offer
     try:
         new_job = actions.submit_job(request.user, text)
-    except (JobConfigError, actions.JobNameConflict) as error:
-        messages.error(request, _("Could not resubmit: %(error)s") % {"error": error})
+    except JobConfigError as error:
+        messages.error(request, _("Could not resubmit: %(error)s") % {"error": "; ".join(said(error.errors))})
+        return redirect("jobs:detail", full_name)
+    except actions.JobNameConflict as error:
+        messages.error(request, _("Could not resubmit: %(error)s") % {"error": translated(error.message)})
         return redirect("jobs:detail", full_name)
     if fix.memory_mb:
         messages.success(

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods
 from jobs import actions, job_templates
 from jobs.models import Job, JobTemplate
 from jobs.protocol import JobConfigError
-from web.error_text import translate_error
+from web.texts import translated
 
 
 def template_or_404(request: HttpRequest, template_id: Any) -> JobTemplate:
@@ -72,9 +72,9 @@ def template_new(request: HttpRequest) -> HttpResponse:
         errors: dict[str, list[str]] = {}
         for field, message in error.errors:
             if field.startswith("config."):  # (the config's own path, shown with its message)
-                errors.setdefault("config", []).append(f"{field.removeprefix('config.')}: {translate_error(message)}")
+                errors.setdefault("config", []).append(f"{field.removeprefix('config.')}: {translated(message)}")
             else:
-                errors.setdefault(field, []).append(translate_error(message))
+                errors.setdefault(field, []).append(translated(message))
         return render(request, "job_templates/new.html", {"values": values, "errors": errors}, status=400)
     messages.success(request, _("Template %(name)s saved.") % {"name": template.name})
     return redirect("templates:detail", template.pk)

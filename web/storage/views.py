@@ -24,9 +24,10 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
 
 from jobs.storage import areas as storage
+from jobs.storage import texts
 from jobs.storage.areas import StorageError
 from jobs.storage.configs import Browsable, StorageForbidden, StorageNotFound, browsable, browsable_storages
-from web.error_text import translate_error
+from web.texts import translated
 
 
 def upload_limit() -> int:
@@ -88,7 +89,7 @@ def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpRespon
         try:
             confirm = _post(request, username, where, path, limiter)
         except StorageError as exc:
-            messages.error(request, translate_error(exc.message))
+            messages.error(request, translated(exc.message))
         else:
             if confirm is not None:
                 return confirm
@@ -108,7 +109,7 @@ def _storage_page(request: HttpRequest, limiter: SizeLimitHandler) -> HttpRespon
         context["entries"] = storage.list_dir(username, path, root=where.root)
     except StorageError as exc:
         context["entries"] = []
-        context["error"] = translate_error(exc.message)
+        context["error"] = translated(exc.message)
     return render(request, "jobs/storage.html", context, status=400 if "error" in context else 200)
 
 
@@ -123,9 +124,9 @@ def _post(
 ) -> HttpResponse | None:
     """Carry out an upload or a delete; a page to show instead of the folder (a confirmation), or None."""
     if content_length(request) > upload_limit() + 64 * 1024 or limiter.exceeded:
-        raise StorageError(_("the upload is over the limit of %(limit)d MB") % {"limit": upload_limit() // 2**20})
+        raise StorageError(texts.UPLOAD_TOO_BIG(limit=upload_limit() // 2**20))
     if not where.writable:
-        raise StorageError(_("storage %(name)s is read-only") % {"name": where.name})
+        raise StorageError(texts.READ_ONLY(name=where.name))
     action = request.POST.get("action")
     if action == "delete":
         name = request.POST.get("name", "")
@@ -140,7 +141,7 @@ def _post(
     if action == "upload":
         files = request.FILES.getlist("files")
         if not files:
-            raise StorageError(_("choose at least one file to upload"))
+            raise StorageError(texts.CHOOSE_FILE())
         for uploaded in files:
             name = (uploaded.name or "").replace("\\", "/").rsplit("/", 1)[-1]
             storage.save_file(
@@ -151,7 +152,7 @@ def _post(
             request, ngettext("Uploaded %(count)d file.", "Uploaded %(count)d files.", count) % {"count": count}
         )
         return None
-    raise StorageError(_("unknown action"))
+    raise StorageError(texts.UNKNOWN_ACTION())
 
 
 @login_required
@@ -163,7 +164,7 @@ def storage_download(request: HttpRequest) -> FileResponse:
     try:
         opened = storage.file_to_read(request.user.get_username(), relative, root=where.root)
     except StorageError as exc:
-        raise Http404(translate_error(exc.message)) from exc
+        raise Http404(translated(exc.message)) from exc
     # Streams the very file the walk checked (never opened again by its name).
     return FileResponse(opened, as_attachment=True, filename=str(opened.name))
 

@@ -34,7 +34,7 @@ class Command(BaseCommand):
         try:
             getattr(self, f"do_{options['action']}")(username, options)
         except StorageError as exc:
-            raise CommandError(exc.message) from exc
+            raise CommandError(str(exc)) from exc
 
     def do_upload(self, username: str, options: dict[str, str]) -> None:
         saved = storage.copy_into(username, Path(options["source"]), options["destination"])

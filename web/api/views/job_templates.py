@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from jobs import job_templates
 from jobs.models import JobTemplate
 from jobs.protocol import JobConfigError
-from web.api.errors import ApiError
+from web.api.errors import ApiConfigError, ApiError
 
 
 def shape(template: JobTemplate, *, whole: bool = False) -> dict[str, Any]:
@@ -63,9 +63,7 @@ class TemplatesView(APIView):
                 } | {"description": str(data.get("description") or "")}
             template = job_templates.save(request.user, visibility=str(data.get("visibility") or "private"), **fields)
         except JobConfigError as error:
-            raise ApiError(
-                400, "InvalidParametersError", "; ".join(f"{field}: {message}" for field, message in error.errors)
-            ) from error
+            raise ApiConfigError(400, "InvalidParametersError", str(error), error) from error
         return Response(shape(template, whole=True), status=201)
 
 

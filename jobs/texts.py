@@ -1,0 +1,54 @@
+"""What the portal's checks of a submit say beyond the protocol's (jobs.actions' SubmitChecks, the
+dependencies a config names, sweeps, job templates, the commands): each a code and its English
+template (catalogue.Text). The protocol's own codes are in jobs.protocol.texts."""
+
+from __future__ import annotations
+
+from catalogue import Text
+
+# --- jobs.actions: the checks that read the database --------------------------------------------
+
+VC_UNKNOWN = Text("config.vc_unknown", 'virtual cluster "%(name)s" does not exist')
+VC_FORBIDDEN = Text("config.vc_forbidden", 'you may not submit to virtual cluster "%(name)s"')
+VC_NO_LONGER = Text("config.vc_no_longer", '%(user)s may no longer submit to virtual cluster "%(name)s"')
+GPU_TYPE_UNKNOWN = Text("config.gpu_type_unknown", 'GPU type "%(name)s" does not exist (known: %(known)s)')
+GPU_TYPE_UNKNOWN_NONE = Text("config.gpu_type_unknown_none", 'GPU type "%(name)s" does not exist (known: none)')
+INFINIBAND = Text(
+    "config.infiniband",
+    'no node of virtual cluster "%(vc)s" has InfiniBand devices; remove it, or ask an admin',
+)
+SLURM_BEGIN_AT = Text(
+    "config.slurm_begin_at",
+    "must be 0 on a Slurm virtual cluster (Slurm picks the node; tasks get ports free there)",
+)
+CHOICE = Text("config.choice", "must be one of %(options)s")
+JOB_NAME_TAKEN = Text("config.job_name_taken", 'job "%(name)s" already exists for user %(user)s')
+
+# --- dependencies a config names (jobs.dependencies) ---------------------------------------------
+
+NO_JOB_ID = Text("config.dependency.no_job_id", "no job with id %(id)s that you may see")
+NO_JOB_NAMED = Text("config.dependency.no_job", 'no job "%(name)s" that you may see')
+NO_OWN_JOB = Text("config.dependency.no_own_job", 'you have no job or sweep named "%(name)s"')
+
+# --- sweeps (jobs.sweeps) ------------------------------------------------------------------------
+
+SWEEP_NOT_V2 = Text("config.sweep.not_v2", "a sweep is a v2 config (protocolVersion: 2)")
+SWEEP_RUN = Text("config.sweep.run", "run %(run)s (%(values)s): %(message)s")
+SWEEP_NAME_TAKEN = Text(
+    "config.sweep.name_taken",
+    'a sweep "%(name)s" or a job named like its runs (%(run)s...) already exists for user %(user)s',
+)
+
+# --- job templates (jobs.job_templates) ----------------------------------------------------------
+
+TEMPLATE_NAME = Text("template.name", "1-100 letters, digits, spaces and _ . -, starting with a letter or digit")
+TEMPLATE_NAME_TAKEN = Text("template.name_taken", 'you have a template named "%(name)s" already')
+MARKETPLACE_ITEM = Text(
+    "template.marketplace_item", "a marketplace item is a mapping (an openpaimarketplace item, or a v2 config)"
+)
+
+# --- the commands and the Submit page's form -----------------------------------------------------
+
+CANNOT_READ = Text("config.cannot_read", "cannot read %(path)s: %(why)s")
+NO_USER = Text("config.no_user", "no user named '%(name)s'")
+FORM_BASE_NOT_JSON = Text("config.form_base_not_json", "not valid JSON")
