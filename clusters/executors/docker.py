@@ -578,7 +578,8 @@ class DockerExecutor(Executor):
         return {
             "network_mode": self.network_name(launch.job_id),
             "port_bindings": {port: (self.address, port) for port in ports if port not in unpublished},
-            "extra_hosts": launch.extra_hosts,
+            # (Docker writes the task's own name: a second line would make `hostname -i` say it twice)
+            "extra_hosts": {name: ip for name, ip in launch.extra_hosts.items() if name != launch.hostname},
         }
 
     def _networking_config(self, launch: TaskLaunch) -> dict[str, Any] | None:
