@@ -38,14 +38,16 @@ def quoted(command: str) -> str:
 
 
 # The same, with the task's program handling SIGTERM itself (Python's signal handler) instead of a
-# bash trap: it starts the same saving program, then ends.
+# bash trap: it starts the same saving program, then ends. It says `start` once its handler is set
+# (a stop that came while Python was still starting would end it unsaved: not what is tested).
 IN_PROGRAM = [
     *CHECKPOINTING[:3],
-    "WORK='import signal, subprocess, sys; "
+    "WORK='import os, signal, subprocess, sys; "
     'save = lambda *_: sys.exit(open(sys.argv[2], "a").write('
     '"saved rc=%d\\n" % subprocess.call(["python3", "-c", sys.argv[3], sys.argv[1]])) and 0); '
-    "signal.signal(signal.SIGTERM, save); [signal.pause() for _ in iter(int, 1)]'",
-    CHECKPOINTING[4],
+    "signal.signal(signal.SIGTERM, save); "
+    'open(sys.argv[2], "a").write("start resumed=%s\\n" % os.environ.get("PAI_JOB_RESUMED")); '
+    "[signal.pause() for _ in iter(int, 1)]'",
     'exec python3 -c "$WORK" "$CKPT" "$TRACE" "$SAVE"',
 ]
 
