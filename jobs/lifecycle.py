@@ -11,6 +11,8 @@ the portal send (mail, webhooks) is written into the outbox in the change's own 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -20,12 +22,16 @@ from django.db.models import F, Field, QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from catalogue import Message
+from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, RETRY, RUN_AGAIN
 from jobs import notifications
-from jobs.models import Job, JobEvent, Task, TaskAttempt
+from jobs.models import Job, JobEvent, Task, TaskAttempt, pending_reason_fields
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
 if TYPE_CHECKING:
     from clusters.models import VirtualCluster
+
+NO_REASON = pending_reason_fields([])  # a job that waits no longer
 
 
 @dataclass(frozen=True)
@@ -148,7 +154,7 @@ def claim_for_launch(
             {"execution_type": Job.ExecutionType.START},
             job_attempt=F("job_attempt") + 1,
             launched_at=timezone.now(),
-            pending_reason="",
+            **NO_REASON,
             stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
             preempted_by=None,
             ending_at_time_limit=False,
@@ -214,18 +220,19 @@ def set_priority_class(job: Job, name: str, number: int, by_name: str) -> bool:
     return changed
 
 
-def set_pending_reason(job_id: int, reason: str) -> None:
+def set_pending_reason(job_id: int, reason: Sequence[Message]) -> None:
     set_pending_reasons({job_id: reason})
 
 
-def set_pending_reasons(reasons: dict[int, str]) -> None:
-    """Why each of these waiting jobs waits (job id -> reason): one UPDATE per distinct reason, as
-    a pass gives most of the queue the same few reasons."""
-    by_reason: dict[str, list[int]] = {}
+def set_pending_reasons(reasons: Mapping[int, Sequence[Message]]) -> None:
+    """Why each of these waiting jobs waits (job id -> its parts): one UPDATE per distinct reason,
+    as a pass gives most of the queue the same few reasons."""
+    by_reason: dict[str, tuple[dict[str, Any], list[int]]] = {}
     for job_id, reason in reasons.items():
-        by_reason.setdefault(reason, []).append(job_id)
-    for reason, job_ids in by_reason.items():
-        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(pending_reason=reason)
+        fields = pending_reason_fields(reason)
+        by_reason.setdefault(json.dumps(fields, sort_keys=True), (fields, []))[1].append(job_id)
+    for fields, job_ids in by_reason.values():
+        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(**fields)
 
 
 def release_held(job_ids: list[int]) -> bool:
@@ -234,7 +241,7 @@ def release_held(job_ids: list[int]) -> bool:
         return False
     return bool(
         Job.objects.filter(pk__in=job_ids, held=True, state=JobState.WAITING).update(
-            held=False, pending_reason="", updated_at=timezone.now()
+            held=False, updated_at=timezone.now(), **NO_REASON
         )
     )
 
@@ -420,6 +427,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         else None
     )
     who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
+    note = PREEMPTED_BY(job=by.full_name, vc=by.virtual_cluster.name) if by else PREEMPTED_BY_HIGHER()
     with transaction.atomic():
         stop_tasks(job, exit_code, diagnostics=f"{phrase}: preempted by {who}", user_codes=user_codes)
         requeued = _move_job(
@@ -429,7 +437,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             preemptions=F("preemptions") + 1,
             preempted_by=None,
             stop_deadline=None,
-            pending_reason=f"Preempted by {who}; waiting to run again.",
+            **pending_reason_fields([note, RUN_AGAIN()]),
             launched_at=None,
             borrowed_from=None,
         )
@@ -558,7 +566,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
                 exit_diagnostics=diagnostics[reason],
                 completed_at=now,
                 updated_at=now,
-                pending_reason="",
+                **NO_REASON,
                 stop_deadline=None,
                 stop_reason="",
                 preempted_by=None,
@@ -582,7 +590,7 @@ def finish_stopping(
             exit_code=exit_code,
             exit_diagnostics=diagnostics,
             completed_at=timezone.now(),
-            pending_reason="",
+            **NO_REASON,
             stop_deadline=None,
             stop_reason="",
             preempted_by=None,
@@ -648,7 +656,7 @@ def refuse(job: Job, exit_code: int, reason: str) -> bool:
             user_exit_code=None,
             exit_diagnostics=reason,
             completed_at=timezone.now(),
-            pending_reason="",
+            **NO_REASON,
         )
         if done:
             _, to_state = _task_states("stop_task")
@@ -723,7 +731,7 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             "requeue_for_retry",
             retries_used=F("retries_used") + (1 if charged else 0),
             transient_retries=F("transient_retries") + (0 if charged else 1),
-            pending_reason="Waiting to be placed again for a retry.",
+            **pending_reason_fields([RETRY()]),
             borrowed_from=None,
             launched_at=None,  # the next attempt's launch; the ended one's times are in its TaskAttempts
         )
@@ -749,7 +757,7 @@ def restart(job: Job, by_name: str) -> None:
             execution_type=Job.ExecutionType.START,
             retries_used=0,
             transient_retries=0,
-            pending_reason="",
+            **NO_REASON,
             exit_code=None,
             user_exit_code=None,
             exit_diagnostics="",

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, QuerySet
 
+from catalogue.reasons import stored_parts, stored_reason
 from clusters.models import Node, VirtualCluster
 from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
@@ -26,6 +27,7 @@ from scheduling.preempting import Preempter, with_preempted_note
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
 from scheduling.terminating import Terminator
+from scheduling.texts import AVOIDING_NODES, NODE_DOWN
 
 WAITING_BATCH = 2000
 WAITING_COLUMNS = (
@@ -33,7 +35,7 @@ WAITING_COLUMNS = (
     "virtual_cluster__name",
     "priority",
     "created_at",
-    "pending_reason",
+    "pending_reason_messages",
     "owner__username",
     "time_limit_seconds",
     "priority_class",
@@ -52,7 +54,7 @@ class WaitingJob(NamedTuple):
     vc: str
     priority: int
     created_at: datetime
-    pending_reason: str
+    said: list[dict[str, Any]]  # its pending reason as stored (pending_reason_messages)
     owner: str
     time_limit_seconds: int | None
     priority_class: str
@@ -123,25 +125,24 @@ class Placer:
         limits = {row.pk: row.time_limit_seconds for row in rows}
         sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
         for job_id, note in gate.notes.items():
-            if job_id in result.pending:
-                result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
+            if reason := result.pending.get(job_id):  # (said of the reason's last part)
+                result.pending[job_id] = [*reason[:-1], AVOIDING_NODES(why=reason[-1], nodes=note)]
         result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
         self._borrowed = result.borrowed
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
         kinds = self.backends.node_kinds()
-        down = "; ".join(
-            f"node {n.name} is down ({n.down_reason})"
+        down = [
+            NODE_DOWN(node=n.name, why=stored_reason(n.down_reason_messages) or n.down_reason)
             for n in nodes
             if n.down_since is not None and n.executor not in kinds
+        ]
+        said = {row.pk: row.said for row in rows}
+        reasons = {job: with_preempted_note(said[job], reason + down) for job, reason in result.pending.items()}
+        lifecycle.set_pending_reasons(
+            {job_id: reason for job_id, reason in reasons.items() if said[job_id] != stored_parts(reason)}
         )
-        said = {row.pk: row.pending_reason for row in rows}
-        reasons = {
-            job_id: with_preempted_note(said[job_id], f"{reason}; {down}" if down else reason)
-            for job_id, reason in result.pending.items()
-        }
-        lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
         # a start that failed may have put its job back in the queue already.

@@ -18,5 +18,5 @@ class WebConfig(AppConfig):
             event=portal.event_text,
             event_kind=portal.event_kind,
             diagnostics=portal.diagnostics_text,
-            pending_reason=portal.pending_text,
+            pending_reason=lambda job: portal.reason_text(job.pending_reason_messages, job.pending_reason),
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -12,6 +11,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
+from catalogue import Message, joined
+from catalogue.reasons import stored_parts
+from clusters.texts import blocked_by
 from jobs import actions
 from jobs.models import Job, JobState, JobTag
 from jobs.protocol import mask_config_text
@@ -113,8 +115,8 @@ def submit(request: Request) -> Job:
     return actions.submit_job(request.user, text)
 
 
-# What a never-fits reason (clusters.placement) is about -> the resourcePerInstance key to change.
-NEVER_FITS_RESOURCES = (("GPUs", "gpu"), ("CPUs", "cpu"), ("memory", "memoryMB"), ("ports", "ports"))
+# What a never-fits reason's code is about (clusters.texts.blocked_by) -> the resourcePerInstance key to change.
+RESOURCE_KEYS = {"gpu": "gpu", "cpu": "cpu", "memory": "memoryMB", "ports": "ports"}
 V1_FIELDS = {"gpu": "gpuNumber", "cpu": "cpuNumber", "memoryMB": "memoryMB", "ports": "portList"}
 
 
@@ -122,31 +124,33 @@ def cannot_fit_warning(job: Job, *, v1: bool = False) -> dict[str, Any] | None:
     """The submit answer's `warning` for a job that can never run on the cluster as it is
     (scheduling.admission's judgement, the submit page's): the job is still accepted, as OpenPAI
     accepted it (its clients expect 202/201 for a valid config, and nodes may yet be added), but
-    the answer says so, naming the field to change."""
+    the answer says so, naming the field to change, and why (`reasonMessages`: its codes)."""
     reason = never_fits_reason(job)
     if reason is None:
         return None
     return {
         "code": "JobCannotFitWarning",
         "field": _cannot_fit_field(job, reason, v1),
-        "message": f"This job can never run on the cluster as it is: {reason}. "
+        "message": f"This job can never run on the cluster as it is: {joined(reason)}. "
         "Stop it, or submit it again asking for less.",
+        "reasonMessages": stored_parts(reason),
     }
 
 
-def _cannot_fit_field(job: Job, reason: str, v1: bool) -> str | None:
+def _cannot_fit_field(job: Job, reason: list[Message], v1: bool) -> str | None:
     """The field in the config as submitted: v2's path, or v1's (`taskRoles[0].cpuNumber`)."""
-    if reason.startswith("unknown virtual cluster"):
+    blocking = blocked_by(reason)
+    if blocking == "vc":
         return "virtualCluster" if v1 else "defaults.virtualCluster"
+    key = RESOURCE_KEYS.get(blocking or "")
+    if key is None:
+        return None
     roles = job.normalized["taskRoles"]
-    for word, key in NEVER_FITS_RESOURCES:
-        if re.search(rf"\b{word}\b", reason):
-            # The role asking the most of it per task (the one a smaller ask helps most).
-            role = max(roles, key=lambda name: _amount(roles[name]["resourcePerInstance"].get(key)))
-            if v1:
-                return f"taskRoles[{list(roles).index(role)}].{V1_FIELDS[key]}"
-            return f"taskRoles.{role}.resourcePerInstance.{key}"
-    return None
+    # The role asking the most of it per task (the one a smaller ask helps most).
+    role = max(roles, key=lambda name: _amount(roles[name]["resourcePerInstance"].get(key)))
+    if v1:
+        return f"taskRoles[{list(roles).index(role)}].{V1_FIELDS[key]}"
+    return f"taskRoles.{role}.resourcePerInstance.{key}"
 
 
 def _amount(value: Any) -> int:
