@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, QuerySet
 
-from catalogue.reasons import stored_parts, stored_reason
+from catalogue import Message
+from catalogue.reasons import Reason, stored_parts, stored_reason
 from clusters.models import Node, VirtualCluster
 from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
@@ -124,9 +125,7 @@ class Placer:
             self.preempter.release(set(holders), set(result.placed))
         limits = {row.pk: row.time_limit_seconds for row in rows}
         sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
-        for job_id, note in gate.notes.items():
-            if reason := result.pending.get(job_id):  # (said of the reason's last part)
-                result.pending[job_id] = [*reason[:-1], AVOIDING_NODES(why=reason[-1], nodes=note)]
+        with_storage_notes(result.pending, gate.notes)
         result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
         self._borrowed = result.borrowed
@@ -208,6 +207,14 @@ class Placer:
                     task.node = by_id[task.node_id] if task.node_id is not None else None
                 claimed.append((job, tasks))
         self.starter.start_claimed(claimed)
+
+
+def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message]]) -> None:
+    """Each waiting job that avoids nodes which cannot mount its storage says which and why (said
+    of its reason's last part, in parentheses)."""
+    for job_id, note in notes.items():
+        if reason := pending.get(job_id):
+            pending[job_id] = [*reason[:-1], AVOIDING_NODES(why=reason[-1], nodes=note)]
 
 
 def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:

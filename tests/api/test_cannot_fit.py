@@ -24,6 +24,15 @@ def test_it_warns_in_the_v2_submit_answer_that_a_job_can_never_fit(submit_yaml, 
         "field": "taskRoles.worker.resourcePerInstance.cpu",
         "message": 'This job can never run on the cluster as it is: VC "default" quota is 2 CPUs in all, '
         "job needs 64 (it can never fit). Stop it, or submit it again asking for less.",
+        "reasonMessages": [
+            {
+                "code": "reason.never_fits",
+                "params": {
+                    "why": {"code": "reason.quota_in_all.cpu", "params": {"vc": "default", "limit": 2, "need": 64}}
+                },
+                "message": 'VC "default" quota is 2 CPUs in all, job needs 64 (it can never fit)',
+            }
+        ],
     }
 
 
