@@ -118,7 +118,13 @@ def test_it_shows_every_dependency_reason_and_translates_its_ending():
     from scheduling.dependencies import waiting_reason
     from web.error_text import translate_diagnostics
 
-    waiting = [in_chinese([waiting_reason(kind, "alice~prep", "RUNNING")]) for kind in KINDS]
+    reasons = [waiting_reason(kind, "alice~prep", "RUNNING") for kind in KINDS]
+    assert [reason.code for reason in reasons] == [
+        "reason.dependency.afterok",
+        "reason.dependency.afterany",
+        "reason.dependency.afternotok",
+    ]
+    waiting = [in_chinese([reason]) for reason in reasons]
     with translation.override("zh-hans"):
         never = [
             translate_diagnostics(never_reason(kind, "alice~prep", "FAILED")) for kind in ("afterok", "afternotok")
