@@ -16,6 +16,7 @@ from scheduling.placing import with_storage_notes
 from scheduling.storage_gate import MOUNT_FAILURE_MEMORY_S, MountFailures, storage_gate
 from scheduling.texts import NO_STORAGE_NODE, PROCESS_NODE_NFS, STORAGE_ON
 from tests.factories import create_storage, partial_spec, v2_yaml
+from tests.messages import param
 
 pytestmark = pytest.mark.django_db
 
@@ -56,7 +57,7 @@ def test_it_remembers_a_node_that_could_not_mount_a_storage_for_a_while(process_
     assert joined(blocked[1]).startswith(
         "no node can mount the job's storage: storage team: gpu-1 could not mount it 3"
     )
-    assert blocked[1][0].params["nodes"][0].params["why"].code == "reason.storage.mount_failed"
+    assert param(blocked[1][0], "nodes", 0, "why").code == "reason.storage.mount_failed"
     failures.remember("gpu-1", "team", "old", now - MOUNT_FAILURE_MEMORY_S - 1)
     assert storage_gate([(1, spec)], [docker_node], failures).blocked == {}
 

@@ -20,6 +20,7 @@ from scheduling.slurm import EARLY_ENDS_ALLOWED, SlurmBackend
 from scheduling.slurm_controller import Controller, show_available
 from scheduling.texts import SLURM_NODE_NFS
 from tests.factories import create_job, normalized_spec
+from tests.messages import param
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 SINFO = (FIXTURES / "sinfo.txt").read_text()
@@ -94,7 +95,7 @@ def test_a_restarted_scheduler_finds_the_job_in_slurms_queue_and_submits_nothing
     job.refresh_from_db()
     assert job.pending_reason.startswith("Waiting in Slurm (Priority): Slurm runs jobs of higher priority")
     [said] = stored_reason(job.pending_reason_messages)
-    assert (said.code, said.params["sentence"].code) == ("slurm.waiting", "slurm.reason.priority")
+    assert (said.code, param(said, "sentence").code) == ("slurm.waiting", "slurm.reason.priority")
 
 
 def test_it_submits_nothing_while_slurm_does_not_answer(slurm, job):
@@ -155,7 +156,7 @@ def test_a_silent_controllers_reason_names_it_and_how_long_it_has_not_answered()
     controller = Controller()
     reason = controller.reason(NodeSilent(controller.lane.silence()))
     assert [part.code for part in reason] == ["slurm.controller_silent"]
-    assert reason[0].params["why"][0].params["lane"] == CONTROLLER()
+    assert param(reason[0], "why", 0, "lane") == CONTROLLER()
     assert joined(reason).startswith("the Slurm controller does not answer: the Slurm controller has not answered for ")
 
 
@@ -265,9 +266,7 @@ def test_a_job_naming_an_nfs_storage_waits_saying_why_instead_of_going_to_slurm(
     job.refresh_from_db()
     assert slurm.submitted() == [] and job.state == "WAITING"
     assert job.pending_reason.startswith("no node can mount the job's storage: storage team: slt-1 is a Slurm node")
-    assert stored_reason(job.pending_reason_messages)[0].params["nodes"][0].params["why"] == SLURM_NODE_NFS(
-        node="slt-1"
-    )
+    assert param(stored_reason(job.pending_reason_messages)[0], "nodes", 0, "why") == SLURM_NODE_NFS(node="slt-1")
 
 
 def v1_text(begin_at: int) -> str:

@@ -14,6 +14,7 @@ from clusters.slurm.commands import RoleRequest, batch_script, is_portal_job, jo
 from clusters.slurm.exits import status_after
 from clusters.slurm.reasons import Ask, PartitionUse, final_reason, is_final_refusal, pending_reason, refusal_reason
 from clusters.slurm.status import parse_nodes, parse_queue
+from tests.messages import param
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 NOW = datetime(2026, 11, 25, 13, 40, tzinfo=UTC)
@@ -128,10 +129,10 @@ def test_a_partitions_use_counts_only_the_nodes_slurm_can_use(nodes):
 
 def test_it_says_why_slurm_waits_with_numbers_and_the_expected_start(queue, nodes):
     reason = pending_reason(queue["pai-10-2"], Ask(2, 6, 4, 2000), PartitionUse.of("slt", nodes), NOW)
-    sentence = reason.params["sentence"]
+    sentence = param(reason, "sentence")
     assert (reason.code, sentence.code) == ("slurm.waiting_until", "slurm.reason.resources")
-    assert sentence.params["asks"] == slurm_texts.ASKS(tasks=2, gpus=6, cpus=4, memory_mb=2000)
-    assert (sentence.params["free_gpus"], sentence.params["gpus"]) == (4, 8)
+    assert param(sentence, "asks") == slurm_texts.ASKS(tasks=2, gpus=6, cpus=4, memory_mb=2000)
+    assert (param(sentence, "free_gpus"), param(sentence, "gpus")) == (4, 8)
     text = reason.text
     assert text.startswith("Waiting in Slurm (Resources): Slurm waits for resources in partition slt")
     assert "asks for 2 task(s): 6 GPU(s)" in text and "free now: 4 of 8 GPU(s)" in text
@@ -140,7 +141,7 @@ def test_it_says_why_slurm_waits_with_numbers_and_the_expected_start(queue, node
 
 def test_it_says_when_a_partition_can_never_hold_a_job(queue, nodes):
     reason = pending_reason(queue["pai-9-1"], Ask(4, 16, 4, 1024), PartitionUse.of("slt", nodes), NOW)
-    assert (reason.code, reason.params["sentence"].code) == ("slurm.waiting", "slurm.reason.partition_config")
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.waiting", "slurm.reason.partition_config")
     text = reason.text
     assert "partition slt can never hold this job" in text and "16 GPU(s)" in text and "8 GPU(s)" in text
     assert "expects" not in text
@@ -149,7 +150,7 @@ def test_it_says_when_a_partition_can_never_hold_a_job(queue, nodes):
 def test_it_passes_an_unknown_reason_code_on():
     job = parse_queue("5|pai-1-1|PENDING|SomethingNew|N/A||p", "pai")["pai-1-1"]
     reason = pending_reason(job, Ask(1, 0, 1, 1), PartitionUse.of("p", []), NOW)
-    assert reason.params["sentence"] == slurm_texts.OTHER_REASON(code="SomethingNew")
+    assert param(reason, "sentence") == slurm_texts.OTHER_REASON(code="SomethingNew")
     assert "Slurm's reason: SomethingNew" in reason.text
 
 
@@ -157,21 +158,21 @@ def test_it_passes_an_unknown_reason_code_on():
 def test_each_of_slurms_reason_codes_has_its_own_sentence(code, nodes):
     job = parse_queue(f"5|pai-1-1|PENDING|{code}|N/A||slt", "pai")["pai-1-1"]
     reason = pending_reason(job, Ask(2, 6, 4, 2000), PartitionUse.of("slt", nodes), NOW)
-    assert reason.params["sentence"].code == slurm_texts.REASONS[code].code
+    assert param(reason, "sentence").code == slurm_texts.REASONS[code].code
     assert "{" not in reason.text and "%(" not in reason.text
 
 
 def test_it_says_why_slurm_will_never_run_a_held_job(nodes):
     job = parse_queue("5|pai-1-1|PENDING|BadConstraints|N/A||slt", "pai")["pai-1-1"]
     reason = final_reason(job, Ask(1, 5, 1, 100), PartitionUse.of("slt", nodes))
-    assert (reason.code, reason.params["sentence"].code) == ("slurm.cannot_run", "slurm.reason.bad_constraints")
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.cannot_run", "slurm.reason.bad_constraints")
     assert reason.text.startswith("Slurm cannot run the job (BadConstraints): no node of partition slt can ever")
 
 
 def test_it_says_why_sbatch_refused_a_job(nodes):
     said = "sbatch: Batch job submission failed: Requested node configuration is not available"
     reason = refusal_reason(said, Ask(4, 16, 4, 1024), PartitionUse.of("slt", nodes))
-    assert (reason.code, reason.params["sentence"].code) == ("slurm.refuses", "slurm.refusal.node_configuration")
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.refuses", "slurm.refusal.node_configuration")
     assert reason.text.startswith("Slurm refuses the job (Requested node configuration is not available): no node")
     assert "16 GPU(s)" in reason.text
 
@@ -181,14 +182,14 @@ def test_each_refusal_sbatch_gives_for_good_has_its_own_sentence(known, nodes):
     reason = refusal_reason(
         f"sbatch: error: Batch job submission failed: {known}", Ask(1, 1, 1, 1), PartitionUse.of("slt", nodes)
     )
-    assert reason.params["sentence"].code == slurm_texts.REFUSALS[known].code and is_final_refusal(known)
+    assert param(reason, "sentence").code == slurm_texts.REFUSALS[known].code and is_final_refusal(known)
 
 
 def test_a_refusal_it_has_no_words_for_points_at_slurms():
     reason = refusal_reason(
         "sbatch: error: Socket timed out on send/recv operation", Ask(1, 1, 1, 1), PartitionUse.of("p", [])
     )
-    assert reason.params["sentence"] == slurm_texts.SEE_ITS_WORDS()
+    assert param(reason, "sentence") == slurm_texts.SEE_ITS_WORDS()
     assert reason.text == "Slurm refuses the job (error: Socket timed out on send/recv operation): see Slurm's words."
 
 

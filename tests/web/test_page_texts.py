@@ -11,6 +11,7 @@ from catalogue import joined
 from clusters import texts as t
 from jobs.protocol.exitspec import SPEC_PATH
 from scheduling.texts import NODE_DOWN
+from tests.messages import param
 from web.error_text import translate_error
 from web.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
 from web.reasons import reason_text
@@ -80,7 +81,7 @@ def test_it_shows_why_slurm_keeps_a_job_waiting_with_its_numbers():
     job = SlurmJob(1, "pai-1-1", "PENDING", "Resources", start, "", "slt")
     partition = PartitionUse("slt", 3, 8, 6, 12000, 4, 2, 3000)
     reason = pending_reason(job, Ask(2, 6, 4, 2000), partition, datetime(2026, 11, 25, 14, 0, tzinfo=UTC))
-    assert (reason.code, reason.params["sentence"].code) == ("slurm.waiting_until", "slurm.reason.resources")
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.waiting_until", "slurm.reason.resources")
     shown = in_chinese([reason])
     for part in (
         "在 Slurm 中等待",
