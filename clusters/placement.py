@@ -148,7 +148,8 @@ Reason = list[Message]  # why a job waits: its parts (joined by "; " in English)
 @dataclass
 class PlacementResult:
     placed: dict[int, list[TaskPlacement]] = field(default_factory=dict)
-    # job key -> why it is still waiting, with numbers
+    # job key -> why it is still waiting, with numbers (jobs waiting behind the same one share theirs:
+    # read them, do not change them in place)
     pending: dict[int, Reason] = field(default_factory=dict)
     # job keys (also in pending) that cannot fit the cluster as it is, however long they wait
     never_fits: set[int] = field(default_factory=set)
@@ -163,7 +164,7 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     result = PlacementResult()
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
-    blocked: dict[str, tuple[int, Reason]] = {}  # VC -> (its first waiting job, why that one waits)
+    blocked: dict[str, Reason] = {}  # VC -> what its later jobs are told: why its first waiting job waits
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
@@ -182,9 +183,7 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         if job.vc in blocked:
-            head, why = blocked[job.vc]
-            behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
-            result.pending[job.key] = [behind(job=head, vc=job.vc, why=why)]
+            result.pending[job.key] = blocked[job.vc]  # (one reason, shared: a queue may be long)
             result.queues[job.vc].append(job.key)
             continue
         refusal = capped.refusal(job, need)
@@ -224,7 +223,8 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
             else:
                 reason = [*reason, t.NO_LENDER()]
         result.pending[job.key] = reason + kept.note(job)
-        blocked[job.vc] = (job.key, reason)
+        behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
+        blocked[job.vc] = [behind(job=job.key, vc=job.vc, why=reason)]
         result.queues.setdefault(job.vc, []).append(job.key)
     return result
 

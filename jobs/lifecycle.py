@@ -11,7 +11,6 @@ the portal send (mail, webhooks) is written into the outbox in the change's own 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +22,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from catalogue import Message
+from catalogue.reasons import StoredParts
 from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, RETRY, RUN_AGAIN
 from jobs import notifications
 from jobs.models import Job, JobEvent, Task, TaskAttempt, pending_reason_fields
@@ -224,15 +224,16 @@ def set_pending_reason(job_id: int, reason: Sequence[Message]) -> None:
     set_pending_reasons({job_id: reason})
 
 
-def set_pending_reasons(reasons: Mapping[int, Sequence[Message]]) -> None:
+def set_pending_reasons(reasons: Mapping[int, Sequence[Message]], stored: StoredParts | None = None) -> None:
     """Why each of these waiting jobs waits (job id -> its parts): one UPDATE per distinct reason,
-    as a pass gives most of the queue the same few reasons."""
-    by_reason: dict[str, tuple[dict[str, Any], list[int]]] = {}
+    as a pass gives most of the queue the same few reasons (`stored`: the pass's, to work each
+    message out once)."""
+    stored = stored or StoredParts()
+    by_reason: dict[tuple[str, ...], tuple[Sequence[Message], list[int]]] = {}
     for job_id, reason in reasons.items():
-        fields = pending_reason_fields(reason)
-        by_reason.setdefault(json.dumps(fields, sort_keys=True), (fields, []))[1].append(job_id)
-    for fields, job_ids in by_reason.values():
-        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(**fields)
+        by_reason.setdefault(stored.key(reason), (reason, []))[1].append(job_id)
+    for reason, job_ids in by_reason.values():
+        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(**pending_reason_fields(reason))
 
 
 def release_held(job_ids: list[int]) -> bool:

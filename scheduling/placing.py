@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from django.db.models import Count, Max, QuerySet
 
 from catalogue import Message
-from catalogue.reasons import Reason, stored_parts, stored_reason
+from catalogue.reasons import Reason, StoredParts, stored_reason
 from clusters.models import Node, VirtualCluster
 from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
@@ -139,8 +139,9 @@ class Placer:
         ]
         said = {row.pk: row.said for row in rows}
         reasons = {job: with_preempted_note(said[job], reason + down) for job, reason in result.pending.items()}
+        stored = StoredParts()
         lifecycle.set_pending_reasons(
-            {job_id: reason for job_id, reason in reasons.items() if said[job_id] != stored_parts(reason)}
+            {job_id: reason for job_id, reason in reasons.items() if said[job_id] != stored.parts(reason)}, stored
         )
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
