@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from catalogue.reasons import stored_parts, stored_reason
+from catalogue.reasons import StoredParts, stored_parts, stored_reason
 from clusters.models import Node
 from clusters.texts import NO_NODE, PREEMPTED_BY, QUOTA_CPU
 from jobs import lifecycle
@@ -87,3 +87,20 @@ def test_a_launched_job_says_nothing_more_of_why_it_waited(user, default_vc, pro
     job.refresh_from_db()
     lifecycle.claim_for_launch(job, [Placement("worker", 0, process_node.pk, [], {})], where="local")
     assert reason_of(job) == ("", [])
+
+
+def test_jobs_told_the_same_are_written_in_one_update(user, default_vc, django_assert_num_queries):
+    jobs = [create_job(user, f"same-{index}") for index in range(3)]
+    reasons = {job.pk: [QUOTA_CPU(vc="default", used=2, limit=2, need=1)] for job in jobs}  # equal, not the same
+    reasons[jobs[2].pk] = [NO_NODE()]
+    with django_assert_num_queries(2):
+        lifecycle.set_pending_reasons(reasons)
+    assert [reason_of(job)[1] for job in jobs] == [["reason.quota.cpu"], ["reason.quota.cpu"], ["reason.no_node"]]
+
+
+def test_a_passes_stored_parts_are_those_of_each_reason():
+    shared = [QUOTA_CPU(vc="default", used=2, limit=2, need=1)]
+    stored = StoredParts()
+    assert stored.parts(shared) == stored_parts(shared) == stored.parts(list(shared))
+    assert stored.key(shared) == stored.key([QUOTA_CPU(vc="default", used=2, limit=2, need=1)])
+    assert stored.key(shared) != stored.key([NO_NODE()])
