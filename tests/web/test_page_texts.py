@@ -132,3 +132,27 @@ def test_it_shows_every_dependency_reason_and_translates_its_ending():
         ]
     assert all(text.startswith("等待作业 alice~prep") for text in waiting), waiting
     assert all(text.startswith("其依赖永远无法满足\uff1a作业 alice~prep") for text in never), never
+
+
+def test_the_admin_shows_why_a_job_waits_in_the_pages_language(admin_client, user, default_vc, settings):
+    from tests.factories import create_job
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    job = create_job(user, "dengdai", pending_reason=[t.QUOTA_CPU(vc="default", used=8, limit=8, need=1)])
+    page = admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+    assert "已用 8 / 8 个 CPU" in page and "quota:" not in page
+
+
+def test_the_cluster_page_and_the_dashboard_show_why_a_node_is_down_in_the_pages_language(client, admin_user, settings):
+    from django.utils import timezone
+
+    from clusters.models import Node, down_reason_fields
+    from scheduling.texts import LANE_SILENT, NODE, SILENT_FOR
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    reason = [SILENT_FOR(seconds=30, error=[LANE_SILENT(lane=NODE(node="n1"), seconds=30)])]
+    Node.objects.create(name="n1", executor="process", down_since=timezone.now(), **down_reason_fields(reason))
+    client.force_login(admin_user)
+    for page in ("/cluster/", "/dashboard/"):
+        shown = client.get(page).content.decode()
+        assert "30 秒未应答" in shown and "节点 n1 已 30 秒没有应答" in shown and "did not answer" not in shown, page
