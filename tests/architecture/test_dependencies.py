@@ -27,6 +27,7 @@ ALLOWED_LOCAL_IMPORTS = {
     # of stored English texts (jobs sits below web and cannot import them).
     ("web/apps.py", "jobs.admin"),
     ("web/apps.py", "web.templatetags.portal"),
+    ("web/apps.py", "web.reasons"),
     # The pages render stored messages of every area: each area's texts.py is imported once the
     # registry is ready (catalogue.discover finds them by name, as Django finds admin.py).
     ("web/apps.py", "catalogue.discover"),

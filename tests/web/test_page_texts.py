@@ -156,3 +156,11 @@ def test_the_cluster_page_and_the_dashboard_show_why_a_node_is_down_in_the_pages
     for page in ("/cluster/", "/dashboard/"):
         shown = client.get(page).content.decode()
         assert "30 秒未应答" in shown and "节点 n1 已 30 秒没有应答" in shown and "did not answer" not in shown, page
+
+
+def test_a_stored_part_whose_code_is_gone_since_shows_as_it_was_stored():
+    stored = [
+        {"code": "reason.renamed_since", "params": {}, "message": "an old reason"},
+        t.NO_NODE().as_dict(),
+    ]
+    assert in_chinese(stored) == "an old reason; 集群中没有可调度的节点"
