@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Union, cast
 
 # %(name)s (or %(name)d ...): gettext's python-format, which msgfmt -c checks in every translation.
@@ -54,7 +55,7 @@ class Text:
         if known is not self and known != self:
             raise ValueError(f"message code {self.code!r} is defined twice")
 
-    @property
+    @cached_property  # (asked at each call: a scheduler pass makes thousands of reasons)
     def names(self) -> set[str]:
         return placeholders(self.template)
 

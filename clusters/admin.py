@@ -131,6 +131,7 @@ class NodeAdmin(admin.ModelAdmin):
     list_editable = ("schedulable",)
     search_fields = ("name", "address")
     inlines = (GpuInline,)
+    exclude = ("down_reason_messages",)  # (the scheduler's: down_reason says it in English)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Node]:
         return super().get_queryset(request).annotate(gpu_total=Count("gpus"))

@@ -1,6 +1,7 @@
 """Where jobs run: virtual clusters (quota shares), GPU types, nodes and their GPUs."""
 
 import ipaddress
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +11,8 @@ from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin, is_named
+from catalogue import Message
+from catalogue.reasons import reason_columns
 from clusters import storage_rules
 
 
@@ -142,6 +145,12 @@ def portal_hosts() -> set[str]:
     return {host.lower().strip("[]") for host in settings.ALLOWED_HOSTS if host and not host.startswith(".")}
 
 
+def down_reason_fields(reason: Sequence[Message]) -> dict[str, Any]:
+    """The columns that say why a node is down, for an update (every writer goes through here): its
+    parts as messages and, joined, in English (the API's downReason). An empty reason clears both."""
+    return reason_columns("down_reason", reason)
+
+
 class Node(models.Model):
     class Executor(models.TextChoices):
         DOCKER = "docker", "Docker"
@@ -168,8 +177,11 @@ class Node(models.Model):
     schedulable = models.BooleanField(default=True)
     # The scheduler's heartbeat: set when the node's engine stopped answering, cleared when it
     # answers again. Placement skips a down node; its running tasks were recorded as lost.
+    # Why, in English and as messages (code, params) that the pages render in the reader's
+    # language; written together, by down_reason_fields only.
     down_since = models.DateTimeField(null=True, blank=True)
     down_reason = models.TextField(blank=True, default="")
+    down_reason_messages = models.JSONField(default=list, blank=True)
     # Slurm nodes: the partition and Slurm's own word for the node's state (idle, mixed, drained...).
     slurm_partition = models.CharField(max_length=64, blank=True, default="")
     slurm_state = models.CharField(max_length=32, blank=True, default="")

@@ -29,7 +29,7 @@ Rules (README "Scheduling"):
 - each task gets concrete GPU indices of one type (the job's gpu_type when set) and host
   ports: a v1 beginAt asks for exactly begin_at..begin_at+count-1, else the lowest free
   ports of the node's port range; no port is ever given twice, also not within one pass.
-Every job left waiting gets a reason with numbers.
+Every job left waiting gets a reason with numbers: a list of Messages (clusters.texts), its parts.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import NamedTuple
+
+import clusters.texts as t
+from catalogue import Message
+from clusters.texts import counted_gpus, memory_text
 
 MAX_PORT = 65535
 ANY_TYPE = "*"  # index key: a node's free GPUs of its most available type
@@ -138,11 +142,15 @@ class TaskPlacement:
     ports: dict[str, list[int]]
 
 
+Reason = list[Message]  # why a job waits: its parts (joined by "; " in English)
+
+
 @dataclass
 class PlacementResult:
     placed: dict[int, list[TaskPlacement]] = field(default_factory=dict)
-    # job key -> why it is still waiting, with numbers
-    pending: dict[int, str] = field(default_factory=dict)
+    # job key -> why it is still waiting, with numbers (jobs waiting behind the same one share theirs:
+    # read them, do not change them in place)
+    pending: dict[int, Reason] = field(default_factory=dict)
     # job keys (also in pending) that cannot fit the cluster as it is, however long they wait
     never_fits: set[int] = field(default_factory=set)
     # each VC's jobs left waiting, in the order the pass took them (its queue: position 1 first)
@@ -156,7 +164,7 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     result = PlacementResult()
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
-    blocked: dict[str, tuple[int, str]] = {}  # VC -> (its first waiting job, why that one waits)
+    blocked: dict[str, Reason] = {}  # VC -> what its later jobs are told: why its first waiting job waits
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
@@ -169,31 +177,30 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     for job, need, never in zip(ordered, needs, nevers, strict=True):
         kept.turn_of(job, result)
         if never:  # (or it waits for a node that is down: set aside too, its VC goes on)
-            result.pending[job.key] = never
-            if not never.endswith(WAITS_FOR_DOWN):
+            result.pending[job.key] = [never]
+            if never.code not in WAITS_FOR_DOWN:
                 result.never_fits.add(job.key)
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         if job.vc in blocked:
-            head, why = blocked[job.vc]
-            order = "fair share" if vcs[job.vc].fair_share else "FIFO"
-            result.pending[job.key] = f'waiting behind job {head}, first in VC "{job.vc}" ({order}): {why}'
+            result.pending[job.key] = blocked[job.vc]  # (one reason, shared: a queue may be long)
             result.queues[job.vc].append(job.key)
             continue
         refusal = capped.refusal(job, need)
         if refusal is not None:  # (its owner's cap holds it, not the VC: others' jobs go on)
-            result.pending[job.key] = refusal
+            result.pending[job.key] = [refusal]
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
-        refusal = _quota_refusal(vcs[job.vc], used[job.vc], need)
-        if refusal is not None and not job.may_borrow:
+        quota = _quota_refusal(vcs[job.vc], used[job.vc], need)
+        reason: Reason | None = None if quota is None else [quota]
+        if reason is not None and not job.may_borrow:
             # The nodes could not hold it either (others' tasks hold them, memory is short...): that
             # blocks it as much as the quota does, and more plainly, so it is said first. (A job
             # that may borrow is asked below.)
             fits, fitted = cluster.try_place(job, need, dry=True)
             if fits is None:
-                refusal = f"{cluster.why_not(job, need, fitted)}; {refusal}"
-        if refusal is None:
+                reason = [*cluster.why_not(job, need, fitted), *reason]
+        if reason is None:
             placements, fitted = cluster.try_place(job, need)
             if placements is not None:
                 result.placed[job.key] = placements
@@ -201,7 +208,7 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 used[job.vc] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
                 capped.take(job, need)
                 continue
-            refusal = cluster.why_not(job, need, fitted)
+            reason = cluster.why_not(job, need, fitted)
         elif job.may_borrow:
             lender = _lender(job, need, vcs, used, lenders)
             if lender is not None:
@@ -212,11 +219,12 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                     held = used[lender]
                     used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
                     continue
-                refusal = cluster.why_not(job, need, fitted)
+                reason = cluster.why_not(job, need, fitted)
             else:
-                refusal += "; no lending VC has that much idle quota"
-        result.pending[job.key] = refusal + kept.note(job)
-        blocked[job.vc] = (job.key, refusal)
+                reason = [*reason, t.NO_LENDER()]
+        result.pending[job.key] = reason + kept.note(job)
+        behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
+        blocked[job.vc] = [behind(job=job.key, vc=job.vc, why=reason)]
         result.queues.setdefault(job.vc, []).append(job.key)
     return result
 
@@ -252,14 +260,10 @@ class _HeldRooms:
         self.taken = {job.key: cluster.hold(job.held) for job in jobs if job.held}
         self.holder: JobRequest | None = None  # the job that has its room back for its turn
 
-    def note(self, job: JobRequest) -> str:
+    def note(self, job: JobRequest) -> Reason:
         """What a job left waiting is told of the room kept for others."""
         held = [(key, sorted({node.name for node, *_ in taken})) for key, taken in self.taken.items() if key != job.key]
-        return "".join(
-            f"; room on {', '.join(nodes)} is held for job {key} (its preemption freed it)"
-            for key, nodes in held
-            if nodes
-        )
+        return [t.HELD_ROOM(nodes=nodes, job=key) for key, nodes in held if nodes]
 
     def turn_of(self, job: JobRequest, result: PlacementResult) -> None:
         holder, self.holder = self.holder, None
@@ -277,34 +281,28 @@ class _UserCaps:
         self.vcs = vcs
         self.held = {name: dict(vc.gpus_by_user) for name, vc in vcs.items() if vc.user_gpu_limit is not None}
 
-    def never(self, job: JobRequest, need: _Need) -> str | None:
+    def never(self, job: JobRequest, need: _Need) -> Message | None:
         vc = self.vcs.get(job.vc)
         cap = vc.user_gpu_limit if vc is not None else None
         if cap is not None and need.gpu > cap:
-            return (
-                f'one user may hold at most {cap} GPUs in VC "{job.vc}" at once, job needs {need.gpu} '
-                "(it can never fit)"
-            )
+            return t.NEVER_FITS(why=t.USER_CAP_IN_ALL(cap=cap, vc=job.vc, need=need.gpu))
         return None
 
-    def refusal(self, job: JobRequest, need: _Need) -> str | None:
+    def refusal(self, job: JobRequest, need: _Need) -> Message | None:
         cap = self.vcs[job.vc].user_gpu_limit
         if cap is None or not need.gpu:
             return None
         held = self.held[job.vc].get(job.user, 0)
         if held + need.gpu <= cap:
             return None
-        return (
-            f'user {job.user} holds {held} of the {cap} GPUs one user may hold in VC "{job.vc}" at once, '
-            f"job needs {need.gpu}"
-        )
+        return t.USER_CAP(user=job.user, held=held, cap=cap, vc=job.vc, need=need.gpu)
 
     def take(self, job: JobRequest, need: _Need) -> None:
         if job.vc in self.held:
             self.held[job.vc][job.user] = self.held[job.vc].get(job.user, 0) + need.gpu
 
 
-def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> dict[int, str]:
+def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> dict[int, Reason]:
     """Job key -> why it can never fit the cluster as it is, for the jobs that cannot: the
     judgement `place` makes of each job first (the dashboard sorts waiting jobs by it without
     placing them). With no schedulable node at all, no job is judged: they all wait for nodes."""
@@ -317,8 +315,8 @@ def never_fitting(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[Jo
     for job in jobs:
         need = _Need.of(job)
         reason = down.judge(job, need, vcs) or capped.never(job, need)
-        if reason and not reason.endswith(WAITS_FOR_DOWN):
-            reasons[job.key] = reason
+        if reason and reason.code not in WAITS_FOR_DOWN:
+            reasons[job.key] = [reason]
     return reasons
 
 
@@ -367,14 +365,6 @@ def empty_shares(quotas: dict[str, Resources], totals: Resources) -> dict[str, l
 # ---- reasons -------------------------------------------------------------------------------
 
 
-def memory_text(mb: int) -> str:
-    return f"{mb // 1024} GB" if mb % 1024 == 0 and mb >= 1024 else f"{mb} MB"
-
-
-def _gpu_text(count: int, gpu_type: str | None) -> str:
-    return f"{count} x {gpu_type} GPUs" if gpu_type else f"{count} GPUs"
-
-
 class _Need(NamedTuple):
     """A job's totals (for quota and whole-job fits) and its biggest task (for never-fits checks)."""
 
@@ -401,24 +391,21 @@ class _Need(NamedTuple):
         return _Need(gpu, cpu, memory, top_gpu, top_cpu, top_memory)
 
 
-def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> str | None:
+def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> Message | None:
     (used_gpu, used_cpu, used_memory), (gpu, cpu, memory) = used, (need.gpu, need.cpu, need.memory_mb)
     if used_gpu + gpu > vc.limit.gpu:
-        return f'VC "{vc.name}" quota: {used_gpu} of {vc.limit.gpu} GPUs used, job needs {gpu}'
+        return t.QUOTA_GPU(vc=vc.name, used=used_gpu, limit=vc.limit.gpu, need=gpu)
     if used_cpu + cpu > vc.limit.cpu:
-        return f'VC "{vc.name}" quota: {used_cpu} of {vc.limit.cpu} CPUs used, job needs {cpu}'
+        return t.QUOTA_CPU(vc=vc.name, used=used_cpu, limit=vc.limit.cpu, need=cpu)
     if used_memory + memory > vc.limit.memory_mb:
-        return (
-            f'VC "{vc.name}" quota: {memory_text(used_memory)} of {memory_text(vc.limit.memory_mb)} memory used, '
-            f"job needs {memory_text(memory)}"
+        return t.QUOTA_MEMORY(
+            vc=vc.name, used=memory_text(used_memory), limit=memory_text(vc.limit.memory_mb), need=memory_text(memory)
         )
     return None
 
 
-NEVER = " (it can never fit)"
-LEFT_OVER = "the task left over: "  # (a gang's reason: why its last task fits no node the others leave)
-BUSY = "busy: other jobs' tasks hold "  # (nodes that would hold the task when idle)
-WAITS_FOR_DOWN = "(it waits for it)", "(it waits for them)"
+# The reasons of a job that waits for nodes that are down (it does not fit without them).
+WAITS_FOR_DOWN = frozenset({t.WAITS_FOR_NODE.code, t.WAITS_FOR_NODES.code})
 
 
 class _DownNodes:
@@ -431,7 +418,7 @@ class _DownNodes:
         self._states = nodes
         self._with_down: _Cluster | None = None
 
-    def judge(self, job: JobRequest, need: _Need, vcs: dict[str, VcState]) -> str | None:
+    def judge(self, job: JobRequest, need: _Need, vcs: dict[str, VcState]) -> Message | None:
         never = _never_fits(job, need, vcs, self.cluster)
         if never is None or not self.names:
             return never
@@ -441,42 +428,42 @@ class _DownNodes:
         limit = vc.limit_with_down if vc is not None else None
         if _never_fits(job, need, vcs, self._with_down, limit) is not None:
             return never
-        many = len(self.names) > 1
-        which = f"node{'s' if many else ''} {', '.join(self.names)} {'are' if many else 'is'} down"
-        return f"{never.removesuffix(NEVER)} while {which} {WAITS_FOR_DOWN[many]}"
+        why = never.params["why"] if never.code == t.NEVER_FITS.code else never
+        assert isinstance(why, Message)
+        if len(self.names) > 1:
+            return t.WAITS_FOR_NODES(why=why, nodes=self.names)
+        return t.WAITS_FOR_NODE(why=why, node=self.names[0])
 
 
 def _never_fits(
     job: JobRequest, need: _Need, vcs: dict[str, VcState], cluster: _Cluster, limit: Resources | None = None
-) -> str | None:
+) -> Message | None:
     """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC);
     `limit`: its VC's quota, when not the one it has now."""
     if not job.tasks:
-        return "the job has no tasks"
+        return t.NO_TASKS()
     if job.vc not in vcs:
-        return f'unknown virtual cluster "{job.vc}"'
+        return t.UNKNOWN_VC(vc=job.vc)
     if not cluster.nodes:
-        return "no schedulable node in the cluster"
+        return t.NO_NODE()
+    why = _too_big(job, need, cluster, limit or vcs[job.vc].limit)
+    return None if why is None else why if why.code == t.PORT_OUTSIDE.code else t.NEVER_FITS(why=why)
+
+
+def _too_big(job: JobRequest, need: _Need, cluster: _Cluster, limit: Resources) -> Message | None:
     gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
-    limit = limit or vcs[job.vc].limit
     if gpu > limit.gpu:
-        return f'VC "{job.vc}" quota is {limit.gpu} GPUs in all, job needs {gpu} (it can never fit)'
+        return t.QUOTA_IN_ALL_GPU(vc=job.vc, limit=limit.gpu, need=gpu)
     if cpu > limit.cpu:
-        return f'VC "{job.vc}" quota is {limit.cpu} CPUs in all, job needs {cpu} (it can never fit)'
+        return t.QUOTA_IN_ALL_CPU(vc=job.vc, limit=limit.cpu, need=cpu)
     if memory > limit.memory_mb:
-        return (
-            f'VC "{job.vc}" quota is {memory_text(limit.memory_mb)} memory in all, job needs {memory_text(memory)} '
-            "(it can never fit)"
-        )
+        return t.QUOTA_IN_ALL_MEMORY(vc=job.vc, limit=memory_text(limit.memory_mb), need=memory_text(memory))
     if need.task_gpu > cluster.max_gpus:
-        return f"needs {need.task_gpu} GPUs on one node; the largest node has {cluster.max_gpus} (it can never fit)"
+        return t.LARGEST_NODE_GPU(need=need.task_gpu, most=cluster.max_gpus)
     if need.task_cpu > cluster.max_cpus:
-        return f"needs {need.task_cpu} CPUs per task; the largest node has {cluster.max_cpus} (it can never fit)"
+        return t.LARGEST_NODE_CPU(need=need.task_cpu, most=cluster.max_cpus)
     if need.task_memory_mb > cluster.max_memory:
-        return (
-            f"needs {memory_text(need.task_memory_mb)} memory per task; the largest node has "
-            f"{memory_text(cluster.max_memory)} (it can never fit)"
-        )
+        return t.LARGEST_NODE_MEMORY(need=memory_text(need.task_memory_mb), most=memory_text(cluster.max_memory))
     checked: set[int] = set()
     for task in job.tasks:
         if id(task.ports) in checked:  # tasks of a role usually share one list
@@ -484,12 +471,10 @@ def _never_fits(
         checked.add(id(task.ports))
         for request in task.ports:
             if request.begin_at and (request.begin_at < 1 or request.begin_at + request.count - 1 > MAX_PORT):
-                return f'port "{request.label}" beginAt {request.begin_at} x {request.count} is outside 1-{MAX_PORT}'
+                begin_at, count = request.begin_at, request.count
+                return t.PORT_OUTSIDE(label=request.label, begin_at=begin_at, count=count, most=MAX_PORT)
             if not request.begin_at and request.count > cluster.max_port_range:
-                return (
-                    f'needs {request.count} "{request.label}" ports per task; the largest port range holds '
-                    f"{cluster.max_port_range} (it can never fit)"
-                )
+                return t.LARGEST_PORT_RANGE(count=request.count, label=request.label, most=cluster.max_port_range)
     return None
 
 
@@ -624,7 +609,7 @@ class _Cluster:
         self.max_memory = max((node.capacity.memory_mb for node in nodes), default=0)
         self.max_port_range = max((node.port_high - node.port_low + 1 for node in nodes), default=0)
         # the last try_place's task that fit no node once the job's other tasks were placed, and why
-        self.left_over: str | None = None
+        self.left_over: Reason | None = None
 
     def hold(self, rooms: Iterable[HeldRoom]) -> list[tuple[_Node, dict[str, list[int]], int, int]]:
         """What of `rooms` is free now, taken out of the pass; returned for give_back."""
@@ -772,7 +757,7 @@ class _Cluster:
                 fitted = len(log)
                 # Why, on the nodes as the job's placed tasks leave them (before they are undone).
                 why = self._why_task_does_not_fit(task, job.gpu_type)
-                self.left_over = why and why + self._busy_note(task, exclude=job_nodes)
+                self.left_over = None if why is None else [why, *self._busy_note(task, exclude=job_nodes)]
                 self._undo(log, job)
                 return None, fitted
             node, plan = found
@@ -792,7 +777,7 @@ class _Cluster:
                 return node, plan
         return None
 
-    def why_not(self, job: JobRequest, need: _Need, fitted: int) -> str:
+    def why_not(self, job: JobRequest, need: _Need, fitted: int) -> Reason:
         """Why the job does not fit now, with numbers: the first task that fits no node, else the gang."""
         seen_roles = set()
         for task in job.tasks:
@@ -801,21 +786,25 @@ class _Cluster:
             seen_roles.add(task.role)
             reason = self._why_task_does_not_fit(task, job.gpu_type)
             if reason:
-                return reason + self._busy_note(task)
-        gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
+                return [reason, *self._busy_note(task)]
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
         mixed = len({node.loopback for node in self.nodes}) > 1
-        left_over = f"; {LEFT_OVER}{self.left_over}" if self.left_over and len(job.tasks) > 1 else ""
-        return (
-            f"needs all {len(job.tasks)} tasks at once (gang): {_gpu_text(gpu, job.gpu_type)}, {cpu} CPUs, "
-            f"{memory_text(memory)} memory in all; only {fitted} of {len(job.tasks)} fit now "
-            f"({_gpu_text(free, job.gpu_type)} free in the cluster"
-            + ("; a job never spans a loopback-address node and nodes elsewhere)" if mixed else ")")
-            + left_over
+        gang = (t.GANG_LOOPBACK if mixed else t.GANG)(
+            tasks=len(job.tasks),
+            gpus=counted_gpus(need.gpu, job.gpu_type),
+            cpus=t.CPUS(count=need.cpu),
+            memory=memory_text(need.memory_mb),
+            fitted=fitted,
+            all=len(job.tasks),
+            free=counted_gpus(free, job.gpu_type),
         )
+        if not self.left_over or len(job.tasks) == 1:
+            return [gang]
+        why, *busy = self.left_over
+        return [gang, t.LEFT_OVER(why=why), *busy]
 
-    def _busy_note(self, task: TaskRequest, exclude: Iterable[_Node] = ()) -> str:
-        """`; busy: other jobs' tasks hold a, b`: the nodes that would hold the task when idle but
+    def _busy_note(self, task: TaskRequest, exclude: Iterable[_Node] = ()) -> Reason:
+        """`busy: other jobs' tasks hold a, b`: the nodes that would hold the task when idle but
         whose GPUs, CPUs or memory other jobs' tasks hold now (the job's own nodes left out)."""
         skip = set(exclude)
         busy = []
@@ -831,37 +820,37 @@ class _Cluster:
             if UNKNOWN_TOTAL not in short:  # (a total nobody told us: what holds it is unknown too)
                 busy.append(node.name)
         if not busy:
-            return ""
-        shown = ", ".join(busy[:5]) + (f" and {len(busy) - 5} more" if len(busy) > 5 else "")
-        return f"; {BUSY}{shown}"
+            return []
+        if len(busy) > 5:
+            return [t.BUSY_MORE(nodes=busy[:5], more=len(busy) - 5)]
+        return [t.BUSY(nodes=busy)]
 
-    def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> str | None:
+    def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> Message | None:
         room = self.nodes
-        among = ""
         if task.gpu:
             most, best_node = self._most_free_gpus(gpu_type)
             if most < task.gpu:
-                where = f" on {best_node.name}" if best_node and most else ""
-                return f"needs {_gpu_text(task.gpu, gpu_type)} on one node; largest free: {most}{where}"
+                if best_node and most:
+                    return t.LARGEST_FREE_GPU_ON(gpus=counted_gpus(task.gpu, gpu_type), most=most, node=best_node.name)
+                return t.LARGEST_FREE_GPU(gpus=counted_gpus(task.gpu, gpu_type), most=most)
             room = list(self._candidates(task.gpu, gpu_type, most_free_first=True))
-            among = f" among nodes with {_gpu_text(task.gpu, gpu_type)} free"
+        among = {"gpus": counted_gpus(task.gpu, gpu_type)} if task.gpu else {}
         best = max(room, key=lambda node: node.cpu)
         if best.cpu < task.cpu:
-            return f"needs {task.cpu} CPUs per task; largest free: {best.cpu} on {best.name}{among}"
+            cpus = t.LARGEST_FREE_CPU_AMONG if among else t.LARGEST_FREE_CPU
+            return cpus(need=task.cpu, most=best.cpu, node=best.name, **among)
         room = [node for node in room if node.cpu >= task.cpu]
         best = max(room, key=lambda node: node.memory)
         if best.memory < task.memory_mb:
-            return (
-                f"needs {memory_text(task.memory_mb)} memory per task; largest free: {memory_text(best.memory)} "
-                f"on {best.name}{among}"
-            )
+            memory = t.LARGEST_FREE_MEMORY_AMONG if among else t.LARGEST_FREE_MEMORY
+            return memory(need=memory_text(task.memory_mb), most=memory_text(best.memory), node=best.name, **among)
         room = [node for node in room if node.memory >= task.memory_mb]
         if any(node.plan([task], gpu_type) is not None for node in room):
             return None
         return _ports_refusal(task, len(room))
 
 
-def _ports_refusal(task: TaskRequest, nodes_with_room: int) -> str:
+def _ports_refusal(task: TaskRequest, nodes_with_room: int) -> Message:
     fixed = [
         f'{request.begin_at}-{request.begin_at + request.count - 1} ("{request.label}")'
         if request.count > 1
@@ -870,8 +859,11 @@ def _ports_refusal(task: TaskRequest, nodes_with_room: int) -> str:
         if request.begin_at
     ]
     wanted = sum(request.count for request in task.ports if not request.begin_at)
-    parts = ([f"host ports {', '.join(fixed)}"] if fixed else []) + ([f"{wanted} free host ports"] if wanted else [])
-    return f"needs {' and '.join(parts)} on one node; not free on any of the {nodes_with_room} nodes with room"
+    if fixed and wanted:
+        return t.PORTS_TAKEN_BOTH(ports=fixed, count=wanted, nodes=nodes_with_room)
+    if fixed:
+        return t.PORTS_TAKEN_FIXED(ports=fixed, nodes=nodes_with_room)
+    return t.PORTS_TAKEN_FREE(count=wanted, nodes=nodes_with_room)
 
 
 def _in_job_order(job: JobRequest, log: list[tuple[_Node, TaskPlacement, str | None]]) -> list[TaskPlacement]:

@@ -10,9 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from clusters.models import Gpu, GpuType, Node
+from clusters.models import Gpu, GpuType, Node, down_reason_fields
 from clusters.slurm import client, commands
 from clusters.slurm.status import SlurmNode, parse_nodes
+from clusters.slurm.texts import NODE_STATE, NODE_STATE_WHY
 
 log = logging.getLogger("pai.slurm")
 
@@ -45,7 +46,11 @@ def sync_nodes(nodes: list[SlurmNode]) -> None:
     gpu_types = {name: GpuType.objects.get_or_create(name=name)[0] for n in nodes for name in n.gpus if name}
     for slurm_node in nodes:
         usable = slurm_node.usable
-        reason = f"Slurm: {slurm_node.state}" + (f" ({slurm_node.reason})" if slurm_node.reason else "")
+        reason = (
+            NODE_STATE_WHY(state=slurm_node.state, why=slurm_node.reason)
+            if slurm_node.reason
+            else NODE_STATE(state=slurm_node.state)
+        )
         with transaction.atomic():
             node, _ = Node.objects.get_or_create(
                 name=slurm_node.name,
@@ -60,7 +65,7 @@ def sync_nodes(nodes: list[SlurmNode]) -> None:
                 "memory_mb": slurm_node.memory_mb,
                 "slurm_partition": slurm_node.partition,
                 "slurm_state": slurm_node.state,
-                "down_reason": "" if usable else reason,
+                **down_reason_fields([] if usable else [reason]),
             }
             if usable and node.down_since is not None:
                 wanted["down_since"] = None

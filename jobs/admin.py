@@ -84,6 +84,7 @@ class JobAdmin(admin.ModelAdmin):
         "config_text",
         "spec",
         "pending_reason",
+        "pending_reason_messages",
         "exit_diagnostics",
         "ssh_public_key",
     )
@@ -122,7 +123,8 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Why it waits"))
     def why_waiting(self, job: Job) -> str:
-        return shown("pending_reason", job.pending_reason) if job.pending_reason else ""
+        show = SHOWN.get("pending_reason")  # (given the job: its reason's parts are stored beside the English)
+        return "" if not job.pending_reason else show(job) if show else job.pending_reason
 
     @admin.display(description=_("Exit diagnostics"))
     def diagnostics(self, job: Job) -> str:

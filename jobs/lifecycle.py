@@ -15,6 +15,7 @@ portal's otherwise (its stamp of the start, its sight of the end); `run_times` d
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -25,12 +26,17 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from catalogue import Message
+from catalogue.reasons import StoredParts
+from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, RETRY, RUN_AGAIN
 from jobs import notifications
-from jobs.models import Job, JobEvent, Task, TaskAttempt
+from jobs.models import Job, JobEvent, Task, TaskAttempt, pending_reason_fields
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
 if TYPE_CHECKING:
     from clusters.models import VirtualCluster
+
+NO_REASON = pending_reason_fields([])  # a job that waits no longer
 
 
 @dataclass(frozen=True)
@@ -169,7 +175,7 @@ def claim_for_launch(
             {"execution_type": Job.ExecutionType.START},
             job_attempt=F("job_attempt") + 1,
             launched_at=timezone.now(),
-            pending_reason="",
+            **NO_REASON,
             stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
             preempted_by=None,
             ending_at_time_limit=False,
@@ -235,18 +241,20 @@ def set_priority_class(job: Job, name: str, number: int, by_name: str) -> bool:
     return changed
 
 
-def set_pending_reason(job_id: int, reason: str) -> None:
+def set_pending_reason(job_id: int, reason: Sequence[Message]) -> None:
     set_pending_reasons({job_id: reason})
 
 
-def set_pending_reasons(reasons: dict[int, str]) -> None:
-    """Why each of these waiting jobs waits (job id -> reason): one UPDATE per distinct reason, as
-    a pass gives most of the queue the same few reasons."""
-    by_reason: dict[str, list[int]] = {}
+def set_pending_reasons(reasons: Mapping[int, Sequence[Message]], stored: StoredParts | None = None) -> None:
+    """Why each of these waiting jobs waits (job id -> its parts): one UPDATE per distinct reason,
+    as a pass gives most of the queue the same few reasons (`stored`: the pass's, to work each
+    message out once)."""
+    stored = stored or StoredParts()
+    by_reason: dict[tuple[str, ...], tuple[Sequence[Message], list[int]]] = {}
     for job_id, reason in reasons.items():
-        by_reason.setdefault(reason, []).append(job_id)
-    for reason, job_ids in by_reason.items():
-        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(pending_reason=reason)
+        by_reason.setdefault(stored.key(reason), (reason, []))[1].append(job_id)
+    for reason, job_ids in by_reason.values():
+        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(**pending_reason_fields(reason))
 
 
 def release_held(job_ids: list[int]) -> bool:
@@ -255,7 +263,7 @@ def release_held(job_ids: list[int]) -> bool:
         return False
     return bool(
         Job.objects.filter(pk__in=job_ids, held=True, state=JobState.WAITING).update(
-            held=False, pending_reason="", updated_at=timezone.now()
+            held=False, updated_at=timezone.now(), **NO_REASON
         )
     )
 
@@ -440,6 +448,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         else None
     )
     who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
+    note = PREEMPTED_BY(job=by.full_name, vc=by.virtual_cluster.name) if by else PREEMPTED_BY_HIGHER()
     with transaction.atomic():
         stop_tasks(job, exit_code, diagnostics=f"{phrase}: preempted by {who}", user_codes=user_codes)
         requeued = _move_job(
@@ -449,7 +458,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             preemptions=F("preemptions") + 1,
             preempted_by=None,
             stop_deadline=None,
-            pending_reason=f"Preempted by {who}; waiting to run again.",
+            **pending_reason_fields([note, RUN_AGAIN()]),
             launched_at=None,
             borrowed_from=None,
         )
@@ -578,7 +587,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
                 exit_diagnostics=diagnostics[reason],
                 completed_at=now,
                 updated_at=now,
-                pending_reason="",
+                **NO_REASON,
                 stop_deadline=None,
                 stop_reason="",
                 preempted_by=None,
@@ -602,7 +611,7 @@ def finish_stopping(
             exit_code=exit_code,
             exit_diagnostics=diagnostics,
             completed_at=timezone.now(),
-            pending_reason="",
+            **NO_REASON,
             stop_deadline=None,
             stop_reason="",
             preempted_by=None,
@@ -668,7 +677,7 @@ def refuse(job: Job, exit_code: int, reason: str) -> bool:
             user_exit_code=None,
             exit_diagnostics=reason,
             completed_at=timezone.now(),
-            pending_reason="",
+            **NO_REASON,
         )
         if done:
             _, to_state = _task_states("stop_task")
@@ -743,7 +752,7 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             "requeue_for_retry",
             retries_used=F("retries_used") + (1 if charged else 0),
             transient_retries=F("transient_retries") + (0 if charged else 1),
-            pending_reason="Waiting to be placed again for a retry.",
+            **pending_reason_fields([RETRY()]),
             borrowed_from=None,
             launched_at=None,  # the next attempt's launch; the ended one's times are in its TaskAttempts
         )
@@ -769,7 +778,7 @@ def restart(job: Job, by_name: str) -> None:
             execution_type=Job.ExecutionType.START,
             retries_used=0,
             transient_retries=0,
-            pending_reason="",
+            **NO_REASON,
             exit_code=None,
             user_exit_code=None,
             exit_diagnostics="",

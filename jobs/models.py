@@ -1,12 +1,15 @@
 """The job and its tasks, as recorded by submission and the scheduler loop."""
 
-from typing import ClassVar, cast
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils.translation import gettext_lazy as _
 
+from catalogue import Message
+from catalogue.reasons import reason_columns
 from jobs.fields import OrderedJSONField
 from jobs.protocol.spec import NormalizedSpec
 from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
@@ -27,6 +30,12 @@ __all__ = [
     "Webhook",
     "WebhookDelivery",
 ]
+
+
+def pending_reason_fields(reason: Sequence[Message]) -> dict[str, Any]:
+    """The columns that say why a job waits, for an update (every writer goes through here): its
+    parts as messages and, joined, in English. An empty reason clears both."""
+    return reason_columns("pending_reason", reason)
 
 
 class Job(models.Model):
@@ -86,8 +95,11 @@ class Job(models.Model):
     # submit); null: none. Counted from each launch (launched_at).
     time_limit_seconds = models.PositiveIntegerField(null=True, blank=True)
 
-    # Why the job is still WAITING, with numbers ("needs 4 x P100 GPUs ...").
+    # Why the job is still WAITING, with numbers ("needs 4 x P100 GPUs ..."): in English (the API's
+    # pendingReason), and its parts as messages ({"code", "params", "message"}: the pages render
+    # them in the reader's language). Written together, by pending_reason_fields only.
     pending_reason = models.TextField(blank=True, default="")
+    pending_reason_messages = models.JSONField(default=list, blank=True)
     # WAITING for its dependencies (JobDependency) or its sweep's cap: out of every queue till then.
     held = models.BooleanField(default=False)
     # A run of a sweep: which, and the values it runs with (its place: sweep_index).

@@ -8,13 +8,13 @@ bigger than any node), on the same inputs (scheduling.quota).
 from __future__ import annotations
 
 from clusters.models import Node, VirtualCluster
-from clusters.placement import JobRequest, never_fitting, place
+from clusters.placement import JobRequest, Reason, never_fitting, place
 from jobs.models import Job
 from jobs.protocol.spec import gpu_type
 from scheduling.quota import SpecCache, cluster_state, task_requests
 
 
-def never_fits_reason(job: Job) -> str | None:
+def never_fits_reason(job: Job) -> Reason | None:
     """Why the job can never fit the cluster as it is, or None when it may run some day. A Slurm
     VC's jobs are Slurm's to judge: it says why they wait (PartitionConfig...) once submitted."""
     if job.virtual_cluster.slurm_partition:
@@ -30,7 +30,7 @@ def never_fits_reason(job: Job) -> str | None:
     return result.pending.get(job.pk) if job.pk in result.never_fits else None
 
 
-def never_fitting_jobs(jobs: list[tuple[int, str]]) -> dict[int, str]:
+def never_fitting_jobs(jobs: list[tuple[int, str]]) -> dict[int, Reason]:
     """Of these (job id, VC name) pairs, the jobs that can never fit the cluster as it is, with
     why: the same judgement, made for many waiting jobs at once without placing them (Slurm
     VCs' jobs are left to Slurm, as above)."""

@@ -7,16 +7,21 @@ held: one indexed query."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from django.db.models import Count
 
+from catalogue import Message
+from catalogue.reasons import Reason, stored_parts
 from jobs import lifecycle
 from jobs.models import Job, JobDependency, JobState, Sweep
-from jobs.protocol.dependencies import never_reason, verdict, waiting_reason
+from jobs.protocol.dependencies import never_reason, verdict
 from jobs.protocol.exitspec import ExitCode
 from jobs.states import FINISHED_JOB_STATES
+from scheduling.texts import DEPENDENCY, SWEEP_SLOT
 
-HELD_COLUMNS = ("pk", "pending_reason", "sweep_id", "sweep_index")
+HELD_COLUMNS = ("pk", "pending_reason_messages", "sweep_id", "sweep_index")
+Said = list[dict[str, Any]]  # a held job's reason as stored
 
 
 def judge_held_jobs() -> bool:
@@ -34,8 +39,8 @@ def judge_held_jobs() -> bool:
         job_id__in=[row[0] for row in held]
     ).values_list("job_id", "kind", "depends_on__owner__username", "depends_on__name", "depends_on__state"):
         waits[job_id].append((kind, f"{owner}~{name}", state))
-    ready: list[tuple[int, str, int | None, int | None]] = []
-    reasons: dict[int, str] = {}
+    ready: list[tuple[int, Said, int | None, int | None]] = []
+    reasons: dict[int, Reason] = {}
     ended = False
     for job_id, said, sweep_id, index in held:
         judged = [(verdict(kind, state), kind, name, state) for kind, name, state in waits[job_id]]
@@ -46,8 +51,8 @@ def judge_held_jobs() -> bool:
             continue
         waiting = [waiting_reason(kind, name, state) for outcome, kind, name, state in judged if outcome == "waiting"]
         if waiting:
-            if "; ".join(waiting) != said:
-                reasons[job_id] = "; ".join(waiting)
+            if stored_parts(waiting) != said:
+                reasons[job_id] = waiting
         else:
             ready.append((job_id, said, sweep_id, index))
     released, slot_reasons = _within_sweep_caps(ready)
@@ -56,7 +61,12 @@ def judge_held_jobs() -> bool:
     return lifecycle.release_held(released) or ended
 
 
-def _within_sweep_caps(ready: list[tuple[int, str, int | None, int | None]]) -> tuple[list[int], dict[int, str]]:
+def waiting_reason(kind: str, job_name: str, state: str) -> Message:
+    """`waiting for job alice~prep to succeed (afterok; it is RUNNING)`."""
+    return DEPENDENCY[kind](job=job_name, state=state)
+
+
+def _within_sweep_caps(ready: list[tuple[int, Said, int | None, int | None]]) -> tuple[list[int], dict[int, Reason]]:
     """Of the jobs whose dependencies are met, those their sweep's cap lets run now (by run index),
     and why each other one waits."""
     capped = {row[2] for row in ready if row[2] is not None}
@@ -69,7 +79,7 @@ def _within_sweep_caps(ready: list[tuple[int, str, int | None, int | None]]) -> 
         .values_list("sweep_id", "count")
     )
     released: list[int] = []
-    reasons: dict[int, str] = {}
+    reasons: dict[int, Reason] = {}
     for job_id, said, sweep_id, _index in sorted(ready, key=lambda row: (row[2] or 0, row[3] or 0)):
         sweep = sweeps.get(sweep_id) if sweep_id is not None else None
         if sweep is None or sweep.max_concurrent is None:  # (no cap: read with max_concurrent set)
@@ -80,9 +90,7 @@ def _within_sweep_caps(ready: list[tuple[int, str, int | None, int | None]]) -> 
             released.append(job_id)
             active[sweep.pk] = running + 1
         else:
-            reason = (
-                f"waiting for a slot: sweep {sweep.name} runs at most {sweep.max_concurrent} at once ({running} now)"
-            )
-            if reason != said:
+            reason = [SWEEP_SLOT(sweep=sweep.name, cap=sweep.max_concurrent, now=running)]
+            if stored_parts(reason) != said:
                 reasons[job_id] = reason
     return released, reasons

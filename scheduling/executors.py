@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from docker.errors import APIError, DockerException
 
+from catalogue import Message
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -47,13 +48,16 @@ from clusters.executors.base import (
     TaskStatus,
 )
 from clusters.executors.docker import DockerExecutor
-from clusters.executors.plain_errors import plain_error
+from clusters.executors.plain_errors import number, plain_cause
 from clusters.executors.registry import executor_for
 from clusters.models import Node
+from scheduling.texts import CALL_LATE, CALL_UNANSWERED, LANE_BUSY, LANE_LAST_ERROR, LANE_SILENT, NODE
 
 log = logging.getLogger("pai.scheduler")
 
 T = TypeVar("T")
+# What a node or a call said: the portal's own messages, or an engine's words as they are.
+Said = str | list[Message]
 
 # The sampler's process reads many tasks' resources in one call: it may take longer than a pass's.
 SAMPLE_DEADLINE_S = 30.0
@@ -68,7 +72,7 @@ class NodeSilent(ExecutorError):
     """A call the node's engine did not answer in time, or one not sent because an earlier call
     to it is still running: the node does not answer now (the heartbeat decides whether it is down)."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str | list[Message]) -> None:
         super().__init__(message, Failure.NODE_LOST)
 
 
@@ -91,7 +95,7 @@ class Lane:
         self,
         name: str,
         *,
-        label: str = "",
+        label: Message | None = None,
         unreachable: Callable[[BaseException], bool] | None = None,
         late_answers_count: bool = False,
     ) -> None:
@@ -99,11 +103,11 @@ class Lane:
         # Whether an answer past its call's deadline is an answer (the Slurm controller's: its late
         # reads are used; an engine's are not: one that answers every call late is silent).
         self.late_answers_count = late_answers_count
-        self.label = label or f"node {name}"  # as the lane's silence is told
+        self.label = label or NODE(node=name)  # as the lane's silence is told
         self._unreachable = unreachable or _unreachable
         self.born = time.monotonic()
         self.last_answer: float | None = None  # monotonic time of the last call that returned
-        self.last_error = ""
+        self.last_error: Said = ""  # why its last call was no answer, if it was not
         self.answering = True  # False from an overrun or an unreachable engine until a call returns
         self.missed_cleanup = False  # a stop or a network removal it did not take: reconcile it
         self._lock = threading.Lock()
@@ -121,11 +125,14 @@ class Lane:
         node gets no other call, and no new work, until it returns."""
         return bool(self._busy_with)
 
-    def silence(self) -> str:
-        running = time.monotonic() - self._busy_since
-        busy = f"; its call `{self._busy_with}` has run {running:.0f} s" if self.busy() else ""
-        error = f"; last error: {self.last_error}" if self.last_error else ""
-        return f"{self.label} has not answered for {self.silent_for():.0f} s{busy}{error}"
+    def silence(self) -> list[Message]:
+        """What the lane says while it does not answer: how long, the call that runs on, its last error."""
+        said = [LANE_SILENT(lane=self.label, seconds=round(self.silent_for()))]
+        if self.busy():
+            said.append(LANE_BUSY(call=self._busy_with, seconds=round(time.monotonic() - self._busy_since)))
+        if self.last_error:
+            said.append(LANE_LAST_ERROR(error=self.last_error))
+        return said
 
     def silent_for(self) -> float:
         """Seconds since its last answer (since the lane was made, before any)."""
@@ -163,7 +170,7 @@ class Lane:
         except FutureTimeout:
             if answering:
                 self.answering = False
-                self.last_error = f"`{what}` did not answer within {wait:g} s"
+                self.last_error = [CALL_UNANSWERED(call=what, seconds=number(wait))]
                 log.warning("%s: %s; going on without it", self.label, self.last_error)
             raise NodeSilent(self.silence()) from None
 
@@ -192,7 +199,7 @@ class Lane:
                     self._answered(what, began, deadline, answered=not lost, error=result.diagnostics if lost else "")
                 future.set_result(result)
 
-    def _answered(self, what: str, began: float, deadline: float, *, answered: bool, error: str) -> None:
+    def _answered(self, what: str, began: float, deadline: float, *, answered: bool, error: Said) -> None:
         """Account for a call that returned (under the lock): an answer within its deadline is the
         node's answer; a late one is not (the node stays silent, its next call a probe)."""
         took = time.monotonic() - began
@@ -201,7 +208,7 @@ class Lane:
             self.answering, self.last_error = True, ""
         elif answered:
             self.answering = False
-            self.last_error = f"`{what}` answered after {took:.1f} s, past its deadline of {deadline:g} s"
+            self.last_error = [CALL_LATE(call=what, took=round(took, 1), deadline=number(deadline))]
         else:
             self.answering, self.last_error = False, error
 
@@ -385,7 +392,7 @@ def node_executor(node: Node) -> Executor:
     return executor if lane is None else Bulkheaded(executor, lane)
 
 
-def ping(node: Node) -> str | None:
+def ping(node: Node) -> Said | None:
     """None when the node's backend answers, else why not (in plain words)."""
     try:
         node_executor(node).ping()
@@ -394,10 +401,12 @@ def ping(node: Node) -> str | None:
     return None
 
 
-def error_text(exc: BaseException) -> str:
-    """An executor's own sentence as it is; any other error (the engine's client's, raw) in plain
-    words (clusters.executors.plain_errors), its whole chain in the log."""
+def error_text(exc: BaseException) -> Said:
+    """An executor's own sentence as it is (its messages, when it is one of the portal's); any other
+    error (the engine's client's, raw) in plain words (clusters.executors.plain_errors), its whole
+    chain in the log."""
     if isinstance(exc, ExecutorError):
-        return str(exc)
+        return exc.messages or str(exc)
     log.info("an engine call failed: %r", exc)
-    return plain_error(exc)
+    cause = plain_cause(exc)
+    return [cause] if isinstance(cause, Message) else cause

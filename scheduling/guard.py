@@ -23,12 +23,14 @@ from contextlib import contextmanager
 from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
+from catalogue import Message
 from jobs import lifecycle
 from jobs.lifecycle import TaskExit
 from jobs.models import Job, JobState, TaskState
 from jobs.protocol.exitspec import ExitCode, exit_info
 from scheduling.backends import Backends
 from scheduling.teardown import stop_job
+from scheduling.texts import SCHEDULER_FAILED
 
 log = logging.getLogger("pai.scheduler")
 
@@ -54,7 +56,8 @@ def job_guard(job_id: int, backends: Backends, doing: str, *, task_id: int | Non
             raise
         log.exception("job %s: could not %s; that job alone is failed", job_id, doing)
         try:
-            fail_alone(job_id, backends, f"the scheduler could not {doing}: {type(exc).__name__}: {exc}", task_id)
+            reason = SCHEDULER_FAILED(doing=doing, error=f"{type(exc).__name__}: {exc}")
+            fail_alone(job_id, backends, reason, task_id)
         except Exception as failure:
             if isinstance(failure, DATABASE_ERRORS) and not database_answers():
                 raise  # (its failure is recorded when the pass runs again)
@@ -81,12 +84,12 @@ def database_answers() -> bool:
     return connection.connection is not None and connection.is_usable()
 
 
-def fail_alone(job_id: int, backends: Backends, reason: str, task_id: int | None = None) -> None:
+def fail_alone(job_id: int, backends: Backends, reason: Message, task_id: int | None = None) -> None:
     """Fail a running job because of `reason` (its task `task_id`, or any still active, ends with
     the platform's exit first); a waiting one waits with `reason` as why."""
     job = Job.objects.select_related("owner", "virtual_cluster").get(pk=job_id)
     if job.state == JobState.WAITING:
-        lifecycle.set_pending_reason(job.pk, reason)
+        lifecycle.set_pending_reason(job.pk, [reason])
         return
     if job.state != JobState.RUNNING:
         return
@@ -98,7 +101,7 @@ def fail_alone(job_id: int, backends: Backends, reason: str, task_id: int | None
         exit_code=info.code,
         user_exit_code=None,
         phrase=info.phrase,
-        diagnostics=f"{info.phrase}: {reason}",
+        diagnostics=f"{info.phrase}: {reason.text}",
         finished_at=timezone.now(),
     )
     try:  # whatever the job runs or holds is stopped, as at any other end

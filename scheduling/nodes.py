@@ -11,13 +11,16 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.utils import timezone
 
+from catalogue import joined
+from catalogue.reasons import Reason
 from clusters.executors.base import Executor, Failure, TaskStatus
-from clusters.models import Node
+from clusters.models import Node, down_reason_fields
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
 from scheduling import ending, executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
+from scheduling.texts import SILENT_FOR
 
 log = logging.getLogger("pai.scheduler")
 
@@ -25,17 +28,17 @@ log = logging.getLogger("pai.scheduler")
 HOLDING_JOB_STATES = (JobState.RUNNING, JobState.STOPPING)
 
 
-def set_down(node: Node, reason: str) -> bool:
+def set_down(node: Node, reason: Reason) -> bool:
     """Mark the node down with its reason, once (False when it already was)."""
     if not Node.objects.filter(pk=node.pk, down_since__isnull=True).update(
-        down_since=timezone.now(), down_reason=reason
+        down_since=timezone.now(), **down_reason_fields(reason)
     ):
         return False
-    log.warning("node %s is down: %s", node.name, reason)
+    log.warning("node %s is down: %s", node.name, joined(reason))
     return True
 
 
-def mark_node_down(node: Node, reason: str, backends: Backends) -> None:
+def mark_node_down(node: Node, reason: Reason, backends: Backends) -> None:
     """Placement skips the node from now on; each task it was running is recorded as lost (the
     exit spec's transient -1001), so its job is retried elsewhere, free of charge."""
     if not set_down(node, reason):
@@ -43,7 +46,8 @@ def mark_node_down(node: Node, reason: str, backends: Backends) -> None:
     tasks = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
     jobs: dict[int, Job] = {}
     for task in tasks.select_related("node", "job"):
-        lost = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=f"node {node.name} {reason}")
+        diagnostics = f"node {node.name} {joined(reason)}"
+        lost = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=diagnostics)
         ending.record_exit(task, lost)
         jobs[task.job_id] = task.job
     for job in jobs.values():
@@ -179,13 +183,13 @@ class Heartbeat:
                 continue
             silent_for = now - max(answered, first_seen)
             if silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
-                mark_node_down(node, f"did not answer for {silent_for:.0f} s: {error}", backends)
+                mark_node_down(node, [SILENT_FOR(seconds=round(silent_for), error=error)], backends)
                 self._seen_down[node.pk] = now
                 changed = True
         return changed
 
     def _take_back(self, node: Node, lane: executors.Lane | None) -> bool:
-        Node.objects.filter(pk=node.pk).update(down_since=None, down_reason="")
+        Node.objects.filter(pk=node.pk).update(down_since=None, **down_reason_fields([]))
         self._seen_down.pop(node.pk, None)
         log.info("node %s answers again; schedulable", node.name)
         # What it ran before it went silent was recorded lost: removed before new work comes.

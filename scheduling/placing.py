@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 
 from django.db.models import Count, Max, QuerySet
 
+from catalogue import Message
+from catalogue.reasons import Reason, StoredParts, stored_reason
 from clusters.models import Node, VirtualCluster
 from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
@@ -26,6 +28,7 @@ from scheduling.preempting import Preempter, with_preempted_note
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
 from scheduling.terminating import Terminator
+from scheduling.texts import AVOIDING_NODES, NODE_DOWN
 
 WAITING_BATCH = 2000
 WAITING_COLUMNS = (
@@ -33,7 +36,7 @@ WAITING_COLUMNS = (
     "virtual_cluster__name",
     "priority",
     "created_at",
-    "pending_reason",
+    "pending_reason_messages",
     "owner__username",
     "time_limit_seconds",
     "priority_class",
@@ -52,7 +55,7 @@ class WaitingJob(NamedTuple):
     vc: str
     priority: int
     created_at: datetime
-    pending_reason: str
+    said: list[dict[str, Any]]  # its pending reason as stored (pending_reason_messages)
     owner: str
     time_limit_seconds: int | None
     priority_class: str
@@ -122,26 +125,24 @@ class Placer:
             self.preempter.release(set(holders), set(result.placed))
         limits = {row.pk: row.time_limit_seconds for row in rows}
         sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
-        for job_id, note in gate.notes.items():
-            if job_id in result.pending:
-                result.pending[job_id] += f" (avoiding nodes that cannot mount its storage: {note})"
+        with_storage_notes(result.pending, gate.notes)
         result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
         self._borrowed = result.borrowed
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
         kinds = self.backends.node_kinds()
-        down = "; ".join(
-            f"node {n.name} is down ({n.down_reason})"
+        down = [
+            NODE_DOWN(node=n.name, why=stored_reason(n.down_reason_messages) or n.down_reason)
             for n in nodes
             if n.down_since is not None and n.executor not in kinds
+        ]
+        said = {row.pk: row.said for row in rows}
+        reasons = {job: with_preempted_note(said[job], reason + down) for job, reason in result.pending.items()}
+        stored = StoredParts()
+        lifecycle.set_pending_reasons(
+            {job_id: reason for job_id, reason in reasons.items() if said[job_id] != stored.parts(reason)}, stored
         )
-        said = {row.pk: row.pending_reason for row in rows}
-        reasons = {
-            job_id: with_preempted_note(said[job_id], f"{reason}; {down}" if down else reason)
-            for job_id, reason in result.pending.items()
-        }
-        lifecycle.set_pending_reasons({job_id: reason for job_id, reason in reasons.items() if said[job_id] != reason})
         # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
         # next pass really means nothing new arrived. After a launch the next pass looks again:
         # a start that failed may have put its job back in the queue already.
@@ -207,6 +208,14 @@ class Placer:
                     task.node = by_id[task.node_id] if task.node_id is not None else None
                 claimed.append((job, tasks))
         self.starter.start_claimed(claimed)
+
+
+def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message]]) -> None:
+    """Each waiting job that avoids nodes which cannot mount its storage says which and why (said
+    of its reason's last part, in parentheses)."""
+    for job_id, note in notes.items():
+        if reason := pending.get(job_id):
+            pending[job_id] = [*reason[:-1], AVOIDING_NODES(why=reason[-1], nodes=note)]
 
 
 def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:

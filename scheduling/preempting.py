@@ -21,14 +21,17 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import timedelta
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from catalogue.reasons import Reason, stored_reason
 from clusters.placement import HeldRoom, JobRequest, NodeState, PlacementResult, VcState
 from clusters.preemption import Holding, Preemption, RunningJob, plan_preemptions
+from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, PREEMPTING, RECLAIMING
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.exitspec import ExitCode, exit_info
@@ -39,15 +42,17 @@ from scheduling.models import HeldRoom as HeldRoomRow
 from scheduling.teardown import stop_job
 from scheduling.terminating import Terminator, grace_of
 
-PREEMPTED = "Preempted by "  # how lifecycle.requeue_preempted's waiting reason begins
+# How lifecycle.requeue_preempted's waiting reason begins.
+PREEMPTED = frozenset({PREEMPTED_BY.code, PREEMPTED_BY_HIGHER.code})
 
 
-def with_preempted_note(said: str, reason: str) -> str:
-    """A preempted job's waiting reason keeps saying who preempted it, before why it waits now."""
-    if not said.startswith(PREEMPTED):
+def with_preempted_note(said: list[dict[str, Any]], reason: Reason) -> Reason:
+    """A preempted job's waiting reason keeps saying who preempted it, before why it waits now
+    (`said`: its reason as stored)."""
+    note = stored_reason(said[:1])
+    if not note or note[0].code not in PREEMPTED:
         return reason
-    note = said.split("; ", 1)[0]
-    return reason if reason.startswith(note) else f"{note}; {reason}"
+    return reason if reason[:1] == note else [*note, *reason]
 
 
 RUNNING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state")
@@ -83,7 +88,7 @@ class Preempter:
 
     def decide(
         self, nodes: list[NodeState], vcs: dict[str, VcState], requests: list[JobRequest], result: PlacementResult
-    ) -> dict[int, str]:
+    ) -> dict[int, Reason]:
         """Begin the preemptions placement's result calls for; the waiting reason of each job that
         preempts (or waits for jobs preempted already), by job id."""
         waiting = [job for job in requests if job.key in result.pending and job.key not in result.never_fits]
@@ -100,7 +105,7 @@ class Preempter:
         plans = plan_preemptions(nodes, vcs, requests, running, result)
         return {key: self._begin(plan) for key, plan in plans.items()}
 
-    def _begin(self, plan: Preemption) -> str:
+    def _begin(self, plan: Preemption) -> Reason:
         by = Job.objects.select_related("owner", "virtual_cluster").get(pk=plan.job)
         now = timezone.now()
         victims = Job.objects.select_related("owner").in_bulk(list(plan.victims) + list(plan.awaiting))
@@ -113,16 +118,10 @@ class Preempter:
                     victim.refresh_from_db()
                     self.terminator.signal(victim, list(victim.tasks.select_related("node")))
         ending = [victims[key] for key in plan.victims + plan.awaiting if key in victims]
-        names = ", ".join(job.full_name for job in ending)
+        names = [job.full_name for job in ending]
         if ending and all(job.borrowed_from_id is not None for job in ending):
-            return (
-                f'reclaiming VC "{plan.vc}"\'s quota from job(s) {names} (running on it borrowed) to make room for '
-                "its whole gang; it starts when they have ended (their grace period at most)"
-            )
-        return (
-            f'preempting job(s) {names} of VC "{plan.vc}" (a lower priority class) to make room for its whole '
-            "gang; it starts when they have ended (their grace period at most)"
-        )
+            return [RECLAIMING(vc=plan.vc, jobs=names)]
+        return [PREEMPTING(jobs=names, vc=plan.vc)]
 
     def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:
         """The running jobs holding these VCs' quota that could make room: those below the VC's

@@ -34,12 +34,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from catalogue.reasons import Reason, stored_parts
 from clusters.executors.base import TaskHandle
 from clusters.executors.process import PROJECT_ROOT
 from clusters.models import Node, VirtualCluster
@@ -55,6 +57,7 @@ from clusters.slurm.reasons import (
     refusal_reason,
 )
 from clusters.slurm.status import SlurmJob, SlurmNode, parse_nodes, parse_queue
+from clusters.slurm.texts import ENDED_EARLY, SUBMITTED
 from clusters.slurm_nodes import sync_nodes
 from jobs import lifecycle
 from jobs.lifecycle import Placement
@@ -215,7 +218,7 @@ class SlurmBackend:
                 held=False,
             )
             .order_by("-priority", "created_at", "id")
-            .values_list("pk", "job_attempt", "virtual_cluster_id", "pending_reason")
+            .values_list("pk", "job_attempt", "virtual_cluster_id", "pending_reason_messages")
         )
         seen = set()
         self._awaiting = {}
@@ -227,7 +230,7 @@ class SlurmBackend:
         self._probe_dirs = {key: path for key, path in self._probe_dirs.items() if key[0] in seen}
         return changed
 
-    def _pass_waiting(self, pk: int, attempt: int, partition: str, said: str, fresh: bool) -> bool:
+    def _pass_waiting(self, pk: int, attempt: int, partition: str, said: list[dict[str, Any]], fresh: bool) -> bool:
         """One waiting job's share of a pass: submitted, launched, or its pending reason told."""
         name = commands.job_name(settings.PAI_SLURM_JOB_PREFIX, pk, attempt)
         found = self._queue.get(name)
@@ -322,10 +325,9 @@ class SlurmBackend:
             return self.submit(job, attempt, partition)
         if ends == EARLY_ENDS_ALLOWED + 1:
             log_tail = read_tail(str(job_dir(job.pk, attempt) / "batch.log"), 300).strip()
+            times = EARLY_ENDS_ALLOWED + 1
             lifecycle.set_pending_reason(
-                job.pk,
-                f"Slurm ended its job {ended.slurm_id} ({ended.state}) {EARLY_ENDS_ALLOWED + 1} times before the "
-                f"tasks started; not submitted again until the scheduler restarts. Slurm's batch log: {log_tail}",
+                job.pk, [ENDED_EARLY(slurm_id=ended.slurm_id, state=ended.state, times=times, log=log_tail)]
             )
         return False
 
@@ -335,7 +337,7 @@ class SlurmBackend:
             return False
         if blocked := self._storage_blocked(job, partition):  # as on the portal's own nodes: wait, saying why
             self._refused[name] = time.monotonic()
-            if blocked != job.pending_reason:
+            if stored_parts(blocked) != job.pending_reason_messages:
                 lifecycle.set_pending_reason(job.pk, blocked)
             return False
         roles = [role.request for role in slurm_roles(job.normalized)]
@@ -370,10 +372,10 @@ class SlurmBackend:
             self._refused[name] = time.monotonic()
             reason = refusal_reason(str(exc), job_ask(roles), PartitionUse.of(partition, self._nodes))
             if is_final_refusal(str(exc)):  # it would refuse it again each time: the job ends
-                lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
+                lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason.text)
                 return False  # (nothing submitted: no Slurm job to wait for)
-            if reason != job.pending_reason:
-                lifecycle.set_pending_reason(job.pk, reason)
+            if stored_parts([reason]) != job.pending_reason_messages:
+                lifecycle.set_pending_reason(job.pk, [reason])
             return False
         self._refused.pop(name, None)
         self._submitted[name] = int(slurm_id)
@@ -384,10 +386,10 @@ class SlurmBackend:
             slurm_id=slurm_id,
             partition=partition,
         )
-        lifecycle.set_pending_reason(job.pk, f"Submitted to Slurm as job {slurm_id} in partition {partition}.")
+        lifecycle.set_pending_reason(job.pk, [SUBMITTED(slurm_id=slurm_id, partition=partition)])
         return True
 
-    def _storage_blocked(self, job: Job, partition: str) -> str | None:
+    def _storage_blocked(self, job: Job, partition: str) -> Reason | None:
         """Why no node of the partition can mount a storage the job needs (scheduling.storage_gate)."""
         nodes = list(Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition=partition))
         return storage_gate([(job.pk, job.normalized)], nodes, self.mount_failures).blocked.get(job.pk)
@@ -403,13 +405,13 @@ class SlurmBackend:
                 self._sweep = True  # (the sweep cancels it: no attempt of a failed job wants it)
             except client.SlurmError as exc:
                 log.warning("cancelling Slurm job %s: %s", found.slurm_id, exc)
-        return lifecycle.refuse(_waiting_job(pk), ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
+        return lifecycle.refuse(_waiting_job(pk), ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason.text)
 
-    def _say_pending(self, pk: int, said: str, found: SlurmJob, partition: str) -> None:
-        reason = pending_reason(
-            found, job_ask(self._requests(pk)), PartitionUse.of(partition, self._nodes), timezone.now()
-        )
-        if reason != said:
+    def _say_pending(self, pk: int, said: list[dict[str, Any]], found: SlurmJob, partition: str) -> None:
+        reason = [
+            pending_reason(found, job_ask(self._requests(pk)), PartitionUse.of(partition, self._nodes), timezone.now())
+        ]
+        if stored_parts(reason) != said:
             lifecycle.set_pending_reason(pk, reason)
 
     # ---- launching -------------------------------------------------------------------------

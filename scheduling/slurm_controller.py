@@ -21,17 +21,22 @@ from concurrent.futures import Future
 from django.conf import settings
 from django.utils import timezone
 
-from clusters.models import Node
+from catalogue import joined
+from catalogue.reasons import Reason
+from clusters.models import Node, down_reason_fields
 from clusters.slurm import client
+from clusters.slurm.texts import CONTROLLER, CONTROLLER_BACK, CONTROLLER_SILENT
 from jobs import lifecycle
 from jobs.models import Job, JobState
 from scheduling.executors import Lane, NodeSilent
 
 log = logging.getLogger("pai.scheduler.slurm")
 
-SAYS = "the Slurm controller does not answer"
-# A waiting job's reason once the controller answers again, until Slurm's own word on it.
-BACK = "The Slurm controller answers again: asking it about this job."
+
+# Rows that say the controller does not answer already (their reason's first part; a NULL-safe
+# filter: those to change are the others, excluded by primary key).
+_SAID_BY_NODE = {"down_reason_messages__0__code": CONTROLLER_SILENT.code}
+_SAID_BY_JOB = {"pending_reason_messages__0__code": CONTROLLER_SILENT.code}
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -42,9 +47,7 @@ class Controller:
     """The controller's calls on its lane; `unavailable` says whether the portal shows it down."""
 
     def __init__(self) -> None:
-        self.lane = Lane(
-            "slurm-controller", label="the Slurm controller", unreachable=_unreachable, late_answers_count=True
-        )
+        self.lane = Lane("slurm-controller", label=CONTROLLER(), unreachable=_unreachable, late_answers_count=True)
         self.unavailable = True  # (a fresh scheduler clears what an earlier one may have said)
         self._late: dict[str, Future[str]] = {}  # a read past its deadline, by command
 
@@ -74,29 +77,29 @@ class Controller:
         """Silent for PAI_NODE_DOWN_AFTER_SECONDS: its partitions are to be shown unavailable."""
         return self.lane.silent_for() >= settings.PAI_NODE_DOWN_AFTER_SECONDS
 
-    def reason(self, error: Exception) -> str:
-        return f"{SAYS}: {self.lane.silence() if isinstance(error, NodeSilent) else error}"
+    def reason(self, error: Exception) -> Reason:
+        return [CONTROLLER_SILENT(why=self.lane.silence() if isinstance(error, NodeSilent) else str(error))]
 
 
-def show_unavailable(partitions: list[str], vc_ids: list[int], reason: str) -> None:
+def show_unavailable(partitions: list[str], vc_ids: list[int], reason: Reason) -> None:
     """The partitions' nodes down with the reason, and the reason of every waiting job of the VCs
     (each row written once per silence: rows that say so already are left alone)."""
     nodes = Node.objects.filter(executor=Node.Executor.SLURM, slurm_partition__in=partitions)
     # Their state is unknown now (sinfo's own word), whatever Slurm said last.
     newly = nodes.filter(down_since__isnull=True).update(
-        down_since=timezone.now(), down_reason=reason, slurm_state="unknown"
+        down_since=timezone.now(), slurm_state="unknown", **down_reason_fields(reason)
     )
-    nodes.exclude(down_reason__startswith=SAYS).update(down_reason=reason, slurm_state="unknown")  # (drained...)
-    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, held=False).exclude(
-        pending_reason__startswith=SAYS
-    )  # (a held job says which jobs it waits for)
+    said = nodes.filter(**_SAID_BY_NODE)
+    nodes.exclude(pk__in=said).update(slurm_state="unknown", **down_reason_fields(reason))  # (drained...)
+    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, held=False)
+    waiting = waiting.exclude(pk__in=waiting.filter(**_SAID_BY_JOB))  # (a held job says which jobs it waits for)
     lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), reason))
     if newly:
-        log.warning("%d Slurm node(s) of %s down: %s", newly, ", ".join(partitions), reason)
+        log.warning("%d Slurm node(s) of %s down: %s", newly, ", ".join(partitions), joined(reason))
 
 
 def show_available(vc_ids: list[int]) -> None:
     """The controller answers again: the waiting jobs no longer say it does not (the nodes are
     sinfo's to bring back, each as Slurm says)."""
-    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, pending_reason__startswith=SAYS)
-    lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), BACK))
+    waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, **_SAID_BY_JOB)
+    lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), (CONTROLLER_BACK(),)))

@@ -36,6 +36,7 @@ from scheduling.ending import FailedStart
 from scheduling.exits import platform_exit_code
 from scheduling.recent_trouble import RecentTrouble
 from scheduling.storage_gate import MountFailures
+from scheduling.texts import SAID
 
 log = logging.getLogger("pai.scheduler")
 
@@ -230,7 +231,7 @@ class Starter:
             # (Down at once where its engine cannot be reached; one that is only slow now: the
             # heartbeat decides, and placement gives it nothing meanwhile.)
             if exc.failure is Failure.NODE_LOST and task.node is not None and not isinstance(exc, executors.NodeSilent):
-                nodes.set_down(task.node, message)
+                nodes.set_down(task.node, exc.messages or [SAID(said=message)])
             if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
                 self.trouble.mount_failures.remember(task.node.name, exc.storage, str(exc))
             if exc.failure is Failure.PORT_CONFLICT and task.node is not None:

@@ -13,11 +13,14 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from catalogue import Message
+from catalogue.reasons import Reason
 from clusters.models import Node, StorageConfig
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import storage_requests
 from jobs.storage.configs import storage_configs
 from scheduling.recent_trouble import RecentTrouble
+from scheduling.texts import MOUNT_FAILED, NO_STORAGE_NODE, PROCESS_NODE_NFS, SLURM_NODE_NFS, STORAGE_ON
 
 MOUNT_FAILURE_MEMORY_S = 300.0
 
@@ -39,23 +42,23 @@ def needed_storages(spec: NormalizedSpec, configs: dict[str, StorageConfig]) -> 
     return area + named
 
 
-def why_not_mountable(node: Node, config: StorageConfig, failures: MountFailures, now: float) -> str | None:
+def why_not_mountable(node: Node, config: StorageConfig, failures: MountFailures, now: float) -> Message | None:
     if node.executor == Node.Executor.PROCESS and config.kind == StorageConfig.Kind.NFS:
-        return f"{node.name} is a process node (it cannot mount NFS)"
+        return PROCESS_NODE_NFS(node=node.name)
     if node.executor == Node.Executor.SLURM and config.kind == StorageConfig.Kind.NFS:
-        return f"{node.name} is a Slurm node (its tasks run as processes, which cannot mount NFS)"
+        return SLURM_NODE_NFS(node=node.name)
     seen = failures.recent(node.name, config.name, now)
     if seen is not None:
         reason, when = seen
-        return f"{node.name} could not mount it {int(now - when)} s ago ({reason})"
+        return MOUNT_FAILED(node=node.name, seconds=int(now - when), error=reason)
     return None
 
 
 @dataclass
 class Gate:
-    blocked: dict[int, str] = field(default_factory=dict)  # job -> why no node can mount its storage
+    blocked: dict[int, Reason] = field(default_factory=dict)  # job -> why no node can mount its storage
     avoid: dict[int, frozenset[str]] = field(default_factory=dict)  # job -> nodes that cannot mount it
-    notes: dict[int, str] = field(default_factory=dict)  # job -> which nodes it avoids and why
+    notes: dict[int, list[Message]] = field(default_factory=dict)  # job -> which nodes it avoids and why
 
 
 def storage_gate(jobs: Iterable[tuple[int, NormalizedSpec]], nodes: list[Node], failures: MountFailures) -> Gate:
@@ -68,17 +71,17 @@ def storage_gate(jobs: Iterable[tuple[int, NormalizedSpec]], nodes: list[Node], 
         return gate
     now = time.monotonic()
     for key, spec in jobs:
-        reasons: dict[str, str] = {}
+        reasons: dict[str, Message] = {}
         for config in needed_storages(spec, configs):
             for node in available:
                 why = why_not_mountable(node, config, failures, now)
                 if why and node.name not in reasons:
-                    reasons[node.name] = f"storage {config.name}: {why}"
+                    reasons[node.name] = STORAGE_ON(storage=config.name, why=why)
         if not reasons:
             continue
-        said = "; ".join(reasons.values())
+        said = list(reasons.values())
         if len(reasons) == len(available):
-            gate.blocked[key] = f"no node can mount the job's storage: {said}"
+            gate.blocked[key] = [NO_STORAGE_NODE(nodes=said)]
         else:
             gate.avoid[key] = frozenset(reasons)
             gate.notes[key] = said

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from clusters.models import VirtualCluster
-from jobs.models import Job, Task
+from jobs.models import Job, Task, pending_reason_fields
 from jobs.protocol.limits import spec_totals
 from jobs.protocol.spec import NormalizedSpec
 from jobs.ssh import attach_new_keypair
@@ -133,8 +133,11 @@ def create_job(
     **fields: Any,
 ) -> Job:
     """A job row with one WAITING task per instance of `roles`, as submit_job leaves it (no events);
-    `fields` set Job columns (state, config_text, pending_reason...); `keypair` gives it SSH keys."""
+    `fields` set Job columns (state, config_text, pending_reason...: its English as an old row has
+    it, or its Messages as the scheduler writes them); `keypair` gives it SSH keys."""
     roles = roles or {"worker": 1}
+    if isinstance(fields.get("pending_reason"), list):
+        fields.update(pending_reason_fields(fields.pop("pending_reason")))
     fields.setdefault("virtual_cluster", VirtualCluster.objects.get_or_create(name="default")[0])
     spec = spec or normalized_spec(name, roles)
     fields.setdefault("gpu_count", spec_totals(spec)[2])

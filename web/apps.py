@@ -10,6 +10,7 @@ class WebConfig(AppConfig):
         """The admin of jobs shows stored English texts in the page's language, by the pages' translations."""
         from catalogue.discover import import_all_texts
         from jobs.admin import SHOWN
+        from web import reasons
         from web.templatetags import portal
 
         import_all_texts()  # (every code defined: a page may render a stored message of any area)
@@ -18,5 +19,5 @@ class WebConfig(AppConfig):
             event=portal.event_text,
             event_kind=portal.event_kind,
             diagnostics=portal.diagnostics_text,
-            pending_reason=portal.pending_text,
+            pending_reason=reasons.job_reason,
         )

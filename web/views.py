@@ -40,10 +40,10 @@ from scheduling.sharing import queue_place
 from web.api.shapes import borrowed_from, time_limit_status
 from web.api.throttles import SubmitThrottle
 from web.csv_export import csv_lines, in_pages
-from web.error_text import translate_reason
 from web.job_list import PAGE_SIZES, JobListQuery
 from web.job_page import LogSource, app_rows, attempt_rows, find_log_source, log_sources, selected_log
 from web.job_templates.views import template_or_404
+from web.reasons import job_reason, reason_text
 from web.submit_errors import error_summary, field_errors, line_errors, said
 from web.submit_form import (
     PRIORITY_CLASSES,
@@ -110,7 +110,7 @@ def job_list_csv(request: HttpRequest) -> StreamingHttpResponse:
     def rows() -> Iterator[list[Any]]:
         for job in in_pages(query.all_rows()):
             tasks, gpus = job_size(job.normalized)
-            why = translate_reason(job.pending_reason) if job.state == JobState.WAITING and job.pending_reason else ""
+            why = job_reason(job) if job.state == JobState.WAITING else ""
             yield [
                 job.name, job.owner.get_username(), job.state, job.virtual_cluster.name, tasks, gpus,
                 _iso(job.created_at), _iso(job.launched_at), _iso(job.completed_at), duration(job),
@@ -285,7 +285,7 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
         messages.warning(
             request,
             _("This job can never run on the cluster as it is: %(reason)s. Stop it, or clone it asking for less.")
-            % {"reason": translate_reason(never_fits)},
+            % {"reason": reason_text(never_fits)},
         )
     return redirect("jobs:detail", full_name=job.full_name)
 

@@ -12,6 +12,8 @@ from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 
+from catalogue import Message, joined
+
 
 @dataclass(frozen=True)
 class NfsVolume:
@@ -225,7 +227,11 @@ class Executor(abc.ABC):
 class ExecutorError(Exception):
     """A task could not start; `failure` says what went wrong on the platform's side."""
 
-    def __init__(self, message: str, failure: Failure = Failure.CREATE_FAILED, *, storage: str = ""):
-        super().__init__(message)
+    def __init__(
+        self, message: str | Message | list[Message], failure: Failure = Failure.CREATE_FAILED, *, storage: str = ""
+    ):
+        # `messages`: what it says as messages (a node's down reason), when it is one of the portal's own.
+        self.messages = [message] if isinstance(message, Message) else [] if isinstance(message, str) else message
+        super().__init__(joined(self.messages) if self.messages else message)
         self.failure = failure
         self.storage = storage  # the storage config a STORAGE_MOUNT_FAILED could not mount, when known

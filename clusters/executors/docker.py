@@ -62,7 +62,7 @@ from clusters.executors.docker_logs import log_frames
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
-from clusters.executors.plain_errors import plain_error
+from clusters.executors.plain_errors import engine_silent, plain_error
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -164,11 +164,7 @@ class DockerExecutor(Executor):
                 client.close()
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
             log.info("ping of the Docker engine %s failed: %r", self.docker_url or "local socket", exc)
-            raise ExecutorError(
-                f"the Docker engine at {self.docker_url or 'the local socket'} does not answer "
-                f"({plain_error(exc, PING_TIMEOUT_S)})",
-                Failure.NODE_LOST,
-            ) from exc
+            raise ExecutorError(engine_silent(self.docker_url, exc, PING_TIMEOUT_S), Failure.NODE_LOST) from exc
 
     def _new_api(self) -> docker.APIClient:
         """A client of its own for a log thread (one connection per stream)."""

@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import re
 
+from catalogue import Message
+from clusters.executors import texts as t
+
 # (what the chain's text says, the plain words), the first that matches wins: the socket's own
 # error is the cause, whatever layer carries it.
-_CAUSES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b"), "connection refused: nothing listens there"),
+_CAUSES: list[tuple[re.Pattern[str], Message]] = [
+    (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b"), t.REFUSED()),
     (
         re.compile(r"Name or service not known|Failed to resolve|Temporary failure in name resolution|nodename nor"),
-        "its host name does not resolve",
+        t.NO_HOST_NAME(),
     ),
-    (re.compile(r"No route to host|Errno 113\b"), "no route to the host"),
-    (re.compile(r"Network is unreachable|Errno 101\b"), "its network is unreachable"),
-    (re.compile(r"FileNotFoundError|No such file or directory"), "no socket at that path"),
-    (re.compile(r"Permission denied|PermissionError"), "permission denied"),
+    (re.compile(r"No route to host|Errno 113\b"), t.NO_ROUTE()),
+    (re.compile(r"Network is unreachable|Errno 101\b"), t.UNREACHABLE()),
+    (re.compile(r"FileNotFoundError|No such file or directory"), t.NO_SOCKET()),
+    (re.compile(r"Permission denied|PermissionError"), t.PERMISSION_DENIED()),
     (
         re.compile(r"Connection reset|Connection aborted|RemoteDisconnected|Connection broken|BrokenPipe"),
-        "the connection was closed before an answer",
+        t.CLOSED(),
     ),
 ]
 _TIMED_OUT = re.compile(r"timed out|Timeout|TimeoutError")
@@ -46,15 +49,31 @@ def _chain(exc: BaseException) -> list[BaseException]:
 def plain_error(exc: BaseException, timeout_s: float | None = None) -> str:
     """The cause in a few words: `connection refused: ...`, `timed out after 5 s`, `it answered
     HTTP 404 (Not Found)`; else the error's own last words without Python's object reprs."""
+    return str(plain_cause(exc, timeout_s))
+
+
+def plain_cause(exc: BaseException, timeout_s: float | None = None) -> Message | str:
+    """plain_error's words as a message when the portal knows the cause, else the error's own."""
     chain = _chain(exc)
     text = " ".join(f"{type(error).__name__}: {error}" for error in chain)
-    for pattern, words in _CAUSES:
+    for pattern, cause in _CAUSES:
         if pattern.search(text):
-            return words
+            return cause
     if any(isinstance(error, TimeoutError) for error in chain) or _TIMED_OUT.search(text):
-        return f"timed out after {timeout_s:g} s" if timeout_s else "timed out"
+        return t.TIMED_OUT_AFTER(seconds=number(timeout_s)) if timeout_s else t.TIMED_OUT()
     if http := _HTTP.search(text):
         words = http["words"].strip().rstrip(".")
-        return f"it answered HTTP {http['code']}" + (f" ({words})" if words else "")
+        return t.HTTP_SAYING(code=http["code"], words=words) if words else t.HTTP(code=http["code"])
     said = _OBJECT_REPR.sub("", str(exc)).strip() or type(exc).__name__
     return said if len(said) <= 200 else said[:199] + "…"
+
+
+def engine_silent(docker_url: str | None, exc: BaseException, timeout_s: float) -> Message:
+    """`the Docker engine at tcp://10.0.0.2:2375 does not answer (timed out after 5 s)`."""
+    cause = plain_cause(exc, timeout_s)
+    return t.DOCKER_SILENT(url=docker_url, cause=cause) if docker_url else t.DOCKER_SOCKET_SILENT(cause=cause)
+
+
+def number(value: float) -> int | float:
+    """A number as a message's parameter says it: 5 for 5.0, 0.3 as it is (Python's `%g`)."""
+    return int(value) if float(value).is_integer() else float(f"{value:g}")

@@ -54,9 +54,5 @@ def verdict(kind: str, state: str) -> Verdict:
     return "met" if state in NEEDED[kind] else "never"
 
 
-def waiting_reason(kind: str, job_name: str, state: str) -> str:
-    return f"waiting for job {job_name} {SAYS[kind]} ({kind}; it is {state})"
-
-
 def never_reason(kind: str, job_name: str, state: str) -> str:
     return f"its dependency can never be met: job {job_name} ended {state} ({kind} needs it {SAYS[kind]})"

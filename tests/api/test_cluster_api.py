@@ -3,7 +3,8 @@
 import pytest
 from django.utils import timezone
 
-from clusters.models import Gpu, GpuType, Node, VirtualCluster
+from clusters.models import Gpu, GpuType, Node, VirtualCluster, down_reason_fields
+from scheduling.texts import LANE_SILENT, NODE, SILENT_FOR
 
 pytestmark = pytest.mark.django_db
 
@@ -65,10 +66,32 @@ def test_it_lists_nodes_with_their_state_and_resources(alice, cluster):
 
 
 def test_it_shows_a_down_node_with_since_when_and_why(alice, cluster):
-    Node.objects.filter(pk=cluster.pk).update(down_since=timezone.now(), down_reason="did not answer for 30 s")
+    reason = [SILENT_FOR(seconds=30, error=[LANE_SILENT(lane=NODE(node="n1"), seconds=30)])]
+    Node.objects.filter(pk=cluster.pk).update(down_since=timezone.now(), **down_reason_fields(reason))
     node = alice.get("/api/v2/nodes/n1").json()
     assert node["state"] == "DOWN" and node["schedulable"] is False
-    assert node["downReason"] == "did not answer for 30 s" and node["downSince"] > 0
+    assert node["downReason"] == "did not answer for 30 s: node n1 has not answered for 30 s" and node["downSince"] > 0
+    assert node["downReasonMessages"] == [
+        {
+            "code": "node.silent_for",
+            "params": {
+                "seconds": 30,
+                "error": [
+                    {
+                        "code": "node.lane.silent",
+                        "params": {"lane": {"code": "node.node", "params": {"node": "n1"}}, "seconds": 30},
+                    }
+                ],
+            },
+            "message": "did not answer for 30 s: node n1 has not answered for 30 s",
+        }
+    ]
+
+
+def test_it_answers_a_down_reason_written_before_its_codes_in_english_only(alice, cluster):
+    Node.objects.filter(pk=cluster.pk).update(down_since=timezone.now(), down_reason="did not answer for 30 s")
+    node = alice.get("/api/v2/nodes/n1").json()
+    assert (node["downReason"], node["downReasonMessages"]) == ("did not answer for 30 s", None)
 
 
 def test_it_shows_a_cordoned_node(alice, cluster):

@@ -31,6 +31,12 @@ def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
     # Behind a job with no time limit, the expected start is unknown.
     second = alice.get("/api/v2/jobs/alice~waits-too").json()["jobStatus"]
     assert (second["queuePosition"], second["expectedStartTime"]) == (2, None)
+    # Why each waits: the English, and each part's code, parameters and English beside it.
+    assert first["pendingReasonMessages"][0]["code"] == "reason.largest_free.cpu"
+    assert "; ".join(part["message"] for part in first["pendingReasonMessages"]) == first["pendingReason"]
+    [behind] = second["pendingReasonMessages"]
+    assert (behind["code"], behind["params"]["job"]) == ("reason.waiting_behind.fifo", Job.objects.get(name="waits").pk)
+    assert running["pendingReason"] is None and running["pendingReasonMessages"] is None
 
 
 def test_it_refuses_a_time_limit_over_the_vcs_maximum_naming_the_field(default_vc, submit_yaml):

@@ -16,6 +16,7 @@ from playwright.sync_api import expect
 
 from clusters.grants import create_group
 from clusters.models import VirtualCluster
+from clusters.texts import QUOTA_CPU
 from jobs import job_templates
 from jobs.actions import submit_job
 from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
@@ -68,7 +69,7 @@ def walked_jobs(user, process_node, run_until):
     """A failed job that was retried (attempts, exit, events), a job that waits (why), one that
     can never fit, and a running job with samples (its charts)."""
     failed = run_until(submit_job(user, v2_yaml("shibai", "exit 1", role_extra="    taskRetryCount: 1\n")), "FAILED")
-    waiting = create_job(user, "dengdai", pending_reason='VC "default" quota: 8 of 8 CPUs used, job needs 1')
+    waiting = create_job(user, "dengdai", pending_reason=[QUOTA_CPU(vc="default", used=8, limit=8, need=1)])
     submit_job(user, v2_yaml("taida", cpu=64))
     running = create_job(user, "yunxing", roles={"worker": 2}, state=JobState.RUNNING)
     running.tasks.update(state=TaskState.RUNNING)

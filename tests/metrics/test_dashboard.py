@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from catalogue import joined
 from clusters.models import Gpu, GpuType, Node
 from jobs.models import JobState, TaskSample, TaskState
 from scheduling.models import VcSample
@@ -83,7 +84,7 @@ def test_it_lists_jobs_that_can_never_fit_apart_from_the_longest_waits(client, u
     waiting = client.get("/dashboard/").context["waiting"]
 
     assert [job.name for job in waiting.jobs] == ["fits"]
-    assert [(job.name, reason) for job, reason in waiting.never_fit] == [
+    assert [(job.name, joined(reason)) for job, reason in waiting.never_fit] == [
         ("huge", 'VC "default" quota is 2 CPUs in all, job needs 64 (it can never fit)')
     ]
 

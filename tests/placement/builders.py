@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from clusters.placement import JobRequest, NodeState, PortRequest, Resources, TaskRequest, VcState
+from catalogue import Message, joined
+from clusters.placement import JobRequest, NodeState, PlacementResult, PortRequest, Resources, TaskRequest, VcState
 
 
 def make_node(
@@ -67,3 +68,28 @@ def make_job(key: int, tasks: int = 1, gpu: int = 1, vc: str = "default", **opti
 
 def port(label: str, count: int = 1, begin_at: int = 0) -> PortRequest:
     return PortRequest(label=label, count=count, begin_at=begin_at)
+
+
+def said(result: PlacementResult, key: int) -> str:
+    """Why job `key` waits, in English (as the API's pendingReason says it)."""
+    return joined(result.pending[key])
+
+
+def codes(result: PlacementResult, key: int) -> list[str]:
+    """The codes of why job `key` waits, part by part (nested ones after a `>`: `reason.never_fits>reason.x`)."""
+    return [_code_of(part) for part in result.pending[key]]
+
+
+def _code_of(message: Message) -> str:
+    why = message.params.get("why")
+    return f"{message.code}>{_code_of(why)}" if isinstance(why, Message) else message.code
+
+
+def in_chinese(reason: list[Message]) -> str:
+    """The reason as a page in zh-Hans shows it (by its codes)."""
+    from django.utils import translation
+
+    from web.reasons import reason_text
+
+    with translation.override("zh-hans"):
+        return reason_text(reason)

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from clusters.placement import place
 from clusters.preemption import Holding, RunningJob, plan_preemptions
-from tests.placement.builders import make_job, make_node, make_vc
+from tests.placement.builders import codes, make_job, make_node, make_vc, said
 
 OPPO, TEST, PROD = -1, 10, 100
 
@@ -31,7 +31,8 @@ def test_it_borrows_nothing_from_a_vc_that_does_not_lend():
     nodes, vcs = [make_node("n", gpus=8, busy_gpus=4)], two_vcs(lends=False, a_used=4)
     job = replace(make_job(1, gpu=2, vc="a", priority=OPPO), may_borrow=True)
     result = place(nodes, vcs, [job])
-    assert result.placed == {} and "no lending VC has that much idle quota" in result.pending[1]
+    assert codes(result, 1) == ["reason.quota.gpu", "reason.no_lender"]
+    assert result.placed == {} and "no lending VC has that much idle quota" in said(result, 1)
 
 
 def test_it_borrows_nothing_for_a_job_whose_class_may_not():

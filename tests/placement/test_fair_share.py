@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from clusters.placement import place
-from tests.placement.builders import make_job, make_node, make_vc
+from tests.placement.builders import codes, make_job, make_node, make_vc, said
 
 
 def fair(vc, **options):
@@ -43,7 +43,8 @@ def test_it_lists_each_vcs_waiting_jobs_in_queue_order():
     result = place([make_node("n1", gpus=2)], vcs, jobs)
     assert list(result.placed) == [4]
     assert result.queues == {"default": [2, 3, 1]}
-    assert result.pending[3].startswith('waiting behind job 2, first in VC "default" (fair share): ')
+    assert codes(result, 3) == ["reason.waiting_behind.fair_share"]
+    assert said(result, 3).startswith('waiting behind job 2, first in VC "default" (fair share): ')
 
 
 def test_a_users_gpu_cap_holds_their_job_and_not_the_others():
@@ -53,9 +54,8 @@ def test_a_users_gpu_cap_holds_their_job_and_not_the_others():
     bob = replace(make_job(2, gpu=2, order=2.0), user="bob")
     result = place([make_node("n1", gpus=8, busy_gpus=3)], vcs, [ann, bob])
     assert list(result.placed) == [2]
-    assert result.pending[1] == (
-        'user ann holds 3 of the 4 GPUs one user may hold in VC "default" at once, job needs 2'
-    )
+    assert codes(result, 1) == ["reason.user_cap"]
+    assert said(result, 1) == ('user ann holds 3 of the 4 GPUs one user may hold in VC "default" at once, job needs 2')
     assert result.queues == {"default": [1]}
 
 
@@ -63,13 +63,12 @@ def test_a_users_gpu_cap_counts_the_jobs_placed_in_the_same_pass():
     vcs = {"default": replace(make_vc(gpu=8), user_gpu_limit=3)}
     jobs = [replace(make_job(key, gpu=2, order=float(key)), user="ann") for key in (1, 2)]
     result = place([make_node("n1", gpus=8)], vcs, jobs)
-    assert list(result.placed) == [1] and result.pending[2].startswith("user ann holds 2 of the 3 GPUs")
+    assert list(result.placed) == [1] and said(result, 2).startswith("user ann holds 2 of the 3 GPUs")
 
 
 def test_a_job_over_the_users_cap_can_never_fit():
     vcs = {"default": replace(make_vc(gpu=8), user_gpu_limit=2)}
     result = place([make_node("n1", gpus=8)], vcs, [replace(make_job(1, gpu=4), user="ann")])
     assert result.never_fits == {1}
-    assert (
-        result.pending[1] == 'one user may hold at most 2 GPUs in VC "default" at once, job needs 4 (it can never fit)'
-    )
+    assert codes(result, 1) == ["reason.never_fits>reason.user_cap_in_all"]
+    assert said(result, 1) == 'one user may hold at most 2 GPUs in VC "default" at once, job needs 4 (it can never fit)'

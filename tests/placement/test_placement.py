@@ -1,7 +1,7 @@
 """Gang placement rules (issue 5, item 2), one behaviour per test."""
 
 from clusters.placement import JobRequest, NodeState, place
-from tests.placement.builders import make_job, make_node, make_task, make_vc, port
+from tests.placement.builders import codes, make_job, make_node, make_task, make_vc, port, said
 
 VCS = {"default": make_vc()}
 
@@ -55,8 +55,9 @@ def test_it_keeps_a_job_waiting_that_fits_only_across_a_loopback_node_and_anothe
     nodes = [make_node("local", gpus=4, loopback=True), make_node("b", gpus=4)]
     result = place(nodes, VCS, [make_job(1, tasks=2, gpu=4)])
     assert 1 not in result.placed
-    assert "only 1 of 2 fit now" in result.pending[1]
-    assert "never spans a loopback-address node and nodes elsewhere" in result.pending[1]
+    assert codes(result, 1)[0] == "reason.gang_loopback"
+    assert "only 1 of 2 fit now" in said(result, 1)
+    assert "never spans a loopback-address node and nodes elsewhere" in said(result, 1)
 
 
 # ---- packing -----------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ def test_it_keeps_a_begin_at_port_from_two_jobs_in_one_pass():
     jobs = [make_job(key, ports=[port("http", begin_at=8080)]) for key in (1, 2)]
     result = place([make_node("a")], VCS, jobs)
     assert list(result.placed) == [1]
-    assert "8080" in result.pending[2]
+    assert "8080" in said(result, 2)
 
 
 def test_it_does_not_hand_out_dynamic_ports_that_a_begin_at_request_took():
@@ -184,27 +185,30 @@ def test_it_leaves_the_callers_port_sets_untouched():
 def test_it_enforces_the_vcs_gpu_quota():
     vcs = {"research": make_vc("research", gpu=8, gpu_used=6)}
     result = place([make_node("a")], vcs, [make_job(1, gpu=4, vc="research")])
-    assert result.pending[1] == 'VC "research" quota: 6 of 8 GPUs used, job needs 4'
+    assert codes(result, 1) == ["reason.quota.gpu"]
+    assert said(result, 1) == 'VC "research" quota: 6 of 8 GPUs used, job needs 4'
 
 
 def test_it_counts_jobs_placed_earlier_in_the_pass_against_the_quota():
     vcs = {"default": make_vc(gpu=4)}
     result = place([make_node("a")], vcs, [make_job(1, gpu=3), make_job(2, gpu=2)])
     assert list(result.placed) == [1]
-    assert result.pending[2] == 'VC "default" quota: 3 of 4 GPUs used, job needs 2'
+    assert said(result, 2) == 'VC "default" quota: 3 of 4 GPUs used, job needs 2'
 
 
 def test_it_enforces_the_vcs_cpu_and_memory_quota():
     vcs = {"cpu": make_vc("cpu", cpu=8, cpu_used=6), "mem": make_vc("mem", memory_mb=65536, memory_used_mb=61440)}
     jobs = [make_job(1, vc="cpu", gpu=0, cpu=4), make_job(2, vc="mem", gpu=0, memory_mb=8192)]
     result = place([make_node("a")], vcs, jobs)
-    assert result.pending[1] == 'VC "cpu" quota: 6 of 8 CPUs used, job needs 4'
-    assert result.pending[2] == 'VC "mem" quota: 60 GB of 64 GB memory used, job needs 8 GB'
+    assert (codes(result, 1), codes(result, 2)) == (["reason.quota.cpu"], ["reason.quota.memory"])
+    assert said(result, 1) == 'VC "cpu" quota: 6 of 8 CPUs used, job needs 4'
+    assert said(result, 2) == 'VC "mem" quota: 60 GB of 64 GB memory used, job needs 8 GB'
 
 
 def test_it_refuses_a_job_for_an_unknown_vc():
     result = place([make_node("a")], VCS, [make_job(1, vc="nope")])
-    assert result.pending[1] == 'unknown virtual cluster "nope"'
+    assert codes(result, 1) == ["reason.unknown_vc"]
+    assert said(result, 1) == 'unknown virtual cluster "nope"'
 
 
 # ---- order ------------------------------------------------------------------------------------
@@ -226,7 +230,8 @@ def test_it_keeps_a_later_small_job_behind_a_waiting_head_of_the_same_vc():
     jobs = [make_job(1, gpu=8), make_job(2, gpu=1)]
     result = place([make_node("a", busy_gpus=4)], VCS, jobs)
     assert result.placed == {}
-    assert result.pending[2].startswith('waiting behind job 1, first in VC "default" (FIFO): needs 8 GPUs')
+    assert codes(result, 2) == ["reason.waiting_behind.fifo"] and result.pending[2][0].params["job"] == 1
+    assert said(result, 2).startswith('waiting behind job 1, first in VC "default" (FIFO): needs 8 GPUs')
 
 
 def test_it_never_lets_a_waiting_job_hold_back_another_vc():
@@ -249,14 +254,15 @@ def test_it_does_not_let_a_job_that_can_never_fit_block_its_vc():
 def test_it_names_the_largest_free_gpu_slot_of_the_requested_type():
     nodes = [make_node("node-a", gpu_type="P100", busy_gpus=7), make_node("node-b", gpu_type="P100", busy_gpus=6)]
     result = place(nodes, VCS, [make_job(1, gpu=4, gpu_type="P100")])
-    assert result.pending[1] == (
+    assert codes(result, 1) == ["reason.largest_free.gpu_on", "reason.busy"]
+    assert said(result, 1) == (
         "needs 4 x P100 GPUs on one node; largest free: 2 on node-b; busy: other jobs' tasks hold node-a, node-b"
     )
 
 
 def test_it_says_when_no_gpu_of_the_type_is_free():
     result = place([make_node("a", gpu_type="K80")], VCS, [make_job(1, gpu=1, gpu_type="P100")])
-    assert result.pending[1] == "needs 1 x P100 GPUs on one node; largest free: 0"
+    assert said(result, 1) == "needs 1 x P100 GPUs on one node; largest free: 0"
 
 
 def test_it_names_the_largest_free_memory():
@@ -266,7 +272,7 @@ def test_it_names_the_largest_free_memory():
     ]
     result = place(nodes, VCS, [make_job(1, gpu=1, memory_mb=64 * 1024)])
     assert (
-        result.pending[1] == "needs 64 GB memory per task; largest free: 32 GB on node-c among nodes with 1 GPUs free"
+        said(result, 1) == "needs 64 GB memory per task; largest free: 32 GB on node-c among nodes with 1 GPUs free"
         "; busy: other jobs' tasks hold node-c, node-d"
     )
 
@@ -274,19 +280,22 @@ def test_it_names_the_largest_free_memory():
 def test_it_names_the_largest_free_cpu_count():
     nodes = [make_node("node-a", cpu=4, cpu_total=16)]
     result = place(nodes, VCS, [make_job(1, gpu=0, cpu=8)])
-    assert result.pending[1] == "needs 8 CPUs per task; largest free: 4 on node-a; busy: other jobs' tasks hold node-a"
+    assert codes(result, 1) == ["reason.largest_free.cpu", "reason.busy"]
+    assert said(result, 1) == "needs 8 CPUs per task; largest free: 4 on node-a; busy: other jobs' tasks hold node-a"
 
 
 def test_it_explains_a_port_refusal():
     nodes = [make_node("a", ports_used={8080}), make_node("b", ports_used={8080})]
     result = place(nodes, VCS, [make_job(1, ports=[port("http", begin_at=8080)])])
-    assert result.pending[1] == 'needs host ports 8080 ("http") on one node; not free on any of the 2 nodes with room'
+    assert codes(result, 1) == ["reason.ports_taken.fixed"]
+    assert said(result, 1) == 'needs host ports 8080 ("http") on one node; not free on any of the 2 nodes with room'
 
 
 def test_it_explains_a_gang_that_fits_only_in_part():
     nodes = [make_node("a", gpus=4), make_node("b", gpus=4)]
     result = place(nodes, VCS, [make_job(1, tasks=3, gpu=4)])
-    assert result.pending[1] == (
+    assert codes(result, 1) == ["reason.gang", "reason.left_over>reason.largest_free.gpu"]
+    assert said(result, 1) == (
         "needs all 3 tasks at once (gang): 12 GPUs, 3 CPUs, 3 GB memory in all; only 2 of 3 fit now "
         "(8 GPUs free in the cluster); the task left over: needs 4 GPUs on one node; largest free: 0"
     )
@@ -294,18 +303,21 @@ def test_it_explains_a_gang_that_fits_only_in_part():
 
 def test_it_says_when_a_task_is_bigger_than_any_node():
     result = place([make_node("a")], VCS, [make_job(1, gpu=16)])
-    assert result.pending[1] == "needs 16 GPUs on one node; the largest node has 8 (it can never fit)"
+    assert codes(result, 1) == ["reason.never_fits>reason.largest_node.gpu"]
+    assert said(result, 1) == "needs 16 GPUs on one node; the largest node has 8 (it can never fit)"
 
 
 def test_it_says_when_a_job_is_bigger_than_its_whole_vc():
     vcs = {"research": make_vc("research", gpu=8)}
     result = place([make_node("a"), make_node("b")], vcs, [make_job(1, tasks=2, gpu=8, vc="research")])
-    assert result.pending[1] == 'VC "research" quota is 8 GPUs in all, job needs 16 (it can never fit)'
+    assert codes(result, 1) == ["reason.never_fits>reason.quota_in_all.gpu"]
+    assert said(result, 1) == 'VC "research" quota is 8 GPUs in all, job needs 16 (it can never fit)'
 
 
 def test_it_says_when_there_is_no_schedulable_node():
     result = place([make_node("a", schedulable=False)], VCS, [make_job(1)])
-    assert result.pending[1] == "no schedulable node in the cluster"
+    assert codes(result, 1) == ["reason.no_node"]
+    assert said(result, 1) == "no schedulable node in the cluster"
 
 
 def test_it_gives_every_job_either_a_placement_or_a_reason():
@@ -319,7 +331,7 @@ def test_it_gives_every_job_either_a_placement_or_a_reason():
 def test_it_does_not_call_a_job_too_big_when_the_nodes_totals_are_unknown():
     node = NodeState("node-a", cpu_free=4, memory_free_mb=8192, gpus_free={}, gpu_total=0)
     result = place([node], VCS, [make_job(1, gpu=0, cpu=8), make_job(2, gpu=0, cpu=1)])
-    assert result.pending[1] == "needs 8 CPUs per task; largest free: 4 on node-a"
+    assert said(result, 1) == "needs 8 CPUs per task; largest free: 4 on node-a"
     assert result.never_fits == set()
     assert 2 in result.pending  # FIFO: it waits behind job 1
 

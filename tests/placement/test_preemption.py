@@ -3,7 +3,7 @@ youngest jobs that free room for the whole gang; never part of a gang; nothing w
 
 from clusters.placement import HeldRoom, PlacementResult, place
 from clusters.preemption import Holding, RunningJob, choose_victims, plan_preemptions
-from tests.placement.builders import make_job, make_node, make_vc
+from tests.placement.builders import codes, make_job, make_node, make_vc, said
 
 PROD, TEST, OPPO = 100, 10, -1
 
@@ -177,7 +177,8 @@ def test_it_keeps_the_room_a_victim_freed_early_from_other_jobs_while_its_preemp
     other = make_job(1, gpu=2, vc="b", priority=PROD)
     result = place(nodes, vcs, [other, preemptor])
     assert result.placed == {}
-    assert result.pending[1].endswith("; room on n1 is held for job 2 (its preemption freed it)")
+    assert codes(result, 1)[-1] == "reason.held_room"
+    assert said(result, 1).endswith("; room on n1 is held for job 2 (its preemption freed it)")
 
 
 def test_it_gives_the_held_room_back_to_its_job():

@@ -10,18 +10,39 @@ from collections.abc import Iterator
 import pytest
 import requests
 
+from catalogue import joined
 from clusters.executors import docker as docker_executor
 from clusters.executors.base import ExecutorError
 from clusters.executors.docker import DockerExecutor
-from clusters.executors.plain_errors import plain_error
+from clusters.executors.plain_errors import engine_silent, plain_cause, plain_error
+from clusters.executors.texts import (
+    CLOSED,
+    DOCKER_SILENT,
+    DOCKER_SOCKET_SILENT,
+    HTTP,
+    HTTP_SAYING,
+    NO_HOST_NAME,
+    NO_ROUTE,
+    NO_SOCKET,
+    PERMISSION_DENIED,
+    REFUSED,
+    TIMED_OUT,
+    TIMED_OUT_AFTER,
+    UNREACHABLE,
+)
+from scheduling.texts import NODE_DOWN, SILENT_FOR
 
 RAW = ("object at 0x", "HTTPConnectionPool", "Max retries", "Caused by", "Errno", "NewConnectionError")
 
 
-def ping_error(url: str) -> str:
+def ping_failure(url: str) -> ExecutorError:
     with pytest.raises(ExecutorError) as failed:
         DockerExecutor(docker_url=url).ping()
-    return str(failed.value)
+    return failed.value
+
+
+def ping_error(url: str) -> str:
+    return str(ping_failure(url))
 
 
 @pytest.fixture
@@ -41,9 +62,10 @@ def silent_listener() -> Iterator[int]:
 
 
 def test_it_says_connection_refused_for_an_engine_nobody_listens_for(closed_port):
-    said = ping_error(f"tcp://127.0.0.1:{closed_port}")
     url = f"tcp://127.0.0.1:{closed_port}"
-    assert said == f"the Docker engine at {url} does not answer (connection refused: nothing listens there)"
+    failure = ping_failure(url)
+    assert str(failure) == f"the Docker engine at {url} does not answer (connection refused: nothing listens there)"
+    assert failure.messages == [DOCKER_SILENT(url=url, cause=REFUSED())]
 
 
 def test_it_says_how_long_it_waited_for_an_engine_that_never_answers(silent_listener, monkeypatch):
@@ -53,13 +75,16 @@ def test_it_says_how_long_it_waited_for_an_engine_that_never_answers(silent_list
 
 
 def test_it_says_there_is_no_socket_for_a_missing_unix_socket(tmp_path):
-    said = ping_error(f"unix://{tmp_path}/docker.sock")
+    failure = ping_failure(f"unix://{tmp_path}/docker.sock")
+    said = str(failure)
     assert said.endswith("does not answer (no socket at that path)") and not any(raw in said for raw in RAW)
+    assert failure.messages[0].params["cause"] == NO_SOCKET()
 
 
 def test_it_says_a_host_name_does_not_resolve():
-    said = ping_error("tcp://no-such-node.invalid:2375")
-    assert said.endswith("does not answer (its host name does not resolve)"), said
+    failure = ping_failure("tcp://no-such-node.invalid:2375")
+    assert str(failure).endswith("does not answer (its host name does not resolve)"), failure
+    assert failure.messages[0].params["cause"] == NO_HOST_NAME()
 
 
 @pytest.mark.parametrize(
@@ -76,16 +101,45 @@ def test_it_words_the_errors_it_knows_and_strips_object_reprs_from_others(error,
     assert plain_error(error, timeout_s=5) == words
 
 
-def test_a_node_down_reason_is_shown_in_chinese():
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        (requests.exceptions.ReadTimeout("Read timed out. (read timeout=5)"), TIMED_OUT_AFTER(seconds=5)),
+        (requests.exceptions.HTTPError("404 Client Error for http://x:1/version: Not Found"),
+         HTTP_SAYING(code="404", words="Not Found")),
+        (requests.exceptions.HTTPError("500 Server Error"), HTTP(code="500")),
+        (ConnectionResetError("Connection reset by peer"), CLOSED()),
+        (OSError("[Errno 113] No route to host"), NO_ROUTE()),
+        (OSError("[Errno 101] Network is unreachable"), UNREACHABLE()),
+        (PermissionError("Permission denied"), PERMISSION_DENIED()),
+        (TimeoutError(), TIMED_OUT()),
+    ],
+)  # fmt: skip
+def test_it_gives_each_cause_it_knows_its_code(error, cause):
+    timeout_s = 5 if cause.code == "node.cause.timed_out_after" else None
+    assert plain_cause(error, timeout_s) == cause
+
+
+def test_an_engine_on_the_local_socket_is_named_so():
+    said = engine_silent(None, ConnectionRefusedError("Connection refused"), 5)
+    assert said == DOCKER_SOCKET_SILENT(cause=REFUSED())
+    assert (
+        said.text == "the Docker engine at the local socket does not answer (connection refused: nothing listens there)"
+    )
+
+
+def test_a_node_down_reason_is_shown_in_chinese(closed_port):
     from django.utils import translation
 
-    from web.error_text import translate_reason
+    from web.reasons import reason_text
 
-    reason = (
-        "needs 2 GPUs on one node; largest free: 1 on a; node b is down (did not answer for 12 s: the Docker "
-        "engine at tcp://10.0.0.2:2375 does not answer (timed out after 5 s))"
+    silent = ping_failure(f"tcp://127.0.0.1:{closed_port}").messages
+    reason = [NODE_DOWN(node="b", why=[SILENT_FOR(seconds=12, error=silent)])]
+    assert joined(reason) == (
+        f"node b is down (did not answer for 12 s: the Docker engine at tcp://127.0.0.1:{closed_port} does not answer "
+        "(connection refused: nothing listens there))"
     )
     with translation.override("zh-hans"):
-        shown = translate_reason(reason)
+        shown = reason_text(reason)
     assert "节点 b 已宕机" in shown and "12 秒未应答" in shown, shown
-    assert "位于 tcp://10.0.0.2:2375 的 Docker 引擎没有应答" in shown and "等待 5 秒后超时" in shown, shown
+    assert f"位于 tcp://127.0.0.1:{closed_port} 的 Docker 引擎没有应答" in shown and "连接被拒绝" in shown, shown

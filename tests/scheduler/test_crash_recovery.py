@@ -5,13 +5,15 @@ import time
 
 import pytest
 
-from clusters.executors.base import TaskHandle
+from catalogue.reasons import stored_reason
+from clusters.executors.base import ExecutorError, Failure, TaskHandle
 from clusters.executors.process import ProcessExecutor
 from clusters.models import Node
 from jobs.models import JobState, TaskState
 from scheduling import ending
 from scheduling.executors import node_executor
 from scheduling.scheduler import Scheduler
+from scheduling.texts import SAID
 from tests.scheduler.conftest import role, v2_job
 
 
@@ -64,9 +66,26 @@ def test_it_marks_a_silent_node_down_and_requeues_its_jobs(submit, run_until, si
     node = Node.objects.get()
     assert (job.state, job.transient_retries) == (JobState.WAITING, 1)
     assert node.down_since is not None and "engine gone" in node.down_reason
+    assert [part["code"] for part in node.down_reason_messages] == ["node.silent_for"]
     assert "node local is down" in job.pending_reason
+    assert job.pending_reason_messages[-1]["code"] == "reason.node_down"
     attempt = job.attempts.get()
     assert (attempt.exit_code, attempt.node_name) == (-1001, "local")
+
+
+def test_a_start_that_finds_the_nodes_engine_gone_marks_the_node_down_in_the_engines_words(
+    submit, scheduler, process_node, monkeypatch
+):
+    def gone(self, launch):
+        raise ExecutorError("could not create the task's container: the engine went away", Failure.NODE_LOST)
+
+    monkeypatch.setattr(ProcessExecutor, "start", gone)
+    submit(v2_job("unlucky", role("worker", "true")))
+    scheduler.run_once()
+    node = Node.objects.get()
+    assert node.down_since is not None
+    assert node.down_reason == "could not create the task's container: the engine went away"
+    assert stored_reason(node.down_reason_messages) == [SAID(said=node.down_reason)]
 
 
 def test_it_takes_a_node_back_when_it_answers_again(submit, run_until, silent_node, scheduler):

@@ -50,6 +50,7 @@ def test_it_says_which_job_a_held_job_waits_for(user, submit, scheduler):
     waiting.refresh_from_db()
     assert waiting.state == JobState.WAITING and waiting.held
     assert waiting.pending_reason.startswith(f"waiting for job {user.username}~prep to end (afterany; it is ")
+    assert [part["code"] for part in waiting.pending_reason_messages] == ["reason.dependency.afterany"]
 
 
 def test_it_runs_an_afternotok_job_once_the_other_failed(submit, run_until):

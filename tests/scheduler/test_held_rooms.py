@@ -3,8 +3,11 @@ scheduler restarted while the preemptor waits for its other victims still keeps 
 
 import pytest
 
+from catalogue import joined
 from clusters.models import Node
 from clusters.placement import HeldRoom
+from clusters.preemption import Preemption
+from clusters.texts import PREEMPTING, RECLAIMING
 from jobs.models import JobState
 from scheduling import quota
 from scheduling.backends import Backends
@@ -48,3 +51,27 @@ def test_it_keeps_the_room_while_another_victim_is_ending(node, waiting, user):
     assert HeldRoomRow.objects.count() == 1
     preempter().release({waiting.pk}, placed={waiting.pk})
     assert not HeldRoomRow.objects.exists()
+
+
+def test_a_preemptor_says_whose_end_it_waits_for(user, default_vc, waiting):
+    train = create_job(user, "train", state=JobState.RUNNING, preempted_by=waiting, stop_deadline=waiting.created_at)
+    said = preempter()._begin(Preemption(job=waiting.pk, vc="default", victims=(), awaiting=(train.pk,)))
+    assert said == [PREEMPTING(jobs=[train.full_name], vc="default")]
+    assert joined(said).startswith(f'preempting job(s) {train.full_name} of VC "default" (a lower priority class)')
+
+
+def test_a_lender_says_it_reclaims_its_quota_from_the_jobs_that_borrowed_it(user, default_vc, waiting):
+    from clusters.models import VirtualCluster
+
+    other = VirtualCluster.objects.create(name="other")
+    borrower = create_job(
+        user,
+        "oppo",
+        state=JobState.RUNNING,
+        virtual_cluster=other,
+        borrowed_from=default_vc,
+        stop_deadline=waiting.created_at,
+    )
+    said = preempter()._begin(Preemption(job=waiting.pk, vc="default", victims=(), awaiting=(borrower.pk,)))
+    assert said == [RECLAIMING(vc="default", jobs=[borrower.full_name])]
+    assert joined(said).startswith(f'reclaiming VC "default"\'s quota from job(s) {borrower.full_name} (running on it')

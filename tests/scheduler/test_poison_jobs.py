@@ -146,6 +146,7 @@ def test_a_job_whose_claim_raises_waits_saying_why_while_the_next_runs(submit, r
     assert run_until(after, JobState.SUCCEEDED).exit_code == 0
     job.refresh_from_db()
     assert job.state == JobState.WAITING and "injected for this job alone" in job.pending_reason
+    assert job.pending_reason_messages[0]["code"] == "reason.scheduler_failed"
 
 
 def test_a_job_whose_exit_cannot_be_recorded_fails_alone(submit, run_until, poison):

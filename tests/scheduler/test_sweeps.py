@@ -74,6 +74,7 @@ def test_it_holds_the_runs_beyond_the_cap_saying_why(user, process_node, schedul
     scheduler.run_once()
     third = runs(sweep)[2]
     assert third.held and third.pending_reason == "waiting for a slot: sweep lrs runs at most 2 at once (2 now)"
+    assert third.pending_reason_messages[0]["code"] == "reason.sweep_slot"
 
 
 @pytest.mark.slow

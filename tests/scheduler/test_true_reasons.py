@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
+from catalogue import joined
 from clusters.models import Node
 from clusters.placement import JobRequest, place
 from scheduling.admission import never_fits_reason, never_fitting_jobs
@@ -24,7 +25,7 @@ def test_a_job_that_fits_only_a_node_that_is_down_waits_for_it_and_is_not_called
     nodes, vcs = cluster_state(list(Node.objects.all()))
     request = JobRequest(key=job.pk, vc="default", tasks=task_requests(job.normalized))
     result = place(nodes, vcs, [request])
-    assert result.pending[job.pk] == (
+    assert joined(result.pending[job.pk]) == (
         'VC "default" quota is 2 CPUs in all, job needs 6 while node big is down (it waits for it)'
     )
 
@@ -43,7 +44,8 @@ def test_a_three_node_job_held_by_another_users_busy_node_says_so_first(db, user
     spec["taskRoles"]["worker"]["resourcePerInstance"]["cpu"] = 2
     job = create_job(user, spec=spec, roles={"worker": 3}, virtual_cluster=default_vc)
     nodes, vcs = cluster_state(list(Node.objects.all()))
-    said = place(nodes, vcs, [JobRequest(key=job.pk, vc="default", tasks=task_requests(job.normalized))]).pending
+    result = place(nodes, vcs, [JobRequest(key=job.pk, vc="default", tasks=task_requests(job.normalized))])
+    said = {job.pk: joined(result.pending[job.pk])}
     assert said[job.pk].startswith("needs all 3 tasks at once (gang)"), said
     assert "; the task left over: needs 2 CPUs per task; largest free: 0 on " in said[job.pk], said
     assert "; busy: other jobs' tasks hold c;" in said[job.pk], said

@@ -7,10 +7,20 @@ from pathlib import Path
 
 import pytest
 
+from catalogue import joined
+from catalogue.reasons import stored_reason
 from clusters.models import Node, VirtualCluster
 from clusters.slurm import client
+from clusters.slurm.status import parse_nodes
+from clusters.slurm.texts import CONTROLLER, CONTROLLER_BACK, CONTROLLER_SILENT, NODE_STATE, NODE_STATE_WHY, SUBMITTED
+from clusters.slurm_nodes import sync_nodes
+from jobs import lifecycle
+from scheduling.executors import NodeSilent
 from scheduling.slurm import EARLY_ENDS_ALLOWED, SlurmBackend
+from scheduling.slurm_controller import Controller, show_available
+from scheduling.texts import SLURM_NODE_NFS
 from tests.factories import create_job, normalized_spec
+from tests.messages import param
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 SINFO = (FIXTURES / "sinfo.txt").read_text()
@@ -75,6 +85,7 @@ def test_it_submits_a_waiting_job_once_under_its_name(slurm, job):
     assert slurm.submitted() == [f"--job-name=pai-{job.pk}-1"]
     job.refresh_from_db()
     assert job.state == "WAITING" and job.pending_reason == "Submitted to Slurm as job 101 in partition slt."
+    assert job.pending_reason_messages[0]["code"] == "slurm.submitted"
 
 
 def test_a_restarted_scheduler_finds_the_job_in_slurms_queue_and_submits_nothing(slurm, job):
@@ -83,6 +94,8 @@ def test_a_restarted_scheduler_finds_the_job_in_slurms_queue_and_submits_nothing
     assert slurm.submitted() == []
     job.refresh_from_db()
     assert job.pending_reason.startswith("Waiting in Slurm (Priority): Slurm runs jobs of higher priority")
+    [said] = stored_reason(job.pending_reason_messages)
+    assert (said.code, param(said, "sentence").code) == ("slurm.waiting", "slurm.reason.priority")
 
 
 def test_it_submits_nothing_while_slurm_does_not_answer(slurm, job):
@@ -96,7 +109,14 @@ def test_it_syncs_the_partitions_nodes_with_their_gpus_and_state(slurm, job):
     drained = Node.objects.get(name="slt-3")
     assert drained.executor == "slurm" and drained.down_since is not None
     assert drained.down_reason == "Slurm: drained (bad fan)" and drained.gpus.count() == 4
+    assert stored_reason(drained.down_reason_messages) == [NODE_STATE_WHY(state="drained", why="bad fan")]
     assert Node.objects.get(name="slt-1").down_since is None
+
+
+def test_a_node_slurm_will_not_use_without_a_reason_says_its_state(db):
+    sync_nodes(parse_nodes("slt-4|10.249.7.5|0/0/2/2|4096|0|(null)|gpu:0|down|slt*|none|"))
+    node = Node.objects.get(name="slt-4")
+    assert (node.down_reason, stored_reason(node.down_reason_messages)) == ("Slurm: down", [NODE_STATE(state="down")])
 
 
 def test_a_job_whose_slurm_job_keeps_ending_before_it_starts_stops_being_submitted(slurm, job, settings):
@@ -110,6 +130,7 @@ def test_a_job_whose_slurm_job_keeps_ending_before_it_starts_stops_being_submitt
     assert len(slurm.submitted()) == EARLY_ENDS_ALLOWED
     job.refresh_from_db()
     assert "ended its job 101 (FAILED) 4 times before the tasks started" in job.pending_reason
+    assert job.pending_reason_messages[0]["code"] == "slurm.ended_early"
 
 
 def test_a_silent_controller_shows_the_partitions_nodes_down_and_its_waiting_jobs_say_why(slurm, job, settings):
@@ -127,6 +148,28 @@ def test_a_silent_controller_shows_the_partitions_nodes_down_and_its_waiting_job
     }
     job.refresh_from_db()
     assert job.pending_reason == says
+    assert {node.down_reason_messages[0]["code"] for node in nodes} == {"slurm.controller_silent"}
+    assert job.pending_reason_messages[0]["code"] == "slurm.controller_silent"
+
+
+def test_a_silent_controllers_reason_names_it_and_how_long_it_has_not_answered():
+    controller = Controller()
+    reason = controller.reason(NodeSilent(controller.lane.silence()))
+    assert [part.code for part in reason] == ["slurm.controller_silent"]
+    assert param(reason[0], "why", 0, "lane") == CONTROLLER()
+    assert joined(reason).startswith("the Slurm controller does not answer: the Slurm controller has not answered for ")
+
+
+def test_the_jobs_that_said_the_controller_was_silent_say_it_answers_again(job, user):
+    silent = [CONTROLLER_SILENT(why="squeue: Unable to contact slurm controller")]
+    other = create_job(user, "other", virtual_cluster=job.virtual_cluster)
+    lifecycle.set_pending_reasons({job.pk: silent, other.pk: [SUBMITTED(slurm_id=7, partition="slt")]})
+    show_available([job.virtual_cluster_id])
+    job.refresh_from_db()
+    other.refresh_from_db()
+    assert stored_reason(job.pending_reason_messages) == [CONTROLLER_BACK()]
+    assert job.pending_reason == "The Slurm controller answers again: asking it about this job."
+    assert other.pending_reason_messages[0]["code"] == "slurm.submitted"
 
 
 def test_the_nodes_and_the_waiting_jobs_are_as_slurm_says_once_the_controller_answers_again(slurm, job, settings):
@@ -223,6 +266,7 @@ def test_a_job_naming_an_nfs_storage_waits_saying_why_instead_of_going_to_slurm(
     job.refresh_from_db()
     assert slurm.submitted() == [] and job.state == "WAITING"
     assert job.pending_reason.startswith("no node can mount the job's storage: storage team: slt-1 is a Slurm node")
+    assert param(stored_reason(job.pending_reason_messages)[0], "nodes", 0, "why") == SLURM_NODE_NFS(node="slt-1")
 
 
 def v1_text(begin_at: int) -> str:

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from clusters.executors.base import Failure
+from clusters.slurm import texts as slurm_texts
 from clusters.slurm.commands import RoleRequest, batch_script, is_portal_job, job_name, sbatch_argv
 from clusters.slurm.exits import status_after
-from clusters.slurm.reasons import Ask, PartitionUse, pending_reason, refusal_reason
+from clusters.slurm.reasons import Ask, PartitionUse, final_reason, is_final_refusal, pending_reason, refusal_reason
 from clusters.slurm.status import parse_nodes, parse_queue
+from tests.messages import param
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
 NOW = datetime(2026, 11, 25, 13, 40, tzinfo=UTC)
@@ -127,27 +129,68 @@ def test_a_partitions_use_counts_only_the_nodes_slurm_can_use(nodes):
 
 def test_it_says_why_slurm_waits_with_numbers_and_the_expected_start(queue, nodes):
     reason = pending_reason(queue["pai-10-2"], Ask(2, 6, 4, 2000), PartitionUse.of("slt", nodes), NOW)
-    assert reason.startswith("Waiting in Slurm (Resources): Slurm waits for resources in partition slt")
-    assert "asks for 2 task(s): 6 GPU(s)" in reason and "free now: 4 of 8 GPU(s)" in reason
-    assert reason.endswith("Slurm expects it to start at 2026-11-25 14:39 UTC.")
+    sentence = param(reason, "sentence")
+    assert (reason.code, sentence.code) == ("slurm.waiting_until", "slurm.reason.resources")
+    assert param(sentence, "asks") == slurm_texts.ASKS(tasks=2, gpus=6, cpus=4, memory_mb=2000)
+    assert (param(sentence, "free_gpus"), param(sentence, "gpus")) == (4, 8)
+    text = reason.text
+    assert text.startswith("Waiting in Slurm (Resources): Slurm waits for resources in partition slt")
+    assert "asks for 2 task(s): 6 GPU(s)" in text and "free now: 4 of 8 GPU(s)" in text
+    assert text.endswith("Slurm expects it to start at 2026-11-25 14:39 UTC.")
 
 
 def test_it_says_when_a_partition_can_never_hold_a_job(queue, nodes):
     reason = pending_reason(queue["pai-9-1"], Ask(4, 16, 4, 1024), PartitionUse.of("slt", nodes), NOW)
-    assert "partition slt can never hold this job" in reason and "16 GPU(s)" in reason and "8 GPU(s)" in reason
-    assert "expects" not in reason
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.waiting", "slurm.reason.partition_config")
+    text = reason.text
+    assert "partition slt can never hold this job" in text and "16 GPU(s)" in text and "8 GPU(s)" in text
+    assert "expects" not in text
 
 
 def test_it_passes_an_unknown_reason_code_on():
     job = parse_queue("5|pai-1-1|PENDING|SomethingNew|N/A||p", "pai")["pai-1-1"]
-    assert "Slurm's reason: SomethingNew" in pending_reason(job, Ask(1, 0, 1, 1), PartitionUse.of("p", []), NOW)
+    reason = pending_reason(job, Ask(1, 0, 1, 1), PartitionUse.of("p", []), NOW)
+    assert param(reason, "sentence") == slurm_texts.OTHER_REASON(code="SomethingNew")
+    assert "Slurm's reason: SomethingNew" in reason.text
+
+
+@pytest.mark.parametrize("code", sorted(slurm_texts.REASONS))
+def test_each_of_slurms_reason_codes_has_its_own_sentence(code, nodes):
+    job = parse_queue(f"5|pai-1-1|PENDING|{code}|N/A||slt", "pai")["pai-1-1"]
+    reason = pending_reason(job, Ask(2, 6, 4, 2000), PartitionUse.of("slt", nodes), NOW)
+    assert param(reason, "sentence").code == slurm_texts.REASONS[code].code
+    assert "{" not in reason.text and "%(" not in reason.text
+
+
+def test_it_says_why_slurm_will_never_run_a_held_job(nodes):
+    job = parse_queue("5|pai-1-1|PENDING|BadConstraints|N/A||slt", "pai")["pai-1-1"]
+    reason = final_reason(job, Ask(1, 5, 1, 100), PartitionUse.of("slt", nodes))
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.cannot_run", "slurm.reason.bad_constraints")
+    assert reason.text.startswith("Slurm cannot run the job (BadConstraints): no node of partition slt can ever")
 
 
 def test_it_says_why_sbatch_refused_a_job(nodes):
     said = "sbatch: Batch job submission failed: Requested node configuration is not available"
     reason = refusal_reason(said, Ask(4, 16, 4, 1024), PartitionUse.of("slt", nodes))
-    assert reason.startswith("Slurm refuses the job (Requested node configuration is not available): no node")
-    assert "16 GPU(s)" in reason
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.refuses", "slurm.refusal.node_configuration")
+    assert reason.text.startswith("Slurm refuses the job (Requested node configuration is not available): no node")
+    assert "16 GPU(s)" in reason.text
+
+
+@pytest.mark.parametrize("known", sorted(slurm_texts.REFUSALS))
+def test_each_refusal_sbatch_gives_for_good_has_its_own_sentence(known, nodes):
+    reason = refusal_reason(
+        f"sbatch: error: Batch job submission failed: {known}", Ask(1, 1, 1, 1), PartitionUse.of("slt", nodes)
+    )
+    assert param(reason, "sentence").code == slurm_texts.REFUSALS[known].code and is_final_refusal(known)
+
+
+def test_a_refusal_it_has_no_words_for_points_at_slurms():
+    reason = refusal_reason(
+        "sbatch: error: Socket timed out on send/recv operation", Ask(1, 1, 1, 1), PartitionUse.of("p", [])
+    )
+    assert param(reason, "sentence") == slurm_texts.SEE_ITS_WORDS()
+    assert reason.text == "Slurm refuses the job (error: Socket timed out on send/recv operation): see Slurm's words."
 
 
 @pytest.mark.parametrize(

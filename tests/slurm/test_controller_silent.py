@@ -126,12 +126,15 @@ def test_it_marks_the_partitions_nodes_down_and_its_waiting_jobs_say_why_until_t
     assert down_at - frozen_at <= DOWN_AFTER_S + HEARTBEAT_S + 0.5
     for node in Node.objects.filter(executor="slurm"):
         assert node.down_reason.startswith(SAYS), node.down_reason
+        assert node.down_reason_messages[0]["code"] == "slurm.controller_silent"
     scheduler.run_once()
     assert refreshed(waiting).pending_reason.startswith(SAYS), waiting.pending_reason
+    assert waiting.pending_reason_messages[0]["code"] == "slurm.controller_silent"
     client.force_login(user)
     listed = {node["name"]: node for node in client.get("/api/v2/nodes").json()}
     assert {listed[name]["state"] for name in slurm_cluster.addresses} == {"DOWN"}
     assert listed[next(iter(slurm_cluster.addresses))]["downReason"].startswith(SAYS)
+    assert listed[next(iter(slurm_cluster.addresses))]["downReasonMessages"][0]["code"] == "slurm.controller_silent"
     page = client.get(reverse("scheduling:overview")).content.decode()
     assert page.count(f": {SAYS}") == 3 and f"partition {slurm_cluster.name}: unknown" in page
 

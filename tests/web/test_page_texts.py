@@ -7,10 +7,14 @@ from pathlib import Path
 import yaml
 from django.utils import translation
 
+from catalogue import joined
+from clusters import texts as t
 from jobs.protocol import texts
 from jobs.protocol.exitspec import SPEC_PATH
-from web.error_text import translate_reason
+from scheduling.texts import NODE_DOWN
+from tests.messages import param
 from web.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
+from web.reasons import reason_text
 from web.texts import translated
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,25 +52,30 @@ def test_it_keeps_a_parsers_phrase_it_has_no_words_for_as_the_parser_said_it():
         assert translated(message) == "YAML 语法错误，第 1 行第 2 列：something new"  # noqa: RUF001
 
 
-def test_it_translates_why_a_job_waits_part_by_part():
-    reason = (
+def in_chinese(reason) -> str:
+    with translation.override("zh-hans"):
+        return reason_text(reason)
+
+
+def test_it_shows_why_a_job_waits_part_by_part_by_their_codes():
+    head = [t.LARGEST_FREE_GPU_ON(gpus=t.GPUS(count=8), most=4, node="node-b")]
+    reason = [t.WAITING_BEHIND_FIFO(job=17, vc="default", why=head), NODE_DOWN(node="gpu-2", why="no answer")]
+    assert joined(reason) == (
         'waiting behind job 17, first in VC "default" (FIFO): needs 8 GPUs on one node; largest free: 4 on node-b'
         "; node gpu-2 is down (no answer)"
     )
+    shown = in_chinese(reason)
+    for part in ("排在作业 17 之后", "需要在一个节点上有 8 块 GPU", "node-b 上 4 块", "节点 gpu-2 已宕机"):
+        assert part in shown, shown
+
+
+def test_it_shows_a_row_older_than_its_codes_as_it_was_stored():
+    assert in_chinese([]) == ""
     with translation.override("zh-hans"):
-        translated = translate_reason(reason)
-    for part in ("排在作业 17 之后", "需要在一个节点上有 8 个 GPU", "node-b 上 4 个", "节点 gpu-2 已宕机"):
-        assert part in translated
+        assert reason_text([], "needs 8 GPUs") == "needs 8 GPUs"
 
 
-def test_every_slurm_reason_and_refusal_has_a_translation():
-    from clusters.slurm.reasons import REFUSALS, WORDS
-    from web.error_text import SLURM_REFUSALS, SLURM_WORDS
-
-    assert (set(WORDS) ^ set(SLURM_WORDS), set(REFUSALS) ^ set(SLURM_REFUSALS)) == (set(), set())
-
-
-def test_it_translates_why_slurm_keeps_a_job_waiting_with_its_numbers():
+def test_it_shows_why_slurm_keeps_a_job_waiting_with_its_numbers():
     from datetime import UTC, datetime
 
     from clusters.slurm.reasons import Ask, PartitionUse, pending_reason
@@ -76,8 +85,8 @@ def test_it_translates_why_slurm_keeps_a_job_waiting_with_its_numbers():
     job = SlurmJob(1, "pai-1-1", "PENDING", "Resources", start, "", "slt")
     partition = PartitionUse("slt", 3, 8, 6, 12000, 4, 2, 3000)
     reason = pending_reason(job, Ask(2, 6, 4, 2000), partition, datetime(2026, 11, 25, 14, 0, tzinfo=UTC))
-    with translation.override("zh-hans"):
-        translated = translate_reason(reason)
+    assert (reason.code, param(reason, "sentence").code) == ("slurm.waiting_until", "slurm.reason.resources")
+    shown = in_chinese([reason])
     for part in (
         "在 Slurm 中等待",
         "Slurm 正在等待分区 slt 的资源",
@@ -85,51 +94,77 @@ def test_it_translates_why_slurm_keeps_a_job_waiting_with_its_numbers():
         "8 块 GPU 中 4 块",
         "预计于 2026-11-25 14:39 UTC",
     ):
-        assert part in translated
+        assert part in shown, shown
 
 
-def test_it_translates_the_preemption_reasons():
-    with translation.override("zh-hans"):
-        preempting = translate_reason(
-            'preempting job(s) alice~train of VC "default" (a lower priority class) to make room for its whole '
-            "gang; it starts when they have ended (their grace period at most)"
-        )
-        preempted = translate_reason(
-            'Preempted by job alice~urgent of VC default; VC "default" quota: 4 of 8 CPUs used, job needs 6'
-        )
+def test_it_shows_the_preemption_reasons():
+    preempting = in_chinese([t.PREEMPTING(jobs=["alice~train"], vc="default")])
+    preempted = in_chinese(
+        [t.PREEMPTED_BY(job="alice~urgent", vc="default"), t.QUOTA_CPU(vc="default", used=4, limit=8, need=6)]
+    )
     assert "alice~train" in preempting and "抢占" in preempting
     assert "alice~urgent" in preempted and "抢占" in preempted and "配额" in preempted
 
 
-def test_it_translates_the_room_held_for_a_preemptor():
-    with translation.override("zh-hans"):
-        translated = translate_reason(
-            "needs 2 GPUs on one node; largest free: 0; room on n1, n2 is held for job 12 (its preemption freed it)"
-        )
-    assert "n1, n2" in translated and "12" in translated and "room on" not in translated
+def test_it_shows_the_room_held_for_a_preemptor():
+    shown = in_chinese([t.LARGEST_FREE_GPU(gpus=t.GPUS(count=2), most=0), t.HELD_ROOM(nodes=["n1", "n2"], job=12)])
+    assert "n1, n2" in shown and "12" in shown and "room on" not in shown
 
 
-def test_it_translates_the_borrowing_reasons():
-    with translation.override("zh-hans"):
-        reclaiming = translate_reason(
-            'reclaiming VC "b"\'s quota from job(s) alice~stubborn (running on it borrowed) to make room for its '
-            "whole gang; it starts when they have ended (their grace period at most)"
-        )
-        no_lender = translate_reason(
-            'VC "a" quota: 4 of 4 CPUs used, job needs 3; no lending VC has that much idle quota'
-        )
+def test_it_shows_the_borrowing_reasons():
+    reclaiming = in_chinese([t.RECLAIMING(vc="b", jobs=["alice~stubborn"])])
+    no_lender = in_chinese([t.QUOTA_CPU(vc="a", used=4, limit=4, need=3), t.NO_LENDER()])
     assert "alice~stubborn" in reclaiming and "收回" in reclaiming
     assert "配额" in no_lender and "出借" in no_lender
 
 
-def test_it_translates_every_dependency_reason_and_ending():
-    from jobs.protocol.dependencies import KINDS, never_reason, waiting_reason
+def test_it_shows_every_dependency_reason_and_translates_its_ending():
+    from jobs.protocol.dependencies import KINDS, never_reason
+    from scheduling.dependencies import waiting_reason
     from web.error_text import translate_diagnostics
 
+    reasons = [waiting_reason(kind, "alice~prep", "RUNNING") for kind in KINDS]
+    assert [reason.code for reason in reasons] == [
+        "reason.dependency.afterok",
+        "reason.dependency.afterany",
+        "reason.dependency.afternotok",
+    ]
+    waiting = [in_chinese([reason]) for reason in reasons]
     with translation.override("zh-hans"):
-        waiting = [translate_reason(waiting_reason(kind, "alice~prep", "RUNNING")) for kind in KINDS]
         never = [
             translate_diagnostics(never_reason(kind, "alice~prep", "FAILED")) for kind in ("afterok", "afternotok")
         ]
     assert all(text.startswith("等待作业 alice~prep") for text in waiting), waiting
     assert all(text.startswith("其依赖永远无法满足\uff1a作业 alice~prep") for text in never), never
+
+
+def test_the_admin_shows_why_a_job_waits_in_the_pages_language(admin_client, user, default_vc, settings):
+    from tests.factories import create_job
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    job = create_job(user, "dengdai", pending_reason=[t.QUOTA_CPU(vc="default", used=8, limit=8, need=1)])
+    page = admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+    assert "已用 8 / 8 个 CPU" in page and "quota:" not in page
+
+
+def test_the_cluster_page_and_the_dashboard_show_why_a_node_is_down_in_the_pages_language(client, admin_user, settings):
+    from django.utils import timezone
+
+    from clusters.models import Node, down_reason_fields
+    from scheduling.texts import LANE_SILENT, NODE, SILENT_FOR
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    reason = [SILENT_FOR(seconds=30, error=[LANE_SILENT(lane=NODE(node="n1"), seconds=30)])]
+    Node.objects.create(name="n1", executor="process", down_since=timezone.now(), **down_reason_fields(reason))
+    client.force_login(admin_user)
+    for page in ("/cluster/", "/dashboard/"):
+        shown = client.get(page).content.decode()
+        assert "30 秒未应答" in shown and "节点 n1 已 30 秒没有应答" in shown and "did not answer" not in shown, page
+
+
+def test_a_stored_part_whose_code_is_gone_since_shows_as_it_was_stored():
+    stored = [
+        {"code": "reason.renamed_since", "params": {}, "message": "an old reason"},
+        t.NO_NODE().as_dict(),
+    ]
+    assert in_chinese(stored) == "an old reason; 集群中没有可调度的节点"

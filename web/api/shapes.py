@@ -239,6 +239,7 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "appExitTriggerTaskIndex": trigger.index if trigger else None,
         "appExitType": (exit_spec or {}).get("type"),
         "pendingReason": job.pending_reason or None,
+        "pendingReasonMessages": job.pending_reason_messages or None,
         "virtualCluster": job.virtual_cluster.name,
         "borrowedFrom": borrowed_from(job),
         **time_limit_status(job),

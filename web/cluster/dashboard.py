@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from catalogue.reasons import Reason
 from clusters.models import Node
 from jobs.models import Job, JobState, Task, TaskSample, TaskState
 from scheduling.admission import never_fitting_jobs
@@ -86,7 +87,7 @@ class Waiting:
     they wait: they would fill the list and hide the real waits), each with why."""
 
     jobs: list[Job]
-    never_fit: list[tuple[Job, str]]
+    never_fit: list[tuple[Job, Reason]]
 
 
 def longest_waiting(jobs: QuerySet[Job]) -> Waiting:

@@ -29,10 +29,11 @@ from web.error_text import (
     WEBHOOK_EVENTS,
     by_shape,
     translate_diagnostics,
-    translate_reason,
     webhook_error_text,
 )
 from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
+from web.reasons import job_reason
+from web.reasons import reason_text as reason_in_language
 from web.texts import shown
 
 register = template.Library()
@@ -300,7 +301,7 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
         may_manage = manages_all or job.owner_id == user.pk
         created = timezone.localtime(job.created_at)
         tasks, gpus = job_size(job.normalized)
-        why = translate_reason(job.pending_reason) if job.state == "WAITING" and job.pending_reason else ""
+        why = job_reason(job) if job.state == "WAITING" else ""
         ticking = job.state == "RUNNING" and job.launched_at
         rows.append(
             format_html(
@@ -355,9 +356,10 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
 
 
 @register.filter
-def pending_text(reason: str) -> str:
-    """Why a job waits, in the page's language where its shape is known."""
-    return translate_reason(reason)
+def reason_text(parts: Any, english: str = "") -> str:
+    """Why a job waits or a node is down (its parts: Messages or as stored), in the page's language;
+    `english`, as stored beside them, for a row older than their codes."""
+    return reason_in_language(parts, english)
 
 
 @register.simple_tag

@@ -112,6 +112,7 @@ def node_states() -> list[dict[str, Any]]:
             "schedulable": node.available,
             "downSince": epoch_ms(node.down_since),
             "downReason": node.down_reason or None,
+            "downReasonMessages": node.down_reason_messages or None,
             "resourcesTotal": _resources(Resources(gpu=len(node.gpus.all()), cpu=node.cpus, memory_mb=node.memory_mb)),
             "resourcesUsed": _resources(usage.used_by_node.get(node.pk, Resources())),
             "gpus": [{"index": gpu.index, "type": gpu.gpu_type.name} for gpu in node.gpus.all()],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +11,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from catalogue import Message
+from catalogue import Message, joined
+from catalogue.reasons import stored_parts
+from clusters.texts import blocked_by
 from jobs import actions
 from jobs.models import Job, JobState, JobTag
 from jobs.protocol import mask_config_text
@@ -114,67 +115,36 @@ def submit(request: Request) -> Job:
     return actions.submit_job(request.user, text)
 
 
-# A never-fits reason's code (clusters.placement) -> what to change: the VC, or the
-# resourcePerInstance key the job asks too much of.
-VC_FIELD = "virtualCluster"
-NEVER_FITS_FIELDS = {
-    "reason.never.vc_unknown": VC_FIELD,
-    "reason.never.vc_quota_gpus": "gpu",
-    "reason.never.vc_quota_cpus": "cpu",
-    "reason.never.vc_quota_memory": "memoryMB",
-    "reason.never.node_gpus": "gpu",
-    "reason.never.node_cpus": "cpu",
-    "reason.never.node_memory": "memoryMB",
-    "reason.never.node_ports": "ports",
-    "reason.never.user_gpus": "gpu",
-}
+# What a never-fits reason's code is about (clusters.texts.blocked_by) -> the resourcePerInstance key to change.
+RESOURCE_KEYS = {"gpu": "gpu", "cpu": "cpu", "memory": "memoryMB", "ports": "ports"}
 V1_FIELDS = {"gpu": "gpuNumber", "cpu": "cpuNumber", "memoryMB": "memoryMB", "ports": "portList"}
-# Until clusters.placement says its reasons as codes (issue 45: being converted at the same time),
-# the code of a never-fits reason it words in English, by its opening words; this table goes then.
-INTERIM_NEVER_FITS_CODES = (
-    (re.compile(r'unknown virtual cluster "'), "reason.never.vc_unknown"),
-    (re.compile(r'VC "[^"]*" quota is \d+ GPUs in all'), "reason.never.vc_quota_gpus"),
-    (re.compile(r'VC "[^"]*" quota is \d+ CPUs in all'), "reason.never.vc_quota_cpus"),
-    (re.compile(r'VC "[^"]*" quota is .+ memory in all'), "reason.never.vc_quota_memory"),
-    (re.compile(r"needs \d+ GPUs on one node; the largest node has"), "reason.never.node_gpus"),
-    (re.compile(r"needs \d+ CPUs per task; the largest node has"), "reason.never.node_cpus"),
-    (re.compile(r"needs .+ memory per task; the largest node has"), "reason.never.node_memory"),
-    (re.compile(r'needs \d+ "[^"]*" ports per task; the largest port range holds'), "reason.never.node_ports"),
-    (re.compile(r"one user may hold at most \d+ GPUs in VC"), "reason.never.user_gpus"),
-)
 
 
 def cannot_fit_warning(job: Job, *, v1: bool = False) -> dict[str, Any] | None:
     """The submit answer's `warning` for a job that can never run on the cluster as it is
     (scheduling.admission's judgement, the submit page's): the job is still accepted, as OpenPAI
     accepted it (its clients expect 202/201 for a valid config, and nodes may yet be added), but
-    the answer says so, naming the field to change."""
+    the answer says so, naming the field to change, and why (`reasonMessages`: its codes)."""
     reason = never_fits_reason(job)
     if reason is None:
         return None
     return {
         "code": "JobCannotFitWarning",
         "field": _cannot_fit_field(job, reason, v1),
-        "message": f"This job can never run on the cluster as it is: {reason}. "
+        "message": f"This job can never run on the cluster as it is: {joined(reason)}. "
         "Stop it, or submit it again asking for less.",
+        "reasonMessages": stored_parts(reason),
     }
 
 
-def never_fits_code(reason: Message | str) -> str | None:
-    """The code of a never-fits reason (see INTERIM_NEVER_FITS_CODES for one still in English)."""
-    if isinstance(reason, Message):
-        return reason.code
-    return next((code for shape, code in INTERIM_NEVER_FITS_CODES if shape.match(reason)), None)
-
-
-def _cannot_fit_field(job: Job, reason: Message | str, v1: bool) -> str | None:
-    """The field in the config as submitted, by the reason's code: v2's path, or v1's
-    (`taskRoles[0].cpuNumber`)."""
-    key = NEVER_FITS_FIELDS.get(never_fits_code(reason) or "")
+def _cannot_fit_field(job: Job, reason: list[Message], v1: bool) -> str | None:
+    """The field in the config as submitted: v2's path, or v1's (`taskRoles[0].cpuNumber`)."""
+    blocking = blocked_by(reason)
+    if blocking == "vc":
+        return "virtualCluster" if v1 else "defaults.virtualCluster"
+    key = RESOURCE_KEYS.get(blocking or "")
     if key is None:
         return None
-    if key == VC_FIELD:
-        return "virtualCluster" if v1 else "defaults.virtualCluster"
     roles = job.normalized["taskRoles"]
     # The role asking the most of it per task (the one a smaller ask helps most).
     role = max(roles, key=lambda name: _amount(roles[name]["resourcePerInstance"].get(key)))

@@ -31,6 +31,10 @@ CANNOT_FIT = inline_serializer(
             allow_null=True, help_text="the config field to change, e.g. taskRoles.worker.resourcePerInstance.gpu"
         ),
         "message": serializers.CharField(help_text="why the job can never run on the cluster as it is"),
+        "reasonMessages": serializers.ListField(
+            child=serializers.DictField(),
+            help_text='the reason\'s parts as messages: [{"code", "params", "message"}] (docs/contracts.md)',
+        ),
     },
 )
 SUBMITTED = inline_serializer(

@@ -1,0 +1,22 @@
+"""Why a node's engine does not answer, in plain words (codes): a node's down reason says them."""
+
+from __future__ import annotations
+
+from catalogue import Text
+
+DOCKER_SILENT = Text("node.docker_silent", "the Docker engine at %(url)s does not answer (%(cause)s)")
+DOCKER_SOCKET_SILENT = Text(
+    "node.docker_socket_silent", "the Docker engine at the local socket does not answer (%(cause)s)"
+)
+# clusters.executors.plain_errors: the cause, whatever layer of the client's error carries it
+REFUSED = Text("node.cause.refused", "connection refused: nothing listens there")
+NO_HOST_NAME = Text("node.cause.no_host_name", "its host name does not resolve")
+NO_ROUTE = Text("node.cause.no_route", "no route to the host")
+UNREACHABLE = Text("node.cause.unreachable", "its network is unreachable")
+NO_SOCKET = Text("node.cause.no_socket", "no socket at that path")
+PERMISSION_DENIED = Text("node.cause.permission_denied", "permission denied")
+CLOSED = Text("node.cause.closed", "the connection was closed before an answer")
+TIMED_OUT = Text("node.cause.timed_out", "timed out")
+TIMED_OUT_AFTER = Text("node.cause.timed_out_after", "timed out after %(seconds)s s")
+HTTP = Text("node.cause.http", "it answered HTTP %(code)s")
+HTTP_SAYING = Text("node.cause.http_saying", "it answered HTTP %(code)s (%(words)s)")
