@@ -125,9 +125,10 @@ def sandbox_probed_once():
 
 @pytest.fixture(autouse=True)
 def fresh_caches(request, django_db_blocker):
-    """Throttle counters (sign-in, submits) live in the cache, which outlives a test, and so does the
-    storage configs a process read lately: every test starts with none. The cache is a table of the
-    test database, cleared outside the test's transaction, for the tests that have a database."""
+    """Throttle counters (sign-in, submits) live in the caches, which outlive a test, and so do the
+    storage configs a process read lately: every test starts with none. The default cache is a
+    table of the test database, cleared outside the test's transaction, for the tests that have a
+    database; the submit and list counters are in memory."""
     from jobs.storage.configs import forget_storage_configs
 
     has_database = "django_db_setup" in request.fixturenames or request.node.get_closest_marker("django_db")
@@ -141,8 +142,9 @@ def fresh_caches(request, django_db_blocker):
 
 
 def clear_cache_table(django_db_blocker, has_database: bool) -> None:
-    from django.core.cache import cache
+    from django.core.cache import cache, caches
 
+    caches["throttles"].clear()  # (this process's memory, or Redis)
     if has_database:
         with django_db_blocker.unblock():
             cache.clear()
