@@ -4,6 +4,8 @@ config) with a `warning` naming the field to change and why (issue 36)."""
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Node
 from tests.factories import v1_json, v2_yaml
@@ -44,3 +46,15 @@ def test_it_warns_in_the_v1_submit_answer_that_a_job_can_never_fit(alice, small_
     response = alice.post("/api/v1/jobs", data=json.dumps(body), content_type="application/json")
     assert response.status_code == 201
     assert response.json()["warning"]["field"] == "taskRoles[0].cpuNumber"
+
+
+def test_it_judges_a_job_by_the_cluster_s_size_without_reading_what_runs(submit_yaml, small_node):
+    """Whether a job can ever fit depends on the nodes and the VCs' quotas, not on what runs now:
+    the check read every running task and its job's spec on each submit (issue 49)."""
+    with CaptureQueriesContext(connection) as queries:
+        response = submit_yaml(v2_yaml("huge", cpu=64))
+    assert response.json()["warning"]["field"] == "taskRoles.worker.resourcePerInstance.cpu"
+    task_reads = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and "jobs_task" in q["sql"]
+    ]
+    assert task_reads == []
