@@ -45,6 +45,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusters.executors import routing
+
 TASK_INTERFACE = "eth0"
 TASK_ADDRESS = "10.0.2.100"  # slirp4netns' and rootless podman's choice: private to each namespace
 TASK_PREFIX = 24
@@ -285,8 +287,16 @@ def _runas(plan: dict[str, object]) -> tuple[int, int] | None:
 
 
 def _set_routes(plan: dict[str, object], netns: int, owner: int) -> None:
-    """The routes, set from outside: by root in the initial user namespace, else by the portal's
-    uid joining bwrap's outer user namespace, which it owns."""
+    """The routes, set from outside: by root in the initial user namespace (by netlink, from this
+    thread: routing.py), else by the portal's uid joining bwrap's outer user namespace, which it
+    owns (nsenter, then `ip`)."""
+    lines = [str(line) for line in plan["routes"]]  # type: ignore[attr-defined]
+    if os.geteuid() == 0 and (changes := routing.changes(lines)) is not None:
+        try:
+            routing.apply(netns, changes, route_localnet=TASK_INTERFACE if plan.get("localnet") else None)
+        except OSError as exc:
+            raise NetworkError(f"cannot set the task's routes: {exc.strerror or exc}") from exc
+        return
     enter = ["nsenter", f"--net=/proc/self/fd/{netns}"]
     if os.geteuid() != 0:
         enter += [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
