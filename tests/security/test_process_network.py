@@ -213,6 +213,7 @@ def test_it_tells_pasta_to_leave_its_ending_to_the_supervisor():
     drop it, before the task's exit was recorded (issue 49); nor does it serve DHCP to a task that
     may not change its address."""
     pasta = TaskNetwork().plan(NODE, {}, (2_000_001, 2_000_001))["pasta"]
+    assert isinstance(pasta, list)
     assert {"--no-netns-quit", "--no-dhcp"} <= set(pasta)
 
 
