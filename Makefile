@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: run test fast setup venv image image-training image-notebook static lint clean assets
+.PHONY: run test fast setup venv image image-training image-notebook static lint clean assets bench-quick
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -38,6 +38,13 @@ fast: venv
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -m "$(FAST_MARKERS)" -n $(FAST_WORKERS) $(PYTEST_ARGS); status=$$?; \
 	ms=$$(( ($$(date +%s%N) - start) / 1000000 )); \
 	echo "make fast: $$((ms / 1000)).$$((ms % 1000 / 100)) s wall"; exit $$status
+
+# The headline benchmarks, small (a few minutes: throughput beside Slurm, the REST API beside
+# sbatch, the scheduler at scale), each figure beside the one recorded in docs/performance.md
+# ("The quick check"); a drop over 20 % is flagged and fails it. Wall times mean something only on
+# a quiet machine; the CPU figures less so. BENCH_ARGS="--record" writes the figures down.
+bench-quick: venv
+	$(PY) bench/quick.py $(BENCH_ARGS)
 
 # The base image pai-portal/base:latest, built offline (tarball cached in var/cache/).
 image:

@@ -11,7 +11,9 @@ What it does (the serving part is bench/served.py, shared with bench/load.py):
 - --clients threads with keep-alive HTTP connections measure: submits/second (distinct YAML
   jobs to POST /api/v2/jobs), detail GET p50/p95, list GET p95 over the 10,000 jobs;
 - beside them, Slurm's sbatch submit rate from ../shared/tools/slurm-local.sh bench N.
-Throttles are raised for the run (they are per user and would otherwise cap the rate).
+Throttles are raised for the run (they are per user and would otherwise cap the rate). Each phase
+also gives the server's CPU per request (its processes' user + system time, bench/cpu.py): the
+figure a busy machine leaves comparable. --json FILE writes the figures.
 
 `--threads` is PAI_HTTP_THREADS, request threads per worker: with SQLite few beat many, as
 threads of one process otherwise wait on each other's write lock through SQLite's sleeping busy
@@ -32,10 +34,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import slurm_local
+from bench.cpu import process_cpu
 from bench.served import APPS, JOB_YAML, ROOT, Client, percentile, prepare, served, served_env
 
 
@@ -157,6 +161,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="PAI_HTTP_THREADS: request threads per worker")
     parser.add_argument("--skip-slurm", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep var/bench-api-<pid>/ afterwards")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--prepare-database", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prepare_database is not None:
@@ -173,26 +178,29 @@ def main() -> None:
     )
     print(f"state in {var_dir}; migrating and preparing {args.list_jobs} jobs ...", flush=True)
     tokens = prepare(__file__, env, str(args.list_jobs))
-    with served(var_dir, env, workers=args.workers, server=args.server, app=args.app) as (port, _):
+    cpu_ms: dict[str, float] = {}
+    with served(var_dir, env, workers=args.workers, server=args.server, app=args.app) as (port, servers):
         print(f"{args.server} x{args.workers} on 127.0.0.1:{port}, {args.clients} clients", flush=True)
+
+        def phase(name: str, count: int, token: str, make: Callable[[int], tuple[str, str, str | None, str]]) -> Any:
+            before = process_cpu(servers)
+            measured = run_clients(args.clients, count, port, token, make)
+            cpu_ms[name] = 1000 * (process_cpu(servers) - before) / count
+            return measured
 
         def submit(number: int) -> tuple[str, str, str | None, str]:
             return "POST", "/api/v2/jobs", JOB_YAML.format(name=f"bench-{number}"), "text/yaml"
 
-        submit_wall, submit_lat, submit_status = run_clients(
-            args.clients, args.submits, port, tokens["submitter"], submit
-        )
+        submit_wall, submit_lat, submit_status = phase("submit", args.submits, tokens["submitter"], submit)
         detail_path = f"/api/v2/jobs/{tokens['detail']}"
-        _, detail_lat, detail_status = run_clients(
-            args.clients, args.details, port, tokens["submitter"], lambda _: ("GET", detail_path, None, "")
+        _, detail_lat, detail_status = phase(
+            "detail", args.details, tokens["submitter"], lambda _: ("GET", detail_path, None, "")
         )
         page_path = "/api/v2/jobs?limit=20&withTotalCount=true"
-        _, page_lat, page_status = run_clients(
-            args.clients, args.lists, port, tokens["lister"], lambda _: ("GET", page_path, None, "")
-        )
+        _, page_lat, page_status = phase("list20", args.lists, tokens["lister"], lambda _: ("GET", page_path, None, ""))
         big_path = "/api/v2/jobs?limit=1000"
-        _, big_lat, big_status = run_clients(
-            args.clients, args.big_lists, port, tokens["lister"], lambda _: ("GET", big_path, None, "")
+        _, big_lat, big_status = phase(
+            "list1000", args.big_lists, tokens["lister"], lambda _: ("GET", big_path, None, "")
         )
 
     slurm_rate, slurm_note = (
@@ -223,10 +231,23 @@ def main() -> None:
     ]
     if slurm_rate != "n/a":
         rows.append(("submit rate vs Slurm", f"{rate / float(slurm_rate):.2f}x", "aim >= 3x"))
+    for name, label in (("submit", "a submit"), ("detail", "a detail GET"), ("list1000", "a 1000-row list")):
+        rows.append((f"server CPU per {label}", f"{cpu_ms[name]:.2f} ms", "user + system, all server processes"))
     width = max(len(row[0]) for row in rows)
-    print()
+    print(f"\n(load average {os.getloadavg()[0]:.1f})")
     for name, value, note in rows:
         print(f"{name:<{width}}  {value:>12}  {note}")
+    if args.json:
+        figures = {
+            "submits_s": rate,
+            "sbatch_s": float(slurm_rate) if slurm_rate != "n/a" else None,
+            "submit_ratio": rate / float(slurm_rate) if slurm_rate != "n/a" else None,
+            "detail_p50_ms": statistics.median(detail_lat) * ms,
+            "detail_p95_ms": percentile(detail_lat, 0.95) * ms,
+            "list1000_p95_ms": percentile(big_lat, 0.95) * ms,
+            **{f"cpu_{name}_ms": value for name, value in cpu_ms.items()},
+        }
+        args.json.write_text(json.dumps(figures))
     if not args.keep:
         shutil.rmtree(var_dir, ignore_errors=True)
 

@@ -157,12 +157,13 @@ def measure() -> dict[str, float]:
     executors.node_executor = lambda node: executor
     launch.storage.launch_mounts = lambda *args, **kwargs: []  # no per-task directories for 10k jobs
     loop = scheduler.Scheduler(holder="bench")
-    times = []
+    times, cpu = [], []
     started_at = time.perf_counter()
     while True:
-        before = time.perf_counter()
+        before, cpu_before = time.perf_counter(), time.process_time()
         busy = loop.run_once()
         times.append(time.perf_counter() - before)
+        cpu.append(time.process_time() - cpu_before)
         if not busy:
             break
     elapsed = time.perf_counter() - started_at
@@ -174,6 +175,8 @@ def measure() -> dict[str, float]:
         "first": first,
         "p50": statistics.median(warm),
         "p95": warm[max(0, math.ceil(0.95 * len(warm)) - 1)],
+        # CPU per pass (this process): what a busy machine leaves comparable, unlike the wall time.
+        "cpu p50": statistics.median(cpu[1:] or cpu),
         "max": warm[-1],
         "jobs running": running,
         "tasks started": executor.started,
@@ -198,6 +201,7 @@ def main() -> None:
     parser.add_argument("--waiting", type=int, default=10_000)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
     setup(args)
     fill_start = time.perf_counter()
@@ -213,11 +217,16 @@ def main() -> None:
     print(f"{'pass p50':<24} {result['p50'] * 1000:>10.0f} ms")
     print(f"{'pass p95':<24} {result['p95'] * 1000:>10.0f} ms")
     print(f"{'pass max':<24} {result['max'] * 1000:>10.0f} ms")
+    print(f"{'pass CPU p50':<24} {result['cpu p50'] * 1000:>10.0f} ms")
     print(f"{'idle pass (full)':<24} {result['idle pass'] * 1000:>10.0f} ms")
     print(f"{'jobs running at the end':<24} {result['jobs running']:>12}")
     print(f"{'tasks started':<24} {result['tasks started']:>12}")
     print(f"{'jobs started per second':<24} {result['jobs/s']:>12.0f}")
+    print(f"(load average {os.getloadavg()[0]:.1f})")
     print(json.dumps({"goal": "pass p95 < 1 s", "met": result["p95"] < 1.0}))
+    if args.json:
+        ms = {"p50": "pass_p50_ms", "p95": "pass_p95_ms", "cpu p50": "pass_cpu_p50_ms", "idle pass": "idle_pass_ms"}
+        args.json.write_text(json.dumps({key: result[name] * 1000 for name, key in ms.items()}))
 
 
 if __name__ == "__main__":

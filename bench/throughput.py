@@ -5,7 +5,11 @@ the real scheduler loop, beside a real one-node Slurm on the same machine with t
     .venv/bin/python bench/throughput.py [N] --slurm          (root; slurm-wlm and munge)
 
 --slots declares S CPU slots for both systems (the portal's node and slurm-local.sh's
-SLURM_LOCAL_CPUS), so the schedulers are compared at equal slots on a small machine.
+SLURM_LOCAL_CPUS), so the schedulers are compared at equal slots on a small machine. The portal's
+node gets a loopback address of its own (--address; default: a random one in 127/8), so that its
+tasks' ports never meet another run's or a test suite's on 127.0.0.2. CPU per job, as far as the
+machine lets it be counted (bench/cpu.py): the submits, the scheduler, and what runs outside it
+(each task's supervisor, sandbox, network and command). --json FILE writes the figures.
 
 Our figure: N jobs submitted through jobs.actions.submit_job, then the scheduler's passes run
 back to back (as `runscheduler` does while busy) until every job has SUCCEEDED. Slurm's figure
@@ -25,6 +29,7 @@ directory's file times) say where a job's time goes.
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -38,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import slurm_local  # noqa: E402
+from bench.cpu import TreeCpu  # noqa: E402
 
 JOB_TEXT = (
     "protocolVersion: 2\nname: {name}\ntype: job\n"
@@ -60,18 +66,44 @@ def setup_django(**env: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def run_portal(n: int, slots: int) -> tuple[float, float]:
+def own_loopback_address() -> str:
+    """A loopback address of this run's own: another run's tasks (or a test suite's, on
+    127.0.0.2) hold ports there that placement would hand out again here."""
+    return f"127.0.{random.randint(100, 254)}.{random.randint(2, 254)}"
+
+
+def run_portal(n: int, slots: int, address: str) -> tuple[float, float, dict[str, float]]:
+    """(submit jobs/s, end-to-end jobs/s, CPU ms per job by part: {} where not measurable)."""
     setup_django()
+    from django.conf import settings
+
+    from clusters.executors.supervise import SERVER_PID_NAME
     from clusters.models import Node
 
-    Node.objects.create(name="local", executor="process", cpus=slots, memory_mb=slots * 1024)
-    return submit_and_run(n, JOB_TEXT)
+    Node.objects.create(name="local", executor="process", cpus=slots, memory_mb=slots * 1024, address=address)
+    tree = TreeCpu.start()
+    cpu: dict[str, float] = {}
+    try:
+        submit_rate, rate = submit_and_run(n, JOB_TEXT, cpu=cpu, tree=tree)
+    finally:
+        if tree is not None:
+            server = Path(settings.PAI_WORK_ROOT) / "process" / SERVER_PID_NAME
+            leftovers = [int(server.read_text())] if server.exists() else []
+            tree.close(leftovers)  # (the idle supervisor server would stay 30 s)
+    return submit_rate, rate, cpu
 
 
 def submit_and_run(
-    n: int, text: str, idle_sleep: float = 0.005, command: str = "true", round_number: int = 0
+    n: int,
+    text: str,
+    idle_sleep: float = 0.005,
+    command: str = "true",
+    round_number: int = 0,
+    cpu: dict[str, float] | None = None,
+    tree: TreeCpu | None = None,
 ) -> tuple[float, float]:
-    """N jobs submitted, then passes until all SUCCEEDED: (submit jobs/s, end-to-end jobs/s)."""
+    """N jobs submitted, then passes until all SUCCEEDED: (submit jobs/s, end-to-end jobs/s).
+    `cpu` gets the ms per job of the submits, the scheduler and (with `tree`) the rest."""
     from django.contrib.auth import get_user_model
 
     from jobs.actions import submit_job
@@ -79,10 +111,10 @@ def submit_and_run(
     from scheduling.scheduler import Scheduler
 
     user, _ = get_user_model().objects.get_or_create(username="bench")
-    t0 = time.perf_counter()
+    own0, t0 = time.process_time(), time.perf_counter()
     for i in range(n):
         submit_job(user, text.format(name=f"bench-{round_number}-{i}", command=command))
-    t1 = time.perf_counter()
+    own1, tree1, t1 = time.process_time(), tree.seconds() if tree else 0.0, time.perf_counter()
     scheduler = Scheduler()
     deadline = time.monotonic() + 60 + n
     while Job.objects.exclude(state=JobState.SUCCEEDED).exists():
@@ -91,8 +123,13 @@ def submit_and_run(
             raise SystemExit(f"portal: jobs not finished in time (states: {states})")
         if not scheduler.run_once():
             scheduler.idle_wait(idle_sleep)  # as `runscheduler` waits between idle passes
-    t2 = time.perf_counter()
+    own2, tree2, t2 = time.process_time(), tree.seconds() if tree else 0.0, time.perf_counter()
     scheduler.release_lease()
+    if cpu is not None:
+        cpu["submit"] = 1000 * (own1 - own0) / n
+        cpu["scheduler"] = 1000 * (own2 - own1) / n
+        if tree is not None:
+            cpu["tasks"] = 1000 * ((tree2 - tree1) - (own2 - own1)) / n
     return n / (t1 - t0), n / (t2 - t0)
 
 
@@ -277,25 +314,37 @@ def main() -> None:
     parser.add_argument("--slurm", action="store_true", help="the portal on a Slurm dev cluster vs sbatch alone")
     parser.add_argument("--rounds", type=int, default=4, help="--slurm: rounds of both, alternating which goes first")
     parser.add_argument("--job-seconds", type=float, default=0, help="--slurm: each job sleeps this long (0: `true`)")
+    parser.add_argument("--address", default="", help="the portal node's address (default: a loopback of its own)")
+    parser.add_argument("--skip-slurm", action="store_true", help="the portal alone")
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
     if args.slurm:
         run_on_slurm(args.n, args.job_seconds, args.rounds)
         return
     n, slots = args.n, args.slots
-    slurm_submit, slurm_e2e, why = run_slurm(n, slots)
-    portal_submit, portal_e2e = run_portal(n, slots)
+    slurm_submit, slurm_e2e, why = (None, None, "skipped (--skip-slurm)") if args.skip_slurm else run_slurm(n, slots)
+    portal_submit, portal_e2e, cpu = run_portal(n, slots, args.address or own_loopback_address())
 
     def fmt(value: float | None) -> str:
         return f"{value:10.1f}" if value is not None else "       n/a"
 
-    print(f"\n{n} trivial one-task jobs, {slots} slots, same machine")
+    print(f"\n{n} trivial one-task jobs, {slots} slots, same machine (load average {os.getloadavg()[0]:.1f})")
     print(f"{'system':<28}{'submit jobs/s':>14}{'end-to-end jobs/s':>20}")
     print(f"{'PAI Portal (process exec.)':<28}{fmt(portal_submit):>14}{fmt(portal_e2e):>20}")
     print(f"{'Slurm (slurm-local.sh)':<28}{fmt(slurm_submit):>14}{fmt(slurm_e2e):>20}")
     if slurm_e2e:
         print(f"end-to-end ratio portal/slurm: {portal_e2e / slurm_e2e:.1f}x (goal >= 3x at 16 slots, 10x at 2)")
+    parts = {"submit": "submit", "scheduler": "scheduler", "tasks": "each task's supervisor, sandbox, network, command"}
+    shown = [f"{label} {cpu[key]:.1f} ms" for key, label in parts.items() if key in cpu]
+    print("portal CPU per job: " + ", ".join(shown))
+    if "tasks" not in cpu:
+        print("  (outside the scheduler it is counted only as root, cgroup v1, cpuacct apart: bench/cpu.py)")
     if why:
         print(f"slurm: {why}")
+    if args.json:
+        figures = {"portal_jobs_s": portal_e2e, "slurm_jobs_s": slurm_e2e, **{f"cpu_{k}_ms": v for k, v in cpu.items()}}
+        figures["ratio"] = portal_e2e / slurm_e2e if slurm_e2e else None
+        args.json.write_text(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -357,13 +357,21 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# The cache holds the throttle counters, which every web server process (PAI_WEB_WORKERS) must
-# share: Redis when REDIS_URL is set, else the database (table pai_cache, made by accounts'
-# migration 0003 and `manage.py createcachetable`). Never files: a file cache unpickles whatever
-# lies in its directory, and nothing the portal deserializes may live where a request could write.
+# The default cache holds what every web server process (PAI_WEB_WORKERS) must share: the
+# sign-in throttles' counters, the app proxy's one-time tickets. Redis when REDIS_URL is set, else
+# the database (table pai_cache, made by accounts' migration 0003 and `manage.py
+# createcachetable`). Never files: a file cache unpickles whatever lies in its directory, and
+# nothing the portal deserializes may live where a request could write.
+# `throttles` holds the submit and list throttles' counters, asked on every API request: Redis
+# too when set, else each server process's memory (the database cache wrote a row in a
+# transaction of its own per request: six queries, and SQLite's one writer). Counted per process,
+# a client gets the rate from each worker it reaches, at most PAI_WEB_WORKERS times it in all.
 CACHES: dict[str, dict[str, Any]]
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
+        "throttles": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL},
+    }
 else:
     CACHES = {
         "default": {
@@ -372,7 +380,12 @@ else:
             # One row per client and scope; culling a third of them at 300 (Django's default)
             # would forget throttle counters under load.
             "OPTIONS": {"MAX_ENTRIES": 100_000},
-        }
+        },
+        "throttles": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "pai-throttles",
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        },
     }
 
 REST_FRAMEWORK = {

@@ -149,6 +149,18 @@ def may_borrow(priority_class: str) -> bool:
 def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
     """Placement's nodes are the portal's own; Slurm's nodes (synced from sinfo) count only for
     the VCs of their partition, whose quota is the partition (Slurm places their jobs)."""
+    return _usage(nodes, list(holding_tasks()), specs)
+
+
+def cluster_capacity(nodes: list[Node]) -> tuple[list[NodeState], dict[str, VcState]]:
+    """Placement's inputs as if nothing ran: what the never-fits judgement reads (the nodes, their
+    sizes and the VCs' quotas; what runs now never decides whether a job can ever fit), without
+    reading every running task and its job's spec."""
+    usage = _usage(nodes, [], None)
+    return usage.nodes, usage.vcs
+
+
+def _usage(nodes: list[Node], holding: list[Any], specs: SpecCache | None) -> ClusterUsage:
     gpus_by_node = node_gpus()
     own_nodes = [node for node in nodes if node.executor != Node.Executor.SLURM]
     states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in own_nodes}
@@ -157,8 +169,7 @@ def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterU
     busy_gpus: set[tuple[int, int]] = set()
     used_by_job: dict[int, Resources] = defaultdict(Resources)
     gpus_by_user: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # VC -> user -> GPUs
-    holding = list(holding_tasks())
-    spec_of = (specs or SpecCache()).get_many({row[4] for row in holding})
+    spec_of = (specs or SpecCache()).get_many({row[4] for row in holding}) if holding else {}
     for node_id, role, gpus, ports, job_id, vc_name, owner in holding:
         # GPUs as allocated (the indices the task holds), CPU and memory as the role asks.
         res = replace(task_resources(spec_of[job_id], role), gpu=len(gpus))

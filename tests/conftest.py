@@ -125,24 +125,29 @@ def sandbox_probed_once():
 
 @pytest.fixture(autouse=True)
 def fresh_caches(request, django_db_blocker):
-    """Throttle counters (sign-in, submits) live in the cache, which outlives a test, and so does the
-    storage configs a process read lately: every test starts with none. The cache is a table of the
-    test database, cleared outside the test's transaction, for the tests that have a database."""
+    """Throttle counters (sign-in, submits) live in the caches, which outlive a test, and so do the
+    storage configs and the cluster's size a process read lately: every test starts with none. The
+    default cache is a table of the test database, cleared outside the test's transaction, for the
+    tests that have a database; the submit and list counters are in memory."""
     from jobs.storage.configs import forget_storage_configs
+    from scheduling.admission import forget_submit_capacity
 
     has_database = "django_db_setup" in request.fixturenames or request.node.get_closest_marker("django_db")
     if has_database:
         request.getfixturevalue("django_db_setup")
     clear_cache_table(django_db_blocker, has_database)
     forget_storage_configs()  # (a rolled-back test's storage config sends no post_delete)
+    forget_submit_capacity()  # (nor does its node)
     yield
     clear_cache_table(django_db_blocker, has_database)
     forget_storage_configs()
+    forget_submit_capacity()
 
 
 def clear_cache_table(django_db_blocker, has_database: bool) -> None:
-    from django.core.cache import cache
+    from django.core.cache import cache, caches
 
+    caches["throttles"].clear()  # (this process's memory, or Redis)
     if has_database:
         with django_db_blocker.unblock():
             cache.clear()

@@ -4,6 +4,8 @@ config) with a `warning` naming the field to change and why (issue 36)."""
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from clusters.models import Node
 from tests.factories import v1_json, v2_yaml
@@ -86,3 +88,15 @@ def test_it_names_the_field_by_the_reasons_code_not_its_words(two_roles, code, f
 
     reason = Message("reason.never_fits", {"why": Message(code, {})})
     assert _cannot_fit_field(two_roles, [reason], v1=False) == field
+
+
+def test_it_judges_a_job_by_the_cluster_s_size_without_reading_what_runs(submit_yaml, small_node):
+    """Whether a job can ever fit depends on the nodes and the VCs' quotas, not on what runs now:
+    the check read every running task and its job's spec on each submit (issue 49)."""
+    with CaptureQueriesContext(connection) as queries:
+        response = submit_yaml(v2_yaml("huge", cpu=64))
+    assert response.json()["warning"]["field"] == "taskRoles.worker.resourcePerInstance.cpu"
+    task_reads = [
+        q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT") and "jobs_task" in q["sql"]
+    ]
+    assert task_reads == []

@@ -208,6 +208,26 @@ def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
     assert pasta not in pastas()
 
 
+def test_it_tells_pasta_to_leave_its_ending_to_the_supervisor():
+    """The supervisor ends each task's pasta itself (netns.Attached.close). pasta's own watch for
+    its namespace's removal (an inotify group) made each end wait about 20 ms more for the kernel to
+    drop it, before the task's exit was recorded (issue 49); nor does it serve DHCP to a task that
+    may not change its address."""
+    pasta = TaskNetwork().plan(NODE, {}, (2_000_001, 2_000_001))["pasta"]
+    assert isinstance(pasta, list)
+    assert {"--no-netns-quit", "--no-dhcp"} <= set(pasta)
+
+
+def test_it_sets_every_route_the_plan_has_itself_and_leaves_others_to_ip():
+    """As root the supervisor sets the routes over netlink (routing.py) instead of starting
+    nsenter, sh and ip for each task; a line it does not know goes to `ip` as before."""
+    from clusters.executors import routing
+
+    for node in (NODE, "10.0.0.5"):
+        assert routing.changes(TaskNetwork(docker_subnet_pool=SUBNET_POOL).routes(node)) is not None
+    assert routing.changes(["route add blackhole 10.0.0.0/8"]) is None
+
+
 @pytest.fixture
 def taken_port() -> Iterator[int]:
     """A port another program holds on the node's address."""
