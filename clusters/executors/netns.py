@@ -335,20 +335,21 @@ def _set_routes(plan: dict[str, object], netns: int, owner: int) -> None:
     thread: routing.py), else by the portal's uid joining bwrap's outer user namespace, which it
     owns (nsenter, then `ip`)."""
     lines = [str(line) for line in plan["routes"]]  # type: ignore[attr-defined]
+    enter = ["nsenter", f"--net=/proc/self/fd/{netns}"]
+    if os.geteuid() != 0:
+        enter += [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
     if os.geteuid() == 0 and (changes := routing.changes(lines)) is not None:
         try:
             routing.apply(netns, changes, route_localnet=TASK_INTERFACE if plan.get("localnet") else None)
         except OSError as exc:
             raise NetworkError(f"cannot set the task's routes: {exc.strerror or exc}") from exc
-        return
-    enter = ["nsenter", f"--net=/proc/self/fd/{netns}"]
-    if os.geteuid() != 0:
-        enter += [f"--user=/proc/self/fd/{owner}", "--preserve-credentials"]
-    script = "ip -batch -"
-    if plan.get("localnet"):  # a 127/8 node address (the job's app address) may leave through eth0
-        script += f" && echo 1 > /proc/sys/net/ipv4/conf/{TASK_INTERFACE}/route_localnet"
-    routes = "".join(f"{line}\n" for line in plan["routes"])  # type: ignore[attr-defined]
-    _run_in(enter, [netns, owner], ["sh", "-c", script], routes, "cannot set the task's routes")
+    else:
+        script = "ip -batch -"
+        if plan.get("localnet"):  # a 127/8 node address (the job's app address) may leave through eth0
+            script += f" && echo 1 > /proc/sys/net/ipv4/conf/{TASK_INTERFACE}/route_localnet"
+        routes = "".join(f"{line}\n" for line in lines)
+        _run_in(enter, [netns, owner], ["sh", "-c", script], routes, "cannot set the task's routes")
+    # (The job's apps' rules after the routes, by either path: a task of a job with an app needs both.)
     if rules := str(plan.get("nat") or ""):
         if shutil.which("nft") is None:
             raise NetworkError(
