@@ -33,7 +33,7 @@ import os
 import sys
 import time
 from _json import encode_basestring_ascii as json_string
-from _signal import SIG_DFL, SIGTERM, signal
+from _signal import SIG_BLOCK, SIG_DFL, SIG_SETMASK, SIGTERM, pthread_sigmask, signal
 from _socket import socket
 
 CANCELLED_FILE = "cancelled"
@@ -197,6 +197,10 @@ class Wrapper:
         env = {str(key): str(value) for key, value in dict(launch["env"]).items()}  # type: ignore[call-overload]
         from clusters.executors.supervise import Supervisor  # (imported while the portal prepared the launch)
 
+        # SIGTERM held across the fork: the wrapper's stop may come before the supervisor has set
+        # its handler, and killed by it then (or run the wrapper's handler), the attempt would leave
+        # no exit record. The supervisor lets it through once its handler is set (Supervisor.run).
+        held = pthread_sigmask(SIG_BLOCK, {SIGTERM})
         pid = os.fork()
         if pid == 0:  # the supervisor, with the task's environment only
             signal(SIGTERM, SIG_DFL)
@@ -204,6 +208,7 @@ class Wrapper:
             os.environ.update(env)
             supervisor = Supervisor(task_dir, portal_stop_file=os.path.join(task_dir, STOP_FILE))
             os._exit(supervisor.run(script=str(launch.get("script", ""))))
+        pthread_sigmask(SIG_SETMASK, held)
         self.child, self.task_dir = pid, task_dir
         status = self._wait_for(pid, os.path.join(task_dir, STOP_FILE))
         self.child = None
