@@ -14,7 +14,6 @@ a month ago). Each period it also rolls up the usage of the jobs whose runs ende
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import threading
@@ -26,18 +25,16 @@ from datetime import timedelta
 from statistics import fmean
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
-from django.db.models import Q
-from django.utils import timezone
+from django.db import close_old_connections, transaction
 
 from clusters.executors.base import ResourceSample, TaskHandle
 from clusters.gpus import GpuReading, read_local_gpus
-from clusters.models import SchedulerLease
 from jobs import outbox
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
 from scheduling.alerts import evaluate_rules
 from scheduling.app_watch import watch_apps
+from scheduling.lease import Holder, Lease
 from scheduling.models import VcSample
 from scheduling.retention import remove_expired
 from scheduling.usage_rollup import last_ended_run, roll_up_ended, roll_up_recent
@@ -47,7 +44,7 @@ from scheduling.weekly_report import send_weekly_reports
 log = logging.getLogger("pai.sampler")
 
 LEASE_NAME = "sampler"
-LEASE_MIN_S = 30  # a standby sampler takes over this long after the active one stopped renewing
+LEASE_MIN_S = 30  # a standby elsewhere takes over this long (or 3 periods) after the active one stopped renewing
 VC_SAMPLE_EVERY_S = 60  # the dashboard's history of VC usage and queues
 READ_THREADS = 8  # nodes read side by side
 PRUNE_EVERY_S = 3600
@@ -172,18 +169,11 @@ class Sampler:
             stop.wait(max(0.0, settings.PAI_SAMPLE_SECONDS - (time.monotonic() - started)))
 
 
-def take_lease(holder: str) -> bool:
-    """Hold (or renew) the `sampler` lease row: a conditional UPDATE, as the scheduler's lease."""
-    now = timezone.now()
-    with contextlib.suppress(IntegrityError):  # made by the other sampler at the same moment
-        SchedulerLease.objects.get_or_create(name=LEASE_NAME)
+def sampler_lease(holder: Holder | str | None = None) -> Lease:
+    """The sampler's lease (scheduling.lease, as the scheduler's, under its own name): held for
+    three periods; a sampler restarted on the same machine takes an ended one's at once."""
     ttl = timedelta(seconds=max(LEASE_MIN_S, 3 * settings.PAI_SAMPLE_SECONDS))
-    free = Q(holder=holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
-    return SchedulerLease.objects.filter(free, name=LEASE_NAME).update(holder=holder, expires_at=now + ttl) == 1
-
-
-def release_lease(holder: str) -> None:
-    SchedulerLease.objects.filter(name=LEASE_NAME, holder=holder).update(holder="", expires_at=None)
+    return Lease(holder or Holder.here(), name=LEASE_NAME, ttl=ttl)
 
 
 def _read_node(tasks: list[Task]) -> dict[str, ResourceSample]:

@@ -3,6 +3,7 @@ real-container test is tests/docker/test_usage.py)."""
 
 import io
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from django.core.management import call_command
 from clusters.executors.stats import from_docker_stats
 from clusters.gpus import GpuReading, parse_nvidia_smi
 from jobs.models import JobState, Task, TaskSample
-from scheduling.sampler import Sampler, fold_and_prune, release_lease, take_lease
+from scheduling.lease import Holder
+from scheduling.sampler import Sampler, fold_and_prune, sampler_lease
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -103,8 +105,19 @@ def test_it_samples_from_its_own_command(submit, run_until):
 
 @pytest.mark.django_db
 def test_it_lets_one_sampler_sample_at_a_time():
-    assert take_lease("first")
+    first, second = sampler_lease(Holder.here()), sampler_lease(Holder.here())  # two live ones here
+    assert first.take()
 
-    assert not take_lease("second")
-    release_lease("first")
-    assert take_lease("second")
+    assert not second.take()
+    first.release()
+    assert second.take()
+
+
+@pytest.mark.django_db
+def test_it_takes_the_lease_of_an_ended_sampler_of_this_machine_at_once():
+    process = subprocess.Popen(["sleep", "60"])
+    assert sampler_lease(Holder.of(process.pid)).take()  # a sampler process of this machine, which then ends
+    process.kill()
+    process.wait()
+
+    assert sampler_lease().take()
