@@ -14,8 +14,8 @@ since (scheduling/usage_rollup.py); every minute each VC's usage and queue for t
 (VcSample); every hour today's and yesterday's usage whole, the fold of raw samples older than
 PAI_SAMPLE_RAW_HOURS into one per minute and the deletion of those older than PAI_SAMPLE_KEEP_DAYS,
 finished jobs' expired files, the outbox's notices sent or given up a month ago and Monday's
-weekly reports. The last runs are the process's: a sampler that starts (or takes the lease over)
-runs each duty at its first pass.
+weekly reports. The last runs are the process's: a sampler that starts (a standby that takes the
+lease over included) runs each duty at its first pass as the holder.
 """
 
 from __future__ import annotations
