@@ -235,10 +235,11 @@ class Gpu(models.Model):
 
 
 class SchedulerLease(models.Model):
-    """Only one scheduler process acts at a time: it holds this row, renewed every pass.
+    """Only one scheduler process (the row `main`) and one sampler (`sampler`) act at a time: each
+    holds its row, renewed as it runs (scheduling.lease).
 
     Taken with a conditional UPDATE (holder is me, or the lease expired), which is atomic on
-    SQLite and PostgreSQL alike; a crashed holder's lease simply runs out.
+    SQLite and PostgreSQL alike; a crashed holder's lease runs out, or a restart on its machine takes it.
     """
 
     name = models.CharField(max_length=32, primary_key=True)

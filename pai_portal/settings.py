@@ -278,7 +278,7 @@ PAI_SLURM_QUEUE_SECONDS = env_float("PAI_SLURM_QUEUE_SECONDS", 1.0, minimum=0.0)
 PAI_SLURM_JOB_PREFIX = env_str("PAI_SLURM_JOB_PREFIX", "pai")
 # Docker nodes: container/network name prefix (several portals or test runs may share an engine)
 # and the pool per-job networks' /24 subnets are carved from.
-# Task resource samples (scheduling.sampler, a thread beside the scheduler's loop): how often,
+# Task resource samples (scheduling.sampler, `runsampler`: a process beside the scheduler's): how often,
 # how long raw samples are kept before they are folded into one per minute, and how long those stay.
 PAI_SAMPLE_SECONDS = env_float("PAI_SAMPLE_SECONDS", 10.0, minimum=0.5)
 PAI_SAMPLE_RAW_HOURS = env_float("PAI_SAMPLE_RAW_HOURS", 24.0, minimum=0.0)

@@ -1,12 +1,13 @@
-"""The scheduler lease: one active scheduler at a time. A second one waits until the holder's lease
-expires (it died) or is released (it stopped), except where the holder is a process of its own
-machine that has ended: a scheduler restarted there after a crash (as the Procfile starts it, with
+"""The leases: one active scheduler (the lease `main`) and one active sampler (`sampler`,
+scheduling/sampler.py) at a time. A second one waits until the holder's lease expires (it died) or
+is released (it stopped), except where the holder is a process of its own machine that has ended: a
+scheduler or sampler restarted there after a crash (as the Procfile starts them, a scheduler with
 no `--id`) takes over at once, while a standby on another machine waits the lease out.
 
 A holder is named by its process (`Holder`): the machine's name, the pid, where that pid means this
 process (the kernel's boot and the pid namespace, hashed: a pid from another machine or container
 is never looked up here) and when the process started (a pid given to a new process later is not
-the holder's). A live holder on the same machine, a second scheduler started beside it included,
+the holder's). A live holder on the same machine, a second process started beside it included,
 keeps its lease; two restarts at once take a dead one's lease once (a conditional UPDATE on its name).
 """
 
@@ -34,17 +35,16 @@ log = logging.getLogger("pai.scheduler")
 
 LEASE_NAME = "main"
 LEASE_TTL = timedelta(seconds=15)
-LEASE_RENEW_AFTER = LEASE_TTL / 3
 HOLDER_MAX = SchedulerLease._meta.get_field("holder").max_length or 128
 
 
 @dataclass(frozen=True)
 class Holder:
-    """A scheduler process as its lease names it: `host:pid:nonce:place:started`."""
+    """A process as its lease names it: `host:pid:nonce:place:started`."""
 
     host: str
     pid: int
-    nonce: str  # (two schedulers of one process, as tests make, are two holders)
+    nonce: str  # (two holders of one process, as tests make, are two)
     place: str  # where `pid` names this process: this boot of the kernel and pid namespace, hashed
     started: int  # the process's start, in clock ticks after boot
 
@@ -113,21 +113,25 @@ def _start_of(pid: int) -> int | None:
 
 
 class Lease:
-    def __init__(self, holder: Holder | str) -> None:
+    """The lease row `name`, held for `ttl` after each renewal (the scheduler's by default)."""
+
+    def __init__(self, holder: Holder | str, name: str = LEASE_NAME, ttl: timedelta = LEASE_TTL) -> None:
         self.holder = str(holder)
+        self.name = name
+        self.ttl = ttl
         self._row_exists = False
         self._renewed_at = float("-inf")  # monotonic seconds of the last renewal that held
 
     def take(self) -> bool:
-        """True while this scheduler holds the lease. A lease renewed less than LEASE_RENEW_AFTER
+        """True while this process holds the lease. A lease renewed less than a third of its ttl
         ago is still ours (no one may take it before it expires): no write on every pass."""
-        if time.monotonic() - self._renewed_at < LEASE_RENEW_AFTER.total_seconds():
+        if time.monotonic() - self._renewed_at < self.ttl.total_seconds() / 3:
             return True
         renewing_at = time.monotonic()
         now = timezone.now()
         if not self._row_exists:
-            with contextlib.suppress(IntegrityError):  # created by the other scheduler at the same moment
-                SchedulerLease.objects.get_or_create(name=LEASE_NAME)
+            with contextlib.suppress(IntegrityError):  # created by the other process at the same moment
+                SchedulerLease.objects.get_or_create(name=self.name)
             self._row_exists = True
         free = Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
         taken = self._take(free, now) or self._take_from_ended(now)
@@ -136,22 +140,18 @@ class Lease:
 
     def _take_from_ended(self, now: datetime) -> bool:
         """The lease of a process of this machine that has ended, at once (its name is the UPDATE's
-        condition: of two schedulers restarted at once, one takes it)."""
-        held_by = SchedulerLease.objects.filter(name=LEASE_NAME).values_list("holder", flat=True).first() or ""
+        condition: of two processes restarted at once, one takes it)."""
+        held_by = SchedulerLease.objects.filter(name=self.name).values_list("holder", flat=True).first() or ""
         holder = Holder.parse(held_by)
         if holder is None or not holder.has_ended() or not self._take(Q(holder=held_by), now):
             return False
-        log.info("scheduler %s took the lease of %s at once: its process has ended", self.holder, held_by)
+        log.info("%s took the lease %s of %s at once: its process has ended", self.holder, self.name, held_by)
         return True
 
     def _take(self, condition: Q, now: datetime) -> bool:
-        return (
-            SchedulerLease.objects.filter(condition, name=LEASE_NAME).update(
-                holder=self.holder, expires_at=now + LEASE_TTL
-            )
-            == 1
-        )
+        rows = SchedulerLease.objects.filter(condition, name=self.name)
+        return rows.update(holder=self.holder, expires_at=now + self.ttl) == 1
 
     def release(self) -> None:
         self._renewed_at = float("-inf")
-        SchedulerLease.objects.filter(name=LEASE_NAME, holder=self.holder).update(holder="", expires_at=None)
+        SchedulerLease.objects.filter(name=self.name, holder=self.holder).update(holder="", expires_at=None)

@@ -1,20 +1,25 @@
 """The sampler: every PAI_SAMPLE_SECONDS it reads each running task's resources from its node's
 executor (and the GPUs it holds from nvidia-smi) and stores one TaskSample per task.
 
-Every minute it also records each VC's usage and queue for the dashboard (VcSample). It runs as
-a process of its own (`manage.py runsampler`, beside `runscheduler`), so neither a slow engine nor
-the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a thread in the
-scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active at a
-time: it holds the `sampler` lease row, as the scheduler holds its own. Once an hour it rolls up
-today's and yesterday's usage whole, folds raw samples older than PAI_SAMPLE_RAW_HOURS into one per
-minute and deletes those older than PAI_SAMPLE_KEEP_DAYS (and the outbox's notices sent or given up
-a month ago). Each period it also rolls up the usage of the jobs whose runs ended since
-(scheduling/usage_rollup.py) and watches the interactive apps (scheduling/app_watch.py).
+It runs as a process of its own (`manage.py runsampler`, beside `runscheduler`), so neither a slow
+engine nor the CPU it spends reading hundreds of tasks ever holds up a scheduler pass (a thread in
+the scheduler's process would share its interpreter lock: bench/metrics.py). One sampler is active
+at a time: it holds the `sampler` lease (scheduling.lease), as the scheduler holds its own.
+
+Its work is a list of duties (`Duty`: a name, a period, a function), each on its own timer with its
+own last run, as Slurm's controller runs its background duties: one that fails is logged and tried
+again one period later, and no other runs again for it. Every pass: the samples, the interactive
+apps' watcher (scheduling/app_watch.py), the alert rules and the usage of the jobs whose runs ended
+since (scheduling/usage_rollup.py); every minute each VC's usage and queue for the dashboard
+(VcSample); every hour today's and yesterday's usage whole, the fold of raw samples older than
+PAI_SAMPLE_RAW_HOURS into one per minute and the deletion of those older than PAI_SAMPLE_KEEP_DAYS,
+finished jobs' expired files, the outbox's notices sent or given up a month ago and Monday's
+weekly reports. The last runs are the process's: a sampler that starts (a standby that takes the
+lease over included) runs each duty at its first pass as the holder.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import threading
@@ -22,22 +27,21 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import timedelta
 from statistics import fmean
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
-from django.db.models import Q
-from django.utils import timezone
+from django.db import close_old_connections, transaction
 
 from clusters.executors.base import ResourceSample, TaskHandle
 from clusters.gpus import GpuReading, read_local_gpus
-from clusters.models import SchedulerLease
 from jobs import outbox
 from jobs.models import Task, TaskSample, TaskState
 from scheduling import executors
 from scheduling.alerts import evaluate_rules
 from scheduling.app_watch import watch_apps
+from scheduling.lease import Holder, Lease
 from scheduling.models import VcSample
 from scheduling.retention import remove_expired
 from scheduling.usage_rollup import last_ended_run, roll_up_ended, roll_up_recent
@@ -47,11 +51,35 @@ from scheduling.weekly_report import send_weekly_reports
 log = logging.getLogger("pai.sampler")
 
 LEASE_NAME = "sampler"
-LEASE_MIN_S = 30  # a standby sampler takes over this long after the active one stopped renewing
-VC_SAMPLE_EVERY_S = 60  # the dashboard's history of VC usage and queues
+LEASE_MIN_S = 30  # a standby elsewhere takes over this long (or 3 periods) after the active one stopped renewing
+EVERY_PASS = 0.0
+MINUTE = 60.0
+HOUR = 3600.0
 READ_THREADS = 8  # nodes read side by side
-PRUNE_EVERY_S = 3600
 MB = 1024 * 1024
+
+
+@dataclass
+class Duty:
+    """One of the sampler's periodic duties, on its own timer (as Slurm's controller runs its
+    background duties): due `period` seconds after its last run (0: every pass). A failure is
+    logged and tried again one period later: it never makes another duty run again."""
+
+    name: str
+    period: float
+    function: Callable[[], object]
+    last_run: float = float("-inf")  # monotonic seconds; a new process runs each duty at its first pass
+
+    def run_if_due(self, now: float) -> None:
+        if now - self.last_run < self.period:
+            return
+        self.last_run = now  # (a failed run counts: retried one period later, not every pass)
+        try:
+            self.function()
+        except Exception:
+            again = f"in {self.period:g} s" if self.period else "next pass"
+            log.exception("sampler duty %r failed; trying again %s", self.name, again)
+            close_old_connections()  # a connection the failure broke is not the next duty's failure
 
 
 class Sampler:
@@ -64,9 +92,21 @@ class Sampler:
         self.active = active  # a standby sampler waits: one sample per task and period
         # The last reading of each task attempt (by executor id): the next one gives the rates.
         self._previous: dict[str, tuple[float, ResourceSample]] = {}
-        self._last_prune = float("-inf")
-        self._last_vc_sample = float("-inf")
         self._rolled_up_after = 0  # the last ended attempt (TaskAttempt id) the usage counts
+        # In order: the whole days' rollup before the ended runs' (which then has little left) and
+        # before the fold (it reads the raw samples).
+        self.duties = [
+            Duty("sample", EVERY_PASS, self.sample_once),
+            Duty("watch apps", EVERY_PASS, watch_apps),
+            Duty("alerts", EVERY_PASS, evaluate_rules),
+            Duty("vc samples", MINUTE, lambda: record_vc_samples(time.time())),
+            Duty("usage of today and yesterday", HOUR, self.roll_up_recent_days),
+            Duty("usage of ended runs", EVERY_PASS, self.roll_up_ended_runs),
+            Duty("fold and prune samples", HOUR, lambda: fold_and_prune(time.time())),
+            Duty("remove expired files", HOUR, remove_expired),
+            Duty("prune the outbox", HOUR, outbox.prune),
+            Duty("weekly reports", HOUR, send_weekly_reports),
+        ]
 
     # ---- one round -------------------------------------------------------------------------
     def sample_once(self) -> int:
@@ -134,56 +174,41 @@ class Sampler:
             gpus=[[g.index, g.utilization_percent, g.memory_used_mb] for g in held] or None,
         )
 
-    def roll_up_usage(self, *, whole_days: bool) -> None:
-        """Usage: today and yesterday whole (running tasks' time so far, late samples: before the
-        pruning folds them), or the jobs whose runs ended since the last pass (each period)."""
-        if whole_days:
-            after = last_ended_run()  # (what ends while the days are rolled up comes next period)
-            roll_up_recent()
-            self._rolled_up_after = after
-        else:
-            self._rolled_up_after = roll_up_ended(self._rolled_up_after)
+    def roll_up_recent_days(self) -> None:
+        """Usage of today and yesterday whole (running tasks' time so far, late samples: before the
+        pruning folds them)."""
+        after = last_ended_run()  # (what ends while the days are rolled up, the ended runs' duty takes)
+        roll_up_recent()
+        self._rolled_up_after = after
+
+    def roll_up_ended_runs(self) -> None:
+        """Usage of the jobs whose runs ended since the last pass."""
+        self._rolled_up_after = roll_up_ended(self._rolled_up_after)
 
     # ---- the loop --------------------------------------------------------------------------
+    def run_due(self, now: float) -> None:
+        """One pass: each duty that is due, at `now` (monotonic seconds)."""
+        for duty in self.duties:
+            duty.run_if_due(now)
+
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             started = time.monotonic()
             try:
                 if self.active():
-                    self.sample_once()
-                    watch_apps()
-                    evaluate_rules()
-                    if started - self._last_vc_sample >= VC_SAMPLE_EVERY_S:
-                        record_vc_samples(time.time())
-                        self._last_vc_sample = started
-                    if started - self._last_prune >= PRUNE_EVERY_S:
-                        self.roll_up_usage(whole_days=True)
-                        fold_and_prune(time.time())
-                        remove_expired()
-                        outbox.prune()
-                        send_weekly_reports()
-                        self._last_prune = started
-                    else:
-                        self.roll_up_usage(whole_days=False)
+                    self.run_due(started)
             except Exception:
-                log.exception("sampling failed; trying again next period")
+                log.exception("the sampler's lease could not be taken; trying again next period")
             finally:
                 close_old_connections()
             stop.wait(max(0.0, settings.PAI_SAMPLE_SECONDS - (time.monotonic() - started)))
 
 
-def take_lease(holder: str) -> bool:
-    """Hold (or renew) the `sampler` lease row: a conditional UPDATE, as the scheduler's lease."""
-    now = timezone.now()
-    with contextlib.suppress(IntegrityError):  # made by the other sampler at the same moment
-        SchedulerLease.objects.get_or_create(name=LEASE_NAME)
+def sampler_lease(holder: Holder | str | None = None) -> Lease:
+    """The sampler's lease (scheduling.lease, as the scheduler's, under its own name): held for
+    three periods; a sampler restarted on the same machine takes an ended one's at once."""
     ttl = timedelta(seconds=max(LEASE_MIN_S, 3 * settings.PAI_SAMPLE_SECONDS))
-    free = Q(holder=holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
-    return SchedulerLease.objects.filter(free, name=LEASE_NAME).update(holder=holder, expires_at=now + ttl) == 1
-
-
-def release_lease(holder: str) -> None:
-    SchedulerLease.objects.filter(name=LEASE_NAME, holder=holder).update(holder="", expires_at=None)
+    return Lease(holder or Holder.here(), name=LEASE_NAME, ttl=ttl)
 
 
 def _read_node(tasks: list[Task]) -> dict[str, ResourceSample]:

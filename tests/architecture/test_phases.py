@@ -33,8 +33,9 @@ PHASES = (
 )
 # The entry point that runs the loop.
 LOOP_USERS = {"scheduling/management/commands/runscheduler.py"}
-# The door to the nodes' executors (their lanes), which the sampler's process goes through as well.
-DOOR_USERS = {"scheduling/sampler.py": {"executors"}}
+# The door to the nodes' executors (their lanes) and the lease, which the sampler's process goes
+# through as well.
+DOOR_USERS = {"scheduling/sampler.py": {"executors", "lease"}}
 
 
 def modules() -> dict[str, ast.Module]:

@@ -1,9 +1,12 @@
 """Readers of task resources and the sampler's storage and retention (no Docker here: the
 real-container test is tests/docker/test_usage.py)."""
 
+import functools
 import io
 import json
+import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,8 @@ from django.core.management import call_command
 from clusters.executors.stats import from_docker_stats
 from clusters.gpus import GpuReading, parse_nvidia_smi
 from jobs.models import JobState, Task, TaskSample
-from scheduling.sampler import Sampler, fold_and_prune, release_lease, take_lease
+from scheduling.lease import Holder
+from scheduling.sampler import Sampler, fold_and_prune, sampler_lease
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -103,8 +107,93 @@ def test_it_samples_from_its_own_command(submit, run_until):
 
 @pytest.mark.django_db
 def test_it_lets_one_sampler_sample_at_a_time():
-    assert take_lease("first")
+    first, second = sampler_lease(Holder.here()), sampler_lease(Holder.here())  # two live ones here
+    assert first.take()
 
-    assert not take_lease("second")
-    release_lease("first")
-    assert take_lease("second")
+    assert not second.take()
+    first.release()
+    assert second.take()
+
+
+@pytest.mark.django_db
+def test_it_takes_the_lease_of_an_ended_sampler_of_this_machine_at_once():
+    process = subprocess.Popen(["sleep", "60"])
+    assert sampler_lease(Holder.of(process.pid)).take()  # a sampler process of this machine, which then ends
+    process.kill()
+    process.wait()
+
+    assert sampler_lease().take()
+
+
+# -- the duties, each on its own timer ------------------------------------------------------------
+
+HOURLY_ROLLUP = "usage of today and yesterday"
+
+
+def counted(sampler: Sampler, failing: str = "") -> Counter[str]:
+    """The sampler's duties, counted instead of run (`failing` raises as well)."""
+    runs: Counter[str] = Counter()
+
+    def duty(name: str) -> None:
+        runs[name] += 1
+        if name == failing:
+            raise RuntimeError(f"{name} failed")
+
+    for each in sampler.duties:
+        each.function = functools.partial(duty, each.name)
+    return runs
+
+
+def passes(sampler: Sampler, seconds: int, every: int = 10) -> None:
+    for now in range(0, seconds + 1, every):
+        sampler.run_due(now)
+
+
+def test_it_runs_each_duty_at_its_period():
+    sampler = Sampler()
+    runs = counted(sampler)
+
+    passes(sampler, 3600)  # 361 passes, 10 s apart
+
+    assert runs == {
+        "sample": 361,
+        "watch apps": 361,
+        "alerts": 361,
+        "usage of ended runs": 361,
+        "vc samples": 61,
+        HOURLY_ROLLUP: 2,
+        "fold and prune samples": 2,
+        "remove expired files": 2,
+        "prune the outbox": 2,
+        "weekly reports": 2,
+    }
+
+
+def test_it_does_not_run_the_hourly_rollup_again_when_another_hourly_duty_fails(monkeypatch):
+    monkeypatch.setattr("scheduling.sampler.close_old_connections", lambda: None)  # (no database here)
+    sampler = Sampler()
+    runs = counted(sampler, failing="weekly reports")
+
+    passes(sampler, 600)
+
+    assert runs[HOURLY_ROLLUP] == 1 and runs["fold and prune samples"] == 1
+
+
+def test_it_logs_a_failing_duty_and_tries_it_again_at_its_own_period(monkeypatch, caplog):
+    monkeypatch.setattr("scheduling.sampler.close_old_connections", lambda: None)
+    sampler = Sampler()
+    runs = counted(sampler, failing="weekly reports")
+
+    passes(sampler, 3600)
+
+    assert runs["weekly reports"] == 2 and runs["sample"] == 361
+    assert [r.message for r in caplog.records] == ["sampler duty 'weekly reports' failed; trying again in 3600 s"] * 2
+
+
+def test_a_restarted_sampler_runs_an_hourly_duty_at_its_first_pass_only():
+    restarted = Sampler()  # a new process: no last runs of its own
+    runs = counted(restarted)
+
+    passes(restarted, 600)
+
+    assert runs[HOURLY_ROLLUP] == 1 and runs["sample"] == 61

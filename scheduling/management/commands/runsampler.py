@@ -2,16 +2,14 @@
 its own beside `runscheduler`, with the outbox's sender (scheduling.outbox: mails, webhooks) on a
 thread."""
 
-import os
 import signal
-import socket
 import threading
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
 from scheduling.outbox import send_notices
-from scheduling.sampler import Sampler, release_lease, take_lease
+from scheduling.sampler import Sampler, sampler_lease
 
 
 class Command(BaseCommand):
@@ -21,11 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("--once", action="store_true", help="one sampling round, then exit")
 
     def handle(self, *args, **options):
-        holder = f"{socket.gethostname()}:{os.getpid()}"
+        lease = sampler_lease()  # a second runsampler waits: one sample per task and period
         holding = threading.Event()  # the lease, as the sampler last renewed it: the sender's go
 
         def active() -> bool:
-            held = take_lease(holder)
+            held = lease.take()
             holding.set() if held else holding.clear()
             return held
 
@@ -46,4 +44,4 @@ class Command(BaseCommand):
             sampler.run(stop)
         finally:
             sender.join(10)
-            release_lease(holder)
+            lease.release()
