@@ -52,3 +52,13 @@ MARKETPLACE_ITEM = Text(
 CANNOT_READ = Text("config.cannot_read", "cannot read %(path)s: %(why)s")
 NO_USER = Text("config.no_user", "no user named '%(name)s'")
 FORM_BASE_NOT_JSON = Text("config.form_base_not_json", "not valid JSON")
+
+# --- webhooks (jobs.webhooks.TargetError): why a URL may not receive them -----------------------
+
+WEBHOOK_NOT_HTTP = Text("webhook.not_http", "must be an http:// or https:// URL")
+WEBHOOK_CREDENTIALS = Text("webhook.credentials", "must not hold a user name or password (the secret signs each POST)")
+WEBHOOK_BAD_PORT = Text("webhook.bad_port", "has an invalid port")
+WEBHOOK_NO_HOST = Text("webhook.no_host", "names a host that does not resolve (%(host)s)")
+WEBHOOK_INSIDE = Text("webhook.inside", "points at %(place)s (%(address)s); an admin may allow the host in %(setting)s")
+WEBHOOK_PICK_EVENTS = Text("webhook.pick_events", "pick at least one of %(events)s")
+WEBHOOK_TOO_MANY = Text("webhook.too_many", "you have %(count)s webhooks already: remove one first")

@@ -119,62 +119,6 @@ def _pattern(text: Text) -> re.Pattern[str]:
     )
 
 
-# --- webhooks: why a URL may not receive them (jobs.webhooks.TargetError), and their states -------
-WEBHOOK_PLACES = {
-    "a loopback address": _("a loopback address"),
-    "a link-local address": _("a link-local address"),
-    "a private address": _("a private address"),
-    "a multicast address": _("a multicast address"),
-    "a reserved address": _("a reserved address"),
-    "a shared address": _("a shared address"),
-    "a site-local address": _("a site-local address"),
-    "a special-purpose address": _("a special-purpose address"),
-}
-WEBHOOK_ERRORS: list[tuple[re.Pattern[str], Promise]] = [
-    (re.compile(r"must be an http:// or https:// URL"), _("must be an http:// or https:// URL")),
-    (
-        re.compile(r"must not hold a user name or password \(the secret signs each POST\)"),
-        _("must not hold a user name or password (the secret signs each POST)"),
-    ),
-    (re.compile(r"has an invalid port"), _("has an invalid port")),
-    (
-        re.compile(r"names a host that does not resolve \((?P<host>.*)\)"),
-        _("names a host that does not resolve (%(host)s)"),
-    ),
-    (
-        re.compile(
-            r"points at (?P<place>[a-z -]+) \((?P<address>[^)]*)\); an admin may allow the host in (?P<var>\w+)"
-        ),
-        _("points at %(place)s (%(address)s); an admin may allow the host in %(var)s"),
-    ),
-    (re.compile(r"pick at least one of (?P<events>.*)"), _("pick at least one of %(events)s")),
-    (
-        re.compile(r"you have (?P<count>\d+) webhooks already: remove one first"),
-        _("you have %(count)s webhooks already: remove one first"),
-    ),
-]
-WEBHOOK_EVENTS = {
-    "running": _("runs"),
-    "preempted": _("is preempted"),
-    "retried": _("is retried"),
-    "succeeded": _("succeeds"),
-    "failed": _("fails"),
-    "stopped": _("is stopped"),
-    "alert": _("gets an alert"),
-}
-
-
-def webhook_error_text(text: str) -> str:
-    for pattern, template in WEBHOOK_ERRORS:
-        match = pattern.fullmatch(text)
-        if match:
-            values = match.groupdict()
-            if "place" in values:
-                values["place"] = str(WEBHOOK_PLACES.get(values["place"], values["place"]))
-            return str(template) % values if values else str(template)
-    return text
-
-
 # --- alert rules (scheduling.alerts): conditions, actions, what an alert did, rule errors -------------
 ALERT_CONDITIONS = {
     "gpu_idle": _("a running job's GPUs idle"),

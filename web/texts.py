@@ -37,7 +37,9 @@ def translated(message: Message, language: str | None = None) -> str:
 
 
 def message_of(stored: Any, english: str = "") -> Message | None:
-    """A stored {"code", "params"} as a Message; None when there is none (an old row: its English)."""
+    """A Message, or a stored {"code", "params"} as one; None when there is none (an old row: its English)."""
+    if isinstance(stored, Message):
+        return stored
     if isinstance(stored, dict) and stored.get("code"):
         return Message.from_dict(stored)
     return None

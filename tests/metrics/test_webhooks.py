@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from django.utils import timezone
 from jobs import outbox, webhooks
 from jobs.crypto import encrypt_text
 from jobs.models import JobState, Webhook, WebhookDelivery
+from tests.messages import param
 from tests.scheduler.conftest import role, v2_job
 
 pytestmark = pytest.mark.django_db
@@ -106,6 +108,22 @@ def test_a_receiver_that_never_answers_well_is_given_up(user, receiver, submit, 
 def test_it_refuses_a_target_inside_the_portals_network(user, url, says):
     with pytest.raises(webhooks.TargetError, match=says):
         webhooks.create_hook(user, url, ["failed"])
+
+
+def test_it_says_why_a_target_is_refused_by_its_code_and_the_addresss_kind(user):
+    with pytest.raises(webhooks.TargetError) as refused:
+        webhooks.create_hook(user, "http://10.1.2.3/x", ["failed"])
+    message = refused.value.message
+    assert (message.code, param(message, "place").code) == ("webhook.inside", "address.private")
+    assert param(message, "address") == "10.1.2.3" and str(refused.value) == message.text
+
+
+def test_the_webhooks_page_shows_a_refusal_in_the_readers_language(client, user, settings):
+    settings.LANGUAGE_CODE = "zh-hans"
+    client.force_login(user)
+    page = client.post("/profile/webhooks/", {"url": "ftp://example.org/x", "events": ["failed"]})
+    said = re.search(r"data-webhook-error>([^<]*)", page.content.decode())
+    assert page.status_code == 400 and said is not None and said[1] == "必须是 http:// 或 https:// 开头的 URL"
 
 
 def test_a_hook_saved_before_its_target_was_refused_is_not_called(user):

@@ -26,12 +26,10 @@ from web.error_text import (
     ALERT_CONDITIONS,
     ALERT_ERRORS,
     ALERT_STEPS,
-    WEBHOOK_EVENTS,
     by_shape,
     translate_diagnostics,
-    webhook_error_text,
 )
-from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
+from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION, WEBHOOK_EVENTS
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
 from web.texts import shown
@@ -197,11 +195,6 @@ def app_name(app: Any) -> str:
 @register.filter
 def webhook_event(event: str) -> str:
     return str(WEBHOOK_EVENTS.get(event, event))
-
-
-@register.filter
-def webhook_error(text: str) -> str:
-    return webhook_error_text(text)
 
 
 @register.filter
