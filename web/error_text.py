@@ -1,4 +1,4 @@
-"""Exit diagnostics, webhooks' and alerts' words in the page's language.
+"""Exit diagnostics in the page's language.
 
 The executors, the stop and the alerts speak English; the pages translate their messages here, by
 their shape. A message of an unknown shape stays as it is. (Config and storage errors and why a job
@@ -117,55 +117,3 @@ def _pattern(text: Text) -> re.Pattern[str]:
     return re.compile(
         "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts)), re.DOTALL
     )
-
-
-# --- alert rules (scheduling.alerts): conditions, actions, what an alert did, rule errors -------------
-ALERT_CONDITIONS = {
-    "gpu_idle": _("a running job's GPUs idle"),
-    "node_down": _("a node down"),
-    "job_too_long": _("a job running too long"),
-    "queue_too_long": _("jobs waiting too long in a VC"),
-}
-ALERT_CONDITION_TEXTS = {
-    "gpu_idle": _("a running job's GPUs under %(percent)s %% for %(minutes)s minutes"),
-    "node_down": _("a node down for %(minutes)s minutes"),
-    "job_too_long": _("a job running for more than %(minutes)s minutes"),
-    "queue_too_long": _("a job of a VC waiting for more than %(minutes)s minutes"),
-}
-ALERT_ACTIONS = {
-    "notify_owner": _("notify the job's owner"),
-    "notify_admins": _("notify the admins"),
-    "tag_job": _("tag the job"),
-    "stop_job": _("stop the job after the grace"),
-    "cordon_node": _("cordon the node"),
-}
-ALERT_STEPS: list[tuple[re.Pattern[str], Promise]] = [
-    (re.compile(r"fired"), _("fired")),
-    (re.compile(r"cleared"), _("cleared")),
-    (re.compile(r"notified the admins"), _("notified the admins")),
-    (re.compile(r"notified (?P<user>\S+)"), _("notified %(user)s")),
-    (re.compile(r"tagged (?P<tag>.+)"), _("tagged %(tag)s")),
-    (re.compile(r"cordoned (?P<node>.+)"), _("cordoned %(node)s")),
-    (re.compile(r"stopped the job"), _("stopped the job")),
-    (re.compile(r"the job had ended"), _("the job had ended")),
-]
-ALERT_ERRORS: list[tuple[re.Pattern[str], Promise]] = [
-    (re.compile(r"name: must be a name of 1 to 100 characters"), _("name: must be a name of 1 to 100 characters")),
-    (re.compile(r"name: a rule named (?P<name>.+) exists"), _("name: a rule named %(name)s exists")),
-    (re.compile(r"condition: must be one of (?P<choices>.+)"), _("condition: must be one of %(choices)s")),
-    (
-        re.compile(r"(?P<field>\w+): must be a whole number from (?P<low>\d+) to (?P<high>\d+)"),
-        _("%(field)s: must be a whole number from %(low)s to %(high)s"),
-    ),
-    (re.compile(r"actions: must list some of (?P<choices>.+)"), _("actions: must list some of %(choices)s")),
-]
-
-
-def by_shape(text: str, table: list[tuple[re.Pattern[str], Promise]]) -> str:
-    """A sentence of the portal's in the page's language, found by its shape in `table`."""
-    for pattern, template in table:
-        match = pattern.fullmatch(text)
-        if match:
-            values = match.groupdict()
-            return str(template) % values if values else str(template)
-    return text

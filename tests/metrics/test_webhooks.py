@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from jobs import outbox, webhooks
+from jobs import outbox, texts, webhooks
 from jobs.crypto import encrypt_text
 from jobs.models import JobState, Webhook, WebhookDelivery
 from tests.messages import param
@@ -116,6 +116,29 @@ def test_it_says_why_a_target_is_refused_by_its_code_and_the_addresss_kind(user)
     message = refused.value.message
     assert (message.code, param(message, "place").code) == ("webhook.inside", "address.private")
     assert param(message, "address") == "10.1.2.3" and str(refused.value) == message.text
+
+
+@pytest.mark.parametrize(
+    ("url", "events", "code"),
+    [
+        ("ftp://example.org/x", ["failed"], texts.WEBHOOK_NOT_HTTP.code),
+        ("http://user:pw@example.org/x", ["failed"], texts.WEBHOOK_CREDENTIALS.code),
+        ("http://example.org:99999/x", ["failed"], texts.WEBHOOK_BAD_PORT.code),
+        ("http://nowhere.invalid/x", ["failed"], texts.WEBHOOK_NO_HOST.code),
+        ("http://93.184.215.14/x", [], texts.WEBHOOK_PICK_EVENTS.code),
+        ("http://93.184.215.14/x", ["failed"], texts.WEBHOOK_TOO_MANY.code),
+    ],
+)
+def test_each_refusal_has_its_code(user, url, events, code, monkeypatch):
+    def no_such_host(host, *args, **kwargs):
+        raise OSError("no such host")
+
+    if "nowhere" in url:
+        monkeypatch.setattr(webhooks.socket, "getaddrinfo", no_such_host)
+    monkeypatch.setattr(webhooks, "MAX_HOOKS_PER_USER", 0)
+    with pytest.raises(webhooks.TargetError) as refused:
+        webhooks.create_hook(user, url, events)
+    assert refused.value.message.code == code
 
 
 def test_the_webhooks_page_shows_a_refusal_in_the_readers_language(client, user, settings):

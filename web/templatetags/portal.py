@@ -20,16 +20,18 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import (
+from web.error_text import translate_diagnostics
+from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
     ALERT_CONDITIONS,
-    ALERT_ERRORS,
-    ALERT_STEPS,
-    by_shape,
-    translate_diagnostics,
+    BEHAVIOURS,
+    EVENT_KINDS,
+    EXIT_SPEC_TEXTS,
+    EXIT_TYPES,
+    RETRY_SOLUTION,
+    WEBHOOK_EVENTS,
 )
-from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION, WEBHOOK_EVENTS
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
 from web.texts import shown
@@ -212,16 +214,6 @@ def alert_condition_name(condition: str) -> str:
 @register.filter
 def alert_action(action: str) -> str:
     return str(ALERT_ACTIONS.get(action, action))
-
-
-@register.filter
-def alert_step(what: str) -> str:
-    return by_shape(what, ALERT_STEPS)
-
-
-@register.filter
-def alert_error(text: str) -> str:
-    return by_shape(text, ALERT_ERRORS)
 
 
 @register.filter
