@@ -34,7 +34,7 @@ from web.page_texts import (
 )
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
-from web.texts import shown
+from web.texts import message_of, shown, translated_html
 
 register = template.Library()
 
@@ -100,22 +100,16 @@ def message_text(stored: Any, english: str = "") -> str:
 
 @register.filter
 def event_text(event: Any) -> str:
-    """An event's message in the page's language (older events, kept without a template, as written).
-    Values are escaped; an exit phrase (an identifier such as `PAIRuntimeUnknownFailed`) shows as code."""
-    params = event.params or {}
-    if "text" not in params:
-        return str(event.message)
-    values = {key: _event_value(key, value) for key, value in (params.get("values") or {}).items()}
-    try:
-        return mark_safe(conditional_escape(gettext(params["text"])) % values)  # noqa: S308  (values escaped above)
-    except (KeyError, TypeError, ValueError):
-        return str(event.message)
+    """An event's message in the page's language, by its code (an event older than its code: its
+    English as written). Values are escaped; an exit phrase (`PAIRuntimeUnknownFailed`) shows as code."""
+    message = message_of(event.params)
+    return translated_html(message, _event_value) if message is not None else str(event.message)
 
 
-def _event_value(key: str, value: Any) -> Any:
-    if key == "phrase":
+def _event_value(name: str, value: Any) -> str:
+    if name == "phrase":
         return format_html('<code class="phrase">{}</code>', value)
-    return value if isinstance(value, int | float) else conditional_escape(value)  # numbers for %(n)d
+    return str(conditional_escape(value))
 
 
 @register.filter
