@@ -12,7 +12,6 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
-from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
 from catalogue import Message
@@ -250,7 +249,7 @@ def submit_job(user: Any, text: str) -> Job:
             dependencies.record(job, waits_for)
             Task.objects.bulk_create(new_tasks(job))
             InteractiveApp.objects.bulk_create(new_apps(job))
-            lifecycle.event(job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=vc.name)
+            lifecycle.event(job.pk, "submitted", texts.SUBMITTED(vc=vc.name))
     except IntegrityError as exc:
         raise JobNameConflict(texts.JOB_NAME_TAKEN(name=spec["name"], user=user.get_username())) from exc
     return job

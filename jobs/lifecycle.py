@@ -24,12 +24,11 @@ from django.db import connections, transaction
 from django.db.models import F, Field, QuerySet, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
-from django.utils.translation import gettext_noop
 
 from catalogue import Message
 from catalogue.reasons import StoredParts
 from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, RETRY, RUN_AGAIN
-from jobs import notifications
+from jobs import notifications, texts
 from jobs.models import Job, JobEvent, Task, TaskAttempt, pending_reason_fields
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
@@ -81,14 +80,14 @@ class JobStateError(Exception):
     """A user's verb that does not apply to the job's current state (stop a finished job...)."""
 
 
-def event_row(job_id: int, kind: str, text: str, **values: Any) -> JobEvent:
-    """A timeline event, unsaved. `text` is an English template marked with gettext_noop, kept with
-    its values so each page shows it in its own language (web.templatetags.portal.event_text)."""
-    return JobEvent(job_id=job_id, kind=kind, message=text % values, params={"text": text, "values": values})
+def event_row(job_id: int, kind: str, message: Message) -> JobEvent:
+    """A timeline event, unsaved: its message in English (as the API answers it) and its code and
+    parameters (each page shows it in its own language: web.templatetags.portal.event_text)."""
+    return JobEvent(job_id=job_id, kind=kind, message=message.text, params=message.as_dict())
 
 
-def event(job_id: int, kind: str, text: str, **values: Any) -> None:
-    event_row(job_id, kind, text, **values).save()
+def event(job_id: int, kind: str, message: Message) -> None:
+    event_row(job_id, kind, message).save()
 
 
 def _move_job(job_id: int, transition: str, extra_filter: dict[str, Any] | None = None, **fields: Any) -> bool:
@@ -203,17 +202,12 @@ def claim_for_launch(
             Task.objects.filter(pk=task.pk, state__in=from_states).update(**placed)
             for field, value in placed.items():
                 setattr(task, field, value)
-        event(
-            job.pk, "placed", gettext_noop("Placed %(count)d task(s) on %(where)s."), count=len(placements), where=where
-        )
+        event(job.pk, "placed", texts.PLACED(count=len(placements), where=where))
         if borrowed_from is not None:
             event(
                 job.pk,
                 "borrowed",
-                gettext_noop(
-                    "Running on VC %(vc)s's idle quota: preempted when that VC's own jobs need the room back."
-                ),
-                vc=borrowed_from.name,
+                texts.BORROWED(vc=borrowed_from.name),
             )
         notifications.job_changed(job.pk, "running")
     job.job_attempt += 1  # what the claim's F() expression made of it
@@ -233,10 +227,7 @@ def set_priority_class(job: Job, name: str, number: int, by_name: str) -> bool:
             event(
                 job.pk,
                 "priority-changed",
-                gettext_noop("Priority class changed from %(old)s to %(new)s by %(user)s."),
-                old=job.priority_class,
-                new=name,
-                user=by_name,
+                texts.PRIORITY_CHANGED(old=job.priority_class, new=name, user=by_name),
             )
     return changed
 
@@ -285,11 +276,8 @@ def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) ->
             pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
         ).update(executor_id=executor_id, ip=ip or task.ip, started_at=when, finished_at=None)
         if recorded:
-            text = gettext_noop("%(task)s started on %(node)s (attempt %(attempt)d).")
-            task_name = f"{task.role}-{task.index}"
-            events.append(
-                event_row(task.job_id, "task-started", text, task=task_name, node=node_name, attempt=task.attempt)
-            )
+            said = texts.TASK_STARTED(task=f"{task.role}-{task.index}", node=node_name, attempt=task.attempt)
+            events.append(event_row(task.job_id, "task-started", said))
     JobEvent.objects.bulk_create(events)
 
 
@@ -320,10 +308,7 @@ def end_task(task: Task, job_attempt: int, exit: TaskExit) -> bool:
         event(
             task.job_id,
             "task-exit",
-            gettext_noop("%(task)s exited %(code)d (%(phrase)s)."),
-            task=f"{task.role}-{task.index}",
-            code=exit.exit_code,
-            phrase=exit.phrase,
+            texts.TASK_EXITED(task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
         )
     return True
 
@@ -344,13 +329,11 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
         _keep_attempts([task], job_attempt, {task.pk: exit})
         if not charged:
             Job.objects.filter(pk=task.job_id).update(transient_retries=F("transient_retries") + 1)
-        text = (
-            gettext_noop("%(task)s exited %(code)d (%(phrase)s); retrying (charged to taskRetryCount).")
-            if charged
-            else gettext_noop("%(task)s exited %(code)d (%(phrase)s); retrying (transient, not charged).")
-        )
+        retrying = texts.TASK_RETRY_CHARGED if charged else texts.TASK_RETRY_TRANSIENT
         event(
-            task.job_id, "task-retry", text, task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase
+            task.job_id,
+            "task-retry",
+            retrying(task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
         )
     return True
 
@@ -396,8 +379,7 @@ def set_stop_deadline(job: Job, deadline: datetime, grace_s: int) -> bool:
             event(
                 job.pk,
                 "stopping",
-                gettext_noop("Its tasks got SIGTERM; they are killed in %(grace)s s unless they end first."),
-                grace=grace_s,
+                texts.STOPPING(grace=grace_s),
             )
     return marked
 
@@ -417,17 +399,9 @@ def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int, 
             event(
                 victim_id,
                 "preempted",
-                gettext_noop(
-                    "Preempted by job %(job)s of VC %(vc)s, which takes back the idle quota it lent: its tasks got "
-                    "SIGTERM and %(grace)s s to save their work."
-                )
-                if reclaim
-                else gettext_noop(
-                    "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work."
+                (texts.PREEMPTED_RECLAIM if reclaim else texts.PREEMPTED)(
+                    job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s
                 ),
-                job=by.full_name,
-                vc=by.virtual_cluster.name,
-                grace=grace_s,
             )
             notifications.job_changed(
                 victim_id,
@@ -468,8 +442,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         event(
             job.pk,
             "requeued",
-            gettext_noop("Preempted by %(who)s: back in the queue (not charged to its retries)."),
-            who=who,
+            texts.REQUEUED(who=who),
         )
         # (OpenPAI retries a preempted job: its clients hear `retried`.)
         notifications.job_changed(
@@ -483,7 +456,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
 
 def request_stop(job: Job, by_name: str) -> None:
     """The user's Stop: the scheduler carries it out (begin_stopping / finish_stopping)."""
-    _request_stop(job, "stop-requested", gettext_noop("Stop requested by %(user)s."), user=by_name)
+    _request_stop(job, "stop-requested", texts.STOP_REQUESTED(user=by_name))
 
 
 def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
@@ -493,10 +466,8 @@ def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
     _request_stop(
         job,
         "idle-stop",
-        gettext_noop("Stopped because %(app)s was idle for %(minutes)s minutes."),
+        texts.IDLE_STOP(app=app_kind, minutes=minutes),
         stop_reason=reason,
-        app=app_kind,
-        minutes=minutes,
     )
 
 
@@ -505,13 +476,12 @@ def request_alert_stop(job: Job, rule: str) -> None:
     _request_stop(
         job,
         "alert-stop",
-        gettext_noop("Stopped by alert rule %(rule)s."),
+        texts.ALERT_STOP(rule=rule),
         stop_reason=f"alert rule {rule} fired",
-        rule=rule,
     )
 
 
-def _request_stop(job: Job, kind: str, text: str, stop_reason: str = "", **values: Any) -> None:
+def _request_stop(job: Job, kind: str, message: Message, stop_reason: str = "") -> None:
     with transaction.atomic():
         updated = (
             Job.objects.filter(pk=job.pk)
@@ -520,7 +490,7 @@ def _request_stop(job: Job, kind: str, text: str, stop_reason: str = "", **value
         )
         if not updated:
             raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
-        event(job.pk, kind, text, **values)
+        event(job.pk, kind, message)
 
 
 def request_stops(jobs: QuerySet[Job], by_name: str) -> int:
@@ -529,14 +499,14 @@ def request_stops(jobs: QuerySet[Job], by_name: str) -> int:
     they are. Returns how many were asked to stop."""
     asked = Job.objects.filter(pk__in=jobs.order_by().values("pk")).exclude(state__in=FINISHED_JOB_STATES)
     with transaction.atomic():
-        _event_for_each(asked, "stop-requested", gettext_noop("Stop requested by %(user)s."), user=by_name)
+        _event_for_each(asked, "stop-requested", texts.STOP_REQUESTED(user=by_name))
         return asked.update(execution_type=Job.ExecutionType.STOP, stop_reason="", updated_at=timezone.now())
 
 
-def _event_for_each(jobs: QuerySet[Job], kind: str, text: str, **values: Any) -> None:
+def _event_for_each(jobs: QuerySet[Job], kind: str, message: Message) -> None:
     """The same timeline event for every job of `jobs`, in one INSERT ... SELECT: no row is built
     here (a sweep's Stop all writes 10,000)."""
-    row = event_row(0, kind, text, **values)
+    row = event_row(0, kind, message)
     connection = connections[Job.objects.db]
     quote = connection.ops.quote_name
     fields = {name: JobEvent._meta.get_field(name) for name in ("job", "created_at", "kind", "message", "params")}
@@ -593,7 +563,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
                 preempted_by=None,
                 ending_at_time_limit=False,
             )
-        _event_for_each(Job.objects.filter(pk__in=moved), "stopped", gettext_noop("All tasks stopped."))
+        _event_for_each(Job.objects.filter(pk__in=moved), "stopped", texts.ALL_STOPPED())
         notifications.jobs_ended(moved)  # (in the change's transaction: see jobs.notifications)
     return moved
 
@@ -618,7 +588,7 @@ def finish_stopping(
             ending_at_time_limit=False,
         )
         if stopped:
-            event(job.pk, "stopped", gettext_noop("All tasks stopped."))
+            event(job.pk, "stopped", texts.ALL_STOPPED())
             notifications.job_ended(job.pk)
     return stopped
 
@@ -636,7 +606,7 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
             completed_at=timezone.now(),
         )
         if done:
-            event(job.pk, "succeeded", gettext_noop("The job succeeded."))
+            event(job.pk, "succeeded", texts.SUCCEEDED())
             notifications.job_ended(job.pk)
     return done
 
@@ -657,9 +627,7 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
             event(
                 job.pk,
                 "failed",
-                gettext_noop("The job failed: %(task)s exited %(code)s."),
-                task=f"{trigger.role}-{trigger.index}",
-                code=trigger.exit_code,
+                texts.FAILED(task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)),
             )
             notifications.job_ended(job.pk)
     return done
@@ -684,7 +652,7 @@ def refuse(job: Job, exit_code: int, reason: str) -> bool:
             job.tasks.filter(state=TaskState.WAITING).update(
                 state=to_state, exit_code=exit_code, exit_diagnostics=reason, finished_at=timezone.now()
             )
-            event(job.pk, "refused", gettext_noop("The job failed: %(reason)s"), reason=reason)
+            event(job.pk, "refused", texts.REFUSED(reason=reason))
             notifications.job_ended(job.pk)
     return done
 
@@ -703,12 +671,7 @@ def begin_time_limit_end(job: Job, deadline: datetime, grace_s: int, limit_text:
             event(
                 job.pk,
                 "time-limit-grace",
-                gettext_noop(
-                    "The job reached its time limit of %(limit)s: its tasks got SIGTERM and %(grace)s s to save "
-                    "their work."
-                ),
-                limit=limit_text,
-                grace=grace_s,
+                texts.TIME_LIMIT_GRACE(limit=limit_text, grace=grace_s),
             )
     return marked
 
@@ -735,9 +698,7 @@ def end_at_time_limit(
             event(
                 job.pk,
                 "time-limit",
-                gettext_noop("The job reached its time limit of %(limit)s and was ended (exit %(code)s)."),
-                limit=limit_text,
-                code=exit_code,
+                texts.TIME_LIMIT(limit=limit_text, code=exit_code),
             )
             notifications.job_ended(job.pk)
     return done
@@ -759,12 +720,8 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
         if not requeued:
             return False
         job.tasks.update(**reset_task_fields())
-        text = (
-            gettext_noop("%(task)s exited %(code)s; retrying the whole job (charged to jobRetryCount).")
-            if charged
-            else gettext_noop("%(task)s exited %(code)s; retrying the whole job (transient, not charged).")
-        )
-        event(job.pk, "job-retry", text, task=f"{trigger.role}-{trigger.index}", code=trigger.exit_code)
+        retrying = texts.JOB_RETRY_CHARGED if charged else texts.JOB_RETRY_TRANSIENT
+        event(job.pk, "job-retry", retrying(task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)))
         notifications.job_changed(job.pk, "retried")
     return True
 
@@ -795,4 +752,4 @@ def restart(job: Job, by_name: str) -> None:
         if not restarted:
             raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
         job.tasks.update(**reset_task_fields())
-        event(job.pk, "restarted", gettext_noop("Started again by %(user)s."), user=by_name)
+        event(job.pk, "restarted", texts.RESTARTED(user=by_name))

@@ -5,12 +5,11 @@ sweep's `maxConcurrent` start held; the scheduler's dependency pass lets them go
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 from django.utils import timezone
-from django.utils.translation import gettext_noop
 
 from accounts.permissions import is_admin
 from clusters.models import VirtualCluster
@@ -82,10 +81,7 @@ def submit_sweep(user: Any, text: str) -> Sweep:
                     lifecycle.event_row(
                         job.pk,
                         "submitted",
-                        gettext_noop("Submitted to virtual cluster %(vc)s as run %(index)s of sweep %(sweep)s."),
-                        vc=job.virtual_cluster.name,
-                        index=job.sweep_index,
-                        sweep=name,
+                        texts.SUBMITTED_RUN(vc=job.virtual_cluster.name, index=cast(int, job.sweep_index), sweep=name),
                     )
                     for job in jobs
                 ],

@@ -52,3 +52,62 @@ MARKETPLACE_ITEM = Text(
 CANNOT_READ = Text("config.cannot_read", "cannot read %(path)s: %(why)s")
 NO_USER = Text("config.no_user", "no user named '%(name)s'")
 FORM_BASE_NOT_JSON = Text("config.form_base_not_json", "not valid JSON")
+
+# --- webhooks (jobs.webhooks.TargetError): why a URL may not receive them -----------------------
+
+WEBHOOK_NOT_HTTP = Text("webhook.not_http", "must be an http:// or https:// URL")
+WEBHOOK_CREDENTIALS = Text("webhook.credentials", "must not hold a user name or password (the secret signs each POST)")
+WEBHOOK_BAD_PORT = Text("webhook.bad_port", "has an invalid port")
+WEBHOOK_NO_HOST = Text("webhook.no_host", "names a host that does not resolve (%(host)s)")
+WEBHOOK_INSIDE = Text("webhook.inside", "points at %(place)s (%(address)s); an admin may allow the host in %(setting)s")
+WEBHOOK_PICK_EVENTS = Text("webhook.pick_events", "pick at least one of %(events)s")
+WEBHOOK_TOO_MANY = Text("webhook.too_many", "you have %(count)s webhooks already: remove one first")
+
+# --- a job's timeline (jobs.models.JobEvent; each event's kind is its label) ---------------------
+
+SUBMITTED = Text("event.submitted", "Submitted to virtual cluster %(vc)s.")
+SUBMITTED_RUN = Text("event.submitted_run", "Submitted to virtual cluster %(vc)s as run %(index)s of sweep %(sweep)s.")
+PLACED = Text("event.placed", "Placed %(count)s task(s) on %(where)s.")
+BORROWED = Text(
+    "event.borrowed", "Running on VC %(vc)s's idle quota: preempted when that VC's own jobs need the room back."
+)
+PRIORITY_CHANGED = Text("event.priority_changed", "Priority class changed from %(old)s to %(new)s by %(user)s.")
+TASK_STARTED = Text("event.task_started", "%(task)s started on %(node)s (attempt %(attempt)s).")
+TASK_EXITED = Text("event.task_exited", "%(task)s exited %(code)s (%(phrase)s).")
+TASK_RETRY_CHARGED = Text(
+    "event.task_retry_charged", "%(task)s exited %(code)s (%(phrase)s); retrying (charged to taskRetryCount)."
+)
+TASK_RETRY_TRANSIENT = Text(
+    "event.task_retry_transient", "%(task)s exited %(code)s (%(phrase)s); retrying (transient, not charged)."
+)
+STOPPING = Text("event.stopping", "Its tasks got SIGTERM; they are killed in %(grace)s s unless they end first.")
+PREEMPTED_RECLAIM = Text(
+    "event.preempted_reclaim",
+    "Preempted by job %(job)s of VC %(vc)s, which takes back the idle quota it lent: its tasks got SIGTERM and "
+    "%(grace)s s to save their work.",
+)
+PREEMPTED = Text(
+    "event.preempted",
+    "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work.",
+)
+REQUEUED = Text("event.requeued", "Preempted by %(who)s: back in the queue (not charged to its retries).")
+STOP_REQUESTED = Text("event.stop_requested", "Stop requested by %(user)s.")
+IDLE_STOP = Text("event.idle_stop", "Stopped because %(app)s was idle for %(minutes)s minutes.")
+ALERT_STOP = Text("event.alert_stop", "Stopped by alert rule %(rule)s.")
+ALL_STOPPED = Text("event.stopped", "All tasks stopped.")
+SUCCEEDED = Text("event.succeeded", "The job succeeded.")
+FAILED = Text("event.failed", "The job failed: %(task)s exited %(code)s.")
+REFUSED = Text("event.refused", "The job failed: %(reason)s")
+TIME_LIMIT_GRACE = Text(
+    "event.time_limit_grace",
+    "The job reached its time limit of %(limit)s: its tasks got SIGTERM and %(grace)s s to save their work.",
+)
+TIME_LIMIT = Text("event.time_limit", "The job reached its time limit of %(limit)s and was ended (exit %(code)s).")
+JOB_RETRY_CHARGED = Text(
+    "event.job_retry_charged", "%(task)s exited %(code)s; retrying the whole job (charged to jobRetryCount)."
+)
+JOB_RETRY_TRANSIENT = Text(
+    "event.job_retry_transient", "%(task)s exited %(code)s; retrying the whole job (transient, not charged)."
+)
+RESTARTED = Text("event.restarted", "Started again by %(user)s.")
+FILES_REMOVED = Text("event.files_removed", "Its logs and work folders were removed, %(days)s days after it ended.")

@@ -38,10 +38,13 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from catalogue import Message
+from jobs import texts
 from jobs.crypto import decrypt_text, encrypt_text
 from jobs.models import Job, Notice, Webhook
-from jobs.protocol.addresses import inside_reason
+from jobs.protocol.addresses import inside_kind
 from jobs.protocol.images import is_allowed
+from jobs.protocol.texts import ADDRESS_KINDS
 
 log = logging.getLogger("pai.webhooks")
 
@@ -52,7 +55,11 @@ MAX_HOOKS_PER_USER = 20
 
 
 class TargetError(ValueError):
-    """Why a URL may not receive webhooks (shown beside the field)."""
+    """Why a URL may not receive webhooks (shown beside the field): `message`; str() its English."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.text)
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -68,23 +75,24 @@ def check_target(url: str) -> Target:
     """The URL's target, resolved and checked; raises TargetError saying why not."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TargetError("must be an http:// or https:// URL")
+        raise TargetError(texts.WEBHOOK_NOT_HTTP())
     if parts.username or parts.password:
-        raise TargetError("must not hold a user name or password (the secret signs each POST)")
+        raise TargetError(texts.WEBHOOK_CREDENTIALS())
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
-        raise TargetError("has an invalid port") from exc
+        raise TargetError(texts.WEBHOOK_BAD_PORT()) from exc
     host = parts.hostname.lower().rstrip(".")
     try:
         found = {str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
     except (OSError, UnicodeError) as exc:
-        raise TargetError(f"names a host that does not resolve ({host})") from exc
+        raise TargetError(texts.WEBHOOK_NO_HOST(host=host)) from exc
     allowed = is_allowed(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", settings.PAI_WEBHOOK_ALLOWED_HOSTS)
     for address in sorted(found):
-        why = inside_reason(address)
-        if why and not allowed:
-            raise TargetError(f"points at {why} ({address}); an admin may allow the host in PAI_WEBHOOK_ALLOWED_HOSTS")
+        kind = inside_kind(address)
+        if kind and not allowed:
+            place = ADDRESS_KINDS[kind]()
+            raise TargetError(texts.WEBHOOK_INSIDE(place=place, address=address, setting="PAI_WEBHOOK_ALLOWED_HOSTS"))
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Target(parts.scheme, host, port, path, sorted(found)[0])
 
@@ -94,10 +102,10 @@ def create_hook(owner: Any, url: str, events: list[str], everyone: bool = False)
     check_target(url)
     unknown = [e for e in events if e not in EVENTS]
     if unknown or not events:
-        raise TargetError(f"pick at least one of {', '.join(EVENTS)}")
+        raise TargetError(texts.WEBHOOK_PICK_EVENTS(events=", ".join(EVENTS)))
     events = [e for e in EVENTS if e in events]  # (in the order they happen)
     if not everyone and Webhook.objects.filter(owner=owner).count() >= MAX_HOOKS_PER_USER:
-        raise TargetError(f"you have {MAX_HOOKS_PER_USER} webhooks already: remove one first")
+        raise TargetError(texts.WEBHOOK_TOO_MANY(count=MAX_HOOKS_PER_USER))
     secret = secrets.token_urlsafe(32)
     hook = Webhook.objects.create(
         owner=None if everyone else owner, url=url.strip(), secret_encrypted=encrypt_text(secret), events=events

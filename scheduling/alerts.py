@@ -26,10 +26,12 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.models import Node
 from jobs import lifecycle, outbox, webhooks
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobState, JobTag, TaskSample
+from scheduling import texts
 from scheduling.models import Alert, AlertRule
 
 log = logging.getLogger("pai.alerts")
@@ -144,7 +146,7 @@ def _reconcile(rule: AlertRule, findings: dict[str, Finding], now: datetime) -> 
     }
     for subject, alert in open_alerts.items():
         if subject not in findings:
-            _note(alert, now, "cleared")
+            _note(alert, now, texts.ALERT_CLEARED())
             Alert.objects.filter(pk=alert.pk).update(resolved_at=now, history=alert.history)
         elif alert.stop_at and now >= alert.stop_at:
             _stop(rule, alert, now)
@@ -158,7 +160,7 @@ def _fire(rule: AlertRule, finding: Finding, now: datetime) -> None:
     alert = Alert(
         rule=rule, subject=finding.subject, job=finding.job, node=finding.node, summary=finding.summary, fired_at=now
     )
-    _note(alert, now, "fired")
+    _note(alert, now, texts.ALERT_FIRED())
     job, actions = finding.job, set(rule.actions)
     if job is not None and "stop_job" in actions and job.execution_type == Job.ExecutionType.START:
         alert.stop_at = now + timedelta(minutes=rule.grace_minutes)
@@ -166,19 +168,19 @@ def _fire(rule: AlertRule, finding: Finding, now: datetime) -> None:
     if job is not None and "notify_owner" in actions:
         outbox.mail(job.owner, subject, text, event="alert", job=job)
         webhooks.enqueue_alert(job.owner_id, job, text)
-        _note(alert, now, f"notified {job.owner.get_username()}")
+        _note(alert, now, texts.ALERT_NOTIFIED(user=job.owner.get_username()))
     if "notify_admins" in actions:
         admins = get_user_model().objects.filter(Q(is_superuser=True) | Q(is_staff=True), is_active=True)
         for admin in admins:
             outbox.mail(admin, subject, text, event="alert", job=job)
         webhooks.enqueue_alert(None, job, text)
-        _note(alert, now, "notified the admins")
+        _note(alert, now, texts.ALERT_NOTIFIED_ADMINS())
     if job is not None and "tag_job" in actions:
         JobTag.objects.get_or_create(job=job, name=rule.name)
-        _note(alert, now, f"tagged {rule.name}")
+        _note(alert, now, texts.ALERT_TAGGED(tag=rule.name))
     if finding.node is not None and "cordon_node" in actions:
         Node.objects.filter(pk=finding.node.pk).update(schedulable=False)
-        _note(alert, now, f"cordoned {finding.node.name}")
+        _note(alert, now, texts.ALERT_CORDONED(node=finding.node.name))
     alert.save()
     log.info("alert %s fired: %s", rule.name, finding.summary)
 
@@ -188,9 +190,9 @@ def _stop(rule: AlertRule, alert: Alert, now: datetime) -> None:
     if job is not None:
         try:
             lifecycle.request_alert_stop(job, rule.name)
-            _note(alert, now, "stopped the job")
+            _note(alert, now, texts.ALERT_STOPPED())
         except JobStateError:
-            _note(alert, now, "the job had ended")
+            _note(alert, now, texts.ALERT_JOB_ENDED())
     Alert.objects.filter(pk=alert.pk).update(stop_at=None, history=alert.history)
 
 
@@ -204,8 +206,10 @@ def _message(rule: AlertRule, alert: Alert) -> str:
     return "\n\n".join(lines) + "\n"
 
 
-def _note(alert: Alert, now: datetime, what: str) -> None:
-    alert.history = [*alert.history, {"at": now.isoformat(), "what": what}]
+def _note(alert: Alert, now: datetime, what: Message) -> None:
+    """One step of the alert's history: `what` in English (as the API answered it before its code)
+    and as its message."""
+    alert.history = [*alert.history, {"at": now.isoformat(), "what": what.text, "message": what.as_dict()}]
 
 
 def alert_shape(alert: Alert) -> dict[str, Any]:
@@ -230,23 +234,35 @@ def visible_alerts(user: Any, admin: bool) -> Any:
     return alerts if admin else alerts.filter(job__owner=user)
 
 
+class RuleError(ValidationError):
+    """A rule's bad fields: `errors`, (field, Message) pairs; its messages "field: why" in English."""
+
+    def __init__(self, errors: list[tuple[str, Message]]) -> None:
+        super().__init__([f"{field}: {message.text}" for field, message in errors])
+        self.errors = errors
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """[{field, message, code, params}], as a config error's (the API answers them)."""
+        return [{"field": field, **message.as_dict()} for field, message in self.errors]
+
+
 def save_rule(name: Any, condition: Any, minutes: Any, percent: Any, actions: Any, grace_minutes: Any) -> AlertRule:
-    """A new rule, each field checked; raises ValidationError naming the field and why."""
-    errors = []
+    """A new rule, each field checked; raises RuleError naming each bad field and why."""
+    errors: list[tuple[str, Message]] = []
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        errors.append("name: must be a name of 1 to 100 characters")
+        errors.append(("name", texts.RULE_NAME()))
     elif AlertRule.objects.filter(name=name.strip()).exists():
-        errors.append(f"name: a rule named {name.strip()!r} exists")
+        errors.append(("name", texts.RULE_NAME_TAKEN(name=name.strip())))
     if condition not in AlertRule.Condition.values:
-        errors.append(f"condition: must be one of {', '.join(AlertRule.Condition.values)}")
+        errors.append(("condition", texts.RULE_CHOICE(choices=", ".join(AlertRule.Condition.values))))
     numbers = {"minutes": (minutes, 1, 525600), "percent": (percent, 0, 100), "graceMinutes": (grace_minutes, 0, 10080)}
     for field, (value, low, high) in numbers.items():
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            errors.append(f"{field}: must be a whole number from {low} to {high}")
+            errors.append((field, texts.RULE_NUMBER(low=low, high=high)))
     if not isinstance(actions, list) or any(action not in ACTIONS for action in actions):
-        errors.append(f"actions: must list some of {', '.join(ACTIONS)}")
+        errors.append(("actions", texts.RULE_ACTIONS(choices=", ".join(ACTIONS))))
     if errors:
-        raise ValidationError(errors)
+        raise RuleError(errors)
     return AlertRule.objects.create(
         name=name.strip(),
         condition=condition,

@@ -154,7 +154,7 @@ class Alert(models.Model):
     fired_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True, db_index=True)
     stop_at = models.DateTimeField(null=True, blank=True)  # stop_job: when, unless it clears first
-    history = models.JSONField(default=list)  # [{at, what}]: fired, notified, tagged, stopped, cleared
+    history = models.JSONField(default=list)  # [{at, what, message}]: fired, notified, tagged, stopped, cleared
 
     class Meta:
         ordering = ["-fired_at", "-id"]

@@ -13,11 +13,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
-from django.utils.translation import gettext_noop
 
 from clusters import userfs
 from jobs import lifecycle
 from jobs.models import FINISHED_JOB_STATES, Job
+from jobs.texts import FILES_REMOVED
 
 log = logging.getLogger("pai.retention")
 
@@ -53,8 +53,7 @@ def remove_expired(now: datetime | None = None) -> int:
                 lifecycle.event(
                     job_id,
                     "files-removed",
-                    gettext_noop("Its logs and work folders were removed, %(days)s days after it ended."),
-                    days=days,
+                    FILES_REMOVED(days=days),
                 )
                 count += 1
     return count

@@ -39,7 +39,6 @@ from typing import Any
 from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
-from django.utils.translation import gettext_noop
 
 from catalogue.reasons import Reason, stored_parts
 from clusters.executors.base import TaskHandle
@@ -382,9 +381,7 @@ class SlurmBackend:
         lifecycle.event(
             job.pk,
             "slurm-submitted",
-            gettext_noop("Submitted to Slurm as job %(slurm_id)s in partition %(partition)s."),
-            slurm_id=slurm_id,
-            partition=partition,
+            SUBMITTED(slurm_id=slurm_id, partition=partition),
         )
         lifecycle.set_pending_reason(job.pk, [SUBMITTED(slurm_id=slurm_id, partition=partition)])
         return True

@@ -1,7 +1,8 @@
 """Texts the pages show that are not in a template or a view: the exit spec's reasons and
 solutions (jobs/protocol/exit_spec.yaml, data the pure protocol reads in English), the names of
-exit types, retry behaviours and event kinds. Marked here so makemessages puts them in the catalog;
-tests/web/test_page_texts.py checks that every reason and solution of the spec is listed.
+exit types, retry behaviours, event kinds, webhooks' states and alert rules' conditions and actions.
+Marked here so makemessages puts them in the catalog; tests/web/test_page_texts.py checks that
+every reason and solution of the spec is listed.
 """
 
 from __future__ import annotations
@@ -167,6 +168,38 @@ EVENT_KINDS = {
     "slurm-submitted": _("Submitted to Slurm"),
     "time-limit": _("Time limit reached"),
     "time-limit-grace": _("Time limit: grace period"),
+}
+
+# The states a webhook may be sent for (jobs.webhooks.EVENTS), as the webhooks page names them.
+WEBHOOK_EVENTS = {
+    "running": _("runs"),
+    "preempted": _("is preempted"),
+    "retried": _("is retried"),
+    "succeeded": _("succeeds"),
+    "failed": _("fails"),
+    "stopped": _("is stopped"),
+    "alert": _("gets an alert"),
+}
+
+# Alert rules' conditions and actions (scheduling.alerts), as the alerts page names them.
+ALERT_CONDITIONS = {
+    "gpu_idle": _("a running job's GPUs idle"),
+    "node_down": _("a node down"),
+    "job_too_long": _("a job running too long"),
+    "queue_too_long": _("jobs waiting too long in a VC"),
+}
+ALERT_CONDITION_TEXTS = {
+    "gpu_idle": _("a running job's GPUs under %(percent)s %% for %(minutes)s minutes"),
+    "node_down": _("a node down for %(minutes)s minutes"),
+    "job_too_long": _("a job running for more than %(minutes)s minutes"),
+    "queue_too_long": _("a job of a VC waiting for more than %(minutes)s minutes"),
+}
+ALERT_ACTIONS = {
+    "notify_owner": _("notify the job's owner"),
+    "notify_admins": _("notify the admins"),
+    "tag_job": _("tag the job"),
+    "stop_job": _("stop the job after the grace"),
+    "cordon_node": _("cordon the node"),
 }
 
 # Django's admin says these, and the zh_Hans it ships lacks them (Django 5.2): the portal's catalog

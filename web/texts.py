@@ -5,13 +5,16 @@ parameters rendered the same way. A code without a translation reads in English.
 from __future__ import annotations
 
 import gettext
+from collections.abc import Callable
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language, to_locale
 
-from catalogue import Message, Text, render
+from catalogue import Message, Param, Text, render
 
 DOMAIN = "catalogue"
 
@@ -36,8 +39,29 @@ def translated(message: Message, language: str | None = None) -> str:
     return render(message, template_in(language or get_language()))
 
 
+def translated_html(message: Message, shown: Callable[[str, Any], str] | None = None) -> SafeString:
+    """The message in the reader's language as HTML: its template and every parameter escaped;
+    `shown(name, value)`, where given, writes a parameter's HTML itself (a phrase as code)."""
+    template_of = template_in(get_language())
+    escaped = _escaped(message, shown)
+    return mark_safe(render(escaped, lambda text: conditional_escape(template_of(text))))  # noqa: S308  (escaped)
+
+
+def _escaped(message: Message, shown: Callable[[str, Any], str] | None) -> Message:
+    def value(name: str, param: Param) -> Param:
+        if isinstance(param, Message):
+            return _escaped(param, shown)
+        if isinstance(param, list):
+            return cast(Param, [value(name, item) for item in param])
+        return shown(name, param) if shown is not None else str(conditional_escape(str(param)))
+
+    return Message(message.code, {name: value(name, param) for name, param in message.params.items()})
+
+
 def message_of(stored: Any, english: str = "") -> Message | None:
-    """A stored {"code", "params"} as a Message; None when there is none (an old row: its English)."""
+    """A Message, or a stored {"code", "params"} as one; None when there is none (an old row: its English)."""
+    if isinstance(stored, Message):
+        return stored
     if isinstance(stored, dict) and stored.get("code"):
         return Message.from_dict(stored)
     return None
@@ -49,4 +73,4 @@ def shown(stored: Any, english: str) -> str:
     return translated(message) if message is not None else english
 
 
-__all__ = ["Message", "Text", "message_of", "shown", "template_in", "translated"]
+__all__ = ["Message", "Text", "message_of", "shown", "template_in", "translated", "translated_html"]

@@ -27,21 +27,8 @@ def as_address(host: str) -> IpAddress | None:
     return address
 
 
-# The kinds of address inside, as inside_kind names them, and in English.
-KIND_WORDS = {
-    "loopback": "a loopback address",
-    "link_local": "a link-local address",
-    "private": "a private address",
-    "multicast": "a multicast address",
-    "reserved": "a reserved address",
-    "shared": "a shared address",
-    "site_local": "a site-local address",
-    "special": "a special-purpose address",
-}
-
-
 def inside_kind(text: str) -> str | None:
-    """Which kind of address inside the portal's network this is (a key of KIND_WORDS), or None
+    """Which kind of address inside the portal's network this is (a key of jobs.protocol.texts.ADDRESS_KINDS), or None
     for one outside it (or text that is no address). Anything not globally reachable is inside;
     the commonest kinds are named."""
     address = as_address(text)
@@ -62,9 +49,3 @@ def inside_kind(text: str) -> str | None:
     if isinstance(address, ipaddress.IPv6Address) and address.sixtofour is not None:
         return inside_kind(str(address.sixtofour))
     return None
-
-
-def inside_reason(text: str) -> str | None:
-    """Why an address is inside the portal's network, in English ("a loopback address"...), or None."""
-    kind = inside_kind(text)
-    return KIND_WORDS[kind] if kind else None

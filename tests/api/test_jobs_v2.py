@@ -124,7 +124,11 @@ def test_it_lists_the_jobs_events(submit_yaml, alice):
     submit_yaml(v2_yaml("eventful"))
     response = alice.get("/api/v2/jobs/alice~eventful/events")
     assert response.status_code == 200
-    assert response.json()["data"][0]["reason"] == "submitted"
+    (submitted,) = response.json()["data"]
+    assert submitted["reason"] == "submitted" and submitted["message"] == "Submitted to virtual cluster default."
+    assert submitted["messageMessages"] == [
+        {"code": "event.submitted", "params": {"vc": "default"}, "message": "Submitted to virtual cluster default."}
+    ]
 
 
 def test_it_starts_a_finished_job_again_with_execution_type_start(submit_yaml, alice):

@@ -12,10 +12,26 @@ from django.test import Client
 from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, Node
-from jobs import outbox, webhooks
+from jobs import lifecycle, outbox, webhooks
 from jobs.models import Job, JobState, TaskSample
-from scheduling.alerts import evaluate_rules
+from scheduling.alerts import RuleError, evaluate_rules, save_rule
 from scheduling.models import Alert, AlertRule
+from scheduling.texts import (
+    ALERT_CLEARED,
+    ALERT_CORDONED,
+    ALERT_FIRED,
+    ALERT_JOB_ENDED,
+    ALERT_NOTIFIED,
+    ALERT_NOTIFIED_ADMINS,
+    ALERT_STOPPED,
+    ALERT_TAGGED,
+    RULE_ACTIONS,
+    RULE_CHOICE,
+    RULE_NAME,
+    RULE_NAME_TAKEN,
+    RULE_NUMBER,
+)
+from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
 pytestmark = pytest.mark.django_db
@@ -79,11 +95,13 @@ def test_an_idle_gpu_rule_warns_the_owner_then_stops_the_job_after_the_grace(idl
     evaluate_rules(timezone.now() + timedelta(minutes=31))
     job = run_until(idle_job, JobState.STOPPED)
     assert job.exit_diagnostics.endswith("stopped because alert rule idle-gpus fired.")
-    assert [entry["what"] for entry in Alert.objects.get().history] == [
-        "fired",
-        "notified alice",
-        "tagged idle-gpus",
-        "stopped the job",
+    history = Alert.objects.get().history
+    assert [entry["what"] for entry in history] == ["fired", "notified alice", "tagged idle-gpus", "stopped the job"]
+    assert [entry["message"]["code"] for entry in history] == [
+        ALERT_FIRED.code,
+        ALERT_NOTIFIED.code,
+        ALERT_TAGGED.code,
+        ALERT_STOPPED.code,
     ]
 
 
@@ -113,6 +131,12 @@ def test_a_node_down_rule_fires_cordons_and_clears(gpu_node, admin_user):
     evaluate_rules()
     alert.refresh_from_db()
     assert alert.resolved_at is not None and alert.history[-1]["what"] == "cleared"
+    assert [entry["message"]["code"] for entry in alert.history] == [
+        ALERT_FIRED.code,
+        ALERT_NOTIFIED_ADMINS.code,
+        ALERT_CORDONED.code,
+        ALERT_CLEARED.code,
+    ]
 
 
 def test_the_api_lists_alerts_as_alertmanager_does_to_whom_they_concern(gpu_node, user, admin_user):
@@ -127,3 +151,45 @@ def test_the_api_lists_alerts_as_alertmanager_does_to_whom_they_concern(gpu_node
     alice = Client()
     alice.force_login(user)
     assert alice.get("/api/v2/alerts").json() == []  # a node's alert is the admins'
+
+
+def test_the_api_refuses_a_bad_rule_naming_each_field_by_its_code(admin_user):
+    admin = Client()
+    admin.force_login(admin_user)
+    answer = admin.post(
+        "/api/v2/alert-rules", {"name": "", "condition": "hot", "minutes": 0}, content_type="application/json"
+    )
+    body = answer.json()
+    assert answer.status_code == 400 and body["code"] == "InvalidParametersError"
+    assert [(error["field"], error["code"]) for error in body["errors"]] == [
+        ("name", RULE_NAME.code),
+        ("condition", RULE_CHOICE.code),
+        ("minutes", RULE_NUMBER.code),
+    ]
+    assert body["message"].startswith("name: must be a name of 1 to 100 characters; condition: must be one of")
+
+
+def test_a_rules_name_taken_and_its_actions_are_said_by_their_codes(admin_user):
+    AlertRule.objects.create(name="down", condition="node_down")
+    with pytest.raises(RuleError) as refused:
+        save_rule("down", "node_down", 5, 5, ["page_me"], 30)
+    assert [(field, message.code) for field, message in refused.value.errors] == [
+        ("name", RULE_NAME_TAKEN.code),
+        ("actions", RULE_ACTIONS.code),
+    ]
+
+
+def test_an_alert_whose_job_ended_before_its_stop_says_so(user, default_vc, monkeypatch):
+    def ended(job, rule):
+        raise lifecycle.JobStateError("it has already finished")
+
+    monkeypatch.setattr(lifecycle, "request_alert_stop", ended)  # (it ended between the finding and the stop)
+    launched = timezone.now() - timedelta(minutes=5)
+    job = create_job(user, "ended", state="RUNNING", launched_at=launched)
+    rule = AlertRule.objects.create(name="long", condition="job_too_long", minutes=1, actions=["stop_job"])
+    alert = Alert.objects.create(
+        rule=rule, subject=f"job {job.full_name}", job=job, summary="s", fired_at=launched, stop_at=launched
+    )
+    evaluate_rules()
+    alert.refresh_from_db()
+    assert alert.history[-1]["message"]["code"] == ALERT_JOB_ENDED.code and alert.stop_at is None

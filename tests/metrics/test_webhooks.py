@@ -7,14 +7,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from jobs import outbox, webhooks
+from jobs import outbox, texts, webhooks
 from jobs.crypto import encrypt_text
 from jobs.models import JobState, Webhook, WebhookDelivery
+from tests.messages import param
 from tests.scheduler.conftest import role, v2_job
 
 pytestmark = pytest.mark.django_db
@@ -106,6 +108,45 @@ def test_a_receiver_that_never_answers_well_is_given_up(user, receiver, submit, 
 def test_it_refuses_a_target_inside_the_portals_network(user, url, says):
     with pytest.raises(webhooks.TargetError, match=says):
         webhooks.create_hook(user, url, ["failed"])
+
+
+def test_it_says_why_a_target_is_refused_by_its_code_and_the_addresss_kind(user):
+    with pytest.raises(webhooks.TargetError) as refused:
+        webhooks.create_hook(user, "http://10.1.2.3/x", ["failed"])
+    message = refused.value.message
+    assert (message.code, param(message, "place").code) == ("webhook.inside", "address.private")
+    assert param(message, "address") == "10.1.2.3" and str(refused.value) == message.text
+
+
+@pytest.mark.parametrize(
+    ("url", "events", "code"),
+    [
+        ("ftp://example.org/x", ["failed"], texts.WEBHOOK_NOT_HTTP.code),
+        ("http://user:pw@example.org/x", ["failed"], texts.WEBHOOK_CREDENTIALS.code),
+        ("http://example.org:99999/x", ["failed"], texts.WEBHOOK_BAD_PORT.code),
+        ("http://nowhere.invalid/x", ["failed"], texts.WEBHOOK_NO_HOST.code),
+        ("http://93.184.215.14/x", [], texts.WEBHOOK_PICK_EVENTS.code),
+        ("http://93.184.215.14/x", ["failed"], texts.WEBHOOK_TOO_MANY.code),
+    ],
+)
+def test_each_refusal_has_its_code(user, url, events, code, monkeypatch):
+    def no_such_host(host, *args, **kwargs):
+        raise OSError("no such host")
+
+    if "nowhere" in url:
+        monkeypatch.setattr(webhooks.socket, "getaddrinfo", no_such_host)
+    monkeypatch.setattr(webhooks, "MAX_HOOKS_PER_USER", 0)
+    with pytest.raises(webhooks.TargetError) as refused:
+        webhooks.create_hook(user, url, events)
+    assert refused.value.message.code == code
+
+
+def test_the_webhooks_page_shows_a_refusal_in_the_readers_language(client, user, settings):
+    settings.LANGUAGE_CODE = "zh-hans"
+    client.force_login(user)
+    page = client.post("/profile/webhooks/", {"url": "ftp://example.org/x", "events": ["failed"]})
+    said = re.search(r"data-webhook-error>([^<]*)", page.content.decode())
+    assert page.status_code == 400 and said is not None and said[1] == "必须是 http:// 或 https:// 开头的 URL"
 
 
 def test_a_hook_saved_before_its_target_was_refused_is_not_called(user):

@@ -7,6 +7,7 @@ import pytest
 from django.utils import timezone
 
 from scheduling.models import Alert, AlertRule
+from scheduling.texts import ALERT_CORDONED, ALERT_FIRED
 from tests.factories import create_job
 
 pytestmark = pytest.mark.django_db
@@ -37,13 +38,28 @@ def test_it_says_each_bad_field(admin_client):
     assert answer.status_code == 400
     page = answer.content.decode()
     for says in (
-        "name: must be a name",
-        "condition: must be one of",
-        "minutes: must be a whole number",
-        "actions: must list",
+        "name</span>: must be a name",
+        "condition</span>: must be one of",
+        "minutes</span>: must be a whole number",
+        "actions</span>: must list",
     ):
         assert says in page, says
     assert not AlertRule.objects.exists()
+
+
+def test_it_says_each_bad_field_and_what_an_alert_did_in_the_readers_language(admin_client, user, settings):
+    settings.LANGUAGE_CODE = "zh-hans"
+    page = admin_client.post("/alerts/", {"name": "", "condition": "node_down", "minutes": "0"}).content.decode()
+    assert "name</span>: 必须是" in page and "must be" not in page
+    rule = AlertRule.objects.create(name="down", condition="node_down")
+    history = [
+        {"at": "x", "what": "fired", "message": ALERT_FIRED().as_dict()},
+        {"at": "x", "what": "cordoned gpu-3", "message": ALERT_CORDONED(node="gpu-3").as_dict()},
+        {"at": "x", "what": "notified the admins"},  # (an entry older than its code: as written)
+    ]
+    Alert.objects.create(rule=rule, subject="node gpu-3", summary="s", fired_at=timezone.now(), history=history)
+    page = admin_client.get("/alerts/").content.decode()
+    assert "已触发" in page and "gpu-3" in page and "notified the admins" in page and "cordoned" not in page
 
 
 def test_a_user_may_not_add_rules(alice_client):

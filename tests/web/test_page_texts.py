@@ -168,3 +168,18 @@ def test_a_stored_part_whose_code_is_gone_since_shows_as_it_was_stored():
         t.NO_NODE().as_dict(),
     ]
     assert in_chinese(stored) == "an old reason; 集群中没有可调度的节点"
+
+
+def test_the_job_page_shows_its_events_by_their_codes_in_the_readers_language(alice_client, user, default_vc, settings):
+    from jobs import lifecycle
+    from jobs import texts as job_texts
+    from jobs.models import JobEvent
+    from tests.factories import create_job
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    job = create_job(user, "shijian")
+    lifecycle.event(job.pk, "task-exit", job_texts.TASK_EXITED(task="<b>w-0</b>", code=1, phrase="PAIUserFailed"))
+    JobEvent.objects.create(job=job, kind="stopped", message="An event older than its code.", params={})
+    page = alice_client.get("/jobs/alice~shijian/").content.decode()
+    assert '&lt;b&gt;w-0&lt;/b&gt; 已退出，退出码 1（<code class="phrase">PAIUserFailed</code>）。' in page  # noqa: RUF001
+    assert "An event older than its code." in page

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.permissions import is_admin
-from scheduling.alerts import ACTIONS, save_rule, visible_alerts
+from catalogue import Message
+from scheduling.alerts import ACTIONS, RuleError, save_rule, visible_alerts
 from scheduling.models import AlertRule
 
 SHOWN = 200
@@ -33,7 +34,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "grace": 30,
         "actions": [],
     }
-    errors: list[str] = []
+    errors: list[tuple[str, Message]] = []
     if request.method == "POST":
         if not admin:
             raise PermissionDenied
@@ -54,8 +55,8 @@ def alert_list(request: HttpRequest) -> HttpResponse:
                 values["actions"],
                 values["grace"],
             )
-        except ValidationError as error:
-            errors = list(error.messages)
+        except RuleError as error:
+            errors = error.errors
         else:
             return HttpResponseRedirect(reverse("alerts:list"))
     alerts = visible_alerts(request.user, admin)

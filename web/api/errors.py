@@ -7,7 +7,7 @@ clients that branch on `code` keep working.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.db import DatabaseError, IntegrityError, OperationalError
@@ -33,11 +33,16 @@ class ApiError(exceptions.APIException):
         self.message = message
 
 
+class FieldErrors(Protocol):
+    def as_dicts(self) -> list[dict[str, Any]]: ...
+
+
 class ApiConfigError(ApiError):
     """An ApiError that also lists a config's field errors, as a JobConfigError's answer does
-    (`errors: [{field, message, code, params}]`, `field`: the first's)."""
+    (`errors: [{field, message, code, params}]`, `field`: the first's): a JobConfigError's, or
+    another form's (an alert rule's, scheduling.alerts.RuleError)."""
 
-    def __init__(self, status_code: int, code: str, message: str, error: JobConfigError):
+    def __init__(self, status_code: int, code: str, message: str, error: FieldErrors):
         super().__init__(status_code, code, message)
         self.error = error
 

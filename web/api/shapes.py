@@ -323,6 +323,9 @@ def event_item(event: JobEvent) -> dict[str, Any]:
         "type": "Warning" if warning else "Normal",
         "reason": event.kind,
         "message": event.message,
+        # (its code and parameters, as the API answers each message beside its English: null for an
+        # event older than its code)
+        "messageMessages": [event.params] if event.params.get("code") else None,
         "firstTimestamp": epoch_ms(event.created_at),
         "lastTimestamp": epoch_ms(event.created_at),
         "count": 1,

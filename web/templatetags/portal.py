@@ -20,21 +20,21 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import LOG_SAYS, spec_row
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import (
+from web.error_text import translate_diagnostics
+from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
     ALERT_CONDITIONS,
-    ALERT_ERRORS,
-    ALERT_STEPS,
+    BEHAVIOURS,
+    EVENT_KINDS,
+    EXIT_SPEC_TEXTS,
+    EXIT_TYPES,
+    RETRY_SOLUTION,
     WEBHOOK_EVENTS,
-    by_shape,
-    translate_diagnostics,
-    webhook_error_text,
 )
-from web.page_texts import BEHAVIOURS, EVENT_KINDS, EXIT_SPEC_TEXTS, EXIT_TYPES, RETRY_SOLUTION
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
-from web.texts import shown
+from web.texts import message_of, shown, translated_html
 
 register = template.Library()
 
@@ -100,22 +100,16 @@ def message_text(stored: Any, english: str = "") -> str:
 
 @register.filter
 def event_text(event: Any) -> str:
-    """An event's message in the page's language (older events, kept without a template, as written).
-    Values are escaped; an exit phrase (an identifier such as `PAIRuntimeUnknownFailed`) shows as code."""
-    params = event.params or {}
-    if "text" not in params:
-        return str(event.message)
-    values = {key: _event_value(key, value) for key, value in (params.get("values") or {}).items()}
-    try:
-        return mark_safe(conditional_escape(gettext(params["text"])) % values)  # noqa: S308  (values escaped above)
-    except (KeyError, TypeError, ValueError):
-        return str(event.message)
+    """An event's message in the page's language, by its code (an event older than its code: its
+    English as written). Values are escaped; an exit phrase (`PAIRuntimeUnknownFailed`) shows as code."""
+    message = message_of(event.params)
+    return translated_html(message, _event_value) if message is not None else str(event.message)
 
 
-def _event_value(key: str, value: Any) -> Any:
-    if key == "phrase":
+def _event_value(name: str, value: Any) -> str:
+    if name == "phrase":
         return format_html('<code class="phrase">{}</code>', value)
-    return value if isinstance(value, int | float) else conditional_escape(value)  # numbers for %(n)d
+    return str(conditional_escape(value))
 
 
 @register.filter
@@ -200,11 +194,6 @@ def webhook_event(event: str) -> str:
 
 
 @register.filter
-def webhook_error(text: str) -> str:
-    return webhook_error_text(text)
-
-
-@register.filter
 def alert_condition(rule: Any) -> str:
     """A rule's condition with its numbers, in the page's language."""
     template = ALERT_CONDITION_TEXTS.get(rule.condition)
@@ -219,16 +208,6 @@ def alert_condition_name(condition: str) -> str:
 @register.filter
 def alert_action(action: str) -> str:
     return str(ALERT_ACTIONS.get(action, action))
-
-
-@register.filter
-def alert_step(what: str) -> str:
-    return by_shape(what, ALERT_STEPS)
-
-
-@register.filter
-def alert_error(text: str) -> str:
-    return by_shape(text, ALERT_ERRORS)
 
 
 @register.filter

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from accounts.permissions import is_admin
+from catalogue import Message
 from jobs import webhooks
 from jobs.models import WebhookDelivery
 
@@ -22,7 +23,8 @@ SHOWN_DELIVERIES = 20
 def webhook_list(request: HttpRequest) -> HttpResponse:
     admin = is_admin(request.user)
     values: dict[str, Any] = {"url": "", "events": list(DEFAULT_EVENTS), "everyone": False}
-    error, secret, status = "", "", 200
+    error: Message | None = None
+    secret, status = "", 200
     if request.method == "POST":
         values = {
             "url": request.POST.get("url", "").strip(),
@@ -32,7 +34,7 @@ def webhook_list(request: HttpRequest) -> HttpResponse:
         try:
             _, secret = webhooks.create_hook(request.user, values["url"], values["events"], values["everyone"])
         except webhooks.TargetError as exc:
-            error, status = str(exc), 400
+            error, status = exc.message, 400
         else:
             values = {"url": "", "events": list(DEFAULT_EVENTS), "everyone": False}
     hooks = webhooks.visible_hooks(request.user, admin).order_by("id")

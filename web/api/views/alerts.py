@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
@@ -14,9 +13,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import is_admin
-from scheduling.alerts import alert_shape, save_rule, visible_alerts
+from scheduling.alerts import RuleError, alert_shape, save_rule, visible_alerts
 from scheduling.models import AlertRule
-from web.api.errors import ApiError
+from web.api.errors import ApiConfigError, ApiError
 
 HISTORY = 500
 
@@ -74,8 +73,8 @@ class AlertRulesView(APIView):
                 actions=data.get("actions") or [],
                 grace_minutes=data.get("graceMinutes", 30),
             )
-        except ValidationError as error:
-            raise ApiError(400, "InvalidParametersError", "; ".join(error.messages)) from error
+        except RuleError as error:
+            raise ApiConfigError(400, "InvalidParametersError", "; ".join(error.messages), error) from error
         return Response(rule_shape(rule), status=201)
 
 
