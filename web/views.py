@@ -26,9 +26,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
-from jobs import actions, job_templates, sweeps
+from jobs import actions, job_templates
+from jobs import submit as submitting
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
-from jobs.models import Job, JobState
+from jobs.models import Job, JobState, Sweep
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.errors import FieldError
 from jobs.protocol.parsing import parse
@@ -266,19 +267,18 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
     try:
         if action == "export":
             return _yaml_download(export_config(text), load(text).spec.get("name") or "job")
-        if sweeps.is_sweep(text):
-            sweep = sweeps.submit_sweep(request.user, text)
-            messages.success(
-                request,
-                _("Sweep %(name)s submitted: %(count)d runs.") % {"name": sweep.full_name, "count": sweep.runs.count()},
-            )
-            return redirect("sweeps:detail", sweep.full_name)
-        job = actions.submit_job(request.user, text)
+        job = submitting.submit(request.user, text)
     except JobConfigError as error:
         return _config_errors(request, mode, form_data, text, error)
     except actions.JobNameConflict as error:
         field = "name" if mode == "form" else _name_field(text)
         return _config_errors(request, mode, form_data, text, JobConfigError([(field, error.message)]))
+    if isinstance(job, Sweep):
+        messages.success(
+            request,
+            _("Sweep %(name)s submitted: %(count)d runs.") % {"name": job.full_name, "count": job.runs.count()},
+        )
+        return redirect("sweeps:detail", job.full_name)
     messages.success(request, _("Job %(name)s submitted.") % {"name": job.full_name})
     never_fits = never_fits_reason(job)
     if never_fits:
