@@ -24,7 +24,7 @@ from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobTag, Task
 from jobs.protocol import JobConfigError, LoadedConfig, timelimit
 from jobs.protocol.errors import FieldError
-from jobs.protocol.fields import vc_field
+from jobs.protocol.fields import name_field, vc_field
 from jobs.protocol.honoured import infiniband_roles, unsupported
 from jobs.protocol.images import image_reference_errors
 from jobs.protocol.limits import shm_errors, spec_totals, task_count_errors
@@ -39,7 +39,7 @@ from jobs.protocol.priority import (
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.storages import storage_requests
 from jobs.protocol.submission import Submission, read
-from jobs.protocol.v1 import port_begin_at
+from jobs.protocol.v1 import fixed_port_fields
 from jobs.registries import RegistryJudge
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
@@ -53,9 +53,10 @@ User = AbstractBaseUser | AnonymousUser
 class JobNameConflict(Exception):
     """The user already has a job with this name (API: 409 ConflictJobError); str() in English."""
 
-    def __init__(self, message: Message) -> None:
+    def __init__(self, message: Message, field: str = "name") -> None:
         super().__init__(message.text)
         self.message = message
+        self.field = field  # the name's field in the config as written (v1: jobName)
 
 
 class UnknownVirtualCluster(JobConfigError):
@@ -81,15 +82,7 @@ def check_task_counts(cfg: LoadedConfig) -> None:
 def fixed_port_errors(spec: NormalizedSpec) -> list[FieldError]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
-    begin_at = port_begin_at(spec)
-    errors = []
-    for role_number, (role, role_spec) in enumerate(spec["taskRoles"].items()):
-        labels = list(role_spec["resourcePerInstance"].get("ports") or {})
-        for label, port in (begin_at.get(role) or {}).items():
-            if port and label in labels:
-                field = f"taskRoles[{role_number}].portList[{labels.index(label)}].beginAt"
-                errors.append((field, texts.SLURM_BEGIN_AT()))
-    return errors
+    return [(field, texts.SLURM_BEGIN_AT()) for field in fixed_port_fields(spec)]
 
 
 def priority_errors(vc: VirtualCluster, cfg: LoadedConfig, *, may_use_crit: bool) -> list[FieldError]:
@@ -245,7 +238,8 @@ def submit_job(user: Any, config: str | Submission) -> Job:
                 job.pk, "submitted", gettext_noop("Submitted to virtual cluster %(vc)s."), vc=checked.vc.name
             )
     except IntegrityError as exc:
-        raise JobNameConflict(texts.JOB_NAME_TAKEN(name=job.name, user=user.get_username())) from exc
+        taken = texts.JOB_NAME_TAKEN(name=job.name, user=user.get_username())
+        raise JobNameConflict(taken, name_field(job.protocol_version)) from exc
     return job
 
 

@@ -9,6 +9,10 @@ from jobs.protocol.priority import CLASS_FIELD, TOP_LEVEL_FIELD
 from jobs.protocol.spec import NormalizedSpec
 
 
+def name_field(version: int) -> str:
+    return "jobName" if version == 1 else "name"
+
+
 def vc_field(version: int) -> str:
     return "virtualCluster" if version == 1 else "defaults.virtualCluster"
 
