@@ -4,8 +4,8 @@ transaction. State changes go through jobs.lifecycle, as the scheduler loop's do
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -21,13 +21,13 @@ from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobTag, Task
-from jobs.protocol import JobConfigError, LoadedConfig, load, mask_config_text, timelimit
+from jobs.protocol import JobConfigError, LoadedConfig, timelimit
 from jobs.protocol.errors import FieldError
+from jobs.protocol.fields import name_field, vc_field
 from jobs.protocol.honoured import infiniband_roles, unsupported
 from jobs.protocol.images import image_reference_errors
 from jobs.protocol.limits import shm_errors, spec_totals, task_count_errors
 from jobs.protocol.priority import (
-    CLASS_FIELD,
     PRIORITY_CLASSES,
     TOP_LEVEL_FIELD,
     class_errors,
@@ -37,7 +37,8 @@ from jobs.protocol.priority import (
 )
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.storages import storage_requests
-from jobs.protocol.v1 import port_begin_at
+from jobs.protocol.submission import Submission, read
+from jobs.protocol.v1 import fixed_port_fields
 from jobs.registries import RegistryJudge
 from jobs.ssh import attach_new_keypair
 from jobs.states import FINISHED_JOB_STATES
@@ -51,9 +52,10 @@ User = AbstractBaseUser | AnonymousUser
 class JobNameConflict(Exception):
     """The user already has a job with this name (API: 409 ConflictJobError); str() in English."""
 
-    def __init__(self, message: Message) -> None:
+    def __init__(self, message: Message, field: str = "name") -> None:
         super().__init__(message.text)
         self.message = message
+        self.field = field  # the name's field in the config as written (v1: jobName)
 
 
 class UnknownVirtualCluster(JobConfigError):
@@ -62,18 +64,6 @@ class UnknownVirtualCluster(JobConfigError):
 
 class VirtualClusterForbidden(JobConfigError):
     """The user may not submit to this VC (API: 403 ForbiddenUserError)."""
-
-
-def _vc_field(cfg: LoadedConfig) -> str:
-    return "virtualCluster" if cfg.protocol_version == 1 else "defaults.virtualCluster"
-
-
-def _gpu_type_field(cfg: LoadedConfig) -> str:
-    if cfg.protocol_version == 1:
-        return "gpuType"
-    skus = ((cfg.spec["extras"].get("hivedScheduler") or {}).get("taskRoles")) or {}
-    role = next((role for role, hints in skus.items() if (hints or {}).get("skuType")), None)
-    return f"extras.hivedScheduler.taskRoles.{role}.skuType" if role else "extras.gpuType"
 
 
 def check_task_counts(cfg: LoadedConfig) -> None:
@@ -91,32 +81,15 @@ def check_task_counts(cfg: LoadedConfig) -> None:
 def fixed_port_errors(spec: NormalizedSpec) -> list[FieldError]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
-    begin_at = port_begin_at(spec)
-    errors = []
-    for role_number, (role, role_spec) in enumerate(spec["taskRoles"].items()):
-        labels = list(role_spec["resourcePerInstance"].get("ports") or {})
-        for label, port in (begin_at.get(role) or {}).items():
-            if port and label in labels:
-                field = f"taskRoles[{role_number}].portList[{labels.index(label)}].beginAt"
-                errors.append((field, texts.SLURM_BEGIN_AT()))
-    return errors
+    return [(field, texts.SLURM_BEGIN_AT()) for field in fixed_port_fields(spec)]
 
 
-# v2's top-level key starts a line of the YAML (a nested one is indented).
-_TOP_LEVEL_CLASS = re.compile(r"""^["']?jobPriorityClass["']?\s*:""", re.MULTILINE)
-
-
-def _class_field(cfg: LoadedConfig, text: str) -> str:
-    """Where the user wrote the class: v2's top level, else OpenPAI's extras."""
-    return TOP_LEVEL_FIELD if cfg.protocol_version == 2 and _TOP_LEVEL_CLASS.search(text) else CLASS_FIELD
-
-
-def priority_errors(vc: VirtualCluster, cfg: LoadedConfig, text: str, *, may_use_crit: bool) -> list[FieldError]:
+def priority_errors(vc: VirtualCluster, cfg: LoadedConfig, *, may_use_crit: bool) -> list[FieldError]:
     """The class the config names, against what the VC's admin allows (its highest class, and
     who may use `crit`)."""
     return class_errors(
         requested_class(cfg.spec),
-        _class_field(cfg, text),
+        cfg.class_field,
         vc=vc.name,
         vc_max=vc.max_priority_class,
         may_use_crit=may_use_crit,
@@ -153,10 +126,21 @@ def vc_has_infiniband(vc: VirtualCluster) -> bool:
     return nodes.exclude(executor=Node.Executor.SLURM).exists()
 
 
-def validate_for_user(user: Any, text: str) -> tuple[LoadedConfig, VirtualCluster]:
+def validate_for_user(user: Any, text: str) -> Checked:
     """The protocol's checks plus those that need the database; raises JobConfigError."""
-    cfg = load(text)
-    return cfg, SubmitChecks(user).validate(cfg, text)
+    return SubmitChecks(user).validate(read(text).config)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A config that passed every check at submit, and what the checks worked out for its job,
+    each once: its VC, class, time limit and the jobs it waits for."""
+
+    config: LoadedConfig
+    vc: VirtualCluster
+    priority_class: str
+    time_limit_seconds: int | None
+    waits_for: list[tuple[str, Job]]
 
 
 class SubmitChecks:
@@ -174,16 +158,17 @@ class SubmitChecks:
             self._answers[key] = answer()
         return self._answers[key]
 
-    def validate(self, cfg: LoadedConfig, text: str) -> VirtualCluster:
-        """The config's virtual cluster; raises JobConfigError naming each field at fault."""
+    def validate(self, cfg: LoadedConfig) -> Checked:
+        """The config with its VC, class, time limit and dependencies; raises JobConfigError naming
+        each field at fault."""
         user = self.user
         check_task_counts(cfg)
         vc_name = cfg.spec["defaults"]["virtualCluster"]
         vc = self._once(("vc", vc_name), lambda: VirtualCluster.objects.filter(name=vc_name).first())
         if vc is None:
-            raise UnknownVirtualCluster([(_vc_field(cfg), texts.VC_UNKNOWN(name=vc_name))])
+            raise UnknownVirtualCluster([(cfg.vc_field, texts.VC_UNKNOWN(name=vc_name))])
         if not self._once(("open", vc.pk), lambda: vc.is_open_to(user)):
-            raise VirtualClusterForbidden([(_vc_field(cfg), texts.VC_FORBIDDEN(name=vc_name))])
+            raise VirtualClusterForbidden([(cfg.vc_field, texts.VC_FORBIDDEN(name=vc_name))])
         errors: list[FieldError] = list(cfg.secret_errors)
         wanted_gpu = gpu_type(cfg.spec)
         known_gpus = self._once(("gpu types",), lambda: list(GpuType.objects.values_list("name", flat=True)))
@@ -193,7 +178,7 @@ class SubmitChecks:
                 if known_gpus
                 else texts.GPU_TYPE_UNKNOWN_NONE(name=wanted_gpu)
             )
-            errors.append((_gpu_type_field(cfg), unknown))
+            errors.append((cfg.gpu_type_field, unknown))
         paths = job_paths(cfg.spec)
         errors.extend(
             self._once(
@@ -209,7 +194,7 @@ class SubmitChecks:
         )
         errors.extend(unsupported(cfg.spec))
         may_use_crit = self._once(("crit", vc.pk), lambda: vc.may_use_crit(user))
-        errors.extend(priority_errors(vc, cfg, text, may_use_crit=may_use_crit))
+        errors.extend(priority_errors(vc, cfg, may_use_crit=may_use_crit))
         errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
         errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
         errors.extend(
@@ -222,56 +207,56 @@ class SubmitChecks:
         limit = time_limit(cfg.spec, vc)
         if limit.error:
             errors.append((timelimit.FIELD, limit.error))
-        errors.extend(self.dependencies(cfg.spec)[1])
+        waits_for, dependency_errors = self._dependencies(cfg.spec)
+        errors.extend(dependency_errors)
         if errors:
             raise JobConfigError(errors)
-        return vc
+        return Checked(cfg, vc, job_class(cfg.spec, vc), limit.seconds, waits_for)
 
-    def dependencies(self, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[FieldError]]:
-        """The jobs a config waits for, and the errors of those that name none (jobs.dependencies)."""
+    def _dependencies(self, spec: NormalizedSpec) -> tuple[list[tuple[str, Job]], list[FieldError]]:
+        """The jobs a config waits for, and the errors of those that name none (jobs.dependencies);
+        a sweep's runs, naming the same jobs, share one resolution."""
         return self._once(
             ("dependencies", *dependencies.references(spec)), lambda: dependencies.resolve(self.user, spec)
         )
 
 
-def submit_job(user: Any, text: str) -> Job:
-    """Validate the config and create the job and its tasks, WAITING, in one transaction."""
-    cfg = load(text)
-    checks = SubmitChecks(user)
-    vc = checks.validate(cfg, text)
-    spec = cfg.spec
-    job = new_job(user, cfg, vc, text)
-    waits_for, _ = checks.dependencies(spec)
-    job.held = bool(waits_for)
+def submit_job(user: Any, config: str | Submission) -> Job:
+    """Validate a job's config and create the job and its tasks, WAITING, in one transaction. A
+    config that may be a sweep goes through jobs.submit instead (this makes one job of it)."""
+    submission = config if isinstance(config, Submission) else read(config)
+    checked = SubmitChecks(user).validate(submission.config)
+    job = new_job(user, checked, submission.masked_text)
     try:
         with transaction.atomic():
             job.save()
-            dependencies.record(job, waits_for)
+            dependencies.record(job, checked.waits_for)
             Task.objects.bulk_create(new_tasks(job))
             InteractiveApp.objects.bulk_create(new_apps(job))
-            lifecycle.event(job.pk, "submitted", texts.SUBMITTED(vc=vc.name))
+            lifecycle.event(job.pk, "submitted", texts.SUBMITTED(vc=checked.vc.name))
     except IntegrityError as exc:
-        raise JobNameConflict(texts.JOB_NAME_TAKEN(name=spec["name"], user=user.get_username())) from exc
+        taken = texts.JOB_NAME_TAKEN(name=job.name, user=user.get_username())
+        raise JobNameConflict(taken, name_field(job.protocol_version)) from exc
     return job
 
 
-def new_job(user: Any, cfg: LoadedConfig, vc: VirtualCluster, text: str, *, masked: bool = False) -> Job:
-    """An unsaved WAITING job of a validated config, with its own key pair (`masked`: the text has
-    its secrets as ****** already)."""
-    spec = cfg.spec
+def new_job(user: Any, checked: Checked, masked_text: str) -> Job:
+    """An unsaved WAITING job of a checked config (`masked_text`: its text, every secret value as
+    ******), with its own key pair, held while it waits for other jobs."""
+    cfg, spec = checked.config, checked.config.spec
     job = Job(
         owner=user,
         name=spec["name"],
-        virtual_cluster=vc,
+        virtual_cluster=checked.vc,
         protocol_version=cfg.protocol_version,
-        # The values live only in secrets_encrypted: the stored text has them as ******.
-        config_text=text if masked else mask_config_text(text),
+        config_text=masked_text,  # the values live only in secrets_encrypted
         spec=spec,
         secrets_encrypted=encrypt_text(json.dumps(cfg.secrets)) if cfg.secrets else "",
-        priority_class=job_class(spec, vc),
-        priority=class_number(job_class(spec, vc)),
+        priority_class=checked.priority_class,
+        priority=class_number(checked.priority_class),
         gpu_count=spec_totals(spec)[2],
-        time_limit_seconds=time_limit(spec, vc).seconds,
+        time_limit_seconds=checked.time_limit_seconds,
+        held=bool(checked.waits_for),
     )
     attach_new_keypair(job)
     return job
@@ -309,9 +294,8 @@ def restart_job(job: Job, by: Any) -> Job:
     """START on a finished job: it goes back to the queue as a new attempt. The VC is checked
     as at submit (the owner may have lost access since)."""
     if not job.virtual_cluster.is_open_to(job.owner):
-        field = "virtualCluster" if job.protocol_version == 1 else "defaults.virtualCluster"
         refusal = texts.VC_NO_LONGER(user=job.owner.get_username(), name=job.virtual_cluster.name)
-        raise VirtualClusterForbidden([(field, refusal)])
+        raise VirtualClusterForbidden([(vc_field(job.protocol_version), refusal)])
     lifecycle.restart(job, by.get_username())
     job.refresh_from_db()
     return job

@@ -12,35 +12,25 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from accounts.permissions import is_admin
-from clusters.models import VirtualCluster
 from jobs import dependencies, lifecycle, texts
-from jobs.actions import JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
+from jobs.actions import Checked, JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobEvent, Sweep, Task
-from jobs.protocol import JobConfigError, LoadedConfig, mask_config_text
+from jobs.protocol import JobConfigError
 from jobs.protocol.export import export_masked
 from jobs.protocol.loader import load_document
-from jobs.protocol.parsing import parse
-from jobs.protocol.sweeps import Run, plan, run_documents, sweep_block
+from jobs.protocol.submission import Submission, read
+from jobs.protocol.sweeps import Run, plan, run_documents
 
 
-def is_sweep(text: str) -> bool:
-    """Whether a config asks for a sweep (a config that does not parse is no sweep: its submit
-    says why)."""
-    try:
-        doc, _ = parse(text)
-    except JobConfigError:
-        return False
-    return sweep_block(doc) is not None
-
-
-def submit_sweep(user: Any, text: str) -> Sweep:
+def submit_sweep(user: Any, config: str | Submission) -> Sweep:
     """Validate the sweep and create it with all its runs, WAITING, in one transaction. Its size is
     checked before any run is made (jobs.protocol.sweeps.plan); then each run, its values put in,
     gets every check a job gets at submit (the answers from the database, files and DNS shared by
     the runs). Raises JobConfigError naming the field (and the run, for one whose values fail)."""
-    doc, _ = parse(text)
+    submission = config if isinstance(config, Submission) else read(config)
+    doc = submission.document
     sweep_plan = plan(doc)
     if doc.get("protocolVersion") != 2:
         raise JobConfigError([("extras.sweep", texts.SWEEP_NOT_V2())])
@@ -55,17 +45,16 @@ def submit_sweep(user: Any, text: str) -> Sweep:
         name=name,
         kind=sweep_plan.kind,
         max_concurrent=sweep_plan.max_concurrent,
-        config_text=mask_config_text(text),
+        config_text=submission.masked_text,
     )
     cap = sweep_plan.max_concurrent
     jobs, waits = [], []
-    for position, (run, cfg, vc, run_text) in enumerate(made):
-        job = new_job(user, cfg, vc, run_text, masked=True)
+    for position, (run, checked, run_text) in enumerate(made):
+        job = new_job(user, checked, run_text)
         job.sweep_index, job.sweep_values = run.index, run.values
-        waits_for = checks.dependencies(cfg.spec)[0]
-        job.held = bool(waits_for) or (cap is not None and position >= cap)
+        job.held = job.held or (cap is not None and position >= cap)
         jobs.append(job)
-        waits.append(waits_for)
+        waits.append(checked.waits_for)
     try:
         with transaction.atomic():
             sweep.save()
@@ -92,15 +81,12 @@ def submit_sweep(user: Any, text: str) -> Sweep:
     return sweep
 
 
-def _checked_run(
-    checks: SubmitChecks, run_doc: dict[str, Any], run: Run
-) -> tuple[Run, LoadedConfig, VirtualCluster, str]:
+def _checked_run(checks: SubmitChecks, run_doc: dict[str, Any], run: Run) -> tuple[Run, Checked, str]:
     """A run as a job: its config loaded and checked as any job's at submit, and its stored text.
     A run other than the first fails naming itself and its values (the first fails as the sweep)."""
     run_text = export_masked(run_doc)
     try:
-        cfg = load_document(run_doc)
-        return run, cfg, checks.validate(cfg, run_text), run_text
+        return run, checks.validate(load_document(run_doc)), run_text
     except JobConfigError as refused:
         if run.index == 0 or not run.values:
             raise

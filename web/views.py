@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-import yaml
 from django import forms as django_forms
 from django.conf import settings
 from django.contrib import messages
@@ -26,12 +25,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
-from jobs import actions, job_templates, sweeps
+from jobs import actions, job_templates
+from jobs import submit as submitting
 from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
-from jobs.models import Job, JobState
+from jobs.models import Job, JobState, Sweep
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.errors import FieldError
-from jobs.protocol.parsing import parse
+from jobs.protocol.submission import read
 from jobs.storage.configs import usable_storages
 from jobs.usage import gpu_hours_held
 from scheduling.admission import never_fits_reason
@@ -266,19 +266,18 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
     try:
         if action == "export":
             return _yaml_download(export_config(text), load(text).spec.get("name") or "job")
-        if sweeps.is_sweep(text):
-            sweep = sweeps.submit_sweep(request.user, text)
-            messages.success(
-                request,
-                _("Sweep %(name)s submitted: %(count)d runs.") % {"name": sweep.full_name, "count": sweep.runs.count()},
-            )
-            return redirect("sweeps:detail", sweep.full_name)
-        job = actions.submit_job(request.user, text)
+        job = submitting.submit(request.user, text)
     except JobConfigError as error:
         return _config_errors(request, mode, form_data, text, error)
     except actions.JobNameConflict as error:
-        field = "name" if mode == "form" else _name_field(text)
+        field = "name" if mode == "form" else error.field
         return _config_errors(request, mode, form_data, text, JobConfigError([(field, error.message)]))
+    if isinstance(job, Sweep):
+        messages.success(
+            request,
+            _("Sweep %(name)s submitted: %(count)d runs.") % {"name": job.full_name, "count": job.runs.count()},
+        )
+        return redirect("sweeps:detail", job.full_name)
     messages.success(request, _("Job %(name)s submitted.") % {"name": job.full_name})
     never_fits = never_fits_reason(job)
     if never_fits:
@@ -344,20 +343,11 @@ def _free_name(owner: Any, prefix: str) -> str:
     return f"{prefix}-{number}"
 
 
-def _name_field(text: str) -> str:
-    try:
-        parsed = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return "name"
-    return "jobName" if isinstance(parsed, dict) and "jobName" in parsed else "name"
-
-
 def _text_to_form(request: HttpRequest, text: str) -> HttpResponse:
     """Back from Edit YAML (or a pasted config) to the form; a v1 JSON config is converted first."""
     try:
-        doc, _is_json = parse(text)
-        if "jobName" in doc or isinstance(doc.get("taskRoles"), list):
-            doc = dict(load(text).spec)
+        submission = read(text)
+        doc = dict(submission.config.spec) if submission.version == 1 else submission.document
     except JobConfigError as error:
         return _config_errors(request, "text", None, text, error)
     return _submit_page(request, config_to_form(doc), mode="form")

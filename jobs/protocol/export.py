@@ -76,6 +76,11 @@ def mask_config_text(text: str) -> str:
         doc, is_json = parse(text)
     except JobConfigError:
         return text
+    return masked_text(text, doc, is_json)
+
+
+def masked_text(text: str, doc: dict[str, Any], is_json: bool) -> str:
+    """mask_config_text of a text parsed already (`doc`, `is_json`: what parse() made of it)."""
     expected = _masked_document(doc)
     if expected == doc:
         return text

@@ -7,6 +7,7 @@ from typing import Any
 
 from jobs.protocol import v1, v2
 from jobs.protocol.errors import FieldError, JobConfigError
+from jobs.protocol.fields import class_field, gpu_type_field, vc_field
 from jobs.protocol.limits import check_spec_size, expansion_budget
 from jobs.protocol.parsing import parse
 from jobs.protocol.schema import schema_errors
@@ -18,9 +19,18 @@ class LoadedConfig:
     spec: NormalizedSpec  # JSON-serializable (a plain dict), secret values masked
     secrets: dict[str, str]  # the real secret values: store apart, never display
     protocol_version: int  # what the user submitted: 1 or 2
+    class_field: str  # where the user wrote the priority class (fields.class_field)
     # Secrets a job could not run with (empty, or the `******` of an export): valid to read and
     # export, refused at submit with these (field path, message) pairs.
     secret_errors: tuple[FieldError, ...] = ()
+
+    @property
+    def vc_field(self) -> str:
+        return vc_field(self.protocol_version)
+
+    @property
+    def gpu_type_field(self) -> str:
+        return gpu_type_field(self.spec, self.protocol_version)
 
 
 def detect_version(doc: dict[str, Any], from_json: bool) -> int:
@@ -56,7 +66,7 @@ def _load_v1(doc: dict[str, Any]) -> LoadedConfig:
     errors = schema_errors(1, doc) or v1.cross_check(doc)
     if errors:
         raise JobConfigError(errors)
-    return LoadedConfig(spec=v1.convert(doc), secrets={}, protocol_version=1)
+    return LoadedConfig(spec=v1.convert(doc), secrets={}, protocol_version=1, class_field=class_field(doc, 1))
 
 
 def _load_v2(doc: dict[str, Any]) -> LoadedConfig:
@@ -66,4 +76,10 @@ def _load_v2(doc: dict[str, Any]) -> LoadedConfig:
     spec, secrets, errors = v2.normalize(doc)
     if errors:
         raise JobConfigError(errors)
-    return LoadedConfig(spec=spec, secrets=secrets, protocol_version=2, secret_errors=tuple(v2.unusable_secrets(doc)))
+    return LoadedConfig(
+        spec=spec,
+        secrets=secrets,
+        protocol_version=2,
+        class_field=class_field(doc, 2),
+        secret_errors=tuple(v2.unusable_secrets(doc)),
+    )

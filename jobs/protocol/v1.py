@@ -143,3 +143,15 @@ def _count(value: Any) -> int | None:
 def port_begin_at(spec: NormalizedSpec) -> dict[str, dict[str, int]]:
     """role -> port label -> a v1 `beginAt` (0 = any free port), as convert() kept them."""
     return ((spec.get("extras") or {}).get("v1") or {}).get("portBeginAt") or {}
+
+
+def fixed_port_fields(spec: NormalizedSpec) -> list[str]:
+    """The v1 fields (`taskRoles[0].portList[1].beginAt`) of the ports asked for at a fixed number."""
+    begin_at = port_begin_at(spec)
+    fields = []
+    for role_number, (role, role_spec) in enumerate(spec["taskRoles"].items()):
+        labels = list(role_spec["resourcePerInstance"].get("ports") or {})
+        for label, port in (begin_at.get(role) or {}).items():
+            if port and label in labels:
+                fields.append(f"taskRoles[{role_number}].portList[{labels.index(label)}].beginAt")
+    return fields

@@ -87,7 +87,7 @@ def test_it_names_the_field_by_the_reasons_code_not_its_words(two_roles, code, f
     from web.api.views.common import _cannot_fit_field
 
     reason = Message("reason.never_fits", {"why": Message(code, {})})
-    assert _cannot_fit_field(two_roles, [reason], v1=False) == field
+    assert _cannot_fit_field(two_roles, [reason]) == field
 
 
 def test_it_judges_a_job_by_the_cluster_s_size_without_reading_what_runs(submit_yaml, small_node):

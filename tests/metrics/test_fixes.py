@@ -7,10 +7,11 @@ import yaml
 
 from clusters.models import Node, VirtualCluster
 from jobs.models import JobState, TaskSample
+from jobs.protocol.edits import with_memory, with_shm
 from jobs.protocol.exitspec import ExitCode
 from scheduling.quota import cluster_usage
 from tests.factories import create_job, normalized_spec, v1_json, v2_yaml
-from web.fixes import fix_for, with_memory
+from web.fixes import fix_for
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,14 @@ def test_it_raises_a_v1_roles_memory_and_renames_the_job():
     assert doc["jobName"] == "legacy-1024mb" and doc["taskRoles"][0]["memoryMB"] == 1024
 
 
+def test_it_raises_the_memory_of_a_v2_config_written_as_json():
+    text = with_memory(json.dumps(yaml.safe_load(v2_yaml("train"))), "worker", 512, "train-512mb")
+
+    doc = json.loads(text)
+    assert doc["name"] == "train-512mb"
+    assert doc["taskRoles"]["worker"]["resourcePerInstance"]["memoryMB"] == 512
+
+
 def test_it_points_at_the_missing_file_a_failed_command_named(user, tmp_path):
     log = tmp_path / "worker-0.log"
     log.write_text("step 1\npython3: can't open file '/pai/work/code/train.py': [Errno 2] No such file or directory\n")
@@ -170,15 +179,11 @@ def test_it_gives_a_cuda_oom_without_a_batch_parameter_advice_only(user, tmp_pat
 
 
 def test_it_sets_a_v2_roles_shm():
-    from web.fixes import with_shm
-
     doc = yaml.safe_load(with_shm(v2_yaml("train"), "worker", 512, "train-shm512mb"))
     assert doc["taskRoles"]["worker"]["extraContainerOptions"]["shmMB"] == 512 and doc["name"] == "train-shm512mb"
 
 
 def test_it_sets_a_v1_roles_shm():
-    from web.fixes import with_shm
-
     doc = json.loads(with_shm(v1_json("legacy"), "main", 512, "legacy-shm512mb"))
     assert doc["taskRoles"][0]["shmMB"] == 512 and doc["jobName"] == "legacy-shm512mb"
 

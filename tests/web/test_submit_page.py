@@ -128,6 +128,14 @@ def test_it_reports_a_taken_name_beside_the_name_field(alice_client):
     assert response.context["job_errors"]["name"]
 
 
+def test_it_shows_a_taken_name_of_a_pasted_v1_config_at_its_job_name_line(alice_client):
+    text = v1_config("old")
+    alice_client.post("/submit/", {"mode": "text", "config_text": text})
+    response = alice_client.post("/submit/", {"mode": "text", "config_text": text})
+    [error] = response.context["line_errors"]
+    assert error.path == "jobName" and '"jobName"' in text.splitlines()[error.line - 1]
+
+
 def test_it_opens_the_form_as_yaml_and_back(alice_client):
     as_yaml = alice_client.post("/submit/", form_post(action="to_yaml"))
     assert as_yaml.context["mode"] == "text"

@@ -12,13 +12,11 @@ scheduler computes it, scheduling.quota) and the biggest node.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-import yaml
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -26,8 +24,8 @@ from clusters.models import Node
 from clusters.shares import vc_nodes
 from jobs.logs import masked_tail
 from jobs.models import Job, JobState, Task
+from jobs.protocol.edits import with_memory, with_parameter, with_shm
 from jobs.protocol.exitspec import LOG_TAIL_BYTES, ExitCode, LogMatch, recorded_match
-from jobs.protocol.parsing import parse
 from jobs.usage import memory_limit_mb, peak_memory_mb
 from scheduling.quota import node_gpus, vc_quota
 
@@ -301,44 +299,6 @@ def _round_up(mb: int) -> int:
 
 def _round_down(mb: int) -> int:
     return max(0, mb // MEMORY_STEP_MB * MEMORY_STEP_MB)
-
-
-def with_memory(config_text: str, role: str, memory_mb: int, name: str) -> str:
-    """The submitted config (v1 JSON or v2 YAML, secrets and all) with `role`'s memory and the
-    job's name changed, in the same format."""
-    doc, is_json = parse(config_text)
-    if is_json:  # v1: a list of roles, jobName
-        doc["jobName"] = name
-        for role_doc in doc["taskRoles"]:
-            if role_doc.get("name") == role:
-                role_doc["memoryMB"] = memory_mb
-        return json.dumps(doc, indent=2)
-    doc["name"] = name
-    doc["taskRoles"][role].setdefault("resourcePerInstance", {})["memoryMB"] = memory_mb
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-
-
-def with_shm(config_text: str, role: str, shm_mb: int, name: str) -> str:
-    """The submitted config with `role`'s /dev/shm (v1: shmMB, v2: extraContainerOptions.shmMB)
-    and the job's name changed, in the same format."""
-    doc, is_json = parse(config_text)
-    if is_json:
-        doc["jobName"] = name
-        for role_doc in doc["taskRoles"]:
-            if role_doc.get("name") == role:
-                role_doc["shmMB"] = shm_mb
-        return json.dumps(doc, indent=2)
-    doc["name"] = name
-    doc["taskRoles"][role].setdefault("extraContainerOptions", {})["shmMB"] = shm_mb
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-
-
-def with_parameter(config_text: str, parameter: str, value: int, name: str) -> str:
-    """The submitted v2 config with one of its parameters and the job's name changed."""
-    doc, _is_json = parse(config_text)
-    doc["name"] = name
-    doc["parameters"][parameter] = value
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
 
 def resubmit_name(job: Job, suffix: str | int) -> str:

@@ -1,6 +1,6 @@
 """python manage.py submitjob PATH --user NAME: validate a job config and create the job (WAITING)
-through jobs.actions.submit_job, the same verb the pages and the API use. Prints `<user>~<name>`;
-a config with `extras.sweep` makes a sweep (jobs.sweeps.submit_sweep) and prints each run's."""
+through jobs.submit, the same verb the pages and the API use. Prints `<user>~<name>`; a config
+with `extras.sweep` makes a sweep and prints each run's."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from jobs.actions import submit_job
 from jobs.management.commands.validatejob import find_user, read_config_text, write_errors
+from jobs.models import Sweep
 from jobs.protocol import JobConfigError
-from jobs.sweeps import is_sweep, runs, submit_sweep
+from jobs.submit import submit
+from jobs.sweeps import runs
 
 
 class Command(BaseCommand):
@@ -24,12 +25,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             text = read_config_text(options["path"])  # (unreadable, too big: a refusal, no traceback)
-            if is_sweep(text):
-                sweep = submit_sweep(find_user(options["user"]), text)
-                for run in runs(sweep):
-                    self.stdout.write(run.full_name)
-                return
-            job = submit_job(find_user(options["user"]), text)
+            made = submit(find_user(options["user"]), text)
         except JobConfigError as error:
             write_errors(error, self.stderr)
             raise SystemExit(1) from None
@@ -38,4 +34,5 @@ class Command(BaseCommand):
                 raise  # a bug, not a refusal: keep the traceback
             self.stderr.write(str(error))
             raise SystemExit(1) from None
-        self.stdout.write(job.full_name)
+        for job in runs(made) if isinstance(made, Sweep) else [made]:
+            self.stdout.write(job.full_name)

@@ -59,8 +59,7 @@ def validate(text: str, username: str | None) -> LoadedConfig:
         check_task_counts(config)
         return config
     user = find_user(username)
-    config, _vc = validate_for_user(user, text)
-    return config
+    return validate_for_user(user, text).config
 
 
 class Command(BaseCommand):

@@ -15,10 +15,12 @@ from catalogue import Message, joined
 from catalogue.reasons import stored_parts
 from clusters.texts import blocked_by
 from jobs import actions
-from jobs.models import Job, JobState, JobTag
+from jobs.models import Job, JobState, JobTag, Sweep
 from jobs.protocol import mask_config_text
+from jobs.protocol.fields import resource_field, vc_field
 from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
+from jobs.submit import submit as submit_verb
 from scheduling.admission import never_fits_reason
 from web.api import links, shapes
 from web.api.auth import is_application_token
@@ -104,7 +106,8 @@ def find_job_summary(request: Request, full_name: str) -> Job:
         raise no_job(full_name) from error
 
 
-def submit(request: Request) -> Job:
+def submit(request: Request) -> Job | Sweep:
+    """The v1 and v2 routes' submit: the body's config, a job or a sweep (jobs.submit)."""
     text = request.data
     if not isinstance(text, str) or not text.strip():
         raise ApiError(
@@ -112,15 +115,14 @@ def submit(request: Request) -> Job:
             "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError",
             "The body must hold the job config (YAML or JSON).",
         )
-    return actions.submit_job(request.user, text)
+    return submit_verb(request.user, text)
 
 
 # What a never-fits reason's code is about (clusters.texts.blocked_by) -> the resourcePerInstance key to change.
 RESOURCE_KEYS = {"gpu": "gpu", "cpu": "cpu", "memory": "memoryMB", "ports": "ports"}
-V1_FIELDS = {"gpu": "gpuNumber", "cpu": "cpuNumber", "memoryMB": "memoryMB", "ports": "portList"}
 
 
-def cannot_fit_warning(job: Job, *, v1: bool = False) -> dict[str, Any] | None:
+def cannot_fit_warning(job: Job) -> dict[str, Any] | None:
     """The submit answer's `warning` for a job that can never run on the cluster as it is
     (scheduling.admission's judgement, the submit page's): the job is still accepted, as OpenPAI
     accepted it (its clients expect 202/201 for a valid config, and nodes may yet be added), but
@@ -130,27 +132,26 @@ def cannot_fit_warning(job: Job, *, v1: bool = False) -> dict[str, Any] | None:
         return None
     return {
         "code": "JobCannotFitWarning",
-        "field": _cannot_fit_field(job, reason, v1),
+        "field": _cannot_fit_field(job, reason),
         "message": f"This job can never run on the cluster as it is: {joined(reason)}. "
         "Stop it, or submit it again asking for less.",
         "reasonMessages": stored_parts(reason),
     }
 
 
-def _cannot_fit_field(job: Job, reason: list[Message], v1: bool) -> str | None:
+def _cannot_fit_field(job: Job, reason: list[Message]) -> str | None:
     """The field in the config as submitted: v2's path, or v1's (`taskRoles[0].cpuNumber`)."""
     blocking = blocked_by(reason)
     if blocking == "vc":
-        return "virtualCluster" if v1 else "defaults.virtualCluster"
+        return vc_field(job.protocol_version)
     key = RESOURCE_KEYS.get(blocking or "")
     if key is None:
         return None
-    roles = job.normalized["taskRoles"]
+    spec = job.normalized
+    roles = spec["taskRoles"]
     # The role asking the most of it per task (the one a smaller ask helps most).
     role = max(roles, key=lambda name: _amount(roles[name]["resourcePerInstance"].get(key)))
-    if v1:
-        return f"taskRoles[{list(roles).index(role)}].{V1_FIELDS[key]}"
-    return f"taskRoles.{role}.resourcePerInstance.{key}"
+    return resource_field(spec, job.protocol_version, role, key)
 
 
 def _amount(value: Any) -> int:

@@ -14,14 +14,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs import actions
-from jobs.models import Job
+from jobs.models import Job, Sweep
 from jobs.ssh import job_private_key, key_filename
 from web.api import links
 from web.api.errors import ApiError
 from web.api.parsers import ConfigTextParser
 from web.api.throttles import ListThrottle, SubmitThrottle
 from web.api.views import common
-from web.api.views.jobs_v2 import ACCEPTED, EXECUTION_REQUEST, accepted, is_post
+from web.api.views.jobs_v2 import ACCEPTED, EXECUTION_REQUEST, accepted, is_post, sweep_accepted
 
 USER_PARAMETER = OpenApiParameter("username", OpenApiTypes.STR, OpenApiParameter.PATH)
 JOB_PARAMETER = OpenApiParameter("job_name", OpenApiTypes.STR, OpenApiParameter.PATH)
@@ -31,12 +31,15 @@ def v1_full_name(username: str, job_name: str) -> str:
     return f"{username}~{job_name}"
 
 
-def created(request: Request, job: Job) -> Response:
+def created(request: Request, job: Job | Sweep) -> Response:
     """201 with Location and the job's detail (the job exists as soon as submit returns), and a
-    `warning` when the job can never run on the cluster as it is (as v2's answer)."""
+    `warning` when the job can never run on the cluster as it is (as v2's answer); a sweep (a
+    portal extra OpenPAI's v1 clients never send) is answered as v2 answers it."""
+    if isinstance(job, Sweep):
+        return sweep_accepted(request, job)
     location = reverse("api-v1-user-job", kwargs={"username": job.owner.get_username(), "job_name": job.name})
     body = common.detail(request, job)
-    warning = common.cannot_fit_warning(job, v1=True)
+    warning = common.cannot_fit_warning(job)
     if warning:
         body["warning"] = warning
     response = Response(body, status=201)

@@ -14,8 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from jobs import actions, logs, sweeps
-from jobs.models import Job, Task, TaskAttempt
+from jobs import actions, logs
+from jobs.models import Job, Sweep, Task, TaskAttempt
+from jobs.protocol.fields import config_media_type
 from web.api import links, shapes
 from web.api.errors import ApiError
 from web.api.parsers import ConfigTextParser
@@ -61,6 +62,14 @@ def accepted(message: str) -> Response:
     return Response({"status": 202, "message": message}, status=202)
 
 
+def sweep_accepted(request: Request, sweep: Sweep) -> Response:
+    """A sweep's submit answer (v1's routes and v2's): 202 naming it and its runs."""
+    user = request.user.get_username()
+    response = accepted(f"Created sweep {sweep.name} with {sweep.runs.count()} runs for user {user}.")
+    response.data["sweep"] = sweep.full_name
+    return response
+
+
 class JobsView(APIView):
     """`GET` the job list, `POST` a job config (v2 YAML, or JSON: v1 configs are accepted too)."""
 
@@ -85,14 +94,9 @@ class JobsView(APIView):
     def post(self, request: Request) -> Response:
         """Submit a job. A job that can never run on the cluster as it is is still accepted, and the
         answer holds a `warning` naming the field to change and why."""
-        if isinstance(request.data, str) and sweeps.is_sweep(request.data):
-            sweep = sweeps.submit_sweep(request.user, request.data)
-            response = accepted(
-                f"Created sweep {sweep.name} with {sweep.runs.count()} runs for user {request.user.get_username()}."
-            )
-            response.data["sweep"] = sweep.full_name
-            return response
         job = common.submit(request)
+        if isinstance(job, Sweep):
+            return sweep_accepted(request, job)
         response = accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
         warning = common.cannot_fit_warning(job)
         if warning:
@@ -136,7 +140,7 @@ class JobConfigView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={(200, "text/yaml"): OpenApiTypes.STR})
     def get(self, request: Request, full_name: str) -> HttpResponse:
         job = common.find_job(request, full_name)
-        content_type = "text/yaml" if job.protocol_version == 2 else "application/json"
+        content_type = config_media_type(job.protocol_version)
         return HttpResponse(common.masked_config(job), content_type=f"{content_type}; charset=utf-8")
 
 
