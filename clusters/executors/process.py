@@ -48,6 +48,7 @@ from clusters.executors.netns import TASK_INTERFACE
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
 from clusters.executors.supervise import GRACE_FILE, SCRIPT_FD, claim, proc_stat, socket_address
+from clusters.job_files import job_dir_name
 
 log = logging.getLogger("pai.executors.process")
 
@@ -116,7 +117,7 @@ class ProcessExecutor(Executor):
     def _task_dir(self, launch: TaskLaunch) -> Path:
         return (
             self.work_root
-            / f"job-{launch.job_id}"
+            / job_dir_name(launch.job_id)
             / str(launch.job_attempt)
             / f"{launch.hostname}-{launch.task_attempt}"
         )
@@ -447,7 +448,7 @@ class ProcessExecutor(Executor):
 
     def list_running(self) -> list[RunningTask]:
         running = []
-        for labels_file in self.work_root.glob("job-*/*/*/task.json"):
+        for labels_file in self.work_root.glob(f"{job_dir_name('*')}/*/*/task.json"):
             task_dir = labels_file.parent
             executor_id = str(task_dir.relative_to(self.work_root))
             labels = json.loads(labels_file.read_text())
