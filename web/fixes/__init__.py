@@ -304,32 +304,28 @@ def _round_down(mb: int) -> int:
 
 
 def with_memory(config_text: str, role: str, memory_mb: int, name: str) -> str:
-    """The submitted config (v1 JSON or v2 YAML, secrets and all) with `role`'s memory and the
-    job's name changed, in the same format."""
+    """The submitted config with `role`'s memory and the job's name changed."""
+    return _with_role_field(config_text, role, name, memory_mb, v1="memoryMB", v2=("resourcePerInstance", "memoryMB"))
+
+
+def with_shm(config_text: str, role: str, shm_mb: int, name: str) -> str:
+    """The submitted config with `role`'s /dev/shm and the job's name changed."""
+    return _with_role_field(config_text, role, name, shm_mb, v1="shmMB", v2=("extraContainerOptions", "shmMB"))
+
+
+def _with_role_field(config_text: str, role: str, name: str, value: int, *, v1: str, v2: tuple[str, str]) -> str:
+    """The submitted config (v1 JSON or v2 YAML, secrets and all) with one field of `role` and the
+    job's name changed, in the same format: v1's role field `v1`, v2's `v2` (block, field)."""
     doc, is_json = parse(config_text)
     if is_json:  # v1: a list of roles, jobName
         doc["jobName"] = name
         for role_doc in doc["taskRoles"]:
             if role_doc.get("name") == role:
-                role_doc["memoryMB"] = memory_mb
+                role_doc[v1] = value
         return json.dumps(doc, indent=2)
+    block, field = v2
     doc["name"] = name
-    doc["taskRoles"][role].setdefault("resourcePerInstance", {})["memoryMB"] = memory_mb
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-
-
-def with_shm(config_text: str, role: str, shm_mb: int, name: str) -> str:
-    """The submitted config with `role`'s /dev/shm (v1: shmMB, v2: extraContainerOptions.shmMB)
-    and the job's name changed, in the same format."""
-    doc, is_json = parse(config_text)
-    if is_json:
-        doc["jobName"] = name
-        for role_doc in doc["taskRoles"]:
-            if role_doc.get("name") == role:
-                role_doc["shmMB"] = shm_mb
-        return json.dumps(doc, indent=2)
-    doc["name"] = name
-    doc["taskRoles"][role].setdefault("extraContainerOptions", {})["shmMB"] = shm_mb
+    doc["taskRoles"][role].setdefault(block, {})[field] = value
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
 
