@@ -45,6 +45,7 @@ from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.netns import TASK_INTERFACE
+from clusters.executors.port_probe import bind_refusal
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
 from clusters.executors.supervise import GRACE_FILE, SCRIPT_FD, claim, proc_stat, socket_address
@@ -176,15 +177,11 @@ class ProcessExecutor(Executor):
             # (An app's port is forwarded from the job's own address: app_ports.py.)
             address = job_app_address(launch.job_id) if port in launch.app_ports else self.address
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                with socket.socket(socket.AF_INET, kind) as probe:
-                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as pasta binds)
-                    try:
-                        probe.bind((address, port))
-                    except OSError as exc:
-                        raise ExecutorError(
-                            f"port {port} on {address} is held by another program: {exc.strerror or exc}",
-                            Failure.PORT_CONFLICT,
-                        ) from exc
+                if (refusal := bind_refusal(address, port, kind)) is not None:  # (SO_REUSEADDR, as pasta binds)
+                    raise ExecutorError(
+                        f"port {port} on {address} is held by another program: {refusal.strerror or refusal}",
+                        Failure.PORT_CONFLICT,
+                    ) from refusal
 
     def _started(self, task_dir: Path) -> bool:
         return (task_dir / "pid").exists() or (task_dir / "exit_code").exists()
