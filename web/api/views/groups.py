@@ -148,55 +148,60 @@ class ExtensionRequest(serializers.Serializer):
     extension = Extension()
 
 
-class GroupExtensionView(APIView):
-    """`PUT /api/v2/groups/<group>/extension {extension: {acls}}`."""
+class GroupFieldView(APIView):
+    """OpenPAI's `PUT /api/v2/groups/<group>/<field>`: one field of a group changed, admins only."""
 
     permission_classes = [IsAdminNotApplicationToken]
+    form: type[serializers.Serializer]
+    done: str  # OpenPAI's answer
 
-    @extend_schema(request=ExtensionRequest, responses={201: OpenApiTypes.OBJECT})
-    @method_decorator(transaction.atomic)
+    def change(self, actor: Any, group: Group, data: dict[str, Any]) -> None:
+        raise NotImplementedError
+
     def put(self, request: Request, groupname: str) -> Response:
-        form = ExtensionRequest(data=request.data)
+        form = self.form(data=request.data)
         form.is_valid(raise_exception=True)
-        group = actions.find_group(groupname)
-        _apply_extension(request.user, group, form.validated_data["extension"])
-        return Response({"message": "update group extension data successfully."}, status=201)
+        with transaction.atomic():
+            self.change(request.user, actions.find_group(groupname), form.validated_data)
+        return Response({"message": self.done}, status=201)
+
+
+@extend_schema(request=ExtensionRequest, responses={201: OpenApiTypes.OBJECT})
+class GroupExtensionView(GroupFieldView):
+    """`PUT /api/v2/groups/<group>/extension {extension: {acls}}`."""
+
+    form, done = ExtensionRequest, "update group extension data successfully."
+
+    def change(self, actor: Any, group: Group, data: dict[str, Any]) -> None:
+        _apply_extension(actor, group, data["extension"])
 
 
 class DescriptionRequest(serializers.Serializer):
     description = serializers.CharField(max_length=512, allow_blank=True)
 
 
-class GroupDescriptionView(APIView):
+@extend_schema(request=DescriptionRequest, responses={201: OpenApiTypes.OBJECT})
+class GroupDescriptionView(GroupFieldView):
     """`PUT /api/v2/groups/<group>/description {description}`."""
 
-    permission_classes = [IsAdminNotApplicationToken]
+    form, done = DescriptionRequest, "update group description data successfully."
 
-    @extend_schema(request=DescriptionRequest, responses={201: OpenApiTypes.OBJECT})
-    def put(self, request: Request, groupname: str) -> Response:
-        form = DescriptionRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        group = actions.find_group(groupname)
-        actions.update_group(request.user, group, description=form.validated_data["description"])
-        return Response({"message": "update group description data successfully."}, status=201)
+    def change(self, actor: Any, group: Group, data: dict[str, Any]) -> None:
+        actions.update_group(actor, group, description=data["description"])
 
 
 class ExternalNameRequest(serializers.Serializer):
     externalName = serializers.CharField(max_length=512, allow_blank=True)
 
 
-class GroupExternalNameView(APIView):
+@extend_schema(request=ExternalNameRequest, responses={201: OpenApiTypes.OBJECT})
+class GroupExternalNameView(GroupFieldView):
     """`PUT /api/v2/groups/<group>/externalname {externalName}`."""
 
-    permission_classes = [IsAdminNotApplicationToken]
+    form, done = ExternalNameRequest, "update group externalNameData data successfully."
 
-    @extend_schema(request=ExternalNameRequest, responses={201: OpenApiTypes.OBJECT})
-    def put(self, request: Request, groupname: str) -> Response:
-        form = ExternalNameRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        group = actions.find_group(groupname)
-        actions.update_group(request.user, group, external_name=form.validated_data["externalName"])
-        return Response({"message": "update group externalNameData data successfully."}, status=201)
+    def change(self, actor: Any, group: Group, data: dict[str, Any]) -> None:
+        actions.update_group(actor, group, external_name=data["externalName"])
 
 
 class GroupNameRequest(serializers.Serializer):
