@@ -32,6 +32,7 @@ from django.utils.translation import gettext as _
 from joserfc.errors import ClaimError, ExpiredTokenError, JoseError
 
 from accounts.groups import account_of, record, set_directory_groups
+from accounts.links import public_url
 from accounts.models import Account
 
 logger = logging.getLogger(__name__)
@@ -72,11 +73,6 @@ def provider_name() -> str:
 
 def button_label() -> str:
     return settings.PAI_OIDC_BUTTON or _("Sign in with single sign-on")
-
-
-def public_url(path: str) -> str:
-    """`path` on the portal as users reach it (PAI_PUBLIC_URL)."""
-    return urljoin(settings.PAI_PUBLIC_URL.rstrip("/") + "/", path.lstrip("/"))
 
 
 def callback_url() -> str:

@@ -19,6 +19,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from accounts import oidc
+from accounts.links import public_url
 from accounts.models import Token
 from accounts.permissions import is_admin
 from accounts.tokens import issue_token
@@ -90,7 +91,7 @@ def provider_logout_url(id_token: str) -> str:
     if not oidc.enabled() or not oidc.end_session_endpoint():
         return ""
     found = oidc.client().create_logout_url(
-        post_logout_redirect_uri=oidc.public_url(settings.LOGIN_URL),
+        post_logout_redirect_uri=public_url(settings.LOGIN_URL),
         id_token_hint=id_token or None,
         client_id=settings.PAI_OIDC_CLIENT_ID,
     )

@@ -202,8 +202,7 @@ def slurm_phases(slurmctld_log: Path) -> dict[str, float]:
     """Median ms of each step of a portal job on Slurm: its slot from slurmctld's log, then the job
     directory's file times (the wrapper's probe, the portal's launch, the supervisor's pid, the
     task's exit record) and the job's end in the database."""
-    from django.conf import settings
-
+    from clusters.job_files import slurm_job_dir
     from jobs.models import Job
 
     steps: dict[str, list[float]] = {
@@ -219,7 +218,7 @@ def slurm_phases(slurmctld_log: Path) -> dict[str, float]:
     slurm_times = slurm_job_times(slurmctld_log)
     for job_id, completed in Job.objects.exclude(completed_at=None).values_list("pk", "completed_at"):
         assert completed is not None
-        job_dir = Path(settings.PAI_WORK_ROOT) / "slurm" / f"job-{job_id}" / "1"
+        job_dir = slurm_job_dir(job_id, 1)
         try:
             probe_path = job_dir / "probe" / "main-0.json"
             probe = probe_path.stat().st_mtime

@@ -6,8 +6,10 @@ from typing import Any, ClassVar, cast
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
+from accounts.links import public_url
 from catalogue import Message
 from catalogue.reasons import reason_columns
 from jobs.fields import OrderedJSONField
@@ -135,10 +137,19 @@ class Job(models.Model):
     def __str__(self) -> str:
         return self.full_name
 
+    def get_absolute_url(self) -> str:
+        """Its page. The one place below `web` that names web's job page (`jobs:detail`): mails,
+        webhooks and alerts link to it through here."""
+        return reverse("jobs:detail", args=[self.full_name])
+
     @property
     def full_name(self) -> str:
         """`<owner>~<name>`, the job's name everywhere (URLs, API), as in OpenPAI."""
         return f"{self.owner.get_username()}~{self.name}"
+
+    def public_url(self) -> str:
+        """Its page as users reach the portal (PAI_PUBLIC_URL), for what leaves a request."""
+        return public_url(self.get_absolute_url())
 
     @property
     def is_finished(self) -> bool:

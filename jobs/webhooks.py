@@ -35,7 +35,6 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 
 from catalogue import Message
@@ -177,7 +176,7 @@ def _queue(hooks: list[Webhook], job: Job | None, event: str, payload: dict[str,
 
 
 def payload_of(job: Job, event: str, detail: str = "") -> dict[str, Any]:
-    url = f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[job.full_name])}"
+    url = job.public_url()
     text = f"Job {job.full_name} {EVENT_WORDS.get(event, event)}" + (
         f" (exit code {job.exit_code})" if job.exit_code else ""
     )

@@ -15,10 +15,9 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
 from clusters.models import Gpu, GpuType, Node, VirtualCluster
-from clusters.placement import JobRequest, NodeState, Reason, VcState, never_fitting, place
+from clusters.placement import NodeState, Reason, VcState, never_fitting, place
 from jobs.models import Job
-from jobs.protocol.spec import gpu_type
-from scheduling.quota import SpecCache, cluster_capacity, task_requests
+from scheduling.quota import SpecCache, cluster_capacity, job_request
 
 CAPACITY_TTL_S = 2.0
 _capacity: tuple[float, tuple[list[NodeState], dict[str, VcState]]] | None = None  # (read at, placement's inputs)
@@ -51,12 +50,7 @@ def never_fits_reason(job: Job) -> Reason | None:
     if job.virtual_cluster.slurm_partition:
         return None
     node_states, vc_states = submit_capacity()
-    request = JobRequest(
-        key=job.pk,
-        vc=job.virtual_cluster.name,
-        tasks=task_requests(job.normalized),
-        gpu_type=gpu_type(job.normalized),
-    )
+    request = job_request(job.pk, job.virtual_cluster.name, job.normalized)
     result = place(node_states, vc_states, [request])
     return result.pending.get(job.pk) if job.pk in result.never_fits else None
 
@@ -71,9 +65,5 @@ def never_fitting_jobs(jobs: list[tuple[int, str]]) -> dict[int, Reason]:
         return {}
     node_states, vc_states = cluster_capacity(list(Node.objects.all()))
     specs = SpecCache().get_many(job_id for job_id, _ in jobs)
-    requests = [
-        JobRequest(key=job_id, vc=vc, tasks=task_requests(specs[job_id]), gpu_type=gpu_type(specs[job_id]))
-        for job_id, vc in jobs
-        if job_id in specs
-    ]
+    requests = [job_request(job_id, vc, specs[job_id]) for job_id, vc in jobs if job_id in specs]
     return never_fitting(node_states, vc_states, requests)

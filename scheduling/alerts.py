@@ -23,7 +23,6 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone
 
 from catalogue import Message
@@ -201,7 +200,7 @@ def _message(rule: AlertRule, alert: Alert) -> str:
     if alert.stop_at:
         lines.append(f"It will be stopped at {alert.stop_at:%Y-%m-%d %H:%M} UTC unless this clears before.")
     if alert.job is not None:
-        lines.append(f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[alert.job.full_name])}")
+        lines.append(alert.job.public_url())
     lines.append(f"(Alert rule {rule.name})")
     return "\n\n".join(lines) + "\n"
 

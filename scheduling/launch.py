@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from django.conf import settings
-
 from accounts.permissions import is_admin
+from clusters import job_files
 from clusters.executors.base import TaskLaunch
 from jobs.interactive import app_secret_env
 from jobs.models import Job, Task
@@ -49,12 +48,7 @@ def render_secret(value: str, secrets: dict[str, str]) -> str:
 
 
 def log_path_for(job: Job, task: Task) -> Path:
-    return (
-        Path(settings.PAI_LOG_DIR)
-        / f"job-{job.pk}"
-        / str(job.job_attempt)
-        / f"{task.role}-{task.index}-{task.attempt}.log"
-    )
+    return job_files.task_log(job.pk, job.job_attempt, task.role, task.index, task.attempt)
 
 
 DOCKER_WORK_DIR = "/pai/work"
@@ -72,7 +66,7 @@ def build_launch(job: Job, task: Task, everyone: list[Task], secrets: dict[str, 
     role_spec = spec["taskRoles"][task.role]
     res = role_spec["resourcePerInstance"]
     user = job.owner.get_username()
-    host_work_dir = Path(settings.PAI_WORK_ROOT) / "tasks" / f"job-{job.pk}" / f"{task.role}-{task.index}"
+    host_work_dir = job_files.task_work_dir(job.pk, task.role, task.index)
     # Inside a container the work dir is fixed; a process task works in its host directory.
     node = task.node
     in_container = node is not None and node.runs_containers

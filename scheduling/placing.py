@@ -20,7 +20,7 @@ from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
 from jobs.protocol.honoured import infiniband_roles
-from jobs.protocol.spec import NormalizedSpec, gpu_type
+from jobs.protocol.spec import NormalizedSpec
 from scheduling import executors, quota, sharing
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
@@ -173,11 +173,11 @@ class Placer:
             if len(self._task_requests) > quota.SpecCache.LIMIT:
                 self._task_requests.clear()
             tasks = self._task_requests[job.pk] = quota.task_requests(spec)
-        return JobRequest(
-            key=job.pk,
-            vc=job.vc,
-            tasks=tasks,
-            gpu_type=gpu_type(spec),
+        return quota.job_request(
+            job.pk,
+            job.vc,
+            spec,
+            tasks,
             priority=job.priority,
             order=job.created_at.timestamp(),
             avoid=avoid.get(job.pk, frozenset()),

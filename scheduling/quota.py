@@ -17,11 +17,11 @@ from django.conf import settings
 from django.db.models.functions import Coalesce
 
 from clusters.models import Node, VirtualCluster
-from clusters.placement import NodeState, PortRequest, Resources, TaskRequest, VcState
+from clusters.placement import JobRequest, NodeState, PortRequest, Resources, TaskRequest, VcState
 from clusters.shares import cluster_totals, node_gpus, vc_quotas
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol import launcher_env
-from jobs.protocol.spec import NormalizedSpec
+from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import ports_with_ssh
 
@@ -63,6 +63,16 @@ def task_requests(spec: NormalizedSpec) -> list[TaskRequest]:
                 )
             )
     return requests
+
+
+def job_request(
+    key: int, vc: str, spec: NormalizedSpec, tasks: list[TaskRequest] | None = None, **queued: Any
+) -> JobRequest:
+    """Placement's view of a job: what its spec asks (its tasks, given where the caller keeps them,
+    and its GPU type); `queued`: the rest of JobRequest, where it stands in its queue, which only
+    the placing pass knows."""
+    tasks = task_requests(spec) if tasks is None else tasks
+    return JobRequest(key=key, vc=vc, tasks=tasks, gpu_type=gpu_type(spec), **queued)
 
 
 def vc_quota(vc: VirtualCluster, nodes: list[Node], gpus: dict[int, dict[int, str]]) -> Resources:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from django.conf import settings
 from django.utils import timezone
 
 from clusters import userfs
+from clusters.job_files import job_folders
 from jobs import lifecycle
 from jobs.models import FINISHED_JOB_STATES, Job
 from jobs.texts import FILES_REMOVED
@@ -22,18 +22,6 @@ from jobs.texts import FILES_REMOVED
 log = logging.getLogger("pai.retention")
 
 BATCH = 500  # jobs per round: a first run over years of jobs spreads over the hours
-
-
-def job_folders(job_id: int) -> list[tuple[Path, str]]:
-    """(a portal-owned root, the job's folder below it) for every place a job writes files."""
-    work = Path(settings.PAI_WORK_ROOT)
-    name = f"job-{job_id}"
-    return [
-        (Path(settings.PAI_LOG_DIR), name),
-        (work / "tasks", name),
-        (work / "process", name),
-        (work / "slurm", name),
-    ]
 
 
 def remove_expired(now: datetime | None = None) -> int:

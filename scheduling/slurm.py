@@ -33,7 +33,6 @@ import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -43,6 +42,7 @@ from django.utils import timezone
 from catalogue.reasons import Reason, stored_parts
 from clusters.executors.base import TaskHandle
 from clusters.executors.process import PROJECT_ROOT
+from clusters.job_files import slurm_job_dir
 from clusters.models import Node, VirtualCluster
 from clusters.slurm import client, commands
 from clusters.slurm.exits import status_after
@@ -125,11 +125,6 @@ def job_ask(roles: list[commands.RoleRequest]) -> Ask:
 
 def _waiting_job(pk: int) -> Job:
     return Job.objects.select_related("virtual_cluster", "owner").get(pk=pk)
-
-
-def job_dir(job_id: int, attempt: int) -> Path:
-    """The Slurm job's directory: the same as its tasks' under the Slurm executor's work root."""
-    return Path(settings.PAI_WORK_ROOT) / "slurm" / f"job-{job_id}" / str(attempt)
 
 
 class SlurmBackend:
@@ -272,7 +267,7 @@ class SlurmBackend:
         from the CPUs the jobs' steps start on)."""
         path = self._probe_dirs.get((pk, attempt))
         if path is None:
-            path = self._probe_dirs[pk, attempt] = os.path.join(job_dir(pk, attempt), "probe")
+            path = self._probe_dirs[pk, attempt] = os.path.join(slurm_job_dir(pk, attempt), "probe")
         try:
             names = os.listdir(path)
         except OSError:
@@ -323,7 +318,7 @@ class SlurmBackend:
         if ends <= EARLY_ENDS_ALLOWED:
             return self.submit(job, attempt, partition)
         if ends == EARLY_ENDS_ALLOWED + 1:
-            log_tail = read_tail(str(job_dir(job.pk, attempt) / "batch.log"), 300).strip()
+            log_tail = read_tail(str(slurm_job_dir(job.pk, attempt) / "batch.log"), 300).strip()
             times = EARLY_ENDS_ALLOWED + 1
             lifecycle.set_pending_reason(
                 job.pk, [ENDED_EARLY(slurm_id=ended.slurm_id, state=ended.state, times=times, log=log_tail)]
@@ -341,7 +336,7 @@ class SlurmBackend:
             return False
         roles = [role.request for role in slurm_roles(job.normalized)]
         gpu_type = spec_gpu_type(job.normalized)
-        directory = job_dir(job.pk, attempt)
+        directory = slurm_job_dir(job.pk, attempt)
         for leftover in ("probe", "launch"):  # of a Slurm job that ended before its tasks started
             for path in (directory / leftover).glob("*.json"):
                 path.unlink()
@@ -416,7 +411,7 @@ class SlurmBackend:
         """Claim the job on the nodes Slurm gave it once every task's wrapper has said where it is."""
         roles = slurm_roles(job.normalized)
         probes = {}
-        for path in (job_dir(job.pk, attempt) / "probe").glob("*.json"):
+        for path in (slurm_job_dir(job.pk, attempt) / "probe").glob("*.json"):
             probes[path.stem] = json.loads(path.read_text())
         if len(probes) < sum(role.request.instances for role in roles):
             return False

@@ -18,7 +18,7 @@ import itertools
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import timedelta
+from functools import partial
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -30,7 +30,7 @@ from jobs.protocol.exitspec import classify
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
-from scheduling.terminating import Terminator, grace_of, live
+from scheduling.terminating import Terminator
 
 # A pass stops stopping after this long (having done at least one bulk batch and one job) and
 # leaves the rest to the next pass, so that exits, starts and placement are never stuck behind a
@@ -125,19 +125,12 @@ class Stopper:
                 job.state = JobState.STOPPING
                 changed = True
             tasks = list(job.tasks.select_related("node"))
-            codes: dict[int, int | None] = {}
             # (On a Slurm VC too: the SIGTERM goes through each task's wrapper, and Slurm's scancel,
             # which signals every process of the step at once, comes after the grace.)
-            if live(tasks):
-                now = timezone.now()
-                if job.stop_deadline is None and (grace := grace_of(job)):
-                    lifecycle.set_stop_deadline(job, now + timedelta(seconds=grace), grace)
-                    job.refresh_from_db(fields=["stop_deadline"])
-                if job.stop_deadline is not None:
-                    self.terminator.signal(job, tasks)
-                    done, codes = self.terminator.over(job, tasks, now)
-                    if not done:
-                        return changed  # their grace goes on; looked at again next pass
+            begin = partial(lifecycle.set_stop_deadline, job)
+            done, codes = self.terminator.end_gracefully(job, tasks, timezone.now(), begin)
+            if not done:
+                return changed  # their grace goes on; looked at again next pass
             stop_job(job, backends, tasks=tasks)
             lifecycle.finish_stopping(job, self._info.code, self._diagnostics(job.stop_reason), codes)
             changed = True

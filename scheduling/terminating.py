@@ -10,7 +10,8 @@ stored time. The job's tasks keep their room until they are gone (scheduling.quo
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from django.conf import settings
 
@@ -51,6 +52,24 @@ class Terminator:
             except Exception as exc:  # (killed at the deadline all the same)
                 log.warning("SIGTERM to %s failed: %s", task, exc)
         self.signalled.add(key)
+
+    def end_gracefully(
+        self, job: Job, tasks: list[Task], now: datetime, begin: Callable[[datetime, int], bool]
+    ) -> tuple[bool, dict[int, int | None]]:
+        """The grace a Stop and the time limit give a job's running tasks: its deadline stored first
+        by `begin(deadline, grace)` (False: another ending began meanwhile, not over: looked at next
+        pass), then SIGTERM once, and whether they are over (`over`). Over at once when no task
+        runs or the job has no grace."""
+        if not live(tasks):
+            return True, {}
+        if job.stop_deadline is None and (grace := grace_of(job)):
+            if not begin(now + timedelta(seconds=grace), grace):
+                return False, {}
+            job.refresh_from_db(fields=["stop_deadline", "ending_at_time_limit"])  # (as `begin` stored them)
+        if job.stop_deadline is None:
+            return True, {}
+        self.signal(job, tasks)
+        return self.over(job, tasks, now)
 
     def over(self, job: Job, tasks: list[Task], now: datetime) -> tuple[bool, dict[int, int | None]]:
         """Whether the job's tasks are all gone or its deadline has passed, and the code each

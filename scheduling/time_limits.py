@@ -15,6 +15,7 @@ wins, the other's conditional UPDATE matches nothing.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.utils import timezone
 
@@ -25,7 +26,7 @@ from jobs.protocol.timelimit import duration_text
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
-from scheduling.terminating import Terminator, grace_of, live
+from scheduling.terminating import Terminator
 
 
 def overdue(now: datetime) -> list[tuple[int, int]]:
@@ -56,19 +57,10 @@ def end_overdue_jobs(backends: Backends, now: datetime | None = None, terminator
             if job.state != JobState.RUNNING:
                 continue
             tasks = list(job.tasks.select_related("node"))
-            codes: dict[int, int | None] = {}
-            if live(tasks):
-                if job.stop_deadline is None and (grace := grace_of(job)):
-                    if not lifecycle.begin_time_limit_end(
-                        job, now + timedelta(seconds=grace), grace, duration_text(limit)
-                    ):
-                        continue  # a stop or a preemption began meanwhile: it ends the job
-                    job.refresh_from_db(fields=["stop_deadline", "ending_at_time_limit"])
-                if job.stop_deadline is not None:
-                    terminator.signal(job, tasks)
-                    done, codes = terminator.over(job, tasks, now)
-                    if not done:
-                        continue  # their grace goes on; looked at again next pass
+            begin = partial(lifecycle.begin_time_limit_end, job, limit_text=duration_text(limit))
+            done, codes = terminator.end_gracefully(job, tasks, now, begin)
+            if not done:
+                continue  # their grace goes on (or a stop or a preemption began: it ends the job)
             stop_job(job, backends, tasks=tasks)
             ended |= lifecycle.end_at_time_limit(job, info.code, info.phrase, duration_text(limit), codes)
     return ended

@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.links import public_url
 from accounts.models import NotificationPreference
 from accounts.permissions import is_admin
 from jobs import outbox
@@ -81,9 +81,8 @@ def _body(user: Any, report: UsageReport, admin: bool) -> str:
     if failed:
         lines.append(f"Failed jobs ({len(failed)}):")
         lines += [f"  {job.full_name}: exit {job.exit_code} {job.exit_diagnostics[:120]}" for job in failed[:20]]
-    base = settings.PAI_PUBLIC_URL.rstrip("/")
-    lines.append(f"{base}{reverse('jobs_usage:report')}?from={report.since}&to={report.until}")
-    lines.append(f"No more of these: {base}{reverse('profile')} (Notifications).")
+    lines.append(public_url(f"{reverse('jobs_usage:report')}?from={report.since}&to={report.until}"))
+    lines.append(f"No more of these: {public_url(reverse('profile'))} (Notifications).")
     return "\n\n".join(lines) + "\n"
 
 

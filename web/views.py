@@ -286,7 +286,7 @@ def _submit_or_export(request: HttpRequest, action: str, mode: str, form_data: J
             _("This job can never run on the cluster as it is: %(reason)s. Stop it, or clone it asking for less.")
             % {"reason": reason_text(never_fits)},
         )
-    return redirect("jobs:detail", full_name=job.full_name)
+    return redirect(job)
 
 
 def _body_too_large(request: HttpRequest) -> bool:
@@ -602,7 +602,7 @@ def job_priority(request: HttpRequest, full_name: str) -> HttpResponse:
         messages.error(request, _("A job's class changes only while it waits."))
     except JobConfigError as error:
         messages.error(request, "; ".join(said(error.errors)))
-    return redirect("jobs:detail", full_name=job.full_name)
+    return redirect(job)
 
 
 @require_POST
@@ -625,7 +625,7 @@ def _change_state(
         messages.error(request, refused)
     except JobConfigError as error:  # (a restart: the owner may no longer submit to the job's VC)
         messages.error(request, "; ".join(said(error.errors)))
-    return redirect("jobs:detail", full_name=job.full_name)
+    return redirect(job)
 
 
 @require_GET

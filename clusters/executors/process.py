@@ -45,9 +45,11 @@ from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.netns import TASK_INTERFACE
+from clusters.executors.port_probe import bind_refusal
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
 from clusters.executors.supervise import GRACE_FILE, SCRIPT_FD, claim, proc_stat, socket_address
+from clusters.job_files import job_dir_name
 
 log = logging.getLogger("pai.executors.process")
 
@@ -116,7 +118,7 @@ class ProcessExecutor(Executor):
     def _task_dir(self, launch: TaskLaunch) -> Path:
         return (
             self.work_root
-            / f"job-{launch.job_id}"
+            / job_dir_name(launch.job_id)
             / str(launch.job_attempt)
             / f"{launch.hostname}-{launch.task_attempt}"
         )
@@ -175,15 +177,11 @@ class ProcessExecutor(Executor):
             # (An app's port is forwarded from the job's own address: app_ports.py.)
             address = job_app_address(launch.job_id) if port in launch.app_ports else self.address
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                with socket.socket(socket.AF_INET, kind) as probe:
-                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (as pasta binds)
-                    try:
-                        probe.bind((address, port))
-                    except OSError as exc:
-                        raise ExecutorError(
-                            f"port {port} on {address} is held by another program: {exc.strerror or exc}",
-                            Failure.PORT_CONFLICT,
-                        ) from exc
+                if (refusal := bind_refusal(address, port, kind)) is not None:  # (SO_REUSEADDR, as pasta binds)
+                    raise ExecutorError(
+                        f"port {port} on {address} is held by another program: {refusal.strerror or refusal}",
+                        Failure.PORT_CONFLICT,
+                    ) from refusal
 
     def _started(self, task_dir: Path) -> bool:
         return (task_dir / "pid").exists() or (task_dir / "exit_code").exists()
@@ -447,7 +445,7 @@ class ProcessExecutor(Executor):
 
     def list_running(self) -> list[RunningTask]:
         running = []
-        for labels_file in self.work_root.glob("job-*/*/*/task.json"):
+        for labels_file in self.work_root.glob(f"{job_dir_name('*')}/*/*/task.json"):
             task_dir = labels_file.parent
             executor_id = str(task_dir.relative_to(self.work_root))
             labels = json.loads(labels_file.read_text())

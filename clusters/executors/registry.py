@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 
 from clusters.executors.base import Executor
+from clusters.job_files import PROCESS, SLURM, work_root
 
 
 @cache
@@ -18,7 +19,7 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
         from clusters.executors.sandbox import Sandbox
 
         return ProcessExecutor(
-            Path(settings.PAI_WORK_ROOT) / "process",
+            work_root(PROCESS),
             address=address,
             sandbox=Sandbox(
                 hidden=portal_paths(),
@@ -32,7 +33,7 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
         from clusters.executors.slurm import SlurmContainerExecutor
 
         return SlurmContainerExecutor(
-            Path(settings.PAI_WORK_ROOT) / "slurm",
+            work_root(SLURM),
             docker_url,
             address=address,
             namespace=settings.PAI_DOCKER_NAMESPACE,
@@ -44,7 +45,7 @@ def executor_for(kind: str, address: str, docker_url: str = "") -> Executor:
         from clusters.executors.slurm import SlurmTaskExecutor
 
         return SlurmTaskExecutor(
-            Path(settings.PAI_WORK_ROOT) / "slurm",
+            work_root(SLURM),
             address,
             sandbox=Sandbox(hidden=portal_paths(), base_id=settings.PAI_SANDBOX_BASE_ID),
             log_max_bytes=settings.PAI_TASK_LOG_MAX_BYTES,

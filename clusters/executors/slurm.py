@@ -36,6 +36,7 @@ from docker.errors import APIError, DockerException
 from clusters.executors.base import ResourceSample, RunningTask, TaskHandle, TaskLaunch, TaskStatus
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.process import ProcessExecutor
+from clusters.job_files import job_dir_name
 from clusters.slurm.task import CANCELLED_FILE, EXIT_FILE, STOP_FILE, write_file
 
 LAUNCH_DIR = "launch"
@@ -50,7 +51,7 @@ def task_dir_of(work_root: Path, labels: dict[str, str]) -> Path:
     """`<work root>/job-<id>/<job attempt>/<role>-<index>-<task attempt>`, from a task's labels."""
     return (
         work_root
-        / f"job-{labels['pai.job-id']}"
+        / job_dir_name(labels["pai.job-id"])
         / labels["pai.job-attempt"]
         / f"{labels['pai.role']}-{labels['pai.index']}-{labels['pai.task-attempt']}"
     )

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.db import transaction
-from django.urls import reverse
 
 from accounts.models import NotificationPreference
 from jobs import outbox, webhooks
@@ -79,7 +77,7 @@ def _write(job: Job, event: str, detail: str, hooked: bool) -> None:
         webhooks.enqueue(job, event, detail)
     if wants_email(job, event):
         said = f"Job {job.full_name} {webhooks.EVENT_WORDS.get(event, event)}"
-        url = f"{settings.PAI_PUBLIC_URL.rstrip('/')}{reverse('jobs:detail', args=[job.full_name])}"
+        url = job.public_url()
         line = f"{said}: {url}"  # (in a digest)
         outbox.mail(job.owner, f"[PAI] {said}", _body(job, event, detail, url), event=event, job=job, line=line)
 

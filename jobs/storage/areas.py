@@ -24,7 +24,7 @@ import posixpath
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -89,12 +89,10 @@ def _area(username: str) -> Iterator[int]:
         raise StorageError(texts.NO_OWNER(name=username.replace("\0", "\\0")))
     with _refusals(username), userfs.opened_root(fs_root()) as top:
         area = userfs.open_dir(top, username, create=True, mode=0o700)
-    try:
+    with _held(area):
         if os.fstat(area).st_mode & 0o077:
             os.fchmod(area, 0o700)
         yield area  # (what the caller's block raises is its own to word: not turned into _refusals' words here)
-    finally:
-        os.close(area)
 
 
 def default_fs_uri(username: str) -> str:
@@ -209,12 +207,22 @@ def validate_job_paths(username: str, spec: NormalizedSpec) -> list[FieldError]:
     return errors
 
 
-@contextmanager
-def _existing_dir(base: int, relative: PurePosixPath, uri: str, field: str) -> Iterator[int]:
+def _existing_dir(base: int, relative: PurePosixPath, uri: str, field: str) -> AbstractContextManager[int]:
+    """A directory of the user's area (`base`), held open."""
+    return _held(_open_existing(base, relative, StorageError(texts.NO_DIRECTORY_IN_AREA(path=uri), field)))
+
+
+def _open_existing(base: int, relative: str | PurePosixPath, missing: StorageError) -> int:
+    """A new descriptor of the directory `relative` below `base`, or `missing` raised when there is none."""
     try:
-        fd = userfs.open_dir(base, relative)
+        return userfs.open_dir(base, relative)
     except (userfs.NotFound, userfs.NotAFolder):
-        raise StorageError(texts.NO_DIRECTORY_IN_AREA(path=uri), field) from None
+        raise missing from None
+
+
+@contextmanager
+def _held(fd: int) -> Iterator[int]:
+    """An open descriptor, closed when the block ends."""
     try:
         yield fd
     finally:
@@ -312,22 +320,16 @@ def _copy_code(code: int, destination: Path, limit: int, *, shown: str) -> None:
                 raise _code_too_big(limit, "codeDir") from None
 
 
-@contextmanager
-def _in_areas(host: Path, field: str) -> Iterator[int]:
-    """A directory of an area given as a host path: walked from the areas' root."""
+def _in_areas(host: Path, field: str) -> AbstractContextManager[int]:
+    """A directory of an area given as a host path: walked from the areas' root, held open (what
+    the caller's block raises is its own to word: outside _refusals)."""
     root = fs_root()
     absolute = Path(os.path.abspath(host))
     if not _inside(absolute, root):
         raise StorageError(texts.NOT_IN_AREA(path=str(host)), field)
+    missing = StorageError(texts.NO_DIRECTORY(path=str(host)), field)
     with _refusals(str(host), field), userfs.opened_root(root) as top:
-        try:
-            fd = userfs.open_dir(top, absolute.relative_to(root).as_posix())
-        except (userfs.NotFound, userfs.NotAFolder):
-            raise StorageError(texts.NO_DIRECTORY(path=str(host)), field) from None
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+        return _held(_open_existing(top, absolute.relative_to(root).as_posix(), missing))
 
 
 @contextmanager

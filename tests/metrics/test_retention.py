@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from clusters.job_files import job_folders
 from jobs import lifecycle
 from jobs.models import Job, JobEvent
-from scheduling.retention import job_folders, remove_expired
+from scheduling.retention import remove_expired
 from tests.factories import create_job
 
 pytestmark = pytest.mark.django_db

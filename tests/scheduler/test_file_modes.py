@@ -7,6 +7,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
+from clusters.job_files import task_work_dir
 from jobs.actions import submit_job
 from jobs.models import JobState
 from jobs.storage import areas as storage
@@ -51,6 +52,6 @@ def test_it_writes_a_tasks_log_and_work_dir_private(user, process_node, run_unti
     job = run_until(submit_job(user, v2_yaml("modes", "echo hi > $PAI_WORK_DIR/out")), JobState.SUCCEEDED)
     task = job.tasks.get()
     assert mode(task.log_path) == 0o600
-    work_dir = Path(settings.PAI_WORK_ROOT) / "tasks" / f"job-{job.pk}" / "worker-0"
+    work_dir = task_work_dir(job.pk, "worker", 0)
     assert mode(work_dir) == 0o700
     assert mode(work_dir / "out") & 0o077 == 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from clusters.job_files import task_work_dir
 from jobs.actions import stop_job, submit_job
 from jobs.models import Job
 from tests.factories import create_user, default_image
@@ -174,11 +175,7 @@ def slurm_name(job: Job, attempt: int) -> str:
 
 
 def slurm_vc_work_dir(task):
-    from pathlib import Path
-
-    from django.conf import settings
-
-    return Path(settings.PAI_WORK_ROOT) / "tasks" / f"job-{task.job_id}" / f"{task.role}-{task.index}"
+    return task_work_dir(task.job_id, task.role, task.index)
 
 
 def test_the_cluster_page_shows_the_partitions_nodes_and_quota(slurm_cluster, slurm_vc, user, client):

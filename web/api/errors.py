@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
 from django.db import DatabaseError, IntegrityError, OperationalError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
@@ -21,6 +21,13 @@ from jobs import actions
 from jobs.protocol import JobConfigError
 
 logger = logging.getLogger(__name__)
+
+
+def validated(form: type[serializers.Serializer], data: Any) -> Any:
+    """The request's body as `form` checks it (its validated_data); else a 400, as below."""
+    checked = form(data=data)
+    checked.is_valid(raise_exception=True)
+    return checked.validated_data
 
 
 class ApiError(exceptions.APIException):

@@ -119,25 +119,14 @@ urlpatterns = [
         for route in (
             path(f"v2/{mount}", groups.GroupsView.as_view(), name=f"api-groups{suffix}"),
             path(f"v2/{mount}/<str:groupname>", groups.GroupView.as_view(), name=f"api-group{suffix}"),
-            path(
-                f"v2/{mount}/<str:groupname>/userlist",
-                groups.GroupUserListView.as_view(),
-                name=f"api-group-users{suffix}",
-            ),
-            path(
-                f"v2/{mount}/<str:groupname>/extension",
-                groups.GroupExtensionView.as_view(),
-                name=f"api-group-extension{suffix}",
-            ),
-            path(
-                f"v2/{mount}/<str:groupname>/description",
-                groups.GroupDescriptionView.as_view(),
-                name=f"api-group-description{suffix}",
-            ),
-            path(
-                f"v2/{mount}/<str:groupname>/externalname",
-                groups.GroupExternalNameView.as_view(),
-                name=f"api-group-externalname{suffix}",
+            *(
+                path(f"v2/{mount}/<str:groupname>/{tail}", view.as_view(), name=f"api-group-{name}{suffix}")
+                for tail, view, name in (
+                    ("userlist", groups.GroupUserListView, "users"),
+                    ("extension", groups.GroupExtensionView, "extension"),
+                    ("description", groups.GroupDescriptionView, "description"),
+                    ("externalname", groups.GroupExternalNameView, "externalname"),
+                )
             ),
         )
     ),

@@ -38,6 +38,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation.trans_real import parse_accept_lang_header
 from yarl import URL
 
+from accounts.links import public_url
 from jobs.interactive import record_activity, slug_of_host
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from web.app_proxy import cookies, passes
@@ -347,7 +348,7 @@ def path_with_query(scope: Scope) -> str:
 
 
 def open_url(slug: str, next_path: str) -> str:
-    return f"{settings.PAI_PUBLIC_URL.rstrip('/')}/apps/{slug}/open/?next={quote(next_path, safe='')}"
+    return public_url(f"/apps/{slug}/open/?next={quote(next_path, safe='')}")
 
 
 def upstream_headers(scope: Scope, view: AppView, identity: bool = False, websocket: bool = False) -> list:

@@ -43,4 +43,4 @@ def resubmit_with_fix(request: HttpRequest, full_name: str) -> HttpResponse:
         )
     else:
         messages.success(request, _("Resubmitted: %(change)s.") % {"change": resubmit_label(fix)})
-    return redirect("jobs:detail", new_job.full_name)
+    return redirect(new_job)

@@ -7,7 +7,6 @@ workers end when the master is gone, even by kill -9 (pai_portal.serving.exit_wi
 """
 
 import os
-import socket
 import time
 from typing import Any
 
@@ -18,6 +17,8 @@ from granian import Granian
 from granian.constants import Interfaces
 from granian.http import HTTP1Settings
 
+from clusters.executors.port_probe import bind_refusal
+
 MASTER_PID_VARIABLE = "PAI_SERVE_MASTER_PID"  # read by the workers: pai_portal.serving.exit_with_master
 SHUTDOWN_GRACE_S = 5  # seconds in-flight requests get to finish when the server stops
 PORT_FREE_WAIT_S = 15  # a previous server's workers end within SHUTDOWN_GRACE_S of their master
@@ -27,18 +28,9 @@ def wait_until_port_is_free(address: str, port: int, seconds: float) -> None:
     """granian listens with SO_REUSEPORT: it would share the port with a previous server's workers
     still running. A bind without that option fails while anyone listens there."""
     deadline = time.monotonic() + seconds
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    while True:
-        with socket.socket(family) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no listener
-            try:
-                probe.bind((address, port))
-                return
-            except OSError as error:
-                if time.monotonic() > deadline:
-                    raise CommandError(
-                        f"{address}:{port} is in use ({error.strerror}): is another server running?"
-                    ) from None
+    while (error := bind_refusal(address, port)) is not None:
+        if time.monotonic() > deadline:
+            raise CommandError(f"{address}:{port} is in use ({error.strerror}): is another server running?")
         time.sleep(0.2)
 
 

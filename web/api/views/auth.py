@@ -23,7 +23,7 @@ from accounts.permissions import is_admin
 from accounts.throttling import sign_in_name
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
 from web.api.auth import NotApplicationToken
-from web.api.errors import ApiError
+from web.api.errors import ApiError, validated
 from web.api.throttles import LoginAccountThrottle, LoginAddressThrottle
 
 
@@ -62,9 +62,7 @@ class LoginView(APIView):
 
     @extend_schema(request=LoginRequest, responses={200: LOGIN_RESPONSE}, auth=[])
     def post(self, request: Request) -> Response:
-        form = LoginRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        fields = form.validated_data
+        fields = validated(LoginRequest, request.data)
         username = sign_in_name(fields["username"])  # as the login page reads it, and as throttled
         user = authenticate(request._request, username=username, password=fields["password"])
         if user is None:
@@ -196,13 +194,12 @@ class ApplicationTokenView(APIView):
 
     @extend_schema(request=ApplicationTokenRequest, responses={200: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
-        form = ApplicationTokenRequest(data=request.data if hasattr(request.data, "get") else {})
-        form.is_valid(raise_exception=True)
+        body = validated(ApplicationTokenRequest, request.data if hasattr(request.data, "get") else {})
         raw, token = issue_token(
             request.user,
             Token.Kind.APPLICATION,
-            name=form.validated_data.get("name", "") or "application",
-            lifetime_s=form.validated_data.get("expiration"),
+            name=body.get("name", "") or "application",
+            lifetime_s=body.get("expiration"),
         )
         return Response({"token": raw, **token_row(token)})
 

@@ -22,7 +22,7 @@ from accounts import groups as actions
 from accounts.permissions import is_admin
 from clusters import grants
 from web.api.auth import IsAdminNotApplicationToken
-from web.api.errors import ApiError
+from web.api.errors import ApiError, validated
 
 
 def _groups() -> Any:
@@ -79,9 +79,7 @@ class GroupsView(APIView):
 
     @extend_schema(request=NewGroup, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
-        form = NewGroup(data=request.data)
-        form.is_valid(raise_exception=True)
-        fields = form.validated_data
+        fields = validated(NewGroup, request.data)
         acls = fields.get("extension", {}).get("acls", {})
         grants.create_group(
             request.user,
@@ -97,9 +95,8 @@ class GroupsView(APIView):
     @extend_schema(request=GroupUpdate, responses={201: OpenApiTypes.OBJECT})
     @method_decorator(transaction.atomic)
     def put(self, request: Request) -> Response:
-        form = GroupUpdate(data=request.data)
-        form.is_valid(raise_exception=True)
-        data, patch = form.validated_data["data"], form.validated_data["patch"]
+        body = validated(GroupUpdate, request.data)
+        data, patch = body["data"], body["patch"]
         group = actions.find_group(data["groupname"])
         raw = request.data.get("data", {}) if hasattr(request.data, "get") else {}
         if not patch:
@@ -148,55 +145,57 @@ class ExtensionRequest(serializers.Serializer):
     extension = Extension()
 
 
-class GroupExtensionView(APIView):
-    """`PUT /api/v2/groups/<group>/extension {extension: {acls}}`."""
+class GroupFieldView(APIView):
+    """OpenPAI's `PUT /api/v2/groups/<group>/<field>`: one field of a group changed, admins only;
+    by default the body's `field` as update_group's `keyword`."""
 
     permission_classes = [IsAdminNotApplicationToken]
+    form: type[serializers.Serializer]
+    done: str  # OpenPAI's answer
+    field = keyword = ""
 
-    @extend_schema(request=ExtensionRequest, responses={201: OpenApiTypes.OBJECT})
-    @method_decorator(transaction.atomic)
+    def change(self, actor: Any, group: Group, data: dict[str, Any]) -> None:
+        actions.update_group(actor, group, **{self.keyword: data[self.field]})
+
     def put(self, request: Request, groupname: str) -> Response:
-        form = ExtensionRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        group = actions.find_group(groupname)
-        _apply_extension(request.user, group, form.validated_data["extension"])
-        return Response({"message": "update group extension data successfully."}, status=201)
+        body = validated(self.form, request.data)
+        with transaction.atomic():
+            self.change(request.user, actions.find_group(groupname), body)
+        return Response({"message": self.done}, status=201)
+
+
+@extend_schema(request=ExtensionRequest, responses={201: OpenApiTypes.OBJECT})
+class GroupExtensionView(GroupFieldView):
+    """`PUT /api/v2/groups/<group>/extension {extension: {acls}}`."""
+
+    form, done = ExtensionRequest, "update group extension data successfully."
+
+    def change(self, actor: Any, group: Group, data: dict[str, Any]) -> None:
+        _apply_extension(actor, group, data["extension"])
 
 
 class DescriptionRequest(serializers.Serializer):
     description = serializers.CharField(max_length=512, allow_blank=True)
 
 
-class GroupDescriptionView(APIView):
+@extend_schema(request=DescriptionRequest, responses={201: OpenApiTypes.OBJECT})
+class GroupDescriptionView(GroupFieldView):
     """`PUT /api/v2/groups/<group>/description {description}`."""
 
-    permission_classes = [IsAdminNotApplicationToken]
-
-    @extend_schema(request=DescriptionRequest, responses={201: OpenApiTypes.OBJECT})
-    def put(self, request: Request, groupname: str) -> Response:
-        form = DescriptionRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        group = actions.find_group(groupname)
-        actions.update_group(request.user, group, description=form.validated_data["description"])
-        return Response({"message": "update group description data successfully."}, status=201)
+    form, field, keyword = DescriptionRequest, "description", "description"
+    done = "update group description data successfully."
 
 
 class ExternalNameRequest(serializers.Serializer):
     externalName = serializers.CharField(max_length=512, allow_blank=True)
 
 
-class GroupExternalNameView(APIView):
+@extend_schema(request=ExternalNameRequest, responses={201: OpenApiTypes.OBJECT})
+class GroupExternalNameView(GroupFieldView):
     """`PUT /api/v2/groups/<group>/externalname {externalName}`."""
 
-    permission_classes = [IsAdminNotApplicationToken]
-
-    @extend_schema(request=ExternalNameRequest, responses={201: OpenApiTypes.OBJECT})
-    def put(self, request: Request, groupname: str) -> Response:
-        form = ExternalNameRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        group = actions.find_group(groupname)
-        actions.update_group(request.user, group, external_name=form.validated_data["externalName"])
-        return Response({"message": "update group externalNameData data successfully."}, status=201)
+    form, field, keyword = ExternalNameRequest, "externalName", "external_name"
+    done = "update group externalNameData data successfully."
 
 
 class GroupNameRequest(serializers.Serializer):
@@ -209,9 +208,7 @@ class UserGroupView(APIView):
     permission_classes = [IsAdminNotApplicationToken]
 
     def _change(self, request: Request, username: str, add: bool) -> Response:
-        form = GroupNameRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        groupname = form.validated_data["groupname"]
+        groupname = validated(GroupNameRequest, request.data)["groupname"]
         user = _find_user(username)
         current = list(user.groups.all())
         if add:
@@ -241,9 +238,8 @@ class UserGroupListView(APIView):
 
     @extend_schema(request=GroupListRequest, responses={201: OpenApiTypes.OBJECT})
     def put(self, request: Request, username: str) -> Response:
-        form = GroupListRequest(data=request.data)
-        form.is_valid(raise_exception=True)
+        body = validated(GroupListRequest, request.data)
         user = _find_user(username)
-        groups = actions.groups_named(form.validated_data["grouplist"], "grouplist")
+        groups = actions.groups_named(body["grouplist"], "grouplist")
         actions.set_user_groups(request.user, user, groups)
         return Response({"message": "update user grouplist successfully."}, status=201)

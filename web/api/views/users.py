@@ -23,7 +23,7 @@ from clusters import user_admin
 from clusters.models import VirtualCluster
 from jobs.storage.configs import usable_storages
 from web.api.auth import IsAdminNotApplicationToken, NotApplicationToken
-from web.api.errors import ApiError
+from web.api.errors import ApiError, validated
 
 
 def user_row(user: Any, vcs: list[VirtualCluster] | None = None) -> dict[str, Any]:
@@ -94,9 +94,7 @@ class UsersView(APIView):
 
     @extend_schema(request=NewUserRequest, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
-        form = NewUserRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        fields = form.validated_data
+        fields = validated(NewUserRequest, request.data)
         User = get_user_model()
         _validated_password(
             fields["password"], User(username=fields["username"], email=fields.get("email", "")), "password"
@@ -152,9 +150,7 @@ class MeView(APIView):
 
     @extend_schema(request=UserUpdateRequest, responses={201: OpenApiTypes.OBJECT})
     def put(self, request: Request) -> Response:
-        form = UserUpdateRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        data = form.validated_data["data"]
+        data = validated(UserUpdateRequest, request.data)["data"]
         user: Any = request.user
         if data["username"] != user.get_username():
             raise ApiError(403, "ForbiddenUserError", "data.username: you can only update your own user.")
@@ -185,9 +181,7 @@ class UserPasswordView(APIView):
 
     @extend_schema(request=PasswordRequest, responses={201: OpenApiTypes.OBJECT})
     def put(self, request: Request, username: str) -> Response:
-        form = PasswordRequest(data=request.data)
-        form.is_valid(raise_exception=True)
-        fields = form.validated_data
+        fields = validated(PasswordRequest, request.data)
         is_self = username == request.user.get_username()
         if not is_self and not is_admin(request.user):
             raise ApiError(
@@ -211,14 +205,13 @@ class UserEmailView(APIView):
 
     @extend_schema(request=EmailRequest, responses={201: OpenApiTypes.OBJECT})
     def put(self, request: Request, username: str) -> Response:
-        form = EmailRequest(data=request.data)
-        form.is_valid(raise_exception=True)
+        body = validated(EmailRequest, request.data)
         if username != request.user.get_username() and not is_admin(request.user):
             raise ApiError(
                 403, "ForbiddenUserError", f"User {request.user.get_username()} cannot change {username}'s email."
             )
         user = _find_user(username)
-        user.email = form.validated_data["email"]
+        user.email = body["email"]
         user.save(update_fields=["email"])
         return Response({"message": "update user email successfully."}, status=201)
 
@@ -248,10 +241,9 @@ class UserAdminFlagView(APIView):
 
     @extend_schema(request=AdminFlagRequest, responses={201: OpenApiTypes.OBJECT})
     def put(self, request: Request, username: str) -> Response:
-        form = AdminFlagRequest(data=request.data)
-        form.is_valid(raise_exception=True)
+        body = validated(AdminFlagRequest, request.data)
         try:
-            user_admin.set_admin(request.user, _find_user(username), form.validated_data["admin"])
+            user_admin.set_admin(request.user, _find_user(username), body["admin"])
         except DjangoValidationError as error:
             raise _as_api_error(error) from error
         return Response({"message": "update user admin permission successfully."}, status=201)
@@ -269,8 +261,7 @@ class UserVirtualClustersView(APIView):
 
     @extend_schema(request=VirtualClustersRequest, responses={201: OpenApiTypes.OBJECT})
     def put(self, request: Request, username: str) -> Response:
-        form = VirtualClustersRequest(data=request.data)
-        form.is_valid(raise_exception=True)
+        body = validated(VirtualClustersRequest, request.data)
         user = _find_user(username)
-        user_admin.set_own_vcs(request.user, user, _vcs_named(form.validated_data["virtualCluster"], "virtualCluster"))
+        user_admin.set_own_vcs(request.user, user, _vcs_named(body["virtualCluster"], "virtualCluster"))
         return Response({"message": "update user virtual clusters successfully."}, status=201)
