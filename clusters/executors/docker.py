@@ -99,6 +99,8 @@ PING_TIMEOUT_S = 5
 
 
 class DockerExecutor(Executor):
+    calls_an_engine = True
+
     def __init__(
         self,
         docker_url: str | None = None,
