@@ -58,6 +58,7 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.docker_engine import ENGINE_ERRORS, client, explain, failure_of
 from clusters.executors.docker_logs import log_frames
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
@@ -147,33 +148,24 @@ class DockerExecutor(Executor):
     def api(self) -> docker.APIClient:
         """The low-level client, made on first use (an engine that is down must not break import)."""
         if self._api is None:
-            kwargs: dict[str, Any] = {"timeout": self.timeout}
-            if self.docker_url:
-                kwargs["base_url"] = self.docker_url
-            self._api = docker.APIClient(**kwargs)
+            self._api = client(self.docker_url, timeout=self.timeout)
         return self._api
 
     def ping(self) -> None:
         """A short-timeout ping on a client of its own, so a hung engine cannot hold the loop."""
-        kwargs: dict[str, Any] = {"timeout": PING_TIMEOUT_S}
-        if self.docker_url:
-            kwargs["base_url"] = self.docker_url
         try:
-            client = docker.APIClient(**kwargs)
+            probe = client(self.docker_url, timeout=PING_TIMEOUT_S)
             try:
-                client.ping()
+                probe.ping()
             finally:
-                client.close()
-        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+                probe.close()
+        except ENGINE_ERRORS as exc:
             log.info("ping of the Docker engine %s failed: %r", self.docker_url or "local socket", exc)
             raise ExecutorError(engine_silent(self.docker_url, exc, PING_TIMEOUT_S), Failure.NODE_LOST) from exc
 
     def _new_api(self) -> docker.APIClient:
         """A client of its own for a log thread (one connection per stream)."""
-        kwargs: dict[str, Any] = {"timeout": None, "version": self.api.api_version}
-        if self.docker_url:
-            kwargs["base_url"] = self.docker_url
-        return docker.APIClient(**kwargs)
+        return client(self.docker_url, timeout=None, version=self.api.api_version)
 
     def _engine_cpus(self) -> int:
         if self._cpu_count is None:
@@ -208,8 +200,8 @@ class DockerExecutor(Executor):
             raise ExecutorError(f"{len(tasks)} tasks on one node: a job network holds at most {MAX_TASKS_PER_NETWORK}")
         try:
             subnet = self._ensure_network(job_id, job_name)
-        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-            raise ExecutorError(f"could not create the job's network: {_explain(exc)}", _failure_of(exc)) from exc
+        except ENGINE_ERRORS as exc:
+            raise ExecutorError(f"could not create the job's network: {explain(exc)}", failure_of(exc)) from exc
         # .1 is the gateway; tasks get .2, .3, ... in (role, index) order: the same on every
         # call, so a job retry finds its tasks at the addresses it had.
         hosts = iter(subnet.hosts())
@@ -275,7 +267,7 @@ class DockerExecutor(Executor):
                 try:
                     self.api.remove_network(network["Id"])
                 except APIError as exc:
-                    log.warning("removing a duplicate of network %s: %s", name, _explain(exc))
+                    log.warning("removing a duplicate of network %s: %s", name, explain(exc))
         return True
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
@@ -289,9 +281,9 @@ class DockerExecutor(Executor):
             for network in self._named(self.network_name(job_id)):  # (duplicates too: see _duplicated)
                 with contextlib.suppress(NotFound):  # (gone meanwhile: a late call of an earlier try)
                     self.api.remove_network(network["Id"])
-        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+        except ENGINE_ERRORS as exc:
             engine = self.docker_url or "the local engine"
-            raise ExecutorError(f"cleaning up job {job_id} on {engine}: {_explain(exc)}", _failure_of(exc)) from exc
+            raise ExecutorError(f"cleaning up job {job_id} on {engine}: {explain(exc)}", failure_of(exc)) from exc
 
     def leftover_jobs(self) -> set[int]:
         """The jobs whose networks this engine holds (by their labels)."""
@@ -322,8 +314,8 @@ class DockerExecutor(Executor):
             try:
                 self._duplicated(self.network_name(launch.job_id))
                 self._ensure_network(launch.job_id, launch.job_name, _subnet_of(launch.ip))
-            except (APIError, requests.exceptions.RequestException, DockerException) as exc:
-                raise ExecutorError(f"could not create the job's network: {_explain(exc)}", _failure_of(exc)) from exc
+            except ENGINE_ERRORS as exc:
+                raise ExecutorError(f"could not create the job's network: {explain(exc)}", failure_of(exc)) from exc
         try:
             return self._start(launch)
         except _NetworkGone as gone:
@@ -333,7 +325,7 @@ class DockerExecutor(Executor):
         """Whether the engine refused the container because the job's network is not there."""
         if launch.host_network or not isinstance(exc, APIError):
             return False
-        said = _explain(exc).lower()
+        said = explain(exc).lower()
         if "network" in said and "is ambiguous" in said:  # two of its name (see _duplicated)
             return True
         return "network" in said and ("not found" in said or "no such network" in said)
@@ -350,20 +342,20 @@ class DockerExecutor(Executor):
         except ExecutorError:
             self._release(staged)
             raise
-        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+        except ENGINE_ERRORS as exc:
             self._release(staged)
             if self._network_gone(launch, exc):
-                raise _NetworkGone(_explain(exc)) from exc
-            storage_failure = self._storage_failure(launch, _explain(exc))
+                raise _NetworkGone(explain(exc)) from exc
+            storage_failure = self._storage_failure(launch, explain(exc))
             if storage_failure is not None:
                 raise storage_failure from exc
-            if INVALID_REFERENCE in _explain(exc):  # the engine's own words, about the name alone
+            if INVALID_REFERENCE in explain(exc):  # the engine's own words, about the name alone
                 raise ExecutorError(
-                    f"image {launch.image!r} is not a valid image reference ({_explain(exc)}): correct the image "
+                    f"image {launch.image!r} is not a valid image reference ({explain(exc)}): correct the image "
                     "in the job's config",
                     Failure.IMAGE_NOT_FOUND,
                 ) from exc
-            raise ExecutorError(f"could not create the task's container: {_explain(exc)}", _failure_of(exc)) from exc
+            raise ExecutorError(f"could not create the task's container: {explain(exc)}", failure_of(exc)) from exc
         finally:
             with self._staging_lock:
                 self._staging_now.discard(staged or Path())
@@ -377,11 +369,11 @@ class DockerExecutor(Executor):
         except (APIError, requests.exceptions.RequestException) as exc:
             if self._network_gone(launch, exc):
                 self._remove(created)  # (made for a network that is no more)
-                raise _NetworkGone(_explain(exc)) from exc
-            if asked_memlock and MEMLOCK_REFUSED in _explain(exc):  # (tasks started side by side: each)
+                raise _NetworkGone(explain(exc)) from exc
+            if asked_memlock and MEMLOCK_REFUSED in explain(exc):  # (tasks started side by side: each)
                 self._remove(created)
                 self.unlimited_memlock = False
-                raise _MemlockRefused(_explain(exc)) from exc
+                raise _MemlockRefused(explain(exc)) from exc
             raise self._start_failure(created, launch, exc) from exc
         self._follow_logs(created, launch.log_path, append=True)
         return TaskHandle(executor_id=created, ip=launch.ip or self._container_ip(created))
@@ -599,9 +591,9 @@ class DockerExecutor(Executor):
             self.api.pull(repository, tag=tag or "latest", auth_config=auth_config)
             self.api.inspect_image(image)
         except (APIError, requests.exceptions.RequestException) as exc:
-            log.warning("pulling %s failed: %s", image, _explain(exc))  # the engine's words, for the admin
+            log.warning("pulling %s failed: %s", image, explain(exc))  # the engine's words, for the admin
             raise ExecutorError(
-                pull_failure_message(image, _explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
+                pull_failure_message(image, explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
             ) from exc
 
     def _storage_failure(self, launch: TaskLaunch, reason: str) -> ExecutorError | None:
@@ -621,7 +613,7 @@ class DockerExecutor(Executor):
         )
 
     def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
-        reason = _explain(exc)
+        reason = explain(exc)
         failure = Failure.CREATE_FAILED
         lowered = reason.lower()
         storage_failure = self._storage_failure(launch, reason)
@@ -651,7 +643,7 @@ class DockerExecutor(Executor):
                 failure=Failure.TASK_GONE,
                 diagnostics=f"the task's container {handle.executor_id[:12]} is gone (removed outside the portal)",
             )
-        except (APIError, requests.exceptions.RequestException, DockerException) as exc:
+        except ENGINE_ERRORS as exc:
             return TaskStatus(
                 running=False,
                 lost=True,
@@ -700,7 +692,7 @@ class DockerExecutor(Executor):
     def _sample_one(self, container_id: str) -> ResourceSample | None:
         try:  # one-shot: the engine answers at once instead of waiting a second for a CPU delta
             stats = self.api.stats(container_id, stream=False, one_shot=True)
-        except (APIError, requests.exceptions.RequestException, DockerException):
+        except ENGINE_ERRORS:
             return None
         return from_docker_stats(stats)
 
@@ -737,7 +729,7 @@ class DockerExecutor(Executor):
             return
         try:
             mounts = self.api.inspect_container(container_id).get("Mounts") or []
-        except (APIError, requests.exceptions.RequestException, DockerException):
+        except ENGINE_ERRORS:
             return  # gone already
         for mount in mounts:
             if mount.get("Destination") == f"/{CONTAINER_RUNTIME_DIR}" and mount.get("Source"):
@@ -974,12 +966,6 @@ def _status_words(code: int) -> str:
         return str(code)
 
 
-def _explain(exc: BaseException) -> str:
-    if isinstance(exc, APIError) and exc.explanation:
-        return str(exc.explanation)
-    return str(exc)
-
-
 def _parse_time(value: str | None) -> datetime | None:
     """Docker's RFC 3339 times with nanoseconds; the zero time means 'never'."""
     if not value or value.startswith("0001-01-01"):
@@ -1071,11 +1057,3 @@ def _subnet_of(ip: str) -> ipaddress.IPv4Network | None:
         return ipaddress.IPv4Network(f"{ip}/24", strict=False) if ip else None
     except ValueError:
         return None
-
-
-def _failure_of(exc: Exception) -> Failure:
-    """An engine that cannot be reached is a lost node; anything it answered is a create failure."""
-    unreachable = isinstance(exc, requests.exceptions.ConnectionError) or (
-        isinstance(exc, DockerException) and "Error while fetching server API version" in str(exc)
-    )
-    return Failure.NODE_LOST if unreachable else Failure.CREATE_FAILED
