@@ -3,7 +3,7 @@
 One instance per node (its engine is the node's docker_url; empty = the local socket). It never
 touches the database: the scheduler hands it TaskLaunch values and keeps the TaskHandles.
 
-- prepare_job() creates the job's user-defined network with its own /24 subnet, so each task gets
+- prepare_job() creates the job's user-defined network (docker_networks.py) with its own /24, so each task gets
   a fixed address known before any container starts (the runtime environment lists them). A job
   that spans nodes gets no network: its tasks run on the node's own network (TaskLaunch.host_network),
   at the node's address, their job-mates' names in /etc/hosts.
@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import ipaddress
 import logging
 import os
 import re
@@ -45,7 +44,6 @@ from docker.utils import parse_repository_tag
 
 import clusters.userfs as userfs
 from clusters.executors import staging
-from clusters.executors.app_ports import portals_own_engine
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -58,8 +56,18 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
-from clusters.executors.docker_engine import ENGINE_ERRORS, client, explain, failure_of
+from clusters.executors.docker_engine import (
+    DEFAULT_NAMESPACE,
+    ENGINE_ERRORS,
+    MARKER_LABEL,
+    Engine,
+    client,
+    explain,
+    failure_of,
+    marker,
+)
 from clusters.executors.docker_logs import log_frames
+from clusters.executors.docker_networks import JobNetworks, NetworkGone, network_gone
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
@@ -74,16 +82,9 @@ CONTAINER_RUNTIME_DIR = "pai/runtime"  # relative to / inside the container (tar
 ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
 DEFAULT_WORK_DIR = "/pai/work"
 
-MARKER_LABEL = "pai.portal"  # value: the executor's namespace
 LOG_PATH_LABEL = "pai.log-path"
 STAGING_LABEL = "pai.staged-mounts"  # the container's staging folder (clusters.executors.staging)
 KEPT_SUFFIX = "-debug"  # the name of a container stop(keep=True) left for inspection
-# Several portals (or test runs) may share one engine: names and the marker carry a namespace
-# (settings.PAI_DOCKER_NAMESPACE, handed in by the registry).
-DEFAULT_NAMESPACE = "pai"
-# Per-job networks are /24 subnets carved out of this pool (settings.PAI_DOCKER_SUBNET_POOL).
-DEFAULT_SUBNET_POOL = "10.213.0.0/16"
-MAX_TASKS_PER_NETWORK = 253  # a /24 minus network, gateway and broadcast
 
 # Exit codes of a container that could not start (docker run's convention).
 START_FAILURES = {
@@ -123,9 +124,9 @@ class DockerExecutor(Executor):
         self.unlimited_memlock = unlimited_memlock
         self.address = address  # the node's address: published ports bind here
         self.namespace = namespace or DEFAULT_NAMESPACE
-        self.subnet_pool = ipaddress.IPv4Network(subnet_pool or DEFAULT_SUBNET_POOL)
         self.timeout = timeout
-        self._api: docker.APIClient | None = None
+        self.engine = Engine(self.docker_url, timeout=timeout)
+        self.networks = JobNetworks(self.engine, namespace=self.namespace, subnet_pool=subnet_pool, address=address)
         self._lock = threading.Lock()
         self._log_threads: dict[str, threading.Thread] = {}
         self._logs_complete: set[str] = set()  # exited containers whose log file is whole
@@ -147,9 +148,7 @@ class DockerExecutor(Executor):
     @property
     def api(self) -> docker.APIClient:
         """The low-level client, made on first use (an engine that is down must not break import)."""
-        if self._api is None:
-            self._api = client(self.docker_url, timeout=self.timeout)
-        return self._api
+        return self.engine.api
 
     def ping(self) -> None:
         """A short-timeout ping on a client of its own, so a hung engine cannot hold the loop."""
@@ -165,7 +164,7 @@ class DockerExecutor(Executor):
 
     def _new_api(self) -> docker.APIClient:
         """A client of its own for a log thread (one connection per stream)."""
-        return client(self.docker_url, timeout=None, version=self.api.api_version)
+        return self.engine.stream_client()
 
     def _engine_cpus(self) -> int:
         if self._cpu_count is None:
@@ -173,9 +172,6 @@ class DockerExecutor(Executor):
         return self._cpu_count
 
     # -- names -------------------------------------------------------------------------------
-
-    def network_name(self, job_id: int) -> str:
-        return f"{self.namespace}-job-{job_id}"
 
     def container_name(self, launch: TaskLaunch) -> str:
         raw = (
@@ -196,100 +192,25 @@ class DockerExecutor(Executor):
     ) -> dict[tuple[str, int], str]:
         if host_network:  # no job network: every task is at the node's address
             return super().prepare_job(job_id, job_name, tasks, node_address, host_network=True)
-        if len(tasks) > MAX_TASKS_PER_NETWORK:
-            raise ExecutorError(f"{len(tasks)} tasks on one node: a job network holds at most {MAX_TASKS_PER_NETWORK}")
-        try:
-            subnet = self._ensure_network(job_id, job_name)
-        except ENGINE_ERRORS as exc:
-            raise ExecutorError(f"could not create the job's network: {explain(exc)}", failure_of(exc)) from exc
-        # .1 is the gateway; tasks get .2, .3, ... in (role, index) order: the same on every
-        # call, so a job retry finds its tasks at the addresses it had.
-        hosts = iter(subnet.hosts())
-        next(hosts)
-        return {task: str(next(hosts)) for task in sorted(tasks)}
-
-    def _ensure_network(
-        self, job_id: int, job_name: str, preferred: ipaddress.IPv4Network | None = None
-    ) -> ipaddress.IPv4Network:
-        """The job's network, made unless it is there (`preferred`: the subnet to try first, the
-        one its tasks' addresses were given in)."""
-        name = self.network_name(job_id)
-        existing = self._network(name)
-        if existing is not None:
-            return _network_subnet(existing)
-        taken = [_network_subnet(n) for n in self.api.networks() if _has_subnet(n)]
-        labels = {MARKER_LABEL: self.namespace, "pai.job-id": str(job_id), "pai.job": job_name}
-        candidates: list[ipaddress.IPv4Network] = list(self.subnet_pool.subnets(new_prefix=24))
-        start = job_id % len(candidates)  # spread jobs over the pool: fewer collisions between portals
-        ordered = candidates[start:] + candidates[:start]
-        if preferred is not None and preferred in ordered:
-            ordered.remove(preferred)
-            ordered.insert(0, preferred)
-        for subnet in ordered:
-            if any(subnet.overlaps(other) for other in taken):
-                continue
-            gateway = str(next(iter(subnet.hosts())))
-            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)])
-            try:
-                self.api.create_network(name, driver="bridge", ipam=ipam, labels=labels, check_duplicate=True)
-            except APIError as exc:
-                existing = self._network(name)
-                if existing is not None:  # a concurrent create (one past its deadline, still running) made it
-                    return _network_subnet(existing)
-                if "overlap" in str(exc).lower():  # another job took this subnet just now
-                    continue
-                raise
-            # check_duplicate is best effort: two creates side by side can both succeed, on two
-            # subnets, and the engine then refuses "network ... is ambiguous" at every start.
-            return _network_subnet(self._network(name) or {}) if self._duplicated(name) else subnet
-        raise ExecutorError(f"no free /24 subnet left in {self.subnet_pool} for the job's network")
-
-    def _network(self, name: str) -> dict[str, Any] | None:
-        """The network of that exact name; of several (see _duplicated), the one kept."""
-        named = self._named(name)
-        if not named:
-            return None
-        return dict(self.api.inspect_network(_kept(named)["Id"]))
-
-    def _named(self, name: str) -> list[dict[str, Any]]:
-        """The networks of exactly that name (the engine's filter also matches names containing it)."""
-        return [network for network in self.api.networks(names=[name]) if network.get("Name") == name]
-
-    def _duplicated(self, name: str) -> bool:
-        """Whether several networks bear the job network's name; if so, all but the kept one that
-        no container uses are removed (every caller keeps the same one, see _kept)."""
-        named = self._named(name)
-        if len(named) < 2:
-            return False
-        kept = _kept(named)
-        for network in named:
-            if network["Id"] != kept["Id"] and not self.api.inspect_network(network["Id"]).get("Containers"):
-                try:
-                    self.api.remove_network(network["Id"])
-                except APIError as exc:
-                    log.warning("removing a duplicate of network %s: %s", name, explain(exc))
-        return True
+        return self.networks.addresses(job_id, job_name, tasks)
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
         try:
-            containers = self.api.containers(all=True, filters={"label": [self._marker(), f"pai.job-id={job_id}"]})
+            containers = self.api.containers(
+                all=True, filters={"label": [marker(self.namespace), f"pai.job-id={job_id}"]}
+            )
             if not keep:
                 for container in containers:
                     self._remove(container["Id"])
             if keep and containers:
                 return  # the kept containers stay attached to their network
-            for network in self._named(self.network_name(job_id)):  # (duplicates too: see _duplicated)
-                with contextlib.suppress(NotFound):  # (gone meanwhile: a late call of an earlier try)
-                    self.api.remove_network(network["Id"])
+            self.networks.remove(job_id)
         except ENGINE_ERRORS as exc:
-            engine = self.docker_url or "the local engine"
-            raise ExecutorError(f"cleaning up job {job_id} on {engine}: {explain(exc)}", failure_of(exc)) from exc
+            where = self.docker_url or "the local engine"
+            raise ExecutorError(f"cleaning up job {job_id} on {where}: {explain(exc)}", failure_of(exc)) from exc
 
     def leftover_jobs(self) -> set[int]:
-        """The jobs whose networks this engine holds (by their labels)."""
-        networks = self.api.networks(filters={"label": [self._marker()]})
-        ids = {str((network.get("Labels") or {}).get("pai.job-id", "")) for network in networks}
-        return {int(job_id) for job_id in ids if job_id.isdigit()}
+        return self.networks.leftover_jobs()
 
     # -- tasks -------------------------------------------------------------------------------
 
@@ -309,26 +230,13 @@ class DockerExecutor(Executor):
         tried once more."""
         try:
             return self._start(launch)
-        except _NetworkGone as gone:
+        except NetworkGone as gone:
             log.warning("%s; making it again (or one of it) for %s", gone, launch.hostname)
-            try:
-                self._duplicated(self.network_name(launch.job_id))
-                self._ensure_network(launch.job_id, launch.job_name, _subnet_of(launch.ip))
-            except ENGINE_ERRORS as exc:
-                raise ExecutorError(f"could not create the job's network: {explain(exc)}", failure_of(exc)) from exc
+            self.networks.make_again(launch)
         try:
             return self._start(launch)
-        except _NetworkGone as gone:
+        except NetworkGone as gone:
             raise ExecutorError(f"could not create the task's container: {gone}", Failure.CREATE_FAILED) from gone
-
-    def _network_gone(self, launch: TaskLaunch, exc: BaseException) -> bool:
-        """Whether the engine refused the container because the job's network is not there."""
-        if launch.host_network or not isinstance(exc, APIError):
-            return False
-        said = explain(exc).lower()
-        if "network" in said and "is ambiguous" in said:  # two of its name (see _duplicated)
-            return True
-        return "network" in said and ("not found" in said or "no such network" in said)
 
     def _start(self, launch: TaskLaunch) -> TaskHandle:
         name = self.container_name(launch)
@@ -344,8 +252,8 @@ class DockerExecutor(Executor):
             raise
         except ENGINE_ERRORS as exc:
             self._release(staged)
-            if self._network_gone(launch, exc):
-                raise _NetworkGone(explain(exc)) from exc
+            if network_gone(launch, exc):
+                raise NetworkGone(explain(exc)) from exc
             storage_failure = self._storage_failure(launch, explain(exc))
             if storage_failure is not None:
                 raise storage_failure from exc
@@ -367,9 +275,9 @@ class DockerExecutor(Executor):
                 self.api.put_archive(created, "/", runtime_archive(launch))
             self.api.start(created)
         except (APIError, requests.exceptions.RequestException) as exc:
-            if self._network_gone(launch, exc):
+            if network_gone(launch, exc):
                 self._remove(created)  # (made for a network that is no more)
-                raise _NetworkGone(explain(exc)) from exc
+                raise NetworkGone(explain(exc)) from exc
             if asked_memlock and MEMLOCK_REFUSED in explain(exc):  # (tasks started side by side: each)
                 self._remove(created)
                 self.unlimited_memlock = False
@@ -519,7 +427,7 @@ class DockerExecutor(Executor):
                 DeviceRequest(driver="nvidia", device_ids=[str(gpu) for gpu in launch.gpus], capabilities=[["gpu"]])
             ]
         host_config = self.api.create_host_config(
-            **self._network_options(launch, ports),
+            **self.networks.host_options(launch, ports),
             init=True,  # docker-init as PID 1: forwards signals, reaps sshd's children
             nano_cpus=int(min(launch.cpu, self._engine_cpus()) * 1_000_000_000),
             mem_limit=f"{launch.memory_mb}m",
@@ -550,34 +458,9 @@ class DockerExecutor(Executor):
             labels=labels,
             ports=[] if launch.host_network else ports,
             host_config=host_config,
-            networking_config=self._networking_config(launch),
+            networking_config=self.networks.endpoint(launch),
         )
         return str(created["Id"])
-
-    def _network_options(self, launch: TaskLaunch, ports: list[int]) -> dict[str, Any]:
-        """The job's own network, its ports published on the node's address (an app's, on the
-        portal's own engine, nowhere); or, for a job that
-        spans nodes, the node's network itself, where the task binds its ports directly. Either way
-        its job-mates' names are in /etc/hosts from its first line (the job network's DNS knows a
-        container only once it runs)."""
-        if launch.host_network:
-            # On the node's network NET_RAW would let a task sniff or forge other jobs' traffic.
-            return {"network_mode": "host", "extra_hosts": launch.extra_hosts, "cap_drop": ["NET_RAW"]}
-        # An app's port stays on the job's network, where the portal's machine reaches it (app_ports.py).
-        unpublished = set(launch.app_ports) if portals_own_engine(self.docker_url) else set()
-        return {
-            "network_mode": self.network_name(launch.job_id),
-            "port_bindings": {port: (self.address, port) for port in ports if port not in unpublished},
-            # (Docker writes the task's own name: a second line would make `hostname -i` say it twice)
-            "extra_hosts": {name: ip for name, ip in launch.extra_hosts.items() if name != launch.hostname},
-        }
-
-    def _networking_config(self, launch: TaskLaunch) -> dict[str, Any] | None:
-        """The task's fixed address and DNS alias `<role>-<index>` on its job network."""
-        if launch.host_network:
-            return None
-        endpoint = self.api.create_endpoint_config(aliases=[launch.hostname], ipv4_address=launch.ip or None)
-        return dict(self.api.create_networking_config({self.network_name(launch.job_id): endpoint}))
 
     def _pull(self, image: str, auth: dict[str, str] | None) -> None:
         """Pull an image the engine lacks; a failure is exit 254 with a clear reason."""
@@ -755,7 +638,7 @@ class DockerExecutor(Executor):
     def list_running(self) -> list[RunningTask]:
         tasks = []
         leftovers = self._staging_leftovers() if self.local_engine else set()
-        containers = self.api.containers(all=True, filters={"label": self._marker()})
+        containers = self.api.containers(all=True, filters={"label": marker(self.namespace)})
         self._release_leftovers(leftovers, containers)
         for container in containers:
             if any(name.endswith(KEPT_SUFFIX) for name in container.get("Names") or []):
@@ -764,9 +647,6 @@ class DockerExecutor(Executor):
             handle = TaskHandle(executor_id=container["Id"], ip=_ip_of(container))
             tasks.append(RunningTask(handle=handle, labels=labels))
         return tasks
-
-    def _marker(self) -> str:
-        return f"{MARKER_LABEL}={self.namespace}"
 
     def _container_ip(self, container_id: str) -> str:
         return _ip_of(self.api.inspect_container(container_id))
@@ -989,11 +869,6 @@ def _ip_of(container: dict[str, Any]) -> str:
     return ""
 
 
-def _has_subnet(network: dict[str, Any]) -> bool:
-    configs = (network.get("IPAM") or {}).get("Config") or []
-    return any(c.get("Subnet") and ":" not in c["Subnet"] for c in configs)
-
-
 def nfs_volume_options(nfs: NfsVolume, read_only: bool) -> dict[str, str]:
     """Docker's `local` driver mounts the export itself when a container using it starts (the node
     needs an NFS client: kernel support, as for `mount -t nfs`)."""
@@ -1025,35 +900,9 @@ def docker_mount(mount: Mount, namespace: str) -> DockerMount:
     )
 
 
-def _kept(networks: list[dict[str, Any]]) -> dict[str, Any]:
-    """Of several networks of one name, the one every caller keeps: the first created (it got the
-    subnet the job's addresses were given in; a later duplicate had to take another)."""
-    return min(networks, key=lambda network: (network.get("Created", ""), network["Id"]))
-
-
-def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
-    for config in (network.get("IPAM") or {}).get("Config") or []:
-        subnet = config.get("Subnet") or ""
-        if subnet and ":" not in subnet:
-            return ipaddress.IPv4Network(subnet)
-    raise ExecutorError(f"network {network.get('Name')} has no IPv4 subnet")
-
-
 class _MemlockRefused(Exception):
     """The engine could not give the container unlimited locked memory."""
 
 
 # runc's words when the engine may not raise RLIMIT_MEMLOCK (resource 8) for the container.
 MEMLOCK_REFUSED = "error setting rlimit type 8"
-
-
-class _NetworkGone(Exception):
-    """The engine refused a task's container: its job network is not there (any more)."""
-
-
-def _subnet_of(ip: str) -> ipaddress.IPv4Network | None:
-    """The /24 a task's address was given in (job networks are /24s), or None without one."""
-    try:
-        return ipaddress.IPv4Network(f"{ip}/24", strict=False) if ip else None
-    except ValueError:
-        return None

@@ -1,4 +1,5 @@
-"""A node's Docker engine as the Docker executor's parts reach it: its clients, and its errors in words."""
+"""A node's Docker engine as the Docker executor's parts reach it: its clients, the marker its
+containers and networks carry, and its errors in words."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import requests
 from docker.errors import APIError, DockerException
 
 from clusters.executors.base import Failure
+
+MARKER_LABEL = "pai.portal"  # value: the executor's namespace
+# Several portals (or test runs) may share one engine: names and the marker carry a namespace
+# (settings.PAI_DOCKER_NAMESPACE, handed in by the registry).
+DEFAULT_NAMESPACE = "pai"
 
 # What a call to the engine raises: its refusals (APIError), a socket's troubles, the client's own.
 ENGINE_ERRORS = (APIError, requests.exceptions.RequestException, DockerException)
@@ -22,6 +28,31 @@ def client(docker_url: str | None, *, timeout: int | None, version: str | None =
     if docker_url:
         kwargs["base_url"] = docker_url
     return docker.APIClient(**kwargs)
+
+
+class Engine:
+    """One node's engine (`docker_url` None: the local socket), its client made on first use: an
+    engine that is down must not break import."""
+
+    def __init__(self, docker_url: str | None, *, timeout: int) -> None:
+        self.docker_url = docker_url
+        self.timeout = timeout
+        self._api: docker.APIClient | None = None
+
+    @property
+    def api(self) -> docker.APIClient:
+        if self._api is None:
+            self._api = client(self.docker_url, timeout=self.timeout)
+        return self._api
+
+    def stream_client(self) -> docker.APIClient:
+        """A client of its own for a stream that lasts (one connection each), without a timeout."""
+        return client(self.docker_url, timeout=None, version=self.api.api_version)
+
+
+def marker(namespace: str) -> str:
+    """The label filter of what this namespace made on the engine."""
+    return f"{MARKER_LABEL}={namespace}"
 
 
 def explain(exc: BaseException) -> str:

@@ -379,7 +379,7 @@ def test_it_removes_the_jobs_containers_and_network_on_cleanup(executor, launch_
     start_job(executor, launch_for, [("worker", 0, "sleep 30")])
     executor.cleanup_job(launch_for().job_id)
     assert executor.list_running() == []
-    assert executor.api.networks(names=[executor.network_name(launch_for().job_id)]) == []
+    assert executor.api.networks(names=[executor.networks.name(launch_for().job_id)]) == []
 
 
 def test_it_reports_an_unreachable_engine_as_a_lost_node(launch_for):
