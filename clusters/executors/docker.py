@@ -18,16 +18,14 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import logging
-import os
 import re
 import shutil
 import tarfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -38,18 +36,15 @@ import docker
 import requests
 from docker.auth import resolve_repository_name
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest, DriverConfig, LogConfig, Ulimit
+from docker.types import DeviceRequest, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
-import clusters.userfs as userfs
-from clusters.executors import staging
 from clusters.executors.base import (
     Executor,
     ExecutorError,
     Failure,
     Mount,
-    NfsVolume,
     ResourceSample,
     RunningTask,
     TaskHandle,
@@ -67,6 +62,7 @@ from clusters.executors.docker_engine import (
     marker,
 )
 from clusters.executors.docker_logs import log_frames
+from clusters.executors.docker_mounts import STAGING_LABEL, MountStaging, docker_mount, storage_failure
 from clusters.executors.docker_networks import JobNetworks, NetworkGone, network_gone
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
@@ -83,7 +79,6 @@ ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
 DEFAULT_WORK_DIR = "/pai/work"
 
 LOG_PATH_LABEL = "pai.log-path"
-STAGING_LABEL = "pai.staged-mounts"  # the container's staging folder (clusters.executors.staging)
 KEPT_SUFFIX = "-debug"  # the name of a container stop(keep=True) left for inspection
 
 # Exit codes of a container that could not start (docker run's convention).
@@ -92,8 +87,6 @@ START_FAILURES = {
     126: Failure.START_PERMISSION_DENIED,
     127: Failure.START_COMMAND_NOT_FOUND,
 }
-# How the engine words a mount it could not make: a volume (NFS) at start, a bind source at create.
-MOUNT_FAILURE_SIGNS = ("failed to mount local volume", "bind source path does not exist", "error while mounting volume")
 LOG_FLUSH_WAIT_S = 3.0
 SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
 ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
@@ -131,11 +124,13 @@ class DockerExecutor(Executor):
         self._log_threads: dict[str, threading.Thread] = {}
         self._logs_complete: set[str] = set()  # exited containers whose log file is whole
         self._cpu_count: int | None = None
-        # Where a local engine's bind sources below a user-writable folder are staged, by namespace.
-        self.mounts_dir = Path(mounts_dir or staging.DEFAULT_MOUNTS_DIR)
-        self._staging_problem: str | None = None
-        self._staging_lock = threading.Lock()
-        self._staging_now: set[Path] = set()  # staged for a container not created yet
+        # Where a local engine's bind sources below a user-writable folder are staged.
+        self.staging = MountStaging(
+            mounts_dir,
+            namespace=self.namespace,
+            socket_path=(self.docker_url or "unix:///var/run/docker.sock").removeprefix("unix://"),
+            address=address,
+        )
 
     @property
     def engine_log_options(self) -> dict[str, str]:
@@ -243,20 +238,20 @@ class DockerExecutor(Executor):
         # A local engine bind-mounts the task's runtime files from the node; a remote one gets
         # them copied into the container before it starts.
         runtime_dir = write_runtime_dir(launch) if self.local_engine else None
-        mounts, staged = self._staged_mounts(launch.mounts, name)
+        mounts, staged = self.staging.stage(launch.mounts, name) if self.local_engine else (launch.mounts, None)
         asked_memlock = self.unlimited_memlock
         try:
             created = self._create_or_adopt(name, launch, runtime_dir, mounts, staged)
         except ExecutorError:
-            self._release(staged)
+            self.staging.release(staged)
             raise
         except ENGINE_ERRORS as exc:
-            self._release(staged)
+            self.staging.release(staged)
             if network_gone(launch, exc):
                 raise NetworkGone(explain(exc)) from exc
-            storage_failure = self._storage_failure(launch, explain(exc))
-            if storage_failure is not None:
-                raise storage_failure from exc
+            unmounted = storage_failure(launch, explain(exc), namespace=self.namespace, address=self.address)
+            if unmounted is not None:
+                raise unmounted from exc
             if INVALID_REFERENCE in explain(exc):  # the engine's own words, about the name alone
                 raise ExecutorError(
                     f"image {launch.image!r} is not a valid image reference ({explain(exc)}): correct the image "
@@ -265,10 +260,9 @@ class DockerExecutor(Executor):
                 ) from exc
             raise ExecutorError(f"could not create the task's container: {explain(exc)}", failure_of(exc)) from exc
         finally:
-            with self._staging_lock:
-                self._staging_now.discard(staged or Path())
+            self.staging.created(staged)
         if isinstance(created, TaskHandle):
-            self._release(staged)  # this task's container was there already, with mounts of its own
+            self.staging.release(staged)  # this task's container was there already, with mounts of its own
             return created
         try:
             if runtime_dir is None:
@@ -289,98 +283,6 @@ class DockerExecutor(Executor):
     @property
     def local_engine(self) -> bool:
         return not self.docker_url or self.docker_url.startswith(("unix://", "/"))
-
-    # -- mounts below a folder a task can write ----------------------------------------------
-
-    @property
-    def staging_problem(self) -> str:
-        """Why this node cannot stage mounts from a descriptor ('' when it can; asked once)."""
-        if self._staging_problem is None:
-            socket_path = (self.docker_url or "unix:///var/run/docker.sock").removeprefix("unix://")
-            self._staging_problem = staging.engine_problem(socket_path)
-        return self._staging_problem
-
-    def _staged_mounts(self, mounts: list[Mount], name: str) -> tuple[list[Mount], Path | None]:
-        """The mounts the engine gets: where a source lies below a folder a user's task can write
-        (Mount.beneath), a staging folder holding what a no-follow walk opened (a local engine; a
-        remote one resolves the paths on its own machine); and the task's staging folder, if any."""
-        if not self.local_engine or not any(mount.beneath for mount in mounts):
-            return mounts, None
-        folder: Path | None = None
-        result = []
-        try:
-            for index, mount in enumerate(mounts):
-                names = self._components(mount)
-                if len(names) <= 1:  # the area itself: only the portal names things in its parent
-                    with self._refusal(mount):
-                        staging.check_named(mount, names)
-                    result.append(mount)
-                    continue
-                if self.staging_problem:
-                    raise ExecutorError(
-                        f"{mount.host_path} cannot be mounted safely at {mount.container_path} on node "
-                        f"{self.address} ({self.staging_problem}): a folder inside a storage area needs a "
-                        "portal that mounts it itself",
-                        Failure.STORAGE_MOUNT_FAILED,
-                        storage=mount.storage,
-                    )
-                if folder is None:
-                    with self._staging_lock:
-                        folder = staging.new_folder(self.mounts_dir / self.namespace, name)
-                        self._staging_now.add(folder)
-                with self._refusal(mount):
-                    result.append(staging.stage(mount, names, folder / str(index)))
-        except BaseException:
-            self._release(folder)
-            with self._staging_lock:
-                self._staging_now.discard(folder or Path())
-            raise
-        return result, folder
-
-    @staticmethod
-    def _components(mount: Mount) -> list[str]:
-        if not mount.beneath or mount.nfs is not None:
-            return []
-        try:
-            return staging.components_below(mount)
-        except userfs.UserFsError as exc:
-            raise ExecutorError(f"cannot mount {mount.container_path}: {exc}", Failure.STORAGE_MOUNT_FAILED) from exc
-
-    @contextlib.contextmanager
-    def _refusal(self, mount: Mount) -> Iterator[None]:
-        """A link (or a file, or nothing) where a folder to mount was: a failed start naming it."""
-        try:
-            yield
-        except (userfs.UserFsError, OSError) as exc:
-            raise ExecutorError(
-                f"cannot mount {mount.host_path} at {mount.container_path}: {exc}",
-                Failure.STORAGE_MOUNT_FAILED,
-                storage=mount.storage,
-            ) from exc
-
-    def _release(self, folder: Path | None) -> None:
-        """Detach a task's staged mounts (a folder of this executor's staging root only)."""
-        if folder is None or Path(os.path.normpath(folder)).parent != self.mounts_dir / self.namespace:
-            return
-        try:
-            staging.release(folder)
-        except OSError as exc:
-            log.warning("could not release the staged mounts in %s: %s", folder, exc)
-
-    def _staging_leftovers(self) -> set[Path]:
-        """The staging folders now, less those of starts under way. Taken before the containers are
-        listed: a folder of a start that ends meanwhile has its container in the listing."""
-        with self._staging_lock:
-            root = self.mounts_dir / self.namespace
-            folders = set(root.iterdir()) if root.is_dir() else set()
-            return folders - self._staging_now
-
-    def _release_leftovers(self, folders: set[Path], containers: list[dict[str, Any]]) -> None:
-        """Staging folders of containers gone (removed outside the portal, or a crash between
-        staging and creating)."""
-        used = {Path(label) for c in containers if (label := (c.get("Labels") or {}).get(STAGING_LABEL))}
-        for folder in folders - used:
-            self._release(folder)
 
     def _create_or_adopt(
         self, name: str, launch: TaskLaunch, runtime_dir: Path | None, mounts: list[Mount], staged: Path | None
@@ -479,31 +381,15 @@ class DockerExecutor(Executor):
                 pull_failure_message(image, explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
             ) from exc
 
-    def _storage_failure(self, launch: TaskLaunch, reason: str) -> ExecutorError | None:
-        """The engine could not mount one of the task's storages: which one, and why, in words."""
-        if not any(sign in reason for sign in MOUNT_FAILURE_SIGNS):
-            return None
-        for mount in launch.mounts:
-            named = (
-                mount.host_path if mount.nfs is None else nfs_volume_name(mount.nfs, mount.read_only, self.namespace)
-            )
-            if named and named in reason:
-                what = f"storage {mount.storage}" if mount.storage else f"{mount.host_path} (the portal's file store)"
-                message = f"{what} could not be mounted at {mount.container_path} on node {self.address}: {reason}"
-                return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED, storage=mount.storage)
-        return ExecutorError(
-            f"a storage could not be mounted on node {self.address}: {reason}", Failure.STORAGE_MOUNT_FAILED
-        )
-
     def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
         reason = explain(exc)
         failure = Failure.CREATE_FAILED
         lowered = reason.lower()
-        storage_failure = self._storage_failure(launch, reason)
-        if storage_failure is not None:
+        unmounted = storage_failure(launch, reason, namespace=self.namespace, address=self.address)
+        if unmounted is not None:
             if not launch.keep_on_failure:
                 self._remove(container_id)
-            return storage_failure
+            return unmounted
         if "port is already allocated" in lowered or ("bind" in lowered and "address already in use" in lowered):
             failure = Failure.PORT_CONFLICT
         else:
@@ -631,15 +517,15 @@ class DockerExecutor(Executor):
             if "already in progress" not in str(exc):
                 raise
         if staged:
-            self._release(Path(staged))
+            self.staging.release(Path(staged))
         self._finish_log(container_id, wait=0.5)
         self._logs_complete.discard(container_id)
 
     def list_running(self) -> list[RunningTask]:
         tasks = []
-        leftovers = self._staging_leftovers() if self.local_engine else set()
+        leftovers = self.staging.leftovers() if self.local_engine else set()
         containers = self.api.containers(all=True, filters={"label": marker(self.namespace)})
-        self._release_leftovers(leftovers, containers)
+        self.staging.release_unused(leftovers, containers)
         for container in containers:
             if any(name.endswith(KEPT_SUFFIX) for name in container.get("Names") or []):
                 continue  # kept for debugging (isDebug): not a task any more
@@ -867,37 +753,6 @@ def _ip_of(container: dict[str, Any]) -> str:
         if address:
             return str(address)
     return ""
-
-
-def nfs_volume_options(nfs: NfsVolume, read_only: bool) -> dict[str, str]:
-    """Docker's `local` driver mounts the export itself when a container using it starts (the node
-    needs an NFS client: kernel support, as for `mount -t nfs`)."""
-    options = [
-        f"addr={nfs.server}",
-        "ro" if read_only else "rw",
-        *(o.strip() for o in nfs.options.split(",") if o.strip()),
-    ]
-    return {"type": "nfs", "o": ",".join(options), "device": f":{nfs.export}"}
-
-
-def nfs_volume_name(nfs: NfsVolume, read_only: bool, namespace: str) -> str:
-    """One named volume per export, subfolder and options: tasks that mount the same share it, and a
-    changed storage config makes a new one instead of reusing stale options."""
-    options = nfs_volume_options(nfs, read_only)
-    digest = hashlib.sha256("\n".join(f"{k}={options[k]}" for k in sorted(options)).encode()).hexdigest()[:20]
-    return f"{namespace}-nfs-{digest}"
-
-
-def docker_mount(mount: Mount, namespace: str) -> DockerMount:
-    if mount.nfs is None:
-        return DockerMount(target=mount.container_path, source=mount.host_path, type="bind", read_only=mount.read_only)
-    return DockerMount(
-        target=mount.container_path,
-        source=nfs_volume_name(mount.nfs, mount.read_only, namespace),
-        type="volume",
-        read_only=mount.read_only,
-        driver_config=DriverConfig("local", options=nfs_volume_options(mount.nfs, mount.read_only)),
-    )
 
 
 class _MemlockRefused(Exception):
