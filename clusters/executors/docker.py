@@ -9,10 +9,11 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
   at the node's address, their job-mates' names in /etc/hosts.
 - start() creates the container (limits, shm, published ports, GPUs, mounts, DNS alias and
   hostname `<role>-<index>`), copies the runtime scripts and the task's command into
-  /pai/runtime, starts it and streams its log to the task's log file from a background thread.
+  /pai/runtime (its mounts: docker_mounts.py), starts it and has its log followed into the
+  task's log file (docker_logs.py).
 - Containers carry labels (TaskLaunch.labels + a namespace marker), so list_running() finds them
-  again after a scheduler restart, and a start() of a task whose container already exists
-  adopts it instead of starting a second one.
+  again after a scheduler restart (and follows the logs of those running), and a start() of a
+  task whose container already exists adopts it instead of starting a second one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import logging
 import re
 import shutil
 import tarfile
-import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +35,7 @@ from typing import Any
 import docker
 import requests
 from docker.auth import resolve_repository_name
-from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.errors import APIError, ImageNotFound, NotFound
 from docker.types import DeviceRequest, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
@@ -61,12 +61,12 @@ from clusters.executors.docker_engine import (
     failure_of,
     marker,
 )
-from clusters.executors.docker_logs import log_frames
+from clusters.executors.docker_logs import ContainerLogs
 from clusters.executors.docker_mounts import STAGING_LABEL, MountStaging, docker_mount, storage_failure
 from clusters.executors.docker_networks import JobNetworks, NetworkGone, network_gone
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
-from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
+from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.plain_errors import engine_silent, plain_error
 from clusters.executors.stats import from_docker_stats
 
@@ -87,10 +87,9 @@ START_FAILURES = {
     126: Failure.START_PERMISSION_DENIED,
     127: Failure.START_COMMAND_NOT_FOUND,
 }
-LOG_FLUSH_WAIT_S = 3.0
 SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
-ENGINE_LOG_MIN_BYTES = 16 * 1024 * 1024
 PING_TIMEOUT_S = 5
+RUNNING_STATES = {"running", "restarting", "paused"}  # a container's states while its task runs
 
 
 class DockerExecutor(Executor):
@@ -111,7 +110,6 @@ class DockerExecutor(Executor):
     ):
         self.docker_url = docker_url or None
         self._terminated: set[str] = set()  # containers sent SIGTERM (terminate), until removed
-        self.log_max_bytes = log_max_bytes  # the task's log file and the engine's own copy of it
         self.pids_limit = pids_limit
         # memlock unlimited (RDMA pins its buffers); off where the engine may not raise it (rootless).
         self.unlimited_memlock = unlimited_memlock
@@ -120,9 +118,7 @@ class DockerExecutor(Executor):
         self.timeout = timeout
         self.engine = Engine(self.docker_url, timeout=timeout)
         self.networks = JobNetworks(self.engine, namespace=self.namespace, subnet_pool=subnet_pool, address=address)
-        self._lock = threading.Lock()
-        self._log_threads: dict[str, threading.Thread] = {}
-        self._logs_complete: set[str] = set()  # exited containers whose log file is whole
+        self.logs = ContainerLogs(self.engine, log_max_bytes)
         self._cpu_count: int | None = None
         # Where a local engine's bind sources below a user-writable folder are staged.
         self.staging = MountStaging(
@@ -131,12 +127,6 @@ class DockerExecutor(Executor):
             socket_path=(self.docker_url or "unix:///var/run/docker.sock").removeprefix("unix://"),
             address=address,
         )
-
-    @property
-    def engine_log_options(self) -> dict[str, str]:
-        """The engine's own copy of the output (json-file) is bounded too. Rotating it faster than
-        the log thread reads breaks the stream ("Error grabbing logs"), so never below 16 MiB."""
-        return {"max-size": str(max(self.log_max_bytes, ENGINE_LOG_MIN_BYTES)), "max-file": "2"}
 
     # -- engine ------------------------------------------------------------------------------
 
@@ -156,10 +146,6 @@ class DockerExecutor(Executor):
         except ENGINE_ERRORS as exc:
             log.info("ping of the Docker engine %s failed: %r", self.docker_url or "local socket", exc)
             raise ExecutorError(engine_silent(self.docker_url, exc, PING_TIMEOUT_S), Failure.NODE_LOST) from exc
-
-    def _new_api(self) -> docker.APIClient:
-        """A client of its own for a log thread (one connection per stream)."""
-        return self.engine.stream_client()
 
     def _engine_cpus(self) -> int:
         if self._cpu_count is None:
@@ -277,7 +263,7 @@ class DockerExecutor(Executor):
                 self.unlimited_memlock = False
                 raise _MemlockRefused(explain(exc)) from exc
             raise self._start_failure(created, launch, exc) from exc
-        self._follow_logs(created, launch.log_path, append=True)
+        self.logs.follow(created, launch.log_path, append=True)
         return TaskHandle(executor_id=created, ip=launch.ip or self._container_ip(created))
 
     @property
@@ -312,9 +298,9 @@ class DockerExecutor(Executor):
             return None
         log.info("adopting existing container %s for %s", name, launch.hostname)
         if info["State"]["Running"]:
-            self._follow_logs(info["Id"], launch.log_path, append=False)
+            self.logs.follow(info["Id"], launch.log_path, append=False)
         else:
-            self._write_full_log(info["Id"], launch.log_path)
+            self.logs.copy_whole(info["Id"], launch.log_path)
         return TaskHandle(executor_id=info["Id"], ip=launch.ip or _ip_of(info))
 
     def _create(
@@ -336,7 +322,7 @@ class DockerExecutor(Executor):
             memswap_limit=f"{launch.memory_mb}m",
             shm_size=f"{launch.shm_mb}m",
             pids_limit=self.pids_limit,
-            log_config=LogConfig(type=LogConfig.types.JSON, config=self.engine_log_options),
+            log_config=LogConfig(type=LogConfig.types.JSON, config=self.logs.engine_options),
             device_requests=device_requests,
             **device_options(launch, unlimited_memlock=self.unlimited_memlock),
             mounts=[docker_mount(m, self.namespace) for m in mounts]
@@ -422,10 +408,7 @@ class DockerExecutor(Executor):
             )
         state = info["State"]
         started_at = _parse_time(state.get("StartedAt"))
-        if state["Running"] or state["Status"] in {"restarting", "paused"}:
-            log_path = info["Config"]["Labels"].get(LOG_PATH_LABEL)
-            if log_path and handle.executor_id not in self._log_threads:  # after a scheduler restart
-                self._follow_logs(info["Id"], Path(log_path), append=False)
+        if state["Running"] or state["Status"] in RUNNING_STATES:
             return TaskStatus(running=True, started_at=started_at)
         if state["Status"] == "created":
             return TaskStatus(
@@ -434,15 +417,7 @@ class DockerExecutor(Executor):
                 failure=Failure.TASK_GONE,
                 diagnostics="the task's container was created but never started",
             )
-        if handle.executor_id in self._log_threads:
-            self._finish_log(handle.executor_id)
-        elif handle.executor_id not in self._logs_complete:
-            # It exited while no scheduler was streaming its log (a restart): copy it whole.
-            log_path = info["Config"]["Labels"].get(LOG_PATH_LABEL)
-            if log_path:
-                with contextlib.suppress(APIError, requests.exceptions.RequestException, OSError):
-                    self._write_full_log(handle.executor_id, Path(log_path))
-        self._logs_complete.add(handle.executor_id)
+        self.logs.exited(handle.executor_id, info["Config"]["Labels"].get(LOG_PATH_LABEL))
         init_failure = ""
         if state.get("ExitCode") in START_FAILURES and not state.get("Error"):
             # docker-init could not exec the entrypoint (no /bin/sh in the image): it says so last.
@@ -486,7 +461,7 @@ class DockerExecutor(Executor):
                 name = self.api.inspect_container(handle.executor_id)["Name"].lstrip("/")
                 if not name.endswith(KEPT_SUFFIX):
                     self.api.rename(handle.executor_id, name + KEPT_SUFFIX)
-            self._finish_log(handle.executor_id)
+            self.logs.finish(handle.executor_id)
             return
         self._remove_script(handle.executor_id)
         self._remove(handle.executor_id)
@@ -518,8 +493,7 @@ class DockerExecutor(Executor):
                 raise
         if staged:
             self.staging.release(Path(staged))
-        self._finish_log(container_id, wait=0.5)
-        self._logs_complete.discard(container_id)
+        self.logs.forget(container_id)
 
     def list_running(self) -> list[RunningTask]:
         tasks = []
@@ -530,52 +504,15 @@ class DockerExecutor(Executor):
             if any(name.endswith(KEPT_SUFFIX) for name in container.get("Names") or []):
                 continue  # kept for debugging (isDebug): not a task any more
             labels = dict(container.get("Labels") or {})
+            if container.get("State") in RUNNING_STATES and labels.get(LOG_PATH_LABEL):
+                # (after a restart this is where the executor first meets it: it follows the log from here)
+                self.logs.follow(container["Id"], Path(labels[LOG_PATH_LABEL]), append=False)
             handle = TaskHandle(executor_id=container["Id"], ip=_ip_of(container))
             tasks.append(RunningTask(handle=handle, labels=labels))
         return tasks
 
     def _container_ip(self, container_id: str) -> str:
         return _ip_of(self.api.inspect_container(container_id))
-
-    # -- logs --------------------------------------------------------------------------------
-
-    def _follow_logs(self, container_id: str, log_path: Path, *, append: bool) -> None:
-        """Copy the container's output into the task's log files while it runs."""
-        log_path = Path(log_path)
-        make_private_dirs(log_path.parent)
-        thread = threading.Thread(
-            target=self._copy_logs,
-            args=(container_id, log_path, "ab" if append else "wb"),
-            name=f"pai-log-{container_id[:12]}",
-            daemon=True,
-        )
-        with self._lock:
-            if container_id in self._log_threads:
-                return
-            self._log_threads[container_id] = thread
-        thread.start()
-
-    def _copy_logs(self, container_id: str, log_path: Path, mode: str) -> None:
-        try:
-            api = self._new_api()
-            with TaskLogs(log_path, self.log_max_bytes, truncate=mode == "wb") as logs:
-                for stream, chunk in log_frames(api, container_id, follow=True):
-                    logs.write(stream, chunk)
-            api.close()
-        except (APIError, requests.exceptions.RequestException, OSError, DockerException) as exc:
-            log.debug("log stream of %s ended: %s", container_id[:12], exc)
-
-    def _write_full_log(self, container_id: str, log_path: Path) -> None:
-        with TaskLogs(log_path, self.log_max_bytes, truncate=True) as logs:
-            for stream, chunk in log_frames(self.api, container_id, follow=False):
-                logs.write(stream, chunk)
-
-    def _finish_log(self, container_id: str, wait: float = LOG_FLUSH_WAIT_S) -> None:
-        """Let the log thread write the last lines before the exit is reported."""
-        with self._lock:
-            thread = self._log_threads.pop(container_id, None)
-        if thread is not None:
-            thread.join(timeout=wait)
 
 
 # -- pure helpers (tested without an engine) ---------------------------------------------------

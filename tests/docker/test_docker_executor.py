@@ -94,6 +94,22 @@ def test_it_streams_the_log_while_the_task_runs(executor, launch_for, wait_exit)
     assert "second" in log_path.read_text()
 
 
+def shows(log_path, line: str) -> None:
+    deadline = time.monotonic() + 10
+    while not (log_path.exists() and line in log_path.read_text()):
+        assert time.monotonic() < deadline, f"the log never showed {line!r}"
+        time.sleep(0.1)
+
+
+def test_a_new_executor_follows_the_log_of_a_running_task_once_it_lists_it(executor, launch_for, namespace):
+    start_job(executor, launch_for, [("worker", 0, "echo first; sleep 30")])
+    log_path = launch_for().log_path
+    shows(log_path, "first")
+    log_path.unlink()  # the scheduler died, and its log thread with it
+    DockerExecutor(namespace=namespace).list_running()
+    shows(log_path, "first")
+
+
 def test_it_gives_each_task_its_fixed_address_and_hostname(executor, launch_for, wait_exit):
     handles = start_job(executor, launch_for, [("ps", 0, "hostname; hostname -i")])
     wait_exit(handles["ps-0"])
