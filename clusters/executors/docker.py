@@ -26,19 +26,15 @@ import shutil
 import tarfile
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import docker
 import requests
-from docker.auth import resolve_repository_name
 from docker.errors import APIError, ImageNotFound, NotFound
 from docker.types import DeviceRequest, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
-from docker.utils import parse_repository_tag
 
 from clusters.executors.base import (
     Executor,
@@ -61,6 +57,7 @@ from clusters.executors.docker_engine import (
     failure_of,
     marker,
 )
+from clusters.executors.docker_images import INVALID_REFERENCE, pull
 from clusters.executors.docker_logs import ContainerLogs
 from clusters.executors.docker_mounts import STAGING_LABEL, MountStaging, docker_mount, storage_failure
 from clusters.executors.docker_networks import JobNetworks, NetworkGone, network_gone
@@ -68,7 +65,7 @@ from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
 from clusters.executors.plain_errors import engine_silent, plain_error
-from clusters.executors.stats import from_docker_stats
+from clusters.executors.stats import from_containers
 
 log = logging.getLogger("pai.executors.docker")
 
@@ -87,7 +84,6 @@ START_FAILURES = {
     126: Failure.START_PERMISSION_DENIED,
     127: Failure.START_COMMAND_NOT_FOUND,
 }
-SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
 PING_TIMEOUT_S = 5
 RUNNING_STATES = {"running", "restarting", "paused"}  # a container's states while its task runs
 
@@ -119,7 +115,6 @@ class DockerExecutor(Executor):
         self.engine = Engine(self.docker_url, timeout=timeout)
         self.networks = JobNetworks(self.engine, namespace=self.namespace, subnet_pool=subnet_pool, address=address)
         self.logs = ContainerLogs(self.engine, log_max_bytes)
-        self._cpu_count: int | None = None
         # Where a local engine's bind sources below a user-writable folder are staged.
         self.staging = MountStaging(
             mounts_dir,
@@ -146,11 +141,6 @@ class DockerExecutor(Executor):
         except ENGINE_ERRORS as exc:
             log.info("ping of the Docker engine %s failed: %r", self.docker_url or "local socket", exc)
             raise ExecutorError(engine_silent(self.docker_url, exc, PING_TIMEOUT_S), Failure.NODE_LOST) from exc
-
-    def _engine_cpus(self) -> int:
-        if self._cpu_count is None:
-            self._cpu_count = int(self.api.info().get("NCPU") or 1)
-        return self._cpu_count
 
     # -- names -------------------------------------------------------------------------------
 
@@ -279,7 +269,7 @@ class DockerExecutor(Executor):
             try:
                 return self._create(name, launch, runtime_dir, mounts, staged)
             except ImageNotFound:
-                self._pull(launch.image, launch.registry_auth)
+                pull(self.api, launch.image, launch.registry_auth)
             except APIError as exc:
                 if exc.status_code != 409:  # 409: the name is taken
                     raise
@@ -317,7 +307,7 @@ class DockerExecutor(Executor):
         host_config = self.api.create_host_config(
             **self.networks.host_options(launch, ports),
             init=True,  # docker-init as PID 1: forwards signals, reaps sshd's children
-            nano_cpus=int(min(launch.cpu, self._engine_cpus()) * 1_000_000_000),
+            nano_cpus=int(min(launch.cpu, self.engine.cpus()) * 1_000_000_000),
             mem_limit=f"{launch.memory_mb}m",
             memswap_limit=f"{launch.memory_mb}m",
             shm_size=f"{launch.shm_mb}m",
@@ -349,23 +339,6 @@ class DockerExecutor(Executor):
             networking_config=self.networks.endpoint(launch),
         )
         return str(created["Id"])
-
-    def _pull(self, image: str, auth: dict[str, str] | None) -> None:
-        """Pull an image the engine lacks; a failure is exit 254 with a clear reason."""
-        repository, tag = parse_repository_tag(image)
-        auth_config = None
-        if auth:
-            auth_config = {"username": auth.get("username", ""), "password": auth.get("password", "")}
-            if auth.get("registry"):
-                auth_config["serveraddress"] = auth["registry"]
-        try:
-            self.api.pull(repository, tag=tag or "latest", auth_config=auth_config)
-            self.api.inspect_image(image)
-        except (APIError, requests.exceptions.RequestException) as exc:
-            log.warning("pulling %s failed: %s", image, explain(exc))  # the engine's words, for the admin
-            raise ExecutorError(
-                pull_failure_message(image, explain(exc), auth is not None), Failure.IMAGE_NOT_FOUND
-            ) from exc
 
     def _start_failure(self, container_id: str, launch: TaskLaunch, exc: Exception) -> ExecutorError:
         reason = explain(exc)
@@ -427,18 +400,7 @@ class DockerExecutor(Executor):
         return exited_status(info, init_failure=init_failure)
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
-        if not handles:
-            return {}
-        with ThreadPoolExecutor(max_workers=min(SAMPLE_THREADS, len(handles))) as pool:
-            readings = pool.map(self._sample_one, [handle.executor_id for handle in handles])
-        return {handle.executor_id: reading for handle, reading in zip(handles, readings, strict=True) if reading}
-
-    def _sample_one(self, container_id: str) -> ResourceSample | None:
-        try:  # one-shot: the engine answers at once instead of waiting a second for a CPU delta
-            stats = self.api.stats(container_id, stream=False, one_shot=True)
-        except ENGINE_ERRORS:
-            return None
-        return from_docker_stats(stats)
+        return from_containers(self.api, [handle.executor_id for handle in handles])
 
     def terminate(self, handle: TaskHandle, grace_s: int) -> None:
         """SIGTERM to the container's main process (the task's bash: a trap there sees it); the
@@ -631,42 +593,6 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
     elif error:
         status.diagnostics = error
     return status
-
-
-# The engine refuses a malformed image name with this (a job submitted before the portal checked
-# references): the user's to fix, so exit 254 (never retried), not an unknown create failure.
-INVALID_REFERENCE = "invalid reference format"
-AUTH_SIGNS = ("unauthorized", "authentication required", "no basic auth", "denied")
-UNREACHABLE_SIGNS = ("no such host", "connection refused", "dial tcp", "timeout", "i/o timeout", "no route to host")
-NOT_FOUND_SIGNS = ("manifest unknown", "not found")
-
-
-def pull_failure_message(image: str, reason: str, with_credentials: bool) -> str:
-    """What failed, in the portal's words: the engine's own text may quote the page the registry
-    answered, and an image may name any HTTP service as its registry (a probe of the node's
-    loopback): that text is for the node's log, never for the user."""
-    registry = resolve_repository_name(parse_repository_tag(image)[0])[0]
-    where = f"pulling image {image} from registry {registry} failed"
-    said = reason.split("response body", 1)[0].lower()  # the engine's words, before the remote page
-    status = re.search(r"\bhttp (\d{3})\b", said)
-    if any(sign in said for sign in AUTH_SIGNS):
-        if with_credentials:
-            return f"{where}: the registry refused the credentials"
-        return f"{where}: image not found, or the registry needs credentials (authFile)"
-    if any(sign in said for sign in UNREACHABLE_SIGNS):
-        return f"{where}: the image is not on the node and the registry cannot be reached"
-    if status is not None:
-        return f"{where}: the registry answered HTTP {_status_words(int(status.group(1)))}"
-    if any(sign in said for sign in NOT_FOUND_SIGNS):
-        return f"{where}: image not found in the registry"
-    return f"{where}: the engine could not pull it"
-
-
-def _status_words(code: int) -> str:
-    try:
-        return f"{code} {HTTPStatus(code).phrase}"
-    except ValueError:
-        return str(code)
 
 
 def _parse_time(value: str | None) -> datetime | None:

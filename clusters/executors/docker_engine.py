@@ -38,12 +38,19 @@ class Engine:
         self.docker_url = docker_url
         self.timeout = timeout
         self._api: docker.APIClient | None = None
+        self._cpus: int | None = None
 
     @property
     def api(self) -> docker.APIClient:
         if self._api is None:
             self._api = client(self.docker_url, timeout=self.timeout)
         return self._api
+
+    def cpus(self) -> int:
+        """Its machine's CPUs (asked once)."""
+        if self._cpus is None:
+            self._cpus = int(self.api.info().get("NCPU") or 1)
+        return self._cpus
 
     def stream_client(self) -> docker.APIClient:
         """A client of its own for a stream that lasts (one connection each), without a timeout."""
