@@ -47,7 +47,6 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
-from clusters.executors.docker import DockerExecutor
 from clusters.executors.plain_errors import number, plain_cause
 from clusters.executors.registry import executor_for
 from clusters.models import Node
@@ -302,7 +301,7 @@ def lane_of(node: Node) -> Lane | None:
     """The node's lane (one per executor instance), or None where its executor talks to no engine
     (processes on this machine; Slurm's tasks, whose controller its backend watches)."""
     executor = executor_for(node.executor, node.address, node.docker_url)
-    if not isinstance(executor, DockerExecutor):
+    if not executor.calls_an_engine:
         return None
     with _lanes_lock:
         lane = _lanes.get(executor)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import ClassVar
 
 from catalogue import Message, joined
 
@@ -165,6 +166,10 @@ class RunningTask:
 
 
 class Executor(abc.ABC):
+    # Whether its calls go to an engine that may hang or not answer (Docker's): the scheduler runs
+    # them on the node's lane (scheduling/executors.py), never on its own thread.
+    calls_an_engine: ClassVar[bool] = False
+
     @abc.abstractmethod
     def start(self, launch: TaskLaunch) -> TaskHandle:
         """Start one task. Raises ExecutorError (saying which Failure) when it cannot start."""

@@ -8,11 +8,32 @@ process table.
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import docker
 import psutil
 
 from clusters.executors.base import ResourceSample
+from clusters.executors.docker_engine import ENGINE_ERRORS
+
+SAMPLE_THREADS = 8  # engine stats calls side by side (each waits on the engine, not on us)
+
+
+def from_containers(api: docker.APIClient, container_ids: list[str]) -> dict[str, ResourceSample]:
+    """A sample per running container, by id, its engine asked for each side by side."""
+    if not container_ids:
+        return {}
+
+    def read(container_id: str) -> ResourceSample | None:
+        try:  # one-shot: the engine answers at once instead of waiting a second for a CPU delta
+            return from_docker_stats(api.stats(container_id, stream=False, one_shot=True))
+        except ENGINE_ERRORS:
+            return None
+
+    with ThreadPoolExecutor(max_workers=min(SAMPLE_THREADS, len(container_ids))) as pool:
+        readings = pool.map(read, container_ids)
+    return {container_id: reading for container_id, reading in zip(container_ids, readings, strict=True) if reading}
 
 
 def from_docker_stats(stats: dict[str, Any]) -> ResourceSample | None:

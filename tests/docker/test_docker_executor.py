@@ -94,6 +94,22 @@ def test_it_streams_the_log_while_the_task_runs(executor, launch_for, wait_exit)
     assert "second" in log_path.read_text()
 
 
+def shows(log_path, line: str) -> None:
+    deadline = time.monotonic() + 10
+    while not (log_path.exists() and line in log_path.read_text()):
+        assert time.monotonic() < deadline, f"the log never showed {line!r}"
+        time.sleep(0.1)
+
+
+def test_a_new_executor_follows_the_log_of_a_running_task_once_it_lists_it(executor, launch_for, namespace):
+    start_job(executor, launch_for, [("worker", 0, "echo first; sleep 30")])
+    log_path = launch_for().log_path
+    shows(log_path, "first")
+    log_path.unlink()  # the scheduler died, and its log thread with it
+    DockerExecutor(namespace=namespace).list_running()
+    shows(log_path, "first")
+
+
 def test_it_gives_each_task_its_fixed_address_and_hostname(executor, launch_for, wait_exit):
     handles = start_job(executor, launch_for, [("ps", 0, "hostname; hostname -i")])
     wait_exit(handles["ps-0"])
@@ -379,7 +395,7 @@ def test_it_removes_the_jobs_containers_and_network_on_cleanup(executor, launch_
     start_job(executor, launch_for, [("worker", 0, "sleep 30")])
     executor.cleanup_job(launch_for().job_id)
     assert executor.list_running() == []
-    assert executor.api.networks(names=[executor.network_name(launch_for().job_id)]) == []
+    assert executor.api.networks(names=[executor.networks.name(launch_for().job_id)]) == []
 
 
 def test_it_reports_an_unreachable_engine_as_a_lost_node(launch_for):

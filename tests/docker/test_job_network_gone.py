@@ -14,7 +14,7 @@ def prepared(executor, launch_for):
 
 
 def remove_network(executor, launch) -> None:
-    network = executor._network(executor.network_name(launch.job_id))
+    network = executor.networks.find(executor.networks.name(launch.job_id))
     assert network is not None
     executor.api.remove_network(network["Id"])
 
@@ -56,7 +56,7 @@ def test_it_starts_the_task_when_two_networks_bear_its_job_networks_name(executo
     network: bench/chaos.py's kill phase saw "network ...-job-N is ambiguous (2 matches found on
     name)" at every start of that job. The first one made is kept, the other removed."""
     launch = prepared(executor, launch_for)
-    name = executor.network_name(launch.job_id)
+    name = executor.networks.name(launch.job_id)
     executor.api.create_network(
         name, driver="bridge", labels={"pai.test": "duplicate"}, check_duplicate=False
     )  # a subnet the engine picks

@@ -4,7 +4,7 @@ itself when the task starts (units: the options the engine gets)."""
 from __future__ import annotations
 
 from clusters.executors.base import Failure, Mount, NfsVolume
-from clusters.executors.docker import docker_mount, nfs_volume_name, nfs_volume_options
+from clusters.executors.docker_mounts import docker_mount, nfs_volume_name, nfs_volume_options
 from jobs.protocol.exitspec import ExitCode
 from scheduling.exits import platform_exit_code
 

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from clusters.executors.base import ExecutorError, Failure
-from clusters.executors.docker import pull_failure_message
+from clusters.executors.docker_images import pull_failure_message
 
 pytestmark = [pytest.mark.docker]
 

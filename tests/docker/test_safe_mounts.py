@@ -110,12 +110,12 @@ def test_it_mounts_the_folder_that_was_checked_even_when_its_name_is_swapped(
     (area / "out").mkdir()
     (area / "out" / "mine.txt").write_text("alice's own\n")
     mounts = mounts_for({"outputDir": OUTPUT}, tmp_path)
-    staged_mounts, folder = executor._staged_mounts(mounts, "probe")
+    staged_mounts, folder = executor.staging.stage(mounts, "probe")
     swap_for_link(area / "out", portal_var)
     try:
         listing = os.listdir(staged_mounts[1].host_path)
     finally:
-        executor._release(folder)
+        executor.staging.release(folder)
     assert listing == ["mine.txt"]
 
 
@@ -137,12 +137,12 @@ def test_it_keeps_data_read_only_output_writable_and_output_files_in_the_area(
 def test_it_stages_nested_folders_read_only_on_the_node_too(executor, area, tmp_path):
     (area / "data").mkdir()
     mounts = mounts_for({"dataDir": "$PAI_DEFAULT_FS_URI/data"}, tmp_path)
-    staged_mounts, folder = executor._staged_mounts(mounts, "probe")
+    staged_mounts, folder = executor.staging.stage(mounts, "probe")
     try:
         with pytest.raises(OSError, match="Read-only"):
             (Path(staged_mounts[1].host_path) / "x").write_text("no")
     finally:
-        executor._release(folder)
+        executor.staging.release(folder)
 
 
 @pytest.fixture
@@ -158,11 +158,11 @@ def shared_parent(mounts_dir) -> Iterator[Path]:
 def test_it_propagates_no_staged_mount_to_other_mount_namespaces(executor, area, tmp_path, mounts_dir, shared_parent):
     (area / "out").mkdir()
     assert peer_tags()[str(shared_parent)].startswith("shared:")
-    _mounts, folder = executor._staged_mounts(mounts_for({"outputDir": OUTPUT}, tmp_path), "probe")
+    _mounts, folder = executor.staging.stage(mounts_for({"outputDir": OUTPUT}, tmp_path), "probe")
     try:
         tags = peer_tags()
     finally:
-        executor._release(folder)
+        executor.staging.release(folder)
     assert [tag for point, tag in tags.items() if point.startswith(str(mounts_dir))] == ["", ""]  # the root, out
 
 
@@ -204,7 +204,7 @@ def test_a_restarted_scheduler_releases_mounts_staged_for_a_container_never_made
     executor, area, tmp_path, mounts_dir, namespace
 ):
     (area / "out").mkdir()
-    executor._staged_mounts(mounts_for({"outputDir": OUTPUT}, tmp_path), "crashed-before-create")
+    executor.staging.stage(mounts_for({"outputDir": OUTPUT}, tmp_path), "crashed-before-create")
     assert len(staged(mounts_dir)) == 1
     DockerExecutor(namespace=namespace, mounts_dir=mounts_dir).list_running()
     assert staged(mounts_dir) == []
@@ -213,7 +213,7 @@ def test_a_restarted_scheduler_releases_mounts_staged_for_a_container_never_made
 def test_it_names_the_path_when_it_cannot_mount_a_nested_folder_safely(
     executor, launch_for, area, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(type(executor), "staging_problem", property(lambda self: "the portal is not root"))
+    monkeypatch.setattr(type(executor.staging), "problem", property(lambda self: "the portal is not root"))
     mounts = mounts_for({"outputDir": OUTPUT}, tmp_path)
     executor.prepare_job(launch_for().job_id, "alice~test-job", [("worker", 0)], "127.0.0.1")
     with pytest.raises(ExecutorError, match=f"{area}/out.*the portal is not root"):
@@ -223,7 +223,7 @@ def test_it_names_the_path_when_it_cannot_mount_a_nested_folder_safely(
 def test_it_still_mounts_the_area_itself_where_it_cannot_stage(
     executor, launch_for, wait_exit, area, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(type(executor), "staging_problem", property(lambda self: "the portal is not root"))
+    monkeypatch.setattr(type(executor.staging), "problem", property(lambda self: "the portal is not root"))
     (area / "hello").write_text("hi\n")
     mounts = mounts_for({}, tmp_path)
     assert run_task(executor, launch_for, wait_exit, mounts, f"cat {area}/hello").split() == ["hi"]

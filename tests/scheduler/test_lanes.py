@@ -256,3 +256,9 @@ def test_an_unreached_engines_error_is_kept_in_plain_words(deadline):
         lane.call("list_running", refused)
     assert lane.last_error == [REFUSED()]  # ("connection refused: nothing listens there")
     assert "object at 0x" not in joined(lane.silence())
+
+
+def test_it_gives_a_lane_only_to_nodes_whose_executor_calls_an_engine(process_node):
+    engine_node = Node.objects.create(name="engine", executor="docker", address="10.0.0.9", cpus=8, memory_mb=8192)
+    assert executors.lane_of(process_node) is None
+    assert executors.lane_of(engine_node) is not None
