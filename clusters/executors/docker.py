@@ -44,7 +44,7 @@ from docker.types import Mount as DockerMount
 from docker.utils import parse_repository_tag
 
 import clusters.userfs as userfs
-from clusters.executors import staging
+from clusters.executors import staging, texts
 from clusters.executors.app_ports import portals_own_engine
 from clusters.executors.base import (
     Executor,
@@ -62,7 +62,7 @@ from clusters.executors.docker_logs import log_frames
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES, TaskLogs, make_private_dirs
-from clusters.executors.plain_errors import engine_silent, plain_error
+from clusters.executors.plain_errors import engine_lost, engine_silent
 from clusters.executors.stats import from_docker_stats
 
 log = logging.getLogger("pai.executors.docker")
@@ -647,15 +647,14 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.TASK_GONE,
-                diagnostics=f"the task's container {handle.executor_id[:12]} is gone (removed outside the portal)",
+                diagnostics=texts.CONTAINER_GONE(id=handle.executor_id[:12]),
             )
         except (APIError, requests.exceptions.RequestException, DockerException) as exc:
             return TaskStatus(
                 running=False,
                 lost=True,
                 failure=Failure.NODE_LOST,
-                diagnostics=f"the node's Docker engine ({self.docker_url or 'local socket'}) does not answer: "
-                f"{plain_error(exc, self.timeout)}",
+                diagnostics=engine_lost(self.docker_url, exc, self.timeout),
             )
         state = info["State"]
         started_at = _parse_time(state.get("StartedAt"))
@@ -669,7 +668,7 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.TASK_GONE,
-                diagnostics="the task's container was created but never started",
+                diagnostics=texts.NEVER_STARTED(),
             )
         if handle.executor_id in self._log_threads:
             self._finish_log(handle.executor_id)
@@ -927,7 +926,7 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
         finished_at=_parse_time(state.get("FinishedAt")),
     )
     if oom_killed:
-        status.diagnostics = f"killed: out of memory (the task's limit is {memory // (1024 * 1024)} MB, memoryMB)"
+        status.diagnostics = texts.OUT_OF_MEMORY(mb=memory // (1024 * 1024))
     elif error and exit_code in START_FAILURES:
         status.failure = START_FAILURES[exit_code]
         status.diagnostics = f"the task's container could not start: {error}"
