@@ -130,7 +130,8 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Exit diagnostics"))
     def diagnostics(self, job: Job) -> str:
-        return shown("diagnostics", job.exit_diagnostics)
+        show = SHOWN.get("diagnostics")  # (given the job: its message is stored beside the English)
+        return show(job) if show else job.exit_diagnostics
 
     @admin.display(description=_("SSH public key"))
     def public_key(self, job: Job) -> str:
