@@ -86,3 +86,21 @@ def test_it_marks_the_quoted_log_line_as_the_logs_own():
 def test_it_escapes_what_an_engine_said():
     shown = in_chinese(t.EXITED(phrase="ContainerStartFailed", said=t.SAID(said="<b>no</b>")))
     assert shown == "ContainerStartFailed: &lt;b&gt;no&lt;/b&gt;"
+
+
+@pytest.mark.django_db
+def test_the_job_page_and_the_admin_show_a_jobs_diagnostics_in_the_readers_language(
+    alice_client, admin_client, user, default_vc, settings
+):
+    from jobs import lifecycle
+    from jobs.protocol.dependencies import never_reason
+    from tests.factories import create_job
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    job = create_job(user, "yilai")
+    lifecycle.refuse(job, -1100, never_reason("afterok", "alice~prep", "FAILED"))
+    for page in (
+        alice_client.get("/jobs/alice~yilai/").content.decode(),
+        admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode(),
+    ):
+        assert "其依赖永远无法满足：作业 alice~prep 以 FAILED 结束" in page and "can never be met" not in page
