@@ -86,6 +86,8 @@ class JobAdmin(admin.ModelAdmin):
         "pending_reason",
         "pending_reason_messages",
         "exit_diagnostics",
+        "exit_diagnostics_message",
+        "stop_reason_message",
         "ssh_public_key",
     )
     readonly_fields = (
@@ -128,7 +130,8 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Exit diagnostics"))
     def diagnostics(self, job: Job) -> str:
-        return shown("diagnostics", job.exit_diagnostics)
+        show = SHOWN.get("diagnostics")  # (given the job: its message is stored beside the English)
+        return show(job) if show else job.exit_diagnostics
 
     @admin.display(description=_("SSH public key"))
     def public_key(self, job: Job) -> str:
@@ -166,6 +169,7 @@ class TaskAdmin(admin.ModelAdmin):
     search_fields = ("job__name", "job__owner__username", "role")
     list_select_related = ("job__owner", "node")
     raw_id_fields = ("job",)
+    exclude = ("exit_diagnostics_message",)  # (its message: the English beside it says it)
 
 
 @admin.register(JobEvent)

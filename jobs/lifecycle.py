@@ -29,13 +29,27 @@ from catalogue import Message
 from catalogue.reasons import StoredParts
 from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, RETRY, RUN_AGAIN
 from jobs import notifications, texts
-from jobs.models import Job, JobEvent, Task, TaskAttempt, pending_reason_fields
+from jobs.models import (
+    Job,
+    JobEvent,
+    Task,
+    TaskAttempt,
+    exit_diagnostics_fields,
+    pending_reason_fields,
+    stored_diagnostics,
+)
+from jobs.protocol.texts import EXITED, TASK
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
 if TYPE_CHECKING:
     from clusters.models import VirtualCluster
 
 NO_REASON = pending_reason_fields([])  # a job that waits no longer
+
+
+def stop_reason_fields(reason: Message | None) -> dict[str, Any]:
+    """Why the portal itself asks a job to stop (None: a user's Stop, or none), in English and as its message."""
+    return {"stop_reason": reason.text if reason else "", "stop_reason_message": reason.as_dict() if reason else {}}
 
 
 @dataclass(frozen=True)
@@ -56,7 +70,7 @@ class TaskExit:
     exit_code: int
     user_exit_code: int | None
     phrase: str  # the exit spec's name for the code ("Succeeded", "ContainerSigKillReceived"...)
-    diagnostics: str  # what the user reads: "<phrase>: <why>", empty on success
+    diagnostics: Message | None  # what the user reads (EXITED: "<phrase>: <why>"), None on success
     finished_at: datetime
     # The engine's start of the attempt, given only with its own finish (finished_at) when it
     # reports both; None: finished_at is the portal's, as the start it stamped.
@@ -113,7 +127,7 @@ def reset_task_fields() -> dict[str, Any]:
         "gpus": [],
         "exit_code": None,
         "user_exit_code": None,
-        "exit_diagnostics": "",
+        **exit_diagnostics_fields(None),
         "started_at": None,
         "finished_at": None,
         "log_path": "",  # the ended attempt keeps its log (TaskAttempt); the next one writes its own
@@ -125,7 +139,7 @@ def _exit_fields(task: Task, exit: TaskExit) -> dict[str, Any]:
     return {
         "exit_code": exit.exit_code,
         "user_exit_code": exit.user_exit_code,
-        "exit_diagnostics": exit.diagnostics,
+        **exit_diagnostics_fields(exit.diagnostics),
         "started_at": started,
         "finished_at": finished,
     }
@@ -194,7 +208,7 @@ def claim_for_launch(
                 "executor_id": "",
                 "exit_code": None,
                 "user_exit_code": None,
-                "exit_diagnostics": "",
+                **exit_diagnostics_fields(None),
                 "started_at": None,
                 "finished_at": None,
             }
@@ -339,7 +353,7 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
 
 
 def stop_tasks(
-    job: Job, exit_code: int, *, diagnostics: str = "", user_codes: dict[int, int | None] | None = None
+    job: Job, exit_code: int, *, diagnostics: Message | None = None, user_codes: dict[int, int | None] | None = None
 ) -> None:
     """Every task still WAITING or RUNNING -> STOPPED with exit_code (-210 a user's stop, -220 the
     job completed around them, -1003 a preemption); the running attempts are kept, with the code
@@ -358,7 +372,10 @@ def stop_tasks(
     }
     _keep_attempts(active, job.job_attempt, exits)
     job.tasks.filter(state__in=from_states).update(
-        state=to_state, exit_code=exit_code, exit_diagnostics=diagnostics, finished_at=not_before_start(now)
+        state=to_state,
+        exit_code=exit_code,
+        **exit_diagnostics_fields(diagnostics),
+        finished_at=not_before_start(now),
     )
 
 
@@ -423,8 +440,9 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
     )
     who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
     note = PREEMPTED_BY(job=by.full_name, vc=by.virtual_cluster.name) if by else PREEMPTED_BY_HIGHER()
+    said = texts.PREEMPTED_BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.PREEMPTED_BY_HIGHER()
     with transaction.atomic():
-        stop_tasks(job, exit_code, diagnostics=f"{phrase}: preempted by {who}", user_codes=user_codes)
+        stop_tasks(job, exit_code, diagnostics=EXITED(phrase=phrase, said=said), user_codes=user_codes)
         requeued = _move_job(
             job.pk,
             "requeue_preempted",
@@ -462,12 +480,11 @@ def request_stop(job: Job, by_name: str) -> None:
 def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
     """The portal's own Stop of a job whose interactive app stayed idle: carried out as a user's,
     the reason kept for its end's diagnostics."""
-    reason = f"{app_kind} was idle for {minutes} minutes"
     _request_stop(
         job,
         "idle-stop",
         texts.IDLE_STOP(app=app_kind, minutes=minutes),
-        stop_reason=reason,
+        stop_reason=texts.STOP_IDLE(app=app_kind, minutes=minutes),
     )
 
 
@@ -477,16 +494,16 @@ def request_alert_stop(job: Job, rule: str) -> None:
         job,
         "alert-stop",
         texts.ALERT_STOP(rule=rule),
-        stop_reason=f"alert rule {rule} fired",
+        stop_reason=texts.STOP_ALERT(rule=rule),
     )
 
 
-def _request_stop(job: Job, kind: str, message: Message, stop_reason: str = "") -> None:
+def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | None = None) -> None:
     with transaction.atomic():
         updated = (
             Job.objects.filter(pk=job.pk)
             .exclude(state__in=FINISHED_JOB_STATES)
-            .update(execution_type=Job.ExecutionType.STOP, stop_reason=stop_reason, updated_at=timezone.now())
+            .update(execution_type=Job.ExecutionType.STOP, **stop_reason_fields(stop_reason), updated_at=timezone.now())
         )
         if not updated:
             raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
@@ -500,7 +517,9 @@ def request_stops(jobs: QuerySet[Job], by_name: str) -> int:
     asked = Job.objects.filter(pk__in=jobs.order_by().values("pk")).exclude(state__in=FINISHED_JOB_STATES)
     with transaction.atomic():
         _event_for_each(asked, "stop-requested", texts.STOP_REQUESTED(user=by_name))
-        return asked.update(execution_type=Job.ExecutionType.STOP, stop_reason="", updated_at=timezone.now())
+        return asked.update(
+            execution_type=Job.ExecutionType.STOP, **stop_reason_fields(None), updated_at=timezone.now()
+        )
 
 
 def _event_for_each(jobs: QuerySet[Job], kind: str, message: Message) -> None:
@@ -527,7 +546,7 @@ def begin_stopping(job: Job) -> bool:
     return _move_job(job.pk, "begin_stopping")
 
 
-def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, str]) -> list[int]:
+def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: Mapping[str, Message]) -> list[int]:
     """Many WAITING jobs asked to stop, STOPPED together: they never started (or wait again, their
     last attempt's tasks gone), so nothing needs a signal or removing. begin_stopping and
     finish_stopping for all their rows in one transaction, their tasks with them. `jobs`: id ->
@@ -545,21 +564,21 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
         tasks = Task.objects.filter(job_id__in=moved, state__in=task_from)
         ran = list(tasks.filter(attempt__gt=0).select_related("node", "job"))  # (none, as a rule: kept all the same)
         if ran:
-            exit = TaskExit(exit_code=exit_code, user_exit_code=None, phrase="", diagnostics="", finished_at=now)
+            exit = TaskExit(exit_code=exit_code, user_exit_code=None, phrase="", diagnostics=None, finished_at=now)
             for job_attempt in {task.job.job_attempt for task in ran}:
                 same = [task for task in ran if task.job.job_attempt == job_attempt]
                 _keep_attempts(same, job_attempt, {task.pk: exit for task in same})
-        tasks.update(state=task_to, exit_code=exit_code, exit_diagnostics="", finished_at=now)
+        tasks.update(state=task_to, exit_code=exit_code, **exit_diagnostics_fields(None), finished_at=now)
         for reason in {jobs[pk] for pk in moved}:
             Job.objects.filter(pk__in=[pk for pk in moved if jobs[pk] == reason], state=stopping).update(
                 state=stopped,
                 exit_code=exit_code,
-                exit_diagnostics=diagnostics[reason],
+                **exit_diagnostics_fields(diagnostics[reason]),
                 completed_at=now,
                 updated_at=now,
                 **NO_REASON,
                 stop_deadline=None,
-                stop_reason="",
+                **stop_reason_fields(None),
                 preempted_by=None,
                 ending_at_time_limit=False,
             )
@@ -569,7 +588,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
 
 
 def finish_stopping(
-    job: Job, exit_code: int, diagnostics: str, user_codes: dict[int, int | None] | None = None
+    job: Job, exit_code: int, diagnostics: Message, user_codes: dict[int, int | None] | None = None
 ) -> bool:
     """STOPPING -> STOPPED once the scheduler has stopped every task (`user_codes`: what each
     task's own process exited with in its grace period, where seen)."""
@@ -579,11 +598,11 @@ def finish_stopping(
             job.pk,
             "finish_stopping",
             exit_code=exit_code,
-            exit_diagnostics=diagnostics,
+            **exit_diagnostics_fields(diagnostics),
             completed_at=timezone.now(),
             **NO_REASON,
             stop_deadline=None,
-            stop_reason="",
+            **stop_reason_fields(None),
             preempted_by=None,
             ending_at_time_limit=False,
         )
@@ -602,7 +621,7 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
             "succeed",
             exit_code=0,
             user_exit_code=0,
-            exit_diagnostics="",
+            **exit_diagnostics_fields(None),
             completed_at=timezone.now(),
         )
         if done:
@@ -613,6 +632,7 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
 
 def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
     """RUNNING -> FAILED because of trigger's exit; tasks still running are stopped."""
+    said = stored_diagnostics(trigger)
     with transaction.atomic():
         stop_tasks(job, leftover_exit_code)
         done = _move_job(
@@ -620,7 +640,7 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
             "fail",
             exit_code=trigger.exit_code,
             user_exit_code=trigger.user_exit_code,
-            exit_diagnostics=f"{trigger.role}-{trigger.index}: {trigger.exit_diagnostics}",
+            **exit_diagnostics_fields(TASK(task=f"{trigger.role}-{trigger.index}", diagnostics=said) if said else None),
             completed_at=timezone.now(),
         )
         if done:
@@ -633,24 +653,24 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
     return done
 
 
-def refuse(job: Job, exit_code: int, reason: str) -> bool:
+def refuse(job: Job, exit_code: int, reason: Message) -> bool:
     """WAITING -> FAILED: the backend that would run it refuses the job as asked, for good (Slurm's
-    "Requested node configuration is not available"); its tasks never started. `reason` is the
-    backend's own words, kept as the job's diagnostics."""
+    "Requested node configuration is not available", a dependency never met); its tasks never
+    started. `reason` is why, kept as the job's diagnostics."""
     with transaction.atomic():
         done = _move_job(
             job.pk,
             "refuse",
             exit_code=exit_code,
             user_exit_code=None,
-            exit_diagnostics=reason,
+            **exit_diagnostics_fields(reason),
             completed_at=timezone.now(),
             **NO_REASON,
         )
         if done:
             _, to_state = _task_states("stop_task")
             job.tasks.filter(state=TaskState.WAITING).update(
-                state=to_state, exit_code=exit_code, exit_diagnostics=reason, finished_at=timezone.now()
+                state=to_state, exit_code=exit_code, **exit_diagnostics_fields(reason), finished_at=timezone.now()
             )
             event(job.pk, "refused", texts.REFUSED(reason=reason))
             notifications.job_ended(job.pk)
@@ -689,7 +709,7 @@ def end_at_time_limit(
             "fail",
             exit_code=exit_code,
             user_exit_code=None,
-            exit_diagnostics=f"{phrase}: the job reached its time limit of {limit_text} and was ended.",
+            **exit_diagnostics_fields(EXITED(phrase=phrase, said=texts.REACHED_TIME_LIMIT(limit=limit_text))),
             completed_at=timezone.now(),
             stop_deadline=None,
             ending_at_time_limit=False,
@@ -738,11 +758,11 @@ def restart(job: Job, by_name: str) -> None:
             **NO_REASON,
             exit_code=None,
             user_exit_code=None,
-            exit_diagnostics="",
+            **exit_diagnostics_fields(None),
             launched_at=None,  # a clean waiting job: the previous run's times are in its TaskAttempts
             completed_at=None,
             stop_deadline=None,
-            stop_reason="",
+            **stop_reason_fields(None),
             files_removed_at=None,  # (the next run writes new ones)
             preempted_by=None,
             ending_at_time_limit=False,

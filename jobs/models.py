@@ -14,6 +14,7 @@ from catalogue import Message
 from catalogue.reasons import reason_columns
 from jobs.fields import OrderedJSONField
 from jobs.protocol.spec import NormalizedSpec
+from jobs.protocol.texts import SAID
 from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
 # The state names are defined in jobs.states (with the diagram); importable from here too.
@@ -38,6 +39,23 @@ def pending_reason_fields(reason: Sequence[Message]) -> dict[str, Any]:
     """The columns that say why a job waits, for an update (every writer goes through here): its
     parts as messages and, joined, in English. An empty reason clears both."""
     return reason_columns("pending_reason", reason)
+
+
+def exit_diagnostics_fields(diagnostics: Message | None) -> dict[str, Any]:
+    """The columns that say why a job or a task ended, for an update or a row (every writer goes
+    through here): in English (the API's old fields, OpenPAI's clients) and as its message (code
+    and parameters: the pages render it in the reader's language). None clears both."""
+    if diagnostics is None:
+        return {"exit_diagnostics": "", "exit_diagnostics_message": {}}
+    return {"exit_diagnostics": diagnostics.text, "exit_diagnostics_message": diagnostics.as_dict()}
+
+
+def stored_diagnostics(row: Any) -> Message | None:
+    """A job's or a task's exit diagnostics as a message: its stored one; an older row's English
+    as the words it said; None when it has none."""
+    if row.exit_diagnostics_message:
+        return Message.from_dict(row.exit_diagnostics_message)
+    return SAID(said=row.exit_diagnostics) if row.exit_diagnostics else None
 
 
 class Job(models.Model):
@@ -65,8 +83,10 @@ class Job(models.Model):
     # A graceful end under way (a Stop, or a preemption): its tasks had SIGTERM, and are killed at
     # this time. Stored before the signal is sent, so a restarted scheduler keeps the deadline.
     stop_deadline = models.DateTimeField(null=True, blank=True)
-    # Why the portal itself asked this job to stop (an idle app), in English: the end's diagnostics.
+    # Why the portal itself asked this job to stop (an idle app, an alert), in English and as its
+    # message (code and parameters): the end's diagnostics say it.
     stop_reason = models.CharField(max_length=200, blank=True, default="")
+    stop_reason_message = models.JSONField(default=dict, blank=True)
     # When its logs and work folders were removed, PAI_RETENTION_DAYS after it ended (scheduling.retention).
     files_removed_at = models.DateTimeField(null=True, blank=True)
     # Set while a preemption ends this job (it goes back to WAITING, free of charge); the job that
@@ -108,10 +128,12 @@ class Job(models.Model):
     sweep = models.ForeignKey("Sweep", null=True, blank=True, on_delete=models.CASCADE, related_name="runs")
     sweep_index = models.PositiveIntegerField(null=True, blank=True)
     sweep_values = models.JSONField(default=dict, blank=True)
-    # Exit: the mapped exit-spec code, the user's own code beside it, and a human explanation.
+    # Exit: the mapped exit-spec code, the user's own code beside it, and a human explanation
+    # (in English, and as its message: written together, by exit_diagnostics_fields only).
     exit_code = models.IntegerField(null=True, blank=True)
     user_exit_code = models.IntegerField(null=True, blank=True)
     exit_diagnostics = models.TextField(blank=True, default="")
+    exit_diagnostics_message = models.JSONField(default=dict, blank=True)
 
     # Per-job SSH key pair (private key encrypted at rest).
     ssh_public_key = models.TextField(blank=True, default="")
@@ -178,6 +200,7 @@ class TaskRun(models.Model):
     exit_code = models.IntegerField(null=True, blank=True)
     user_exit_code = models.IntegerField(null=True, blank=True)
     exit_diagnostics = models.TextField(blank=True, default="")
+    exit_diagnostics_message = models.JSONField(default=dict, blank=True)  # (see Job's)
     log_path = models.CharField(max_length=1024, blank=True, default="")
 
     started_at = models.DateTimeField(null=True, blank=True)

@@ -195,7 +195,9 @@ class Lane:
                 lost = isinstance(result, TaskStatus) and result.failure is Failure.NODE_LOST
                 with self._lock:
                     self._busy_with = ""
-                    self._answered(what, began, deadline, answered=not lost, error=result.diagnostics if lost else "")
+                    said = result.diagnostics if lost else ""
+                    error: Said = [said] if isinstance(said, Message) else said
+                    self._answered(what, began, deadline, answered=not lost, error=error)
                 future.set_result(result)
 
     def _answered(self, what: str, began: float, deadline: float, *, answered: bool, error: Said) -> None:
@@ -336,7 +338,7 @@ class Bulkheaded(Executor):
         try:
             return self.lane.call("poll", lambda: self.executor.poll(handle))
         except NodeSilent as exc:
-            return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
+            return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=exc.diagnostics)
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))

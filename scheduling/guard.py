@@ -26,8 +26,9 @@ from django.utils import timezone
 from catalogue import Message
 from jobs import lifecycle
 from jobs.lifecycle import TaskExit
-from jobs.models import Job, JobState, TaskState
+from jobs.models import Job, JobState, TaskState, exit_diagnostics_fields
 from jobs.protocol.exitspec import ExitCode, exit_info
+from jobs.protocol.texts import EXITED
 from scheduling.backends import Backends
 from scheduling.teardown import stop_job
 from scheduling.texts import SCHEDULER_FAILED
@@ -101,7 +102,7 @@ def fail_alone(job_id: int, backends: Backends, reason: Message, task_id: int | 
         exit_code=info.code,
         user_exit_code=None,
         phrase=info.phrase,
-        diagnostics=f"{info.phrase}: {reason.text}",
+        diagnostics=EXITED(phrase=info.phrase, said=reason),
         finished_at=timezone.now(),
     )
     try:  # whatever the job runs or holds is stopped, as at any other end
@@ -111,5 +112,7 @@ def fail_alone(job_id: int, backends: Backends, reason: Message, task_id: int | 
     if trigger.state == TaskState.RUNNING:
         lifecycle.end_task(trigger, job.job_attempt, exit)
     # The job's exit is this one, whatever the trigger's own last exit was.
-    trigger.exit_code, trigger.user_exit_code, trigger.exit_diagnostics = exit.exit_code, None, exit.diagnostics
+    trigger.exit_code, trigger.user_exit_code = exit.exit_code, None
+    for field, value in exit_diagnostics_fields(exit.diagnostics).items():
+        setattr(trigger, field, value)
     lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)

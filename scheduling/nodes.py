@@ -20,7 +20,7 @@ from jobs.models import Job, JobState, Task, TaskState
 from scheduling import ending, executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
-from scheduling.texts import SILENT_FOR
+from scheduling.texts import NODE_LOST, SILENT_FOR
 
 log = logging.getLogger("pai.scheduler")
 
@@ -46,7 +46,7 @@ def mark_node_down(node: Node, reason: Reason, backends: Backends) -> None:
     tasks = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
     jobs: dict[int, Job] = {}
     for task in tasks.select_related("node", "job"):
-        diagnostics = f"node {node.name} {joined(reason)}"
+        diagnostics = NODE_LOST(node=node.name, reason=reason)
         lost = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=diagnostics)
         ending.record_exit(task, lost)
         jobs[task.job_id] = task.job

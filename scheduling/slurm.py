@@ -366,7 +366,7 @@ class SlurmBackend:
             self._refused[name] = time.monotonic()
             reason = refusal_reason(str(exc), job_ask(roles), PartitionUse.of(partition, self._nodes))
             if is_final_refusal(str(exc)):  # it would refuse it again each time: the job ends
-                lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason.text)
+                lifecycle.refuse(job, ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
                 return False  # (nothing submitted: no Slurm job to wait for)
             if stored_parts([reason]) != job.pending_reason_messages:
                 lifecycle.set_pending_reason(job.pk, [reason])
@@ -397,7 +397,7 @@ class SlurmBackend:
                 self._sweep = True  # (the sweep cancels it: no attempt of a failed job wants it)
             except client.SlurmError as exc:
                 log.warning("cancelling Slurm job %s: %s", found.slurm_id, exc)
-        return lifecycle.refuse(_waiting_job(pk), ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason.text)
+        return lifecycle.refuse(_waiting_job(pk), ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
 
     def _say_pending(self, pk: int, said: list[dict[str, Any]], found: SlurmJob, partition: str) -> None:
         reason = [

@@ -248,7 +248,8 @@ class Starter:
             except OSError as error:
                 log.warning("could not write to the log of %s: %s", task, error)
         failure = exc.failure if isinstance(exc, ExecutorError) else None
-        status = TaskStatus(running=False, diagnostics=message, failure=failure)
+        said = exc.diagnostics if isinstance(exc, ExecutorError) else message
+        status = TaskStatus(running=False, diagnostics=said, failure=failure)
         self.failed_starts.append(FailedStart(job, task, status, code))
 
 

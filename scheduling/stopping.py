@@ -19,14 +19,18 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import partial
+from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.models import VirtualCluster
 from jobs import lifecycle
 from jobs.models import Job, JobState
 from jobs.protocol.exitspec import classify
+from jobs.protocol.texts import EXITED, SAID
+from jobs.texts import STOPPED_BECAUSE, STOPPED_BY_USER
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
@@ -67,9 +71,10 @@ class Stopper:
         changed = self._stop_unstarted(owned, deadline)
         return self._stop_each(backends, owned, deadline) or changed
 
-    def _diagnostics(self, stop_reason: str) -> str:
-        why = f"stopped because {stop_reason}." if stop_reason else "stopped at the user's request."
-        return f"{self._info.phrase}: {why}"
+    def _diagnostics(self, stop_reason: str, message: dict[str, Any]) -> Message:
+        """Why the job stopped: the portal's own reason (its message; an older row's English), else the user's Stop."""
+        why = Message.from_dict(message) if message else SAID(said=stop_reason) if stop_reason else None
+        return EXITED(phrase=self._info.phrase, said=STOPPED_BECAUSE(why=why) if why else STOPPED_BY_USER())
 
     def _stop_unstarted(self, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
         """Waiting jobs asked to stop, on the VCs no backend owns (a backend's waiting job may hold
@@ -84,10 +89,12 @@ class Stopper:
                 return changed
             share = max(1, UNSTARTED_BATCH // len(owners))
             batch: dict[int, str] = {}
+            said: dict[str, dict[str, Any]] = {}
             for owner_id in owners:
-                rows = waiting.filter(owner_id=owner_id).order_by("pk").values_list("pk", "stop_reason")[:share]
-                batch.update(rows)
-            reasons = {reason: self._diagnostics(reason) for reason in set(batch.values())}
+                rows = waiting.filter(owner_id=owner_id).order_by("pk")
+                for pk, reason, message in rows.values_list("pk", "stop_reason", "stop_reason_message")[:share]:
+                    batch[pk], said[reason] = reason, message
+            reasons = {reason: self._diagnostics(reason, message) for reason, message in said.items()}
             if not lifecycle.stop_unstarted(batch, self._info.code, reasons):
                 return changed  # (claimed meanwhile: the one-by-one path has them)
             changed = True
@@ -132,6 +139,7 @@ class Stopper:
             if not done:
                 return changed  # their grace goes on; looked at again next pass
             stop_job(job, backends, tasks=tasks)
-            lifecycle.finish_stopping(job, self._info.code, self._diagnostics(job.stop_reason), codes)
+            diagnostics = self._diagnostics(job.stop_reason, job.stop_reason_message)
+            lifecycle.finish_stopping(job, self._info.code, diagnostics, codes)
             changed = True
         return changed

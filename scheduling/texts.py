@@ -37,6 +37,8 @@ LANE_BUSY = Text("node.lane.busy", "its call `%(call)s` has run %(seconds)s s")
 LANE_LAST_ERROR = Text("node.lane.last_error", "last error: %(error)s", join="; ")
 CALL_UNANSWERED = Text("node.lane.unanswered", "`%(call)s` did not answer within %(seconds)s s")
 CALL_LATE = Text("node.lane.late", "`%(call)s` answered after %(took)s s, past its deadline of %(deadline)s s")
+# A task on a node marked down ends lost with its down reason (scheduling.nodes).
+NODE_LOST = Text("exit.node_lost", "node %(node)s %(reason)s", join="; ")
 
 # ---- alerts (scheduling.alerts): what an alert did (its history), why a rule is refused ----------
 ALERT_FIRED = Text("alert.fired", "fired")

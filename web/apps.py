@@ -18,6 +18,6 @@ class WebConfig(AppConfig):
         SHOWN.update(
             event=portal.event_text,
             event_kind=portal.event_kind,
-            diagnostics=portal.diagnostics_text,
+            diagnostics=lambda job: portal.diagnostics_text(job.exit_diagnostics_message, job.exit_diagnostics),
             pending_reason=reasons.job_reason,
         )

@@ -40,6 +40,7 @@ class AttemptRow:
     exit_code: int | None
     user_exit_code: int | None
     diagnostics: str
+    diagnostics_message: dict[str, Any]  # (stored: web.templatetags.portal.diagnostics_text renders it)
     log_key: str
 
 
@@ -109,6 +110,7 @@ def attempt_rows(job: Job, tasks: list[Task]) -> list[AttemptRow]:
             exit_code=None,
             user_exit_code=None,
             diagnostics="",
+            diagnostics_message={},
             log_key=f"task:{task.pk}",
         )
         for task in tasks
@@ -130,6 +132,7 @@ def _ended_row(attempt: TaskAttempt) -> AttemptRow:
         exit_code=attempt.exit_code,
         user_exit_code=attempt.user_exit_code,
         diagnostics=attempt.exit_diagnostics,
+        diagnostics_message=attempt.exit_diagnostics_message,
         log_key=f"attempt:{attempt.pk}",
     )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from catalogue import Message, joined
+from clusters.executors.texts import PARTS
 
 
 @dataclass(frozen=True)
@@ -138,9 +139,9 @@ class TaskStatus:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     # A failure the backend itself saw (image not found, engine lost...) and a sentence for the
-    # user; the scheduler turns it into its exit-spec code.
+    # user (a message; a str: an engine's own words); the scheduler turns it into its exit-spec code.
     failure: Failure | None = None
-    diagnostics: str = ""
+    diagnostics: str | Message = ""
     lost: bool = False  # the task is unknown to the backend (node lost / process gone)
 
 
@@ -240,3 +241,10 @@ class ExecutorError(Exception):
         super().__init__(joined(self.messages) if self.messages else message)
         self.failure = failure
         self.storage = storage  # the storage config a STORAGE_MOUNT_FAILED could not mount, when known
+
+    @property
+    def diagnostics(self) -> str | Message:
+        """What it says as a task's diagnostics: its message (its parts as one), else its words."""
+        if not self.messages:
+            return str(self)
+        return self.messages[0] if len(self.messages) == 1 else PARTS(parts=self.messages)

@@ -36,6 +36,7 @@ from docker.errors import APIError, ImageNotFound, NotFound
 from docker.types import DeviceRequest, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
 
+from clusters.executors import texts
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -64,7 +65,7 @@ from clusters.executors.docker_networks import JobNetworks, NetworkGone, network
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
-from clusters.executors.plain_errors import engine_silent, plain_error
+from clusters.executors.plain_errors import engine_lost, engine_silent
 from clusters.executors.stats import from_containers
 
 log = logging.getLogger("pai.executors.docker")
@@ -369,15 +370,14 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.TASK_GONE,
-                diagnostics=f"the task's container {handle.executor_id[:12]} is gone (removed outside the portal)",
+                diagnostics=texts.CONTAINER_GONE(id=handle.executor_id[:12]),
             )
         except ENGINE_ERRORS as exc:
             return TaskStatus(
                 running=False,
                 lost=True,
                 failure=Failure.NODE_LOST,
-                diagnostics=f"the node's Docker engine ({self.docker_url or 'local socket'}) does not answer: "
-                f"{plain_error(exc, self.timeout)}",
+                diagnostics=engine_lost(self.docker_url, exc, self.timeout),
             )
         state = info["State"]
         started_at = _parse_time(state.get("StartedAt"))
@@ -388,7 +388,7 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.TASK_GONE,
-                diagnostics="the task's container was created but never started",
+                diagnostics=texts.NEVER_STARTED(),
             )
         self.logs.exited(handle.executor_id, info["Config"]["Labels"].get(LOG_PATH_LABEL))
         init_failure = ""
@@ -586,7 +586,7 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
         finished_at=_parse_time(state.get("FinishedAt")),
     )
     if oom_killed:
-        status.diagnostics = f"killed: out of memory (the task's limit is {memory // (1024 * 1024)} MB, memoryMB)"
+        status.diagnostics = texts.OUT_OF_MEMORY(mb=memory // (1024 * 1024))
     elif error and exit_code in START_FAILURES:
         status.failure = START_FAILURES[exit_code]
         status.diagnostics = f"the task's container could not start: {error}"

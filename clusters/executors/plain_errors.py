@@ -46,14 +46,10 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def plain_error(exc: BaseException, timeout_s: float | None = None) -> str:
-    """The cause in a few words: `connection refused: ...`, `timed out after 5 s`, `it answered
-    HTTP 404 (Not Found)`; else the error's own last words without Python's object reprs."""
-    return str(plain_cause(exc, timeout_s))
-
-
 def plain_cause(exc: BaseException, timeout_s: float | None = None) -> Message | str:
-    """plain_error's words as a message when the portal knows the cause, else the error's own."""
+    """The cause in a few words, as a message when the portal knows it (`connection refused: ...`,
+    `timed out after 5 s`, `it answered HTTP 404 (Not Found)`); else the error's own last words
+    without Python's object reprs."""
     chain = _chain(exc)
     text = " ".join(f"{type(error).__name__}: {error}" for error in chain)
     for pattern, cause in _CAUSES:
@@ -72,6 +68,13 @@ def engine_silent(docker_url: str | None, exc: BaseException, timeout_s: float) 
     """`the Docker engine at tcp://10.0.0.2:2375 does not answer (timed out after 5 s)`."""
     cause = plain_cause(exc, timeout_s)
     return t.DOCKER_SILENT(url=docker_url, cause=cause) if docker_url else t.DOCKER_SOCKET_SILENT(cause=cause)
+
+
+def engine_lost(docker_url: str | None, exc: BaseException, timeout_s: float) -> Message:
+    """A task's diagnostics when a poll finds its node's engine silent: `the node's Docker engine
+    (tcp://10.0.0.2:2375) does not answer: timed out after 5 s`."""
+    cause = plain_cause(exc, timeout_s)
+    return t.ENGINE_SILENT(url=docker_url, cause=cause) if docker_url else t.ENGINE_SOCKET_SILENT(cause=cause)
 
 
 def number(value: float) -> int | float:

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
+from clusters.executors import texts
 from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import (
     Executor,
@@ -341,7 +342,7 @@ class ProcessExecutor(Executor):
                     oom_killed=True,
                     started_at=started,
                     finished_at=finished,
-                    diagnostics=f"killed: out of memory (the task's limit is {self._memory_mb(task_dir)} MB, memoryMB)",
+                    diagnostics=texts.OUT_OF_MEMORY(mb=self._memory_mb(task_dir)),
                 )
             failure = (task_dir / "failure").read_text().strip() if (task_dir / "failure").exists() else ""
             return TaskStatus(
@@ -350,12 +351,12 @@ class ProcessExecutor(Executor):
                 started_at=started,
                 finished_at=finished,
                 failure=Failure(failure) if failure else None,
-                diagnostics="a port of the task was taken on the node as it started" if failure else "",
+                diagnostics=texts.PORT_TAKEN() if failure else "",
             )
         if alive:
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
-        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="the task's process is gone")
+        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=texts.PROCESS_GONE())
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         roots = {}

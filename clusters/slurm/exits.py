@@ -4,6 +4,7 @@ state as the executors' TaskStatus (the scheduler maps it onto the exit spec as 
 from __future__ import annotations
 
 from clusters.executors.base import Failure, TaskStatus
+from clusters.slurm import texts
 
 SIGKILL_EXIT = 137
 SIGTERM_EXIT = 143
@@ -12,19 +13,14 @@ SIGTERM_EXIT = 143
 def status_after(state: str | None) -> TaskStatus:
     """`state` is the Slurm job's final state; None when Slurm no longer knows the job."""
     if state == "NODE_FAIL":  # transient: the job is retried on the nodes that answer
-        return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics="Slurm: a node failed")
+        return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=texts.NODE_FAILED())
     if state == "OUT_OF_MEMORY":  # permanent: the same memoryMB would fail again
-        return TaskStatus(
-            running=False, exit_code=SIGKILL_EXIT, oom_killed=True, diagnostics="Slurm: the task ran out of memory"
-        )
+        return TaskStatus(running=False, exit_code=SIGKILL_EXIT, oom_killed=True, diagnostics=texts.OUT_OF_MEMORY())
     if state == "PREEMPTED":  # transient, as an eviction
-        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics="Slurm preempted the job")
+        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=texts.PREEMPTED())
     if state in {"TIMEOUT", "DEADLINE"}:
         return TaskStatus(
-            running=False,
-            exit_code=SIGTERM_EXIT,
-            failure=Failure.TIME_LIMIT,
-            diagnostics="Slurm ended the job at its time limit (--time)",
+            running=False, exit_code=SIGTERM_EXIT, failure=Failure.TIME_LIMIT, diagnostics=texts.TIME_LIMIT()
         )
-    said = f"the Slurm job ended {state}" if state else "Slurm no longer knows the job"
-    return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=f"{said} before the task did")
+    said = texts.ENDED_BEFORE(state=state) if state else texts.FORGOTTEN()
+    return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=said)

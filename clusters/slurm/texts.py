@@ -115,3 +115,11 @@ CONTROLLER_SILENT = Text("slurm.controller_silent", "the Slurm controller does n
 CONTROLLER_BACK = Text("slurm.controller_back", "The Slurm controller answers again: asking it about this job.")
 NODE_STATE = Text("slurm.node_state", "Slurm: %(state)s")
 NODE_STATE_WHY = Text("slurm.node_state_why", "Slurm: %(state)s (%(why)s)")
+
+# How a task ended when its Slurm job ended first (clusters.slurm.exits).
+NODE_FAILED = Text("exit.slurm.node_failed", "Slurm: a node failed")
+OUT_OF_MEMORY = Text("exit.slurm.out_of_memory", "Slurm: the task ran out of memory")
+PREEMPTED = Text("exit.slurm.preempted", "Slurm preempted the job")
+TIME_LIMIT = Text("exit.slurm.time_limit", "Slurm ended the job at its time limit (--time)")
+ENDED_BEFORE = Text("exit.slurm.ended_before", "the Slurm job ended %(state)s before the task did")
+FORGOTTEN = Text("exit.slurm.forgotten", "Slurm no longer knows the job before the task did")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from catalogue import Message
+from jobs.protocol import texts
 from jobs.protocol.spec import NormalizedSpec
 
 FIELD = "extras.dependencies"
@@ -22,11 +24,6 @@ KINDS = ("afterok", "afterany", "afternotok")
 # What each kind needs of the job it waits for, once that one has ended.
 ENDED_STATES = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 NEEDED = {"afterok": {"SUCCEEDED"}, "afterany": ENDED_STATES, "afternotok": {"FAILED", "STOPPED"}}
-SAYS = {
-    "afterok": "to succeed",
-    "afterany": "to end",
-    "afternotok": "to fail or be stopped",
-}
 
 Verdict = Literal["met", "waiting", "never"]
 
@@ -54,5 +51,6 @@ def verdict(kind: str, state: str) -> Verdict:
     return "met" if state in NEEDED[kind] else "never"
 
 
-def never_reason(kind: str, job_name: str, state: str) -> str:
-    return f"its dependency can never be met: job {job_name} ended {state} ({kind} needs it {SAYS[kind]})"
+def never_reason(kind: str, job_name: str, state: str) -> Message:
+    """Why a job ends FAILED: a dependency of `kind` (afterok or afternotok) that can never be met."""
+    return texts.NEVER_MET[kind](job=job_name, state=state)

@@ -20,6 +20,9 @@ from typing import Any, Literal
 
 import yaml
 
+from catalogue import Message
+from jobs.protocol import texts
+
 SPEC_PATH = Path(__file__).parent / "exit_spec.yaml"
 
 Behaviour = Literal["transient", "permanent", "unknown"]
@@ -100,8 +103,6 @@ class ExitCode(IntEnum):
 LOG_TAIL_BYTES = 64 * 1024
 LINE_CAP = 4096
 LINE_SHOWN = 500
-# How a task's exit diagnostics quote the log line a pattern matched (web translates it).
-LOG_SAYS = "; the log says: "
 
 # Popen reports a process killed by signal N as -N; a shell reports 128 + N.
 _MAX_SIGNAL = 64
@@ -115,7 +116,7 @@ class ExitInfo:
     phrase: str
     type: str  # USER_SUCCESS, USER_STOP, USER_FAILURE, PLATFORM_FAILURE, RESOURCE_ALLOCATION_TIMEOUT, UNKNOWN_FAILURE
     behaviour: Behaviour  # transient: always retried, free; permanent: never; unknown: up to the retry count
-    reason: str
+    reason: Message  # the spec row's reason (SPEC_REASON), or the portal's own words for this exit
     solution: tuple[str, ...]
     match: LogMatch | None = None  # the log pattern that explained the exit, if one did
 
@@ -228,7 +229,7 @@ def _row_for(code: int) -> dict[str, Any]:
 
 
 def _info(
-    code: int, user_code: int | None, row: dict[str, Any], reason: str | None = None, match: LogMatch | None = None
+    code: int, user_code: int | None, row: dict[str, Any], reason: Message | None = None, match: LogMatch | None = None
 ) -> ExitInfo:
     return ExitInfo(
         code=int(code),
@@ -236,7 +237,7 @@ def _info(
         phrase=row["phrase"],
         type=row["type"],
         behaviour=row["behaviour"],
-        reason=reason or row["reason"],
+        reason=reason or texts.SPEC_REASON(spec_reason=row["reason"]),
         solution=tuple(row.get("solution") or ()),
         match=match,
     )
@@ -300,7 +301,7 @@ def classify(
             ExitCode.UNDEFINED_NEGATIVE,
             None,
             _rows()[ExitCode.UNDEFINED_NEGATIVE],
-            "The task ended without an exit code",
+            texts.NO_EXIT_CODE(),
         )
     status = _normalise_signal(exit_code)
     rows = _rows()
@@ -316,7 +317,8 @@ def classify(
     if _SIGNAL_BASE < status <= _SIGNAL_BASE + _MAX_SIGNAL and status in rows:
         return _info(status, exit_code, rows[status])
     if status <= ExitCode.UNKNOWN_USER_FAILURE:
-        reason = f"{rows[ExitCode.UNKNOWN_USER_FAILURE]['reason']} (the command exited with code {exit_code})"
+        spec_reason = texts.SPEC_REASON(spec_reason=rows[ExitCode.UNKNOWN_USER_FAILURE]["reason"])
+        reason = texts.COMMAND_EXITED(reason=spec_reason, code=exit_code)
         return _info(ExitCode.UNKNOWN_USER_FAILURE, exit_code, rows[ExitCode.UNKNOWN_USER_FAILURE], reason)
     return _info(status, exit_code, rows[ExitCode.UNDEFINED_POSITIVE])
 

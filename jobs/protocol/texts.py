@@ -372,3 +372,27 @@ SWEEP_ARRAY_UP = Text("config.sweep.array_up", '"%(item)s": a range goes up, by 
 SWEEP_ARRAY_INDEX = Text("config.sweep.array_index", '"%(item)s": an index is at most %(most)s')
 KB = Text("size.kb", "%(size)s KB")
 MB = Text("size.mb", "%(size)s MB")
+
+# --- exit diagnostics: how a task or a job ended, what the user reads (jobs.protocol.exitspec) ---
+# The whole is a message: "<phrase>: <why>" (EXITED), the log's line after it where a pattern
+# matched one (LOG_SAYS), "<role>-<index>: ..." where it is a failed job's (TASK); the phrase, the
+# log's line and an engine's own words (SAID) are never translated, the exit spec's reason by its
+# exact text (the pages' EXIT_SPEC_TEXTS).
+
+EXITED = Text("exit.exited", "%(phrase)s: %(said)s")
+LOG_SAYS = Text("exit.log_says", "%(said)s; the log says: %(line)s")
+TASK = Text("exit.task", "%(task)s: %(diagnostics)s")
+SPEC_REASON = Text("exit.spec_reason", "%(spec_reason)s")
+COMMAND_EXITED = Text("exit.command_exited", "%(reason)s (the command exited with code %(code)s)")
+NO_EXIT_CODE = Text("exit.no_exit_code", "The task ended without an exit code")
+SAID = Text("exit.said", "%(said)s")
+NEVER_MET = {
+    "afterok": Text(
+        "exit.dependency.afterok",
+        "its dependency can never be met: job %(job)s ended %(state)s (afterok needs it to succeed)",
+    ),
+    "afternotok": Text(
+        "exit.dependency.afternotok",
+        "its dependency can never be met: job %(job)s ended %(state)s (afternotok needs it to fail or be stopped)",
+    ),
+}

@@ -34,7 +34,8 @@ def test_every_reason_code_is_made_by_a_test():
     unchecked = [
         code
         for code, names in sorted(named_texts().items())
-        if not re.search(rf"(?<![\w.]){re.escape(code)}(?![\w.])", tests)
+        if not code.startswith("exit.")  # (how a task ended: tests/catalogue/test_exit_codes.py)
+        and not re.search(rf"(?<![\w.]){re.escape(code)}(?![\w.])", tests)
         and not any(re.search(pattern, tests) for pattern in names)
     ]
     assert unchecked == []

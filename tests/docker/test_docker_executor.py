@@ -318,7 +318,7 @@ def test_it_reports_out_of_memory_as_137_with_the_oom_flag(executor, launch_for,
     handles = start_job(executor, launch_for, [("worker", 0, hog)], memory_mb=100)
     status = wait_exit(handles["worker-0"])
     assert (status.exit_code, status.oom_killed) == (137, True)
-    assert "out of memory" in status.diagnostics
+    assert "out of memory" in str(status.diagnostics)
 
 
 def test_it_fails_a_missing_image_with_254(executor, launch_for):

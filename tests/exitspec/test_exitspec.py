@@ -87,7 +87,7 @@ def test_it_maps_any_other_user_exit_to_255_and_keeps_the_users_code(user_exit):
         "unknown",
         user_exit,
     )
-    assert f"code {user_exit}" in info.reason
+    assert f"code {user_exit}" in info.reason.text
 
 
 def test_it_takes_a_platform_failure_over_the_process_status():

@@ -14,7 +14,7 @@ from catalogue import joined
 from clusters.executors import docker as docker_executor
 from clusters.executors.base import ExecutorError
 from clusters.executors.docker import DockerExecutor
-from clusters.executors.plain_errors import engine_silent, plain_cause, plain_error
+from clusters.executors.plain_errors import engine_silent, plain_cause
 from clusters.executors.texts import (
     CLOSED,
     DOCKER_SILENT,
@@ -98,7 +98,7 @@ def test_it_says_a_host_name_does_not_resolve():
     ],
 )  # fmt: skip
 def test_it_words_the_errors_it_knows_and_strips_object_reprs_from_others(error, words):
-    assert plain_error(error, timeout_s=5) == words
+    assert str(plain_cause(error, timeout_s=5)) == words
 
 
 @pytest.mark.parametrize(

@@ -255,7 +255,8 @@ def test_it_reports_an_out_of_memory_kill(executor, make_launch):
     hog = "python3 -c 'blocks = [bytearray(1024 * 1024) for _ in range(400)]'"
     status = wait_for_exit(executor, executor.start(make_launch(hog, memory_mb=100)))
     assert status.oom_killed
-    assert "out of memory" in status.diagnostics and "100 MB" in status.diagnostics
+    said = str(status.diagnostics)
+    assert "out of memory" in said and "100 MB" in said
 
 
 def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, tmp_path):

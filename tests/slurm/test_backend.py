@@ -370,13 +370,13 @@ def test_sbatchs_final_refusal_ends_the_job_and_a_passing_one_waits(slurm, job, 
 def test_slurms_final_reason_is_shown_in_chinese():
     from django.utils import translation
 
-    from web.error_text import translate_diagnostics
+    from clusters.slurm.texts import ASKS, CANNOT_RUN, REASONS
+    from web.templatetags.portal import diagnostics_text
 
+    asks = ASKS(tasks=1, gpus=5, cpus=1, memory_mb=100)
+    sentence = REASONS["BadConstraints"](partition="slt", asks=asks, nodes=3, gpus=12, cpus=6, memory_mb=12000)
+    reason = CANNOT_RUN(code="BadConstraints", sentence=sentence)
     with translation.override("zh-hans"):
-        shown = translate_diagnostics(
-            "Slurm cannot run the job (BadConstraints): no node of partition slt can ever hold the job's tasks as "
-            "asked (1 task(s): 5 GPU(s), 1 CPU(s), 100 MB); the partition has 3 node(s) with 12 GPU(s), 6 CPU(s), "
-            "12000 MB in all."
-        )
+        shown = diagnostics_text(reason.as_dict(), reason.text)
     assert shown.startswith("Slurm 无法运行此作业") and "BadConstraints" in shown, shown
     assert "分区 slt 的任何节点" in shown and "12 块 GPU" in shown, shown

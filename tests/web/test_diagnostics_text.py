@@ -1,49 +1,106 @@
 # ruff: noqa: RUF001  (Chinese text has its own punctuation)
-"""Exit diagnostics in the page's language (issue 36): the exit spec's words and the portal's own
-sentences (a stop, an out-of-memory kill, a vanished container); what an engine said stays."""
+"""Exit diagnostics in the page's language (issues 36, 45): rendered by their codes, the exit spec's
+reason by its exact text and the portal's own sentences by theirs; the phrase, what an engine said
+and the log's line stay as said; a row older than its codes shows its English."""
 
 import pytest
 from django.utils import translation
 
+from catalogue import Message
+from clusters.executors import texts as executor_texts
+from clusters.slurm import texts as slurm_texts
+from clusters.slurm.exits import status_after
+from jobs import texts as job_texts
+from jobs.protocol import texts as t
+from jobs.protocol.exitspec import classify
 from web.templatetags.portal import diagnostics_text
 
 
+def in_chinese(message: Message) -> str:
+    with translation.override("zh-hans"):
+        return diagnostics_text(message.as_dict(), message.text)
+
+
 @pytest.mark.parametrize(
-    ("english", "chinese"),
+    ("message", "chinese"),
     [
-        ("PAIRuntimeUserStop: stopped at the user's request.", "PAIRuntimeUserStop: 应用户请求而停止。"),
         (
-            "PAIRuntimeUserStop: stopped because jupyter was idle for 30 minutes.",
-            "PAIRuntimeUserStop: 因 jupyter 空闲 30 分钟而停止。",
+            t.EXITED(phrase="PAIRuntimeUserStop", said=job_texts.STOPPED_BY_USER()),
+            "PAIRuntimeUserStop: 应用户请求而停止。",
         ),
         (
-            "worker-0: killed: out of memory (the task's limit is 256 MB, memoryMB)",
+            t.EXITED(
+                phrase="PAIRuntimeUserStop",
+                said=job_texts.STOPPED_BECAUSE(why=job_texts.STOP_IDLE(app="jupyter", minutes="30")),
+            ),
+            "PAIRuntimeUserStop: 因jupyter 空闲 30 分钟而停止。",
+        ),
+        (
+            t.TASK(task="worker-0", diagnostics=executor_texts.OUT_OF_MEMORY(mb=256)),
             "worker-0: 因内存不足被终止（任务的上限为 256 MB，即 memoryMB）",
         ),
+        (executor_texts.CONTAINER_GONE(id="0123456789ab"), "任务的容器 0123456789ab 已不存在（在门户之外被删除）"),
         (
-            "the task's container 0123456789ab is gone (removed outside the portal)",
-            "任务的容器 0123456789ab 已不存在（在门户之外被删除）",
-        ),
-        (
-            "the node's Docker engine (tcp://10.0.0.2:2375) does not answer: Connection refused",
+            executor_texts.ENGINE_SILENT(url="tcp://10.0.0.2:2375", cause="Connection refused"),
             "节点的 Docker 引擎（tcp://10.0.0.2:2375）没有响应：Connection refused",
         ),
-        ("Slurm: the job reached its time limit", "Slurm：作业达到了时间上限"),
+        (slurm_texts.TIME_LIMIT(), "Slurm 在作业的时间上限（--time）处结束了它"),
     ],
 )
-def test_it_shows_the_portals_own_diagnostics_in_chinese(english, chinese):
-    with translation.override("zh-hans"):
-        assert diagnostics_text(english) == chinese
+def test_it_shows_the_portals_own_diagnostics_in_chinese(message, chinese):
+    assert in_chinese(message) == chinese
 
 
-def test_it_leaves_english_diagnostics_as_they_were(settings):
+def test_it_shows_the_exit_specs_reason_in_chinese_by_its_exact_text():
+    info = classify(7)  # an unknown user failure: the spec's reason, and the command's own code
+    shown = in_chinese(t.EXITED(phrase=info.phrase, said=info.reason))
+    assert shown.startswith("PAIRuntimeUnknownFailed: ") and "（命令的退出码为 7）" in shown, shown
+    assert info.reason.text not in shown
+
+
+def test_it_shows_a_slurm_jobs_end_in_chinese():
+    status = status_after("NODE_FAIL")
+    assert in_chinese(t.EXITED(phrase="PodNodeLost", said=status.diagnostics)) == "PodNodeLost: Slurm：一个节点出现故障"
+
+
+def test_it_leaves_english_diagnostics_as_they_were():
+    message = t.EXITED(phrase="PAIRuntimeUserStop", said=job_texts.STOPPED_BY_USER())
     with translation.override("en"):
-        assert diagnostics_text("PAIRuntimeUserStop: stopped at the user's request.") == (
+        shown = diagnostics_text(message.as_dict(), message.text)
+    assert shown == "PAIRuntimeUserStop: stopped at the user&#x27;s request."  # (HTML: its text escaped)
+
+
+def test_it_shows_a_row_older_than_its_codes_as_it_was_stored():
+    with translation.override("zh-hans"):
+        assert diagnostics_text({}, "PAIRuntimeUserStop: stopped at the user's request.") == (
             "PAIRuntimeUserStop: stopped at the user's request."
         )
 
 
 def test_it_marks_the_quoted_log_line_as_the_logs_own():
-    with translation.override("zh-hans"):
-        shown = diagnostics_text("UserCommandExitWithError: User command is invalid; the log says: bash: <not found>")
-    assert shown.endswith('<span translate="no">bash: &lt;not found&gt;</span>')
+    said = t.LOG_SAYS(said=t.SPEC_REASON(spec_reason="User command is invalid"), line="bash: <not found>")
+    shown = in_chinese(t.EXITED(phrase="UserCommandExitWithError", said=said))
+    assert shown.endswith('；日志中是：<span translate="no">bash: &lt;not found&gt;</span>'), shown
+
+
+def test_it_escapes_what_an_engine_said():
+    shown = in_chinese(t.EXITED(phrase="ContainerStartFailed", said=t.SAID(said="<b>no</b>")))
+    assert shown == "ContainerStartFailed: &lt;b&gt;no&lt;/b&gt;"
+
+
+@pytest.mark.django_db
+def test_the_job_page_and_the_admin_show_a_jobs_diagnostics_in_the_readers_language(
+    alice_client, admin_client, user, default_vc, settings
+):
+    from jobs import lifecycle
+    from jobs.protocol.dependencies import never_reason
+    from tests.factories import create_job
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    job = create_job(user, "yilai")
+    lifecycle.refuse(job, -1100, never_reason("afterok", "alice~prep", "FAILED"))
+    for page in (
+        alice_client.get("/jobs/alice~yilai/").content.decode(),
+        admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode(),
+    ):
+        assert "其依赖永远无法满足：作业 alice~prep 以 FAILED 结束" in page and "can never be met" not in page

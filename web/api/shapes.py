@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from django.db.models import BigIntegerField, Func, QuerySet
 from django.utils import timezone
 
-from jobs.models import Job, JobEvent, JobState, JobTag, Task
+from jobs.models import Job, JobEvent, JobState, JobTag, Task, TaskAttempt
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
 from scheduling.sharing import queue_place
@@ -205,6 +205,12 @@ def exit_runtime_message(job: Job, trigger: Task | None) -> dict[str, Any] | Non
     }
 
 
+def diagnostics_messages(row: Job | Task | TaskAttempt) -> list[dict[str, Any]] | None:
+    """Exit diagnostics as the API answers their message beside the English (`...Messages`): the
+    one message as stored ({"code", "params", "message"}); null when there is none (a row older than its codes)."""
+    return [row.exit_diagnostics_message] if row.exit_diagnostics_message else None
+
+
 def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
     trigger = _exit_trigger(tasks) if job.is_finished else None
     exit_spec = exit_spec_row(job.exit_code)
@@ -229,12 +235,14 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
         "appUserExitCode": job.user_exit_code,
         "appExitSpec": exit_spec,
         "appExitDiagnostics": job.exit_diagnostics or None,
+        "appExitDiagnosticsMessages": diagnostics_messages(job),
         "appExitMessages": {
             "container": None,
             "runtime": exit_runtime_message(job, trigger),
             "launcher": job.exit_diagnostics or None,
         },
         "appExitTriggerMessage": trigger.exit_diagnostics or None if trigger else None,
+        "appExitTriggerMessageMessages": diagnostics_messages(trigger) if trigger else None,
         "appExitTriggerTaskRoleName": trigger.role if trigger else None,
         "appExitTriggerTaskIndex": trigger.index if trigger else None,
         "appExitType": (exit_spec or {}).get("type"),
@@ -289,6 +297,7 @@ def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, 
         "containerUserExitCode": task.user_exit_code,
         "containerExitSpec": exit_spec_row(task.exit_code),
         "containerExitDiagnostics": task.exit_diagnostics or None,
+        "containerExitDiagnosticsMessages": diagnostics_messages(task),
         "createdTime": epoch_ms(task.started_at),
         "launchedTime": epoch_ms(task.started_at),
         "completedTime": epoch_ms(task.finished_at),

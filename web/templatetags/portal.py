@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -18,9 +17,8 @@ from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
-from jobs.protocol.exitspec import LOG_SAYS, spec_row
+from jobs.protocol.exitspec import spec_row
 from jobs.protocol.spec import NormalizedSpec
-from web.error_text import translate_diagnostics
 from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
@@ -139,22 +137,21 @@ def solutions_for(solutions: list[str], job: Any) -> list[str]:
     return [spec_text(step) for step in solutions or [] if not (job.is_finished and step == RETRY_SOLUTION)]
 
 
-COMMAND_EXIT = re.compile(r"\(the command exited with code (-?\d+)\)")
-
-
 @register.filter
-def diagnostics_text(text: str) -> str:
-    """Exit diagnostics with the exit spec's own words translated; what an engine said stays as it
-    said it, and the log line quoted after LOG_SAYS is marked as the log's (translate="no")."""
-    text, says, log_line = text.partition(LOG_SAYS)
-    for reason in sorted(EXIT_SPEC_TEXTS, key=len, reverse=True):
-        if reason in text:
-            text = text.replace(reason, gettext(reason))
-    text = COMMAND_EXIT.sub(lambda match: gettext("(the command exited with code %(code)s)") % {"code": match[1]}, text)
-    text = translate_diagnostics(text)
-    if not says:
-        return text
-    return format_html('{}{}<span translate="no">{}</span>', text, gettext("; the log says: "), log_line)
+def diagnostics_text(stored: Any, english: str = "") -> str:
+    """Exit diagnostics (their stored message) in the page's language, by their codes: the exit
+    spec's reason by its exact text, while the phrase, what an engine said and the log's line stay
+    as said (the log's marked translate="no"); a row older than its codes shows its `english`."""
+    message = message_of(stored)
+    return english if message is None else translated_html(message, _diagnostics_param)
+
+
+def _diagnostics_param(name: str, value: Any) -> str:
+    if name == "spec_reason":
+        return conditional_escape(spec_text(str(value)))
+    if name == "line":
+        return format_html('<span translate="no">{}</span>', value)
+    return conditional_escape(str(value))
 
 
 @register.filter

@@ -37,6 +37,7 @@ def attempt_task_status(request: Request, job: Job, attempt: TaskAttempt) -> dic
         "containerUserExitCode": attempt.user_exit_code,
         "containerExitSpec": shapes.exit_spec_row(attempt.exit_code),
         "containerExitDiagnostics": attempt.exit_diagnostics or None,
+        "containerExitDiagnosticsMessages": shapes.diagnostics_messages(attempt),
         "currentAttemptCreatedTime": shapes.epoch_ms(attempt.started_at),
         "currentAttemptLaunchedTime": shapes.epoch_ms(attempt.started_at),
         "currentAttemptCompletedTime": shapes.epoch_ms(attempt.finished_at),
