@@ -55,9 +55,6 @@ def with_preempted_note(said: list[dict[str, Any]], reason: Reason) -> Reason:
     return reason if reason[:1] == note else [*note, *reason]
 
 
-RUNNING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state")
-
-
 class Preempter:
     def __init__(self, terminator: Terminator, specs: quota.SpecCache, backends: Backends) -> None:
         self.terminator = terminator
@@ -67,8 +64,8 @@ class Preempter:
     def holders(self) -> dict[int, tuple[HeldRoom, ...]]:
         """The waiting jobs the room of a preemption is held for: those whose victims are ending
         (in their grace) or have ended (the room they freed, by job)."""
-        ending = Job.objects.filter(state=JobState.RUNNING, preempted_by__isnull=False)
-        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in ending.values_list("preempted_by_id", flat=True)}
+        ending = Job.objects.filter(state=JobState.RUNNING, ending_by__isnull=False)
+        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in ending.values_list("ending_by_id", flat=True)}
         for job_id, node, gpus, cpu, memory_mb in HeldRoomRow.objects.values_list(
             "job_id", "node__name", "gpus", "cpu", "memory_mb"
         ):
@@ -80,8 +77,8 @@ class Preempter:
         had this pass with no victim still ending (and none begun by `decide`): nothing more comes."""
         ending = set(
             Job.objects.filter(
-                state=JobState.RUNNING, preempted_by_id__in=holders - placed, stop_deadline__isnull=False
-            ).values_list("preempted_by_id", flat=True)
+                state=JobState.RUNNING, ending_by_id__in=holders - placed, ending_deadline__isnull=False
+            ).values_list("ending_by_id", flat=True)
         )
         waiting = set(Job.objects.filter(pk__in=ending, state=JobState.WAITING).values_list("pk", flat=True))
         HeldRoomRow.objects.exclude(job_id__in=waiting).delete()
@@ -113,8 +110,8 @@ class Preempter:
             victim = victims[victim_id]
             grace = grace_of(victim)
             with job_guard(victim_id, self.backends, "preempt it"):
-                reclaim = victim.borrowed_from_id is not None
-                if lifecycle.begin_preemption(victim_id, by, now + timedelta(seconds=grace), grace, reclaim=reclaim):
+                cause = Job.Ending.RECLAIM if victim.borrowed_from_id is not None else Job.Ending.PREEMPTION
+                if lifecycle.begin_ending(victim, cause, now + timedelta(seconds=grace), grace, by=by):
                     victim.refresh_from_db()
                     self.terminator.signal(victim, list(victim.tasks.select_related("node")))
         ending = [victims[key] for key in plan.victims + plan.awaiting if key in victims]
@@ -129,7 +126,7 @@ class Preempter:
         being ended already (preempted, or stopping: their room is coming free)."""
         lower = (
             Q(priority__lt=max(top.values()))
-            | Q(stop_deadline__isnull=False)
+            | Q(ending_deadline__isnull=False)
             | Q(state=JobState.STOPPING)
             | Q(borrowed_from__name__in=list(top))
         )
@@ -143,7 +140,7 @@ class Preempter:
                 "priority",
                 "launched_at",
                 "created_at",
-                "stop_deadline",
+                "ending_deadline",
                 "state",
                 "borrowed_from_id",
             )
@@ -189,7 +186,7 @@ class Preempter:
     def carry_out(self) -> bool:
         """Preempted jobs whose tasks have all ended, or whose grace is over: their tasks removed,
         the jobs back in the queue. True when any went back (their room is free)."""
-        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False, ending_at_time_limit=False))
+        jobs = list(Job.objects.filter(state=JobState.RUNNING, ending_cause__in=lifecycle.PREEMPTIONS))
         info = exit_info(ExitCode.PREEMPTED_FOR_CRITICAL_POD)
         now = timezone.now()
         changed = False
@@ -210,7 +207,7 @@ class Preempter:
 
     def _rooms_of(self, job: Job, tasks: list[Task]) -> list[HeldRoomRow]:
         """The room a preempted job's tasks hold, to keep for the job that preempted it."""
-        if job.preempted_by_id is None:
+        if job.ending_by_id is None:
             return []
         spec = self.specs.get_many([job.pk])[job.pk]
         rooms = []
@@ -220,7 +217,7 @@ class Preempter:
             res = quota.task_resources(spec, task.role)
             rooms.append(
                 HeldRoomRow(
-                    job_id=job.preempted_by_id,
+                    job_id=job.ending_by_id,
                     node_id=task.node_id,
                     gpus=[int(index) for index in task.gpus or []],
                     cpu=res.cpu,

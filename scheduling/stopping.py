@@ -74,7 +74,7 @@ class Stopper:
     def _stop_unstarted(self, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
         """Waiting jobs asked to stop, on the VCs no backend owns (a backend's waiting job may hold
         a unit there: the one-by-one path cancels it), in bulk batches."""
-        waiting = Job.objects.filter(execution_type=Job.ExecutionType.STOP, state=JobState.WAITING)
+        waiting = Job.objects.filter(ending_cause=Job.Ending.STOP, state=JobState.WAITING)
         if owned is not None:
             waiting = waiting.exclude(virtual_cluster__in=owned)
         changed = False
@@ -85,7 +85,7 @@ class Stopper:
             share = max(1, UNSTARTED_BATCH // len(owners))
             batch: dict[int, str] = {}
             for owner_id in owners:
-                rows = waiting.filter(owner_id=owner_id).order_by("pk").values_list("pk", "stop_reason")[:share]
+                rows = waiting.filter(owner_id=owner_id).order_by("pk").values_list("pk", "ending_reason")[:share]
                 batch.update(rows)
             reasons = {reason: self._diagnostics(reason) for reason in set(batch.values())}
             if not lifecycle.stop_unstarted(batch, self._info.code, reasons):
@@ -97,7 +97,7 @@ class Stopper:
     def _stop_each(self, backends: Backends, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
         """The jobs stopped one at a time (running, stopping in their grace, a backend's waiting
         ones), in turns between their owners, until the budget is spent (one at least)."""
-        asked = Q(execution_type=Job.ExecutionType.STOP) & (
+        asked = Q(ending_cause=Job.Ending.STOP) & (
             Q(state=JobState.RUNNING)
             | Q(state=JobState.WAITING, virtual_cluster__in=owned if owned is not None else [])
         )
@@ -130,15 +130,15 @@ class Stopper:
             # which signals every process of the step at once, comes after the grace.)
             if live(tasks):
                 now = timezone.now()
-                if job.stop_deadline is None and (grace := grace_of(job)):
-                    lifecycle.set_stop_deadline(job, now + timedelta(seconds=grace), grace)
-                    job.refresh_from_db(fields=["stop_deadline"])
-                if job.stop_deadline is not None:
+                if job.ending_deadline is None and (grace := grace_of(job)):
+                    lifecycle.begin_ending(job, Job.Ending.STOP, now + timedelta(seconds=grace), grace)
+                    job.refresh_from_db(fields=["ending_deadline"])
+                if job.ending_deadline is not None:
                     self.terminator.signal(job, tasks)
                     done, codes = self.terminator.over(job, tasks, now)
                     if not done:
                         return changed  # their grace goes on; looked at again next pass
             stop_job(job, backends, tasks=tasks)
-            lifecycle.finish_stopping(job, self._info.code, self._diagnostics(job.stop_reason), codes)
+            lifecycle.finish_stopping(job, self._info.code, self._diagnostics(job.ending_reason), codes)
             changed = True
         return changed

@@ -69,7 +69,7 @@ class Terminator:
                 running = True
             else:
                 codes[task.pk] = status.exit_code
-        done = not running or job.stop_deadline is None or now >= job.stop_deadline
+        done = not running or job.ending_deadline is None or now >= job.ending_deadline
         if done:
             self.signalled.discard((job.pk, job.job_attempt))
         return done, codes

@@ -33,13 +33,13 @@ def overdue(now: datetime) -> list[tuple[int, int]]:
     its time limit gave it."""
     rows = Job.objects.filter(
         state=JobState.RUNNING, time_limit_seconds__isnull=False, launched_at__isnull=False
-    ).values_list("pk", "launched_at", "time_limit_seconds", "stop_deadline", "ending_at_time_limit")
+    ).values_list("pk", "launched_at", "time_limit_seconds", "ending_cause")
     return [
         (pk, limit)
-        for pk, launched_at, limit, deadline, at_limit in rows
+        for pk, launched_at, limit, cause in rows
         if launched_at is not None
         and limit is not None
-        and (at_limit or deadline is None)  # (a preemption's grace: the preemption ends it)
+        and cause in ("", Job.Ending.TIME_LIMIT)  # (a Stop or a preemption under way ends it)
         and launched_at + timedelta(seconds=limit) <= now
     ]
 
@@ -58,13 +58,11 @@ def end_overdue_jobs(backends: Backends, now: datetime | None = None, terminator
             tasks = list(job.tasks.select_related("node"))
             codes: dict[int, int | None] = {}
             if live(tasks):
-                if job.stop_deadline is None and (grace := grace_of(job)):
-                    if not lifecycle.begin_time_limit_end(
-                        job, now + timedelta(seconds=grace), grace, duration_text(limit)
-                    ):
+                if job.ending_deadline is None and (grace := grace_of(job)):
+                    if not lifecycle.begin_ending(job, Job.Ending.TIME_LIMIT, now + timedelta(seconds=grace), grace):
                         continue  # a stop or a preemption began meanwhile: it ends the job
-                    job.refresh_from_db(fields=["stop_deadline", "ending_at_time_limit"])
-                if job.stop_deadline is not None:
+                    job.refresh_from_db(fields=["ending_deadline", "ending_cause"])
+                if job.ending_deadline is not None:
                     terminator.signal(job, tasks)
                     done, codes = terminator.over(job, tasks, now)
                     if not done:
