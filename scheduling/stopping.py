@@ -1,8 +1,9 @@
-"""Stop requests: a user's (or an admin's) stop is carried out here, before anything else of the
-pass ends or starts. The job goes STOPPING; its running tasks get SIGTERM and the job's grace
-period (scheduling.terminating: the deadline stored first), and once they have all ended or the
-deadline has passed, everything the job holds is removed and the job is STOPPED. Bounded by the
-grace (at most PAI_MAX_GRACE_SECONDS), and a restart in between loses neither stop nor deadline.
+"""Stop requests: a user's (or an admin's, or the portal's own) stop is carried out here, before
+anything else of the pass ends or starts. The job goes STOPPING, then takes the one graceful-end
+path with the cause `stop` (scheduling.terminating): its running tasks get SIGTERM and the job's
+grace period, the deadline stored first, and once they have all ended or the deadline has passed,
+everything the job holds is removed and the job is STOPPED. Bounded by the grace (at most
+PAI_MAX_GRACE_SECONDS), and a restart in between loses neither stop nor deadline.
 
 A pass does a bounded share of the work, as placing's launch budget does: STOP_BUDGET_S, split
 between the users whose jobs are stopping (one job each in turn), the jobs it looked at least
@@ -18,7 +19,6 @@ import itertools
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import timedelta
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -26,11 +26,9 @@ from django.utils import timezone
 from clusters.models import VirtualCluster
 from jobs import lifecycle
 from jobs.models import Job, JobState
-from jobs.protocol.exitspec import classify
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
-from scheduling.teardown import stop_job
-from scheduling.terminating import Terminator, grace_of, live
+from scheduling.terminating import STOPPED, Terminator, stop_diagnostics
 
 # A pass stops stopping after this long (having done at least one bulk batch and one job) and
 # leaves the rest to the next pass, so that exits, starts and placement are never stuck behind a
@@ -57,7 +55,6 @@ class Stopper:
         self.terminator = terminator or Terminator()
         self._passes = 0
         self._looked_at: dict[int, int] = {}
-        self._info = classify(None, stopped=True)
 
     def carry_out(self, backends: Backends) -> bool:
         """True when a job began or finished stopping (its room is freed, or about to be)."""
@@ -66,10 +63,6 @@ class Stopper:
         owned = backends.owned_vcs()
         changed = self._stop_unstarted(owned, deadline)
         return self._stop_each(backends, owned, deadline) or changed
-
-    def _diagnostics(self, stop_reason: str) -> str:
-        why = f"stopped because {stop_reason}." if stop_reason else "stopped at the user's request."
-        return f"{self._info.phrase}: {why}"
 
     def _stop_unstarted(self, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
         """Waiting jobs asked to stop, on the VCs no backend owns (a backend's waiting job may hold
@@ -87,8 +80,8 @@ class Stopper:
             for owner_id in owners:
                 rows = waiting.filter(owner_id=owner_id).order_by("pk").values_list("pk", "ending_reason")[:share]
                 batch.update(rows)
-            reasons = {reason: self._diagnostics(reason) for reason in set(batch.values())}
-            if not lifecycle.stop_unstarted(batch, self._info.code, reasons):
+            reasons = {reason: stop_diagnostics(reason) for reason in set(batch.values())}
+            if not lifecycle.stop_unstarted(batch, STOPPED.code, reasons):
                 return changed  # (claimed meanwhile: the one-by-one path has them)
             changed = True
             if time.monotonic() > deadline:
@@ -114,8 +107,8 @@ class Stopper:
         return changed
 
     def _stop_one(self, job: Job, backends: Backends) -> bool:
-        """One job's step: STOPPING, SIGTERM and its grace, then everything it holds removed and
-        STOPPED. True when it began or finished stopping."""
+        """One job's step: STOPPING, then the graceful end (scheduling.terminating) till STOPPED.
+        True when it began or finished stopping."""
         changed = False
         # (A stop that fails is logged and tried again next pass; the other jobs' go on.)
         with job_guard(job.pk, backends, "stop it"):
@@ -124,21 +117,7 @@ class Stopper:
                     return False  # it finished meanwhile
                 job.state = JobState.STOPPING
                 changed = True
-            tasks = list(job.tasks.select_related("node"))
-            codes: dict[int, int | None] = {}
             # (On a Slurm VC too: the SIGTERM goes through each task's wrapper, and Slurm's scancel,
             # which signals every process of the step at once, comes after the grace.)
-            if live(tasks):
-                now = timezone.now()
-                if job.ending_deadline is None and (grace := grace_of(job)):
-                    lifecycle.begin_ending(job, Job.Ending.STOP, now + timedelta(seconds=grace), grace)
-                    job.refresh_from_db(fields=["ending_deadline"])
-                if job.ending_deadline is not None:
-                    self.terminator.signal(job, tasks)
-                    done, codes = self.terminator.over(job, tasks, now)
-                    if not done:
-                        return changed  # their grace goes on; looked at again next pass
-            stop_job(job, backends, tasks=tasks)
-            lifecycle.finish_stopping(job, self._info.code, self._diagnostics(job.ending_reason), codes)
-            changed = True
+            changed |= self.terminator.end(job, Job.Ending.STOP, backends, timezone.now())
         return changed
