@@ -64,7 +64,7 @@ class JobAdmin(admin.ModelAdmin):
         "owner",
         "state",
         "virtual_cluster",
-        "execution_type",
+        "ending_cause",
         "job_attempt",
         "retries_used",
         "exit_code",
