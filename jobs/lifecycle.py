@@ -526,7 +526,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: dict[str, 
     """Many WAITING jobs asked to stop, STOPPED together: they never started (or wait again, their
     last attempt's tasks gone), so nothing needs a signal or removing. begin_stopping and
     finish_stopping for all their rows in one transaction, their tasks with them. `jobs`: id ->
-    its stop_reason; `diagnostics`: stop_reason -> the job's exit diagnostics. Returns the ids
+    its ending_reason; `diagnostics`: ending_reason -> the job's exit diagnostics. Returns the ids
     stopped (a job claimed meanwhile is not)."""
     begin_from, stopping = JOB_TRANSITIONS["begin_stopping"]
     _, stopped = JOB_TRANSITIONS["finish_stopping"]
