@@ -199,7 +199,7 @@ def in_build() -> dict[str, bool]:
     return {
         "fair share": "queue_policy" in vc_fields,
         "classes": True,  # (extras.hivedScheduler.jobPriorityClass orders a VC's queue since issue 30's start)
-        "preemption": "preempted_by" in job_fields,
+        "preemption": bool({"preempted_by", "ending_by"} & job_fields),
         "borrowing": "lends_idle_quota" in vc_fields,
     }
 
@@ -591,7 +591,8 @@ class Simulation:
             from jobs.models import Job
 
             now = self.clock.sim()
-            victims = Job.objects.filter(preempted_by__isnull=False).values_list("pk", "job_attempt", "preempted_by_id")
+            by = "ending_by" if hasattr(Job, "ending_by") else "preempted_by"  # (its name before issue 45)
+            victims = Job.objects.filter(**{f"{by}__isnull": False}).values_list("pk", "job_attempt", f"{by}_id")
             for victim in victims:
                 if victim not in self.victims_seen:
                     self.victims_seen.add(victim)
@@ -605,7 +606,8 @@ class Simulation:
 
         from jobs.models import Job, JobState
 
-        deadline = Job.objects.filter(state=JobState.RUNNING).aggregate(first=Min("stop_deadline"))["first"]
+        column = "ending_deadline" if hasattr(Job, "ending_deadline") else "stop_deadline"  # (before issue 45)
+        deadline = Job.objects.filter(state=JobState.RUNNING).aggregate(first=Min(column))["first"]
         return deadline.timestamp() - self.clock.origin if deadline is not None else None
 
     @property

@@ -64,14 +64,14 @@ class JobAdmin(admin.ModelAdmin):
         "owner",
         "state",
         "virtual_cluster",
-        "execution_type",
+        "ending_cause",
         "job_attempt",
         "retries_used",
         "exit_code",
         "created_at",
         "completed_at",
     )
-    list_filter = ("state", "virtual_cluster", "execution_type", "protocol_version", "created_at")
+    list_filter = ("state", "virtual_cluster", "ending_cause", "protocol_version", "created_at")
     search_fields = ("name", "owner__username")
     list_select_related = ("owner", "virtual_cluster")
     date_hierarchy = "created_at"
@@ -87,7 +87,7 @@ class JobAdmin(admin.ModelAdmin):
         "pending_reason_messages",
         "exit_diagnostics",
         "exit_diagnostics_message",
-        "stop_reason_message",
+        "ending_reason_message",
         "ssh_public_key",
     )
     readonly_fields = (
@@ -212,18 +212,17 @@ label(
         "owner": _("Owner"),
         "name": _("Name"),
         "state": _("State"),
-        "execution_type": _("Execution type"),
         "virtual_cluster": _("Virtual cluster"),
         "protocol_version": _("Protocol version"),
         "priority": _("Priority"),
         "priority_class": _("Priority class"),
-        "stop_deadline": _("Stop deadline"),
-        "stop_reason": _("Why the portal stopped it"),
+        "ending_cause": _("Ending cause"),
+        "ending_by": _("Preempted or reclaimed by"),
+        "ending_reason": _("Why the portal stopped it"),
+        "ending_deadline": _("Ending deadline"),
         "files_removed_at": _("Logs and work folders removed at"),
-        "preempted_by": _("Preempted by"),
         "preemptions": _("Preemptions"),
         "borrowed_from": _("On the idle quota of"),
-        "ending_at_time_limit": _("Ending at its time limit"),
         "time_limit_seconds": _("Time limit (seconds)"),
         "gpu_count": _("GPUs"),
         "job_attempt": _("Job attempt"),

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from django.db import connections, transaction
-from django.db.models import F, Field, QuerySet, Value
+from django.db.models import F, Field, Q, QuerySet, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -39,17 +39,28 @@ from jobs.models import (
     stored_diagnostics,
 )
 from jobs.protocol.texts import EXITED, TASK
+from jobs.protocol.timelimit import duration_text
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
 if TYPE_CHECKING:
     from clusters.models import VirtualCluster
 
 NO_REASON = pending_reason_fields([])  # a job that waits no longer
+# A job's ending record (Job.ending_*): none (a new attempt's), and done (its cause kept: why it ended).
+NOT_ENDING: dict[str, Any] = {
+    "ending_cause": "",
+    "ending_by": None,
+    "ending_reason": "",
+    "ending_reason_message": {},
+    "ending_deadline": None,
+}
+ENDED: dict[str, Any] = {"ending_by": None, "ending_reason": "", "ending_reason_message": {}, "ending_deadline": None}
+PREEMPTIONS = (Job.Ending.PREEMPTION, Job.Ending.RECLAIM)
 
 
-def stop_reason_fields(reason: Message | None) -> dict[str, Any]:
+def ending_reason_fields(reason: Message | None) -> dict[str, Any]:
     """Why the portal itself asks a job to stop (None: a user's Stop, or none), in English and as its message."""
-    return {"stop_reason": reason.text if reason else "", "stop_reason_message": reason.as_dict() if reason else {}}
+    return {"ending_reason": reason.text if reason else "", "ending_reason_message": reason.as_dict() if reason else {}}
 
 
 @dataclass(frozen=True)
@@ -104,9 +115,9 @@ def event(job_id: int, kind: str, message: Message) -> None:
     event_row(job_id, kind, message).save()
 
 
-def _move_job(job_id: int, transition: str, extra_filter: dict[str, Any] | None = None, **fields: Any) -> bool:
+def _move_job(job_id: int, transition: str, extra_filter: Q | None = None, **fields: Any) -> bool:
     from_states, to_state = JOB_TRANSITIONS[transition]
-    rows = Job.objects.filter(pk=job_id, state__in=from_states, **(extra_filter or {}))
+    rows = Job.objects.filter(extra_filter or Q(), pk=job_id, state__in=from_states)
     return rows.update(state=to_state, updated_at=timezone.now(), **fields) == 1
 
 
@@ -185,13 +196,11 @@ def claim_for_launch(
         claimed = _move_job(
             job.pk,
             "claim_for_launch",
-            {"execution_type": Job.ExecutionType.START},
+            ~Q(ending_cause=Job.Ending.STOP),
             job_attempt=F("job_attempt") + 1,
             launched_at=timezone.now(),
             **NO_REASON,
-            stop_deadline=None,  # (a job that ended while being preempted, restarted: not ending now)
-            preempted_by=None,
-            ending_at_time_limit=False,
+            **NOT_ENDING,  # (a job that ended while being preempted, restarted: not ending now)
             borrowed_from=borrowed_from,
         )
         if not claimed:
@@ -379,54 +388,47 @@ def stop_tasks(
     )
 
 
-# ---- ending gracefully: a stop or a preemption -------------------------------------------------
+# ---- ending gracefully: a stop, a time limit, a preemption or a reclaim (scheduling.terminating) ----
 
 
-def set_stop_deadline(job: Job, deadline: datetime, grace_s: int) -> bool:
-    """A stopping job's tasks get SIGTERM; they are killed at `deadline`. Stored before the signal
-    is sent, so a scheduler restarted in the grace period keeps the deadline (and the stop)."""
-    with transaction.atomic():
-        marked = (
-            Job.objects.filter(pk=job.pk, state=JobState.STOPPING, stop_deadline__isnull=True).update(
-                stop_deadline=deadline, updated_at=timezone.now()
-            )
-            == 1
+def begin_ending(job: Job, cause: str, deadline: datetime, grace_s: int, *, by: Job | None = None) -> bool:
+    """A job's graceful end begins: its record (cause, by whom, `deadline`) is stored before its
+    tasks get SIGTERM, so a scheduler restarted in the grace period keeps the end and its deadline.
+    A Stop's job is STOPPING (lifecycle.begin_stopping, its cause set when it was asked); any other
+    end takes a RUNNING job no end has begun on, which stays RUNNING, holding its room, until its
+    tasks are gone. `by`: the job that preempts it (or reclaims its quota). False when the job is
+    not there to end (another end began first, or it finished)."""
+    if cause == Job.Ending.STOP:
+        rows = Job.objects.filter(pk=job.pk, state=JobState.STOPPING, ending_cause=cause, ending_deadline__isnull=True)
+        fields: dict[str, Any] = {}
+    else:
+        rows = Job.objects.filter(
+            pk=job.pk, state=JobState.RUNNING, ending_cause__in=["", cause], ending_deadline__isnull=True
         )
+        fields = {"ending_cause": cause, "ending_by": by}
+    with transaction.atomic():
+        marked = rows.update(ending_deadline=deadline, updated_at=timezone.now(), **fields) == 1
         if marked:
-            event(
-                job.pk,
-                "stopping",
-                texts.STOPPING(grace=grace_s),
-            )
+            _ending_began(job, cause, grace_s, by)
     return marked
 
 
-def begin_preemption(victim_id: int, by: Job, deadline: datetime, grace_s: int, *, reclaim: bool = False) -> bool:
-    """A running job is to give its room to `by`: its tasks get SIGTERM, and are killed at
-    `deadline`. Stored first (the job stays RUNNING, holding its room, until they are gone).
-    `reclaim`: it runs on `by`'s VC's quota borrowed, which that VC takes back."""
-    with transaction.atomic():
-        marked = (
-            Job.objects.filter(
-                pk=victim_id, state=JobState.RUNNING, preempted_by__isnull=True, stop_deadline__isnull=True
-            ).update(preempted_by=by, stop_deadline=deadline, updated_at=timezone.now())
-            == 1
+def _ending_began(job: Job, cause: str, grace_s: int, by: Job | None) -> None:
+    if cause == Job.Ending.STOP:
+        event(job.pk, "stopping", texts.STOPPING(grace=grace_s))
+    elif cause == Job.Ending.TIME_LIMIT:
+        limit = duration_text(cast(int, job.time_limit_seconds))
+        event(job.pk, "time-limit-grace", texts.TIME_LIMIT_GRACE(limit=limit, grace=grace_s))
+    else:
+        assert by is not None
+        preempted = texts.PREEMPTED_RECLAIM if cause == Job.Ending.RECLAIM else texts.PREEMPTED
+        event(job.pk, "preempted", preempted(job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s))
+        notifications.job_changed(
+            job.pk,
+            "preempted",
+            f"It was preempted by job {by.full_name} of VC {by.virtual_cluster.name}: its tasks got SIGTERM and "
+            f"{grace_s} s to save their work; then it waits to run again (not charged to its retries).",
         )
-        if marked:
-            event(
-                victim_id,
-                "preempted",
-                (texts.PREEMPTED_RECLAIM if reclaim else texts.PREEMPTED)(
-                    job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s
-                ),
-            )
-            notifications.job_changed(
-                victim_id,
-                "preempted",
-                f"It was preempted by job {by.full_name} of VC {by.virtual_cluster.name}: its tasks got SIGTERM and "
-                f"{grace_s} s to save their work; then it waits to run again (not charged to its retries).",
-            )
-    return marked
 
 
 def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[int, int | None]) -> bool:
@@ -434,8 +436,8 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
     preemption's code, and the job waits to run again free of charge (neither jobRetryCount nor
     the transient retries count it)."""
     by = (
-        Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.preempted_by_id).first()
-        if job.preempted_by_id is not None
+        Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.ending_by_id).first()
+        if job.ending_by_id is not None
         else None
     )
     who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
@@ -446,10 +448,9 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         requeued = _move_job(
             job.pk,
             "requeue_preempted",
-            extra_filter={"stop_deadline__isnull": False},
+            extra_filter=Q(ending_cause__in=PREEMPTIONS),
             preemptions=F("preemptions") + 1,
-            preempted_by=None,
-            stop_deadline=None,
+            **NOT_ENDING,
             **pending_reason_fields([note, RUN_AGAIN()]),
             launched_at=None,
             borrowed_from=None,
@@ -503,7 +504,12 @@ def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | 
         updated = (
             Job.objects.filter(pk=job.pk)
             .exclude(state__in=FINISHED_JOB_STATES)
-            .update(execution_type=Job.ExecutionType.STOP, **stop_reason_fields(stop_reason), updated_at=timezone.now())
+            .update(
+                ending_cause=Job.Ending.STOP,
+                ending_by=None,
+                **ending_reason_fields(stop_reason),
+                updated_at=timezone.now(),
+            )
         )
         if not updated:
             raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
@@ -518,7 +524,7 @@ def request_stops(jobs: QuerySet[Job], by_name: str) -> int:
     with transaction.atomic():
         _event_for_each(asked, "stop-requested", texts.STOP_REQUESTED(user=by_name))
         return asked.update(
-            execution_type=Job.ExecutionType.STOP, **stop_reason_fields(None), updated_at=timezone.now()
+            ending_cause=Job.Ending.STOP, ending_by=None, **ending_reason_fields(None), updated_at=timezone.now()
         )
 
 
@@ -550,7 +556,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: Mapping[st
     """Many WAITING jobs asked to stop, STOPPED together: they never started (or wait again, their
     last attempt's tasks gone), so nothing needs a signal or removing. begin_stopping and
     finish_stopping for all their rows in one transaction, their tasks with them. `jobs`: id ->
-    its stop_reason; `diagnostics`: stop_reason -> the job's exit diagnostics. Returns the ids
+    its ending_reason; `diagnostics`: ending_reason -> the job's exit diagnostics. Returns the ids
     stopped (a job claimed meanwhile is not)."""
     begin_from, stopping = JOB_TRANSITIONS["begin_stopping"]
     _, stopped = JOB_TRANSITIONS["finish_stopping"]
@@ -577,10 +583,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: Mapping[st
                 completed_at=now,
                 updated_at=now,
                 **NO_REASON,
-                stop_deadline=None,
-                **stop_reason_fields(None),
-                preempted_by=None,
-                ending_at_time_limit=False,
+                **ENDED,
             )
         _event_for_each(Job.objects.filter(pk__in=moved), "stopped", texts.ALL_STOPPED())
         notifications.jobs_ended(moved)  # (in the change's transaction: see jobs.notifications)
@@ -601,10 +604,7 @@ def finish_stopping(
             **exit_diagnostics_fields(diagnostics),
             completed_at=timezone.now(),
             **NO_REASON,
-            stop_deadline=None,
-            **stop_reason_fields(None),
-            preempted_by=None,
-            ending_at_time_limit=False,
+            **ENDED,
         )
         if stopped:
             event(job.pk, "stopped", texts.ALL_STOPPED())
@@ -677,42 +677,25 @@ def refuse(job: Job, exit_code: int, reason: Message) -> bool:
     return done
 
 
-def begin_time_limit_end(job: Job, deadline: datetime, grace_s: int, limit_text: str) -> bool:
-    """A running job reached its time limit: its tasks get SIGTERM and are killed at `deadline`
-    (as a Stop's); stored first. False when it is being ended already (a stop, a preemption)."""
-    with transaction.atomic():
-        marked = (
-            Job.objects.filter(pk=job.pk, state=JobState.RUNNING, stop_deadline__isnull=True).update(
-                stop_deadline=deadline, ending_at_time_limit=True, updated_at=timezone.now()
-            )
-            == 1
-        )
-        if marked:
-            event(
-                job.pk,
-                "time-limit-grace",
-                texts.TIME_LIMIT_GRACE(limit=limit_text, grace=grace_s),
-            )
-    return marked
-
-
 def end_at_time_limit(
     job: Job, exit_code: int, phrase: str, limit_text: str, user_codes: dict[int, int | None] | None = None
 ) -> bool:
     """RUNNING -> FAILED (the `fail` transition) because the job reached its time limit: every
     task still running is stopped with exit_code (-1230, `phrase`), which is also the job's; each
-    attempt keeps what its own process exited with in its grace, where seen (`user_codes`)."""
+    attempt keeps what its own process exited with in its grace, where seen (`user_codes`). Not
+    once a Stop was asked meanwhile: the stop ends it."""
     with transaction.atomic():
         stop_tasks(job, exit_code, user_codes=user_codes)
         done = _move_job(
             job.pk,
             "fail",
+            Q(ending_cause__in=["", Job.Ending.TIME_LIMIT]),
             exit_code=exit_code,
             user_exit_code=None,
             **exit_diagnostics_fields(EXITED(phrase=phrase, said=texts.REACHED_TIME_LIMIT(limit=limit_text))),
             completed_at=timezone.now(),
-            stop_deadline=None,
-            ending_at_time_limit=False,
+            ending_cause=Job.Ending.TIME_LIMIT,
+            **ENDED,
         )
         if done:
             event(
@@ -752,7 +735,6 @@ def restart(job: Job, by_name: str) -> None:
         restarted = _move_job(
             job.pk,
             "restart",
-            execution_type=Job.ExecutionType.START,
             retries_used=0,
             transient_retries=0,
             **NO_REASON,
@@ -761,11 +743,8 @@ def restart(job: Job, by_name: str) -> None:
             **exit_diagnostics_fields(None),
             launched_at=None,  # a clean waiting job: the previous run's times are in its TaskAttempts
             completed_at=None,
-            stop_deadline=None,
-            **stop_reason_fields(None),
+            **NOT_ENDING,
             files_removed_at=None,  # (the next run writes new ones)
-            preempted_by=None,
-            ending_at_time_limit=False,
             # (its dependencies and its sweep's cap are judged again)
             held=job.dependencies.exists() or (job.sweep is not None and job.sweep.max_concurrent is not None),
         )

@@ -60,14 +60,22 @@ def stored_diagnostics(row: Any) -> Message | None:
 
 class Job(models.Model):
     class ExecutionType(models.TextChoices):
+        """OpenPAI's executionType, the API's words for a Stop asked (derived: `execution_type`)."""
+
         START = "START", _("Start")
         STOP = "STOP", _("Stop")
+
+    class Ending(models.TextChoices):
+        """Why a job is ended gracefully (scheduling.terminating, the one path all four take)."""
+
+        STOP = "stop", _("Stop")
+        TIME_LIMIT = "time_limit", _("Time limit")
+        PREEMPTION = "preemption", _("Preemption")
+        RECLAIM = "reclaim", _("Reclaim")
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="jobs")
     name = models.CharField(max_length=255)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.WAITING)
-    # What the user asked for last (STOP from the Stop button / executionType API).
-    execution_type = models.CharField(max_length=8, choices=ExecutionType.choices, default=ExecutionType.START)
     virtual_cluster = models.ForeignKey("clusters.VirtualCluster", on_delete=models.PROTECT, related_name="jobs")
     protocol_version = models.PositiveSmallIntegerField(default=2)
     # The submitted text, verbatim. Never rendered raw: every output masks its secrets first.
@@ -80,23 +88,21 @@ class Job(models.Model):
     # The HiveD class the job runs as (jobs.protocol.priority): what it asked for, else its VC's
     # default; `priority` is its number. Editable while the job waits.
     priority_class = models.CharField(max_length=8, default="test")
-    # A graceful end under way (a Stop, or a preemption): its tasks had SIGTERM, and are killed at
-    # this time. Stored before the signal is sent, so a restarted scheduler keeps the deadline.
-    stop_deadline = models.DateTimeField(null=True, blank=True)
+    # Its ending, one record (scheduling.terminating): why it is being ended gracefully, or its
+    # attempt was (a Stop: asked, under way or done; a time limit: in its grace or ended; a
+    # preemption or a reclaim: in its grace, cleared when it waits again); "" when none.
+    ending_cause = models.CharField(max_length=16, choices=Ending.choices, blank=True, default="")
+    # By whom: the job that preempts it, or reclaims its borrowed quota, while it does.
+    ending_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="ending")
     # Why the portal itself asked this job to stop (an idle app, an alert), in English and as its
     # message (code and parameters): the end's diagnostics say it.
-    stop_reason = models.CharField(max_length=200, blank=True, default="")
-    stop_reason_message = models.JSONField(default=dict, blank=True)
+    ending_reason = models.CharField(max_length=200, blank=True, default="")
+    ending_reason_message = models.JSONField(default=dict, blank=True)
+    # While it ends: its tasks had SIGTERM and are killed at this time. Stored before the signal is
+    # sent, so a restarted scheduler keeps the deadline.
+    ending_deadline = models.DateTimeField(null=True, blank=True)
     # When its logs and work folders were removed, PAI_RETENTION_DAYS after it ended (scheduling.retention).
     files_removed_at = models.DateTimeField(null=True, blank=True)
-    # Set while a preemption ends this job (it goes back to WAITING, free of charge); the job that
-    # needs its room.
-    preempted_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="preempting"
-    )
-    # Set while the job's tasks are in their grace period because it reached its time limit (its
-    # stop_deadline is when they are killed; then it ends FAILED, -1230): not a preemption.
-    ending_at_time_limit = models.BooleanField(default=False)
     # Attempts ended by a preemption (the next attempt is told: PAI_JOB_RESUMED).
     preemptions = models.PositiveIntegerField(default=0)
     # Set while it runs on another VC's idle quota (README "Borrowing and reclaim"): the VC that
@@ -172,6 +178,15 @@ class Job(models.Model):
     def public_url(self) -> str:
         """Its page as users reach the portal (PAI_PUBLIC_URL), for what leaves a request."""
         return public_url(self.get_absolute_url())
+
+    @property
+    def execution_type(self) -> str:
+        return Job.execution_type_of(self.ending_cause)
+
+    @staticmethod
+    def execution_type_of(ending_cause: str) -> str:
+        """OpenPAI's executionType: STOP once a Stop is asked (until it starts again), else START."""
+        return Job.ExecutionType.STOP if ending_cause == Job.Ending.STOP else Job.ExecutionType.START
 
     @property
     def is_finished(self) -> bool:

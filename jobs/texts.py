@@ -117,7 +117,7 @@ FILES_REMOVED = Text("event.files_removed", "Its logs and work folders were remo
 
 STOPPED_BY_USER = Text("exit.stopped_by_user", "stopped at the user's request.")
 STOPPED_BECAUSE = Text("exit.stopped_because", "stopped because %(why)s.")
-STOP_IDLE = Text("exit.stop.idle", "%(app)s was idle for %(minutes)s minutes")  # Job.stop_reason_message
+STOP_IDLE = Text("exit.stop.idle", "%(app)s was idle for %(minutes)s minutes")  # Job.ending_reason_message
 STOP_ALERT = Text("exit.stop.alert", "alert rule %(rule)s fired")
 PREEMPTED_BY_JOB = Text("exit.preempted_by", "preempted by job %(job)s of VC %(vc)s")
 PREEMPTED_BY_HIGHER = Text("exit.preempted_by_higher", "preempted by a job of a higher class")

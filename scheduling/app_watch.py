@@ -78,7 +78,8 @@ def watch_apps(probe: Callable[[InteractiveApp, Target], Probe] = probe_app) -> 
         ready_at=None, last_activity_at=None, idle_warned_at=None
     )
     apps = list(
-        InteractiveApp.objects.filter(job__state=JobState.RUNNING, job__execution_type=Job.ExecutionType.START)
+        InteractiveApp.objects.filter(job__state=JobState.RUNNING)
+        .exclude(job__ending_cause=Job.Ending.STOP)
         .select_related("job")
         .order_by("id")
     )

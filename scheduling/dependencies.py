@@ -28,9 +28,9 @@ def judge_held_jobs() -> bool:
     """One pass over the held jobs. True when one was let go or ended (placement looks again)."""
     # (A held job asked to stop waits for nothing: the stop phase ends it.)
     held = list(
-        Job.objects.filter(held=True, state=JobState.WAITING, execution_type=Job.ExecutionType.START).values_list(
-            *HELD_COLUMNS
-        )
+        Job.objects.filter(held=True, state=JobState.WAITING)
+        .exclude(ending_cause=Job.Ending.STOP)
+        .values_list(*HELD_COLUMNS)
     )
     if not held:
         return False

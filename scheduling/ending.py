@@ -38,7 +38,7 @@ log = logging.getLogger("pai.scheduler")
 # What a job's progress changes (re-read before deciding its outcome).
 JOB_PROGRESS_FIELDS = (
     "state",
-    "execution_type",
+    "ending_cause",
     "job_attempt",
     "retries_used",
     "transient_retries",
@@ -199,7 +199,7 @@ def run(
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
     running = list(
         Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
-        .filter(job__stop_deadline__isnull=True)  # (a preempted job's tasks end in scheduling.preempting)
+        .filter(job__ending_deadline__isnull=True)  # (a preempted job's tasks end in scheduling.preempting)
         .exclude(executor_id="")
         .values_list("pk", "executor_id", "ip", "node_id")
     )

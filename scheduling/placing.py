@@ -82,7 +82,7 @@ class Placer:
         if self._unlaunched:
             self._launch_within_budget()
             return True
-        queue = Job.objects.filter(state=JobState.WAITING, execution_type=Job.ExecutionType.START, held=False)
+        queue = Job.objects.filter(state=JobState.WAITING, held=False).exclude(ending_cause=Job.Ending.STOP)
         owned = self.backends.owned_vcs()
         if owned is not None:
             queue = queue.exclude(virtual_cluster__in=owned)

@@ -1,9 +1,11 @@
-"""Preemption inside a virtual cluster: placement's waiting jobs that a lower class's running jobs
-keep out (clusters.preemption decides which, pure), and the preempted jobs' ends.
+"""Preemption inside a virtual cluster, and reclaim of a VC's quota lent to another's jobs:
+placement's waiting jobs that a lower class's running jobs, or the borrowers of their VC's quota,
+keep out (clusters.preemption decides which, pure), and the preempted jobs' ends. Both take the one
+graceful-end path (scheduling.terminating) with the cause `preemption` or `reclaim`.
 
-`decide` runs in the placing phase, right after placement: for each chosen victim the deadline is
-stored and its preemptor named (lifecycle.begin_preemption), then its tasks get SIGTERM. The victim
-stays RUNNING, holding its room, through its grace period; the waiting job says whom it preempts.
+`decide` runs in the placing phase, right after placement: for each chosen victim the end begins
+(its ending record stored, its preemptor named), then its tasks get SIGTERM. The victim stays
+RUNNING, holding its room, through its grace period; the waiting job says whom it preempts.
 `carry_out` runs early in each pass: a preempted job whose tasks have all ended, or whose deadline
 has passed, has everything removed and goes back to WAITING free of charge
 (lifecycle.requeue_preempted: its attempt ends with the exit spec's -1003), which frees the room
@@ -20,10 +22,8 @@ unstarted tasks never start; its ended ones are ended here only, not by the endi
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -34,13 +34,11 @@ from clusters.preemption import Holding, Preemption, RunningJob, plan_preemption
 from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, PREEMPTING, RECLAIMING
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
-from jobs.protocol.exitspec import ExitCode, exit_info
 from scheduling import quota
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.models import HeldRoom as HeldRoomRow
-from scheduling.teardown import stop_job
-from scheduling.terminating import Terminator, grace_of
+from scheduling.terminating import Terminator
 
 # How lifecycle.requeue_preempted's waiting reason begins.
 PREEMPTED = frozenset({PREEMPTED_BY.code, PREEMPTED_BY_HIGHER.code})
@@ -55,9 +53,6 @@ def with_preempted_note(said: list[dict[str, Any]], reason: Reason) -> Reason:
     return reason if reason[:1] == note else [*note, *reason]
 
 
-RUNNING_COLUMNS = ("pk", "virtual_cluster__name", "priority", "launched_at", "created_at", "stop_deadline", "state")
-
-
 class Preempter:
     def __init__(self, terminator: Terminator, specs: quota.SpecCache, backends: Backends) -> None:
         self.terminator = terminator
@@ -67,8 +62,8 @@ class Preempter:
     def holders(self) -> dict[int, tuple[HeldRoom, ...]]:
         """The waiting jobs the room of a preemption is held for: those whose victims are ending
         (in their grace) or have ended (the room they freed, by job)."""
-        ending = Job.objects.filter(state=JobState.RUNNING, preempted_by__isnull=False)
-        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in ending.values_list("preempted_by_id", flat=True)}
+        ending = Job.objects.filter(state=JobState.RUNNING, ending_by__isnull=False)
+        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in ending.values_list("ending_by_id", flat=True)}
         for job_id, node, gpus, cpu, memory_mb in HeldRoomRow.objects.values_list(
             "job_id", "node__name", "gpus", "cpu", "memory_mb"
         ):
@@ -80,8 +75,8 @@ class Preempter:
         had this pass with no victim still ending (and none begun by `decide`): nothing more comes."""
         ending = set(
             Job.objects.filter(
-                state=JobState.RUNNING, preempted_by_id__in=holders - placed, stop_deadline__isnull=False
-            ).values_list("preempted_by_id", flat=True)
+                state=JobState.RUNNING, ending_by_id__in=holders - placed, ending_deadline__isnull=False
+            ).values_list("ending_by_id", flat=True)
         )
         waiting = set(Job.objects.filter(pk__in=ending, state=JobState.WAITING).values_list("pk", flat=True))
         HeldRoomRow.objects.exclude(job_id__in=waiting).delete()
@@ -111,12 +106,9 @@ class Preempter:
         victims = Job.objects.select_related("owner").in_bulk(list(plan.victims) + list(plan.awaiting))
         for victim_id in plan.victims:
             victim = victims[victim_id]
-            grace = grace_of(victim)
             with job_guard(victim_id, self.backends, "preempt it"):
-                reclaim = victim.borrowed_from_id is not None
-                if lifecycle.begin_preemption(victim_id, by, now + timedelta(seconds=grace), grace, reclaim=reclaim):
-                    victim.refresh_from_db()
-                    self.terminator.signal(victim, list(victim.tasks.select_related("node")))
+                cause = Job.Ending.RECLAIM if victim.borrowed_from_id is not None else Job.Ending.PREEMPTION
+                self.terminator.begin(victim, cause, list(victim.tasks.select_related("node")), now, by=by)
         ending = [victims[key] for key in plan.victims + plan.awaiting if key in victims]
         names = [job.full_name for job in ending]
         if ending and all(job.borrowed_from_id is not None for job in ending):
@@ -129,7 +121,7 @@ class Preempter:
         being ended already (preempted, or stopping: their room is coming free)."""
         lower = (
             Q(priority__lt=max(top.values()))
-            | Q(stop_deadline__isnull=False)
+            | Q(ending_deadline__isnull=False)
             | Q(state=JobState.STOPPING)
             | Q(borrowed_from__name__in=list(top))
         )
@@ -143,7 +135,7 @@ class Preempter:
                 "priority",
                 "launched_at",
                 "created_at",
-                "stop_deadline",
+                "ending_deadline",
                 "state",
                 "borrowed_from_id",
             )
@@ -189,28 +181,20 @@ class Preempter:
     def carry_out(self) -> bool:
         """Preempted jobs whose tasks have all ended, or whose grace is over: their tasks removed,
         the jobs back in the queue. True when any went back (their room is free)."""
-        jobs = list(Job.objects.filter(state=JobState.RUNNING, stop_deadline__isnull=False, ending_at_time_limit=False))
-        info = exit_info(ExitCode.PREEMPTED_FOR_CRITICAL_POD)
+        jobs = list(Job.objects.filter(state=JobState.RUNNING, ending_cause__in=lifecycle.PREEMPTIONS))
         now = timezone.now()
         changed = False
         for job in jobs:
             with job_guard(job.pk, self.backends, "end its preempted attempt"):
-                tasks = list(job.tasks.select_related("node"))
-                self.terminator.signal(job, tasks)  # (once per scheduler: again after a restart)
-                done, codes = self.terminator.over(job, tasks, now)
-                if not done:
-                    continue
-                rooms = self._rooms_of(job, tasks)
-                stop_job(job, self.backends, tasks=tasks)
-                with transaction.atomic():
-                    if lifecycle.requeue_preempted(job, info.code, info.phrase, codes):
-                        changed = True
-                        HeldRoomRow.objects.bulk_create(rooms)
+                changed |= self.terminator.end(job, job.ending_cause, self.backends, now, requeued=self._hold_room)
         return changed
+
+    def _hold_room(self, job: Job, tasks: list[Task]) -> None:
+        HeldRoomRow.objects.bulk_create(self._rooms_of(job, tasks))
 
     def _rooms_of(self, job: Job, tasks: list[Task]) -> list[HeldRoomRow]:
         """The room a preempted job's tasks hold, to keep for the job that preempted it."""
-        if job.preempted_by_id is None:
+        if job.ending_by_id is None:
             return []
         spec = self.specs.get_many([job.pk])[job.pk]
         rooms = []
@@ -220,7 +204,7 @@ class Preempter:
             res = quota.task_resources(spec, task.role)
             rooms.append(
                 HeldRoomRow(
-                    job_id=job.preempted_by_id,
+                    job_id=job.ending_by_id,
                     node_id=task.node_id,
                     gpus=[int(index) for index in task.gpus or []],
                     cpu=res.cpu,

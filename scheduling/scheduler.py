@@ -60,7 +60,7 @@ class Scheduler:
         self.starter = Starter(NodeTrouble(), self.failed_starts)
         self.backends = Backends()
         register_backends(self.backends, self.starter)
-        self.terminator = Terminator()  # whose tasks this scheduler sent SIGTERM (stops, preemptions)
+        self.terminator = Terminator()  # the one graceful-end path: whose tasks it sent SIGTERM
         self.stopper = stopping.Stopper(self.terminator)
         self.placer = Placer(self.starter, self.backends, self.terminator)
 

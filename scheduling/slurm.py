@@ -207,10 +207,10 @@ class SlurmBackend:
         waiting = (
             Job.objects.filter(
                 state=JobState.WAITING,
-                execution_type=Job.ExecutionType.START,
                 virtual_cluster_id__in=partition_of,
                 held=False,
             )
+            .exclude(ending_cause=Job.Ending.STOP)
             .order_by("-priority", "created_at", "id")
             .values_list("pk", "job_attempt", "virtual_cluster_id", "pending_reason_messages")
         )
@@ -474,7 +474,7 @@ class SlurmBackend:
         running = Task.objects.filter(
             state=TaskState.RUNNING,
             job__state=JobState.RUNNING,
-            job__stop_deadline__isnull=True,  # (in its grace: the time limit that began it ends it)
+            job__ending_deadline__isnull=True,  # (in its grace: the time limit that began it ends it)
             node__executor=self.node_kind,
         ).select_related("node", "job")
         by_job: dict[int, list[Task]] = defaultdict(list)

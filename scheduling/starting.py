@@ -94,7 +94,7 @@ class Starter:
                 state=TaskState.RUNNING,
                 executor_id="",
                 job__state=JobState.RUNNING,
-                job__stop_deadline__isnull=True,  # (a job being preempted starts nothing more)
+                job__ending_deadline__isnull=True,  # (a job being preempted starts nothing more)
                 node__isnull=False,
             ).select_related("node", "job__virtual_cluster", "job__owner")
         )

@@ -1,8 +1,9 @@
-"""Stop requests: a user's (or an admin's) stop is carried out here, before anything else of the
-pass ends or starts. The job goes STOPPING; its running tasks get SIGTERM and the job's grace
-period (scheduling.terminating: the deadline stored first), and once they have all ended or the
-deadline has passed, everything the job holds is removed and the job is STOPPED. Bounded by the
-grace (at most PAI_MAX_GRACE_SECONDS), and a restart in between loses neither stop nor deadline.
+"""Stop requests: a user's (or an admin's, or the portal's own) stop is carried out here, before
+anything else of the pass ends or starts. The job goes STOPPING, then takes the one graceful-end
+path with the cause `stop` (scheduling.terminating): its running tasks get SIGTERM and the job's
+grace period, the deadline stored first, and once they have all ended or the deadline has passed,
+everything the job holds is removed and the job is STOPPED. Bounded by the grace (at most
+PAI_MAX_GRACE_SECONDS), and a restart in between loses neither stop nor deadline.
 
 A pass does a bounded share of the work, as placing's launch budget does: STOP_BUDGET_S, split
 between the users whose jobs are stopping (one job each in turn), the jobs it looked at least
@@ -18,23 +19,17 @@ import itertools
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from functools import partial
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from catalogue import Message
 from clusters.models import VirtualCluster
 from jobs import lifecycle
 from jobs.models import Job, JobState
-from jobs.protocol.exitspec import classify
-from jobs.protocol.texts import EXITED, SAID
-from jobs.texts import STOPPED_BECAUSE, STOPPED_BY_USER
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
-from scheduling.teardown import stop_job
-from scheduling.terminating import Terminator
+from scheduling.terminating import STOPPED, Terminator, stop_diagnostics
 
 # A pass stops stopping after this long (having done at least one bulk batch and one job) and
 # leaves the rest to the next pass, so that exits, starts and placement are never stuck behind a
@@ -61,7 +56,6 @@ class Stopper:
         self.terminator = terminator or Terminator()
         self._passes = 0
         self._looked_at: dict[int, int] = {}
-        self._info = classify(None, stopped=True)
 
     def carry_out(self, backends: Backends) -> bool:
         """True when a job began or finished stopping (its room is freed, or about to be)."""
@@ -71,15 +65,10 @@ class Stopper:
         changed = self._stop_unstarted(owned, deadline)
         return self._stop_each(backends, owned, deadline) or changed
 
-    def _diagnostics(self, stop_reason: str, message: dict[str, Any]) -> Message:
-        """Why the job stopped: the portal's own reason (its message; an older row's English), else the user's Stop."""
-        why = Message.from_dict(message) if message else SAID(said=stop_reason) if stop_reason else None
-        return EXITED(phrase=self._info.phrase, said=STOPPED_BECAUSE(why=why) if why else STOPPED_BY_USER())
-
     def _stop_unstarted(self, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
         """Waiting jobs asked to stop, on the VCs no backend owns (a backend's waiting job may hold
         a unit there: the one-by-one path cancels it), in bulk batches."""
-        waiting = Job.objects.filter(execution_type=Job.ExecutionType.STOP, state=JobState.WAITING)
+        waiting = Job.objects.filter(ending_cause=Job.Ending.STOP, state=JobState.WAITING)
         if owned is not None:
             waiting = waiting.exclude(virtual_cluster__in=owned)
         changed = False
@@ -92,10 +81,10 @@ class Stopper:
             said: dict[str, dict[str, Any]] = {}
             for owner_id in owners:
                 rows = waiting.filter(owner_id=owner_id).order_by("pk")
-                for pk, reason, message in rows.values_list("pk", "stop_reason", "stop_reason_message")[:share]:
+                for pk, reason, message in rows.values_list("pk", "ending_reason", "ending_reason_message")[:share]:
                     batch[pk], said[reason] = reason, message
-            reasons = {reason: self._diagnostics(reason, message) for reason, message in said.items()}
-            if not lifecycle.stop_unstarted(batch, self._info.code, reasons):
+            reasons = {reason: stop_diagnostics(reason, message) for reason, message in said.items()}
+            if not lifecycle.stop_unstarted(batch, STOPPED.code, reasons):
                 return changed  # (claimed meanwhile: the one-by-one path has them)
             changed = True
             if time.monotonic() > deadline:
@@ -104,7 +93,7 @@ class Stopper:
     def _stop_each(self, backends: Backends, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
         """The jobs stopped one at a time (running, stopping in their grace, a backend's waiting
         ones), in turns between their owners, until the budget is spent (one at least)."""
-        asked = Q(execution_type=Job.ExecutionType.STOP) & (
+        asked = Q(ending_cause=Job.Ending.STOP) & (
             Q(state=JobState.RUNNING)
             | Q(state=JobState.WAITING, virtual_cluster__in=owned if owned is not None else [])
         )
@@ -121,8 +110,8 @@ class Stopper:
         return changed
 
     def _stop_one(self, job: Job, backends: Backends) -> bool:
-        """One job's step: STOPPING, SIGTERM and its grace, then everything it holds removed and
-        STOPPED. True when it began or finished stopping."""
+        """One job's step: STOPPING, then the graceful end (scheduling.terminating) till STOPPED.
+        True when it began or finished stopping."""
         changed = False
         # (A stop that fails is logged and tried again next pass; the other jobs' go on.)
         with job_guard(job.pk, backends, "stop it"):
@@ -131,15 +120,7 @@ class Stopper:
                     return False  # it finished meanwhile
                 job.state = JobState.STOPPING
                 changed = True
-            tasks = list(job.tasks.select_related("node"))
             # (On a Slurm VC too: the SIGTERM goes through each task's wrapper, and Slurm's scancel,
             # which signals every process of the step at once, comes after the grace.)
-            begin = partial(lifecycle.set_stop_deadline, job)
-            done, codes = self.terminator.end_gracefully(job, tasks, timezone.now(), begin)
-            if not done:
-                return changed  # their grace goes on; looked at again next pass
-            stop_job(job, backends, tasks=tasks)
-            diagnostics = self._diagnostics(job.stop_reason, job.stop_reason_message)
-            lifecycle.finish_stopping(job, self._info.code, diagnostics, codes)
-            changed = True
+            changed |= self.terminator.end(job, Job.Ending.STOP, backends, timezone.now())
         return changed

@@ -1,10 +1,19 @@
-"""Ending a job's tasks gracefully, for a Stop (scheduling.stopping) and a preemption
-(scheduling.preempting): SIGTERM to every task, the job's grace period, then the kill.
+"""The one graceful-end path. A Stop (scheduling.stopping), a time limit (scheduling.time_limits), a
+preemption and a reclaim (scheduling.preempting) all end a job here, as Kueue's single eviction
+path does, told apart only by the cause in the job's ending record (Job.ending_cause):
 
-The deadline is stored on the job (`Job.stop_deadline`, through jobs.lifecycle) before any signal
-goes out, so a scheduler that restarts in the grace period keeps both the stop and its deadline:
-it signals again once (the nodes ignore the repeat: the deadline does not move) and kills at the
-stored time. The job's tasks keep their room until they are gone (scheduling.quota counts them).
+begin: the record (cause, by whom, deadline: now + the job's grace) is stored (lifecycle.begin_ending)
+before any signal, so a scheduler that restarts in the grace keeps both the end and its deadline
+→ signal: SIGTERM to every running task, once per scheduler (a restarted one signals again once:
+the nodes ignore the repeat, the deadline does not move) → over?: its tasks all gone, or the
+deadline passed → tear down: everything it holds removed (scheduling.teardown; on a Slurm VC,
+scancel after the grace) → finish, as the cause says: a Stop STOPPED (-210), a time limit FAILED
+(-1230), a preemption or a reclaim back to WAITING free of charge (-1003).
+
+The phases choose which jobs end and why, within their own budgets; a preemption begins in the
+placing phase, the others when their phase reaches the job. A job with nothing running, or no
+grace, is torn down and finished at once (no deadline, no signal). The job's tasks keep their room
+until they are gone (scheduling.quota counts them).
 """
 
 from __future__ import annotations
@@ -12,15 +21,29 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
+from catalogue import Message
 from clusters.executors.base import TaskHandle
+from jobs import lifecycle
 from jobs.models import Job, Task, TaskState
+from jobs.protocol.exitspec import ExitCode, classify, exit_info
 from jobs.protocol.priority import grace_seconds
+from jobs.protocol.texts import EXITED, SAID
+from jobs.protocol.timelimit import duration_text
+from jobs.texts import STOPPED_BECAUSE, STOPPED_BY_USER
 from scheduling import executors
+from scheduling.backends import Backends
+from scheduling.teardown import stop_job
 
 log = logging.getLogger("pai.scheduler")
+
+STOPPED = classify(None, stopped=True)  # a Stop's end (-210)
+# What an end writes with its record once its job is re-read (the rest of the job never changes here).
+RECORD = ("ending_cause", "ending_by", "ending_reason", "ending_deadline")
 
 
 def grace_of(job: Job) -> int:
@@ -34,11 +57,80 @@ def live(tasks: list[Task]) -> list[Task]:
     return [task for task in tasks if task.state == TaskState.RUNNING and task.node is not None and task.executor_id]
 
 
+def stop_diagnostics(reason: str, message: dict[str, Any]) -> Message:
+    """A stopped job's diagnostics: why the portal stopped it (Job.ending_reason, its message; an
+    older row's English), else the user's Stop."""
+    why = Message.from_dict(message) if message else SAID(said=reason) if reason else None
+    return EXITED(phrase=STOPPED.phrase, said=STOPPED_BECAUSE(why=why) if why else STOPPED_BY_USER())
+
+
 class Terminator:
-    """Which jobs this scheduler has signalled (by job and attempt): each once."""
+    """The path, with what it keeps between passes: which jobs this scheduler has signalled (by job
+    and attempt), each once."""
 
     def __init__(self) -> None:
         self.signalled: set[tuple[int, int]] = set()
+
+    def begin(self, job: Job, cause: str, tasks: list[Task], now: datetime, *, by: Job | None = None) -> bool:
+        """Store the job's ending record, then signal its tasks. False when another end began
+        first, or the job is not there to end."""
+        grace = grace_of(job)
+        if not lifecycle.begin_ending(job, cause, now + timedelta(seconds=grace), grace, by=by):
+            return False
+        job.refresh_from_db(fields=RECORD)
+        self.signal(job, tasks)
+        return True
+
+    def end(
+        self,
+        job: Job,
+        cause: str,
+        backends: Backends,
+        now: datetime,
+        *,
+        requeued: Callable[[Job, list[Task]], object] = lambda job, tasks: None,
+    ) -> bool:
+        """One pass's step of the job's end: begun (with its grace, when its tasks run), signalled,
+        and once over, torn down and finished. True once it ended; False while its grace goes on,
+        or when it could not be ended (another end began first: that one ends it). `requeued`
+        runs in the transaction that puts a preempted job back in the queue (its held room)."""
+        tasks = list(job.tasks.select_related("node"))
+        codes: dict[int, int | None] = {}
+        if live(tasks) or job.ending_deadline is not None:
+            if job.ending_deadline is None and grace_of(job) and not self.begin(job, cause, tasks, now):
+                return False
+            if job.ending_deadline is not None:
+                self.signal(job, tasks)  # (once per scheduler: again after a restart)
+                done, codes = self.over(job, tasks, now)
+                if not done:
+                    return False  # looked at again next pass
+        stop_job(job, backends, tasks=tasks)
+        return self._finish(job, cause, tasks, codes, requeued)
+
+    def _finish(
+        self,
+        job: Job,
+        cause: str,
+        tasks: list[Task],
+        codes: dict[int, int | None],
+        requeued: Callable[[Job, list[Task]], object],
+    ) -> bool:
+        """The end the cause calls for (`codes`: what each task's own process exited with in its
+        grace, where seen)."""
+        if cause == Job.Ending.STOP:
+            return lifecycle.finish_stopping(
+                job, STOPPED.code, stop_diagnostics(job.ending_reason, job.ending_reason_message), codes
+            )
+        if cause == Job.Ending.TIME_LIMIT:
+            info = exit_info(ExitCode.TIME_LIMIT_EXCEEDED)
+            limit = duration_text(job.time_limit_seconds or 0)
+            return lifecycle.end_at_time_limit(job, info.code, info.phrase, limit, codes)
+        info = exit_info(ExitCode.PREEMPTED_FOR_CRITICAL_POD)
+        with transaction.atomic():
+            if not lifecycle.requeue_preempted(job, info.code, info.phrase, codes):
+                return False
+            requeued(job, tasks)
+        return True
 
     def signal(self, job: Job, tasks: list[Task]) -> None:
         key = (job.pk, job.job_attempt)
@@ -52,24 +144,6 @@ class Terminator:
             except Exception as exc:  # (killed at the deadline all the same)
                 log.warning("SIGTERM to %s failed: %s", task, exc)
         self.signalled.add(key)
-
-    def end_gracefully(
-        self, job: Job, tasks: list[Task], now: datetime, begin: Callable[[datetime, int], bool]
-    ) -> tuple[bool, dict[int, int | None]]:
-        """The grace a Stop and the time limit give a job's running tasks: its deadline stored first
-        by `begin(deadline, grace)` (False: another ending began meanwhile, not over: looked at next
-        pass), then SIGTERM once, and whether they are over (`over`). Over at once when no task
-        runs or the job has no grace."""
-        if not live(tasks):
-            return True, {}
-        if job.stop_deadline is None and (grace := grace_of(job)):
-            if not begin(now + timedelta(seconds=grace), grace):
-                return False, {}
-            job.refresh_from_db(fields=["stop_deadline", "ending_at_time_limit"])  # (as `begin` stored them)
-        if job.stop_deadline is None:
-            return True, {}
-        self.signal(job, tasks)
-        return self.over(job, tasks, now)
 
     def over(self, job: Job, tasks: list[Task], now: datetime) -> tuple[bool, dict[int, int | None]]:
         """Whether the job's tasks are all gone or its deadline has passed, and the code each
@@ -88,7 +162,7 @@ class Terminator:
                 running = True
             else:
                 codes[task.pk] = status.exit_code
-        done = not running or job.stop_deadline is None or now >= job.stop_deadline
+        done = not running or job.ending_deadline is None or now >= job.ending_deadline
         if done:
             self.signalled.discard((job.pk, job.job_attempt))
         return done, codes

@@ -1,8 +1,8 @@
 """Time limits: a running job that reached its limit (Job.time_limit_seconds, counted from its
-launch) is ended here, before the pass polls exits, the way a Stop ends one (scheduling.terminating):
-its tasks get SIGTERM and the job's grace period (extras.gracePeriodSeconds, PAI_GRACE_SECONDS,
-capped by PAI_MAX_GRACE_SECONDS) to save their work, the deadline stored first
-(lifecycle.begin_time_limit_end); once they have all ended or the deadline has passed, everything
+launch) is ended here, before the pass polls exits, by the one graceful-end path with the cause
+`time_limit` (scheduling.terminating): its tasks get SIGTERM and the job's grace period
+(extras.gracePeriodSeconds, PAI_GRACE_SECONDS, capped by PAI_MAX_GRACE_SECONDS) to save their
+work, the deadline stored first; once they have all ended or the deadline has passed, everything
 it holds is removed and the job is FAILED with the exit spec's -1230 (JobMaxRunTimeExceeded) and
 an event saying so. A job being stopped or preempted already is left to that end.
 
@@ -15,52 +15,38 @@ wins, the other's conditional UPDATE matches nothing.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from functools import partial
 
 from django.utils import timezone
 
-from jobs import lifecycle
 from jobs.models import Job, JobState
-from jobs.protocol.exitspec import ExitCode, exit_info
-from jobs.protocol.timelimit import duration_text
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
-from scheduling.teardown import stop_job
 from scheduling.terminating import Terminator
 
 
-def overdue(now: datetime) -> list[tuple[int, int]]:
-    """(job id, its limit in seconds) of each running job past its time limit, or in the grace
-    its time limit gave it."""
+def overdue(now: datetime) -> list[int]:
+    """Each running job past its time limit, or in the grace its time limit gave it."""
     rows = Job.objects.filter(
-        state=JobState.RUNNING, time_limit_seconds__isnull=False, launched_at__isnull=False
-    ).values_list("pk", "launched_at", "time_limit_seconds", "stop_deadline", "ending_at_time_limit")
+        state=JobState.RUNNING,
+        time_limit_seconds__isnull=False,
+        launched_at__isnull=False,
+        ending_cause__in=["", Job.Ending.TIME_LIMIT],  # (a Stop or a preemption under way ends it)
+    ).values_list("pk", "launched_at", "time_limit_seconds")
     return [
-        (pk, limit)
-        for pk, launched_at, limit, deadline, at_limit in rows
-        if launched_at is not None
-        and limit is not None
-        and (at_limit or deadline is None)  # (a preemption's grace: the preemption ends it)
-        and launched_at + timedelta(seconds=limit) <= now
+        pk
+        for pk, launched_at, limit in rows
+        if launched_at is not None and limit is not None and launched_at + timedelta(seconds=limit) <= now
     ]
 
 
 def end_overdue_jobs(backends: Backends, now: datetime | None = None, terminator: Terminator | None = None) -> bool:
     """End each running job past its time limit: SIGTERM and its grace first. True when any ended."""
-    info = exit_info(ExitCode.TIME_LIMIT_EXCEEDED)
     terminator = terminator or Terminator()
     now = now or timezone.now()
     ended = False
-    for job_id, limit in overdue(now):
+    for job_id in overdue(now):
         with job_guard(job_id, backends, "end it at its time limit"):
             job = Job.objects.select_related("owner", "virtual_cluster").get(pk=job_id)
-            if job.state != JobState.RUNNING:
-                continue
-            tasks = list(job.tasks.select_related("node"))
-            begin = partial(lifecycle.begin_time_limit_end, job, limit_text=duration_text(limit))
-            done, codes = terminator.end_gracefully(job, tasks, now, begin)
-            if not done:
-                continue  # their grace goes on (or a stop or a preemption began: it ends the job)
-            stop_job(job, backends, tasks=tasks)
-            ended |= lifecycle.end_at_time_limit(job, info.code, info.phrase, duration_text(limit), codes)
+            if job.state == JobState.RUNNING and job.ending_cause in ("", Job.Ending.TIME_LIMIT):
+                ended |= terminator.end(job, Job.Ending.TIME_LIMIT, backends, now)
     return ended

@@ -397,8 +397,8 @@ def _detail_context(request: HttpRequest, job: Job) -> dict[str, Any]:
         "priority_classes": list(PRIORITY_CLASSES),
         "borrowed_from": borrowed_from(job),
         "preempted_by": (
-            Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.preempted_by_id).first()
-            if job.preempted_by_id
+            Job.objects.select_related("owner", "virtual_cluster").filter(pk=job.ending_by_id).first()
+            if job.ending_by_id
             else None
         ),
         **_sharing_context(job),

@@ -59,7 +59,7 @@ def test_an_app_idle_past_its_time_stops_its_job_saying_why(serving_job):
     _ago(app, 601)
     watch_apps(_answering())
     job = Job.objects.get(pk=app.job_id)
-    assert job.execution_type == "STOP" and job.stop_reason == "jupyter was idle for 10 minutes"
+    assert job.execution_type == "STOP" and job.ending_reason == "jupyter was idle for 10 minutes"
     assert JobEvent.objects.filter(job=job, kind="idle-stop").exists()
 
 

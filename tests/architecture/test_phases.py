@@ -17,7 +17,7 @@ PHASES = (
     "lease",  # one active scheduler
     "teardown",  # stop everything a job holds
     "guard",  # one job's exception fails that job alone
-    "terminating",  # SIGTERM, the grace period, then the kill (stops and preemptions)
+    "terminating",  # the one graceful-end path: SIGTERM, the grace, the kill (stops, time limits, preemptions)
     "ending",  # a task ended: classify, decide, record (starts nothing)
     "stopping",  # stop requests
     "time_limits",  # running jobs past their time limit ended

@@ -82,7 +82,7 @@ JOB_CALLS: dict[str, Callable[[Job], Any]] = {
 
 def _preempted(job: Job) -> bool:
     """A job whose preemption began (its deadline stored), requeued once its tasks are gone."""
-    Job.objects.filter(pk=job.pk).update(stop_deadline=timezone.now())
+    Job.objects.filter(pk=job.pk).update(ending_cause=Job.Ending.PREEMPTION, ending_deadline=timezone.now())
     return lifecycle.requeue_preempted(job, -1003, "PodPreemptedForCriticalPod", {})
 
 

@@ -54,7 +54,9 @@ def test_a_job_requeued_for_a_retry_says_it_waits_to_be_placed_again(running):
 
 def test_a_preempted_job_says_by_whom_and_that_it_waits_to_run_again(running, user, default_vc):
     urgent = create_job(user, "urgent", virtual_cluster=default_vc)
-    Job.objects.filter(pk=running.pk).update(stop_deadline=timezone.now(), preempted_by=urgent)
+    Job.objects.filter(pk=running.pk).update(
+        ending_cause=Job.Ending.PREEMPTION, ending_deadline=timezone.now(), ending_by=urgent
+    )
     running.refresh_from_db()
     lifecycle.requeue_preempted(running, -1003, "PodPreemptedForCriticalPod", {})
     assert reason_of(running) == (
@@ -64,7 +66,7 @@ def test_a_preempted_job_says_by_whom_and_that_it_waits_to_run_again(running, us
 
 
 def test_a_job_preempted_by_one_gone_since_says_a_higher_class_preempted_it(running):
-    Job.objects.filter(pk=running.pk).update(stop_deadline=timezone.now())
+    Job.objects.filter(pk=running.pk).update(ending_cause=Job.Ending.PREEMPTION, ending_deadline=timezone.now())
     lifecycle.requeue_preempted(running, -1003, "PodPreemptedForCriticalPod", {})
     assert reason_of(running) == (
         "Preempted by a job of a higher class; waiting to run again.",

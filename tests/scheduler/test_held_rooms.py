@@ -8,7 +8,7 @@ from clusters.models import Node
 from clusters.placement import HeldRoom
 from clusters.preemption import Preemption
 from clusters.texts import PREEMPTING, RECLAIMING
-from jobs.models import JobState
+from jobs.models import Job, JobState
 from scheduling import quota
 from scheduling.backends import Backends
 from scheduling.models import HeldRoom as HeldRoomRow
@@ -45,7 +45,14 @@ def test_it_lets_the_room_go_once_its_job_had_a_pass_with_no_victim_left_ending(
 
 
 def test_it_keeps_the_room_while_another_victim_is_ending(node, waiting, user):
-    create_job(user, "slow", state=JobState.RUNNING, preempted_by=waiting, stop_deadline=waiting.created_at)
+    create_job(
+        user,
+        "slow",
+        state=JobState.RUNNING,
+        ending_cause=Job.Ending.PREEMPTION,
+        ending_by=waiting,
+        ending_deadline=waiting.created_at,
+    )
     HeldRoomRow.objects.create(job=waiting, node=node, cpu=2)
     preempter().release({waiting.pk}, placed=set())
     assert HeldRoomRow.objects.count() == 1
@@ -54,7 +61,14 @@ def test_it_keeps_the_room_while_another_victim_is_ending(node, waiting, user):
 
 
 def test_a_preemptor_says_whose_end_it_waits_for(user, default_vc, waiting):
-    train = create_job(user, "train", state=JobState.RUNNING, preempted_by=waiting, stop_deadline=waiting.created_at)
+    train = create_job(
+        user,
+        "train",
+        state=JobState.RUNNING,
+        ending_cause=Job.Ending.PREEMPTION,
+        ending_by=waiting,
+        ending_deadline=waiting.created_at,
+    )
     said = preempter()._begin(Preemption(job=waiting.pk, vc="default", victims=(), awaiting=(train.pk,)))
     assert said == [PREEMPTING(jobs=[train.full_name], vc="default")]
     assert joined(said).startswith(f'preempting job(s) {train.full_name} of VC "default" (a lower priority class)')
@@ -70,7 +84,8 @@ def test_a_lender_says_it_reclaims_its_quota_from_the_jobs_that_borrowed_it(user
         state=JobState.RUNNING,
         virtual_cluster=other,
         borrowed_from=default_vc,
-        stop_deadline=waiting.created_at,
+        ending_cause=Job.Ending.RECLAIM,
+        ending_deadline=waiting.created_at,
     )
     said = preempter()._begin(Preemption(job=waiting.pk, vc="default", victims=(), awaiting=(borrower.pk,)))
     assert said == [RECLAIMING(vc="default", jobs=[borrower.full_name])]

@@ -109,7 +109,7 @@ def test_it_preempts_nothing_for_a_job_that_would_still_not_fit(default_vc, subm
         time.sleep(0.05)
     small.refresh_from_db()
     big.refresh_from_db()
-    assert (small.state, small.stop_deadline, small.preemptions) == (JobState.RUNNING, None, 0)
+    assert (small.state, small.ending_deadline, small.preemptions) == (JobState.RUNNING, None, 0)
     assert not JobEvent.objects.filter(job=small, kind="preempted").exists()
     assert big.state == JobState.WAITING and "preempting" not in big.pending_reason
     for job in (important, small):
@@ -122,7 +122,7 @@ def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc,
     run_until(victim, JobState.RUNNING)
     wait_for(scheduler, lambda: trace("stubborn") == ["started"])
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
-    wait_for(scheduler, lambda: Job.objects.filter(pk=victim.pk, stop_deadline__isnull=False).exists())
+    wait_for(scheduler, lambda: Job.objects.filter(pk=victim.pk, ending_deadline__isnull=False).exists())
     began = time.monotonic()
     run_until(victim, JobState.WAITING, timeout=15)
     took = time.monotonic() - began
@@ -161,7 +161,7 @@ def test_it_keeps_a_stop_and_its_deadline_across_a_restart_in_the_grace_period(
     stop_job(job, job.owner)
     wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
     job.refresh_from_db()
-    deadline = job.stop_deadline
+    deadline = job.ending_deadline
     assert job.state == JobState.STOPPING and deadline is not None
     scheduler.release_lease()  # the scheduler dies in the grace period; another one takes over
     restarted = Scheduler(holder="restarted")
@@ -202,7 +202,7 @@ def test_it_waits_for_a_stopping_job_instead_of_preempting_another(default_vc, s
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))  # fits once the stopping job is gone
     run_until(urgent, JobState.RUNNING, timeout=15)
     other.refresh_from_db()
-    assert (other.state, other.stop_deadline, other.preemptions) == (JobState.RUNNING, None, 0)
+    assert (other.state, other.ending_deadline, other.preemptions) == (JobState.RUNNING, None, 0)
     for job in (urgent, other):
         stop_job(job, job.owner)
         run_until(job, JobState.STOPPED)

@@ -30,7 +30,7 @@ def test_it_asks_every_run_of_a_sweep_to_stop_in_a_few_queries(user, default_vc,
     sweep = submit_sweep(user, sweep_text("{array: '0-299'}"))
     with django_assert_max_num_queries(8):
         assert stop_sweep(sweep, user) == 300
-    assert set(runs(sweep).values_list("execution_type", flat=True)) == {Job.ExecutionType.STOP}
+    assert set(runs(sweep).values_list("ending_cause", flat=True)) == {Job.Ending.STOP}
     assert JobEvent.objects.filter(kind="stop-requested").count() == 300
 
 

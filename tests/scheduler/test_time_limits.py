@@ -47,7 +47,7 @@ def test_it_ends_a_job_at_its_time_limit_with_sigterm_and_its_grace_first(submit
     job = run_until(job, JobState.FAILED, timeout=20)
     assert trace("saver") == ["start", "saved"]  # SIGTERM, and the second its trap took to save
     assert job.exit_code == ExitCode.TIME_LIMIT_EXCEEDED
-    assert (job.stop_deadline, job.ending_at_time_limit) == (None, False)
+    assert (job.ending_deadline, job.ending_cause) == (None, "time_limit")  # (why it ended, kept)
     attempt = TaskAttempt.objects.get(job=job)
     assert (attempt.exit_code, attempt.user_exit_code) == (ExitCode.TIME_LIMIT_EXCEEDED, 7)
     assert job.events.get(kind="time-limit-grace").message == (

@@ -254,7 +254,9 @@ def test_it_refuses_a_class_the_vc_does_not_allow_on_the_page(alice_client, user
 
 def test_it_says_who_preempts_a_running_job(alice_client, user, make_job):
     urgent = make_job(user, "urgent", priority_class="prod", priority=100)
-    make_job(user, "train", state="RUNNING", preempted_by=urgent, stop_deadline=timezone.now())
+    make_job(
+        user, "train", state="RUNNING", ending_cause="preemption", ending_by=urgent, ending_deadline=timezone.now()
+    )
     page = alice_client.get("/jobs/alice~train/").content.decode()
     assert "Preempted by job alice~urgent of VC default." in page
     assert 'name="priority_class"' not in page  # (no change once it runs)

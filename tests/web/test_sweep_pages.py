@@ -64,7 +64,7 @@ def test_it_asks_before_stopping_every_run_then_stops_them(client, user, sweep):
     client.force_login(user)
     assert "Stop the runs" in client.get(reverse("sweeps:stop", args=[sweep.full_name])).content.decode()
     client.post(reverse("sweeps:stop", args=[sweep.full_name]))
-    assert set(runs(sweep).values_list("execution_type", flat=True)) == {"STOP"}
+    assert set(runs(sweep).values_list("ending_cause", flat=True)) == {"stop"}
 
 
 def test_it_hides_another_users_sweep(client, other_user, sweep):

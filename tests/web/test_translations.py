@@ -67,7 +67,7 @@ def test_msgfmt_counts_no_untranslated_or_fuzzy_message():
 # Fields the admin never shows (secrets, the raw spec and config: shown masked by methods of their own).
 NEVER_SHOWN = {"config_text", "spec", "secrets_encrypted", "ssh_private_key_encrypted", "params"}
 NEVER_SHOWN |= {"pending_reason_messages", "down_reason_messages"}  # (a reason's parts: shown as the reason)
-NEVER_SHOWN |= {"exit_diagnostics_message", "stop_reason_message"}  # (shown as the diagnostics, the reason)
+NEVER_SHOWN |= {"exit_diagnostics_message", "ending_reason_message"}  # (shown as the diagnostics, the reason)
 
 
 def test_every_field_the_admin_shows_has_a_translatable_name():
