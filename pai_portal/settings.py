@@ -202,6 +202,9 @@ TIME_ZONE = env_str("PAI_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 
+# The documentation site `make docs` builds (mkdocs.yml), served at /docs/ (web/help).
+DOCS_SITE_DIR = BASE_DIR / "site"
+
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
