@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: run test fast setup venv image image-training image-notebook static lint clean assets bench-quick
+.PHONY: run test fast setup venv image image-training image-notebook static lint clean assets bench-quick docs
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -21,8 +21,20 @@ setup: venv static
 	$(PY) manage.py createcachetable
 	$(PY) manage.py bootstrap
 
-run: setup
+run: setup site/index.html
 	$(VENV)/bin/honcho start -f Procfile
+
+# The documentation site (docs/, mkdocs.yml) into site/, which the portal serves at /docs/: the
+# reference pages written from the code first, then a build that fails on any warning (a broken
+# link or anchor included), then a check that no page fetches anything off-site.
+docs: venv
+	$(PY) docs/gen/reference.py
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+	$(PY) docs/gen/offline.py
+
+# `make run` builds the site once when it is absent; `make docs` builds it again.
+site/index.html:
+	$(MAKE) docs
 
 test: venv static
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -67,7 +79,7 @@ lint: venv
 	$(PY) manage.py catalogue --check
 
 clean:
-	rm -rf $(VENV) var/static
+	rm -rf $(VENV) var/static site
 
 # Browser assets (xterm.js, uPlot) are committed under static/vendor/ (CI needs no npm); this
 # refreshes them from the versions pinned in package.json.

@@ -1,4 +1,4 @@
-"""LDAP sign-in (README "LDAP"): django-auth-ldap binds as the user signing in, with their DN from
+"""LDAP sign-in (docs/admin/sign-in.md, "LDAP"): django-auth-ldap binds as the user signing in, with their DN from
 PAI_LDAP_USER_DN_TEMPLATE and the password they typed, so a wrong password or a name the
 directory does not know is refused by the directory itself. Nothing of the password is kept: a
 user it creates gets an unusable Django password. At each sign-in their name and email are

@@ -1,4 +1,4 @@
-"""OpenID Connect sign-in (README "OpenID Connect") with Authlib's Django client: the provider's
+"""OpenID Connect sign-in (docs/admin/sign-in.md, "OpenID Connect") with Authlib's Django client: the provider's
 endpoints come from its discovery document (<issuer>/.well-known/openid-configuration); the
 authorization code flow with PKCE (S256), its state and nonce kept in the session and checked; the
 ID token's signature (the provider's JWKS), issuer, audience, expiry and nonce verified.

@@ -1,1 +1,1 @@
-"""Benchmarks: each script prints a table (see the README's performance section)."""
+"""Benchmarks: each script prints a table (see docs/contributing/benchmarks.md)."""

@@ -49,7 +49,7 @@ class VirtualCluster(models.Model):
         help_text=_("A Slurm partition: its jobs go to Slurm, which places them; empty = the portal's own nodes."),
     )
 
-    # Sharing inside the VC (README "Sharing"): the order of its queue, the most GPUs one user may
+    # Sharing inside the VC (docs/admin/sharing.md): the order of its queue, the most GPUs one user may
     # hold at once, and its jobs' time limits (clusters/sharing.py, jobs/protocol/timelimit.py).
     class QueuePolicy(models.TextChoices):
         FIFO = "fifo", _("FIFO: first submitted, first placed")
@@ -97,7 +97,7 @@ class VirtualCluster(models.Model):
         related_name="crit_virtual_clusters",
         help_text=_("Users besides admins who may submit `crit` jobs here (when the highest class allows it)."),
     )
-    # Borrowing (README "Borrowing and reclaim"): other VCs' borrowing jobs (PAI_BORROWING_CLASSES)
+    # Borrowing (docs/admin/sharing.md, "Borrowing and reclaim"): other VCs' borrowing jobs (PAI_BORROWING_CLASSES)
     # may run on this VC's idle quota, and are preempted when its own jobs need the room back.
     # PAI_LEND_IDLE_QUOTA makes every VC lend. A Slurm VC never lends (Slurm places its jobs).
     lends_idle_quota = models.BooleanField(

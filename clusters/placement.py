@@ -3,7 +3,7 @@
 No database, no Docker: the scheduler loop builds these inputs from the DB and records the
 outputs. CONTRACT (the scheduler loop relies on these names; extend, don't rename).
 
-Rules (README "Scheduling"):
+Rules (docs/user/why.md):
 - gang: all tasks of a job are placed, or none;
 - a job that preempted others for room (`JobRequest.holds`: their room is coming or just came
   free) goes first of all, so the room its victims free is its own, not another VC's job's that
@@ -17,7 +17,7 @@ Rules (README "Scheduling"):
   than any node) does not block its VC; a waiting job never holds back jobs of another VC;
 - a VC's per-user GPU cap holds a job whose owner's jobs would hold more than the cap; it does
   not block the VC (other users' jobs go on);
-- borrowing (README "Borrowing and reclaim"): a job that may borrow (`JobRequest.may_borrow`)
+- borrowing (docs/admin/sharing.md, "Borrowing and reclaim"): a job that may borrow (`JobRequest.may_borrow`)
   and that its own VC's quota refuses runs on the idle quota of a lending VC
   (`VcState.lends`) that has no waiting job of its own this pass and room for the whole job
   (the one with the most idle room); it then counts against that VC's quota

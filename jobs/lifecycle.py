@@ -189,7 +189,7 @@ def claim_for_launch(
 ) -> list[Task] | None:
     """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
     nodes; None if a stop or another scheduler got there first. `borrowed_from`: the lending VC
-    whose idle quota it runs on (README "Borrowing and reclaim")."""
+    whose idle quota it runs on (docs/admin/sharing.md, "Borrowing and reclaim")."""
     from_states, to_state = _task_states("place_task")
     where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():

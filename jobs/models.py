@@ -105,7 +105,7 @@ class Job(models.Model):
     files_removed_at = models.DateTimeField(null=True, blank=True)
     # Attempts ended by a preemption (the next attempt is told: PAI_JOB_RESUMED).
     preemptions = models.PositiveIntegerField(default=0)
-    # Set while it runs on another VC's idle quota (README "Borrowing and reclaim"): the VC that
+    # Set while it runs on another VC's idle quota (docs/admin/sharing.md, "Borrowing and reclaim"): the VC that
     # lent it, whose quota it counts against and whose jobs take the room back by preemption.
     borrowed_from = models.ForeignKey(
         "clusters.VirtualCluster", null=True, blank=True, on_delete=models.SET_NULL, related_name="lent_to"

@@ -1,6 +1,6 @@
 """PAI Portal settings: one file, every knob an environment variable with a safe default.
 
-The README's "Environment variables" table lists each variable read here.
+docs/gen/environment.md describes each variable read here (`make docs` fails on one it lacks).
 """
 
 import os
@@ -130,7 +130,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Sign-in (README "Sign-in: local accounts, LDAP, OpenID Connect"). Local accounts (Django's
+# Sign-in (docs/admin/sign-in.md). Local accounts (Django's
 # passwords) beside a directory unless PAI_LOCAL_ACCOUNTS=false. The LDAP settings are read in
 # accounts/ldap.py; the OpenID Connect ones are below (accounts/oidc.py uses them).
 PAI_LOCAL_ACCOUNTS = env_bool("PAI_LOCAL_ACCOUNTS", True)
@@ -168,7 +168,7 @@ if PAI_OIDC_ISSUER and not PAI_OIDC_CLIENT_ID:
     raise ImproperlyConfigured("PAI_OIDC_ISSUER needs PAI_OIDC_CLIENT_ID (and PAI_OIDC_CLIENT_SECRET).")
 if PAI_OIDC_ISSUER and "openid" not in PAI_OIDC_SCOPES.split():
     raise ImproperlyConfigured(f"PAI_OIDC_SCOPES={PAI_OIDC_SCOPES!r}: OpenID Connect needs the scope 'openid'.")
-# LDAP (README "LDAP"): the portal binds as the user signing in (the DN template with their name),
+# LDAP (docs/admin/sign-in.md, "LDAP"): the portal binds as the user signing in (the DN template with their name),
 # then reads their groups under the group base, as that user. accounts/ldap.py turns these into
 # django-auth-ldap's AUTH_LDAP_* settings (an AUTH_LDAP_* set in a settings override still wins).
 PAI_LDAP_USER_DN_TEMPLATE = env_str("PAI_LDAP_USER_DN_TEMPLATE", "")
@@ -201,6 +201,9 @@ LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("PAI_TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
+
+# The documentation site `make docs` builds (mkdocs.yml), served at /docs/ (web/help).
+DOCS_SITE_DIR = BASE_DIR / "site"
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
@@ -249,7 +252,7 @@ PAI_MAX_GRACE_SECONDS = env_int("PAI_MAX_GRACE_SECONDS", 300, minimum=0)
 PAI_MAX_SHM_MB = env_int("PAI_MAX_SHM_MB", 65536, minimum=1)
 # Docker tasks' locked memory unlimited (RDMA), where the admin knows the engines may raise it.
 PAI_DOCKER_UNLIMITED_MEMLOCK = env_bool("PAI_DOCKER_UNLIMITED_MEMLOCK", False)
-# Borrowing (README "Borrowing and reclaim"): every VC lends its idle quota (else only those the
+# Borrowing (docs/admin/sharing.md, "Borrowing and reclaim"): every VC lends its idle quota (else only those the
 # admin marks), and the priority classes whose jobs may borrow it (OpenPAI's `oppo` always may).
 PAI_LEND_IDLE_QUOTA = env_bool("PAI_LEND_IDLE_QUOTA", False)
 PAI_BORROWING_CLASSES = sorted(
@@ -464,7 +467,7 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# --- Isolation: what a user's job may take and see (README "Security model") ------------------
+# --- Isolation: what a user's job may take and see (docs/admin/security.md) ------------------
 # Everything the portal writes (database, logs, secret key, storage areas, work dirs) is its own:
 # 0600 files and 0700 directories; files made before this rule lose their group/other bits here.
 # var/ and the roots of the tasks' work dirs and the users' areas keep their x bits (0711, never

@@ -36,6 +36,7 @@ urlpatterns = [
     path("", include("web.notifications.urls")),
     path("", include("web.fixes.urls")),
     path("", include("web.legacy_links")),
+    path("", include("web.help.urls")),
 ]
 
 # A request Django refuses before any route (a host not allowed...): `{code, message}` under /api/.

@@ -14,12 +14,12 @@ SUITE=${PAI_BASE_SUITE:-bookworm}
 # (libc-bin) for checking the job network.
 PACKAGES=python3,openssh-server,procps,iproute2,iputils-ping,netcat-openbsd,ca-certificates
 if [ "${1:-}" = training ]; then
-    # The distributed-training image (README "Distributed training"): PyTorch (CPU, gloo) and
+    # The distributed-training image (docs/user/distributed.md): PyTorch (CPU, gloo) and
     # OpenMPI with mpi4py from Debian, and the ssh client mpirun starts its daemons with.
     IMAGE=${PAI_TRAINING_IMAGE:-pai-portal/training:latest}
     PACKAGES=$PACKAGES,openssh-client,python3-torch,openmpi-bin,python3-mpi4py
 elif [ "${1:-}" = notebook ]; then
-    # The interactive image (README "Jupyter and other web apps"): Debian's Jupyter Notebook and
+    # The interactive image (docs/user/apps.md): Debian's Jupyter Notebook and
     # its Python kernel, for the jupyter runtime plugin.
     IMAGE=${PAI_NOTEBOOK_IMAGE:-pai-portal/notebook:latest}
     PACKAGES=$PACKAGES,jupyter-notebook,python3-ipykernel

@@ -1,4 +1,4 @@
-"""A job that saves its work when it is ended, as the README tells users to: a SIGTERM trap that
+"""A job that saves its work when it is ended, as docs/user/priorities.md tells users to: a SIGTERM trap that
 starts a real program (not a shell builtin) taking a few seconds to write a checkpoint, and a
 first line that finds the checkpoint on the next attempt. Shared by the end-to-end tests of each
 node kind (tests/scheduler, tests/docker, tests/slurm) and each way a job ends (preemption, a
@@ -28,7 +28,7 @@ CHECKPOINTING = [
     f'SAVE=\'import sys, time; time.sleep({SAVE_SECONDS}); open(sys.argv[1], "w").write("step-42")\'',
     """trap 'python3 -c "$SAVE" "$CKPT"; echo "saved rc=$?" >> "$TRACE"; exit 0' TERM""",
     'echo "start resumed=$PAI_JOB_RESUMED" >> "$TRACE"',  # (after the trap: it is set)
-    "sleep 300 & wait",  # (as the README says: bash runs the trap at once, not after the command)
+    "sleep 300 & wait",  # (as docs/user/priorities.md says: bash runs the trap at once, not after the command)
 ]
 
 

@@ -1,4 +1,4 @@
-"""The README's distributed-training examples as job texts (issue 31): `torchrun` all-reducing a
+"""The distributed-training examples of docs/user/distributed.md as job texts (issue 31): `torchrun` all-reducing a
 tensor with gloo over two tasks, and `mpirun` running an mpi4py all-reduce over the job's hostfile
 and `ssh`; each rank checks the sum. Run on Docker nodes (tests/multinode), on a process node and
 on Slurm nodes without Docker (tests/distributed, tests/slurm)."""
@@ -35,7 +35,7 @@ def script_lines(name: str, text: str) -> str:
 
 
 def two_task_job(name: str, image: str, role_lines: str, commands: str, extras: str = "", cpu: int = 2) -> str:
-    """A job of two tasks (one per node when `cpu` fills a node), as the README's examples write it;
+    """A job of two tasks (one per node when `cpu` fills a node), as docs/user/distributed.md's examples write it;
     `extras`: top-level YAML after the task roles."""
     return f"""protocolVersion: 2
 name: {name}
@@ -52,7 +52,7 @@ taskRoles:
 
 
 def torchrun_job(image: str, cpu: int = 2, tail: str = "") -> str:
-    """The README's torchrun example, with the all-reduce as train.py.
+    """The torchrun example of docs/user/distributed.md, with the all-reduce as train.py.
     `--redirects 1 --tee 1`: Debian's torchrun (PyTorch 1.13 on Python 3.11) fails on its defaults
     (`AttributeError: 'NoneType' object has no attribute 'get'`: Python 3.11 no longer lists a
     flag enum's 0 member, which its `Std.from_str("0")` looks for)."""
@@ -65,7 +65,7 @@ def torchrun_job(image: str, cpu: int = 2, tail: str = "") -> str:
 
 
 def mpirun_job(image: str, cpu: int = 2, tail: str = "") -> str:
-    """The README's mpirun example, running the mpi4py all-reduce instead of `hostname`. The
+    """The mpirun example of docs/user/distributed.md, running the mpi4py all-reduce instead of `hostname`. The
     launcher first waits until every task has written the script: rank 1 could otherwise start
     before its task had (seen on Slurm nodes, whose steps start apart)."""
     launch = """      - >-

@@ -8,7 +8,7 @@ none gets its VC's default class (`test` unless the admin set another). A VC's a
 highest class its jobs may ask for, and `crit` is for admins and the users the VC names only.
 A higher class preempts lower ones of its VC (scheduling.preempting, clusters.preemption); `oppo`
 (and the classes PAI_BORROWING_CLASSES names) may borrow a lending VC's idle quota, which that VC
-takes back the same way (README "Borrowing and reclaim").
+takes back the same way (docs/admin/sharing.md, "Borrowing and reclaim").
 """
 
 from __future__ import annotations

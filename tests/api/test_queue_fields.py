@@ -1,4 +1,4 @@
-"""The job detail's time limit, time left, queue position and expected start (README "Sharing")."""
+"""The job detail's time limit, time left, queue position and expected start (docs/admin/sharing.md)."""
 
 import pytest
 

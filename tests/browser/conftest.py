@@ -74,7 +74,7 @@ def login(page) -> Callable[..., Any]:
 
 @pytest.fixture
 def screenshot(page) -> Callable[..., None]:
-    """Full-page screenshot into test-artifacts/ and docs/screenshots/ (the README links those)."""
+    """Full-page screenshot into test-artifacts/ and docs/screenshots/ (the docs link those)."""
 
     def take(name: str, of: Any = None) -> None:
         for folder in (ARTIFACTS, DOC_SCREENSHOTS):

@@ -243,7 +243,7 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     page.goto("/no-such-page/")
     check("404")
     for docs in ("/api/docs/", "/api/redoc/"):
-        # The docs themselves stay English (README: "The API docs stay English"); they say so in Chinese.
+        # The docs themselves stay English (docs/user/pages.md: "The API docs stay English"); they say so in Chinese.
         page.goto(docs)
         expect(page.locator("[data-docs-language]")).to_contain_text("API 文档是英文的")
     assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())

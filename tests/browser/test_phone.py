@@ -1,5 +1,5 @@
 """The portal on a phone (issue 18): every page fits the screen's width, the top bar keeps its
-links on its own dark background, job names stay readable. Phone screenshots for the README."""
+links on its own dark background, job names stay readable. Phone screenshots for the docs."""
 
 from __future__ import annotations
 

@@ -67,7 +67,7 @@ def test_it_reports_a_running_containers_gauges_in_prometheus_text(user, docker_
     assert samples[("pai_node_up", (("node", "docker-local"),))] == 1
 
 
-# -- usage counts every GPU-hour a job held (README "Usage") ------------------------------------
+# -- usage counts every GPU-hour a job held (docs/admin/monitoring.md, "Usage") ------------------------------------
 
 
 def test_it_counts_every_run_of_short_tasks_that_ended_before_their_start_was_recorded(

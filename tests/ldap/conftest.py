@@ -221,7 +221,7 @@ def directory(slapd: Directory, settings) -> Iterator[Directory]:
     """The portal signing in with the directory (LDAP first, local accounts after it), every group
     as the module says; memberships a test changed are put back after it."""
     settings.PAI_LDAP_URI = slapd.uri
-    settings.PAI_DIRECTORY_ADMIN_GROUP = "admingroup"  # the directory's admins (README "Groups")
+    settings.PAI_DIRECTORY_ADMIN_GROUP = "admingroup"  # the directory's admins (docs/admin/sign-in.md, "Groups")
     settings.PAI_LDAP_USER_DN_TEMPLATE = f"uid=%(user)s,{PEOPLE}"
     settings.PAI_LDAP_GROUP_SEARCH_BASE = GROUPS
     settings.PAI_LDAP_GROUP_TYPE = "groupOfNames"

@@ -1,4 +1,4 @@
-"""A task run's start and finish come from one clock and never run backwards (README "Usage"):
+"""A task run's start and finish come from one clock and never run backwards (docs/admin/monitoring.md, "Usage"):
 the engine's pair when it reports both, the portal's otherwise; the database refuses a run that
 ends before it starts, and its migration repairs the rows recorded so before."""
 

@@ -1,4 +1,4 @@
-"""Real distributed training across the dev cluster's two Docker nodes, with the README's examples
+"""Real distributed training across the dev cluster's two Docker nodes, with the examples of docs/user/distributed.md
 as written: `torchrun` (PyTorch's gloo backend) all-reduces a tensor over two tasks, one per node,
 and `mpirun` (OpenMPI) runs an mpi4py all-reduce over the job's hostfile and `ssh` (issue 31).
 

@@ -5,7 +5,7 @@ exit code, never a silent success.
 
 The storages here are host paths (every dev-cluster node sees the machine's files at the same
 place, as NFS mounted on each node would be), because on this machine's kernel nothing can mount
-NFS (README, "Shared storage").
+NFS (docs/admin/storage.md).
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_a_task_slurm_cancels_saves_a_checkpoint_its_retry_finds(slurm_cluster, 
     """Slurm's own end (an admin's scancel here): slurmd's SIGTERM to every process of the step,
     KillWait, SIGKILL, the path Slurm's preemption (PreemptMode=CANCEL) and its time limit take too.
     Slurm signals in its own order (proctrack/linuxproc: each child before its parent), where bash
-    5.2 loses a trapped SIGTERM about once in six (the README says so): the task's program
+    5.2 loses a trapped SIGTERM about once in six (docs/user/priorities.md says so): the task's program
     handles the signal itself here, and starts the same saving program."""
     job = started(submit_job(user, checkpointing_job("cancelled", vc="gpu", in_program=True)), run_until)
     began = time.monotonic()

@@ -1,4 +1,4 @@
-"""The README's distributed-training examples as written, on two Slurm nodes without Docker
+"""The distributed-training examples of docs/user/distributed.md as written, on two Slurm nodes without Docker
 (issue 31): each task a sandboxed process in its Slurm step, on the node's own network and its own
 PyTorch, OpenMPI and mpi4py (Debian's python3-torch, openmpi-bin, python3-mpi4py: `.ci/run`
 installs them). `torchrun` all-reduces over gloo; `mpirun` starts its second rank over

@@ -255,7 +255,7 @@ def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:
 
 
 def borrowed_from(job: Job) -> str | None:
-    """The VC whose idle quota the job runs on (README "Borrowing and reclaim"); null when it runs
+    """The VC whose idle quota the job runs on (docs/admin/sharing.md, "Borrowing and reclaim"); null when it runs
     on its own VC's, or does not run."""
     if job.borrowed_from_id is None or job.state not in (JobState.RUNNING, JobState.STOPPING):
         return None
@@ -263,7 +263,7 @@ def borrowed_from(job: Job) -> str | None:
 
 
 def time_limit_status(job: Job, now: datetime | None = None) -> dict[str, Any]:
-    """The portal's time limit (README "Sharing"): the limit, and while it runs the time left."""
+    """The portal's time limit (docs/admin/sharing.md): the limit, and while it runs the time left."""
     limit = job.time_limit_seconds
     left = None
     if limit is not None and job.state == JobState.RUNNING and job.launched_at is not None:

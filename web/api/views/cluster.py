@@ -56,13 +56,13 @@ def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
             "allowed": vc.is_open_to(user),
             "resourcesUsed": _resources(state.used),
             # A VC's share is guaranteed to it and is all its own jobs may use; borrowed jobs of other
-            # VCs running on its idle quota count in its resourcesUsed (README "Borrowing and reclaim").
+            # VCs running on its idle quota count in its resourcesUsed (docs/admin/sharing.md, "Borrowing and reclaim").
             "resourcesGuaranteed": _resources(state.limit),
             "resourcesTotal": _resources(state.limit),
             "numJobs": sum(counts.get((name, state), 0) for state in JobState.values),
             "numActiveJobs": counts.get((name, JobState.RUNNING), 0),
             "numPendingJobs": counts.get((name, JobState.WAITING), 0),
-            # The portal's sharing (README "Sharing"): the queue's order, the per-user GPU cap and
+            # The portal's sharing (docs/admin/sharing.md): the queue's order, the per-user GPU cap and
             # the time limits in minutes (null: none).
             "queuePolicy": vc.queue_policy,
             "userGpuLimit": vc.user_gpu_limit,
