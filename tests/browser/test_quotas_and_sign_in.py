@@ -1,6 +1,6 @@
 """Issue 36 in Chromium: the sign-in page's language switch and where signing in lands; a VC
 whose share is no CPU warned of on the cluster page; jobs that can never fit listed apart on
-the dashboard."""
+the dashboard. Issue 50: shares over 100 % refused by the admin's VC form, said on the cluster page."""
 
 from __future__ import annotations
 
@@ -68,6 +68,25 @@ def test_it_shows_60_and_40_percent_of_two_cpus_as_one_cpu_each(page, login, use
     expect(rows.nth(1)).to_contain_text("research")
     expect(rows.nth(1)).to_contain_text("0 / 1")
     expect(page.locator("[data-share-warning]")).to_have_count(0)
+
+
+def test_the_admin_vc_form_refuses_shares_over_100_percent(page, login, admin_user, default_vc):
+    login("root")
+    page.goto("/admin/clusters/virtualcluster/add/")
+    page.fill("#id_name", "research")
+    page.fill("#id_share_percent", "40")
+    page.click("input[name=_save]")
+    expect(page.locator(".errorlist")).to_contain_text("the VCs' shares would add up to 140% (more than 100%)")
+    assert not VirtualCluster.objects.filter(name="research").exists()
+
+
+def test_it_says_on_the_cluster_page_when_shares_add_up_to_over_100_percent(page, login, user, two_cpus):
+    VirtualCluster.objects.create(name="research", share_percent=40)  # (as `createvc` allows, warning)
+    login("alice")
+    page.goto("/cluster/")
+    expect(page.locator("[data-share-warning]").first).to_contain_text(
+        "The VCs' shares add up to 140%, more than the whole cluster"
+    )
 
 
 def test_it_lists_jobs_that_can_never_fit_apart_on_the_dashboard(page, login, two_cpus, user):

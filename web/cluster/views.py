@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 
 from clusters.models import GpuType, Node, VirtualCluster
 from clusters.placement import Resources
-from clusters.shares import share_warnings
+from clusters.shares import over_100_warning, share_warnings
 from jobs.models import Job, JobState
 from scheduling.quota import ClusterUsage, cluster_usage
 
@@ -111,6 +111,6 @@ def cluster_overview(request: HttpRequest) -> HttpResponse:
         "node_rows": node_rows,
         "gpu_types": _gpu_type_rows(node_rows),
         "total": usage.totals,
-        "share_warnings": list(share_warnings().values()),
+        "share_warnings": [warning for warning in [over_100_warning(), *share_warnings().values()] if warning],
     }
     return render(request, "scheduling/overview.html", context)
