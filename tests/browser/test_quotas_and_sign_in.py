@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from clusters.models import Node, VirtualCluster
+from clusters.texts import LARGEST_FREE_GPU, counted_gpus
 from tests.factories import create_job, normalized_spec, password_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -87,6 +88,22 @@ def test_it_says_on_the_cluster_page_when_shares_add_up_to_over_100_percent(page
     expect(page.locator("[data-share-warning]").first).to_contain_text(
         "The VCs' shares add up to 140%, more than the whole cluster"
     )
+
+
+def test_it_counts_one_of_a_thing_in_the_singular_in_english_and_chinese(page, login, user, default_vc):
+    """Issue 50: "1 CPUs" on the cluster page and "needs 1 GPUs on one node" for a job."""
+    Node.objects.create(name="tiny", address="10.0.0.9", cpus=1, memory_mb=2048)
+    waiting = [LARGEST_FREE_GPU(gpus=counted_gpus(1), most=0)]  # (as placement says it: tests/placement)
+    job = create_job(user, "one-gpu", pending_reason=waiting)
+    login("alice")
+    page.goto("/cluster/")
+    expect(page.locator("[data-cluster-totals]")).to_have_text("0 GPUs, 1 CPU, 2048 MB memory on schedulable nodes")
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("main")).to_contain_text("needs 1 GPU on one node; largest free: 0")
+    page.select_option("#language-select", "zh-hans")
+    expect(page.locator("main")).to_contain_text("需要在一个节点上有 1 块 GPU")
+    page.goto("/cluster/")
+    expect(page.locator("[data-cluster-totals]")).to_have_text("可调度节点共有 0 块 GPU、1 个 CPU、2048 MB 内存")
 
 
 def test_it_lists_jobs_that_can_never_fit_apart_on_the_dashboard(page, login, two_cpus, user):

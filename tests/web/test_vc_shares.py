@@ -98,3 +98,10 @@ def test_createvc_warns_of_shares_over_100_percent_as_the_pages_do(default_vc):
     err = io.StringIO()
     call_command("createvc", "research", "--share", "40", stdout=io.StringIO(), stderr=err)
     assert "warning: The VCs' shares add up to 140%, more than the whole cluster" in err.getvalue()
+
+
+def test_the_cluster_page_counts_one_cpu_in_the_singular(alice_client, default_vc):
+    """Issue 50: "0 GPUs, 1 CPUs" on the cluster page."""
+    Node.objects.create(name="tiny", address="10.0.0.9", cpus=1, memory_mb=2048)
+    page = alice_client.get("/cluster/").content.decode()
+    assert "0 GPUs, 1 CPU, 2048 MB memory on schedulable nodes" in page
