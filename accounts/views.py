@@ -12,7 +12,7 @@ from django.contrib import messages
 from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -69,12 +69,16 @@ def add_ssh_key(request: HttpRequest) -> HttpResponse:
     return redirect("profile")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def remove_ssh_key(request: HttpRequest, key_id: int) -> HttpResponse:
-    if remove_key(request.user, key_id):
-        messages.success(request, _("SSH key removed: jobs submitted from now on do not accept it."))
-    else:
-        messages.error(request, _("No such key."))
+    """GET asks first (jobs submitted later no longer accept the key); POST removes it."""
+    key = get_object_or_404(SshPublicKey, user=request.user, pk=key_id)
+    name = key.title or key.fingerprint
+    if request.method == "GET":
+        return render(request, "accounts/remove_ssh_key.html", {"key": key, "name": name})
+    remove_key(request.user, key.pk)
+    removed = _("SSH key %(name)s removed: jobs submitted from now on do not accept it.")
+    messages.success(request, removed % {"name": name})
     return redirect("profile")
 
 
@@ -96,12 +100,18 @@ def create_application_token(request: HttpRequest) -> HttpResponse:
     return redirect("profile")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def revoke(request: HttpRequest, token_id: int) -> HttpResponse:
-    if revoke_token(request.user, str(token_id)):
-        messages.success(request, _("Token revoked."))
-    else:
-        messages.error(request, _("No such token."))
+    """GET asks first (a script that sends the token is refused at once); POST revokes it."""
+    token = get_object_or_404(Token, user=request.user, pk=token_id)
+    if request.method == "GET":
+        return render(request, "accounts/revoke_token.html", {"token": token})
+    revoke_token(request.user, str(token.pk))
+    messages.success(
+        request,
+        _("Token %(name)s (%(prefix)s…) revoked: whatever sends it is refused from now on.")
+        % {"name": token.name, "prefix": token.key_prefix},
+    )
     return redirect("profile")
 
 

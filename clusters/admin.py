@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_labels import label
 from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
-from clusters.shares import share_warnings
+from clusters.shares import over_100_warning, share_warnings, total_share
 from clusters.slurm_nodes import PartitionError, check_partition
 
 
@@ -50,7 +50,26 @@ class VirtualClusterForm(forms.ModelForm):
         default, maximum = cleaned.get("default_run_minutes"), cleaned.get("max_run_minutes")
         if default and maximum and default > maximum:
             self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
+        self._check_total_share(cleaned)
         return cleaned
+
+    def _check_total_share(self, cleaned: dict) -> None:
+        """Shares over 100 % in all are refused as `createvc` warns of them (clusters.shares), unless
+        the change lowers the total (a cluster already over can still be put right step by step)."""
+        share = cleaned.get("share_percent")
+        if share is None:
+            return
+        name = self.instance.name if self.instance.pk else cleaned.get("name")
+        total = total_share(name, 0 if cleaned.get("slurm_partition") else share)
+        if total > 100 and total > total_share():
+            self.add_error(
+                "share_percent",
+                _(
+                    "With this share the VCs' shares would add up to %(total)s%% (more than 100%%): lower "
+                    "another VC's share first (the default VC's, say)."
+                )
+                % {"total": f"{total.normalize():f}"},
+            )
 
     def clean_lends_idle_quota(self) -> bool:
         if self.cleaned_data.get("lends_idle_quota") and (self.cleaned_data.get("slurm_partition") or "").strip():
@@ -93,8 +112,9 @@ class VirtualClusterAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         """Warn of each VC whose share gives it none of a resource (its jobs could never run)."""
         if request.method == "GET":
-            for warning in share_warnings().values():
-                messages.warning(request, warning)
+            for warning in [over_100_warning(), *share_warnings().values()]:
+                if warning:
+                    messages.warning(request, warning)
         return super().changelist_view(request, extra_context)
 
     @admin.display(description=_("Jobs"), ordering="job_total")

@@ -1,5 +1,6 @@
 """VC quotas as shares of the nodes: the one rule the scheduler (scheduling.quota), the cluster
-page, `createvc` and the admin all read, and the warning for a VC whose share gives it nothing.
+page, `createvc` and the admin all read, the warning for a VC whose share gives it nothing, and
+the check that the shares add up to 100 % at most.
 
 A VC with a Slurm partition has the partition as its quota; the others share the portal's own
 nodes by `clusters.placement.apportion` (largest remainder, so no unit is lost to rounding).
@@ -8,6 +9,7 @@ nodes by `clusters.placement.apportion` (largest remainder, so no unit is lost t
 from __future__ import annotations
 
 from collections import defaultdict
+from decimal import Decimal
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -83,3 +85,25 @@ def share_warnings() -> dict[str, str]:
             "what": _(", ").join(names[kind] for kind in kinds),
         }
     return warnings
+
+
+def total_share(changed: str | None = None, share: Decimal | int = 0) -> Decimal:
+    """The share VCs' shares together (a Slurm VC's quota is its partition, no share), with VC
+    `changed` at `share`: how `createvc` and the admin form check a change before saving it."""
+    shares = dict(VirtualCluster.objects.filter(slurm_partition="").values_list("name", "share_percent"))
+    if changed is not None:
+        shares[changed] = Decimal(share)
+    return sum(shares.values(), Decimal(0))
+
+
+def over_100_warning(total: Decimal | None = None) -> str:
+    """Why the VCs' quotas promise more than the cluster has; "" while their shares add up to
+    100 % at most. For the cluster page, the admin and `createvc`."""
+    total = total_share() if total is None else total
+    if total <= 100:
+        return ""
+    return _(
+        "The VCs' shares add up to %(total)s%%, more than the whole cluster: together their quotas "
+        "promise more than there is, so a VC's jobs may wait although its quota looks free. Lower a "
+        "share (the default VC's, say) until they add up to 100%% at most."
+    ) % {"total": f"{total.normalize():f}"}

@@ -17,10 +17,13 @@ from collections.abc import Iterable
 
 from catalogue import Message, Text
 
-# ---- counts ------------------------------------------------------------------------------------
+# ---- counts (one of a thing has a code of its own: "1 GPU", not "1 GPUs") --------------------------
 GPUS = Text("reason.count.gpus", "%(count)s GPUs")
+GPU = Text("reason.count.gpu", "%(count)s GPU")
 TYPED_GPUS = Text("reason.count.typed_gpus", "%(count)s x %(type)s GPUs")
+TYPED_GPU = Text("reason.count.typed_gpu", "%(count)s x %(type)s GPU")
 CPUS = Text("reason.count.cpus", "%(count)s CPUs")
+CPU = Text("reason.count.cpu", "%(count)s CPU")
 
 # ---- can never fit the cluster as it is (set aside: it does not block its VC) -------------------
 NEVER_FITS = Text("reason.never_fits", "%(why)s (it can never fit)")
@@ -36,6 +39,9 @@ USER_CAP_IN_ALL = Text(
     "reason.user_cap_in_all", 'one user may hold at most %(cap)s GPUs in VC "%(vc)s" at once, job needs %(need)s'
 )
 LARGEST_NODE_GPU = Text("reason.largest_node.gpu", "needs %(need)s GPUs on one node; the largest node has %(most)s")
+LARGEST_NODE_ONE_GPU = Text(
+    "reason.largest_node.one_gpu", "needs %(need)s GPU on one node; the largest node has %(most)s"
+)
 LARGEST_NODE_CPU = Text("reason.largest_node.cpu", "needs %(need)s CPUs per task; the largest node has %(most)s")
 LARGEST_NODE_MEMORY = Text(
     "reason.largest_node.memory", "needs %(need)s memory per task; the largest node has %(most)s"
@@ -71,9 +77,16 @@ LARGEST_FREE_GPU_ON = Text(
     "reason.largest_free.gpu_on", "needs %(gpus)s on one node; largest free: %(most)s on %(node)s"
 )
 LARGEST_FREE_CPU = Text("reason.largest_free.cpu", "needs %(need)s CPUs per task; largest free: %(most)s on %(node)s")
+LARGEST_FREE_ONE_CPU = Text(
+    "reason.largest_free.one_cpu", "needs %(need)s CPU per task; largest free: %(most)s on %(node)s"
+)
 LARGEST_FREE_CPU_AMONG = Text(
     "reason.largest_free.cpu_among",
     "needs %(need)s CPUs per task; largest free: %(most)s on %(node)s among nodes with %(gpus)s free",
+)
+LARGEST_FREE_ONE_CPU_AMONG = Text(
+    "reason.largest_free.one_cpu_among",
+    "needs %(need)s CPU per task; largest free: %(most)s on %(node)s among nodes with %(gpus)s free",
 )
 LARGEST_FREE_MEMORY = Text(
     "reason.largest_free.memory", "needs %(need)s memory per task; largest free: %(most)s on %(node)s"
@@ -134,8 +147,9 @@ def _about(what: str, *texts: Text) -> dict[str, str]:
 BLOCKED_BY: dict[str, str] = {
     **_about("vc", UNKNOWN_VC),
     **_about("gpu", QUOTA_IN_ALL_GPU, USER_CAP_IN_ALL, LARGEST_NODE_GPU, USER_CAP, QUOTA_GPU),
-    **_about("gpu", LARGEST_FREE_GPU, LARGEST_FREE_GPU_ON),
+    **_about("gpu", LARGEST_FREE_GPU, LARGEST_FREE_GPU_ON, LARGEST_NODE_ONE_GPU),
     **_about("cpu", QUOTA_IN_ALL_CPU, LARGEST_NODE_CPU, QUOTA_CPU, LARGEST_FREE_CPU, LARGEST_FREE_CPU_AMONG),
+    **_about("cpu", LARGEST_FREE_ONE_CPU, LARGEST_FREE_ONE_CPU_AMONG),
     **_about("memory", QUOTA_IN_ALL_MEMORY, LARGEST_NODE_MEMORY, QUOTA_MEMORY),
     **_about("memory", LARGEST_FREE_MEMORY, LARGEST_FREE_MEMORY_AMONG),
     **_about("ports", LARGEST_PORT_RANGE, PORT_OUTSIDE, PORTS_TAKEN_FIXED, PORTS_TAKEN_FREE, PORTS_TAKEN_BOTH),
@@ -157,8 +171,22 @@ def blocked_by(reason: Iterable[Message]) -> str | None:
 
 
 def counted_gpus(count: int, gpu_type: str | None = None) -> Message:
-    """`8 GPUs`, `1 x P100 GPUs`."""
-    return TYPED_GPUS(count=count, type=gpu_type) if gpu_type else GPUS(count=count)
+    """`8 GPUs`, `1 GPU`, `2 x P100 GPUs`, `1 x P100 GPU`."""
+    if gpu_type:
+        return (TYPED_GPU if count == 1 else TYPED_GPUS)(count=count, type=gpu_type)
+    return (GPU if count == 1 else GPUS)(count=count)
+
+
+def counted_cpus(count: int) -> Message:
+    """`8 CPUs`, `1 CPU`."""
+    return (CPU if count == 1 else CPUS)(count=count)
+
+
+def largest_free_cpu(need: int, among: bool) -> Text:
+    """Why a task's CPUs fit no node now, with "1 CPU" for one."""
+    if among:
+        return LARGEST_FREE_ONE_CPU_AMONG if need == 1 else LARGEST_FREE_CPU_AMONG
+    return LARGEST_FREE_ONE_CPU if need == 1 else LARGEST_FREE_CPU
 
 
 def memory_text(mb: int) -> str:

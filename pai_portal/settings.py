@@ -311,8 +311,6 @@ EMAIL_TIMEOUT = env_float("PAI_EMAIL_TIMEOUT", 5.0, minimum=0.1)
 DEFAULT_FROM_EMAIL = env_str("PAI_EMAIL_FROM", "pai-portal@localhost")
 PAI_MAIL_DIGEST_AFTER = env_int("PAI_MAIL_DIGEST_AFTER", 5, minimum=1)
 PAI_MAIL_DIGEST_MINUTES = env_int("PAI_MAIL_DIGEST_MINUTES", 10, minimum=0)
-# The portal's address as users reach it, for links in emails.
-PAI_PUBLIC_URL = env_str("PAI_PUBLIC_URL", "http://127.0.0.1:8000")
 # A finished job's logs and work folders are removed this many days after it ended (0: kept).
 PAI_RETENTION_DAYS = env_int("PAI_RETENTION_DAYS", 0, minimum=0)
 # Webhooks (jobs/webhooks.py): targets on loopback, private, link-local or reserved addresses are
@@ -337,6 +335,13 @@ PAI_ENCRYPTION_KEY = env_str("PAI_ENCRYPTION_KEY", "")
 # piece of the response (pai_portal/serving.py) before the connection is dropped.
 PAI_BIND = env_str("PAI_BIND", "127.0.0.1")
 PAI_PORT = env_int("PAI_PORT", 8000, minimum=1)
+# The portal's address as users reach it (links in emails and webhooks, where an app's proxy sends a
+# browser to sign in): by default where `manage.py serve` listens, PAI_BIND (this machine's loopback
+# when it binds every address) and PAI_PORT.
+_SERVED_HOST = "127.0.0.1" if PAI_BIND in {"0.0.0.0", "::", ""} else PAI_BIND
+PAI_PUBLIC_URL = env_str(
+    "PAI_PUBLIC_URL", f"http://{f'[{_SERVED_HOST}]' if ':' in _SERVED_HOST else _SERVED_HOST}:{PAI_PORT}"
+)
 PAI_WEB_WORKERS = env_int("PAI_WEB_WORKERS", 2, minimum=1)
 PAI_HTTP_THREADS = env_int("PAI_HTTP_THREADS", 4, minimum=1)
 PAI_HTTP_HEADER_TIMEOUT = env_float("PAI_HTTP_HEADER_TIMEOUT", 10, minimum=0.001)  # granian: at most 60
@@ -441,6 +446,7 @@ CORS_ALLOW_CREDENTIALS = False
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_HTTPONLY = False  # the job pages' small scripts read it for POSTs
+CSRF_FAILURE_VIEW = "web.error_pages.csrf_failure"  # the portal's 403 page, translated
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"

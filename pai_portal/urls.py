@@ -41,3 +41,5 @@ urlpatterns = [
 
 # A request Django refuses before any route (a host not allowed...): `{code, message}` under /api/.
 handler400 = "web.api.fallback.bad_request"
+# A crash: the portal's page in its frame (403 and 404 are Django's handlers with our templates).
+handler500 = "web.error_pages.server_error"

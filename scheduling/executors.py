@@ -63,6 +63,9 @@ SAMPLE_DEADLINE_S = 30.0
 # How long a call to a node that does not answer is waited for: an engine that cannot be reached
 # says so at once (its error is the caller's), a hung one costs the pass no more than this.
 PROBE_WAIT_S = 0.2
+# A start that ends later than this is logged as a warning; a shorter one past its deadline is
+# ordinary on a busy node (scheduling.starting logs it as INFO).
+SLOW_START_S = 60.0
 # A lane's worker thread ends after this long without a call (the next call starts another).
 WORKER_IDLE_S = 60.0
 
@@ -77,7 +80,13 @@ class NodeSilent(ExecutorError):
 
 class StartPending(NodeSilent):
     """A start the engine did not finish within its deadline: it runs on, its outcome is unknown
-    (the task stays claimed; reconcile adopts what it made, or starts it, once it ends)."""
+    (the task stays claimed; reconcile adopts what it made, or starts it, once it ends).
+    `node_answering`: the node answered its calls when the start began (a slow start on a busy
+    node, ordinary), or not (only a probe's wait: the node itself may be in trouble)."""
+
+    def __init__(self, message: str | list[Message], *, node_answering: bool = True) -> None:
+        super().__init__(message)
+        self.node_answering = node_answering
 
 
 def start_key(job_id: int | str, role: str, index: int | str, job_attempt: int | str, task_attempt: int | str) -> str:
@@ -253,7 +262,8 @@ class Lane:
                 return future.result(timeout=0)
             raise StartPending(
                 f"{self.label}: the task's start did not end within {wait:g} s; it runs on, and the task is "
-                "adopted once it ends"
+                "adopted once it ends",
+                node_answering=answering,
             ) from None
 
     def starting(self) -> set[str]:
@@ -277,14 +287,17 @@ class Lane:
         error: str,
         failure: BaseException | None = None,
     ) -> None:
+        took = time.monotonic() - began
         with self._lock:
             self._starts.pop(key, None)
             if key in self._abandoned:  # nobody took its outcome: the next reconcile does
                 self._abandoned.discard(key)
                 self.missed_cleanup = True
+                if took > SLOW_START_S:  # (a pull or a create this long is trouble, not a busy node)
+                    log.warning("%s: a task's start took %.0f s", self.label, took)
                 if failure is not None:
                     self._abandoned_failures[key] = failure
-            if not answered or time.monotonic() - began <= deadline:  # (a late start says nothing)
+            if not answered or took <= deadline:  # (a late start says nothing)
                 self._answered("start", began, deadline, answered=answered, error=error)
 
 

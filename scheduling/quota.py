@@ -21,6 +21,7 @@ from clusters.placement import JobRequest, NodeState, PortRequest, Resources, Ta
 from clusters.shares import cluster_totals, node_gpus, vc_quotas
 from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol import launcher_env
+from jobs.protocol.runtime_env import undeclared_ports
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import ports_with_ssh
@@ -45,12 +46,13 @@ def task_requests(spec: NormalizedSpec) -> list[TaskRequest]:
     """Placement's view of a job's tasks (the scheduler's placement, the Slurm backend's ask and
     the submit page's never-fits check read the same)."""
     begin_at = port_begin_at(spec)
+    implied_ports = undeclared_ports(spec)
     requests = []
     for role, role_spec in spec["taskRoles"].items():
         res = role_spec["resourcePerInstance"]
-        # A role without ports still gets one (`http`, as OpenPAI gave seed 002's jobs, whose
-        # commands read PAI_CURRENT_CONTAINER_PORT) and every task one for its sshd.
-        wanted = ports_with_ssh(res.get("ports") or {"http": 1})
+        # Its declared ports (the Jupyter/TensorBoard plugins declared theirs when the spec was read),
+        # an `http` one where its commands name it undeclared, and every task one for its sshd.
+        wanted = ports_with_ssh(res.get("ports") or implied_ports)
         for index in range(role_spec["instances"]):
             # The master task gets the rendezvous port too (MASTER_PORT: jobs.protocol.launcher_env).
             ports = [

@@ -218,7 +218,8 @@ class Starter:
             if isinstance(outcome, executors.StartPending):
                 # Its outcome is unknown: the task stays claimed; once the start ends, the next
                 # pass's reconcile of the node adopts its container or starts it (never twice).
-                log.warning("%s: %s", task, outcome)
+                # On a node that answers, a start past its deadline is a busy node's ordinary one.
+                log.log(logging.INFO if outcome.node_answering else logging.WARNING, "%s: %s", task, outcome)
             elif isinstance(outcome, Exception):
                 self.failed(job, task, outcome)
 

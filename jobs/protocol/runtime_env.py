@@ -18,15 +18,20 @@ resources are `gpu,cpu,memMB,shmMB`; a null value (e.g. minFailedTaskCount) is a
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.protocol.launcher_env import RENDEZVOUS_LABEL, build_launcher_env, master_role
-from jobs.protocol.spec import ExtrasV1, NormalizedSpec, TaskRoleSpec
+from jobs.protocol.spec import RUNTIME_PLUGINS, ExtrasV1, NormalizedSpec, TaskRoleSpec
 
 DEFAULT_SHM_MB = 64
 HOST_LIST_LABEL = "http"
 SSH_LABEL = "ssh"
+# A variable that names a task's `http` port: a host list, the task's own port, an `http` port list.
+NAMES_A_TASK_PORT = re.compile(
+    r"HOST_LIST|PAI_CURRENT_CONTAINER_PORT|PAI_CONTAINER_HOST_PORT|PAI_CONTAINER_HOST_http_|PAI_PORT_LIST_\w+_http\b"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,15 @@ def env_value(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     return json.dumps(value, separators=(",", ":"))
+
+
+def undeclared_ports(spec: NormalizedSpec) -> dict[str, int]:
+    """The ports a role that declares none still gets: one `http` port when the job's commands read a
+    variable that names it (OpenPAI's host lists, PAI_CURRENT_CONTAINER_PORT, as seed 002's jobs do),
+    else none (a port nothing listens on is a dead entry on the job page)."""
+    extras = spec.get("extras") or {}
+    commands = json.dumps([spec["taskRoles"], spec.get("deployments"), extras.get(RUNTIME_PLUGINS)])
+    return {HOST_LIST_LABEL: 1} if NAMES_A_TASK_PORT.search(commands) else {}
 
 
 def port_list(ports: dict[str, list[int]], labels: list[str]) -> str:

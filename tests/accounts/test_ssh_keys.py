@@ -79,3 +79,16 @@ def test_it_removes_only_the_users_own_key(client, user, other_user):
     assert SshPublicKey.objects.filter(pk=theirs.pk).exists()
     client.post(f"/profile/ssh-keys/{mine.pk}/remove")
     assert not SshPublicKey.objects.filter(pk=mine.pk).exists()
+
+
+def test_it_asks_before_removing_a_key(client, user):
+    key = add_key(user, public_key(), "laptop")
+    page = client.get(f"/profile/ssh-keys/{key.pk}/remove").content.decode()
+    assert "Remove the SSH key <strong>laptop</strong>" in page
+    assert SshPublicKey.objects.filter(pk=key.pk).exists()
+
+
+def test_it_names_the_key_it_removed(client, user):
+    key = add_key(user, public_key(), "laptop")
+    page = client.post(f"/profile/ssh-keys/{key.pk}/remove", follow=True).content.decode()
+    assert "SSH key laptop removed" in page

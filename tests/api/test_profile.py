@@ -35,11 +35,18 @@ def test_it_shows_a_new_application_token_once(browser, user):
     assert 'id="new-token"' not in browser.get("/profile/").content.decode()
 
 
-def test_it_revokes_a_token_from_the_page(browser, user):
-    _, token = issue_token(user)
-    response = browser.post(f"/profile/tokens/{token.pk}/revoke")
-    assert response.status_code == 302
+def test_it_asks_before_revoking_a_token(browser, user):
+    _, token = issue_token(user, name="ci-nightly")
+    page = browser.get(f"/profile/tokens/{token.pk}/revoke").content.decode()
+    assert "Revoke the token <strong>ci-nightly</strong>" in page
+    assert Token.objects.filter(pk=token.pk).exists()
+
+
+def test_it_revokes_a_token_from_the_page_and_names_it(browser, user):
+    _, token = issue_token(user, name="ci-nightly")
+    response = browser.post(f"/profile/tokens/{token.pk}/revoke", follow=True)
     assert not Token.objects.filter(pk=token.pk).exists()
+    assert "Token ci-nightly" in response.content.decode()
 
 
 def test_it_cannot_revoke_another_users_token(browser, other_user):

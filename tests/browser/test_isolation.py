@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from jobs.actions import stop_job, submit_job
 from jobs.models import Job
@@ -85,10 +86,10 @@ def test_a_task_page_opened_from_the_portal_gets_no_portal_cookie(page, login, r
     login()
     assert {cookie["name"] for cookie in page.context.cookies()} >= {"sessionid", "csrftoken"}
     page.goto(f"/jobs/{running_server_job.full_name}/")
-    link = page.locator("a", has_text="http:").get_attribute("href")
-    assert link is not None and link.startswith("http://127.0.0.2:")
-    wait_until_listening("127.0.0.2", int(link.rsplit(":", 1)[1]))
-    page.goto(link)
+    port = running_server_job.tasks.get().ports["http"][0]
+    expect(page.locator("[data-task-port]", has_text=f"127.0.0.2:{port}")).to_be_visible()
+    wait_until_listening("127.0.0.2", port)
+    page.goto(f"http://127.0.0.2:{port}/")
     assert page.locator("body").inner_text() == "cookies sent to the task: None"
 
 
@@ -174,10 +175,10 @@ def job_on_the_loopback(user, local_node, scheduler, loopback_port) -> Iterator[
 def test_a_process_tasks_loopback_page_is_out_of_the_browsers_reach(page, login, job_on_the_loopback, loopback_port):
     login()
     page.goto(f"/jobs/{job_on_the_loopback.full_name}/")
-    link = page.locator("a", has_text="http:").get_attribute("href")
-    assert link is not None
-    wait_until_listening("127.0.0.2", int(link.rsplit(":", 1)[1]))
-    page.goto(link)  # its declared port: served, without the portal's cookies
+    port = job_on_the_loopback.tasks.get().ports["http"][0]
+    expect(page.locator("[data-task-port]", has_text=f"127.0.0.2:{port}")).to_be_visible()
+    wait_until_listening("127.0.0.2", port)
+    page.goto(f"http://127.0.0.2:{port}/")  # its declared port: served, without the portal's cookies
     page.wait_for_function("document.body.innerText.startsWith('cookies sent to the task')")
     assert page.locator("body").inner_text() == "cookies sent to the task: None"
     with pytest.raises(Exception, match="ERR_CONNECTION_REFUSED"):

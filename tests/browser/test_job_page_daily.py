@@ -1,6 +1,6 @@
 """The job page as a researcher uses it every day (issue 18): the log viewer (what is left out,
 the full log, search, every attempt), a clean "Start again", advice that fits a finished job,
-event labels, the timeline, the favicon and the API docs link."""
+event labels, the timeline, the favicon and the API docs link; no dead port links (issue 50)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from clusters.models import Node
 from jobs.actions import submit_job
-from tests.factories import v2_yaml
+from jobs.models import InteractiveApp
+from tests.factories import create_job, v2_yaml
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -172,3 +174,17 @@ def test_it_changes_a_waiting_jobs_priority_class_from_the_page(page, login, use
     expect(page.locator("[data-job-priority]")).to_have_attribute("data-job-priority", "prod")
     job.refresh_from_db()
     assert (job.priority_class, job.priority) == ("prod", 100)
+
+
+def test_it_shows_task_ports_as_text_and_links_only_what_the_proxy_serves(page, login, user):
+    """Issue 50: every port was a link to http://<node>:<port>, where nothing answers HTTP (ssh,
+    rendezvous) and a researcher's browser seldom reaches a node at all."""
+    job = create_job(user, "notebook", state="RUNNING")
+    node = Node.objects.create(name="n1", address="127.0.0.2")
+    job.tasks.update(state="RUNNING", node=node, ports={"ssh": [20001], "rendezvous": [20002], "jupyter": [20003]})
+    InteractiveApp.objects.create(job=job, kind="jupyter", role="worker", port_label="jupyter", slug="nb")
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("[data-task-port]")).to_have_text(["127.0.0.2:20001", "127.0.0.2:20002"])
+    expect(page.locator("a", has_text="jupyter:20003")).to_have_attribute("href", "/apps/nb/open/")
+    expect(page.locator("a[href^='http://127.0.0.2']")).to_have_count(0)

@@ -1,5 +1,6 @@
 """The People pages in Chromium: an admin finds a user and puts them in a group (the group's VC
-follows), makes a group, and registers users from a CSV file, on a desktop and on a phone."""
+follows), makes a group, and registers users from a CSV file, on a desktop and on a phone; a
+non-admin gets the portal's 403 page, in their language (issue 50)."""
 
 import pytest
 from playwright.sync_api import expect
@@ -54,3 +55,14 @@ def test_a_bad_csv_row_is_shown_with_its_row_and_column(page, login, admin_user,
     )
     page.click("[data-import-form] button[type=submit]")
     expect(page.locator('[data-import-error="2"]')).to_contain_text("no such VC: nope")
+
+
+def test_a_non_admin_gets_the_portals_403_page_in_chinese(page, login, user):
+    login("alice")
+    page.goto("/people/")
+    expect(page.locator("[data-error-page='403'] h1")).to_have_text("Not allowed")
+    expect(page.locator("main")).to_contain_text("The People pages are for cluster admins.")
+    page.select_option("#language-select", "zh-hans")
+    expect(page.locator("[data-error-page='403'] h1")).to_have_text("不允许")
+    expect(page.locator("main")).to_contain_text("“用户与组”页面仅供集群管理员使用。")
+    expect(page.locator("a.whoami")).to_have_text("alice")  # the portal's top bar

@@ -1,5 +1,6 @@
 """The storage and profile pages as a researcher uses them (issue 18): download a file, a
-confirmation before a folder full of files goes, a copy button for a new token."""
+confirmation before a folder full of files goes, a copy button for a new token; a confirmation
+before any file, token or SSH key goes, and a message naming it after (issue 50)."""
 
 from __future__ import annotations
 
@@ -42,13 +43,47 @@ def test_it_asks_before_deleting_a_folder_with_files(page, login, area):
     assert not (area / "old-run").exists()
 
 
-def test_it_deletes_an_empty_folder_at_once(page, login, area):
-    (area / "empty").mkdir()
+def test_it_asks_before_deleting_a_file(page, login, area):
+    (area / "model.pt").write_bytes(b"weights")
     login()
     page.goto("/storage/")
-    page.locator('tr[data-entry="empty"]').get_by_role("button", name="Delete").click()
-    expect(page.locator(".messages")).to_contain_text("Removed empty.")
-    assert not (area / "empty").exists()
+    page.locator('tr[data-entry="model.pt"]').get_by_role("button", name="Delete").click()
+    expect(page.locator("main")).to_contain_text("Delete model.pt? It cannot be brought back.")
+    assert (area / "model.pt").exists()
+    page.get_by_role("button", name="Delete it").click()
+    expect(page.locator(".messages")).to_contain_text("Removed model.pt.")
+    assert not (area / "model.pt").exists()
+
+
+def test_it_asks_before_revoking_a_token_and_names_it_after(page, login, user):
+    from accounts.models import Token
+    from accounts.tokens import issue_token
+
+    issue_token(user, Token.Kind.APPLICATION, name="ci-nightly")
+    login()
+    page.goto("/profile/")
+    page.get_by_role("row", name="ci-nightly").get_by_role("link", name="Revoke").click()
+    expect(page.locator("h1")).to_have_text("Revoke token")
+    assert Token.objects.filter(name="ci-nightly").exists()
+    page.get_by_role("button", name="Revoke the token").click()
+    expect(page.locator(".messages")).to_contain_text("Token ci-nightly")
+    assert not Token.objects.filter(name="ci-nightly").exists()
+
+
+def test_it_asks_before_removing_an_ssh_key_and_names_it_after(page, login, user):
+    from accounts.models import SshPublicKey
+    from accounts.ssh_keys import add_key
+    from tests.accounts.test_ssh_keys import public_key
+
+    add_key(user, public_key(), "laptop")
+    login()
+    page.goto("/profile/")
+    page.locator("[data-ssh-key-row]").get_by_role("link", name="Remove").click()
+    expect(page.locator("h1")).to_have_text("Remove SSH key")
+    assert SshPublicKey.objects.exists()
+    page.get_by_role("button", name="Remove the key").click()
+    expect(page.locator(".messages")).to_contain_text("SSH key laptop removed")
+    assert not SshPublicKey.objects.exists()
 
 
 def test_it_copies_a_new_token(page, login, user):

@@ -262,7 +262,7 @@ def test_it_names_the_largest_free_gpu_slot_of_the_requested_type():
 
 def test_it_says_when_no_gpu_of_the_type_is_free():
     result = place([make_node("a", gpu_type="K80")], VCS, [make_job(1, gpu=1, gpu_type="P100")])
-    assert said(result, 1) == "needs 1 x P100 GPUs on one node; largest free: 0"
+    assert said(result, 1) == "needs 1 x P100 GPU on one node; largest free: 0"
 
 
 def test_it_names_the_largest_free_memory():
@@ -272,7 +272,7 @@ def test_it_names_the_largest_free_memory():
     ]
     result = place(nodes, VCS, [make_job(1, gpu=1, memory_mb=64 * 1024)])
     assert (
-        said(result, 1) == "needs 64 GB memory per task; largest free: 32 GB on node-c among nodes with 1 GPUs free"
+        said(result, 1) == "needs 64 GB memory per task; largest free: 32 GB on node-c among nodes with 1 GPU free"
         "; busy: other jobs' tasks hold node-c, node-d"
     )
 

@@ -30,6 +30,24 @@ def test_a_count_of_gpus_is_a_message_of_its_own_with_its_type():
     assert part.params["gpus"] == Message("reason.count.typed_gpus", {"count": 2, "type": "P100"})
 
 
+def test_it_counts_one_gpu_and_one_cpu_in_the_singular():
+    """Issue 50: "needs 1 GPUs on one node", "needs 1 CPUs per task"."""
+    gpu = place([make_node("a", gpus=1, busy_gpus=1)], VCS, [make_job(1, gpu=1)])
+    assert said(gpu, 1).startswith("needs 1 GPU on one node; largest free: 0")
+    typed = place([make_node("a", gpus=1, busy_gpus=1, gpu_type="P100")], VCS, [make_job(1, gpu=1, gpu_type="P100")])
+    assert typed.pending[1][0].params["gpus"] == Message("reason.count.typed_gpu", {"count": 1, "type": "P100"})
+    cpu = place([make_node("a", gpus=0, cpu=0, cpu_total=4)], VCS, [make_job(1, gpu=0, cpu=1)])
+    assert codes(cpu, 1)[0] == "reason.largest_free.one_cpu"
+    assert said(cpu, 1).startswith("needs 1 CPU per task; largest free: 0 on a")
+    among = place([make_node("a", gpus=1, cpu=0, cpu_total=4)], VCS, [make_job(1, gpu=1, cpu=1)])
+    assert codes(among, 1)[0] == "reason.largest_free.one_cpu_among"
+    assert said(among, 1).startswith("needs 1 CPU per task; largest free: 0 on a among nodes with 1 GPU free")
+    never = place([make_node("a", gpus=0)], VCS, [make_job(1, gpu=1)])
+    assert never.pending[1][0].params["why"] == Message("reason.largest_node.one_gpu", {"need": 1, "most": 0})
+    assert said(never, 1) == "needs 1 GPU on one node; the largest node has 0 (it can never fit)"
+    assert blocked_by(never.pending[1]) == "gpu"
+
+
 @pytest.mark.parametrize(
     ("vc", "job", "code", "english"),
     [
@@ -69,7 +87,7 @@ def test_a_gpu_task_short_of_cpus_names_the_nodes_with_its_gpus_free():
     nodes = [make_node("a", cpu=2, cpu_total=16), make_node("b", gpus=0)]
     result = place(nodes, VCS, [make_job(1, gpu=1, cpu=4)])
     assert codes(result, 1) == ["reason.largest_free.cpu_among", "reason.busy"]
-    assert said(result, 1).startswith("needs 4 CPUs per task; largest free: 2 on a among nodes with 1 GPUs free")
+    assert said(result, 1).startswith("needs 4 CPUs per task; largest free: 2 on a among nodes with 1 GPU free")
 
 
 def test_a_task_asking_free_ports_no_node_has_says_how_many():

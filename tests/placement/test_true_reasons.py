@@ -78,7 +78,7 @@ def test_a_gang_held_by_a_busy_node_says_other_jobs_hold_it():
     text = said(result, 1)
     assert text.startswith(GANG) and "quota" not in text
     assert text.endswith(
-        "; the task left over: needs 1 GPUs on one node; largest free: 0; busy: other jobs' tasks hold c"
+        "; the task left over: needs 1 GPU on one node; largest free: 0; busy: other jobs' tasks hold c"
     )
 
 
@@ -87,7 +87,7 @@ def test_a_gang_short_of_memory_names_memory_not_gpus():
     result = place(nodes, {"default": make_vc()}, [make_job(1, tasks=3, gpu=1, memory_mb=8192)])
     assert codes(result, 1) == ["reason.gang", "reason.left_over>reason.largest_free.memory_among", "reason.busy"]
     assert said(result, 1).endswith(
-        "; the task left over: needs 8 GB memory per task; largest free: 2 GB on c among nodes with 1 GPUs free; "
+        "; the task left over: needs 8 GB memory per task; largest free: 2 GB on c among nodes with 1 GPU free; "
         "busy: other jobs' tasks hold c"
     ), said(result, 1)
 
@@ -96,7 +96,7 @@ def test_a_gang_short_of_gpus_names_gpus():
     nodes = [make_node("a", gpus=1), make_node("b", gpus=1)]
     result = place(nodes, {"default": make_vc()}, [make_job(1, tasks=3, gpu=1)])
     assert codes(result, 1) == ["reason.gang", "reason.left_over>reason.largest_free.gpu"]
-    assert said(result, 1).endswith("; the task left over: needs 1 GPUs on one node; largest free: 0")
+    assert said(result, 1).endswith("; the task left over: needs 1 GPU on one node; largest free: 0")
 
 
 def test_a_gang_over_its_vcs_quota_names_the_quota():

@@ -4,6 +4,7 @@ container is adopted once it ends); the sampler's calls go on the lanes as well.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -152,6 +153,23 @@ def test_a_start_past_its_deadline_holds_no_pass_and_is_adopted_not_started_twic
     assert held_node.starts == 1 and task.attempt == 1 and task.state == TaskState.RUNNING
     assert len(held_node.list_running()) == 1
     assert job.attempts.count() == 0
+
+
+def test_an_ordinary_slow_start_is_logged_as_info_not_as_a_warning(held_node, submit, scheduler, caplog):
+    """Issue 50: `make run` printed 84 WARNINGs of starts past 1 s for ~220 jobs on a busy box."""
+    submit(v2_job("slow", role("worker", "sleep 30")))
+    with caplog.at_level(logging.INFO, logger="pai.scheduler"):
+        scheduler.run_once()
+    pending = [record for record in caplog.records if "did not end within" in record.getMessage()]
+    assert [record.levelno for record in pending] == [logging.INFO]
+
+
+def test_a_start_past_its_deadline_on_a_node_that_stopped_answering_says_so(deadline):
+    lane = Lane("silent")
+    lane.answering = False
+    with pytest.raises(executors.StartPending) as pending:
+        lane.start("1/worker/0/1/1", late(1.0))
+    assert not pending.value.node_answering
 
 
 class LateRefusals(HeldStarts):

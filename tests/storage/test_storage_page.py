@@ -62,10 +62,20 @@ def test_it_only_shows_the_signed_in_users_files(signed_in, other_user, area):
     assert "bobs-secret.txt" not in signed_in.get(reverse("storage:browse")).content.decode()
 
 
-def test_it_deletes_a_file(signed_in, area):
+def test_it_asks_before_deleting_a_file_of_ones_own(signed_in, area):
     storage.save_file("alice", "data/x.txt", [b"x"])
-    signed_in.post(reverse("storage:browse"), {"action": "delete", "path": "data", "name": "x.txt"})
+    form = {"action": "delete", "path": "data", "name": "x.txt"}
+    response = signed_in.post(reverse("storage:browse"), form)
+    assert "It cannot be brought back" in response.content.decode()
+    assert (area / "data" / "x.txt").exists()
+
+
+def test_it_deletes_a_file_once_confirmed_and_says_which(signed_in, area):
+    storage.save_file("alice", "data/x.txt", [b"x"])
+    form = {"action": "delete", "path": "data", "name": "x.txt", "confirm": "yes"}
+    response = signed_in.post(reverse("storage:browse"), form, follow=True)
     assert not (area / "data" / "x.txt").exists()
+    assert "Removed x.txt." in response.content.decode()
 
 
 def test_it_still_checks_the_csrf_token(user, area):

@@ -65,3 +65,43 @@ def test_createvc_with_an_unknown_user_leaves_an_existing_vc_as_it_was(default_v
     default_vc.refresh_from_db()
     assert default_vc.share_percent == 100
     assert list(default_vc.allowed_users.all()) == [user]
+
+
+VC_FORM = {"description": "", "queue_policy": "fifo", "slurm_partition": ""}
+
+
+def test_the_admin_form_refuses_a_vc_that_takes_the_shares_over_100_percent(admin_client, default_vc):
+    page = admin_client.post("/admin/clusters/virtualcluster/add/", {**VC_FORM, "name": "r", "share_percent": "40"})
+    assert "would add up to 140% (more than 100%)" in page.content.decode()
+    assert not VirtualCluster.objects.filter(name="r").exists()
+
+
+def test_the_admin_form_saves_a_change_that_lowers_shares_still_over_100_percent(admin_client, default_vc):
+    research = VirtualCluster.objects.create(name="research", share_percent=40)
+    form = {**VC_FORM, "name": "research", "share_percent": "20"}
+    response = admin_client.post(f"/admin/clusters/virtualcluster/{research.pk}/change/", form)
+    assert response.status_code == 302
+    research.refresh_from_db()
+    assert research.share_percent == 20
+
+
+def test_it_says_on_the_cluster_page_and_in_the_admin_when_shares_add_up_to_over_100(
+    alice_client, admin_client, default_vc
+):
+    VirtualCluster.objects.create(name="research", share_percent=40)
+    said = "The VCs&#x27; shares add up to 140%, more than the whole cluster"
+    assert said in alice_client.get("/cluster/").content.decode()
+    assert said in admin_client.get("/admin/clusters/virtualcluster/").content.decode()
+
+
+def test_createvc_warns_of_shares_over_100_percent_as_the_pages_do(default_vc):
+    err = io.StringIO()
+    call_command("createvc", "research", "--share", "40", stdout=io.StringIO(), stderr=err)
+    assert "warning: The VCs' shares add up to 140%, more than the whole cluster" in err.getvalue()
+
+
+def test_the_cluster_page_counts_one_cpu_in_the_singular(alice_client, default_vc):
+    """Issue 50: "0 GPUs, 1 CPUs" on the cluster page."""
+    Node.objects.create(name="tiny", address="10.0.0.9", cpus=1, memory_mb=2048)
+    page = alice_client.get("/cluster/").content.decode()
+    assert "0 GPUs, 1 CPU, 2048 MB memory on schedulable nodes" in page

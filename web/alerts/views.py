@@ -9,6 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods
 
 from accounts.permissions import is_admin
@@ -37,7 +38,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
     errors: list[tuple[str, Message]] = []
     if request.method == "POST":
         if not admin:
-            raise PermissionDenied
+            raise PermissionDenied(_("Only cluster admins change alert rules."))
         values = {
             "name": request.POST.get("name", ""),
             "condition": request.POST.get("condition", ""),
@@ -76,7 +77,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def rule_remove(request: HttpRequest, rule_id: int) -> HttpResponse:
     if not is_admin(request.user):
-        raise PermissionDenied
+        raise PermissionDenied(_("Only cluster admins change alert rules."))
     rule = AlertRule.objects.filter(pk=rule_id).first()
     if rule is None:
         raise Http404("No such rule.")

@@ -12,10 +12,10 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
-from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
 from web.api.errors import API_ALIAS_PREFIX, is_v1_path
+from web.error_pages import bad_request_page
 
 
 @csrf_exempt  # the route it hands over to is a DRF view, which checks CSRF for session users itself
@@ -34,10 +34,10 @@ def no_such_route(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespon
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Django's 400 (a SuspiciousOperation before any view: a host not allowed, a path or header
-    it cannot read): `{code, message}` under /api/, Django's own page elsewhere."""
+    it cannot read): `{code, message}` under /api/, the portal's 400 page elsewhere."""
     path = request.path_info or ""
     if not path.removeprefix(API_ALIAS_PREFIX).startswith("/api/"):
-        return defaults.bad_request(request, exception)  # type: ignore[arg-type]
+        return bad_request_page(request)
     code = "InvalidParametersError" if is_v1_path(path) else "InvalidProtocolError"
     said = str(exception or "") or "The request cannot be read."
     return JsonResponse({"code": code, "message": f"Bad request: {said}"}, status=400)

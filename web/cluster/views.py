@@ -11,11 +11,13 @@ from typing import Any
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET
 
 from clusters.models import GpuType, Node, VirtualCluster
 from clusters.placement import Resources
-from clusters.shares import share_warnings
+from clusters.shares import over_100_warning, share_warnings
 from jobs.models import Job, JobState
 from scheduling.quota import ClusterUsage, cluster_usage
 
@@ -101,6 +103,15 @@ def _gpu_type_rows(node_rows: list[NodeRow]) -> list[dict[str, Any]]:
     return rows
 
 
+def _totals_text(total: Resources) -> str:
+    """`8 GPUs, 1 CPU, 4096 MB memory on schedulable nodes`: each count in its own number."""
+    return _("%(gpus)s, %(cpus)s, %(memory)s MB memory on schedulable nodes") % {
+        "gpus": ngettext("%(n)s GPU", "%(n)s GPUs", total.gpu) % {"n": total.gpu},
+        "cpus": ngettext("%(n)s CPU", "%(n)s CPUs", total.cpu) % {"n": total.cpu},
+        "memory": total.memory_mb,
+    }
+
+
 @require_GET
 def cluster_overview(request: HttpRequest) -> HttpResponse:
     nodes = list(Node.objects.prefetch_related("gpus__gpu_type"))
@@ -110,7 +121,7 @@ def cluster_overview(request: HttpRequest) -> HttpResponse:
         "vc_rows": _vc_rows(usage),
         "node_rows": node_rows,
         "gpu_types": _gpu_type_rows(node_rows),
-        "total": usage.totals,
-        "share_warnings": list(share_warnings().values()),
+        "total_text": _totals_text(usage.totals),
+        "share_warnings": [warning for warning in [over_100_warning(), *share_warnings().values()] if warning],
     }
     return render(request, "scheduling/overview.html", context)

@@ -32,7 +32,7 @@ CSV_LIMIT = 1024 * 1024
 
 def _admin_only(request: HttpRequest) -> None:
     if not is_admin(request.user):
-        raise PermissionDenied
+        raise PermissionDenied(_("The People pages are for cluster admins."))
 
 
 def _user(username: str) -> Any:

@@ -131,8 +131,8 @@ def _post(
     if action == "delete":
         name = request.POST.get("name", "")
         inside = storage.files_under(username, _joined(path, name), root=where.root)
-        # On a storage others use, every delete is confirmed; in one's own area, a folder with files.
-        if (inside or where.shared) and request.POST.get("confirm") != "yes":
+        # Nothing deleted comes back: every delete is confirmed first.
+        if request.POST.get("confirm") != "yes":
             context = {"where": where, "path": path, "name": name, "files": inside}
             return render(request, "jobs/storage_delete.html", context)
         storage.remove(username, _joined(path, name), root=where.root)

@@ -164,19 +164,17 @@ def exit_spec(code: int | None) -> dict[str, Any]:
 
 @register.filter
 def port_links(task: Any) -> list[dict[str, Any]]:
-    """Each of the task's ports with a link: an app's (Jupyter, TensorBoard, an `http` port) through
-    the portal's proxy (`task.app_urls`, set by web.job_page.app_rows), any other's to the node's
-    address, where ports are published (a container's own IP is on its job's network)."""
-    ip = task.published_address()
+    """Each of the task's ports: an app's (Jupyter, TensorBoard, an `http` plugin's port) linked through
+    the portal's proxy (`task.app_urls`, set by web.job_page.app_rows); any other as the node's address
+    and port, where ports are published, in text: for ssh and scripts, since a browser outside the
+    cluster seldom reaches a node and nothing may answer HTTP there."""
+    address = task.published_address()
     apps = getattr(task, "app_urls", {})
-    links = []
-    for label, ports in (task.ports or {}).items():
-        for port in ports if isinstance(ports, list) else [ports]:
-            # sshd speaks no HTTP: its port is shown, not linked (the SSH card has the command).
-            linkable = ip and label != "ssh"
-            url = apps.get(label) or (f"http://{ip}:{port}" if linkable else "")
-            links.append({"label": label, "port": port, "url": url})
-    return links
+    return [
+        {"label": label, "port": port, "address": address, "url": apps.get(label, "")}
+        for label, ports in (task.ports or {}).items()
+        for port in (ports if isinstance(ports, list) else [ports])
+    ]
 
 
 @register.filter

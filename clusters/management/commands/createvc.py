@@ -11,10 +11,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
-from django.db.models import Sum
 
 from clusters.models import PRIORITY_CLASS_CHOICES, VirtualCluster
-from clusters.shares import share_warnings
+from clusters.shares import over_100_warning, share_warnings, total_share
 from clusters.slurm_nodes import PartitionError, check_partition
 
 # Option -> what it sets (VirtualCluster fields of the same name with underscores).
@@ -87,12 +86,8 @@ class Command(BaseCommand):
             raise CommandError(f"--share: {options['share']!r} is not a number") from exc
         if not 0 <= share <= 100:
             raise CommandError("--share: must be between 0 and 100")
-        others = VirtualCluster.objects.exclude(name=options["name"]).aggregate(total=Sum("share_percent"))["total"]
-        if (others or 0) + share > 100:
-            self.stderr.write(
-                f"warning: shares now add up to {(others or 0) + share}% (> 100%): lower another VC's share "
-                "(e.g. `createvc default --share ...`)"
-            )
+        if warning := over_100_warning(total_share(options["name"], 0 if partition else share)):
+            self.stderr.write(f"warning: {warning} (`createvc default --share ...`)")
         defaults = {"share_percent": share, "description": options["description"], "slurm_partition": partition}
         defaults.update(self._sharing(options))
         if options.get("lends") is not None:
