@@ -23,6 +23,7 @@ from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
 from jobs.sweeps import submit_sweep
 from scheduling.models import Alert, AlertRule, VcSample
+from scheduling.texts import ALERT_FIRED, ALERT_NOTIFIED
 from scheduling.usage_rollup import roll_up
 from tests.browser.english import english_texts
 from tests.browser.pages import visible_prose
@@ -231,7 +232,10 @@ def test_no_page_shows_an_english_string_of_the_catalog(
         summary="s",
         fired_at=timezone.now(),
         stop_at=timezone.now(),
-        history=[{"at": "", "what": "fired"}, {"at": "", "what": "notified alice"}],
+        history=[
+            {"at": "", "what": said.text, "message": said.as_dict()}
+            for said in (ALERT_FIRED(), ALERT_NOTIFIED(user="alice"))
+        ],
     )
     page.goto("/alerts/")
     check("alerts")
