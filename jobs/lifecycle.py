@@ -426,8 +426,7 @@ def _ending_began(job: Job, cause: str, grace_s: int, by: Job | None) -> None:
         notifications.job_changed(
             job.pk,
             "preempted",
-            f"It was preempted by job {by.full_name} of VC {by.virtual_cluster.name}: its tasks got SIGTERM and "
-            f"{grace_s} s to save their work; then it waits to run again (not charged to its retries).",
+            texts.NOTICE_PREEMPTED(job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s),
         )
 
 
@@ -440,7 +439,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         if job.ending_by_id is not None
         else None
     )
-    who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
+    who = texts.BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.BY_HIGHER()
     note = PREEMPTED_BY(job=by.full_name, vc=by.virtual_cluster.name) if by else PREEMPTED_BY_HIGHER()
     said = texts.PREEMPTED_BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.PREEMPTED_BY_HIGHER()
     with transaction.atomic():
@@ -464,9 +463,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             texts.REQUEUED(who=who),
         )
         # (OpenPAI retries a preempted job: its clients hear `retried`.)
-        notifications.job_changed(
-            job.pk, "retried", f"It was preempted by {who} and waits to run again (not charged to its retries)."
-        )
+        notifications.job_changed(job.pk, "retried", texts.NOTICE_REQUEUED(who=who))
     return True
 
 

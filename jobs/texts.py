@@ -91,6 +91,17 @@ PREEMPTED = Text(
     "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work.",
 )
 REQUEUED = Text("event.requeued", "Preempted by %(who)s: back in the queue (not charged to its retries).")
+BY_JOB = Text("event.by_job", "job %(job)s of VC %(vc)s")  # (REQUEUED's who)
+BY_HIGHER = Text("event.by_higher", "a job of a higher class")
+# What an owner's notices add to the change (jobs.notifications: the mail's body, a webhook's detail).
+NOTICE_PREEMPTED = Text(
+    "notice.preempted",
+    "It was preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work; then "
+    "it waits to run again (not charged to its retries).",
+)
+NOTICE_REQUEUED = Text(
+    "notice.requeued", "It was preempted by %(who)s and waits to run again (not charged to its retries)."
+)
 STOP_REQUESTED = Text("event.stop_requested", "Stop requested by %(user)s.")
 IDLE_STOP = Text("event.idle_stop", "Stopped because %(app)s was idle for %(minutes)s minutes.")
 ALERT_STOP = Text("event.alert_stop", "Stopped by alert rule %(rule)s.")
