@@ -104,6 +104,14 @@ def not_before_start(finished: datetime) -> Greatest:
 class JobStateError(Exception):
     """A user's verb that does not apply to the job's current state (stop a finished job...)."""
 
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.text)
+        self.message = message
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """The API's `errors` ([{field, message, code, params}], as a config's): no field at fault."""
+        return [{"field": "", "message": self.message.text, **self.message.as_dict()}]
+
 
 def event_row(job_id: int, kind: str, message: Message) -> JobEvent:
     """A timeline event, unsaved: its message in English (as the API answers it) and its code and
@@ -509,7 +517,7 @@ def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | 
             )
         )
         if not updated:
-            raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
+            raise JobStateError(texts.ALREADY_FINISHED(job=job.full_name, state=str(job.state)))
         event(job.pk, kind, message)
 
 
@@ -746,6 +754,6 @@ def restart(job: Job, by_name: str) -> None:
             held=job.dependencies.exists() or (job.sweep is not None and job.sweep.max_concurrent is not None),
         )
         if not restarted:
-            raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
+            raise JobStateError(texts.NOT_FINISHED(job=job.full_name, state=str(job.state)))
         job.tasks.update(**reset_task_fields())
         event(job.pk, "restarted", texts.RESTARTED(user=by_name))

@@ -109,6 +109,14 @@ ALL_STOPPED = Text("event.stopped", "All tasks stopped.")
 SUCCEEDED = Text("event.succeeded", "The job succeeded.")
 FAILED = Text("event.failed", "The job failed: %(task)s exited %(code)s.")
 REFUSED = Text("event.refused", "The job failed: %(reason)s")
+# A user's verb that the job's state refuses (lifecycle.JobStateError: the API's answer).
+ALREADY_FINISHED = Text("job_state.already_finished", "job %(job)s has already finished (%(state)s)")
+NOT_FINISHED = Text(
+    "job_state.not_finished", "job %(job)s is still %(state)s; only a finished job can be started again"
+)
+CLASS_WHILE_WAITING = Text(
+    "job_state.class_while_waiting", "job %(job)s is %(state)s; a class changes only while the job waits"
+)
 TIME_LIMIT_GRACE = Text(
     "event.time_limit_grace",
     "The job reached its time limit of %(limit)s: its tasks got SIGTERM and %(grace)s s to save their work.",
