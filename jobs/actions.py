@@ -314,7 +314,7 @@ def change_priority_class(job: Job, by: Any, name: Any) -> Job:
     if errors:
         raise JobConfigError(errors)
     if not lifecycle.set_priority_class(job, name, class_number(name), by.get_username()):
-        raise JobStateError(f"job {job.full_name} is {job.state}; a class changes only while the job waits")
+        raise JobStateError(texts.CLASS_WHILE_WAITING(job=job.full_name, state=str(job.state)))
     job.refresh_from_db()
     return job
 

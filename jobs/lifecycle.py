@@ -104,6 +104,14 @@ def not_before_start(finished: datetime) -> Greatest:
 class JobStateError(Exception):
     """A user's verb that does not apply to the job's current state (stop a finished job...)."""
 
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.text)
+        self.message = message
+
+    def as_dicts(self) -> list[dict[str, Any]]:
+        """The API's `errors` ([{field, message, code, params}], as a config's): no field at fault."""
+        return [{"field": "", "message": self.message.text, **self.message.as_dict()}]
+
 
 def event_row(job_id: int, kind: str, message: Message) -> JobEvent:
     """A timeline event, unsaved: its message in English (as the API answers it) and its code and
@@ -426,8 +434,7 @@ def _ending_began(job: Job, cause: str, grace_s: int, by: Job | None) -> None:
         notifications.job_changed(
             job.pk,
             "preempted",
-            f"It was preempted by job {by.full_name} of VC {by.virtual_cluster.name}: its tasks got SIGTERM and "
-            f"{grace_s} s to save their work; then it waits to run again (not charged to its retries).",
+            texts.NOTICE_PREEMPTED(job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s),
         )
 
 
@@ -440,7 +447,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         if job.ending_by_id is not None
         else None
     )
-    who = f"job {by.full_name} of VC {by.virtual_cluster.name}" if by else "a job of a higher class"
+    who = texts.BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.BY_HIGHER()
     note = PREEMPTED_BY(job=by.full_name, vc=by.virtual_cluster.name) if by else PREEMPTED_BY_HIGHER()
     said = texts.PREEMPTED_BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.PREEMPTED_BY_HIGHER()
     with transaction.atomic():
@@ -464,9 +471,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
             texts.REQUEUED(who=who),
         )
         # (OpenPAI retries a preempted job: its clients hear `retried`.)
-        notifications.job_changed(
-            job.pk, "retried", f"It was preempted by {who} and waits to run again (not charged to its retries)."
-        )
+        notifications.job_changed(job.pk, "retried", texts.NOTICE_REQUEUED(who=who))
     return True
 
 
@@ -512,7 +517,7 @@ def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | 
             )
         )
         if not updated:
-            raise JobStateError(f"job {job.full_name} has already finished ({job.state})")
+            raise JobStateError(texts.ALREADY_FINISHED(job=job.full_name, state=str(job.state)))
         event(job.pk, kind, message)
 
 
@@ -749,6 +754,6 @@ def restart(job: Job, by_name: str) -> None:
             held=job.dependencies.exists() or (job.sweep is not None and job.sweep.max_concurrent is not None),
         )
         if not restarted:
-            raise JobStateError(f"job {job.full_name} is still {job.state}; only a finished job can be started again")
+            raise JobStateError(texts.NOT_FINISHED(job=job.full_name, state=str(job.state)))
         job.tasks.update(**reset_task_fields())
         event(job.pk, "restarted", texts.RESTARTED(user=by_name))

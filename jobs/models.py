@@ -50,6 +50,13 @@ def exit_diagnostics_fields(diagnostics: Message | None) -> dict[str, Any]:
     return {"exit_diagnostics": diagnostics.text, "exit_diagnostics_message": diagnostics.as_dict()}
 
 
+def diagnostics_messages(row: Any) -> list[dict[str, Any]] | None:
+    """Exit diagnostics as the API and the webhooks answer their message beside the English
+    (`...Messages`): the one message as stored ({"code", "params", "message"}); null when there is
+    none (a row older than its codes)."""
+    return [row.exit_diagnostics_message] if row.exit_diagnostics_message else None
+
+
 def stored_diagnostics(row: Any) -> Message | None:
     """A job's or a task's exit diagnostics as a message: its stored one; an older row's English
     as the words it said; None when it has none."""

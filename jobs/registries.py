@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from catalogue import Message
 from clusters.models import Node
 from jobs.protocol.errors import FieldError
 from jobs.protocol.images import image_registry_errors, pull_refusal, registry_of, split_registry
@@ -71,10 +72,9 @@ class RegistryJudge:
         if any(registry_of(image) for image in images):
             self.portal_hosts()
 
-    def refusal(self, image: str, *, after_failed_pull: bool = False) -> str | None:
+    def refusal(self, image: str, *, after_failed_pull: bool = False) -> Message | None:
         """Before a start, and after a pull that failed (its name resolved afresh: the engine's
-        look-up came after ours): the one sentence a forbidden registry gets, in English (the job's
-        error)."""
+        look-up came after ours): the one sentence a forbidden registry gets (the job's error)."""
         registry = registry_of(image)
         if registry is None:
             return None
@@ -87,4 +87,4 @@ class RegistryJudge:
             resolve=self.resolve,
             pulled=after_failed_pull,
         )
-        return refused.text if refused else None
+        return refused

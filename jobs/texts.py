@@ -91,6 +91,17 @@ PREEMPTED = Text(
     "Preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work.",
 )
 REQUEUED = Text("event.requeued", "Preempted by %(who)s: back in the queue (not charged to its retries).")
+BY_JOB = Text("event.by_job", "job %(job)s of VC %(vc)s")  # (REQUEUED's who)
+BY_HIGHER = Text("event.by_higher", "a job of a higher class")
+# What an owner's notices add to the change (jobs.notifications: the mail's body, a webhook's detail).
+NOTICE_PREEMPTED = Text(
+    "notice.preempted",
+    "It was preempted by job %(job)s of VC %(vc)s: its tasks got SIGTERM and %(grace)s s to save their work; then "
+    "it waits to run again (not charged to its retries).",
+)
+NOTICE_REQUEUED = Text(
+    "notice.requeued", "It was preempted by %(who)s and waits to run again (not charged to its retries)."
+)
 STOP_REQUESTED = Text("event.stop_requested", "Stop requested by %(user)s.")
 IDLE_STOP = Text("event.idle_stop", "Stopped because %(app)s was idle for %(minutes)s minutes.")
 ALERT_STOP = Text("event.alert_stop", "Stopped by alert rule %(rule)s.")
@@ -98,6 +109,14 @@ ALL_STOPPED = Text("event.stopped", "All tasks stopped.")
 SUCCEEDED = Text("event.succeeded", "The job succeeded.")
 FAILED = Text("event.failed", "The job failed: %(task)s exited %(code)s.")
 REFUSED = Text("event.refused", "The job failed: %(reason)s")
+# A user's verb that the job's state refuses (lifecycle.JobStateError: the API's answer).
+ALREADY_FINISHED = Text("job_state.already_finished", "job %(job)s has already finished (%(state)s)")
+NOT_FINISHED = Text(
+    "job_state.not_finished", "job %(job)s is still %(state)s; only a finished job can be started again"
+)
+CLASS_WHILE_WAITING = Text(
+    "job_state.class_while_waiting", "job %(job)s is %(state)s; a class changes only while the job waits"
+)
 TIME_LIMIT_GRACE = Text(
     "event.time_limit_grace",
     "The job reached its time limit of %(limit)s: its tasks got SIGTERM and %(grace)s s to save their work.",

@@ -40,7 +40,7 @@ from django.utils import timezone
 from catalogue import Message
 from jobs import texts
 from jobs.crypto import decrypt_text, encrypt_text
-from jobs.models import Job, Notice, Webhook
+from jobs.models import Job, Notice, Webhook, diagnostics_messages
 from jobs.protocol.addresses import inside_kind
 from jobs.protocol.images import is_allowed
 from jobs.protocol.texts import ADDRESS_KINDS
@@ -146,7 +146,7 @@ def wanted(owner_id: int, event: str) -> bool:
     return bool(_hooks_for(owner_id, event))
 
 
-def enqueue(job: Job, event: str, detail: str = "") -> int:
+def enqueue(job: Job, event: str, detail: Message | None = None) -> int:
     """One delivery per hook of the job's owner, or of the deployment, that asked for `event`;
     `detail`: what the text adds (who preempted the job)."""
     hooks = _hooks_for(job.owner_id, event)
@@ -175,15 +175,18 @@ def _queue(hooks: list[Webhook], job: Job | None, event: str, payload: dict[str,
     return len(rows)
 
 
-def payload_of(job: Job, event: str, detail: str = "") -> dict[str, Any]:
+def payload_of(job: Job, event: str, detail: Message | None = None) -> dict[str, Any]:
+    """The POST's JSON. What the portal says of the job comes in English (`text`, `detail`,
+    `exitDiagnostics`: what chat hooks post) and, beside it, as its message (`detailMessage`,
+    `exitDiagnosticsMessages`: code and parameters, as the API answers them)."""
     url = job.public_url()
     text = f"Job {job.full_name} {EVENT_WORDS.get(event, event)}" + (
         f" (exit code {job.exit_code})" if job.exit_code else ""
     )
     return {
-        "text": f"{text}: {url}" + (f"\n{detail}" if detail else ""),
+        "text": f"{text}: {url}" + (f"\n{detail.text}" if detail else ""),
         "event": event,
-        **({"detail": detail} if detail else {}),
+        **({"detail": detail.text, "detailMessage": detail.as_dict()} if detail else {}),
         "job": {
             "name": job.name,
             "username": job.owner.get_username(),
@@ -193,6 +196,7 @@ def payload_of(job: Job, event: str, detail: str = "") -> dict[str, Any]:
             "retries": job.retries_used,
             "exitCode": job.exit_code,
             "exitDiagnostics": job.exit_diagnostics,
+            "exitDiagnosticsMessages": diagnostics_messages(job),
             "submittedTime": job.created_at.isoformat(),
             "completedTime": job.completed_at.isoformat() if job.completed_at else None,
             "url": url,

@@ -8,16 +8,18 @@ import time
 from collections.abc import Hashable
 from typing import Any
 
+from catalogue import Message
+
 
 class RecentTrouble:
     def __init__(self, memory_s: float) -> None:
         self.memory_s = memory_s
-        self._seen: dict[str, dict[Hashable, tuple[str, float]]] = {}  # node -> what -> (reason, when)
+        self._seen: dict[str, dict[Hashable, tuple[str | Message, float]]] = {}  # node -> what -> (reason, when)
 
-    def remember(self, node: str, what: Hashable, reason: str = "", now: float | None = None) -> None:
+    def remember(self, node: str, what: Hashable, reason: str | Message = "", now: float | None = None) -> None:
         self._seen.setdefault(node, {})[what] = (reason, time.monotonic() if now is None else now)
 
-    def recent(self, node: str, what: Hashable, now: float) -> tuple[str, float] | None:
+    def recent(self, node: str, what: Hashable, now: float) -> tuple[str | Message, float] | None:
         """(reason, when) of this trouble on the node, unless it is older than memory_s."""
         seen = self._seen.get(node, {}).get(what)
         if seen is None or now - seen[1] > self.memory_s:

@@ -24,6 +24,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskLaunch, TaskStatus
 from jobs import lifecycle
 from jobs.crypto import decrypt_text
@@ -36,7 +37,7 @@ from scheduling.ending import FailedStart
 from scheduling.exits import platform_exit_code
 from scheduling.recent_trouble import RecentTrouble
 from scheduling.storage_gate import MountFailures
-from scheduling.texts import SAID
+from scheduling.texts import SAID, START_CRASHED
 
 log = logging.getLogger("pai.scheduler")
 
@@ -227,20 +228,22 @@ class Starter:
         """Record a task that could not start, for the next ending phase: an ExecutorError says
         which platform failure; anything else is a portal bug, logged with its traceback and
         recorded as -1204."""
+        said: str | Message
         if isinstance(exc, ExecutorError):
-            code, message = platform_exit_code(exc.failure), str(exc)
+            code, message, said = platform_exit_code(exc.failure), str(exc), exc.diagnostics
             # (Down at once where its engine cannot be reached; one that is only slow now: the
             # heartbeat decides, and placement gives it nothing meanwhile.)
             if exc.failure is Failure.NODE_LOST and task.node is not None and not isinstance(exc, executors.NodeSilent):
                 nodes.set_down(task.node, exc.messages or [SAID(said=message)])
             if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
-                self.trouble.mount_failures.remember(task.node.name, exc.storage, str(exc))
+                self.trouble.mount_failures.remember(task.node.name, exc.storage, said)
             if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
                 for port in (port for ports in task.ports.values() for port in ports):
                     self.trouble.port_conflicts.remember(task.node.name, port, message)
         else:
             log.error("starting %s failed", task, exc_info=exc)
-            code, message = int(ExitCode.CONTAINER_START_FAILED), f"could not start the task: {exc}"
+            said = START_CRASHED(said=str(exc))
+            code, message = int(ExitCode.CONTAINER_START_FAILED), said.text
         if task.log_path:
             try:  # the reason is recorded on the task anyway: a log that cannot be written stops nothing
                 Path(task.log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +252,6 @@ class Starter:
             except OSError as error:
                 log.warning("could not write to the log of %s: %s", task, error)
         failure = exc.failure if isinstance(exc, ExecutorError) else None
-        said = exc.diagnostics if isinstance(exc, ExecutorError) else message
         status = TaskStatus(running=False, diagnostics=said, failure=failure)
         self.failed_starts.append(FailedStart(job, task, status, code))
 

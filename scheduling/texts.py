@@ -38,6 +38,8 @@ LANE_LAST_ERROR = Text("node.lane.last_error", "last error: %(error)s", join="; 
 CALL_UNANSWERED = Text("node.lane.unanswered", "`%(call)s` did not answer within %(seconds)s s")
 CALL_LATE = Text("node.lane.late", "`%(call)s` answered after %(took)s s, past its deadline of %(deadline)s s")
 # A task on a node marked down ends lost with its down reason (scheduling.nodes).
+# A start that failed on a bug of the portal's (not an ExecutorError): the error as Python said it.
+START_CRASHED = Text("exit.start_crashed", "could not start the task: %(said)s")
 NODE_LOST = Text("exit.node_lost", "node %(node)s %(reason)s", join="; ")
 
 # ---- alerts (scheduling.alerts): what an alert did (its history), why a rule is refused ----------

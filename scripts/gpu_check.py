@@ -155,7 +155,8 @@ def describe_sandbox(executor: ProcessExecutor | None) -> str:
         return "not a process node: no bubblewrap sandbox"
     binary = shutil.which(executor.sandbox.bwrap)
     version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip() if binary else ""
-    return f"{binary or executor.sandbox.bwrap} ({version or 'missing'}); sandbox_problem: {executor.sandbox_problem!r}"
+    problem = str(executor.sandbox_problem or "")
+    return f"{binary or executor.sandbox.bwrap} ({version or 'missing'}); sandbox_problem: {problem!r}"
 
 
 def report(checks: dict[str, bool]) -> int:

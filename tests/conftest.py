@@ -9,6 +9,7 @@ from unittest import mock
 import pytest
 from django.test import override_settings
 
+from catalogue import Message
 from tests.factories import create_user
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -111,9 +112,9 @@ def sandbox_probed_once():
 
     open_tun_to_users()  # as `make run` does, on a machine that keeps /dev/net/tun root's alone
     probe = Sandbox.probe
-    found: dict[Sandbox, str] = {}
+    found: dict[Sandbox, Message | None] = {}
 
-    def probe_once(self: Sandbox) -> str:
+    def probe_once(self: Sandbox) -> Message | None:
         key = dataclasses.replace(self, hidden=())
         if key not in found:
             found[key] = probe(self)

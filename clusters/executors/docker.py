@@ -178,8 +178,13 @@ class DockerExecutor(Executor):
                 return  # the kept containers stay attached to their network
             self.networks.remove(job_id)
         except ENGINE_ERRORS as exc:
-            where = self.docker_url or "the local engine"
-            raise ExecutorError(f"cleaning up job {job_id} on {where}: {explain(exc)}", failure_of(exc)) from exc
+            said = explain(exc)
+            failed = (
+                texts.CLEANUP_FAILED(job=job_id, url=self.docker_url, said=said)
+                if self.docker_url
+                else texts.CLEANUP_FAILED_LOCALLY(job=job_id, said=said)
+            )
+            raise ExecutorError(failed, failure_of(exc)) from exc
 
     def leftover_jobs(self) -> set[int]:
         return self.networks.leftover_jobs()
@@ -208,7 +213,7 @@ class DockerExecutor(Executor):
         try:
             return self._start(launch)
         except NetworkGone as gone:
-            raise ExecutorError(f"could not create the task's container: {gone}", Failure.CREATE_FAILED) from gone
+            raise ExecutorError(texts.NO_CONTAINER(said=str(gone)), Failure.CREATE_FAILED) from gone
 
     def _start(self, launch: TaskLaunch) -> TaskHandle:
         name = self.container_name(launch)
@@ -231,11 +236,9 @@ class DockerExecutor(Executor):
                 raise unmounted from exc
             if INVALID_REFERENCE in explain(exc):  # the engine's own words, about the name alone
                 raise ExecutorError(
-                    f"image {launch.image!r} is not a valid image reference ({explain(exc)}): correct the image "
-                    "in the job's config",
-                    Failure.IMAGE_NOT_FOUND,
+                    texts.BAD_IMAGE(image=launch.image, said=explain(exc)), Failure.IMAGE_NOT_FOUND
                 ) from exc
-            raise ExecutorError(f"could not create the task's container: {explain(exc)}", failure_of(exc)) from exc
+            raise ExecutorError(texts.NO_CONTAINER(said=explain(exc)), failure_of(exc)) from exc
         finally:
             self.staging.created(staged)
         if isinstance(created, TaskHandle):
@@ -277,7 +280,7 @@ class DockerExecutor(Executor):
                 adopted = self._adopt(name, launch)
                 if adopted is not None:
                     return adopted
-        raise ExecutorError(f"could not create the container {name}")
+        raise ExecutorError(texts.NO_CONTAINER_NAMED(name=name))
 
     def _adopt(self, name: str, launch: TaskLaunch) -> TaskHandle | None:
         try:
@@ -360,7 +363,7 @@ class DockerExecutor(Executor):
                 pass
         if not launch.keep_on_failure:
             self._remove(container_id)
-        return ExecutorError(f"the task's container could not start: {reason}", failure)
+        return ExecutorError(texts.CONTAINER_NOT_STARTED(said=reason), failure)
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
         try:

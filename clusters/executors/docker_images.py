@@ -12,6 +12,8 @@ from docker.auth import resolve_repository_name
 from docker.errors import APIError
 from docker.utils import parse_repository_tag
 
+from catalogue import Message
+from clusters.executors import texts
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker_engine import explain
 
@@ -25,25 +27,26 @@ UNREACHABLE_SIGNS = ("no such host", "connection refused", "dial tcp", "timeout"
 NOT_FOUND_SIGNS = ("manifest unknown", "not found")
 
 
-def pull_failure_message(image: str, reason: str, with_credentials: bool) -> str:
+def pull_failure_message(image: str, reason: str, with_credentials: bool) -> Message:
     """What failed, in the portal's words: the engine's own text may quote the page the registry
     answered, and an image may name any HTTP service as its registry (a probe of the node's
     loopback): that text is for the node's log, never for the user."""
     registry = resolve_repository_name(parse_repository_tag(image)[0])[0]
-    where = f"pulling image {image} from registry {registry} failed"
+    return texts.PULL_FAILED(image=image, registry=registry, why=_why_pull_failed(reason, with_credentials))
+
+
+def _why_pull_failed(reason: str, with_credentials: bool) -> Message:
     said = reason.split("response body", 1)[0].lower()  # the engine's words, before the remote page
     status = re.search(r"\bhttp (\d{3})\b", said)
     if any(sign in said for sign in AUTH_SIGNS):
-        if with_credentials:
-            return f"{where}: the registry refused the credentials"
-        return f"{where}: image not found, or the registry needs credentials (authFile)"
+        return texts.PULL_CREDENTIALS_REFUSED() if with_credentials else texts.PULL_NEEDS_CREDENTIALS()
     if any(sign in said for sign in UNREACHABLE_SIGNS):
-        return f"{where}: the image is not on the node and the registry cannot be reached"
+        return texts.PULL_UNREACHABLE()
     if status is not None:
-        return f"{where}: the registry answered HTTP {_status_words(int(status.group(1)))}"
+        return texts.PULL_HTTP(status=_status_words(int(status.group(1))))
     if any(sign in said for sign in NOT_FOUND_SIGNS):
-        return f"{where}: image not found in the registry"
-    return f"{where}: the engine could not pull it"
+        return texts.PULL_NOT_FOUND()
+    return texts.PULL_OTHERWISE()
 
 
 def _status_words(code: int) -> str:

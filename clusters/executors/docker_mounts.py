@@ -17,7 +17,8 @@ from docker.types import DriverConfig
 from docker.types import Mount as DockerMount
 
 import clusters.userfs as userfs
-from clusters.executors import staging
+from catalogue import Message
+from clusters.executors import staging, texts
 from clusters.executors.base import ExecutorError, Failure, Mount, NfsVolume, TaskLaunch
 
 log = logging.getLogger("pai.executors.docker")
@@ -35,15 +36,16 @@ class MountStaging:
         self.root = Path(mounts_dir or staging.DEFAULT_MOUNTS_DIR) / namespace
         self.socket_path = socket_path  # the engine's (it must see the portal's mount namespace)
         self.address = address  # the node's, to name it in a refusal
-        self._problem: str | None = None
+        self._problem: Message | None = None
+        self._probed = False
         self._lock = threading.Lock()
         self._now: set[Path] = set()  # staged for a container not created yet
 
     @property
-    def problem(self) -> str:
-        """Why this node cannot stage mounts from a descriptor ('' when it can; asked once)."""
-        if self._problem is None:
-            self._problem = staging.engine_problem(self.socket_path)
+    def problem(self) -> Message | None:
+        """Why this node cannot stage mounts from a descriptor (None when it can; asked once)."""
+        if not self._probed:
+            self._problem, self._probed = staging.engine_problem(self.socket_path), True
         return self._problem
 
     def stage(self, mounts: list[Mount], name: str) -> tuple[list[Mount], Path | None]:
@@ -64,9 +66,9 @@ class MountStaging:
                     continue
                 if self.problem:
                     raise ExecutorError(
-                        f"{mount.host_path} cannot be mounted safely at {mount.container_path} on node "
-                        f"{self.address} ({self.problem}): a folder inside a storage area needs a "
-                        "portal that mounts it itself",
+                        texts.UNSAFE_MOUNT(
+                            path=mount.host_path, target=mount.container_path, node=self.address, problem=self.problem
+                        ),
                         Failure.STORAGE_MOUNT_FAILED,
                         storage=mount.storage,
                     )
@@ -118,7 +120,9 @@ def _components(mount: Mount) -> list[str]:
     try:
         return staging.components_below(mount)
     except userfs.UserFsError as exc:
-        raise ExecutorError(f"cannot mount {mount.container_path}: {exc}", Failure.STORAGE_MOUNT_FAILED) from exc
+        raise ExecutorError(
+            texts.CANNOT_MOUNT(target=mount.container_path, said=str(exc)), Failure.STORAGE_MOUNT_FAILED
+        ) from exc
 
 
 @contextlib.contextmanager
@@ -128,7 +132,7 @@ def _refusal(mount: Mount) -> Iterator[None]:
         yield
     except (userfs.UserFsError, OSError) as exc:
         raise ExecutorError(
-            f"cannot mount {mount.host_path} at {mount.container_path}: {exc}",
+            texts.CANNOT_MOUNT_AT(path=mount.host_path, target=mount.container_path, said=str(exc)),
             Failure.STORAGE_MOUNT_FAILED,
             storage=mount.storage,
         ) from exc
@@ -141,10 +145,14 @@ def storage_failure(launch: TaskLaunch, reason: str, *, namespace: str, address:
     for mount in launch.mounts:
         named = mount.host_path if mount.nfs is None else nfs_volume_name(mount.nfs, mount.read_only, namespace)
         if named and named in reason:
-            what = f"storage {mount.storage}" if mount.storage else f"{mount.host_path} (the portal's file store)"
-            message = f"{what} could not be mounted at {mount.container_path} on node {address}: {reason}"
+            where = {"target": mount.container_path, "node": address, "said": reason}
+            message = (
+                texts.STORAGE_NOT_MOUNTED(storage=mount.storage, **where)
+                if mount.storage
+                else texts.FILE_STORE_NOT_MOUNTED(path=mount.host_path, **where)
+            )
             return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED, storage=mount.storage)
-    return ExecutorError(f"a storage could not be mounted on node {address}: {reason}", Failure.STORAGE_MOUNT_FAILED)
+    return ExecutorError(texts.SOME_STORAGE_NOT_MOUNTED(node=address, said=reason), Failure.STORAGE_MOUNT_FAILED)
 
 
 def nfs_volume_options(nfs: NfsVolume, read_only: bool) -> dict[str, str]:

@@ -49,7 +49,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters.executors import routing
+from catalogue import Message
+from clusters.executors import routing, texts
 
 TASK_INTERFACE = "eth0"
 TASK_ADDRESS = "10.0.2.100"  # slirp4netns' and rootless podman's choice: private to each namespace
@@ -96,12 +97,12 @@ class TaskNetwork:
     docker_subnet_pool: str = ""  # the portal's pool for job networks (PAI_DOCKER_SUBNET_POOL)
     pasta: str = "pasta"
 
-    def missing(self) -> str:
-        """'' when this node has what a task's network needs, else what it lacks."""
+    def missing(self) -> Message | None:
+        """None when this node has what a task's network needs, else what it lacks."""
         for tool, package in ((self.pasta, "passt"), ("ip", "iproute2"), ("nsenter", "util-linux")):
             if shutil.which(tool) is None:
-                return f"{tool} is not installed on this node (Debian: apt-get install {package})"
-        return ""
+                return texts.NO_TOOL(tool=tool, package=package)
+        return None
 
     def plan(
         self, address: str, ports: dict[str, list[int]], ids: tuple[int, int], apps: JobApps = NO_APPS
@@ -153,8 +154,8 @@ class TaskNetwork:
             subnets.append(str(ipaddress.ip_network(self.docker_subnet_pool, strict=False)))
         return list(dict.fromkeys(subnets))
 
-    def probe(self, trial: Sequence[str], ids: tuple[int, int]) -> str:
-        """'' when `trial` (a sandbox command line, bwrap with INFO_FD/BLOCK_FD, no network) gets a
+    def probe(self, trial: Sequence[str], ids: tuple[int, int]) -> Message | None:
+        """None when `trial` (a sandbox command line, bwrap with INFO_FD/BLOCK_FD, no network) gets a
         network here and reaches nothing on the host's loopback; else why not."""
         if problem := self.missing():
             return problem
@@ -167,11 +168,11 @@ class TaskNetwork:
             try:
                 code, output = run_attached(self.plan("127.0.0.2", {}, ids), [*trial, "bash", "-c", check])
             except (OSError, NetworkError) as exc:
-                return f"tasks cannot get a network of their own here: {exc}{_tun_hint(str(exc))}"
+                return _no_network(str(exc))
         if code != 0:
             detail = output.strip().splitlines()[-1:] or [f"exit {code}"]
-            return f"a task's own network does not keep the host's loopback out here: {detail[0]}"
-        return ""
+            return texts.LOOPBACK_REACHED(said=detail[0])
+        return None
 
 
 def app_rules(apps: JobApps) -> str:
@@ -205,16 +206,18 @@ def open_tun_to_users() -> str:
     return f"{TUN_DEVICE} was {was}: set to 0666 (the distributions' usual), so sandboxed tasks get a network"
 
 
-def _tun_hint(problem: str) -> str:
-    """pasta opens /dev/net/tun as the task's uid: a machine that keeps it root's alone (seen on a
-    GPU machine's image) needs the distributions' usual mode back."""
+def _no_network(problem: str) -> Message:
+    """Why tasks get no network of their own. pasta opens /dev/net/tun as the task's uid: a machine
+    that keeps it root's alone (seen on a GPU machine's image) needs the distributions' usual mode back."""
+    if "tun" not in problem:
+        return texts.NO_OWN_NETWORK(said=problem)
     try:
         private = not os.stat(TUN_DEVICE).st_mode & 0o006
     except OSError:
-        return f" ({TUN_DEVICE} is missing)" if "tun" in problem else ""
-    if "tun" in problem and private:
-        return f" ({TUN_DEVICE} is root's alone; give it the distributions' usual 0666: chmod 666 {TUN_DEVICE})"
-    return ""
+        return texts.NO_OWN_NETWORK_TUN_MISSING(said=problem, device=TUN_DEVICE)
+    if private:
+        return texts.NO_OWN_NETWORK_TUN_PRIVATE(said=problem, device=TUN_DEVICE)
+    return texts.NO_OWN_NETWORK(said=problem)
 
 
 class Attached:

@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 
+from catalogue import Message
 from clusters.executors import texts
 from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import (
@@ -109,8 +110,8 @@ class ProcessExecutor(Executor):
         self._server_lock = threading.Lock()  # (starts run on several threads)
 
     @cached_property
-    def sandbox_problem(self) -> str:
-        """'' when tasks run sandboxed here; else why not (probed once per executor)."""
+    def sandbox_problem(self) -> Message | None:
+        """None when tasks run sandboxed here; else why not (probed once per executor)."""
         problem = self.sandbox.probe()
         if problem:
             log.warning("process node: no sandbox for tasks: %s; only admins' tasks will run", problem)
@@ -127,15 +128,13 @@ class ProcessExecutor(Executor):
     def start(self, launch: TaskLaunch) -> TaskHandle:
         if self.sandbox_problem and not launch.owner_is_admin:
             raise ExecutorError(
-                f"this process node cannot sandbox tasks ({self.sandbox_problem}), so it runs only admins' "
-                "jobs: submit to a virtual cluster with Docker nodes, or ask an admin to install bubblewrap and passt",
+                texts.NO_SANDBOX(problem=self.sandbox_problem),
                 Failure.START_PERMISSION_DENIED,  # permanent: never retried
             )
         for mount in launch.mounts:
             if mount.nfs is not None:
                 raise ExecutorError(
-                    f"storage {mount.storage}: a process node cannot mount NFS; run the job on Docker nodes, or "
-                    "mount the export on every node and declare it as a host path",
+                    texts.NO_NFS(storage=mount.storage),
                     Failure.STORAGE_MOUNT_FAILED,
                     storage=mount.storage,
                 )
@@ -180,7 +179,7 @@ class ProcessExecutor(Executor):
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
                 if (refusal := bind_refusal(address, port, kind)) is not None:  # (SO_REUSEADDR, as pasta binds)
                     raise ExecutorError(
-                        f"port {port} on {address} is held by another program: {refusal.strerror or refusal}",
+                        texts.PORT_HELD(port=port, address=address, said=refusal.strerror or str(refusal)),
                         Failure.PORT_CONFLICT,
                     ) from refusal
 
@@ -192,7 +191,7 @@ class ProcessExecutor(Executor):
         try:
             self._supervise(task_dir, env, script)
         except OSError as exc:
-            raise ExecutorError(f"cannot start the task's process: {exc}", Failure.START_FAILED) from exc
+            raise ExecutorError(texts.NO_PROCESS(said=str(exc)), Failure.START_FAILED) from exc
 
     def _supervise(self, task_dir: Path, env: dict[str, str], script: str) -> None:
         """Ask the node's supervisor server to fork the task's supervisor; returns once the
@@ -266,7 +265,7 @@ class ProcessExecutor(Executor):
         try:
             return self.cgroups.create(str(task_dir), cpu=launch.cpu, memory_mb=launch.memory_mb, pids=self.pids_limit)
         except OSError as exc:
-            raise ExecutorError(f"cannot set the task's resource limits: {exc}", Failure.CREATE_FAILED) from exc
+            raise ExecutorError(texts.NO_LIMITS(said=str(exc)), Failure.CREATE_FAILED) from exc
 
     def _supervision(self, launch: TaskLaunch, task_dir: Path, cgroup: TaskCgroup | None) -> dict[str, object]:
         """supervise.json: what the supervisor runs, where its output goes, under which limits."""

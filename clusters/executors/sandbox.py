@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import clusters.userfs as userfs
+from catalogue import Message
+from clusters.executors import texts
 from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import TaskLaunch
 from clusters.executors.netns import BLOCK_FD, INFO_FD, NO_APPS, JobApps, TaskNetwork
@@ -61,10 +63,10 @@ class Sandbox:
         """Root can and must drop to the sandbox uid; anyone else is unprivileged already."""
         return os.geteuid() == 0
 
-    def probe(self) -> str:
-        """'' when a trial sandbox runs here, else why not (shown to users as the reason)."""
+    def probe(self) -> Message | None:
+        """None when a trial sandbox runs here, else why not (shown to users as the reason)."""
         if shutil.which(self.bwrap) is None:
-            return f"bubblewrap ({self.bwrap}) is not installed on this node (Debian: apt-get install bubblewrap)"
+            return texts.NO_BWRAP(path=self.bwrap)
         try:
             trial = subprocess.run(
                 [*self._identity(self.base_id, self.base_id), *self._base_args("sandbox-probe"), "true"],
@@ -74,17 +76,17 @@ class Sandbox:
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            return f"bubblewrap cannot run here: {exc}"
+            return texts.BWRAP_CANNOT_RUN(said=str(exc))
         if trial.returncode != 0:
             detail = trial.stderr.strip().splitlines()[-1:] or [f"exit {trial.returncode}"]
-            return f"bubblewrap cannot make a sandbox here (user namespaces off?): {detail[0]}"
+            return texts.BWRAP_NO_SANDBOX(said=detail[0])
         if self.network is not None:
             # The whole chain a task runs in, its network attached as the supervisor does it.
             trial_ids = (self.base_id, self.base_id) if self.switches_user else (os.getuid(), os.getgid())
             return self.network.probe(
                 [*self._identity(*trial_ids), *self._base_args("sandbox-probe", own_network=True)], trial_ids
             )
-        return ""
+        return None
 
     def argv(self, launch: TaskLaunch, passwd: Path, group: Path, command: Sequence[str]) -> list[str]:
         """The command line that runs `command` in the task's sandbox (with a network of its own,

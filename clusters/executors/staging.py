@@ -29,6 +29,8 @@ import struct
 from pathlib import Path, PurePosixPath
 
 import clusters.userfs as userfs
+from catalogue import Message
+from clusters.executors import texts
 from clusters.executors.base import Mount
 
 MS_RDONLY = 0x1
@@ -112,11 +114,11 @@ def _unescape(field: str) -> str:
     return field.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
 
 
-def engine_problem(socket_path: str) -> str:
-    """Why mounts staged here would not be what the engine at this Unix socket sees ('' when they
+def engine_problem(socket_path: str) -> Message | None:
+    """Why mounts staged here would not be what the engine at this Unix socket sees (None when they
     are): it must run in this very mount namespace, and the portal must be root to mount."""
     if os.geteuid() != 0:
-        return "the portal does not run as root"
+        return texts.NOT_ROOT()
     ucred = struct.Struct("3i")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -124,12 +126,12 @@ def engine_problem(socket_path: str) -> str:
             connection.connect(socket_path)
             pid = ucred.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, ucred.size))[0]
         if pid <= 0:
-            return "the engine runs in another PID namespace"
+            return texts.ENGINE_OTHER_PIDS()
         if os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"):
-            return "the engine runs in another mount namespace"
+            return texts.ENGINE_OTHER_MOUNTS()
     except OSError as exc:
-        return f"cannot tell where the engine at {socket_path} mounts ({exc.strerror or exc})"
-    return ""
+        return texts.ENGINE_UNSEEN(socket=socket_path, said=exc.strerror or str(exc))
+    return None
 
 
 def _mount(source: str | None, target: Path, flags: int) -> None:

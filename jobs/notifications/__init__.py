@@ -15,6 +15,7 @@ import logging
 from django.db import transaction
 
 from accounts.models import NotificationPreference
+from catalogue import Message
 from jobs import outbox, webhooks
 from jobs.models import Job, JobState
 
@@ -53,7 +54,7 @@ def jobs_ended(job_ids: list[int]) -> None:
             job_changed(job_id, event)
 
 
-def job_changed(job_id: int, event: str | None, detail: str = "") -> None:
+def job_changed(job_id: int, event: str | None, detail: Message | None = None) -> None:
     """The owner's mail if they asked, and the webhooks', into the outbox (`event` None: the ending
     the job's state says; `detail`: a sentence the notices add, e.g. who preempted the job). Call
     it inside the transaction of the change: a rollback takes its notices too. Never raises (a
@@ -72,7 +73,7 @@ def job_changed(job_id: int, event: str | None, detail: str = "") -> None:
         log.exception("could not write the notices of job %s (%s)", job_id, event)
 
 
-def _write(job: Job, event: str, detail: str, hooked: bool) -> None:
+def _write(job: Job, event: str, detail: Message | None, hooked: bool) -> None:
     if hooked:
         webhooks.enqueue(job, event, detail)
     if wants_email(job, event):
@@ -82,10 +83,10 @@ def _write(job: Job, event: str, detail: str, hooked: bool) -> None:
         outbox.mail(job.owner, f"[PAI] {said}", _body(job, event, detail, url), event=event, job=job, line=line)
 
 
-def _body(job: Job, event: str, detail: str, url: str) -> str:
+def _body(job: Job, event: str, detail: Message | None, url: str) -> str:
     lines = [f"Your job {job.full_name} {webhooks.EVENT_WORDS.get(event, event)}."]
-    if detail:
-        lines.append(detail)
+    if detail is not None:
+        lines.append(detail.text)
     if job.exit_code and event in ENDINGS.values():
         lines.append(f"Exit code {job.exit_code}: {job.exit_diagnostics}")
     lines.append(url)

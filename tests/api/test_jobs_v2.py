@@ -180,3 +180,17 @@ def test_it_answers_a_change_to_a_job_the_user_cannot_see_as_missing(submit_yaml
     response = bob.put(path, {"value": "STOP"}, format="json")
     assert (response.status_code, response.json()["code"]) == (404, "NoJobError")
     assert Job.objects.get(name="shared").execution_type == "START"
+
+
+def test_it_refuses_a_running_jobs_class_change_by_its_code_beside_the_english(submit_yaml, alice):
+    submit_yaml(v2_yaml("busy"))
+    Job.objects.filter(name="busy").update(state=JobState.RUNNING)
+    response = alice.put("/api/v2/jobs/alice~busy/jobPriority", {"value": "prod"}, format="json")
+    answer = response.json()
+    assert (response.status_code, answer["code"]) == (400, "InvalidParametersError")
+    assert answer["errors"][0]["code"] == "job_state.class_while_waiting"
+    assert (
+        answer["errors"][0]["message"]
+        == answer["message"]
+        == ("job alice~busy is RUNNING; a class changes only while the job waits")
+    )

@@ -23,7 +23,8 @@ def test_it_marks_a_node_whose_engine_never_answers_down_and_keeps_the_job_waiti
     job.refresh_from_db()
     node = Node.objects.get(pk=docker_node.pk)
     assert node.down_since is not None and "No such file or directory" in node.down_reason
-    assert [part["code"] for part in node.down_reason_messages] == ["node.said"]  # (the engine's client's words)
+    # (The portal's sentence; the engine's client's words in it as it said them.)
+    assert [part["code"] for part in node.down_reason_messages] == ["exit.start.no_network"]
     assert "node docker-local is down" in job.pending_reason
     assert job.pending_reason_messages[-1]["code"] == "reason.node_down"
     assert job.attempts.get().exit_code == -1001

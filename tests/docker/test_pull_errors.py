@@ -81,7 +81,7 @@ def test_it_fails_a_pull_from_a_service_without_echoing_its_page(executor, launc
     ],
 )
 def test_it_says_what_failed_in_a_pull_without_the_remote_text(reason, with_credentials, says):
-    message = pull_failure_message("reg.example.com/x:v1", reason, with_credentials)
+    message = pull_failure_message("reg.example.com/x:v1", reason, with_credentials).text
     assert message == f"pulling image reg.example.com/x:v1 from registry reg.example.com failed: {says}"
 
 

@@ -157,8 +157,15 @@ def test_it_ends_only_a_running_job_at_its_time_limit(job_in, state):
 
 
 def test_it_refuses_a_stop_request_on_a_finished_job(job_in):
-    with pytest.raises(JobStateError):
+    with pytest.raises(JobStateError) as refused:
         lifecycle.request_stop(job_in(JobState.SUCCEEDED), "alice")
+    assert refused.value.message.code == "job_state.already_finished"
+
+
+def test_it_refuses_to_restart_a_job_that_has_not_finished(job_in):
+    with pytest.raises(JobStateError) as refused:
+        lifecycle.restart(job_in(JobState.RUNNING), "alice")
+    assert refused.value.message.code == "job_state.not_finished"
 
 
 def test_it_ends_only_the_attempt_it_was_given(job_in):

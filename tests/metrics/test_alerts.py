@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from clusters.models import Gpu, GpuType, Node
 from jobs import lifecycle, outbox, webhooks
+from jobs import texts as job_texts
 from jobs.models import Job, JobState, TaskSample
 from scheduling.alerts import RuleError, evaluate_rules, save_rule
 from scheduling.models import Alert, AlertRule
@@ -181,7 +182,7 @@ def test_a_rules_name_taken_and_its_actions_are_said_by_their_codes(admin_user):
 
 def test_an_alert_whose_job_ended_before_its_stop_says_so(user, default_vc, monkeypatch):
     def ended(job, rule):
-        raise lifecycle.JobStateError("it has already finished")
+        raise lifecycle.JobStateError(job_texts.ALREADY_FINISHED(job=job.full_name, state="SUCCEEDED"))
 
     monkeypatch.setattr(lifecycle, "request_alert_stop", ended)  # (it ended between the finding and the stop)
     launched = timezone.now() - timedelta(minutes=5)

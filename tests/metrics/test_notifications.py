@@ -1,5 +1,7 @@
 """One email to the owner when a job ends, if they asked (profile or the job's own extras)."""
 
+import json
+
 import pytest
 from django.core import mail
 
@@ -111,5 +113,25 @@ def test_a_preempted_job_tells_its_owner_once_and_retried_to_clients_that_asked(
     assert "preempted by job alice~urgent of VC default" in mail.outbox[1].body
     assert sorted(receiver.events()) == ["preempted", "retried"]
     assert JobEvent.objects.filter(job=victim, kind="preempted").count() == 1
+    stop_job(urgent, urgent.owner)
+    run_until(urgent, JobState.STOPPED)
+
+
+def test_a_preemptions_notices_and_event_say_who_preempted_the_job_by_their_codes(
+    user, default_vc, receiver, submit, run_until
+):
+    webhooks.create_hook(user, receiver.url, ["preempted", "retried"])
+    victim = run_until(submit(preemptible("train")), JobState.RUNNING)
+    urgent = run_until(submit(preemptible("urgent", PROD, cpu=4)), JobState.RUNNING)
+    run_until(victim, JobState.WAITING)
+    deliver_everything()
+
+    payloads = [json.loads(post["body"]) for post in receiver.posts]
+    details = {payload["event"]: payload["detailMessage"] for payload in payloads}
+    assert details["preempted"]["code"] == "notice.preempted"
+    by = {"code": "event.by_job", "params": {"job": "alice~urgent", "vc": "default"}}
+    assert (details["retried"]["code"], details["retried"]["params"]["who"]) == ("notice.requeued", by)
+    requeued = JobEvent.objects.get(job=victim, kind="requeued")
+    assert requeued.params["params"]["who"]["code"] == "event.by_job"
     stop_job(urgent, urgent.owner)
     run_until(urgent, JobState.STOPPED)

@@ -54,6 +54,17 @@ def test_a_retried_job_posts_retried(user, receiver, submit, run_until):
     assert receiver.events() == ["retried", "failed"]
 
 
+def test_a_failed_jobs_post_carries_its_exit_diagnostics_by_their_code_beside_the_english(
+    user, receiver, submit, run_until
+):
+    webhooks.create_hook(user, receiver.url, ["failed"])
+    run_until(submit(v2_job("broken", role("worker", "exit 3"))), JobState.FAILED)
+    deliver_everything()
+    job = json.loads(receiver.posts[0]["body"])["job"]
+    [message] = job["exitDiagnosticsMessages"]
+    assert message["code"] == "exit.task" and message["message"] == job["exitDiagnostics"]
+
+
 def test_a_hook_hears_only_its_owners_jobs_and_a_deployment_hook_hears_everyones(
     user, other_user, admin_user, receiver, submit, run_until
 ):

@@ -6,7 +6,7 @@ from scripts import gpu_check
 
 def test_it_finds_a_users_job_ran_in_the_sandbox(submit, scheduler, user, process_node):
     executor = gpu_check.process_executor(process_node)
-    assert executor is not None and executor.sandbox_problem == ""
+    assert executor is not None and executor.sandbox_problem is None
     job = submit(gpu_check.job_text("sandboxed", gpus=0, commands=gpu_check.WHERE_AM_I))
     gpu_check.run_to_the_end(scheduler, [job], timeout_s=30)
     outcome = gpu_check.outcome_of(job)

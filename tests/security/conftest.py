@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from catalogue import Message
 from clusters.executors.sandbox import Sandbox
 from jobs.actions import stop_job
 from jobs.models import Job, JobState
@@ -37,7 +38,7 @@ SWINGING_SWAPS = 5000  # (a fraction of a second of swapping)
 
 
 @functools.cache
-def sandbox_problem() -> str:
+def sandbox_problem() -> str | Message | None:
     if os.geteuid() != 0:
         return (
             "not running as root: the attack is root following a user's links; only root runs tasks as the sandbox uid"

@@ -242,6 +242,7 @@ def test_it_refuses_to_start_a_task_whose_declared_port_is_taken(executor, make_
     with pytest.raises(ExecutorError, match=f"port {taken_port} on {NODE} is held by another program") as refused:
         executor.start(make_launch("echo ran", ports={"http": [taken_port]}))
     assert refused.value.failure is Failure.PORT_CONFLICT
+    assert refused.value.messages[0].code == "exit.start.port_held"  # (the pages say it by its code)
 
 
 def test_it_records_a_port_taken_meanwhile_as_a_port_conflict(run_task, executor, taken_port, monkeypatch):
@@ -275,13 +276,13 @@ def test_a_tasks_own_exit_253_stays_its_own(executor, make_launch):
 def test_it_says_to_open_dev_net_tun_when_pasta_cannot(monkeypatch, tmp_path):
     """Seen on a GPU machine's image: /dev/net/tun 0600, so pasta (as the task's uid) could not
     open it; the node's reason must say what to change."""
-    from clusters.executors import netns
+    from clusters.executors import netns, texts
 
     private = tmp_path / "tun"
     private.touch(mode=0o600)
     monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
-    assert "chmod 666" in netns._tun_hint("pasta: Failed to open tun socket in namespace")
-    assert netns._tun_hint("pasta: something else") == ""
+    assert "chmod 666" in netns._no_network("pasta: Failed to open tun socket in namespace").text
+    assert netns._no_network("pasta: something else") == texts.NO_OWN_NETWORK(said="pasta: something else")
 
 
 def test_it_opens_a_private_tun_device_to_users_as_root_and_says_so(monkeypatch, tmp_path):

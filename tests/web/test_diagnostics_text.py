@@ -83,9 +83,42 @@ def test_it_marks_the_quoted_log_line_as_the_logs_own():
     assert shown.endswith('；日志中是：<span translate="no">bash: &lt;not found&gt;</span>'), shown
 
 
-def test_it_escapes_what_an_engine_said():
+def test_it_escapes_what_an_engine_said_and_marks_it_as_its_own():
     shown = in_chinese(t.EXITED(phrase="ContainerStartFailed", said=t.SAID(said="<b>no</b>")))
-    assert shown == "ContainerStartFailed: &lt;b&gt;no&lt;/b&gt;"
+    assert shown == 'ContainerStartFailed: <span translate="no">&lt;b&gt;no&lt;/b&gt;</span>'
+
+
+@pytest.mark.django_db
+def test_the_page_of_a_job_whose_start_found_its_port_taken_says_why_in_chinese(
+    alice_client, user, default_vc, settings
+):
+    """The zh-Hans walk found such a page in English: the executor's refusal is the portal's own
+    sentence, by its code, carried by the ExecutorError to the stored diagnostics; only what the
+    kernel said stays as it said it."""
+    from clusters.executors.base import ExecutorError, Failure
+    from clusters.models import Node
+    from jobs.models import JobState, TaskState
+    from scheduling import ending
+    from scheduling.backends import Backends
+    from scheduling.starting import NodeTrouble, Starter
+    from tests.factories import create_job
+
+    settings.LANGUAGE_CODE = "zh-hans"
+    settings.PAI_MAX_TRANSIENT_RETRIES = 0  # (else placed again, that port avoided)
+    node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=8192)
+    job = create_job(user, "duankou", state=JobState.RUNNING, job_attempt=1)
+    job.tasks.update(state=TaskState.RUNNING, node=node, attempt=1, ports={"http": [20000]})
+    taken = executor_texts.PORT_HELD(port=20000, address="127.0.0.2", said="Address already in use")
+    failed_starts: list = []
+    Starter(NodeTrouble(), failed_starts).failed(
+        job, job.tasks.select_related("node").get(), ExecutorError(taken, Failure.PORT_CONFLICT)
+    )
+    ending.run(Backends(), failed_starts, set())
+    job.refresh_from_db()
+    page = alice_client.get("/jobs/alice~duankou/").content.decode()
+    assert job.state == JobState.FAILED and "held by another program" in job.exit_diagnostics
+    assert "127.0.0.2 上的端口 20000 被另一个程序占用" in page and "held by another program" not in page
+    assert '<span translate="no">Address already in use</span>' in page
 
 
 @pytest.mark.django_db

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from django.db.models import BigIntegerField, Func, QuerySet
 from django.utils import timezone
 
-from jobs.models import Job, JobEvent, JobState, JobTag, Task, TaskAttempt
+from jobs.models import Job, JobEvent, JobState, JobTag, Task, diagnostics_messages
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
 from scheduling.sharing import queue_place
@@ -203,12 +203,6 @@ def exit_runtime_message(job: Job, trigger: Task | None) -> dict[str, Any] | Non
         "solution": fix.what_to_change if fix else None,
         "trigger": f"{trigger.role}-{trigger.index}" if trigger else None,
     }
-
-
-def diagnostics_messages(row: Job | Task | TaskAttempt) -> list[dict[str, Any]] | None:
-    """Exit diagnostics as the API answers their message beside the English (`...Messages`): the
-    one message as stored ({"code", "params", "message"}); null when there is none (a row older than its codes)."""
-    return [row.exit_diagnostics_message] if row.exit_diagnostics_message else None
 
 
 def job_status(job: Job, tasks: list[Task]) -> dict[str, Any]:

@@ -141,7 +141,7 @@ def solutions_for(solutions: list[str], job: Any) -> list[str]:
 def diagnostics_text(stored: Any, english: str = "") -> str:
     """Exit diagnostics (their stored message) in the page's language, by their codes: the exit
     spec's reason by its exact text, while the phrase, what an engine said and the log's line stay
-    as said (the log's marked translate="no"); a row older than its codes shows its `english`."""
+    as said (marked translate="no"); a row older than its codes shows its `english`."""
     message = message_of(stored)
     return english if message is None else translated_html(message, _diagnostics_param)
 
@@ -149,7 +149,7 @@ def diagnostics_text(stored: Any, english: str = "") -> str:
 def _diagnostics_param(name: str, value: Any) -> str:
     if name == "spec_reason":
         return conditional_escape(spec_text(str(value)))
-    if name == "line":
+    if name in {"line", "said"}:  # (the log's line; an engine's or the kernel's own words)
         return format_html('<span translate="no">{}</span>', value)
     return conditional_escape(str(value))
 
