@@ -1,6 +1,7 @@
 // Time-series charts on uPlot (static/vendor/uplot), shared by the job page and the dashboard.
 "use strict";
 window.PortalCharts = (function () {
+  const STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8]; // whole steps
   const COLORS = ["#2457c5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#d35400", "#2c3e50"];
 
   // The page's words for the charts (its language): data-chart-labels on <body> or a section,
@@ -24,7 +25,7 @@ window.PortalCharts = (function () {
       width: width,
       height: 220,
       scales: { x: { time: !xLabel }, y: { range: yRange } },
-      axes: [xLabel ? { label: xLabel } : {}, { label: unit, size: 60 }],
+      axes: [xLabel ? { label: xLabel, incrs: STEP_INCREMENTS } : {}, { label: unit, size: 60 }],
       series: [{ label: xLabel || words(holder).time || "Time" }].concat(lines.map((line, i) => ({
         label: line.label,
         stroke: line.color || COLORS[i % COLORS.length],
