@@ -25,6 +25,9 @@ __all__ = [
     "JobEvent",
     "JobState",
     "JobTag",
+    "MetricPoint",
+    "MetricSeries",
+    "MetricSource",
     "Notice",
     "Task",
     "TaskAttempt",
@@ -505,3 +508,68 @@ class TaskSample(models.Model):
 
     def __str__(self) -> str:
         return f"task {self.task_id} at {self.at}"
+
+
+class MetricPoint(models.Model):
+    """One training metric's value at one step of one task (jobs/protocol/metrics.py: what a task
+    reports), written by the sampler (scheduling/training_metrics.py); at most
+    PAI_METRICS_MAX_POINTS per job. A step reported again replaces its value."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metric_points", db_index=False)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="metric_points", db_index=False)
+    name = models.CharField(max_length=64)
+    step = models.BigIntegerField()
+    value = models.FloatField()
+    at = models.BigIntegerField(help_text="Epoch seconds: when the sampler read it.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "name", "step"], name="unique_metric_point")]
+        indexes = [models.Index(fields=["job", "name", "step"], name="metric_job_name_step")]
+
+    def __str__(self) -> str:
+        return f"{self.name}[{self.step}] = {self.value}"
+
+
+class MetricSeries(models.Model):
+    """A job's metric of one name, summed up over its tasks as its points are written: what a
+    sweep's table compares (its last value, at the highest step, and its lowest and highest)
+    without reading the points."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="metric_series")
+    name = models.CharField(max_length=64)
+    points = models.PositiveIntegerField(default=0)
+    last_step = models.BigIntegerField(default=0)
+    last_value = models.FloatField()
+    min_value = models.FloatField()
+    max_value = models.FloatField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "name"], name="unique_metric_series")]
+        indexes = [models.Index(fields=["name", "job"], name="metric_series_name_job")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.name}"
+
+
+class MetricSource(models.Model):
+    """Where the sampler reads one task's metrics (its log's stdout, `log`; its $PAI_METRICS_FILE,
+    `file`) and how far it has: the file (a log is one per attempt: a new path starts over), the
+    byte offset of the next whole line, the step a line without one gets, what it skipped."""
+
+    class Kind(models.TextChoices):
+        LOG = "log"
+        FILE = "file"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="metric_sources")
+    kind = models.CharField(max_length=4, choices=Kind.choices)
+    path = models.CharField(max_length=1024)
+    offset = models.BigIntegerField(default=0)
+    next_step = models.BigIntegerField(default=0)
+    bad_lines = models.PositiveIntegerField(default=0)
+    dropped = models.PositiveIntegerField(default=0, help_text="Points past the job's cap.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "kind"], name="unique_metric_source")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} {self.kind} @{self.offset}"

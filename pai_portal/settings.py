@@ -286,6 +286,9 @@ PAI_SLURM_JOB_PREFIX = env_str("PAI_SLURM_JOB_PREFIX", "pai")
 PAI_SAMPLE_SECONDS = env_float("PAI_SAMPLE_SECONDS", 10.0, minimum=0.5)
 PAI_SAMPLE_RAW_HOURS = env_float("PAI_SAMPLE_RAW_HOURS", 24.0, minimum=0.0)
 PAI_SAMPLE_KEEP_DAYS = env_float("PAI_SAMPLE_KEEP_DAYS", 30.0, minimum=0.0)
+# Training metrics (PAI_METRIC lines, $PAI_METRICS_FILE; scheduling/training_metrics.py): the most
+# points one job keeps (later ones are dropped and counted).
+PAI_METRICS_MAX_POINTS = env_int("PAI_METRICS_MAX_POINTS", 100_000, minimum=0)
 
 # /metrics (Prometheus): scrapers send `Authorization: Bearer <PAI_METRICS_TOKEN>`; without a
 # token only signed-in admins may read it, unless PAI_METRICS_PUBLIC opens it to anyone.

@@ -33,6 +33,7 @@ urlpatterns = [
     path("", include("web.webhooks.urls")),
     path("", include("web.alerts.urls")),
     path("", include("web.usage.urls")),
+    path("", include("web.experiments.urls")),
     path("", include("web.notifications.urls")),
     path("", include("web.fixes.urls")),
     path("", include("web.legacy_links")),

@@ -8,9 +8,10 @@ at a time: it holds the `sampler` lease (scheduling.lease), as the scheduler hol
 
 Its work is a list of duties (`Duty`: a name, a period, a function), each on its own timer with its
 own last run, as Slurm's controller runs its background duties: one that fails is logged and tried
-again one period later, and no other runs again for it. Every pass: the samples, the interactive
-apps' watcher (scheduling/app_watch.py), the alert rules and the usage of the jobs whose runs ended
-since (scheduling/usage_rollup.py); every minute each VC's usage and queue for the dashboard
+again one period later, and no other runs again for it. Every pass: the samples, the tasks'
+training metrics (scheduling/training_metrics.py), the interactive apps' watcher
+(scheduling/app_watch.py), the alert rules and the usage of the jobs whose runs ended since
+(scheduling/usage_rollup.py); every minute each VC's usage and queue for the dashboard
 (VcSample); every hour today's and yesterday's usage whole, the fold of raw samples older than
 PAI_SAMPLE_RAW_HOURS into one per minute and the deletion of those older than PAI_SAMPLE_KEEP_DAYS,
 finished jobs' expired files, the outbox's notices sent or given up a month ago and Monday's
@@ -44,6 +45,7 @@ from scheduling.app_watch import watch_apps
 from scheduling.lease import Holder, Lease
 from scheduling.models import VcSample
 from scheduling.retention import remove_expired
+from scheduling.training_metrics import MetricReader
 from scheduling.usage_rollup import last_ended_run, roll_up_ended, roll_up_recent
 from scheduling.vc_samples import record_vc_samples
 from scheduling.weekly_report import send_weekly_reports
@@ -93,10 +95,12 @@ class Sampler:
         # The last reading of each task attempt (by executor id): the next one gives the rates.
         self._previous: dict[str, tuple[float, ResourceSample]] = {}
         self._rolled_up_after = 0  # the last ended attempt (TaskAttempt id) the usage counts
+        self.metrics = MetricReader()
         # In order: the whole days' rollup before the ended runs' (which then has little left) and
         # before the fold (it reads the raw samples).
         self.duties = [
             Duty("sample", EVERY_PASS, self.sample_once),
+            Duty("training metrics", EVERY_PASS, self.metrics.read),
             Duty("watch apps", EVERY_PASS, watch_apps),
             Duty("alerts", EVERY_PASS, evaluate_rules),
             Duty("vc samples", MINUTE, lambda: record_vc_samples(time.time())),

@@ -309,7 +309,7 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     if not clone_of:
         return None  # the fresh form
     job = _job_or_404(request, clone_of)
-    data = config_to_form(_as_submitted(job))
+    data = config_to_form(_not_a_sweep_run(_as_submitted(job)))
     data.job["name"] = _free_name(job.owner, f"{job.name}-clone")
     return _without_secret_values(data)
 
@@ -330,6 +330,18 @@ def _as_submitted(job: Job) -> dict[str, Any]:
         return editable_document(job.config_text)
     except JobConfigError:
         return dict(job.normalized)
+
+
+def _not_a_sweep_run(document: dict[str, Any]) -> dict[str, Any]:
+    """A sweep run's clone is a job of its own with the run's values (the sweep page's "Submit with
+    these values"): its `extras.sweepRun` goes."""
+    extras = document.get("extras")
+    if isinstance(extras, dict) and "sweepRun" in extras:
+        extras = {key: value for key, value in extras.items() if key != "sweepRun"}
+        document = {key: value for key, value in document.items() if key != "extras"} | (
+            {"extras": extras} if extras else {}
+        )
+    return document
 
 
 def _free_name(owner: Any, prefix: str) -> str:

@@ -18,11 +18,13 @@ resources are `gpu,cpu,memMB,shmMB`; a null value (e.g. minFailedTaskCount) is a
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobs.protocol.launcher_env import RENDEZVOUS_LABEL, build_launcher_env, master_role
+from jobs.protocol.metrics import METRICS_FILE_NAME
 from jobs.protocol.spec import RUNTIME_PLUGINS, ExtrasV1, NormalizedSpec, TaskRoleSpec
 
 DEFAULT_SHM_MB = 64
@@ -135,6 +137,9 @@ def _job_env(spec: NormalizedSpec, ctx: RuntimeContext, v1: ExtrasV1) -> dict[st
         # (from the checkpoint it saved in its grace period).
         "PAI_JOB_RESUMED": "true" if ctx.preemptions else "false",
         "PAI_JOB_PREEMPTIONS": str(ctx.preemptions),
+        # The portal's own: JSON lines appended here are the task's training metrics (as its
+        # `PAI_METRIC {...}` lines on stdout), read by the sampler.
+        "PAI_METRICS_FILE": posixpath.join(ctx.work_dir, METRICS_FILE_NAME),
         # OpenPAI 1.x's names; its PAI_JOB_NAME is `user~job` too, but seed 000's is the job name.
         "PAI_FRAMEWORK_NAME": f"{ctx.user_name}~{ctx.job_name}",
         "PAI_VIRTUAL_CLUSTER": ctx.vc_name,

@@ -1,6 +1,7 @@
 // Time-series charts on uPlot (static/vendor/uplot), shared by the job page and the dashboard.
 "use strict";
 window.PortalCharts = (function () {
+  const STEP_INCREMENTS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 1e7, 1e8]; // whole steps
   const COLORS = ["#2457c5", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#d35400", "#2c3e50"];
 
   // The page's words for the charts (its language): data-chart-labels on <body> or a section,
@@ -15,15 +16,17 @@ window.PortalCharts = (function () {
   }
 
   // Draws (or redraws) a chart in `holder`: x = epoch seconds, lines = [{label, values, dash, color}].
-  function draw(holder, title, unit, x, lines) {
+  // `xLabel`: x is a plain number (a training step) so named, and y spans the values (not from 0).
+  function draw(holder, title, unit, x, lines, xLabel) {
     const width = Math.max(280, holder.clientWidth || 600);
+    const yRange = xLabel ? (u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) : (u, min, max) => [0, Math.max(max * 1.1, 1)];
     const options = {
       title: title,
       width: width,
       height: 220,
-      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(max * 1.1, 1)] } },
-      axes: [{}, { label: unit, size: 60 }],
-      series: [{ label: words(holder).time || "Time" }].concat(lines.map((line, i) => ({
+      scales: { x: { time: !xLabel }, y: { range: yRange } },
+      axes: [xLabel ? { label: xLabel, incrs: STEP_INCREMENTS } : {}, { label: unit, size: 60 }],
+      series: [{ label: xLabel || words(holder).time || "Time" }].concat(lines.map((line, i) => ({
         label: line.label,
         stroke: line.color || COLORS[i % COLORS.length],
         dash: line.dash,

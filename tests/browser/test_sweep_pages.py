@@ -44,3 +44,39 @@ def test_a_sweep_is_pasted_run_sorted_filtered_and_its_failed_run_started_again(
     page.wait_for_url("**/sweeps/alice~arr/")
     expect(page.locator(".messages")).to_contain_text("1 run started again.")
     expect(page.locator('[data-run="arr-1"] [data-run-state]')).to_have_attribute("data-run-state", "WAITING")
+
+
+# Each run prints its loss at steps 1..3: 10 * index / step (the run of index 1, arr-0, is best).
+PRINTING = (
+    v2_yaml(
+        "arr",
+        r"""'for s in 1 2 3; do echo "PAI_METRIC {\"step\": $s, \"loss\": """
+        r"""$((10 * <% $parameters.arrayIndex %> / s))}"; done'""",
+    )
+    + "extras:\n  sweep: {array: '1-3'}\n"
+)
+
+
+def test_a_sweeps_printed_metrics_are_plotted_compared_and_its_best_run_submitted_again(
+    page, login, user, process_node, run_until, screenshot
+):
+    from jobs.sweeps import submit_sweep
+    from scheduling.training_metrics import MetricReader
+
+    reader = MetricReader()
+    reader.read()  # (the sampler, running before the sweep)
+    sweep = submit_sweep(user, PRINTING)
+    for job in runs(sweep):
+        run_until(job, JobState.SUCCEEDED, timeout=30)
+    reader.read()
+    login()
+    page.goto("/sweeps/alice~arr/")
+
+    expect(page.locator("#sweep-compare[data-rendered=true] canvas")).to_have_count(1)
+    expect(page.locator("[data-best-run]")).to_contain_text("arr-0")
+    screenshot("sweep-compare")
+    page.click("[data-best-run] a:has-text('arr-0')")
+    expect(page.locator("#metrics[data-rendered=true] [data-metric=loss] canvas")).to_have_count(1)
+    page.go_back()
+    page.click("[data-best-submit]")
+    expect(page.locator("#id_name")).to_have_value("arr-0-clone")

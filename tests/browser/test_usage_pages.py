@@ -97,3 +97,24 @@ def test_it_plots_who_used_what_over_a_range_of_days_for_an_admin(page, login, d
     expect(page.locator("[data-total-idle]")).to_have_text("75 %")
     expect(page.locator('[data-usage-table="users"] td').first).to_have_text("bob")
     screenshot("usage")
+
+
+def test_it_draws_a_chart_per_training_metric_over_the_steps(page, login, default_vc, screenshot):
+    from playwright.sync_api import expect
+
+    from jobs.models import MetricPoint
+
+    job = create_job(create_user("alice"), "train", roles={"worker": 2}, state=JobState.RUNNING)
+    MetricPoint.objects.bulk_create(
+        MetricPoint(job=job, task=task, name=name, step=step, value=value / (step + 1), at=0)
+        for task in job.tasks.all()
+        for name, value in (("loss", 2.0), ("acc", 0.9))
+        for step in range(50)
+    )
+    login("alice")
+    page.goto(f"/jobs/{job.full_name}/")
+
+    expect(page.locator("#metrics[data-rendered=true]")).to_be_visible()
+    expect(page.locator("[data-metrics-charts] canvas")).to_have_count(2)
+    expect(page.locator('[data-metric="loss"] .u-title')).to_have_text("loss")
+    screenshot("job-metrics")

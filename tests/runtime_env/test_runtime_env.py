@@ -79,6 +79,10 @@ def test_it_sets_openpai_1x_framework_name_and_virtual_cluster_beside_the_seeds_
     assert worker1_env["PAI_JOB_NAME"] == "tensorflow-distributed-jobguid"
 
 
+def test_it_tells_every_task_where_its_metrics_file_is(worker1_env):
+    assert worker1_env["PAI_METRICS_FILE"] == "/pai/work/pai-metrics.jsonl"
+
+
 def test_it_sets_seed000_job_level_variables(worker1_env):
     assert worker1_env["PAI_WORK_DIR"] == "/pai/work"
     assert worker1_env["PAI_DEFAULT_FS_URI"] == "file:///srv/pai/fs"

@@ -18,6 +18,7 @@ from web.api.views import (
     jobs_v2,
     storages,
     sweeps,
+    training_metrics,
     usage,
     users,
 )
@@ -63,6 +64,7 @@ urlpatterns = [
     path(f"{JOB}/jobPriority", jobs_v2.JobPriorityView.as_view(), name="api-job-priority"),
     path(f"{JOB}/ssh", jobs_v2.JobSshView.as_view(), name="api-job-ssh"),
     path(f"{JOB}/events", jobs_v2.JobEventsView.as_view(), name="api-job-events"),
+    path(f"{JOB}/metrics", training_metrics.JobMetricsView.as_view(), name="api-job-metrics"),
     path(f"{JOB}/tag", jobs_v2.JobTagView.as_view(), name="api-job-tag"),
     path(f"{JOB}/job-attempts", attempts.JobAttemptsView.as_view(), name="api-job-attempts"),
     path(f"{JOB}/job-attempts/<int:job_attempt>", attempts.JobAttemptView.as_view(), name="api-job-attempt"),

@@ -9,6 +9,7 @@ app_name = "sweeps"
 urlpatterns = [
     path("sweeps/", views.sweep_list, name="list"),
     path("sweeps/<str:full_name>/", views.sweep_detail, name="detail"),
+    path("sweeps/<str:full_name>/curves.json", views.sweep_curves, name="curves"),
     path("sweeps/<str:full_name>/stop/", views.sweep_stop, name="stop"),
     path("sweeps/<str:full_name>/resubmit/", views.sweep_resubmit, name="resubmit"),
 ]

@@ -8,13 +8,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
-from jobs import sweeps
+from jobs import sweep_metrics, sweeps
 from jobs.models import Sweep
 from jobs.states import FINISHED_JOB_STATES
 from web.templatetags.portal import RowUrls, seconds_span, state_label
@@ -44,11 +45,14 @@ LAST_COLUMNS = {
 
 
 def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
-    """Every run with its values, state, duration and GPU-hours; sorted by any column (`sort=lr`,
+    """Every run with its values, state, duration and GPU-hours, and its last and best value of a
+    training metric (`metric=loss&goal=min`); sorted by any column (`sort=lr`,
     `sort=-durationSeconds`) and filtered by state and values (`q=lr=0.01`), without JavaScript."""
     sweep = _sweep_or_404(request, full_name)
     rows = sweeps.run_rows(sweep)
     names = list(dict.fromkeys(name for row in rows for name in row["values"]))
+    compared = _compared(request, sweep)
+    by_run = sweep_metrics.run_metrics(sweep, compared["metric"], compared["goal"]) if compared["metric"] else {}
     # Each row's link and labels made here, once: a template tag per row and cell is most of a
     # 1,000-run page's time (bench/sweeps.py).
     detail = RowUrls().detail
@@ -58,6 +62,10 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
         row["cells"] = [row["values"].get(name, "") for name in names]
         row["state_label"] = state_label(row["state"])
         row["duration"] = seconds_span(row["durationSeconds"]) if row["durationSeconds"] else "—"
+        measured = by_run.get(row["name"])
+        row["metricLast"] = measured.last if measured else None
+        row["metricBest"] = measured.best if measured else None
+        row["metric_cells"] = [_number(row["metricLast"]), _number(row["metricBest"])]
     everything = rows
     state, text = request.GET.get("state", ""), request.GET.get("q", "").strip()
     if state:
@@ -66,11 +74,15 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
         rows = [row for row in rows if all(_has(row, word) for word in text.split())]
     sort = request.GET.get("sort", "index")
     key = sort.removeprefix("-")
+    metric_columns = _metric_columns(compared["metric"])
     if key in names:
         rows.sort(key=lambda row: _sortable(row["values"].get(key)), reverse=sort.startswith("-"))
+    elif key in metric_columns:  # (runs without the metric last, either way)
+        measured_rows = sorted((row for row in rows if row[key] is not None), key=lambda row: row[key])
+        rows = (measured_rows[::-1] if sort.startswith("-") else measured_rows) + [r for r in rows if r[key] is None]
     elif key in {*FIXED_COLUMNS, *LAST_COLUMNS}:
         rows.sort(key=lambda row: _sortable(row[key]), reverse=sort.startswith("-"))
-    labels = {**FIXED_COLUMNS, **{name: name for name in names}, **LAST_COLUMNS}
+    labels = {**FIXED_COLUMNS, **{name: name for name in names}, **metric_columns, **LAST_COLUMNS}
     page = Paginator(rows, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     pages = request.GET.copy()
     pages.pop("page", None)
@@ -88,8 +100,64 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
             "states": sorted({row["state"] for row in everything}),
             "unfinished": sum(row["state"] not in FINISHED_JOB_STATES for row in everything),
             "failed": sum(row["state"] in ("FAILED", "STOPPED") for row in everything),
+            "compared": compared,
+            "best": _best(everything, by_run, compared["goal"], owner),
         },
     )
+
+
+def _compared(request: HttpRequest, sweep: Sweep) -> dict[str, Any]:
+    """The metric the page compares the runs by (the asked one, else the first any run reported),
+    which way is better, how many runs' curves it overlays."""
+    names = sweep_metrics.metric_names(sweep)
+    metric = request.GET.get("metric", "")
+    metric = metric if metric in names else (names[0] if names else "")
+    goal = request.GET.get("goal", "")
+    goal = goal if goal in sweep_metrics.GOALS else sweep_metrics.default_goal(metric)
+    top = request.GET.get("top", "")
+    top_n = min(int(top), sweep_metrics.TOP_MOST) if top.isdigit() and int(top) > 0 else sweep_metrics.TOP_DEFAULT
+    return {"names": names, "metric": metric, "goal": goal, "top": top_n}
+
+
+def _metric_columns(metric: str) -> dict[str, str]:
+    if not metric:
+        return {}
+    return {
+        "metricLast": _("%(metric)s, last") % {"metric": metric},
+        "metricBest": _("%(metric)s, best") % {"metric": metric},
+    }
+
+
+def _best(rows: list[dict[str, Any]], by_run: dict[str, sweep_metrics.RunMetric], goal: str, owner: str) -> Any:
+    """The run whose best value is best, with its values and the link that submits them again."""
+    ranked = sweep_metrics.ranked(by_run, goal)
+    if not ranked:
+        return None
+    row = next(row for row in rows if row["name"] == ranked[0])
+    full_name = f"{owner}~{row['name']}"
+    return {
+        **row,
+        "full_name": full_name,
+        "clone_url": reverse("jobs:clone", args=[full_name]),
+        "best_shown": _number(by_run[row["name"]].best),
+        "last_shown": _number(by_run[row["name"]].last),
+    }
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.6g}"
+
+
+@require_GET
+def sweep_curves(request: HttpRequest, full_name: str) -> JsonResponse:
+    """The compared metric's curves of the top runs, best first (the page's overlaid chart)."""
+    sweep = _sweep_or_404(request, full_name)
+    compared = _compared(request, sweep)
+    if not compared["metric"]:
+        return JsonResponse({"metric": "", "runs": []})
+    by_run = sweep_metrics.run_metrics(sweep, compared["metric"], compared["goal"])
+    top = sweep_metrics.ranked(by_run, compared["goal"])[: compared["top"]]
+    return JsonResponse({"metric": compared["metric"], "runs": sweep_metrics.curves(sweep, compared["metric"], top)})
 
 
 def _has(row: dict[str, Any], word: str) -> bool:

@@ -1,0 +1,122 @@
+"""Training metrics as a task reports them, no SDK needed (docs/user/metrics.md): a line
+`PAI_METRIC {"step": 100, "loss": 0.31}` on its stdout, or JSON lines appended to the file
+`$PAI_METRICS_FILE` names. Pure: bytes in, points out; the sampler reads the files
+(scheduling/training_metrics.py).
+
+A line's numbers are its metrics, `step` its step (missing: the one after the task's last). A line
+that is not a JSON object with at least one finite number is bad: skipped and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+MARKER = b"PAI_METRIC"
+METRICS_FILE_NAME = "pai-metrics.jsonl"  # in the task's work dir: $PAI_METRICS_FILE
+MAX_LINE_BYTES = 64 * 1024  # a longer line is bad (and a log's non-metric one skipped)
+MAX_NAME_CHARS = 64
+MAX_METRICS_PER_LINE = 32
+STEP = "step"
+
+
+@dataclass(frozen=True)
+class Point:
+    step: int
+    name: str
+    value: float
+
+
+@dataclass
+class Reading:
+    """What a read of new bytes gave: its points, bad lines, the bytes it used (whole lines only:
+    a line still being written waits for the next read) and the step after the last."""
+
+    points: list[Point] = field(default_factory=list)
+    bad_lines: int = 0
+    consumed: int = 0
+    next_step: int = 0
+
+
+def parse_payload(text: bytes | str, next_step: int) -> list[Point] | None:
+    """One line's JSON object as points, or None when it is bad."""
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    step = record.get(STEP, next_step)
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0 or step >= 2**63:
+        return None
+    points = [
+        Point(step, name, float(value))
+        for name, value in record.items()
+        if name != STEP and _is_number(value) and 0 < len(name) <= MAX_NAME_CHARS
+    ][:MAX_METRICS_PER_LINE]
+    return points or None
+
+
+def read_lines(data: bytes, *, marked: bool, next_step: int) -> Reading:
+    """The points in `data`'s whole lines. `marked`: a log, where only lines starting with
+    PAI_METRIC count (anything else is the task's own output); else a metrics file, every line."""
+    reading = Reading(next_step=next_step)
+    end = data.rfind(b"\n") + 1
+    if end == 0 and len(data) >= MAX_LINE_BYTES:  # one line too long to ever end in a read
+        reading.consumed = len(data)
+        reading.bad_lines = int(_is_metric_line(data, marked))
+        return reading
+    reading.consumed = end
+    for line in data[:end].split(b"\n"):
+        payload = _payload(line, marked)
+        if payload is None:
+            continue
+        points = parse_payload(payload, reading.next_step) if len(line) <= MAX_LINE_BYTES else None
+        if points is None:
+            reading.bad_lines += 1
+            continue
+        reading.points.extend(points)
+        reading.next_step = points[0].step + 1
+    return reading
+
+
+def _payload(line: bytes, marked: bool) -> bytes | None:
+    line = line.strip()
+    if not marked:
+        return line or None
+    if not line.startswith(MARKER) or line[len(MARKER) : len(MARKER) + 1] not in (b" ", b"\t"):
+        return None
+    return line[len(MARKER) :].strip()
+
+
+def _is_metric_line(line: bytes, marked: bool) -> bool:
+    return not marked or line.lstrip().startswith(MARKER)
+
+
+def _is_number(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer past a float's range
+        return False
+
+
+def downsample(steps: list[int], values: list[float], most: int) -> tuple[list[int], list[float]]:
+    """At most about `most` points of a series for a plot: in each of most/2 buckets of steps its
+    lowest and highest value, in step order (a spike or a dip survives, as M4 keeps them)."""
+    if len(steps) <= most:
+        return steps, values
+    buckets = max(1, most // 2)
+    size = math.ceil(len(steps) / buckets)
+    kept_steps: list[int] = []
+    kept_values: list[float] = []
+    for start in range(0, len(steps), size):
+        chunk = range(start, min(start + size, len(steps)))
+        low = min(chunk, key=values.__getitem__)
+        high = max(chunk, key=values.__getitem__)
+        for index in sorted({low, high}):
+            kept_steps.append(steps[index])
+            kept_values.append(values[index])
+    return kept_steps, kept_values
