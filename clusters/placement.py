@@ -13,15 +13,19 @@ Rules (docs/user/why.md):
 - then jobs go by priority (higher first), then, in a fair-share VC, their owner's recent usage
   (least first), then `order` (earlier first); each VC is a strict queue: once a VC's first job
   cannot be placed, the VC's later jobs wait behind it (no backfill, so the head is never
-  delayed). A job that can never fit the cluster as it is (over its VC's whole quota, bigger
-  than any node) does not block its VC; a waiting job never holds back jobs of another VC;
+  delayed), except that borrowing is judged per job (below). A job that can never fit the cluster
+  as it is (over its VC's whole quota, bigger than any node) does not block its VC; a waiting job
+  never holds back jobs of another VC;
 - a VC's per-user GPU cap holds a job whose owner's jobs would hold more than the cap; it does
   not block the VC (other users' jobs go on);
 - borrowing (docs/admin/sharing.md, "Borrowing and reclaim"): a job that may borrow (`JobRequest.may_borrow`)
   and that its own VC's quota refuses runs on the idle quota of a lending VC
   (`VcState.lends`) that has no waiting job of its own this pass and room for the whole job
   (the one with the most idle room); it then counts against that VC's quota
-  (`PlacementResult.borrowed`), which takes it back by preemption (clusters.preemption);
+  (`PlacementResult.borrowed`), which takes it back by preemption (clusters.preemption). It is
+  offered that room even behind its own VC's first waiting job when that job waits on its own
+  VC's quota and may not borrow (it could never use the lender's room); never its own VC's quota
+  then, which is the waiting job's;
 - a job goes on one node when one can hold it (the node with the fewest free GPUs that do, so
   big holes stay for big jobs), else it is spread biggest task first, each task onto a node
   the job already uses, else onto the node with the most free GPUs; the nodes of a spread job
@@ -165,6 +169,7 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
     blocked: dict[str, Reason] = {}  # VC -> what its later jobs are told: why its first waiting job waits
+    quota_only: set[str] = set()  # VCs whose first waiting job waits on its own quota and may not borrow
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
@@ -183,6 +188,12 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
         if job.vc in blocked:
+            # Borrowing is judged per job: a head that waits on its own VC's quota alone and may not
+            # borrow could never use a lender's idle room, so a later job that may borrow is offered
+            # it (never its own VC's quota: that is the head's).
+            passes = job.may_borrow and job.vc in quota_only and capped.refusal(job, need) is None
+            if passes and _borrow(job, need, vcs, used, lenders, cluster, result) == []:
+                continue
             result.pending[job.key] = blocked[job.vc]  # (one reason, shared: a queue may be long)
             result.queues[job.vc].append(job.key)
             continue
@@ -210,23 +221,41 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 continue
             reason = cluster.why_not(job, need, fitted)
         elif job.may_borrow:
-            lender = _lender(job, need, vcs, used, lenders)
-            if lender is not None:
-                placements, fitted = cluster.try_place(job, need)
-                if placements is not None:
-                    result.placed[job.key] = placements
-                    result.borrowed[job.key] = lender
-                    held = used[lender]
-                    used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
-                    continue
-                reason = cluster.why_not(job, need, fitted)
-            else:
-                reason = [*reason, t.NO_LENDER()]
+            why = _borrow(job, need, vcs, used, lenders, cluster, result)
+            if why == []:
+                continue
+            reason = [*reason, t.NO_LENDER()] if why is None else why
+        if quota is not None and not job.may_borrow:
+            quota_only.add(job.vc)
         result.pending[job.key] = reason + kept.note(job)
         behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
         blocked[job.vc] = [behind(job=job.key, vc=job.vc, why=reason)]
         result.queues.setdefault(job.vc, []).append(job.key)
     return result
+
+
+def _borrow(
+    job: JobRequest,
+    need: _Need,
+    vcs: dict[str, VcState],
+    used: dict[str, list[int]],
+    lenders: list[str],
+    cluster: _Cluster,
+    result: PlacementResult,
+) -> Reason | None:
+    """The job placed on a lender's idle quota (counted against it): [] when it is; else why the
+    nodes do not hold it, or None when no lender has the room."""
+    lender = _lender(job, need, vcs, used, lenders)
+    if lender is None:
+        return None
+    placements, fitted = cluster.try_place(job, need)
+    if placements is None:
+        return cluster.why_not(job, need, fitted)
+    result.placed[job.key] = placements
+    result.borrowed[job.key] = lender
+    held = used[lender]
+    used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
+    return []
 
 
 def _lender(
