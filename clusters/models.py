@@ -54,8 +54,15 @@ class VirtualCluster(models.Model):
     class QueuePolicy(models.TextChoices):
         FIFO = "fifo", _("FIFO: first submitted, first placed")
         FAIR_SHARE = "fair-share", _("Fair share: users who used least lately go first")
+        BEST_EFFORT = "best-effort", _("Best-effort FIFO: a first job that does not fit holds nobody back")
 
     queue_policy = models.CharField(max_length=16, choices=QueuePolicy.choices, default=QueuePolicy.FIFO)
+    # Slurm's backfill (clusters.placement): later jobs start ahead of a blocked first job where their
+    # time limits prove they delay it not at all. On by default, as Slurm's sched/backfill is.
+    backfill = models.BooleanField(
+        default=True,
+        help_text=_("Start later jobs ahead of a blocked first job when their time limits prove no delay."),
+    )
     user_gpu_limit = models.PositiveIntegerField(
         null=True, blank=True, help_text=_("Most GPUs one user's jobs may hold in this VC at once; empty: no cap.")
     )

@@ -13,15 +13,19 @@ Rules (docs/user/why.md):
 - then jobs go by priority (higher first), then, in a fair-share VC, their owner's recent usage
   (least first), then `order` (earlier first); each VC is a strict queue: once a VC's first job
   cannot be placed, the VC's later jobs wait behind it (no backfill, so the head is never
-  delayed). A job that can never fit the cluster as it is (over its VC's whole quota, bigger
-  than any node) does not block its VC; a waiting job never holds back jobs of another VC;
+  delayed), except that borrowing is judged per job (below). A job that can never fit the cluster
+  as it is (over its VC's whole quota, bigger than any node) does not block its VC; a waiting job
+  never holds back jobs of another VC;
 - a VC's per-user GPU cap holds a job whose owner's jobs would hold more than the cap; it does
   not block the VC (other users' jobs go on);
 - borrowing (docs/admin/sharing.md, "Borrowing and reclaim"): a job that may borrow (`JobRequest.may_borrow`)
   and that its own VC's quota refuses runs on the idle quota of a lending VC
   (`VcState.lends`) that has no waiting job of its own this pass and room for the whole job
   (the one with the most idle room); it then counts against that VC's quota
-  (`PlacementResult.borrowed`), which takes it back by preemption (clusters.preemption);
+  (`PlacementResult.borrowed`), which takes it back by preemption (clusters.preemption). It is
+  offered that room even behind its own VC's first waiting job when that job waits on its own
+  VC's quota and may not borrow (it could never use the lender's room); never its own VC's quota
+  then, which is the waiting job's;
 - a job goes on one node when one can hold it (the node with the fewest free GPUs that do, so
   big holes stay for big jobs), else it is spread biggest task first, each task onto a node
   the job already uses, else onto the node with the most free GPUs; the nodes of a spread job
@@ -34,8 +38,9 @@ Every job left waiting gets a reason with numbers: a list of Messages (clusters.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -87,6 +92,8 @@ class VcState:
     lends: bool = False  # other VCs' borrowing jobs may run on its idle quota
     # its quota were the nodes that are down now back (None: the same as limit)
     limit_with_down: Resources | None = None
+    best_effort: bool = False  # a waiting first job holds nobody back (Kueue's BestEffortFIFO)
+    backfill: bool = False  # later jobs may start ahead of a blocked first job without delaying it
 
 
 @dataclass(frozen=True)
@@ -129,8 +136,58 @@ class JobRequest:
     user: str = ""  # its owner (the per-user GPU cap, fair share)
     usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
     may_borrow: bool = False  # its class may run on a lending VC's idle quota
+    limit_s: float | None = None  # its time limit (None: none): backfill starts it ahead only if it ends in time
     holds: bool = False  # jobs it preempted free (or just freed) room for it: it is taken first
     held: tuple[HeldRoom, ...] = ()  # the room they freed already: kept for it alone
+
+
+@dataclass(frozen=True)
+class Freed:
+    """What one task of a running job holds on its node, free again when the job ends."""
+
+    node: str
+    gpus: tuple[tuple[int, str], ...] = ()  # (index, type)
+    cpu: int = 0
+    memory_mb: int = 0
+
+
+@dataclass(frozen=True)
+class Ending:
+    """A running job that its time limit ends by `ends_at` (epoch seconds), in the VC whose quota
+    it holds."""
+
+    vc: str
+    ends_at: float
+    freed: tuple[Freed, ...]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Where and when a VC's first waiting job is to start (Slurm's backfill reservation)."""
+
+    job: int
+    start: float  # epoch seconds
+    nodes: tuple[str, ...]
+
+
+@dataclass
+class Backfill:
+    """What backfill plans by: the running jobs' ends by their time limits, and the reservations
+    an earlier pass gave (kept while their job is still first: a start never moves later)."""
+
+    now: float
+    ending: list[Ending] = field(default_factory=list)
+    kept: dict[str, Reservation] = field(default_factory=dict)  # VC -> its first job's reservation
+
+
+@dataclass(frozen=True)
+class Backfilled:
+    """A job started ahead of its VC's first waiting job: by its end (`ends_by`, before `start`),
+    else on none of the nodes reserved for it (`ends_by` None or after `start`)."""
+
+    ahead_of: int
+    ends_by: float | None
+    start: float
 
 
 @dataclass
@@ -157,14 +214,22 @@ class PlacementResult:
     queues: dict[str, list[int]] = field(default_factory=dict)
     # job keys placed on another VC's idle quota -> that VC (its quota holds them while they run)
     borrowed: dict[int, str] = field(default_factory=dict)
+    # VC -> where and when its first waiting job starts (backfill VCs only, when it can be known)
+    reservations: dict[str, Reservation] = field(default_factory=dict)
+    backfilled: dict[int, Backfilled] = field(default_factory=dict)  # job keys started ahead by backfill
 
 
-def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest]) -> PlacementResult:
-    """Place whole jobs (gang) inside their VC's quota; say why for every job left waiting."""
+def place(
+    nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest], plan: Backfill | None = None
+) -> PlacementResult:
+    """Place whole jobs (gang) inside their VC's quota; say why for every job left waiting. With
+    `plan`, a backfill VC's first waiting job gets a reservation and later jobs start ahead of it
+    only where they do not delay it."""
     result = PlacementResult()
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
     blocked: dict[str, Reason] = {}  # VC -> what its later jobs are told: why its first waiting job waits
+    quota_only: set[str] = set()  # VCs whose first waiting job waits on its own quota and may not borrow
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
@@ -174,6 +239,9 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
     wanting = {job.vc for job, never in zip(ordered, nevers, strict=True) if not never}
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
     kept = _HeldRooms(cluster, ordered)
+    planner = _Backfiller(cluster, vcs, plan)
+    lending = _Lending(vcs, lenders, quota_only)
+
     for job, need, never in zip(ordered, needs, nevers, strict=True):
         kept.turn_of(job, result)
         if never:  # (or it waits for a node that is down: set aside too, its VC goes on)
@@ -182,7 +250,9 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 result.never_fits.add(job.key)
             result.queues.setdefault(job.vc, []).append(job.key)
             continue
-        if job.vc in blocked:
+        if job.vc in blocked and _ahead(job, need, planner, capped, used, lending, result):
+            continue
+        if job.vc in blocked and not vcs[job.vc].best_effort:
             result.pending[job.key] = blocked[job.vc]  # (one reason, shared: a queue may be long)
             result.queues[job.vc].append(job.key)
             continue
@@ -210,23 +280,158 @@ def place(nodes: list[NodeState], vcs: dict[str, VcState], jobs: list[JobRequest
                 continue
             reason = cluster.why_not(job, need, fitted)
         elif job.may_borrow:
-            lender = _lender(job, need, vcs, used, lenders)
-            if lender is not None:
-                placements, fitted = cluster.try_place(job, need)
-                if placements is not None:
-                    result.placed[job.key] = placements
-                    result.borrowed[job.key] = lender
-                    held = used[lender]
-                    used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
-                    continue
-                reason = cluster.why_not(job, need, fitted)
-            else:
-                reason = [*reason, t.NO_LENDER()]
+            why = _borrow(job, need, vcs, used, lenders, cluster, result)
+            if why == []:
+                continue
+            reason = [*reason, t.NO_LENDER()] if why is None else why
+        if quota is not None and not job.may_borrow:
+            quota_only.add(job.vc)
         result.pending[job.key] = reason + kept.note(job)
+        result.queues.setdefault(job.vc, []).append(job.key)
+        if job.vc in blocked:  # (a best-effort VC's later job: the first one's reason stays)
+            continue
         behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
         blocked[job.vc] = [behind(job=job.key, vc=job.vc, why=reason)]
-        result.queues.setdefault(job.vc, []).append(job.key)
+        planner.reserve(job, need, used[job.vc], result)
     return result
+
+
+class _Backfiller:
+    """Slurm's backfill over one pass: a backfill VC's blocked first job is given the first moment
+    (a running job's end by its time limit) its quota and the nodes hold it, and where; a later job
+    of the VC starts now only if it would not delay that: it ends before every reservation on the
+    nodes it takes, and what it holds past its own VC's reserved start leaves that job's quota."""
+
+    def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill | None) -> None:
+        self.cluster, self.vcs, self.plan = cluster, vcs, plan
+        self.reserved: dict[str, tuple[Reservation, list[int]]] = {}  # VC -> reservation, quota left then
+        if plan is not None:
+            self.ending = sorted(plan.ending, key=lambda ending: ending.ends_at)
+
+    def reserve(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> None:
+        vc = self.vcs[job.vc]
+        if self.plan is None or not vc.backfill or job.holds:
+            return
+        found = self._first_start(job, need, used)
+        if found is None:  # (what it waits for has no time limit: nothing can be proven, none start ahead)
+            return
+        reservation, left = found
+        kept = self.plan.kept.get(job.vc)
+        if kept is not None and kept.job == job.key and kept.start <= reservation.start:
+            nodes = tuple(sorted({*kept.nodes, *reservation.nodes}))
+            reservation = Reservation(job.key, kept.start, nodes)
+        self.reserved[job.vc] = (reservation, left)
+        result.reservations[job.vc] = reservation
+
+    def _first_start(self, job: JobRequest, need: _Need, used: list[int]) -> tuple[Reservation, list[int]] | None:
+        assert self.plan is not None
+        limit = self.vcs[job.vc].limit
+        scratch = self.cluster.copy()
+        by_name = {node.name: node for node in scratch.nodes}
+        held = list(used)
+        for index, ending in enumerate(self.ending):
+            for freed in ending.freed:
+                if (node := by_name.get(freed.node)) is not None:
+                    scratch.release(node, freed)
+            if ending.vc == job.vc:
+                for freed in ending.freed:
+                    held = [held[0] - len(freed.gpus), held[1] - freed.cpu, held[2] - freed.memory_mb]
+            later = self.ending[index + 1] if index + 1 < len(self.ending) else None
+            if later is not None and later.ends_at == ending.ends_at:
+                continue  # (every end at one moment first)
+            left = [
+                limit.gpu - held[0] - need.gpu,
+                limit.cpu - held[1] - need.cpu,
+                limit.memory_mb - held[2] - need.memory_mb,
+            ]
+            if min(left) < 0:
+                continue
+            placements, _ = scratch.try_place(job, need)
+            if placements is not None:
+                start = max(ending.ends_at, self.plan.now)
+                return Reservation(job.key, start, tuple(sorted({p.node for p in placements}))), left
+        return None
+
+    def backfill(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> bool:
+        """Start `job` ahead of its VC's reserved first job, if that delays no reservation."""
+        assert self.plan is not None
+        reservation, left = self.reserved[job.vc]
+        if _quota_refusal(self.vcs[job.vc], used, need) is not None:
+            return False
+        ends_by = self.plan.now + job.limit_s if job.limit_s else None
+        past = ends_by is None or ends_by > reservation.start  # it holds its quota past the reserved start
+        amounts = (need.gpu, need.cpu, need.memory_mb)
+        if past and any(amount > room for amount, room in zip(amounts, left, strict=True)):
+            return False
+        avoid = {
+            node
+            for vc_reservation, _ in self.reserved.values()
+            if ends_by is None or ends_by > vc_reservation.start
+            for node in vc_reservation.nodes
+        }
+        placements, _ = self.cluster.try_place(replace(job, avoid=job.avoid | avoid), need)
+        if placements is None:
+            return False
+        if past:
+            self.reserved[job.vc] = (reservation, [room - amount for room, amount in zip(left, amounts, strict=True)])
+        result.placed[job.key] = placements
+        result.backfilled[job.key] = Backfilled(reservation.job, ends_by, reservation.start)
+        return True
+
+
+@dataclass
+class _Lending:
+    vcs: dict[str, VcState]
+    lenders: list[str]
+    quota_only: set[str]  # VCs whose first waiting job waits on its own quota and may not borrow
+
+
+def _ahead(
+    job: JobRequest,
+    need: _Need,
+    planner: _Backfiller,
+    capped: _UserCaps,
+    used: dict[str, list[int]],
+    lending: _Lending,
+    result: PlacementResult,
+) -> bool:
+    """A job of a VC whose first waiting job is blocked, started ahead of it: by backfill (where
+    that delays no reservation), else on a lender's idle quota when that first job waits on its own
+    VC's quota and may not borrow (it could never use that room: borrowing is judged per job).
+    Never on its own VC's quota but by backfill: that is the first job's."""
+    if capped.refusal(job, need) is not None:
+        return False
+    if job.vc in planner.reserved and planner.backfill(job, need, used[job.vc], result):
+        used[job.vc] = [a + b for a, b in zip(used[job.vc], (need.gpu, need.cpu, need.memory_mb), strict=True)]
+        capped.take(job, need)
+        return True
+    if not job.may_borrow or job.vc not in lending.quota_only:
+        return False
+    return _borrow(job, need, lending.vcs, used, lending.lenders, planner.cluster, result) == []
+
+
+def _borrow(
+    job: JobRequest,
+    need: _Need,
+    vcs: dict[str, VcState],
+    used: dict[str, list[int]],
+    lenders: list[str],
+    cluster: _Cluster,
+    result: PlacementResult,
+) -> Reason | None:
+    """The job placed on a lender's idle quota (counted against it): [] when it is; else why the
+    nodes do not hold it, or None when no lender has the room."""
+    lender = _lender(job, need, vcs, used, lenders)
+    if lender is None:
+        return None
+    placements, fitted = cluster.try_place(job, need)
+    if placements is None:
+        return cluster.why_not(job, need, fitted)
+    result.placed[job.key] = placements
+    result.borrowed[job.key] = lender
+    held = used[lender]
+    used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
+    return []
 
 
 def _lender(
@@ -611,6 +816,28 @@ class _Cluster:
         self.max_port_range = max((node.port_high - node.port_low + 1 for node in nodes), default=0)
         # the last try_place's task that fit no node once the job's other tasks were placed, and why
         self.left_over: Reason | None = None
+
+    def copy(self) -> _Cluster:
+        """The nodes as they are now, apart (backfill plans on it; the pass goes on with this one)."""
+        nodes = []
+        for node in self.nodes:
+            twin = copy.copy(node)
+            twin.gpus = {kind: list(indices) for kind, indices in node.gpus.items()}
+            twin.owns_ports = False  # (copied on its first claim)
+            nodes.append(twin)
+        return _Cluster(nodes)
+
+    def release(self, node: _Node, freed: Freed) -> None:
+        """A running job's task gone from `node`: what it held is free."""
+        self._unindex(node)
+        for index, kind in freed.gpus:
+            free = node.gpus.setdefault(kind, [])
+            if index not in free:
+                free.append(index)
+                free.sort()
+        node.cpu += freed.cpu
+        node.memory += freed.memory_mb
+        self._index(node)
 
     def hold(self, rooms: Iterable[HeldRoom]) -> list[tuple[_Node, dict[str, list[int]], int, int]]:
         """What of `rooms` is free now, taken out of the pass; returned for give_back."""

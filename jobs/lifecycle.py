@@ -193,11 +193,16 @@ def _keep_attempts(tasks: list[Task], job_attempt: int, exit_by_task: dict[int, 
 
 
 def claim_for_launch(
-    job: Job, placements: list[Placement], where: str, borrowed_from: VirtualCluster | None = None
+    job: Job,
+    placements: list[Placement],
+    where: str,
+    borrowed_from: VirtualCluster | None = None,
+    note: Message | None = None,
 ) -> list[Task] | None:
     """WAITING -> RUNNING with its tasks placed (attempt 1 each): the placed tasks, with their
     nodes; None if a stop or another scheduler got there first. `borrowed_from`: the lending VC
-    whose idle quota it runs on (docs/admin/sharing.md, "Borrowing and reclaim")."""
+    whose idle quota it runs on (docs/admin/sharing.md, "Borrowing and reclaim"); `note`: why it
+    started ahead of its VC's first waiting job (backfill), its event."""
     from_states, to_state = _task_states("place_task")
     where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():
@@ -240,6 +245,8 @@ def claim_for_launch(
                 "borrowed",
                 texts.BORROWED(vc=borrowed_from.name),
             )
+        if note is not None:
+            event(job.pk, "backfilled", note)
         notifications.job_changed(job.pk, "running")
     job.job_attempt += 1  # what the claim's F() expression made of it
     job.state = JobState.RUNNING

@@ -37,6 +37,9 @@ class VcQueue(models.Model):
     # clusters.sharing.ESTIMATED_DEPTH); null or missing: unknown (a job ahead of it, or one
     # holding what it needs, has no time limit).
     expected_starts = models.JSONField(default=list)
+    # Where and when its first waiting job is to start (backfill: clusters.placement.Reservation as
+    # {"job", "start", "nodes"}), kept across passes and restarts while that job is first; null: none.
+    reservation = models.JSONField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

@@ -6,7 +6,7 @@ the rest launched by the next passes."""
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -15,7 +15,7 @@ from django.db.models import Count, Max, QuerySet
 from catalogue import Message
 from catalogue.reasons import Reason, StoredParts, stored_reason
 from clusters.models import Node, VirtualCluster
-from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
+from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, VcState, place
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
@@ -75,6 +75,7 @@ class Placer:
         self._unlaunched: deque[tuple[int, list[TaskPlacement]]] = deque()
         self._unlaunched_nodes: dict[str, Node] = {}
         self._borrowed: dict[int, str] = {}  # placed jobs that run on a lending VC's idle quota -> that VC
+        self._backfilled: dict[int, Message] = {}  # placed jobs backfill started ahead -> why (their event)
 
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
@@ -118,7 +119,8 @@ class Placer:
             for row in rows
             if row.pk not in gate.blocked
         ]
-        result = place(node_states, vc_states, requests)
+        backfill = sharing.backfill_plan(self._specs, time.time()) if _backfills(vc_states, requests) else None
+        result = place(node_states, vc_states, requests, backfill)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
         result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
         if holders:
@@ -129,6 +131,7 @@ class Placer:
         result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
         self._borrowed = result.borrowed
+        self._backfilled = sharing.backfill_notes(result)
         self._unlaunched_nodes = {node.name: node for node in nodes}
         self._launch_within_budget()
         kinds = self.backends.node_kinds()
@@ -185,6 +188,7 @@ class Placer:
             usage=recent.get((job.vc, job.owner), 0.0),
             may_borrow=quota.may_borrow(job.priority_class),
             holds=job.pk in holders,
+            limit_s=job.time_limit_seconds,
             held=holders.get(job.pk, ()),
         )
 
@@ -201,6 +205,7 @@ class Placer:
                     [Placement(p.role, p.index, node_by_name[p.node].pk, p.gpus, p.ports) for p in placements],
                     where=", ".join(sorted({p.node for p in placements})),
                     borrowed_from=lenders.get(self._borrowed.get(job.pk, "")),
+                    note=self._backfilled.get(job.pk),
                 )
                 if tasks is None:
                     continue  # another scheduler, or a stop, got there first
@@ -208,6 +213,12 @@ class Placer:
                     task.node = by_id[task.node_id] if task.node_id is not None else None
                 claimed.append((job, tasks))
         self.starter.start_claimed(claimed)
+
+
+def _backfills(vcs: dict[str, VcState], requests: list[JobRequest]) -> bool:
+    """Whether backfill has anything to plan: a backfill VC with two jobs waiting (one to start ahead)."""
+    waiting = Counter(request.vc for request in requests)
+    return any(vcs[name].backfill and count > 1 for name, count in waiting.items() if name in vcs)
 
 
 def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message]]) -> None:

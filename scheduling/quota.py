@@ -214,6 +214,8 @@ def _usage(nodes: list[Node], holding: list[Any], specs: SpecCache | None) -> Cl
             user_gpu_limit=vc.user_gpu_limit,
             gpus_by_user=dict(gpus_by_user[vc.name]),
             lends=lends(vc),
+            best_effort=vc.queue_policy == VirtualCluster.QueuePolicy.BEST_EFFORT,
+            backfill=vc.backfill and not vc.slurm_partition,
             limit_with_down=quotas_with_down[vc.name] if down else None,
         )
         for vc in all_vcs

@@ -14,12 +14,15 @@ from django.conf import settings
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.models import VirtualCluster
-from clusters.placement import JobRequest, PlacementResult, Resources, VcState
+from clusters.placement import Backfill, Ending, Freed, JobRequest, PlacementResult, Reservation, Resources, VcState
+from clusters.shares import node_gpus
 from clusters.sharing import ESTIMATED_DEPTH, Held, Queued, Running, decayed_usage, expected_starts
 from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
+from scheduling.texts import BACKFILLED_BEFORE, BACKFILLED_ELSEWHERE
 
 # Usage older than this many half-lives weighs under 1/1000: not read.
 HALF_LIVES_READ = 10
@@ -79,6 +82,51 @@ def read_usage(vcs: Iterable[str], cpu_vcs: set[str], now: datetime, specs: Spec
     }
 
 
+def backfill_plan(specs: SpecCache, now: float) -> Backfill:
+    """What backfill plans by (clusters.placement): each running job's tasks, free again when its
+    time limit ends it (a borrowed one: when its lender may take it back), and the reservations an
+    earlier pass stored."""
+    ends: dict[int, tuple[str, float]] = {pk: (vc, at) for pk, vc, at in _ends(now) if at is not None}
+    tasks = Task.objects.filter(job_id__in=list(ends), state=TaskState.RUNNING, node__isnull=False).values_list(
+        "job_id", "role", "node_id", "node__name", "gpus"
+    )
+    rows = list(tasks)
+    spec_of = specs.get_many({row[0] for row in rows})
+    types = node_gpus()
+    freed: dict[int, list[Freed]] = {}
+    for job_id, role, node_id, node, gpus in rows:
+        res = task_resources(spec_of[job_id], role)
+        on_node = types.get(node_id, {})
+        held = tuple((int(index), on_node.get(int(index), "")) for index in gpus)
+        freed.setdefault(job_id, []).append(Freed(node, held, res.cpu, res.memory_mb))
+    ending = [Ending(ends[pk][0], ends[pk][1], tuple(parts)) for pk, parts in freed.items()]
+    kept = {
+        name: Reservation(stored["job"], stored["start"], tuple(stored["nodes"]))
+        for name, stored in VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
+        if stored
+    }
+    return Backfill(now, ending, kept)
+
+
+def backfill_notes(result: PlacementResult) -> dict[int, Message]:
+    """What each job backfill started says (its event): ahead of which job, and why that delays it not."""
+    notes = {}
+    for key, started in result.backfilled.items():
+        start = _clock(started.start)
+        if started.ends_by is not None and started.ends_by <= started.start:
+            notes[key] = BACKFILLED_BEFORE(job=started.ahead_of, ends=_clock(started.ends_by), start=start)
+        else:
+            notes[key] = BACKFILLED_ELSEWHERE(job=started.ahead_of, start=start)
+    return notes
+
+
+def _clock(epoch: float) -> str:
+    """`14:05` in the portal's time zone (`2024-05-01 14:05` beyond today)."""
+    moment = datetime.fromtimestamp(epoch, tz=timezone.get_current_timezone())
+    today = timezone.localtime().date()
+    return moment.strftime("%H:%M") if moment.date() == today else moment.strftime("%Y-%m-%d %H:%M")
+
+
 def _amounts(resources: Resources) -> tuple[int, int, int]:
     return resources.gpu, resources.cpu, resources.memory_mb
 
@@ -115,14 +163,20 @@ def record_queues(
         queue = [Queued(key, _job_need(by_key[key]), limits.get(key)) for key in keys[:ESTIMATED_DEPTH]]
         starts = expected_starts(name, queue, running, _amounts(vcs[name].limit), cluster, now)
         expected = [None if (start := starts.get(key)) is None else round(start) for key in keys[:ESTIMATED_DEPTH]]
+        found = result.reservations.get(name)
+        reserved = None if found is None else {"job": found.job, "start": found.start, "nodes": list(found.nodes)}
         row = rows.get(vc_ids[name])
         if row is None:
-            VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, expected_starts=expected)
-        elif row.job_ids != keys or row.expected_starts != expected:
-            VcQueue.objects.filter(pk=row.pk).update(job_ids=keys, expected_starts=expected, updated_at=timezone.now())
+            VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, expected_starts=expected, reservation=reserved)
+        elif row.job_ids != keys or row.expected_starts != expected or row.reservation != reserved:
+            VcQueue.objects.filter(pk=row.pk).update(
+                job_ids=keys, expected_starts=expected, reservation=reserved, updated_at=timezone.now()
+            )
     emptied = [row.pk for row in rows.values() if row.job_ids and row.vc_id not in _ids(vc_ids, result.queues)]
     if emptied:
-        VcQueue.objects.filter(pk__in=emptied).update(job_ids=[], expected_starts=[], updated_at=timezone.now())
+        VcQueue.objects.filter(pk__in=emptied).update(
+            job_ids=[], expected_starts=[], reservation=None, updated_at=timezone.now()
+        )
 
 
 def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
@@ -130,8 +184,13 @@ def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
 
 
 def _running(used_by_job: dict[int, Resources], now: float) -> list[Running]:
-    """What each running job holds, in the VC whose quota it holds, until its launch + time limit
-    (None: no limit); a job on borrowed quota until its lender's jobs could take it back (a grace)."""
+    """What each running job holds, in the VC whose quota it holds, until it ends (`_ends`)."""
+    return [Running(_amounts(used_by_job[pk]), ends_at, vc) for pk, vc, ends_at in _ends(now) if pk in used_by_job]
+
+
+def _ends(now: float) -> list[tuple[int, str, float | None]]:
+    """Each running job, the VC whose quota it holds and when it ends: its launch + time limit
+    (None: no limit); a job on borrowed quota when its lender's jobs could take it back (a grace)."""
     found = []
     rows = Job.objects.filter(state=JobState.RUNNING).values_list(
         "pk",
@@ -141,12 +200,10 @@ def _running(used_by_job: dict[int, Resources], now: float) -> list[Running]:
         "borrowed_from_id",
     )
     for pk, vc, launched_at, limit, lender in rows:
-        if pk not in used_by_job:  # (a Slurm VC's job: its nodes are not placement's)
-            continue
         ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
         if lender is not None:
             ends_at = min(ends_at or math.inf, now + settings.PAI_GRACE_SECONDS)
-        found.append(Running(_amounts(used_by_job[pk]), max(ends_at, now + 1) if ends_at else None, vc))
+        found.append((pk, vc, max(ends_at, now + 1) if ends_at else None))
     return found
 
 

@@ -25,6 +25,16 @@ PROCESS_NODE_NFS = Text("reason.storage.process_node", "%(node)s is a process no
 SLURM_NODE_NFS = Text(
     "reason.storage.slurm_node", "%(node)s is a Slurm node (its tasks run as processes, which cannot mount NFS)"
 )
+# Backfill (clusters.placement): a job started ahead of its VC's first waiting job says why that delays it not.
+BACKFILLED_BEFORE = Text(
+    "event.backfilled.before",
+    "started ahead of job %(job)s (backfill: it ends by %(ends)s, before job %(job)s's reserved start at %(start)s)",
+)
+BACKFILLED_ELSEWHERE = Text(
+    "event.backfilled.elsewhere",
+    "started ahead of job %(job)s (backfill: it uses none of the nodes or quota reserved for job %(job)s "
+    "from %(start)s)",
+)
 MOUNT_FAILED = Text("reason.storage.mount_failed", "%(node)s could not mount it %(seconds)s s ago (%(error)s)")
 
 # ---- why a node is down (Node.down_reason) ---------------------------------------------------------

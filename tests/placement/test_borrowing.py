@@ -92,3 +92,27 @@ def test_it_reclaims_nothing_for_another_vcs_job():
     node, vcs, borrower = borrowed_gang()
     other = make_job(2, gpu=4, vc="a", priority=PROD)  # (a's own quota is full: a borrowed b job is not a's)
     assert plan_preemptions([node], vcs, [other], [borrower], place([node], vcs, [other])) == {}
+
+
+def test_it_lets_a_borrower_past_its_vcs_head_that_waits_on_its_own_quota():
+    nodes, vcs = [make_node("n", gpus=8, busy_gpus=4)], two_vcs(a_used=4)
+    head = make_job(1, gpu=2, vc="a", priority=TEST, order=1.0)  # (may not borrow: waits on a's quota)
+    borrower = replace(make_job(2, gpu=2, vc="a", priority=OPPO, order=2.0), may_borrow=True)
+    result = place(nodes, vcs, [head, borrower])
+    assert result.borrowed == {2: "b"} and codes(result, 1) == ["reason.quota.gpu"]
+
+
+def test_it_keeps_a_borrower_behind_a_head_that_could_borrow_the_same_room():
+    nodes, vcs = [make_node("n", gpus=8, busy_gpus=6)], two_vcs(a_used=4, b_used=2)
+    head = replace(make_job(1, gpu=3, vc="a", priority=OPPO, order=1.0), may_borrow=True)  # (b has 2 idle)
+    borrower = replace(make_job(2, gpu=2, vc="a", priority=OPPO, order=2.0), may_borrow=True)
+    result = place(nodes, vcs, [head, borrower])
+    assert result.placed == {} and codes(result, 2) == ["reason.waiting_behind.fifo"]
+
+
+def test_it_keeps_a_borrower_behind_a_head_that_waits_for_the_nodes():
+    nodes, vcs = [make_node("n", gpus=8, busy_gpus=7)], two_vcs(a_used=0)  # (others hold 7 GPUs)
+    head = make_job(1, gpu=2, vc="a", priority=TEST, order=1.0)  # (a's quota holds it; the node does not)
+    borrower = replace(make_job(2, gpu=1, vc="a", priority=OPPO, order=2.0), may_borrow=True)
+    result = place(nodes, vcs, [head, borrower])
+    assert result.placed == {}

@@ -85,6 +85,21 @@ def test_it_runs_an_oppo_job_on_a_lending_vcs_idle_quota_and_reclaims_it_for_tha
     end(run_until, owner, borrower, own)
 
 
+def test_it_lets_an_oppo_job_borrow_in_one_pass_while_its_vcs_test_head_waits_on_its_own_quota(
+    vcs, submit, run_until, scheduler
+):
+    own = fill_a(submit, run_until)
+    head = submit(yaml_job("testing", ["sleep 30"], cpu=2, extra=in_vc("a", "test")))  # (may not borrow)
+    scheduler.run_once()
+    borrower = submit(yaml_job("oppo", ["sleep 30"], cpu=3, extra=in_vc("a", "oppo")))
+    scheduler.run_once()
+    borrower.refresh_from_db()
+    head.refresh_from_db()
+    assert borrower.state == JobState.RUNNING and borrower.borrowed_from.name == "b"
+    assert head.state == JobState.WAITING and 'VC "a" quota' in head.pending_reason
+    end(run_until, borrower, head, own)
+
+
 def test_it_lends_idle_gpus_and_takes_them_back(vcs, submit, run_until, scheduler, process_node):
     from clusters.models import Gpu, GpuType
 

@@ -1,7 +1,8 @@
 """`python manage.py createvc NAME --share PERCENT [--users a,b]`: add or update a virtual cluster.
 `createvc NAME --slurm-partition PART`: a VC whose jobs Slurm places, its quota the partition's.
 Sharing inside the VC (each left as it was when not given; `none` clears a number):
-`--queue fifo|fair-share`, `--user-gpu-limit N`, `--default-run-minutes N`, `--max-run-minutes N`;
+`--queue fifo|fair-share|best-effort`, `--backfill yes|no`, `--user-gpu-limit N`, `--default-run-minutes N`,
+`--max-run-minutes N`;
 priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`; borrowing:
 `--lends yes|no` (other VCs' borrowing jobs may run on its idle quota; never a Slurm VC)."""
 
@@ -57,7 +58,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--queue",
             choices=[choice.value for choice in VirtualCluster.QueuePolicy],
-            help="the order of the VC's waiting jobs: fifo (submit order) or fair-share (least recent usage first)",
+            help="the order of the VC's waiting jobs: fifo (submit order), fair-share (least recent usage first) "
+            "or best-effort (fifo, but a first job that does not fit holds nobody back)",
+        )
+        parser.add_argument(
+            "--backfill",
+            choices=["yes", "no"],
+            help="later jobs may start ahead of the first waiting job when their time limits prove they do not "
+            "delay it (yes by default)",
         )
         for flag, what in SHARING_NUMBERS.items():
             parser.add_argument(f"--{flag}", help=f"{what} (a whole number; none: no limit)")
@@ -130,6 +138,8 @@ class Command(BaseCommand):
         fields: dict = {}
         if options["queue"]:
             fields["queue_policy"] = options["queue"]
+        if options.get("backfill") is not None:
+            fields["backfill"] = options["backfill"] == "yes"
         for flag in SHARING_NUMBERS:
             value = options[flag.replace("-", "_")]
             if value is not None:

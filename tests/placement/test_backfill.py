@@ -1,0 +1,75 @@
+"""Backfill on time limits (clusters.placement, Slurm's backfill): a backfill VC's blocked first job
+gets a reservation from the running jobs' time limits; a later job starts ahead of it only when it
+ends before that start, or takes none of its reserved nodes and leaves it its quota."""
+
+from dataclasses import replace
+
+from clusters.placement import Backfill, Backfilled, Ending, Freed, Reservation, place
+from tests.placement.builders import codes, make_job, make_node, make_vc
+
+NOW = 1000.0
+
+
+def running(node: str, gpus: range, ends_at: float, vc: str = "default") -> Ending:
+    return Ending(vc, ends_at, (Freed(node, tuple((index, "V100") for index in gpus), 1, 1024),))
+
+
+def backfill_vc(gpu: int = 8, gpu_used: int = 6):
+    return {"default": replace(make_vc(gpu=gpu, gpu_used=gpu_used, cpu_used=1, memory_used_mb=1024), backfill=True)}
+
+
+def test_it_reserves_the_first_jobs_start_from_the_running_jobs_time_limits():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4)], plan)
+    assert result.reservations == {"default": Reservation(1, NOW + 100, ("n",))}
+
+
+def test_it_starts_a_job_that_ends_before_the_reserved_start_ahead_of_the_first_job():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    short = replace(make_job(2, gpu=2), limit_s=50)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4), short], plan)
+    assert result.backfilled == {2: Backfilled(1, NOW + 50, NOW + 100)} and 1 in result.pending
+
+
+def test_it_keeps_a_job_that_would_end_after_the_reserved_start_behind_the_first_job():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    long = replace(make_job(2, gpu=2), limit_s=150)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4), long], plan)
+    assert result.placed == {} and codes(result, 2) == ["reason.waiting_behind.fifo"]
+
+
+def test_it_starts_a_job_without_a_limit_only_on_nodes_no_reservation_needs():
+    nodes = [make_node("a", busy_gpus=6), make_node("b", busy_gpus=6)]
+    plan = Backfill(NOW, [running("a", range(6), NOW + 100), running("b", range(6), NOW + 200)])
+    vcs = backfill_vc(gpu=16, gpu_used=12)
+    result = place(nodes, vcs, [make_job(1, gpu=4), make_job(2, gpu=2)], plan)
+    assert result.reservations["default"].nodes == ("a",)
+    assert [task.node for task in result.placed[2]] == ["b"] and result.backfilled[2].ends_by is None
+
+
+def test_it_starts_nothing_ahead_of_a_first_job_whose_start_cannot_be_known():
+    plan = Backfill(NOW, [])  # (the running job has no time limit)
+    short = replace(make_job(2, gpu=2), limit_s=50)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4), short], plan)
+    assert result.placed == {} and result.reservations == {}
+
+
+def test_it_keeps_an_earlier_passs_reservation_while_its_job_is_first():
+    kept = {"default": Reservation(1, NOW + 80, ("n",))}
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)], kept)
+    short = replace(make_job(2, gpu=2), limit_s=90)  # (ends before the start computed now, not the kept one)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4), short], plan)
+    assert result.reservations["default"].start == NOW + 80 and result.placed == {}
+
+
+def test_it_backfills_nothing_in_a_vc_without_backfill():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    vcs = {"default": replace(backfill_vc()["default"], backfill=False)}
+    short = replace(make_job(2, gpu=2), limit_s=50)
+    assert place([make_node("n", busy_gpus=6)], vcs, [make_job(1, gpu=4), short], plan).placed == {}
+
+
+def test_it_lets_any_later_job_past_the_first_in_a_best_effort_vc():
+    vcs = {"default": replace(make_vc(gpu=8, gpu_used=6), best_effort=True)}
+    result = place([make_node("n", busy_gpus=6)], vcs, [make_job(1, gpu=4), make_job(2, gpu=2)])
+    assert list(result.placed) == [2] and codes(result, 1)[0] == "reason.largest_free.gpu_on"

@@ -1,0 +1,66 @@
+"""Backfill on time limits with real sandboxed processes under the real scheduler loop (Slurm's
+backfill): a VC's blocked first job gets a reservation from the running job's time limit, stored;
+a short job starts ahead of it and the first job still starts at its reserved time; a job that would
+run past that start does not."""
+
+import time
+
+import pytest
+
+from clusters.placement import Backfilled, PlacementResult
+from jobs.models import JobEvent, JobState
+from scheduling.models import VcQueue
+from scheduling.sharing import backfill_notes
+from tests.scheduler.test_borrowing import end
+from tests.scheduler.test_preemption import yaml_job
+
+pytestmark = pytest.mark.slow
+
+
+def limited(minutes: float) -> str:
+    return f"extras:\n  maxRunTimeMinutes: {minutes}\n"
+
+
+def blocked_head(submit, run_until, scheduler):
+    """A running job of 6 of the node's 8 CPUs, ended by its limit 6 s after its launch; the VC's
+    first waiting job asks 4 CPUs."""
+    running = run_until(submit(yaml_job("running", ["sleep 300"], cpu=6, extra=limited(0.1))), JobState.RUNNING)
+    head = submit(yaml_job("head", ["sleep 30"], cpu=4))
+    scheduler.run_once()
+    return running, head
+
+
+def test_it_starts_a_short_job_ahead_and_the_first_job_still_at_its_reserved_time(submit, run_until, scheduler):
+    running, head = blocked_head(submit, run_until, scheduler)
+    short = run_until(submit(yaml_job("short", ["sleep 1"], cpu=2, extra=limited(0.05))), JobState.RUNNING)
+    stored = VcQueue.objects.get(vc=head.virtual_cluster).reservation
+    assert stored["job"] == head.pk and stored["start"] == pytest.approx(running.launched_at.timestamp() + 6, abs=1)
+    said = JobEvent.objects.get(job=short, kind="backfilled").message
+    assert said.startswith(f"started ahead of job {head.pk} (backfill: it ends by ") and "reserved start at" in said
+    run_until(head, JobState.RUNNING, timeout=30)
+    late = head.launched_at.timestamp() - stored["start"]
+    print(f"the first job started {late:+.2f} s after its reserved start")
+    assert late < 3  # its reserved start, then the running job's SIGTERM and a pass
+    end(run_until, head, short, running)
+
+
+def test_it_keeps_a_job_that_would_run_past_the_reserved_start_waiting(submit, run_until, scheduler):
+    running, head = blocked_head(submit, run_until, scheduler)
+    long = submit(yaml_job("long", ["sleep 1"], cpu=2, extra=limited(1)))
+    for _ in range(3):
+        scheduler.run_once()
+        time.sleep(0.05)
+    long.refresh_from_db()
+    assert long.state == JobState.WAITING and f"waiting behind job {head.pk}" in long.pending_reason
+    end(run_until, long, head, running)
+
+
+def test_it_says_a_job_without_a_limit_took_none_of_the_reserved_room():
+    result = PlacementResult(backfilled={2: Backfilled(ahead_of=1, ends_by=None, start=time.time() + 60)})
+    assert backfill_notes(result)[2].code == "event.backfilled.elsewhere"
+
+
+def test_it_says_a_job_that_ends_in_time_ends_before_the_reserved_start():
+    now = time.time()
+    result = PlacementResult(backfilled={2: Backfilled(ahead_of=1, ends_by=now + 30, start=now + 60)})
+    assert backfill_notes(result)[2].code == "event.backfilled.before"
