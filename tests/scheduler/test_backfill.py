@@ -34,6 +34,7 @@ def test_it_starts_a_short_job_ahead_and_the_first_job_still_at_its_reserved_tim
     running, head = blocked_head(submit, run_until, scheduler)
     short = run_until(submit(yaml_job("short", ["sleep 1"], cpu=2, extra=limited(0.05))), JobState.RUNNING)
     stored = VcQueue.objects.get(vc=head.virtual_cluster).reservation
+    assert stored is not None
     assert stored["job"] == head.pk and stored["start"] == pytest.approx(running.launched_at.timestamp() + 6, abs=1)
     said = JobEvent.objects.get(job=short, kind="backfilled").message
     assert said.startswith(f"started ahead of job {head.pk} (backfill: it ends by ") and "reserved start at" in said
