@@ -124,6 +124,16 @@ def sandbox_probed_once():
         yield
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings):
+    """pytest-django's hook just before the test database is made: made from a copy of the one the
+    same migrations made before (tests/migrated_db.py), the whole session."""
+    from tests.migrated_db import migrated_once
+
+    with migrated_once():
+        yield
+
+
 @pytest.fixture(autouse=True)
 def fresh_caches(request, django_db_blocker):
     """Throttle counters (sign-in, submits) live in the caches, which outlive a test, and so do the

@@ -15,7 +15,7 @@ from websockets.typing import Subprotocol
 
 from jobs.models import InteractiveApp
 from tests.apps.conftest import BIG_BYTES
-from web.app_proxy import passes
+from web.app_proxy import apps, passes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -172,11 +172,12 @@ def test_it_shows_a_starting_page_while_the_job_has_not_started_its_task(serving
     assert answer.status_code == 503 and "reloads" in answer.text
 
 
-def test_it_says_an_ended_jobs_app_is_gone(serving_job, browser_at, user):
+def test_it_says_an_ended_jobs_app_is_gone(serving_job, browser_at, user, monkeypatch):
+    monkeypatch.setattr(apps, "LOOKUP_S", 0.2)  # (3 s: the view this test waits out to see the change)
     app = serving_job()
     browser = browser_at(app, user)
     type(app.job).objects.filter(pk=app.job_id).update(state="STOPPED")
-    time.sleep(3.1)  # the proxy's view of an app is a few seconds old at most
+    time.sleep(0.3)  # the proxy's view of an app is at most LOOKUP_S old
     answer = browser.get("/")
     assert answer.status_code == 410 and "STOPPED" in answer.text
 

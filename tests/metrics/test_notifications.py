@@ -10,7 +10,7 @@ from jobs import outbox, webhooks
 from jobs.actions import stop_job
 from jobs.models import JobEvent, JobState
 from tests.factories import password_for
-from tests.metrics.test_webhooks import deliver_everything
+from tests.metrics.test_webhooks import a_job_succeeds, deliver_everything
 from tests.scheduler.conftest import role, v2_job
 
 pytestmark = pytest.mark.django_db
@@ -40,10 +40,10 @@ def test_it_mails_the_owner_once_when_a_job_ends(mailed_user, submit, run_until)
     assert mail.outbox[0].subject == f"[PAI] Job {job.full_name} succeeded"
 
 
-def test_it_mails_nobody_when_only_failures_were_asked_for(mailed_user, submit, run_until):
+def test_it_mails_nobody_when_only_failures_were_asked_for(mailed_user):
     ask(mailed_user, "failed")
 
-    run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+    a_job_succeeds(mailed_user)
     outbox.deliver_due()
 
     assert mail.outbox == []
@@ -59,12 +59,12 @@ def test_it_follows_the_jobs_own_notification_extras_over_the_profile(mailed_use
     assert [message.subject for message in mail.outbox] == ["[PAI] Job alice~broken failed"]
 
 
-def test_it_lists_ended_jobs_for_the_browser_notifier(mailed_user, submit, run_until, client):
+def test_it_lists_ended_jobs_for_the_browser_notifier(mailed_user, client):
     ask(mailed_user, "never", browser=True)
     client.login(username="alice", password=password_for("alice"))
     since = client.get("/notifications/ended.json").json()["now"] - 1
 
-    run_until(submit(v2_job("done", role("worker", "true"))), JobState.SUCCEEDED)
+    a_job_succeeds(mailed_user)
 
     answer = client.get(f"/notifications/ended.json?since={since}").json()
     assert answer["jobs"] == [{"name": "alice~done", "state": "SUCCEEDED"}]

@@ -1,5 +1,6 @@
-"""Usage accounting with real tasks: two users over two VCs, the daily rollups adding up to the
-tasks' run time times their GPUs (and the samples' use), the page, the API and the CSV agreeing."""
+"""Usage accounting, two users over two VCs: the daily rollups adding up to real tasks' run time
+times their GPUs; the samples' use, the page, the API and the CSV agreeing on runs made in the
+database as real ones leave them (a real run each took a second of wall time)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from clusters.models import Gpu, GpuType, VirtualCluster
+from clusters.models import Gpu, GpuType, Node, VirtualCluster
+from jobs.actions import submit_job
 from jobs.models import Job, JobState, TaskAttempt, TaskSample, TaskState
 from jobs.usage import gpu_hours_held
 from scheduling.models import UsageDay, UsageMonth
@@ -35,12 +37,15 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def two_vcs(process_node, default_vc):
-    v100 = GpuType.objects.create(name="V100")
-    for index in range(4):
-        Gpu.objects.create(node=process_node, index=index, gpu_type=v100)
+def two_vcs(default_vc):
     VirtualCluster.objects.filter(pk=default_vc.pk).update(share_percent=50)
     return default_vc, VirtualCluster.objects.create(name="research", share_percent=50)
+
+
+def v100s(node: Node) -> None:
+    v100 = GpuType.objects.create(name="V100")
+    for index in range(4):
+        Gpu.objects.create(node=node, index=index, gpu_type=v100)
 
 
 def held_seconds(job: Job) -> float:
@@ -68,21 +73,23 @@ def in_vc(text: str, vc: str) -> str:
     return text.replace("taskRoles:", f"defaults: {{virtualCluster: {vc}}}\ntaskRoles:")
 
 
-@pytest.fixture
-def ran(two_vcs, user, other_user, submit, run_until):
-    """alice: 2 GPUs for ~1 s in default, 1 GPU in research; bob: 1 GPU in research."""
-    jobs = [
-        run_until(submit(in_vc(v2_job("a1", role("w", "sleep 1", gpu=2)), "default")), JobState.SUCCEEDED),
-        run_until(submit(in_vc(v2_job("a2", role("w", "sleep 1", gpu=1)), "research")), JobState.SUCCEEDED),
-        run_until(
-            submit(in_vc(v2_job("b1", role("w", "sleep 1", gpu=1)), "research"), owner=other_user), JobState.SUCCEEDED
-        ),
+# alice: 2 GPUs in default, 1 GPU in research; bob: 1 GPU in research; each task `sleep 1`
+JOBS = (("a1", "default", 2, "user"), ("a2", "research", 1, "user"), ("b1", "research", 1, "other_user"))
+
+
+def test_the_rollups_add_up_to_the_tasks_run_time_times_their_gpus(
+    two_vcs, process_node, user, other_user, submit, run_until
+):
+    """Real tasks, run by the scheduler side by side (the node's 4 GPUs hold all three)."""
+    v100s(process_node)
+    owners = {"user": user, "other_user": other_user}
+    submitted = [
+        submit(in_vc(v2_job(name, role("w", "sleep 1", gpu=gpus)), vc), owner=owners[owner])
+        for name, vc, gpus, owner in JOBS
     ]
+    ran = [run_until(job, JobState.SUCCEEDED) for job in submitted]
     roll_up(timezone.now().astimezone(UTC).date())
-    return jobs
 
-
-def test_the_rollups_add_up_to_the_tasks_run_time_times_their_gpus(ran):
     for job in ran:
         row = UsageDay.objects.get(job=job)
         assert row.gpu_seconds == pytest.approx(held_seconds(job), abs=1)
@@ -90,6 +97,40 @@ def test_the_rollups_add_up_to_the_tasks_run_time_times_their_gpus(ran):
         assert row.gpu_type == "V100"
     by_user = {u: sum(r.gpu_seconds for r in UsageDay.objects.filter(user__username=u)) for u in ("alice", "bob")}
     assert by_user["alice"] == pytest.approx(held_seconds(ran[0]) + held_seconds(ran[1]), abs=2)
+
+
+@pytest.fixture
+def ran(two_vcs, user, other_user) -> list[Job]:
+    """JOBS as the first test's real run leaves them (each task succeeded, its run recorded as its
+    attempt: 1 s on the node's GPUs), made in the database, and the day rolled up."""
+    node = Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
+    v100s(node)
+    owners = {"user": user, "other_user": other_user}
+    finished = timezone.now()
+    started = finished - timedelta(seconds=1)
+    jobs = []
+    for name, vc, gpus, owner in JOBS:
+        job = submit_job(owners[owner], in_vc(v2_job(name, role("w", "sleep 1", gpu=gpus)), vc))
+        held = list(range(gpus))
+        job.tasks.update(
+            state=TaskState.SUCCEEDED, attempt=1, gpus=held, node=node, started_at=started, finished_at=finished
+        )
+        TaskAttempt.objects.create(
+            job=job,
+            job_attempt=1,
+            role="w",
+            index=0,
+            attempt=1,
+            gpus=held,
+            node_name=node.name,
+            started_at=started,
+            finished_at=finished,
+        )
+        Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, launched_at=started, completed_at=finished)
+        job.refresh_from_db()
+        jobs.append(job)
+    roll_up(finished.astimezone(UTC).date())
+    return jobs
 
 
 def test_the_sampled_use_is_utilisation_times_the_samples_period(ran, settings):
