@@ -30,6 +30,7 @@ urlpatterns = [
     path("", include("web.people.urls")),
     path("", include("web.ssh.urls")),
     path("", include("web.app_proxy.urls")),
+    path("", include("web.my_apps.urls")),
     path("", include("web.webhooks.urls")),
     path("", include("web.alerts.urls")),
     path("", include("web.usage.urls")),

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from clusters.models import VirtualCluster
-from jobs.models import Job, Task, pending_reason_fields
+from jobs.models import InteractiveApp, Job, Task, pending_reason_fields
 from jobs.protocol.limits import spec_totals
 from jobs.protocol.spec import NormalizedSpec
 from jobs.ssh import attach_new_keypair
@@ -149,6 +149,24 @@ def create_job(
         for index in range(count):
             Task.objects.create(job=job, role=role, index=index)
     return job
+
+
+def create_live_app(
+    owner: Any, name: str, kind: str = "jupyter", *, gpus: int = 0, idle_minutes: float | None = None, **fields: Any
+) -> InteractiveApp:
+    """A running job whose one task holds `gpus` GPUs and serves an app of `kind`: ready and idle for
+    `idle_minutes` when given, still starting otherwise; `fields` set the app's columns."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    job = create_job(owner, name, state="RUNNING")
+    job.tasks.update(state="RUNNING", gpus=list(range(gpus)), ports={kind: [20000 + job.pk]})
+    if idle_minutes is not None:
+        fields.setdefault("ready_at", timezone.now() - timedelta(minutes=idle_minutes))
+    return InteractiveApp.objects.create(
+        job=job, kind=kind, role="worker", port_label=kind, slug=f"live{job.pk}{kind}", **fields
+    )
 
 
 def create_jobs(owner: Any, names: Iterable[str]) -> None:

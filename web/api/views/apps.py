@@ -1,0 +1,70 @@
+"""`GET /api/v2/apps`: the live interactive apps (notebooks, TensorBoards, `http` ports) of your jobs,
+across jobs, with their idle time and the GPUs their jobs hold (an admin's: everyone's, or with
+`?owner=` one user's). Times are epoch milliseconds, as the jobs' are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.permissions import is_admin
+from jobs.my_apps import LiveApp, live_apps
+from web.api.shapes import epoch_ms
+
+APP = inline_serializer(
+    "LiveApp",
+    {
+        "kind": serializers.CharField(help_text="jupyter, tensorboard or http"),
+        "role": serializers.CharField(help_text="the task role whose first task serves it"),
+        "portLabel": serializers.CharField(),
+        "job": serializers.CharField(help_text="`<user>~<job>`"),
+        "owner": serializers.CharField(),
+        "jobState": serializers.CharField(help_text="WAITING, RUNNING or STOPPING"),
+        "ready": serializers.BooleanField(help_text="its server answered in this run of the job"),
+        "idleSeconds": serializers.IntegerField(allow_null=True, help_text="null until it is ready"),
+        "idleStopTime": serializers.IntegerField(
+            allow_null=True, help_text="epoch ms: when its job is stopped if it stays idle; null: never"
+        ),
+        "gpus": serializers.IntegerField(help_text="GPUs its job's running tasks hold"),
+        "openUrl": serializers.CharField(help_text="the portal's Open link (signs the browser in to the app)"),
+        "stopUrl": serializers.CharField(help_text='stops its job: PUT `{"value": "STOP"}` (executionType)'),
+    },
+    many=True,
+)
+
+
+def app_shape(live: LiveApp, request: Request) -> dict[str, Any]:
+    job = live.job
+    return {
+        "kind": live.app.kind,
+        "role": live.app.role,
+        "portLabel": live.app.port_label,
+        "job": job.full_name,
+        "owner": job.owner.get_username(),
+        "jobState": job.state,
+        "ready": live.ready,
+        "idleSeconds": live.idle_seconds,
+        "idleStopTime": epoch_ms(live.stop_at),
+        "gpus": live.gpus,
+        "openUrl": request.build_absolute_uri(reverse("apps:open", args=[live.app.slug])),
+        "stopUrl": request.build_absolute_uri(reverse("api-job-execution", args=[job.full_name])),
+    }
+
+
+class AppsView(APIView):
+    @extend_schema(
+        operation_id="v2_apps",
+        parameters=[OpenApiParameter("owner", str, description="admins: one user's apps only")],
+        responses={200: APP},
+    )
+    def get(self, request: Request) -> Response:
+        """Live apps of your waiting, running and stopping jobs (an admin's: everyone's), the
+        longest idle first."""
+        owner = request.query_params.get("owner", "") if is_admin(request.user) else ""
+        return Response([app_shape(live, request) for live in live_apps(request.user, owner)])
