@@ -33,6 +33,8 @@ class VirtualClusterForm(forms.ModelForm):
             "max_priority_class",
             "crit_users",
             "lends_idle_quota",
+            "lending_limit_percent",
+            "borrowing_limit_percent",
         )
 
     def __init__(self, *args, **kwargs) -> None:
@@ -188,6 +190,8 @@ label(
         "max_priority_class": _("Highest priority class"),
         "crit_users": _("Users who may use crit"),
         "lends_idle_quota": _("Lends its idle quota"),
+        "lending_limit_percent": _("Lending limit (%)"),
+        "borrowing_limit_percent": _("Borrowing limit (%)"),
         "created_at": _("Created at"),
         "allowed_users": _("Allowed users"),
         "allowed_groups": _("Allowed groups"),

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
@@ -113,6 +114,20 @@ class VirtualCluster(models.Model):
             "Other VCs' borrowing jobs may run on this VC's idle quota; they are preempted when its own jobs "
             "need the room back."
         ),
+    )
+    # Kueue's lendingLimit/borrowingLimit, as a percent of the VC's quota applied to its GPUs, CPUs and
+    # memory alike (empty: no limit): a lender keeps quota - lending limit for its own jobs; a borrower's
+    # jobs hold at most the borrowing limit beyond its quota, on all lenders together.
+    lending_limit_percent = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(100)],
+        help_text=_("Most of its quota, in %, that other VCs' jobs may borrow at once; empty: all of it."),
+    )
+    borrowing_limit_percent = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=_("Most its jobs may borrow beyond its quota at once, in % of its quota; empty: no limit."),
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -21,7 +21,9 @@ Rules (docs/user/why.md):
 - borrowing (docs/admin/sharing.md, "Borrowing and reclaim"): a job that may borrow (`JobRequest.may_borrow`)
   and that its own VC's quota refuses runs on the idle quota of a lending VC
   (`VcState.lends`) that has no waiting job of its own this pass and room for the whole job
-  (the one with the most idle room); it then counts against that VC's quota
+  (the one with the most idle room), within the lender's lending limit (`VcState.lending_limit`: the
+  rest of its quota it keeps for its own jobs) and the borrower's VC's borrowing limit
+  (`VcState.borrowing_limit`: the most its jobs hold beyond its quota); it then counts against that VC's quota
   (`PlacementResult.borrowed`), which takes it back by preemption (clusters.preemption). It is
   offered that room even behind its own VC's first waiting job when that job waits on its own
   VC's quota and may not borrow (it could never use the lender's room); never its own VC's quota
@@ -94,6 +96,12 @@ class VcState:
     limit_with_down: Resources | None = None
     best_effort: bool = False  # a waiting first job holds nobody back (Kueue's BestEffortFIFO)
     backfill: bool = False  # later jobs may start ahead of a blocked first job without delaying it
+    # Kueue's lendingLimit/borrowingLimit (None: none): the most of its quota other VCs' jobs may hold
+    # at once (it keeps the rest for its own), and the most its jobs may hold on lenders' quotas at once.
+    lending_limit: Resources | None = None
+    borrowing_limit: Resources | None = None
+    lent: Resources = Resources()  # what other VCs' jobs hold of its quota now (counted in `used` too)
+    borrowed: Resources = Resources()  # what its jobs hold of lenders' quotas now
 
 
 @dataclass(frozen=True)
@@ -240,7 +248,7 @@ def place(
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
     kept = _HeldRooms(cluster, ordered)
     planner = _Backfiller(cluster, vcs, plan)
-    lending = _Lending(vcs, lenders, quota_only)
+    lending = _Lending(vcs, lenders, quota_only, _held(vcs, "lent"), _held(vcs, "borrowed"))
 
     for job, need, never in zip(ordered, needs, nevers, strict=True):
         kept.turn_of(job, result)
@@ -280,10 +288,9 @@ def place(
                 continue
             reason = cluster.why_not(job, need, fitted)
         elif job.may_borrow:
-            why = _borrow(job, need, vcs, used, lenders, cluster, result)
-            if why == []:
+            reason = _borrow(job, need, lending, used, cluster, result, reason)
+            if reason == []:
                 continue
-            reason = [*reason, t.NO_LENDER()] if why is None else why
         if quota is not None and not job.may_borrow:
             quota_only.add(job.vc)
         result.pending[job.key] = reason + kept.note(job)
@@ -384,6 +391,16 @@ class _Lending:
     vcs: dict[str, VcState]
     lenders: list[str]
     quota_only: set[str]  # VCs whose first waiting job waits on its own quota and may not borrow
+    lent: dict[str, list[int]]  # VC -> what other VCs' jobs hold of its quota (GPUs, CPUs, memory)
+    borrowed: dict[str, list[int]]  # VC -> what its jobs hold of lenders' quotas
+
+
+def _held(vcs: dict[str, VcState], what: str) -> dict[str, list[int]]:
+    return {name: list(_triple(getattr(vc, what))) for name, vc in vcs.items()}
+
+
+def _triple(res: Resources) -> tuple[int, int, int]:
+    return res.gpu, res.cpu, res.memory_mb
 
 
 def _ahead(
@@ -407,46 +424,70 @@ def _ahead(
         return True
     if not job.may_borrow or job.vc not in lending.quota_only:
         return False
-    return _borrow(job, need, lending.vcs, used, lending.lenders, planner.cluster, result) == []
+    return _borrow(job, need, lending, used, planner.cluster, result, []) == []
 
 
 def _borrow(
     job: JobRequest,
     need: _Need,
-    vcs: dict[str, VcState],
+    lending: _Lending,
     used: dict[str, list[int]],
-    lenders: list[str],
     cluster: _Cluster,
     result: PlacementResult,
-) -> Reason | None:
-    """The job placed on a lender's idle quota (counted against it): [] when it is; else why the
-    nodes do not hold it, or None when no lender has the room."""
-    lender = _lender(job, need, vcs, used, lenders)
+    refused: Reason,
+) -> Reason:
+    """The job placed on a lender's idle quota (counted against it): [] when it is; else why not:
+    `refused` (its own VC's quota's refusal) and why it may not borrow or no lender has the room, or
+    why the nodes do not hold it."""
+    over = _borrowing_refusal(lending.vcs[job.vc], lending.borrowed[job.vc], need)
+    if over is not None:
+        return [*refused, over]
+    lender = _lender(job, need, lending, used)
     if lender is None:
-        return None
+        return [*refused, t.NO_LENDER()]
     placements, fitted = cluster.try_place(job, need)
     if placements is None:
         return cluster.why_not(job, need, fitted)
     result.placed[job.key] = placements
     result.borrowed[job.key] = lender
-    held = used[lender]
-    used[lender] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
+    for held, name in ((used, lender), (lending.lent, lender), (lending.borrowed, job.vc)):
+        held[name] = [a + b for a, b in zip(held[name], (need.gpu, need.cpu, need.memory_mb), strict=True)]
     return []
 
 
-def _lender(
-    job: JobRequest, need: _Need, vcs: dict[str, VcState], used: dict[str, list[int]], lenders: list[str]
-) -> str | None:
-    """The lending VC whose idle quota holds the whole job, the one with the most idle room."""
-    best: tuple[int, int, int, str] | None = None
-    for name in lenders:
-        if name == job.vc or _quota_refusal(vcs[name], used[name], need) is not None:
+def _lender(job: JobRequest, need: _Need, lending: _Lending, used: dict[str, list[int]]) -> str | None:
+    """The lending VC whose idle quota holds the whole job within its lending limit, the one with
+    the most such room."""
+    best: tuple[tuple[int, ...], str] | None = None
+    for name in lending.lenders:
+        if name == job.vc:
             continue
-        limit, (gpu, cpu, memory) = vcs[name].limit, used[name]
-        idle = (limit.gpu - gpu, limit.cpu - cpu, limit.memory_mb - memory, name)
-        if best is None or idle[:3] > best[:3]:
-            best = idle
-    return best[3] if best is not None else None
+        vc = lending.vcs[name]
+        room = tuple(limit - held for limit, held in zip(_triple(vc.limit), used[name], strict=True))
+        if vc.lending_limit is not None:  # (what it keeps for its own jobs is not lent)
+            may_lend = zip(_triple(vc.lending_limit), lending.lent[name], strict=True)
+            room = tuple(min(free, cap - out) for free, (cap, out) in zip(room, may_lend, strict=True))
+        if any(free < wanted for free, wanted in zip(room, need[:3], strict=True)):
+            continue
+        if best is None or room > best[0]:
+            best = (room, name)
+    return best[1] if best is not None else None
+
+
+def _borrowing_refusal(vc: VcState, borrowed: list[int], need: _Need) -> Message | None:
+    """Why the VC's jobs may not borrow this much more (its borrowing limit), or None."""
+    if vc.borrowing_limit is None:
+        return None
+    (gpu, cpu, memory), limit = borrowed, vc.borrowing_limit
+    if gpu + need.gpu > limit.gpu:
+        return t.BORROWING_LIMIT_GPU(vc=vc.name, used=gpu, limit=limit.gpu, need=need.gpu)
+    if cpu + need.cpu > limit.cpu:
+        return t.BORROWING_LIMIT_CPU(vc=vc.name, used=cpu, limit=limit.cpu, need=need.cpu)
+    if memory + need.memory_mb > limit.memory_mb:
+        return t.BORROWING_LIMIT_MEMORY(
+            vc=vc.name, used=memory_text(memory), limit=memory_text(limit.memory_mb), need=memory_text(need.memory_mb)
+        )
+    return None
 
 
 def queue_order(job: JobRequest) -> tuple[bool, int, float, float, int]:

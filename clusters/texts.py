@@ -71,6 +71,18 @@ QUOTA_GPU = Text("reason.quota.gpu", 'VC "%(vc)s" quota: %(used)s of %(limit)s G
 QUOTA_CPU = Text("reason.quota.cpu", 'VC "%(vc)s" quota: %(used)s of %(limit)s CPUs used, job needs %(need)s')
 QUOTA_MEMORY = Text("reason.quota.memory", 'VC "%(vc)s" quota: %(used)s of %(limit)s memory used, job needs %(need)s')
 NO_LENDER = Text("reason.no_lender", "no lending VC has that much idle quota")
+BORROWING_LIMIT_GPU = Text(
+    "reason.borrowing_limit.gpu",
+    'VC "%(vc)s" may borrow %(limit)s GPUs beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+)
+BORROWING_LIMIT_CPU = Text(
+    "reason.borrowing_limit.cpu",
+    'VC "%(vc)s" may borrow %(limit)s CPUs beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+)
+BORROWING_LIMIT_MEMORY = Text(
+    "reason.borrowing_limit.memory",
+    'VC "%(vc)s" may borrow %(limit)s of memory beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+)
 HELD_ROOM = Text("reason.held_room", "room on %(nodes)s is held for job %(job)s (its preemption freed it)")
 LARGEST_FREE_GPU = Text("reason.largest_free.gpu", "needs %(gpus)s on one node; largest free: %(most)s")
 LARGEST_FREE_GPU_ON = Text(
@@ -146,11 +158,11 @@ def _about(what: str, *texts: Text) -> dict[str, str]:
 
 BLOCKED_BY: dict[str, str] = {
     **_about("vc", UNKNOWN_VC),
-    **_about("gpu", QUOTA_IN_ALL_GPU, USER_CAP_IN_ALL, LARGEST_NODE_GPU, USER_CAP, QUOTA_GPU),
+    **_about("gpu", QUOTA_IN_ALL_GPU, USER_CAP_IN_ALL, LARGEST_NODE_GPU, USER_CAP, QUOTA_GPU, BORROWING_LIMIT_GPU),
     **_about("gpu", LARGEST_FREE_GPU, LARGEST_FREE_GPU_ON, LARGEST_NODE_ONE_GPU),
     **_about("cpu", QUOTA_IN_ALL_CPU, LARGEST_NODE_CPU, QUOTA_CPU, LARGEST_FREE_CPU, LARGEST_FREE_CPU_AMONG),
-    **_about("cpu", LARGEST_FREE_ONE_CPU, LARGEST_FREE_ONE_CPU_AMONG),
-    **_about("memory", QUOTA_IN_ALL_MEMORY, LARGEST_NODE_MEMORY, QUOTA_MEMORY),
+    **_about("cpu", LARGEST_FREE_ONE_CPU, LARGEST_FREE_ONE_CPU_AMONG, BORROWING_LIMIT_CPU),
+    **_about("memory", QUOTA_IN_ALL_MEMORY, LARGEST_NODE_MEMORY, QUOTA_MEMORY, BORROWING_LIMIT_MEMORY),
     **_about("memory", LARGEST_FREE_MEMORY, LARGEST_FREE_MEMORY_AMONG),
     **_about("ports", LARGEST_PORT_RANGE, PORT_OUTSIDE, PORTS_TAKEN_FIXED, PORTS_TAKEN_FREE, PORTS_TAKEN_BOTH),
 }

@@ -131,9 +131,9 @@ class SpecCache:
 
 
 def holding_tasks() -> Any:
-    """(node id, role, GPUs, ports, job id, VC name, owner) of each task that holds resources now (a
-    stopping job's too: its tasks are in their grace period until it is STOPPED). The VC is the one
-    whose quota it holds: the lender's for a job running on borrowed quota."""
+    """(node id, role, GPUs, ports, job id, VC name, owner, own VC name) of each task that holds
+    resources now (a stopping job's too: its tasks are in their grace period until it is STOPPED).
+    The VC is the one whose quota it holds: the lender's for a job running on borrowed quota."""
     return Task.objects.filter(
         state=TaskState.RUNNING, node__isnull=False, job__state__in=[JobState.RUNNING, JobState.STOPPING]
     ).values_list(
@@ -144,12 +144,23 @@ def holding_tasks() -> Any:
         "job_id",
         Coalesce("job__borrowed_from__name", "job__virtual_cluster__name"),
         "job__owner__username",
+        "job__virtual_cluster__name",
     )
 
 
 def lends(vc: VirtualCluster) -> bool:
     """Whether other VCs' borrowing jobs may run on this VC's idle quota (never a Slurm VC's)."""
     return not vc.slurm_partition and (vc.lends_idle_quota or settings.PAI_LEND_IDLE_QUOTA)
+
+
+def percent_of(quota: Resources, percent: int | None) -> Resources | None:
+    """A lending or borrowing limit (a percent of the VC's quota) in absolute numbers, rounded down
+    (a lender keeps the odd GPU); None: no limit."""
+    if percent is None:
+        return None
+    return Resources(
+        gpu=quota.gpu * percent // 100, cpu=quota.cpu * percent // 100, memory_mb=quota.memory_mb * percent // 100
+    )
 
 
 def may_borrow(priority_class: str) -> bool:
@@ -181,11 +192,16 @@ def _usage(nodes: list[Node], holding: list[Any], specs: SpecCache | None) -> Cl
     busy_gpus: set[tuple[int, int]] = set()
     used_by_job: dict[int, Resources] = defaultdict(Resources)
     gpus_by_user: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))  # VC -> user -> GPUs
+    lent: dict[str, Resources] = defaultdict(Resources)  # lender -> what borrowing jobs hold of its quota
+    borrowed: dict[str, Resources] = defaultdict(Resources)  # VC -> what its jobs hold of lenders' quotas
     spec_of = (specs or SpecCache()).get_many({row[4] for row in holding}) if holding else {}
-    for node_id, role, gpus, ports, job_id, vc_name, owner in holding:
+    for node_id, role, gpus, ports, job_id, vc_name, owner, own_vc in holding:
         # GPUs as allocated (the indices the task holds), CPU and memory as the role asks.
         res = replace(task_resources(spec_of[job_id], role), gpu=len(gpus))
         used_by_vc[vc_name] = _add(used_by_vc[vc_name], res)
+        if vc_name != own_vc:
+            lent[vc_name] = _add(lent[vc_name], res)
+            borrowed[own_vc] = _add(borrowed[own_vc], res)
         used_by_node[node_id] = _add(used_by_node[node_id], res)
         used_by_job[job_id] = _add(used_by_job[job_id], res)
         gpus_by_user[vc_name][owner] += len(gpus)
@@ -217,6 +233,10 @@ def _usage(nodes: list[Node], holding: list[Any], specs: SpecCache | None) -> Cl
             best_effort=vc.queue_policy == VirtualCluster.QueuePolicy.BEST_EFFORT,
             backfill=vc.backfill and not vc.slurm_partition,
             limit_with_down=quotas_with_down[vc.name] if down else None,
+            lending_limit=percent_of(quotas[vc.name], vc.lending_limit_percent),
+            borrowing_limit=percent_of(quotas[vc.name], vc.borrowing_limit_percent),
+            lent=lent[vc.name],
+            borrowed=borrowed[vc.name],
         )
         for vc in all_vcs
     }

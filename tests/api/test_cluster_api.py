@@ -31,12 +31,19 @@ def test_it_lists_virtual_clusters_with_capacity_and_resources(alice, cluster):
 
 def test_it_shows_a_virtual_clusters_sharing_settings(alice, cluster):
     VirtualCluster.objects.filter(name="default").update(
-        queue_policy="fair-share", user_gpu_limit=2, default_run_minutes=60, max_run_minutes=600, lends_idle_quota=True
+        queue_policy="fair-share",
+        user_gpu_limit=2,
+        default_run_minutes=60,
+        max_run_minutes=600,
+        lends_idle_quota=True,
+        lending_limit_percent=50,
     )
     default = alice.get("/api/v2/virtual-clusters").json()["default"]
     assert (default["queuePolicy"], default["userGpuLimit"]) == ("fair-share", 2)
     assert (default["defaultRunMinutes"], default["maxRunMinutes"]) == (60, 600)
     assert default["lendsIdleQuota"] is True
+    assert (default["lendingLimitPercent"], default["borrowingLimitPercent"]) == (50, None)
+    assert default["resourcesLent"]["GPUs"] == default["resourcesBorrowed"]["GPUs"] == 0
 
 
 def test_every_virtual_cluster_lends_when_the_admin_says_so_for_the_cluster(alice, cluster, settings):

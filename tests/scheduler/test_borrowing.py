@@ -167,3 +167,19 @@ def test_it_reclaims_a_borrowing_gang_whole(vcs, submit, run_until, scheduler):
         (1, ExitCode.PREEMPTED_FOR_CRITICAL_POD, 7),
     ]
     end(run_until, owner, gang, own)
+
+
+def test_it_keeps_half_the_quota_for_the_owner_under_a_lending_limit_of_50_percent(vcs, submit, run_until, scheduler):
+    VirtualCluster.objects.filter(name="b").update(lending_limit_percent=50)  # (b lends 2 of its 4 CPUs at most)
+    own = fill_a(submit, run_until)
+    lent = run_until(submit(yaml_job("lent", ["sleep 60"], cpu=2, extra=in_vc("a", "oppo"))), JobState.RUNNING)
+    assert lent.borrowed_from.name == "b"
+    refused = submit(yaml_job("refused", ["sleep 60"], cpu=1, extra=in_vc("a", "oppo")))
+    for _ in range(3):
+        scheduler.run_once()
+    refused.refresh_from_db()
+    assert refused.state == JobState.WAITING and "no lending VC has that much idle quota" in refused.pending_reason
+    owner = run_until(submit(yaml_job("owner-b", ["sleep 60"], cpu=2, extra=in_vc("b"))), JobState.RUNNING)
+    lent.refresh_from_db()
+    assert (lent.state, lent.preemptions) == (JobState.RUNNING, 0)  # (the kept half was free: nothing reclaimed)
+    end(run_until, refused, owner, lent, own)

@@ -35,6 +35,8 @@ def test_it_sets_a_vcs_sharing_options_and_keeps_its_share(db):
         (["--user-gpu-limit", "two"], "--user-gpu-limit: 'two' is not a whole number (or none)"),
         (["--max-run-minutes", "0"], "--max-run-minutes: must be at least 1 (or none)"),
         (["--default-run-minutes", "90", "--max-run-minutes", "60"], "--default-run-minutes: 90 is longer than"),
+        (["--lending-limit", "120"], "--lending-limit: must be a percent from 0 to 100 (or none)"),
+        (["--borrowing-limit", "half"], "--borrowing-limit: 'half' is not a whole percent (or none)"),
     ],
 )
 def test_it_refuses_a_bad_sharing_option_naming_it(db, argv, said):
@@ -48,6 +50,16 @@ def test_it_marks_a_vc_as_lending_and_back(db):
     call_command("createvc", "team", "--lends", "no")
     vc = VirtualCluster.objects.get(name="team")
     assert (vc.lends_idle_quota, vc.share_percent) == (False, 40)
+
+
+def test_it_sets_and_clears_a_vcs_lending_and_borrowing_limits(db):
+    call_command(
+        "createvc", "team", "--share", "40", "--lends", "yes", "--lending-limit", "50%", "--borrowing-limit", "0"
+    )
+    vc = VirtualCluster.objects.get(name="team")
+    assert (vc.lending_limit_percent, vc.borrowing_limit_percent) == (50, 0)
+    call_command("createvc", "team", "--lending-limit", "none")
+    assert VirtualCluster.objects.get(name="team").lending_limit_percent is None
 
 
 def test_it_refuses_a_lending_slurm_vc(db):

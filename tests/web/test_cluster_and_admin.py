@@ -39,6 +39,22 @@ def test_it_shows_a_borrowed_jobs_use_in_its_lenders_row_and_the_lender_marked(a
     assert page.content.decode().count("data-vc-lends") == 1
 
 
+def test_it_shows_what_each_vc_lent_and_borrowed_and_its_limits(alice_client, user, make_job, gpu_node):
+    VirtualCluster.objects.filter(name="default").update(share_percent=50, borrowing_limit_percent=25)
+    lender = VirtualCluster.objects.create(
+        name="lender", share_percent=50, lends_idle_quota=True, lending_limit_percent=50
+    )
+    job = make_job(user, "guest", state="RUNNING")
+    Job.objects.filter(pk=job.pk).update(borrowed_from=lender)
+    job.tasks.update(state="RUNNING", node=gpu_node, gpus=[1])
+    page = alice_client.get("/cluster/")
+    rows = {row.vc.name: row for row in page.context["vc_rows"]}
+    assert (rows["lender"].lent.gpu, rows["default"].borrowed.gpu) == (1, 1)
+    text = page.content.decode()
+    assert "lent: 1 GPU, 1 CPU" in text and "borrowed: 1 GPU, 1 CPU" in text
+    assert "at most 50% of it" in text and "borrows at most 25% of its quota" in text
+
+
 def test_it_shows_each_nodes_gpus_free_or_used(alice_client, user, make_job, gpu_node):
     job = make_job(user, "busy", state="RUNNING")
     job.tasks.update(state="RUNNING", node=gpu_node, gpus=[2])

@@ -34,6 +34,16 @@ class VcRow:
     running_jobs: int = 0
     waiting_jobs: int = 0
     lends: bool = False  # other VCs' borrowing jobs may run on its idle quota
+    lent: Resources = field(default_factory=Resources)  # what other VCs' jobs hold of its quota
+    borrowed: Resources = field(default_factory=Resources)  # what its jobs hold of lenders' quotas
+
+    @property
+    def lent_text(self) -> str:
+        return _resources_text(self.lent)
+
+    @property
+    def borrowed_text(self) -> str:
+        return _resources_text(self.borrowed)
 
     @property
     def gpu_percent(self) -> int:
@@ -75,6 +85,8 @@ def _vc_rows(usage: ClusterUsage) -> list[VcRow]:
             running_jobs=job_counts.get((vc.pk, JobState.RUNNING), 0),
             waiting_jobs=job_counts.get((vc.pk, JobState.WAITING), 0),
             lends=usage.vcs[vc.name].lends,
+            lent=usage.vcs[vc.name].lent,
+            borrowed=usage.vcs[vc.name].borrowed,
         )
         for vc in VirtualCluster.objects.all()
         if vc.name in usage.vcs
@@ -101,6 +113,17 @@ def _gpu_type_rows(node_rows: list[NodeRow]) -> list[dict[str, Any]]:
         members = [gpu for row in node_rows if row.node.available for gpu in row.gpus if gpu["type"] == gpu_type.name]
         rows.append({"type": gpu_type, "total": len(members), "free": sum(1 for gpu in members if not gpu["used"])})
     return rows
+
+
+def _resources_text(held: Resources) -> str:
+    """`2 GPUs, 4 CPUs, 8192 MB`; empty when nothing is held."""
+    if held == Resources():
+        return ""
+    return _("%(gpus)s, %(cpus)s, %(memory)s MB") % {
+        "gpus": ngettext("%(n)s GPU", "%(n)s GPUs", held.gpu) % {"n": held.gpu},
+        "cpus": ngettext("%(n)s CPU", "%(n)s CPUs", held.cpu) % {"n": held.cpu},
+        "memory": held.memory_mb,
+    }
 
 
 def _totals_text(total: Resources) -> str:

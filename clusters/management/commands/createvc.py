@@ -4,7 +4,9 @@ Sharing inside the VC (each left as it was when not given; `none` clears a numbe
 `--queue fifo|fair-share|best-effort`, `--backfill yes|no`, `--user-gpu-limit N`, `--default-run-minutes N`,
 `--max-run-minutes N`;
 priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`; borrowing:
-`--lends yes|no` (other VCs' borrowing jobs may run on its idle quota; never a Slurm VC)."""
+`--lends yes|no` (other VCs' borrowing jobs may run on its idle quota; never a Slurm VC),
+`--lending-limit PERCENT`, `--borrowing-limit PERCENT` (Kueue's lendingLimit/borrowingLimit, in % of
+its quota; none: no limit)."""
 
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -23,6 +25,23 @@ SHARING_NUMBERS = {
     "default-run-minutes": "time limit in minutes of a job that names none (extras.maxRunTimeMinutes)",
     "max-run-minutes": "longest time limit in minutes a job may ask for",
 }
+
+
+# Option -> (field, most allowed): a percent of the VC's quota, applied to its GPUs, CPUs and memory.
+LIMIT_PERCENTS = {"lending-limit": ("lending_limit_percent", 100), "borrowing-limit": ("borrowing_limit_percent", None)}
+
+
+def limit_percent(flag: str, value: str, most: int | None) -> int | None:
+    """A lending or borrowing limit: a whole percent from 0, or none."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        number = int(value.strip().rstrip("%"))
+    except ValueError:
+        raise CommandError(f"--{flag}: {value!r} is not a whole percent (or none)") from None
+    if number < 0 or (most is not None and number > most):
+        raise CommandError(f"--{flag}: must be a percent from 0{f' to {most}' if most else ''} (or none)")
+    return number
 
 
 def sharing_number(flag: str, value: str) -> int | None:
@@ -74,6 +93,15 @@ class Command(BaseCommand):
             choices=["yes", "no"],
             help="other VCs' borrowing jobs (PAI_BORROWING_CLASSES) may run on its idle quota until its own jobs "
             "need it back (never a Slurm VC)",
+        )
+        parser.add_argument(
+            "--lending-limit",
+            help="most of its quota, in %%, other VCs' jobs may borrow at once; it keeps the rest for its own jobs "
+            "(none: all of it)",
+        )
+        parser.add_argument(
+            "--borrowing-limit",
+            help="most its jobs may borrow beyond its quota at once, in %% of its quota (none: no limit)",
         )
 
     def handle(self, *args, **options):
@@ -144,6 +172,10 @@ class Command(BaseCommand):
             value = options[flag.replace("-", "_")]
             if value is not None:
                 fields[flag.replace("-", "_")] = sharing_number(flag, value)
+        for flag, (field, most) in LIMIT_PERCENTS.items():
+            value = options[flag.replace("-", "_")]
+            if value is not None:
+                fields[field] = limit_percent(flag, value, most)
         current = VirtualCluster.objects.filter(name=options["name"]).values("default_run_minutes", "max_run_minutes")
         merged = {**(current.first() or {}), **fields}
         default, maximum = merged.get("default_run_minutes"), merged.get("max_run_minutes")

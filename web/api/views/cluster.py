@@ -69,6 +69,12 @@ def virtual_cluster_states(user: Any) -> dict[str, dict[str, Any]]:
             "defaultRunMinutes": vc.default_run_minutes,
             "maxRunMinutes": vc.max_run_minutes,
             "lendsIdleQuota": state.lends,  # (other VCs' borrowing jobs may run on its idle quota)
+            # Kueue's lendingLimit/borrowingLimit in % of its quota (null: none), and what is lent and
+            # borrowed now.
+            "lendingLimitPercent": vc.lending_limit_percent,
+            "borrowingLimitPercent": vc.borrowing_limit_percent,
+            "resourcesLent": _resources(state.lent),
+            "resourcesBorrowed": _resources(state.borrowed),
         }
     return answer
 
