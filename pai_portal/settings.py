@@ -431,7 +431,6 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     # Every route is also served under /rest-server/api/ (OpenPAI's clients' base): one set of
     # entries, two servers, instead of every operation twice.
     "SERVERS": [
