@@ -142,6 +142,7 @@ class JobRequest:
     order: float = 0.0  # submit time (epoch seconds); earlier first
     avoid: frozenset[str] = frozenset()  # nodes that cannot run it (e.g. cannot mount its storage)
     user: str = ""  # its owner (the per-user GPU cap, fair share)
+    name: str = ""  # its full name (owner~name), for the reasons that name it to others
     usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
     may_borrow: bool = False  # its class may run on a lending VC's idle quota
     limit_s: float | None = None  # its time limit (None: none): backfill starts it ahead only if it ends in time
@@ -298,7 +299,7 @@ def place(
         if job.vc in blocked:  # (a best-effort VC's later job: the first one's reason stays)
             continue
         behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
-        blocked[job.vc] = [behind(job=job.key, vc=job.vc, why=reason)]
+        blocked[job.vc] = [behind(job=job.name or str(job.key), vc=job.vc, why=reason)]
         planner.reserve(job, need, used[job.vc], result)
     return result
 

@@ -227,6 +227,8 @@ PAI_FS_ROOT = env_path("PAI_FS_ROOT", VAR_DIR / "fs")
 # The storage page refuses uploads bigger than this (bytes).
 PAI_FS_UPLOAD_MAX_BYTES = env_int("PAI_FS_UPLOAD_MAX_BYTES", 200 * 1024 * 1024, minimum=1)
 PAI_DEFAULT_IMAGE = env_str("PAI_DEFAULT_IMAGE", "pai-portal/base:latest")
+# The image with Jupyter (make image-notebook): the form switches to it when Jupyter is ticked.
+PAI_NOTEBOOK_IMAGE = env_str("PAI_NOTEBOOK_IMAGE", "pai-portal/notebook:latest")
 # Registries (host[:port], IPv6 in brackets) on a loopback, link-local or the portal's own address
 # that images may still name: otherwise refused at submit, as the node's engine would send requests
 # there for the user (e.g. a registry the admin runs on the node itself: 127.0.0.1:5000).
@@ -431,7 +433,6 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
     # Every route is also served under /rest-server/api/ (OpenPAI's clients' base): one set of
     # entries, two servers, instead of every operation twice.
     "SERVERS": [

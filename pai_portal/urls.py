@@ -1,8 +1,10 @@
 """URL wiring only: each app owns its routes."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.generic import RedirectView
 from django.views.i18n import set_language
 
 from accounts.oidc_views import PortalLogoutView, oidc_callback, oidc_login
@@ -17,6 +19,8 @@ urlpatterns = [
     # Open before signing in: the sign-in page's language switch posts here (LoginRequiredMiddleware
     # sent it to /login/?next=/i18n/setlang/, so the choice was lost and signing in landed there).
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
+    # Where a browser looks for the icon of a page that names none (the Django admin), signed in or not.
+    path("favicon.ico", login_not_required(RedirectView.as_view(url=f"{settings.STATIC_URL}portal/favicon.svg"))),
     path("admin/", admin.site.urls),
     path("api/", include("web.api.urls")),
     # OpenPAI's clients (SDK, webportal, VS Code extension) call <cluster>/rest-server/api/...

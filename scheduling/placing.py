@@ -40,6 +40,7 @@ WAITING_COLUMNS = (
     "owner__username",
     "time_limit_seconds",
     "priority_class",
+    "name",
 )
 # A pass stops launching after this long and leaves the rest to the next pass (placement runs
 # again at once), so stop requests and exits are never stuck behind a thousand launches.
@@ -59,6 +60,7 @@ class WaitingJob(NamedTuple):
     owner: str
     time_limit_seconds: int | None
     priority_class: str
+    name: str
 
 
 class Placer:
@@ -185,6 +187,7 @@ class Placer:
             order=job.created_at.timestamp(),
             avoid=avoid.get(job.pk, frozenset()),
             user=job.owner,
+            name=f"{job.owner}~{job.name}",
             usage=recent.get((job.vc, job.owner), 0.0),
             may_borrow=quota.may_borrow(job.priority_class),
             holds=job.pk in holders,

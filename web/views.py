@@ -183,6 +183,8 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "profile_key_count": SshPublicKey.objects.filter(user=cast(Any, request.user)).count(),
         "file_form": ImportFileForm(),
         "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
+        "default_image": settings.PAI_DEFAULT_IMAGE,
+        "notebook_image": settings.PAI_NOTEBOOK_IMAGE,
     }
     context.update(extra)
     context["error_count"] = len(context["error_summary"]) + len(context["general_errors"])

@@ -17,14 +17,15 @@ window.PortalCharts = (function () {
 
   // Draws (or redraws) a chart in `holder`: x = epoch seconds, lines = [{label, values, dash, color}].
   // `xLabel`: x is a plain number (a training step) so named, and y spans the values (not from 0).
-  function draw(holder, title, unit, x, lines, xLabel) {
+  // `xRange`: [min, max] of the x axis (else the data's: uPlot pads a single point by years).
+  function draw(holder, title, unit, x, lines, xLabel, xRange) {
     const width = Math.max(280, holder.clientWidth || 600);
     const yRange = xLabel ? (u, min, max) => (min === max ? [min - 1, max + 1] : [min, max]) : (u, min, max) => [0, Math.max(max * 1.1, 1)];
     const options = {
       title: title,
       width: width,
       height: 220,
-      scales: { x: { time: !xLabel }, y: { range: yRange } },
+      scales: { x: xRange ? { time: !xLabel, range: () => xRange } : { time: !xLabel }, y: { range: yRange } },
       axes: [xLabel ? { label: xLabel, incrs: STEP_INCREMENTS } : {}, { label: unit, size: 60 }],
       series: [{ label: xLabel || words(holder).time || "Time" }].concat(lines.map((line, i) => ({
         label: line.label,

@@ -191,4 +191,24 @@
     const line = Number(button.dataset.gotoLine);
     if (line) button.addEventListener("click", () => gotoLine(line));
   });
+
+  // Jupyter on the default image fails at start (it has none): switch to the notebook image, and
+  // back if Jupyter is unticked before the image was changed by hand.
+  const jupyter = form.querySelector("#id_jupyter");
+  const image = form.querySelector("#id_image");
+  const switched = form.querySelector("[data-jupyter-image]");
+  function matchImageToJupyter() {
+    const { defaultImage, notebookImage } = jupyter.dataset;
+    if (jupyter.checked && [defaultImage, ""].includes(image.value.trim())) {
+      image.value = notebookImage;
+      switched.hidden = false;
+    } else if (!jupyter.checked && !switched.hidden && image.value === notebookImage) {
+      image.value = defaultImage;
+      switched.hidden = true;
+    }
+  }
+  if (jupyter && image && switched) {
+    jupyter.addEventListener("change", matchImageToJupyter);
+    matchImageToJupyter();
+  }
 })();

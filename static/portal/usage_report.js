@@ -1,18 +1,21 @@
-// The Usage page: GPU-hours held and used per day, and CPU-hours, from the page's own JSON (report.html).
+// The Usage page: GPU-hours held and used per day (where the cluster has GPUs), and CPU-hours,
+// from the page's own JSON (report.html), on an axis of the range asked for.
 "use strict";
 (function () {
-  const holder = document.querySelector("[data-usage-chart]");
+  const charts = document.querySelector("[data-usage-charts]");
   const data = document.getElementById("usage-data");
-  if (!holder || !data || !window.uPlot) return;
+  if (!charts || !data || !window.uPlot) return;
   const usage = JSON.parse(data.textContent);
-  if (!usage.t.length) return;
-  const words = holder.dataset;
-  window.PortalCharts.draw(holder, words.title, "h", usage.t, [
-    { label: words.held, values: usage.gpu },
-    { label: words.used, values: usage.gpu_used, dash: [6, 4] },
-  ]);
-  window.PortalCharts.draw(document.querySelector("[data-usage-cpu-chart]"), words.cpuTitle, "h", usage.t, [
-    { label: words.held, values: usage.cpu },
-  ]);
-  holder.dataset.rendered = "true";
+  const words = charts.dataset;
+  const gpu = charts.querySelector("[data-usage-chart]");
+  if (gpu) {
+    window.PortalCharts.draw(gpu, words.title, "h", usage.t, [
+      { label: words.held, values: usage.gpu },
+      { label: words.used, values: usage.gpu_used, dash: [6, 4] },
+    ], undefined, usage.range);
+    gpu.dataset.rendered = "true";
+  }
+  const cpu = charts.querySelector("[data-usage-cpu-chart]");
+  window.PortalCharts.draw(cpu, words.cpuTitle, "h", usage.t, [{ label: words.held, values: usage.cpu }], undefined, usage.range);
+  cpu.dataset.rendered = "true";
 })();

@@ -4,11 +4,13 @@ real scheduler loop."""
 
 import base64
 import json
+import shutil
 
 import pytest
 from django.utils import translation
 
 from jobs.models import Job, JobState
+from tests.conftest import require
 from tests.exitspec.samples import NCCL_TIMEOUT
 from tests.factories import password_for, v2_yaml
 
@@ -65,6 +67,20 @@ def test_it_explains_a_missing_module_with_232_and_the_module(
     assert "pip install timm_for_the_test" in status["appExitMessages"]["runtime"]["solution"]
     assert "ModuleNotFoundError: No module named" in job.exit_diagnostics
     assert "ContainerImportError" in page and "pip install timm_for_the_test" in page
+
+
+def test_it_explains_jupyter_on_an_image_without_it_with_220_and_the_notebook_image(
+    default_vc, submit_yaml, alice, process_node, run_until, client, settings
+):
+    require(shutil.which("jupyter") is None, "a box without Jupyter (the process executor runs on it)")
+    plugin = "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: jupyter\n"
+    job = failed(submit_yaml, run_until, "notebook", json.dumps("sleep 60"), extra=plugin)
+    status = alice.get(f"/api/v2/jobs/{job.full_name}").json()["jobStatus"]
+
+    assert (job.exit_code, job.retries_used) == (220, 0)
+    assert status["appExitMessages"]["runtime"]["matchedPattern"] == "jupyter-missing"
+    assert settings.PAI_NOTEBOOK_IMAGE in status["appExitMessages"]["runtime"]["solution"]
+    assert "The image has no Jupyter" in page_of(client, job)
 
 
 def test_it_explains_an_nccl_timeout_with_134_and_retries_it(

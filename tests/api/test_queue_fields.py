@@ -35,7 +35,8 @@ def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
     assert first["pendingReasonMessages"][0]["code"] == "reason.largest_free.cpu"
     assert "; ".join(part["message"] for part in first["pendingReasonMessages"]) == first["pendingReason"]
     [behind] = second["pendingReasonMessages"]
-    assert (behind["code"], behind["params"]["job"]) == ("reason.waiting_behind.fifo", Job.objects.get(name="waits").pk)
+    assert (behind["code"], behind["params"]["job"]) == ("reason.waiting_behind.fifo", "alice~waits")
+    assert behind["message"].startswith("waiting behind job alice~waits, first in VC")
     assert running["pendingReason"] is None and running["pendingReasonMessages"] is None
 
 

@@ -1,6 +1,7 @@
 """Issue 36 in Chromium: a task that dies of a CUDA out of memory shows OpenPAI's code, its phrase,
-the log line and what to change, and one click resubmits it with half the batch size; a malformed
-image is refused on the submit page beside the image field."""
+the log line and what to change, and its resubmit shows the changed config lines (a diff) and asks
+before submitting with half the batch size (issue 50); a malformed image is refused on the submit
+page beside the image field."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def test_a_cuda_oom_says_what_to_change_and_resubmits_with_half_the_batch(page, 
     expect(fix.locator("[data-fix-line]")).to_contain_text("RuntimeError: CUDA out of memory. Tried to allocate")
     expect(fix.locator("[data-fix-text]")).to_contain_text("make the batch smaller")
     fix.locator("[data-resubmit-fix]", has_text="Resubmit with batch_size = 32").click()
+    expect(page.locator("[data-diff-removed]")).to_contain_text(["batch_size: 64"])
+    expect(page.locator("[data-diff-added]")).to_contain_text(["cuda-oom-batchsize32", "batch_size: 32"])
+    assert Job.objects.count() == 1
+    page.click("[data-resubmit-confirm]")
 
     page.wait_for_url("**/jobs/alice~cuda-oom-batchsize32/")
     assert Job.objects.get(name="cuda-oom-batchsize32").normalized["parameters"]["batch_size"] == 32

@@ -164,6 +164,15 @@ def test_the_pages_have_a_favicon_and_link_the_api_docs(page, login, user):
     page.wait_for_url("**/api/docs/")
 
 
+def test_it_answers_favicon_ico_for_pages_without_the_portals_frame_signed_in_or_not(page, login, admin_user):
+    # The Django admin names no icon: a browser asks /favicon.ico, before signing in as well.
+    assert page.request.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
+    login("root")
+    page.goto("/admin/")
+    assert page.locator("link[rel=icon]").count() == 0
+    assert page.request.get("/favicon.ico").headers["content-type"] == "image/svg+xml"
+
+
 def test_it_changes_a_waiting_jobs_priority_class_from_the_page(page, login, user, default_vc):
     job = submit_job(user, v2_yaml("queued"))  # (no scheduler runs: it waits)
     login()

@@ -57,6 +57,18 @@ def test_a_bad_csv_row_is_shown_with_its_row_and_column(page, login, admin_user,
     expect(page.locator('[data-import-error="2"]')).to_contain_text("no such VC: nope")
 
 
+def test_it_keeps_a_refused_imports_text_in_the_box_but_not_in_the_page(page, login, admin_user, ml):
+    pasted = "username,password,email,admin,virtual cluster,groups\nstudent1,Tall-Horse-42,,false,nope,\n"
+    login("root")
+    page.goto("/people/import/")
+    page.fill("#csv-text", pasted)
+    page.click("[data-import-form] button[type=submit]")
+    expect(page.locator("[data-import-errors]")).to_be_visible()
+    expect(page.locator("#csv-text")).to_have_value(pasted)
+    # The page's HTML (a textarea's value set by its script is not in it) never holds a password.
+    assert "Tall-Horse-42" not in page.content()
+
+
 def test_a_non_admin_gets_the_portals_403_page_in_chinese(page, login, user):
     login("alice")
     page.goto("/people/")

@@ -1,5 +1,5 @@
 """The Submit page's Tools and Data sections, masked secrets, Other settings and profile SSH keys,
-in Chromium (issue 36)."""
+in Chromium (issue 36); Jupyter ticked on the default image switches to the notebook image (issue 50)."""
 
 from __future__ import annotations
 
@@ -109,6 +109,17 @@ def test_a_new_secret_row_is_added_and_submitted(page, login, user):
     submit_button(page, "form").click()
     page.wait_for_url("**/jobs/alice~with-secrets/")
     assert Job.objects.get(name="with-secrets").config_text.count("******") == 2
+
+
+def test_ticking_jupyter_on_the_default_image_switches_to_the_notebook_image(page, login, user, settings):
+    login()
+    page.goto("/submit/")
+    page.check("#id_jupyter")
+    expect(page.locator("#id_image")).to_have_value(settings.PAI_NOTEBOOK_IMAGE)
+    expect(page.locator("[data-jupyter-image]")).to_contain_text(f"{default_image()} has no Jupyter")
+    page.uncheck("#id_jupyter")
+    expect(page.locator("#id_image")).to_have_value(default_image())
+    expect(page.locator("[data-jupyter-image]")).to_be_hidden()
 
 
 def test_a_profile_ssh_key_is_added_listed_and_counted_on_the_submit_page(page, login, user):

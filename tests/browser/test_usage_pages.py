@@ -118,3 +118,47 @@ def test_it_draws_a_chart_per_training_metric_over_the_steps(page, login, defaul
     expect(page.locator("[data-metrics-charts] canvas")).to_have_count(2)
     expect(page.locator('[data-metric="loss"] .u-title')).to_have_text("loss")
     screenshot("job-metrics")
+
+
+@pytest.fixture
+def one_cpu_day(default_vc):
+    """A cluster without GPUs, and one day of CPU use by alice."""
+    from datetime import date
+
+    from scheduling.models import UsageDay
+
+    alice = create_user("alice")
+    job = create_job(alice, "preprocess")
+    UsageDay.objects.create(
+        day=date(2026, 11, 10), job=job, job_name=job.full_name, user=alice, vc_name="default", cpu_seconds=7200
+    )
+
+
+def test_it_draws_a_30_day_range_on_an_axis_of_those_days(page, login, one_cpu_day):
+    from datetime import UTC, datetime
+
+    from playwright.sync_api import expect
+
+    login()
+    page.goto("/usage/?from=2026-11-01&to=2026-11-30")
+    expect(page.locator("[data-usage-cpu-chart][data-rendered=true] canvas")).to_have_count(1)
+    x = page.evaluate("(({min, max}) => [min, max])(document.querySelector('[data-usage-cpu-chart]')._plot.scales.x)")
+    assert x == [datetime(2026, 11, 1, tzinfo=UTC).timestamp(), datetime(2026, 12, 1, tzinfo=UTC).timestamp()]
+
+
+def test_it_draws_no_gpu_hours_chart_on_a_cluster_without_gpus(page, login, one_cpu_day):
+    from playwright.sync_api import expect
+
+    login()
+    page.goto("/usage/?from=2026-11-01&to=2026-11-30")
+    expect(page.locator("[data-usage-cpu-chart][data-rendered=true] canvas")).to_have_count(1)
+    expect(page.locator("[data-usage-chart]")).to_have_count(0)
+
+
+def test_it_says_there_is_no_usage_instead_of_an_empty_chart(page, login, one_cpu_day):
+    from playwright.sync_api import expect
+
+    login()
+    page.goto("/usage/?from=2026-10-01&to=2026-10-30")
+    expect(page.locator("[data-usage-empty]")).to_have_text("No usage from 2026-10-01 to 2026-10-30.")
+    expect(page.locator(".chart")).to_have_count(0)

@@ -60,6 +60,13 @@ FileNotFoundError: [Errno 2] No such file or directory: '/mnt/data/imagenet/trai
 SAMPLES = [
     ("command-not-found", 127, "bash: line 1: tensorflw: command not found\n", 220),
     (
+        "jupyter-missing",
+        1,
+        "PAI: the jupyter runtime plugin needs Jupyter in the job's image, which has none: use "
+        "pai-portal/notebook:latest (make image-notebook) or install it (pip install jupyterlab).\n",
+        220,
+    ),
+    (
         "tensorflow-oom",
         1,
         "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating "

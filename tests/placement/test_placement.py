@@ -1,5 +1,7 @@
 """Gang placement rules (issue 5, item 2), one behaviour per test."""
 
+from dataclasses import replace
+
 from clusters.placement import JobRequest, NodeState, place
 from tests.placement.builders import codes, make_job, make_node, make_task, make_vc, port, said
 
@@ -226,12 +228,12 @@ def test_it_serves_earlier_submissions_first_at_equal_priority():
     assert list(result.placed) == [2]
 
 
-def test_it_keeps_a_later_small_job_behind_a_waiting_head_of_the_same_vc():
-    jobs = [make_job(1, gpu=8), make_job(2, gpu=1)]
+def test_it_keeps_a_later_small_job_behind_a_waiting_head_of_the_same_vc_named_by_its_full_name():
+    jobs = [replace(make_job(1, gpu=8), name="alice~big"), make_job(2, gpu=1)]
     result = place([make_node("a", busy_gpus=4)], VCS, jobs)
     assert result.placed == {}
-    assert codes(result, 2) == ["reason.waiting_behind.fifo"] and result.pending[2][0].params["job"] == 1
-    assert said(result, 2).startswith('waiting behind job 1, first in VC "default" (FIFO): needs 8 GPUs')
+    assert codes(result, 2) == ["reason.waiting_behind.fifo"] and result.pending[2][0].params["job"] == "alice~big"
+    assert said(result, 2).startswith('waiting behind job alice~big, first in VC "default" (FIFO): needs 8 GPUs')
 
 
 def test_it_never_lets_a_waiting_job_hold_back_another_vc():

@@ -52,7 +52,7 @@ def test_it_keeps_a_job_that_would_run_past_the_reserved_start_waiting(submit, r
         scheduler.run_once()
         time.sleep(0.05)
     long.refresh_from_db()
-    assert long.state == JobState.WAITING and f"waiting behind job {head.pk}" in long.pending_reason
+    assert long.state == JobState.WAITING and f"waiting behind job {head.full_name}" in long.pending_reason
     end(run_until, long, head, running)
 
 

@@ -2,7 +2,8 @@
 /rest-server/api/ (where OpenPAI's clients find the REST server behind OpenPAI's proxy)."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularRedocView, SpectacularSwaggerView
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from web.api.auth import DocsReader
 from web.api.fallback import no_such_route
@@ -145,7 +146,8 @@ urlpatterns = [
     # OpenAPI schema and docs (assets from drf-spectacular-sidecar, no CDN)
     path("schema/", SchemaView.as_view(permission_classes=DOCS), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema", permission_classes=DOCS), name="api-redoc"),
+    # Redoc loaded Google Fonts and its logo from off the portal: its address now opens Swagger UI.
+    path("redoc/", RedirectView.as_view(pattern_name="api-docs"), name="api-redoc"),
     # A trailing slash is served as without it (as OpenPAI's Express does); anything else, line
     # breaks included (`.` takes none), is a 404 NoApiError.
     re_path(r"^[\s\S]*$", no_such_route, name="api-none"),

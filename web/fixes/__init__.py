@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -57,6 +58,10 @@ EDIT_FIXES: dict[int, Any] = {
 # line the pattern matched; %(module)s, %(path)s what it captured.
 PATTERN_FIXES: dict[str, Any] = {
     "command-not-found": EDIT_FIXES[ExitCode.COMMAND_NOT_FOUND],
+    "jupyter-missing": gettext_lazy(
+        "The image has no Jupyter, which Jupyter (Tools, the jupyter runtime plugin) needs: use %(image)s "
+        "(make image-notebook builds it) or an image with JupyterLab installed."
+    ),
     "tensorflow-oom": gettext_lazy(
         "TensorFlow ran out of memory: make the batch smaller, or give the task more memory (memoryMB) "
         "if it ran on the CPU."
@@ -162,16 +167,18 @@ def fix_for(job: Job) -> Fix | None:
     if job.exit_code == ExitCode.OOM_KILLED:
         task = failed_task(job)
         return _oom_fix(job, task) if task else None
+    # A log pattern says more than its code's line: 220 is a command not found, or Jupyter missing.
+    task = failed_task(job)
+    if task is not None and task.log_path:
+        tail = masked_tail(job, task.log_path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
+        found = recorded_match(job.exit_code, task.user_exit_code, tail)
+        if found is not None and found.name in PATTERN_FIXES:
+            return _pattern_fix(job, task, found)
     line = EDIT_FIXES.get(job.exit_code)
     if line is not None:
         return Fix(what_to_change=str(line), code=job.exit_code)
-    task = failed_task(job)
     if task is None or not task.log_path:
         return None
-    tail = masked_tail(job, task.log_path, LOG_TAIL_BYTES).decode("utf-8", errors="replace")
-    found = recorded_match(job.exit_code, task.user_exit_code, tail)
-    if found is not None and found.name in PATTERN_FIXES:
-        return _pattern_fix(job, task, found)
     if job.exit_code == ExitCode.UNKNOWN_USER_FAILURE:
         missing = _missing_file_fix(tail)
         return Fix(what_to_change=missing, code=job.exit_code) if missing else None
@@ -181,7 +188,13 @@ def fix_for(job: Job) -> Fix | None:
 def _pattern_fix(job: Job, task: Task, found: LogMatch) -> Fix:
     role_spec: dict[str, Any] = dict(job.normalized["taskRoles"].get(task.role) or {})
     shm = int((role_spec.get("extraContainerOptions") or {}).get("shmMB") or 0)
-    words = {"line": found.line, "module": found.group("module"), "path": found.group("path"), "shm": shm}
+    words = {
+        "line": found.line,
+        "module": found.group("module"),
+        "path": found.group("path"),
+        "shm": shm,
+        "image": settings.PAI_NOTEBOOK_IMAGE,
+    }
     fix = Fix(
         what_to_change=str(PATTERN_FIXES[found.name]) % words, code=job.exit_code, pattern=found.name, line=found.line
     )

@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from accounts.permissions import is_admin
+from clusters.models import Gpu
 from jobs import actions
 from jobs.models import Job
 from jobs.usage import job_usage
@@ -69,14 +70,32 @@ def usage_page(request: HttpRequest) -> HttpResponse:
     since, until, errors = usage_range(request.GET, {"from": gettext("From"), "to": gettext("To")})
     admin = is_admin(request.user)
     report = usage_report(request.user, admin, since, until)
-    chart = {
-        "t": [int(datetime.fromisoformat(d["name"]).replace(tzinfo=UTC).timestamp()) for d in report.days],
-        "gpu": [d["gpu_hours"] for d in report.days],
-        "gpu_used": [d["gpu_used_hours"] for d in report.days],
-        "cpu": [d["cpu_hours"] for d in report.days],
+    context = {
+        "report": report,
+        "errors": errors,
+        "admin": admin,
+        "chart": usage_chart(report.days, since, until),
+        # No GPU chart on a cluster without GPUs, unless the range still holds GPU-hours.
+        "gpu_chart": Gpu.objects.exists() or report.totals["gpu_hours"] > 0,
+        "query": request.GET.urlencode(),
     }
-    context = {"report": report, "errors": errors, "admin": admin, "chart": chart, "query": request.GET.urlencode()}
     return render(request, "usage/report.html", context, status=400 if errors else 200)
+
+
+def usage_chart(days: list[dict[str, Any]], since: date, until: date) -> dict[str, Any]:
+    """Every day of the range (a day without usage at 0), and the range itself: a chart of one day
+    with usage would otherwise be drawn on an axis of years."""
+    by_day = {day["name"]: day for day in days}
+    shown = [since + timedelta(days=n) for n in range((until - since).days + 1)]
+    rows = [by_day.get(day.isoformat(), {}) for day in shown]
+    start = datetime(since.year, since.month, since.day, tzinfo=UTC)
+    return {
+        "t": [int((start + timedelta(days=n)).timestamp()) for n in range(len(shown))],
+        "gpu": [row.get("gpu_hours", 0) for row in rows],
+        "gpu_used": [row.get("gpu_used_hours") for row in rows],
+        "cpu": [row.get("cpu_hours", 0) for row in rows],
+        "range": [int(start.timestamp()), int((start + timedelta(days=len(shown))).timestamp())],
+    }
 
 
 CSV_COLUMNS = (
