@@ -163,6 +163,7 @@ EVENT_KINDS = {
     "priority-changed": _("Priority class changed"),
     "preempted": _("Preempted"),
     "borrowed": _("On borrowed quota"),
+    "backfilled": _("Started ahead (backfill)"),
     "requeued": _("Back in the queue"),
     "stopping": _("Stopping"),
     "slurm-submitted": _("Submitted to Slurm"),
