@@ -50,7 +50,7 @@ from clusters.executors.netns import TASK_INTERFACE
 from clusters.executors.port_probe import bind_refusal
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
-from clusters.executors.supervise import GRACE_FILE, SCRIPT_FD, claim, proc_stat, socket_address
+from clusters.executors.supervise import GRACE_FILE, PASTA_PID_NAME, SCRIPT_FD, claim, proc_stat, socket_address
 from clusters.job_files import job_dir_name
 
 log = logging.getLogger("pai.executors.process")
@@ -410,10 +410,23 @@ class ProcessExecutor(Executor):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(pid, signal.SIGKILL)
                 self._kill_command(task_dir)
+        if not self._alive(executor_id, task_dir):
+            self._end_pasta(task_dir)
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             dirs = json.loads((task_dir / "supervise.json").read_text())["cgroup"]
             if dirs:
                 TaskCgroup(dirs).remove()
+
+    def _end_pasta(self, task_dir: Path) -> None:
+        """The task's pasta, should its supervisor have been killed before ending it (a supervisor
+        ends its own): left, it would hold the task's ports on the node for good, and each later
+        task given them would fail as a port conflict. Only that very process (pid and start time)."""
+        try:
+            pid, started = (task_dir / PASTA_PID_NAME).read_text().split()
+            if proc_stat(int(pid))[19] == started:
+                os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass  # ended with its task, or never started
 
     def _wait_gone(self, pid: int, executor_id: str, task_dir: Path, seconds: float) -> None:
         """Until the task's supervisor has ended, or `seconds` have passed: woken by its pidfd the

@@ -59,6 +59,7 @@ SOCKET_NAME = "supervisor-v2.sock"
 GRACE_FILE = "stop_grace"
 CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
 ALREADY_CLAIMED = 0
+PASTA_PID_NAME = "pasta_pid"  # in a task directory: its pasta, as "pid start-time"
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
 SERVER_IDLE_S = 30
 SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
@@ -207,6 +208,11 @@ class Supervisor:
         network = None
         try:
             network = attach(self.network, info)
+            # Its pid for the portal: pasta outlives a supervisor killed -9 (nothing else ends it).
+            pasta = network.pasta.pid if network is not None else None
+            if pasta is not None:
+                with contextlib.suppress(OSError, IndexError):
+                    self._write(PASTA_PID_NAME, f"{pasta} {start_time(pasta)}")
             os.write(block, b"go")  # (EPIPE when bwrap has failed meanwhile)
             return network, None
         except (OSError, NetworkError) as exc:

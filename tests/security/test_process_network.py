@@ -6,6 +6,8 @@ address (where a job's tasks reach each other)."""
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import subprocess
 import time
@@ -206,6 +208,18 @@ def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
     pasta = wait_until(lambda: pasta_of(executor, handle), 10)
     executor.stop(handle)
     assert pasta not in pastas()
+
+
+def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_as_it_cleans_up(executor, make_launch):
+    """A supervisor ends its task's pasta; one killed -9 cannot, and nothing else would: its pasta
+    held the task's ports for good (a later task given them failed as a port conflict)."""
+    handle = executor.start(make_launch("sleep 1", ports={"http": [free_port()]}))
+    pasta = wait_until(lambda: pasta_of(executor, handle), 10)
+    supervisor = int((executor.work_root / handle.executor_id / "pid").read_text().split()[0])
+    os.kill(supervisor, signal.SIGKILL)
+    assert wait_until(lambda: None if executor.poll(handle).running else True, 10)
+    executor.stop(handle)  # (what the scheduler does with a task found gone)
+    assert wait_until(lambda: None if pasta in pastas() else True, 5)  # (SIGKILLed: gone in a moment)
 
 
 def test_it_tells_pasta_to_leave_its_ending_to_the_supervisor():
