@@ -263,10 +263,19 @@ def submit_all(count: int, cluster: DevCluster | None, engines: list[str]) -> di
 
 
 def start_scheduler(env: dict[str, str], machine: str = "") -> subprocess.Popen[bytes]:
-    """A scheduler as the Procfile starts it; on `machine` (PAI_MACHINE_NAME) where named."""
+    """A scheduler as the Procfile starts it; on `machine` (PAI_MACHINE_NAME) where named, and
+    then only once its loop runs (a standby still starting would add its start-up to a takeover)."""
     command = [sys.executable, "manage.py", "runscheduler"]
-    env = {**env, "PAI_MACHINE_NAME": machine} if machine else env
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not machine:
+        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = Path(env["PAI_VAR_DIR"]) / f"scheduler-{machine}-{uuid.uuid4().hex[:6]}.log"
+    env = {**env, "PAI_MACHINE_NAME": machine, "PAI_LOG_LEVEL": "INFO"}
+    with log.open("wb") as out:
+        scheduler = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out)
+    deadline = time.monotonic() + 60
+    while b"pai.scheduler: scheduler " not in log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)  # ("scheduler <holder> started", logged as its loop begins)
+    return scheduler
 
 
 STANDBY_MACHINES = ["chaos-a", "chaos-b"]
