@@ -104,7 +104,8 @@ def _place(machine: str) -> str:
         pid_namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
         return ""
-    return hashlib.sha256(f"{boot} {pid_namespace} {machine}".encode()).hexdigest()[:12]
+    named = f" {machine}" if machine else ""  # (unnamed, as before: a restart after an upgrade takes over at once)
+    return hashlib.sha256(f"{boot} {pid_namespace}{named}".encode()).hexdigest()[:12]
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
