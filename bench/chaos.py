@@ -1,7 +1,8 @@
 """Chaos: the scheduler killed with SIGKILL at random moments while jobs run; nothing may be lost,
 started twice, stranded or left behind.
 
-    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--docker [--freeze] [--slow] [--slurm-gone]]
+    .venv/bin/python bench/chaos.py [--jobs 200] [--kills 20] [--postgres] [--standby]
+                                    [--docker [--freeze] [--slow] [--slurm-gone]]
                                     [--slow-readers 64]
                                     [--mail-hang]
 
@@ -10,7 +11,11 @@ mix of jobs: ones that succeed, fail (and use their jobRetryCount), fail once th
 taskRetryCount, and two-task gangs. `manage.py runscheduler` runs in a subprocess and is killed
 with SIGKILL `--kills` times at random moments (0.2-2 s after it took the lease), each time
 restarted at once as the Procfile starts it (no `--id`; the table says how long each restarted one
-took to hold the lease, its start-up included: a lease waited out would add up to 15 s). `--docker`
+took to hold the lease, its start-up included: a lease waited out would add up to 6 s). With
+`--standby` two schedulers run as two machines' (PAI_MACHINE_NAME chaos-a and chaos-b): each kill
+strikes the one holding the lease, the table says how long after it the other machine's standby
+held the lease (the lease waited out, as a standby elsewhere must), and the killed one is then
+started again as the standby (PostgreSQL, with --postgres, is the two machines' shared database). `--docker`
 runs the jobs in containers on a Docker engine of their own (`scripts/dev-cluster.sh up 1`, so the
 machine's own engine and its containers are left alone) and also stops and restarts that engine
 once mid-run. Then the run goes on until every job is
@@ -44,6 +49,7 @@ wait (the longest extra wait of a probe that ran on a healthy node), and lost / 
 stranded among the fault's own jobs. The first table says:
 
   lease taken after restart  from a restart to the restarted scheduler holding the lease
+  standby took over after    (--standby) from the active one's SIGKILL to the standby holding the lease
   jobs lost          submitted but with no row
   tasks started twice  one task attempt whose log shows two starts
   jobs stranded      not final when the run ended
@@ -256,9 +262,30 @@ def submit_all(count: int, cluster: DevCluster | None, engines: list[str]) -> di
     return expected
 
 
-def start_scheduler(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "manage.py", "runscheduler"]  # as the Procfile starts it
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_scheduler(env: dict[str, str], machine: str = "") -> subprocess.Popen[bytes]:
+    """A scheduler as the Procfile starts it; on `machine` (PAI_MACHINE_NAME) where named, and
+    then only once its loop runs (a standby still starting would add its start-up to a takeover)."""
+    command = [sys.executable, "manage.py", "runscheduler"]
+    if not machine:
+        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = Path(env["PAI_VAR_DIR"]) / f"scheduler-{machine}-{uuid.uuid4().hex[:6]}.log"
+    env = {**env, "PAI_MACHINE_NAME": machine, "PAI_LOG_LEVEL": "INFO"}
+    with log.open("wb") as out:
+        scheduler = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=out)
+    deadline = time.monotonic() + 60
+    while b"pai.scheduler: scheduler " not in log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)  # ("scheduler <holder> started", logged as its loop begins)
+    return scheduler
+
+
+STANDBY_MACHINES = ["chaos-a", "chaos-b"]
+
+
+def holder_machine(holder: str) -> str:
+    from scheduling.lease import Holder
+
+    parsed = Holder.parse(holder)
+    return parsed.host if parsed is not None else ""
 
 
 def lease_holder() -> str:
@@ -447,12 +474,17 @@ def kill_scheduler(
     deadline_s: float,
     faults: list[Fault],
     expected: dict[str, str],
+    standby: bool = False,
 ) -> tuple[int, list[float], list[FaultRow]]:
     """SIGKILL the scheduler `kills` times (the first engine stopped and restarted half way), wait
     for the jobs to end, then strike each fault in turn with the scheduler left alone. Also returns
-    how long each restarted scheduler took to hold the lease."""
-    scheduler = start_scheduler(env)
+    how long each restarted scheduler took to hold the lease, or with `standby` how long the other
+    machine's scheduler took after the kill (the killed one then started again as the standby)."""
+    machines = STANDBY_MACHINES if standby else [""]
+    schedulers = {machines[0]: start_scheduler(env, machines[0])}
     takeover("")
+    for machine in machines[1:]:  # (started once the first holds the lease: they wait)
+        schedulers[machine] = start_scheduler(env, machine)
     done_kills = 0
     takeovers = []
     restarted_engine = False
@@ -461,21 +493,28 @@ def kill_scheduler(
         while done_kills < kills:
             time.sleep(random.uniform(0.2, 2.0))
             killed = lease_holder()
-            scheduler.send_signal(signal.SIGKILL)
-            scheduler.wait()
+            machine = holder_machine(killed) if standby else ""
+            schedulers[machine].send_signal(signal.SIGKILL)
+            schedulers[machine].wait()
             done_kills += 1
             if cluster is not None and not restarted_engine and done_kills == kills // 2:
                 cluster.run("stop-node", "1")
                 time.sleep(1)
                 cluster.run("start-node", "1")
                 restarted_engine = True
-            scheduler = start_scheduler(env)
-            takeovers.append(takeover(killed))
+            if standby:  # the standby takes over; the killed one comes back as the next standby
+                takeovers.append(takeover(killed))
+                schedulers[machine] = start_scheduler(env, machine)
+            else:
+                schedulers[machine] = start_scheduler(env)
+                takeovers.append(takeover(killed))
         wait_idle(time.monotonic() + deadline_s)
         rows = [strike(fault, expected, deadline_s) for fault in faults]
     finally:
-        scheduler.send_signal(signal.SIGTERM)
-        scheduler.wait(timeout=60)
+        for scheduler in schedulers.values():
+            scheduler.send_signal(signal.SIGTERM)
+        for scheduler in schedulers.values():
+            scheduler.wait(timeout=60)
     return done_kills, takeovers, rows
 
 
@@ -531,6 +570,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200)
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--standby", action="store_true", help="two machines' schedulers: the standby takes over")
     parser.add_argument("--docker", action="store_true")
     parser.add_argument("--freeze", action="store_true", help="with --docker: hang a second engine (SIGSTOP)")
     parser.add_argument("--slow", action="store_true", help="with --docker: make a second engine answer late")
@@ -787,7 +827,9 @@ def report(
 ) -> None:
     expected = submit_all(args.jobs, cluster, engines)
     started = time.perf_counter()
-    kills, takeovers, fault_rows = kill_scheduler(env, args.kills, cluster, args.deadline, faults, expected)
+    kills, takeovers, fault_rows = kill_scheduler(
+        env, args.kills, cluster, args.deadline, faults, expected, standby=args.standby
+    )
     elapsed = time.perf_counter() - started
 
     from jobs.models import Job
@@ -810,7 +852,10 @@ def report(
         ("executor", "docker (its engine stopped and restarted once)" if engines else "process"),
         ("jobs submitted", str(len(expected))),
         ("scheduler SIGKILLs", str(kills)),
-        ("lease taken after restart", taken_after(takeovers)),
+        (
+            "standby took over after" if args.standby else "lease taken after restart",
+            taken_after(takeovers, args.standby),
+        ),
         ("run time", f"{elapsed:.1f} s"),
         ("jobs lost", str(lost)),
         ("tasks started twice", str(double_starts())),
@@ -829,15 +874,16 @@ def report(
         print_reader_faults([slow_log_readers(args.slow_readers, env)])
 
 
-def taken_after(takeovers: list[float]) -> str:
+def taken_after(takeovers: list[float], standby: bool = False) -> str:
     from scheduling.lease import LEASE_TTL
 
     if not takeovers:
         return "-"
     ttl = LEASE_TTL.total_seconds()
+    how = "the kill, by another machine's standby" if standby else "restart, no --id, as the Procfile"
     return (
         f"median {statistics.median(takeovers):.1f} s, max {max(takeovers):.1f} s "
-        f"(no --id, as the Procfile; the lease lasts {ttl:g} s)"
+        f"(after {how}; the lease lasts {ttl:g} s)"
     )
 
 

@@ -244,6 +244,14 @@ PAI_MAX_TASKS_PER_JOB = env_int("PAI_MAX_TASKS_PER_JOB", 5000, minimum=1)
 
 # The scheduler loop.
 PAI_SCHEDULER_INTERVAL = env_float("PAI_SCHEDULER_INTERVAL", 0.5, minimum=0.01)
+# The scheduler's lease (scheduling/lease.py): renewed every third of it; a standby on another
+# machine takes over this long after the active one stopped renewing, plus one idle interval: 6 s
+# keeps a takeover under 10 s, and leaves a pass 4 s before a slow one lets the standby in too.
+PAI_SCHEDULER_LEASE_SECONDS = env_float("PAI_SCHEDULER_LEASE_SECONDS", 6.0, minimum=1.0)
+# This machine's name in the leases (default: its host name). Processes given different names are
+# different machines' (a standby started beside the active one, as tests and bench/chaos.py do):
+# neither takes the other's lease at once when its process has ended.
+PAI_MACHINE_NAME = env_str("PAI_MACHINE_NAME", "")
 # Transient failures are retried without charging the user, but not forever.
 PAI_MAX_TRANSIENT_RETRIES = env_int("PAI_MAX_TRANSIENT_RETRIES", 5, minimum=0)
 # A stopped or preempted job's tasks get SIGTERM, then this long (a job's own

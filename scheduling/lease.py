@@ -9,6 +9,10 @@ process (the kernel's boot and the pid namespace, hashed: a pid from another mac
 is never looked up here) and when the process started (a pid given to a new process later is not
 the holder's). A live holder on the same machine, a second process started beside it included,
 keeps its lease; two restarts at once take a dead one's lease once (a conditional UPDATE on its name).
+The machine is named PAI_MACHINE_NAME where set (two standbys tried on one box are two machines).
+
+Expiry is the database's clock, not the machines': a standby whose clock runs ahead takes no lease
+early.
 """
 
 from __future__ import annotations
@@ -21,20 +25,21 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 
+from django.conf import settings
 from django.db import IntegrityError
-from django.db.models import Q
-from django.utils import timezone
+from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
+from django.db.models.functions import Now
 
 from clusters.models import SchedulerLease
 
 log = logging.getLogger("pai.scheduler")
 
 LEASE_NAME = "main"
-LEASE_TTL = timedelta(seconds=15)
+LEASE_TTL = timedelta(seconds=settings.PAI_SCHEDULER_LEASE_SECONDS)
 HOLDER_MAX = SchedulerLease._meta.get_field("holder").max_length or 128
 
 
@@ -64,7 +69,8 @@ class Holder:
     def of(cls, pid: int) -> Holder:
         """The process `pid` of this machine (place '' where /proc cannot say: it is never taken
         for ended)."""
-        return cls(socket.gethostname(), pid, uuid.uuid4().hex[:6], _this_place(), _start_of(pid) or 0)
+        host = settings.PAI_MACHINE_NAME or socket.gethostname()
+        return cls(host, pid, uuid.uuid4().hex[:6], _this_place(), _start_of(pid) or 0)
 
     @classmethod
     def here(cls) -> Holder:
@@ -87,14 +93,19 @@ class Holder:
         return state[0] in "ZX" or state[1] != self.started  # a zombie is dead; a later start, another process
 
 
-@cache
 def _this_place() -> str:
+    return _place(settings.PAI_MACHINE_NAME)
+
+
+@cache
+def _place(machine: str) -> str:
     try:
         boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
         pid_namespace = os.readlink("/proc/self/ns/pid")
     except OSError:
         return ""
-    return hashlib.sha256(f"{boot} {pid_namespace}".encode()).hexdigest()[:12]
+    named = f" {machine}" if machine else ""  # (unnamed, as before: a restart after an upgrade takes over at once)
+    return hashlib.sha256(f"{boot} {pid_namespace}{named}".encode()).hexdigest()[:12]
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -128,29 +139,29 @@ class Lease:
         if time.monotonic() - self._renewed_at < self.ttl.total_seconds() / 3:
             return True
         renewing_at = time.monotonic()
-        now = timezone.now()
         if not self._row_exists:
             with contextlib.suppress(IntegrityError):  # created by the other process at the same moment
                 SchedulerLease.objects.get_or_create(name=self.name)
             self._row_exists = True
-        free = Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=now)
-        taken = self._take(free, now) or self._take_from_ended(now)
+        free = Q(holder=self.holder) | Q(holder="") | Q(expires_at__isnull=True) | Q(expires_at__lt=Now())
+        taken = self._take(free) or self._take_from_ended()
         self._renewed_at = renewing_at if taken else float("-inf")
         return taken
 
-    def _take_from_ended(self, now: datetime) -> bool:
+    def _take_from_ended(self) -> bool:
         """The lease of a process of this machine that has ended, at once (its name is the UPDATE's
         condition: of two processes restarted at once, one takes it)."""
         held_by = SchedulerLease.objects.filter(name=self.name).values_list("holder", flat=True).first() or ""
         holder = Holder.parse(held_by)
-        if holder is None or not holder.has_ended() or not self._take(Q(holder=held_by), now):
+        if holder is None or not holder.has_ended() or not self._take(Q(holder=held_by)):
             return False
         log.info("%s took the lease %s of %s at once: its process has ended", self.holder, self.name, held_by)
         return True
 
-    def _take(self, condition: Q, now: datetime) -> bool:
+    def _take(self, condition: Q) -> bool:
         rows = SchedulerLease.objects.filter(condition, name=self.name)
-        return rows.update(holder=self.holder, expires_at=now + self.ttl) == 1
+        expires_at = ExpressionWrapper(Now() + Value(self.ttl), output_field=DateTimeField())
+        return rows.update(holder=self.holder, expires_at=expires_at) == 1
 
     def release(self) -> None:
         self._renewed_at = float("-inf")

@@ -78,6 +78,7 @@ class Scheduler:
         if not connection.in_atomic_block:  # (tests run a pass inside their transaction)
             close_old_connections()
         if not self.lease.take():
+            self.reconciled = False  # (another ran the cluster meanwhile: what this one knew is stale)
             return False
         if not self.reconciled:
             self.reconcile()

@@ -94,6 +94,25 @@ def test_a_standby_on_another_machine_waits_out_the_lease(process):
 
 
 @pytest.mark.django_db
+def test_a_scheduler_named_as_another_machine_waits_out_an_ended_ones_lease(process, settings):
+    """PAI_MACHINE_NAME: two processes of one box given two names are two machines' (a standby
+    tried there)."""
+    settings.PAI_MACHINE_NAME = "machine-a"
+    held_by(ended(process))
+    settings.PAI_MACHINE_NAME = "machine-b"
+    assert not Lease(Holder.here()).take()
+
+
+@pytest.mark.django_db
+def test_a_standby_whose_clock_runs_ahead_takes_no_lease_early(monkeypatch):
+    """Expiry is the database's clock: a machine's own, minutes ahead, lets it take nothing."""
+    held_by("elsewhere-1")
+    ahead = timezone.now() + timedelta(minutes=10)
+    monkeypatch.setattr(timezone, "now", lambda: ahead)
+    assert not Lease(Holder.here()).take()
+
+
+@pytest.mark.django_db
 def test_a_holder_named_by_an_id_waits_out_the_lease():
     """`runscheduler --id` names no process: only a scheduler restarted with that id takes it at once."""
     held_by("scheduler-1")

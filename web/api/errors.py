@@ -14,7 +14,6 @@ from django.db import DatabaseError, IntegrityError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
-from rest_framework.views import set_rollback
 
 from accounts.groups import GroupProblem
 from jobs import actions
@@ -194,6 +193,10 @@ def error_response(status_code: int, code: str, message: str) -> Response:
 
 
 def openpai_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    # (imported here: rest_framework.views loads the API settings' parsers, which import this
+    # module; imported at the top, whichever of the two came first found the other half made)
+    from rest_framework.views import set_rollback
+
     set_rollback()
     found = classify(exc, context)
     if found is None:
