@@ -92,3 +92,20 @@ def test_the_api_logout_goes_to_the_sign_in_page_without_a_provider(settings):
     settings.PAI_OIDC_ISSUER = ""
     response = Client().get("/api/v1/authn/oidc/logout")
     assert (response.status_code, response["Location"]) == (302, "/login/")
+
+
+def test_a_logout_navigation_from_another_site_ends_no_session(admin_client, oidc_provider):
+    response = admin_client.get(
+        "/api/v2/authn/oidc/logout", HTTP_SEC_FETCH_SITE="cross-site", HTTP_REFERER="https://evil.example/page"
+    )
+    assert (response.status_code, response["Location"]) == (302, "/")
+    assert "_auth_user_id" in admin_client.session
+
+
+def test_a_logout_navigation_from_a_listed_web_portal_ends_the_session(admin_client, oidc_provider, settings):
+    settings.PAI_OIDC_REDIRECT_URIS = ["https://webportal.example/"]
+    response = admin_client.get(
+        "/api/v2/authn/oidc/logout", HTTP_SEC_FETCH_SITE="cross-site", HTTP_REFERER="https://webportal.example/x"
+    )
+    assert response.status_code == 302
+    assert "_auth_user_id" not in admin_client.session

@@ -171,15 +171,32 @@ class OidcLoginView(APIView):
 
 class OidcLogoutView(APIView):
     """`GET /api/v{1,2}/authn/oidc/logout`: ends the session and goes to the provider's logout (it
-    comes back to the sign-in page), or to the sign-in page when the provider has none."""
+    comes back to the sign-in page), or to the sign-in page when the provider has none.
+
+    OpenPAI's contract makes it a GET, so a page of another site could sign a reader out by an
+    image or a link: a navigation the browser marks as coming from another site ends nothing unless
+    it comes from an address the portal trusts (its own, or one in PAI_OIDC_REDIRECT_URIS, where
+    OpenPAI's web portal may be served)."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
     @extend_schema(request=None, responses={302: REDIRECTED}, auth=[])
     def get(self, request: Request) -> HttpResponseRedirect:
+        if not _from_a_trusted_site(request):
+            return HttpResponseRedirect("/")
         provider = end_sessions(request._request, provider_too=True) if oidc.enabled() else ""
         return HttpResponseRedirect(provider or settings.LOGIN_URL)
+
+
+def _from_a_trusted_site(request: Request) -> bool:
+    """False for a request the browser says came from another site (Sec-Fetch-Site) whose referring
+    page is not on an address the portal trusts. Clients that send no Sec-Fetch-Site (scripts,
+    OpenPAI's SDK) are trusted, as a script holding the session could log out anyway."""
+    if request.headers.get("Sec-Fetch-Site", "same-origin") in ("same-origin", "none"):
+        return True
+    referer = request.headers.get("Referer", "")
+    return bool(referer) and oidc.safe_api_redirect(referer) is not None
 
 
 class ApplicationTokenRequest(serializers.Serializer):
