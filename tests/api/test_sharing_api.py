@@ -78,6 +78,8 @@ def test_the_owner_shares_an_app_with_a_group_whose_members_list_it_as_shared(al
     [listed] = bob.get("/api/v2/apps").json()
     assert (listed["job"], listed["sharedBy"], listed["slug"]) == ("alice~notebook", "alice", app.slug)
     assert carol.get("/api/v2/apps").json() == []
+    assert bob.get(f"/api/v2/apps/{app.slug}").json()["sharedBy"] == "alice"
+    assert carol.get(f"/api/v2/apps/{app.slug}").status_code == 404
 
 
 def test_a_member_may_not_reshare_an_app_and_a_stranger_finds_none(alice, bob, carol, user, team):

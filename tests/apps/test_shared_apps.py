@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import websockets
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.typing import Subprotocol
 
 from jobs.models import InteractiveApp
@@ -66,7 +67,7 @@ def test_the_proxy_refuses_a_session_cookie_of_a_user_outside_the_group(shared_a
     before = len(upstream.seen)
     assert browser.get("/echo").status_code == 302
     assert browser.request("POST", "/echo", origin=browser.origin, data=b"x").status_code == 403
-    with pytest.raises(websockets.exceptions.InvalidStatus):
+    with pytest.raises(InvalidStatus):
         asyncio.run(_open_socket(browser))
     assert len(upstream.seen) == before
 
@@ -95,7 +96,7 @@ def test_a_members_open_websocket_is_closed_once_the_owner_unshares(shared_app, 
             await socket_.send("hello")
             assert await asyncio.wait_for(socket_.recv(), 10) == "echo:hello"
             await asyncio.to_thread(unshare, shared_app)
-            with pytest.raises(websockets.exceptions.ConnectionClosed):
+            with pytest.raises(ConnectionClosed):
                 while True:
                     await asyncio.wait_for(socket_.recv(), 10)
             return socket_.close_code

@@ -1,8 +1,8 @@
 """`GET /api/v2/apps`: the live interactive apps (notebooks, TensorBoards, `http` ports) of your jobs,
 across jobs, and those shared with a group of yours, with their idle time and the GPUs their jobs
 hold (an admin's: everyone's, or with `?owner=` one user's). Times are epoch milliseconds, as the
-jobs' are. `PATCH /api/v2/apps/<slug>` `{"sharedWithGroup": <one of your groups> | null}`: its
-owner shares an app with a group."""
+jobs' are. `GET /api/v2/apps/<slug>`: one of them; `PATCH /api/v2/apps/<slug>`
+`{"sharedWithGroup": <one of your groups> | null}`: its owner shares it with a group."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from rest_framework.views import APIView
 
 from accounts.permissions import is_admin
 from jobs import interactive
-from jobs.models import InteractiveApp
 from jobs.my_apps import LiveApp, live_apps
 from jobs.protocol import JobConfigError
 from web.api.errors import ApiConfigError, ApiError
@@ -86,7 +85,20 @@ class AppsView(APIView):
         return Response([app_shape(live, request) for live in live_apps(request.user, owner)])
 
 
+def listed(request: Request, slug: str) -> LiveApp:
+    """The live app of this slug among those the user's list holds; 404 otherwise."""
+    found = next((live for live in live_apps(request.user) if live.app.slug == slug), None)
+    if found is None:
+        raise ApiError(404, "NoAppError", f"App {slug} is not found.")
+    return found
+
+
 class AppView(APIView):
+    @extend_schema(operation_id="v2_app", responses={200: cast(Any, APP).child})
+    def get(self, request: Request, slug: str) -> Response:
+        """One live app of yours, or one shared with a group of yours (an admin: anyone's)."""
+        return Response(app_shape(listed(request, slug), request))
+
     @extend_schema(
         operation_id="v2_app_share",
         request=inline_serializer(
@@ -97,9 +109,7 @@ class AppView(APIView):
     def patch(self, request: Request, slug: str) -> Response:
         """Share your app with one of your groups (its members may open it and see it in their My
         apps), or with none (`null`)."""
-        app = InteractiveApp.objects.select_related("job", "job__owner").filter(slug=slug).first()
-        if app is None or not (app.job.owner_id == request.user.pk or interactive.may_open(app, request.user)):
-            raise ApiError(404, "NoAppError", f"App {slug} is not found.")
+        app = listed(request, slug).app
         if app.job.owner_id != request.user.pk:
             raise ApiError(403, "ForbiddenUserError", f"App {slug} is not yours to share.")
         data = request.data if isinstance(request.data, dict) else {}
@@ -107,5 +117,4 @@ class AppView(APIView):
             interactive.share(app, request.user, str(data.get("sharedWithGroup") or ""))
         except JobConfigError as error:
             raise ApiConfigError(400, "InvalidParametersError", str(error), error) from error
-        live = next(live for live in live_apps(request.user) if live.app.pk == app.pk)
-        return Response(app_shape(live, request))
+        return Response(app_shape(listed(request, slug), request))
