@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
 from clusters.executors.app_ports import app_host
+from jobs.group_shares import group_to_share_with
 from jobs.models import InteractiveApp, Job, JobState, Task, TaskState
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.interactive import declared_apps
@@ -56,11 +57,22 @@ def app_token(app: InteractiveApp) -> str:
 
 
 def may_open(app: InteractiveApp, user: Any) -> bool:
-    """The job's owner and the users its plugin names; nobody else, admins included (a notebook
+    """The job's owner, the users its plugin names and the members of the group its owner shared it
+    with (read now: one who left the group is refused); nobody else, admins included (a notebook
     is someone's live session)."""
     if not getattr(user, "is_authenticated", False) or not user.is_active:
         return False
-    return bool(user.pk == app.job.owner_id or user.get_username() in (app.users or []))
+    if user.pk == app.job.owner_id or user.get_username() in (app.users or []):
+        return True
+    return app.shared_with_group_id is not None and user.groups.filter(pk=app.shared_with_group_id).exists()
+
+
+def share(app: InteractiveApp, owner: Any, group_name: str | None) -> InteractiveApp:
+    """The app shared with one of its owner's groups (a name; none: with no group). Raises
+    JobConfigError for a group the owner is not in; the caller checks that `owner` owns the app."""
+    app.shared_with_group = group_to_share_with(owner, group_name, "sharedWithGroup")
+    app.save(update_fields=["shared_with_group"])
+    return app
 
 
 def serving_task(app: InteractiveApp) -> Task | None:

@@ -1,5 +1,6 @@
-"""Job templates: configs saved to start jobs from, private or for everyone, with the parameters a
-user is asked for (the config's `parameters`, their values the defaults). Saved from a job or a
+"""Job templates: configs saved to start jobs from, private, shared with one of the owner's groups
+(its members use it, read-only) or for everyone, edited by their owner, with the parameters a user
+is asked for (the config's `parameters`, their values the defaults). Saved from a job or a
 pasted config, or imported from OpenPAI's marketplace as it stored them: the marketplace-v2 YAML
 files (a v2 config with its `description` and `contributor`) and openpaimarketplace's items
 (`name`, `author`, `summary`, `description`, `tags`, `jobConfig`)."""
@@ -13,8 +14,9 @@ import yaml
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
-from accounts.permissions import is_admin
+from accounts.permissions import group_ids_of, is_admin
 from jobs import texts
+from jobs.group_shares import group_to_share_with
 from jobs.models import JobTemplate
 from jobs.protocol import JobConfigError, export, load, mask_config_text
 from jobs.protocol.errors import FieldError
@@ -24,11 +26,13 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\- ]{0,99}")
 
 
 def visible_templates(user: Any) -> QuerySet[JobTemplate]:
-    """The user's own and everyone's public ones (admins: all)."""
-    templates = JobTemplate.objects.select_related("owner")
+    """The user's own, those shared with a group of theirs and everyone's public ones (admins: all)."""
+    templates = JobTemplate.objects.select_related("owner", "shared_with_group")
     if is_admin(user):
         return templates
-    return templates.filter(Q(owner=user) | Q(visibility=JobTemplate.Visibility.PUBLIC))
+    return templates.filter(
+        Q(owner=user) | Q(visibility=JobTemplate.Visibility.PUBLIC) | Q(shared_with_group_id__in=group_ids_of(user))
+    )
 
 
 def find(user: Any, template_id: Any) -> JobTemplate:
@@ -58,17 +62,51 @@ def save(
     summary: str = "",
     description: str = "",
     visibility: str = JobTemplate.Visibility.PRIVATE,
+    shared_with_group: str = "",
     tags: list[str] | None = None,
     source: str = "",
 ) -> JobTemplate:
     """A new template of the user's; raises JobConfigError naming the field at fault: name,
-    visibility, or config.<the config's own path> (`config.taskRoles.worker...: must be >= 100`)."""
+    visibility, sharedWithGroup (a group of the user's, by name) or config.<the config's own
+    path> (`config.taskRoles.worker...: must be >= 100`)."""
+    template = JobTemplate(owner=user, tags=[str(tag) for tag in tags or []], source=source)
+    return _store(template, name, config_text, summary, description, visibility, shared_with_group)
+
+
+def update(
+    template: JobTemplate,
+    *,
+    name: str,
+    config_text: str,
+    summary: str = "",
+    description: str = "",
+    visibility: str = JobTemplate.Visibility.PRIVATE,
+    shared_with_group: str = "",
+) -> JobTemplate:
+    """The template changed by its owner (who may_change it is the caller's check), checked as
+    save() checks a new one; its group is one of the owner's."""
+    return _store(template, name, config_text, summary, description, visibility, shared_with_group)
+
+
+def _store(
+    template: JobTemplate,
+    name: str,
+    config_text: str,
+    summary: str,
+    description: str,
+    visibility: str,
+    shared_with_group: str,
+) -> JobTemplate:
     errors: list[FieldError] = []
     name = name.strip()
     if not NAME.fullmatch(name):
         errors.append(("name", texts.TEMPLATE_NAME()))
     if visibility not in JobTemplate.Visibility.values:
         errors.append(("visibility", texts.CHOICE(options=", ".join(JobTemplate.Visibility.values))))
+    try:
+        group = group_to_share_with(template.owner, shared_with_group, "sharedWithGroup")
+    except JobConfigError as error:
+        errors += error.errors
     if errors:
         raise JobConfigError(errors)
     try:
@@ -77,20 +115,18 @@ def save(
         raise JobConfigError(
             [(f"config.{path}" if path else "config", message) for path, message in error.errors]
         ) from error
+    template.name, template.summary, template.description = name, summary.strip()[:255], description
+    template.config_text, template.visibility, template.shared_with_group = (
+        mask_config_text(config_text),
+        visibility,
+        group,
+    )
     try:
-        with transaction.atomic():  # (a name taken rolls back this insert alone)
-            return JobTemplate.objects.create(
-                owner=user,
-                name=name,
-                summary=summary.strip()[:255],
-                description=description,
-                config_text=mask_config_text(config_text),
-                visibility=visibility,
-                tags=[str(tag) for tag in tags or []],
-                source=source,
-            )
+        with transaction.atomic():  # (a name taken rolls back this write alone)
+            template.save()
     except IntegrityError as exc:
         raise JobConfigError([("name", texts.TEMPLATE_NAME_TAKEN(name=name))]) from exc
+    return template
 
 
 def asked_parameters(template: JobTemplate) -> dict[str, Any]:

@@ -339,6 +339,10 @@ class JobTemplate(models.Model):
     config_text = models.TextField()  # a v2 config as saved, secrets masked
     visibility = models.CharField(max_length=8, choices=Visibility.choices, default=Visibility.PRIVATE)
     tags = models.JSONField(default=list, blank=True)
+    # One of the owner's groups whose members may see and use it (read-only); None: not shared so.
+    shared_with_group = models.ForeignKey(
+        "auth.Group", on_delete=models.SET_NULL, null=True, blank=True, related_name="shared_templates"
+    )
     # Where it came from: "" (saved here), "marketplace-v2" (OpenPAI's YAML files), "openpaimarketplace".
     source = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -378,6 +382,10 @@ class InteractiveApp(models.Model):
     slug = models.CharField(max_length=32, unique=True)  # random: the app's host name, not guessable
     idle_seconds = models.PositiveIntegerField(null=True, blank=True)  # stopped after this long idle
     users = models.JSONField(default=list, blank=True)  # who may open it besides the owner
+    # A group whose members may open it too (its owner's choice, on My apps); None: not shared so.
+    shared_with_group = models.ForeignKey(
+        "auth.Group", on_delete=models.SET_NULL, null=True, blank=True, related_name="shared_apps"
+    )
     ready_at = models.DateTimeField(null=True, blank=True)  # the server answered (this attempt)
     last_activity_at = models.DateTimeField(null=True, blank=True)  # proxied traffic or a busy kernel
     idle_warned_at = models.DateTimeField(null=True, blank=True)  # the app shows the stop coming

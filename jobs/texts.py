@@ -43,6 +43,7 @@ SWEEP_NAME_TAKEN = Text(
 
 TEMPLATE_NAME = Text("template.name", "1-100 letters, digits, spaces and _ . -, starting with a letter or digit")
 TEMPLATE_NAME_TAKEN = Text("template.name_taken", 'you have a template named "%(name)s" already')
+SHARE_GROUP = Text("template.share_group", 'you are in no group named "%(group)s"')
 MARKETPLACE_ITEM = Text(
     "template.marketplace_item", "a marketplace item is a mapping (an openpaimarketplace item, or a v2 config)"
 )

@@ -180,6 +180,22 @@ def admin_user(db):
 
 
 @pytest.fixture
+def team(user, other_user):
+    """Group `vision`, alice's and bob's: what alice shares a template or an app with."""
+    from django.contrib.auth.models import Group
+
+    group = Group.objects.create(name="vision")
+    group.user_set.add(user, other_user)
+    return group
+
+
+@pytest.fixture
+def stranger(db):
+    """carol: signed in, in no group of alice's (the hostile user of the sharing tests)."""
+    return create_user("carol")
+
+
+@pytest.fixture
 def default_vc(db):
     """The `default` VC a data migration creates; transactional tests flush it away, so make sure."""
     from clusters.models import VirtualCluster

@@ -29,6 +29,7 @@ VALUES = {
     "template_id": "1",
     "rule_id": "1",
     "groupname": "no-group",
+    "slug": "no-app",
 }
 DOCS = {"api-schema", "api-docs", "api-redoc", "api-none"}  # the docs are one page, not two APIs
 

@@ -203,6 +203,8 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     page.fill("textarea[name=config_text]", v2_yaml("x", memory_mb=10))
     page.click("[data-template-form] button[type=submit]")
     check("new template with errors")
+    page.goto(f"/templates/{template.pk}/edit/")
+    check("template edit")
     page.goto(f"/templates/{template.pk}/delete/")
     check("template delete confirmation")
     page.goto("/storage/")

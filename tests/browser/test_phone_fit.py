@@ -191,11 +191,13 @@ def sweep_pages(admin_user) -> dict[str, str]:
         "templates": "/templates/",
         "a template": f"/templates/{template.pk}/",
         "new template": "/templates/new/",
+        "edit template": f"/templates/{template.pk}/edit/",
     }
 
 
 @pytest.mark.parametrize(
-    "name", ["sweeps", "sweep page", "sweep stop confirmation", "templates", "a template", "new template"]
+    "name",
+    ["sweeps", "sweep page", "sweep stop confirmation", "templates", "a template", "new template", "edit template"],
 )
 def test_no_sweep_or_template_page_is_wider_than_a_phone_and_its_targets_are_44_px(phone, login, sweep_pages, name):
     open_page(phone, login, sweep_pages[name])

@@ -531,6 +531,7 @@ CASES: list[tuple[str, Callable[[Env], Any], str | None, str]] = [
     ("a template's visibility", lambda env: job_templates.save(env.user, name="x", config_text=v2(), visibility="world"), "visibility", "config.choice"),
     ("a template's name taken", lambda env: [job_templates.save(env.user, name="t", config_text=v2()) for _ in range(2)], "name", "template.name_taken"),
     ("a marketplace item", lambda env: job_templates.from_marketplace([1]), "", "template.marketplace_item"),
+    ("a template shared with a group not the owner's", lambda env: job_templates.save(env.user, name="x", config_text=v2(), shared_with_group="strangers"), "sharedWithGroup", "template.share_group"),
     ("an unreadable file", lambda env: read_config_text(str(env.tmp / "missing.yaml")), "", "config.cannot_read"),
     ("no such user", lambda env: find_user("nobody"), "", "config.no_user"),
     ("the form's hidden config", lambda env: _base_config("{nope"), "base_config", "config.form_base_not_json"),

@@ -53,6 +53,7 @@ urlpatterns = [
     path("v2/sweeps", sweeps.SweepsView.as_view(), name="api-sweeps"),
     path("v2/usage", usage.UsageView.as_view(), name="api-usage"),
     path("v2/apps", apps.AppsView.as_view(), name="api-apps"),
+    path("v2/apps/<str:slug>", apps.AppView.as_view(), name="api-app"),
     path("v2/alerts", alerts.AlertsView.as_view(), name="api-alerts"),
     path("v2/alert-rules", alerts.AlertRulesView.as_view(), name="api-alert-rules"),
     path("v2/alert-rules/<int:rule_id>", alerts.AlertRuleView.as_view(), name="api-alert-rule"),

@@ -5,7 +5,8 @@ never sent there and the app's pages cannot read them (nor one app another's). `
 hands every request for such a host to `AppProxy` before the portal sees it.
 
 The rules, per request: a session cookie of this origin (web/app_proxy/passes.py) for a user who
-may open the app (jobs.interactive.may_open, re-read every few seconds), else a GET goes to the
+may open the app (jobs.interactive.may_open: the owner, named users, the members of the group it
+is shared with; re-read every few seconds, also during an open websocket), else a GET goes to the
 portal's Open page to get one and anything else is refused; a state-changing request or a
 websocket whose Origin is another host is refused (the proxy's CSRF rule: apps of one domain are
 same-site to each other); our cookie is taken out of what the app receives and may not be set by
@@ -41,7 +42,7 @@ from yarl import URL
 from accounts.links import public_url
 from jobs.interactive import record_activity, slug_of_host
 from jobs.protocol.hooks import JUPYTER_PLUGIN
-from web.app_proxy import cookies, passes
+from web.app_proxy import apps, cookies, passes
 from web.app_proxy.apps import AppView, allowed, app_view
 
 Scope = dict[str, Any]
@@ -247,7 +248,7 @@ class AppProxy:
             return await send({"type": "websocket.close", "code": 1011})
         await send({"type": "websocket.accept", "subprotocol": upstream.protocol})
         self._touch(slug)
-        await relay(upstream, receive, send, lambda: self._touch(slug))
+        await relay(upstream, receive, send, lambda: self._touch(slug), lambda: allowed(slug, granted.user_id))
 
     # ---- the idle clock ------------------------------------------------------------------
     def _touch(self, slug: str, force: bool = False) -> None:
@@ -263,9 +264,15 @@ class AppProxy:
 
 
 async def relay(
-    upstream: aiohttp.ClientWebSocketResponse, receive: Receive, send: Send, touch: Callable[[], None]
+    upstream: aiohttp.ClientWebSocketResponse,
+    receive: Receive,
+    send: Send,
+    touch: Callable[[], None],
+    still_allowed: Callable[[], Awaitable[bool]],
 ) -> None:
-    """Messages both ways until either side closes; the browser's count as the app's traffic."""
+    """Messages both ways until either side closes; the browser's count as the app's traffic. The
+    user's right to the app is asked again every LOOKUP_S: a socket opened before the owner
+    unshared it, or before its user left the group, is closed (4403) within seconds."""
 
     async def from_browser() -> None:
         while True:
@@ -287,7 +294,12 @@ async def relay(
             else:
                 return
 
-    relays = [asyncio.ensure_future(from_browser()), asyncio.ensure_future(from_app())]
+    async def while_allowed() -> None:
+        while await still_allowed():
+            await asyncio.sleep(apps.LOOKUP_S)
+
+    watch = asyncio.ensure_future(while_allowed())
+    relays = [asyncio.ensure_future(from_browser()), asyncio.ensure_future(from_app()), watch]
     try:
         await asyncio.wait(relays, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -295,7 +307,7 @@ async def relay(
             each.cancel()
         await upstream.close()
         with contextlib.suppress(Exception):  # (the browser may be gone already)
-            await send({"type": "websocket.close", "code": 1000})
+            await send({"type": "websocket.close", "code": 4403 if watch.done() and not watch.cancelled() else 1000})
 
 
 def route_by_host(portal: Callable[..., Any], proxy: Callable[..., Any]) -> Callable[..., Any]:

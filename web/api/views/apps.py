@@ -1,10 +1,12 @@
 """`GET /api/v2/apps`: the live interactive apps (notebooks, TensorBoards, `http` ports) of your jobs,
-across jobs, with their idle time and the GPUs their jobs hold (an admin's: everyone's, or with
-`?owner=` one user's). Times are epoch milliseconds, as the jobs' are."""
+across jobs, and those shared with a group of yours, with their idle time and the GPUs their jobs
+hold (an admin's: everyone's, or with `?owner=` one user's). Times are epoch milliseconds, as the
+jobs' are. `GET /api/v2/apps/<slug>`: one of them; `PATCH /api/v2/apps/<slug>`
+`{"sharedWithGroup": <one of your groups> | null}`: its owner shares it with a group."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
@@ -14,12 +16,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import is_admin
+from jobs import interactive
 from jobs.my_apps import LiveApp, live_apps
+from jobs.protocol import JobConfigError
+from web.api.errors import ApiConfigError, ApiError
 from web.api.shapes import epoch_ms
 
 APP = inline_serializer(
     "LiveApp",
     {
+        "slug": serializers.CharField(help_text="the app's name in its host and in PATCH /api/v2/apps/<slug>"),
         "kind": serializers.CharField(help_text="jupyter, tensorboard or http"),
         "role": serializers.CharField(help_text="the task role whose first task serves it"),
         "portLabel": serializers.CharField(),
@@ -34,6 +40,12 @@ APP = inline_serializer(
         "gpus": serializers.IntegerField(help_text="GPUs its job's running tasks hold"),
         "openUrl": serializers.CharField(help_text="the portal's Open link (signs the browser in to the app)"),
         "stopUrl": serializers.CharField(help_text='stops its job: PUT `{"value": "STOP"}` (executionType)'),
+        "sharedWithGroup": serializers.CharField(
+            allow_null=True, help_text="the group whose members may open it too (its owner's choice); null: none"
+        ),
+        "sharedBy": serializers.CharField(
+            allow_null=True, help_text="its owner, when it is listed because it is shared with a group of yours"
+        ),
     },
     many=True,
 )
@@ -42,6 +54,7 @@ APP = inline_serializer(
 def app_shape(live: LiveApp, request: Request) -> dict[str, Any]:
     job = live.job
     return {
+        "slug": live.app.slug,
         "kind": live.app.kind,
         "role": live.app.role,
         "portLabel": live.app.port_label,
@@ -54,6 +67,8 @@ def app_shape(live: LiveApp, request: Request) -> dict[str, Any]:
         "gpus": live.gpus,
         "openUrl": request.build_absolute_uri(reverse("apps:open", args=[live.app.slug])),
         "stopUrl": request.build_absolute_uri(reverse("api-job-execution", args=[job.full_name])),
+        "sharedWithGroup": live.app.shared_with_group.name if live.app.shared_with_group else None,
+        "sharedBy": live.shared_by or None,
     }
 
 
@@ -68,3 +83,38 @@ class AppsView(APIView):
         longest idle first."""
         owner = request.query_params.get("owner", "") if is_admin(request.user) else ""
         return Response([app_shape(live, request) for live in live_apps(request.user, owner)])
+
+
+def listed(request: Request, slug: str) -> LiveApp:
+    """The live app of this slug among those the user's list holds; 404 otherwise."""
+    found = next((live for live in live_apps(request.user) if live.app.slug == slug), None)
+    if found is None:
+        raise ApiError(404, "NoAppError", f"App {slug} is not found.")
+    return found
+
+
+class AppView(APIView):
+    @extend_schema(operation_id="v2_app", responses={200: cast(Any, APP).child})
+    def get(self, request: Request, slug: str) -> Response:
+        """One live app of yours, or one shared with a group of yours (an admin: anyone's)."""
+        return Response(app_shape(listed(request, slug), request))
+
+    @extend_schema(
+        operation_id="v2_app_share",
+        request=inline_serializer(
+            "AppSharing", {"sharedWithGroup": serializers.CharField(allow_null=True, help_text="one of your groups")}
+        ),
+        responses={200: cast(Any, APP).child},  # (one of the list's)
+    )
+    def patch(self, request: Request, slug: str) -> Response:
+        """Share your app with one of your groups (its members may open it and see it in their My
+        apps), or with none (`null`)."""
+        app = listed(request, slug).app
+        if app.job.owner_id != request.user.pk:
+            raise ApiError(403, "ForbiddenUserError", f"App {slug} is not yours to share.")
+        data = request.data if isinstance(request.data, dict) else {}
+        try:
+            interactive.share(app, request.user, str(data.get("sharedWithGroup") or ""))
+        except JobConfigError as error:
+            raise ApiConfigError(400, "InvalidParametersError", str(error), error) from error
+        return Response(app_shape(listed(request, slug), request))

@@ -1,5 +1,6 @@
 """`/api/v2/templates`: the portal's job templates. `POST` takes the portal's shape (`name`,
-`config`, `summary`, `description`, `visibility`) or an openpaimarketplace item (`jobConfig`)."""
+`config`, `summary`, `description`, `visibility`, `sharedWithGroup`) or an openpaimarketplace item
+(`jobConfig`); `PATCH /api/v2/templates/<id>` changes the fields it names (its owner)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def shape(template: JobTemplate, *, whole: bool = False) -> dict[str, Any]:
         "username": template.owner.get_username(),
         "summary": template.summary,
         "visibility": template.visibility,
+        "sharedWithGroup": template.shared_with_group.name if template.shared_with_group else None,
         "source": template.source,
         "tags": template.tags,
         "parameters": job_templates.asked_parameters(template),
@@ -32,6 +34,9 @@ def shape(template: JobTemplate, *, whole: bool = False) -> dict[str, Any]:
     if whole:
         data.update(description=template.description, config=template.config_text)
     return data
+
+
+CHANGEABLE = ("name", "config", "summary", "description", "visibility", "sharedWithGroup")
 
 
 def found(request: Request, template_id: int) -> JobTemplate:
@@ -44,14 +49,16 @@ def found(request: Request, template_id: int) -> JobTemplate:
 class TemplatesView(APIView):
     @extend_schema(operation_id="v2_templates_list", responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request) -> Response:
-        """The templates you may use (yours and everyone's public ones); `?q=` searches them."""
+        """The templates you may use (yours, those shared with a group of yours and everyone's public
+        ones); `?q=` searches them."""
         templates = job_templates.search(request.user, request.query_params.get("q", ""))[:500]
         return Response([shape(template) for template in templates])
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
-        """Save a template: `{name, config, summary?, description?, visibility?}`, or an
-        openpaimarketplace item (`{name, summary, description, tags, jobConfig}`)."""
+        """Save a template: `{name, config, summary?, description?, visibility?, sharedWithGroup?}`
+        (`sharedWithGroup`: one of your groups, whose members may use it), or an openpaimarketplace
+        item (`{name, summary, description, tags, jobConfig}`)."""
         data = request.data if isinstance(request.data, dict) else {}
         try:
             if "jobConfig" in data:
@@ -61,7 +68,12 @@ class TemplatesView(APIView):
                     key: str(data.get(source) or "")
                     for key, source in (("name", "name"), ("config_text", "config"), ("summary", "summary"))
                 } | {"description": str(data.get("description") or "")}
-            template = job_templates.save(request.user, visibility=str(data.get("visibility") or "private"), **fields)
+            template = job_templates.save(
+                request.user,
+                visibility=str(data.get("visibility") or "private"),
+                shared_with_group=str(data.get("sharedWithGroup") or ""),
+                **fields,
+            )
         except JobConfigError as error:
             raise ApiConfigError(400, "InvalidParametersError", str(error), error) from error
         return Response(shape(template, whole=True), status=201)
@@ -71,6 +83,31 @@ class TemplateView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, template_id: int) -> Response:
         return Response(shape(found(request, template_id), whole=True))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={200: OpenApiTypes.OBJECT})
+    def patch(self, request: Request, template_id: int) -> Response:
+        """Change your template: any of `{name, config, summary, description, visibility,
+        sharedWithGroup}` (`sharedWithGroup`: one of your groups, or null to share with none); the
+        others stay."""
+        template = found(request, template_id)
+        if not job_templates.may_change(request.user, template):
+            raise ApiError(403, "ForbiddenUserError", f"Template {template_id} is not yours to change.")
+        data = request.data if isinstance(request.data, dict) else {}
+        now = shape(template, whole=True)
+        given = {key: data[key] if key in data else now[key] for key in CHANGEABLE}
+        try:
+            job_templates.update(
+                template,
+                name=str(given["name"] or ""),
+                config_text=str(given["config"] or ""),
+                summary=str(given["summary"] or ""),
+                description=str(given["description"] or ""),
+                visibility=str(given["visibility"] or ""),
+                shared_with_group=str(given["sharedWithGroup"] or ""),
+            )
+        except JobConfigError as error:
+            raise ApiConfigError(400, "InvalidParametersError", str(error), error) from error
+        return Response(shape(template, whole=True))
 
     @extend_schema(responses={204: None})
     def delete(self, request: Request, template_id: int) -> Response:
