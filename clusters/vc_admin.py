@@ -6,7 +6,6 @@ a VC while no job names it. Each change is recorded in the audit list."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django import forms
@@ -20,8 +19,6 @@ from clusters.models import VirtualCluster
 from clusters.shares import total_share
 from clusters.slurm_nodes import PartitionError, check_partition
 
-# OpenPAI's rule for a VC's name (rest-server): also what the VC pages' addresses can hold.
-VC_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
 # The VC of the jobs that name none (jobs.protocol's DEFAULT_VIRTUAL_CLUSTER; clusters 0002 makes it).
 DEFAULT_VC = "default"
 
@@ -123,13 +120,6 @@ class VirtualClusterForm(forms.ModelForm):
             except PartitionError as exc:
                 raise forms.ValidationError(str(exc)) from exc
         return partition
-
-    def clean_name(self) -> str:
-        """A new name (or a new one for a VC) as OpenPAI allows it; a VC made before keeps its own."""
-        name: str = self.cleaned_data["name"]
-        if name != self.instance.name and not VC_NAME.match(name):
-            raise forms.ValidationError(_("letters, digits and _ only"))
-        return name
 
 
 def other_shares(vc: VirtualCluster | None) -> Any:

@@ -164,3 +164,11 @@ def test_a_vcs_page_shows_its_jobs_and_who_may_use_it(root_client, research, mak
 
 def test_an_unknown_vc_is_a_404(root_client):
     assert root_client.get("/cluster/vcs/nope/").status_code == 404
+
+
+def test_a_vc_whose_name_holds_a_slash_has_its_pages(root_client, default_vc):
+    """`createvc` and the admin take any name: the list links it and its pages answer."""
+    VirtualCluster.objects.create(name="team/a", share_percent=0)
+    assert 'href="/cluster/vcs/team/a/"' in root_client.get("/cluster/vcs/").content.decode()
+    for path in ("/cluster/vcs/team/a/", "/cluster/vcs/team/a/edit/", "/cluster/vcs/team/a/remove/"):
+        assert root_client.get(path).status_code == 200, path

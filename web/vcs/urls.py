@@ -1,6 +1,6 @@
 """The VC pages (admins): the VCs, one VC's jobs, usage and users, its form and its removal. A
-name is a path: VCs made before the form's name rule (`createvc`) may hold a slash; edit and
-remove come first so that their endings are not read as part of a name."""
+name is a path (`createvc` and the form take any name, a slash too); edit and remove come first
+so that their endings are not read as part of a name."""
 
 from django.urls import path
 
