@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -10,84 +9,8 @@ from django.utils.translation import gettext_lazy as _
 
 from accounts.admin_labels import label
 from clusters.models import Gpu, GpuType, Node, StorageConfig, VirtualCluster
-from clusters.shares import over_100_warning, share_warnings, total_share
-from clusters.slurm_nodes import PartitionError, check_partition
-
-
-class VirtualClusterForm(forms.ModelForm):
-    class Meta:
-        model = VirtualCluster
-        fields = (
-            "name",
-            "description",
-            "share_percent",
-            "slurm_partition",
-            "allowed_users",
-            "allowed_groups",
-            "queue_policy",
-            "backfill",
-            "user_gpu_limit",
-            "default_run_minutes",
-            "max_run_minutes",
-            "default_priority_class",
-            "max_priority_class",
-            "crit_users",
-            "lends_idle_quota",
-            "lending_limit_percent",
-            "borrowing_limit_percent",
-        )
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        for name in ("default_priority_class", "max_priority_class"):  # (left out: the model's default)
-            self.fields[name].required = False
-
-    def clean_default_priority_class(self) -> str:
-        return str(self.cleaned_data.get("default_priority_class") or "test")
-
-    def clean_max_priority_class(self) -> str:
-        return str(self.cleaned_data.get("max_priority_class") or "crit")
-
-    def clean(self) -> dict:
-        cleaned = super().clean() or {}
-        default, maximum = cleaned.get("default_run_minutes"), cleaned.get("max_run_minutes")
-        if default and maximum and default > maximum:
-            self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
-        self._check_total_share(cleaned)
-        return cleaned
-
-    def _check_total_share(self, cleaned: dict) -> None:
-        """Shares over 100 % in all are refused as `createvc` warns of them (clusters.shares), unless
-        the change lowers the total (a cluster already over can still be put right step by step)."""
-        share = cleaned.get("share_percent")
-        if share is None:
-            return
-        name = self.instance.name if self.instance.pk else cleaned.get("name")
-        total = total_share(name, 0 if cleaned.get("slurm_partition") else share)
-        if total > 100 and total > total_share():
-            self.add_error(
-                "share_percent",
-                _(
-                    "With this share the VCs' shares would add up to %(total)s%% (more than 100%%): lower "
-                    "another VC's share first (the default VC's, say)."
-                )
-                % {"total": f"{total.normalize():f}"},
-            )
-
-    def clean_lends_idle_quota(self) -> bool:
-        if self.cleaned_data.get("lends_idle_quota") and (self.cleaned_data.get("slurm_partition") or "").strip():
-            raise forms.ValidationError(_("a Slurm VC never lends: Slurm places its jobs"))
-        return bool(self.cleaned_data.get("lends_idle_quota"))
-
-    def clean_slurm_partition(self) -> str:
-        """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
-        partition: str = self.cleaned_data["slurm_partition"].strip()
-        if partition and partition != self.initial.get("slurm_partition"):
-            try:
-                check_partition(partition)
-            except PartitionError as exc:
-                raise forms.ValidationError(str(exc)) from exc
-        return partition
+from clusters.shares import over_100_warning, share_warnings
+from clusters.vc_admin import VC_LABELS, VirtualClusterForm
 
 
 @admin.register(VirtualCluster)
@@ -172,31 +95,7 @@ class StorageConfigAdmin(admin.ModelAdmin):
     autocomplete_fields = ("allowed_users", "allowed_groups", "virtual_clusters")
 
 
-label(
-    VirtualCluster,
-    _("virtual cluster"),
-    _("virtual clusters"),
-    {
-        "name": _("Name"),
-        "description": _("Description"),
-        "share_percent": _("Share (%)"),
-        "slurm_partition": _("Slurm partition"),
-        "queue_policy": _("Queue policy"),
-        "backfill": _("Backfill"),
-        "user_gpu_limit": _("GPUs per user"),
-        "default_run_minutes": _("Default time limit (minutes)"),
-        "max_run_minutes": _("Longest time limit (minutes)"),
-        "default_priority_class": _("Default priority class"),
-        "max_priority_class": _("Highest priority class"),
-        "crit_users": _("Users who may use crit"),
-        "lends_idle_quota": _("Lends its idle quota"),
-        "lending_limit_percent": _("Lending limit (%)"),
-        "borrowing_limit_percent": _("Borrowing limit (%)"),
-        "created_at": _("Created at"),
-        "allowed_users": _("Allowed users"),
-        "allowed_groups": _("Allowed groups"),
-    },
-)
+label(VirtualCluster, _("virtual cluster"), _("virtual clusters"), VC_LABELS)
 label(GpuType, _("GPU type"), _("GPU types"), {"name": _("Name"), "description": _("Description")})
 label(Gpu, _("GPU"), _("GPUs"), {"node": _("Node"), "index": _("Index"), "gpu_type": _("GPU type")})
 label(

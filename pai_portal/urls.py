@@ -35,6 +35,7 @@ urlpatterns = [
     path("", include("web.ssh.urls")),
     path("", include("web.app_proxy.urls")),
     path("", include("web.my_apps.urls")),
+    path("", include("web.vcs.urls")),
     path("", include("web.webhooks.urls")),
     path("", include("web.alerts.urls")),
     path("", include("web.usage.urls")),
