@@ -16,6 +16,7 @@ from datetime import datetime
 from django.conf import settings
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.executors.base import Failure, TaskHandle, TaskStatus
 from clusters.models import Node
 from jobs import lifecycle
@@ -65,6 +66,9 @@ class Ended:
 
     changed: bool = False
     retried: set[tuple[int, int]] = field(default_factory=set)
+    # Tasks whose network found a port of theirs held once started (their start had found it free):
+    # (node name, the task's ports, what was said), for the loop to keep out of placement a while.
+    ports_held: list[tuple[str, dict[str, list[int]], str | Message]] = field(default_factory=list)
 
 
 def _task_exit(info: ExitInfo, status: TaskStatus) -> TaskExit:
@@ -217,6 +221,8 @@ def run(
             suspects.add(node_id)
             continue
         task = Task.objects.select_related("node", "job__virtual_cluster").get(pk=task_id)
+        if status.failure is Failure.PORT_CONFLICT:
+            ended.ports_held.append((node.name, task.ports, status.diagnostics))
         with job_guard(task.job_id, backends, "record how its task ended", task_id=task.pk):
             task.job = changed_jobs.get(task.job_id, task.job)
             if record_exit(task, status):

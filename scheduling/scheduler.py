@@ -90,6 +90,8 @@ class Scheduler:
         stopped |= time_limits.end_overdue_jobs(self.backends, terminator=self.terminator)
         preempted = self.placer.preempter.carry_out()
         ended = ending.run(self.backends, self.failed_starts, self.heartbeat.suspects, meanwhile=self._launch_ready)
+        for node, ports, said in ended.ports_held:  # (the job placed again gets other ports there)
+            self.starter.trouble.ports_held(node, ports, said)
         started = self.starter.start_unstarted(self.unstarted | ended.retried)
         self.unstarted = set()
         freed = stopped or preempted or ended.changed or nodes_changed

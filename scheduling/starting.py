@@ -56,6 +56,13 @@ class NodeTrouble:
         self.port_conflicts = RecentTrouble(PORT_CONFLICT_AVOID_S)
         self.mount_failures = MountFailures()
 
+    def ports_held(self, node: str, ports: dict[str, list[int]], said: str | Message) -> None:
+        """A task given these ports (by label) on the node found one of them held, by its start or
+        by its network once started: each is kept out of placement there for PORT_CONFLICT_AVOID_S."""
+        for numbers in ports.values():
+            for port in numbers:
+                self.port_conflicts.remember(node, port, said)
+
 
 def _start_one(item: Start, registries: RegistryJudge) -> tuple[TaskHandle, datetime] | Exception:
     """Start one task (on a pool thread): its handle and when its start returned (the portal's
@@ -238,8 +245,7 @@ class Starter:
             if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
                 self.trouble.mount_failures.remember(task.node.name, exc.storage, said)
             if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
-                for port in (port for ports in task.ports.values() for port in ports):
-                    self.trouble.port_conflicts.remember(task.node.name, port, message)
+                self.trouble.ports_held(task.node.name, task.ports, message)
         else:
             log.error("starting %s failed", task, exc_info=exc)
             said = START_CRASHED(said=str(exc))

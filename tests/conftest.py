@@ -223,14 +223,15 @@ def private_job_list(settings):
 @pytest.fixture(scope="session", autouse=True)
 def ports_of_this_worker() -> Iterator[None]:
     """Under pytest-xdist (`make fast`) two workers' process tasks would be given the same ports
-    on the same node address, and each task's pasta binds its declared ports there: the nodes a
-    worker after the first creates with the default range get a range of their own."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    index = int(worker[2:]) if worker[2:].isdigit() else 0
+    on the same node address, and each task's pasta binds its declared ports there: the nodes each
+    worker creates with the default range get a range of their own (the first worker's too: the
+    default range holds every other worker's)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    index = int(worker[2:]) if worker and worker[2:].isdigit() else 0
     # PAI_TEST_PORT_SLOT: a second test session on the same box (another worktree) takes its own
     # slot of ranges, so its tasks never bind the ports of the first one's.
     index += 4 * int(os.environ.get("PAI_TEST_PORT_SLOT", "0") or 0)
-    if index == 0:
+    if worker is None and index == 0:
         yield
         return
     from django.db.models.signals import pre_save

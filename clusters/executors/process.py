@@ -50,7 +50,14 @@ from clusters.executors.netns import TASK_INTERFACE
 from clusters.executors.port_probe import bind_refusal
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
-from clusters.executors.supervise import GRACE_FILE, PASTA_PID_NAME, SCRIPT_FD, claim, proc_stat, socket_address
+from clusters.executors.supervise import (
+    GRACE_FILE,
+    PASTA_PID_NAME,
+    SCRIPT_FD,
+    claim,
+    recorded_process,
+    socket_address,
+)
 from clusters.job_files import job_dir_name
 
 log = logging.getLogger("pai.executors.process")
@@ -299,13 +306,13 @@ class ProcessExecutor(Executor):
             return None
 
     def _alive(self, executor_id: str, task_dir: Path) -> bool:
-        """Whether the task's supervisor still runs: its pid, started when its pid file says."""
+        """Whether the task's supervisor still runs: the very process its pid file records."""
         try:
-            pid, started = (task_dir / "pid").read_text().split()
-            stat = proc_stat(int(pid))
-        except (OSError, ValueError):
+            return recorded_process(task_dir / "pid") is not None
+        except ValueError:
             return self._alive_by_command_line(task_dir)  # (a pid file of an earlier version: no start time)
-        return stat[0] != "Z" and stat[19] == started
+        except OSError:
+            return False  # no supervisor yet
 
     def _alive_by_command_line(self, task_dir: Path) -> bool:
         """A supervisor started with its own command line (one per task, before the server)."""
@@ -421,12 +428,9 @@ class ProcessExecutor(Executor):
         """The task's pasta, should its supervisor have been killed before ending it (a supervisor
         ends its own): left, it would hold the task's ports on the node for good, and each later
         task given them would fail as a port conflict. Only that very process (pid and start time)."""
-        try:
-            pid, started = (task_dir / PASTA_PID_NAME).read_text().split()
-            if proc_stat(int(pid))[19] == started:
-                os.kill(int(pid), signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
-            pass  # ended with its task, or never started
+        with contextlib.suppress(OSError, ValueError):  # (never started)
+            if (pid := recorded_process(task_dir / PASTA_PID_NAME)) is not None:  # (else ended with its task)
+                os.kill(pid, signal.SIGKILL)
 
     def _wait_gone(self, pid: int, executor_id: str, task_dir: Path, seconds: float) -> None:
         """Until the task's supervisor has ended, or `seconds` have passed: woken by its pidfd the

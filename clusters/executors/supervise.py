@@ -59,7 +59,7 @@ SOCKET_NAME = "supervisor-v2.sock"
 GRACE_FILE = "stop_grace"
 CLAIM_NAME = "supervised"  # in a task directory: a supervisor has taken it (or a start gave it up)
 ALREADY_CLAIMED = 0
-PASTA_PID_NAME = "pasta_pid"  # in a task directory: its pasta, as "pid start-time"
+PASTA_PID_NAME = "pasta_pid"  # in a task directory: its pasta (record_process)
 SERVER_PID_NAME = "supervisor.pid"  # the server's own pid (tools that look for leftover tasks skip it)
 SERVER_IDLE_S = 30
 SERVER_CHECK_S = 5  # how often an idle server looks whether its work root is still there
@@ -156,8 +156,7 @@ class Supervisor:
         if not claim(self.task_dir):
             return ALREADY_CLAIMED  # a second request for this attempt: the first one runs it
         # Its own pid first, so a scheduler killed right after starting it still finds it.
-        self._write("pid.tmp", f"{os.getpid()} {start_time(os.getpid())}")
-        os.replace(os.path.join(self.task_dir, "pid.tmp"), os.path.join(self.task_dir, "pid"))
+        record_process(os.path.join(self.task_dir, "pid"), os.getpid())
         started(os.getpid())
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
@@ -211,8 +210,8 @@ class Supervisor:
             # Its pid for the portal: pasta outlives a supervisor killed -9 (nothing else ends it).
             pasta = network.pasta.pid if network is not None else None
             if pasta is not None:
-                with contextlib.suppress(OSError, IndexError):
-                    self._write(PASTA_PID_NAME, f"{pasta} {start_time(pasta)}")
+                with contextlib.suppress(OSError):
+                    record_process(os.path.join(self.task_dir, PASTA_PID_NAME), pasta)
             os.write(block, b"go")  # (EPIPE when bwrap has failed meanwhile)
             return network, None
         except (OSError, NetworkError) as exc:
@@ -396,6 +395,29 @@ def start_time(pid: int) -> str:
     """When the process started (clock ticks since boot, /proc/<pid>/stat field 22): with the pid,
     names one process for good (pids are reused)."""
     return proc_stat(pid)[19]
+
+
+def record_process(path: str, pid: int) -> None:
+    """`path` names the process for good, as "pid start-time", written whole (a reader finds the
+    earlier record or this one): read back by recorded_process."""
+    with open(path + ".tmp", "w") as file:
+        file.write(f"{pid} {start_time(pid)}")
+    os.replace(path + ".tmp", path)
+
+
+def recorded_process(path: str | os.PathLike[str]) -> int | None:
+    """The process recorded at `path` (record_process), if it still runs: its pid; None once it
+    has ended (a zombie too) or its pid is another process's. Two small reads: the executor asks
+    this of each task on every poll. OSError: nothing recorded there; ValueError: no start time
+    (a record of an earlier version)."""
+    with open(path) as file:
+        number, started = file.read().split()
+    pid = int(number)
+    try:
+        stat = proc_stat(pid)
+    except OSError:
+        return None
+    return pid if stat[0] != "Z" and stat[19] == started else None
 
 
 def socket_address(directory_fd: int) -> str:

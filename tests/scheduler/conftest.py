@@ -6,7 +6,6 @@ import time
 import pytest
 
 from clusters.executors.base import TaskLaunch
-from clusters.executors.port_probe import bind_refusal
 from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.models import Job
@@ -23,8 +22,6 @@ def process_node(db, settings, tmp_path):
 
     executor_for.cache_clear()
     node = Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
-    node.port_range_start, node.port_range_end = free_window(node.address, node.port_range_start, node.port_range_end)
-    node.save(update_fields=["port_range_start", "port_range_end"])
     yield node
     # Tasks a test left running end with it: each holds its declared ports on the node's address
     # (its pasta), which the next test's tasks are given again.
@@ -32,18 +29,6 @@ def process_node(db, settings, tmp_path):
     for task in executor.list_running():
         executor.stop(task.handle)
     executor_for.cache_clear()
-
-
-def free_window(address: str, start: int, end: int, size: int = 600) -> tuple[int, int]:
-    """The first `size` ports of [start, end] (or all of a narrower range) that nothing on the box
-    holds now on the node's address: a program another test left behind (a task's pasta, a
-    published container port) holding the range's first port would fail this test's starts as port
-    conflicts, counted as retries."""
-    size = min(size, end - start + 1)
-    for low in range(start, end - size + 2, 100):
-        if all(bind_refusal(address, port) is None for port in range(low, low + size)):
-            return low, low + size - 1
-    return start, end
 
 
 @pytest.fixture

@@ -102,14 +102,30 @@ class HeldStarts(Executor):
         self.executor = executor
         self.release = threading.Event()
         self.starts = 0
+        self.ended = threading.Condition()
+        self.finished = 0
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.executor, name)
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
-        self.starts += 1
-        self.release.wait(30)
-        return self.executor.start(launch)
+        with self.ended:
+            self.starts += 1
+        try:
+            self.release.wait(30)
+            return self.executor.start(launch)
+        finally:
+            with self.ended:
+                self.finished += 1
+                self.ended.notify_all()
+
+    def release_all(self) -> None:
+        """Let every held start go and wait until each has ended: one ending after the test would
+        start a task nobody stops, holding the first ports of the node's range for the next tests
+        (their starts failed as port conflicts)."""
+        self.release.set()
+        with self.ended:
+            assert self.ended.wait_for(lambda: self.finished == self.starts, 30), "a held start never ended"
 
     def poll(self, handle):
         return self.executor.poll(handle)
@@ -127,7 +143,7 @@ def held_node(process_node, monkeypatch, deadline):
     node = Bulkheaded(held, Lane(process_node.name))
     monkeypatch.setattr(executors, "node_executor", lambda _node: node)
     yield held
-    held.release.set()
+    held.release_all()  # (before process_node stops the node's tasks)
 
 
 def test_a_start_past_its_deadline_holds_no_pass_and_is_adopted_not_started_twice(
