@@ -24,6 +24,13 @@ SLURM_BEGIN_AT = Text(
 CHOICE = Text("config.choice", "must be one of %(options)s")
 JOB_NAME_TAKEN = Text("config.job_name_taken", 'job "%(name)s" already exists for user %(user)s')
 
+# --- a job's tags (jobs.actions.tag_error: the API's `value`) -------------------------------------
+TAG_BLANK = Text("tag.blank", "must be a non-empty string")
+TAG_COMMA = Text("tag.comma", "must not contain a comma")
+TAG_TOO_LONG = Text(
+    "tag.too_long", "must be at most %(most)s character", plural="must be at most %(most)s characters", count="most"
+)
+
 # --- dependencies a config names (jobs.dependencies) ---------------------------------------------
 
 NO_JOB_ID = Text("config.dependency.no_job_id", "no job with id %(id)s that you may see")

@@ -51,5 +51,9 @@ def _declared_length(request: HttpRequest) -> int:
 def _too_large(request: HttpRequest, limit: int) -> HttpResponse:
     message = _("The request is too large; the limit is %(limit)d KB.") % {"limit": limit // 1024}
     if is_api(request.path):
-        return JsonResponse({"code": "InvalidParametersError", "message": message}, status=413)
+        from web.api import texts  # (the API's words: loaded with the first refusal, not with the settings)
+        from web.api.errors import Answer, entry
+
+        said = [entry(texts.OVER_LIMIT(limit=limit // 1024))]
+        return JsonResponse(Answer(413, "InvalidParametersError", message, said).body(), status=413)
     return render(request, "request_too_large.html", {"message": message}, status=413)
