@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 
 from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, body_limit, is_api
 from web.api import texts
-from web.api.errors import Answer, entry
+from web.api.answers import Answer, entry
 
 EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/", "/metrics")
 DOCS_PAGES = ("/api/docs/", "/api/redoc/", "/rest-server/api/docs/", "/rest-server/api/redoc/")

@@ -12,7 +12,8 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from web.api import texts
-from web.api.errors import API_ALIAS_PREFIX, Answer, entry
+from web.api.answers import Answer, entry
+from web.api.errors import API_ALIAS_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -1,15 +1,15 @@
-"""Every API failure becomes `{"code", "message", "errors", "field"}` with OpenPAI's error codes and statuses.
+"""Every API failure becomes `{"code", "message", "errors", "field"}` (web.api.answers) with
+OpenPAI's error codes and statuses.
 
 The codes are those of OpenPAI's rest-server (src/rest-server/src/utils/error.js users), so
 clients that branch on `code` keep working, and `message` is the English they read. `errors` says
-the same as catalogue messages, `[{field, message, code, params}]` (a config's mistakes one each, any
-other refusal one with its `api.*` code, web.api.texts), and `field` names the first's field.
+the same as catalogue messages (a config's mistakes one each, any other refusal one with its
+`api.*` code, web.api.texts).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig, SuspiciousOperation
@@ -23,6 +23,7 @@ from catalogue import Message, Text, all_texts
 from jobs import actions
 from jobs.protocol import JobConfigError
 from web.api import texts
+from web.api.answers import Answer, answer, entry
 
 logger = logging.getLogger(__name__)
 
@@ -32,34 +33,6 @@ def validated(form: type[serializers.Serializer], data: Any) -> Any:
     checked = form(data=data)
     checked.is_valid(raise_exception=True)
     return checked.validated_data
-
-
-def entry(message: Message, field: str = "") -> dict[str, Any]:
-    """One of an answer's `errors`: {field, message, code, params}."""
-    return {"field": field, **message.as_dict()}
-
-
-@dataclass(frozen=True)
-class Answer:
-    """An error answer: its HTTP status, OpenPAI's code, the English message and its `errors`."""
-
-    status: int
-    code: str
-    message: str
-    errors: list[dict[str, Any]]
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "errors": self.errors,
-            "field": self.errors[0]["field"] if self.errors else "",
-        }
-
-
-def answer(status_code: int, code: str, message: Message, field: str = "") -> Answer:
-    """The answer that says one message (its English is `message`)."""
-    return Answer(status_code, code, message.text, [entry(message, field)])
 
 
 class ApiError(exceptions.APIException):

@@ -15,7 +15,8 @@ from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 
 from web.api import texts
-from web.api.errors import API_ALIAS_PREFIX, answer, is_v1_path
+from web.api.answers import answer
+from web.api.errors import API_ALIAS_PREFIX, is_v1_path
 from web.error_pages import bad_request_page
 
 

@@ -26,6 +26,11 @@ SEND_AS = Text("api.body.send_as", "Send the body as %(accepted)s; Content-Type 
 SEND_AS_ONE_OF = Text(
     "api.body.send_as_one_of", "Send the body as %(accepted)s (or %(others)s); Content-Type %(sent)s is not read here."
 )
+BODY_LATE = Text("api.body.late", "The request body did not arrive in time.")  # (pai_portal.serving's refusals)
+BODY_DEADLINE = Text("api.body.deadline", "The request body did not arrive within %(seconds)s s.")
+BODIES_ARRIVING = Text(
+    "api.body.arriving", "More than %(most)s request bodies from your address are arriving; try again."
+)
 NO_CONFIG = Text("api.body.no_config", "The body must hold the job config (YAML or JSON).")
 NO_SUCH_API = Text("api.no_such_api", "The requested API or object does not exist.")
 NO_SUCH_ROUTE = Text("api.no_such_route", "%(method)s %(path)s is not an API.")
