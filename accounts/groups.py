@@ -14,7 +14,9 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from accounts import texts
 from accounts.models import Account, AuditEntry, GroupInfo
+from catalogue import Message, Text
 
 # OpenPAI's rule for a group's name (rest-server config/v2/group.js).
 GROUP_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
@@ -125,37 +127,39 @@ def info_or_none(group: Group) -> GroupInfo | None:
 
 
 class GroupProblem(Exception):
-    """A refused group change: `field` names what to fix, `code` is OpenPAI's error code."""
+    """A refused group change: `field` names what to fix, `code` is OpenPAI's error code; str() in English."""
 
-    def __init__(self, field: str, message: str, code: str = "InvalidParametersError", status: int = 400):
-        super().__init__(f"{field}: {message}" if field else message)
+    def __init__(self, field: str, message: Message, code: str = "InvalidParametersError", status: int = 400):
+        super().__init__(f"{field}: {message.text}" if field else message.text)
         self.field, self.message, self.code, self.status = field, message, code, status
 
 
 def find_group(name: str) -> Group:
     group = Group.objects.filter(name=name).select_related("info").first()
     if group is None:
-        raise GroupProblem("", f"Group {name} is not found.", "NoGroupError", 404)
+        raise GroupProblem("", texts.GROUP_NOT_FOUND(group=name), "NoGroupError", 404)
     return group
 
 
-def rows_named(model: Any, names: Iterable[str], field: str, code: str, what: str = "name") -> list[Any]:
+def rows_named(
+    model: Any, names: Iterable[str], field: str, code: str, missing_ones: Text = texts.NO_SUCH_NAMES
+) -> list[Any]:
     """The rows of `model` with these names (groups, VCs, storages); a 404 naming the missing ones."""
     names = list(dict.fromkeys(names))
     rows = list(model.objects.filter(name__in=names))
     missing = sorted(set(names) - {row.name for row in rows})
     if missing:
-        raise GroupProblem(field, f"no such {what}(s): {', '.join(missing)}", code, 404)
+        raise GroupProblem(field, missing_ones(names=missing), code, 404)
     return rows
 
 
 def groups_named(names: Iterable[str], field: str) -> list[Group]:
-    return rows_named(Group, names, field, "NoGroupError", "group")
+    return rows_named(Group, names, field, "NoGroupError", texts.NO_SUCH_GROUPS)
 
 
 def check_group_name(name: str, field: str = "groupname") -> str:
     if not GROUP_NAME.match(name or "") or len(name) > 150:
-        raise GroupProblem(field, "letters, digits and '_' only (at most 150)")
+        raise GroupProblem(field, texts.BAD_NAME())
     return name
 
 
@@ -170,7 +174,7 @@ def create_group(
 ) -> Group:
     check_group_name(name)
     if Group.objects.filter(name=name).exists():
-        raise GroupProblem("groupname", f"group {name} already exists", "ConflictGroupError", 409)
+        raise GroupProblem("groupname", texts.GROUP_EXISTS(group=name), "ConflictGroupError", 409)
     group = Group.objects.create(name=name)
     GroupInfo.objects.create(group=group, description=description, external_name=external_name, admin=admin)
     record(actor, "group.create", name, description=description, externalName=external_name, admin=admin)

@@ -45,12 +45,16 @@ class Text:
     makes the Message. Defined once per code (a second definition of a code is an error)."""
 
     code: str
-    template: str
+    template: str  # (with a plural: the English for a count of one, gettext's msgid)
     join: str = ", "  # between the items of a list parameter
+    plural: str | None = None  # the English for any other count (msgid_plural)
+    count: str = "count"  # the parameter whose number chooses between them
 
     def __post_init__(self) -> None:
         if not CODE.match(self.code):
             raise ValueError(f"message code {self.code!r}: lowercase dotted words (area.what)")
+        if self.plural is not None and (self.count not in self.names or placeholders(self.plural) != self.names):
+            raise ValueError(f"message code {self.code!r}: both forms take the same parameters, {self.count!r} too")
         known = _TEXTS.setdefault(self.code, self)
         if known is not self and known != self:
             raise ValueError(f"message code {self.code!r} is defined twice")
@@ -58,6 +62,21 @@ class Text:
     @cached_property  # (asked at each call: a scheduler pass makes thousands of reasons)
     def names(self) -> set[str]:
         return placeholders(self.template)
+
+    def number(self, params: Mapping[str, Param]) -> int:
+        """The count that chooses the form (gettext's n); 1 for a text without a plural. A fraction
+        counts as many ("1.5 minutes")."""
+        if self.plural is None:
+            return 1
+        try:
+            value = float(str(params.get(self.count)))
+        except ValueError:
+            return 0
+        return int(value) if value.is_integer() else 2
+
+    def english(self, n: int) -> str:
+        """The English template for a count of n."""
+        return self.template if self.plural is None or n == 1 else self.plural
 
     def __call__(self, **params: Param) -> Message:
         if set(params) != self.names:
@@ -73,7 +92,7 @@ class Message:
     @property
     def text(self) -> str:
         """In English, as the API, the logs and the commands say it."""
-        return render(self, lambda text: text.template)
+        return render(self, english)
 
     def __str__(self) -> str:
         return self.text
@@ -96,19 +115,26 @@ def all_texts() -> dict[str, Text]:
     return dict(_TEXTS)
 
 
+def english(text: Text, n: int) -> str:
+    """`template_of` for render: the English."""
+    return text.english(n)
+
+
 def render(message: Message, template_of: Any) -> str:
-    """The message with `template_of(text) -> str` choosing each code's template (English, or a
-    translation); nested messages rendered the same way. A code no longer defined, or parameters
-    its template no longer takes (a row stored before a change), falls back to the English text
-    stored beside it by the caller: here, the code and its parameters as they are."""
+    """The message with `template_of(text, n) -> str` choosing each code's template (English, or a
+    translation) for the count n (Text.number); nested messages rendered the same way. A code no
+    longer defined, or parameters its template no longer takes (a row stored before a change),
+    falls back to the English text stored beside it by the caller: here, the code and its
+    parameters as they are."""
     text = _TEXTS.get(message.code)
     if text is None:
         return f"{message.code} {dict(message.params)}"
     values = {name: _render_param(value, text, template_of) for name, value in message.params.items()}
+    n = text.number(message.params)
     try:
-        return str(template_of(text)) % values
+        return str(template_of(text, n)) % values
     except (KeyError, ValueError, TypeError):
-        return text.template % values if text.names <= set(values) else f"{message.code} {dict(message.params)}"
+        return text.english(n) % values if text.names <= set(values) else f"{message.code} {dict(message.params)}"
 
 
 def _render_param(value: Param, text: Text, template_of: Any) -> str:

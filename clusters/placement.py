@@ -706,8 +706,7 @@ def _too_big(job: JobRequest, need: _Need, cluster: _Cluster, limit: Resources) 
     if memory > limit.memory_mb:
         return t.QUOTA_IN_ALL_MEMORY(vc=job.vc, limit=memory_text(limit.memory_mb), need=memory_text(memory))
     if need.task_gpu > cluster.max_gpus:
-        largest = t.LARGEST_NODE_ONE_GPU if need.task_gpu == 1 else t.LARGEST_NODE_GPU
-        return largest(need=need.task_gpu, most=cluster.max_gpus)
+        return t.LARGEST_NODE_GPU(need=need.task_gpu, most=cluster.max_gpus)
     if need.task_cpu > cluster.max_cpus:
         return t.LARGEST_NODE_CPU(need=need.task_cpu, most=cluster.max_cpus)
     if need.task_memory_mb > cluster.max_memory:
@@ -1062,7 +1061,7 @@ class _Cluster:
         gang = (t.GANG_LOOPBACK if mixed else t.GANG)(
             tasks=len(job.tasks),
             gpus=counted_gpus(need.gpu, job.gpu_type),
-            cpus=t.counted_cpus(need.cpu),
+            cpus=t.CPUS(count=need.cpu),
             memory=memory_text(need.memory_mb),
             fitted=fitted,
             all=len(job.tasks),
@@ -1107,7 +1106,8 @@ class _Cluster:
         among = {"gpus": counted_gpus(task.gpu, gpu_type)} if task.gpu else {}
         best = max(room, key=lambda node: node.cpu)
         if best.cpu < task.cpu:
-            return t.largest_free_cpu(task.cpu, bool(among))(need=task.cpu, most=best.cpu, node=best.name, **among)
+            largest = t.LARGEST_FREE_CPU_AMONG if among else t.LARGEST_FREE_CPU
+            return largest(need=task.cpu, most=best.cpu, node=best.name, **among)
         room = [node for node in room if node.cpu >= task.cpu]
         best = max(room, key=lambda node: node.memory)
         if best.memory < task.memory_mb:

@@ -6,7 +6,8 @@ A reason is a list of Messages (its parts; in English they are joined by "; "): 
 reader's language. Adding a reason: one `Text` here and its use.
 
 Counts of a resource are Messages of their own (GPUS, CPUS), so that a language that puts a
-measure word before the thing counted (8 块 GPU) says them its way; a reason about one resource
+measure word before the thing counted (8 块 GPU) says them its way; a text about a count has its
+plural (`plural=`, chosen by its `count` parameter: "1 GPU", "2 GPUs"); a reason about one resource
 has a code per resource (`reason.quota.gpu`, `.cpu`, `.memory`), and BLOCKED_BY says which
 resource each code is about (the API names the config field to change by it).
 """
@@ -17,37 +18,56 @@ from collections.abc import Iterable
 
 from catalogue import Message, Text
 
-# ---- counts (one of a thing has a code of its own: "1 GPU", not "1 GPUs") --------------------------
-GPUS = Text("reason.count.gpus", "%(count)s GPUs")
-GPU = Text("reason.count.gpu", "%(count)s GPU")
-TYPED_GPUS = Text("reason.count.typed_gpus", "%(count)s x %(type)s GPUs")
-TYPED_GPU = Text("reason.count.typed_gpu", "%(count)s x %(type)s GPU")
-CPUS = Text("reason.count.cpus", "%(count)s CPUs")
-CPU = Text("reason.count.cpu", "%(count)s CPU")
+# ---- counts ---------------------------------------------------------------------------------------
+GPUS = Text("reason.count.gpus", "%(count)s GPU", plural="%(count)s GPUs")
+TYPED_GPUS = Text("reason.count.typed_gpus", "%(count)s x %(type)s GPU", plural="%(count)s x %(type)s GPUs")
+CPUS = Text("reason.count.cpus", "%(count)s CPU", plural="%(count)s CPUs")
 
 # ---- can never fit the cluster as it is (set aside: it does not block its VC) -------------------
 NEVER_FITS = Text("reason.never_fits", "%(why)s (it can never fit)")
 NO_TASKS = Text("reason.no_tasks", "the job has no tasks")
 UNKNOWN_VC = Text("reason.unknown_vc", 'unknown virtual cluster "%(vc)s"')
 NO_NODE = Text("reason.no_node", "no schedulable node in the cluster")
-QUOTA_IN_ALL_GPU = Text("reason.quota_in_all.gpu", 'VC "%(vc)s" quota is %(limit)s GPUs in all, job needs %(need)s')
-QUOTA_IN_ALL_CPU = Text("reason.quota_in_all.cpu", 'VC "%(vc)s" quota is %(limit)s CPUs in all, job needs %(need)s')
+QUOTA_IN_ALL_GPU = Text(
+    "reason.quota_in_all.gpu",
+    'VC "%(vc)s" quota is %(limit)s GPU in all, job needs %(need)s',
+    plural='VC "%(vc)s" quota is %(limit)s GPUs in all, job needs %(need)s',
+    count="limit",
+)
+QUOTA_IN_ALL_CPU = Text(
+    "reason.quota_in_all.cpu",
+    'VC "%(vc)s" quota is %(limit)s CPU in all, job needs %(need)s',
+    plural='VC "%(vc)s" quota is %(limit)s CPUs in all, job needs %(need)s',
+    count="limit",
+)
 QUOTA_IN_ALL_MEMORY = Text(
     "reason.quota_in_all.memory", 'VC "%(vc)s" quota is %(limit)s memory in all, job needs %(need)s'
 )
 USER_CAP_IN_ALL = Text(
-    "reason.user_cap_in_all", 'one user may hold at most %(cap)s GPUs in VC "%(vc)s" at once, job needs %(need)s'
+    "reason.user_cap_in_all",
+    'one user may hold at most %(cap)s GPU in VC "%(vc)s" at once, job needs %(need)s',
+    plural='one user may hold at most %(cap)s GPUs in VC "%(vc)s" at once, job needs %(need)s',
+    count="cap",
 )
-LARGEST_NODE_GPU = Text("reason.largest_node.gpu", "needs %(need)s GPUs on one node; the largest node has %(most)s")
-LARGEST_NODE_ONE_GPU = Text(
-    "reason.largest_node.one_gpu", "needs %(need)s GPU on one node; the largest node has %(most)s"
+LARGEST_NODE_GPU = Text(
+    "reason.largest_node.gpu",
+    "needs %(need)s GPU on one node; the largest node has %(most)s",
+    plural="needs %(need)s GPUs on one node; the largest node has %(most)s",
+    count="need",
 )
-LARGEST_NODE_CPU = Text("reason.largest_node.cpu", "needs %(need)s CPUs per task; the largest node has %(most)s")
+LARGEST_NODE_CPU = Text(
+    "reason.largest_node.cpu",
+    "needs %(need)s CPU per task; the largest node has %(most)s",
+    plural="needs %(need)s CPUs per task; the largest node has %(most)s",
+    count="need",
+)
 LARGEST_NODE_MEMORY = Text(
     "reason.largest_node.memory", "needs %(need)s memory per task; the largest node has %(most)s"
 )
 LARGEST_PORT_RANGE = Text(
-    "reason.largest_node.ports", 'needs %(count)s "%(label)s" ports per task; the largest port range holds %(most)s'
+    "reason.largest_node.ports",
+    'needs %(count)s "%(label)s" port per task; the largest port range holds %(most)s',
+    plural='needs %(count)s "%(label)s" ports per task; the largest port range holds %(most)s',
 )
 PORT_OUTSIDE = Text("reason.port_outside", 'port "%(label)s" beginAt %(begin_at)s x %(count)s is outside 1-%(most)s')
 # ... unless the nodes that are down now come back: then it waits for them.
@@ -65,19 +85,36 @@ WAITING_BEHIND_FAIR_SHARE = Text(
 )
 USER_CAP = Text(
     "reason.user_cap",
-    'user %(user)s holds %(held)s of the %(cap)s GPUs one user may hold in VC "%(vc)s" at once, job needs %(need)s',
+    'user %(user)s holds %(held)s of the %(cap)s GPU one user may hold in VC "%(vc)s" at once, job needs %(need)s',
+    plural='user %(user)s holds %(held)s of the %(cap)s GPUs one user may hold in VC "%(vc)s" at once, job needs '
+    "%(need)s",
+    count="cap",
 )
-QUOTA_GPU = Text("reason.quota.gpu", 'VC "%(vc)s" quota: %(used)s of %(limit)s GPUs used, job needs %(need)s')
-QUOTA_CPU = Text("reason.quota.cpu", 'VC "%(vc)s" quota: %(used)s of %(limit)s CPUs used, job needs %(need)s')
+QUOTA_GPU = Text(
+    "reason.quota.gpu",
+    'VC "%(vc)s" quota: %(used)s of %(limit)s GPU used, job needs %(need)s',
+    plural='VC "%(vc)s" quota: %(used)s of %(limit)s GPUs used, job needs %(need)s',
+    count="limit",
+)
+QUOTA_CPU = Text(
+    "reason.quota.cpu",
+    'VC "%(vc)s" quota: %(used)s of %(limit)s CPU used, job needs %(need)s',
+    plural='VC "%(vc)s" quota: %(used)s of %(limit)s CPUs used, job needs %(need)s',
+    count="limit",
+)
 QUOTA_MEMORY = Text("reason.quota.memory", 'VC "%(vc)s" quota: %(used)s of %(limit)s memory used, job needs %(need)s')
 NO_LENDER = Text("reason.no_lender", "no lending VC has that much idle quota")
 BORROWING_LIMIT_GPU = Text(
     "reason.borrowing_limit.gpu",
-    'VC "%(vc)s" may borrow %(limit)s GPUs beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+    'VC "%(vc)s" may borrow %(limit)s GPU beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+    plural='VC "%(vc)s" may borrow %(limit)s GPUs beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+    count="limit",
 )
 BORROWING_LIMIT_CPU = Text(
     "reason.borrowing_limit.cpu",
-    'VC "%(vc)s" may borrow %(limit)s CPUs beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+    'VC "%(vc)s" may borrow %(limit)s CPU beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+    plural='VC "%(vc)s" may borrow %(limit)s CPUs beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
+    count="limit",
 )
 BORROWING_LIMIT_MEMORY = Text(
     "reason.borrowing_limit.memory",
@@ -88,17 +125,17 @@ LARGEST_FREE_GPU = Text("reason.largest_free.gpu", "needs %(gpus)s on one node; 
 LARGEST_FREE_GPU_ON = Text(
     "reason.largest_free.gpu_on", "needs %(gpus)s on one node; largest free: %(most)s on %(node)s"
 )
-LARGEST_FREE_CPU = Text("reason.largest_free.cpu", "needs %(need)s CPUs per task; largest free: %(most)s on %(node)s")
-LARGEST_FREE_ONE_CPU = Text(
-    "reason.largest_free.one_cpu", "needs %(need)s CPU per task; largest free: %(most)s on %(node)s"
+LARGEST_FREE_CPU = Text(
+    "reason.largest_free.cpu",
+    "needs %(need)s CPU per task; largest free: %(most)s on %(node)s",
+    plural="needs %(need)s CPUs per task; largest free: %(most)s on %(node)s",
+    count="need",
 )
 LARGEST_FREE_CPU_AMONG = Text(
     "reason.largest_free.cpu_among",
-    "needs %(need)s CPUs per task; largest free: %(most)s on %(node)s among nodes with %(gpus)s free",
-)
-LARGEST_FREE_ONE_CPU_AMONG = Text(
-    "reason.largest_free.one_cpu_among",
     "needs %(need)s CPU per task; largest free: %(most)s on %(node)s among nodes with %(gpus)s free",
+    plural="needs %(need)s CPUs per task; largest free: %(most)s on %(node)s among nodes with %(gpus)s free",
+    count="need",
 )
 LARGEST_FREE_MEMORY = Text(
     "reason.largest_free.memory", "needs %(need)s memory per task; largest free: %(most)s on %(node)s"
@@ -113,7 +150,8 @@ PORTS_TAKEN_FIXED = Text(
 )
 PORTS_TAKEN_FREE = Text(
     "reason.ports_taken.free",
-    "needs %(count)s free host ports on one node; not free on any of the %(nodes)s nodes with room",
+    "needs %(count)s free host port on one node; not free on any of the %(nodes)s nodes with room",
+    plural="needs %(count)s free host ports on one node; not free on any of the %(nodes)s nodes with room",
 )
 PORTS_TAKEN_BOTH = Text(
     "reason.ports_taken.both",
@@ -159,9 +197,9 @@ def _about(what: str, *texts: Text) -> dict[str, str]:
 BLOCKED_BY: dict[str, str] = {
     **_about("vc", UNKNOWN_VC),
     **_about("gpu", QUOTA_IN_ALL_GPU, USER_CAP_IN_ALL, LARGEST_NODE_GPU, USER_CAP, QUOTA_GPU, BORROWING_LIMIT_GPU),
-    **_about("gpu", LARGEST_FREE_GPU, LARGEST_FREE_GPU_ON, LARGEST_NODE_ONE_GPU),
+    **_about("gpu", LARGEST_FREE_GPU, LARGEST_FREE_GPU_ON),
     **_about("cpu", QUOTA_IN_ALL_CPU, LARGEST_NODE_CPU, QUOTA_CPU, LARGEST_FREE_CPU, LARGEST_FREE_CPU_AMONG),
-    **_about("cpu", LARGEST_FREE_ONE_CPU, LARGEST_FREE_ONE_CPU_AMONG, BORROWING_LIMIT_CPU),
+    **_about("cpu", BORROWING_LIMIT_CPU),
     **_about("memory", QUOTA_IN_ALL_MEMORY, LARGEST_NODE_MEMORY, QUOTA_MEMORY, BORROWING_LIMIT_MEMORY),
     **_about("memory", LARGEST_FREE_MEMORY, LARGEST_FREE_MEMORY_AMONG),
     **_about("ports", LARGEST_PORT_RANGE, PORT_OUTSIDE, PORTS_TAKEN_FIXED, PORTS_TAKEN_FREE, PORTS_TAKEN_BOTH),
@@ -184,21 +222,7 @@ def blocked_by(reason: Iterable[Message]) -> str | None:
 
 def counted_gpus(count: int, gpu_type: str | None = None) -> Message:
     """`8 GPUs`, `1 GPU`, `2 x P100 GPUs`, `1 x P100 GPU`."""
-    if gpu_type:
-        return (TYPED_GPU if count == 1 else TYPED_GPUS)(count=count, type=gpu_type)
-    return (GPU if count == 1 else GPUS)(count=count)
-
-
-def counted_cpus(count: int) -> Message:
-    """`8 CPUs`, `1 CPU`."""
-    return (CPU if count == 1 else CPUS)(count=count)
-
-
-def largest_free_cpu(need: int, among: bool) -> Text:
-    """Why a task's CPUs fit no node now, with "1 CPU" for one."""
-    if among:
-        return LARGEST_FREE_ONE_CPU_AMONG if need == 1 else LARGEST_FREE_CPU_AMONG
-    return LARGEST_FREE_ONE_CPU if need == 1 else LARGEST_FREE_CPU
+    return TYPED_GPUS(count=count, type=gpu_type) if gpu_type else GPUS(count=count)
 
 
 def memory_text(mb: int) -> str:

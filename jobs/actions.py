@@ -322,15 +322,15 @@ def change_priority_class(job: Job, by: Any, name: Any) -> Job:
 MAX_TAG_LENGTH = JobTag._meta.get_field("name").max_length or 255
 
 
-def tag_error(name: Any) -> str | None:
+def tag_error(name: Any) -> Message | None:
     """What is wrong with a tag, in OpenPAI's rule (a non-empty string without commas: the list's
     filters take comma lists), or None."""
     if not isinstance(name, str) or not name.strip():
-        return "must be a non-empty string"
+        return texts.TAG_BLANK()
     if "," in name:
-        return "must not contain a comma"
+        return texts.TAG_COMMA()
     if len(name) > MAX_TAG_LENGTH:
-        return f"must be at most {MAX_TAG_LENGTH} characters"
+        return texts.TAG_TOO_LONG(most=MAX_TAG_LENGTH)
     return None
 
 

@@ -24,6 +24,13 @@ SLURM_BEGIN_AT = Text(
 CHOICE = Text("config.choice", "must be one of %(options)s")
 JOB_NAME_TAKEN = Text("config.job_name_taken", 'job "%(name)s" already exists for user %(user)s')
 
+# --- a job's tags (jobs.actions.tag_error: the API's `value`) -------------------------------------
+TAG_BLANK = Text("tag.blank", "must be a non-empty string")
+TAG_COMMA = Text("tag.comma", "must not contain a comma")
+TAG_TOO_LONG = Text(
+    "tag.too_long", "must be at most %(most)s character", plural="must be at most %(most)s characters", count="most"
+)
+
 # --- dependencies a config names (jobs.dependencies) ---------------------------------------------
 
 NO_JOB_ID = Text("config.dependency.no_job_id", "no job with id %(id)s that you may see")
@@ -68,7 +75,7 @@ WEBHOOK_TOO_MANY = Text("webhook.too_many", "you have %(count)s webhooks already
 
 SUBMITTED = Text("event.submitted", "Submitted to virtual cluster %(vc)s.")
 SUBMITTED_RUN = Text("event.submitted_run", "Submitted to virtual cluster %(vc)s as run %(index)s of sweep %(sweep)s.")
-PLACED = Text("event.placed", "Placed %(count)s task(s) on %(where)s.")
+PLACED = Text("event.placed", "Placed %(count)s task on %(where)s.", plural="Placed %(count)s tasks on %(where)s.")
 BORROWED = Text(
     "event.borrowed", "Running on VC %(vc)s's idle quota: preempted when that VC's own jobs need the room back."
 )
@@ -104,7 +111,12 @@ NOTICE_REQUEUED = Text(
     "notice.requeued", "It was preempted by %(who)s and waits to run again (not charged to its retries)."
 )
 STOP_REQUESTED = Text("event.stop_requested", "Stop requested by %(user)s.")
-IDLE_STOP = Text("event.idle_stop", "Stopped because %(app)s was idle for %(minutes)s minutes.")
+IDLE_STOP = Text(
+    "event.idle_stop",
+    "Stopped because %(app)s was idle for %(minutes)s minute.",
+    plural="Stopped because %(app)s was idle for %(minutes)s minutes.",
+    count="minutes",
+)
 ALERT_STOP = Text("event.alert_stop", "Stopped by alert rule %(rule)s.")
 ALL_STOPPED = Text("event.stopped", "All tasks stopped.")
 SUCCEEDED = Text("event.succeeded", "The job succeeded.")
@@ -130,14 +142,24 @@ JOB_RETRY_TRANSIENT = Text(
     "event.job_retry_transient", "%(task)s exited %(code)s; retrying the whole job (transient, not charged)."
 )
 RESTARTED = Text("event.restarted", "Started again by %(user)s.")
-FILES_REMOVED = Text("event.files_removed", "Its logs and work folders were removed, %(days)s days after it ended.")
+FILES_REMOVED = Text(
+    "event.files_removed",
+    "Its logs and work folders were removed, %(days)s day after it ended.",
+    plural="Its logs and work folders were removed, %(days)s days after it ended.",
+    count="days",
+)
 
 # --- exit diagnostics of the portal's own ends (jobs.lifecycle, scheduling.stopping) -----------
 # Each the `said` of jobs.protocol.texts.EXITED ("<phrase>: <said>").
 
 STOPPED_BY_USER = Text("exit.stopped_by_user", "stopped at the user's request.")
 STOPPED_BECAUSE = Text("exit.stopped_because", "stopped because %(why)s.")
-STOP_IDLE = Text("exit.stop.idle", "%(app)s was idle for %(minutes)s minutes")  # Job.ending_reason_message
+STOP_IDLE = Text(  # Job.ending_reason_message
+    "exit.stop.idle",
+    "%(app)s was idle for %(minutes)s minute",
+    plural="%(app)s was idle for %(minutes)s minutes",
+    count="minutes",
+)
 STOP_ALERT = Text("exit.stop.alert", "alert rule %(rule)s fired")
 PREEMPTED_BY_JOB = Text("exit.preempted_by", "preempted by job %(job)s of VC %(vc)s")
 PREEMPTED_BY_HIGHER = Text("exit.preempted_by_higher", "preempted by a job of a higher class")

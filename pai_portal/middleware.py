@@ -11,6 +11,8 @@ from django.shortcuts import render
 from django.utils.translation import gettext as _
 
 from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, body_limit, is_api
+from web.api import texts
+from web.api.answers import Answer, entry
 
 EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/", "/metrics")
 DOCS_PAGES = ("/api/docs/", "/api/redoc/", "/rest-server/api/docs/", "/rest-server/api/redoc/")
@@ -51,5 +53,6 @@ def _declared_length(request: HttpRequest) -> int:
 def _too_large(request: HttpRequest, limit: int) -> HttpResponse:
     message = _("The request is too large; the limit is %(limit)d KB.") % {"limit": limit // 1024}
     if is_api(request.path):
-        return JsonResponse({"code": "InvalidParametersError", "message": message}, status=413)
+        said = [entry(texts.OVER_LIMIT(limit=limit // 1024))]
+        return JsonResponse(Answer(413, "InvalidParametersError", message, said).body(), status=413)
     return render(request, "request_too_large.html", {"message": message}, status=413)

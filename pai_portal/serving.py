@@ -44,7 +44,10 @@ from wsgiref.util import FileWrapper
 
 from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
 
+import catalogue
 from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, is_api
+from web.api import texts
+from web.api.answers import answer
 
 FILE_SCOPE_KEY = "pai.file_to_stream"
 CHUNK_BYTES = 256 * 1024
@@ -194,11 +197,11 @@ class BodyPolicy:
 
 
 class BodyRefused(Exception):
-    """The request is answered from the loop without running the app."""
+    """The request is answered from the loop without running the app; str() in English."""
 
-    def __init__(self, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-        super().__init__(message)
-        self.status = status
+    def __init__(self, status: int, message: catalogue.Message, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+        super().__init__(message.text)
+        self.status, self.message = status, message
         self.headers = headers
 
 
@@ -392,7 +395,7 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
             while True:
                 message = await receive()
                 if message["type"] != "http.request":  # disconnected, or a piece came too late
-                    raise BodyRefused(408, "The request body did not arrive in time.")
+                    raise BodyRefused(408, texts.BODY_LATE())
                 piece = message.get("body", b"")
                 if body.tell() + len(piece) > limit:
                     seen = body.tell() + len(piece)
@@ -406,15 +409,13 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
                     return body, 0
                 if not counted:  # the body trickles: one more of this address's bodies arriving
                     if policy.arriving[client] >= policy.per_client:
-                        refusal = (
-                            f"More than {policy.per_client} request bodies from your address are arriving; try again."
-                        )
+                        refusal = texts.BODIES_ARRIVING(most=policy.per_client)
                         raise BodyRefused(429, refusal, ((b"retry-after", b"5"),))
                     policy.arriving[client] += 1
                     counted = True
     except TimeoutError:
         body.close()
-        raise BodyRefused(408, f"The request body did not arrive within {deadline_s:g} s.") from None
+        raise BodyRefused(408, texts.BODY_DEADLINE(seconds=f"{deadline_s:g}")) from None
     except BaseException:
         body.close()
         raise
@@ -439,10 +440,11 @@ async def drain(receive: AsgiApp, seen: int, cap: int, timeout_s: float) -> None
 
 
 async def answer_refusal(scope: dict[str, Any], send: AsgiApp, refused: BodyRefused) -> None:
-    """A short answer from the loop: `{code, message}` for the API, the message as text otherwise."""
+    """A short answer from the loop: the API's error answer for the API, the English as text otherwise."""
     if is_api(scope["path"]):
         code = "TooManyRequestsError" if refused.status == 429 else "RequestTimeoutError"
-        payload, kind = json.dumps({"code": code, "message": str(refused)}).encode(), b"application/json"
+        body = answer(refused.status, code, refused.message).body()
+        payload, kind = json.dumps(body).encode(), b"application/json"
     else:
         payload, kind = str(refused).encode(), b"text/plain; charset=utf-8"
     headers = [(b"content-type", kind), (b"content-length", str(len(payload)).encode()), (b"connection", b"close")]

@@ -11,6 +11,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseServerError, Json
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
+from web.api import texts
+from web.api.answers import Answer, entry
 from web.api.errors import API_ALIAS_PREFIX
 
 log = logging.getLogger(__name__)
@@ -27,11 +29,12 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """The portal's 500: `{code, message}` under /api/ (as OpenPAI's UnknownError), else the page;
+    """The portal's 500: `{code, message, errors, field}` under /api/ (as OpenPAI's UnknownError; the
+    message in the reader's language, its code `api.server_failed`), else the page;
     should the page itself fail (the database down, say), a plain one."""
     if request.path_info.removeprefix(API_ALIAS_PREFIX).startswith("/api/"):
         message = _("The portal failed on this request; the error is in its log.")
-        return JsonResponse({"code": "UnknownError", "message": message}, status=500)
+        return JsonResponse(Answer(500, "UnknownError", message, [entry(texts.SERVER_FAILED())]).body(), status=500)
     try:
         return render(request, "500.html", status=500)
     except Exception:  # the frame needs what may have failed (database, sessions): say it plainly

@@ -14,7 +14,7 @@ from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language, to_locale
 
-from catalogue import Message, Param, Text, render
+from catalogue import Message, Param, Text, english, render
 
 DOMAIN = "catalogue"
 
@@ -27,11 +27,17 @@ def _translations(language: str) -> gettext.NullTranslations:
 
 
 def template_in(language: str | None) -> Any:
-    """`template_of` for catalogue.render: each code's template in `language`."""
+    """`template_of` for catalogue.render: each code's template in `language` (for a count of n)."""
     if not language or language.startswith("en"):
-        return lambda text: text.template
+        return english
     translations = _translations(language)
-    return lambda text: translations.pgettext(text.code, text.template)
+
+    def template_of(text: Text, n: int) -> str:
+        if text.plural is None:
+            return translations.pgettext(text.code, text.template)
+        return translations.npgettext(text.code, text.template, text.plural, n)
+
+    return template_of
 
 
 def translated(message: Message, language: str | None = None) -> str:
@@ -44,7 +50,7 @@ def translated_html(message: Message, shown: Callable[[str, Any], str] | None = 
     `shown(name, value)`, where given, writes a parameter's HTML itself (a phrase as code)."""
     template_of = template_in(get_language())
     escaped = _escaped(message, shown)
-    return mark_safe(render(escaped, lambda text: conditional_escape(template_of(text))))  # noqa: S308  (escaped)
+    return mark_safe(render(escaped, lambda text, n: conditional_escape(template_of(text, n))))  # noqa: S308  (escaped)
 
 
 def _escaped(message: Message, shown: Callable[[str, Any], str] | None) -> Message:

@@ -143,8 +143,18 @@ MAX = Text("config.max", "must be <= %(value)s")
 ONE_OF = Text("config.one_of", "must be one of: %(options)s")
 BLANK = Text("config.blank", "must not be blank")
 EMPTY_VALUE = Text("config.empty_value", "must not be empty")
-MIN_LENGTH = Text("config.min_length", "must be at least %(value)s characters")
-MAX_LENGTH = Text("config.max_length", "must be at most %(value)s characters")
+MIN_LENGTH = Text(
+    "config.min_length",
+    "must be at least %(value)s character",
+    plural="must be at least %(value)s characters",
+    count="value",
+)
+MAX_LENGTH = Text(
+    "config.max_length",
+    "must be at most %(value)s character",
+    plural="must be at most %(value)s characters",
+    count="value",
+)
 MIN_ITEMS = Text("config.min_items", "must have at least %(value)s entries")
 MAY_CONTAIN = Text("config.may_contain", "may contain only %(words)s")
 NAME_MAY_CONTAIN = Text("config.name_may_contain", "name may contain only %(words)s")
@@ -243,7 +253,12 @@ IN_ROLE = Text("config.ref.in_role", "%(message)s (in task role '%(role)s')")
 # --- what the portal honours, and refuses rather than ignore ------------------------------------
 
 CLASS_CONTRADICTS = Text("config.class_contradicts", "contradicts %(field)s ('%(value)s'); name the class once")
-SKU_GPUS = Text("config.sku_gpus", "asks for %(sku)s GPUs but resourcePerInstance.gpu is %(gpus)s; set them alike")
+SKU_GPUS = Text(
+    "config.sku_gpus",
+    "asks for %(sku)s GPU but resourcePerInstance.gpu is %(gpus)s; set them alike",
+    plural="asks for %(sku)s GPUs but resourcePerInstance.gpu is %(gpus)s; set them alike",
+    count="sku",
+)
 ONE_GPU_TYPE = Text("config.one_gpu_type", "the portal runs a job on one GPU type; the task roles ask for %(types)s")
 GPU_TYPE_CONTRADICTS = Text("config.gpu_type_contradicts", "'%(wanted)s' contradicts skuType '%(sku)s'")
 PREREQUISITE_PLUGIN = Text("config.prerequisite_plugin", "plugin '%(name)s' is not supported (only the cmd plugin)")

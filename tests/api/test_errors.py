@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.api.answers import ERROR_KEYS, openpai
 from tests.factories import v2_yaml
 from web.api.throttles import ListThrottle, SubmitThrottle
 
@@ -11,7 +12,8 @@ pytestmark = pytest.mark.django_db
 def test_it_answers_no_api_error_for_an_unknown_api_path(alice):
     response = alice.get("/api/v3/whatever")
     assert response.status_code == 404
-    assert response.json() == {"code": "NoApiError", "message": "GET /api/v3/whatever is not an API."}
+    assert openpai(response.json()) == {"code": "NoApiError", "message": "GET /api/v3/whatever is not an API."}
+    assert response.json()["errors"][0]["code"] == "api.no_such_route"
 
 
 def test_it_answers_no_api_error_for_an_unknown_path_without_a_token(anonymous):
@@ -23,7 +25,7 @@ def test_it_answers_no_api_error_for_an_unknown_path_without_a_token(anonymous):
 def test_it_answers_405_in_the_same_shape_for_a_wrong_method(alice):
     response = alice.patch("/api/v2/jobs", {}, format="json")
     assert response.status_code == 405
-    assert set(response.json()) == {"code", "message"}
+    assert set(response.json()) == ERROR_KEYS
 
 
 def test_it_answers_400_for_json_that_does_not_parse(alice):
@@ -37,7 +39,7 @@ def test_it_answers_413_for_a_body_over_the_limit(alice, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     response = alice.post("/api/v2/jobs", data=v2_yaml("big") + "#" * 2000, content_type="text/yaml")
     assert response.status_code == 413
-    assert set(response.json()) == {"code", "message"}
+    assert set(response.json()) == ERROR_KEYS
 
 
 def test_it_throttles_submits_per_user_with_429(alice, monkeypatch):
@@ -69,7 +71,7 @@ def test_it_answers_400_for_an_empty_submit_body(alice):
 def test_it_answers_400_for_a_body_that_is_not_utf8(alice):
     response = alice.post("/api/v2/jobs", data=b"\xff\xfe\x00name", content_type="text/yaml")
     assert response.status_code == 400
-    assert set(response.json()) == {"code", "message"}
+    assert set(response.json()) == ERROR_KEYS
 
 
 FORM = "multipart/form-data; boundary=BoUnDaRy"
@@ -91,7 +93,7 @@ def test_it_answers_a_form_upload_to_a_json_route_415_naming_the_type_to_send(al
 def test_it_answers_a_config_sent_as_a_form_upload_415_saying_to_send_the_config_itself(alice, path):
     response = alice.generic("POST", path, FORM_BODY, content_type=FORM)
     assert response.status_code == 415
-    assert set(response.json()) == {"code", "message"}
+    assert set(response.json()) == ERROR_KEYS
     assert "text/yaml" in response.json()["message"]
 
 

@@ -3,7 +3,9 @@
 import pytest
 
 from jobs.models import Job, JobState
+from tests.api.answers import openpai
 from tests.factories import v2_yaml
+from web.api.views.common import ORDER_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -110,7 +112,13 @@ def test_it_orders_by_total_task_number(alice, submit_yaml):
 def test_it_refuses_an_unknown_order_field_naming_the_known_ones(alice):
     response = alice.get("/api/v2/jobs?order=gpus,DESC")
     assert response.status_code == 400
-    assert response.json() == {
+    assert response.json()["errors"][0] | {"message": ""} == {
+        "field": "order",
+        "code": "api.query.order_field",
+        "params": {"field": "gpus", "fields": list(ORDER_FIELDS)},
+        "message": "",
+    }
+    assert openpai(response.json()) == {
         "code": "InvalidParametersError",
         "message": "order: unknown field 'gpus' (one of jobName, submissionTime, username, vc, retries, "
         "totalTaskNumber, totalGpuNumber, state, completionTime, jobPriority).",

@@ -5,6 +5,7 @@ detail and the list, `tagsContain` / `tagsNotContain` filters. Under both prefix
 import pytest
 
 from accounts.models import Token
+from tests.api.answers import openpai
 from tests.api.conftest import bearer_client
 from tests.factories import v2_yaml
 
@@ -48,7 +49,10 @@ def test_it_removes_a_tag(alice, two_jobs, prefix):
 def test_it_answers_no_tag_error_when_removing_a_tag_the_job_lacks(alice, two_jobs):
     response = tag(alice, "alice~nightly-run", "nightly", method="delete")
     assert response.status_code == 404
-    assert response.json() == {"code": "NoTagError", "message": "Tag nightly is not found for job alice~nightly-run."}
+    assert openpai(response.json()) == {
+        "code": "NoTagError",
+        "message": "Tag nightly is not found for job alice~nightly-run.",
+    }
 
 
 def test_it_keeps_one_copy_of_a_tag_added_twice(alice, two_jobs):
@@ -76,24 +80,26 @@ def test_it_counts_only_tagged_jobs_with_the_tag_filter(alice, two_jobs):
 
 
 @pytest.mark.parametrize(
-    ("value", "problem"),
+    ("value", "problem", "code"),
     [
-        ("a,b", "value: must not contain a comma."),
-        ("", "value: must be a non-empty string."),
-        (None, "value: must be a non-empty string."),
-        ("x" * 256, "value: must be at most 255 characters."),
+        ("a,b", "value: must not contain a comma.", "tag.comma"),
+        ("", "value: must be a non-empty string.", "tag.blank"),
+        (None, "value: must be a non-empty string.", "tag.blank"),
+        ("x" * 256, "value: must be at most 255 characters.", "tag.too_long"),
     ],
 )
-def test_it_refuses_a_bad_tag_naming_the_field(alice, two_jobs, value, problem):
+def test_it_refuses_a_bad_tag_naming_the_field(alice, two_jobs, value, problem, code):
     response = tag(alice, "alice~nightly-run", value)
     assert response.status_code == 400
-    assert response.json() == {"code": "InvalidParametersError", "message": problem}
+    assert openpai(response.json()) == {"code": "InvalidParametersError", "message": problem}
+    said = response.json()["errors"][0]
+    assert (said["field"], said["code"], said["params"]["problem"]["code"]) == ("value", "api.tag.invalid", code)
 
 
 def test_it_forbids_tagging_another_users_job_it_can_see(bob, two_jobs):
     response = tag(bob, "alice~nightly-run", "mine")
     assert response.status_code == 403
-    assert response.json() == {
+    assert openpai(response.json()) == {
         "code": "ForbiddenUserError",
         "message": "User bob is not allowed to add tag to job alice~nightly-run.",
     }

@@ -3,6 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
+from tests.api.answers import openpai
 from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +168,7 @@ def test_it_forbids_changing_another_users_job_it_can_see_as_openpai_does(submit
     submit_yaml(v2_yaml("shared"))
     response = bob.put(path, {"value": value}, format="json")
     assert response.status_code == 403
-    assert response.json() == {
+    assert openpai(response.json()) == {
         "code": "ForbiddenUserError",
         "message": f"User bob is not allowed to {verb} job alice~shared.",
     }

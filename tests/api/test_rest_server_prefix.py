@@ -3,6 +3,7 @@ with or without a trailing slash (OpenPAI's Express server matches both), and an
 
 import pytest
 
+from tests.api.answers import openpai
 from tests.factories import v1_json, v2_yaml
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +50,7 @@ def test_it_accepts_a_post_with_a_trailing_slash(root, prefix):
 def test_it_answers_an_unknown_path_with_no_api_error(alice, prefix):
     response = alice.get(f"{prefix}/v3/whatever/")
     assert response.status_code == 404
-    assert response.json() == {"code": "NoApiError", "message": f"GET {prefix}/v3/whatever/ is not an API."}
+    assert openpai(response.json()) == {"code": "NoApiError", "message": f"GET {prefix}/v3/whatever/ is not an API."}
 
 
 def test_it_answers_a_cors_preflight_without_credentials(anonymous, prefix):

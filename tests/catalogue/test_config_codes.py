@@ -49,9 +49,9 @@ MY_TEXTS = (protocol_texts, job_texts, storage_texts)
 # A code no producer can reach on this Python: kept for the ones where it can (its ipaddress).
 UNREACHABLE = {"address.special": "Python 3.11 counts every address that is not global as one of the named kinds"}
 # jobs.texts' codes of other areas, made by their own tests (tests/metrics/test_webhooks.py and
-# test_notifications.py, tests/api/test_jobs_v2.py, the lifecycle's tests, tests/catalogue/test_event_codes.py
-# and test_exit_codes.py).
-ELSEWHERE = ("webhook.", "notice.", "job_state.", "event.", "exit.")
+# test_notifications.py, tests/api/test_jobs_v2.py and test_job_tags.py, the lifecycle's tests,
+# tests/catalogue/test_event_codes.py and test_exit_codes.py).
+ELSEWHERE = ("webhook.", "notice.", "job_state.", "tag.", "event.", "exit.")
 ROLE = "taskRoles.worker"
 IMAGE = "prerequisites[0].uri"
 

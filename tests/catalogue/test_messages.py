@@ -19,6 +19,7 @@ def texts() -> Iterator[dict[str, Text]]:
         "word": Text("test.word", "an integer"),
         "type": Text("test.type", "must be %(types)s", join=" or "),
         "plain": Text("test.plain", "the config is empty"),
+        "minutes": Text("test.minutes", "idle for %(n)s minute", plural="idle for %(n)s minutes", count="n"),
     }
     yield made
     catalogue._TEXTS.clear()
@@ -32,6 +33,20 @@ def test_it_says_a_message_in_english_from_its_template(texts):
 def test_it_renders_nested_messages_and_lists_of_them(texts):
     message = texts["type"](types=[texts["word"](), texts["plain"]()])
     assert message.text == "must be an integer or the config is empty"
+
+
+@pytest.mark.parametrize(
+    ("n", "english"), [(1, "1 minute"), ("1", "1 minute"), (0, "0 minutes"), (2, "2 minutes"), (1.5, "1.5 minutes")]
+)
+def test_it_says_a_count_of_one_in_the_singular_and_any_other_in_the_plural(texts, n, english):
+    assert texts["minutes"](n=n).text == f"idle for {english}"
+
+
+def test_it_refuses_a_plural_that_takes_other_parameters_or_no_count():
+    with pytest.raises(ValueError, match="same parameters"):
+        Text("test.bad_plural", "%(n)s task", plural="%(n)s tasks on %(node)s", count="n")
+    with pytest.raises(ValueError, match="same parameters"):
+        Text("test.no_count", "%(n)s task", plural="%(n)s tasks")
 
 
 def test_it_refuses_parameters_its_template_does_not_take(texts):

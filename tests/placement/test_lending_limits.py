@@ -48,7 +48,7 @@ def test_it_keeps_two_borrowers_of_one_pass_within_the_lending_limit():
 def test_it_borrows_no_more_than_the_borrowing_limit():
     result = place([make_node("n", gpus=8, busy_gpus=4)], vcs_with(borrowing=1), [borrower(1, 2)])
     assert result.placed == {} and codes(result, 1) == ["reason.quota.gpu", "reason.borrowing_limit.gpu"]
-    assert 'VC "a" may borrow 1 GPUs beyond its quota: its jobs borrow 0, job needs 2' in said(result, 1)
+    assert 'VC "a" may borrow 1 GPU beyond its quota: its jobs borrow 0, job needs 2' in said(result, 1)
 
 
 def test_it_counts_what_is_borrowed_already_and_this_pass_against_the_borrowing_limit():

@@ -10,7 +10,7 @@ import pytest
 
 from catalogue import Message
 from clusters.placement import JobRequest, place
-from clusters.texts import BLOCKED_BY, blocked_by, counted_cpus
+from clusters.texts import BLOCKED_BY, CPUS, blocked_by
 from tests.placement.builders import codes, make_job, make_node, make_task, make_vc, port, said
 
 VCS = {"default": make_vc()}
@@ -31,20 +31,21 @@ def test_a_count_of_gpus_is_a_message_of_its_own_with_its_type():
 
 
 def test_it_counts_one_gpu_and_one_cpu_in_the_singular():
-    """Issue 50: "needs 1 GPUs on one node", "needs 1 CPUs per task"."""
+    """Issue 50: "needs 1 GPUs on one node", "needs 1 CPUs per task": one code, its plural by the count."""
     gpu = place([make_node("a", gpus=1, busy_gpus=1)], VCS, [make_job(1, gpu=1)])
     assert said(gpu, 1).startswith("needs 1 GPU on one node; largest free: 0")
     typed = place([make_node("a", gpus=1, busy_gpus=1, gpu_type="P100")], VCS, [make_job(1, gpu=1, gpu_type="P100")])
-    assert typed.pending[1][0].params["gpus"] == Message("reason.count.typed_gpu", {"count": 1, "type": "P100"})
-    assert counted_cpus(1) == Message("reason.count.cpu", {"count": 1})  # (the cluster page's totals)
+    assert typed.pending[1][0].params["gpus"] == Message("reason.count.typed_gpus", {"count": 1, "type": "P100"})
+    assert said(typed, 1).startswith("needs 1 x P100 GPU on one node")
+    assert CPUS(count=1).text == "1 CPU"
     cpu = place([make_node("a", gpus=0, cpu=0, cpu_total=4)], VCS, [make_job(1, gpu=0, cpu=1)])
-    assert codes(cpu, 1)[0] == "reason.largest_free.one_cpu"
+    assert codes(cpu, 1)[0] == "reason.largest_free.cpu"
     assert said(cpu, 1).startswith("needs 1 CPU per task; largest free: 0 on a")
     among = place([make_node("a", gpus=1, cpu=0, cpu_total=4)], VCS, [make_job(1, gpu=1, cpu=1)])
-    assert codes(among, 1)[0] == "reason.largest_free.one_cpu_among"
+    assert codes(among, 1)[0] == "reason.largest_free.cpu_among"
     assert said(among, 1).startswith("needs 1 CPU per task; largest free: 0 on a among nodes with 1 GPU free")
     never = place([make_node("a", gpus=0)], VCS, [make_job(1, gpu=1)])
-    assert never.pending[1][0].params["why"] == Message("reason.largest_node.one_gpu", {"need": 1, "most": 0})
+    assert never.pending[1][0].params["why"] == Message("reason.largest_node.gpu", {"need": 1, "most": 0})
     assert said(never, 1) == "needs 1 GPU on one node; the largest node has 0 (it can never fit)"
     assert blocked_by(never.pending[1]) == "gpu"
 

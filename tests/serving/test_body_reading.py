@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -93,7 +94,7 @@ def test_it_keeps_a_big_body_in_a_temporary_file_not_in_memory():
     assert body.read() == big
 
 
-def test_it_answers_429_from_the_loop_with_code_and_message():
+def test_it_answers_429_from_the_loop_with_code_and_message_and_its_catalogue_code():
     def app(environ, start_response):  # pragma: no cover - never runs
         raise AssertionError("the app ran")
 
@@ -107,7 +108,9 @@ def test_it_answers_429_from_the_loop_with_code_and_message():
     scope = {**scope_with(), "method": "POST", "http_version": "1.1", "query_string": b"", "root_path": ""}
     asyncio.run(OneHopWSGIMiddleware(app, workers=1, body=shared)(scope, pieces(b"a", then_wait=True), send))
     assert sent[0]["status"] == 429
-    assert b'"code": "TooManyRequestsError"' in sent[1]["body"]
+    answer = json.loads(sent[1]["body"])
+    assert answer["code"] == "TooManyRequestsError"
+    assert answer["errors"][0]["code"] == "api.body.arriving" and answer["errors"][0]["params"] == {"most": 1}
 
 
 def test_it_reads_and_drops_a_body_a_little_over_the_limit_so_the_413_is_heard():

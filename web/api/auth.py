@@ -17,6 +17,16 @@ from rest_framework.request import Request
 from accounts.models import Token
 from accounts.permissions import is_admin
 from accounts.tokens import find_valid_token
+from catalogue import Message
+from web.api import texts
+
+
+class TokenRefused(exceptions.AuthenticationFailed):
+    """A Bearer token refused, saying why as a catalogue message (web.api.errors answers it)."""
+
+    def __init__(self, message: Message) -> None:
+        super().__init__(message.text)
+        self.message = message
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -27,14 +37,14 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not parts or parts[0].lower() != self.keyword:
             return None  # not ours: the session may still authenticate the request
         if len(parts) != 2:
-            raise exceptions.AuthenticationFailed("Authorization header must be `Bearer <token>`.")
+            raise TokenRefused(texts.BEARER_ONLY())
         try:
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError as error:
-            raise exceptions.AuthenticationFailed("The token is not valid.") from error
+            raise TokenRefused(texts.TOKEN_INVALID()) from error
         token = find_valid_token(raw)
         if token is None:
-            raise exceptions.AuthenticationFailed("The token is not valid, expired or revoked.")
+            raise TokenRefused(texts.TOKEN_REFUSED())
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
@@ -72,7 +82,7 @@ def is_application_token(request: Request) -> bool:
 class IsAdminNotApplicationToken(BasePermission):
     """Admin-only operations: an admin user, and never through an application token."""
 
-    message = "This operation needs an admin, signed in with a login token or the browser session."
+    message, code = texts.ADMIN_NEEDED.template, texts.ADMIN_NEEDED.code  # (DRF's refusal carries the code)
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return is_admin(request.user) and not is_application_token(request)
@@ -81,7 +91,7 @@ class IsAdminNotApplicationToken(BasePermission):
 class NotApplicationToken(BasePermission):
     """Managing tokens needs a login token or the session: a script's token cannot mint more."""
 
-    message = "Application tokens cannot manage tokens."
+    message, code = texts.NO_APPLICATION_TOKEN.template, texts.NO_APPLICATION_TOKEN.code
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return not is_application_token(request)

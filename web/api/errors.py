@@ -1,7 +1,10 @@
-"""Every API failure becomes `{"code", "message"}` with OpenPAI's error codes and statuses.
+"""Every API failure becomes `{"code", "message", "errors", "field"}` (web.api.answers) with
+OpenPAI's error codes and statuses.
 
 The codes are those of OpenPAI's rest-server (src/rest-server/src/utils/error.js users), so
-clients that branch on `code` keep working.
+clients that branch on `code` keep working, and `message` is the English they read. `errors` says
+the same as catalogue messages (a config's mistakes one each, any other refusal one with its
+`api.*` code, web.api.texts).
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from accounts.groups import GroupProblem
+from catalogue import Message, Text, all_texts
 from jobs import actions
 from jobs.protocol import JobConfigError
+from web.api import texts
+from web.api.answers import Answer, answer, entry
 
 logger = logging.getLogger(__name__)
 
@@ -30,13 +36,15 @@ def validated(form: type[serializers.Serializer], data: Any) -> Any:
 
 
 class ApiError(exceptions.APIException):
-    """An error with an explicit OpenPAI code: raise ApiError(404, "NoJobError", "...")."""
+    """An error with an explicit OpenPAI code and its message from the catalogue:
+    raise ApiError(404, "NoJobError", texts.NO_JOB(job=full_name)) (`field`: the one at fault)."""
 
-    def __init__(self, status_code: int, code: str, message: str):
-        super().__init__(detail=message, code=code)
+    def __init__(self, status_code: int, code: str, message: Message, field: str = ""):
+        if not isinstance(message, Message):
+            raise TypeError(f"ApiError({code}): a catalogue Message (web.api.texts), not {message!r}")
+        super().__init__(detail=message.text, code=code)
         self.status_code = status_code
-        self.openpai_code = code
-        self.message = message
+        self.answer = answer(status_code, code, message, field)
 
 
 class FieldErrors(Protocol):
@@ -44,28 +52,18 @@ class FieldErrors(Protocol):
 
 
 class ApiConfigError(ApiError):
-    """An ApiError that also lists a config's field errors, as a JobConfigError's answer does
+    """An ApiError that lists a config's field errors, as a JobConfigError's answer does
     (`errors: [{field, message, code, params}]`, `field`: the first's): a JobConfigError's, or
-    another form's (an alert rule's, scheduling.alerts.RuleError)."""
+    another form's (an alert rule's, scheduling.alerts.RuleError); `english`: their lines."""
 
-    def __init__(self, status_code: int, code: str, message: str, error: FieldErrors):
-        super().__init__(status_code, code, message)
-        self.error = error
-
-    def as_dicts(self) -> list[dict[str, Any]]:
-        return self.error.as_dicts()
-
-
-# OpenPAI 0.x answered some reads anonymously; the portal never does, and says what to do instead.
-HOW_TO_AUTHENTICATE = (
-    "This API needs a token (the portal answers no anonymous reads): get one with "
-    'POST /api/v2/authn/basic/login {"username": ..., "password": ...} (or POST /api/v1/token), '
-    "or create an application token on the profile page, then send `Authorization: Bearer <token>`."
-)
+    def __init__(self, status_code: int, code: str, english: str, error: FieldErrors):
+        exceptions.APIException.__init__(self, detail=english, code=code)
+        self.status_code = status_code
+        self.answer = Answer(status_code, code, english, error.as_dicts())
 
 
 def no_job(full_name: str) -> ApiError:
-    return ApiError(404, "NoJobError", f"Job {full_name} is not found.")
+    return ApiError(404, "NoJobError", texts.NO_JOB(job=full_name))
 
 
 API_ALIAS_PREFIX = "/rest-server"  # OpenPAI's clients reach the REST server behind its proxy there
@@ -104,92 +102,115 @@ def _flatten_detail(detail: Any) -> str:
     return str(detail)
 
 
-Classified = tuple[int, str, str]  # (HTTP status, OpenPAI code, message)
+def _detail_entries(detail: Any, field: str = "") -> list[dict[str, Any]]:
+    """DRF's field errors ({field: [problem]}, nested) as `errors`, each naming its dotted field."""
+    if isinstance(detail, dict):
+        return [
+            found
+            for key, value in detail.items()
+            for found in _detail_entries(value, f"{field}.{key}" if field else str(key))
+        ]
+    if isinstance(detail, list):
+        return [found for item in detail for found in _detail_entries(item, field)]
+    return [entry(texts.INVALID(said=str(detail)), field)]
 
 
-def _domain_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
-    """Errors of jobs.protocol / jobs.actions."""
+def _said(exc: exceptions.APIException, words: Text) -> Message:
+    """What a DRF exception says: its own message where it carries one (`message`, as
+    web.api.auth's refusals do, or a permission's `code`, a catalogue code DRF passes on as the
+    detail's), else `words` with DRF's own words as `said`."""
+    own = getattr(exc, "message", None)
+    if isinstance(own, Message):
+        return own
+    code = getattr(exc.detail, "code", None)
+    text = all_texts().get(code) if isinstance(code, str) else None
+    if text is not None and not text.names:
+        return text()
+    return words(said=_flatten_detail(exc.detail))
+
+
+def _domain_error(exc: Exception, context: dict[str, Any]) -> Answer | None:
+    """Errors of jobs.protocol / jobs.actions / accounts.groups."""
     if isinstance(exc, actions.VirtualClusterForbidden):
-        return 403, "ForbiddenUserError", protocol_message(exc.errors, str(exc))
+        return Answer(403, "ForbiddenUserError", protocol_message(exc.errors, str(exc)), exc.as_dicts())
     if isinstance(exc, actions.UnknownVirtualCluster):
-        return 404, "NoVirtualClusterError", protocol_message(exc.errors, str(exc))
+        return Answer(404, "NoVirtualClusterError", protocol_message(exc.errors, str(exc)), exc.as_dicts())
     if isinstance(exc, JobConfigError):
-        return 400, bad_request_code(context), protocol_message(exc.errors, str(exc))
+        return Answer(400, bad_request_code(context), protocol_message(exc.errors, str(exc)), exc.as_dicts())
     if isinstance(exc, actions.JobNameConflict):
-        return 409, "ConflictJobError", str(exc) or "The job name is already taken."
+        return answer(409, "ConflictJobError", exc.message, exc.field)
     if isinstance(exc, actions.JobStateError):
-        return 400, "InvalidParametersError", str(exc)
+        return Answer(400, "InvalidParametersError", str(exc), exc.as_dicts())
     if isinstance(exc, GroupProblem):
-        return exc.status, exc.code, str(exc)
+        return Answer(exc.status, exc.code, str(exc), [entry(exc.message, exc.field)])
     return None
 
 
-def classify(exc: Exception, context: dict[str, Any]) -> Classified | None:
+def classify(exc: Exception, context: dict[str, Any]) -> Answer | None:
     """The answer to an exception, or None for a bug (a 500). Domain errors come before the
     framework's, and DRF's own catch-all APIException last."""
     if isinstance(exc, ApiError):
-        return exc.status_code, exc.openpai_code, exc.message
+        return exc.answer
     return _domain_error(exc, context) or _django_error(exc, context) or _framework_error(exc, context)
 
 
-def _framework_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
+def _framework_error(exc: Exception, context: dict[str, Any]) -> Answer | None:
     """DRF's exceptions: authentication, throttling, parsing, content negotiation."""
     if isinstance(exc, exceptions.NotAuthenticated):
-        return 401, "UnauthorizedUserError", HOW_TO_AUTHENTICATE
+        return answer(401, "UnauthorizedUserError", texts.HOW_TO_AUTHENTICATE())
     if isinstance(exc, exceptions.AuthenticationFailed):
-        return 401, "UnauthorizedUserError", str(exc.detail)
+        return answer(401, "UnauthorizedUserError", _said(exc, texts.AUTHENTICATION_FAILED))
     if isinstance(exc, exceptions.PermissionDenied):
-        return 403, "ForbiddenUserError", str(exc.detail)
+        return answer(403, "ForbiddenUserError", _said(exc, texts.FORBIDDEN))
     if isinstance(exc, exceptions.Throttled):
         wait = getattr(exc, "wait", None) or 1
-        return 429, "TooManyRequestsError", f"Too many requests; retry in {wait:.0f} s."
-    if isinstance(exc, exceptions.ParseError | exceptions.ValidationError):
-        code = "InvalidParametersError" if isinstance(exc, exceptions.ValidationError) else bad_request_code(context)
-        return 400, code, _flatten_detail(exc.detail)
+        return answer(429, "TooManyRequestsError", texts.THROTTLED(seconds=f"{wait:.0f}"))
+    if isinstance(exc, exceptions.ValidationError):
+        return Answer(400, "InvalidParametersError", _flatten_detail(exc.detail), _detail_entries(exc.detail))
+    if isinstance(exc, exceptions.ParseError):
+        return answer(400, bad_request_code(context), _said(exc, texts.UNREADABLE))
     if isinstance(exc, exceptions.UnsupportedMediaType):
-        return 415, "InvalidParametersError", unsupported_type_message(context)
+        return answer(415, "InvalidParametersError", unsupported_type_message(context))
     if isinstance(exc, exceptions.MethodNotAllowed):
-        return 405, "NoApiError", str(exc.detail)
+        return answer(405, "NoApiError", _said(exc, texts.METHOD_NOT_ALLOWED))
     if isinstance(exc, exceptions.NotAcceptable):
-        return 406, "InvalidParametersError", str(exc.detail)
+        return answer(406, "InvalidParametersError", _said(exc, texts.NOT_ACCEPTABLE))
     if isinstance(exc, exceptions.NotFound):
-        return 404, "NoApiError", "The requested API or object does not exist."
+        return answer(404, "NoApiError", texts.NO_SUCH_API())
     if isinstance(exc, exceptions.APIException):
-        return exc.status_code, "UnknownError", _flatten_detail(exc.detail)
+        return answer(exc.status_code, "UnknownError", _said(exc, texts.FAILED))
     return None
 
 
-def unsupported_type_message(context: dict[str, Any]) -> str:
+def unsupported_type_message(context: dict[str, Any]) -> Message:
     """What this route reads, named: `Send ... as application/json (or ...)`."""
     request = context.get("request")
     sent = (getattr(request, "content_type", "") or "").split(";")[0].strip() or "(none)"
     accepted = [parser.media_type for parser in getattr(request, "parsers", None) or []]
     if not accepted:
-        return f"This route reads no body (Content-Type {sent})."
-    others = f" (or {', '.join(accepted[1:])})" if accepted[1:] else ""
-    return f"Send the body as {accepted[0]}{others}; Content-Type {sent} is not read here."
+        return texts.READS_NO_BODY(sent=sent)
+    if accepted[1:]:
+        return texts.SEND_AS_ONE_OF(accepted=accepted[0], others=accepted[1:], sent=sent)
+    return texts.SEND_AS(accepted=accepted[0], sent=sent)
 
 
-def _django_error(exc: Exception, context: dict[str, Any]) -> Classified | None:
+def _django_error(exc: Exception, context: dict[str, Any]) -> Answer | None:
     """Django's exceptions: a missing page or object, a hostile request, a busy database."""
     if isinstance(exc, Http404):
-        return 404, "NoApiError", "The requested API or object does not exist."
+        return answer(404, "NoApiError", texts.NO_SUCH_API())
     if isinstance(exc, ObjectDoesNotExist):
-        return 404, "NoJobError", "The job is not found."
+        return answer(404, "NoJobError", texts.NO_JOB_ROW())
     if isinstance(exc, RequestDataTooBig):
-        return 413, bad_request_code(context), "The request body is too large."
+        return answer(413, bad_request_code(context), texts.BODY_TOO_BIG())
     if isinstance(exc, SuspiciousOperation):
-        return 400, bad_request_code(context), str(exc) or "Bad request."
+        said = str(exc)
+        return answer(400, bad_request_code(context), texts.REFUSED_REQUEST(said=said) if said else texts.BAD_REQUEST())
     if isinstance(exc, IntegrityError):
-        return 409, "ConflictJobError", "The job name is already taken."
+        return answer(409, "ConflictJobError", texts.NAME_TAKEN())
     if isinstance(exc, OperationalError | DatabaseError):
         logger.warning("database busy answering %s: %s", context.get("request"), exc)
-        return 503, "UnknownError", "The database is busy; please retry."
+        return answer(503, "UnknownError", texts.DATABASE_BUSY())
     return None
-
-
-def error_response(status_code: int, code: str, message: str) -> Response:
-    return Response({"code": code, "message": message}, status=status_code)
 
 
 def openpai_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
@@ -201,17 +222,11 @@ def openpai_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     found = classify(exc, context)
     if found is None:
         logger.exception("unexpected API error", exc_info=exc)
-        found = (status.HTTP_500_INTERNAL_SERVER_ERROR, "UnknownError", "Internal server error.")
-    status_code, code, message = found
-    response = error_response(status_code, code, message)
-    if status_code < 500 and callable(getattr(exc, "as_dicts", None)):
-        # The protocol's field errors, each {field, message, code, params}; `field` names the first.
-        errors = exc.as_dicts()  # type: ignore[attr-defined]
-        response.data["errors"] = errors
-        response.data["field"] = errors[0]["field"] if errors else ""
+        found = answer(status.HTTP_500_INTERNAL_SERVER_ERROR, "UnknownError", texts.INTERNAL())
+    response = Response(found.body(), status=found.status)
     wait = getattr(exc, "wait", None)
     if isinstance(exc, exceptions.Throttled) and wait is not None:
         response["Retry-After"] = str(int(wait) + 1)
-    if status_code == 401:
+    if found.status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response

@@ -14,6 +14,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 
+from web.api import texts
+from web.api.answers import answer
 from web.api.errors import API_ALIAS_PREFIX, is_v1_path
 from web.error_pages import bad_request_page
 
@@ -28,16 +30,17 @@ def no_such_route(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespon
         if match is not None and match.func is not no_such_route:
             request.resolver_match = match
             return match.func(request, *match.args, **match.kwargs)
-    message = f"{request.method} {request.path} is not an API."
-    return JsonResponse({"code": "NoApiError", "message": message}, status=404)
+    refused = answer(404, "NoApiError", texts.NO_SUCH_ROUTE(method=request.method or "", path=request.path))
+    return JsonResponse(refused.body(), status=refused.status)
 
 
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Django's 400 (a SuspiciousOperation before any view: a host not allowed, a path or header
-    it cannot read): `{code, message}` under /api/, the portal's 400 page elsewhere."""
+    it cannot read): `{code, message, errors, field}` under /api/, the portal's 400 page elsewhere."""
     path = request.path_info or ""
     if not path.removeprefix(API_ALIAS_PREFIX).startswith("/api/"):
         return bad_request_page(request)
     code = "InvalidParametersError" if is_v1_path(path) else "InvalidProtocolError"
-    said = str(exception or "") or "The request cannot be read."
-    return JsonResponse({"code": code, "message": f"Bad request: {said}"}, status=400)
+    said = str(exception or "")
+    refused = answer(400, code, texts.BAD_REQUEST_SAID(said=said) if said else texts.UNREADABLE_REQUEST())
+    return JsonResponse(refused.body(), status=refused.status)

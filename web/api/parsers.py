@@ -11,6 +11,8 @@ from django.conf import settings
 from django.http import QueryDict
 from rest_framework.parsers import BaseParser
 
+from catalogue import Message
+from web.api import texts
 from web.api.errors import ApiError
 
 
@@ -25,7 +27,7 @@ def read_limited(stream: IO[bytes] | None) -> bytes:
     limit = body_limit()
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise ApiError(413, "InvalidParametersError", f"The request body is larger than {limit} bytes.")
+        raise ApiError(413, "InvalidParametersError", texts.BODY_TOO_LARGE(limit=limit))
     return data
 
 
@@ -34,19 +36,13 @@ def decode_text(data: bytes, media_type: str | None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         where = byte_position(data, error.start)
-        raise ApiError(400, "InvalidParametersError", f"The request body is not UTF-8 text at {where}.") from error
+        raise ApiError(400, "InvalidParametersError", texts.NOT_UTF8(where=where)) from error
 
 
-def byte_position(data: bytes, offset: int) -> str:
+def byte_position(data: bytes, offset: int) -> Message:
     """`line L, column C (byte B)` of a 0-based byte offset, so a client can find the bad byte."""
     line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
-    return f"line {line}, column {offset - line_start + 1} (byte {offset + 1})"
-
-
-CONFIG_NOT_A_FORM = (
-    "The body is a multipart form: send the job config itself as the body, with Content-Type text/yaml "
-    "or application/json (curl: --data-binary @job.yaml -H 'Content-Type: text/yaml', not -F)."
-)
+    return texts.BYTE_POSITION(line=line, column=offset - line_start + 1, byte=offset + 1)
 
 
 class ConfigTextParser(BaseParser):
@@ -59,7 +55,7 @@ class ConfigTextParser(BaseParser):
         self, stream: IO[bytes] | None, media_type: str | None = None, parser_context: Any = None
     ) -> str:
         if (media_type or "").lower().startswith("multipart/"):
-            raise ApiError(415, "InvalidParametersError", CONFIG_NOT_A_FORM)
+            raise ApiError(415, "InvalidParametersError", texts.CONFIG_NOT_A_FORM())
         return decode_text(read_limited(stream), media_type)
 
 
@@ -73,7 +69,7 @@ class LimitedJSONParser(BaseParser):
         try:
             return json.loads(text)
         except (ValueError, RecursionError) as error:
-            raise ApiError(400, "InvalidParametersError", f"The body is not valid JSON: {error}") from error
+            raise ApiError(400, "InvalidParametersError", texts.NOT_JSON(said=str(error))) from error
 
 
 class LimitedFormParser(BaseParser):
@@ -84,4 +80,4 @@ class LimitedFormParser(BaseParser):
         try:
             return QueryDict(text)
         except Exception as error:  # TooManyFieldsSent and friends
-            raise ApiError(400, "InvalidParametersError", f"The form body is not valid: {error}") from error
+            raise ApiError(400, "InvalidParametersError", texts.NOT_A_FORM(said=str(error))) from error

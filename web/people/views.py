@@ -25,6 +25,7 @@ from accounts.models import AuditEntry
 from accounts.permissions import is_admin
 from clusters import grants, user_admin
 from clusters.models import StorageConfig, VirtualCluster
+from web.texts import translated
 
 PAGE = 50
 CSV_LIMIT = 1024 * 1024
@@ -180,7 +181,7 @@ def group_list(request: HttpRequest) -> HttpResponse:
                 storages=[config.name for config in data["storages"]],
             )
         except group_actions.GroupProblem as problem:
-            form.add_error("name", problem.message)
+            form.add_error("name", translated(problem.message))
         else:
             return HttpResponseRedirect(reverse("people:groups"))
     groups = Group.objects.order_by("name").select_related("info").prefetch_related("user_set")
@@ -192,7 +193,7 @@ def _group(name: str) -> Group:
     try:
         return group_actions.find_group(name)
     except group_actions.GroupProblem as problem:
-        raise Http404(problem.message) from problem
+        raise Http404(translated(problem.message)) from problem
 
 
 @require_http_methods(["GET", "POST"])
@@ -230,7 +231,7 @@ def group_edit(request: HttpRequest, groupname: str) -> HttpResponse:
                     [config.name for config in cleaned["storages"]],
                 )
         except group_actions.GroupProblem as problem:
-            form.add_error("vcs" if problem.field == grants.VC_FIELD else "storages", problem.message)
+            form.add_error("vcs" if problem.field == grants.VC_FIELD else "storages", translated(problem.message))
         else:
             return HttpResponseRedirect(reverse("people:group", args=[group.name]) + "?saved=1")
     context = {
@@ -252,7 +253,7 @@ def group_delete(request: HttpRequest, groupname: str) -> HttpResponse:
         try:
             grants.delete_group(request.user, group)
         except group_actions.GroupProblem as refused:
-            problem = refused.message
+            problem = translated(refused.message)
         else:
             return HttpResponseRedirect(reverse("people:groups"))
     context = {"group": group, "members": group.user_set.count(), "problem": problem}

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from accounts.permissions import is_admin
 from scheduling.alerts import RuleError, alert_shape, save_rule, visible_alerts
 from scheduling.models import AlertRule
+from web.api import texts
 from web.api.errors import ApiConfigError, ApiError
 
 HISTORY = 500
@@ -48,7 +49,7 @@ def rule_shape(rule: AlertRule) -> dict[str, Any]:
 
 def _admin(request: Request) -> None:
     if not is_admin(request.user):
-        raise ApiError(403, "ForbiddenUserError", "Only admins manage alert rules.")
+        raise ApiError(403, "ForbiddenUserError", texts.ADMINS_MANAGE_RULES())
 
 
 class AlertRulesView(APIView):
@@ -85,5 +86,5 @@ class AlertRuleView(APIView):
         _admin(request)
         deleted, _ = AlertRule.objects.filter(pk=rule_id).delete()
         if not deleted:
-            raise ApiError(404, "NoAlertRuleError", f"No alert rule {rule_id}.")
+            raise ApiError(404, "NoAlertRuleError", texts.NO_RULE(rule=rule_id))
         return Response({"message": f"Alert rule {rule_id} removed."})

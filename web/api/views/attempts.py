@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from jobs import actions
 from jobs.models import Job, TaskAttempt
-from web.api import links, shapes
+from web.api import links, shapes, texts
 from web.api.errors import ApiError
 from web.api.views import common
 
@@ -74,7 +74,7 @@ def attempt_detail(request: Request, job: Job, index: int) -> dict[str, Any]:
         return {**common.detail(request, job), "isLatest": True}
     if 0 <= index < latest:
         return {**past_attempt_detail(request, job, index), "attemptIndex": index, "isLatest": False}
-    raise ApiError(404, "NoJobError", f"Job {job.full_name} has no attempt {index}.")
+    raise ApiError(404, "NoJobError", texts.NO_ATTEMPT(job=job.full_name, attempt=index))
 
 
 class JobAtAttemptView(APIView):

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from catalogue import Message, joined
+from catalogue import Message, Text, joined
 from catalogue.reasons import stored_parts
 from clusters.texts import blocked_by
 from jobs import actions
@@ -22,7 +22,7 @@ from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
 from jobs.submit import submit as submit_verb
 from scheduling.admission import never_fits_reason
-from web.api import links, shapes
+from web.api import links, shapes, texts
 from web.api.auth import is_application_token
 from web.api.errors import ApiError, is_v1_path, no_job
 from web.api.throttles import charge_list_rows
@@ -78,22 +78,17 @@ def check_may_act_on(request: Request, job: Job) -> None:
     """An application token acts as its user alone: it reads an admin's view of other users' jobs,
     but stopping, starting or taking the SSH key of another user's job needs the admin signed in."""
     if is_application_token(request) and job.owner_id != request.user.pk:
-        raise ApiError(
-            403,
-            "ForbiddenUserError",
-            f"An application token cannot act on another user's job ({job.full_name}) or read its SSH key; "
-            "use a login token or the browser session.",
-        )
+        raise ApiError(403, "ForbiddenUserError", texts.APPLICATION_TOKEN_ON_OTHERS(job=job.full_name))
 
 
-def find_job_to_change(request: Request, full_name: str, verb: str) -> Job:
+def find_job_to_change(request: Request, full_name: str, verb: Text) -> Job:
     """The job the user asks to change (stop or start it, its class, its tags): the owner and admins
     may; another user who sees it in the shared list is refused with 403 ForbiddenUserError, as
     OpenPAI answers; a job they cannot see is missing (404)."""
     job = find_job_summary(request, full_name)
     if not actions.may_manage(request.user, job):
         user = request.user.get_username()
-        raise ApiError(403, "ForbiddenUserError", f"User {user} is not allowed to {verb} job {full_name}.")
+        raise ApiError(403, "ForbiddenUserError", texts.NOT_ALLOWED(user=user, verb=verb(), job=full_name))
     check_may_act_on(request, job)
     return job
 
@@ -110,11 +105,8 @@ def submit(request: Request) -> Job | Sweep:
     """The v1 and v2 routes' submit: the body's config, a job or a sweep (jobs.submit)."""
     text = request.data
     if not isinstance(text, str) or not text.strip():
-        raise ApiError(
-            400,
-            "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError",
-            "The body must hold the job config (YAML or JSON).",
-        )
+        code = "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError"
+        raise ApiError(400, code, texts.NO_CONFIG())
     return submit_verb(request.user, text)
 
 
@@ -165,9 +157,9 @@ def _int_param(params: Any, name: str, default: int) -> int:
     try:
         value = int(raw)
     except (TypeError, ValueError) as error:
-        raise ApiError(400, "InvalidParametersError", f"{name} must be an integer.") from error
+        raise ApiError(400, "InvalidParametersError", texts.NOT_AN_INTEGER(name=name), name) from error
     if value < 0:
-        raise ApiError(400, "InvalidParametersError", f"{name} must not be negative.")
+        raise ApiError(400, "InvalidParametersError", texts.NEGATIVE(name=name), name)
     return value
 
 
@@ -184,7 +176,7 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
     if states := _comma_list(params, "state"):
         unknown = sorted(set(states) - set(JobState.values))
         if unknown:
-            raise ApiError(400, "InvalidParametersError", f"Unknown state(s): {', '.join(unknown)}.")
+            raise ApiError(400, "InvalidParametersError", texts.UNKNOWN_STATES(states=unknown), "state")
         jobs = jobs.filter(state__in=states)
     if "jobPriority" in params:
         jobs = jobs.filter(priority__in=_priorities(_comma_list(params, "jobPriority")))
@@ -205,7 +197,7 @@ def _priorities(classes: list[str]) -> set[int]:
     """OpenPAI's `default` is a job without a class, which both OpenPAI and the portal run as `test`."""
     unknown = sorted(set(classes) - {*PRIORITY_CLASSES, "default"})
     if unknown:
-        raise ApiError(400, "InvalidParametersError", f"jobPriority: unknown class(es) {', '.join(unknown)}.")
+        raise ApiError(400, "InvalidParametersError", texts.UNKNOWN_CLASSES(classes=unknown), "jobPriority")
     return {PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS if name == "default" else name] for name in classes}
 
 
@@ -218,11 +210,11 @@ def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
     expression = ORDER_FIELDS.get(field)
     if expression is None:
         raise ApiError(
-            400, "InvalidParametersError", f"order: unknown field {field!r} (one of {', '.join(ORDER_FIELDS)})."
+            400, "InvalidParametersError", texts.ORDER_FIELD(field=field, fields=list(ORDER_FIELDS)), "order"
         )
     direction = direction or "ASC"
     if direction not in ORDER_DIRECTIONS:
-        raise ApiError(400, "InvalidParametersError", f"order: the direction must be ASC or DESC, not {direction!r}.")
+        raise ApiError(400, "InvalidParametersError", texts.ORDER_DIRECTION(direction=direction), "order")
     if field == "totalTaskNumber":
         jobs = jobs.annotate(task_count=Count("tasks"))
     sort = expression.asc(nulls_last=True) if direction == "ASC" else expression.desc(nulls_first=True)
@@ -235,7 +227,7 @@ def job_list(request: Request, params: Any) -> Any:
     limit = _int_param(params, "limit", DEFAULT_LIST_LIMIT)
     cap = settings.PAI_API_MAX_LIST_LIMIT
     if limit > cap:
-        raise ApiError(400, "InvalidParametersError", f"Limit exceeds max number {cap}.")
+        raise ApiError(400, "InvalidParametersError", texts.LIMIT_OVER(most=cap), "limit")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
     values = page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)
@@ -273,7 +265,7 @@ def detail(request: Request, job: Job) -> dict[str, Any]:
     return shapes.job_detail(job, tasks, log_url(request, job))
 
 
-EXECUTE_VERB = "stop or start"
+EXECUTE_VERB = texts.STOP_OR_START
 
 
 def execute(request: Request, job: Job) -> str:
@@ -281,7 +273,7 @@ def execute(request: Request, job: Job) -> str:
     finished job changes nothing)."""
     value = request.data.get("value") if hasattr(request.data, "get") else None
     if value not in (Job.ExecutionType.STOP, Job.ExecutionType.START):
-        raise ApiError(400, "InvalidParametersError", 'Body must be {"value": "STOP"} or {"value": "START"}.')
+        raise ApiError(400, "InvalidParametersError", texts.EXECUTION_TYPE(), "value")
     if value == Job.ExecutionType.STOP:
         if job.is_finished:
             return f"Job {job.full_name} has already finished ({job.state})."

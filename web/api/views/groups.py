@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from accounts import groups as actions
 from accounts.permissions import is_admin
 from clusters import grants
+from web.api import texts
 from web.api.auth import IsAdminNotApplicationToken
 from web.api.errors import ApiError, validated
 
@@ -32,7 +33,7 @@ def _groups() -> Any:
 def _find_user(username: str) -> Any:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise ApiError(404, "NoUserError", f"User {username} not found.")
+        raise ApiError(404, "NoUserError", texts.NO_MEMBER(user=username))
     return user
 
 
@@ -102,7 +103,8 @@ class GroupsView(APIView):
         if not patch:
             missing = [key for key in ("description", "externalName", "extension") if key not in raw]
             if missing:
-                raise ApiError(400, "InvalidParametersError", f"data.{missing[0]}: is required unless patch is true")
+                required = texts.GROUP_FIELD_REQUIRED(field=missing[0])
+                raise ApiError(400, "InvalidParametersError", required, f"data.{missing[0]}")
         actions.update_group(
             request.user,
             group,

@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from jobs import job_templates
 from jobs.models import JobTemplate
 from jobs.protocol import JobConfigError
+from web.api import texts
 from web.api.errors import ApiConfigError, ApiError
 
 
@@ -43,7 +44,7 @@ def found(request: Request, template_id: int) -> JobTemplate:
     try:
         return job_templates.find(request.user, template_id)
     except JobTemplate.DoesNotExist as error:
-        raise ApiError(404, "NoTemplateError", f"Template {template_id} is not found.") from error
+        raise ApiError(404, "NoTemplateError", texts.NO_TEMPLATE(template=template_id)) from error
 
 
 class TemplatesView(APIView):
@@ -113,6 +114,6 @@ class TemplateView(APIView):
     def delete(self, request: Request, template_id: int) -> Response:
         template = found(request, template_id)
         if not job_templates.may_change(request.user, template):
-            raise ApiError(403, "ForbiddenUserError", f"Template {template_id} is not yours to delete.")
+            raise ApiError(403, "ForbiddenUserError", texts.NOT_YOUR_TEMPLATE(template=template_id))
         template.delete()
         return Response(status=204)

@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from jobs import actions
 from jobs.models import Job, Sweep
 from jobs.ssh import job_private_key, key_filename
-from web.api import links
+from web.api import links, texts
 from web.api.errors import ApiError
 from web.api.parsers import ConfigTextParser
 from web.api.throttles import ListThrottle, SubmitThrottle
@@ -86,9 +86,8 @@ class V1UserJobsView(V1JobsMixin):
     )
     def post(self, request: Request, username: str) -> Response:
         if username != request.user.get_username():
-            raise ApiError(
-                403, "ForbiddenUserError", f"User {request.user.get_username()} cannot submit as {username}."
-            )
+            refused = texts.SUBMIT_AS_OTHER(user=request.user.get_username(), other=username)
+            raise ApiError(403, "ForbiddenUserError", refused)
         return created(request, common.submit(request))
 
 
@@ -157,7 +156,7 @@ class SshKeyDownloadView(APIView):
     def get(self, request: Request, token: str) -> HttpResponse:
         job = links.job_for_ssh_key_link(token)
         if job is None:
-            raise ApiError(403, "ForbiddenUserError", "The key link is not valid or has expired.")
+            raise ApiError(403, "ForbiddenUserError", texts.KEY_LINK_EXPIRED())
         response = HttpResponse(job_private_key(job), content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="{key_filename(job)}"'
         response["Cache-Control"] = "no-store"

@@ -17,6 +17,7 @@ from jobs.storage.configs import (
     usable_storage,
     usable_storages,
 )
+from web.api import texts
 from web.api.errors import ApiError
 
 
@@ -38,6 +39,7 @@ class StorageView(APIView):
         try:
             return Response(api_detail(usable_storage(request.user, storage_name)))
         except StorageNotFound as exc:
-            raise ApiError(404, "NoStorageError", str(exc)) from exc
+            raise ApiError(404, "NoStorageError", texts.NO_STORAGE(storage=storage_name)) from exc
         except StorageForbidden as exc:
-            raise ApiError(403, "ForbiddenUserError", str(exc)) from exc
+            user = request.user.get_username()
+            raise ApiError(403, "ForbiddenUserError", texts.STORAGE_FORBIDDEN(user=user, storage=storage_name)) from exc

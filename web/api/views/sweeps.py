@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from jobs import sweeps
 from jobs.models import Sweep
+from web.api import texts
 from web.api.errors import ApiError
 from web.api.views.jobs_v2 import accepted
 
@@ -21,7 +22,7 @@ def found(request: Request, full_name: str) -> Sweep:
     try:
         return sweeps.find_sweep(request.user, full_name)
     except Sweep.DoesNotExist as error:
-        raise ApiError(404, "NoSweepError", f"Sweep {full_name} is not found.") from error
+        raise ApiError(404, "NoSweepError", texts.NO_SWEEP(sweep=full_name)) from error
 
 
 class SweepsView(APIView):

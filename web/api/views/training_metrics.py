@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.training_metrics import job_metrics
+from web.api import texts
 from web.api.errors import ApiError
 from web.api.views import common
 
@@ -51,5 +52,5 @@ class JobMetricsView(APIView):
         job = common.find_job_summary(request, full_name)
         most = request.query_params.get("maxPoints")
         if most is not None and (not most.isdigit() or int(most) < 2):
-            raise ApiError(400, "InvalidParametersError", "maxPoints must be a whole number of at least 2.")
+            raise ApiError(400, "InvalidParametersError", texts.MAX_POINTS(), "maxPoints")
         return Response(job_metrics(job, most=int(most) if most else None, name=request.query_params.get("name")))

@@ -3,22 +3,25 @@
     manage.py catalogue            writes locale/<lang>/LC_MESSAGES/catalogue.po and .mo
     manage.py catalogue --check    changes nothing; fails while a file is out of step (CI)
 
-An entry is msgctxt = the code, msgid = its English template. A new code is added untranslated;
-a code whose English changed keeps its old translation marked fuzzy (to be looked at), which the
-pages do not use; a code no longer defined is dropped. A new entry whose English the portal's own
+An entry is msgctxt = the code, msgid = its English template (a text with a plural: msgid_plural
+too, and as many msgstr forms as the language's Plural-Forms, taken from its django.po). A new code
+is added untranslated; a code whose English changed keeps its old translation marked fuzzy (to be
+looked at), which the pages do not use; a code no longer defined is dropped. A new entry whose English the portal's own
 django.po already translates starts from that translation (marked fuzzy all the same)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import polib
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.translation import to_locale
 
-from catalogue import all_texts
+from catalogue import Text, all_texts
 from catalogue.discover import import_all_texts
 from web.texts import DOMAIN
 
@@ -34,26 +37,49 @@ def updated(language: str) -> polib.POFile:
     old = polib.pofile(str(path)) if path.exists() else polib.POFile()
     known = {entry.msgctxt: entry for entry in old}
     django_po = path.with_name("django.po")
-    seeds = {e.msgid: e.msgstr for e in polib.pofile(str(django_po)) if e.msgstr} if django_po.exists() else {}
+    portal = polib.pofile(str(django_po)) if django_po.exists() else polib.POFile()
+    seeds = {e.msgid: e.msgstr for e in portal if e.msgstr}
     new = polib.POFile(wrapwidth=0)
     new.metadata = old.metadata or {
         "Content-Type": "text/plain; charset=UTF-8",
         "Content-Transfer-Encoding": "8bit",
         "Language": to_locale(language),
     }
+    if "Plural-Forms" not in new.metadata and "Plural-Forms" in portal.metadata:
+        new.metadata["Plural-Forms"] = portal.metadata["Plural-Forms"]
+    counted = re.search(r"nplurals\s*=\s*(\d+)", new.metadata.get("Plural-Forms", ""))
+    forms = int(counted[1]) if counted else 2  # (gettext's default: English's two)
     for code, text in sorted(all_texts().items()):
-        entry = polib.POEntry(msgctxt=code, msgid=text.template, flags=["python-format"] if text.names else [])
-        was = known.get(code)
-        if was is not None and was.msgid == text.template:
-            entry.msgstr, entry.flags = was.msgstr, was.flags
-        elif was is not None and was.msgstr:
-            entry.msgstr, entry.previous_msgid = was.msgstr, was.msgid
-            entry.flags.append("fuzzy")
-        elif text.template in seeds:
-            entry.msgstr = seeds[text.template]
-            entry.flags.append("fuzzy")
-        new.append(entry)
+        new.append(_entry(code, text, known.get(code), seeds, forms))
     return new
+
+
+def _entry(code: str, text: Text, was: Any, seeds: dict[str, str], forms: int) -> polib.POEntry:
+    """The code's entry: its translation kept while its English is the same, kept fuzzy (to be
+    looked at) when the English changed, else seeded from the portal's django.po (fuzzy too)."""
+    entry = polib.POEntry(msgctxt=code, msgid=text.template, flags=["python-format"] if text.names else [])
+    if text.plural is not None:
+        entry.msgid_plural = text.plural
+        entry.msgstr_plural = {form: "" for form in range(forms)}
+    said = [was.msgstr] if was is not None and was.msgstr else list((was.msgstr_plural if was else {}).values())
+    if was is not None and (was.msgid, was.msgid_plural or None) == (text.template, text.plural):
+        entry.msgstr, entry.msgstr_plural, entry.flags = was.msgstr, was.msgstr_plural, was.flags
+    elif any(said):
+        _translate(entry, said)
+        entry.previous_msgid = was.msgid
+        entry.flags.append("fuzzy")
+    elif text.template in seeds:
+        _translate(entry, [seeds[text.template]])
+        entry.flags.append("fuzzy")
+    return entry
+
+
+def _translate(entry: polib.POEntry, said: list[str]) -> None:
+    """The entry's msgstr (or each plural form) from what was said: a form each, the last repeated."""
+    if entry.msgid_plural:
+        entry.msgstr_plural = {form: said[min(form, len(said) - 1)] for form in entry.msgstr_plural}
+    else:
+        entry.msgstr = said[0]
 
 
 class Command(BaseCommand):
