@@ -1,6 +1,7 @@
 """Running tasks at cluster scale: the real scheduler passes against many (fake) Docker engines.
 
     .venv/bin/python bench/running_scale.py [--engines 50] [--tasks 1000] [--exits 20] [--seconds 20]
+                                            [--designs polling,events]
 
 Fills a fresh SQLite database with `--tasks` running one-task jobs spread over `--engines` Docker
 nodes, each node's engine a fake one (bench/fake_docker.py, its own process: a unix socket per
@@ -11,7 +12,11 @@ then `--seconds` of passes while the engines' containers exit at `--exits` a sec
 exit code 0), then until every exit is recorded (at most 30 s more). Prints the pass times, how
 long after a container's exit its job was recorded as ended (the fake engine's exit time to the
 job's completed_at: the same machine's clock), the scheduler process's threads and memory
-(most seen), and the engine calls made.
+(most seen), and the engine calls made. Each design runs in a scheduler process of its own, on a
+copy of the same database and fresh fake engines, one after the other, side by side in the table:
+"polling" as before the event streams (every running task inspected each pass), "events" as now
+(each engine's event stream names the containers that died; only those inspected, all of a node's
+at a low rate). Both follow each running container's log on a thread of its own.
 
 Goal (issue 49): 500 engines, 10,000 running tasks, 200 exits a second: pass p95 < 1 s, an exit
 recorded within 2 s p95, threads <= engines + 50, memory < 1 GB.
@@ -38,7 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DESIGNS = ("polling",)  # how the scheduler learns of exits: today's, a poll of each running task a pass
+# How the scheduler learns of exits: "polling", as before the event streams: each running task
+# inspected each pass (its executor says it cannot tell which ended); "events": each engine's
+# event stream names the containers that died, those are inspected (and all, at a low rate).
+DESIGNS = ("polling", "events")
 DRAIN_S = 30.0
 
 
@@ -209,6 +217,10 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
     from jobs.models import Task
     from scheduling.scheduler import Scheduler
 
+    if args.trial == "polling":
+        from clusters.executors.docker import DockerExecutor
+
+        DockerExecutor.exits_seen = lambda self: None  # type: ignore[method-assign]
     fakes = Fakes(var / "engines.json", Path(args.sockets))
     me = psutil.Process()
     most = {"threads": 0, "rss": 0}
@@ -224,16 +236,22 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         first = time.perf_counter() - began
         look()
         fakes.ask(f"/exits?rate={args.exits}")
+        exits_began = time.monotonic()
         passes: list[float] = []
+        cpu: list[float] = []  # (the process's, its threads' included: a busy box leaves it comparable)
+        cpu_began = time.process_time()
         end = time.monotonic() + args.seconds
         while time.monotonic() < end:
-            began = time.perf_counter()
+            began, cpu_before = time.perf_counter(), time.process_time()
             busy = loop.run_pass()
             passes.append(time.perf_counter() - began)
+            cpu.append(time.process_time() - cpu_before)
             look()
             if not busy:
                 loop.idle_wait(0.5)
         fakes.ask("/stop")
+        exits_lasted = time.monotonic() - exits_began
+        cores = (time.process_time() - cpu_began) / exits_lasted
         record = {container: at for container, at in fakes.ask("/record")}
         drain_end = time.monotonic() + DRAIN_S
         while time.monotonic() < drain_end:
@@ -260,13 +278,16 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         "pass p50 s": statistics.median(passes) if passes else float("nan"),
         "pass p95 s": percentile(passes, 0.95),
         "pass max s": max(passes, default=float("nan")),
+        "pass CPU p50 s": statistics.median(cpu) if cpu else float("nan"),
+        "CPU cores": cores,
         "exits": len(record),
         "exits recorded": len(latencies),
         "exit recorded p50 s": statistics.median(latencies) if latencies else float("nan"),
         "exit recorded p95 s": percentile(latencies, 0.95),
         "threads": most["threads"],
         "rss MB": most["rss"] / 2**20,
-        "engine calls": calls,
+        "exits lasted s": exits_lasted,
+        "engine calls": {kind: count / exits_lasted for kind, count in calls.items()},
     }
 
 
@@ -300,6 +321,9 @@ ROWS = [
     ("pass p50", "pass p50 s", "{:.3f} s"),
     ("pass p95", "pass p95 s", "{:.3f} s"),
     ("pass max", "pass max s", "{:.3f} s"),
+    ("pass CPU p50", "pass CPU p50 s", "{:.3f} s"),
+    ("CPU while exiting", "CPU cores", "{:.2f} cores"),
+    ("exits for", "exits lasted s", "{:.0f} s"),
     ("exits", "exits", "{}"),
     ("exits recorded", "exits recorded", "{}"),
     ("exit recorded p50", "exit recorded p50 s", "{:.2f} s"),
@@ -312,7 +336,7 @@ ROWS = [
 
 def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None:
     print(
-        f"{args.engines} fake engines, {args.tasks} running tasks, {args.exits} exits/s for {args.seconds} s "
+        f"{args.engines} fake engines, {args.tasks} running tasks, {args.exits} exits/s for {args.seconds} s of passes "
         f"(SQLite; load average {os.getloadavg()[0]:.1f})"
     )
     print(f"{'measure':<24}" + "".join(f"{design:>16}" for design in results))
@@ -320,7 +344,7 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
         print(f"{label:<24}" + "".join(f"{fmt.format(r[key]):>16}" for r in results.values()))
     kinds = sorted({kind for r in results.values() for kind in r["engine calls"]})
     for kind in kinds:
-        rates = (r["engine calls"].get(kind, 0) / args.seconds for r in results.values())
+        rates = (r["engine calls"].get(kind, 0) for r in results.values())
         print(f"{'calls/s: ' + kind:<24}" + "".join(f"{rate:>16.0f}" for rate in rates))
     goals = {
         design: {
