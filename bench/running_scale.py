@@ -310,6 +310,7 @@ def run_trial(args: argparse.Namespace, design: str, var: Path, database: Path, 
         str(out),
         *("--engines", str(args.engines), "--tasks", str(args.tasks)),
         *("--exits", str(args.exits), "--seconds", str(args.seconds)),
+        *(("--profile", args.profile) if args.profile else ()),
     ]
     subprocess.run(command, check=True)
     return dict(json.loads(out.read_text()))
@@ -366,12 +367,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="how long the exits go on")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"which of {', '.join(DESIGNS)}")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument("--profile", help="the scheduler processes' profiles (cProfile) to PROFILE.<design>")
     for internal in ("--trial", "--var", "--database", "--sockets", "--out"):
         parser.add_argument(internal, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.trial and args.profile:
+        import cProfile
+
+        profile = cProfile.Profile()
+        result = profile.runcall(trial, args)
+        profile.dump_stats(f"{args.profile}.{args.trial}")
+        Path(args.out).write_text(json.dumps(result))
+        os._exit(0)
     if args.trial:
         Path(args.out).write_text(json.dumps(trial(args)))
-        return
+        os._exit(0)  # (today's design's log threads, cut off mid-stream, need no orderly exit)
     var = Path(tempfile.mkdtemp(prefix="pai-bench-running-"))
     # (unix socket paths are short: the engines' live in a folder of their own under /tmp)
     sockets = Path(tempfile.mkdtemp(prefix="pai-fake-"))
