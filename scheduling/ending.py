@@ -179,16 +179,31 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
         )
 
 
+def _may_have_ended(
+    running: list[tuple[int, str, str, int]], nodes: dict[int, Node]
+) -> list[tuple[int, str, str, int]]:
+    """The running tasks to poll: on a node whose executor tells which of its tasks ended (a Docker
+    engine's event stream), those; on any other, and whenever it cannot tell, every one."""
+    seen: dict[int, set[str] | None] = {}
+    for node_id in {row[3] for row in running}:
+        try:
+            seen[node_id] = executors.node_executor(nodes[node_id]).exits_seen()
+        except Exception as exc:
+            log.warning("asking %s which tasks ended failed: %s", nodes[node_id].name, exc)
+            seen[node_id] = None
+    return [row for row in running if (ended := seen[row[3]]) is None or row[1] in ended]
+
+
 def run(
     backends: Backends,
     failed_starts: list[FailedStart],
     suspects: set[int],
     meanwhile: Callable[[], object] = lambda: None,
 ) -> Ended:
-    """The ending phase: the starts that failed since the last one, then every running task polled
-    on its node. A poll that finds the node silent only makes it a suspect (`suspects`: the
-    heartbeat decides whether it is down). `meanwhile` runs after each recorded exit (a backend's
-    launches wait on no exit's record)."""
+    """The ending phase: the starts that failed since the last one, then the running tasks that may
+    have ended polled on their nodes (every one where a node cannot tell). A poll that finds the
+    node silent only makes it a suspect (`suspects`: the heartbeat decides whether it is down).
+    `meanwhile` runs after each recorded exit (a backend's launches wait on no exit's record)."""
     ended = Ended()
     changed_jobs: dict[int, Job] = {}
     while failed_starts:  # (each leaves the list once recorded: a pass the database failed keeps the rest)
@@ -208,7 +223,7 @@ def run(
         .values_list("pk", "executor_id", "ip", "node_id")
     )
     nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
-    for task_id, executor_id, ip, node_id in running:
+    for task_id, executor_id, ip, node_id in _may_have_ended(running, nodes):
         node = nodes[node_id]
         try:
             status = executors.node_executor(node).poll(TaskHandle(executor_id, ip))

@@ -353,6 +353,9 @@ class Bulkheaded(Executor):
         except NodeSilent as exc:
             return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=exc.diagnostics)
 
+    def exits_seen(self) -> set[str] | None:
+        return self.executor.exits_seen()  # (what its stream gathered: no engine call)
+
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))
 

@@ -1,7 +1,8 @@
 """The executor interface. CONTRACT shared by the scheduler loop and every backend.
 
 An executor never touches the database. The scheduler builds a TaskLaunch from the job's
-spec and placement, calls start(), then poll() every pass until the task has exited.
+spec and placement, calls start(), then poll() every pass until the task has exited (only the
+tasks exits_seen() names, where the backend can tell).
 """
 
 from __future__ import annotations
@@ -177,6 +178,11 @@ class Executor(abc.ABC):
 
     @abc.abstractmethod
     def poll(self, handle: TaskHandle) -> TaskStatus: ...
+
+    def exits_seen(self) -> set[str] | None:
+        """The tasks (executor ids) that may have ended since the last call, or None where the
+        backend cannot tell: the scheduler then polls each of the node's running tasks."""
+        return None
 
     @abc.abstractmethod
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:

@@ -11,6 +11,8 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
   hostname `<role>-<index>`), copies the runtime scripts and the task's command into
   /pai/runtime (its mounts: docker_mounts.py), starts it and has its log followed into the
   task's log file (docker_logs.py).
+- exits_seen() names the containers that died since it was last asked, from the engine's event
+  stream (docker_events.py): the scheduler inspects those, not every task each pass.
 - Containers carry labels (TaskLaunch.labels + a namespace marker), so list_running() finds them
   again after a scheduler restart (and follows the logs of those running), and a start() of a
   task whose container already exists adopts it instead of starting a second one.
@@ -58,6 +60,7 @@ from clusters.executors.docker_engine import (
     failure_of,
     marker,
 )
+from clusters.executors.docker_events import ExitWatch
 from clusters.executors.docker_images import INVALID_REFERENCE, pull
 from clusters.executors.docker_logs import ContainerLogs
 from clusters.executors.docker_mounts import STAGING_LABEL, MountStaging, docker_mount, storage_failure
@@ -116,6 +119,7 @@ class DockerExecutor(Executor):
         self.engine = Engine(self.docker_url, timeout=timeout)
         self.networks = JobNetworks(self.engine, namespace=self.namespace, subnet_pool=subnet_pool, address=address)
         self.logs = ContainerLogs(self.engine, log_max_bytes)
+        self.exits = ExitWatch(self.docker_url, self.namespace, MARKER_LABEL)  # (follows once asked)
         # Where a local engine's bind sources below a user-writable folder are staged.
         self.staging = MountStaging(
             mounts_dir,
@@ -385,6 +389,7 @@ class DockerExecutor(Executor):
         state = info["State"]
         started_at = _parse_time(state.get("StartedAt"))
         if state["Running"] or state["Status"] in RUNNING_STATES:
+            self.exits.still_running(handle.executor_id)
             return TaskStatus(running=True, started_at=started_at)
         if state["Status"] == "created":
             return TaskStatus(
@@ -401,6 +406,9 @@ class DockerExecutor(Executor):
                 tail = self.api.logs(handle.executor_id, stdout=True, stderr=True, tail=3).decode(errors="replace")
                 init_failure = next((line for line in tail.splitlines() if line.startswith("[FATAL tini")), "")
         return exited_status(info, init_failure=init_failure)
+
+    def exits_seen(self) -> set[str] | None:
+        return self.exits.seen()
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         return from_containers(self.api, [handle.executor_id for handle in handles])

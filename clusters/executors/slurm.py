@@ -128,6 +128,9 @@ class SlurmContainerExecutor(DockerExecutor):
                 return None
         return self._task_dirs[container_id]
 
+    def exits_seen(self) -> set[str] | None:
+        return None  # (a step Slurm cancelled ends its container too: each task is polled, as before)
+
     def poll(self, handle: TaskHandle) -> TaskStatus:
         task_dir = self._task_dir(handle.executor_id)
         if task_dir is not None and (task_dir / CANCELLED_FILE).exists():

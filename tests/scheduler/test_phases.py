@@ -6,17 +6,20 @@ import time
 
 import pytest
 
-from clusters.executors.base import ExecutorError, Failure, TaskHandle
+from clusters.executors.base import ExecutorError, Failure
 from jobs.models import JobState, TaskState
 from scheduling import ending, executors
 from tests.scheduler.conftest import role, v2_job
 
 
-def wait_until_exited(task, timeout: float = 10.0) -> None:
+def end_once_exited(scheduler, timeout: float = 10.0) -> ending.Ended:
+    """The ending phase, run until it has seen an exit (a Docker engine's event may name a
+    container a moment after an inspection finds it exited)."""
     deadline = time.monotonic() + timeout
-    while executors.node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip)).running:
+    while not (ended := ending.run(scheduler.backends, [], set())).changed:
         assert time.monotonic() < deadline, "the task kept running"
         time.sleep(0.05)
+    return ended
 
 
 @pytest.fixture
@@ -41,8 +44,7 @@ def test_it_leaves_a_task_retried_in_place_claimed_and_unstarted(submit, run_unt
     text = v2_job("retried", role("worker", "exit 1", extra="    taskRetryCount: 1\n"))
     job = run_until(submit(text), JobState.RUNNING)
     task = job.tasks.select_related("node").get()
-    wait_until_exited(task)
-    ended = ending.run(scheduler.backends, [], set())
+    ended = end_once_exited(scheduler)
     task.refresh_from_db()
     assert (task.state, task.attempt, task.executor_id) == (TaskState.RUNNING, 2, "")
     assert ended.retried == {(task.pk, 2)}
@@ -52,8 +54,7 @@ def test_the_starting_phase_starts_what_the_ending_phase_retried(submit, run_unt
     text = v2_job("retried", role("worker", "exit 1", extra="    taskRetryCount: 1\n"))
     job = run_until(submit(text), JobState.RUNNING)
     task = job.tasks.select_related("node").get()
-    wait_until_exited(task)
-    ended = ending.run(scheduler.backends, [], set())
+    ended = end_once_exited(scheduler)
     assert scheduler.starter.start_unstarted(ended.retried)
     task.refresh_from_db()
     assert task.attempt == 2 and task.executor_id != ""

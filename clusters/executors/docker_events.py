@@ -1,0 +1,206 @@
+"""Which of an engine's containers ended, from its event stream, so a pass inspects only those.
+
+Each engine's ExitWatch follows the engine's `events` (its containers of the portal's namespace
+that die or are removed) and gathers their ids; `seen()` hands them over. Where it cannot vouch
+for having seen every exit it says so (None): the caller then inspects every task of the node,
+as it did before any stream. That is the case until the stream is open, once right after each
+(re)open (what ended while none was open), while it is lost (an engine restarted: it is opened
+again, after a short wait that grows while it fails), and every RECONCILE_S (a low-rate full look:
+what a stream could miss, a connection that died without a word). An exit is recorded by the
+inspection that follows, as before; an id seen twice finds its task recorded already.
+
+Every engine's stream is read on one thread of the process (an asyncio loop): a stream costs a
+connection, not a thread. Only engines reached over a unix socket or plain TCP are followed; any
+other (TLS, ssh) is always looked at in full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+log = logging.getLogger("pai.executors.docker")
+
+ENDED = ("die", "destroy")  # a container's events that may end its task
+RECONCILE_S = 60.0  # how often a node's tasks are looked at in full, streams or not
+REOPEN_WAIT_S = (0.5, 10.0)  # the wait before a lost stream is opened again: first, most
+IDLE_S = 300.0  # a stream nobody asked about for this long is closed (opened again when asked)
+READ_TIMEOUT_S = 30.0  # (how often a quiet stream checks whether it is still wanted)
+LOCAL_SOCKET = "/var/run/docker.sock"
+
+
+def endpoint(docker_url: str | None) -> tuple[str, int] | None:
+    """Where an engine's API is: (a unix socket's path, 0) or (host, TCP port); None where not followed."""
+    if not docker_url:
+        return LOCAL_SOCKET, 0
+    if docker_url.startswith("/"):
+        return docker_url, 0
+    parts = urlsplit(docker_url)
+    if parts.scheme in ("unix", "http+unix"):
+        return parts.path, 0
+    if parts.scheme in ("tcp", "http") and parts.hostname:
+        return parts.hostname, parts.port or 2375
+    return None
+
+
+class Streams:
+    """The one thread that reads every engine's event stream in this process."""
+
+    _shared: Streams | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._tasks: set[asyncio.Task[None]] = set()  # (the loop holds its tasks weakly)
+        threading.Thread(target=self.loop.run_forever, name="pai-docker-events", daemon=True).start()
+
+    def follow(self, follower: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Runs `follower()` on the loop until it returns."""
+
+        def begin() -> None:
+            task = self.loop.create_task(follower())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        self.loop.call_soon_threadsafe(begin)
+
+    @classmethod
+    def shared(cls) -> Streams:
+        with cls._lock:
+            if cls._shared is None:
+                cls._shared = Streams()
+            return cls._shared
+
+
+class ExitWatch:
+    """One engine's containers (of `namespace`) that ended since last asked."""
+
+    def __init__(self, docker_url: str | None, namespace: str, marker_label: str) -> None:
+        self.address = endpoint(docker_url)
+        self.filters = {"label": [f"{marker_label}={namespace}"], "type": ["container"], "event": list(ENDED)}
+        self._lock = threading.Lock()
+        self._ended: set[str] = set()
+        self._handed: set[str] = set()  # the ids seen() handed over last
+        self._open = False
+        self._fresh = False  # opened since the last full look
+        self._following = False
+        self._next_full = 0.0
+        self._asked = time.monotonic()
+        self.opened = 0  # how many times the stream was opened (a test's, a bench's look)
+
+    def seen(self) -> set[str] | None:
+        """The containers that ended since the last call (their ids), or None: look at all of them."""
+        now = time.monotonic()
+        with self._lock:
+            self._asked = now
+            if self.address is not None and not self._following:
+                self._following = True
+                Streams.shared().follow(self._follow)
+            if not self._open or self._fresh or now >= self._next_full:
+                self._fresh = False
+                # (staggered: the nodes' full looks spread over the period, not all in one pass)
+                self._next_full = now + RECONCILE_S * random.uniform(0.5, 1.0)
+                self._ended.clear()
+                self._handed = set()
+                return None
+            ended, self._ended, self._handed = self._ended, set(), self._ended
+            return ended
+
+    def still_running(self, container_id: str) -> None:
+        """An inspection of a container handed over as ended found it running (its event came
+        first): it is handed over again next time."""
+        with self._lock:
+            if container_id in self._handed:
+                self._ended.add(container_id)
+
+    async def _follow(self) -> None:
+        wait = REOPEN_WAIT_S[0]
+        try:
+            while time.monotonic() - self._asked < IDLE_S:
+                try:
+                    await self._read()
+                    wait = REOPEN_WAIT_S[0]
+                except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+                    log.info("event stream of %s lost: %r; opening it again in %.1f s", self.address, exc, wait)
+                except Exception:  # (a reader's bug must not end the follow: the tasks are inspected meanwhile)
+                    log.exception("event stream of %s failed; opening it again in %.1f s", self.address, wait)
+                with self._lock:
+                    self._open = False
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, REOPEN_WAIT_S[1])
+        finally:
+            with self._lock:
+                self._open = self._following = False
+
+    async def _read(self) -> None:
+        assert self.address is not None
+        host, port = self.address
+        if port:
+            reader, writer = await asyncio.open_connection(host, port, limit=1 << 20)
+        else:
+            reader, writer = await asyncio.open_unix_connection(host, limit=1 << 20)
+        try:
+            query = quote(json.dumps(self.filters))
+            writer.write(f"GET /events?filters={query} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
+            await writer.drain()
+            chunked = await _headers(reader)
+            with self._lock:
+                self._open, self._fresh = True, True
+                self.opened += 1
+            buffer = b""
+            while time.monotonic() - self._asked < IDLE_S:
+                try:
+                    data = await asyncio.wait_for(_next_data(reader, chunked), READ_TIMEOUT_S)
+                except TimeoutError:
+                    continue
+                if not data:
+                    raise ConnectionResetError("the engine ended the stream")
+                *lines, buffer = (buffer + data).split(b"\n")
+                for line in lines:
+                    self._note(line)
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+    def _note(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        event: dict[str, Any] = json.loads(line)
+        container_id = (event.get("Actor") or {}).get("ID") or event.get("id")
+        if container_id and (event.get("Action") or event.get("status")) in ENDED:
+            with self._lock:
+                self._ended.add(container_id)
+
+
+async def _headers(reader: asyncio.StreamReader) -> bool:
+    """Reads the answer's head; whether its body is chunked. ValueError: no stream."""
+    status = await reader.readline()
+    if not status.startswith(b"HTTP/1.") or status.split()[1:2] != [b"200"]:
+        raise ValueError(f"the engine answered {status[:80]!r}")
+    chunked = False
+    while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.strip().lower() == "transfer-encoding" and "chunked" in value.lower():
+            chunked = True
+    return chunked
+
+
+async def _next_data(reader: asyncio.StreamReader, chunked: bool) -> bytes:
+    """The body's next bytes (b"" at its end)."""
+    if not chunked:
+        return await reader.read(65536)
+    size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+    if not size:
+        return b""
+    data = await reader.readexactly(size)
+    await reader.readexactly(2)  # (the chunk's CRLF)
+    return data

@@ -1,0 +1,174 @@
+"""A Docker node's exits come from its engine's event stream: a pass inspects the containers that
+died, not every running task; a stream that breaks is opened again, and an exit it missed is
+still recorded, once."""
+
+import contextlib
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from clusters.executors import docker_events
+from clusters.executors.docker import DockerExecutor
+from clusters.executors.registry import executor_for
+from clusters.models import Node
+from jobs.actions import submit_job
+from jobs.models import JobState, Task
+from tests.docker.conftest import docker_cli
+from tests.factories import v2_yaml
+
+pytestmark = pytest.mark.docker
+
+# The task runs until the test lets it end (a file it waits for, made by `docker exec`).
+WAIT_FOR_GO = "while [ ! -f /tmp/go ]; do sleep 0.1; done"
+
+
+class EngineProxy:
+    """A unix socket in front of the local engine whose event streams the test can break."""
+
+    def __init__(self, path: Path, engine: str = "/var/run/docker.sock") -> None:
+        self.path, self.engine = path, engine
+        self.streams: list[socket.socket] = []
+        self.refusing = False  # event streams cut as soon as they are asked for
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen(64)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.engine)
+            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket, asks: bool) -> None:
+        first = True
+        try:
+            while data := source.recv(65536):
+                if asks and first and data.startswith(b"GET /events"):
+                    if self.refusing:
+                        break
+                    self.streams.append(source)
+                first = False
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def break_streams(self) -> None:
+        """Cuts the event streams open, and any asked for until `mend()`."""
+        self.refusing = True
+        for stream in self.streams:
+            with contextlib.suppress(OSError):
+                stream.shutdown(socket.SHUT_RDWR)
+        self.streams.clear()
+
+    def mend(self) -> None:
+        self.refusing = False
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.fixture
+def no_full_looks(monkeypatch):
+    """The low-rate full look put off beyond the test: what a pass inspects is the stream's doing."""
+    monkeypatch.setattr(docker_events, "RECONCILE_S", 3600.0)
+
+
+@pytest.fixture
+def polled(monkeypatch):
+    """The containers the node's executor inspects as polls, as they are asked for (the real polls)."""
+    seen: list[str] = []
+
+    def watch(node: Node) -> list[str]:
+        executor = executor_for(node.executor, node.address, node.docker_url)
+        real = executor.poll
+
+        def poll(handle):
+            seen.append(handle.executor_id)
+            return real(handle)
+
+        monkeypatch.setattr(executor, "poll", poll)
+        return seen
+
+    return watch
+
+
+def run_passes_until(scheduler, done, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "not within the time"
+        scheduler.run_once()
+        time.sleep(0.1)
+
+
+def watch_of(node: Node) -> docker_events.ExitWatch:
+    executor = executor_for(node.executor, node.address, node.docker_url)
+    assert isinstance(executor, DockerExecutor)
+    return executor.exits
+
+
+def following(scheduler, node: Node) -> bool:
+    """A pass ran after the node's stream was opened and its full look done: exits come from events now."""
+    watch = watch_of(node)
+    scheduler.run_once()
+    return watch.opened > 0 and watch.seen() is not None
+
+
+def container_of(job) -> str:
+    return Task.objects.get(job=job).executor_id
+
+
+def test_it_records_an_exit_polling_only_the_container_that_died(
+    user, docker_node, scheduler, run_until, polled, no_full_looks
+):
+    staying = run_until(submit_job(user, v2_yaml("staying", WAIT_FOR_GO)), JobState.RUNNING)
+    ending = run_until(submit_job(user, v2_yaml("ending", WAIT_FOR_GO)), JobState.RUNNING)
+    run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+    polls = polled(docker_node)
+    for _ in range(3):
+        scheduler.run_once()
+    assert polls == []  # nothing died: nothing inspected
+
+    docker_cli("exec", container_of(ending), "touch", "/tmp/go")
+    run_until(ending, JobState.SUCCEEDED, timeout=20)
+    assert container_of(staying) not in polls
+    assert set(polls) == {container_of(ending)}
+    staying.refresh_from_db()
+    assert staying.state == JobState.RUNNING
+
+
+def test_it_opens_a_broken_event_stream_again_and_records_the_exit_it_missed_once(
+    user, docker_node, scheduler, run_until, no_full_looks, tmp_path
+):
+    proxy = EngineProxy(tmp_path / "engine.sock")
+    try:
+        Node.objects.filter(pk=docker_node.pk).update(docker_url=f"unix://{proxy.path}")
+        docker_node.refresh_from_db()
+        job = run_until(submit_job(user, v2_yaml("missed", WAIT_FOR_GO)), JobState.RUNNING)
+        run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+        watch = watch_of(docker_node)
+        assert watch.opened == 1
+
+        proxy.break_streams()
+        docker_cli("exec", container_of(job), "touch", "/tmp/go")
+        docker_cli("wait", container_of(job))  # it died while no stream was open
+        proxy.mend()
+        job = run_until(job, JobState.SUCCEEDED, timeout=30)
+        run_passes_until(scheduler, lambda: watch.opened == 2)
+    finally:
+        proxy.close()
+    assert watch.opened == 2
+    assert job.events.filter(kind="task-exit").count() == 1
+    assert Task.objects.get(job=job).exit_code == 0
