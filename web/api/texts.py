@@ -103,6 +103,9 @@ LOG_LINK_EXPIRED = Text("api.log.link_expired", "The log link is not valid or ha
 NO_SWEEP = Text("api.sweep.not_found", "Sweep %(sweep)s is not found.")
 NO_TEMPLATE = Text("api.template.not_found", "Template %(template)s is not found.")
 NOT_YOUR_TEMPLATE = Text("api.template.not_yours", "Template %(template)s is not yours to delete.")
+NOT_YOURS_TO_CHANGE = Text("api.template.not_yours_to_change", "Template %(template)s is not yours to change.")
+NO_APP = Text("api.app.not_found", "App %(app)s is not found.")
+NOT_YOUR_APP = Text("api.app.not_yours", "App %(app)s is not yours to share.")
 MAX_POINTS = Text("api.metrics.max_points", "maxPoints must be a whole number of at least 2.")
 
 # ---- the job list's query ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from accounts.permissions import is_admin
 from jobs import interactive
 from jobs.my_apps import LiveApp, live_apps
 from jobs.protocol import JobConfigError
+from web.api import texts
 from web.api.errors import ApiConfigError, ApiError
 from web.api.shapes import epoch_ms
 
@@ -89,7 +90,7 @@ def listed(request: Request, slug: str) -> LiveApp:
     """The live app of this slug among those the user's list holds; 404 otherwise."""
     found = next((live for live in live_apps(request.user) if live.app.slug == slug), None)
     if found is None:
-        raise ApiError(404, "NoAppError", f"App {slug} is not found.")
+        raise ApiError(404, "NoAppError", texts.NO_APP(app=slug))
     return found
 
 
@@ -111,7 +112,7 @@ class AppView(APIView):
         apps), or with none (`null`)."""
         app = listed(request, slug).app
         if app.job.owner_id != request.user.pk:
-            raise ApiError(403, "ForbiddenUserError", f"App {slug} is not yours to share.")
+            raise ApiError(403, "ForbiddenUserError", texts.NOT_YOUR_APP(app=slug))
         data = request.data if isinstance(request.data, dict) else {}
         try:
             interactive.share(app, request.user, str(data.get("sharedWithGroup") or ""))

@@ -92,7 +92,7 @@ class TemplateView(APIView):
         others stay."""
         template = found(request, template_id)
         if not job_templates.may_change(request.user, template):
-            raise ApiError(403, "ForbiddenUserError", f"Template {template_id} is not yours to change.")
+            raise ApiError(403, "ForbiddenUserError", texts.NOT_YOURS_TO_CHANGE(template=template_id))
         data = request.data if isinstance(request.data, dict) else {}
         now = shape(template, whole=True)
         given = {key: data[key] if key in data else now[key] for key in CHANGEABLE}
