@@ -34,6 +34,7 @@ def test_it_creates_a_vc_and_answers_it_as_get_does(root, room, user):
     assert answer.json() == root.get(f"{VCS}/research").json()
     vc = VirtualCluster.objects.get(name="research")
     assert (vc.share_percent, vc.max_run_minutes, [u.username for u in vc.allowed_users.all()]) == (40, 120, ["alice"])
+    assert (vc.backfill, vc.queue_policy) == (True, "fifo")  # (left out: the model's defaults)
     assert AuditEntry.objects.filter(action="vc.create", target="research").exists()
 
 

@@ -49,7 +49,7 @@ VC_BODY = inline_serializer(
         "slurm_partition": serializers.CharField(required=False, help_text="Slurm places its jobs (its quota)"),
         "allowed_users": serializers.ListField(child=serializers.CharField(), required=False),
         "allowed_groups": serializers.ListField(child=serializers.CharField(), required=False),
-        "queue_policy": serializers.ChoiceField(VirtualCluster.QueuePolicy.values),
+        "queue_policy": serializers.ChoiceField(VirtualCluster.QueuePolicy.values, required=False),
         "backfill": serializers.BooleanField(required=False),
         "user_gpu_limit": serializers.IntegerField(allow_null=True, required=False),
         "default_run_minutes": serializers.IntegerField(allow_null=True, required=False),
@@ -99,11 +99,12 @@ def _body(request: Request) -> dict[str, Any]:
 
 
 def current_fields(vc: VirtualCluster) -> dict[str, Any]:
-    """The VC's fields as a body would give them (users and groups by name)."""
+    """The VC's fields as a body would give them (users and groups by name); a new VC's, the
+    model's defaults (what a body leaves out)."""
     fields: dict[str, Any] = {}
     for name in FIELDS:
         if name in NAMED:
-            fields[name] = list(getattr(vc, name).values_list(NAMED[name], flat=True))
+            fields[name] = list(getattr(vc, name).values_list(NAMED[name], flat=True)) if vc.pk else []
         else:
             value = getattr(vc, name)
             fields[name] = str(value) if isinstance(value, Decimal) else value
@@ -130,12 +131,12 @@ class VirtualClustersView(cluster.VirtualClustersView):
 
     @extend_schema(operation_id="v2_virtual_clusters_create", request=VC_BODY, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
-        """Make a VC (admins): the body's fields as the VC form takes them, checked by its rules;
-        the answer is the VC as GET answers it."""
+        """Make a VC (admins): the body's fields as the VC form takes them (those left out: the
+        model's defaults), checked by its rules; the answer is the VC as GET answers it."""
         body = _body(request)
         if VirtualCluster.objects.filter(name=body.get("name")).exists():
             raise ApiError(409, "ConflictVirtualClusterError", f"name: virtual cluster {body['name']} exists.")
-        return _saved(request, VcApiForm(data=body), status=201)
+        return _saved(request, VcApiForm(data={**current_fields(VirtualCluster()), **body}), status=201)
 
 
 class VirtualClusterView(cluster.VirtualClusterView):
