@@ -1,4 +1,5 @@
-"""Why a job waits: the codes of placement's reasons, of preemption's and of the queue's own.
+"""Why a job waits: the codes of placement's reasons, of preemption's and of the queue's own; and,
+at the end, a VC's rules (clusters.vc_rules).
 
 A reason is a list of Messages (its parts; in English they are joined by "; "): placement
 (clusters.placement) returns them, the scheduler stores them beside their English
@@ -228,3 +229,26 @@ def counted_gpus(count: int, gpu_type: str | None = None) -> Message:
 def memory_text(mb: int) -> str:
     """`8 GB` for whole GB, else `1500 MB`."""
     return f"{mb // 1024} GB" if mb % 1024 == 0 and mb >= 1024 else f"{mb} MB"
+
+
+# ---- a VC's rules and why it stays (clusters.vc_rules: the VC pages, the admin, the API, createvc) ----
+DEFAULT_OVER_MAX = Text("vc.default_run_over_max", "must not be longer than the maximum time limit")
+SLURM_NEVER_LENDS = Text("vc.slurm_never_lends", "a Slurm VC never lends: Slurm places its jobs")
+SHARES_OVER_100 = Text(
+    "vc.shares_over_100",
+    "With this share the VCs' shares would add up to %(total)s%% (more than 100%%): lower another VC's "
+    "share first (the default VC's, say).",
+)
+DEFAULT_STAYS = Text("vc.remove.default", "The default VC takes the jobs that name no VC: it cannot be removed.")
+_RETIRE = (
+    "the VC cannot be removed. To retire it, set its share to 0 (its quota goes to the other VCs) and take "
+    "away its users and groups."
+)
+A_JOB_NAMES_IT = Text(
+    "vc.remove.job_names_it",
+    f"%(count)s job names VC %(vc)s, and a job keeps its VC for good (its page and usage name it): {_RETIRE}",
+)
+JOBS_NAME_IT = Text(
+    "vc.remove.jobs_name_it",
+    f"%(count)s jobs name VC %(vc)s, and a job keeps its VC for good (their pages and usage name it): {_RETIRE}",
+)

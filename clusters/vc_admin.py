@@ -1,7 +1,6 @@
-"""An admin's changes to virtual clusters, from the portal's VC pages (`web/vcs/`) and the Django
-admin alike: the one form that checks a VC's rules before anything is saved (its shares and the
-others' at most 100 % in all, the total `createvc` warns of: clusters.shares; a default time limit
-within the longest; a Slurm VC never lends; its partition asked of Slurm), saving it, and removing
+"""An admin's changes to virtual clusters, from the portal's VC pages (`web/vcs/`), the Django
+admin and the API (`/api/v2/virtual-clusters`) alike: the one form that checks a VC's rules
+(clusters.vc_rules, which `createvc` checks too) before anything is saved, saving it, and removing
 a VC while no job names it. Each change is recorded in the audit list."""
 
 from __future__ import annotations
@@ -11,16 +10,14 @@ from typing import Any
 from django import forms
 from django.db import transaction
 from django.db.models import ProtectedError
-from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy
 
 from accounts.groups import record
+from catalogue import Message
+from clusters import vc_rules
 from clusters.models import VirtualCluster
 from clusters.shares import total_share
 from clusters.slurm_nodes import PartitionError, check_partition
-
-# The VC of the jobs that name none (jobs.protocol's DEFAULT_VIRTUAL_CLUSTER; clusters 0002 makes it).
-DEFAULT_VC = "default"
 
 # The fields' names in the page's language, for the admin (accounts.admin_labels) and the VC pages.
 VC_LABELS = {
@@ -71,6 +68,7 @@ class VirtualClusterForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.rule_errors: list[tuple[str, Message]] = []  # (field, why) of clean(): the API answers their codes
         for name in ("default_priority_class", "max_priority_class"):  # (left out: the model's default)
             self.fields[name].required = False
 
@@ -82,34 +80,22 @@ class VirtualClusterForm(forms.ModelForm):
 
     def clean(self) -> dict:
         cleaned = super().clean() or {}
-        default, maximum = cleaned.get("default_run_minutes"), cleaned.get("max_run_minutes")
-        if default and maximum and default > maximum:
-            self.add_error("default_run_minutes", _("must not be longer than the maximum time limit"))
-        self._check_total_share(cleaned)
+        partition = cleaned.get("slurm_partition") or ""
+        self.rule_errors = []
+        problems = {
+            "default_run_minutes": vc_rules.time_limit_problem(
+                cleaned.get("default_run_minutes"), cleaned.get("max_run_minutes")
+            ),
+            "lends_idle_quota": vc_rules.lending_problem(bool(cleaned.get("lends_idle_quota")), partition),
+        }
+        if cleaned.get("share_percent") is not None:
+            name = self.instance.name if self.instance.pk else cleaned.get("name")
+            problems["share_percent"] = vc_rules.share_problem(name, cleaned["share_percent"], partition)
+        for field, problem in problems.items():
+            if problem is not None and field not in self.errors:
+                self.rule_errors.append((field, problem))
+                self.add_error(field, vc_rules.shown(problem))
         return cleaned
-
-    def _check_total_share(self, cleaned: dict) -> None:
-        """Shares over 100 % in all are refused as `createvc` warns of them (clusters.shares), unless
-        the change lowers the total (a cluster already over can still be put right step by step)."""
-        share = cleaned.get("share_percent")
-        if share is None:
-            return
-        name = self.instance.name if self.instance.pk else cleaned.get("name")
-        total = total_share(name, 0 if cleaned.get("slurm_partition") else share)
-        if total > 100 and total > total_share():
-            self.add_error(
-                "share_percent",
-                _(
-                    "With this share the VCs' shares would add up to %(total)s%% (more than 100%%): lower "
-                    "another VC's share first (the default VC's, say)."
-                )
-                % {"total": f"{total.normalize():f}"},
-            )
-
-    def clean_lends_idle_quota(self) -> bool:
-        if self.cleaned_data.get("lends_idle_quota") and (self.cleaned_data.get("slurm_partition") or "").strip():
-            raise forms.ValidationError(_("a Slurm VC never lends: Slurm places its jobs"))
-        return bool(self.cleaned_data.get("lends_idle_quota"))
 
     def clean_slurm_partition(self) -> str:
         """Checked against Slurm as `createvc --slurm-partition` does (unchanged values are not asked again)."""
@@ -137,37 +123,23 @@ def save_vc(actor: Any, form: VirtualClusterForm) -> VirtualCluster:
 
 
 class VcProblem(Exception):
-    """Why a VC cannot be removed, in the reader's language."""
+    """Why a VC cannot be removed: `reason` (its code for the API), `message` in the reader's language."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, reason: Message) -> None:
+        self.reason, self.message = reason, vc_rules.shown(reason)
+        super().__init__(self.message)
 
 
 def removal_problem(vc: VirtualCluster) -> str:
-    """Why the VC cannot be removed ("" when it can), said on its page before anyone asks. A job
-    keeps its VC for good (Job.virtual_cluster is PROTECT: its page, usage and history name it),
-    so a VC that has had jobs, running, waiting or ended, stays; so does `default`, where the
-    jobs that name no VC go."""
-    if vc.name == DEFAULT_VC:
-        return _("The default VC takes the jobs that name no VC: it cannot be removed.")
-    count = vc.jobs.count()
-    if not count:
-        return ""
-    return ngettext(
-        "%(count)s job names VC %(vc)s, and a job keeps its VC for good (its page and usage name it): "
-        "the VC cannot be removed. To retire it, set its share to 0 (its quota goes to the other VCs) "
-        "and take away its users and groups.",
-        "%(count)s jobs name VC %(vc)s, and a job keeps its VC for good (their pages and usage name it): "
-        "the VC cannot be removed. To retire it, set its share to 0 (its quota goes to the other VCs) "
-        "and take away its users and groups.",
-        count,
-    ) % {"count": count, "vc": vc.name}
+    """Why the VC cannot be removed in the reader's language ("" when it can), said on its page
+    before anyone asks (clusters.vc_rules)."""
+    problem = vc_rules.removal_problem(vc)
+    return vc_rules.shown(problem) if problem is not None else ""
 
 
 def remove_vc(actor: Any, vc: VirtualCluster) -> None:
     """Remove a VC that no job names (removal_problem), or say why not."""
-    if problem := removal_problem(vc):
+    if (problem := vc_rules.removal_problem(vc)) is not None:
         raise VcProblem(problem)
     name = vc.name
     try:
@@ -175,4 +147,4 @@ def remove_vc(actor: Any, vc: VirtualCluster) -> None:
             vc.delete()
             record(actor, "vc.delete", name)
     except ProtectedError as error:  # a job submitted to it since
-        raise VcProblem(removal_problem(vc)) from error
+        raise VcProblem(vc_rules.removal_problem(vc) or vc_rules.JOBS_NAME_IT(count=1, vc=name)) from error

@@ -7,10 +7,12 @@ class WebConfig(AppConfig):
     name = "web"
 
     def ready(self) -> None:
-        """The admin of jobs shows stored English texts in the page's language, by the pages' translations."""
+        """The admin of jobs, and the VC form's rules, say their texts in the page's language, by the
+        pages' translations."""
         from catalogue.discover import import_all_texts
+        from clusters import vc_rules
         from jobs.admin import SHOWN
-        from web import reasons
+        from web import reasons, texts
         from web.templatetags import portal
 
         import_all_texts()  # (every code defined: a page may render a stored message of any area)
@@ -21,3 +23,4 @@ class WebConfig(AppConfig):
             diagnostics=lambda job: portal.diagnostics_text(job.exit_diagnostics_message, job.exit_diagnostics),
             pending_reason=reasons.job_reason,
         )
+        vc_rules.SHOWN.update(message=texts.translated)  # (the VC form's refusals, on the pages and in the admin)

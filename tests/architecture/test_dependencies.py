@@ -29,6 +29,9 @@ ALLOWED_LOCAL_IMPORTS = {
     ("web/apps.py", "jobs.admin"),
     ("web/apps.py", "web.templatetags.portal"),
     ("web/apps.py", "web.reasons"),
+    # ... and the VC form's rules (clusters.vc_rules) say their refusals by the pages' translations.
+    ("web/apps.py", "clusters.vc_rules"),
+    ("web/apps.py", "web.texts"),
     # The pages render stored messages of every area: each area's texts.py is imported once the
     # registry is ready (catalogue.discover finds them by name, as Django finds admin.py).
     ("web/apps.py", "catalogue.discover"),

@@ -6,6 +6,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from clusters.models import VirtualCluster
+from clusters.vc_admin import VirtualClusterForm
 
 
 def test_it_sets_a_vcs_sharing_options_and_keeps_its_share(db):
@@ -34,7 +35,10 @@ def test_it_sets_a_vcs_sharing_options_and_keeps_its_share(db):
     [
         (["--user-gpu-limit", "two"], "--user-gpu-limit: 'two' is not a whole number (or none)"),
         (["--max-run-minutes", "0"], "--max-run-minutes: must be at least 1 (or none)"),
-        (["--default-run-minutes", "90", "--max-run-minutes", "60"], "--default-run-minutes: 90 is longer than"),
+        (
+            ["--default-run-minutes", "90", "--max-run-minutes", "60"],
+            "--default-run-minutes: must not be longer than the maximum time limit",
+        ),
         (["--lending-limit", "120"], "--lending-limit: must be a percent from 0 to 100 (or none)"),
         (["--borrowing-limit", "half"], "--borrowing-limit: 'half' is not a whole percent (or none)"),
     ],
@@ -76,3 +80,31 @@ def test_it_refuses_an_unknown_borrowing_class_at_start(monkeypatch):
     monkeypatch.setenv("PAI_BORROWING_CLASSES", "oppo,tset")
     with pytest.raises(ImproperlyConfigured, match=r"'tset' is not one of crit, prod, test, oppo"):
         env_choices("PAI_BORROWING_CLASSES", "oppo", ("crit", "prod", "test", "oppo"))
+
+
+def form_refusal(field: str, instance: VirtualCluster | None = None, **data: str) -> str:
+    """What the VC pages' and the admin's form says of `field` for VC `team` (or `instance`) with `data`."""
+    fields = {"name": "team", "share_percent": "10", "queue_policy": "fifo", **data}
+    form = VirtualClusterForm(data=fields, instance=instance)
+    assert not form.is_valid()
+    return str(form.errors[field][0])
+
+
+def test_it_refuses_a_default_time_limit_over_the_longest_as_the_vc_form_does(db):
+    said = form_refusal("default_run_minutes", default_run_minutes="90", max_run_minutes="60")
+    with pytest.raises(CommandError, match=re.escape(f"--default-run-minutes: {said}")):
+        call_command("createvc", "team", "--share", "10", "--default-run-minutes", "90", "--max-run-minutes", "60")
+
+
+def test_it_refuses_a_lending_slurm_vc_as_the_vc_form_does(db):
+    hpc = VirtualCluster.objects.create(name="hpc", share_percent=0, slurm_partition="gpu")
+    said = form_refusal("lends_idle_quota", hpc, name="hpc", lends_idle_quota="on", slurm_partition="gpu")
+    with pytest.raises(CommandError, match=re.escape(f"--lends: {said}")):
+        call_command("createvc", "hpc", "--lends", "yes")
+
+
+def test_it_refuses_a_new_time_limit_against_the_vcs_saved_one(db):
+    call_command("createvc", "team", "--share", "10", "--max-run-minutes", "60")
+    with pytest.raises(CommandError, match="--default-run-minutes: must not be longer than the maximum time limit"):
+        call_command("createvc", "team", "--default-run-minutes", "90")
+    assert VirtualCluster.objects.get(name="team").default_run_minutes is None

@@ -23,6 +23,7 @@ from web.api.views import (
     training_metrics,
     usage,
     users,
+    vcs,
 )
 
 JOB = "v2/jobs/<str:full_name>"
@@ -109,8 +110,9 @@ urlpatterns = [
     path("v2/info", cluster.InfoView.as_view(), name="api-info"),
     path("v1/virtual-clusters", cluster.V1VirtualClustersView.as_view(), name="api-v1-vcs"),
     path("v1/virtual-clusters/<str:vc_name>", cluster.VirtualClusterView.as_view(), name="api-v1-vc"),
-    path("v2/virtual-clusters", cluster.VirtualClustersView.as_view(), name="api-vcs"),
-    path("v2/virtual-clusters/<str:vc_name>", cluster.VirtualClusterView.as_view(), name="api-vc"),
+    # v2's VC routes also make, change and remove VCs (admins): web/api/views/vcs.py.
+    path("v2/virtual-clusters", vcs.VirtualClustersView.as_view(), name="api-vcs"),
+    path("v2/virtual-clusters/<str:vc_name>", vcs.VirtualClusterView.as_view(), name="api-vc"),
     path("v2/nodes", cluster.NodesView.as_view(), name="api-nodes"),
     path("v2/nodes/<str:node_name>", cluster.NodeView.as_view(), name="api-node"),
     path("v2/storages", storages.StoragesView.as_view(), name="api-storages"),

@@ -6,7 +6,12 @@ Sharing inside the VC (each left as it was when not given; `none` clears a numbe
 priority classes: `--default-class C`, `--max-class C`, `--crit-users a,b`; borrowing:
 `--lends yes|no` (other VCs' borrowing jobs may run on its idle quota; never a Slurm VC),
 `--lending-limit PERCENT`, `--borrowing-limit PERCENT` (Kueue's lendingLimit/borrowingLimit, in % of
-its quota; none: no limit)."""
+its quota; none: no limit).
+
+A VC's rules are the VC pages', the admin's and the API's (clusters.vc_rules): a default time limit
+within the longest and a Slurm VC that never lends are refused, naming the option. Shares over
+100 % in all are warned of, not refused (docs/admin/nodes.md): the command line is where an
+admin changes several VCs one command at a time."""
 
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -15,6 +20,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
+from catalogue import Message
+from clusters import vc_rules
 from clusters.models import PRIORITY_CLASS_CHOICES, VirtualCluster
 from clusters.shares import over_100_warning, share_warnings, total_share
 from clusters.slurm_nodes import PartitionError, check_partition
@@ -25,6 +32,10 @@ SHARING_NUMBERS = {
     "default-run-minutes": "time limit in minutes of a job that names none (extras.maxRunTimeMinutes)",
     "max-run-minutes": "longest time limit in minutes a job may ask for",
 }
+
+
+# The fields the VC form's rules read besides the share (clusters.vc_rules).
+RULE_FIELDS = ("default_run_minutes", "max_run_minutes", "lends_idle_quota", "slurm_partition")
 
 
 # Option -> (field, most allowed): a percent of the VC's quota, applied to its GPUs, CPUs and memory.
@@ -122,14 +133,13 @@ class Command(BaseCommand):
             raise CommandError(f"--share: {options['share']!r} is not a number") from exc
         if not 0 <= share <= 100:
             raise CommandError("--share: must be between 0 and 100")
-        if warning := over_100_warning(total_share(options["name"], 0 if partition else share)):
-            self.stderr.write(f"warning: {warning} (`createvc default --share ...`)")
         defaults = {"share_percent": share, "description": options["description"], "slurm_partition": partition}
         defaults.update(self._sharing(options))
         if options.get("lends") is not None:
-            if options["lends"] == "yes" and partition:
-                raise CommandError("--lends: a Slurm VC never lends (Slurm places its jobs)")
             defaults["lends_idle_quota"] = options["lends"] == "yes"
+        self._check_rules(existing, defaults)
+        if warning := over_100_warning(total_share(options["name"], 0 if partition else share)):
+            self.stderr.write(f"warning: {warning} (`createvc default --share ...`)")
         for option, field in (("default_class", "default_priority_class"), ("max_class", "max_priority_class")):
             if options.get(option):
                 defaults[field] = options[option]
@@ -176,12 +186,21 @@ class Command(BaseCommand):
             value = options[flag.replace("-", "_")]
             if value is not None:
                 fields[field] = limit_percent(flag, value, most)
-        current = VirtualCluster.objects.filter(name=options["name"]).values("default_run_minutes", "max_run_minutes")
-        merged = {**(current.first() or {}), **fields}
-        default, maximum = merged.get("default_run_minutes"), merged.get("max_run_minutes")
-        if default and maximum and default > maximum:
-            raise CommandError(f"--default-run-minutes: {default} is longer than --max-run-minutes {maximum}")
         return fields
+
+    def _check_rules(self, existing: VirtualCluster | None, fields: dict) -> None:
+        """The VC as it would be (its row with these fields) against the rules the VC form checks."""
+        vc = existing or VirtualCluster()
+        merged = {name: fields.get(name, getattr(vc, name)) for name in RULE_FIELDS}
+        problems: dict[str, Message | None] = {
+            "--default-run-minutes": vc_rules.time_limit_problem(
+                merged["default_run_minutes"], merged["max_run_minutes"]
+            ),
+            "--lends": vc_rules.lending_problem(merged["lends_idle_quota"], merged["slurm_partition"]),
+        }
+        for option, problem in problems.items():
+            if problem is not None:
+                raise CommandError(f"{option}: {problem.text}")
 
     def _check_partition(self, partition: str) -> None:
         """The partition must exist and answer; its nodes are shown at once (the scheduler keeps them fresh)."""
