@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from catalogue import Message
 from clusters import vc_admin
 from clusters.models import VirtualCluster
+from web.api import texts
 from web.api.auth import IsAdminNotApplicationToken
 from web.api.errors import ApiConfigError, ApiError
 from web.api.views import cluster
@@ -91,10 +92,15 @@ class FormErrors:
 def _body(request: Request) -> dict[str, Any]:
     """The request's JSON object, every key one of the form's fields."""
     if not isinstance(request.data, dict):
-        raise ApiError(400, "InvalidParametersError", "Send a JSON object of the VC's fields.")
+        raise ApiError(400, "InvalidParametersError", texts.VC_NOT_AN_OBJECT())
     unknown = sorted(set(request.data) - set(FIELDS))
     if unknown:
-        raise ApiError(400, "InvalidParametersError", f"{unknown[0]}: not a VC field (one of {', '.join(FIELDS)})")
+        raise ApiError(
+            400,
+            "InvalidParametersError",
+            texts.VC_UNKNOWN_FIELD(field=unknown[0], fields=", ".join(FIELDS)),
+            field=unknown[0],
+        )
     return dict(request.data)
 
 
@@ -121,7 +127,7 @@ def _saved(request: Request, form: VcApiForm, status: int) -> Response:
 def _vc(vc_name: str) -> VirtualCluster:
     vc = VirtualCluster.objects.filter(name=vc_name).first()
     if vc is None:
-        raise ApiError(404, "NoVirtualClusterError", f"Virtual cluster {vc_name} is not found.")
+        raise ApiError(404, "NoVirtualClusterError", texts.NO_VC(vc=vc_name))
     return vc
 
 
@@ -135,7 +141,7 @@ class VirtualClustersView(cluster.VirtualClustersView):
         model's defaults), checked by its rules; the answer is the VC as GET answers it."""
         body = _body(request)
         if VirtualCluster.objects.filter(name=body.get("name")).exists():
-            raise ApiError(409, "ConflictVirtualClusterError", f"name: virtual cluster {body['name']} exists.")
+            raise ApiError(409, "ConflictVirtualClusterError", texts.VC_EXISTS(vc=body["name"]), field="name")
         return _saved(request, VcApiForm(data={**current_fields(VirtualCluster()), **body}), status=201)
 
 
@@ -148,7 +154,7 @@ class VirtualClusterView(cluster.VirtualClusterView):
         """Change the given fields of a VC (admins); the others stay. Its name stays once made."""
         vc, body = _vc(vc_name), _body(request)
         if body.pop("name", vc.name) != vc.name:
-            raise ApiError(400, "InvalidParametersError", "name: a VC's name stays once made (jobs and usage name it)")
+            raise ApiError(400, "InvalidParametersError", texts.VC_NAME_STAYS(), field="name")
         form = VcApiForm(data={**current_fields(vc), **body}, instance=vc)
         del form.fields["name"]
         return _saved(request, form, status=200)
