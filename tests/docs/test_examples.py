@@ -234,7 +234,7 @@ def needs_met(example: Block) -> None:
 
     for need in example.option_list("needs"):
         if need == "docker":
-            require(cluster_tools_available() and docker_engine_ready(), "root, dockerd and the base image (make image)")
+            require(cluster_tools_available() and docker_engine_ready(), "root, dockerd and the base image")
         elif need == "slurm":
             require(slurm_available(), "root, slurm-wlm and munge")
         else:
@@ -246,16 +246,22 @@ def needs_met(example: Block) -> None:
 @pytest.mark.parametrize("example", of_kind("command"))
 def test_it_runs_each_marked_command_session_on_the_tests_database(world, scratch, tmp_path):
     needs_met(world)
+    clusters = scratch / "var" / "dev-cluster"
     env = {
         **os.environ,
         **database_env(),
         "PAI_FS_ROOT": str(tmp_path / "fs"),
         "PAI_WORK_ROOT": str(tmp_path / "work"),
         "PAI_LOG_DIR": str(tmp_path / "logs"),
-        "PAI_DEV_CLUSTER_DIR": str(scratch / "var" / "dev-cluster"),
+        "PAI_DEV_CLUSTER_DIR": str(clusters),
         "PAI_LOG_LEVEL": "WARNING",
     }
-    run_bash(world.text, scratch, env, timeout=300)
+    try:
+        run_bash(world.text, scratch, env, timeout=300)
+    finally:  # a session that failed half-way leaves no dev cluster up (`down` of one that is down says so)
+        for cluster in clusters.glob("*"):
+            down = ["bash", "scripts/dev-cluster.sh", "down", "--name", cluster.name]
+            subprocess.run(down, cwd=scratch, env=env, capture_output=True, timeout=120)
 
 
 # -- setup steps --------------------------------------------------------------------------------
