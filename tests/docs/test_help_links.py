@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.urls import URLPattern, URLResolver, get_resolver
-from markdown.extensions.toc import slugify
+from markdown.extensions.toc import slugify  # type: ignore[import-untyped]
 
 from tests.conftest import require
 from web.help.sections import SECTIONS

@@ -2,7 +2,7 @@
 carries a marker (tests/docs/blocks.py), of a kind tests/docs/test_examples.py runs or checks, or
 `output` for what something prints. A block added without one fails here, naming it."""
 
-import markdown
+import markdown  # type: ignore[import-untyped]
 import pytest
 
 from tests.docs.blocks import GUIDES, ROOT, blocks_of, guide_blocks
