@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.browser.screenshots import keep_if_changed
 from tests.conftest import CHROMIUM, launched_chromium, require
 from tests.factories import password_for
 from tests.scheduler.conftest import process_node, run_until, scheduler  # noqa: F401  (fixtures)
@@ -73,13 +74,14 @@ def login(page) -> Callable[..., Any]:
 
 
 @pytest.fixture
-def screenshot(page) -> Callable[..., None]:
-    """Full-page screenshot into test-artifacts/ and docs/screenshots/ (the docs link those)."""
+def screenshot(browser, page) -> Callable[..., None]:
+    """Full-page screenshot into test-artifacts/, and into docs/screenshots/ (the docs link those)
+    when it changed meaningfully (tests/browser/screenshots.py)."""
 
     def take(name: str, of: Any = None) -> None:
-        for folder in (ARTIFACTS, DOC_SCREENSHOTS):
-            folder.mkdir(parents=True, exist_ok=True)
-            (of or page).screenshot(path=str(folder / f"{name}.png"), full_page=True)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        picture = (of or page).screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        keep_if_changed(browser, picture, DOC_SCREENSHOTS / f"{name}.png")
 
     return take
 

@@ -38,7 +38,7 @@ def test_it_finds_what_a_new_user_looks_for_from_the_help_link(page, login, user
     login(user.username)
     page.goto("/")
     page.locator("a.help-link").first.click()
-    page.wait_for_url("**/docs/")
+    page.wait_for_url("**/docs/**")
     assert any(found.lower() in result.lower() for result in search(page, words)[:5])
 
 

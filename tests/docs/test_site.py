@@ -55,9 +55,9 @@ def test_it_says_to_run_make_docs_when_the_site_is_not_built(client, settings, t
 
 def test_it_puts_a_help_link_in_every_pages_top_bar(client, user):
     client.force_login(user)
-    assert b'class="help-link" href="/docs/"' in client.get("/").content
+    assert b'class="help-link" href="/docs/user/pages/"' in client.get("/").content
     client.logout()
-    assert b'class="help-link" href="/docs/"' in client.get("/login/").content
+    assert b'class="help-link" href="/docs/user/first-job/"' in client.get("/login/").content
 
 
 def test_it_serves_the_built_site_with_its_search(client):
