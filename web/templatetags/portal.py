@@ -279,7 +279,8 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
         ticking = job.state == "RUNNING" and job.launched_at
         rows.append(
             format_html(
-                '<tr data-job-id="{}"><td class="select">{}</td><td class="job-name"><a href="{}">{}</a></td>{}'
+                '<tr data-job-id="{}"><td class="select">{}</td>'
+                '<td class="job-name"><a href="{}" title="{}">{}</a></td>{}'
                 '<td class="state-cell" data-label="{}">'
                 '<span class="state state-{}" data-state data-value="{}">{}</span></td>'
                 '<td class="vc" data-label="{}">{}</td>'
@@ -299,6 +300,7 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
                 if may_manage and not job.is_finished
                 else "",
                 urls.of(urls.detail, full_name),
+                job.name,
                 job.name,
                 format_html('<td class="owner" data-label="{}">{}</td>', columns["user"], owner) if show_owner else "",
                 columns["state"],
