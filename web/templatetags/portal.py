@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.spec import NormalizedSpec
+from jobs.protocol.texts import LOG_SAYS
 from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
@@ -32,7 +33,7 @@ from web.page_texts import (
 )
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
-from web.texts import message_of, shown, translated_html
+from web.texts import Message, message_of, shown, translated_html
 
 register = template.Library()
 
@@ -144,6 +145,24 @@ def diagnostics_text(stored: Any, english: str = "") -> str:
     as said (marked translate="no"); a row older than its codes shows its `english`."""
     message = message_of(stored)
     return english if message is None else translated_html(message, _diagnostics_param)
+
+
+@register.filter
+def without_log_line(stored: Any, line: str = "") -> Any:
+    """Exit diagnostics without the log's line they quote ("...; the log says: <line>"), where the
+    page shows it already: `line`, the one the fix quotes, or with no argument any (the attempts
+    table: each attempt's log is a click away). The line was printed two and three times on a
+    failed job's page (issue 50)."""
+    message = message_of(stored)
+    return stored if message is None else _left_out(message, line.strip())
+
+
+def _left_out(message: Message, line: str) -> Message:
+    if message.code == LOG_SAYS.code and (not line or str(message.params.get("line")).strip() == line):
+        said = message.params["said"]
+        return _left_out(said, line) if isinstance(said, Message) else message
+    params = message.params.items()
+    return Message(message.code, {name: _left_out(v, line) if isinstance(v, Message) else v for name, v in params})
 
 
 def _diagnostics_param(name: str, value: Any) -> str:
