@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -114,6 +115,14 @@ def _event_value(name: str, value: Any) -> str:
 @register.filter
 def event_kind(kind: str) -> str:
     return str(EVENT_KINDS.get(kind, kind))
+
+
+@register.filter
+def name_breaks(name: str) -> str:
+    """A job's or a file's name that may break after its separators (`_`, `.`, `~`, `/`; a browser
+    breaks after `-` itself) and nowhere else: beside a long reason the dashboard broke job names
+    mid-word (issue 50). Used with overflow-wrap: break-word (a.job-ref), not anywhere."""
+    return mark_safe(re.sub(r"([_.~/])", r"\1<wbr>", str(conditional_escape(name))))  # noqa: S308  (escaped)
 
 
 @register.filter
