@@ -219,3 +219,23 @@ def search_log(job: Job, path: str, query: str, max_matches: int, max_line_chars
             if len(matches) < max_matches:
                 matches.append((number, line[:max_line_chars]))
     return LogSearch(matches, matched, number)
+
+
+@dataclass(frozen=True)
+class LogLines:
+    """Some lines of a whole log, in order: a search result's context (line numbers from 1)."""
+
+    lines: list[tuple[int, str]]
+    last: bool  # the last of them is the log's last line
+
+
+def log_lines(job: Job, path: str, first: int, count: int, max_line_chars: int = 2000) -> LogLines:
+    """`count` lines of the whole log (streamed, masked) from line `first` on, each cut to
+    `max_line_chars` characters; reading stops at the last of them."""
+    lines: list[tuple[int, str]] = []
+    for number, raw in enumerate(_lines(masked_chunks(job, path)), start=1):
+        if number >= first + count:
+            return LogLines(lines, last=False)
+        if number >= first:
+            lines.append((number, raw.decode("utf-8", errors="replace").rstrip("\r")[:max_line_chars]))
+    return LogLines(lines, last=True)

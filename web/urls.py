@@ -18,6 +18,7 @@ urlpatterns = [
     path("jobs/<str:full_name>/log", views.job_log, name="log"),
     path("jobs/<str:full_name>/log/download", views.job_log_download, name="log-download"),
     path("jobs/<str:full_name>/log/search", views.job_log_search, name="log-search"),
+    path("jobs/<str:full_name>/log/lines", views.job_log_lines, name="log-lines"),
     path("jobs/<str:full_name>/stop/", views.job_stop, name="stop"),
     path("jobs/<str:full_name>/restart/", views.job_restart, name="restart"),
     path("jobs/<str:full_name>/priority/", views.job_priority, name="priority"),

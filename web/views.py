@@ -27,7 +27,7 @@ from accounts.throttling import throttle_wait
 from clusters.models import GpuType, VirtualCluster
 from jobs import actions, job_templates
 from jobs import submit as submitting
-from jobs.logs import ALL, STREAMS, masked_chunks, masked_window, search_log, stream_path
+from jobs.logs import ALL, STREAMS, log_lines, masked_chunks, masked_window, search_log, stream_path
 from jobs.models import Job, JobState, Sweep
 from jobs.protocol import MASK, JobConfigError, editable_document, export, export_config, load
 from jobs.protocol.errors import FieldError
@@ -60,6 +60,7 @@ from web.templatetags.portal import duration, gpu_list, job_size, port_links, st
 LOG_TAIL_DEFAULT = 64 * 1024
 LOG_TAIL_MAX = 1024 * 1024
 LOG_SEARCH_MAX_QUERY = 200
+LOG_CONTEXT_LINES = 40  # before and after a search result opened in its context
 MAX_DATABASE_ID = 2**63 - 1
 
 
@@ -555,6 +556,27 @@ def job_log_search(request: HttpRequest, full_name: str) -> JsonResponse:
             "capped": found.capped,
             "matches": [{"line": number, "text": text} for number, text in found.matches],
         }
+    )
+
+
+@require_GET
+def job_log_lines(request: HttpRequest, full_name: str) -> JsonResponse:
+    """A search result in its context: the lines of one stream of one attempt's whole log around
+    `?around=` (a line number, from 1), LOG_CONTEXT_LINES before and after it."""
+    job = _job_or_404(request, full_name)
+    source = _log_source_or_404(request, job)
+    around = request.GET.get("around", "")
+    if not around.isdigit() or not 0 < int(around) < 10**12:
+        return JsonResponse(
+            {"code": "InvalidParametersError", "message": _("around: a line number, from 1."), "field": "around"},
+            status=400,
+        )
+    line = int(around)
+    first = max(1, line - LOG_CONTEXT_LINES)
+    path = stream_path(source.log_path, _log_stream(request)) if source else ""
+    found = log_lines(job, path, first, line - first + 1 + LOG_CONTEXT_LINES)
+    return JsonResponse(
+        {"around": line, "last": found.last, "lines": [{"line": n, "text": text} for n, text in found.lines]}
     )
 
 

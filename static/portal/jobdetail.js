@@ -1,5 +1,6 @@
 // Job page: refresh the summary, tasks, attempts and events while the job is live; tail the log
-// chosen (any attempt of any task), say when its beginning is left out, filter it by a search.
+// chosen (any attempt of any task), say when its beginning is left out, filter it by a search and
+// open a search result in its context (the lines around it in the whole log).
 "use strict";
 (function () {
   const live = document.getElementById("job-live");
@@ -33,7 +34,10 @@
   const download = document.querySelector("[data-log-download]");
   const truncated = document.querySelector("[data-log-truncated]");
   const matches = document.querySelector("[data-log-matches]");
+  const context = document.querySelector("[data-log-context]");
   let lastText = null;
+  let cutNote = ""; // what the tail leaves out of the log's beginning; said over the tail only
+  let contextLine = null; // the line whose context the log shows, instead of the tail or the results
 
   function fill(template, values) {
     return template.replace(/\{(\w+)\}/g, (whole, name) => (name in values ? values[name] : whole));
@@ -70,40 +74,109 @@
     return parts;
   }
 
-  async function searchLog(query) {
-    const run = ++searchRun;
-    const url = new URL(log.dataset.searchUrl, location.href);
+  function numbered(found, needle) {
+    const link = document.createElement("a");
+    link.className = "log-line-number";
+    link.href = pageAddress({ line: found.line });
+    link.dataset.logLine = found.line;
+    link.title = log.dataset.contextTitle;
+    link.textContent = found.line;
+    return [link, ...marked(found.text, needle), "\n"];
+  }
+
+  // This page's address with the log's choice (and `extra`) in its query, at the log.
+  function pageAddress(extra) {
+    const page = new URL(location.href);
+    page.searchParams.set("log", log.dataset.logKey);
+    page.searchParams.set("stream", log.dataset.logStreamName);
+    page.searchParams.delete("task");
+    page.searchParams.delete("line");
+    for (const [name, value] of Object.entries(extra || {})) page.searchParams.set(name, value);
+    return page.pathname + page.search + "#log";
+  }
+
+  async function getJson(address, values) {
+    const url = new URL(address, location.href);
     url.searchParams.set("log", log.dataset.logKey);
     url.searchParams.set("stream", log.dataset.logStreamName);
-    url.searchParams.set("q", query);
+    for (const [name, value] of Object.entries(values)) url.searchParams.set(name, value);
+    const response = await fetch(url, { credentials: "same-origin" });
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.message || response.statusText);
+    return data;
+  }
+
+  function showError(error) {
+    matches.textContent = String(error.message || error);
+    matches.hidden = false;
+  }
+
+  async function searchLog(query) {
+    const run = ++searchRun;
     let data;
     try {
-      const response = await fetch(url, { credentials: "same-origin" });
-      data = await response.json();
-      if (!response.ok) throw new Error(data.message || response.statusText);
+      data = await getJson(log.dataset.searchUrl, { q: query });
     } catch (error) {
-      if (run !== searchRun) return;
-      matches.textContent = String(error.message || error);
-      matches.hidden = false;
+      if (run === searchRun) showError(error);
       return;
     }
     if (run !== searchRun) return; // a newer search was typed meanwhile
     log.replaceChildren();
     const needle = query.toLowerCase();
-    for (const found of data.matches) {
-      const number = document.createElement("span");
-      number.className = "log-line-number";
-      number.textContent = found.line;
-      log.append(number, ...marked(found.text, needle), "\n");
-    }
+    for (const found of data.matches) log.append(...numbered(found, needle));
     const values = { matches: data.matched, lines: data.lines, query: query, shown: data.matches.length };
     matches.textContent = fill(data.capped ? matches.dataset.cappedText : matches.dataset.text, values);
     matches.hidden = false;
   }
 
+  // A search result in its context: the lines around it in the whole log, it marked and in view.
+  async function openContext(line) {
+    const run = ++searchRun;
+    clearTimeout(searchTimer);
+    let data;
+    try {
+      data = await getJson(log.dataset.linesUrl, { around: line });
+    } catch (error) {
+      if (run === searchRun) showError(error);
+      return;
+    }
+    if (run !== searchRun || !data.lines.length) return;
+    contextLine = line;
+    truncated.hidden = true;
+    matches.hidden = true;
+    log.replaceChildren();
+    const needle = search ? search.value.trim().toLowerCase() : "";
+    let hit = null;
+    for (const found of data.lines) {
+      const row = document.createElement("span");
+      row.className = "log-line";
+      row.append(...numbered(found, needle));
+      if (found.line === line) {
+        row.classList.add("log-line-hit");
+        hit = row;
+      }
+      log.append(row);
+    }
+    const shown = { first: data.lines[0].line, last: data.lines[data.lines.length - 1].line, line: line };
+    context.querySelector("[data-text]").textContent = fill(context.querySelector("[data-text]").dataset.text, shown);
+    context.hidden = false;
+    history.replaceState(null, "", pageAddress({ line: line }));
+    if (hit) log.scrollTop = hit.offsetTop - (log.clientHeight - hit.offsetHeight) / 2;
+  }
+
+  function leaveContext() {
+    if (contextLine === null) return;
+    contextLine = null;
+    context.hidden = true;
+    history.replaceState(null, "", pageAddress());
+  }
+
   function render() {
+    if (contextLine !== null) return; // the context stays as opened; the log read meanwhile shows after Back
     const query = search ? search.value.trim() : "";
     clearTimeout(searchTimer);
+    // The note on what the tail leaves out is about the tail: the results are of the whole log.
+    truncated.hidden = Boolean(query) || !cutNote;
     if (query) {
       searchTimer = setTimeout(() => searchLog(query), 250);
       return;
@@ -126,11 +199,13 @@
       const text = await response.text();
       const start = Number(response.headers.get("X-Log-Start") || 0);
       const size = Number(response.headers.get("X-Log-Size") || 0);
-      truncated.hidden = start <= 0;
-      if (start > 0) truncated.textContent = fill(truncated.dataset.text, { shown: bytes(size - start), size: bytes(size) });
+      cutNote = start > 0 ? fill(truncated.dataset.text, { shown: bytes(size - start), size: bytes(size) }) : "";
+      truncated.textContent = cutNote;
       if (text !== lastText) {
         lastText = text;
         render();
+      } else if (contextLine === null) {
+        truncated.hidden = Boolean(search && search.value.trim()) || !cutNote;
       }
     } catch (error) {
       // try again on the next tick
@@ -145,11 +220,9 @@
     address.searchParams.set("log", key);
     address.searchParams.set("stream", streamName);
     download.href = address.pathname + address.search;
-    const page = new URL(location.href);
-    page.searchParams.set("log", key);
-    page.searchParams.set("stream", streamName);
-    page.searchParams.delete("task");
-    history.replaceState(null, "", page.pathname + page.search + "#log");
+    contextLine = null;
+    context.hidden = true;
+    history.replaceState(null, "", pageAddress());
     lastText = null;
     log.textContent = "";
     refreshLog();
@@ -165,7 +238,22 @@
     source.replaceChildren(...logs.map((item) => new Option(item.label, item.key, false, item.key === chosen)));
     if (source.value !== chosen) choose(source.value);
   });
-  if (search) search.addEventListener("input", render);
+  if (search) {
+    search.addEventListener("input", () => {
+      leaveContext();
+      render();
+    });
+  }
+  log.addEventListener("click", (event) => {
+    const link = event.target.closest("[data-log-line]");
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    event.preventDefault();
+    openContext(Number(link.dataset.logLine));
+  });
+  context.querySelector("[data-log-back]").addEventListener("click", () => {
+    leaveContext();
+    render();
+  });
   // "Show log" in the attempts table: the same choice, without leaving the page.
   live.addEventListener("click", (event) => {
     const link = event.target.closest("[data-log-link]");
@@ -177,6 +265,8 @@
   });
 
   refreshLog();
+  const wanted = Number(new URL(location.href).searchParams.get("line"));
+  if (wanted > 0) openContext(wanted); // a result's address, opened in a new tab or shared
   // One last read when the job ends, so the log's final lines show.
   document.addEventListener("job-finished", () => setTimeout(refreshLog, 300));
   setInterval(() => { if (!document.hidden && (!finished || lastText === null)) refreshLog(); }, POLL_MS);

@@ -41,3 +41,37 @@ def visible_prose(page: Any) -> str:
             }"""
         )
     )
+
+
+def open_the_menu(page: Any) -> None:
+    """Open the top bar's Menu, where its links are behind one (a phone's screen)."""
+    if page.locator(".menu-button").is_visible() and not page.locator("details.nav-menu[open]").count():
+        page.click(".menu-button")
+
+
+# Where a text's lines break: each break as "abc|def", unless after a space or a name's separator.
+MID_WORD_BREAKS_JS = """(element) => {
+    const breaks = [];
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    let top = null, before = "";
+    for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+        for (let at = 0; at < text.length; at++) {
+            const range = document.createRange();
+            range.setStart(text, at);
+            range.setEnd(text, at + 1);
+            const box = range.getBoundingClientRect();
+            if (!box.height) continue;
+            if (top !== null && box.top > top + 1 && !/[\\s\\-_~./]$/.test(before)) {
+                breaks.push(before.slice(-4) + "|" + text.data.slice(at, at + 4));
+            }
+            top = box.top;
+            before += text.data[at];
+        }
+    }
+    return breaks;
+}"""
+
+
+def mid_word_breaks(locator: Any) -> list[str]:
+    """Where the element's text breaks inside a word (or a name between its separators)."""
+    return list(locator.evaluate(MID_WORD_BREAKS_JS))

@@ -1,7 +1,8 @@
 """Issue 36 in Chromium: a task that dies of a CUDA out of memory shows OpenPAI's code, its phrase,
 the log line and what to change, and its resubmit shows the changed config lines (a diff) and asks
-before submitting with half the batch size (issue 50); a malformed image is refused on the submit
-page beside the image field."""
+before submitting with half the batch size (issue 50), the log's line said once above the log (issue
+50: the diagnosis and the fix both printed it); a malformed image is refused on the submit page
+beside the image field."""
 
 from __future__ import annotations
 
@@ -23,10 +24,14 @@ CUDA_OOM = json.dumps(
 )
 
 
-def test_a_cuda_oom_says_what_to_change_and_resubmits_with_half_the_batch(page, login, user, process_node, run_until):
-    job = run_until(
-        submit_job(user, v2_yaml("cuda-oom", CUDA_OOM, extra="parameters:\n  batch_size: 64\n")), "FAILED", "SUCCEEDED"
-    )
+@pytest.fixture
+def cuda_oom(user, process_node, run_until) -> Job:
+    config = v2_yaml("cuda-oom", CUDA_OOM, extra="parameters:\n  batch_size: 64\n")
+    return run_until(submit_job(user, config), "FAILED", "SUCCEEDED")
+
+
+def test_a_cuda_oom_says_what_to_change_and_resubmits_with_half_the_batch(page, login, cuda_oom):
+    job = cuda_oom
     login()
     page.goto(f"/jobs/{job.full_name}/")
 
@@ -42,6 +47,16 @@ def test_a_cuda_oom_says_what_to_change_and_resubmits_with_half_the_batch(page, 
 
     page.wait_for_url("**/jobs/alice~cuda-oom-batchsize32/")
     assert Job.objects.get(name="cuda-oom-batchsize32").normalized["parameters"]["batch_size"] == 32
+
+
+def test_the_failures_log_line_is_said_once_above_the_log(page, login, cuda_oom):
+    login()
+    page.goto(f"/jobs/{cuda_oom.full_name}/")
+    expect(page.locator("[data-fix-line]")).to_contain_text("RuntimeError: CUDA out of memory")
+    why = "ContainerCudaOOMKilled: The program ran out of GPU memory"
+    expect(page.locator("[data-diagnosis]")).to_contain_text(why)
+    expect(page.locator("#attempts")).to_contain_text(why)
+    assert page.locator("#job-live").inner_text().count("Tried to allocate 1.53 GiB") == 1
 
 
 def test_a_malformed_image_is_refused_beside_the_image_field(page, login, user):

@@ -1,6 +1,7 @@
 """The job list as a researcher uses it every day (issue 18): tasks, GPUs and why-waiting columns,
 row actions, bulk stop with confirmation, page numbers, ticking durations, times with their time
-zone, an empty filter that says so and a user filter that matches part of a name."""
+zone, an empty filter that says so and a user filter that matches part of a name; at 1280 px a job
+is one line (issue 50)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,11 @@ from jobs.models import Job
 from tests.factories import create_job, normalized_spec
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+LONG_NAME = "resnet50-imagenet-lr0_1-batch256-warmup5-cosine-annealing"
+LONG_REASON = "waiting for resources: needs 4 GPUs of type a100-80gb on one node; the biggest free block is 2"
+ONE_LINE_ROW_PX = 50  # a line of text, or the row's small buttons, and the cell's padding
 
 
 def row(page, job: Job):
@@ -97,3 +103,22 @@ def test_the_user_filter_matches_part_of_a_name(page, login, user, other_user):
     page.fill("input[name=user]", "bo")
     page.get_by_role("button", name="Filter").click()
     expect(page.get_by_role("link", name="bobs-job")).to_be_visible()
+
+
+def test_each_job_is_one_line_at_1280_px_its_long_name_cut_and_whole_in_its_title(page, login, admin_user):
+    """Issue 50: rows were two and three lines tall at 1280 px (20 jobs took 2,080 px)."""
+    for number in range(20):
+        state = ("WAITING", "RUNNING", "SUCCEEDED", "FAILED")[number % 4]
+        reason = LONG_REASON if state == "WAITING" else ""
+        create_job(admin_user, f"{LONG_NAME}-{number:02d}", state=state, pending_reason=reason)
+    login("root")
+    page.goto("/")  # an admin's list has the widest rows: a User column too
+    rows = page.locator(".job-table tbody tr")
+    expect(rows).to_have_count(20)
+    heights = rows.evaluate_all("rows => rows.map((row) => row.offsetHeight)")
+    assert max(heights) <= ONE_LINE_ROW_PX, heights
+    wrap = page.locator(".table-wrap")
+    assert wrap.evaluate("box => box.scrollWidth <= box.clientWidth")  # and no sideways scroll for it
+    name = page.locator("td.job-name a").first
+    expect(name).to_have_attribute("title", f"{LONG_NAME}-19")
+    assert name.evaluate("link => link.parentElement.scrollWidth > link.parentElement.clientWidth")  # cut: …

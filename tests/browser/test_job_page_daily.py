@@ -1,6 +1,7 @@
 """The job page as a researcher uses it every day (issue 18): the log viewer (what is left out,
 the full log, search, every attempt), a clean "Start again", advice that fits a finished job,
-event labels, the timeline, the favicon and the API docs link; no dead port links (issue 50)."""
+event labels, the timeline, the favicon and the API docs link; no dead port links, a search
+result opened in its context, no note on the log's tail over search results (issue 50)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,44 @@ def test_it_searches_the_whole_log_and_numbers_the_lines(page, login, finished_j
     expect(page.locator("[data-log-matches]")).to_have_text("1 of 30000 lines contain “12345”.")
     expect(page.locator("pre.log .log-line-number")).to_have_text(["12345"])
     expect(page.locator("pre.log mark")).to_have_text(["12345"])
+
+
+def test_a_search_result_opens_in_its_context_in_the_whole_log(page, login, finished_job):
+    """Issue 50: a result could not be opened where it is; line 12345 is far before the page's 64 KB."""
+    job = finished_job(LONG_LOG)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("pre.log")).to_contain_text("29999")
+    page.fill("[data-log-search]", "12345")
+    page.locator("pre.log a.log-line-number", has_text="12345").click()
+
+    context = page.locator("[data-log-context]")
+    expect(context).to_contain_text("Lines 12305\u201312385 of the whole log, around line 12345.")
+    numbers = page.locator("pre.log .log-line-number")
+    expect(numbers).to_have_count(81)
+    expect(numbers.first).to_have_text("12305")
+    hit = page.locator("pre.log .log-line-hit")
+    expect(hit.locator("mark")).to_have_text("12345")
+    log_box, hit_box = page.locator("pre.log").bounding_box(), hit.bounding_box()
+    assert log_box["y"] <= hit_box["y"] and hit_box["y"] + hit_box["height"] <= log_box["y"] + log_box["height"]
+    assert "line=12345" in page.url  # the place has an address: opened again, it shows the same lines
+
+    context.get_by_role("button", name="Back").click()
+    expect(page.locator("[data-log-matches]")).to_have_text("1 of 30000 lines contain “12345”.")
+    expect(numbers).to_have_text(["12345"])
+
+
+def test_the_note_on_the_logs_left_out_beginning_is_not_shown_over_search_results(page, login, finished_job):
+    job = finished_job(LONG_LOG)
+    login()
+    page.goto(f"/jobs/{job.full_name}/")
+    note = page.locator("[data-log-truncated]")
+    expect(note).to_contain_text("Showing the last")
+    page.fill("[data-log-search]", "12345")
+    expect(page.locator("[data-log-matches]")).to_contain_text("1 of 30000 lines")
+    expect(note).to_be_hidden()  # the results are of the whole log
+    page.fill("[data-log-search]", "")
+    expect(note).to_be_visible()
 
 
 def test_each_task_in_the_task_table_opens_its_own_log(page, login, finished_job):

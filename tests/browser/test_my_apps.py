@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
-from tests.browser.pages import page_has_no_sideways_scroll
+from tests.browser.pages import open_the_menu, page_has_no_sideways_scroll
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.factories import create_live_app
 
@@ -35,6 +35,7 @@ def notebooks(user, other_user, admin_user) -> None:
 
 def in_language(target: Any, language: str) -> None:
     if language != "en":
+        open_the_menu(target)
         target.select_option("#language-select", language)
         expect(target.locator("html")).to_have_attribute("lang", language)
 

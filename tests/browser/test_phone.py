@@ -1,5 +1,6 @@
-"""The portal on a phone (issue 18): every page fits the screen's width, the top bar keeps its
-links on its own dark background, job names stay readable. Phone screenshots for the docs."""
+"""The portal on a phone (issue 18): every page fits the screen's width, the top bar is one row
+with a Menu button (issue 50: 13 links in 3 rows took 205 px) that keeps its links on its own dark
+background, job names stay readable. Phone screenshots for the docs."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.actions import submit_job
-from tests.browser.pages import page_has_no_sideways_scroll
+from tests.browser.pages import open_the_menu, page_has_no_sideways_scroll
 from tests.factories import create_job, v2_yaml
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -39,12 +40,31 @@ def test_the_job_page_fits_a_phone_screen(phone, login, finished, screenshot):
 
 def test_the_top_bar_keeps_every_link_on_its_dark_background(phone, login, admin_user):
     login("root", on=phone)
+    open_the_menu(phone)
     bar = phone.locator(".topbar").bounding_box()
     assert bar["width"] <= 390
     for link in phone.locator(".topbar a, .topbar button, .topbar select").all():
         box = link.bounding_box()
         assert bar["x"] <= box["x"] and box["x"] + box["width"] <= bar["x"] + bar["width"] + 0.5
         assert bar["y"] <= box["y"] and box["y"] + box["height"] <= bar["y"] + bar["height"] + 0.5
+
+
+def test_the_top_bar_is_one_row_and_its_menu_opens_and_closes_from_the_keyboard(phone, login, admin_user):
+    login("root", on=phone)
+    assert phone.locator(".topbar").bounding_box()["height"] <= 56  # the brand and the Menu button
+    links = phone.locator(".topbar nav a")
+    assert links.count() >= 13  # every page of the portal's, People and Admin too
+    for link in links.all():
+        expect(link).to_be_hidden()
+    phone.locator(".menu-button").focus()
+    phone.keyboard.press("Enter")
+    for link in [*links.all(), phone.locator(".topbar .whoami")]:
+        expect(link).to_be_visible()
+    phone.keyboard.press("Tab")  # the menu's first link is next
+    expect(links.first).to_be_focused()
+    phone.keyboard.press("Shift+Tab")
+    phone.keyboard.press("Enter")
+    expect(links.first).to_be_hidden()
 
 
 def test_job_names_do_not_break_letter_by_letter(phone, login, user, screenshot):

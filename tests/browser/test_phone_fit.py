@@ -1,7 +1,9 @@
 """Issue 36's page pass for the phone: at 390x844 no page of the portal is wider than the screen
 (the job list with 50 rows scrolled sideways to 1229 px, the profile to 559 px, the terminal to
-417 px), and every button, link and checkbox in a page's main content is a 44 px tap target. At
-1366 px the job list fits its box: Stop, Clone and the waiting reason need no sideways scroll."""
+417 px), and every button, link and checkbox in a page's main content is a 44 px tap target, and
+so is every link of the top bar (its menu open) and of the crumbs above a page's title (issue 50:
+the user-name link was 47x23). At 1366 px the job list fits its box: Stop, Clone and the waiting
+reason need no sideways scroll."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from clusters.models import VirtualCluster
 from jobs import job_templates
 from jobs.models import InteractiveApp, Job
 from jobs.sweeps import submit_sweep
+from tests.browser.pages import open_the_menu
 from tests.factories import create_job, create_user, v2_yaml
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -40,12 +43,13 @@ WIDER_THAN_SCREEN_JS = """() => {
 SMALL_TARGETS_JS = """(least) => {
     const small = [];
     const targets = document.querySelectorAll(
-        "main a[href], main button, main input[type=checkbox], main input[type=radio], main select, main summary");
+        "main a[href], main button, main input[type=checkbox], main input[type=radio], main select, main summary, "
+        + ".topbar a[href], .topbar button, .topbar select, .topbar summary");
     for (const element of targets) {
         if (!element.checkVisibility()) continue;
-        // A link inside a sentence is text, not a target (WCAG 2.5.8's inline exception).
+        // A link inside a sentence is text, not a target (WCAG 2.5.8's inline exception); crumbs are not.
         if (element.matches("a") && element.closest("p, li, dd, td.prose, .hint, .muted, .empty")
-            && !element.matches(".button")) continue;
+            && !element.matches(".button, .crumbs a")) continue;
         // A checkbox is tapped through its label.
         const target = element.matches("input") ? (element.closest("label") || element) : element;
         const box = target.getBoundingClientRect();
@@ -163,6 +167,7 @@ def open_page(phone: Any, login: Any, path: str) -> None:
     login("root", on=phone)
     phone.goto(path)
     phone.wait_for_load_state("networkidle")
+    open_the_menu(phone)  # its links are checked too
 
 
 @pytest.mark.parametrize("name", PAGES)

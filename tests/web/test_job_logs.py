@@ -155,3 +155,31 @@ def test_it_answers_404_for_a_search_in_another_users_job(client, make_job, admi
     other = make_job(admin_user, "theirs", state="RUNNING")
     client.force_login(create_user("mallory"))
     assert client.get(f"/jobs/{other.full_name}/log/search?q=a").status_code == 404
+
+
+def test_it_answers_the_lines_around_a_line_of_the_whole_log(alice_client, big_log_job):
+    data = alice_client.get(f"/jobs/{big_log_job.full_name}/log/lines?around=51").json()
+    assert (data["around"], data["last"]) == (51, False)
+    assert [found["line"] for found in data["lines"]] == list(range(11, 92))
+    assert data["lines"][40] == {"line": 51, "text": "step 50 saved checkpoint epoch-50"}
+
+
+def test_the_lines_around_the_first_and_the_last_line_stop_at_the_logs_ends_masked(alice_client, logged_job):
+    first = alice_client.get(f"/jobs/{logged_job.full_name}/log/lines?around=1").json()
+    assert first["lines"][0] == {"line": 1, "text": "the token is ******"} and len(first["lines"]) == 41
+    last = alice_client.get(f"/jobs/{logged_job.full_name}/log/lines?around=1001").json()
+    assert last["last"] and [found["line"] for found in last["lines"]] == list(range(961, 1002))
+
+
+@pytest.mark.parametrize("around", ["", "0", "-3", "x", "1e3"])
+def test_it_refuses_lines_around_no_line_naming_the_field(alice_client, logged_job, around):
+    response = alice_client.get(f"/jobs/{logged_job.full_name}/log/lines", {"around": around})
+    assert response.status_code == 400 and response.json()["field"] == "around"
+
+
+def test_it_answers_404_for_the_lines_of_another_users_job(client, make_job, admin_user):
+    from tests.factories import create_user
+
+    other = make_job(admin_user, "theirs", state="RUNNING")
+    client.force_login(create_user("mallory"))
+    assert client.get(f"/jobs/{other.full_name}/log/lines?around=1").status_code == 404

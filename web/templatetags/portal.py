@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -19,6 +20,7 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.spec import NormalizedSpec
+from jobs.protocol.texts import LOG_SAYS
 from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
@@ -32,7 +34,7 @@ from web.page_texts import (
 )
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
-from web.texts import message_of, shown, translated_html
+from web.texts import Message, message_of, shown, translated_html
 
 register = template.Library()
 
@@ -116,6 +118,14 @@ def event_kind(kind: str) -> str:
 
 
 @register.filter
+def name_breaks(name: str) -> str:
+    """A job's or a file's name that may break after its separators (`_`, `.`, `~`, `/`; a browser
+    breaks after `-` itself) and nowhere else: beside a long reason the dashboard broke job names
+    mid-word (issue 50). Used with overflow-wrap: break-word (a.job-ref), not anywhere."""
+    return mark_safe(re.sub(r"([_.~/])", r"\1<wbr>", str(conditional_escape(name))))  # noqa: S308  (escaped)
+
+
+@register.filter
 def exit_type(name: str) -> str:
     return str(EXIT_TYPES.get(name, name))
 
@@ -144,6 +154,24 @@ def diagnostics_text(stored: Any, english: str = "") -> str:
     as said (marked translate="no"); a row older than its codes shows its `english`."""
     message = message_of(stored)
     return english if message is None else translated_html(message, _diagnostics_param)
+
+
+@register.filter
+def without_log_line(stored: Any, line: str = "") -> Any:
+    """Exit diagnostics without the log's line they quote ("...; the log says: <line>"), where the
+    page shows it already: `line`, the one the fix quotes, or with no argument any (the attempts
+    table: each attempt's log is a click away). The line was printed two and three times on a
+    failed job's page (issue 50)."""
+    message = message_of(stored)
+    return stored if message is None else _left_out(message, line.strip())
+
+
+def _left_out(message: Message, line: str) -> Message:
+    if message.code == LOG_SAYS.code and (not line or str(message.params.get("line")).strip() == line):
+        said = message.params["said"]
+        return _left_out(said, line) if isinstance(said, Message) else message
+    params = message.params.items()
+    return Message(message.code, {name: _left_out(v, line) if isinstance(v, Message) else v for name, v in params})
 
 
 def _diagnostics_param(name: str, value: Any) -> str:
@@ -279,7 +307,8 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
         ticking = job.state == "RUNNING" and job.launched_at
         rows.append(
             format_html(
-                '<tr data-job-id="{}"><td class="select">{}</td><td class="job-name"><a href="{}">{}</a></td>{}'
+                '<tr data-job-id="{}"><td class="select">{}</td>'
+                '<td class="job-name"><a href="{}" title="{}">{}</a></td>{}'
                 '<td class="state-cell" data-label="{}">'
                 '<span class="state state-{}" data-state data-value="{}">{}</span></td>'
                 '<td class="vc" data-label="{}">{}</td>'
@@ -299,6 +328,7 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
                 if may_manage and not job.is_finished
                 else "",
                 urls.of(urls.detail, full_name),
+                job.name,
                 job.name,
                 format_html('<td class="owner" data-label="{}">{}</td>', columns["user"], owner) if show_owner else "",
                 columns["state"],
