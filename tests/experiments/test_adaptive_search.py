@@ -7,6 +7,7 @@ import re
 
 import pytest
 import yaml
+from django.test import Client
 
 from jobs.models import JobState, MetricPoint, Sweep
 from jobs.protocol.search import ask
@@ -131,3 +132,19 @@ def test_it_makes_no_trial_once_the_sweep_was_stopped(user, default_vc):
     advance(Sweep.objects.get(pk=sweep.pk))
 
     assert runs(sweep).count() == 2
+
+
+def test_its_page_shows_the_trials_by_state_and_the_best_so_far(user, default_vc):
+    sweep = submit_sweep(user, search_text(GRID4))
+    first = runs(sweep)[0]
+    finish(first, [5.0, (first.sweep_values["x"] - 2) ** 2 + 1])
+    client = Client()
+    client.force_login(user)
+
+    page = client.get(f"/sweeps/{sweep.full_name}/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    said = page.split("data-search-state>")[1].split("</section>")[0]
+    assert "2 of 4 made" in said
+    assert "data-search-done>1<" in said and "data-search-running>1<" in said
+    best = said.split("data-search-best>")[1].split("</p>")[0]
+    assert f">{first.name}</a>" in best and f"x={first.sweep_values['x']}" in best
