@@ -123,8 +123,8 @@ def advance(sweep: Sweep) -> None:
     made = len(found)
     active = sum(trial.job_state not in FINISHED_JOB_STATES for trial in found)
     room = spec.trials - made
-    if spec.max_concurrent is not None:
-        room = min(room, spec.max_concurrent - active)
+    if sweep.max_concurrent is not None:  # (the search's maxConcurrent, else the sweep's)
+        room = min(room, sweep.max_concurrent - active)
     if room > 0:
         _add_trials(sweep, spec, rows, room)
     elif made >= spec.trials:

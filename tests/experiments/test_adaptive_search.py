@@ -148,3 +148,13 @@ def test_its_page_shows_the_trials_by_state_and_the_best_so_far(user, default_vc
     assert "data-search-done>1<" in said and "data-search-running>1<" in said
     best = said.split("data-search-best>")[1].split("</p>")[0]
     assert f">{first.name}</a>" in best and f"x={first.sweep_values['x']}" in best
+
+
+def test_the_sweeps_own_cap_holds_when_the_search_has_none(user, default_vc):
+    uncapped = GRID4.replace(", maxConcurrent: 2", "")
+    sweep = submit_sweep(user, search_text(uncapped).replace("    search:", "    maxConcurrent: 1\n    search:"))
+    finish(runs(sweep)[0], [1.0])
+
+    advance(Sweep.objects.get(pk=sweep.pk))
+
+    assert runs(sweep).count() == 2
