@@ -511,6 +511,12 @@ def request_alert_stop(job: Job, rule: str) -> None:
     )
 
 
+def request_pruned_stop(job: Job, reason: Message) -> None:
+    """An adaptive search's pruner's stop (jobs.sweep_search): SIGTERM and its grace as a user's
+    Stop; the reason, its code one of texts.PRUNED_CODES, tells the run was pruned."""
+    _request_stop(job, "pruned", texts.PRUNED(why=reason), stop_reason=reason)
+
+
 def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | None = None) -> None:
     with transaction.atomic():
         updated = (

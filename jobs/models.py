@@ -308,9 +308,16 @@ class Sweep(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sweeps")
     name = models.CharField(max_length=255)
-    kind = models.CharField(max_length=8)  # grid, random, array
+    kind = models.CharField(max_length=8)  # grid, random, array, search
     max_concurrent = models.PositiveIntegerField(null=True, blank=True)  # none: no cap
     config_text = models.TextField()  # as submitted, secrets masked
+    # An adaptive search's block (jobs.protocol.search_spec.as_block) and its config, secrets and
+    # all, encrypted at rest (jobs.crypto): what its later trials are made of (jobs.sweep_search).
+    # Its trials are the runs themselves and their metrics: nothing else is kept.
+    search = models.JSONField(default=dict, blank=True)
+    search_document_encrypted = models.TextField(blank=True, default="")
+    # Set once it makes no more trials: all made, or the sweep was stopped.
+    search_done = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,6 +5,7 @@ sweep's `maxConcurrent` start held; the scheduler's dependency pass lets them go
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from django.db import IntegrityError, transaction
@@ -14,14 +15,16 @@ from django.utils import timezone
 from accounts.permissions import is_admin
 from jobs import dependencies, lifecycle, texts
 from jobs.actions import Checked, JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
+from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
 from jobs.models import InteractiveApp, Job, JobEvent, Sweep, Task
 from jobs.protocol import JobConfigError
 from jobs.protocol.export import export_masked
 from jobs.protocol.loader import load_document
+from jobs.protocol.search_spec import as_block
 from jobs.protocol.submission import Submission, read
-from jobs.protocol.sweeps import Run, plan, run_documents
+from jobs.protocol.sweeps import Run, plan, run_documents, run_name
 
 
 def submit_sweep(user: Any, config: str | Submission) -> Sweep:
@@ -36,7 +39,7 @@ def submit_sweep(user: Any, config: str | Submission) -> Sweep:
         raise JobConfigError([("extras.sweep", texts.SWEEP_NOT_V2())])
     checks = SubmitChecks(user)
     made = [
-        _checked_run(checks, run_doc, run)
+        checked_run(checks, run_doc, run)
         for run_doc, run in zip(run_documents(doc, sweep_plan), sweep_plan.runs, strict=True)
     ]
     name = str(doc["name"])
@@ -47,41 +50,51 @@ def submit_sweep(user: Any, config: str | Submission) -> Sweep:
         max_concurrent=sweep_plan.max_concurrent,
         config_text=submission.masked_text,
     )
-    cap = sweep_plan.max_concurrent
+    if sweep_plan.search is not None:
+        sweep.search = as_block(sweep_plan.search)
+        sweep.search_document_encrypted = encrypt_text(json.dumps(doc))
+    try:
+        with transaction.atomic():
+            sweep.save()
+            add_runs(sweep, made)
+    except IntegrityError as exc:
+        run = run_name(doc, sweep_plan.runs[0], sweep_plan.total)
+        raise JobNameConflict(texts.SWEEP_NAME_TAKEN(name=name, run=run, user=user.get_username())) from exc
+    return sweep
+
+
+def add_runs(sweep: Sweep, made: list[tuple[Run, Checked, str]]) -> list[Job]:
+    """Checked runs made jobs of a saved sweep, with their tasks, apps and first events (in the
+    caller's transaction); those past its cap start held."""
+    user, cap = sweep.owner, sweep.max_concurrent
     jobs, waits = [], []
     for position, (run, checked, run_text) in enumerate(made):
         job = new_job(user, checked, run_text)
         job.sweep_index, job.sweep_values = run.index, run.values
         job.held = job.held or (cap is not None and position >= cap)
+        job.sweep = sweep
         jobs.append(job)
         waits.append(checked.waits_for)
-    try:
-        with transaction.atomic():
-            sweep.save()
-            for job in jobs:
-                job.sweep = sweep
-            Job.objects.bulk_create(jobs)
-            for job, waits_for in zip(jobs, waits, strict=True):
-                dependencies.record(job, waits_for)
-            Task.objects.bulk_create([task for job in jobs for task in new_tasks(job)], batch_size=2000)
-            InteractiveApp.objects.bulk_create([app for job in jobs for app in new_apps(job)], batch_size=2000)
-            JobEvent.objects.bulk_create(
-                [
-                    lifecycle.event_row(
-                        job.pk,
-                        "submitted",
-                        texts.SUBMITTED_RUN(vc=job.virtual_cluster.name, index=cast(int, job.sweep_index), sweep=name),
-                    )
-                    for job in jobs
-                ],
-                batch_size=2000,
+    Job.objects.bulk_create(jobs)
+    for job, waits_for in zip(jobs, waits, strict=True):
+        dependencies.record(job, waits_for)
+    Task.objects.bulk_create([task for job in jobs for task in new_tasks(job)], batch_size=2000)
+    InteractiveApp.objects.bulk_create([app for job in jobs for app in new_apps(job)], batch_size=2000)
+    JobEvent.objects.bulk_create(
+        [
+            lifecycle.event_row(
+                job.pk,
+                "submitted",
+                texts.SUBMITTED_RUN(vc=job.virtual_cluster.name, index=cast(int, job.sweep_index), sweep=sweep.name),
             )
-    except IntegrityError as exc:
-        raise JobNameConflict(texts.SWEEP_NAME_TAKEN(name=name, run=jobs[0].name, user=user.get_username())) from exc
-    return sweep
+            for job in jobs
+        ],
+        batch_size=2000,
+    )
+    return jobs
 
 
-def _checked_run(checks: SubmitChecks, run_doc: dict[str, Any], run: Run) -> tuple[Run, Checked, str]:
+def checked_run(checks: SubmitChecks, run_doc: dict[str, Any], run: Run) -> tuple[Run, Checked, str]:
     """A run as a job: its config loaded and checked as any job's at submit, and its stored text.
     A run other than the first fails naming itself and its values (the first fails as the sweep)."""
     run_text = export_masked(run_doc)
@@ -104,8 +117,11 @@ def runs(sweep: Sweep) -> QuerySet[Job]:
 
 def stop_sweep(sweep: Sweep, by: Any) -> int:
     """Ask every run that has not finished to stop, in one update however many (the scheduler
-    stops the waiting ones in bulk, held or not). Returns how many were asked."""
-    return lifecycle.request_stops(runs(sweep), by.get_username())
+    stops the waiting ones in bulk, held or not), an adaptive search making no more. Returns how
+    many were asked."""
+    with transaction.atomic():
+        Sweep.objects.filter(pk=sweep.pk).update(search_done=True)
+        return lifecycle.request_stops(runs(sweep), by.get_username())
 
 
 def resubmit_failed(sweep: Sweep, by: Any) -> list[Job]:

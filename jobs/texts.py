@@ -142,6 +142,7 @@ JOB_RETRY_TRANSIENT = Text(
     "event.job_retry_transient", "%(task)s exited %(code)s; retrying the whole job (transient, not charged)."
 )
 RESTARTED = Text("event.restarted", "Started again by %(user)s.")
+PRUNED = Text("event.pruned", "Stopping: %(why)s.")
 FILES_REMOVED = Text(
     "event.files_removed",
     "Its logs and work folders were removed, %(days)s day after it ended.",
@@ -161,6 +162,17 @@ STOP_IDLE = Text(  # Job.ending_reason_message
     count="minutes",
 )
 STOP_ALERT = Text("exit.stop.alert", "alert rule %(rule)s fired")
+# A run of an adaptive search stopped by its pruner (jobs/sweep_search.py); its code says it was.
+STOP_PRUNED_MEDIAN = Text(
+    "exit.stop.pruned_median",
+    "pruned at step %(step)s: %(metric)s %(value)s, the median of runs at that step was %(median)s",
+)
+STOP_PRUNED_ASHA = Text(
+    "exit.stop.pruned_asha",
+    "pruned at step %(step)s: %(metric)s %(value)s, outside the best %(kept)s of %(runs)s runs at that step "
+    "(the last kept had %(cutoff)s)",
+)
+PRUNED_CODES = (STOP_PRUNED_MEDIAN.code, STOP_PRUNED_ASHA.code)
 PREEMPTED_BY_JOB = Text("exit.preempted_by", "preempted by job %(job)s of VC %(vc)s")
 PREEMPTED_BY_HIGHER = Text("exit.preempted_by_higher", "preempted by a job of a higher class")
 REACHED_TIME_LIMIT = Text("exit.time_limit", "the job reached its time limit of %(limit)s and was ended.")

@@ -9,7 +9,8 @@ at a time: it holds the `sampler` lease (scheduling.lease), as the scheduler hol
 Its work is a list of duties (`Duty`: a name, a period, a function), each on its own timer with its
 own last run, as Slurm's controller runs its background duties: one that fails is logged and tried
 again one period later, and no other runs again for it. Every pass: the samples, the tasks'
-training metrics (scheduling/training_metrics.py), the interactive apps' watcher
+training metrics (scheduling/training_metrics.py), the adaptive searches that read them
+(jobs/sweep_search.py: prune runs behind, make new trials), the interactive apps' watcher
 (scheduling/app_watch.py), the alert rules and the usage of the jobs whose runs ended since
 (scheduling/usage_rollup.py); every minute each VC's usage and queue for the dashboard
 (VcSample); every hour today's and yesterday's usage whole, the fold of raw samples older than
@@ -39,6 +40,7 @@ from clusters.executors.base import ResourceSample, TaskHandle
 from clusters.gpus import GpuReading, read_local_gpus
 from jobs import outbox
 from jobs.models import Task, TaskSample, TaskState
+from jobs.sweep_search import advance_searches
 from scheduling import executors
 from scheduling.alerts import evaluate_rules
 from scheduling.app_watch import watch_apps
@@ -101,6 +103,7 @@ class Sampler:
         self.duties = [
             Duty("sample", EVERY_PASS, self.sample_once),
             Duty("training metrics", EVERY_PASS, self.metrics.read),
+            Duty("adaptive search", EVERY_PASS, advance_searches),  # (on the metrics just read)
             Duty("watch apps", EVERY_PASS, watch_apps),
             Duty("alerts", EVERY_PASS, evaluate_rules),
             Duty("vc samples", MINUTE, lambda: record_vc_samples(time.time())),

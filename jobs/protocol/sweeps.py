@@ -11,9 +11,13 @@
             layers: {min: 2, max: 8, integer: true}      # an integer in [min, max]
             optimizer: {choice: [adam, sgd]}             # one of these
         array: "0-9"                                     # Slurm's --array: 0-9, 1,3,5-7, 0-15:4
+        search: {algorithm: tpe, metric: loss, ...}      # adaptive (jobs/protocol/search_spec.py)
         maxConcurrent: 2                                 # (optional) runs at once
 
-Exactly one of grid, random and array. Each run is the config with its values put into
+Exactly one of grid, random, array and search. A search's runs are drawn as it goes: its plan
+holds the first ones (as many as run at once), jobs/sweep_search.py makes the rest.
+
+Each run is the config with its values put into
 `parameters` (`arrayIndex` for an array), so they reach its commands as `<% $parameters.lr %>`
 does today, and with `extras.sweep` replaced by `extras.sweepRun: {sweep, index, values}`: a
 plain v2 config that OpenPAI's clients read. Runs are named `<sweep>-<index>`.
@@ -39,6 +43,8 @@ from jobs.protocol import texts
 from jobs.protocol.errors import JobConfigError
 from jobs.protocol.limits import json_size
 from jobs.protocol.parsing import MAX_INTEGER
+from jobs.protocol.search import ask
+from jobs.protocol.search_spec import SearchSpec, read_search
 from jobs.protocol.templating import REFERENCE, ROLE_SCOPED, to_text
 
 FIELD = "extras.sweep"
@@ -46,7 +52,7 @@ RUN_FIELD = "sweepRun"
 MAX_RUNS = 10_000
 # Runs times the most one run can take: what one submit may write (configs, specs, tasks) and hold.
 MAX_SWEEP_BYTES = 32 * 1024 * 1024
-KINDS = ("grid", "random", "array")
+KINDS = ("grid", "random", "array", "search")
 ARRAY_PARAMETER = "arrayIndex"
 _ARRAY_ITEM = re.compile(r"(?P<first>\d+)(?:-(?P<last>\d+)(?::(?P<step>\d+))?)?")
 NUMBER_TEXT = 24  # the longest a drawn number reads as text (`-1.23457e+308`), near enough
@@ -63,6 +69,12 @@ class SweepPlan:
     kind: str
     runs: list[Run]
     max_concurrent: int | None
+    search: SearchSpec | None = None
+
+    @property
+    def total(self) -> int:
+        """Runs in all (a search: its trials, most of them made later)."""
+        return self.search.trials if self.search else len(self.runs)
 
 
 @dataclass(frozen=True)
@@ -97,10 +109,26 @@ def plan(doc: dict[str, Any]) -> SweepPlan:
     cap = block.get("maxConcurrent")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
         raise JobConfigError([(f"{FIELD}.maxConcurrent", texts.SWEEP_POSITIVE())])
+    if kind == "search":
+        return _search_plan(doc, read_search(block["search"]), cap)
     shape = {"grid": _grid, "random": _random, "array": _array}[kind](block[kind], f"{FIELD}.{kind}")
     _check_bytes(doc, shape)
     runs = [Run(index, values) for index, values in enumerate(shape.build())]
     return SweepPlan(kind=kind, runs=runs, max_concurrent=cap)
+
+
+def _search_plan(doc: dict[str, Any], spec: SearchSpec, cap: int | None) -> SweepPlan:
+    """A search's first runs: as many as run at once (its own maxConcurrent, else the sweep's),
+    drawn from no results."""
+    cap = spec.max_concurrent or cap
+    longest = {
+        name: _longest_text(r.choices) if r.choices is not None else NUMBER_TEXT for name, r in spec.space.items()
+    }
+    _check_bytes(doc, _Shape(spec.trials, longest, lambda: iter(())))
+    first = ask(spec, [], min(cap or spec.trials, spec.trials))
+    return SweepPlan(
+        kind="search", runs=[Run(i, values) for i, values in enumerate(first)], max_concurrent=cap, search=spec
+    )
 
 
 def _too_many(field: str, count: int, at_least: bool = False) -> JobConfigError:
@@ -274,16 +302,22 @@ def _array(text: Any, field: str) -> _Shape:
 def run_documents(doc: dict[str, Any], sweep_plan: SweepPlan) -> list[dict[str, Any]]:
     """Each run's own v2 document: the sweep's, named `<sweep>-<index>`, its values in
     `parameters`, `extras.sweepRun` in place of `extras.sweep`."""
+    return [run_document(doc, run, sweep_plan.total) for run in sweep_plan.runs]
+
+
+def run_name(doc: dict[str, Any], run: Run, total: int) -> str:
+    """`<sweep>-<index>`, the index as wide as the sweep's last."""
+    return f"{doc.get('name', '')}-{run.index:0{len(str(total - 1))}d}"
+
+
+def run_document(doc: dict[str, Any], run: Run, total: int) -> dict[str, Any]:
+    """One run's v2 document, of a sweep of `total` runs (the width of its number)."""
     sweep = str(doc.get("name", ""))
-    width = len(str(len(sweep_plan.runs) - 1))
     extras = {key: value for key, value in (doc.get("extras") or {}).items() if key != "sweep"}
     parameters = doc.get("parameters") or {}
-    return [
-        {
-            **doc,
-            "name": f"{sweep}-{run.index:0{width}d}",
-            "parameters": {**parameters, **run.values},
-            "extras": {**extras, RUN_FIELD: {"sweep": sweep, "index": run.index, "values": run.values}},
-        }
-        for run in sweep_plan.runs
-    ]
+    return {
+        **doc,
+        "name": run_name(doc, run, total),
+        "parameters": {**parameters, **run.values},
+        "extras": {**extras, RUN_FIELD: {"sweep": sweep, "index": run.index, "values": run.values}},
+    }

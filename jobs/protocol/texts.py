@@ -359,7 +359,7 @@ NAME_FOR_PORTAL = Text("address.name_for_portal", "a name for %(kind)s")
 
 # --- sweeps -------------------------------------------------------------------------------------
 
-SWEEP_MAPPING = Text("config.sweep.mapping", "must be a mapping with one of grid, random, array")
+SWEEP_MAPPING = Text("config.sweep.mapping", "must be a mapping with one of grid, random, array, search")
 SWEEP_UNKNOWN_KEY = Text("config.sweep.unknown_key", "unknown key (known: %(known)s, maxConcurrent)")
 SWEEP_ONE_KIND = Text("config.sweep.one_kind", "must have exactly one of %(kinds)s (has %(count)s)")
 SWEEP_POSITIVE = Text("config.sweep.positive", "must be an integer >= 1")
@@ -411,3 +411,12 @@ NEVER_MET = {
         "its dependency can never be met: job %(job)s ended %(state)s (afternotok needs it to fail or be stopped)",
     ),
 }
+SEARCH_MAPPING = Text(
+    "config.search.mapping", "must be a mapping with algorithm, metric, trials and parameters (goal, pruner optional)"
+)
+SEARCH_UNKNOWN_KEY = Text("config.search.unknown_key", "unknown key (known: %(known)s)")
+SEARCH_METRIC = Text("config.search.metric", "must name the metric the runs report (as in PAI_METRIC lines)")
+SEARCH_GRID_VALUES = Text("config.search.grid_values", "a grid search takes a list of values or {choice: [...]}")
+SEARCH_GRID_TRIALS = Text("config.search.grid_trials", "must be <= %(points)s, the points of the grid")
+SEARCH_CHOICE_SCALAR = Text("config.search.choice_scalar", "each choice must be a string, a number, a boolean or null")
+SEARCH_PRUNER = Text("config.search.pruner", "must be a mapping with kind (asha or median)")

@@ -158,6 +158,7 @@ def test_it_runs_each_duty_at_its_period():
     assert runs == {
         "sample": 361,
         "training metrics": 361,
+        "adaptive search": 361,
         "watch apps": 361,
         "alerts": 361,
         "usage of ended runs": 361,

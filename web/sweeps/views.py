@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from jobs import sweep_metrics, sweeps
 from jobs.models import Sweep
 from jobs.states import FINISHED_JOB_STATES
+from jobs.sweep_search import search_state, spec_of
 from web.templatetags.portal import RowUrls, seconds_span, state_label
 
 
@@ -102,18 +103,33 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
             "failed": sum(row["state"] in ("FAILED", "STOPPED") for row in everything),
             "compared": compared,
             "best": _best(everything, by_run, compared["goal"], owner),
+            **_search(sweep, owner),
         },
     )
+
+
+def _search(sweep: Sweep, owner: str) -> dict[str, Any]:
+    """An adaptive search's state: its trials by how they stand, its best run so far."""
+    if sweep.kind != "search":
+        return {}
+    state = search_state(sweep)
+    best = {}
+    if state.best_run:
+        best = {"url": reverse("jobs:detail", args=[f"{owner}~{state.best_run}"]), "value": _number(state.best_value)}
+    return {"search": state, "search_best": best}
 
 
 def _compared(request: HttpRequest, sweep: Sweep) -> dict[str, Any]:
     """The metric the page compares the runs by (the asked one, else the first any run reported),
     which way is better, how many runs' curves it overlays."""
     names = sweep_metrics.metric_names(sweep)
-    metric = request.GET.get("metric", "")
+    searched = spec_of(sweep) if sweep.kind == "search" else None
+    metric = request.GET.get("metric", "") or (searched.metric if searched else "")
     metric = metric if metric in names else (names[0] if names else "")
     goal = request.GET.get("goal", "")
-    goal = goal if goal in sweep_metrics.GOALS else sweep_metrics.default_goal(metric)
+    if goal not in sweep_metrics.GOALS:
+        searched_goal = searched and metric == searched.metric and ("min" if searched.minimize else "max")
+        goal = searched_goal or sweep_metrics.default_goal(metric)
     top = request.GET.get("top", "")
     top_n = min(int(top), sweep_metrics.TOP_MOST) if top.isdigit() and int(top) > 0 else sweep_metrics.TOP_DEFAULT
     return {"names": names, "metric": metric, "goal": goal, "top": top_n}

@@ -1,0 +1,216 @@
+"""Adaptive search, pure: the trials so far in, the next trials' values (Optuna's samplers) and
+whether a running trial is pruned out. No database and no memory between calls: each call
+rebuilds an in-memory Optuna study from the rows it is given (jobs/sweep_search.py reads them
+from the sweep's runs and their metrics), so a restarted scheduler asks the same as before.
+
+A failed run is a FAIL trial (no value: it says nothing about its values' worth), a pruned one
+a PRUNED trial with its curve so far (what TPE reads of it), a finished one a COMPLETE trial with
+its metric's last value, or a FAIL one when it reported none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import statistics
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState, create_trial
+
+from jobs.protocol.search_spec import Range, SearchSpec
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+RUNNING, COMPLETE, PRUNED, FAILED = "running", "complete", "pruned", "failed"
+_STATES = {
+    RUNNING: TrialState.RUNNING,
+    COMPLETE: TrialState.COMPLETE,
+    PRUNED: TrialState.PRUNED,
+    FAILED: TrialState.FAIL,
+}
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One run of the search as stored: its values, how it stands, its metric's last value and
+    its curve (step -> value)."""
+
+    number: int
+    params: dict[str, Any]
+    state: str
+    value: float | None = None
+    curve: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """Why a running trial stops: at `step` its value was behind the others' at that step."""
+
+    step: int
+    value: float
+    median: float | None = None  # (median pruner)
+    cutoff: float | None = None  # (asha: the last value kept)
+    kept: int = 0
+    runs: int = 0
+
+
+def distributions(spec: SearchSpec) -> dict[str, BaseDistribution]:
+    return {name: _distribution(r) for name, r in spec.space.items()}
+
+
+def _distribution(r: Range) -> BaseDistribution:
+    if r.choices is not None:
+        return CategoricalDistribution(r.choices)
+    if r.integer:
+        return IntDistribution(int(r.low), int(r.high), log=r.log)
+    return FloatDistribution(r.low, r.high, log=r.log)
+
+
+def ask(spec: SearchSpec, rows: Iterable[TrialRow], count: int) -> list[dict[str, Any]]:
+    """The values of the next `count` trials, drawn from the trials so far (running ones
+    included: asked together, they are not asked twice)."""
+    rows = sorted(rows, key=lambda row: row.number)
+    space = distributions(spec)
+    study = optuna.create_study(sampler=_sampler(spec, len(rows)), direction=spec.goal)
+    for row in rows:
+        study.add_trial(_frozen(row, space))
+    asked = []
+    for _ in range(count):
+        trial = study.ask(space)
+        asked.append({name: _plain(trial.params[name], spec.space[name]) for name in spec.space})
+    return asked
+
+
+def _sampler(spec: SearchSpec, done: int) -> optuna.samplers.BaseSampler:
+    # Seeded by the seed and how many trials there are: a rebuilt study draws anew each time,
+    # the same draw for the same rows. (A grid's order is the seed's alone: trial n is its nth point.)
+    seed = _seed(spec.seed, done)
+    if spec.algorithm == "grid":
+        grid = {name: list(r.choices or ()) for name, r in spec.space.items()}
+        return optuna.samplers.GridSampler(grid, seed=_seed(spec.seed, 0))
+    if spec.algorithm == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    with warnings.catch_warnings():  # (constant_liar: "experimental" since 2.8, kept in 4.x)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+
+
+def _seed(seed: int | str | None, done: int) -> int:
+    digest = hashlib.sha256(f"{seed!r}/{done}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def _frozen(row: TrialRow, space: dict[str, BaseDistribution]) -> optuna.trial.FrozenTrial:
+    params = {name: value for name, value in row.params.items() if name in space and _fits(space[name], value)}
+    state = _STATES[row.state]
+    if state == TrialState.COMPLETE and row.value is None:
+        state = TrialState.FAIL
+    return create_trial(
+        state=state,
+        value=row.value if state == TrialState.COMPLETE else None,
+        params=params,
+        distributions={name: space[name] for name in params},
+        intermediate_values=dict(row.curve) if state != TrialState.FAIL else None,
+    )
+
+
+def _fits(distribution: BaseDistribution, value: Any) -> bool:
+    """A stored value the space still holds (a run's values as written, rounded)."""
+    try:
+        return distribution._contains(distribution.to_internal_repr(value))
+    except (ValueError, TypeError):
+        return False
+
+
+def _plain(value: Any, r: Range) -> Any:
+    """Six significant digits for a float: a value a name, a page and a command line show as it
+    is (as a random sweep's), kept inside its range."""
+    if r.choices is not None or r.integer:
+        return value
+    return min(max(float(f"{value:.6g}"), r.low), r.high)
+
+
+def value_at(curve: dict[int, float], step: int) -> float | None:
+    """A curve's value at `step`: the last reported at or before it."""
+    steps = [s for s in curve if s <= step]
+    return curve[max(steps)] if steps else None
+
+
+def prune(spec: SearchSpec, trial: TrialRow, others: Iterable[TrialRow]) -> Pruning | None:
+    """Whether a running trial is stopped now, by the spec's pruner, and why; None: it goes on."""
+    if spec.pruner is None or not trial.curve:
+        return None
+    others = [row for row in others if row.number != trial.number and row.curve]
+    if spec.pruner.kind == "median":
+        return _median(spec, trial, others)
+    return _asha(spec, trial, others)
+
+
+def _better(spec: SearchSpec, a: float, b: float) -> bool:
+    return a < b if spec.minimize else a > b
+
+
+def _median(spec: SearchSpec, trial: TrialRow, others: list[TrialRow]) -> Pruning | None:
+    """Optuna's MedianPruner: past the warm-up, once `minTrials` runs have completed, a run whose
+    best value so far is worse than the median of the completed runs' at its last step."""
+    settings = spec.pruner.settings if spec.pruner else {}
+    step = max(trial.curve)
+    if step < settings["warmupSteps"]:
+        return None
+    completed = [row for row in others if row.state == COMPLETE and max(row.curve) >= step]
+    if not completed or len(completed) < settings["minTrials"]:
+        return None
+    at_step = [value for row in completed if (value := value_at(row.curve, step)) is not None]
+    if not at_step:
+        return None
+    median = statistics.median(at_step)
+    best = min(trial.curve.values()) if spec.minimize else max(trial.curve.values())
+    return Pruning(step, trial.curve[step], median=median) if _better(spec, median, best) else None
+
+
+def rungs(spec: SearchSpec) -> Iterable[int]:
+    settings = spec.pruner.settings if spec.pruner else {}
+    return (settings["minStep"] * settings["reductionFactor"] ** k for k in itertools.count())
+
+
+def _asha(spec: SearchSpec, trial: TrialRow, others: list[TrialRow]) -> Pruning | None:
+    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): a run is judged at the
+    highest rung it reached (steps minStep * reductionFactor^k) against every run that reached
+    it, and goes on only within the best 1/reductionFactor of them (the best one, while fewer)."""
+    settings = spec.pruner.settings if spec.pruner else {}
+    last = max(trial.curve)
+    reached = list(itertools.takewhile(lambda step: step <= last, rungs(spec)))
+    if not reached:
+        return None
+    rung = reached[-1]
+    mine = value_at(trial.curve, rung)
+    if mine is None:
+        return None
+    values = [mine] + [
+        value
+        for row in others
+        if row.state != FAILED and max(row.curve) >= rung
+        if (value := value_at(row.curve, rung)) is not None
+    ]
+    if len(values) < settings["minTrials"]:
+        return None
+    kept = max(1, len(values) // settings["reductionFactor"])
+    ordered = sorted(values, reverse=not spec.minimize)
+    cutoff = ordered[kept - 1]
+    if _better(spec, cutoff, mine):
+        return Pruning(rung, mine, cutoff=cutoff, kept=kept, runs=len(values))
+    return None
+
+
+def best(spec: SearchSpec, rows: Iterable[TrialRow]) -> TrialRow | None:
+    """The completed trial with the best value."""
+    done = [row for row in rows if row.state == COMPLETE and row.value is not None]
+    if not done:
+        return None
+    sign = 1.0 if spec.minimize else -1.0
+    return min(done, key=lambda row: sign * (row.value or 0.0))
