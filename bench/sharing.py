@@ -54,6 +54,8 @@ GPUS_PER_NODE = 8
 CLASSES = {"prod": 0.2, "test": 0.6, "oppo": 0.2}  # the generated trace's mix
 SAVE_EXIT_CODE = 143  # a task that saved its work after SIGTERM exits as a shell does on it
 DEFAULT_JOBS = 600
+# Users ask for 1.5-3x the time their job really takes (a time limit is a bound, not a forecast).
+LIMIT_ASKED = (1.5, 3.0)
 DEFAULT_TICK_S = 5.0
 PROGRESS_S = 30.0
 
@@ -120,6 +122,7 @@ def generate(gpus: int, jobs: int, seed: int) -> Trace:
     times, so that some VCs queue while others idle; about as much work as the cluster does over
     the arrivals' span."""
     rng = random.Random(seed)
+    asks = random.Random(seed + 1)  # (the time limits' own draws: the rest of the trace as before)
     vcs = [TraceVc("vc-a", 40), TraceVc("vc-b", 30), TraceVc("vc-c", 20), TraceVc("vc-d", 10)]
     shapes: list[tuple[TraceVc, int, int, float]] = []
     for _ in range(jobs):
@@ -146,7 +149,7 @@ def generate(gpus: int, jobs: int, seed: int) -> Trace:
                 gpus=per_task,
                 duration_s=round(duration),
                 save_s=round(rng.uniform(2, 20), 1),
-                limit_min=math.ceil(duration * 2 / 60) + 10,
+                limit_min=math.ceil(duration * asks.uniform(*LIMIT_ASKED) / 60),
             )
         )
     return Trace(vcs, sorted(trace_jobs, key=lambda job: job.arrival_s))
@@ -174,18 +177,20 @@ class Policy:
     settings: dict[str, Any] = field(default_factory=dict)  # the portal's settings for the run (PAI_*)
 
 
+SHARING = {"queue_policy": "fair-share", "lends_idle_quota": True, "backfill": False}
 POLICIES = {
-    "strict": Policy("strict"),
+    "strict": Policy("strict", {"backfill": False}),
     # Every VC fair-share and lending its idle quota (oppo jobs borrow it: PAI_BORROWING_CLASSES);
     # jobs send their class, so a higher one preempts a lower one, and owners reclaim what is lent.
-    "sharing": Policy("sharing", {"queue_policy": "fair-share", "lends_idle_quota": True}, job_classes=True),
+    "sharing": Policy("sharing", SHARING, job_classes=True),
     # The same, and `test` jobs borrow too (the admin's PAI_BORROWING_CLASSES).
     "sharing-test": Policy(
-        "sharing-test",
-        {"queue_policy": "fair-share", "lends_idle_quota": True},
-        job_classes=True,
-        settings={"PAI_BORROWING_CLASSES": ["oppo", "test"]},
+        "sharing-test", SHARING, job_classes=True, settings={"PAI_BORROWING_CLASSES": ["oppo", "test"]}
     ),
+    # `sharing` with backfill on the jobs' time limits (Slurm's; the VCs' default).
+    "backfill": Policy("backfill", {**SHARING, "backfill": True}, job_classes=True),
+    # `sharing` with Kueue's BestEffortFIFO: a first job that does not fit holds nobody back.
+    "best-effort": Policy("best-effort", {**SHARING, "queue_policy": "best-effort"}, job_classes=True),
 }
 
 
@@ -198,9 +203,11 @@ def in_build() -> dict[str, bool]:
     job_fields = {f.name for f in Job._meta.get_fields()}
     return {
         "fair share": "queue_policy" in vc_fields,
+        "best-effort": "queue_policy" in vc_fields,
         "classes": True,  # (extras.hivedScheduler.jobPriorityClass orders a VC's queue since issue 30's start)
         "preemption": bool({"preempted_by", "ending_by"} & job_fields),
         "borrowing": "lends_idle_quota" in vc_fields,
+        "backfill": "backfill" in vc_fields,
     }
 
 
@@ -209,9 +216,11 @@ def features(policy: Policy) -> dict[str, bool | None]:
     this build (None: reported as n/a)."""
     asked = {
         "fair share": policy.vc_settings.get("queue_policy") == "fair-share",
+        "best-effort": policy.vc_settings.get("queue_policy") == "best-effort",
         "classes": policy.job_classes,
         "preemption": policy.job_classes,  # (a higher class preempts a lower one where the build can)
         "borrowing": bool(policy.vc_settings.get("lends_idle_quota")),
+        "backfill": bool(policy.vc_settings.get("backfill")),
     }
     built = in_build()
     return {name: (None if wanted and not built[name] else wanted) for name, wanted in asked.items()}
@@ -443,6 +452,13 @@ class Run:
     over_allocations: int
     quota_overruns: int  # moments a VC held more GPUs than its quota
     quota_overruns_allowed: bool  # (borrowing lends quota: then overruns are the point)
+    reservations: int  # (job, attempt)s given a backfill reservation
+    reservation_violations: int  # of them, started later than the last reservation given + a tick
+    reservation_late_max_s: float  # the latest start against its reservation (negative: all early)
+    reservations_moved: int  # given again later than first given (its job lost first place, e.g. to prod)
+    estimate_error: tuple[float, float] | None  # |first expected - actual| / wait, p50 and p90
+    estimated: int  # jobs that waited more than a tick with an expected start
+    not_estimated: int  # and without one (unknown: behind a job without a time limit)
 
 
 def build_cluster(trace: Trace, gpus: int, policy: Policy) -> tuple[dict[str, Any], dict[str, int]]:
@@ -497,6 +513,10 @@ class Simulation:
         # was first seen preempted by it)
         self.preempting_since: dict[int, list[float]] = defaultdict(list)
         self.victims_seen: set[tuple[int, int, int]] = set()  # (victim, its attempt, preemptor)
+        # (job, its starts so far) -> the (first, last) reserved start it was given while waiting, sim s
+        self.reserved: dict[tuple[int, int], tuple[float, float]] = {}
+        # (job, its starts so far) -> the first expected start it was given while waiting (sim s)
+        self.estimates: dict[tuple[int, int], float] = {}
 
     def run(self) -> Run:
         from django.test import override_settings
@@ -583,10 +603,12 @@ class Simulation:
             self.queued_all_s += self.gpus * span
 
     def _watch(self, quotas: dict[str, int]) -> None:
-        """After each pass: quota overruns, and which waiting jobs are preempting which."""
+        """After each pass: quota overruns, the reservations and expected starts it gave, and which
+        waiting jobs are preempting which."""
         for vc, held in self.executor.gpus_by_vc().items():
             if held > quotas[vc]:
                 self.quota_overruns += 1
+        self._watch_plans()
         if self.features.get("preemption"):
             from jobs.models import Job
 
@@ -597,6 +619,52 @@ class Simulation:
                 if victim not in self.victims_seen:
                     self.victims_seen.add(victim)
                     self.preempting_since[victim[2]].append(now)
+
+    def _watch_plans(self) -> None:
+        from jobs.models import Job, JobState
+        from scheduling.models import VcQueue
+
+        origin = self.clock.origin
+        for stored in VcQueue.objects.filter(reservation__isnull=False).values_list("reservation", flat=True):
+            if stored and (job := self.jobs.get(stored["job"])) is not None:
+                key = (stored["job"], len(job.starts))
+                start = stored["start"] - origin
+                self.reserved[key] = (self.reserved.get(key, (start, start))[0], start)
+        estimated = Job.objects.filter(state=JobState.WAITING, expected_start_at__isnull=False)
+        for pk, at in estimated.values_list("pk", "expected_start_at"):
+            if at is not None and (job := self.jobs.get(pk)) is not None:
+                self.estimates.setdefault((pk, len(job.starts)), at.timestamp() - origin)
+
+    def _plans_kept(self) -> dict[str, Any]:
+        """Reservations given and kept (a start later than the last reservation given, by more than
+        the simulation's step, is a violation; a reservation given again later, a move), and the
+        first expected start's error against the wait: |expected - actual| / wait."""
+        late, moved = [], 0
+        for (key, attempt), (first, last) in self.reserved.items():
+            starts = self.jobs[key].starts
+            if attempt < len(starts):
+                late.append(starts[attempt] - last)
+            moved += last > first + self.tick_s
+        errors, unknown = [], 0
+        for job_key, job in self.jobs.items():
+            if not job.starts or job.starts[0] - job.submitted <= self.tick_s:
+                continue  # (it did not wait: nothing was estimated for long)
+            wait = job.starts[0] - job.submitted
+            expected = self.estimates.get((job_key, 0))
+            if expected is None:
+                unknown += 1
+            else:
+                errors.append(abs(expected - job.starts[0]) / wait)
+        errors.sort()
+        return {
+            "reservations": len(self.reserved),
+            "reservation_violations": sum(lateness > self.tick_s for lateness in late),
+            "reservation_late_max_s": max(late, default=0.0),
+            "reservations_moved": moved,
+            "estimate_error": (_pct(errors, 50), _pct(errors, 90)) if errors else None,
+            "estimated": len(errors),
+            "not_estimated": unknown,
+        }
 
     def _next_deadline(self) -> float | None:
         """The next grace deadline (a preempted job's tasks are killed then), sim seconds."""
@@ -655,6 +723,7 @@ class Simulation:
             over_allocations=self.executor.over_allocations,
             quota_overruns=self.quota_overruns,
             quota_overruns_allowed=bool(self.features.get("borrowing")),
+            **self._plans_kept(),
         )
 
     def _reclaim(self, key: int, since: list[float]) -> float | None:
@@ -754,6 +823,22 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
             "reclaims over the grace + a tick",
             cells(lambda r: "n/a" if r.reclaim_s is None else str(len(r.reclaim_late))),
         ),
+        ("reservations given; moved later", cells(lambda r: f"{r.reservations}; {r.reservations_moved}")),
+        (
+            "starts later than their reservation; latest (s)",
+            cells(lambda r: f"{r.reservation_violations}; {r.reservation_late_max_s:+.0f}" if r.reservations else "0"),
+        ),
+        (
+            "expected start error / wait, p50 / p90",
+            cells(
+                lambda r: (
+                    "n/a"
+                    if r.estimate_error is None
+                    else f"{100 * r.estimate_error[0]:.0f} % / {100 * r.estimate_error[1]:.0f} %"
+                )
+            ),
+        ),
+        ("waited with / without an expected start", cells(lambda r: f"{r.estimated} / {r.not_estimated}")),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
         ("passes", cells(lambda r: str(r.passes))),
         ("jobs ended", cells(lambda r: f"{r.jobs_ended} of {r.jobs}")),
@@ -799,7 +884,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--trace", type=Path, help="a recorded trace (JSON lines) instead of a generated one")
     parser.add_argument("--write-trace", type=Path, help="save the trace run (JSON lines)")
-    parser.add_argument("--policies", default="strict,sharing", help=f"of {', '.join(POLICIES)}")
+    parser.add_argument("--policies", default=",".join(POLICIES), help=f"of {', '.join(POLICIES)}")
     parser.add_argument("--tick", type=float, default=DEFAULT_TICK_S, help="least simulated seconds between passes")
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)  # (a test's own database)
