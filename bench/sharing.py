@@ -1,13 +1,14 @@
 """Sharing a scarce GPU cluster, simulated: a trace of jobs through the real scheduler, per policy.
 
-    .venv/bin/python bench/sharing.py [--gpus 2000] [--jobs N] [--seed 1] [--trace FILE]
-                                      [--policies strict,sharing] [--tick 5] [--write-trace FILE] [--json FILE]
+    .venv/bin/python bench/sharing.py [--gpus 2000] [--jobs N] [--seed 1] [--limit-asked 1.5,3] [--trace FILE]
+                                      [--policies strict,sharing,...] [--tick 5] [--write-trace FILE] [--json FILE]
 
 A generated (seeded) or recorded trace (JSON lines, `--trace`; `--write-trace` saves the generated
 one) of several virtual clusters with quotas, bursts of arrivals, gangs of 1-16 tasks x 1-8 GPUs,
-classes prod / test / oppo and durations runs on `--gpus` GPUs of fake nodes (8 GPUs each) through
-the real scheduler passes (`Scheduler.run_once`: placement, quotas, fair share, priority classes,
-preemption, whatever the build has) and a real database (SQLite in a temp dir), once per policy.
+classes prod / test / oppo, durations and time limits (1.5-3x the duration, as users ask) runs on
+`--gpus` GPUs of fake nodes (8 GPUs each) through the real scheduler passes (`Scheduler.run_once`:
+placement, quotas, fair share, priority classes, preemption, whatever the build has) and a real
+database (SQLite in a temp dir), once per policy.
 
 Time is simulated: the portal's clock (`timezone.now`, `time.time`, `time.monotonic`) runs at real
 speed while a pass runs and jumps between passes to the next event (an arrival, a task's end, a
@@ -17,14 +18,16 @@ a task "runs" for its job's remaining work in simulated time, answers SIGTERM (a
 saving its progress for the job's `save_s` seconds and exiting, and loses the attempt's work if it
 is killed first. Each pass is timed as it runs (perf_counter around `run_once`).
 
-A policy is a few VC settings and job fields (POLICIES): `strict` is today's hard quotas, FIFO, no
-classes; `sharing` turns on what the build has (fair share, the trace's classes, and the settings
-of features not yet in the build are reported as n/a).
+A policy is a few VC settings and job fields (POLICIES): `strict` is hard quotas, FIFO, no classes,
+no backfill; `sharing` turns on fair share, the trace's classes and borrowing (the settings of
+features not in the build are reported as n/a); `backfill` is `sharing` with backfill on the time
+limits, `best-effort` is `sharing` with Kueue's BestEffortFIFO.
 
 Prints, per policy side by side: GPU utilisation while any job waits (and over the whole run), waits
 per class and per VC (p50 / p95), preemptions, work lost to preemptions past the grace, how long
-preempting jobs waited (reclaim), scheduler pass time p50 / p95, and the run's invariants (no GPU
-given twice, every job ended, quota overruns).
+preempting jobs waited (reclaim), the backfill reservations given and whether each job started by
+its reservation, the error of the first expected start a job was given against its wait, scheduler
+pass time p50 / p95, and the run's invariants (no GPU given twice, every job ended, quota overruns).
 """
 
 from __future__ import annotations
@@ -117,7 +120,7 @@ class Trace:
         return Trace(vcs, sorted(jobs, key=lambda job: job.arrival_s))
 
 
-def generate(gpus: int, jobs: int, seed: int) -> Trace:
+def generate(gpus: int, jobs: int, seed: int, asked: tuple[float, float] = LIMIT_ASKED) -> Trace:
     """Four VCs (40/30/20/10 %), each with its users and a few bursts of arrivals at its own
     times, so that some VCs queue while others idle; about as much work as the cluster does over
     the arrivals' span."""
@@ -149,7 +152,7 @@ def generate(gpus: int, jobs: int, seed: int) -> Trace:
                 gpus=per_task,
                 duration_s=round(duration),
                 save_s=round(rng.uniform(2, 20), 1),
-                limit_min=math.ceil(duration * asks.uniform(*LIMIT_ASKED) / 60),
+                limit_min=math.ceil(duration * asks.uniform(*asked) / 60),
             )
         )
     return Trace(vcs, sorted(trace_jobs, key=lambda job: job.arrival_s))
@@ -882,6 +885,11 @@ def main(argv: list[str] | None = None) -> list[Run]:
     parser.add_argument("--gpus", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="jobs of the generated trace")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--limit-asked",
+        default=",".join(map(str, LIMIT_ASKED)),
+        help="the range of limit / real run time the generated jobs ask (1,1: each runs to its limit)",
+    )
     parser.add_argument("--trace", type=Path, help="a recorded trace (JSON lines) instead of a generated one")
     parser.add_argument("--write-trace", type=Path, help="save the trace run (JSON lines)")
     parser.add_argument("--policies", default=",".join(POLICIES), help=f"of {', '.join(POLICIES)}")
@@ -895,7 +903,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
     if args.gpus < 1:
         parser.error("--gpus: at least 1")
     began = time.perf_counter()
-    trace = Trace.load(args.trace) if args.trace else generate(args.gpus, args.jobs, args.seed)
+    low, high = (float(part) for part in args.limit_asked.split(","))
+    trace = Trace.load(args.trace) if args.trace else generate(args.gpus, args.jobs, args.seed, (low, high))
     if args.write_trace:
         trace.dump(args.write_trace)
     if not args.no_setup:
