@@ -1,13 +1,14 @@
 """Sharing a scarce GPU cluster, simulated: a trace of jobs through the real scheduler, per policy.
 
-    .venv/bin/python bench/sharing.py [--gpus 2000] [--jobs N] [--seed 1] [--trace FILE]
-                                      [--policies strict,sharing] [--tick 5] [--write-trace FILE] [--json FILE]
+    .venv/bin/python bench/sharing.py [--gpus 2000] [--jobs N] [--seed 1] [--limit-asked 1.5,3] [--trace FILE]
+                                      [--policies strict,sharing,...] [--tick 5] [--write-trace FILE] [--json FILE]
 
 A generated (seeded) or recorded trace (JSON lines, `--trace`; `--write-trace` saves the generated
 one) of several virtual clusters with quotas, bursts of arrivals, gangs of 1-16 tasks x 1-8 GPUs,
-classes prod / test / oppo and durations runs on `--gpus` GPUs of fake nodes (8 GPUs each) through
-the real scheduler passes (`Scheduler.run_once`: placement, quotas, fair share, priority classes,
-preemption, whatever the build has) and a real database (SQLite in a temp dir), once per policy.
+classes prod / test / oppo, durations and time limits (1.5-3x the duration, as users ask) runs on
+`--gpus` GPUs of fake nodes (8 GPUs each) through the real scheduler passes (`Scheduler.run_once`:
+placement, quotas, fair share, priority classes, preemption, whatever the build has) and a real
+database (SQLite in a temp dir), once per policy.
 
 Time is simulated: the portal's clock (`timezone.now`, `time.time`, `time.monotonic`) runs at real
 speed while a pass runs and jumps between passes to the next event (an arrival, a task's end, a
@@ -17,14 +18,16 @@ a task "runs" for its job's remaining work in simulated time, answers SIGTERM (a
 saving its progress for the job's `save_s` seconds and exiting, and loses the attempt's work if it
 is killed first. Each pass is timed as it runs (perf_counter around `run_once`).
 
-A policy is a few VC settings and job fields (POLICIES): `strict` is today's hard quotas, FIFO, no
-classes; `sharing` turns on what the build has (fair share, the trace's classes, and the settings
-of features not yet in the build are reported as n/a).
+A policy is a few VC settings and job fields (POLICIES): `strict` is hard quotas, FIFO, no classes,
+no backfill; `sharing` turns on fair share, the trace's classes and borrowing (the settings of
+features not in the build are reported as n/a); `backfill` is `sharing` with backfill on the time
+limits, `best-effort` is `sharing` with Kueue's BestEffortFIFO.
 
 Prints, per policy side by side: GPU utilisation while any job waits (and over the whole run), waits
 per class and per VC (p50 / p95), preemptions, work lost to preemptions past the grace, how long
-preempting jobs waited (reclaim), scheduler pass time p50 / p95, and the run's invariants (no GPU
-given twice, every job ended, quota overruns).
+preempting jobs waited (reclaim), the backfill reservations given and whether each job started by
+its reservation, the error of the first expected start a job was given against its wait, scheduler
+pass time p50 / p95, and the run's invariants (no GPU given twice, every job ended, quota overruns).
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ GPUS_PER_NODE = 8
 CLASSES = {"prod": 0.2, "test": 0.6, "oppo": 0.2}  # the generated trace's mix
 SAVE_EXIT_CODE = 143  # a task that saved its work after SIGTERM exits as a shell does on it
 DEFAULT_JOBS = 600
+# Users ask for 1.5-3x the time their job really takes (a time limit is a bound, not a forecast).
+LIMIT_ASKED = (1.5, 3.0)
 DEFAULT_TICK_S = 5.0
 PROGRESS_S = 30.0
 
@@ -115,11 +120,12 @@ class Trace:
         return Trace(vcs, sorted(jobs, key=lambda job: job.arrival_s))
 
 
-def generate(gpus: int, jobs: int, seed: int) -> Trace:
+def generate(gpus: int, jobs: int, seed: int, asked: tuple[float, float] = LIMIT_ASKED) -> Trace:
     """Four VCs (40/30/20/10 %), each with its users and a few bursts of arrivals at its own
     times, so that some VCs queue while others idle; about as much work as the cluster does over
     the arrivals' span."""
     rng = random.Random(seed)
+    asks = random.Random(seed + 1)  # (the time limits' own draws: the rest of the trace as before)
     vcs = [TraceVc("vc-a", 40), TraceVc("vc-b", 30), TraceVc("vc-c", 20), TraceVc("vc-d", 10)]
     shapes: list[tuple[TraceVc, int, int, float]] = []
     for _ in range(jobs):
@@ -146,7 +152,7 @@ def generate(gpus: int, jobs: int, seed: int) -> Trace:
                 gpus=per_task,
                 duration_s=round(duration),
                 save_s=round(rng.uniform(2, 20), 1),
-                limit_min=math.ceil(duration * 2 / 60) + 10,
+                limit_min=math.ceil(duration * asks.uniform(*asked) / 60),
             )
         )
     return Trace(vcs, sorted(trace_jobs, key=lambda job: job.arrival_s))
@@ -174,18 +180,20 @@ class Policy:
     settings: dict[str, Any] = field(default_factory=dict)  # the portal's settings for the run (PAI_*)
 
 
+SHARING = {"queue_policy": "fair-share", "lends_idle_quota": True, "backfill": False}
 POLICIES = {
-    "strict": Policy("strict"),
+    "strict": Policy("strict", {"backfill": False}),
     # Every VC fair-share and lending its idle quota (oppo jobs borrow it: PAI_BORROWING_CLASSES);
     # jobs send their class, so a higher one preempts a lower one, and owners reclaim what is lent.
-    "sharing": Policy("sharing", {"queue_policy": "fair-share", "lends_idle_quota": True}, job_classes=True),
+    "sharing": Policy("sharing", SHARING, job_classes=True),
     # The same, and `test` jobs borrow too (the admin's PAI_BORROWING_CLASSES).
     "sharing-test": Policy(
-        "sharing-test",
-        {"queue_policy": "fair-share", "lends_idle_quota": True},
-        job_classes=True,
-        settings={"PAI_BORROWING_CLASSES": ["oppo", "test"]},
+        "sharing-test", SHARING, job_classes=True, settings={"PAI_BORROWING_CLASSES": ["oppo", "test"]}
     ),
+    # `sharing` with backfill on the jobs' time limits (Slurm's; the VCs' default).
+    "backfill": Policy("backfill", {**SHARING, "backfill": True}, job_classes=True),
+    # `sharing` with Kueue's BestEffortFIFO: a first job that does not fit holds nobody back.
+    "best-effort": Policy("best-effort", {**SHARING, "queue_policy": "best-effort"}, job_classes=True),
 }
 
 
@@ -198,9 +206,11 @@ def in_build() -> dict[str, bool]:
     job_fields = {f.name for f in Job._meta.get_fields()}
     return {
         "fair share": "queue_policy" in vc_fields,
+        "best-effort": "queue_policy" in vc_fields,
         "classes": True,  # (extras.hivedScheduler.jobPriorityClass orders a VC's queue since issue 30's start)
         "preemption": bool({"preempted_by", "ending_by"} & job_fields),
         "borrowing": "lends_idle_quota" in vc_fields,
+        "backfill": "backfill" in vc_fields,
     }
 
 
@@ -209,9 +219,11 @@ def features(policy: Policy) -> dict[str, bool | None]:
     this build (None: reported as n/a)."""
     asked = {
         "fair share": policy.vc_settings.get("queue_policy") == "fair-share",
+        "best-effort": policy.vc_settings.get("queue_policy") == "best-effort",
         "classes": policy.job_classes,
         "preemption": policy.job_classes,  # (a higher class preempts a lower one where the build can)
         "borrowing": bool(policy.vc_settings.get("lends_idle_quota")),
+        "backfill": bool(policy.vc_settings.get("backfill")),
     }
     built = in_build()
     return {name: (None if wanted and not built[name] else wanted) for name, wanted in asked.items()}
@@ -443,6 +455,13 @@ class Run:
     over_allocations: int
     quota_overruns: int  # moments a VC held more GPUs than its quota
     quota_overruns_allowed: bool  # (borrowing lends quota: then overruns are the point)
+    reservations: int  # (job, attempt)s given a backfill reservation
+    reservation_violations: int  # of them, started later than the last reservation given + a tick
+    reservation_late_max_s: float  # the latest start against its reservation (negative: all early)
+    reservations_moved: int  # given again later than first given (its job lost first place, e.g. to prod)
+    estimate_error: tuple[float, float] | None  # |first expected - actual| / wait, p50 and p90
+    estimated: int  # jobs that waited more than a tick with an expected start
+    not_estimated: int  # and without one (unknown: behind a job without a time limit)
 
 
 def build_cluster(trace: Trace, gpus: int, policy: Policy) -> tuple[dict[str, Any], dict[str, int]]:
@@ -497,6 +516,10 @@ class Simulation:
         # was first seen preempted by it)
         self.preempting_since: dict[int, list[float]] = defaultdict(list)
         self.victims_seen: set[tuple[int, int, int]] = set()  # (victim, its attempt, preemptor)
+        # (job, its starts so far) -> the (first, last) reserved start it was given while waiting, sim s
+        self.reserved: dict[tuple[int, int], tuple[float, float]] = {}
+        # (job, its starts so far) -> the first expected start it was given while waiting (sim s)
+        self.estimates: dict[tuple[int, int], float] = {}
 
     def run(self) -> Run:
         from django.test import override_settings
@@ -583,10 +606,12 @@ class Simulation:
             self.queued_all_s += self.gpus * span
 
     def _watch(self, quotas: dict[str, int]) -> None:
-        """After each pass: quota overruns, and which waiting jobs are preempting which."""
+        """After each pass: quota overruns, the reservations and expected starts it gave, and which
+        waiting jobs are preempting which."""
         for vc, held in self.executor.gpus_by_vc().items():
             if held > quotas[vc]:
                 self.quota_overruns += 1
+        self._watch_plans()
         if self.features.get("preemption"):
             from jobs.models import Job
 
@@ -597,6 +622,52 @@ class Simulation:
                 if victim not in self.victims_seen:
                     self.victims_seen.add(victim)
                     self.preempting_since[victim[2]].append(now)
+
+    def _watch_plans(self) -> None:
+        from jobs.models import Job, JobState
+        from scheduling.models import VcQueue
+
+        origin = self.clock.origin
+        for stored in VcQueue.objects.filter(reservation__isnull=False).values_list("reservation", flat=True):
+            if stored and (job := self.jobs.get(stored["job"])) is not None:
+                key = (stored["job"], len(job.starts))
+                start = stored["start"] - origin
+                self.reserved[key] = (self.reserved.get(key, (start, start))[0], start)
+        estimated = Job.objects.filter(state=JobState.WAITING, expected_start_at__isnull=False)
+        for pk, at in estimated.values_list("pk", "expected_start_at"):
+            if at is not None and (job := self.jobs.get(pk)) is not None:
+                self.estimates.setdefault((pk, len(job.starts)), at.timestamp() - origin)
+
+    def _plans_kept(self) -> dict[str, Any]:
+        """Reservations given and kept (a start later than the last reservation given, by more than
+        the simulation's step, is a violation; a reservation given again later, a move), and the
+        first expected start's error against the wait: |expected - actual| / wait."""
+        late, moved = [], 0
+        for (key, attempt), (first, last) in self.reserved.items():
+            starts = self.jobs[key].starts
+            if attempt < len(starts):
+                late.append(starts[attempt] - last)
+            moved += last > first + self.tick_s
+        errors, unknown = [], 0
+        for job_key, job in self.jobs.items():
+            if not job.starts or job.starts[0] - job.submitted <= self.tick_s:
+                continue  # (it did not wait: nothing was estimated for long)
+            wait = job.starts[0] - job.submitted
+            expected = self.estimates.get((job_key, 0))
+            if expected is None:
+                unknown += 1
+            else:
+                errors.append(abs(expected - job.starts[0]) / wait)
+        errors.sort()
+        return {
+            "reservations": len(self.reserved),
+            "reservation_violations": sum(lateness > self.tick_s for lateness in late),
+            "reservation_late_max_s": max(late, default=0.0),
+            "reservations_moved": moved,
+            "estimate_error": (_pct(errors, 50), _pct(errors, 90)) if errors else None,
+            "estimated": len(errors),
+            "not_estimated": unknown,
+        }
 
     def _next_deadline(self) -> float | None:
         """The next grace deadline (a preempted job's tasks are killed then), sim seconds."""
@@ -655,6 +726,7 @@ class Simulation:
             over_allocations=self.executor.over_allocations,
             quota_overruns=self.quota_overruns,
             quota_overruns_allowed=bool(self.features.get("borrowing")),
+            **self._plans_kept(),
         )
 
     def _reclaim(self, key: int, since: list[float]) -> float | None:
@@ -754,6 +826,22 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
             "reclaims over the grace + a tick",
             cells(lambda r: "n/a" if r.reclaim_s is None else str(len(r.reclaim_late))),
         ),
+        ("reservations given; moved later", cells(lambda r: f"{r.reservations}; {r.reservations_moved}")),
+        (
+            "starts later than their reservation; latest (s)",
+            cells(lambda r: f"{r.reservation_violations}; {r.reservation_late_max_s:+.0f}" if r.reservations else "0"),
+        ),
+        (
+            "expected start error / wait, p50 / p90",
+            cells(
+                lambda r: (
+                    "n/a"
+                    if r.estimate_error is None
+                    else f"{100 * r.estimate_error[0]:.0f} % / {100 * r.estimate_error[1]:.0f} %"
+                )
+            ),
+        ),
+        ("waited with / without an expected start", cells(lambda r: f"{r.estimated} / {r.not_estimated}")),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
         ("passes", cells(lambda r: str(r.passes))),
         ("jobs ended", cells(lambda r: f"{r.jobs_ended} of {r.jobs}")),
@@ -797,9 +885,14 @@ def main(argv: list[str] | None = None) -> list[Run]:
     parser.add_argument("--gpus", type=int, default=2000)
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS, help="jobs of the generated trace")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--limit-asked",
+        default=",".join(map(str, LIMIT_ASKED)),
+        help="the range of limit / real run time the generated jobs ask (1,1: each runs to its limit)",
+    )
     parser.add_argument("--trace", type=Path, help="a recorded trace (JSON lines) instead of a generated one")
     parser.add_argument("--write-trace", type=Path, help="save the trace run (JSON lines)")
-    parser.add_argument("--policies", default="strict,sharing", help=f"of {', '.join(POLICIES)}")
+    parser.add_argument("--policies", default=",".join(POLICIES), help=f"of {', '.join(POLICIES)}")
     parser.add_argument("--tick", type=float, default=DEFAULT_TICK_S, help="least simulated seconds between passes")
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)  # (a test's own database)
@@ -810,7 +903,8 @@ def main(argv: list[str] | None = None) -> list[Run]:
     if args.gpus < 1:
         parser.error("--gpus: at least 1")
     began = time.perf_counter()
-    trace = Trace.load(args.trace) if args.trace else generate(args.gpus, args.jobs, args.seed)
+    low, high = (float(part) for part in args.limit_asked.split(","))
+    trace = Trace.load(args.trace) if args.trace else generate(args.gpus, args.jobs, args.seed, (low, high))
     if args.write_trace:
         trace.dump(args.write_trace)
     if not args.no_setup:

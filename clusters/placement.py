@@ -41,6 +41,8 @@ Every job left waiting gets a reason with numbers: a list of Messages (clusters.
 from __future__ import annotations
 
 import copy
+import heapq
+import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -53,6 +55,9 @@ from clusters.texts import counted_gpus, memory_text
 MAX_PORT = 65535
 ANY_TYPE = "*"  # index key: a node's free GPUs of its most available type
 UNKNOWN_TOTAL = 2**62  # a node total nobody told us: never the reason a job "can never fit"
+# Expected starts are worked out for this many jobs at the head of each VC's queue; later ones are
+# unknown (Slurm's backfill also looks only so deep: bf_max_job_test). Keeps a pass's cost bounded.
+ESTIMATED_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,9 @@ class PlacementResult:
     # VC -> where and when its first waiting job starts (backfill VCs only, when it can be known)
     reservations: dict[str, Reservation] = field(default_factory=dict)
     backfilled: dict[int, Backfilled] = field(default_factory=dict)  # job keys started ahead by backfill
+    # waiting job key -> when it is expected to start (epoch seconds) if the running jobs end by their
+    # time limits; None: unknown (what it waits for has no limit). Worked out only with a `plan`.
+    expected: dict[int, float | None] = field(default_factory=dict)
 
 
 def place(
@@ -248,7 +256,7 @@ def place(
     wanting = {job.vc for job, never in zip(ordered, nevers, strict=True) if not never}
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
     kept = _HeldRooms(cluster, ordered)
-    planner = _Backfiller(cluster, vcs, plan)
+    planner = _Backfiller(cluster, vcs, plan, {job.key for job in ordered})
     lending = _Lending(vcs, lenders, quota_only, _held(vcs, "lent"), _held(vcs, "borrowed"))
 
     for job, need, never in zip(ordered, needs, nevers, strict=True):
@@ -280,16 +288,15 @@ def place(
             if fits is None:
                 reason = [*cluster.why_not(job, need, fitted), *reason]
         if reason is None:
-            placements, fitted = cluster.try_place(job, need)
+            placements, reason = planner.try_place(job, need)
             if placements is not None:
                 result.placed[job.key] = placements
                 held = used[job.vc]
                 used[job.vc] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
                 capped.take(job, need)
                 continue
-            reason = cluster.why_not(job, need, fitted)
         elif job.may_borrow:
-            reason = _borrow(job, need, lending, used, cluster, result, reason)
+            reason = _borrow(job, need, lending, used, planner, result, reason)
             if reason == []:
                 continue
         if quota is not None and not job.may_borrow:
@@ -301,6 +308,7 @@ def place(
         behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
         blocked[job.vc] = [behind(job=job.name or str(job.key), vc=job.vc, why=reason)]
         planner.reserve(job, need, used[job.vc], result)
+    result.expected = {} if plan is None else _StartPlan(cluster, vcs, plan, used).run(ordered, needs, nodes, result)
     return result
 
 
@@ -310,14 +318,44 @@ class _Backfiller:
     of the VC starts now only if it would not delay that: it ends before every reservation on the
     nodes it takes, and what it holds past its own VC's reserved start leaves that job's quota."""
 
-    def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill | None) -> None:
+    def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill | None, waiting: set[int]) -> None:
         self.cluster, self.vcs, self.plan = cluster, vcs, plan
         self.reserved: dict[str, tuple[Reservation, list[int]]] = {}  # VC -> reservation, quota left then
+        # An earlier pass's reservations whose jobs still wait hold from this pass's start: a job of
+        # another VC taken before that VC's first job comes in this pass's order keeps off its room too.
+        self.kept: dict[str, Reservation] = {}
         if plan is not None:
             self.ending = sorted(plan.ending, key=lambda ending: ending.ends_at)
+            self.kept = {vc: kept for vc, kept in plan.kept.items() if kept.job in waiting}
+
+    def try_place(self, job: JobRequest, need: _Need) -> tuple[list[TaskPlacement] | None, Reason]:
+        """The job placed now (claimed) on none of the nodes another VC's reservation needs before
+        the job ends (by its time limit): reservations hold across VCs. Else why not."""
+        ends_by = self.plan.now + job.limit_s if self.plan is not None and job.limit_s else None
+        reserved = [] if job.holds else self._in_the_way(job.vc, ends_by)
+        avoid = frozenset(node for reservation in reserved for node in reservation.nodes)
+        placements, fitted = self.cluster.try_place(replace(job, avoid=job.avoid | avoid) if avoid else job, need)
+        if placements is not None:
+            self.started(job)
+            return placements, []
+        if avoid and self.cluster.try_place(job, need, dry=True)[0] is not None:
+            return None, [t.RESERVED_ROOM(nodes=sorted(avoid), jobs=[str(r.job) for r in reserved])]
+        return None, self.cluster.why_not(job, need, fitted)
+
+    def _in_the_way(self, vc: str, ends_by: float | None) -> list[Reservation]:
+        """Other VCs' reservations that a job of `vc` ending by `ends_by` would still hold room at."""
+        found = [*self.kept.items(), *((name, reservation) for name, (reservation, _) in self.reserved.items())]
+        return [r for name, r in found if name != vc and (ends_by is None or ends_by > r.start)]
+
+    def started(self, job: JobRequest) -> None:
+        """A job placed this pass: an earlier pass's reservation for it is used up."""
+        kept = self.kept.get(job.vc)
+        if kept is not None and kept.job == job.key:
+            del self.kept[job.vc]
 
     def reserve(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> None:
         vc = self.vcs[job.vc]
+        self.kept.pop(job.vc, None)  # (this pass's reservation for the VC's first job replaces it)
         if self.plan is None or not vc.backfill or job.holds:
             return
         found = self._first_start(job, need, used)
@@ -335,6 +373,8 @@ class _Backfiller:
         assert self.plan is not None
         limit = self.vcs[job.vc].limit
         scratch = self.cluster.copy()
+        others = frozenset(node for reservation in self._in_the_way(job.vc, None) for node in reservation.nodes)
+        job = replace(job, avoid=job.avoid | others) if others else job  # (two reservations never share a node)
         by_name = {node.name: node for node in scratch.nodes}
         held = list(used)
         for index, ending in enumerate(self.ending):
@@ -352,7 +392,7 @@ class _Backfiller:
                 limit.cpu - held[1] - need.cpu,
                 limit.memory_mb - held[2] - need.memory_mb,
             ]
-            if min(left) < 0:
+            if min(left) < 0 or not scratch.could_hold(job, need):
                 continue
             placements, _ = scratch.try_place(job, need)
             if placements is not None:
@@ -377,6 +417,7 @@ class _Backfiller:
             if ends_by is None or ends_by > vc_reservation.start
             for node in vc_reservation.nodes
         }
+        avoid |= {node for reservation in self._in_the_way(job.vc, ends_by) for node in reservation.nodes}
         placements, _ = self.cluster.try_place(replace(job, avoid=job.avoid | avoid), need)
         if placements is None:
             return False
@@ -385,6 +426,127 @@ class _Backfiller:
         result.placed[job.key] = placements
         result.backfilled[job.key] = Backfilled(reservation.job, ends_by, reservation.start)
         return True
+
+
+class _StartPlan:
+    """When each waiting job is expected to start (Slurm's `squeue --start`, packing and every VC
+    included), if the running jobs end by their time limits: the pass's nodes after its
+    placements, played forward from one limit's end to the next. At each end, each VC's queue in
+    its order takes what its quota and the nodes (first fit, as a pass) hold: a strict VC up to
+    its first job that does not fit, a best-effort one all that fit, a backfill VC also its later
+    jobs that end before its first job's reservation. A started job holds until its own limit
+    ends (for good without one). A job not started when no end is left is unknown (None), as is
+    one deeper than ESTIMATED_DEPTH in its VC's queue. A first job with a reservation is expected
+    at its reserved start (the start it was promised) unless it is played earlier."""
+
+    def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill, used: dict[str, list[int]]) -> None:
+        self.cluster, self.vcs, self.now = cluster.copy(), vcs, plan.now
+        self.used = {name: list(held) for name, held in used.items()}
+        self.by_name = {node.name: node for node in self.cluster.nodes}
+        self.free_gpus = sum(node.all_free_gpus(None) for node in self.cluster.nodes)
+        self.order = itertools.count()
+        self.ends = [(ending.ends_at, next(self.order), ending.vc, ending.freed) for ending in plan.ending]
+        self.types: dict[str, dict[int, str]] = {}  # node -> GPU index -> type (for what a played job frees)
+        for ending in plan.ending:
+            for freed in ending.freed:
+                self.types.setdefault(freed.node, {}).update(freed.gpus)
+
+    def run(
+        self, ordered: list[JobRequest], needs: list[_Need], nodes: list[NodeState], result: PlacementResult
+    ) -> dict[int, float | None]:
+        for state in nodes:
+            self.types.setdefault(state.name, {}).update(state.gpus_free)
+        for job in ordered:
+            if job.key in result.placed and job.limit_s:
+                vc = result.borrowed.get(job.key, job.vc)
+                self.ends.append(
+                    (self.now + job.limit_s, next(self.order), vc, self._freed(job, result.placed[job.key]))
+                )
+        heapq.heapify(self.ends)
+        need_of = {job.key: (job, need) for job, need in zip(ordered, needs, strict=True)}
+        queues = {
+            vc: [need_of[key] for key in keys if key not in result.never_fits][:ESTIMATED_DEPTH]
+            for vc, keys in result.queues.items()
+            if vc in self.vcs
+        }
+        starts: dict[int, float | None] = {key: None for keys in result.queues.values() for key in keys}
+        moment: float | None = self.now
+        while moment is not None and any(queues.values()):
+            for vc, queue in queues.items():
+                self._start_what_fits(vc, queue, moment, result.reservations.get(vc), starts)
+            moment = self._release_next()
+        for reservation in result.reservations.values():
+            played = starts.get(reservation.job)
+            starts[reservation.job] = reservation.start if played is None else min(played, reservation.start)
+        return starts
+
+    def _start_what_fits(
+        self,
+        vc: str,
+        queue: list[tuple[JobRequest, _Need]],
+        moment: float,
+        reservation: Reservation | None,
+        starts: dict[int, float | None],
+    ) -> None:
+        state = self.vcs[vc]
+        backfilling = reservation is not None and starts.get(reservation.job) is None
+        index = 0
+        while index < len(queue):
+            job, need = queue[index]
+            ends_at = moment + job.limit_s if job.limit_s else None
+            if index and backfilling and not state.best_effort:
+                assert reservation is not None
+                if ends_at is None or ends_at > reservation.start:
+                    index += 1  # (backfill: only what ends before the first job's reserved start)
+                    continue
+            if self._fits(job, need) and self._place(job, need, moment):
+                starts[job.key] = moment
+                queue.pop(index)
+                continue
+            if index == 0 and not state.best_effort and not backfilling:
+                return
+            index += 1
+
+    def _fits(self, job: JobRequest, need: _Need) -> bool:
+        """Whether the job could start now: its quota, then a quick bound on the nodes before trying them."""
+        if need.gpu > self.free_gpus or _quota_refusal(self.vcs[job.vc], self.used[job.vc], need) is not None:
+            return False
+        return self.cluster.could_hold(job, need)
+
+    def _place(self, job: JobRequest, need: _Need, moment: float) -> bool:
+        placements, _ = self.cluster.try_place(job, need)
+        if placements is None:
+            return False
+        self.used[job.vc] = [a + b for a, b in zip(self.used[job.vc], need[:3], strict=True)]
+        self.free_gpus -= need.gpu
+        if job.limit_s:
+            heapq.heappush(self.ends, (moment + job.limit_s, next(self.order), job.vc, self._freed(job, placements)))
+        return True
+
+    def _freed(self, job: JobRequest, placements: list[TaskPlacement]) -> tuple[Freed, ...]:
+        tasks = {(task.role, task.index): task for task in job.tasks}
+        freed = []
+        for placement in placements:
+            task, types = tasks[(placement.role, placement.index)], self.types.get(placement.node, {})
+            gpus = tuple((index, types.get(index, job.gpu_type or "")) for index in placement.gpus)
+            freed.append(Freed(placement.node, gpus, task.cpu, task.memory_mb))
+        return tuple(freed)
+
+    def _release_next(self) -> float | None:
+        """Free everything that ends at the next end: that moment, or None when nothing is left to end."""
+        if not self.ends:
+            return None
+        moment = self.ends[0][0]
+        while self.ends and self.ends[0][0] == moment:
+            _, _, vc, freed = heapq.heappop(self.ends)
+            for part in freed:
+                if (node := self.by_name.get(part.node)) is not None:
+                    self.cluster.release(node, part)
+                    self.free_gpus += len(part.gpus)
+                if vc in self.used:
+                    held = self.used[vc]
+                    self.used[vc] = [held[0] - len(part.gpus), held[1] - part.cpu, held[2] - part.memory_mb]
+        return max(moment, self.now)
 
 
 @dataclass
@@ -425,7 +587,7 @@ def _ahead(
         return True
     if not job.may_borrow or job.vc not in lending.quota_only:
         return False
-    return _borrow(job, need, lending, used, planner.cluster, result, []) == []
+    return _borrow(job, need, lending, used, planner, result, []) == []
 
 
 def _borrow(
@@ -433,7 +595,7 @@ def _borrow(
     need: _Need,
     lending: _Lending,
     used: dict[str, list[int]],
-    cluster: _Cluster,
+    planner: _Backfiller,
     result: PlacementResult,
     refused: Reason,
 ) -> Reason:
@@ -446,9 +608,9 @@ def _borrow(
     lender = _lender(job, need, lending, used)
     if lender is None:
         return [*refused, t.NO_LENDER()]
-    placements, fitted = cluster.try_place(job, need)
+    placements, why = planner.try_place(job, need)
     if placements is None:
-        return cluster.why_not(job, need, fitted)
+        return why
     result.placed[job.key] = placements
     result.borrowed[job.key] = lender
     for held, name in ((used, lender), (lending.lent, lender), (lending.borrowed, job.vc)):
@@ -867,6 +1029,24 @@ class _Cluster:
             twin.owns_ports = False  # (copied on its first claim)
             nodes.append(twin)
         return _Cluster(nodes)
+
+    def could_hold(self, job: JobRequest, need: _Need) -> bool:
+        """False when the nodes surely cannot hold the job now (a quick bound from the free-GPU
+        buckets: nodes with room for its biggest GPU task, and for all its tasks when they are alike)."""
+        if not need.task_gpu:
+            return True
+        by_count = self.buckets.get(job.gpu_type or ANY_TYPE, {})
+        if not any(nodes for count, nodes in by_count.items() if count >= need.task_gpu):
+            return False
+        if len(job.tasks) == 1 or need.gpu != need.task_gpu * len(job.tasks):
+            return True
+        room = sum(
+            len(free) // need.task_gpu
+            for node in self.nodes
+            for kind, free in node.gpus.items()
+            if job.gpu_type in (None, kind)
+        )
+        return room >= len(job.tasks)
 
     def release(self, node: _Node, freed: Freed) -> None:
         """A running job's task gone from `node`: what it held is free."""

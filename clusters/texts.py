@@ -121,6 +121,9 @@ BORROWING_LIMIT_MEMORY = Text(
     "reason.borrowing_limit.memory",
     'VC "%(vc)s" may borrow %(limit)s of memory beyond its quota: its jobs borrow %(used)s, job needs %(need)s',
 )
+RESERVED_ROOM = Text(
+    "reason.reserved_room", "the room free on %(nodes)s is reserved for job %(jobs)s of another VC (backfill)"
+)
 HELD_ROOM = Text("reason.held_room", "room on %(nodes)s is held for job %(job)s (its preemption freed it)")
 LARGEST_FREE_GPU = Text("reason.largest_free.gpu", "needs %(gpus)s on one node; largest free: %(most)s")
 LARGEST_FREE_GPU_ON = Text(

@@ -27,16 +27,12 @@ class VcSample(models.Model):
 
 
 class VcQueue(models.Model):
-    """A VC's waiting jobs in the order placement took them last (FIFO or fair share), with each
-    one's expected start: written by the scheduler, one row per VC, whenever it places; read by the
-    job page and the API (queue position, expected start)."""
+    """A VC's waiting jobs in the order placement took them last (FIFO or fair share): written by
+    the scheduler, one row per VC, whenever it places; read by the job page and the API (queue
+    position). Each job's expected start is the job's own (Job.expected_start_at)."""
 
     vc = models.OneToOneField("clusters.VirtualCluster", on_delete=models.CASCADE, related_name="queue")
     job_ids = models.JSONField(default=list)  # the waiting jobs, first first
-    # Epoch seconds each is expected to start (same order, the head of the queue only:
-    # clusters.sharing.ESTIMATED_DEPTH); null or missing: unknown (a job ahead of it, or one
-    # holding what it needs, has no time limit).
-    expected_starts = models.JSONField(default=list)
     # Where and when its first waiting job is to start (backfill: clusters.placement.Reservation as
     # {"job", "start", "nodes"}), kept across passes and restarts while that job is first; null: none.
     reservation = models.JSONField(null=True, blank=True)
@@ -45,15 +41,12 @@ class VcQueue(models.Model):
     def __str__(self) -> str:
         return f"queue of VC {self.vc_id}"
 
-    def position(self, job_id: int) -> tuple[int, int | None] | None:
-        """(1-based place in the queue, expected start in epoch seconds or None), or None when
-        the job is not in it."""
+    def position(self, job_id: int) -> int | None:
+        """The job's 1-based place in the queue, or None when it is not in it."""
         try:
-            index = self.job_ids.index(job_id)
+            return int(self.job_ids.index(job_id)) + 1
         except ValueError:
             return None
-        starts = self.expected_starts
-        return index + 1, starts[index] if index < len(starts) else None
 
 
 class HeldRoom(models.Model):

@@ -6,7 +6,7 @@ the rest launched by the next passes."""
 from __future__ import annotations
 
 import time
-from collections import Counter, deque
+from collections import deque
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -15,7 +15,7 @@ from django.db.models import Count, Max, QuerySet
 from catalogue import Message
 from catalogue.reasons import Reason, StoredParts, stored_reason
 from clusters.models import Node, VirtualCluster
-from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, VcState, place
+from clusters.placement import HeldRoom, JobRequest, TaskPlacement, TaskRequest, place
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
@@ -78,6 +78,7 @@ class Placer:
         self._unlaunched_nodes: dict[str, Node] = {}
         self._borrowed: dict[int, str] = {}  # placed jobs that run on a lending VC's idle quota -> that VC
         self._backfilled: dict[int, Message] = {}  # placed jobs backfill started ahead -> why (their event)
+        self._expected = sharing.ExpectedStarts()
 
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
@@ -121,14 +122,14 @@ class Placer:
             for row in rows
             if row.pk not in gate.blocked
         ]
-        backfill = sharing.backfill_plan(self._specs, time.time()) if _backfills(vc_states, requests) else None
-        result = place(node_states, vc_states, requests, backfill)
+        # (the plan of the running jobs' ends: backfill's reservations and every waiting job's expected start)
+        result = place(node_states, vc_states, requests, sharing.backfill_plan(self._specs, time.time()))
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
         result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
         if holders:
             self.preempter.release(set(holders), set(result.placed))
-        limits = {row.pk: row.time_limit_seconds for row in rows}
-        sharing.record_queues(result, requests, limits, vc_states, usage.used_by_job, usage.totals)
+        sharing.record_queues(result, vc_states)
+        self._expected.record(result.expected)
         with_storage_notes(result.pending, gate.notes)
         result.pending.update(gate.blocked)
         self._unlaunched = deque(result.placed.items())
@@ -216,12 +217,6 @@ class Placer:
                     task.node = by_id[task.node_id] if task.node_id is not None else None
                 claimed.append((job, tasks))
         self.starter.start_claimed(claimed)
-
-
-def _backfills(vcs: dict[str, VcState], requests: list[JobRequest]) -> bool:
-    """Whether backfill has anything to plan: a backfill VC with two jobs waiting (one to start ahead)."""
-    waiting = Counter(request.vc for request in requests)
-    return any(vcs[name].backfill and count > 1 for name, count in waiting.items() if name in vcs)
 
 
 def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message]]) -> None:

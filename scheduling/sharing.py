@@ -1,14 +1,15 @@
 """Sharing a VC, the database's side (the decisions are clusters.sharing's and placement's): each
 user's recent usage in the fair-share VCs, read from the task attempts already kept, and each VC's
-queue as the last placement left it (positions and expected starts, scheduling.models.VcQueue).
+queue as the last placement left it (positions and the first job's reservation,
+scheduling.models.VcQueue), and each waiting job's expected start (Job.expected_start_at).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models.functions import Coalesce
@@ -16,13 +17,19 @@ from django.utils import timezone
 
 from catalogue import Message
 from clusters.models import VirtualCluster
-from clusters.placement import Backfill, Ending, Freed, JobRequest, PlacementResult, Reservation, Resources, VcState
+from clusters.placement import Backfill, Ending, Freed, PlacementResult, Reservation, VcState
 from clusters.shares import node_gpus
-from clusters.sharing import ESTIMATED_DEPTH, Held, Queued, Running, decayed_usage, expected_starts
+from clusters.sharing import Held, decayed_usage
 from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
-from scheduling.texts import BACKFILLED_BEFORE, BACKFILLED_ELSEWHERE
+from scheduling.texts import (
+    BACKFILLED_BEFORE,
+    BACKFILLED_ELSEWHERE,
+    EXPECTED_START,
+    NO_EXPECTED_START,
+    SLURM_EXPECTED_START,
+)
 
 # Usage older than this many half-lives weighs under 1/1000: not read.
 HALF_LIVES_READ = 10
@@ -127,94 +134,90 @@ def _clock(epoch: float) -> str:
     return moment.strftime("%H:%M") if moment.date() == today else moment.strftime("%Y-%m-%d %H:%M")
 
 
-def _amounts(resources: Resources) -> tuple[int, int, int]:
-    return resources.gpu, resources.cpu, resources.memory_mb
-
-
-def _job_need(request: JobRequest) -> tuple[int, int, int]:
-    tasks = request.tasks
-    return sum(t.gpu for t in tasks), sum(t.cpu for t in tasks), sum(t.memory_mb for t in tasks)
-
-
-def record_queues(
-    result: PlacementResult,
-    requests: list[JobRequest],
-    limits: dict[int, int | None],
-    vcs: dict[str, VcState],
-    used_by_job: dict[int, Resources],
-    totals: Resources,
-) -> None:
-    """Each VC's queue as this placement left it, with expected starts (one row per VC); the
-    queues of VCs with nobody waiting are emptied. `limits`: waiting job -> its time limit (s)."""
-    now = time.time()
-    by_key = {request.key: request for request in requests}
-    running = _running(used_by_job, now)
-    for key in result.placed:  # (holding from now on, for their limits)
-        request = by_key[key]
-        limit = limits.get(key)
-        running.append(Running(_job_need(request), now + limit if limit else None, request.vc))
-    cluster = _amounts(totals)
+def record_queues(result: PlacementResult, vcs: dict[str, VcState]) -> None:
+    """Each VC's queue as this placement left it, with its first job's reservation (one row per
+    VC); the queues of VCs with nobody waiting are emptied."""
     rows = {row.vc_id: row for row in VcQueue.objects.all()}
     vc_ids = dict(VirtualCluster.objects.values_list("name", "pk"))
     for name, keys in result.queues.items():
         if name not in vcs or name not in vc_ids:
             continue
-        # (Only the head is estimated: the rest stay unknown.)
-        queue = [Queued(key, _job_need(by_key[key]), limits.get(key)) for key in keys[:ESTIMATED_DEPTH]]
-        starts = expected_starts(name, queue, running, _amounts(vcs[name].limit), cluster, now)
-        expected = [None if (start := starts.get(key)) is None else round(start) for key in keys[:ESTIMATED_DEPTH]]
         found = result.reservations.get(name)
         reserved = None if found is None else {"job": found.job, "start": found.start, "nodes": list(found.nodes)}
         row = rows.get(vc_ids[name])
         if row is None:
-            VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, expected_starts=expected, reservation=reserved)
-        elif row.job_ids != keys or row.expected_starts != expected or row.reservation != reserved:
-            VcQueue.objects.filter(pk=row.pk).update(
-                job_ids=keys, expected_starts=expected, reservation=reserved, updated_at=timezone.now()
-            )
+            VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, reservation=reserved)
+        elif row.job_ids != keys or row.reservation != reserved:
+            VcQueue.objects.filter(pk=row.pk).update(job_ids=keys, reservation=reserved, updated_at=timezone.now())
     emptied = [row.pk for row in rows.values() if row.job_ids and row.vc_id not in _ids(vc_ids, result.queues)]
     if emptied:
-        VcQueue.objects.filter(pk__in=emptied).update(
-            job_ids=[], expected_starts=[], reservation=None, updated_at=timezone.now()
-        )
+        VcQueue.objects.filter(pk__in=emptied).update(job_ids=[], reservation=None, updated_at=timezone.now())
+
+
+class ExpectedStarts:
+    """Each waiting job's expected start as the last placement planned it (Job.expected_start_at:
+    the job list sorts by it), written only where it changed; cleared once a job waits no more."""
+
+    def __init__(self) -> None:
+        self._written: dict[int, int | None] | None = None  # job -> what this scheduler wrote (None: first pass)
+
+    def record(self, expected: dict[int, float | None]) -> None:
+        wanted = {key: None if start is None else round(start) for key, start in expected.items()}
+        if self._written is None:  # (an earlier scheduler's values: cleared where the job waits no more)
+            Job.objects.filter(expected_start_at__isnull=False).exclude(pk__in=list(wanted)).update(
+                expected_start_at=None
+            )
+            changed = dict(wanted)
+        else:
+            written = self._written
+            changed = {key: start for key, start in wanted.items() if written.get(key) != start}
+            changed.update((key, None) for key, start in written.items() if key not in wanted and start is not None)
+        by_start: dict[int | None, list[int]] = {}
+        for key, start in changed.items():
+            by_start.setdefault(start, []).append(key)
+        for start, keys in by_start.items():  # (one UPDATE per moment: many jobs share a limit's end)
+            moment = None if start is None else datetime.fromtimestamp(start, tz=UTC)
+            Job.objects.filter(pk__in=keys).update(expected_start_at=moment)
+        self._written = {key: start for key, start in wanted.items() if start is not None}
 
 
 def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
     return {vc_ids[name] for name in queues if name in vc_ids}
 
 
-def _running(used_by_job: dict[int, Resources], now: float) -> list[Running]:
-    """What each running job holds, in the VC whose quota it holds, until it ends (`_ends`)."""
-    return [Running(_amounts(used_by_job[pk]), ends_at, vc) for pk, vc, ends_at in _ends(now) if pk in used_by_job]
-
-
 def _ends(now: float) -> list[tuple[int, str, float | None]]:
     """Each running job, the VC whose quota it holds and when it ends: its launch + time limit
-    (None: no limit); a job on borrowed quota when its lender's jobs could take it back (a grace)."""
+    (None: no limit). A job on borrowed quota too: its lender takes it back sooner only for the
+    lender's own jobs (a preemption), which no other VC's reservation may count on."""
     found = []
     rows = Job.objects.filter(state=JobState.RUNNING).values_list(
-        "pk",
-        Coalesce("borrowed_from__name", "virtual_cluster__name"),
-        "launched_at",
-        "time_limit_seconds",
-        "borrowed_from_id",
+        "pk", Coalesce("borrowed_from__name", "virtual_cluster__name"), "launched_at", "time_limit_seconds"
     )
-    for pk, vc, launched_at, limit, lender in rows:
+    for pk, vc, launched_at, limit in rows:
         ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
-        if lender is not None:
-            ends_at = min(ends_at or math.inf, now + settings.PAI_GRACE_SECONDS)
         found.append((pk, vc, max(ends_at, now + 1) if ends_at else None))
     return found
 
 
-def queue_place(job: Job) -> tuple[int, datetime | None] | None:
-    """A waiting job's (position in its VC's queue, expected start or None: unknown), or None when
-    the scheduler has not queued it (yet)."""
+class QueuePlace(NamedTuple):
+    """A waiting job's place in its VC's queue (1 = next; None in a Slurm VC, whose queue is
+    Slurm's), its expected start (None: unknown) and what the page and the API say of it."""
+
+    position: int | None
+    start: datetime | None
+    note: Message
+
+
+def queue_place(job: Job) -> QueuePlace | None:
+    """Where a waiting job stands, or None when the scheduler has not queued it (yet)."""
     if job.state != JobState.WAITING:
         return None
+    start = job.expected_start_at
+    if job.virtual_cluster.slurm_partition:
+        return None if start is None else QueuePlace(None, start, SLURM_EXPECTED_START(start=_clock(start.timestamp())))
     row = VcQueue.objects.filter(vc_id=job.virtual_cluster_id).first()
-    found = row.position(job.pk) if row is not None else None
-    if found is None:
+    position = row.position(job.pk) if row is not None else None
+    if position is None:
         return None
-    position, start = found
-    return position, datetime.fromtimestamp(start, tz=timezone.get_current_timezone()) if start else None
+    note = NO_EXPECTED_START() if start is None else EXPECTED_START(start=_clock(start.timestamp()))
+    return QueuePlace(position, start, note)

@@ -50,6 +50,7 @@ from clusters.slurm.reasons import (
     FINAL_REASONS,
     Ask,
     PartitionUse,
+    expected_start,
     final_reason,
     is_final_refusal,
     pending_reason,
@@ -400,11 +401,13 @@ class SlurmBackend:
         return lifecycle.refuse(_waiting_job(pk), ExitCode.CREATE_FRAMEWORK_PERMANENT_FAILED, reason)
 
     def _say_pending(self, pk: int, said: list[dict[str, Any]], found: SlurmJob, partition: str) -> None:
-        reason = [
-            pending_reason(found, job_ask(self._requests(pk)), PartitionUse.of(partition, self._nodes), timezone.now())
-        ]
+        """Its reason, and Slurm's StartTime as its expected start (written with the reason, which
+        names that time: a changed start changes the reason)."""
+        now = timezone.now()
+        reason = [pending_reason(found, job_ask(self._requests(pk)), PartitionUse.of(partition, self._nodes), now)]
         if stored_parts(reason) != said:
             lifecycle.set_pending_reason(pk, reason)
+            Job.objects.filter(pk=pk, state=JobState.WAITING).update(expected_start_at=expected_start(found, now))
 
     # ---- launching -------------------------------------------------------------------------
     def launch(self, job: Job, attempt: int) -> bool:

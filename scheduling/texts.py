@@ -66,3 +66,13 @@ RULE_NAME_TAKEN = Text("alert.rule.name_taken", "a rule named '%(name)s' exists"
 RULE_CHOICE = Text("alert.rule.choice", "must be one of %(choices)s")
 RULE_NUMBER = Text("alert.rule.number", "must be a whole number from %(low)s to %(high)s")
 RULE_ACTIONS = Text("alert.rule.actions", "must list some of %(choices)s")
+# A waiting job's expected start (scheduling.sharing.queue_place): an estimate, said with what it rests on.
+EXPECTED_START = Text(
+    "queue.expected_start", "expected to start by %(start)s, if the running jobs end by their time limits (an estimate)"
+)
+NO_EXPECTED_START = Text(
+    "queue.no_expected_start", "no expected start: a job it waits for has no time limit, so when it ends is unknown"
+)
+SLURM_EXPECTED_START = Text(
+    "queue.expected_start.slurm", "Slurm expects it to start by %(start)s (its backfill plan, from its jobs' --time)"
+)

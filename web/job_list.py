@@ -33,6 +33,7 @@ SORT_COLUMNS: dict[str, tuple[str, ...]] = {
     "gpus": ("gpu_count",),
     "duration": ("sort_duration",),
     "retries": ("retries_used",),
+    "expected": ("expected_start_at",),  # (a waiting job's; null, last either way, for the others)
     "why": ("pending_reason",),
 }
 # The first click on a column: counts and times biggest first, names from A.

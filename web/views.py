@@ -432,8 +432,7 @@ def _sharing_context(job: Job) -> dict[str, Any]:
     found = queue_place(job)
     return {
         "time_left": time_limit_status(job)["timeLeftSeconds"],
-        "queue_position": found[0] if found else None,
-        "expected_start": found[1] if found else None,
+        "queue_place": found,
     }
 
 

@@ -107,7 +107,14 @@ def pending_reason(job: SlurmJob, ask: Ask, partition: PartitionUse, now: dateti
     """`Waiting in Slurm (Resources): <sentence>; Slurm expects it to start at <time>.`"""
     words = t.REASONS.get(job.reason)
     sentence = _sentence(words, ask, partition) if words else t.OTHER_REASON(code=job.reason or "unknown")
-    start = job.expected_start
-    if start is not None and now < start < now + EXPECTED_START_HORIZON:
+    start = expected_start(job, now)
+    if start is not None:
         return t.WAITING_UNTIL(code=job.reason, sentence=sentence, time=f"{start:%Y-%m-%d %H:%M} UTC")
     return t.WAITING(code=job.reason, sentence=sentence)
+
+
+def expected_start(job: SlurmJob, now: datetime) -> datetime | None:
+    """When Slurm expects the pending job to start (its backfill plan: `squeue --start`), or None
+    when it names no time it means (none, past, or its far-off placeholder)."""
+    start = job.expected_start
+    return start if start is not None and now < start < now + EXPECTED_START_HORIZON else None

@@ -28,6 +28,11 @@ def test_it_shows_the_limit_time_left_queue_position_and_expected_start(
     assert (first["state"], first["queuePosition"]) == (JobState.WAITING, 1)
     assert abs(first["expectedStartTime"] / 1000 - (launched + 1800)) < 2
     assert first["maxRunTimeSeconds"] is None and first["timeLeftSeconds"] is None
+    assert first["expectedStartMessage"]["code"] == "queue.expected_start"  # (an estimate, and on what it rests)
+    listed = alice.get("/api/v2/jobs").json()
+    rows = {row["name"]: row for row in (listed if isinstance(listed, list) else listed["jobs"])}
+    assert rows["waits"]["expectedStartTime"] == first["expectedStartTime"]
+    assert rows["runs"]["expectedStartTime"] is None
     # Behind a job with no time limit, the expected start is unknown.
     second = alice.get("/api/v2/jobs/alice~waits-too").json()["jobStatus"]
     assert (second["queuePosition"], second["expectedStartTime"]) == (2, None)

@@ -39,6 +39,19 @@ def test_it_shows_tasks_gpus_and_why_a_job_waits(page, login, user):
     expect(row(page, job).locator("td.why")).to_have_text("no schedulable node in the cluster")
 
 
+def test_it_sorts_waiting_jobs_by_their_expected_start_said_as_an_estimate(page, login, user):
+    later = create_job(user, "later", expected_start_at=timezone.now() + timedelta(hours=2))
+    sooner = create_job(user, "sooner", expected_start_at=timezone.now() + timedelta(hours=1))
+    unknown = create_job(user, "unknown")
+    login()
+    page.get_by_role("link", name="Expected start").click()
+    expect(page.locator("tr[data-job-id] td.job-name")).to_have_text(["sooner", "later", "unknown"])
+    cell = row(page, sooner).locator("td.expected-start")
+    expect(cell).to_have_attribute("title", re.compile(r"if the running jobs end by their time limits \(an estimate\)"))
+    expect(row(page, unknown).locator("td.expected-start")).to_have_text("unknown")
+    assert later.pk
+
+
 def test_each_row_offers_stop_and_clone(page, login, user):
     job = create_job(user, "acting", state="RUNNING")
     login()

@@ -73,3 +73,28 @@ def test_it_lets_any_later_job_past_the_first_in_a_best_effort_vc():
     vcs = {"default": replace(make_vc(gpu=8, gpu_used=6), best_effort=True)}
     result = place([make_node("n", busy_gpus=6)], vcs, [make_job(1, gpu=4), make_job(2, gpu=2)])
     assert list(result.placed) == [2] and codes(result, 1)[0] == "reason.largest_free.gpu_on"
+
+
+def two_vcs():
+    """`mine` backfills; `other` has room in its quota. Node a frees 4 GPUs at +100 (mine's first job
+    is reserved there); node b has 2 GPUs free, the rest held till +300."""
+    mine = replace(make_vc("mine", gpu=8, gpu_used=4), backfill=True)
+    nodes = [make_node("a", busy_gpus=4), make_node("b", busy_gpus=6)]
+    ending = [running("a", range(4), NOW + 100, vc="mine"), running("b", range(6), NOW + 300, vc="other")]
+    return nodes, {"mine": mine, "other": make_vc("other", gpu=16, gpu_used=6)}, ending
+
+
+def test_it_keeps_another_vcs_job_off_a_reserved_node_it_would_hold_past_the_reserved_start():
+    nodes, vcs, ending = two_vcs()
+    kept = {"mine": Reservation(1, NOW + 100, ("a",))}  # (an earlier pass's: it holds from this pass's start)
+    jobs = [make_job(1, gpu=8, vc="mine"), replace(make_job(2, gpu=4, vc="other"), order=-1.0)]
+    result = place(nodes, vcs, jobs, Backfill(NOW, ending, kept))
+    assert 2 not in result.placed and codes(result, 2) == ["reason.reserved_room"]
+    assert result.reservations["mine"].start == NOW + 100
+
+
+def test_it_lets_another_vcs_job_onto_a_reserved_node_when_it_ends_before_the_reserved_start():
+    nodes, vcs, ending = two_vcs()
+    short = replace(make_job(2, gpu=4, vc="other"), limit_s=60)
+    result = place(nodes, vcs, [make_job(1, gpu=8, vc="mine"), short], Backfill(NOW, ending))
+    assert [task.node for task in result.placed[2]] == ["a"] and result.reservations["mine"].start == NOW + 100

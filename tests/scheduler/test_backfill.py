@@ -8,8 +8,10 @@ import time
 import pytest
 
 from clusters.placement import Backfilled, PlacementResult
+from jobs.actions import stop_job
 from jobs.models import JobEvent, JobState
 from scheduling.models import VcQueue
+from scheduling.scheduler import Scheduler
 from scheduling.sharing import backfill_notes
 from tests.scheduler.test_borrowing import end
 from tests.scheduler.test_preemption import yaml_job
@@ -54,6 +56,45 @@ def test_it_keeps_a_job_that_would_run_past_the_reserved_start_waiting(submit, r
     long.refresh_from_db()
     assert long.state == JobState.WAITING and f"waiting behind job {head.full_name}" in long.pending_reason
     end(run_until, long, head, running)
+
+
+def test_a_restarted_scheduler_keeps_the_reservation_and_backfills_within_it(submit, run_until, scheduler):
+    running = run_until(submit(yaml_job("running", ["sleep 300"], cpu=6, extra=limited(0.2))), JobState.RUNNING)
+    head = submit(yaml_job("head", ["sleep 30"], cpu=4))
+    scheduler.run_once()
+    given = VcQueue.objects.get(vc=head.virtual_cluster).reservation
+    assert given is not None and given["job"] == head.pk
+    scheduler.release_lease()  # the scheduler dies between passes; another one takes over
+    restarted = Scheduler(holder="restarted")
+    long = submit(yaml_job("long", ["sleep 1"], cpu=2, extra=limited(1)))
+    short = submit(yaml_job("short", ["sleep 1"], cpu=2, extra=limited(0.05)))
+    passes_until(restarted, lambda: short.refresh_from_db() or short.state != JobState.WAITING)
+    assert VcQueue.objects.get(vc=head.virtual_cluster).reservation == given  # (the same start, the same nodes)
+    assert JobEvent.objects.filter(job=short, kind="backfilled").exists()
+    long.refresh_from_db()
+    assert long.state == JobState.WAITING and f"waiting behind job {head.full_name}" in long.pending_reason
+    passes_until(restarted, lambda: head.refresh_from_db() or head.state == JobState.RUNNING)
+    late = head.launched_at.timestamp() - given["start"]
+    print(f"after the restart, the first job started {late:+.2f} s after its reserved start")
+    assert late < 3
+    jobs = (long, head, short, running)
+    for job in jobs:
+        if not ended(job):
+            stop_job(job, job.owner)
+    passes_until(restarted, lambda: all(ended(job) for job in jobs))
+
+
+def ended(job) -> bool:
+    job.refresh_from_db()
+    return job.is_finished
+
+
+def passes_until(scheduler, condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        scheduler.run_once()
+        time.sleep(0.05)
 
 
 def test_it_says_a_job_without_a_limit_took_none_of_the_reserved_room():

@@ -47,10 +47,9 @@ def test_it_orders_two_users_jobs_by_recent_usage(default_vc, user, other_user, 
     assert (first.state, second.state) == (JobState.WAITING, JobState.RUNNING)
     # alice's job is first in the queue now, expected once bob's reaches its 10 minutes.
     found = queue_place(first)
-    assert found is not None
-    position, start = found
-    assert position == 1
-    assert start is not None and abs((start - second.launched_at).total_seconds() - 600) < 2
+    assert found is not None and found.position == 1
+    assert found.start is not None and abs((found.start - second.launched_at).total_seconds() - 600) < 2
+    assert found.note.code == "queue.expected_start"  # (said as an estimate, with what it rests on)
 
 
 def test_in_a_fifo_vc_the_first_submitted_goes_first(default_vc, user, other_user, submit, scheduler):
@@ -61,7 +60,9 @@ def test_in_a_fifo_vc_the_first_submitted_goes_first(default_vc, user, other_use
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.state, second.state) == (JobState.RUNNING, JobState.WAITING)
-    assert queue_place(second) == (1, None)  # (alice's job has no time limit: unknown)
+    found = queue_place(second)
+    assert found is not None and (found.position, found.start) == (1, None)  # (alice's job has no limit: unknown)
+    assert found.note.code == "queue.no_expected_start"
 
 
 def test_a_users_gpu_cap_holds_their_second_job(default_vc, user, other_user, submit, scheduler, process_node):

@@ -12,7 +12,15 @@ from clusters.executors.base import Failure
 from clusters.slurm import texts as slurm_texts
 from clusters.slurm.commands import RoleRequest, batch_script, is_portal_job, job_name, sbatch_argv
 from clusters.slurm.exits import status_after
-from clusters.slurm.reasons import Ask, PartitionUse, final_reason, is_final_refusal, pending_reason, refusal_reason
+from clusters.slurm.reasons import (
+    Ask,
+    PartitionUse,
+    expected_start,
+    final_reason,
+    is_final_refusal,
+    pending_reason,
+    refusal_reason,
+)
 from clusters.slurm.status import parse_nodes, parse_queue
 from tests.messages import param
 
@@ -137,6 +145,11 @@ def test_it_says_why_slurm_waits_with_numbers_and_the_expected_start(queue, node
     assert text.startswith("Waiting in Slurm (Resources): Slurm waits for resources in partition slt")
     assert "asks for 2 task(s): 6 GPU(s)" in text and "free now: 4 of 8 GPU(s)" in text
     assert text.endswith("Slurm expects it to start at 2026-11-25 14:39 UTC.")
+
+
+def test_it_takes_slurms_start_time_as_the_expected_start_only_when_it_means_one(queue):
+    assert expected_start(queue["pai-10-2"], NOW) == datetime(2026, 11, 25, 14, 39, 9, tzinfo=UTC)
+    assert expected_start(queue["pai-10-2"], datetime(2026, 11, 26, tzinfo=UTC)) is None  # (past)
 
 
 def test_it_says_when_a_partition_can_never_hold_a_job(queue, nodes):

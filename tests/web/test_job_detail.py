@@ -7,11 +7,13 @@ import pytest
 import yaml
 from django.utils import timezone
 
-from clusters.models import Node
+from clusters.models import Node, VirtualCluster
 from jobs.actions import submit_job
 from jobs.crypto import encrypt_text
 from jobs.models import InteractiveApp, Job
 from scheduling.models import VcQueue
+from scheduling.sharing import queue_place
+from scheduling.texts import SLURM_EXPECTED_START
 from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
@@ -264,14 +266,24 @@ def test_it_shows_the_time_limit_and_the_time_left(alice_client, user, make_job)
     assert "50m 00s left" in page or "49m 59s left" in page
 
 
-def test_it_shows_the_queue_position_and_expected_start(alice_client, user, make_job, default_vc):
-    ahead, job = make_job(user, "ahead"), make_job(user, "queued")
-    start = int(timezone.now().timestamp()) + 3600
-    VcQueue.objects.create(vc=default_vc, job_ids=[ahead.pk, job.pk], expected_starts=[start, None])
+def test_it_shows_the_queue_position_and_the_expected_start_as_an_estimate(alice_client, user, make_job, default_vc):
+    ahead = make_job(user, "ahead", expected_start_at=timezone.now() + timedelta(hours=1))
+    job = make_job(user, "queued")
+    VcQueue.objects.create(vc=default_vc, job_ids=[ahead.pk, job.pk])
     page = alice_client.get("/jobs/alice~queued/").content.decode()
     assert "Position 2 in the queue of VC default." in page
-    assert "Expected start: unknown (jobs it waits for have no time limit)." in page
-    assert "Expected to start by" in alice_client.get("/jobs/alice~ahead/").content.decode()
+    assert "no expected start: a job it waits for has no time limit" in page
+    said = alice_client.get("/jobs/alice~ahead/").content.decode()
+    assert "expected to start by " in said and "if the running jobs end by their time limits (an estimate)" in said
+
+
+def test_it_shows_slurms_start_time_as_a_slurm_vcs_expected_start(alice_client, user, make_job):
+    vc = VirtualCluster.objects.create(name="hpc", slurm_partition="gpu")
+    job = make_job(user, "in-slurm", virtual_cluster=vc, expected_start_at=timezone.now() + timedelta(hours=2))
+    found = queue_place(job)
+    assert found is not None and found.note.code == SLURM_EXPECTED_START.code
+    page = alice_client.get("/jobs/alice~in-slurm/").content.decode()
+    assert "Slurm expects it to start by " in page and "(its backfill plan, from its jobs&#x27; --time)" in page
 
 
 def test_it_says_no_samples_were_recorded_on_an_ended_job_without_samples(alice_client, user, make_job):

@@ -56,6 +56,18 @@ def test_it_sorts_by_every_column(alice_client, three_jobs, sort, expected):
     assert names(alice_client, f"sort={sort}") == expected
 
 
+def test_it_sorts_waiting_jobs_by_expected_start_and_says_which_have_none(alice_client, user, make_job):
+    now = timezone.now()
+    make_job(user, "later", expected_start_at=now + timedelta(hours=2))
+    make_job(user, "unknown")
+    make_job(user, "sooner", expected_start_at=now + timedelta(hours=1))
+    assert names(alice_client, "sort=expected") == ["sooner", "later", "unknown"]
+    page = alice_client.get("/?sort=expected").content.decode()
+    cells = page.split('class="when expected-start"')[1:]
+    assert "if the running jobs end by their time limits (an estimate)" in cells[0]
+    assert 'title="no expected start: a job it waits for has no time limit' in cells[2] and ">unknown<" in cells[2]
+
+
 def test_every_column_has_a_sort_link_keeping_the_filters(alice_client, three_jobs):
     page = alice_client.get("/?state=RUNNING&q=b-&sort=gpus")
     links = page.context["query"].sort_links()

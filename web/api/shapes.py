@@ -141,6 +141,8 @@ def job_summary(row: dict[str, Any], summary: SpecSummary, tags: list[str]) -> d
         "totalTaskRoleNumber": summary.role_count,
         "jobPriority": row["priority_class"],
         "tags": tags,
+        # (not OpenPAI's: a waiting job's expected start, as on its detail; null otherwise or unknown)
+        "expectedStartTime": row["expected_start_ms"] if row["state"] == JobState.WAITING else None,
     }
 
 
@@ -160,6 +162,7 @@ SUMMARY_TIMES = {
     "created_ms": EpochMs("created_at"),
     "launched_ms": EpochMs("launched_at"),
     "completed_ms": EpochMs("completed_at"),
+    "expected_start_ms": EpochMs("expected_start_at"),
 }
 
 
@@ -268,10 +271,16 @@ def time_limit_status(job: Job, now: datetime | None = None) -> dict[str, Any]:
 
 def queue_status(job: Job) -> dict[str, Any]:
     """A waiting job's place in its VC's queue (1 = next) and its expected start (epoch ms; null
-    when unknown, as when running jobs have no time limit), as the scheduler last worked them out."""
+    when unknown, as when running jobs have no time limit), as the scheduler last worked them out,
+    with what the estimate rests on (expectedStartMessage: its code, parameters and English)."""
     found = queue_place(job)
-    position, start = found if found is not None else (None, None)
-    return {"queuePosition": position, "expectedStartTime": epoch_ms(start)}
+    if found is None:
+        return {"queuePosition": None, "expectedStartTime": None, "expectedStartMessage": None}
+    return {
+        "queuePosition": found.position,
+        "expectedStartTime": epoch_ms(found.start),
+        "expectedStartMessage": found.note.as_dict(),
+    }
 
 
 def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, Any]:

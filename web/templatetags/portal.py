@@ -21,6 +21,7 @@ from accounts.permissions import is_admin
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.texts import LOG_SAYS
+from scheduling.texts import EXPECTED_START, NO_EXPECTED_START, SLURM_EXPECTED_START
 from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
@@ -34,7 +35,7 @@ from web.page_texts import (
 )
 from web.reasons import job_reason
 from web.reasons import reason_text as reason_in_language
-from web.texts import Message, message_of, shown, translated_html
+from web.texts import Message, message_of, shown, translated, translated_html
 
 register = template.Library()
 
@@ -275,6 +276,19 @@ def _row_actions(job: Any, full_name: str, urls: RowUrls, labels: dict[str, str]
     return format_html('<div class="row-buttons">{}{}</div>', stop, clone)
 
 
+def _expected_start(job: Any, unknown: str) -> tuple[str, str]:
+    """A waiting job's expected start cell: (its title attribute: the estimate and what it rests
+    on, its text); empty for a job that does not wait."""
+    if job.state != "WAITING":
+        return "", ""
+    start = job.expected_start_at
+    if start is None:
+        return format_html(' title="{}"', translated(NO_EXPECTED_START())), unknown
+    moment = timezone.localtime(start).strftime("%Y-%m-%d %H:%M")
+    note = SLURM_EXPECTED_START if job.virtual_cluster.slurm_partition else EXPECTED_START
+    return format_html(' title="{}"', translated(note(start=moment))), moment
+
+
 @register.simple_tag
 def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
     """The job list's rows, built in one pass: at 200 rows per page, per-row template tags
@@ -293,9 +307,11 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
         "created": str(_("Submitted")),
         "duration": str(_("Duration")),
         "retries": str(_("Retries")),
+        "expected": str(_("Expected start")),
         "why": str(_("Why waiting")),
     }
     manages_all = is_admin(user)
+    unknown = str(_("unknown"))
     rows = []
     for job in jobs:
         owner = job.owner.get_username()
@@ -316,6 +332,7 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
                 '<td class="when" data-label="{}"><time datetime="{}">{}</time></td>'
                 '<td class="duration" data-label="{}"><span{}>{}</span></td>'
                 '<td class="num retries" data-label="{}">{}</td>'
+                '<td class="when expected-start" data-label="{}"{}>{}</td>'
                 '<td class="why" data-label="{}" title="{}" tabindex="{}">{}</td><td class="row-actions">{}</td></tr>',
                 job.pk,
                 format_html(
@@ -349,6 +366,8 @@ def job_rows(jobs: list[Any], show_owner: bool, user: Any) -> str:
                 duration(job),
                 columns["retries"],
                 job.retries_used,
+                columns["expected"],
+                *_expected_start(job, unknown),
                 columns["why"],
                 why,
                 "0" if why else "-1",

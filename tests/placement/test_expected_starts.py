@@ -1,0 +1,71 @@
+"""Expected starts from the reservation plan (clusters.placement, Slurm's `squeue --start`): every
+waiting job's first moment, if the running jobs end by their time limits, with node packing, every
+VC's queue and the backfill reservations counted."""
+
+from dataclasses import replace
+
+from clusters.placement import ESTIMATED_DEPTH, Backfill, place
+from tests.placement.builders import make_job, make_node, make_vc
+from tests.placement.test_backfill import NOW, backfill_vc, running
+
+
+def limited(job, seconds: float):
+    return replace(job, limit_s=seconds)
+
+
+def fifo(gpu: int = 16, gpu_used: int = 12, name: str = "default"):
+    return make_vc(name, gpu=gpu, gpu_used=gpu_used)
+
+
+def test_it_expects_a_job_on_the_first_node_whose_running_jobs_free_enough():
+    nodes = [make_node("a", busy_gpus=6), make_node("b", busy_gpus=6)]
+    plan = Backfill(NOW, [running("a", range(6), NOW + 100), running("b", range(6), NOW + 50)])
+    result = place(nodes, {"default": fifo()}, [make_job(1, gpu=4)], plan)
+    assert result.expected == {1: NOW + 50}
+
+
+def test_it_counts_packing_not_only_the_free_total():
+    # At +50 the cluster has 10 free GPUs, but no node 8 of them: b frees all its GPUs at +100.
+    nodes = [make_node("a", busy_gpus=8), make_node("b", busy_gpus=6)]
+    ending = [running("a", range(4), NOW + 50), running("a", range(4, 8), NOW + 300), running("b", range(6), NOW + 100)]
+    result = place(nodes, {"default": fifo(gpu_used=14)}, [make_job(1, gpu=8)], Backfill(NOW, ending))
+    assert result.expected == {1: NOW + 100}
+
+
+def test_jobs_ahead_hold_what_they_take_from_their_expected_start_for_their_limit():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    queue = [limited(make_job(1, gpu=8), 30), make_job(2, gpu=4)]
+    result = place([make_node("n", busy_gpus=6)], {"default": fifo(gpu=8, gpu_used=6)}, queue, plan)
+    assert result.expected == {1: NOW + 100, 2: NOW + 130}
+
+
+def test_another_vcs_earlier_job_takes_the_room_first():
+    vcs = {"mine": fifo(gpu=8, gpu_used=0, name="mine"), "other": fifo(gpu=8, gpu_used=6, name="other")}
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100, vc="other")])
+    jobs = [limited(make_job(1, gpu=8, vc="other"), 500), make_job(2, gpu=4, vc="mine")]
+    result = place([make_node("n", busy_gpus=6)], vcs, jobs, plan)
+    assert result.expected == {1: NOW + 100, 2: NOW + 600}
+
+
+def test_it_knows_no_start_behind_a_running_job_without_a_time_limit():
+    plan = Backfill(NOW, [])  # (what runs on the node has no limit)
+    result = place([make_node("n", busy_gpus=6)], {"default": fifo(gpu=8, gpu_used=6)}, [make_job(1, gpu=4)], plan)
+    assert result.expected == {1: None}
+
+
+def test_it_expects_a_reserved_first_job_at_its_reserved_start_and_a_backfilled_one_now():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    jobs = [make_job(1, gpu=4), limited(make_job(2, gpu=2), 200), limited(make_job(3, gpu=2), 200)]
+    nodes = [make_node("n", busy_gpus=6), make_node("m", busy_gpus=6)]
+    vcs = {"default": replace(backfill_vc(gpu=16, gpu_used=12)["default"])}
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100), running("m", range(6), NOW + 400)])
+    result = place(nodes, vcs, jobs, plan)
+    assert result.reservations["default"].start == NOW + 100 and result.expected[1] == NOW + 100
+    assert 2 in result.placed and result.expected[3] == NOW + 100
+
+
+def test_it_estimates_only_the_head_of_a_long_queue():
+    plan = Backfill(NOW, [running("n", range(8), NOW + 10)])
+    jobs = [limited(make_job(key, gpu=8), 1) for key in range(ESTIMATED_DEPTH + 2)]
+    result = place([make_node("n", busy_gpus=8)], {"default": fifo(gpu=8, gpu_used=8)}, jobs, plan)
+    assert result.expected[0] == NOW + 10 and result.expected[ESTIMATED_DEPTH + 1] is None
