@@ -48,3 +48,23 @@ def submit_yaml(alice) -> SubmitFn:
         return (client or alice).post("/api/v2/jobs", data=text, content_type="text/yaml")
 
     return post
+
+
+@pytest.fixture(scope="module")
+def module_answers() -> dict[str, object]:
+    return {}
+
+
+def shared_in_module(name: str):
+    """A fixture giving what fixture `name` gave its module's first test that asked: answers a
+    real run gave (plain data, never rows, which each test's transaction rolls back), read by
+    tests that only read them, so the module runs its job once (per xdist worker) instead of
+    once per test."""
+
+    @pytest.fixture
+    def shared(request, module_answers):
+        if name not in module_answers:
+            module_answers[name] = request.getfixturevalue(name)
+        return module_answers[name]
+
+    return shared
