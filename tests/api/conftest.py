@@ -50,21 +50,18 @@ def submit_yaml(alice) -> SubmitFn:
     return post
 
 
-@pytest.fixture(scope="module")
-def module_answers() -> dict[str, object]:
-    return {}
-
-
 def shared_in_module(name: str):
     """A fixture giving what fixture `name` gave its module's first test that asked: answers a
     real run gave (plain data, never rows, which each test's transaction rolls back), read by
     tests that only read them, so the module runs its job once (per xdist worker) instead of
-    once per test."""
+    once per test. Kept on the module itself: a module-scoped fixture would make pytest reorder
+    the tests around it."""
 
     @pytest.fixture
-    def shared(request, module_answers):
-        if name not in module_answers:
-            module_answers[name] = request.getfixturevalue(name)
-        return module_answers[name]
+    def shared(request):
+        answers = request.module.__dict__.setdefault("_answers_shared_in_module", {})
+        if name not in answers:
+            answers[name] = request.getfixturevalue(name)
+        return answers[name]
 
     return shared

@@ -21,7 +21,7 @@ SECRET_JOB = v2_yaml("secretive", 'echo "the token is <% $secrets.token %>"', ex
 
 
 @pytest.fixture
-def finished_secret_job(user, process_node, run_until):
+def finished_secret_job(user, default_vc, process_node, run_until):
     """Alice's job that printed its secret into its log, run to the end on the process node."""
     return run_until(submit_job(user, SECRET_JOB), JobState.SUCCEEDED)
 
