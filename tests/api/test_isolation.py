@@ -13,7 +13,7 @@ from accounts.models import Token
 from clusters.executors.logcap import CappedLog
 from jobs.actions import submit_job
 from jobs.models import JobState
-from tests.api.conftest import bearer_client
+from tests.api.conftest import bearer_client, shared_in_module
 from tests.factories import v2_yaml
 
 SECRET = "hunter2-very-secret-value"
@@ -21,7 +21,7 @@ SECRET_JOB = v2_yaml("secretive", 'echo "the token is <% $secrets.token %>"', ex
 
 
 @pytest.fixture
-def finished_secret_job(user, process_node, run_until):
+def finished_secret_job(user, default_vc, process_node, run_until):
     """Alice's job that printed its secret into its log, run to the end on the process node."""
     return run_until(submit_job(user, SECRET_JOB), JobState.SUCCEEDED)
 
@@ -52,44 +52,64 @@ def every_api_answer(alice, finished_secret_job):
     return answers
 
 
-def test_it_masks_the_secret_in_the_signed_log_link(every_api_answer):
-    assert "the token is ******" in every_api_answer["signed log link"]
-    assert "the token is ******" in every_api_answer["signed log link, tail mode"]
-
-
-def test_it_never_puts_the_secret_in_any_api_answer(every_api_answer):
-    leaking = [path for path, answer in every_api_answer.items() if SECRET in answer]
-    assert leaking == []
-
-
-def test_it_stores_the_config_text_without_the_secret(finished_secret_job):
-    assert SECRET not in finished_secret_job.config_text
-    assert "token: '******'" in finished_secret_job.config_text
-
-
-def test_it_keeps_the_secret_out_of_every_column_of_the_jobs_rows(finished_secret_job):
+@pytest.fixture
+def everything_kept(finished_secret_job, client, user) -> dict[str, object]:
+    """What the portal keeps of the job and shows on its pages, after the real run."""
+    client.force_login(user)
+    name = finished_secret_job.full_name
+    rows = {}
     with connection.cursor() as cursor:
         for table in ("jobs_job", "jobs_task", "jobs_jobevent"):
             column = "id" if table == "jobs_job" else "job_id"
             cursor.execute(f"SELECT * FROM {table} WHERE {column} = %s", [finished_secret_job.pk])  # noqa: S608
-            assert not [row for row in cursor.fetchall() if SECRET in repr(row)], table
+            rows[table] = cursor.fetchall()
+    return {
+        "config text": finished_secret_job.config_text,
+        "rows": rows,
+        "export": client.get(f"/jobs/{name}/export/").content.decode(),
+        "task's log": Path(finished_secret_job.tasks.get().log_path).read_text(),
+        "job page's log": client.get(f"/jobs/{name}/log").content.decode(),
+    }
 
 
-def test_it_keeps_the_secret_out_of_the_export(finished_secret_job, client, user):
-    client.force_login(user)
-    exported = client.get(f"/jobs/{finished_secret_job.full_name}/export/").content.decode()
+# The tests that only read what the API answers and what the portal keeps share one real run's of
+# each; the cut-log test writes into its own run's log.
+answers = shared_in_module("every_api_answer")
+kept = shared_in_module("everything_kept")
+
+
+def test_it_masks_the_secret_in_the_signed_log_link(answers):
+    assert "the token is ******" in answers["signed log link"]
+    assert "the token is ******" in answers["signed log link, tail mode"]
+
+
+def test_it_never_puts_the_secret_in_any_api_answer(answers):
+    leaking = [path for path, answer in answers.items() if SECRET in answer]
+    assert leaking == []
+
+
+def test_it_stores_the_config_text_without_the_secret(kept):
+    assert SECRET not in kept["config text"]
+    assert "token: '******'" in kept["config text"]
+
+
+def test_it_keeps_the_secret_out_of_every_column_of_the_jobs_rows(kept):
+    for table, rows in kept["rows"].items():
+        assert not [row for row in rows if SECRET in repr(row)], table
+
+
+def test_it_keeps_the_secret_out_of_the_export(kept):
+    exported = kept["export"]
     assert "token: '******'" in exported or 'token: "******"' in exported or "token: ******" in exported
     assert SECRET not in exported
 
 
-def test_it_still_gives_the_task_the_secret(finished_secret_job):
-    assert "the token is " + SECRET in Path(finished_secret_job.tasks.get().log_path).read_text()
+def test_it_still_gives_the_task_the_secret(kept):
+    assert "the token is " + SECRET in kept["task's log"]
 
 
-def test_it_masks_the_secret_in_the_job_pages_log(finished_secret_job, client, user):
-    client.force_login(user)
-    log = client.get(f"/jobs/{finished_secret_job.full_name}/log").content.decode()
-    assert "the token is ******" in log
+def test_it_masks_the_secret_in_the_job_pages_log(kept):
+    assert "the token is ******" in kept["job page's log"]
 
 
 # -- tokens ---------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
+from tests.api.conftest import shared_in_module
 from tests.factories import v2_yaml
 
 # The scheduler loop closes old connections each pass: it needs real transactions.
@@ -15,6 +16,10 @@ def finished(default_vc, submit_yaml, alice, process_node, run_until):
     job = run_until(Job.objects.get(name="done"), JobState.SUCCEEDED, JobState.FAILED)
     assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
     return alice.get("/api/v2/jobs/alice~done").json()
+
+
+# The tests that only read the detail share one real run's; those that follow its links run their own.
+detail = shared_in_module("finished")
 
 
 JOB_STATUS_TYPES = {
@@ -44,8 +49,8 @@ TASK_STATUS_TYPES = {
 }
 
 
-def test_it_gives_job_status_openpais_keys_and_types(finished):
-    status = finished["jobStatus"]
+def test_it_gives_job_status_openpais_keys_and_types(detail):
+    status = detail["jobStatus"]
     for key, kind in JOB_STATUS_TYPES.items():
         assert isinstance(status[key], kind), (key, status[key])
     assert status["state"] == "SUCCEEDED"
@@ -53,16 +58,16 @@ def test_it_gives_job_status_openpais_keys_and_types(finished):
     assert status["appExitSpec"]["code"] == 0
 
 
-def test_it_gives_task_statuses_openpais_keys_and_types(finished):
-    assert finished["name"] == "done"
-    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+def test_it_gives_task_statuses_openpais_keys_and_types(detail):
+    assert detail["name"] == "done"
+    (task,) = detail["taskRoles"]["worker"]["taskStatuses"]
     for key, kind in TASK_STATUS_TYPES.items():
         assert isinstance(task[key], kind), (key, task[key])
-    assert finished["taskRoles"]["worker"]["taskRoleStatus"] == {"name": "worker"}
+    assert detail["taskRoles"]["worker"]["taskRoleStatus"] == {"name": "worker"}
 
 
-def test_it_gives_container_ports_as_comma_strings(finished):
-    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+def test_it_gives_container_ports_as_comma_strings(detail):
+    (task,) = detail["taskRoles"]["worker"]["taskStatuses"]
     ports = task["containerPorts"]["http"].split(",")
     assert len(ports) == 2 and all(port.isdigit() for port in ports)
 
@@ -97,15 +102,15 @@ def test_it_refuses_a_tampered_log_link(anonymous):
     assert response.json()["code"] == "NoTaskLogError"
 
 
-def test_it_gives_openpais_attempt_fields(finished):
-    assert finished["jobStatus"]["attemptState"] == "SUCCEEDED"
-    assert isinstance(finished["jobStatus"]["appCreatedTime"], int)
-    assert (finished["tags"], finished["jobPriority"]) == ([], "test")
-    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+def test_it_gives_openpais_attempt_fields(detail):
+    assert detail["jobStatus"]["attemptState"] == "SUCCEEDED"
+    assert isinstance(detail["jobStatus"]["appCreatedTime"], int)
+    assert (detail["tags"], detail["jobPriority"]) == ([], "test")
+    (task,) = detail["taskRoles"]["worker"]["taskStatuses"]
     assert task["attemptState"] == "SUCCEEDED"
     assert task["currentAttemptCompletedTime"] >= task["currentAttemptCreatedTime"]
 
 
-def test_it_gives_the_node_address_where_the_ports_are_published_as_container_ip(finished):
-    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
+def test_it_gives_the_node_address_where_the_ports_are_published_as_container_ip(detail):
+    (task,) = detail["taskRoles"]["worker"]["taskStatuses"]
     assert task["containerIp"] == "127.0.0.2"  # the node's address, never the portal's

@@ -6,6 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs.models import Job, JobState
+from tests.api.conftest import shared_in_module
 from tests.factories import create_job, v2_yaml
 
 pytestmark = pytest.mark.django_db
@@ -61,26 +62,42 @@ def streams(client, prefix: str = "/api", tail: bool = False) -> dict[str, str]:
     }
 
 
+@pytest.fixture
+def chatty_answers(alice, chatty) -> dict[str, object]:
+    """What the logs route and its links answer after the real run, under both prefixes."""
+    return {
+        "names": {
+            prefix: [location["name"] for location in alice.get(f"{prefix}{LOGS}").json()["locations"]]
+            for prefix in ("/api", "/rest-server/api")
+        },
+        "streams": streams(alice),
+        "tails": streams(alice, tail=True),
+    }
+
+
+# The tests that only read the route's answers share one real run's; the others run their own.
+answers = shared_in_module("chatty_answers")
+
+
 @pytest.mark.parametrize("prefix", ["/api", "/rest-server/api"])
-def test_it_lists_stdout_stderr_and_all_in_openpais_order(alice, chatty, prefix):
-    locations = alice.get(f"{prefix}{LOGS}").json()["locations"]
-    assert [location["name"] for location in locations] == ["stdout", "stderr", "all"]
+def test_it_lists_stdout_stderr_and_all_in_openpais_order(answers, prefix):
+    assert answers["names"][prefix] == ["stdout", "stderr", "all"]
 
 
-def test_it_serves_stdout_alone(alice, chatty):
-    assert streams(alice)["stdout"].split() == ["out-line", "last-out-line"]
+def test_it_serves_stdout_alone(answers):
+    assert answers["streams"]["stdout"].split() == ["out-line", "last-out-line"]
 
 
-def test_it_serves_stderr_alone_with_the_secret_masked(alice, chatty):
-    assert streams(alice)["stderr"].splitlines() == ["err-line", "leaked ******"]
+def test_it_serves_stderr_alone_with_the_secret_masked(answers):
+    assert answers["streams"]["stderr"].splitlines() == ["err-line", "leaked ******"]
 
 
 def test_it_serves_both_streams_in_order_in_all(alice, chatty_apart):
     assert streams(alice)["all"].splitlines() == ["out-line", "err-line", "leaked ******", "last-out-line"]
 
 
-def test_it_masks_the_secret_in_every_stream_in_tail_mode(alice, chatty):
-    tails = streams(alice, tail=True)
+def test_it_masks_the_secret_in_every_stream_in_tail_mode(answers):
+    tails = answers["tails"]
     assert "leaked ******" in tails["stderr"] and "leaked ******" in tails["all"]
     assert not any(SECRET in text for text in tails.values())
 
