@@ -456,9 +456,12 @@ class Run:
     quota_overruns: int  # moments a VC held more GPUs than its quota
     quota_overruns_allowed: bool  # (borrowing lends quota: then overruns are the point)
     reservations: int  # (job, attempt)s given a backfill reservation
-    reservation_violations: int  # of them, started later than the last reservation given + a tick
-    reservation_late_max_s: float  # the latest start against its reservation (negative: all early)
+    reservation_violations: int  # of them, started later than the reservation still held then + a tick
+    reservation_late_max_s: float  # the latest start against a reservation held (negative: all early)
     reservations_moved: int  # given again later than first given (its job lost first place, e.g. to prod)
+    # withdrawn before their job started and not given again (it lost first place: a prod job came
+    # first, it was preempted or reclaimed): no promise left to break
+    reservations_withdrawn: int
     estimate_error: tuple[float, float] | None  # |first expected - actual| / wait, p50 and p90
     estimated: int  # jobs that waited more than a tick with an expected start
     not_estimated: int  # and without one (unknown: behind a job without a time limit)
@@ -518,6 +521,7 @@ class Simulation:
         self.victims_seen: set[tuple[int, int, int]] = set()  # (victim, its attempt, preemptor)
         # (job, its starts so far) -> the (first, last) reserved start it was given while waiting, sim s
         self.reserved: dict[tuple[int, int], tuple[float, float]] = {}
+        self.withdrawn: set[tuple[int, int]] = set()  # of them, those no pass has held since
         # (job, its starts so far) -> the first expected start it was given while waiting (sim s)
         self.estimates: dict[tuple[int, int], float] = {}
 
@@ -628,24 +632,30 @@ class Simulation:
         from scheduling.models import VcQueue
 
         origin = self.clock.origin
+        held = set()
         for stored in VcQueue.objects.filter(reservation__isnull=False).values_list("reservation", flat=True):
             if stored and (job := self.jobs.get(stored["job"])) is not None:
                 key = (stored["job"], len(job.starts))
                 start = stored["start"] - origin
                 self.reserved[key] = (self.reserved.get(key, (start, start))[0], start)
+                held.add(key)
+        # (a reservation gone while its job still waits was withdrawn; one used by a start is not)
+        self.withdrawn -= held
+        self.withdrawn |= {key for key in self.reserved.keys() - held if len(self.jobs[key[0]].starts) == key[1]}
         estimated = Job.objects.filter(state=JobState.WAITING, expected_start_at__isnull=False)
         for pk, at in estimated.values_list("pk", "expected_start_at"):
             if at is not None and (job := self.jobs.get(pk)) is not None:
                 self.estimates.setdefault((pk, len(job.starts)), at.timestamp() - origin)
 
     def _plans_kept(self) -> dict[str, Any]:
-        """Reservations given and kept (a start later than the last reservation given, by more than
-        the simulation's step, is a violation; a reservation given again later, a move), and the
-        first expected start's error against the wait: |expected - actual| / wait."""
+        """Reservations given and kept (a start later than the reservation still held then, by more
+        than the simulation's step, is a violation; one withdrawn before the start is counted apart;
+        a reservation given again later, a move), and the first expected start's error against the
+        wait: |expected - actual| / wait."""
         late, moved = [], 0
         for (key, attempt), (first, last) in self.reserved.items():
             starts = self.jobs[key].starts
-            if attempt < len(starts):
+            if attempt < len(starts) and (key, attempt) not in self.withdrawn:
                 late.append(starts[attempt] - last)
             moved += last > first + self.tick_s
         errors, unknown = [], 0
@@ -664,6 +674,7 @@ class Simulation:
             "reservation_violations": sum(lateness > self.tick_s for lateness in late),
             "reservation_late_max_s": max(late, default=0.0),
             "reservations_moved": moved,
+            "reservations_withdrawn": len(self.withdrawn),
             "estimate_error": (_pct(errors, 50), _pct(errors, 90)) if errors else None,
             "estimated": len(errors),
             "not_estimated": unknown,
@@ -826,9 +837,12 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
             "reclaims over the grace + a tick",
             cells(lambda r: "n/a" if r.reclaim_s is None else str(len(r.reclaim_late))),
         ),
-        ("reservations given; moved later", cells(lambda r: f"{r.reservations}; {r.reservations_moved}")),
         (
-            "starts later than their reservation; latest (s)",
+            "reservations given; moved later; withdrawn",
+            cells(lambda r: f"{r.reservations}; {r.reservations_moved}; {r.reservations_withdrawn}"),
+        ),
+        (
+            "starts later than the reservation held; latest (s)",
             cells(lambda r: f"{r.reservation_violations}; {r.reservation_late_max_s:+.0f}" if r.reservations else "0"),
         ),
         (

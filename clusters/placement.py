@@ -151,8 +151,15 @@ class JobRequest:
     usage: float = 0.0  # its owner's recent usage in its VC (clusters.sharing); 0 in a FIFO VC
     may_borrow: bool = False  # its class may run on a lending VC's idle quota
     limit_s: float | None = None  # its time limit (None: none): backfill starts it ahead only if it ends in time
+    grace_s: float = 0.0  # the grace its time limit's SIGTERM gives it before its room is free
     holds: bool = False  # jobs it preempted free (or just freed) room for it: it is taken first
     held: tuple[HeldRoom, ...] = ()  # the room they freed already: kept for it alone
+
+    @property
+    def holds_for(self) -> float | None:
+        """How long it holds its room at most once started: its time limit and the grace that
+        ending gives it (None: no limit)."""
+        return self.limit_s + self.grace_s if self.limit_s else None
 
 
 @dataclass(frozen=True)
@@ -168,11 +175,17 @@ class Freed:
 @dataclass(frozen=True)
 class Ending:
     """A running job that its time limit ends by `ends_at` (epoch seconds), in the VC whose quota
-    it holds."""
+    it holds; its room is free by `frees_at`, after the grace (SIGTERM, then the kill) that ending
+    gives it."""
 
     vc: str
     ends_at: float
     freed: tuple[Freed, ...]
+    grace_s: float = 0.0
+
+    @property
+    def frees_at(self) -> float:
+        return self.ends_at + self.grace_s
 
 
 @dataclass(frozen=True)
@@ -325,13 +338,13 @@ class _Backfiller:
         # another VC taken before that VC's first job comes in this pass's order keeps off its room too.
         self.kept: dict[str, Reservation] = {}
         if plan is not None:
-            self.ending = sorted(plan.ending, key=lambda ending: ending.ends_at)
+            self.ending = sorted(plan.ending, key=lambda ending: ending.frees_at)
             self.kept = {vc: kept for vc, kept in plan.kept.items() if kept.job in waiting}
 
     def try_place(self, job: JobRequest, need: _Need) -> tuple[list[TaskPlacement] | None, Reason]:
         """The job placed now (claimed) on none of the nodes another VC's reservation needs before
         the job ends (by its time limit): reservations hold across VCs. Else why not."""
-        ends_by = self.plan.now + job.limit_s if self.plan is not None and job.limit_s else None
+        ends_by = self.plan.now + job.holds_for if self.plan is not None and job.holds_for else None
         reserved = [] if job.holds else self._in_the_way(job.vc, ends_by)
         avoid = frozenset(node for reservation in reserved for node in reservation.nodes)
         placements, fitted = self.cluster.try_place(replace(job, avoid=job.avoid | avoid) if avoid else job, need)
@@ -385,7 +398,7 @@ class _Backfiller:
                 for freed in ending.freed:
                     held = [held[0] - len(freed.gpus), held[1] - freed.cpu, held[2] - freed.memory_mb]
             later = self.ending[index + 1] if index + 1 < len(self.ending) else None
-            if later is not None and later.ends_at == ending.ends_at:
+            if later is not None and later.frees_at == ending.frees_at:
                 continue  # (every end at one moment first)
             left = [
                 limit.gpu - held[0] - need.gpu,
@@ -396,7 +409,7 @@ class _Backfiller:
                 continue
             placements, _ = scratch.try_place(job, need)
             if placements is not None:
-                start = max(ending.ends_at, self.plan.now)
+                start = max(ending.frees_at, self.plan.now)
                 return Reservation(job.key, start, tuple(sorted({p.node for p in placements}))), left
         return None
 
@@ -406,7 +419,7 @@ class _Backfiller:
         reservation, left = self.reserved[job.vc]
         if _quota_refusal(self.vcs[job.vc], used, need) is not None:
             return False
-        ends_by = self.plan.now + job.limit_s if job.limit_s else None
+        ends_by = self.plan.now + job.holds_for if job.holds_for else None
         past = ends_by is None or ends_by > reservation.start  # it holds its quota past the reserved start
         amounts = (need.gpu, need.cpu, need.memory_mb)
         if past and any(amount > room for amount, room in zip(amounts, left, strict=True)):
@@ -445,7 +458,7 @@ class _StartPlan:
         self.by_name = {node.name: node for node in self.cluster.nodes}
         self.free_gpus = sum(node.all_free_gpus(None) for node in self.cluster.nodes)
         self.order = itertools.count()
-        self.ends = [(ending.ends_at, next(self.order), ending.vc, ending.freed) for ending in plan.ending]
+        self.ends = [(ending.frees_at, next(self.order), ending.vc, ending.freed) for ending in plan.ending]
         self.types: dict[str, dict[int, str]] = {}  # node -> GPU index -> type (for what a played job frees)
         for ending in plan.ending:
             for freed in ending.freed:
@@ -457,10 +470,10 @@ class _StartPlan:
         for state in nodes:
             self.types.setdefault(state.name, {}).update(state.gpus_free)
         for job in ordered:
-            if job.key in result.placed and job.limit_s:
+            if job.key in result.placed and job.holds_for:
                 vc = result.borrowed.get(job.key, job.vc)
                 self.ends.append(
-                    (self.now + job.limit_s, next(self.order), vc, self._freed(job, result.placed[job.key]))
+                    (self.now + job.holds_for, next(self.order), vc, self._freed(job, result.placed[job.key]))
                 )
         heapq.heapify(self.ends)
         need_of = {job.key: (job, need) for job, need in zip(ordered, needs, strict=True)}
@@ -493,7 +506,7 @@ class _StartPlan:
         index = 0
         while index < len(queue):
             job, need = queue[index]
-            ends_at = moment + job.limit_s if job.limit_s else None
+            ends_at = moment + job.holds_for if job.holds_for else None
             if index and backfilling and not state.best_effort:
                 assert reservation is not None
                 if ends_at is None or ends_at > reservation.start:
@@ -519,8 +532,8 @@ class _StartPlan:
             return False
         self.used[job.vc] = [a + b for a, b in zip(self.used[job.vc], need[:3], strict=True)]
         self.free_gpus -= need.gpu
-        if job.limit_s:
-            heapq.heappush(self.ends, (moment + job.limit_s, next(self.order), job.vc, self._freed(job, placements)))
+        if job.holds_for:
+            heapq.heappush(self.ends, (moment + job.holds_for, next(self.order), job.vc, self._freed(job, placements)))
         return True
 
     def _freed(self, job: JobRequest, placements: list[TaskPlacement]) -> tuple[Freed, ...]:

@@ -193,6 +193,7 @@ class Placer:
             may_borrow=quota.may_borrow(job.priority_class),
             holds=job.pk in holders,
             limit_s=job.time_limit_seconds,
+            grace_s=sharing.job_grace(spec),
             held=holders.get(job.pk, ()),
         )
 

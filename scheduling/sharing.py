@@ -21,6 +21,8 @@ from clusters.placement import Backfill, Ending, Freed, PlacementResult, Reserva
 from clusters.shares import node_gpus
 from clusters.sharing import Held, decayed_usage
 from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
+from jobs.protocol.priority import grace_seconds
+from jobs.protocol.spec import NormalizedSpec
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
 from scheduling.texts import (
@@ -91,8 +93,8 @@ def read_usage(vcs: Iterable[str], cpu_vcs: set[str], now: datetime, specs: Spec
 
 def backfill_plan(specs: SpecCache, now: float) -> Backfill:
     """What backfill plans by (clusters.placement): each running job's tasks, free again when its
-    time limit ends it (a borrowed one: when its lender may take it back), and the reservations an
-    earlier pass stored."""
+    time limit ends it and the grace that gives it is over (a borrowed one: when its lender may
+    take it back), and the reservations an earlier pass stored."""
     ends: dict[int, tuple[str, float]] = {pk: (vc, at) for pk, vc, at in _ends(now) if at is not None}
     tasks = Task.objects.filter(job_id__in=list(ends), state=TaskState.RUNNING, node__isnull=False).values_list(
         "job_id", "role", "node_id", "node__name", "gpus"
@@ -106,13 +108,18 @@ def backfill_plan(specs: SpecCache, now: float) -> Backfill:
         on_node = types.get(node_id, {})
         held = tuple((int(index), on_node.get(int(index), "")) for index in gpus)
         freed.setdefault(job_id, []).append(Freed(node, held, res.cpu, res.memory_mb))
-    ending = [Ending(ends[pk][0], ends[pk][1], tuple(parts)) for pk, parts in freed.items()]
+    ending = [Ending(*ends[pk], tuple(parts), grace_s=job_grace(spec_of[pk])) for pk, parts in freed.items()]
     kept = {
         name: Reservation(stored["job"], stored["start"], tuple(stored["nodes"]))
         for name, stored in VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
         if stored
     }
     return Backfill(now, ending, kept)
+
+
+def job_grace(spec: NormalizedSpec) -> int:
+    """The grace a job's time limit gives it (scheduling.terminating.grace_of, from its spec)."""
+    return grace_seconds(spec, default=settings.PAI_GRACE_SECONDS, cap=settings.PAI_MAX_GRACE_SECONDS)
 
 
 def backfill_notes(result: PlacementResult) -> dict[int, Message]:

@@ -24,6 +24,19 @@ def test_it_reserves_the_first_jobs_start_from_the_running_jobs_time_limits():
     assert result.reservations == {"default": Reservation(1, NOW + 100, ("n",))}
 
 
+def test_it_reserves_the_first_jobs_start_after_the_grace_the_running_jobs_time_limit_gives_it():
+    ending = replace(running("n", range(6), NOW + 100), grace_s=30)  # (SIGTERM at its limit, killed 30 s on)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4)], Backfill(NOW, [ending]))
+    assert result.reservations == {"default": Reservation(1, NOW + 130, ("n",))}
+
+
+def test_it_keeps_a_job_whose_grace_would_run_past_the_reserved_start_behind_the_first_job():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    short = replace(make_job(2, gpu=2), limit_s=90, grace_s=30)  # (its limit ends in time, its grace does not)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4), short], plan)
+    assert result.placed == {} and codes(result, 2) == ["reason.waiting_behind.fifo"]
+
+
 def test_it_starts_a_job_that_ends_before_the_reserved_start_ahead_of_the_first_job():
     plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
     short = replace(make_job(2, gpu=2), limit_s=50)
