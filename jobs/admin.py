@@ -238,6 +238,7 @@ label(
         "exit_diagnostics": _("Exit diagnostics"),
         "ssh_public_key": _("SSH public key"),
         "created_at": _("Created at"),
+        "expected_start_at": _("Expected start"),
         "launched_at": _("Launched at"),
         "completed_at": _("Completed at"),
         "updated_at": _("Updated at"),

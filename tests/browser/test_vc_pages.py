@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from clusters.models import Gpu, GpuType, Node, VirtualCluster
 from jobs.models import JobState
-from tests.browser.pages import page_has_no_sideways_scroll
+from tests.browser.pages import open_the_menu, page_has_no_sideways_scroll
 from tests.browser.test_chinese_walk import chinese, english_on  # noqa: F401  (fixture)
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.factories import create_job
@@ -51,6 +51,7 @@ def kong(shijue) -> VirtualCluster:
 
 def in_language(target: Any, language: str) -> None:
     if language != "en":
+        open_the_menu(target)  # (on a phone the language is behind the top bar's Menu)
         target.select_option("#language-select", language)
         expect(target.locator("html")).to_have_attribute("lang", language)
 
