@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from jobs.models import Job, JobState, Sweep
 from jobs.sweeps import runs, submit_sweep
 from jobs.texts import STOP_PRUNED_MEDIAN, STOPPED_BECAUSE
+from tests.browser.pages import open_the_menu
 from tests.browser.test_chinese_walk import chinese, english_on  # noqa: F401  (fixture)
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.experiments.test_adaptive_search import GRID4, finish, search_text
@@ -44,6 +45,7 @@ def test_it_fits_a_phone_with_44_px_targets(phone, login, hunt, language):
     login(on=phone)
     phone.goto(f"/sweeps/{hunt.full_name}/")
     if language != "en":
+        open_the_menu(phone)  # (on a phone the language is behind the top bar's Menu)
         phone.select_option("#language-select", language)
         expect(phone.locator("html")).to_have_attribute("lang", language)
     phone.wait_for_load_state("networkidle")

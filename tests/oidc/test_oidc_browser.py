@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from accounts.models import Account
+from tests.browser.pages import open_the_menu
 from tests.conftest import CHROMIUM, launched_chromium, require
 from tests.oidc.conftest import password_of
 
@@ -73,6 +74,7 @@ def test_signing_out_ends_the_providers_session_too(page, portal_url, oidc_provi
     page.goto(f"{portal_url}/login/oidc/")  # straight back in, no password asked
     expect(page.locator(".whoami")).to_have_text("carol")
 
+    open_the_menu(page)  # (this page is a phone's: Sign out is behind the top bar's Menu)
     page.get_by_role("button", name="Sign out").click()
     page.wait_for_url(f"{portal_url}/login/**")
     expect(page.locator(".whoami")).to_have_count(0)
