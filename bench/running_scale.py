@@ -43,6 +43,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.scheduler_scale import spec  # noqa: E402  (one job spec for the scheduler benches)
+
 # How the scheduler learns of exits: "polling", as before the event streams: each running task
 # inspected each pass (its executor says it cannot tell which ended); "events": each engine's
 # event stream names the containers that died, those are inspected (and all, at a low rate).
@@ -101,7 +103,7 @@ def fill(args: argparse.Namespace, var: Path, sockets: Path) -> Path:
             state=JobState.RUNNING,
             virtual_cluster=vc,
             config_text="",
-            spec=spec(f"running-{i}"),
+            spec=spec(f"running-{i}", tasks=1, gpus=0, vc="default", command="sleep infinity"),
             job_attempt=1,
         )
         for i in range(args.tasks)
@@ -142,30 +144,6 @@ def fill(args: argparse.Namespace, var: Path, sockets: Path) -> Path:
     spec_path = var / "engines.json"
     spec_path.write_text(json.dumps({"engines": engines}))
     return spec_path
-
-
-def spec(name: str) -> dict[str, Any]:
-    return {
-        "protocolVersion": 2,
-        "name": name,
-        "type": "job",
-        "jobRetryCount": 0,
-        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": "pai-portal/base:latest"}],
-        "parameters": {},
-        "secrets": {},
-        "defaults": {"virtualCluster": "default"},
-        "taskRoles": {
-            "worker": {
-                "instances": 1,
-                "completion": {"minFailedInstances": 1, "minSucceededInstances": 1},
-                "taskRetryCount": 0,
-                "dockerImage": "image",
-                "resourcePerInstance": {"cpu": 1, "memoryMB": 1024, "gpu": 0, "ports": {}},
-                "commands": ["sleep infinity"],
-            }
-        },
-        "extras": {},
-    }
 
 
 # -- the fake engines ------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def setup(args: argparse.Namespace) -> None:
     call_command("migrate", verbosity=0)
 
 
-def spec(name: str, tasks: int, gpus: int, vc: str) -> dict[str, Any]:
+def spec(name: str, tasks: int, gpus: int, vc: str, command: str = "true") -> dict[str, Any]:
     return {
         "protocolVersion": 2,
         "name": name,
@@ -70,7 +70,7 @@ def spec(name: str, tasks: int, gpus: int, vc: str) -> dict[str, Any]:
                 "taskRetryCount": 0,
                 "dockerImage": "image",
                 "resourcePerInstance": {"cpu": 1, "memoryMB": 1024, "gpu": gpus, "ports": {}},
-                "commands": ["true"],
+                "commands": [command],
             }
         },
         "extras": {},
