@@ -11,11 +11,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.http import Http404, HttpRequest
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
+from jobs import actions
 from jobs.interactive import idle_stop_at, may_open
 from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
+
+
+def job_or_404(request: HttpRequest, full_name: str, *, summary: bool = False) -> Job:
+    """The job a page names, if the user may manage it; `summary` (read-only pages): another user's
+    job too, on a shared job list. Http404 otherwise."""
+    find = actions.get_job_summary_for if summary else actions.get_job_for
+    try:
+        return find(request.user, full_name)
+    except Job.DoesNotExist as error:
+        raise Http404(_("No such job.")) from error
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
 from jobs.protocol.storages import TEAMWISE_STORAGE_PLUGIN
+from jobs.ssh.plugin import as_bool
 from web.submit_errors import said
 
 MAX_CONFIG_FILE_BYTES = 512 * 1024
@@ -585,7 +586,7 @@ def _tools_of(extras: dict[str, Any]) -> dict[str, str]:
     ssh = _plugin(plugins, "ssh") or {}
     ssh_parameters = {k: v for k, v in ssh.items() if k not in ("plugin", "parameters")}
     ssh_parameters.update(_dict(ssh.get("parameters")))
-    jobssh = _as_bool(ssh_parameters.get("jobssh"), default=True)
+    jobssh = as_bool(ssh_parameters.get("jobssh"), default=True)  # as the ssh runtime reads it
     userssh = ssh_parameters.get("userssh")
     keys = userssh.get("value") if isinstance(userssh, dict) else userssh
     tensorboard = _plugin(plugins, "tensorboard")
@@ -602,15 +603,6 @@ def _tools_of(extras: dict[str, Any]) -> dict[str, str]:
         "jupyter": "on" if _plugin(plugins, JUPYTER_PLUGIN) is not None else "",
         "storages": "\n".join(_storage_names(extras, plugins)),
     }
-
-
-def _as_bool(value: Any, default: bool) -> bool:
-    """As the ssh runtime reads it (jobs.ssh.plugin): a text is true when it says so."""
-    if value is None:
-        return default
-    if isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "on"}
-    return bool(value)
 
 
 def _storage_names(extras: dict[str, Any], plugins: list[Any]) -> list[str]:

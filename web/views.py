@@ -41,7 +41,7 @@ from web.api.shapes import borrowed_from, time_limit_status
 from web.api.throttles import SubmitThrottle
 from web.csv_export import csv_lines, in_pages
 from web.job_list import PAGE_SIZES, JobListQuery
-from web.job_page import LogSource, app_rows, attempt_rows, find_log_source, log_sources, selected_log
+from web.job_page import LogSource, app_rows, attempt_rows, find_log_source, job_or_404, log_sources, selected_log
 from web.job_templates.views import template_or_404
 from web.reasons import job_reason, reason_text
 from web.submit_errors import error_summary, field_errors, line_errors, said
@@ -62,21 +62,6 @@ LOG_TAIL_MAX = 1024 * 1024
 LOG_SEARCH_MAX_QUERY = 200
 LOG_CONTEXT_LINES = 40  # before and after a search result opened in its context
 MAX_DATABASE_ID = 2**63 - 1
-
-
-def _job_or_404(request: HttpRequest, full_name: str) -> Job:
-    try:
-        return actions.get_job_for(request.user, full_name)
-    except Job.DoesNotExist as error:
-        raise Http404(_("No such job.")) from error
-
-
-def _job_summary_or_404(request: HttpRequest, full_name: str) -> Job:
-    """Read-only pages: another user's job too, on a shared job list."""
-    try:
-        return actions.get_job_summary_for(request.user, full_name)
-    except Job.DoesNotExist as error:
-        raise Http404(_("No such job.")) from error
 
 
 # --- job list -------------------------------------------------------------------------------------
@@ -311,7 +296,7 @@ def _initial_form(request: HttpRequest) -> JobFormData | None:
     clone_of = request.GET.get("clone")
     if not clone_of:
         return None  # the fresh form
-    job = _job_or_404(request, clone_of)
+    job = job_or_404(request, clone_of)
     data = config_to_form(_not_a_sweep_run(_as_submitted(job)))
     data.job["name"] = _free_name(job.owner, f"{job.name}-clone")
     return _without_secret_values(data)
@@ -438,7 +423,7 @@ def _sharing_context(job: Job) -> dict[str, Any]:
 
 @require_GET
 def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
-    job = _job_summary_or_404(request, full_name)
+    job = job_or_404(request, full_name, summary=True)
     context = _detail_context(request, job)
     if context["may_manage"]:
         sources = log_sources(job, context["tasks"])
@@ -455,7 +440,7 @@ def job_detail(request: HttpRequest, full_name: str) -> HttpResponse:
 @require_GET
 def job_status(request: HttpRequest, full_name: str) -> JsonResponse:
     """The live part of the job page, rendered on the server, for the page's poller."""
-    job = _job_summary_or_404(request, full_name)
+    job = job_or_404(request, full_name, summary=True)
     context = _detail_context(request, job)
     html = render_to_string("jobs/_job_live.html", context, request=request)
     logs = (
@@ -490,7 +475,7 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
     """The end of one stream of one attempt's log as text (`?stream=`: all, stdout, stderr),
     never starting mid-line, the job's secrets masked.
     X-Log-Start (where the text starts, in bytes) and X-Log-Size tell the page what was left out."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     source = _log_source_or_404(request, job)
     try:
         tail = min(max(int(request.GET.get("tail", LOG_TAIL_DEFAULT)), 1), LOG_TAIL_MAX)
@@ -506,7 +491,7 @@ def job_log(request: HttpRequest, full_name: str) -> HttpResponse:
 @require_GET
 def job_tasks_csv(request: HttpRequest, full_name: str) -> StreamingHttpResponse:
     """The job page's task table as CSV."""
-    job = _job_summary_or_404(request, full_name)
+    job = job_or_404(request, full_name, summary=True)
     header = [
         _("Role"), _("Index"), _("State"), _("Node"), _("IP"), _("Ports"), _("GPUs"), _("Attempt"), _("Retries"),
         _("Exit code"), _("Your command's exit code"), _("Started"), _("Finished"),
@@ -539,7 +524,7 @@ def job_tasks_csv(request: HttpRequest, full_name: str) -> StreamingHttpResponse
 def job_log_search(request: HttpRequest, full_name: str) -> JsonResponse:
     """The lines of one stream of one attempt's whole log that hold `?q=` (case-insensitive), with
     their line numbers: the first PAI_LOG_SEARCH_MAX_MATCHES of them, and how many there are."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     source = _log_source_or_404(request, job)
     query = request.GET.get("q", "").strip()
     if not query or len(query) > LOG_SEARCH_MAX_QUERY:
@@ -562,7 +547,7 @@ def job_log_search(request: HttpRequest, full_name: str) -> JsonResponse:
 def job_log_lines(request: HttpRequest, full_name: str) -> JsonResponse:
     """A search result in its context: the lines of one stream of one attempt's whole log around
     `?around=` (a line number, from 1), LOG_CONTEXT_LINES before and after it."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     source = _log_source_or_404(request, job)
     around = request.GET.get("around", "")
     if not around.isdigit() or not 0 < int(around) < 10**12:
@@ -582,7 +567,7 @@ def job_log_lines(request: HttpRequest, full_name: str) -> JsonResponse:
 @require_GET
 def job_log_download(request: HttpRequest, full_name: str) -> StreamingHttpResponse:
     """One stream of one attempt's whole log as a file, the job's secrets masked."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     source = _log_source_or_404(request, job)
     if source is None:
         raise Http404(_("No such log."))
@@ -597,7 +582,7 @@ def job_log_download(request: HttpRequest, full_name: str) -> StreamingHttpRespo
 @require_http_methods(["GET", "POST"])
 def job_stop(request: HttpRequest, full_name: str) -> HttpResponse:
     """GET asks for confirmation; POST stops."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     if request.method == "GET":
         return render(request, "jobs/stop_confirm.html", {"job": job})
     done = _("Stop requested for %(name)s.") % {"name": job.full_name}
@@ -627,7 +612,7 @@ def jobs_stop_selected(request: HttpRequest) -> HttpResponse:
 @require_POST
 def job_priority(request: HttpRequest, full_name: str) -> HttpResponse:
     """A waiting job's priority class, from the job page (checked as at submit)."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     try:
         job = actions.change_priority_class(job, request.user, request.POST.get("priority_class"))
         messages.success(
@@ -642,7 +627,7 @@ def job_priority(request: HttpRequest, full_name: str) -> HttpResponse:
 
 @require_POST
 def job_restart(request: HttpRequest, full_name: str) -> HttpResponse:
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     done = _("Job %(name)s queued again.") % {"name": job.full_name}
     refused = _("Only a finished job can be started again.")
     return _change_state(request, job, actions.restart_job, done, refused=refused)
@@ -665,14 +650,14 @@ def _change_state(
 
 @require_GET
 def job_clone(request: HttpRequest, full_name: str) -> HttpResponse:
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     return redirect(f"{reverse('jobs:submit')}?clone={job.full_name}")
 
 
 @require_GET
 def job_export(request: HttpRequest, full_name: str) -> HttpResponse:
     """The job's config as v2 YAML, as submitted: references kept, secrets masked."""
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     try:
         text = export_config(job.config_text)
     except JobConfigError:

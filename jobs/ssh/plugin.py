@@ -46,7 +46,8 @@ def _plugin_parameters(spec: NormalizedSpec) -> dict[str, Any]:
     return {}
 
 
-def _as_bool(value: Any, default: bool) -> bool:
+def as_bool(value: Any, default: bool) -> bool:
+    """A parameter's truth: a text is true when it says so (1, true, yes, on); None is the default."""
     if value is None:
         return default
     if isinstance(value, str):
@@ -78,8 +79,8 @@ def ssh_settings(spec: NormalizedSpec) -> SshSettings:
     except (TypeError, ValueError):
         timeout_s = DEFAULT_BARRIER_TIMEOUT_MINUTES * 60
     return SshSettings(
-        jobssh=_as_bool(params.get("jobssh"), True),
-        sshbarrier=_as_bool(barrier, False),
+        jobssh=as_bool(params.get("jobssh"), True),
+        sshbarrier=as_bool(barrier, False),
         barrier_roles=tuple(str(role) for role in roles if isinstance(role, str)),
         barrier_timeout_s=timeout_s,
         public_keys=tuple(_key_lines(params.get("userssh")) + _key_lines(params.get("publicKeys"))),

@@ -46,5 +46,26 @@ window.PortalCharts = (function () {
     return holder._plot;
   }
 
-  return { draw: draw, words: words, COLORS: COLORS };
+  // A job page's live charts: `render` given `url`'s JSON now, then every `periodMs` while the job
+  // runs and the page is seen, once more when it ends (`job-finished`: `onFinished` first).
+  function poll(section, url, render, periodMs, onFinished) {
+    let finished = section.dataset.finished === "true";
+    async function refresh() {
+      try {
+        const response = await fetch(url, { credentials: "same-origin" });
+        if (response.ok) render(await response.json());
+      } catch (error) {
+        // the next tick tries again
+      }
+    }
+    document.addEventListener("job-finished", () => {
+      finished = true;
+      if (onFinished) onFinished();
+      refresh();
+    });
+    refresh();
+    setInterval(() => { if (!finished && !document.hidden) refresh(); }, periodMs);
+  }
+
+  return { draw: draw, words: words, poll: poll, COLORS: COLORS };
 })();

@@ -6,11 +6,6 @@
   if (!section || !window.uPlot) return;
   const POLL_MS = 10000;
   const MAX_TASK_LINES = 8; // more tasks: the first ones only
-  let finished = section.dataset.finished === "true";
-  document.addEventListener("job-finished", () => {
-    finished = true;
-    refresh();
-  });
 
   // One step axis for a metric: every task's steps, each task's values placed on it.
   function align(series) {
@@ -57,14 +52,5 @@
     section.dataset.rendered = "true";
   }
 
-  async function refresh() {
-    try {
-      const response = await fetch(section.dataset.metricsUrl, { credentials: "same-origin" });
-      if (response.ok) render(await response.json());
-    } catch (error) {
-      // the next tick tries again
-    }
-  }
-  refresh();
-  setInterval(() => { if (!finished && !document.hidden) refresh(); }, POLL_MS);
+  window.PortalCharts.poll(section, section.dataset.metricsUrl, render, POLL_MS);
 })();

@@ -5,14 +5,7 @@
   if (!section || !window.uPlot) return;
   const POLL_MS = 5000;
   const MAX_TASK_LINES = 8; // more tasks: the summed line only
-  let finished = section.dataset.finished === "true";
   const WORDS = window.PortalCharts.words(section);
-  document.addEventListener("job-finished", () => {
-    finished = true;
-    section.querySelector("[data-usage-empty-live]").hidden = true;
-    section.querySelector("[data-usage-empty-ended]").hidden = false;
-    refresh();
-  });
 
   // One time axis for the chart: every task's sample times, each task's values placed on it.
   function align(tasks, field) {
@@ -52,14 +45,8 @@
     section.dataset.rendered = "true";
   }
 
-  async function refresh() {
-    try {
-      const response = await fetch(section.dataset.usageUrl, { credentials: "same-origin" });
-      if (response.ok) render(await response.json());
-    } catch (error) {
-      // the next tick tries again
-    }
-  }
-  refresh();
-  setInterval(() => { if (!finished && !document.hidden) refresh(); }, POLL_MS);
+  window.PortalCharts.poll(section, section.dataset.usageUrl, render, POLL_MS, () => {
+    section.querySelector("[data-usage-empty-live]").hidden = true;
+    section.querySelector("[data-usage-empty-ended]").hidden = false;
+  });
 })();

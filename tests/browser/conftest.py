@@ -60,6 +60,16 @@ def phone(browser, live_server) -> Iterator[Any]:
 
 
 @pytest.fixture
+def chinese(settings, browser, live_server):
+    """The portal set to Chinese, in a browser that asks for Chinese."""
+    settings.LANGUAGE_CODE = "zh-hans"
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900}, locale="zh-CN")
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
 def login(page) -> Callable[..., Any]:
     def sign_in(username: str = "alice", on: Any = None) -> Any:
         target = on or page

@@ -7,7 +7,10 @@ found too."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
+
+from tests.web.test_translations import po_entries
 
 # Common English words of a UI and of sentences: any of them in a visible text is English left
 # untranslated. Identifiers (GPU, CPU, MB, VC, SSH, API, YAML, JSON, Docker, Slurm, exit phrases)
@@ -70,3 +73,46 @@ def english_words(text: str) -> list[str]:
 def english_texts(page: Any) -> list[str]:
     """The visible texts of the page holding a common English word."""
     return sorted({text for text in page.evaluate(VISIBLE_TEXTS) if english_words(text)})
+
+
+def visible_prose(page: Any) -> str:
+    """The page's visible text, without what is data rather than words (code, logs, configs, inputs)."""
+    return str(
+        page.evaluate(
+            """() => {
+                const copy = document.body.cloneNode(true);
+                const data = "code, pre, textarea, script, input, [hidden], [translate=no]";
+                copy.querySelectorAll(data).forEach((e) => e.remove());
+                document.body.append(copy);
+                copy.style.position = "absolute";
+                const text = copy.innerText;
+                copy.remove();
+                return text;
+            }"""
+        )
+    )
+
+
+PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{\w+\}|<[^>]+>")
+
+
+@cache
+def english_fragments() -> list[str]:
+    """Each translated message's English text between its placeholders and markup."""
+    fragments = set()
+    for msgid, msgstr in po_entries():
+        if msgstr == msgid:
+            continue  # the same in both languages (IP, SSH, API...)
+        for fragment in PLACEHOLDER.split(msgid.replace('\\"', '"')):
+            fragment = fragment.strip(" .,:;()“”\"'…·-")
+            # What the translation keeps as it is (GPU, CPU, OpenPAI) is an identifier, not English.
+            if re.search(r"[A-Za-z]{3}", fragment) and fragment not in msgstr:
+                fragments.add(fragment)
+    return sorted(fragments, key=len, reverse=True)
+
+
+def english_on(page: Any) -> list[str]:
+    """The catalog's English strings and the texts holding a common English word the page shows."""
+    text = visible_prose(page)
+    catalog = [f for f in english_fragments() if re.search(rf"(?<![A-Za-z]){re.escape(f)}(?![A-Za-z])", text)]
+    return catalog + english_texts(page)

@@ -1,11 +1,14 @@
 """Small helpers the browser tests share: the Submit page's buttons, waiting for a job, reading
-what a page shows."""
+what a page shows, switching its language, walking pages for English left in Chinese."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from playwright.sync_api import expect
+
 from jobs.models import Job
+from tests.browser.english import english_on
 
 
 def submit_button(page: Any, panel: str) -> Any:
@@ -25,28 +28,42 @@ def page_has_no_sideways_scroll(page: Any) -> bool:
     return bool(page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"))
 
 
-def visible_prose(page: Any) -> str:
-    """The page's visible text, without what is data rather than words (code, logs, configs, inputs)."""
-    return str(
-        page.evaluate(
-            """() => {
-                const copy = document.body.cloneNode(true);
-                const data = "code, pre, textarea, script, input, [hidden], [translate=no]";
-                copy.querySelectorAll(data).forEach((e) => e.remove());
-                document.body.append(copy);
-                copy.style.position = "absolute";
-                const text = copy.innerText;
-                copy.remove();
-                return text;
-            }"""
-        )
-    )
-
-
 def open_the_menu(page: Any) -> None:
     """Open the top bar's Menu, where its links are behind one (a phone's screen)."""
     if page.locator(".menu-button").is_visible() and not page.locator("details.nav-menu[open]").count():
         page.click(".menu-button")
+
+
+def in_language(page: Any, language: str) -> None:
+    """Switch the page to `language` with the top bar's menu (behind its Menu on a phone); "en" stays."""
+    if language != "en":
+        open_the_menu(page)
+        page.select_option("#language-select", language)
+        expect(page.locator("html")).to_have_attribute("lang", language)
+
+
+class EnglishWalk:
+    """A walk through pages in Chinese: `check(name)` on each page notes the English it shows (once
+    the page is idle), `visit(*paths)` goes to each and checks it, `assert_none()` at the end names
+    every page that showed some."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.found: dict[str, list[str]] = {}
+
+    def check(self, name: str) -> None:
+        self.page.wait_for_load_state("networkidle")
+        english = english_on(self.page)
+        if english:
+            self.found[name] = english
+
+    def visit(self, *paths: str) -> None:
+        for path in paths:
+            self.page.goto(path)
+            self.check(path)
+
+    def assert_none(self) -> None:
+        assert self.found == {}, "\n".join(f"{name}: {english}" for name, english in self.found.items())
 
 
 # Where a text's lines break: each break as "abc|def", unless after a space or a name's separator.

@@ -6,7 +6,6 @@ that never went through the catalog (a script's chart legend, Django's own pages
 
 from __future__ import annotations
 
-import re
 import time
 
 import pytest
@@ -25,44 +24,10 @@ from jobs.sweeps import submit_sweep
 from scheduling.models import Alert, AlertRule, VcSample
 from scheduling.texts import ALERT_FIRED, ALERT_NOTIFIED
 from scheduling.usage_rollup import roll_up
-from tests.browser.english import english_texts
-from tests.browser.pages import visible_prose
+from tests.browser.pages import EnglishWalk
 from tests.factories import create_job, create_user, v2_yaml
-from tests.web.test_translations import po_entries
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{\w+\}|<[^>]+>")
-
-
-def english_fragments() -> list[str]:
-    """Each translated message's English text between its placeholders and markup."""
-    fragments = set()
-    for msgid, msgstr in po_entries():
-        if msgstr == msgid:
-            continue  # the same in both languages (IP, SSH, API...)
-        for fragment in PLACEHOLDER.split(msgid.replace('\\"', '"')):
-            fragment = fragment.strip(" .,:;()“”\"'…·-")
-            # What the translation keeps as it is (GPU, CPU, OpenPAI) is an identifier, not English.
-            if re.search(r"[A-Za-z]{3}", fragment) and fragment not in msgstr:
-                fragments.add(fragment)
-    return sorted(fragments, key=len, reverse=True)
-
-
-def english_on(page) -> list[str]:
-    text = visible_prose(page)
-    catalog = [f for f in english_fragments() if re.search(rf"(?<![A-Za-z]){re.escape(f)}(?![A-Za-z])", text)]
-    return catalog + english_texts(page)
-
-
-@pytest.fixture
-def chinese(settings, browser, live_server):
-    """The portal set to Chinese, in a browser that asks for Chinese."""
-    settings.LANGUAGE_CODE = "zh-hans"
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900}, locale="zh-CN")
-    context.set_default_timeout(10_000)
-    yield context.new_page()
-    context.close()
 
 
 @pytest.fixture
@@ -108,47 +73,41 @@ def test_no_page_shows_an_english_string_of_the_catalog(
     (storage.user_area(user.username) / "shuju").mkdir()
     (storage.user_area(user.username) / "shuju" / "a.txt").write_text("1")
     page = chinese
-    found: dict[str, list[str]] = {}
-
-    def check(name: str) -> None:
-        page.wait_for_load_state("networkidle")
-        english = english_on(page)
-        if english:
-            found[name] = english
+    walk = EnglishWalk(page)
 
     page.goto("/login/")
-    check("login")
+    walk.check("login")
     login(on=page)
-    check("list")
+    walk.check("list")
     page.goto("/?q=meiyou")
-    check("empty list")
+    walk.check("empty list")
     page.goto("/submit/")
-    check("submit")
+    walk.check("submit")
     page.fill("#id_name", "bad name!")
     page.fill("#id_parameters", "steps 100")
     page.fill("#roles-0-memory_mb", "10")
     page.click('[data-mode-panel="form"] button[value="submit"]')
     expect(page.locator("[data-error-summary]")).to_be_visible()
-    check("submit with errors")
+    walk.check("submit with errors")
     page.click('[data-mode-panel="form"] button[value="to_yaml"]')
-    check("edit yaml")
+    walk.check("edit yaml")
     page.goto("/submit/?mode=text")
     page.fill("#id_config_text", "name: [broken\n  taskRoles: {")
     page.click('[data-mode-panel="text"] button[value="submit"]')
     expect(page.locator(".line-errors")).to_be_visible()
-    check("yaml syntax error")
+    walk.check("yaml syntax error")
     page.goto(f"/jobs/{failed.full_name}/")
     expect(page.locator("pre.log")).not_to_have_text("")
-    check("failed job")
+    walk.check("failed job")
     for name in ("shashi", "meiyouminling"):
         page.goto(f"/jobs/alice~{name}/")
         expect(page.locator("[data-diagnosis]")).to_be_visible()
-        check(f"failed job {name}")
+        walk.check(f"failed job {name}")
     page.goto(f"/jobs/{waiting.full_name}/")
-    check("waiting job")
+    walk.check("waiting job")
     page.goto(f"/jobs/{running.full_name}/")
     expect(page.locator("[data-usage-charts] canvas").first).to_be_visible()
-    check("running job with charts")
+    walk.check("running job with charts")
     role = running.tasks.earliest("id").role
     for kind, ready in (("jupyter", True), ("tensorboard", False)):
         InteractiveApp.objects.create(
@@ -163,7 +122,7 @@ def test_no_page_shows_an_english_string_of_the_catalog(
         )
     page.goto(f"/jobs/{running.full_name}/")
     expect(page.locator("[data-job-apps]")).to_be_visible()
-    check("running job with apps")
+    walk.check("running job with apps")
     InteractiveApp.objects.create(
         job=create_job(create_user("bob"), "bobs-notebook"),
         kind="jupyter",
@@ -172,60 +131,60 @@ def test_no_page_shows_an_english_string_of_the_catalog(
         slug="walkbob",
     )
     page.goto("/apps/walkbob/open/")
-    check("an app not yours")
+    walk.check("an app not yours")
     page.goto(f"/jobs/{waiting.full_name}/stop/")
-    check("stop confirmation")
+    walk.check("stop confirmation")
     page.goto(f"/jobs/stop-selected/?ids={waiting.pk}")
-    check("bulk stop confirmation")
+    walk.check("bulk stop confirmation")
     sweep = submit_sweep(user, SWEEP)
     scheduler.run_once()  # (the runs beyond the cap say why they wait)
     page.goto("/sweeps/")
-    check("sweeps")
+    walk.check("sweeps")
     page.goto(f"/sweeps/{sweep.full_name}/")
-    check("sweep page")
+    walk.check("sweep page")
     page.goto(f"/sweeps/{sweep.full_name}/?state=NONE")
-    check("sweep page, no run matches")
+    walk.check("sweep page, no run matches")
     page.goto(f"/sweeps/{sweep.full_name}/stop/")
-    check("sweep stop confirmation")
+    walk.check("sweep stop confirmation")
     page.goto(f"/sweeps/{sweep.full_name}/resubmit/")
-    check("sweep resubmit confirmation")
+    walk.check("sweep resubmit confirmation")
     page.goto("/jobs/alice~sou-2/")
-    check("a run of a sweep, held")
+    walk.check("a run of a sweep, held")
     template = job_templates.save(user, name="moban", config_text=v2_yaml("moban", extra="parameters: {lr: 0.1}\n"))
     page.goto("/templates/")
-    check("templates")
+    walk.check("templates")
     page.goto("/templates/?q=meiyou")
-    check("templates, none found")
+    walk.check("templates, none found")
     page.goto(f"/templates/{template.pk}/")
-    check("a template")
+    walk.check("a template")
     page.goto(f"/templates/new/?from={failed.full_name}")
-    check("new template")
+    walk.check("new template")
     page.fill("textarea[name=config_text]", v2_yaml("x", memory_mb=10))
     page.click("[data-template-form] button[type=submit]")
-    check("new template with errors")
+    walk.check("new template with errors")
     page.goto(f"/templates/{template.pk}/edit/")
-    check("template edit")
+    walk.check("template edit")
     page.goto(f"/templates/{template.pk}/delete/")
-    check("template delete confirmation")
+    walk.check("template delete confirmation")
     page.goto("/storage/")
-    check("storage")
+    walk.check("storage")
     page.locator('tr[data-entry="shuju"] button[value="delete"]').click()
-    check("delete confirmation")
+    walk.check("delete confirmation")
     page.goto("/profile/")
     page.fill("#token-name", "jiaoben")
     page.click(".token-form button")
-    check("profile")
+    walk.check("profile")
     page.goto("/profile/webhooks/")
     page.fill("#webhook-url", "http://10.0.0.7/hook")
     page.click("[data-webhook-form] button[type=submit]")
     expect(page.locator("[data-webhook-error]")).to_be_visible()
-    check("webhooks, a refused URL")
+    walk.check("webhooks, a refused URL")
     page.goto("/cluster/")
-    check("cluster")
+    walk.check("cluster")
     page.goto("/dashboard/")
     expect(page.locator("#dashboard-history[data-rendered=true]")).to_be_visible()
     expect(page.locator("[data-dashboard-never-fit]")).to_be_visible()
-    check("dashboard")
+    walk.check("dashboard")
     rule = AlertRule.objects.create(name="kongxian", condition="gpu_idle", actions=["notify_owner", "stop_job"])
     Alert.objects.create(
         rule=rule,
@@ -240,18 +199,18 @@ def test_no_page_shows_an_english_string_of_the_catalog(
         ],
     )
     page.goto("/alerts/")
-    check("alerts")
+    walk.check("alerts")
     roll_up(timezone.now().date())
     page.goto("/usage/")
-    check("usage")
+    walk.check("usage")
     page.goto("/usage/?from=zuotian")
-    check("usage, a bad range")
+    walk.check("usage, a bad range")
     page.goto("/no-such-page/")
-    check("404")
+    walk.check("404")
     # The docs themselves stay English (docs/user/pages.md: "The API docs stay English"); they say so in Chinese.
     page.goto("/api/docs/")
     expect(page.locator("[data-docs-language]")).to_contain_text("API 文档是英文的")
-    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())
+    walk.assert_none()
 
 
 ADMIN_PAGES = [
@@ -272,17 +231,13 @@ def test_no_admin_page_shows_english(chinese, login, admin_user, walked_jobs):
     failed, _waiting, _running = walked_jobs
     page = chinese
     login("root", on=page)
-    found: dict[str, list[str]] = {}
-    for address in [
+    walk = EnglishWalk(page)
+    walk.visit(
         *ADMIN_PAGES,
         f"/admin/jobs/job/{failed.pk}/change/",
         f"/admin/clusters/node/{failed.tasks.first().node_id}/change/",
-    ]:
-        page.goto(address)
-        english = english_on(page)
-        if english:
-            found[address] = english
-    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())
+    )
+    walk.assert_none()
 
 
 def test_no_people_page_shows_english(chinese, login, admin_user, user):
@@ -292,32 +247,23 @@ def test_no_people_page_shows_english(chinese, login, admin_user, user):
     user.groups.add(Group.objects.get(name="shijue"))
     page = chinese
     login("root", on=page)
-    found: dict[str, list[str]] = {}
-
-    def check(name: str) -> None:
-        page.wait_for_load_state("networkidle")
-        english = english_on(page)
-        if english:
-            found[name] = english
-
-    for address in ("/people/", "/people/?q=meiyou", "/people/users/alice/", "/people/groups/"):
-        page.goto(address)
-        check(address)
+    walk = EnglishWalk(page)
+    walk.visit("/people/", "/people/?q=meiyou", "/people/users/alice/", "/people/groups/")
     page.goto("/people/groups/shijue/")
-    check("a group")
+    walk.check("a group")
     page.goto("/people/groups/shijue/delete/")
-    check("delete a group")
+    walk.check("delete a group")
     page.goto("/people/groups/")
     page.fill("#id_name", "bu xing")
     page.click("[data-group-form] button[type=submit]")
     expect(page.locator('[data-field-error="name"]')).to_be_visible()
-    check("a bad group name")
+    walk.check("a bad group name")
     page.goto("/people/import/")
-    check("import")
+    walk.check("import")
     page.fill("#csv-text", "username,password,email,admin,virtual cluster,groups\nalice,123,x,maybe,meiyou,meiyou\n")
     page.click("[data-import-form] button[type=submit]")
     expect(page.locator("[data-import-errors]")).to_be_visible()
-    check("import with errors")
+    walk.check("import with errors")
     page.goto("/people/audit/")
-    check("audit")
-    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())
+    walk.check("audit")
+    walk.assert_none()

@@ -4,13 +4,11 @@ and GPUs at a glance, Open and Stop; an admin's list of everyone's, filtered by 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
-from tests.browser.pages import open_the_menu, page_has_no_sideways_scroll
+from tests.browser.pages import in_language, page_has_no_sideways_scroll
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.factories import create_live_app
 
@@ -31,13 +29,6 @@ def notebooks(user, other_user, admin_user) -> None:
     create_live_app(user, LONG, gpus=4, idle_minutes=125, idle_seconds=3 * 3600)
     create_live_app(user, "tensorboard-run", kind="tensorboard")
     create_live_app(other_user, "bobs-notebook", gpus=1, idle_minutes=2)
-
-
-def in_language(target: Any, language: str) -> None:
-    if language != "en":
-        open_the_menu(target)
-        target.select_option("#language-select", language)
-        expect(target.locator("html")).to_have_attribute("lang", language)
 
 
 def test_my_idle_notebook_shows_its_idle_time_and_gpus_and_its_job_stops_after_asking(page, login, notebooks):

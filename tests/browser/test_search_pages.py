@@ -10,8 +10,8 @@ from playwright.sync_api import expect
 from jobs.models import Job, JobState, Sweep
 from jobs.sweeps import runs, submit_sweep
 from jobs.texts import STOP_PRUNED_MEDIAN, STOPPED_BECAUSE
-from tests.browser.pages import open_the_menu
-from tests.browser.test_chinese_walk import chinese, english_on  # noqa: F401  (fixture)
+from tests.browser.english import english_on
+from tests.browser.pages import in_language
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.experiments.test_adaptive_search import GRID4, finish, search_text
 
@@ -44,17 +44,14 @@ def test_the_page_counts_the_trials_and_links_the_best_so_far(page, login, hunt)
 def test_it_fits_a_phone_with_44_px_targets(phone, login, hunt, language):
     login(on=phone)
     phone.goto(f"/sweeps/{hunt.full_name}/")
-    if language != "en":
-        open_the_menu(phone)  # (on a phone the language is behind the top bar's Menu)
-        phone.select_option("#language-select", language)
-        expect(phone.locator("html")).to_have_attribute("lang", language)
+    in_language(phone, language)
     phone.wait_for_load_state("networkidle")
 
     assert phone.evaluate(WIDER_THAN_SCREEN_JS)["width"] <= 390
     assert phone.evaluate(SMALL_TARGETS_JS, TAP) == []
 
 
-def test_it_shows_no_english_in_chinese(chinese, login, hunt):  # noqa: F811
+def test_it_shows_no_english_in_chinese(chinese, login, hunt):
     login(on=chinese)
     chinese.goto(f"/sweeps/{hunt.full_name}/")
     chinese.wait_for_load_state("networkidle")

@@ -6,16 +6,13 @@ nothing wider than the screen, every target 44 px on a phone, no English left in
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
 
 from clusters.models import Gpu, GpuType, Node, VirtualCluster
 from jobs.models import JobState
-from tests.browser.pages import open_the_menu, page_has_no_sideways_scroll
-from tests.browser.test_chinese_walk import chinese, english_on  # noqa: F401  (fixture)
+from tests.browser.pages import EnglishWalk, in_language, page_has_no_sideways_scroll
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.factories import create_job
 
@@ -47,13 +44,6 @@ def shijue(default_virtual_cluster, user, other_user, admin_user) -> VirtualClus
 def kong(shijue) -> VirtualCluster:
     """A VC no job names, at 0 %."""
     return VirtualCluster.objects.create(name="kong", share_percent=0)
-
-
-def in_language(target: Any, language: str) -> None:
-    if language != "en":
-        open_the_menu(target)  # (on a phone the language is behind the top bar's Menu)
-        target.select_option("#language-select", language)
-        expect(target.locator("html")).to_have_attribute("lang", language)
 
 
 def test_an_admin_makes_a_vc_from_the_cluster_page_and_a_share_over_100_percent_is_refused_in_its_field(
@@ -157,25 +147,16 @@ def test_it_fits_a_phone_with_44_px_targets(phone, login, shijue, language):
         assert phone.evaluate(SMALL_TARGETS_JS, TAP) == [], path
 
 
-def test_no_vc_page_shows_english_in_chinese(chinese, login, shijue):  # noqa: F811
+def test_no_vc_page_shows_english_in_chinese(chinese, login, shijue):
     """Their refusals too: a share over 100 %, an unknown user, a removal refused."""
     page = chinese
     login("root", on=page)
-    found: dict[str, list[str]] = {}
-
-    def check(name: str) -> None:
-        page.wait_for_load_state("networkidle")
-        english = english_on(page)
-        if english:
-            found[name] = english
-
-    for path in (*PAGES, "/cluster/new-vc/", "/cluster/"):
-        page.goto(path)
-        check(path)
+    walk = EnglishWalk(page)
+    walk.visit(*PAGES, "/cluster/new-vc/", "/cluster/")
     page.goto("/cluster/vcs/shijue/edit/")
     page.fill("#id_share_percent", "90")
     page.fill("#id_allowed_users", "alice, meiyou")
     page.click("[data-vc-save]")
     expect(page.locator('[data-field-error="share_percent"]')).to_be_visible()
-    check("a refused form")
-    assert found == {}, "\n".join(f"{name}: {english}" for name, english in found.items())
+    walk.check("a refused form")
+    walk.assert_none()

@@ -10,22 +10,14 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from jobs.actions import get_job_for
-from jobs.models import Job
 from jobs.ssh.info import ssh_info
 from jobs.ssh.keys import job_private_key, key_filename
-
-
-def _job_or_404(request: HttpRequest, full_name: str) -> Job:
-    try:
-        return get_job_for(request.user, full_name)
-    except Job.DoesNotExist as exc:
-        raise Http404("No such job.") from exc
+from web.job_page import job_or_404
 
 
 @require_GET
 def download_key(request: HttpRequest, full_name: str) -> HttpResponse:
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     private_key = job_private_key(job)
     if not private_key:
         raise Http404("This job has no SSH key.")
@@ -37,7 +29,7 @@ def download_key(request: HttpRequest, full_name: str) -> HttpResponse:
 
 @require_GET
 def ssh_info_json(request: HttpRequest, full_name: str) -> JsonResponse:
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     return JsonResponse(
         {
             "keyUrl": reverse("jobs_ssh:key", args=[job.full_name]),
@@ -49,7 +41,7 @@ def ssh_info_json(request: HttpRequest, full_name: str) -> JsonResponse:
 
 @require_GET
 def terminal(request: HttpRequest, full_name: str, role: str, index: int) -> HttpResponse:
-    job = _job_or_404(request, full_name)
+    job = job_or_404(request, full_name)
     if not job.tasks.filter(role=role, index=index).exists():
         raise Http404("No such task.")
     context = {

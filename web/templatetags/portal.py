@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -39,6 +40,16 @@ from web.texts import Message, message_of, shown, translated, translated_html
 
 register = template.Library()
 
+
+def labelled(labels: Mapping[str, Any]) -> Callable[[str], str]:
+    """A filter giving a code its label in the page's language (the code itself where it has none)."""
+
+    def label(code: str) -> str:
+        return str(labels.get(code, code))
+
+    return label
+
+
 # The state names as users read them (translated); the API keeps the upper-case codes.
 STATE_LABELS = {
     "WAITING": _("Waiting"),
@@ -50,9 +61,7 @@ STATE_LABELS = {
 }
 
 
-@register.filter
-def state_label(state: str) -> str:
-    return str(STATE_LABELS.get(state, state))
+state_label = register.filter("state_label", labelled(STATE_LABELS))
 
 
 @register.filter
@@ -113,9 +122,7 @@ def _event_value(name: str, value: Any) -> str:
     return str(conditional_escape(value))
 
 
-@register.filter
-def event_kind(kind: str) -> str:
-    return str(EVENT_KINDS.get(kind, kind))
+event_kind = register.filter("event_kind", labelled(EVENT_KINDS))
 
 
 @register.filter
@@ -126,14 +133,10 @@ def name_breaks(name: str) -> str:
     return mark_safe(re.sub(r"([_.~/])", r"\1<wbr>", str(conditional_escape(name))))  # noqa: S308  (escaped)
 
 
-@register.filter
-def exit_type(name: str) -> str:
-    return str(EXIT_TYPES.get(name, name))
+exit_type = register.filter("exit_type", labelled(EXIT_TYPES))
 
 
-@register.filter
-def behaviour(name: str) -> str:
-    return str(BEHAVIOURS.get(name, name))
+behaviour = register.filter("behaviour", labelled(BEHAVIOURS))
 
 
 @register.filter
@@ -212,9 +215,7 @@ def app_name(app: Any) -> str:
     return {"jupyter": "Jupyter", "tensorboard": "TensorBoard"}.get(app.kind, app.port_label)
 
 
-@register.filter
-def webhook_event(event: str) -> str:
-    return str(WEBHOOK_EVENTS.get(event, event))
+webhook_event = register.filter("webhook_event", labelled(WEBHOOK_EVENTS))
 
 
 @register.filter
@@ -224,14 +225,10 @@ def alert_condition(rule: Any) -> str:
     return str(template) % {"percent": rule.percent, "minutes": rule.minutes} if template else rule.condition
 
 
-@register.filter
-def alert_condition_name(condition: str) -> str:
-    return str(ALERT_CONDITIONS.get(condition, condition))
+alert_condition_name = register.filter("alert_condition_name", labelled(ALERT_CONDITIONS))
 
 
-@register.filter
-def alert_action(action: str) -> str:
-    return str(ALERT_ACTIONS.get(action, action))
+alert_action = register.filter("alert_action", labelled(ALERT_ACTIONS))
 
 
 @register.filter

@@ -83,7 +83,14 @@ def vc_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "vcs/detail.html", context)
 
 
-def _form_page(request: HttpRequest, form: VcPageForm, vc: VirtualCluster | None) -> HttpResponse:
+def _form_page(request: HttpRequest, vc: VirtualCluster | None) -> HttpResponse:
+    """The VC's form, a new one's (vc None) or an edit without its name; saved, the VC's page."""
+    data = request.POST if request.method == "POST" else None
+    form = VcPageForm(data) if vc is None else edit_form(data, vc)
+    if request.method == "POST" and form.is_valid():
+        saved = vc_admin.save_vc(request.user, form)
+        messages.success(request, _("VC %(vc)s was created.") % {"vc": saved.name} if vc is None else _("Saved."))
+        return HttpResponseRedirect(reverse("vcs:detail", args=[saved.name]))
     context = {"form": form, "vc": vc, "room": share_room(vc_admin.other_shares(vc))}
     return render(request, "vcs/form.html", context, status=400 if form.errors else 200)
 
@@ -91,24 +98,13 @@ def _form_page(request: HttpRequest, form: VcPageForm, vc: VirtualCluster | None
 @require_http_methods(["GET", "POST"])
 def vc_new(request: HttpRequest) -> HttpResponse:
     _admin_only(request)
-    form = VcPageForm(request.POST if request.method == "POST" else None)
-    if request.method == "POST" and form.is_valid():
-        vc = vc_admin.save_vc(request.user, form)
-        messages.success(request, _("VC %(vc)s was created.") % {"vc": vc.name})
-        return HttpResponseRedirect(reverse("vcs:detail", args=[vc.name]))
-    return _form_page(request, form, None)
+    return _form_page(request, None)
 
 
 @require_http_methods(["GET", "POST"])
 def vc_edit(request: HttpRequest, name: str) -> HttpResponse:
     _admin_only(request)
-    vc = _vc(name)
-    form = edit_form(request.POST if request.method == "POST" else None, vc)
-    if request.method == "POST" and form.is_valid():
-        vc_admin.save_vc(request.user, form)
-        messages.success(request, _("Saved."))
-        return HttpResponseRedirect(reverse("vcs:detail", args=[vc.name]))
-    return _form_page(request, form, vc)
+    return _form_page(request, _vc(name))
 
 
 @require_http_methods(["GET", "POST"])

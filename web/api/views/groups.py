@@ -5,7 +5,7 @@ never with an application token, as OpenPAI does; every change is in the audit l
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -176,28 +176,22 @@ class GroupExtensionView(GroupFieldView):
         _apply_extension(actor, group, data["extension"])
 
 
-class DescriptionRequest(serializers.Serializer):
-    description = serializers.CharField(max_length=512, allow_blank=True)
+def _text_field_view(field: str, keyword: str, done: str) -> type[GroupFieldView]:
+    """`PUT /api/v2/groups/<group>/<field, lower case> {<field>}`: one of the group's texts, as
+    update_group's `keyword`; its request is `<Field>Request` in the schema."""
+    name = f"{field[0].upper()}{field[1:]}"
+    fields = {field: serializers.CharField(max_length=512, allow_blank=True), "__module__": __name__}
+    form = serializers.SerializerMetaclass(f"{name}Request", (serializers.Serializer,), fields)
+    attributes = {"form": form, "field": field, "keyword": keyword, "done": done, "__module__": __name__}
+    attributes["__doc__"] = f"`PUT /api/v2/groups/<group>/{field.lower()} {{{field}}}`."
+    view = type(f"Group{name}View", (GroupFieldView,), attributes)
+    return cast(type[GroupFieldView], extend_schema(request=form, responses={201: OpenApiTypes.OBJECT})(view))
 
 
-@extend_schema(request=DescriptionRequest, responses={201: OpenApiTypes.OBJECT})
-class GroupDescriptionView(GroupFieldView):
-    """`PUT /api/v2/groups/<group>/description {description}`."""
-
-    form, field, keyword = DescriptionRequest, "description", "description"
-    done = "update group description data successfully."
-
-
-class ExternalNameRequest(serializers.Serializer):
-    externalName = serializers.CharField(max_length=512, allow_blank=True)
-
-
-@extend_schema(request=ExternalNameRequest, responses={201: OpenApiTypes.OBJECT})
-class GroupExternalNameView(GroupFieldView):
-    """`PUT /api/v2/groups/<group>/externalname {externalName}`."""
-
-    form, field, keyword = ExternalNameRequest, "externalName", "external_name"
-    done = "update group externalNameData data successfully."
+GroupDescriptionView = _text_field_view("description", "description", "update group description data successfully.")
+GroupExternalNameView = _text_field_view(
+    "externalName", "external_name", "update group externalNameData data successfully."
+)
 
 
 class GroupNameRequest(serializers.Serializer):
