@@ -67,6 +67,15 @@ def test_the_top_bar_is_one_row_and_its_menu_opens_and_closes_from_the_keyboard(
     expect(links.first).to_be_hidden()
 
 
+def test_the_menu_starts_open_on_a_wide_screen_and_closed_on_a_phone(page, phone, login, user):
+    """Its links reach screen readers where the bar shows them whole; the breakpoint is portal.css's
+    alone (the page's script closes the menu where the stylesheet shows the Menu button)."""
+    login(on=page)
+    expect(page.locator("details.nav-menu")).to_have_attribute("open", "")
+    login(on=phone)
+    expect(phone.locator("details.nav-menu")).not_to_have_attribute("open", "")
+
+
 def test_job_names_do_not_break_letter_by_letter(phone, login, user, screenshot):
     name = LONG_NAME.replace(".", "_")
     for number, state in enumerate(("RUNNING", "WAITING", "SUCCEEDED", "FAILED")):
