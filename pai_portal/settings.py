@@ -290,8 +290,6 @@ PAI_SLURM_NODES_SECONDS = env_float("PAI_SLURM_NODES_SECONDS", 5.0, minimum=0.1)
 PAI_SLURM_QUEUE_SECONDS = env_float("PAI_SLURM_QUEUE_SECONDS", 1.0, minimum=0.0)
 # The portal's Slurm jobs are named <prefix>-<job id>-<attempt>: unique per portal on a Slurm cluster.
 PAI_SLURM_JOB_PREFIX = env_str("PAI_SLURM_JOB_PREFIX", "pai")
-# Docker nodes: container/network name prefix (several portals or test runs may share an engine)
-# and the pool per-job networks' /24 subnets are carved from.
 # Task resource samples (scheduling.sampler, `runsampler`: a process beside the scheduler's): how often,
 # how long raw samples are kept before they are folded into one per minute, and how long those stay.
 PAI_SAMPLE_SECONDS = env_float("PAI_SAMPLE_SECONDS", 10.0, minimum=0.5)
@@ -340,6 +338,8 @@ PAI_APPS_PORT = env_int("PAI_APPS_PORT", 0, minimum=0)
 # plugin says `idleMinutes`; others only when theirs says.
 PAI_APP_IDLE_MINUTES = env_float("PAI_APP_IDLE_MINUTES", 120.0, minimum=0.0)
 
+# Docker nodes: container/network name prefix (several portals or test runs may share an engine)
+# and the pool per-job networks' /24 subnets are carved from.
 PAI_DOCKER_NAMESPACE = env_str("PAI_DOCKER_NAMESPACE", "pai")
 PAI_DOCKER_SUBNET_POOL = env_str("PAI_DOCKER_SUBNET_POOL", "10.213.0.0/16")
 # Key for secrets and SSH private keys at rest; derived from SECRET_KEY when empty.
