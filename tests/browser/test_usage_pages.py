@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from jobs.models import JobState, TaskSample, TaskState
+from jobs.models import Job, JobState, TaskSample, TaskState
 from scheduling.models import VcSample
 from tests.factories import create_job, create_user
 
@@ -34,6 +34,21 @@ def test_it_draws_the_jobs_cpu_and_memory_plots(page, login, sampled_job, screen
     expect(page.locator('[data-chart="memory"] canvas')).to_have_count(1)
     expect(page.locator('[data-chart="cpu"] .u-title')).to_have_text("CPU")
     screenshot("job-usage")
+
+
+def test_a_job_that_ends_while_its_page_is_open_says_its_tasks_left_no_samples(page, login, default_vc):
+    """The charts' poll (PortalCharts.poll) hears the page's job-finished: the empty text turns from
+    "no samples yet" to "none were recorded"."""
+    from playwright.sync_api import expect
+
+    job = create_job(create_user("alice"), "quick", state=JobState.RUNNING)
+    login("alice")
+    page.goto(f"/jobs/{job.full_name}/")
+    expect(page.locator("[data-usage-empty-live]")).to_be_visible()
+
+    Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED)
+    expect(page.locator("[data-usage-empty-ended]")).to_be_visible()
+    expect(page.locator("[data-usage-empty-live]")).to_be_hidden()
 
 
 def test_it_draws_the_dashboard_with_vc_history_and_the_waiting_queue(page, login, default_vc, screenshot):
