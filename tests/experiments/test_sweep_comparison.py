@@ -105,3 +105,48 @@ def test_it_shows_a_thousand_runs_in_as_many_queries_as_ten(browser, user, defau
         return len(captured.captured_queries)
 
     assert queries(1000) == queries(10)
+
+
+def test_it_answers_each_measured_runs_values_and_best_value_for_the_charts(browser, sweep):
+    answer = browser.get(f"/sweeps/{sweep.full_name}/points.json", {"metric": "loss"}).json()
+
+    assert answer["runs"] == ["lrs-0", "lrs-1", "lrs-2", "lrs-3", "lrs-4"]  # (lrs-5 reported none)
+    assert answer["parameters"] == [{"name": "lr", "kind": "number"}, {"name": "seed", "kind": "number"}]
+    assert answer["values"] == [[0.1, 0.1, 0.01, 0.01, 0.001], [1, 2, 1, 2, 1]]
+    assert answer["best"] == pytest.approx([0.09, 0.19, 0.29, 0.39, 0.49])
+    assert answer["runUrl"].replace("__job__", "alice~lrs-0") == f"/jobs/{sweep.owner.username}~lrs-0/"
+
+
+CHOICES = GRID.replace(
+    "grid: {lr: [0.1, 0.01, 0.001], seed: [1, 2]}", "grid: {opt: [sgd, adam], seed: [1], lr: [1, 2]}"
+)
+
+
+def test_it_puts_a_text_parameter_on_a_categorical_axis_and_leaves_out_one_that_never_varies(browser, user, default_vc):
+    sweep = submit_sweep(user, CHOICES)
+    for index, run in enumerate(runs(sweep)):
+        report_loss(run, [1.0, 0.1 * index])
+    answer = browser.get(f"/sweeps/{sweep.full_name}/points.json").json()
+
+    assert [axis["name"] for axis in answer["parameters"]] == ["opt", "lr"]
+    assert answer["parameters"][0] == {"name": "opt", "kind": "category", "categories": ["adam", "sgd"]}
+    assert answer["values"][0] == ["sgd", "sgd", "adam", "adam"]
+
+
+def test_it_shows_a_sweeps_chart_data_to_its_owner_only(client, other_user, sweep):
+    client.force_login(other_user)
+
+    assert client.get(f"/sweeps/{sweep.full_name}/points.json").status_code == 404
+
+
+def test_it_answers_a_thousand_runs_chart_data_in_as_many_queries_as_ten(browser, user, default_vc):
+    def queries(samples: int) -> int:
+        sweep = submit_sweep(user, search(samples))
+        MetricSeries.objects.bulk_create(
+            MetricSeries(job=run, name="loss", points=1, last_value=1, min_value=1, max_value=1) for run in runs(sweep)
+        )
+        with CaptureQueriesContext(connection) as captured:
+            assert len(browser.get(f"/sweeps/{sweep.full_name}/points.json").json()["runs"]) == samples
+        return len(captured.captured_queries)
+
+    assert queries(1000) == queries(10)
