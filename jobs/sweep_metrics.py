@@ -84,8 +84,8 @@ def points(sweep: Sweep, name: str, goal: str) -> dict[str, Any]:
     shown, best, last = [], [], []
     for run, values, last_value, low, high in rows:  # (one query, however many runs)
         shown.append((run, values or {}))
-        best.append(low if goal == "min" else high)
-        last.append(last_value)
+        best.append(_short(low if goal == "min" else high))
+        last.append(_short(last_value))
     names = list(dict.fromkeys(key for _, values in shown for key in values))
     columns = {key: [values.get(key) for _, values in shown] for key in names}
     varying = [key for key in names if len({repr(value) for value in columns[key]}) > 1] or names
@@ -97,6 +97,11 @@ def points(sweep: Sweep, name: str, goal: str) -> dict[str, Any]:
         "best": best,
         "last": last,
     }
+
+
+def _short(value: float) -> float:
+    """Six significant digits, as the page shows them (a third of a float's JSON)."""
+    return float(f"{value:.6g}")
 
 
 def _axis(name: str, values: list[Any]) -> dict[str, Any]:
