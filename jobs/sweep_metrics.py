@@ -67,3 +67,48 @@ def curves(sweep: Sweep, name: str, runs: list[str]) -> list[dict[str, Any]]:
             steps, values = downsample(by_name[run][1], by_name[run][2], CURVE_POINTS)
             answer.append({"run": run, "steps": steps, "values": values})
     return answer
+
+
+def points(sweep: Sweep, name: str, goal: str) -> dict[str, Any]:
+    """What the page's scatter and parallel coordinates draw: each run that reported `name` (in
+    index order) with its values and its best and last value of it, as columns (a 1,000-run sweep
+    in tens of KB): `{parameters: [{name, kind, categories?}], runs, values: [[...] per parameter],
+    best, last}`. A parameter whose values are all numbers is a "number" axis, any other a
+    "category" one (its distinct values, sorted); a parameter the same in every run is left out
+    (unless every one is)."""
+    rows = (
+        MetricSeries.objects.filter(job__sweep=sweep, name=name)
+        .order_by("job__sweep_index")
+        .values_list("job__name", "job__sweep_values", "last_value", "min_value", "max_value")
+    )
+    shown, best, last = [], [], []
+    for run, values, last_value, low, high in rows:  # (one query, however many runs)
+        shown.append((run, values or {}))
+        best.append(_short(low if goal == "min" else high))
+        last.append(_short(last_value))
+    names = list(dict.fromkeys(key for _, values in shown for key in values))
+    columns = {key: [values.get(key) for _, values in shown] for key in names}
+    varying = [key for key in names if len({repr(value) for value in columns[key]}) > 1] or names
+    parameters = [_axis(key, columns[key]) for key in varying]
+    return {
+        "parameters": parameters,
+        "runs": [run for run, _ in shown],
+        "values": [_column(axis, columns[axis["name"]]) for axis in parameters],
+        "best": best,
+        "last": last,
+    }
+
+
+def _short(value: float) -> float:
+    """Six significant digits, as the page shows them (a third of a float's JSON)."""
+    return float(f"{value:.6g}")
+
+
+def _axis(name: str, values: list[Any]) -> dict[str, Any]:
+    if all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
+        return {"name": name, "kind": "number"}
+    return {"name": name, "kind": "category", "categories": sorted({str(value) for value in values})}
+
+
+def _column(axis: dict[str, Any], values: list[Any]) -> list[Any]:
+    return [str(value) for value in values] if axis["kind"] == "category" else values

@@ -94,14 +94,53 @@ def test_it_overlays_the_curves_of_the_top_runs_best_first(browser, sweep):
     assert answer["runs"][0]["values"] == pytest.approx([1.0, 0.5, 0.09, 0.1])
 
 
-def test_it_shows_a_thousand_runs_in_as_many_queries_as_ten(browser, user, default_vc):
-    def queries(samples: int) -> int:
-        sweep = submit_sweep(user, search(samples))
-        MetricSeries.objects.bulk_create(
-            MetricSeries(job=run, name="loss", points=1, last_value=1, min_value=1, max_value=1) for run in runs(sweep)
-        )
-        with CaptureQueriesContext(connection) as captured:
-            assert browser.get(f"/sweeps/{sweep.full_name}/").status_code == 200
-        return len(captured.captured_queries)
+def queries(browser: Client, user, samples: int, page: str = "") -> int:
+    """The queries the sweep's `page` (its page, `points.json`...) asks for a search of `samples`
+    runs, each with a loss."""
+    sweep = submit_sweep(user, search(samples))
+    MetricSeries.objects.bulk_create(
+        MetricSeries(job=run, name="loss", points=1, last_value=1, min_value=1, max_value=1) for run in runs(sweep)
+    )
+    with CaptureQueriesContext(connection) as captured:
+        assert browser.get(f"/sweeps/{sweep.full_name}/{page}").status_code == 200
+    return len(captured.captured_queries)
 
-    assert queries(1000) == queries(10)
+
+def test_it_shows_a_thousand_runs_in_as_many_queries_as_ten(browser, user, default_vc):
+    assert queries(browser, user, 1000) == queries(browser, user, 10)
+
+
+def test_it_answers_each_measured_runs_values_and_best_value_for_the_charts(browser, sweep):
+    answer = browser.get(f"/sweeps/{sweep.full_name}/points.json", {"metric": "loss"}).json()
+
+    assert answer["runs"] == ["lrs-0", "lrs-1", "lrs-2", "lrs-3", "lrs-4"]  # (lrs-5 reported none)
+    assert answer["parameters"] == [{"name": "lr", "kind": "number"}, {"name": "seed", "kind": "number"}]
+    assert answer["values"] == [[0.1, 0.1, 0.01, 0.01, 0.001], [1, 2, 1, 2, 1]]
+    assert answer["best"] == pytest.approx([0.09, 0.19, 0.29, 0.39, 0.49])
+    assert answer["runUrl"].replace("__job__", "alice~lrs-0") == f"/jobs/{sweep.owner.username}~lrs-0/"
+
+
+CHOICES = GRID.replace(
+    "grid: {lr: [0.1, 0.01, 0.001], seed: [1, 2]}", "grid: {opt: [sgd, adam], seed: [1], lr: [1, 2]}"
+)
+
+
+def test_it_puts_a_text_parameter_on_a_categorical_axis_and_leaves_out_one_that_never_varies(browser, user, default_vc):
+    sweep = submit_sweep(user, CHOICES)
+    for index, run in enumerate(runs(sweep)):
+        report_loss(run, [1.0, 0.1 * index])
+    answer = browser.get(f"/sweeps/{sweep.full_name}/points.json").json()
+
+    assert [axis["name"] for axis in answer["parameters"]] == ["opt", "lr"]
+    assert answer["parameters"][0] == {"name": "opt", "kind": "category", "categories": ["adam", "sgd"]}
+    assert answer["values"][0] == ["sgd", "sgd", "adam", "adam"]
+
+
+def test_it_hides_a_sweeps_chart_data_from_other_users(client, other_user, sweep):
+    client.force_login(other_user)
+
+    assert client.get(f"/sweeps/{sweep.full_name}/points.json").status_code == 404
+
+
+def test_it_answers_a_thousand_runs_chart_data_in_as_many_queries_as_ten(browser, user, default_vc):
+    assert queries(browser, user, 1000, "points.json") == queries(browser, user, 10, "points.json")

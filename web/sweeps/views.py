@@ -53,6 +53,8 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
     rows = sweeps.run_rows(sweep)
     names = list(dict.fromkeys(name for row in rows for name in row["values"]))
     compared = _compared(request, sweep)
+    metric_columns = _metric_columns(compared["metric"])
+    compared["best_label"] = metric_columns.get("metricBest", "")
     by_run = sweep_metrics.run_metrics(sweep, compared["metric"], compared["goal"]) if compared["metric"] else {}
     # Each row's link and labels made here, once: a template tag per row and cell is most of a
     # 1,000-run page's time (bench/sweeps.py).
@@ -75,7 +77,6 @@ def sweep_detail(request: HttpRequest, full_name: str) -> HttpResponse:
         rows = [row for row in rows if all(_has(row, word) for word in text.split())]
     sort = request.GET.get("sort", "index")
     key = sort.removeprefix("-")
-    metric_columns = _metric_columns(compared["metric"])
     if key in names:
         rows.sort(key=lambda row: _sortable(row["values"].get(key)), reverse=sort.startswith("-"))
     elif key in metric_columns:  # (runs without the metric last, either way)
@@ -174,6 +175,27 @@ def sweep_curves(request: HttpRequest, full_name: str) -> JsonResponse:
     by_run = sweep_metrics.run_metrics(sweep, compared["metric"], compared["goal"])
     top = sweep_metrics.ranked(by_run, compared["goal"])[: compared["top"]]
     return JsonResponse({"metric": compared["metric"], "runs": sweep_metrics.curves(sweep, compared["metric"], top)})
+
+
+@require_GET
+def sweep_points(request: HttpRequest, full_name: str) -> JsonResponse:
+    """Each run's values and best and last value of the compared metric (the page's scatter and
+    parallel coordinates); `runUrl` is a run's page with `__job__` for its full name (`runOwner~run`)."""
+    sweep = _sweep_or_404(request, full_name)
+    compared = _compared(request, sweep)
+    if not compared["metric"]:
+        return JsonResponse({"metric": "", "parameters": [], "runs": []})
+    answer = sweep_metrics.points(sweep, compared["metric"], compared["goal"])
+    owner = sweep.owner.get_username()
+    return JsonResponse(
+        {
+            "metric": compared["metric"],
+            "goal": compared["goal"],
+            "runUrl": RowUrls().detail,
+            "runOwner": owner,
+            **answer,
+        }
+    )
 
 
 def _has(row: dict[str, Any], word: str) -> bool:
