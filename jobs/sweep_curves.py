@@ -27,6 +27,13 @@ class Cached:
     curve: dict[int, float] = field(default_factory=dict)
 
 
+def read_curves(job_ids: list[int], metric: str) -> dict[int, dict[int, float]]:
+    """Each run's curve read whole, nothing kept (a page's or the API's one look)."""
+    cache = CurveCache()
+    cache.read({job_id: cache.runs.setdefault((job_id, metric), Cached()) for job_id in job_ids}, metric)
+    return {job_id: cache.runs[(job_id, metric)].curve for job_id in job_ids}
+
+
 class CurveCache:
     def __init__(self) -> None:
         self.runs: dict[tuple[int, str], Cached] = {}
@@ -47,10 +54,11 @@ class CurveCache:
                 cached.written = -1 if points is None else points
         self.touched.update((job_id, metric) for job_id in job_ids)
         if stale:
-            self._read(stale, metric)
+            self.read(stale, metric)
         return {job_id: self.runs[(job_id, metric)].curve for job_id in job_ids}
 
-    def _read(self, stale: dict[int, Cached], metric: str) -> None:
+    def read(self, stale: dict[int, Cached], metric: str) -> None:
+        """The points of `stale`'s runs written since each was last read, into their curves."""
         by_since: dict[int | None, list[int]] = {}
         for job_id, cached in stale.items():
             by_since.setdefault(cached.since, []).append(job_id)

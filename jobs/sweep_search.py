@@ -28,7 +28,7 @@ from jobs.protocol.search import COMPLETE, FAILED, PRUNED, RUNNING, Pruning, Tri
 from jobs.protocol.search_spec import SearchSpec, read_search
 from jobs.protocol.sweeps import Run, run_document
 from jobs.states import FINISHED_JOB_STATES
-from jobs.sweep_curves import CurveCache
+from jobs.sweep_curves import CurveCache, read_curves
 from jobs.sweeps import add_runs, checked_run
 
 log = logging.getLogger("pai.search")
@@ -59,7 +59,8 @@ def trials(sweep: Sweep, spec: SearchSpec, cache: CurveCache | None = None) -> l
             "pk", "name", "sweep_index", "sweep_values", "state", "ending_cause", "exit_diagnostics_message"
         )
     )
-    curves = (cache or CurveCache()).curves([run[0] for run in runs], spec.metric)
+    job_ids = [run[0] for run in runs]
+    curves = cache.curves(job_ids, spec.metric) if cache else read_curves(job_ids, spec.metric)
     answer = []
     for pk, name, index, values, state, ending, reason in runs:
         curve = curves.get(pk, {})

@@ -10,7 +10,7 @@ task writes: it is read through clusters.userfs (no link followed). A log cut to
 (clusters/executors/logcap.py) is read again from its start, its steps already read skipped. A
 job keeps at most PAI_METRICS_MAX_POINTS points; those past it are dropped and counted, as bad
 lines are; neither ever stops a read. TensorBoard event files below a job's outputDir are read
-too (scheduling/event_files.py), their scalars credited to the job's first task.
+too (scheduling/event_metrics.py), their scalars credited to the job's first task.
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ from django.db.models import Sum
 
 from clusters import job_files, userfs
 from clusters.executors.logcap import STDOUT, stream_log_path
-from jobs.models import Job, MetricPoint, MetricSeries, MetricSource, Task, TaskAttempt, TaskState
+from jobs.models import MetricPoint, MetricSeries, MetricSource, Task, TaskAttempt, TaskState
 from jobs.protocol.metrics import METRICS_FILE_NAME, Point, read_lines
-from jobs.states import FINISHED_JOB_STATES
-from jobs.storage import areas as storage
-from scheduling.event_files import EventFiles, Progress
+from scheduling.event_files import EventFiles
+from scheduling.event_metrics import event_reads
 
 log = logging.getLogger("pai.sampler")
 
@@ -126,71 +125,9 @@ def read_runs(runs: list[Run], now: float, event_files: EventFiles | None = None
                 _read(run, sources, MetricSource.Kind.FILE, relative, lambda path: userfs.open_file(work_root, path))
             )
     if event_files is not None:
-        read += _event_reads({run.job_id for run in runs}, event_files)
+        found = event_reads({run.job_id for run in runs}, event_files)
+        read += [Read(Run(e.task_id, e.job_id, "", 0, ""), e.source, e.points, e.changed) for e in found]
     return _store([entry for entry in read if entry.changed], now)
-
-
-def _first_tasks(job_ids: set[int]) -> dict[int, int]:
-    """Each job's first task (by role and index), by task id: whom its event files are credited to."""
-    first: dict[int, int] = {}
-    rows = Task.objects.filter(job_id__in=job_ids).order_by("job_id", "role", "index").values_list("job_id", "pk")
-    for job_id, task_id in rows:
-        first.setdefault(job_id, task_id)
-    return {task_id: job_id for job_id, task_id in first.items()}
-
-
-def _event_reads(job_ids: set[int], files: EventFiles) -> list[Read]:
-    """The new scalars of the TensorBoard event files below each job's outputDir."""
-    first = _first_tasks(job_ids)
-    sources = {
-        (source.task_id, source.path): source
-        for source in MetricSource.objects.filter(task_id__in=first, kind=MetricSource.Kind.EVENTS)
-    }
-    tasks = {job_id: task_id for task_id, job_id in first.items()}
-    read: list[Read] = []
-    jobs = Job.objects.filter(pk__in=tasks).values_list("pk", "owner__username", "spec", "state")
-    for job_id, username, spec, state in jobs:
-        output = storage.job_paths(spec).get("outputDir")
-        folder = storage.open_area_folder(username, output) if output else None
-        if folder is None:
-            continue
-        try:
-            run = Run(tasks[job_id], job_id, "", 0, "")
-            read += _read_folder(run, folder, sources, files, final=state in FINISHED_JOB_STATES)
-        finally:
-            os.close(folder)
-    files.keep_only(set(first))
-    return read
-
-
-def _read_folder(
-    run: Run, folder: int, sources: dict[tuple[int, str], MetricSource], files: EventFiles, *, final: bool
-) -> list[Read]:
-    known = {
-        path: Progress(source.offset, source.next_step, corrupt=source.bad_lines > 0)
-        for (task_id, path), source in sources.items()
-        if task_id == run.task_id
-    }
-    read = []
-    for relative, event_file in files.found(run.task_id, folder, known).items():
-        source = sources.get((run.task_id, relative)) or MetricSource(
-            task_id=run.task_id, kind=MetricSource.Kind.EVENTS, path=relative
-        )
-        progress = known[relative]
-        before = (source.offset, source.next_step)
-        try:
-            reading = event_file.read(relative, progress, final=final)
-        except OSError as error:  # (the loader's own reads: never fatal)
-            log.info("event file %s of job %s not read: %s", relative, run.job_id, error)
-            continue
-        if reading.corrupt:
-            log.info("event file %s of job %s is corrupt: read no more", relative, run.job_id)
-            source.bad_lines += 1
-            files.forget(run.task_id, relative)
-        source.offset, source.next_step = progress.offset, progress.next_step
-        changed = source.pk is None or reading.corrupt or before != (source.offset, source.next_step)
-        read.append(Read(run, source, reading.points, changed))
-    return read
 
 
 def _tasks_root() -> Path:
