@@ -34,6 +34,7 @@ EVENT_FILE_MARK = "tfevents"  # TensorBoard's own rule (io_wrapper.IsTensorFlowE
 MAX_FILES = 64  # event files read in one output dir
 MAX_ENTRIES = 5000  # entries of an output dir looked at in one walk
 MAX_POINTS = 100_000  # of one file in one pass (the rest the next pass)
+MAX_OPEN = 256  # files kept open between passes (the oldest past it closed: read again, skipped undecoded)
 RECORD_FRAME = 16  # a record's length (8 bytes), its checksum (4) and its data's checksum (4)
 
 
@@ -170,6 +171,9 @@ class EventFiles:
             event_file.close()
 
     def keep_only(self, task_ids: set[int]) -> None:
-        """Close the files of the tasks no longer read."""
+        """Close the files of the tasks no longer read, and the oldest past MAX_OPEN (descriptors
+        are the sampler's to spare: a file closed is opened again, its records read skipped)."""
         for task_id, relative in [key for key in self.open if key[0] not in task_ids]:
+            self.forget(task_id, relative)
+        for task_id, relative in list(self.open)[: max(0, len(self.open) - MAX_OPEN)]:
             self.forget(task_id, relative)

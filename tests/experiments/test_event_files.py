@@ -95,6 +95,26 @@ def test_a_new_sampler_goes_on_after_the_records_already_read(running, output):
     assert MetricSource.objects.get(kind="tb").next_step == 3
 
 
+def test_a_file_closed_past_the_open_files_cap_is_read_on_where_it_stopped(running, output, monkeypatch):
+    monkeypatch.setattr("scheduling.event_files.MAX_OPEN", 1)
+    reader = MetricReader()
+    writers = {name: Writer(str(output / name)) for name in ("a", "b")}
+    for writer in writers.values():
+        writer.add_scalar("loss", 0.5, step=1)
+        writer.flush()
+    reader.read()
+    MetricPoint.objects.filter(job=running).update(value=9.0)  # (read again, they would be 0.5)
+    for writer in writers.values():
+        writer.add_scalar("loss", 0.25, step=2)
+        writer.close()
+
+    reader.read()
+
+    assert len(reader.event_files.open) == 1
+    assert points(running) == [("a/loss", 1, 9.0), ("a/loss", 2, 0.25), ("b/loss", 1, 9.0), ("b/loss", 2, 0.25)]
+    assert MetricSource.objects.get(path__startswith="b/").next_step == 3
+
+
 def test_it_counts_a_corrupt_file_and_reads_on(running, output):
     (output / "events.out.tfevents.0.broken").write_bytes(b"not a record" * 10)
     write_scalars(output, "loss", {1: 0.5})
