@@ -106,6 +106,11 @@ def advance_searches() -> None:
     CURVES.forget_untouched()
 
 
+def forget_search_curves() -> None:
+    """Drop the duty's kept curves (the tests' rolled-back jobs give their ids out again)."""
+    CURVES.runs.clear()
+
+
 def advance(sweep: Sweep, cache: CurveCache | None = None) -> None:
     """Prune the runs behind, then make as many new trials as there is room for."""
     spec = spec_of(sweep)
