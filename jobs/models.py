@@ -572,12 +572,15 @@ class MetricSeries(models.Model):
 
 class MetricSource(models.Model):
     """Where the sampler reads one task's metrics (its log's stdout, `log`; its $PAI_METRICS_FILE,
-    `file`) and how far it has: the file (a log is one per attempt: a new path starts over), the
-    byte offset of the next whole line, the step a line without one gets, what it skipped."""
+    `file`; a TensorBoard event file of its job's outputDir, `tb`, one row per file, on the job's
+    first task) and how far it has: the file (a log is one per attempt: a new path starts over),
+    the byte offset of the next whole line (record), the step a line without one gets (after an
+    event file's last), what it skipped (an event file found corrupt: one bad line, read no more)."""
 
     class Kind(models.TextChoices):
         LOG = "log"
         FILE = "file"
+        EVENTS = "tb"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="metric_sources")
     kind = models.CharField(max_length=4, choices=Kind.choices)
@@ -588,7 +591,10 @@ class MetricSource(models.Model):
     dropped = models.PositiveIntegerField(default=0, help_text="Points past the job's cap.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["task", "kind"], name="unique_metric_source")]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "kind"], condition=~Q(kind="tb"), name="unique_metric_source"),
+            models.UniqueConstraint(fields=["task", "path"], condition=Q(kind="tb"), name="unique_metric_event_file"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_id} {self.kind} @{self.offset}"

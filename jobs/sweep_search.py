@@ -22,15 +22,17 @@ from jobs import lifecycle, texts
 from jobs.actions import SubmitChecks
 from jobs.crypto import decrypt_text
 from jobs.lifecycle import JobStateError
-from jobs.models import Job, JobState, MetricPoint, Sweep
+from jobs.models import Job, JobState, Sweep
 from jobs.protocol import JobConfigError
 from jobs.protocol.search import COMPLETE, FAILED, PRUNED, RUNNING, Pruning, TrialRow, ask, best, prune
 from jobs.protocol.search_spec import SearchSpec, read_search
 from jobs.protocol.sweeps import Run, run_document
 from jobs.states import FINISHED_JOB_STATES
+from jobs.sweep_curves import CurveCache, read_curves
 from jobs.sweeps import add_runs, checked_run
 
 log = logging.getLogger("pai.search")
+CURVES = CurveCache()  # the duty's, from pass to pass (the sampler's process)
 
 
 @dataclass(frozen=True)
@@ -48,25 +50,20 @@ def spec_of(sweep: Sweep) -> SearchSpec:
     return read_search(sweep.search)
 
 
-def trials(sweep: Sweep, spec: SearchSpec) -> list[Trial]:
+def trials(sweep: Sweep, spec: SearchSpec, cache: CurveCache | None = None) -> list[Trial]:
     """The sweep's runs as trials, by index: values, state, and the metric's curve (its first
-    task's that reported it; a finished run's value is the curve's last)."""
+    task's that reported it; a finished run's value is the curve's last). `cache`: the curves
+    kept from the last call (jobs/sweep_curves.py), else read whole."""
     runs = list(
         sweep.runs.order_by("sweep_index").values_list(
             "pk", "name", "sweep_index", "sweep_values", "state", "ending_cause", "exit_diagnostics_message"
         )
     )
-    curves: dict[int, tuple[int, dict[int, float]]] = {}
-    points = MetricPoint.objects.filter(job_id__in=[run[0] for run in runs], name=spec.metric)
-    for job_id, task_id, step, value in points.order_by("job_id", "task_id", "step").values_list(
-        "job_id", "task_id", "step", "value"
-    ):
-        first_task, curve = curves.setdefault(job_id, (task_id, {}))
-        if task_id == first_task:
-            curve[step] = value
+    job_ids = [run[0] for run in runs]
+    curves = cache.curves(job_ids, spec.metric) if cache else read_curves(job_ids, spec.metric)
     answer = []
     for pk, name, index, values, state, ending, reason in runs:
-        curve = curves.get(pk, (0, {}))[1]
+        curve = curves.get(pk, {})
         trial_state = _trial_state(state, reason)
         last = curve[max(curve)] if curve and trial_state == COMPLETE else None
         row = TrialRow(index or 0, dict(values or {}), trial_state, last, curve)
@@ -103,15 +100,21 @@ def advance_searches() -> None:
     )
     for sweep in sweeps:
         try:
-            advance(sweep)
+            advance(sweep, CURVES)
         except Exception:  # (one search's trouble is not the others')
             log.exception("adaptive search %s: could not advance it", sweep.full_name)
+    CURVES.forget_untouched()
 
 
-def advance(sweep: Sweep) -> None:
+def forget_search_curves() -> None:
+    """Drop the duty's kept curves (the tests' rolled-back jobs give their ids out again)."""
+    CURVES.runs.clear()
+
+
+def advance(sweep: Sweep, cache: CurveCache | None = None) -> None:
     """Prune the runs behind, then make as many new trials as there is room for."""
     spec = spec_of(sweep)
-    found = trials(sweep, spec)
+    found = trials(sweep, spec, cache)
     rows = [trial.row for trial in found]
     for trial in found:
         if trial.job_state == JobState.RUNNING and not trial.ending:

@@ -9,7 +9,8 @@ READ_BYTES a pass, so a task that prints fast costs every pass the same and the 
 task writes: it is read through clusters.userfs (no link followed). A log cut to its cap
 (clusters/executors/logcap.py) is read again from its start, its steps already read skipped. A
 job keeps at most PAI_METRICS_MAX_POINTS points; those past it are dropped and counted, as bad
-lines are; neither ever stops a read.
+lines are; neither ever stops a read. TensorBoard event files below a job's outputDir are read
+too (scheduling/event_metrics.py), their scalars credited to the job's first task.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from clusters import job_files, userfs
 from clusters.executors.logcap import STDOUT, stream_log_path
 from jobs.models import MetricPoint, MetricSeries, MetricSource, Task, TaskAttempt, TaskState
 from jobs.protocol.metrics import METRICS_FILE_NAME, Point, read_lines
+from scheduling.event_files import EventFiles
+from scheduling.event_metrics import event_reads
 
 log = logging.getLogger("pai.sampler")
 
@@ -67,13 +70,14 @@ class MetricReader:
 
     def __init__(self) -> None:
         self._ended_after: int | None = None
+        self.event_files = EventFiles()  # (open from pass to pass: each goes on where it stopped)
 
     def read(self) -> int:
         """One pass; returns how many points were stored."""
         if self._ended_after is None:
             self._ended_after = TaskAttempt.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
         runs, self._ended_after = runs_to_read(self._ended_after)
-        return read_runs(runs, time.time())
+        return read_runs(runs, time.time(), self.event_files)
 
 
 def runs_to_read(ended_after: int) -> tuple[list[Run], int]:
@@ -101,8 +105,10 @@ def runs_to_read(ended_after: int) -> tuple[list[Run], int]:
     return runs, last
 
 
-def read_runs(runs: list[Run], now: float) -> int:
+def read_runs(runs: list[Run], now: float, event_files: EventFiles | None = None) -> int:
     if not runs:
+        if event_files is not None:
+            event_files.keep_only(set())
         return 0
     sources = {
         (source.task_id, source.kind): source
@@ -118,6 +124,9 @@ def read_runs(runs: list[Run], now: float) -> int:
             read.append(
                 _read(run, sources, MetricSource.Kind.FILE, relative, lambda path: userfs.open_file(work_root, path))
             )
+    if event_files is not None:
+        found = event_reads({run.job_id for run in runs}, event_files)
+        read += [Read(Run(e.task_id, e.job_id, "", 0, ""), e.source, e.points, e.changed) for e in found]
     return _store([entry for entry in read if entry.changed], now)
 
 

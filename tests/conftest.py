@@ -139,8 +139,10 @@ def fresh_caches(request, django_db_blocker):
     """Throttle counters (sign-in, submits) live in the caches, which outlive a test, and so do the
     storage configs and the cluster's size a process read lately: every test starts with none. The
     default cache is a table of the test database, cleared outside the test's transaction, for the
-    tests that have a database; the submit and list counters are in memory."""
+    tests that have a database; the submit and list counters are in memory. So is the search
+    duty's curve cache, keyed by job ids a rolled-back test gives out again."""
     from jobs.storage.configs import forget_storage_configs
+    from jobs.sweep_search import forget_search_curves
     from scheduling.admission import forget_submit_capacity
 
     has_database = "django_db_setup" in request.fixturenames or request.node.get_closest_marker("django_db")
@@ -149,10 +151,12 @@ def fresh_caches(request, django_db_blocker):
     clear_cache_table(django_db_blocker, has_database)
     forget_storage_configs()  # (a rolled-back test's storage config sends no post_delete)
     forget_submit_capacity()  # (nor does its node)
+    forget_search_curves()
     yield
     clear_cache_table(django_db_blocker, has_database)
     forget_storage_configs()
     forget_submit_capacity()
+    forget_search_curves()
 
 
 def clear_cache_table(django_db_blocker, has_database: bool) -> None:

@@ -165,6 +165,18 @@ def expand_uri(username: str, uri: str) -> str:
     return FS_URI_VARIABLE.sub(lambda _: default_fs_uri(username), uri.strip())
 
 
+def open_area_folder(username: str, uri: str) -> int | None:
+    """A new descriptor of a folder of the user's area named as a config names it (an outputDir:
+    what a task left there is read by it), walked down without following a link; the caller
+    closes it. None when there is no such folder (yet), or the walk was refused."""
+    try:
+        relative = _locate(username, uri)[0]
+        with _area(username) as area:
+            return userfs.open_dir(area, relative)
+    except (StorageError, userfs.UserFsError, OSError):
+        return None
+
+
 def _inside(path: Path, area: Path) -> bool:
     return path == area or area in path.parents
 

@@ -22,10 +22,11 @@ A marker is an HTML comment on the line before a fenced block (tests/docs/blocks
   run`): not run here (the whole suite, or CI's own steps, run those), but checked: each `make`
   target is the Makefile's, each script is there and parses, each variable is one the settings
   read, and the settings accept the values.
-- `metric-line`, `metrics-file`, `webhook-check`, `scrape`: code a task, a webhook's receiver or
-  Prometheus runs: a metric line is read by the portal's reader; the metrics-file Python runs and
-  its file is read; the receiver's check accepts the portal's own signature and refuses a wrong
-  one; the scrape config's path is the portal's metrics page.
+- `metric-line`, `metrics-file`, `event-file`, `webhook-check`, `scrape`: code a task, a
+  webhook's receiver or Prometheus runs: a metric line is read by the portal's reader; the
+  metrics-file Python runs and its file is read; the event-file Python runs and the TensorBoard
+  file it writes is read by the sampler's reader; the receiver's check accepts the portal's own
+  signature and refuses a wrong one; the scrape config's path is the portal's metrics page.
 - `output`: what a command or the API prints: shown, not run.
 
 The terminal summary says how many were run (tests/docs/conftest.py).
@@ -53,6 +54,7 @@ import yaml
 from django.db import connection
 from django.urls import resolve
 
+from clusters import userfs
 from clusters.models import VirtualCluster
 from jobs.models import Job
 from jobs.protocol.loader import load_document
@@ -60,6 +62,7 @@ from jobs.protocol.metrics import read_lines
 from jobs.protocol.submission import read
 from jobs.protocol.sweeps import plan, run_documents
 from jobs.webhooks import signature
+from scheduling.event_files import EventFiles, Progress
 from scheduling.scheduler import Scheduler
 from tests.conftest import require
 from tests.docs.blocks import ROOT, Block, marked_blocks
@@ -68,7 +71,10 @@ from tests.scheduler.conftest import process_node  # noqa: F401  (a fixture)
 from tests.scheduler.test_two_schedulers import database_env
 from tests.web.test_job_templates import MARKETPLACE_ITEM, MARKETPLACE_V2
 
-RUN = ("config", "extras", "curl", "command", "setup", "metric-line", "metrics-file", "webhook-check", "scrape")
+RUN = (
+    "config", "extras", "curl", "command", "setup", "metric-line", "metrics-file", "event-file", "webhook-check",
+    "scrape",
+)  # fmt: skip
 KINDS = (*RUN, "output")
 BASE_JOB = """protocolVersion: 2
 name: example
@@ -327,6 +333,17 @@ def test_it_reads_the_file_each_marked_metrics_snippet_writes(example, tmp_path,
     exec(example.text, {"step": 100, "loss": 0.31})  # noqa: S102  (the page's own code)
     reading = read_lines(metrics.read_bytes(), marked=False, next_step=0)
     assert [(point.step, point.name, point.value) for point in reading.points] == [(100, "loss", 0.31)]
+
+
+@pytest.mark.parametrize("example", of_kind("event-file"))
+def test_it_reads_the_event_file_each_marked_tensorboard_snippet_writes(example, tmp_path, monkeypatch):
+    monkeypatch.setenv("PAI_OUTPUT_DIR", str(tmp_path))
+    exec(example.text, {"step": 100, "loss": 0.5})  # noqa: S102  (the page's own code)
+    files, known = EventFiles(), dict[str, Progress]()
+    with userfs.opened_root(tmp_path) as folder:
+        found = files.found(1, folder, known)
+    points = [point for name, event_file in found.items() for point in event_file.read(name, known[name]).points]
+    assert [(point.step, point.name, point.value) for point in points] == [(100, "loss", 0.5)]
 
 
 @pytest.mark.parametrize("example", of_kind("webhook-check"))
