@@ -104,7 +104,8 @@ def pass_times(scheduler: Any, period: float, work: str = "sample") -> dict[str,
     }
     times: dict[str, list[float]] = {case: [] for case in cases}
     try:
-        time.sleep(5)  # let them start (Django setup) before measuring
+        for process in samplers.values():  # started (Django set up, the signals caught) before measuring
+            assert process.stdout is not None and process.stdout.readline() == b"ready\n"
         for round_number in range(ROUNDS):
             # A new order each round: what the passes just before left behind falls on every case.
             for case in random.Random(round_number).sample(cases, len(cases)):
@@ -126,7 +127,7 @@ def pass_times(scheduler: Any, period: float, work: str = "sample") -> dict[str,
 
 def _sampler_process(*, back_to_back: bool, work: str) -> subprocess.Popen[bytes]:
     how = "back-to-back" if back_to_back else "once"
-    return subprocess.Popen([sys.executable, __file__, "--sample-loop", how, work])
+    return subprocess.Popen([sys.executable, __file__, "--sample-loop", how, work], stdout=subprocess.PIPE)
 
 
 def sample_loop(back_to_back: bool, work: str) -> None:
@@ -143,6 +144,7 @@ def sample_loop(back_to_back: bool, work: str) -> None:
     resumed = threading.Event()
     signal.signal(signal.SIGUSR1, lambda *_: resumed.clear())
     signal.signal(signal.SIGUSR2, lambda *_: resumed.set())
+    print("ready", flush=True)
     while True:
         resumed.wait()
         do_round()
