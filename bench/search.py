@@ -1,8 +1,8 @@
 """Adaptive search benchmark, through the portal's real phases: TPE with ASHA pruning against a grid
 and random search, side by side in one run, on a synthetic training objective with a known optimum.
 
-    .venv/bin/python bench/search.py [--trials 64] [--cap 8] [--epochs 20] [--epoch-s 0.5]
-                                     [--sample-s 0.5] [--seed 1] [--min-step 2] [--reduction 3]
+    .venv/bin/python bench/search.py [--trials 64] [--cap 8] [--epochs 20] [--epoch-s 2]
+                                     [--sample-s 1] [--seed 1] [--min-step 2] [--reduction 3]
 
 Each search is a sweep submitted as a user submits one (`jobs.submit.submit`, `extras.sweep.search`)
 and run by the real parts, all four at once on one SQLite database: the scheduler's passes
@@ -22,7 +22,9 @@ search's own (its best run's last loss, as the sweep page says); "true" is the o
 value at those values, without noise.
 
 Goal (issue 47): TPE + ASHA within 2 % of the best value the grid finds, with at most 40 % of its
-GPU-hours. Random search is the baseline.
+GPU-hours. Random search is the baseline. About 6 minutes on a 2-CPU box (the grid's 8 waves of
+20 epochs of 2 s); `--epoch-s 1` halves it, but a run's start and a pruned run's stop then weigh
+twice as much against its epochs (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -171,8 +173,8 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=64)
     parser.add_argument("--cap", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--epoch-s", type=float, default=0.5, help="each epoch's sleep")
-    parser.add_argument("--sample-s", type=float, default=0.5, help="the sampler's period (PAI_SAMPLE_SECONDS)")
+    parser.add_argument("--epoch-s", type=float, default=2.0, help="each epoch's sleep")
+    parser.add_argument("--sample-s", type=float, default=1.0, help="the sampler's period (PAI_SAMPLE_SECONDS)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--min-step", type=int, default=2, help="ASHA's minStep")
     parser.add_argument("--reduction", type=int, default=3, help="ASHA's reductionFactor")
