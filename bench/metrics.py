@@ -152,6 +152,19 @@ def sample_loop(back_to_back: bool, work: str) -> None:
             signal.pause()  # asleep until the next signal: no wakeups that would steal the box's CPUs
 
 
+def passes_beside(
+    scheduler: Any, period: float, one_round: Any, work: str
+) -> tuple[dict[str, list[float]], float, int]:
+    """One round timed alone (seconds, what it stored), then pass_times; every task killed after."""
+    try:
+        round_t0 = time.perf_counter()
+        stored = one_round()
+        round_s = time.perf_counter() - round_t0
+        return pass_times(scheduler, period, work), round_s, stored
+    finally:
+        stop_all(scheduler)
+
+
 def stop_all(scheduler: Any) -> None:
     """Kill every task's process group at once (the scheduler's stops would take minutes)."""
     from django.conf import settings
@@ -264,7 +277,10 @@ def page_times(requests: int) -> list[tuple[str, float, float, int]]:
     return [*rows, ("CSV, every point", statistics.median(csv_ms), max(csv_ms), 0)]
 
 
-def print_passes(times: dict[str, list[float]]) -> None:
+def print_passes(times: dict[str, list[float]], what: str, period: float, first_round: str) -> None:
+    print(f"\n{what}; scheduler passes back to back,")
+    print(f"{ROUNDS} windows of {period:g} s per case, interleaved")
+    print(f"{first_round}\n")
     base = statistics.fmean(next(iter(times.values())))  # (the first case: off)
     print(f"| {'case':40} | passes | mean pass | median | p95 | mean vs off |")
     print(f"|{'-' * 42}|--------|-----------|--------|-----|-------------|")
@@ -286,20 +302,12 @@ def training(tasks: int) -> None:
 
     period = settings.PAI_SAMPLE_SECONDS
     scheduler = start_tasks(tasks, PRINTS_METRICS, jobs=10)
-    try:
-        time.sleep(period)
-        round_t0 = time.perf_counter()
-        stored = MetricReader().read()
-        round_s = time.perf_counter() - round_t0
-        points_t0, points0 = time.monotonic(), MetricPoint.objects.count()
-        times = pass_times(scheduler, period, work="metrics")
-        rate = (MetricPoint.objects.count() - points0) / (time.monotonic() - points_t0)
-    finally:
-        stop_all(scheduler)
-    print(f"\n{tasks} running tasks printing PAI_METRIC lines (process executor): {rate:,.0f} points/s stored")
-    print(f"over the run; scheduler passes back to back, {ROUNDS} windows of {period:g} s per case, interleaved")
-    print(f"one read of the first {period:g} s: {round_s * 1000:.0f} ms, {stored:,} points stored\n")
-    print_passes(times)
+    time.sleep(period)
+    began, points0 = time.monotonic(), MetricPoint.objects.count()
+    times, round_s, stored = passes_beside(scheduler, period, MetricReader().read, "metrics")
+    rate = (MetricPoint.objects.count() - points0 - stored) / (time.monotonic() - began - round_s)
+    what = f"{tasks} running tasks printing PAI_METRIC lines (process executor), {rate:,.0f} points/s stored"
+    print_passes(times, what, period, f"one read of the first {period:g} s: {round_s * 1000:.0f} ms, {stored:,} points")
     if "--no-page" in sys.argv:
         return
     points = f"{PAGE_STEPS * len(PAGE_METRICS):,} points ({len(PAGE_METRICS)} metrics x {PAGE_STEPS:,} steps)"
@@ -326,17 +334,9 @@ def main() -> None:
 
     default_period = settings.PAI_SAMPLE_SECONDS
     scheduler = start_tasks(tasks)
-    try:
-        round_t0 = time.perf_counter()
-        stored = Sampler().sample_once()
-        round_s = time.perf_counter() - round_t0
-        times = pass_times(scheduler, default_period)
-    finally:
-        stop_all(scheduler)
-    print(f"\n{tasks} running tasks (process executor); scheduler passes back to back,")
-    print(f"{ROUNDS} windows of {default_period:g} s per case, interleaved")
-    print(f"one sampling round: {round_s * 1000:.0f} ms, {stored} samples stored\n")
-    print_passes(times)
+    times, round_s, stored = passes_beside(scheduler, default_period, Sampler().sample_once, "sample")
+    said = f"one sampling round: {round_s * 1000:.0f} ms, {stored} samples stored"
+    print_passes(times, f"{tasks} running tasks (process executor)", default_period, said)
     if "--no-storage" in sys.argv:
         return
     print(f"\nstored size of 24 h of raw samples, {tasks} tasks, one per {default_period:g} s (SQLite, after VACUUM)\n")
