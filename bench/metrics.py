@@ -166,16 +166,20 @@ def passes_beside(
 
 
 def stop_all(scheduler: Any) -> None:
-    """Kill every task's process group at once (the scheduler's stops would take minutes)."""
+    """Kill every task's supervisor's process group at once (the scheduler's stops would take
+    minutes); the sandbox dies with its parent. (The pid file says "pid start-time": read as one
+    int it killed nothing, and the tasks outlived the bench.)"""
     from django.conf import settings
 
+    from clusters.executors.supervise import recorded_process
     from jobs.models import Task
 
     scheduler.release_lease()
     root = Path(settings.PAI_WORK_ROOT) / "process"
     for executor_id in Task.objects.exclude(executor_id="").values_list("executor_id", flat=True):
-        with contextlib.suppress(OSError, ValueError):
-            os.killpg(int((root / executor_id / "pid").read_text()), signal.SIGKILL)
+        if pid := recorded_process(root / executor_id / "pid"):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 def storage_bytes(var: Path, tasks: int, period: float, gpus: int) -> int:
