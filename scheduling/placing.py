@@ -127,7 +127,10 @@ class Placer:
         plan = sharing.backfill_plan(self._specs, time.time(), self._run_times)
         result = place(node_states, vc_states, requests, plan)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
-        result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
+        preempting = self.preempter.decide(node_states, vc_states, requests, result)
+        result.pending.update(preempting)
+        # (a job whose preemptions began is expected when its victims' grace is over, not by the plan)
+        result.expected.update(sharing.preemption_starts(set(preempting)))
         if holders:
             self.preempter.release(set(holders), set(result.placed))
         sharing.record_queues(result, vc_states)

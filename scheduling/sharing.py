@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -259,6 +259,20 @@ class ExpectedStarts:
 
 def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
     return {vc_ids[name] for name in queues if name in vc_ids}
+
+
+def preemption_starts(keys: set[int]) -> dict[int, float]:
+    """Each of these jobs that preempts others -> when the last of its victims' grace is over (its
+    expected start: the room is its own then)."""
+    if not keys:
+        return {}
+    rows = (
+        Job.objects.filter(ending_by__in=keys, ending_deadline__isnull=False)
+        .values("ending_by")
+        .annotate(last=Max("ending_deadline"))
+        .values_list("ending_by", "last")
+    )
+    return {key: last.timestamp() for key, last in rows if key is not None and last is not None}
 
 
 class _Running(NamedTuple):

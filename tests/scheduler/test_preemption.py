@@ -135,6 +135,22 @@ def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc,
     run_until(urgent, JobState.STOPPED)
 
 
+def test_it_expects_a_preempting_job_when_its_victims_grace_is_over(default_vc, submit, run_until, scheduler):
+    victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra="extras:\n  gracePeriodSeconds: 5\n"))
+    run_until(victim, JobState.RUNNING)
+    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
+    wait_for(scheduler, lambda: Job.objects.filter(pk=victim.pk, ending_deadline__isnull=False).exists())
+    victim.refresh_from_db()
+    urgent.refresh_from_db()
+    assert urgent.state == JobState.WAITING and victim.ending_deadline is not None
+    assert urgent.expected_start_at is not None  # (not the plan's, which would wait for the victim's end: unknown)
+    assert abs((urgent.expected_start_at - victim.ending_deadline).total_seconds()) <= 0.5
+    run_until(urgent, JobState.RUNNING, timeout=15)
+    stop_job(urgent, urgent.owner)
+    run_until(urgent, JobState.STOPPED)
+
+
 STUBBORN = [  # (the trap first: "started" says it is set)
     "trap 'echo ignored >> \"$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME\"' TERM",
     'echo started >> "$PAI_DEFAULT_FS_URI/trace-$PAI_JOB_NAME"',
