@@ -25,9 +25,18 @@ limits, `best-effort` is `sharing` with Kueue's BestEffortFIFO.
 
 Prints, per policy side by side: GPU utilisation while any job waits (and over the whole run), waits
 per class and per VC (p50 / p95), preemptions, work lost to preemptions past the grace, how long
-preempting jobs waited (reclaim), the backfill reservations given and whether each job started by
-its reservation, the error of the first expected start a job was given against its wait, scheduler
-pass time p50 / p95, and the run's invariants (no GPU given twice, every job ended, quota overruns).
+preempting jobs waited (reclaim), the backfill reservations given and whether backfill kept its
+promises, the error of the first expected start a job was given against its wait, scheduler pass
+time p50 / p95, and the run's invariants (no GPU given twice, every job ended, quota overruns).
+
+Backfill's promise: a job backfilled ahead of a VC's first job promises it the reserved start in
+force then (the placement's own result, read after each pass). A violation is a start later than
+the last such promise by more than a tick. A re-plan sets a promise aside: its job lost first place
+(a higher class came first, it was preempted or reclaimed), or its reservation moved later in a
+placement that started a job taken before it in the queue, of its VC or on its reserved nodes (a
+higher class, a requeued or a preempting job took the room; the plan moves a reservation it can no
+longer meet). A reservation that moves later with no such cause keeps the promise. The table also
+shows the starts later than the reservation held when the job started, whatever the cause.
 """
 
 from __future__ import annotations
