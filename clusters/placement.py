@@ -152,6 +152,9 @@ class JobRequest:
     may_borrow: bool = False  # its class may run on a lending VC's idle quota
     limit_s: float | None = None  # its time limit (None: none): backfill starts it ahead only if it ends in time
     grace_s: float = 0.0  # the grace its time limit's SIGTERM gives it before its room is free
+    # how long it is expected to run once started (its owner's recent jobs' share of their time limits
+    # times its own, scheduling.sharing.RunTimes); None: its limit. Only expected starts use it.
+    expected_s: float | None = None
     holds: bool = False  # jobs it preempted free (or just freed) room for it: it is taken first
     held: tuple[HeldRoom, ...] = ()  # the room they freed already: kept for it alone
 
@@ -160,6 +163,12 @@ class JobRequest:
         """How long it holds its room at most once started: its time limit and the grace that
         ending gives it (None: no limit)."""
         return self.limit_s + self.grace_s if self.limit_s else None
+
+    @property
+    def expected_for(self) -> float | None:
+        """How long it is expected to hold its room once started (an estimate: `expected_s`, else
+        what it holds at most)."""
+        return self.expected_s if self.expected_s is not None and self.limit_s else self.holds_for
 
 
 @dataclass(frozen=True)
@@ -182,10 +191,17 @@ class Ending:
     ends_at: float
     freed: tuple[Freed, ...]
     grace_s: float = 0.0
+    # when it is expected to end (an estimate from recent jobs' run times, scheduling.sharing.RunTimes;
+    # None: by its limit); only expected starts use it, reservations keep to the limit
+    expected_at: float | None = None
 
     @property
     def frees_at(self) -> float:
         return self.ends_at + self.grace_s
+
+    @property
+    def expected_free_at(self) -> float:
+        return self.frees_at if self.expected_at is None else min(self.expected_at, self.frees_at)
 
 
 @dataclass(frozen=True)
@@ -200,7 +216,8 @@ class Reservation:
 @dataclass
 class Backfill:
     """What backfill plans by: the running jobs' ends by their time limits, and the reservations
-    an earlier pass gave (kept while their job is still first: a start never moves later)."""
+    an earlier pass gave (kept while their job is still first and the plan can still meet them; one
+    it can no longer meet is moved later, a re-plan)."""
 
     now: float
     ending: list[Ending] = field(default_factory=list)
@@ -244,8 +261,8 @@ class PlacementResult:
     # VC -> where and when its first waiting job starts (backfill VCs only, when it can be known)
     reservations: dict[str, Reservation] = field(default_factory=dict)
     backfilled: dict[int, Backfilled] = field(default_factory=dict)  # job keys started ahead by backfill
-    # waiting job key -> when it is expected to start (epoch seconds) if the running jobs end by their
-    # time limits; None: unknown (what it waits for has no limit). Worked out only with a `plan`.
+    # waiting job key -> when it is expected to start (epoch seconds) if the jobs end when expected (recent
+    # run times, else their time limits); None: unknown (what it waits for has no limit). Only with a `plan`.
     expected: dict[int, float | None] = field(default_factory=dict)
 
 
@@ -376,7 +393,12 @@ class _Backfiller:
             return
         reservation, left = found
         kept = self.plan.kept.get(job.vc)
-        if kept is not None and kept.job == job.key and kept.start <= reservation.start:
+        # An earlier pass's reservation stands while it can still be met: the first moment the plan
+        # holds the job now is its start (its nodes stay reserved too). When that moment is later (a
+        # job taken before it in the queue, a requeued or reclaimed one, took the room it counted
+        # on), the kept start can no longer be met: the new one replaces it (a re-plan), never a
+        # promise the plan knows is broken.
+        if kept is not None and kept.job == job.key and kept.start == reservation.start:
             nodes = tuple(sorted({*kept.nodes, *reservation.nodes}))
             reservation = Reservation(job.key, kept.start, nodes)
         self.reserved[job.vc] = (reservation, left)
@@ -443,14 +465,16 @@ class _Backfiller:
 
 class _StartPlan:
     """When each waiting job is expected to start (Slurm's `squeue --start`, packing and every VC
-    included), if the running jobs end by their time limits: the pass's nodes after its
+    included), if the running jobs end when expected (`Ending.expected_at`, `JobRequest.expected_s`:
+    recent jobs' run times; by their time limits where not given): the pass's nodes after its
     placements, played forward from one limit's end to the next. At each end, each VC's queue in
     its order takes what its quota and the nodes (first fit, as a pass) hold: a strict VC up to
     its first job that does not fit, a best-effort one all that fit, a backfill VC also its later
-    jobs that end before its first job's reservation. A started job holds until its own limit
-    ends (for good without one). A job not started when no end is left is unknown (None), as is
-    one deeper than ESTIMATED_DEPTH in its VC's queue. A first job with a reservation is expected
-    at its reserved start (the start it was promised) unless it is played earlier."""
+    jobs that end (by their limits, as backfill judges them) before its first job's reservation. A
+    started job holds until its expected end (for good without a limit). A job not started when no
+    end is left is unknown (None), as is one deeper than ESTIMATED_DEPTH in its VC's queue. A first
+    job with a reservation is expected at its reserved start (the start it was promised) unless it
+    is played earlier."""
 
     def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill, used: dict[str, list[int]]) -> None:
         self.cluster, self.vcs, self.now = cluster.copy(), vcs, plan.now
@@ -458,7 +482,7 @@ class _StartPlan:
         self.by_name = {node.name: node for node in self.cluster.nodes}
         self.free_gpus = sum(node.all_free_gpus(None) for node in self.cluster.nodes)
         self.order = itertools.count()
-        self.ends = [(ending.frees_at, next(self.order), ending.vc, ending.freed) for ending in plan.ending]
+        self.ends = [(ending.expected_free_at, next(self.order), ending.vc, ending.freed) for ending in plan.ending]
         self.types: dict[str, dict[int, str]] = {}  # node -> GPU index -> type (for what a played job frees)
         for ending in plan.ending:
             for freed in ending.freed:
@@ -470,10 +494,10 @@ class _StartPlan:
         for state in nodes:
             self.types.setdefault(state.name, {}).update(state.gpus_free)
         for job in ordered:
-            if job.key in result.placed and job.holds_for:
+            if job.key in result.placed and job.expected_for:
                 vc = result.borrowed.get(job.key, job.vc)
                 self.ends.append(
-                    (self.now + job.holds_for, next(self.order), vc, self._freed(job, result.placed[job.key]))
+                    (self.now + job.expected_for, next(self.order), vc, self._freed(job, result.placed[job.key]))
                 )
         heapq.heapify(self.ends)
         need_of = {job.key: (job, need) for job, need in zip(ordered, needs, strict=True)}
@@ -532,8 +556,9 @@ class _StartPlan:
             return False
         self.used[job.vc] = [a + b for a, b in zip(self.used[job.vc], need[:3], strict=True)]
         self.free_gpus -= need.gpu
-        if job.holds_for:
-            heapq.heappush(self.ends, (moment + job.holds_for, next(self.order), job.vc, self._freed(job, placements)))
+        if job.expected_for:
+            held = (moment + job.expected_for, next(self.order), job.vc, self._freed(job, placements))
+            heapq.heappush(self.ends, held)
         return True
 
     def _freed(self, job: JobRequest, placements: list[TaskPlacement]) -> tuple[Freed, ...]:

@@ -138,7 +138,7 @@ class Job(models.Model):
     # them in the reader's language). Written together, by pending_reason_fields only.
     pending_reason = models.TextField(blank=True, default="")
     pending_reason_messages = models.JSONField(default=list, blank=True)
-    # When it is expected to start while it waits, if the running jobs end by their time limits
+    # When it is expected to start while it waits, if the jobs end as their owners' recent jobs did
     # (clusters.placement's plan, written by the scheduler each placement; Slurm's StartTime in a
     # Slurm VC); null: unknown, or it does not wait.
     expected_start_at = models.DateTimeField(null=True, blank=True)

@@ -79,6 +79,7 @@ class Placer:
         self._borrowed: dict[int, str] = {}  # placed jobs that run on a lending VC's idle quota -> that VC
         self._backfilled: dict[int, Message] = {}  # placed jobs backfill started ahead -> why (their event)
         self._expected = sharing.ExpectedStarts()
+        self._run_times = sharing.RunTimes()
 
     def schedule_waiting(self, *, resources_freed: bool = True) -> bool:
         """Place waiting jobs. Skipped when nothing changed since the last placement: no job was
@@ -123,9 +124,13 @@ class Placer:
             if row.pk not in gate.blocked
         ]
         # (the plan of the running jobs' ends: backfill's reservations and every waiting job's expected start)
-        result = place(node_states, vc_states, requests, sharing.backfill_plan(self._specs, time.time()))
+        plan = sharing.backfill_plan(self._specs, time.time(), self._run_times)
+        result = place(node_states, vc_states, requests, plan)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
-        result.pending.update(self.preempter.decide(node_states, vc_states, requests, result))
+        preempting = self.preempter.decide(node_states, vc_states, requests, result)
+        result.pending.update(preempting)
+        # (a job whose preemptions began is expected when its victims' grace is over, not by the plan)
+        result.expected.update(sharing.preemption_starts(set(preempting)))
         if holders:
             self.preempter.release(set(holders), set(result.placed))
         sharing.record_queues(result, vc_states)
@@ -193,6 +198,7 @@ class Placer:
             may_borrow=quota.may_borrow(job.priority_class),
             holds=job.pk in holders,
             limit_s=job.time_limit_seconds,
+            expected_s=self._run_times.expected_s(job.vc, job.owner, job.time_limit_seconds),
             grace_s=sharing.job_grace(spec),
             held=holders.get(job.pk, ()),
         )

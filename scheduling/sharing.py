@@ -6,12 +6,14 @@ scheduling.models.VcQueue), and each waiting job's expected start (Job.expected_
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from django.conf import settings
+from django.db.models import Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -37,6 +39,13 @@ from scheduling.texts import (
 HALF_LIVES_READ = 10
 # Recent usage is read again after this long (it moves slowly; a pass should not read it each time).
 USAGE_REFRESH_S = 30.0
+# Expected starts take a job to run the share of its time limit its owner's recent jobs ran (the
+# median of the last RUN_TIMES_KEPT that ended with a limit, capped at 1), its VC's while its owner
+# has fewer than RUN_TIMES_LEAST, its whole limit while the VC has none; read from the newest
+# RUN_TIMES_READ ended jobs. Reservations and backfill keep to the limits (their guarantee).
+RUN_TIMES_KEPT = 20
+RUN_TIMES_LEAST = 3
+RUN_TIMES_READ = 5000
 
 
 class RecentUsage:
@@ -91,11 +100,66 @@ def read_usage(vcs: Iterable[str], cpu_vcs: set[str], now: datetime, specs: Spec
     }
 
 
-def backfill_plan(specs: SpecCache, now: float) -> Backfill:
+class RunTimes:
+    """How much of its time limit a job is expected to run (an estimate, for expected starts only):
+    the median share its owner's recent jobs ran (else its VC's, else None: all of it), read at most
+    every USAGE_REFRESH_S."""
+
+    def __init__(self) -> None:
+        self._read_at = float("-inf")
+        self._shares: dict[tuple[str, str], float] = {}  # (VC, user) and (VC, "") -> share
+
+    def share(self, vc: str, user: str) -> float | None:
+        if time.monotonic() - self._read_at > USAGE_REFRESH_S:
+            self._shares, self._read_at = read_run_times(), time.monotonic()
+        found = self._shares.get((vc, user))
+        return self._shares.get((vc, "")) if found is None else found
+
+    def expected_s(self, vc: str, user: str, limit_s: float | None) -> float | None:
+        """How long a job of `user` in `vc` limited to `limit_s` is expected to run (None: unknown)."""
+        share = self.share(vc, user) if limit_s else None
+        return None if share is None or not limit_s else share * limit_s
+
+
+def read_run_times() -> dict[tuple[str, str], float]:
+    """(VC, user) and (VC, "") -> the median share of their time limit the last RUN_TIMES_KEPT jobs
+    that ended (done, failed, or ended at their limit) ran, capped at 1; a user's with at least
+    RUN_TIMES_LEAST of them."""
+    ended = Q(state__in=[JobState.SUCCEEDED, JobState.FAILED]) | Q(ending_cause=Job.Ending.TIME_LIMIT)
+    known = {"time_limit_seconds__isnull": False, "launched_at__isnull": False, "completed_at__isnull": False}
+    rows = (
+        Job.objects.filter(ended, **known)
+        .order_by("-completed_at")
+        .values_list("virtual_cluster__name", "owner__username", "launched_at", "completed_at", "time_limit_seconds")
+    )
+    samples: dict[tuple[str, str], list[float]] = {}
+    for vc, user, launched_at, completed_at, limit in rows[:RUN_TIMES_READ]:
+        if launched_at is None or completed_at is None or not limit:
+            continue
+        share = min(1.0, max(0.0, (completed_at - launched_at).total_seconds() / limit))
+        for key in ((vc, user), (vc, "")):
+            kept = samples.setdefault(key, [])
+            if len(kept) < RUN_TIMES_KEPT:
+                kept.append(share)
+    return {
+        key: statistics.median(kept) for key, kept in samples.items() if key[1] == "" or len(kept) >= RUN_TIMES_LEAST
+    }
+
+
+def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = None) -> Backfill:
     """What backfill plans by (clusters.placement): each running job's tasks, free again when its
     time limit ends it and the grace that gives it is over (a borrowed one: when its lender may
-    take it back), and the reservations an earlier pass stored."""
-    ends: dict[int, tuple[str, float]] = {pk: (vc, at) for pk, vc, at in _ends(now) if at is not None}
+    take it back), and the reservations an earlier pass stored. With `run_times`, each also says
+    when it is expected to end (expected starts only): at its owner's recent share of its limit, or
+    halfway from now to its limit once it has run past that."""
+    found = _ends(now)
+    ends: dict[int, tuple[str, float]] = {row.pk: (row.vc, row.ends_at) for row in found if row.ends_at is not None}
+    expected: dict[int, float] = {}
+    for row in found:
+        share = run_times.share(row.own_vc, row.owner) if run_times is not None and row.ends_at else None
+        if share is not None and row.ends_at is not None and row.launched_at is not None and row.limit_s:
+            at = row.launched_at + share * row.limit_s
+            expected[row.pk] = at if at > now else now + max(0.0, row.ends_at - now) / 2
     tasks = Task.objects.filter(job_id__in=list(ends), state=TaskState.RUNNING, node__isnull=False).values_list(
         "job_id", "role", "node_id", "node__name", "gpus"
     )
@@ -108,7 +172,12 @@ def backfill_plan(specs: SpecCache, now: float) -> Backfill:
         on_node = types.get(node_id, {})
         held = tuple((int(index), on_node.get(int(index), "")) for index in gpus)
         freed.setdefault(job_id, []).append(Freed(node, held, res.cpu, res.memory_mb))
-    ending = [Ending(*ends[pk], tuple(parts), grace_s=job_grace(spec_of[pk])) for pk, parts in freed.items()]
+    ending = []
+    for pk, parts in freed.items():
+        (vc, at), grace = ends[pk], job_grace(spec_of[pk])
+        # (a job past its limit is in its grace: free at its kill; one past that too, at the next second)
+        at = max(at, now + 1 - grace)
+        ending.append(Ending(vc, at, tuple(parts), grace_s=grace, expected_at=expected.get(pk)))
     kept = {
         name: Reservation(stored["job"], stored["start"], tuple(stored["nodes"]))
         for name, stored in VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
@@ -192,17 +261,47 @@ def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
     return {vc_ids[name] for name in queues if name in vc_ids}
 
 
-def _ends(now: float) -> list[tuple[int, str, float | None]]:
+def preemption_starts(keys: set[int]) -> dict[int, float]:
+    """Each of these jobs that preempts others -> when the last of its victims' grace is over (its
+    expected start: the room is its own then)."""
+    if not keys:
+        return {}
+    rows = (
+        Job.objects.filter(ending_by__in=keys, ending_deadline__isnull=False)
+        .values("ending_by")
+        .annotate(last=Max("ending_deadline"))
+        .values_list("ending_by", "last")
+    )
+    return {key: last.timestamp() for key, last in rows if key is not None and last is not None}
+
+
+class _Running(NamedTuple):
+    pk: int
+    vc: str  # the VC whose quota it holds (its lender's when borrowed)
+    ends_at: float | None  # its launch + its time limit (None: no limit)
+    launched_at: float | None
+    limit_s: int | None
+    own_vc: str
+    owner: str
+
+
+def _ends(now: float) -> list[_Running]:
     """Each running job, the VC whose quota it holds and when it ends: its launch + time limit
     (None: no limit). A job on borrowed quota too: its lender takes it back sooner only for the
     lender's own jobs (a preemption), which no other VC's reservation may count on."""
     found = []
     rows = Job.objects.filter(state=JobState.RUNNING).values_list(
-        "pk", Coalesce("borrowed_from__name", "virtual_cluster__name"), "launched_at", "time_limit_seconds"
+        "pk",
+        Coalesce("borrowed_from__name", "virtual_cluster__name"),
+        "launched_at",
+        "time_limit_seconds",
+        "virtual_cluster__name",
+        "owner__username",
     )
-    for pk, vc, launched_at, limit in rows:
-        ends_at = launched_at.timestamp() + limit if launched_at is not None and limit else None
-        found.append((pk, vc, max(ends_at, now + 1) if ends_at else None))
+    for pk, vc, launched_at, limit, own_vc, owner in rows:
+        launched = launched_at.timestamp() if launched_at is not None else None
+        ends_at = launched + limit if launched is not None and limit else None
+        found.append(_Running(pk, vc, ends_at, launched, limit, own_vc, owner))
     return found
 
 

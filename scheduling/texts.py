@@ -68,7 +68,9 @@ RULE_NUMBER = Text("alert.rule.number", "must be a whole number from %(low)s to 
 RULE_ACTIONS = Text("alert.rule.actions", "must list some of %(choices)s")
 # A waiting job's expected start (scheduling.sharing.queue_place): an estimate, said with what it rests on.
 EXPECTED_START = Text(
-    "queue.expected_start", "expected to start by %(start)s, if the running jobs end by their time limits (an estimate)"
+    "queue.expected_start",
+    "expected to start around %(start)s (an estimate from recent jobs' run times: each job is taken to run the"
+    " share of its time limit its owner's recent jobs ran, or all of it where none has ended yet)",
 )
 NO_EXPECTED_START = Text(
     "queue.no_expected_start", "no expected start: a job it waits for has no time limit, so when it ends is unknown"

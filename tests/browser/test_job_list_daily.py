@@ -47,7 +47,7 @@ def test_it_sorts_waiting_jobs_by_their_expected_start_said_as_an_estimate(page,
     page.get_by_role("link", name="Expected start").click()
     expect(page.locator("tr[data-job-id] td.job-name")).to_have_text(["sooner", "later", "unknown"])
     cell = row(page, sooner).locator("td.expected-start")
-    expect(cell).to_have_attribute("title", re.compile(r"if the running jobs end by their time limits \(an estimate\)"))
+    expect(cell).to_have_attribute("title", re.compile(r"\(an estimate from recent jobs' run times"))
     expect(row(page, unknown).locator("td.expected-start")).to_have_text("unknown")
     assert later.pk
 

@@ -67,12 +67,34 @@ def test_it_starts_nothing_ahead_of_a_first_job_whose_start_cannot_be_known():
     assert result.placed == {} and result.reservations == {}
 
 
-def test_it_keeps_an_earlier_passs_reservation_while_its_job_is_first():
-    kept = {"default": Reservation(1, NOW + 80, ("n",))}
+def test_it_keeps_an_earlier_passs_reservation_and_its_nodes_while_the_plan_still_meets_it():
+    nodes = [make_node("a", busy_gpus=6), make_node("b", busy_gpus=6)]
+    ending = [running("a", range(6), NOW + 100), running("b", range(6), NOW + 100)]
+    kept = {"default": Reservation(1, NOW + 100, ("b",))}  # (this pass alone would reserve a)
+    result = place(nodes, backfill_vc(gpu=16, gpu_used=12), [make_job(1, gpu=4)], Backfill(NOW, ending, kept))
+    assert result.reservations["default"] == Reservation(1, NOW + 100, ("a", "b"))
+
+
+def test_it_moves_an_earlier_passs_reservation_later_when_a_job_taken_before_its_job_took_its_room():
+    # Job 3 was reclaimed from a lender and is back in its own VC's queue, before job 1 (its order):
+    # it starts now on n's 2 free GPUs, so at +100 the quota has 6 GPUs for job 1, not 8: job 1 can
+    # no longer start at the kept +100, only at +500 on m.
+    nodes = [make_node("n", busy_gpus=6), make_node("m", busy_gpus=8)]
+    ending = [running("n", range(6), NOW + 100), running("m", range(8), NOW + 500)]
+    kept = {"default": Reservation(1, NOW + 100, ("n",))}
+    requeued = replace(make_job(3, gpu=2), order=0.5, limit_s=900)
+    vcs = backfill_vc(gpu=16, gpu_used=14)
+    result = place(nodes, vcs, [make_job(1, gpu=8), requeued], Backfill(NOW, ending, kept))
+    assert list(result.placed) == [3]
+    assert result.reservations["default"] == Reservation(1, NOW + 500, ("m",))
+
+
+def test_it_backfills_by_the_moved_reservation_not_the_one_it_can_no_longer_meet():
+    kept = {"default": Reservation(1, NOW + 80, ("n",))}  # (the running job ends at +100 now)
     plan = Backfill(NOW, [running("n", range(6), NOW + 100)], kept)
-    short = replace(make_job(2, gpu=2), limit_s=90)  # (ends before the start computed now, not the kept one)
+    short = replace(make_job(2, gpu=2), limit_s=90)  # (ends after the kept start, before the plan's)
     result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4), short], plan)
-    assert result.reservations["default"].start == NOW + 80 and result.placed == {}
+    assert result.reservations["default"].start == NOW + 100 and result.backfilled[2].start == NOW + 100
 
 
 def test_it_backfills_nothing_in_a_vc_without_backfill():

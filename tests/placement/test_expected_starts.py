@@ -1,6 +1,6 @@
 """Expected starts from the reservation plan (clusters.placement, Slurm's `squeue --start`): every
-waiting job's first moment, if the running jobs end by their time limits, with node packing, every
-VC's queue and the backfill reservations counted."""
+waiting job's first moment, if the running jobs end when expected (recent run times, else their
+time limits), with node packing, every VC's queue and the backfill reservations counted."""
 
 from dataclasses import replace
 
@@ -69,3 +69,24 @@ def test_it_estimates_only_the_head_of_a_long_queue():
     jobs = [limited(make_job(key, gpu=8), 1) for key in range(ESTIMATED_DEPTH + 2)]
     result = place([make_node("n", busy_gpus=8)], {"default": fifo(gpu=8, gpu_used=8)}, jobs, plan)
     assert result.expected[0] == NOW + 10 and result.expected[ESTIMATED_DEPTH + 1] is None
+
+
+def test_it_expects_a_job_when_the_running_jobs_are_expected_to_end_not_at_their_limits():
+    nodes = [make_node("a", busy_gpus=6), make_node("b", busy_gpus=6)]
+    soon = replace(running("b", range(6), NOW + 100), expected_at=NOW + 40)  # (its owner's jobs end early)
+    plan = Backfill(NOW, [running("a", range(6), NOW + 60), soon])
+    result = place(nodes, {"default": fifo()}, [make_job(1, gpu=4)], plan)
+    assert result.expected == {1: NOW + 40}
+
+
+def test_jobs_ahead_hold_what_they_take_for_their_expected_run_time_not_their_limit():
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    queue = [replace(make_job(1, gpu=8), limit_s=30, expected_s=12), make_job(2, gpu=4)]
+    result = place([make_node("n", busy_gpus=6)], {"default": fifo(gpu=8, gpu_used=6)}, queue, plan)
+    assert result.expected == {1: NOW + 100, 2: NOW + 112}
+
+
+def test_the_reservation_keeps_to_the_limits_while_the_expected_start_rests_on_run_times():
+    ending = replace(running("n", range(6), NOW + 100), expected_at=NOW + 40)
+    result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4)], Backfill(NOW, [ending]))
+    assert result.reservations["default"].start == NOW + 100 and result.expected == {1: NOW + 40}

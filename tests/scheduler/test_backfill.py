@@ -1,12 +1,15 @@
 """Backfill on time limits with real sandboxed processes under the real scheduler loop (Slurm's
 backfill): a VC's blocked first job gets a reservation from the running job's time limit, stored;
 a short job starts ahead of it and the first job still starts at its reserved time; a job that would
-run past that start does not."""
+run past that start does not. Its expected start rests on recent jobs' run times, its reservation
+on the limits."""
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.utils import timezone
 
 from clusters.placement import Backfilled, PlacementResult
 from jobs.actions import stop_job
@@ -14,6 +17,7 @@ from jobs.models import JobEvent, JobState
 from scheduling.models import VcQueue
 from scheduling.scheduler import Scheduler
 from scheduling.sharing import backfill_notes
+from tests.factories import create_job
 from tests.scheduler.test_borrowing import end
 from tests.scheduler.test_preemption import yaml_job
 
@@ -108,3 +112,49 @@ def test_it_says_a_job_that_ends_in_time_ends_before_the_reserved_start():
     now = time.time()
     result = PlacementResult(backfilled={2: Backfilled(ahead_of=1, ends_by=now + 30, start=now + 60)})
     assert backfill_notes(result)[2].code == "event.backfilled.before"
+
+
+def ran_lately(owner, share: float, count: int = 3, limit_s: int = 600) -> None:
+    """`count` jobs of `owner` that ended a minute ago, each having run `share` of its time limit."""
+    ended = timezone.now() - timedelta(minutes=1)
+    launched = ended - timedelta(seconds=share * limit_s)
+    for number in range(count):
+        create_job(
+            owner,
+            f"ran-{number}",
+            state=JobState.SUCCEEDED,
+            time_limit_seconds=limit_s,
+            launched_at=launched,
+            completed_at=ended,
+        )
+
+
+def a_minute_job_and_a_blocked_head(submit, run_until, scheduler):
+    """A running job of 6 of the node's 8 CPUs limited to 1 minute; the VC's first waiting job asks 4."""
+    running = run_until(submit(yaml_job("running", ["sleep 300"], cpu=6, extra=limited(1))), JobState.RUNNING)
+    head = submit(yaml_job("head", ["sleep 30"], cpu=4))
+    scheduler.run_once()
+    head.refresh_from_db()
+    return running, head
+
+
+def test_it_expects_the_first_job_when_the_running_job_ends_as_its_owners_recent_jobs_did(
+    submit, run_until, scheduler, user
+):
+    ran_lately(user, share=0.5)  # (alice's jobs ran half their limits lately)
+    running, head = a_minute_job_and_a_blocked_head(submit, run_until, scheduler)
+    launched = running.launched_at.timestamp()
+    assert head.expected_start_at is not None
+    assert head.expected_start_at.timestamp() == pytest.approx(launched + 30, abs=1)  # (half of its minute)
+    stored = VcQueue.objects.get(vc=head.virtual_cluster).reservation
+    assert stored is not None  # (the reservation keeps to the limit and its grace: backfill's guarantee)
+    assert stored["start"] == pytest.approx(launched + 60 + settings.PAI_GRACE_SECONDS, abs=1)
+    end(run_until, head, running)
+
+
+def test_it_expects_the_first_job_at_the_running_jobs_limit_while_no_job_has_ended(submit, run_until, scheduler):
+    running, head = a_minute_job_and_a_blocked_head(submit, run_until, scheduler)
+    assert head.expected_start_at is not None
+    frees_at = running.launched_at.timestamp() + 60 + settings.PAI_GRACE_SECONDS
+    assert head.expected_start_at.timestamp() == pytest.approx(frees_at, abs=1)
+    end(run_until, head, running)

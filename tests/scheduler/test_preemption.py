@@ -117,12 +117,19 @@ def test_it_preempts_nothing_for_a_job_that_would_still_not_fit(default_vc, subm
         run_until(job, JobState.STOPPED)
 
 
-def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc, submit, run_until, scheduler):
-    victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra="extras:\n  gracePeriodSeconds: 2\n"))
+def preempting_a_stubborn_job(submit, run_until, scheduler, grace_s: int) -> tuple[Job, Job]:
+    """A running job that ignores SIGTERM (its grace `grace_s`) and a prod job whose preemption of it
+    has begun: (the victim, the prod job)."""
+    victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra=f"extras:\n  gracePeriodSeconds: {grace_s}\n"))
     run_until(victim, JobState.RUNNING)
     wait_for(scheduler, lambda: trace("stubborn") == ["started"])
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
     wait_for(scheduler, lambda: Job.objects.filter(pk=victim.pk, ending_deadline__isnull=False).exists())
+    return victim, urgent
+
+
+def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc, submit, run_until, scheduler):
+    victim, urgent = preempting_a_stubborn_job(submit, run_until, scheduler, grace_s=2)
     began = time.monotonic()
     run_until(victim, JobState.WAITING, timeout=15)
     took = time.monotonic() - began
@@ -131,6 +138,18 @@ def test_it_kills_a_task_that_ignores_sigterm_when_its_grace_is_over(default_vc,
     attempt = TaskAttempt.objects.get(job=victim)
     assert attempt.exit_code == ExitCode.PREEMPTED_FOR_CRITICAL_POD
     run_until(urgent, JobState.RUNNING)
+    stop_job(urgent, urgent.owner)
+    run_until(urgent, JobState.STOPPED)
+
+
+def test_it_expects_a_preempting_job_when_its_victims_grace_is_over(default_vc, submit, run_until, scheduler):
+    victim, urgent = preempting_a_stubborn_job(submit, run_until, scheduler, grace_s=5)
+    victim.refresh_from_db()
+    urgent.refresh_from_db()
+    assert urgent.state == JobState.WAITING and victim.ending_deadline is not None
+    assert urgent.expected_start_at is not None  # (not the plan's, which would wait for the victim's end: unknown)
+    assert abs((urgent.expected_start_at - victim.ending_deadline).total_seconds()) <= 0.5
+    run_until(urgent, JobState.RUNNING, timeout=15)
     stop_job(urgent, urgent.owner)
     run_until(urgent, JobState.STOPPED)
 

@@ -274,7 +274,7 @@ def test_it_shows_the_queue_position_and_the_expected_start_as_an_estimate(alice
     assert "Position 2 in the queue of VC default." in page
     assert "no expected start: a job it waits for has no time limit" in page
     said = alice_client.get("/jobs/alice~ahead/").content.decode()
-    assert "expected to start by " in said and "if the running jobs end by their time limits (an estimate)" in said
+    assert "expected to start around " in said and "(an estimate from recent jobs" in said
 
 
 def test_it_shows_slurms_start_time_as_a_slurm_vcs_expected_start(alice_client, user, make_job):

@@ -64,7 +64,7 @@ def test_it_sorts_waiting_jobs_by_expected_start_and_says_which_have_none(alice_
     assert names(alice_client, "sort=expected") == ["sooner", "later", "unknown"]
     page = alice_client.get("/?sort=expected").content.decode()
     cells = page.split('class="when expected-start"')[1:]
-    assert "if the running jobs end by their time limits (an estimate)" in cells[0]
+    assert "(an estimate from recent jobs" in cells[0]
     assert 'title="no expected start: a job it waits for has no time limit' in cells[2] and ">unknown<" in cells[2]
 
 
