@@ -39,6 +39,7 @@ from pathlib import Path
 
 import docker
 import requests
+import urllib3
 from docker.constants import STREAM_HEADER_SIZE_BYTES
 from docker.errors import APIError
 from docker.utils.socket import STDERR as STDERR_FRAME
@@ -57,6 +58,8 @@ LOG_IDLE_S = 10.0  # a follower's files close after this long without output
 OPEN_FILES_MAX = 512  # followers whose files are open at once (three files each)
 HEADER = struct.Struct(">BxxxL")
 READ_BYTES = 1 << 18  # what one read of a log stream takes at most
+OPEN_TIMEOUT_S = 30.0  # a log stream's opening (connection and the answer's head) at most
+OPENING = asyncio.Semaphore(32)  # log streams being opened at once (on the stream loop)
 
 
 def log_frames(api: docker.APIClient, container_id: str, *, follow: bool) -> Iterator[tuple[str, bytes]]:
@@ -171,7 +174,7 @@ class ContainerLogs:
                 for stream, chunk in log_frames(api, container_id, follow=True):
                     logs.write(stream, chunk)
             api.close()
-        except (*ENGINE_ERRORS, OSError) as exc:
+        except (*ENGINE_ERRORS, OSError, urllib3.exceptions.HTTPError) as exc:  # (a raw read's: a cut stream)
             log.debug("log stream of %s ended: %s", container_id[:12], exc)
         finally:
             with contextlib.suppress(InvalidStateError):  # (cancelled by forget())
@@ -250,7 +253,7 @@ class LogStream:
                     if refused.status == 404:
                         return  # removed: nothing more will come
                     log.info("log stream of %s refused: %s; again in %.1f s", self.container_id[:12], refused, wait)
-                except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+                except (OSError, ValueError, asyncio.IncompleteReadError, TimeoutError) as exc:
                     log.info("log stream of %s lost: %r; again in %.1f s", self.container_id[:12], exc, wait)
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, REOPEN_WAIT_S[1])
@@ -264,7 +267,8 @@ class LogStream:
         when the engine's answer was cut short (the stream lost)."""
         since = f"&since={self.last // 10**9}.{self.last % 10**9:09d}" if self.last else ""
         target = f"/containers/{self.container_id}/logs?stdout=1&stderr=1&follow=1&timestamps=1{since}"
-        reader, writer, chunked = await open_stream(self.address, target)
+        async with OPENING:  # (thousands of streams asked for at once, after a restart: a few at a time)
+            reader, writer, chunked = await asyncio.wait_for(open_stream(self.address, target), OPEN_TIMEOUT_S)
         self.skip, self.opened = self.at_last, self.opened + 1
         body = Dechunked() if chunked else None
         buffer = b""

@@ -91,46 +91,44 @@ def test_it_records_an_exit_polling_only_the_container_that_died(
     assert staying.state == JobState.RUNNING
 
 
-def test_it_opens_a_broken_event_stream_again_and_records_the_exit_it_missed_once(
-    user, docker_node, scheduler, run_until, no_full_looks, tmp_path
-):
+@pytest.fixture
+def proxy(docker_node, tmp_path):
+    """The Docker node's engine reached through an EngineProxy."""
     proxy = EngineProxy(tmp_path / "engine.sock")
-    try:
-        Node.objects.filter(pk=docker_node.pk).update(docker_url=f"unix://{proxy.path}")
-        docker_node.refresh_from_db()
-        job = run_until(submit_job(user, v2_yaml("missed", WAIT_FOR_GO)), JobState.RUNNING)
-        run_passes_until(scheduler, lambda: following(scheduler, docker_node))
-        watch = watch_of(docker_node)
-        assert watch.opened == 1
+    Node.objects.filter(pk=docker_node.pk).update(docker_url=f"unix://{proxy.path}")
+    docker_node.refresh_from_db()
+    yield proxy
+    proxy.close()
 
-        proxy.break_streams()
-        docker_cli("exec", container_of(job), "touch", "/tmp/go")
-        docker_cli("wait", container_of(job))  # it died while no stream was open
-        proxy.mend()
-        job = run_until(job, JobState.SUCCEEDED, timeout=30)
-        run_passes_until(scheduler, lambda: watch.opened == 2)
-    finally:
-        proxy.close()
+
+def test_it_opens_a_broken_event_stream_again_and_records_the_exit_it_missed_once(
+    user, docker_node, proxy, scheduler, run_until, no_full_looks
+):
+    job = run_until(submit_job(user, v2_yaml("missed", WAIT_FOR_GO)), JobState.RUNNING)
+    run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+    watch = watch_of(docker_node)
+    assert watch.opened == 1
+
+    proxy.break_streams()
+    docker_cli("exec", container_of(job), "touch", "/tmp/go")
+    docker_cli("wait", container_of(job))  # it died while no stream was open
+    proxy.mend()
+    job = run_until(job, JobState.SUCCEEDED, timeout=30)
+    run_passes_until(scheduler, lambda: watch.opened == 2)
     assert watch.opened == 2
     assert job.events.filter(kind="task-exit").count() == 1
     assert Task.objects.get(job=job).exit_code == 0
 
 
 def test_an_exit_costs_the_engine_one_inspection_and_one_removal_of_its_container(
-    user, docker_node, scheduler, run_until, no_full_looks, tmp_path
+    user, docker_node, proxy, scheduler, run_until, no_full_looks
 ):
-    proxy = EngineProxy(tmp_path / "engine.sock")
-    try:
-        Node.objects.filter(pk=docker_node.pk).update(docker_url=f"unix://{proxy.path}")
-        docker_node.refresh_from_db()
-        job = run_until(submit_job(user, v2_yaml("counted", WAIT_FOR_GO)), JobState.RUNNING)
-        run_passes_until(scheduler, lambda: following(scheduler, docker_node))
-        container = container_of(job)
-        proxy.requests.clear()
-        docker_cli("exec", container, "touch", "/tmp/go")
-        run_until(job, JobState.SUCCEEDED, timeout=20)
-    finally:
-        proxy.close()
+    job = run_until(submit_job(user, v2_yaml("counted", WAIT_FOR_GO)), JobState.RUNNING)
+    run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+    container = container_of(job)
+    proxy.requests.clear()
+    docker_cli("exec", container, "touch", "/tmp/go")
+    run_until(job, JobState.SUCCEEDED, timeout=20)
     assert proxy.asked("GET", f"/containers/{container}/json") == 1  # the poll's; the removal asks no more
     assert proxy.asked("DELETE", f"/containers/{container}") == 1  # the task's stop; the job's finds it gone
     assert proxy.asked("POST", f"/containers/{container}/stop") == 0  # (it had exited: nothing to stop)
