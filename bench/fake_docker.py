@@ -4,7 +4,8 @@
 
 Each engine speaks the part of the Docker Engine API the portal's DockerExecutor uses on running
 tasks (over HTTP/1.1, keep-alive, as docker-py's unix-socket client talks): ping, version, info,
-containers list (label filters) / inspect / logs (followed: open until the container exits) /
+containers list (label filters) / inspect / logs (one line at the container's start; followed:
+open until the container exits; `timestamps`, `since`) /
 kill / remove, networks (none), and events (followed, label and type filters, `since` replays).
 SPEC.json lists each engine's containers: {"engines": [[[id, name, {labels}], ...], ...]}; all
 run from the start. `SOCKET_DIR/engine-<i>.sock` is engine i; `SOCKET_DIR/control.sock` is the
@@ -239,7 +240,10 @@ async def container_call(
     if action == "logs":
         http.open_stream("application/vnd.docker.multiplexed-stream")
         line = f"task {container.name} says hello\n".encode()
-        http.chunk(b"\x01\x00\x00\x00" + len(line).to_bytes(4, "big") + line)
+        if query.get("timestamps") in ("1", "True", "true"):
+            line = rfc3339(container.started).encode() + b" " + line
+        if float(query.get("since") or 0) <= container.started:  # (the engine's `since` is inclusive)
+            http.chunk(b"\x01\x00\x00\x00" + len(line).to_bytes(4, "big") + line)
         if query.get("follow") in ("1", "True", "true") and container.running:
             await http.writer.drain()
             await container.done.wait()

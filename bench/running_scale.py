@@ -1,7 +1,7 @@
 """Running tasks at cluster scale: the real scheduler passes against many (fake) Docker engines.
 
     .venv/bin/python bench/running_scale.py [--engines 50] [--tasks 1000] [--exits 20] [--seconds 20]
-                                            [--designs polling,events]
+                                            [--designs events,streams]
 
 Fills a fresh SQLite database with `--tasks` running one-task jobs spread over `--engines` Docker
 nodes, each node's engine a fake one (bench/fake_docker.py, its own process: a unix socket per
@@ -12,11 +12,13 @@ then `--seconds` of passes while the engines' containers exit at `--exits` a sec
 exit code 0), then until every exit is recorded (at most 30 s more). Prints the pass times, how
 long after a container's exit its job was recorded as ended (the fake engine's exit time to the
 job's completed_at: the same machine's clock), the scheduler process's threads and memory
-(most seen), and the engine calls made. Each design runs in a scheduler process of its own, on a
-copy of the same database and fresh fake engines, one after the other, side by side in the table:
-"polling" as before the event streams (every running task inspected each pass), "events" as now
-(each engine's event stream names the containers that died; only those inspected, all of a node's
-at a low rate). Both follow each running container's log on a thread of its own.
+(most seen), and the engine calls made after the first pass (a second and an exit). Each design
+runs in a scheduler process of its own, on a copy of the same database and fresh fake engines, one
+after the other, side by side in the table: "polling" as before the event streams (every running
+task inspected each pass) and "events" (each engine's event stream names the containers that died;
+only those inspected, all of a node's at a low rate) follow each running container's log on a
+thread of its own, as before issue 49's log streams; "streams", as now, reads the events and every
+container's log on the process's one stream loop (clusters/executors/engine_streams.py).
 
 Goal (issue 49): 500 engines, 10,000 running tasks, 200 exits a second: pass p95 < 1 s, an exit
 recorded within 2 s p95, threads <= engines + 50, memory < 1 GB.
@@ -48,7 +50,8 @@ from bench.scheduler_scale import spec  # noqa: E402  (one job spec for the sche
 # How the scheduler learns of exits: "polling", as before the event streams: each running task
 # inspected each pass (its executor says it cannot tell which ended); "events": each engine's
 # event stream names the containers that died, those are inspected (and all, at a low rate).
-DESIGNS = ("polling", "events")
+DESIGNS = ("polling", "events", "streams")
+THREADED_LOGS = ("polling", "events")  # a thread per followed container's log, as before
 DRAIN_S = 30.0
 
 
@@ -199,6 +202,10 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         from clusters.executors.docker import DockerExecutor
 
         DockerExecutor.exits_seen = lambda self: None  # type: ignore[method-assign]
+    if args.trial in THREADED_LOGS:
+        from clusters.executors.docker_logs import ContainerLogs
+
+        ContainerLogs.on_loop = False
     fakes = Fakes(var / "engines.json", Path(args.sockets))
     me = psutil.Process()
     most = {"threads": 0, "rss": 0}
@@ -213,6 +220,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         loop.run_pass()
         first = time.perf_counter() - began
         look()
+        calls_before = fakes.ask("/calls")  # (the first pass's: a listing and a log stream per container)
         fakes.ask(f"/exits?rate={args.exits}")
         exits_began = time.monotonic()
         passes: list[float] = []
@@ -246,7 +254,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
             .values_list("executor_id", "completed")
         )
         latencies = [finished[c].timestamp() - at for c, at in record.items() if c in finished]
-        calls = fakes.ask("/calls")
+        calls = {kind: count - calls_before.get(kind, 0) for kind, count in fakes.ask("/calls").items()}
         threading.excepthook = lambda _: None  # (the log threads of today's design, cut off below)
     finally:
         fakes.close()
@@ -266,6 +274,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         "rss MB": most["rss"] / 2**20,
         "exits lasted s": exits_lasted,
         "engine calls": {kind: count / exits_lasted for kind, count in calls.items()},
+        "calls per exit": {kind: count / max(1, len(record)) for kind, count in calls.items()},
     }
 
 
@@ -310,7 +319,7 @@ ROWS = [
     ("threads (most)", "threads", "{}"),
     ("RSS (most)", "rss MB", "{:.0f} MB"),
 ]
-# (engine calls per second of exits: the first pass's and the drain's calls counted in too)
+# (engine calls per second of exits and per exit: the drain's calls counted in, the first pass's not)
 
 
 def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None:
@@ -325,6 +334,9 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
     for kind in kinds:
         rates = (r["engine calls"].get(kind, 0) for r in results.values())
         print(f"{'calls/s: ' + kind:<24}" + "".join(f"{rate:>16.0f}" for rate in rates))
+    for kind in kinds:
+        rates = (r["calls per exit"].get(kind, 0) for r in results.values())
+        print(f"{'calls/exit: ' + kind:<24}" + "".join(f"{rate:>16.2f}" for rate in rates))
     goals = {
         design: {
             "pass p95 < 1 s": r["pass p95 s"] < 1.0,
@@ -343,7 +355,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=1000)
     parser.add_argument("--exits", type=float, default=20, help="containers exiting per second")
     parser.add_argument("--seconds", type=float, default=20, help="how long the exits go on")
-    parser.add_argument("--designs", default=",".join(DESIGNS), help=f"which of {', '.join(DESIGNS)}")
+    parser.add_argument("--designs", default="events,streams", help=f"which of {', '.join(DESIGNS)}")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--profile", help="the scheduler processes' profiles (cProfile) to PROFILE.<design>")
     for internal in ("--trial", "--var", "--database", "--sockets", "--out"):

@@ -10,7 +10,7 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
 - start() creates the container (limits, shm, published ports, GPUs, mounts, DNS alias and
   hostname `<role>-<index>`), copies the runtime scripts and the task's command into
   /pai/runtime (its mounts: docker_mounts.py), starts it and has its log followed into the
-  task's log file (docker_logs.py).
+  task's log file (docker_logs.py: on the process's one stream loop, no thread per container).
 - exits_seen() names the containers that died since it was last asked, from the engine's event
   stream (docker_events.py): the scheduler inspects those, not every task each pass.
 - Containers carry labels (TaskLaunch.labels + a namespace marker), so list_running() finds them
@@ -65,6 +65,7 @@ from clusters.executors.docker_images import INVALID_REFERENCE, pull
 from clusters.executors.docker_logs import ContainerLogs
 from clusters.executors.docker_mounts import STAGING_LABEL, MountStaging, docker_mount, storage_failure
 from clusters.executors.docker_networks import JobNetworks, NetworkGone, network_gone
+from clusters.executors.docker_removal import CONTAINER_RUNTIME_DIR, SCRIPT_NAME, Removals
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
@@ -75,7 +76,6 @@ log = logging.getLogger("pai.executors.docker")
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 JOB_NETWORK_INTERFACE = "eth0"  # a container's interface on its (one) job network
-CONTAINER_RUNTIME_DIR = "pai/runtime"  # relative to / inside the container (tar member names)
 ENTRYPOINT = ["/bin/sh", f"/{CONTAINER_RUNTIME_DIR}/entrypoint.sh"]
 DEFAULT_WORK_DIR = "/pai/work"
 
@@ -127,6 +127,7 @@ class DockerExecutor(Executor):
             socket_path=(self.docker_url or "unix:///var/run/docker.sock").removeprefix("unix://"),
             address=address,
         )
+        self.removals = Removals(self.engine, self.staging, self.logs, local=self.local_engine)
 
     # -- engine ------------------------------------------------------------------------------
 
@@ -177,7 +178,7 @@ class DockerExecutor(Executor):
             )
             if not keep:
                 for container in containers:
-                    self._remove(container["Id"])
+                    self.removals.remove(container["Id"])
             if keep and containers:
                 return  # the kept containers stay attached to their network
             self.networks.remove(job_id)
@@ -254,10 +255,10 @@ class DockerExecutor(Executor):
             self.api.start(created)
         except (APIError, requests.exceptions.RequestException) as exc:
             if network_gone(launch, exc):
-                self._remove(created)  # (made for a network that is no more)
+                self.removals.remove(created)  # (made for a network that is no more)
                 raise NetworkGone(explain(exc)) from exc
             if asked_memlock and MEMLOCK_REFUSED in explain(exc):  # (tasks started side by side: each)
-                self._remove(created)
+                self.removals.remove(created)
                 self.unlimited_memlock = False
                 raise _MemlockRefused(explain(exc)) from exc
             raise self._start_failure(created, launch, exc) from exc
@@ -292,7 +293,7 @@ class DockerExecutor(Executor):
         except NotFound:
             return None
         if info["State"]["Status"] == "created":  # never started: its runtime files may be missing
-            self._remove(info["Id"])
+            self.removals.remove(info["Id"])
             return None
         log.info("adopting existing container %s for %s", name, launch.hostname)
         if info["State"]["Running"]:
@@ -355,7 +356,7 @@ class DockerExecutor(Executor):
         unmounted = storage_failure(launch, reason, namespace=self.namespace, address=self.address)
         if unmounted is not None:
             if not launch.keep_on_failure:
-                self._remove(container_id)
+                self.removals.remove(container_id)
             return unmounted
         if "port is already allocated" in lowered or ("bind" in lowered and "address already in use" in lowered):
             failure = Failure.PORT_CONFLICT
@@ -366,7 +367,7 @@ class DockerExecutor(Executor):
             except (APIError, requests.exceptions.RequestException):
                 pass
         if not launch.keep_on_failure:
-            self._remove(container_id)
+            self.removals.remove(container_id)
         return ExecutorError(texts.CONTAINER_NOT_STARTED(said=reason), failure)
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
@@ -399,6 +400,7 @@ class DockerExecutor(Executor):
                 diagnostics=texts.NEVER_STARTED(),
             )
         self.logs.exited(handle.executor_id, info["Config"]["Labels"].get(LOG_PATH_LABEL))
+        self.removals.exited(info)  # (its removal asks the engine no more)
         init_failure = ""
         if state.get("ExitCode") in START_FAILURES and not state.get("Error"):
             # docker-init could not exec the entrypoint (no /bin/sh in the image): it says so last.
@@ -436,37 +438,7 @@ class DockerExecutor(Executor):
                     self.api.rename(handle.executor_id, name + KEPT_SUFFIX)
             self.logs.finish(handle.executor_id)
             return
-        self._remove_script(handle.executor_id)
-        self._remove(handle.executor_id)
-
-    def _remove_script(self, container_id: str) -> None:
-        """command.sh holds the job's secrets: on a local engine it leaves the node with its
-        container (a remote engine's copy is in the container's own layer, removed with it)."""
-        if not self.local_engine:
-            return
-        try:
-            mounts = self.api.inspect_container(container_id).get("Mounts") or []
-        except ENGINE_ERRORS:
-            return  # gone already
-        for mount in mounts:
-            if mount.get("Destination") == f"/{CONTAINER_RUNTIME_DIR}" and mount.get("Source"):
-                (Path(mount["Source"]) / SCRIPT_NAME).unlink(missing_ok=True)
-
-    def _remove(self, container_id: str) -> None:
-        staged = None
-        if self.local_engine:
-            with contextlib.suppress(NotFound):
-                staged = (self.api.inspect_container(container_id)["Config"].get("Labels") or {}).get(STAGING_LABEL)
-        try:
-            self.api.remove_container(container_id, force=True)
-        except NotFound:
-            pass
-        except APIError as exc:
-            if "already in progress" not in str(exc):
-                raise
-        if staged:
-            self.staging.release(Path(staged))
-        self.logs.forget(container_id)
+        self.removals.remove(handle.executor_id, script=True)
 
     def list_running(self) -> list[RunningTask]:
         tasks = []
@@ -535,7 +507,6 @@ def etc_environment(env: dict[str, str]) -> str:
 
 
 RUNTIME_DIR_NAME = "pai-runtime"
-SCRIPT_NAME = "command.sh"
 
 
 def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:

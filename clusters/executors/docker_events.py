@@ -9,9 +9,9 @@ again, after a short wait that grows while it fails), and every RECONCILE_S (a l
 what a stream could miss, a connection that died without a word). An exit is recorded by the
 inspection that follows, as before; an id seen twice finds its task recorded already.
 
-Every engine's stream is read on one thread of the process (an asyncio loop): a stream costs a
-connection, not a thread. Only engines reached over a unix socket or plain TCP are followed; any
-other (TLS, ssh) is always looked at in full.
+Every engine's stream is read on one thread of the process (engine_streams.py, an asyncio loop,
+with the containers' logs): a stream costs a connection, not a thread. Only engines reached over a
+unix socket or plain TCP are followed; any other (TLS, ssh) is always looked at in full.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Coroutine
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
+
+from clusters.executors.engine_streams import Streams, endpoint, next_data, open_stream
 
 log = logging.getLogger("pai.executors.docker")
 
@@ -34,50 +35,6 @@ RECONCILE_S = 60.0  # how often a node's tasks are looked at in full, streams or
 REOPEN_WAIT_S = (0.5, 10.0)  # the wait before a lost stream is opened again: first, most
 IDLE_S = 300.0  # a stream nobody asked about for this long is closed (opened again when asked)
 READ_TIMEOUT_S = 30.0  # (how often a quiet stream checks whether it is still wanted)
-LOCAL_SOCKET = "/var/run/docker.sock"
-
-
-def endpoint(docker_url: str | None) -> tuple[str, int] | None:
-    """Where an engine's API is: (a unix socket's path, 0) or (host, TCP port); None where not followed."""
-    if not docker_url:
-        return LOCAL_SOCKET, 0
-    if docker_url.startswith("/"):
-        return docker_url, 0
-    parts = urlsplit(docker_url)
-    if parts.scheme in ("unix", "http+unix"):
-        return parts.path, 0
-    if parts.scheme in ("tcp", "http") and parts.hostname:
-        return parts.hostname, parts.port or 2375
-    return None
-
-
-class Streams:
-    """The one thread that reads every engine's event stream in this process."""
-
-    _shared: Streams | None = None
-    _lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._tasks: set[asyncio.Task[None]] = set()  # (the loop holds its tasks weakly)
-        threading.Thread(target=self.loop.run_forever, name="pai-docker-events", daemon=True).start()
-
-    def follow(self, follower: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Runs `follower()` on the loop until it returns."""
-
-        def begin() -> None:
-            task = self.loop.create_task(follower())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-        self.loop.call_soon_threadsafe(begin)
-
-    @classmethod
-    def shared(cls) -> Streams:
-        with cls._lock:
-            if cls._shared is None:
-                cls._shared = Streams()
-            return cls._shared
 
 
 class ExitWatch:
@@ -142,23 +99,16 @@ class ExitWatch:
 
     async def _read(self) -> None:
         assert self.address is not None
-        host, port = self.address
-        if port:
-            reader, writer = await asyncio.open_connection(host, port, limit=1 << 20)
-        else:
-            reader, writer = await asyncio.open_unix_connection(host, limit=1 << 20)
+        query = quote(json.dumps(self.filters))
+        reader, writer, chunked = await open_stream(self.address, f"/events?filters={query}")
         try:
-            query = quote(json.dumps(self.filters))
-            writer.write(f"GET /events?filters={query} HTTP/1.1\r\nHost: docker\r\n\r\n".encode())
-            await writer.drain()
-            chunked = await _headers(reader)
             with self._lock:
                 self._open, self._fresh = True, True
                 self.opened += 1
             buffer = b""
             while time.monotonic() - self._asked < IDLE_S:
                 try:
-                    data = await asyncio.wait_for(_next_data(reader, chunked), READ_TIMEOUT_S)
+                    data = await asyncio.wait_for(next_data(reader, chunked), READ_TIMEOUT_S)
                 except TimeoutError:
                     continue
                 if not data:
@@ -179,28 +129,3 @@ class ExitWatch:
         if container_id and (event.get("Action") or event.get("status")) in ENDED:
             with self._lock:
                 self._ended.add(container_id)
-
-
-async def _headers(reader: asyncio.StreamReader) -> bool:
-    """Reads the answer's head; whether its body is chunked. ValueError: no stream."""
-    status = await reader.readline()
-    if not status.startswith(b"HTTP/1.") or status.split()[1:2] != [b"200"]:
-        raise ValueError(f"the engine answered {status[:80]!r}")
-    chunked = False
-    while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.strip().lower() == "transfer-encoding" and "chunked" in value.lower():
-            chunked = True
-    return chunked
-
-
-async def _next_data(reader: asyncio.StreamReader, chunked: bool) -> bytes:
-    """The body's next bytes (b"" at its end)."""
-    if not chunked:
-        return await reader.read(65536)
-    size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-    if not size:
-        return b""
-    data = await reader.readexactly(size)
-    await reader.readexactly(2)  # (the chunk's CRLF)
-    return data

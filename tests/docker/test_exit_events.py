@@ -2,11 +2,7 @@
 died, not every running task; a stream that breaks is opened again, and an exit it missed is
 still recorded, once."""
 
-import contextlib
-import socket
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -17,67 +13,13 @@ from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.models import JobState, Task
 from tests.docker.conftest import docker_cli
+from tests.docker.engine_proxy import EngineProxy
 from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.docker
 
 # The task runs until the test lets it end (a file it waits for, made by `docker exec`).
 WAIT_FOR_GO = "while [ ! -f /tmp/go ]; do sleep 0.1; done"
-
-
-class EngineProxy:
-    """A unix socket in front of the local engine whose event streams the test can break."""
-
-    def __init__(self, path: Path, engine: str = "/var/run/docker.sock") -> None:
-        self.path, self.engine = path, engine
-        self.streams: list[socket.socket] = []
-        self.refusing = False  # event streams cut as soon as they are asked for
-        self.server = socket.socket(socket.AF_UNIX)
-        self.server.bind(str(path))
-        self.server.listen(64)
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            upstream = socket.socket(socket.AF_UNIX)
-            upstream.connect(self.engine)
-            threading.Thread(target=self._pump, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(upstream, client, False), daemon=True).start()
-
-    def _pump(self, source: socket.socket, target: socket.socket, asks: bool) -> None:
-        first = True
-        try:
-            while data := source.recv(65536):
-                if asks and first and data.startswith(b"GET /events"):
-                    if self.refusing:
-                        break
-                    self.streams.append(source)
-                first = False
-                target.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for end in (source, target):
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-
-    def break_streams(self) -> None:
-        """Cuts the event streams open, and any asked for until `mend()`."""
-        self.refusing = True
-        for stream in self.streams:
-            with contextlib.suppress(OSError):
-                stream.shutdown(socket.SHUT_RDWR)
-        self.streams.clear()
-
-    def mend(self) -> None:
-        self.refusing = False
-
-    def close(self) -> None:
-        self.server.close()
 
 
 @pytest.fixture
@@ -149,26 +91,45 @@ def test_it_records_an_exit_polling_only_the_container_that_died(
     assert staying.state == JobState.RUNNING
 
 
-def test_it_opens_a_broken_event_stream_again_and_records_the_exit_it_missed_once(
-    user, docker_node, scheduler, run_until, no_full_looks, tmp_path
-):
+@pytest.fixture
+def proxy(docker_node, tmp_path):
+    """The Docker node's engine reached through an EngineProxy."""
     proxy = EngineProxy(tmp_path / "engine.sock")
-    try:
-        Node.objects.filter(pk=docker_node.pk).update(docker_url=f"unix://{proxy.path}")
-        docker_node.refresh_from_db()
-        job = run_until(submit_job(user, v2_yaml("missed", WAIT_FOR_GO)), JobState.RUNNING)
-        run_passes_until(scheduler, lambda: following(scheduler, docker_node))
-        watch = watch_of(docker_node)
-        assert watch.opened == 1
+    Node.objects.filter(pk=docker_node.pk).update(docker_url=f"unix://{proxy.path}")
+    docker_node.refresh_from_db()
+    yield proxy
+    proxy.close()
 
-        proxy.break_streams()
-        docker_cli("exec", container_of(job), "touch", "/tmp/go")
-        docker_cli("wait", container_of(job))  # it died while no stream was open
-        proxy.mend()
-        job = run_until(job, JobState.SUCCEEDED, timeout=30)
-        run_passes_until(scheduler, lambda: watch.opened == 2)
-    finally:
-        proxy.close()
+
+def test_it_opens_a_broken_event_stream_again_and_records_the_exit_it_missed_once(
+    user, docker_node, proxy, scheduler, run_until, no_full_looks
+):
+    job = run_until(submit_job(user, v2_yaml("missed", WAIT_FOR_GO)), JobState.RUNNING)
+    run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+    watch = watch_of(docker_node)
+    assert watch.opened == 1
+
+    proxy.break_streams()
+    docker_cli("exec", container_of(job), "touch", "/tmp/go")
+    docker_cli("wait", container_of(job))  # it died while no stream was open
+    proxy.mend()
+    job = run_until(job, JobState.SUCCEEDED, timeout=30)
+    run_passes_until(scheduler, lambda: watch.opened == 2)
     assert watch.opened == 2
     assert job.events.filter(kind="task-exit").count() == 1
     assert Task.objects.get(job=job).exit_code == 0
+
+
+def test_an_exit_costs_the_engine_one_inspection_and_one_removal_of_its_container(
+    user, docker_node, proxy, scheduler, run_until, no_full_looks
+):
+    job = run_until(submit_job(user, v2_yaml("counted", WAIT_FOR_GO)), JobState.RUNNING)
+    run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+    container = container_of(job)
+    proxy.requests.clear()
+    docker_cli("exec", container, "touch", "/tmp/go")
+    run_until(job, JobState.SUCCEEDED, timeout=20)
+    assert proxy.asked("GET", f"/containers/{container}/json") == 1  # the poll's; the removal asks no more
+    assert proxy.asked("DELETE", f"/containers/{container}") == 1  # the task's stop; the job's finds it gone
+    assert proxy.asked("POST", f"/containers/{container}/stop") == 0  # (it had exited: nothing to stop)
+    assert proxy.asked("POST", f"/containers/{container}/kill") == 0
