@@ -94,6 +94,9 @@ def test_it_says_when_a_process_node_has_no_sandbox(monkeypatch, fresh_executors
     assert "only admins' jobs run here" in bootstrap()
 
 
+# slow: a Django start and every check in a subprocess (~2 s of CPU); CI's own `check --deploy` step
+# runs the same command first.
+@pytest.mark.slow
 def test_it_passes_the_deploy_checks_with_production_settings(tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"},  # set by browser tests

@@ -10,29 +10,34 @@ its metric's last value, or a FAIL one when it reported none.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import statistics
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
-import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution, IntDistribution
-from optuna.trial import TrialState, create_trial
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from jobs.protocol.search_spec import Range, SearchSpec
 
-optuna.logging.set_verbosity(optuna.logging.WARNING)
+if TYPE_CHECKING:
+    from optuna.distributions import BaseDistribution
+    from optuna.samplers import BaseSampler
+    from optuna.trial import FrozenTrial
 
 RUNNING, COMPLETE, PRUNED, FAILED = "running", "complete", "pruned", "failed"
-_STATES = {
-    RUNNING: TrialState.RUNNING,
-    COMPLETE: TrialState.COMPLETE,
-    PRUNED: TrialState.PRUNED,
-    FAILED: TrialState.FAIL,
-}
+
+
+@functools.cache
+def _optuna() -> ModuleType:
+    """Optuna, imported on the first search that asks (with NumPy, about a third of a Django
+    start's imports: every `manage.py` command and process paid it, most never searching)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
 
 
 @dataclass(frozen=True)
@@ -64,11 +69,12 @@ def distributions(spec: SearchSpec) -> dict[str, BaseDistribution]:
 
 
 def _distribution(r: Range) -> BaseDistribution:
+    kinds = _optuna().distributions
     if r.choices is not None:
-        return CategoricalDistribution(r.choices)
+        return kinds.CategoricalDistribution(r.choices)
     if r.integer:
-        return IntDistribution(int(r.low), int(r.high), log=r.log)
-    return FloatDistribution(r.low, r.high, log=r.log)
+        return kinds.IntDistribution(int(r.low), int(r.high), log=r.log)
+    return kinds.FloatDistribution(r.low, r.high, log=r.log)
 
 
 def ask(spec: SearchSpec, rows: Iterable[TrialRow], count: int) -> list[dict[str, Any]]:
@@ -76,7 +82,7 @@ def ask(spec: SearchSpec, rows: Iterable[TrialRow], count: int) -> list[dict[str
     included: asked together, they are not asked twice)."""
     rows = sorted(rows, key=lambda row: row.number)
     space = distributions(spec)
-    study = optuna.create_study(sampler=_sampler(spec, len(rows)), direction=spec.goal)
+    study = _optuna().create_study(sampler=_sampler(spec, len(rows)), direction=spec.goal)
     for row in rows:
         study.add_trial(_frozen(row, space))
     asked = []
@@ -86,7 +92,8 @@ def ask(spec: SearchSpec, rows: Iterable[TrialRow], count: int) -> list[dict[str
     return asked
 
 
-def _sampler(spec: SearchSpec, done: int) -> optuna.samplers.BaseSampler:
+def _sampler(spec: SearchSpec, done: int) -> BaseSampler:
+    optuna = _optuna()
     # Seeded by the seed and how many trials there are: a rebuilt study draws anew each time,
     # the same draw for the same rows. (A grid's order is the seed's alone: trial n is its nth point.)
     seed = _seed(spec.seed, done)
@@ -105,12 +112,19 @@ def _seed(seed: int | str | None, done: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
-def _frozen(row: TrialRow, space: dict[str, BaseDistribution]) -> optuna.trial.FrozenTrial:
+def _frozen(row: TrialRow, space: dict[str, BaseDistribution]) -> FrozenTrial:
+    trial = _optuna().trial
+    TrialState = trial.TrialState  # (Optuna's enum, by its name)
     params = {name: value for name, value in row.params.items() if name in space and _fits(space[name], value)}
-    state = _STATES[row.state]
+    state = {
+        RUNNING: TrialState.RUNNING,
+        COMPLETE: TrialState.COMPLETE,
+        PRUNED: TrialState.PRUNED,
+        FAILED: TrialState.FAIL,
+    }[row.state]
     if state == TrialState.COMPLETE and row.value is None:
         state = TrialState.FAIL
-    return create_trial(
+    return trial.create_trial(
         state=state,
         value=row.value if state == TrialState.COMPLETE else None,
         params=params,

@@ -4,7 +4,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# (browser: it drives Chromium, which the marker keeps out of `make fast` and CI's PostgreSQL run, as
+# every other Chromium test; it lacked the marker and cost the fast tier ~8 s of wall.)
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.mark.parametrize("address", ["/api/docs/", "/api/redoc/"])

@@ -119,7 +119,15 @@ API_ROUTES = {
 }
 
 
-@pytest.mark.parametrize("route", API_ROUTES.keys())
+# The OpenPAI user-scoped route parses and submits as /api/v1/jobs and /api/v2/jobs do: CI runs it on
+# SQLite only (db_agnostic), the two routes it repeats on both databases.
+@pytest.mark.parametrize(
+    "route",
+    [
+        pytest.param(route, marks=pytest.mark.db_agnostic) if "/api/v1/user/" in API_ROUTES[route][0] else route
+        for route in API_ROUTES
+    ],
+)
 def test_it_answers_every_bad_field_on_the_api_with_code_and_message_naming_it(api, default_vc, route):
     path, content_type, cases, text_of = API_ROUTES[route]
 
@@ -169,6 +177,10 @@ def post_config(page, mode: str, action: str, mutation: Mutation):
     return page.post("/submit/", {"mode": "file", "action": action, "config_file": upload})
 
 
+# (db_agnostic: the same mutations through another parser or form end in the same submit_job, whose
+# rows the API variants above write on PostgreSQL too (NaN, 1e308, 30 digits in a JSON column), so
+# CI's PostgreSQL run leaves these out; the form fields' own bad texts, a NUL among them, stay.)
+@pytest.mark.db_agnostic
 def test_it_shows_every_bad_field_of_a_pasted_or_imported_config_beside_its_line(page, default_vc):
     def check(mutation: Mutation) -> str | None:
         mode, action = PAGE_WAYS[next(turn) % len(PAGE_WAYS)]
@@ -197,6 +209,7 @@ FORM_FIELDS = {
 }
 
 
+@pytest.mark.db_agnostic  # (as above)
 def test_it_answers_every_bad_field_of_the_forms_hidden_config_with_200_or_400(page, default_vc):
     def check(mutation: Mutation) -> str | None:
         action = FORM_ACTIONS[next(turn) % len(FORM_ACTIONS)]
@@ -276,6 +289,7 @@ def command_problem(name: str, mutation: Mutation, config_file, options: dict[st
     return None
 
 
+@pytest.mark.db_agnostic  # (as the pages above: submitjob writes through submit_job)
 def test_it_refuses_every_bad_field_in_the_commands_naming_it(default_vc, user, tmp_path):
     commands = [("validatejob", {}), ("validatejob", {"user": user.username}), ("submitjob", {"user": user.username})]
 

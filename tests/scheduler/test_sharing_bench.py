@@ -15,7 +15,9 @@ RUNS: dict[str, Any] = {}  # the simulation's results, plain values: run once fo
 
 @pytest.fixture
 def tiny_runs(db, settings, tmp_path) -> list[sharing.Run]:
-    """Both policies over one trace of 16 GPUs and 20 jobs (a few seconds), once for the module."""
+    """Both policies over one trace of 16 GPUs and 20 jobs (a few seconds), once for the module.
+    The tests that read it are `slow` (CI's, not `make fast`'s): the run was the fast tier's largest
+    single cost (~6 s of CPU); the small scenarios below stay in both."""
     if "runs" not in RUNS:
         settings.PAI_WORK_ROOT = tmp_path / "work"
         settings.PAI_LOG_DIR = tmp_path / "logs"
@@ -25,19 +27,23 @@ def tiny_runs(db, settings, tmp_path) -> list[sharing.Run]:
     return RUNS["runs"]
 
 
+@pytest.mark.slow
 def test_it_never_gives_a_gpu_twice(tiny_runs):
     assert [run.over_allocations for run in tiny_runs] == [0, 0]
 
 
+@pytest.mark.slow
 def test_it_ends_every_job_of_the_trace(tiny_runs):
     assert [(run.jobs_ended, run.jobs) for run in tiny_runs] == [(20, 20), (20, 20)]
 
 
+@pytest.mark.slow
 def test_it_keeps_strict_within_each_vcs_quota(tiny_runs):
     assert tiny_runs[0].policy == "strict"
     assert tiny_runs[0].quota_overruns == 0
 
 
+@pytest.mark.slow
 def test_it_times_every_pass_and_measures_utilisation(tiny_runs):
     for run in tiny_runs:
         assert run.passes > 10
@@ -46,6 +52,7 @@ def test_it_times_every_pass_and_measures_utilisation(tiny_runs):
         assert run.utilisation_queued is None or 0 < run.utilisation_queued <= 1
 
 
+@pytest.mark.slow
 def test_it_reports_features_missing_from_the_build_as_not_available(tiny_runs):
     table = dict(sharing.rows(tiny_runs))
     built = sharing.in_build()

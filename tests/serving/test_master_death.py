@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# (The server's processes: no database difference; CI's PostgreSQL run leaves it out.)
+pytestmark = pytest.mark.db_agnostic
+
 
 def children_of(pid: int) -> list[int]:
     children = Path(f"/proc/{pid}/task/{pid}/children")
