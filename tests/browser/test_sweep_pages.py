@@ -8,13 +8,11 @@ from playwright.sync_api import expect
 
 from jobs.models import JobState, Sweep
 from jobs.sweeps import runs
-from tests.browser.test_chinese_walk import chinese, english_on
+from tests.browser.english import english_on
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
 from tests.browser.test_phone_fit import SWEEP as LONG_NAMES
 from tests.experiments.test_sweep_comparison import report_loss
 from tests.factories import v2_yaml
-
-__all__ = ["chinese"]  # (a fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
