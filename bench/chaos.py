@@ -84,6 +84,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.mail_server import MailServer  # noqa: E402
 from bench.slow_proxy import SlowProxy  # noqa: E402
+from bench.throughput import own_loopback_address  # noqa: E402
 from clusters.executors.supervise import SERVER_PID_NAME  # noqa: E402
 
 RUN_ID = uuid.uuid4().hex[:6]
@@ -247,7 +248,10 @@ def submit_all(count: int, cluster: DevCluster | None, engines: list[str]) -> di
             memory_mb=8192,
         )
     if len(engines) < 2:
-        Node.objects.create(name="local", executor="process", cpus=NODE_CPUS, memory_mb=8192)
+        # (its own loopback address: a test suite's tasks on 127.0.0.2 would hold the ports placement hands out)
+        Node.objects.create(
+            name="local", executor="process", address=own_loopback_address(), cpus=NODE_CPUS, memory_mb=8192
+        )
     user = get_user_model().objects.create_user("chaos", password="chaos-password-1")
     expected = {}
     # A task retry starts a new container, whose files start afresh: the "retries" kind's marker
