@@ -197,7 +197,48 @@ def declarations(run: Run, files: list[Path]) -> None:
                 edits.lines(first, stmt.end_lineno or stmt.lineno)
             else:
                 edits.replace(*edits.span(node), f'text_of("{text.code}")')
-        write(run, path, edits.applied(), needs={"text_of"} if b"text_of(" in edits.applied() else set())
+        new = without_dangling_comments(edits.applied())
+        if is_empty(new):
+            run.changed.add(path)
+            run.by_hand.append(f"{path.relative_to(ROOT)}: held only texts: removed (its docstring with it)")
+            if not run.dry:
+                path.unlink()
+            continue
+        write(run, path, new, needs={"text_of"} if b"text_of(" in new else set())
+
+
+def without_dangling_comments(source: bytes) -> bytes:
+    """Without the comment blocks (section headings) left with nothing under them: a block of
+    column-0 comments followed, after a blank line, by another such block or by the end."""
+    lines = source.splitlines(keepends=True)
+    blocks: list[tuple[int, int]] = []
+    index = 0
+    while index < len(lines):
+        if lines[index].startswith(b"#"):
+            end = index
+            while end < len(lines) and lines[end].startswith(b"#"):
+                end += 1
+            blocks.append((index, end))
+            index = end
+        else:
+            index += 1
+    dropped: set[int] = set()
+    for start, end in blocks:
+        after = end
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        if after == len(lines) or (after > end and lines[after].startswith(b"#")):
+            dropped.update(range(start, end))
+    return b"".join(line for number, line in enumerate(lines) if number not in dropped)
+
+
+def is_empty(source: bytes) -> bool:
+    """Only a docstring and `from __future__` imports left."""
+    return all(
+        (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+        or (isinstance(stmt, ast.ImportFrom) and stmt.module in ("__future__", "catalogue"))
+        for stmt in ast.parse(source).body
+    )
 
 
 def write(run: Run, path: Path, new: bytes, needs: set[str]) -> None:
