@@ -309,6 +309,8 @@ def uses(run: Run, files: list[Path]) -> None:
         module, name = key.split(":")
         by_module.setdefault(module, {})[name] = code
     for path in files:
+        if not path.exists():
+            continue  # (a texts module removed by pass 1)
         source = path.read_bytes()
         if not any(name.encode() in source for names in by_module.values() for name in names):
             continue
@@ -381,11 +383,12 @@ def main() -> None:
     run = Run(dry=dry, names=json.loads(NAMES.read_text()) if NAMES.exists() else {})
     files = python_files()
     declarations(run, files)
-    uses(run, files)
     if not dry:
         for target, data in run.data.items():
             target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         NAMES.write_text(json.dumps(dict(sorted(run.names.items())), indent=0) + "\n")
+    uses(run, files)
+    if not dry:
         if run.changed:
             changed = [str(path) for path in sorted(run.changed) if path.exists()]
             ruff = str(ROOT / ".venv" / "bin" / "ruff")
