@@ -75,7 +75,7 @@ def module_level_nodes(tree: ast.Module) -> list[ast.AST]:
             continue
         found.append(node)
         todo.extend(ast.iter_child_nodes(node))
-    return found
+    return sorted(found, key=lambda node: (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)))
 
 
 @dataclass
@@ -171,7 +171,7 @@ def declarations(run: Run, files: list[Path]) -> None:
             continue
         try:
             module = importlib.import_module(module_name(path))
-        except Exception as error:  # noqa: BLE001  (any failure: listed for a hand)
+        except Exception as error:
             run.by_hand.append(f"{path.relative_to(ROOT)}: cannot import it ({error!r}); its Text(...) stay")
             continue
         data = data_of(run, path)
@@ -254,13 +254,16 @@ def binds_otherwise(tree: ast.Module, name: str) -> bool:
     """Whether the module gives `name` a meaning of its own (not catalogue's)."""
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module not in ("catalogue", "web.texts"):
-            if any((alias.asname or alias.name) == name for alias in node.names):
-                return True
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name:
-            return True
-        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef) and node.name == name:
-            return True
-        elif isinstance(node, ast.arg) and node.arg == name:
+            bound = [alias.asname or alias.name for alias in node.names]
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound = [node.id]
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            bound = [node.name]
+        elif isinstance(node, ast.arg):
+            bound = [node.arg]
+        else:
+            continue
+        if name in bound:
             return True
     return False
 
@@ -302,6 +305,38 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
+def imported_names(
+    run: Run, path: Path, tree: ast.Module, by_module: dict[str, dict[str, str]], edits: Edits
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """The converted names a module imports (a name -> its code; their imports edited away) and
+    the texts modules it imports (a dotted name -> its names)."""
+    local: dict[str, str] = {}
+    modules: dict[str, dict[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {
+                alias.asname or alias.name: by_module[alias.name] for alias in node.names if alias.name in by_module
+            }
+        if not isinstance(node, ast.ImportFrom) or not node.module:
+            continue
+        if any(alias.name == "*" for alias in node.names) and node.module in by_module:
+            run.by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import *")
+        names = by_module.get(node.module, {})
+        kept = [alias for alias in node.names if alias.name not in names]
+        local |= {alias.asname or alias.name: names[alias.name] for alias in node.names if alias.name in names}
+        modules |= {
+            alias.asname or alias.name: by_module[f"{node.module}.{alias.name}"]
+            for alias in kept
+            if f"{node.module}.{alias.name}" in by_module
+        }
+        if kept and len(kept) < len(node.names):
+            listed = ", ".join(f"{a.name} as {a.asname}" if a.asname else a.name for a in kept)
+            edits.replace(*edits.span(node), f"from {node.module} import {listed}")
+        elif not kept:
+            edits.lines(node.lineno, node.end_lineno or node.lineno)
+    return local, modules
+
+
 def uses(run: Run, files: list[Path]) -> None:
     """Pass 2: every use of a converted name names its code."""
     by_module: dict[str, dict[str, str]] = {}
@@ -315,32 +350,9 @@ def uses(run: Run, files: list[Path]) -> None:
         if not any(name.encode() in source for names in by_module.values() for name in names):
             continue
         tree = ast.parse(source)
-        own = by_module.get(module_name(path), {})
-        local: dict[str, str] = {}  # a name -> its code
-        modules: dict[str, dict[str, str]] = {}  # a dotted name of a texts module -> its names
         edits = Edits(source)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                if any(alias.name == "*" for alias in node.names) and node.module in by_module:
-                    run.by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {node.module} import *")
-                kept = []
-                for alias in node.names:
-                    if alias.name in by_module.get(node.module, {}):
-                        local[alias.asname or alias.name] = by_module[node.module][alias.name]
-                    else:
-                        kept.append(alias)
-                        if f"{node.module}.{alias.name}" in by_module:
-                            modules[alias.asname or alias.name] = by_module[f"{node.module}.{alias.name}"]
-                if kept and len(kept) < len(node.names):
-                    names = ", ".join(f"{a.name} as {a.asname}" if a.asname else a.name for a in kept)
-                    edits.replace(*edits.span(node), f"from {node.module} import {names}")
-                elif not kept:
-                    edits.lines(node.lineno, node.end_lineno or node.lineno)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name in by_module:
-                        modules[alias.asname or alias.name] = by_module[alias.name]
-        local = {**own, **local}
+        local, modules = imported_names(run, path, tree, by_module, edits)
+        local = {**by_module.get(module_name(path), {}), **local}
         if not local and not modules:
             continue
         parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
@@ -388,12 +400,11 @@ def main() -> None:
             target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
         NAMES.write_text(json.dumps(dict(sorted(run.names.items())), indent=0) + "\n")
     uses(run, files)
-    if not dry:
-        if run.changed:
-            changed = [str(path) for path in sorted(run.changed) if path.exists()]
-            ruff = str(ROOT / ".venv" / "bin" / "ruff")
-            subprocess.run([ruff, "check", "--fix", "--select", "F401,I001", "--quiet", *changed], cwd=ROOT, check=False)
-            subprocess.run([ruff, "format", "--quiet", *changed], cwd=ROOT, check=False)
+    changed = [str(path) for path in sorted(run.changed) if path.exists()]
+    if changed and not dry:
+        ruff = str(ROOT / ".venv" / "bin" / "ruff")
+        subprocess.run([ruff, "check", "--fix", "--select", "F401,I001", "--quiet", *changed], cwd=ROOT, check=False)
+        subprocess.run([ruff, "format", "--quiet", *changed], cwd=ROOT, check=False)
     print(f"{run.converted} declarations and uses converted in {len(run.changed)} files", "(dry run)" if dry else "")
     for line in run.by_hand:
         print(f"by hand: {line}")
