@@ -31,7 +31,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = Path(__file__).with_name("codemod_texts_names.json")  # (module, NAME) -> code, of every run
@@ -54,7 +54,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def is_text_call(node: ast.AST) -> bool:
+def is_text_call(node: ast.AST) -> TypeGuard[ast.Call]:
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -97,7 +97,7 @@ class Edits:
         return self.starts[line - 1] + col
 
     def span(self, node: ast.AST) -> tuple[int, int]:
-        return self.at(node.lineno, node.col_offset), self.at(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined,arg-type]
+        return self.at(node.lineno, node.col_offset), self.at(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
 
     def replace(self, start: int, end: int, text: str) -> None:
         self.changes.append((start, end, text))
@@ -161,10 +161,9 @@ def declarations(run: Run, files: list[Path]) -> None:
         if b"Text(" not in source:
             continue
         tree = ast.parse(source)
-        calls = [node for node in module_level_nodes(tree) if is_text_call(node)]
-        inside = [
-            node for node in ast.walk(tree) if is_text_call(node) and node not in calls and "tests/" not in str(path)
-        ]
+        calls: list[ast.Call] = [node for node in module_level_nodes(tree) if is_text_call(node)]
+        inside = [node for node in ast.walk(tree) if is_text_call(node) and node not in calls]
+        inside = [] if "tests/" in str(path) else inside
         for node in inside:
             run.by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}: Text(...) inside a function or class")
         if not calls:
@@ -337,12 +336,29 @@ def imported_names(
     return local, modules
 
 
+def reexports(run: Run, files: list[Path]) -> None:
+    """A module that imports a converted name passes it on (`vc_rules.JOBS_NAME_IT`): its name too."""
+    trees = {}
+    for path in files:
+        if path.exists() and b"import" in (source := path.read_bytes()):
+            trees[module_name(path)] = ast.parse(source)
+    for _chain in range(3):
+        for module, tree in trees.items():
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    for alias in node.names:
+                        code = run.names.get(f"{node.module}:{alias.name}")
+                        if code is not None:
+                            run.names.setdefault(f"{module}:{alias.asname or alias.name}", code)
+
+
 def uses(run: Run, files: list[Path]) -> None:
     """Pass 2: every use of a converted name names its code."""
+    reexports(run, files)
     by_module: dict[str, dict[str, str]] = {}
-    for key, code in run.names.items():
+    for key, named in run.names.items():
         module, name = key.split(":")
-        by_module.setdefault(module, {})[name] = code
+        by_module.setdefault(module, {})[name] = named
     for path in files:
         if not path.exists():
             continue  # (a texts module removed by pass 1)
@@ -360,7 +376,7 @@ def uses(run: Run, files: list[Path]) -> None:
         message_of = "catalogue.Message" if binds_otherwise(tree, "Message") else "Message"
         text_of = "catalogue.text_of" if binds_otherwise(tree, "text_of") else "text_of"
         for node in ast.walk(tree):
-            code = None
+            code: str | None = None
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in local:
                 code = local[node.id]
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
