@@ -17,14 +17,11 @@ from django.http import Http404
 from rest_framework import exceptions
 
 from accounts.groups import GroupProblem
-from accounts.texts import GROUP_NOT_FOUND
-from catalogue import Text, all_texts
+from catalogue import Message, Text, all_texts, text_of
 from catalogue.discover import import_all_texts
 from jobs.actions import JobNameConflict
 from jobs.lifecycle import JobStateError
 from jobs.models import Job
-from jobs.texts import ALREADY_FINISHED, JOB_NAME_TAKEN
-from web.api import texts
 from web.api.errors import ApiError, openpai_exception_handler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +83,7 @@ ANSWERED = [
     exceptions.NotAuthenticated(),
     exceptions.AuthenticationFailed("Invalid username/password."),
     exceptions.PermissionDenied(),
-    exceptions.PermissionDenied(texts.ADMIN_NEEDED.template, code=texts.ADMIN_NEEDED.code),
+    exceptions.PermissionDenied(text_of("api.auth.admin_needed").template, code="api.auth.admin_needed"),
     exceptions.Throttled(wait=3),
     exceptions.ValidationError({"data": {"username": ["This field is required."]}}),
     exceptions.ParseError("JSON parse error"),
@@ -102,9 +99,9 @@ ANSWERED = [
     SuspiciousOperation(),
     IntegrityError(),
     OperationalError(),
-    JobNameConflict(JOB_NAME_TAKEN(name="x", user="alice")),
-    JobStateError(ALREADY_FINISHED(job="alice~x", state="SUCCEEDED")),
-    GroupProblem("", GROUP_NOT_FOUND(group="ml"), "NoGroupError", 404),
+    JobNameConflict(Message.of("config.job_name_taken", name="x", user="alice")),
+    JobStateError(Message.of("job_state.already_finished", job="alice~x", state="SUCCEEDED")),
+    GroupProblem("", Message.of("group.not_found", group="ml"), "NoGroupError", 404),
     RuntimeError("a bug: the 500"),
 ]
 
@@ -122,10 +119,10 @@ def test_every_error_the_handler_answers_carries_catalogue_codes_beside_openpais
 
 def test_a_permission_refusal_answers_the_permissions_own_code():
     body = openpai_exception_handler(
-        exceptions.PermissionDenied(texts.ADMIN_NEEDED.template, code=texts.ADMIN_NEEDED.code), {}
+        exceptions.PermissionDenied(text_of("api.auth.admin_needed").template, code="api.auth.admin_needed"), {}
     ).data
     assert body["errors"][0]["code"] == "api.auth.admin_needed"
-    assert body["message"] == texts.ADMIN_NEEDED.template
+    assert body["message"] == text_of("api.auth.admin_needed").template
 
 
 def test_drfs_field_errors_answer_one_entry_per_field():
