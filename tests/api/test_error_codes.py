@@ -18,7 +18,6 @@ from rest_framework import exceptions
 
 from accounts.groups import GroupProblem
 from catalogue import Message, Text, all_texts, text_of
-from catalogue.discover import import_all_texts
 from jobs.actions import JobNameConflict
 from jobs.lifecycle import JobStateError
 from jobs.models import Job
@@ -108,7 +107,6 @@ ANSWERED = [
 
 @pytest.mark.parametrize("exc", ANSWERED, ids=lambda exc: type(exc).__name__)
 def test_every_error_the_handler_answers_carries_catalogue_codes_beside_openpais(exc):
-    import_all_texts()
     body = openpai_exception_handler(exc, {"request": None}).data
     assert set(body) == {"code", "message", "errors", "field"}
     assert body["errors"], body

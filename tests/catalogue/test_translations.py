@@ -12,14 +12,12 @@ from django.core.management import call_command
 from django.utils import translation
 
 from catalogue import Message, Text, all_texts, placeholders
-from catalogue.discover import import_all_texts
 from web.management.commands.catalogue import catalogue_path
 from web.texts import translated
 
 
 @pytest.fixture(scope="module")
 def codes() -> dict[str, Text]:
-    import_all_texts()
     return {code: text for code, text in all_texts().items() if not code.startswith("test.")}
 
 
