@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Account, AuditEntry, GroupInfo
-from catalogue import Message, Text, text_of
+from catalogue import Message
 
 # OpenPAI's rule for a group's name (rest-server config/v2/group.js).
 GROUP_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
@@ -141,19 +141,19 @@ def find_group(name: str) -> Group:
 
 
 def rows_named(
-    model: Any, names: Iterable[str], field: str, code: str, missing_ones: Text = text_of("group.no_such_names")
+    model: Any, names: Iterable[str], field: str, code: str, missing_ones: str = "group.no_such_names"
 ) -> list[Any]:
     """The rows of `model` with these names (groups, VCs, storages); a 404 naming the missing ones."""
     names = list(dict.fromkeys(names))
     rows = list(model.objects.filter(name__in=names))
     missing = sorted(set(names) - {row.name for row in rows})
     if missing:
-        raise GroupProblem(field, missing_ones(names=missing), code, 404)
+        raise GroupProblem(field, Message.of(missing_ones, names=missing), code, 404)
     return rows
 
 
 def groups_named(names: Iterable[str], field: str) -> list[Group]:
-    return rows_named(Group, names, field, "NoGroupError", text_of("group.no_such_groups"))
+    return rows_named(Group, names, field, "NoGroupError", "group.no_such_groups")
 
 
 def check_group_name(name: str, field: str = "groupname") -> str:

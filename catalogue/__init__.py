@@ -15,7 +15,8 @@ and the code that says one names its code:
 
 A text's options beside "text": "plural" (the English for any other count), "count" (the
 parameter whose number chooses, default "count") and "join" (between the items of a list
-parameter, default ", "). `tests/catalogue/test_codes_used.py` checks that every code named in the
+parameter, default ", ") and "key" (what the text stands for in another's words, such as a
+Slurm reason code: `table(prefix)` looks texts up by it). `tests/catalogue/test_codes_used.py` checks that every code named in the
 source is defined and every code defined is named somewhere.
 
 The API answers the code, the parameters and the English text; pages render the code's template
@@ -47,7 +48,7 @@ Param = Union[str, int, float, "Message", list["Message"], list[str]]
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("catalogue", "accounts", "clusters", "jobs", "scheduling", "web")
 DATA_NAME = "texts.json"  # an area's codes and English templates, beside its modules
-OPTIONS = ("plural", "count", "join")
+OPTIONS = ("plural", "count", "join", "key")
 
 _TEXTS: dict[str, Text] = {}
 
@@ -66,6 +67,7 @@ class Text:
     join: str = ", "  # between the items of a list parameter
     plural: str | None = None  # the English for any other count (msgid_plural)
     count: str = "count"  # the parameter whose number chooses between them
+    key: str | None = None  # what it stands for in another's words (a Slurm reason code): `table`
 
     def __post_init__(self) -> None:
         if not CODE.match(self.code):
@@ -99,6 +101,7 @@ class Text:
         """The text as its data file holds it: the template alone, or with its options."""
         options = {"plural": self.plural, "count": self.count if self.count != "count" else None}
         options["join"] = self.join if self.join != ", " else None
+        options["key"] = self.key
         given = {name: value for name, value in options.items() if value is not None}
         return {"text": self.template, **given} if given else self.template
 
@@ -160,6 +163,12 @@ def all_texts() -> dict[str, Text]:
 def texts_under(prefix: str) -> list[Text]:
     """The texts whose codes start with `prefix` (a table's codes: `config.yaml.`), in file order."""
     return [text for code, text in _TEXTS.items() if code.startswith(prefix)]
+
+
+def table(prefix: str) -> dict[str, Text]:
+    """The texts under `prefix` that have a key, by their keys: another's words -> the portal's
+    (Slurm's reason codes, a schema's type names), kept in the data beside the texts."""
+    return {text.key: text for text in texts_under(prefix) if text.key is not None}
 
 
 def data_files() -> list[Path]:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import NamedTuple
 
-from catalogue import Message, text_of
+from catalogue import Message
 from clusters.texts import counted_gpus, memory_text
 
 MAX_PORT = 65535
@@ -334,12 +334,8 @@ def place(
         result.queues.setdefault(job.vc, []).append(job.key)
         if job.vc in blocked:  # (a best-effort VC's later job: the first one's reason stays)
             continue
-        behind = (
-            text_of("reason.waiting_behind.fair_share")
-            if vcs[job.vc].fair_share
-            else text_of("reason.waiting_behind.fifo")
-        )
-        blocked[job.vc] = [behind(job=job.name or str(job.key), vc=job.vc, why=reason)]
+        behind = "reason.waiting_behind.fair_share" if vcs[job.vc].fair_share else "reason.waiting_behind.fifo"
+        blocked[job.vc] = [Message.of(behind, job=job.name or str(job.key), vc=job.vc, why=reason)]
         planner.reserve(job, need, used[job.vc], result)
     result.expected = {} if plan is None else _StartPlan(cluster, vcs, plan, used).run(ordered, needs, nodes, result)
     return result
@@ -1299,7 +1295,8 @@ class _Cluster:
                 return [reason, *self._busy_note(task)]
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
         mixed = len({node.loopback for node in self.nodes}) > 1
-        gang = (text_of("reason.gang_loopback") if mixed else text_of("reason.gang"))(
+        gang = Message.of(
+            "reason.gang_loopback" if mixed else "reason.gang",
             tasks=len(job.tasks),
             gpus=counted_gpus(need.gpu, job.gpu_type),
             cpus=Message.of("reason.count.cpus", count=need.cpu),
@@ -1352,13 +1349,15 @@ class _Cluster:
         among = {"gpus": counted_gpus(task.gpu, gpu_type)} if task.gpu else {}
         best = max(room, key=lambda node: node.cpu)
         if best.cpu < task.cpu:
-            largest = text_of("reason.largest_free.cpu_among") if among else text_of("reason.largest_free.cpu")
-            return largest(need=task.cpu, most=best.cpu, node=best.name, **among)
+            largest = "reason.largest_free.cpu_among" if among else "reason.largest_free.cpu"
+            return Message.of(largest, need=task.cpu, most=best.cpu, node=best.name, **among)
         room = [node for node in room if node.cpu >= task.cpu]
         best = max(room, key=lambda node: node.memory)
         if best.memory < task.memory_mb:
-            memory = text_of("reason.largest_free.memory_among") if among else text_of("reason.largest_free.memory")
-            return memory(need=memory_text(task.memory_mb), most=memory_text(best.memory), node=best.name, **among)
+            memory = "reason.largest_free.memory_among" if among else "reason.largest_free.memory"
+            return Message.of(
+                memory, need=memory_text(task.memory_mb), most=memory_text(best.memory), node=best.name, **among
+            )
         room = [node for node in room if node.memory >= task.memory_mb]
         if any(node.plan([task], gpu_type) is not None for node in room):
             return None

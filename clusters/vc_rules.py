@@ -56,6 +56,4 @@ def removal_problem(vc: VirtualCluster) -> Message | None:
     count = vc.jobs.count()
     if not count:
         return None
-    return (text_of("vc.remove.job_names_it") if count == 1 else text_of("vc.remove.jobs_name_it"))(
-        count=count, vc=vc.name
-    )
+    return Message.of("vc.remove.job_names_it" if count == 1 else "vc.remove.jobs_name_it", count=count, vc=vc.name)

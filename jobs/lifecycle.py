@@ -25,7 +25,7 @@ from django.db.models import F, Field, Q, QuerySet, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from catalogue import Message, text_of
+from catalogue import Message
 from catalogue.reasons import StoredParts
 from jobs import notifications
 from jobs.models import (
@@ -367,11 +367,11 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
         _keep_attempts([task], job_attempt, {task.pk: exit})
         if not charged:
             Job.objects.filter(pk=task.job_id).update(transient_retries=F("transient_retries") + 1)
-        retrying = text_of("event.task_retry_charged") if charged else text_of("event.task_retry_transient")
+        retrying = "event.task_retry_charged" if charged else "event.task_retry_transient"
         event(
             task.job_id,
             "task-retry",
-            retrying(task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
+            Message.of(retrying, task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
         )
     return True
 
@@ -436,8 +436,8 @@ def _ending_began(job: Job, cause: str, grace_s: int, by: Job | None) -> None:
         event(job.pk, "time-limit-grace", Message.of("event.time_limit_grace", limit=limit, grace=grace_s))
     else:
         assert by is not None
-        preempted = text_of("event.preempted_reclaim") if cause == Job.Ending.RECLAIM else text_of("event.preempted")
-        event(job.pk, "preempted", preempted(job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s))
+        preempted = "event.preempted_reclaim" if cause == Job.Ending.RECLAIM else "event.preempted"
+        event(job.pk, "preempted", Message.of(preempted, job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s))
         notifications.job_changed(
             job.pk,
             "preempted",
@@ -759,8 +759,12 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
         if not requeued:
             return False
         job.tasks.update(**reset_task_fields())
-        retrying = text_of("event.job_retry_charged") if charged else text_of("event.job_retry_transient")
-        event(job.pk, "job-retry", retrying(task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)))
+        retrying = "event.job_retry_charged" if charged else "event.job_retry_transient"
+        event(
+            job.pk,
+            "job-retry",
+            Message.of(retrying, task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)),
+        )
         notifications.job_changed(job.pk, "retried")
     return True
 

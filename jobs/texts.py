@@ -1,10 +1,8 @@
-"""What the portal's checks of a submit say beyond the protocol's (jobs.actions' SubmitChecks, the
-dependencies a config names, sweeps, job templates, the commands): each a code and its English
-template (catalogue.Text). The protocol's own codes are in jobs.protocol.texts."""
+"""The codes of a submit's checks beyond the protocol's, of the commands, webhooks, a job's timeline
+and the portal's own ends of a job are in jobs/texts.json (catalogue)."""
 
 from __future__ import annotations
 
-# --- exit diagnostics of the portal's own ends (jobs.lifecycle, scheduling.stopping) -----------
-# Each the `said` of jobs.protocol.texts.EXITED ("<phrase>: <said>").
-
+# A run stopped by its sweep's early stopping (jobs.lifecycle, scheduling.stopping): each the `said`
+# of `exit.exited` ("<phrase>: <said>").
 PRUNED_CODES = ("exit.stop.pruned_median", "exit.stop.pruned_asha")

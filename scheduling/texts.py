@@ -3,10 +3,6 @@ clusters.texts, Slurm's in clusters.slurm.texts, an engine's in clusters.executo
 
 from __future__ import annotations
 
-from catalogue import text_of
+from catalogue import table
 
-DEPENDENCY = {
-    "afterok": text_of("reason.dependency.afterok"),
-    "afterany": text_of("reason.dependency.afterany"),
-    "afternotok": text_of("reason.dependency.afternotok"),
-}
+DEPENDENCY = table("reason.dependency.")  # a dependency's kind -> why the job waits for it

@@ -88,8 +88,8 @@ def _message(kind: Any, value: Any, error: ValidationError) -> Message:
 def _allowed(pattern: str, *, name: bool = False) -> Message:
     words = texts.ALLOWED_WORDS.get(pattern)
     if words is None:
-        return (text_of("config.name_must_match") if name else text_of("config.must_match"))(pattern=pattern)
-    return (text_of("config.name_may_contain") if name else text_of("config.may_contain"))(words=words())
+        return Message.of("config.name_must_match" if name else "config.must_match", pattern=pattern)
+    return Message.of("config.name_may_contain" if name else "config.may_contain", words=words())
 
 
 def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from catalogue import Message, text_of
+from catalogue import Message
 from jobs.protocol.errors import JobConfigError
 from jobs.protocol.limits import json_size
 from jobs.protocol.parsing import MAX_INTEGER
@@ -133,8 +133,8 @@ def _search_plan(doc: dict[str, Any], spec: SearchSpec, cap: int | None) -> Swee
 
 
 def _too_many(field: str, count: int, at_least: bool = False) -> JobConfigError:
-    text = text_of("config.sweep.at_least_runs") if at_least else text_of("config.sweep.runs")
-    return JobConfigError([(field, text(count=count, most=MAX_RUNS))])
+    text = "config.sweep.at_least_runs" if at_least else "config.sweep.runs"
+    return JobConfigError([(field, Message.of(text, count=count, most=MAX_RUNS))])
 
 
 def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from catalogue import Message, text_of
+from catalogue import Message
 from jobs.protocol.errors import FieldError
 from jobs.protocol.limits import MAX_SPEC_BYTES, may_expand
 
@@ -120,14 +120,12 @@ def _resolve(namespace: str, segments: list[str | int], scope: Scope) -> str:
 
 
 def _undefined_parameter(name: str, item: bool) -> Message:
-    return (text_of("config.ref.undefined_parameter_item") if item else text_of("config.ref.undefined_parameter"))(
-        name=name
-    )
+    return Message.of("config.ref.undefined_parameter_item" if item else "config.ref.undefined_parameter", name=name)
 
 
 def _undefined_field(namespace: str, name: str, prerequisite: str, item: bool) -> Message:
-    text = text_of("config.ref.undefined_field_item") if item else text_of("config.ref.undefined_field")
-    return text(namespace=namespace, name=name, prerequisite=prerequisite)
+    text = "config.ref.undefined_field_item" if item else "config.ref.undefined_field"
+    return Message.of(text, namespace=namespace, name=name, prerequisite=prerequisite)
 
 
 def _walk(value: Any, segments: list[str | int], undefined: Callable[[str, bool], Message]) -> Any:

@@ -4,24 +4,10 @@ it (or as the walk found it)."""
 
 from __future__ import annotations
 
-from catalogue import Message, text_of
+from catalogue import Message, table
 
 # What the no-follow walk (clusters.userfs) refuses, by its reason.
-WALK_REASONS = {
-    text.template.removeprefix("%(path)s: "): text
-    for text in (
-        text_of("storage.link_refused"),
-        text_of("storage.not_found"),
-        text_of("storage.not_a_folder"),
-        text_of("storage.over_size_limit"),
-        text_of("storage.is_a_directory"),
-        text_of("storage.not_a_regular_file"),
-        text_of("storage.walk_nul"),
-        text_of("storage.absolute_path"),
-        text_of("storage.dotdot"),
-        text_of("storage.name_required"),
-    )
-}
+WALK_REASONS = table("storage.")
 
 
 def walk_refusal(path: str, reason: str) -> Message:

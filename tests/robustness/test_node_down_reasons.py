@@ -88,7 +88,8 @@ def test_it_words_the_errors_it_knows_and_strips_object_reprs_from_others(error,
 @pytest.mark.parametrize(
     ("error", "cause"),
     [
-        (requests.exceptions.ReadTimeout("Read timed out. (read timeout=5)"), Message.of("node.cause.timed_out_after", seconds=5)),
+        (requests.exceptions.ReadTimeout("Read timed out. (read timeout=5)"),
+         Message.of("node.cause.timed_out_after", seconds=5)),
         (requests.exceptions.HTTPError("404 Client Error for http://x:1/version: Not Found"),
          Message.of("node.cause.http_saying", code="404", words="Not Found")),
         (requests.exceptions.HTTPError("500 Server Error"), Message.of("node.cause.http", code="500")),

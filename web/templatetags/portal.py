@@ -19,7 +19,6 @@ from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
 
 from accounts.permissions import is_admin
-from catalogue import text_of
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.spec import NormalizedSpec
 from web.page_texts import (
@@ -281,12 +280,8 @@ def _expected_start(job: Any, unknown: str) -> tuple[str, str]:
     if start is None:
         return format_html(' title="{}"', translated(Message.of("queue.no_expected_start"))), unknown
     moment = timezone.localtime(start).strftime("%Y-%m-%d %H:%M")
-    note = (
-        text_of("queue.expected_start.slurm")
-        if job.virtual_cluster.slurm_partition
-        else text_of("queue.expected_start")
-    )
-    return format_html(' title="{}"', translated(note(start=moment))), moment
+    note = "queue.expected_start.slurm" if job.virtual_cluster.slurm_partition else "queue.expected_start"
+    return format_html(' title="{}"', translated(Message.of(note, start=moment))), moment
 
 
 @register.simple_tag
