@@ -14,10 +14,10 @@ and the code that says one names its code:
     raise JobConfigError([(path, Message.of("config.min", value=100))])
 
 A text's options beside "text": "plural" (the English for any other count), "count" (the
-parameter whose number chooses, default "count") and "join" (between the items of a list
-parameter, default ", ") and "key" (what the text stands for in another's words, such as a
-Slurm reason code: `table(prefix)` looks texts up by it). `tests/catalogue/test_codes_used.py` checks that every code named in the
-source is defined and every code defined is named somewhere.
+parameter whose number chooses, default "count"), "join" (between the items of a list parameter,
+default ", ") and "key" (what the text stands for in another's words, such as a Slurm reason
+code: `table(prefix)` looks texts up by it). `tests/catalogue/test_codes_used.py` checks that
+every code named in the source is defined and every code defined is named somewhere.
 
 The API answers the code, the parameters and the English text; pages render the code's template
 in the reader's language (`web.texts`), never by parsing the English back. A parameter may itself

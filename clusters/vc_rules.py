@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from decimal import Decimal
 
-from catalogue import Message, text_of
+from catalogue import Message
 from clusters.models import VirtualCluster
 from clusters.shares import total_share
 

@@ -16,7 +16,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from catalogue import Message, text_of
+from catalogue import Message
 from jobs.protocol import texts
 from jobs.protocol.errors import FieldError, field_path, unique
 
