@@ -58,8 +58,20 @@ def made_by(module: str, expression: ast.expr, assigned: dict[str, ast.expr]) ->
         return texts_of[0] if all(texts_of) else None
     if not isinstance(expression, ast.Call):
         return None
+    if ast.unparse(expression.func).endswith("Message.of") and expression.args:
+        return text_named(expression.args[0], assigned)
     found = eval(ast.unparse(expression.func), vars(importlib.import_module(module)))  # noqa: S307  (our own source)
     return found if isinstance(found, Text) else None
+
+
+def text_named(code: ast.expr, assigned: dict[str, ast.expr]) -> Text | None:
+    """The catalogue Text of the code `code` names (a literal, a local name, either of two)."""
+    if isinstance(code, ast.Name) and code.id in assigned:
+        return text_named(assigned[code.id], {})
+    if isinstance(code, ast.IfExp):
+        texts_of = [text_named(branch, assigned) for branch in (code.body, code.orelse)]
+        return texts_of[0] if all(texts_of) else None
+    return all_texts().get(code.value) if isinstance(code, ast.Constant) and isinstance(code.value, str) else None
 
 
 def test_every_api_error_raised_says_a_catalogue_message():
