@@ -1,5 +1,6 @@
-"""The scheduler's own words on why a job waits and why a node is down (codes; placement's are in
-clusters.texts, Slurm's in clusters.slurm.texts, an engine's in clusters.executors.texts)."""
+"""The scheduler's own words on why a job waits and why a node is down are codes in
+scheduling/texts.json (placement's in clusters/texts.json, Slurm's in clusters/slurm/texts.json, an
+engine's in clusters/executors/texts.json)."""
 
 from __future__ import annotations
 

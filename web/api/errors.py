@@ -4,7 +4,7 @@ OpenPAI's error codes and statuses.
 The codes are those of OpenPAI's rest-server (src/rest-server/src/utils/error.js users), so
 clients that branch on `code` keep working, and `message` is the English they read. `errors` says
 the same as catalogue messages (a config's mistakes one each, any other refusal one with its
-`api.*` code, web.api.texts).
+`api.*` code, web/api/texts.json).
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ def validated(form: type[serializers.Serializer], data: Any) -> Any:
 
 class ApiError(exceptions.APIException):
     """An error with an explicit OpenPAI code and its message from the catalogue:
-    raise ApiError(404, "NoJobError", texts.NO_JOB(job=full_name)) (`field`: the one at fault)."""
+    raise ApiError(404, "NoJobError", Message.of("api.job.not_found", job=full_name)) (`field`: the one at fault)."""
 
     def __init__(self, status_code: int, code: str, message: Message, field: str = ""):
         if not isinstance(message, Message):
-            raise TypeError(f"ApiError({code}): a catalogue Message (web.api.texts), not {message!r}")
+            raise TypeError(f"ApiError({code}): a catalogue Message (web/api/texts.json), not {message!r}")
         super().__init__(detail=message.text, code=code)
         self.status_code = status_code
         self.answer = answer(status_code, code, message, field)
