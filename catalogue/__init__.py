@@ -3,7 +3,7 @@
 Every text a user reads that the portal composes (a config error, why a job waits, an exit's
 diagnostics, an alert, a webhook's refusal) is a `Message`: a code such as `config.min` and its
 parameters. Each area keeps its codes and English templates in a `texts.json` beside its modules
-(`jobs/texts.json`, `jobs/protocol/texts.json`, ...), read here at import:
+(`jobs/texts.json`, `jobs/protocol/texts.json`, ...), read here when a code is first looked up:
 
     "config.min": "must be >= %(value)s",
     "tag.too_long": {"text": "must be at most %(most)s character",
@@ -51,6 +51,7 @@ DATA_NAME = "texts.json"  # an area's codes and English templates, beside its mo
 OPTIONS = ("plural", "count", "join", "key")
 
 _TEXTS: dict[str, Text] = {}
+_LOADED: list[bool] = []  # (once the data files are read: at the first code looked up)
 
 
 def placeholders(template: str) -> set[str]:
@@ -150,19 +151,19 @@ class Message:
 
 def text_of(code: str) -> Text:
     try:
-        return _TEXTS[code]
+        return _defined()[code]
     except KeyError:
         raise KeyError(f"message code {code!r} is not in any {DATA_NAME}") from None
 
 
 def all_texts() -> dict[str, Text]:
     """Every code defined."""
-    return dict(_TEXTS)
+    return dict(_defined())
 
 
 def texts_under(prefix: str) -> list[Text]:
     """The texts whose codes start with `prefix` (a table's codes: `config.yaml.`), in file order."""
-    return [text for code, text in _TEXTS.items() if code.startswith(prefix)]
+    return [text for code, text in _defined().items() if code.startswith(prefix)]
 
 
 def table(prefix: str) -> dict[str, Text]:
@@ -196,9 +197,18 @@ def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def load() -> None:
-    """Define every code of every data file (at import)."""
+    """Define every code of every data file."""
     for path in data_files():
         read_data(path)
+
+
+def _defined() -> dict[str, Text]:
+    """Every code, the data files read at the first call (an importer that never looks a code up,
+    such as a task's supervisor that starts its command, never pays for reading them)."""
+    if not _LOADED:
+        _LOADED.append(True)
+        load()
+    return _TEXTS
 
 
 def english(text: Text, n: int) -> str:
@@ -212,7 +222,7 @@ def render(message: Message, template_of: Any) -> str:
     longer defined, or parameters its template no longer takes (a row stored before a change),
     falls back to the English text stored beside it by the caller: here, the code and its
     parameters as they are."""
-    text = _TEXTS.get(message.code)
+    text = (_TEXTS if _LOADED else _defined()).get(message.code)
     if text is None:
         return f"{message.code} {dict(message.params)}"
     values = {name: _render_param(value, text, template_of) for name, value in message.params.items()}
@@ -250,6 +260,3 @@ def _param_from(value: Any) -> Param:
 def joined(messages: Iterable[Message], separator: str = "; ") -> str:
     """Several messages as one English line (a reason of several parts)."""
     return separator.join(message.text for message in messages)
-
-
-load()
