@@ -156,6 +156,8 @@ def data_of(run: Run, path: Path) -> dict[str, Any]:
 def declarations(run: Run, files: list[Path]) -> None:
     """Pass 1: every module-level Text(...) into its texts.json; the declaring modules rewritten."""
     catalogue = lenient_catalogue()
+    for known in catalogue.data_files():  # (every data file at hand: a code's entry stays where it is)
+        data_of(run, known)
     for path in files:
         source = path.read_bytes()
         if b"Text(" not in source:
@@ -186,9 +188,10 @@ def declarations(run: Run, files: list[Path]) -> None:
                 run.by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}: Text(...) is not catalogue's Text")
                 continue
             value = text.as_data()
-            if text.code in data and data[text.code] != value:
+            home = next((kept for kept in run.data.values() if text.code in kept), data)  # (a code has one home)
+            if text.code in home and home[text.code] != value:
                 print(f"  {text.code}: English changed in {path.relative_to(ROOT)}; the source's kept")
-            data[text.code] = value
+            home[text.code] = value
             run.converted += 1
             stmt = statements.get(id(node))
             if stmt is not None and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -416,7 +419,9 @@ def main() -> None:
     declarations(run, files)
     if not dry:
         for target, data in run.data.items():
-            target.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+            text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+            if not target.exists() or target.read_text() != text:
+                target.write_text(text)
         NAMES.write_text(json.dumps(dict(sorted(run.names.items())), indent=0) + "\n")
     uses(run, files)
     changed = [str(path) for path in sorted(run.changed) if path.exists()]
