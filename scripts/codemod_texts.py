@@ -178,31 +178,7 @@ def declarations(run: Run, files: list[Path]) -> None:
         except Exception as error:
             run.by_hand.append(f"{path.relative_to(ROOT)}: cannot import it ({error!r}); its Text(...) stay")
             continue
-        data = data_of(run, path)
-        edits = Edits(source)
-        statements = {id(stmt.value): stmt for stmt in tree.body if isinstance(stmt, ast.Assign)}
-        comments_above = source.splitlines()
-        for node in calls:
-            text = eval(compile(ast.Expression(node), str(path), "eval"), vars(module))  # noqa: S307
-            if not isinstance(text, catalogue.Text):
-                run.by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}: Text(...) is not catalogue's Text")
-                continue
-            value = text.as_data()
-            home = next((kept for kept in run.data.values() if text.code in kept), data)  # (a code has one home)
-            if text.code in home and home[text.code] != value:
-                print(f"  {text.code}: English changed in {path.relative_to(ROOT)}; the source's kept")
-            home[text.code] = value
-            run.converted += 1
-            stmt = statements.get(id(node))
-            if stmt is not None and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                run.names[f"{module.__name__}:{stmt.targets[0].id}"] = text.code
-                first = stmt.lineno
-                while first > 1 and comments_above[first - 2].lstrip().startswith(b"#"):
-                    first -= 1
-                edits.lines(first, stmt.end_lineno or stmt.lineno)
-            else:
-                edits.replace(*edits.span(node), f'text_of("{text.code}")')
-        new = without_dangling_comments(edits.applied())
+        new = without_dangling_comments(converted(run, path, module, tree, source, calls))
         if is_empty(new):
             run.changed.add(path)
             run.by_hand.append(f"{path.relative_to(ROOT)}: held only texts: removed (its docstring with it)")
@@ -210,6 +186,38 @@ def declarations(run: Run, files: list[Path]) -> None:
                 path.unlink()
             continue
         write(run, path, new, needs={"text_of"} if b"text_of(" in new else set())
+
+
+def converted(run: Run, path: Path, module: Any, tree: ast.Module, source: bytes, calls: list[ast.Call]) -> bytes:
+    """The module without its Text declarations (each into a texts.json), its nested Text(...) as
+    text_of("code")."""
+    import catalogue
+
+    data = data_of(run, path)
+    edits = Edits(source)
+    statements = {id(stmt.value): stmt for stmt in tree.body if isinstance(stmt, ast.Assign)}
+    comments_above = source.splitlines()
+    for node in calls:
+        text = eval(compile(ast.Expression(node), str(path), "eval"), vars(module))  # noqa: S307
+        if not isinstance(text, catalogue.Text):
+            run.by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}: Text(...) is not catalogue's Text")
+            continue
+        value = text.as_data()
+        home = next((kept for kept in run.data.values() if text.code in kept), data)  # (a code has one home)
+        if text.code in home and home[text.code] != value:
+            print(f"  {text.code}: English changed in {path.relative_to(ROOT)}; the source's kept")
+        home[text.code] = value
+        run.converted += 1
+        stmt = statements.get(id(node))
+        if stmt is not None and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            run.names[f"{module.__name__}:{stmt.targets[0].id}"] = text.code
+            first = stmt.lineno
+            while first > 1 and comments_above[first - 2].lstrip().startswith(b"#"):
+                first -= 1
+            edits.lines(first, stmt.end_lineno or stmt.lineno)
+        else:
+            edits.replace(*edits.span(node), f'text_of("{text.code}")')
+    return edits.applied()
 
 
 def without_dangling_comments(source: bytes) -> bytes:
