@@ -14,9 +14,8 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
-from accounts import texts
 from accounts.models import Account, AuditEntry, GroupInfo
-from catalogue import Message, Text
+from catalogue import Message
 
 # OpenPAI's rule for a group's name (rest-server config/v2/group.js).
 GROUP_NAME = re.compile(r"^[A-Za-z0-9_]+\Z")
@@ -137,29 +136,29 @@ class GroupProblem(Exception):
 def find_group(name: str) -> Group:
     group = Group.objects.filter(name=name).select_related("info").first()
     if group is None:
-        raise GroupProblem("", texts.GROUP_NOT_FOUND(group=name), "NoGroupError", 404)
+        raise GroupProblem("", Message.of("group.not_found", group=name), "NoGroupError", 404)
     return group
 
 
 def rows_named(
-    model: Any, names: Iterable[str], field: str, code: str, missing_ones: Text = texts.NO_SUCH_NAMES
+    model: Any, names: Iterable[str], field: str, code: str, missing_ones: str = "group.no_such_names"
 ) -> list[Any]:
     """The rows of `model` with these names (groups, VCs, storages); a 404 naming the missing ones."""
     names = list(dict.fromkeys(names))
     rows = list(model.objects.filter(name__in=names))
     missing = sorted(set(names) - {row.name for row in rows})
     if missing:
-        raise GroupProblem(field, missing_ones(names=missing), code, 404)
+        raise GroupProblem(field, Message.of(missing_ones, names=missing), code, 404)
     return rows
 
 
 def groups_named(names: Iterable[str], field: str) -> list[Group]:
-    return rows_named(Group, names, field, "NoGroupError", texts.NO_SUCH_GROUPS)
+    return rows_named(Group, names, field, "NoGroupError", "group.no_such_groups")
 
 
 def check_group_name(name: str, field: str = "groupname") -> str:
     if not GROUP_NAME.match(name or "") or len(name) > 150:
-        raise GroupProblem(field, texts.BAD_NAME())
+        raise GroupProblem(field, Message.of("group.bad_name"))
     return name
 
 
@@ -174,7 +173,7 @@ def create_group(
 ) -> Group:
     check_group_name(name)
     if Group.objects.filter(name=name).exists():
-        raise GroupProblem("groupname", texts.GROUP_EXISTS(group=name), "ConflictGroupError", 409)
+        raise GroupProblem("groupname", Message.of("group.exists", group=name), "ConflictGroupError", 409)
     group = Group.objects.create(name=name)
     GroupInfo.objects.create(group=group, description=description, external_name=external_name, admin=admin)
     record(actor, "group.create", name, description=description, externalName=external_name, admin=admin)

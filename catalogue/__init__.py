@@ -1,12 +1,23 @@
-"""Messages as data: a code plus parameters, with the English template beside the code.
+"""Messages as data: a code plus parameters, with the English template kept as data beside the code.
 
 Every text a user reads that the portal composes (a config error, why a job waits, an exit's
 diagnostics, an alert, a webhook's refusal) is a `Message`: a code such as `config.min` and its
-parameters. The module that says it defines the code and its English template in one place:
+parameters. Each area keeps its codes and English templates in a `texts.json` beside its modules
+(`jobs/texts.json`, `jobs/protocol/texts.json`, ...), read here when a code is first looked up:
 
-    MUST_BE_AT_LEAST = Text("config.min", "must be >= %(value)s")
-    ...
-    raise JobConfigError([(path, MUST_BE_AT_LEAST(value=100))])
+    "config.min": "must be >= %(value)s",
+    "tag.too_long": {"text": "must be at most %(most)s character",
+                     "plural": "must be at most %(most)s characters", "count": "most"},
+
+and the code that says one names its code:
+
+    raise JobConfigError([(path, Message.of("config.min", value=100))])
+
+A text's options beside "text": "plural" (the English for any other count), "count" (the
+parameter whose number chooses, default "count"), "join" (between the items of a list parameter,
+default ", ") and "key" (what the text stands for in another's words, such as a Slurm reason
+code: `table(prefix)` looks texts up by it). `tests/catalogue/test_codes_used.py` checks that
+every code named in the source is defined and every code defined is named somewhere.
 
 The API answers the code, the parameters and the English text; pages render the code's template
 in the reader's language (`web.texts`), never by parsing the English back. A parameter may itself
@@ -20,10 +31,12 @@ Standard library only: the protocol, placement and the executors' supervisor imp
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Union, cast
 
 # %(name)s (or %(name)d ...): gettext's python-format, which msgfmt -c checks in every translation.
@@ -32,7 +45,13 @@ CODE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 
 Param = Union[str, int, float, "Message", list["Message"], list[str]]
 
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("catalogue", "accounts", "clusters", "jobs", "scheduling", "web")
+DATA_NAME = "texts.json"  # an area's codes and English templates, beside its modules
+OPTIONS = ("plural", "count", "join", "key")
+
 _TEXTS: dict[str, Text] = {}
+_LOADED: list[bool] = []  # (once the data files are read: at the first code looked up)
 
 
 def placeholders(template: str) -> set[str]:
@@ -49,6 +68,7 @@ class Text:
     join: str = ", "  # between the items of a list parameter
     plural: str | None = None  # the English for any other count (msgid_plural)
     count: str = "count"  # the parameter whose number chooses between them
+    key: str | None = None  # what it stands for in another's words (a Slurm reason code): `table`
 
     def __post_init__(self) -> None:
         if not CODE.match(self.code):
@@ -78,6 +98,23 @@ class Text:
         """The English template for a count of n."""
         return self.template if self.plural is None or n == 1 else self.plural
 
+    def as_data(self) -> str | dict[str, str]:
+        """The text as its data file holds it: the template alone, or with its options."""
+        options = {"plural": self.plural, "count": self.count if self.count != "count" else None}
+        options["join"] = self.join if self.join != ", " else None
+        options["key"] = self.key
+        given = {name: value for name, value in options.items() if value is not None}
+        return {"text": self.template, **given} if given else self.template
+
+    @classmethod
+    def from_data(cls, code: str, data: str | Mapping[str, str]) -> Text:
+        if isinstance(data, str):
+            return cls(code, data)
+        unknown = set(data) - {"text", *OPTIONS}
+        if unknown or "text" not in data:
+            raise ValueError(f"message code {code!r}: a template, or {{'text', {', '.join(map(repr, OPTIONS))}}}")
+        return cls(code, data["text"], **{name: data[name] for name in OPTIONS if name in data})
+
     def __call__(self, **params: Param) -> Message:
         if set(params) != self.names:
             raise TypeError(f"{self.code}: give exactly {sorted(self.names)}, not {sorted(params)}")
@@ -102,17 +139,76 @@ class Message:
         return {"code": self.code, "params": {k: _param_dict(v) for k, v in self.params.items()}, "message": self.text}
 
     @classmethod
+    def of(cls, code: str, /, **params: Param) -> Message:
+        """The message of a defined code: exactly its template's parameters (else TypeError; an
+        unknown code: KeyError)."""
+        return text_of(code)(**params)
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
         return cls(str(data["code"]), {k: _param_from(v) for k, v in dict(data.get("params") or {}).items()})
 
 
 def text_of(code: str) -> Text:
-    return _TEXTS[code]
+    try:
+        return _defined()[code]
+    except KeyError:
+        raise KeyError(f"message code {code!r} is not in any {DATA_NAME}") from None
 
 
 def all_texts() -> dict[str, Text]:
-    """Every code defined by the modules imported so far (tests import them all first)."""
-    return dict(_TEXTS)
+    """Every code defined."""
+    return dict(_defined())
+
+
+def texts_under(prefix: str) -> list[Text]:
+    """The texts whose codes start with `prefix` (a table's codes: `config.yaml.`), in file order."""
+    return [text for code, text in _defined().items() if code.startswith(prefix)]
+
+
+def table(prefix: str) -> dict[str, Text]:
+    """The texts under `prefix` that have a key, by their keys: another's words -> the portal's
+    (Slurm's reason codes, a schema's type names), kept in the data beside the texts."""
+    return {text.key: text for text in texts_under(prefix) if text.key is not None}
+
+
+def data_files() -> list[Path]:
+    """Each area's texts.json (at most three folders below a package)."""
+    patterns = (DATA_NAME, f"*/{DATA_NAME}", f"*/*/{DATA_NAME}", f"*/*/*/{DATA_NAME}")
+    return sorted(path for package in PACKAGES for pattern in patterns for path in (ROOT / package).glob(pattern))
+
+
+def read_data(path: Path) -> dict[str, Text]:
+    """A data file's texts, in its order (each checked as it is made: a code defined twice fails)."""
+    data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_no_twice)
+    try:
+        return {code: Text.from_data(code, value) for code, value in data.items()}
+    except ValueError as error:
+        raise ValueError(f"{path.relative_to(ROOT)}: {error}") from None
+
+
+def _no_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"message code {key!r} is defined twice")
+        seen[key] = value
+    return seen
+
+
+def load() -> None:
+    """Define every code of every data file."""
+    for path in data_files():
+        read_data(path)
+
+
+def _defined() -> dict[str, Text]:
+    """Every code, the data files read at the first call (an importer that never looks a code up,
+    such as a task's supervisor that starts its command, never pays for reading them)."""
+    if not _LOADED:
+        _LOADED.append(True)
+        load()
+    return _TEXTS
 
 
 def english(text: Text, n: int) -> str:
@@ -126,7 +222,7 @@ def render(message: Message, template_of: Any) -> str:
     longer defined, or parameters its template no longer takes (a row stored before a change),
     falls back to the English text stored beside it by the caller: here, the code and its
     parameters as they are."""
-    text = _TEXTS.get(message.code)
+    text = (_TEXTS if _LOADED else _defined()).get(message.code)
     if text is None:
         return f"{message.code} {dict(message.params)}"
     values = {name: _render_param(value, text, template_of) for name, value in message.params.items()}

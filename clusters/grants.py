@@ -10,10 +10,10 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from accounts import texts
 from accounts.groups import GroupProblem, info_or_none, record, rows_named
 from accounts.groups import create_group as create_bare_group
 from accounts.groups import delete_group as delete_bare_group
+from catalogue import Message
 from clusters.models import StorageConfig, VirtualCluster
 
 
@@ -77,7 +77,7 @@ def _refuse_opening(group: Group, losing: list[Any], field: str) -> None:
         if isinstance(thing, StorageConfig):
             others = others or thing.virtual_clusters.exists()
         if not others:
-            raise GroupProblem(field, texts.OPENS_TO_EVERYONE(name=thing.name, group=group.name))
+            raise GroupProblem(field, Message.of("group.opens_to_everyone", name=thing.name, group=group.name))
 
 
 def group_row(group: Group) -> dict[str, Any]:

@@ -48,7 +48,6 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import NamedTuple
 
-import clusters.texts as t
 from catalogue import Message
 from clusters.texts import counted_gpus, memory_text
 
@@ -335,8 +334,8 @@ def place(
         result.queues.setdefault(job.vc, []).append(job.key)
         if job.vc in blocked:  # (a best-effort VC's later job: the first one's reason stays)
             continue
-        behind = t.WAITING_BEHIND_FAIR_SHARE if vcs[job.vc].fair_share else t.WAITING_BEHIND_FIFO
-        blocked[job.vc] = [behind(job=job.name or str(job.key), vc=job.vc, why=reason)]
+        behind = "reason.waiting_behind.fair_share" if vcs[job.vc].fair_share else "reason.waiting_behind.fifo"
+        blocked[job.vc] = [Message.of(behind, job=job.name or str(job.key), vc=job.vc, why=reason)]
         planner.reserve(job, need, used[job.vc], result)
     result.expected = {} if plan is None else _StartPlan(cluster, vcs, plan, used).run(ordered, needs, nodes, result)
     return result
@@ -369,7 +368,7 @@ class _Backfiller:
             self.started(job)
             return placements, []
         if avoid and self.cluster.try_place(job, need, dry=True)[0] is not None:
-            return None, [t.RESERVED_ROOM(nodes=sorted(avoid), jobs=[str(r.job) for r in reserved])]
+            return None, [Message.of("reason.reserved_room", nodes=sorted(avoid), jobs=[str(r.job) for r in reserved])]
         return None, self.cluster.why_not(job, need, fitted)
 
     def _in_the_way(self, vc: str, ends_by: float | None) -> list[Reservation]:
@@ -645,7 +644,7 @@ def _borrow(
         return [*refused, over]
     lender = _lender(job, need, lending, used)
     if lender is None:
-        return [*refused, t.NO_LENDER()]
+        return [*refused, Message.of("reason.no_lender")]
     placements, why = planner.try_place(job, need)
     if placements is None:
         return why
@@ -681,12 +680,16 @@ def _borrowing_refusal(vc: VcState, borrowed: list[int], need: _Need) -> Message
         return None
     (gpu, cpu, memory), limit = borrowed, vc.borrowing_limit
     if gpu + need.gpu > limit.gpu:
-        return t.BORROWING_LIMIT_GPU(vc=vc.name, used=gpu, limit=limit.gpu, need=need.gpu)
+        return Message.of("reason.borrowing_limit.gpu", vc=vc.name, used=gpu, limit=limit.gpu, need=need.gpu)
     if cpu + need.cpu > limit.cpu:
-        return t.BORROWING_LIMIT_CPU(vc=vc.name, used=cpu, limit=limit.cpu, need=need.cpu)
+        return Message.of("reason.borrowing_limit.cpu", vc=vc.name, used=cpu, limit=limit.cpu, need=need.cpu)
     if memory + need.memory_mb > limit.memory_mb:
-        return t.BORROWING_LIMIT_MEMORY(
-            vc=vc.name, used=memory_text(memory), limit=memory_text(limit.memory_mb), need=memory_text(need.memory_mb)
+        return Message.of(
+            "reason.borrowing_limit.memory",
+            vc=vc.name,
+            used=memory_text(memory),
+            limit=memory_text(limit.memory_mb),
+            need=memory_text(need.memory_mb),
         )
     return None
 
@@ -710,7 +713,7 @@ class _HeldRooms:
     def note(self, job: JobRequest) -> Reason:
         """What a job left waiting is told of the room kept for others."""
         held = [(key, sorted({node.name for node, *_ in taken})) for key, taken in self.taken.items() if key != job.key]
-        return [t.HELD_ROOM(nodes=nodes, job=key) for key, nodes in held if nodes]
+        return [Message.of("reason.held_room", nodes=nodes, job=key) for key, nodes in held if nodes]
 
     def turn_of(self, job: JobRequest, result: PlacementResult) -> None:
         holder, self.holder = self.holder, None
@@ -732,7 +735,9 @@ class _UserCaps:
         vc = self.vcs.get(job.vc)
         cap = vc.user_gpu_limit if vc is not None else None
         if cap is not None and need.gpu > cap:
-            return t.NEVER_FITS(why=t.USER_CAP_IN_ALL(cap=cap, vc=job.vc, need=need.gpu))
+            return Message.of(
+                "reason.never_fits", why=Message.of("reason.user_cap_in_all", cap=cap, vc=job.vc, need=need.gpu)
+            )
         return None
 
     def refusal(self, job: JobRequest, need: _Need) -> Message | None:
@@ -742,7 +747,7 @@ class _UserCaps:
         held = self.held[job.vc].get(job.user, 0)
         if held + need.gpu <= cap:
             return None
-        return t.USER_CAP(user=job.user, held=held, cap=cap, vc=job.vc, need=need.gpu)
+        return Message.of("reason.user_cap", user=job.user, held=held, cap=cap, vc=job.vc, need=need.gpu)
 
     def take(self, job: JobRequest, need: _Need) -> None:
         if job.vc in self.held:
@@ -841,18 +846,22 @@ class _Need(NamedTuple):
 def _quota_refusal(vc: VcState, used: list[int], need: _Need) -> Message | None:
     (used_gpu, used_cpu, used_memory), (gpu, cpu, memory) = used, (need.gpu, need.cpu, need.memory_mb)
     if used_gpu + gpu > vc.limit.gpu:
-        return t.QUOTA_GPU(vc=vc.name, used=used_gpu, limit=vc.limit.gpu, need=gpu)
+        return Message.of("reason.quota.gpu", vc=vc.name, used=used_gpu, limit=vc.limit.gpu, need=gpu)
     if used_cpu + cpu > vc.limit.cpu:
-        return t.QUOTA_CPU(vc=vc.name, used=used_cpu, limit=vc.limit.cpu, need=cpu)
+        return Message.of("reason.quota.cpu", vc=vc.name, used=used_cpu, limit=vc.limit.cpu, need=cpu)
     if used_memory + memory > vc.limit.memory_mb:
-        return t.QUOTA_MEMORY(
-            vc=vc.name, used=memory_text(used_memory), limit=memory_text(vc.limit.memory_mb), need=memory_text(memory)
+        return Message.of(
+            "reason.quota.memory",
+            vc=vc.name,
+            used=memory_text(used_memory),
+            limit=memory_text(vc.limit.memory_mb),
+            need=memory_text(memory),
         )
     return None
 
 
 # The reasons of a job that waits for nodes that are down (it does not fit without them).
-WAITS_FOR_DOWN = frozenset({t.WAITS_FOR_NODE.code, t.WAITS_FOR_NODES.code})
+WAITS_FOR_DOWN = frozenset({"reason.waits_for_node", "reason.waits_for_nodes"})
 
 
 class _DownNodes:
@@ -875,11 +884,11 @@ class _DownNodes:
         limit = vc.limit_with_down if vc is not None else None
         if _never_fits(job, need, vcs, self._with_down, limit) is not None:
             return never
-        why = never.params["why"] if never.code == t.NEVER_FITS.code else never
+        why = never.params["why"] if never.code == "reason.never_fits" else never
         assert isinstance(why, Message)
         if len(self.names) > 1:
-            return t.WAITS_FOR_NODES(why=why, nodes=self.names)
-        return t.WAITS_FOR_NODE(why=why, node=self.names[0])
+            return Message.of("reason.waits_for_nodes", why=why, nodes=self.names)
+        return Message.of("reason.waits_for_node", why=why, node=self.names[0])
 
 
 def _never_fits(
@@ -888,29 +897,35 @@ def _never_fits(
     """Why the job cannot fit even an idle cluster of today's nodes (so it must not block its VC);
     `limit`: its VC's quota, when not the one it has now."""
     if not job.tasks:
-        return t.NO_TASKS()
+        return Message.of("reason.no_tasks")
     if job.vc not in vcs:
-        return t.UNKNOWN_VC(vc=job.vc)
+        return Message.of("reason.unknown_vc", vc=job.vc)
     if not cluster.nodes:
-        return t.NO_NODE()
+        return Message.of("reason.no_node")
     why = _too_big(job, need, cluster, limit or vcs[job.vc].limit)
-    return None if why is None else why if why.code == t.PORT_OUTSIDE.code else t.NEVER_FITS(why=why)
+    return (
+        None if why is None else why if why.code == "reason.port_outside" else Message.of("reason.never_fits", why=why)
+    )
 
 
 def _too_big(job: JobRequest, need: _Need, cluster: _Cluster, limit: Resources) -> Message | None:
     gpu, cpu, memory = need.gpu, need.cpu, need.memory_mb
     if gpu > limit.gpu:
-        return t.QUOTA_IN_ALL_GPU(vc=job.vc, limit=limit.gpu, need=gpu)
+        return Message.of("reason.quota_in_all.gpu", vc=job.vc, limit=limit.gpu, need=gpu)
     if cpu > limit.cpu:
-        return t.QUOTA_IN_ALL_CPU(vc=job.vc, limit=limit.cpu, need=cpu)
+        return Message.of("reason.quota_in_all.cpu", vc=job.vc, limit=limit.cpu, need=cpu)
     if memory > limit.memory_mb:
-        return t.QUOTA_IN_ALL_MEMORY(vc=job.vc, limit=memory_text(limit.memory_mb), need=memory_text(memory))
+        return Message.of(
+            "reason.quota_in_all.memory", vc=job.vc, limit=memory_text(limit.memory_mb), need=memory_text(memory)
+        )
     if need.task_gpu > cluster.max_gpus:
-        return t.LARGEST_NODE_GPU(need=need.task_gpu, most=cluster.max_gpus)
+        return Message.of("reason.largest_node.gpu", need=need.task_gpu, most=cluster.max_gpus)
     if need.task_cpu > cluster.max_cpus:
-        return t.LARGEST_NODE_CPU(need=need.task_cpu, most=cluster.max_cpus)
+        return Message.of("reason.largest_node.cpu", need=need.task_cpu, most=cluster.max_cpus)
     if need.task_memory_mb > cluster.max_memory:
-        return t.LARGEST_NODE_MEMORY(need=memory_text(need.task_memory_mb), most=memory_text(cluster.max_memory))
+        return Message.of(
+            "reason.largest_node.memory", need=memory_text(need.task_memory_mb), most=memory_text(cluster.max_memory)
+        )
     checked: set[int] = set()
     for task in job.tasks:
         if id(task.ports) in checked:  # tasks of a role usually share one list
@@ -919,9 +934,13 @@ def _too_big(job: JobRequest, need: _Need, cluster: _Cluster, limit: Resources) 
         for request in task.ports:
             if request.begin_at and (request.begin_at < 1 or request.begin_at + request.count - 1 > MAX_PORT):
                 begin_at, count = request.begin_at, request.count
-                return t.PORT_OUTSIDE(label=request.label, begin_at=begin_at, count=count, most=MAX_PORT)
+                return Message.of(
+                    "reason.port_outside", label=request.label, begin_at=begin_at, count=count, most=MAX_PORT
+                )
             if not request.begin_at and request.count > cluster.max_port_range:
-                return t.LARGEST_PORT_RANGE(count=request.count, label=request.label, most=cluster.max_port_range)
+                return Message.of(
+                    "reason.largest_node.ports", count=request.count, label=request.label, most=cluster.max_port_range
+                )
     return None
 
 
@@ -1276,10 +1295,11 @@ class _Cluster:
                 return [reason, *self._busy_note(task)]
         free = sum(node.all_free_gpus(job.gpu_type) for node in self.nodes)
         mixed = len({node.loopback for node in self.nodes}) > 1
-        gang = (t.GANG_LOOPBACK if mixed else t.GANG)(
+        gang = Message.of(
+            "reason.gang_loopback" if mixed else "reason.gang",
             tasks=len(job.tasks),
             gpus=counted_gpus(need.gpu, job.gpu_type),
-            cpus=t.CPUS(count=need.cpu),
+            cpus=Message.of("reason.count.cpus", count=need.cpu),
             memory=memory_text(need.memory_mb),
             fitted=fitted,
             all=len(job.tasks),
@@ -1288,7 +1308,7 @@ class _Cluster:
         if not self.left_over or len(job.tasks) == 1:
             return [gang]
         why, *busy = self.left_over
-        return [gang, t.LEFT_OVER(why=why), *busy]
+        return [gang, Message.of("reason.left_over", why=why), *busy]
 
     def _busy_note(self, task: TaskRequest, exclude: Iterable[_Node] = ()) -> Reason:
         """`busy: other jobs' tasks hold a, b`: the nodes that would hold the task when idle but
@@ -1309,8 +1329,8 @@ class _Cluster:
         if not busy:
             return []
         if len(busy) > 5:
-            return [t.BUSY_MORE(nodes=busy[:5], more=len(busy) - 5)]
-        return [t.BUSY(nodes=busy)]
+            return [Message.of("reason.busy_more", nodes=busy[:5], more=len(busy) - 5)]
+        return [Message.of("reason.busy", nodes=busy)]
 
     def _why_task_does_not_fit(self, task: TaskRequest, gpu_type: str | None) -> Message | None:
         room = self.nodes
@@ -1318,19 +1338,26 @@ class _Cluster:
             most, best_node = self._most_free_gpus(gpu_type)
             if most < task.gpu:
                 if best_node and most:
-                    return t.LARGEST_FREE_GPU_ON(gpus=counted_gpus(task.gpu, gpu_type), most=most, node=best_node.name)
-                return t.LARGEST_FREE_GPU(gpus=counted_gpus(task.gpu, gpu_type), most=most)
+                    return Message.of(
+                        "reason.largest_free.gpu_on",
+                        gpus=counted_gpus(task.gpu, gpu_type),
+                        most=most,
+                        node=best_node.name,
+                    )
+                return Message.of("reason.largest_free.gpu", gpus=counted_gpus(task.gpu, gpu_type), most=most)
             room = list(self._candidates(task.gpu, gpu_type, most_free_first=True))
         among = {"gpus": counted_gpus(task.gpu, gpu_type)} if task.gpu else {}
         best = max(room, key=lambda node: node.cpu)
         if best.cpu < task.cpu:
-            largest = t.LARGEST_FREE_CPU_AMONG if among else t.LARGEST_FREE_CPU
-            return largest(need=task.cpu, most=best.cpu, node=best.name, **among)
+            largest = "reason.largest_free.cpu_among" if among else "reason.largest_free.cpu"
+            return Message.of(largest, need=task.cpu, most=best.cpu, node=best.name, **among)
         room = [node for node in room if node.cpu >= task.cpu]
         best = max(room, key=lambda node: node.memory)
         if best.memory < task.memory_mb:
-            memory = t.LARGEST_FREE_MEMORY_AMONG if among else t.LARGEST_FREE_MEMORY
-            return memory(need=memory_text(task.memory_mb), most=memory_text(best.memory), node=best.name, **among)
+            memory = "reason.largest_free.memory_among" if among else "reason.largest_free.memory"
+            return Message.of(
+                memory, need=memory_text(task.memory_mb), most=memory_text(best.memory), node=best.name, **among
+            )
         room = [node for node in room if node.memory >= task.memory_mb]
         if any(node.plan([task], gpu_type) is not None for node in room):
             return None
@@ -1347,10 +1374,10 @@ def _ports_refusal(task: TaskRequest, nodes_with_room: int) -> Message:
     ]
     wanted = sum(request.count for request in task.ports if not request.begin_at)
     if fixed and wanted:
-        return t.PORTS_TAKEN_BOTH(ports=fixed, count=wanted, nodes=nodes_with_room)
+        return Message.of("reason.ports_taken.both", ports=fixed, count=wanted, nodes=nodes_with_room)
     if fixed:
-        return t.PORTS_TAKEN_FIXED(ports=fixed, nodes=nodes_with_room)
-    return t.PORTS_TAKEN_FREE(count=wanted, nodes=nodes_with_room)
+        return Message.of("reason.ports_taken.fixed", ports=fixed, nodes=nodes_with_room)
+    return Message.of("reason.ports_taken.free", count=wanted, nodes=nodes_with_room)
 
 
 def _in_job_order(job: JobRequest, log: list[tuple[_Node, TaskPlacement, str | None]]) -> list[TaskPlacement]:

@@ -24,7 +24,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
 from clusters.placement import JobRequest, NodeState, PlacementResult, Resources, VcState, place, queue_order
-from clusters.texts import USER_CAP
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ def plan_preemptions(
     for job in sorted(jobs, key=queue_order):
         if job.key in placed.placed or job.key in placed.never_fits or job.vc in seen_vcs or job.vc not in vcs:
             continue
-        if [part.code for part in placed.pending.get(job.key, [])[:1]] == [USER_CAP.code]:
+        if [part.code for part in placed.pending.get(job.key, [])[:1]] == ["reason.user_cap"]:
             continue  # its owner's cap holds it, not the VC (the VC's later jobs went on past it)
         seen_vcs.add(job.vc)  # only a VC's first waiting job: the others wait behind it anyway
         plan = choose_victims(nodes, vcs[job.vc], job, by_vc.get(job.vc, []))

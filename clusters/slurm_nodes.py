@@ -10,10 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from catalogue import Message
 from clusters.models import Gpu, GpuType, Node, down_reason_fields
 from clusters.slurm import client, commands
 from clusters.slurm.status import SlurmNode, parse_nodes
-from clusters.slurm.texts import NODE_STATE, NODE_STATE_WHY
 
 log = logging.getLogger("pai.slurm")
 
@@ -47,9 +47,9 @@ def sync_nodes(nodes: list[SlurmNode]) -> None:
     for slurm_node in nodes:
         usable = slurm_node.usable
         reason = (
-            NODE_STATE_WHY(state=slurm_node.state, why=slurm_node.reason)
+            Message.of("slurm.node_state_why", state=slurm_node.state, why=slurm_node.reason)
             if slurm_node.reason
-            else NODE_STATE(state=slurm_node.state)
+            else Message.of("slurm.node_state", state=slurm_node.state)
         )
         with transaction.atomic():
             node, _ = Node.objects.get_or_create(

@@ -147,4 +147,6 @@ def remove_vc(actor: Any, vc: VirtualCluster) -> None:
             vc.delete()
             record(actor, "vc.delete", name)
     except ProtectedError as error:  # a job submitted to it since
-        raise VcProblem(vc_rules.removal_problem(vc) or vc_rules.JOBS_NAME_IT(count=1, vc=name)) from error
+        raise VcProblem(
+            vc_rules.removal_problem(vc) or Message.of("vc.remove.jobs_name_it", count=1, vc=name)
+        ) from error

@@ -15,14 +15,6 @@ from decimal import Decimal
 from catalogue import Message
 from clusters.models import VirtualCluster
 from clusters.shares import total_share
-from clusters.texts import (
-    A_JOB_NAMES_IT,
-    DEFAULT_OVER_MAX,
-    DEFAULT_STAYS,
-    JOBS_NAME_IT,
-    SHARES_OVER_100,
-    SLURM_NEVER_LENDS,
-)
 
 # The VC of the jobs that name none (jobs.protocol's DEFAULT_VIRTUAL_CLUSTER; clusters 0002 makes it).
 DEFAULT_VC = "default"
@@ -38,12 +30,12 @@ def shown(message: Message) -> str:
 
 def time_limit_problem(default_minutes: int | None, max_minutes: int | None) -> Message | None:
     if default_minutes and max_minutes and default_minutes > max_minutes:
-        return DEFAULT_OVER_MAX()
+        return Message.of("vc.default_run_over_max")
     return None
 
 
 def lending_problem(lends: bool, slurm_partition: str) -> Message | None:
-    return SLURM_NEVER_LENDS() if lends and slurm_partition.strip() else None
+    return Message.of("vc.slurm_never_lends") if lends and slurm_partition.strip() else None
 
 
 def share_problem(name: str | None, share: Decimal | int, slurm_partition: str) -> Message | None:
@@ -51,7 +43,7 @@ def share_problem(name: str | None, share: Decimal | int, slurm_partition: str) 
     its quota), unless the change lowers the total."""
     total = total_share(name, 0 if slurm_partition.strip() else share)
     if total > 100 and total > total_share():
-        return SHARES_OVER_100(total=f"{total.normalize():f}")
+        return Message.of("vc.shares_over_100", total=f"{total.normalize():f}")
     return None
 
 
@@ -60,8 +52,8 @@ def removal_problem(vc: VirtualCluster) -> Message | None:
     (Job.virtual_cluster is PROTECT: its page, usage and history name it), so a VC that has had
     jobs, running, waiting or ended, stays; so does `default`, where the jobs that name no VC go."""
     if vc.name == DEFAULT_VC:
-        return DEFAULT_STAYS()
+        return Message.of("vc.remove.default")
     count = vc.jobs.count()
     if not count:
         return None
-    return (A_JOB_NAMES_IT if count == 1 else JOBS_NAME_IT)(count=count, vc=vc.name)
+    return Message.of("vc.remove.job_names_it" if count == 1 else "vc.remove.jobs_name_it", count=count, vc=vc.name)

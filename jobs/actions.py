@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from accounts.permissions import is_admin
 from catalogue import Message
 from clusters.models import GpuType, Node, VirtualCluster
-from jobs import dependencies, lifecycle, texts
+from jobs import dependencies, lifecycle
 from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
 from jobs.lifecycle import JobStateError
@@ -81,7 +81,7 @@ def check_task_counts(cfg: LoadedConfig) -> None:
 def fixed_port_errors(spec: NormalizedSpec) -> list[FieldError]:
     """A v1 `beginAt` asks for fixed port numbers, which a Slurm VC cannot promise: Slurm picks the
     node, and a task gets the ports that are free there (PAI_CONTAINER_HOST_<label>_PORT_LIST)."""
-    return [(field, texts.SLURM_BEGIN_AT()) for field in fixed_port_fields(spec)]
+    return [(field, Message.of("config.slurm_begin_at")) for field in fixed_port_fields(spec)]
 
 
 def priority_errors(vc: VirtualCluster, cfg: LoadedConfig, *, may_use_crit: bool) -> list[FieldError]:
@@ -114,7 +114,10 @@ def infiniband_errors(spec: NormalizedSpec, vc: VirtualCluster, has_infiniband: 
     roles = infiniband_roles(spec)
     if not roles or has_infiniband():
         return []
-    return [(f"taskRoles.{role}.extraContainerOptions.infiniband", texts.INFINIBAND(vc=vc.name)) for role in roles]
+    return [
+        (f"taskRoles.{role}.extraContainerOptions.infiniband", Message.of("config.infiniband", vc=vc.name))
+        for role in roles
+    ]
 
 
 def vc_has_infiniband(vc: VirtualCluster) -> bool:
@@ -166,17 +169,17 @@ class SubmitChecks:
         vc_name = cfg.spec["defaults"]["virtualCluster"]
         vc = self._once(("vc", vc_name), lambda: VirtualCluster.objects.filter(name=vc_name).first())
         if vc is None:
-            raise UnknownVirtualCluster([(cfg.vc_field, texts.VC_UNKNOWN(name=vc_name))])
+            raise UnknownVirtualCluster([(cfg.vc_field, Message.of("config.vc_unknown", name=vc_name))])
         if not self._once(("open", vc.pk), lambda: vc.is_open_to(user)):
-            raise VirtualClusterForbidden([(cfg.vc_field, texts.VC_FORBIDDEN(name=vc_name))])
+            raise VirtualClusterForbidden([(cfg.vc_field, Message.of("config.vc_forbidden", name=vc_name))])
         errors: list[FieldError] = list(cfg.secret_errors)
         wanted_gpu = gpu_type(cfg.spec)
         known_gpus = self._once(("gpu types",), lambda: list(GpuType.objects.values_list("name", flat=True)))
         if wanted_gpu and wanted_gpu not in known_gpus:
             unknown = (
-                texts.GPU_TYPE_UNKNOWN(name=wanted_gpu, known=", ".join(known_gpus))
+                Message.of("config.gpu_type_unknown", name=wanted_gpu, known=", ".join(known_gpus))
                 if known_gpus
-                else texts.GPU_TYPE_UNKNOWN_NONE(name=wanted_gpu)
+                else Message.of("config.gpu_type_unknown_none", name=wanted_gpu)
             )
             errors.append((cfg.gpu_type_field, unknown))
         paths = job_paths(cfg.spec)
@@ -233,9 +236,9 @@ def submit_job(user: Any, config: str | Submission) -> Job:
             dependencies.record(job, checked.waits_for)
             Task.objects.bulk_create(new_tasks(job))
             InteractiveApp.objects.bulk_create(new_apps(job))
-            lifecycle.event(job.pk, "submitted", texts.SUBMITTED(vc=checked.vc.name))
+            lifecycle.event(job.pk, "submitted", Message.of("event.submitted", vc=checked.vc.name))
     except IntegrityError as exc:
-        taken = texts.JOB_NAME_TAKEN(name=job.name, user=user.get_username())
+        taken = Message.of("config.job_name_taken", name=job.name, user=user.get_username())
         raise JobNameConflict(taken, name_field(job.protocol_version)) from exc
     return job
 
@@ -294,7 +297,7 @@ def restart_job(job: Job, by: Any) -> Job:
     """START on a finished job: it goes back to the queue as a new attempt. The VC is checked
     as at submit (the owner may have lost access since)."""
     if not job.virtual_cluster.is_open_to(job.owner):
-        refusal = texts.VC_NO_LONGER(user=job.owner.get_username(), name=job.virtual_cluster.name)
+        refusal = Message.of("config.vc_no_longer", user=job.owner.get_username(), name=job.virtual_cluster.name)
         raise VirtualClusterForbidden([(vc_field(job.protocol_version), refusal)])
     lifecycle.restart(job, by.get_username())
     job.refresh_from_db()
@@ -307,14 +310,14 @@ def change_priority_class(job: Job, by: Any, name: Any) -> Job:
     `jobPriorityClass`, or JobStateError once the job no longer waits."""
     vc = job.virtual_cluster
     if not isinstance(name, str) or not name:
-        raise JobConfigError([(TOP_LEVEL_FIELD, texts.CHOICE(options=", ".join(PRIORITY_CLASSES)))])
+        raise JobConfigError([(TOP_LEVEL_FIELD, Message.of("config.choice", options=", ".join(PRIORITY_CLASSES)))])
     errors = class_errors(
         name, TOP_LEVEL_FIELD, vc=vc.name, vc_max=vc.max_priority_class, may_use_crit=vc.may_use_crit(by)
     )
     if errors:
         raise JobConfigError(errors)
     if not lifecycle.set_priority_class(job, name, class_number(name), by.get_username()):
-        raise JobStateError(texts.CLASS_WHILE_WAITING(job=job.full_name, state=str(job.state)))
+        raise JobStateError(Message.of("job_state.class_while_waiting", job=job.full_name, state=str(job.state)))
     job.refresh_from_db()
     return job
 
@@ -326,11 +329,11 @@ def tag_error(name: Any) -> Message | None:
     """What is wrong with a tag, in OpenPAI's rule (a non-empty string without commas: the list's
     filters take comma lists), or None."""
     if not isinstance(name, str) or not name.strip():
-        return texts.TAG_BLANK()
+        return Message.of("tag.blank")
     if "," in name:
-        return texts.TAG_COMMA()
+        return Message.of("tag.comma")
     if len(name) > MAX_TAG_LENGTH:
-        return texts.TAG_TOO_LONG(most=MAX_TAG_LENGTH)
+        return Message.of("tag.too_long", most=MAX_TAG_LENGTH)
     return None
 
 

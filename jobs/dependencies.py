@@ -8,7 +8,6 @@ from typing import Any
 
 from accounts.permissions import is_admin
 from catalogue import Message
-from jobs import texts
 from jobs.models import Job, JobDependency
 from jobs.protocol.dependencies import Reference, references
 from jobs.protocol.errors import FieldError
@@ -45,10 +44,10 @@ def _find(user: Any, reference: Reference) -> list[Job]:
 def _unknown(reference: Reference) -> Message:
     name = str(reference.job)
     if isinstance(reference.job, int) or name.isdigit():
-        return texts.NO_JOB_ID(id=name)
+        return Message.of("config.dependency.no_job_id", id=name)
     if "~" in name:
-        return texts.NO_JOB_NAMED(name=name)
-    return texts.NO_OWN_JOB(name=name)
+        return Message.of("config.dependency.no_job", name=name)
+    return Message.of("config.dependency.no_own_job", name=name)
 
 
 def record(job: Job, found: list[tuple[str, Job]]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.db.models import QuerySet
 
-from jobs import texts
+from catalogue import Message
 from jobs.protocol import JobConfigError
 
 
@@ -26,5 +26,5 @@ def group_to_share_with(owner: Any, name: str | None, field: str) -> Group | Non
         return None
     group = groups_of(owner).filter(name=name).first()
     if group is None:
-        raise JobConfigError([(field, texts.SHARE_GROUP(group=name))])
+        raise JobConfigError([(field, Message.of("template.share_group", group=name))])
     return group

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 
 from accounts.permissions import group_ids_of, is_admin
-from jobs import texts
+from catalogue import Message
 from jobs.group_shares import group_to_share_with
 from jobs.models import JobTemplate
 from jobs.protocol import JobConfigError, export, load, mask_config_text
@@ -100,9 +100,9 @@ def _store(
     errors: list[FieldError] = []
     name = name.strip()
     if not NAME.fullmatch(name):
-        errors.append(("name", texts.TEMPLATE_NAME()))
+        errors.append(("name", Message.of("template.name")))
     if visibility not in JobTemplate.Visibility.values:
-        errors.append(("visibility", texts.CHOICE(options=", ".join(JobTemplate.Visibility.values))))
+        errors.append(("visibility", Message.of("config.choice", options=", ".join(JobTemplate.Visibility.values))))
     try:
         group = group_to_share_with(template.owner, shared_with_group, "sharedWithGroup")
     except JobConfigError as error:
@@ -125,7 +125,7 @@ def _store(
         with transaction.atomic():  # (a name taken rolls back this write alone)
             template.save()
     except IntegrityError as exc:
-        raise JobConfigError([("name", texts.TEMPLATE_NAME_TAKEN(name=name))]) from exc
+        raise JobConfigError([("name", Message.of("template.name_taken", name=name))]) from exc
     return template
 
 
@@ -155,7 +155,7 @@ def from_marketplace(item: Any) -> dict[str, Any]:
     """save()'s arguments for an OpenPAI marketplace entry: an openpaimarketplace item (a mapping
     with `jobConfig`) or a marketplace-v2 file's config. Raises JobConfigError."""
     if not isinstance(item, dict):
-        raise JobConfigError([("", texts.MARKETPLACE_ITEM())])
+        raise JobConfigError([("", Message.of("template.marketplace_item"))])
     if "jobConfig" in item:
         config = item["jobConfig"]
         if isinstance(config, str):

@@ -27,8 +27,7 @@ from django.utils import timezone
 
 from catalogue import Message
 from catalogue.reasons import StoredParts
-from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, RETRY, RUN_AGAIN
-from jobs import notifications, texts
+from jobs import notifications
 from jobs.models import (
     Job,
     JobEvent,
@@ -38,7 +37,6 @@ from jobs.models import (
     pending_reason_fields,
     stored_diagnostics,
 )
-from jobs.protocol.texts import EXITED, TASK
 from jobs.protocol.timelimit import duration_text
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
 
@@ -238,12 +236,12 @@ def claim_for_launch(
             Task.objects.filter(pk=task.pk, state__in=from_states).update(**placed)
             for field, value in placed.items():
                 setattr(task, field, value)
-        event(job.pk, "placed", texts.PLACED(count=len(placements), where=where))
+        event(job.pk, "placed", Message.of("event.placed", count=len(placements), where=where))
         if borrowed_from is not None:
             event(
                 job.pk,
                 "borrowed",
-                texts.BORROWED(vc=borrowed_from.name),
+                Message.of("event.borrowed", vc=borrowed_from.name),
             )
         if note is not None:
             event(job.pk, "backfilled", note)
@@ -265,7 +263,7 @@ def set_priority_class(job: Job, name: str, number: int, by_name: str) -> bool:
             event(
                 job.pk,
                 "priority-changed",
-                texts.PRIORITY_CHANGED(old=job.priority_class, new=name, user=by_name),
+                Message.of("event.priority_changed", old=job.priority_class, new=name, user=by_name),
             )
     return changed
 
@@ -314,7 +312,9 @@ def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) ->
             pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
         ).update(executor_id=executor_id, ip=ip or task.ip, started_at=when, finished_at=None)
         if recorded:
-            said = texts.TASK_STARTED(task=f"{task.role}-{task.index}", node=node_name, attempt=task.attempt)
+            said = Message.of(
+                "event.task_started", task=f"{task.role}-{task.index}", node=node_name, attempt=task.attempt
+            )
             events.append(event_row(task.job_id, "task-started", said))
     JobEvent.objects.bulk_create(events)
 
@@ -346,7 +346,7 @@ def end_task(task: Task, job_attempt: int, exit: TaskExit) -> bool:
         event(
             task.job_id,
             "task-exit",
-            texts.TASK_EXITED(task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
+            Message.of("event.task_exited", task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
         )
     return True
 
@@ -367,11 +367,11 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
         _keep_attempts([task], job_attempt, {task.pk: exit})
         if not charged:
             Job.objects.filter(pk=task.job_id).update(transient_retries=F("transient_retries") + 1)
-        retrying = texts.TASK_RETRY_CHARGED if charged else texts.TASK_RETRY_TRANSIENT
+        retrying = "event.task_retry_charged" if charged else "event.task_retry_transient"
         event(
             task.job_id,
             "task-retry",
-            retrying(task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
+            Message.of(retrying, task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
         )
     return True
 
@@ -430,18 +430,18 @@ def begin_ending(job: Job, cause: str, deadline: datetime, grace_s: int, *, by: 
 
 def _ending_began(job: Job, cause: str, grace_s: int, by: Job | None) -> None:
     if cause == Job.Ending.STOP:
-        event(job.pk, "stopping", texts.STOPPING(grace=grace_s))
+        event(job.pk, "stopping", Message.of("event.stopping", grace=grace_s))
     elif cause == Job.Ending.TIME_LIMIT:
         limit = duration_text(cast(int, job.time_limit_seconds))
-        event(job.pk, "time-limit-grace", texts.TIME_LIMIT_GRACE(limit=limit, grace=grace_s))
+        event(job.pk, "time-limit-grace", Message.of("event.time_limit_grace", limit=limit, grace=grace_s))
     else:
         assert by is not None
-        preempted = texts.PREEMPTED_RECLAIM if cause == Job.Ending.RECLAIM else texts.PREEMPTED
-        event(job.pk, "preempted", preempted(job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s))
+        preempted = "event.preempted_reclaim" if cause == Job.Ending.RECLAIM else "event.preempted"
+        event(job.pk, "preempted", Message.of(preempted, job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s))
         notifications.job_changed(
             job.pk,
             "preempted",
-            texts.NOTICE_PREEMPTED(job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s),
+            Message.of("notice.preempted", job=by.full_name, vc=by.virtual_cluster.name, grace=grace_s),
         )
 
 
@@ -454,18 +454,32 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         if job.ending_by_id is not None
         else None
     )
-    who = texts.BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.BY_HIGHER()
-    note = PREEMPTED_BY(job=by.full_name, vc=by.virtual_cluster.name) if by else PREEMPTED_BY_HIGHER()
-    said = texts.PREEMPTED_BY_JOB(job=by.full_name, vc=by.virtual_cluster.name) if by else texts.PREEMPTED_BY_HIGHER()
+    who = (
+        Message.of("event.by_job", job=by.full_name, vc=by.virtual_cluster.name)
+        if by
+        else Message.of("event.by_higher")
+    )
+    note = (
+        Message.of("reason.preempted_by", job=by.full_name, vc=by.virtual_cluster.name)
+        if by
+        else Message.of("reason.preempted_by_higher")
+    )
+    said = (
+        Message.of("exit.preempted_by", job=by.full_name, vc=by.virtual_cluster.name)
+        if by
+        else Message.of("exit.preempted_by_higher")
+    )
     with transaction.atomic():
-        stop_tasks(job, exit_code, diagnostics=EXITED(phrase=phrase, said=said), user_codes=user_codes)
+        stop_tasks(
+            job, exit_code, diagnostics=Message.of("exit.exited", phrase=phrase, said=said), user_codes=user_codes
+        )
         requeued = _move_job(
             job.pk,
             "requeue_preempted",
             extra_filter=Q(ending_cause__in=PREEMPTIONS),
             preemptions=F("preemptions") + 1,
             **NOT_ENDING,
-            **pending_reason_fields([note, RUN_AGAIN()]),
+            **pending_reason_fields([note, Message.of("reason.run_again")]),
             launched_at=None,
             borrowed_from=None,
         )
@@ -475,10 +489,10 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
         event(
             job.pk,
             "requeued",
-            texts.REQUEUED(who=who),
+            Message.of("event.requeued", who=who),
         )
         # (OpenPAI retries a preempted job: its clients hear `retried`.)
-        notifications.job_changed(job.pk, "retried", texts.NOTICE_REQUEUED(who=who))
+        notifications.job_changed(job.pk, "retried", Message.of("notice.requeued", who=who))
     return True
 
 
@@ -487,7 +501,7 @@ def requeue_preempted(job: Job, exit_code: int, phrase: str, user_codes: dict[in
 
 def request_stop(job: Job, by_name: str) -> None:
     """The user's Stop: the scheduler carries it out (begin_stopping / finish_stopping)."""
-    _request_stop(job, "stop-requested", texts.STOP_REQUESTED(user=by_name))
+    _request_stop(job, "stop-requested", Message.of("event.stop_requested", user=by_name))
 
 
 def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
@@ -496,8 +510,8 @@ def request_idle_stop(job: Job, app_kind: str, minutes: str) -> None:
     _request_stop(
         job,
         "idle-stop",
-        texts.IDLE_STOP(app=app_kind, minutes=minutes),
-        stop_reason=texts.STOP_IDLE(app=app_kind, minutes=minutes),
+        Message.of("event.idle_stop", app=app_kind, minutes=minutes),
+        stop_reason=Message.of("exit.stop.idle", app=app_kind, minutes=minutes),
     )
 
 
@@ -506,15 +520,15 @@ def request_alert_stop(job: Job, rule: str) -> None:
     _request_stop(
         job,
         "alert-stop",
-        texts.ALERT_STOP(rule=rule),
-        stop_reason=texts.STOP_ALERT(rule=rule),
+        Message.of("event.alert_stop", rule=rule),
+        stop_reason=Message.of("exit.stop.alert", rule=rule),
     )
 
 
 def request_pruned_stop(job: Job, reason: Message) -> None:
     """An adaptive search's pruner's stop (jobs.sweep_search): SIGTERM and its grace as a user's
     Stop; the reason, its code one of texts.PRUNED_CODES, tells the run was pruned."""
-    _request_stop(job, "pruned", texts.PRUNED(why=reason), stop_reason=reason)
+    _request_stop(job, "pruned", Message.of("event.pruned", why=reason), stop_reason=reason)
 
 
 def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | None = None) -> None:
@@ -530,7 +544,7 @@ def _request_stop(job: Job, kind: str, message: Message, stop_reason: Message | 
             )
         )
         if not updated:
-            raise JobStateError(texts.ALREADY_FINISHED(job=job.full_name, state=str(job.state)))
+            raise JobStateError(Message.of("job_state.already_finished", job=job.full_name, state=str(job.state)))
         event(job.pk, kind, message)
 
 
@@ -540,7 +554,7 @@ def request_stops(jobs: QuerySet[Job], by_name: str) -> int:
     they are. Returns how many were asked to stop."""
     asked = Job.objects.filter(pk__in=jobs.order_by().values("pk")).exclude(state__in=FINISHED_JOB_STATES)
     with transaction.atomic():
-        _event_for_each(asked, "stop-requested", texts.STOP_REQUESTED(user=by_name))
+        _event_for_each(asked, "stop-requested", Message.of("event.stop_requested", user=by_name))
         return asked.update(
             ending_cause=Job.Ending.STOP, ending_by=None, **ending_reason_fields(None), updated_at=timezone.now()
         )
@@ -603,7 +617,7 @@ def stop_unstarted(jobs: dict[int, str], exit_code: int, diagnostics: Mapping[st
                 **NO_REASON,
                 **ENDED,
             )
-        _event_for_each(Job.objects.filter(pk__in=moved), "stopped", texts.ALL_STOPPED())
+        _event_for_each(Job.objects.filter(pk__in=moved), "stopped", Message.of("event.stopped"))
         notifications.jobs_ended(moved)  # (in the change's transaction: see jobs.notifications)
     return moved
 
@@ -625,7 +639,7 @@ def finish_stopping(
             **ENDED,
         )
         if stopped:
-            event(job.pk, "stopped", texts.ALL_STOPPED())
+            event(job.pk, "stopped", Message.of("event.stopped"))
             notifications.job_ended(job.pk)
     return stopped
 
@@ -643,7 +657,7 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
             completed_at=timezone.now(),
         )
         if done:
-            event(job.pk, "succeeded", texts.SUCCEEDED())
+            event(job.pk, "succeeded", Message.of("event.succeeded"))
             notifications.job_ended(job.pk)
     return done
 
@@ -658,14 +672,16 @@ def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
             "fail",
             exit_code=trigger.exit_code,
             user_exit_code=trigger.user_exit_code,
-            **exit_diagnostics_fields(TASK(task=f"{trigger.role}-{trigger.index}", diagnostics=said) if said else None),
+            **exit_diagnostics_fields(
+                Message.of("exit.task", task=f"{trigger.role}-{trigger.index}", diagnostics=said) if said else None
+            ),
             completed_at=timezone.now(),
         )
         if done:
             event(
                 job.pk,
                 "failed",
-                texts.FAILED(task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)),
+                Message.of("event.failed", task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)),
             )
             notifications.job_ended(job.pk)
     return done
@@ -690,7 +706,7 @@ def refuse(job: Job, exit_code: int, reason: Message) -> bool:
             job.tasks.filter(state=TaskState.WAITING).update(
                 state=to_state, exit_code=exit_code, **exit_diagnostics_fields(reason), finished_at=timezone.now()
             )
-            event(job.pk, "refused", texts.REFUSED(reason=reason))
+            event(job.pk, "refused", Message.of("event.refused", reason=reason))
             notifications.job_ended(job.pk)
     return done
 
@@ -710,7 +726,9 @@ def end_at_time_limit(
             Q(ending_cause__in=["", Job.Ending.TIME_LIMIT]),
             exit_code=exit_code,
             user_exit_code=None,
-            **exit_diagnostics_fields(EXITED(phrase=phrase, said=texts.REACHED_TIME_LIMIT(limit=limit_text))),
+            **exit_diagnostics_fields(
+                Message.of("exit.exited", phrase=phrase, said=Message.of("exit.time_limit", limit=limit_text))
+            ),
             completed_at=timezone.now(),
             ending_cause=Job.Ending.TIME_LIMIT,
             **ENDED,
@@ -719,7 +737,7 @@ def end_at_time_limit(
             event(
                 job.pk,
                 "time-limit",
-                texts.TIME_LIMIT(limit=limit_text, code=exit_code),
+                Message.of("event.time_limit", limit=limit_text, code=exit_code),
             )
             notifications.job_ended(job.pk)
     return done
@@ -734,15 +752,19 @@ def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_c
             "requeue_for_retry",
             retries_used=F("retries_used") + (1 if charged else 0),
             transient_retries=F("transient_retries") + (0 if charged else 1),
-            **pending_reason_fields([RETRY()]),
+            **pending_reason_fields([Message.of("reason.retry")]),
             borrowed_from=None,
             launched_at=None,  # the next attempt's launch; the ended one's times are in its TaskAttempts
         )
         if not requeued:
             return False
         job.tasks.update(**reset_task_fields())
-        retrying = texts.JOB_RETRY_CHARGED if charged else texts.JOB_RETRY_TRANSIENT
-        event(job.pk, "job-retry", retrying(task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)))
+        retrying = "event.job_retry_charged" if charged else "event.job_retry_transient"
+        event(
+            job.pk,
+            "job-retry",
+            Message.of(retrying, task=f"{trigger.role}-{trigger.index}", code=cast(int, trigger.exit_code)),
+        )
         notifications.job_changed(job.pk, "retried")
     return True
 
@@ -767,6 +789,6 @@ def restart(job: Job, by_name: str) -> None:
             held=job.dependencies.exists() or (job.sweep is not None and job.sweep.max_concurrent is not None),
         )
         if not restarted:
-            raise JobStateError(texts.NOT_FINISHED(job=job.full_name, state=str(job.state)))
+            raise JobStateError(Message.of("job_state.not_finished", job=job.full_name, state=str(job.state)))
         job.tasks.update(**reset_task_fields())
-        event(job.pk, "restarted", texts.RESTARTED(user=by_name))
+        event(job.pk, "restarted", Message.of("event.restarted", user=by_name))

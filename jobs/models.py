@@ -14,7 +14,6 @@ from catalogue import Message
 from catalogue.reasons import reason_columns
 from jobs.fields import OrderedJSONField
 from jobs.protocol.spec import NormalizedSpec
-from jobs.protocol.texts import SAID
 from jobs.states import FINISHED_JOB_STATES, JobState, TaskState
 
 # The state names are defined in jobs.states (with the diagram); importable from here too.
@@ -65,7 +64,7 @@ def stored_diagnostics(row: Any) -> Message | None:
     as the words it said; None when it has none."""
     if row.exit_diagnostics_message:
         return Message.from_dict(row.exit_diagnostics_message)
-    return SAID(said=row.exit_diagnostics) if row.exit_diagnostics else None
+    return Message.of("exit.said", said=row.exit_diagnostics) if row.exit_diagnostics else None
 
 
 class Job(models.Model):

@@ -143,8 +143,10 @@ def pruned_reason(spec: SearchSpec, verdict: Pruning) -> Message:
     """`pruned at step 300: loss 0.92, the median of runs at that step was 0.41`."""
     said: dict[str, str | int] = {"step": verdict.step, "metric": spec.metric, "value": _number(verdict.value)}
     if verdict.median is not None:
-        return texts.STOP_PRUNED_MEDIAN(**said, median=_number(verdict.median))
-    return texts.STOP_PRUNED_ASHA(**said, kept=verdict.kept, runs=verdict.runs, cutoff=_number(verdict.cutoff or 0.0))
+        return Message.of("exit.stop.pruned_median", **said, median=_number(verdict.median))
+    return Message.of(
+        "exit.stop.pruned_asha", **said, kept=verdict.kept, runs=verdict.runs, cutoff=_number(verdict.cutoff or 0.0)
+    )
 
 
 def _number(value: float) -> str:

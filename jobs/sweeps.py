@@ -13,7 +13,8 @@ from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from accounts.permissions import is_admin
-from jobs import dependencies, lifecycle, texts
+from catalogue import Message
+from jobs import dependencies, lifecycle
 from jobs.actions import Checked, JobNameConflict, SubmitChecks, new_job, new_tasks, restart_job
 from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
@@ -36,7 +37,7 @@ def submit_sweep(user: Any, config: str | Submission) -> Sweep:
     doc = submission.document
     sweep_plan = plan(doc)
     if doc.get("protocolVersion") != 2:
-        raise JobConfigError([("extras.sweep", texts.SWEEP_NOT_V2())])
+        raise JobConfigError([("extras.sweep", Message.of("config.sweep.not_v2"))])
     checks = SubmitChecks(user)
     made = [
         checked_run(checks, run_doc, run)
@@ -59,7 +60,9 @@ def submit_sweep(user: Any, config: str | Submission) -> Sweep:
             add_runs(sweep, made)
     except IntegrityError as exc:
         run = run_name(doc, sweep_plan.runs[0], sweep_plan.total)
-        raise JobNameConflict(texts.SWEEP_NAME_TAKEN(name=name, run=run, user=user.get_username())) from exc
+        raise JobNameConflict(
+            Message.of("config.sweep.name_taken", name=name, run=run, user=user.get_username())
+        ) from exc
     return sweep
 
 
@@ -85,7 +88,12 @@ def add_runs(sweep: Sweep, made: list[tuple[Run, Checked, str]]) -> list[Job]:
             lifecycle.event_row(
                 job.pk,
                 "submitted",
-                texts.SUBMITTED_RUN(vc=job.virtual_cluster.name, index=cast(int, job.sweep_index), sweep=sweep.name),
+                Message.of(
+                    "event.submitted_run",
+                    vc=job.virtual_cluster.name,
+                    index=cast(int, job.sweep_index),
+                    sweep=sweep.name,
+                ),
             )
             for job in jobs
         ],
@@ -106,7 +114,8 @@ def checked_run(checks: SubmitChecks, run_doc: dict[str, Any], run: Run) -> tupl
         said = ", ".join(f"{name}={value}" for name, value in run.values.items())
         run_name = str(run_doc["name"])
         errors = [
-            (field, texts.SWEEP_RUN(run=run_name, values=said, message=message)) for field, message in refused.errors
+            (field, Message.of("config.sweep.run", run=run_name, values=said, message=message))
+            for field, message in refused.errors
         ]
         raise type(refused)(errors, line=refused.line, column=refused.column) from refused
 

@@ -38,7 +38,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from catalogue import Message
-from jobs import texts
 from jobs.crypto import decrypt_text, encrypt_text
 from jobs.models import Job, Notice, Webhook, diagnostics_messages
 from jobs.protocol.addresses import inside_kind
@@ -74,24 +73,26 @@ def check_target(url: str) -> Target:
     """The URL's target, resolved and checked; raises TargetError saying why not."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TargetError(texts.WEBHOOK_NOT_HTTP())
+        raise TargetError(Message.of("webhook.not_http"))
     if parts.username or parts.password:
-        raise TargetError(texts.WEBHOOK_CREDENTIALS())
+        raise TargetError(Message.of("webhook.credentials"))
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
-        raise TargetError(texts.WEBHOOK_BAD_PORT()) from exc
+        raise TargetError(Message.of("webhook.bad_port")) from exc
     host = parts.hostname.lower().rstrip(".")
     try:
         found = {str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)}
     except (OSError, UnicodeError) as exc:
-        raise TargetError(texts.WEBHOOK_NO_HOST(host=host)) from exc
+        raise TargetError(Message.of("webhook.no_host", host=host)) from exc
     allowed = is_allowed(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", settings.PAI_WEBHOOK_ALLOWED_HOSTS)
     for address in sorted(found):
         kind = inside_kind(address)
         if kind and not allowed:
             place = ADDRESS_KINDS[kind]()
-            raise TargetError(texts.WEBHOOK_INSIDE(place=place, address=address, setting="PAI_WEBHOOK_ALLOWED_HOSTS"))
+            raise TargetError(
+                Message.of("webhook.inside", place=place, address=address, setting="PAI_WEBHOOK_ALLOWED_HOSTS")
+            )
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Target(parts.scheme, host, port, path, sorted(found)[0])
 
@@ -101,10 +102,10 @@ def create_hook(owner: Any, url: str, events: list[str], everyone: bool = False)
     check_target(url)
     unknown = [e for e in events if e not in EVENTS]
     if unknown or not events:
-        raise TargetError(texts.WEBHOOK_PICK_EVENTS(events=", ".join(EVENTS)))
+        raise TargetError(Message.of("webhook.pick_events", events=", ".join(EVENTS)))
     events = [e for e in EVENTS if e in events]  # (in the order they happen)
     if not everyone and Webhook.objects.filter(owner=owner).count() >= MAX_HOOKS_PER_USER:
-        raise TargetError(texts.WEBHOOK_TOO_MANY(count=MAX_HOOKS_PER_USER))
+        raise TargetError(Message.of("webhook.too_many", count=MAX_HOOKS_PER_USER))
     secret = secrets.token_urlsafe(32)
     hook = Webhook.objects.create(
         owner=None if everyone else owner, url=url.strip(), secret_encrypted=encrypt_text(secret), events=events

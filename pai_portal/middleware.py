@@ -10,8 +10,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
+from catalogue import Message
 from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, body_limit, is_api
-from web.api import texts
 from web.api.answers import Answer, entry
 
 EXEMPT_PREFIXES = ("/api/", "/rest-server/api/", "/static/", "/metrics")
@@ -53,6 +53,6 @@ def _declared_length(request: HttpRequest) -> int:
 def _too_large(request: HttpRequest, limit: int) -> HttpResponse:
     message = _("The request is too large; the limit is %(limit)d KB.") % {"limit": limit // 1024}
     if is_api(request.path):
-        said = [entry(texts.OVER_LIMIT(limit=limit // 1024))]
+        said = [entry(Message.of("api.body.over_limit", limit=limit // 1024))]
         return JsonResponse(Answer(413, "InvalidParametersError", message, said).body(), status=413)
     return render(request, "request_too_large.html", {"message": message}, status=413)

@@ -46,7 +46,6 @@ from a2wsgi.wsgi import Body, WSGIMiddleware, WSGIResponder, build_environ
 
 import catalogue
 from pai_portal.body_limits import TOO_LARGE_ENVIRON_KEY, is_api
-from web.api import texts
 from web.api.answers import answer
 
 FILE_SCOPE_KEY = "pai.file_to_stream"
@@ -395,7 +394,7 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
             while True:
                 message = await receive()
                 if message["type"] != "http.request":  # disconnected, or a piece came too late
-                    raise BodyRefused(408, texts.BODY_LATE())
+                    raise BodyRefused(408, catalogue.Message.of("api.body.late"))
                 piece = message.get("body", b"")
                 if body.tell() + len(piece) > limit:
                     seen = body.tell() + len(piece)
@@ -409,13 +408,13 @@ async def read_body(scope: dict[str, Any], receive: AsgiApp, policy: BodyPolicy)
                     return body, 0
                 if not counted:  # the body trickles: one more of this address's bodies arriving
                     if policy.arriving[client] >= policy.per_client:
-                        refusal = texts.BODIES_ARRIVING(most=policy.per_client)
+                        refusal = catalogue.Message.of("api.body.arriving", most=policy.per_client)
                         raise BodyRefused(429, refusal, ((b"retry-after", b"5"),))
                     policy.arriving[client] += 1
                     counted = True
     except TimeoutError:
         body.close()
-        raise BodyRefused(408, texts.BODY_DEADLINE(seconds=f"{deadline_s:g}")) from None
+        raise BodyRefused(408, catalogue.Message.of("api.body.deadline", seconds=f"{deadline_s:g}")) from None
     except BaseException:
         body.close()
         raise

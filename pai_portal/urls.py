@@ -1,4 +1,5 @@
-"""URL wiring only: each app owns its routes."""
+"""URL wiring only: the pages' routes are in web/urls.py (each area's table under its namespace), the
+REST API's in web/api/urls.py, the profile's in accounts/urls.py."""
 
 from django.conf import settings
 from django.contrib import admin
@@ -26,24 +27,7 @@ urlpatterns = [
     # OpenPAI's clients (SDK, webportal, VS Code extension) call <cluster>/rest-server/api/...
     path("rest-server/api/", include(("web.api.urls", "api"), namespace="rest-server")),
     path("profile/", include("accounts.urls")),
-    path("", include("web.cluster.urls")),
     path("", include("web.urls")),
-    path("", include("web.storage.urls")),
-    path("", include("web.sweeps.urls")),
-    path("", include("web.job_templates.urls")),
-    path("", include("web.people.urls")),
-    path("", include("web.ssh.urls")),
-    path("", include("web.app_proxy.urls")),
-    path("", include("web.my_apps.urls")),
-    path("", include("web.vcs.urls")),
-    path("", include("web.webhooks.urls")),
-    path("", include("web.alerts.urls")),
-    path("", include("web.usage.urls")),
-    path("", include("web.experiments.urls")),
-    path("", include("web.notifications.urls")),
-    path("", include("web.fixes.urls")),
-    path("", include("web.legacy_links")),
-    path("", include("web.help.urls")),
 ]
 
 # A request Django refuses before any route (a host not allowed...): `{code, message}` under /api/.

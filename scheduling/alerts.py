@@ -30,7 +30,6 @@ from clusters.models import Node
 from jobs import lifecycle, outbox, webhooks
 from jobs.lifecycle import JobStateError
 from jobs.models import Job, JobState, JobTag, TaskSample
-from scheduling import texts
 from scheduling.models import Alert, AlertRule
 
 log = logging.getLogger("pai.alerts")
@@ -145,7 +144,7 @@ def _reconcile(rule: AlertRule, findings: dict[str, Finding], now: datetime) -> 
     }
     for subject, alert in open_alerts.items():
         if subject not in findings:
-            _note(alert, now, texts.ALERT_CLEARED())
+            _note(alert, now, Message.of("alert.cleared"))
             Alert.objects.filter(pk=alert.pk).update(resolved_at=now, history=alert.history)
         elif alert.stop_at and now >= alert.stop_at:
             _stop(rule, alert, now)
@@ -159,7 +158,7 @@ def _fire(rule: AlertRule, finding: Finding, now: datetime) -> None:
     alert = Alert(
         rule=rule, subject=finding.subject, job=finding.job, node=finding.node, summary=finding.summary, fired_at=now
     )
-    _note(alert, now, texts.ALERT_FIRED())
+    _note(alert, now, Message.of("alert.fired"))
     job, actions = finding.job, set(rule.actions)
     if job is not None and "stop_job" in actions and job.execution_type == Job.ExecutionType.START:
         alert.stop_at = now + timedelta(minutes=rule.grace_minutes)
@@ -167,19 +166,19 @@ def _fire(rule: AlertRule, finding: Finding, now: datetime) -> None:
     if job is not None and "notify_owner" in actions:
         outbox.mail(job.owner, subject, text, event="alert", job=job)
         webhooks.enqueue_alert(job.owner_id, job, text)
-        _note(alert, now, texts.ALERT_NOTIFIED(user=job.owner.get_username()))
+        _note(alert, now, Message.of("alert.notified", user=job.owner.get_username()))
     if "notify_admins" in actions:
         admins = get_user_model().objects.filter(Q(is_superuser=True) | Q(is_staff=True), is_active=True)
         for admin in admins:
             outbox.mail(admin, subject, text, event="alert", job=job)
         webhooks.enqueue_alert(None, job, text)
-        _note(alert, now, texts.ALERT_NOTIFIED_ADMINS())
+        _note(alert, now, Message.of("alert.notified_admins"))
     if job is not None and "tag_job" in actions:
         JobTag.objects.get_or_create(job=job, name=rule.name)
-        _note(alert, now, texts.ALERT_TAGGED(tag=rule.name))
+        _note(alert, now, Message.of("alert.tagged", tag=rule.name))
     if finding.node is not None and "cordon_node" in actions:
         Node.objects.filter(pk=finding.node.pk).update(schedulable=False)
-        _note(alert, now, texts.ALERT_CORDONED(node=finding.node.name))
+        _note(alert, now, Message.of("alert.cordoned", node=finding.node.name))
     alert.save()
     log.info("alert %s fired: %s", rule.name, finding.summary)
 
@@ -189,9 +188,9 @@ def _stop(rule: AlertRule, alert: Alert, now: datetime) -> None:
     if job is not None:
         try:
             lifecycle.request_alert_stop(job, rule.name)
-            _note(alert, now, texts.ALERT_STOPPED())
+            _note(alert, now, Message.of("alert.stopped"))
         except JobStateError:
-            _note(alert, now, texts.ALERT_JOB_ENDED())
+            _note(alert, now, Message.of("alert.job_ended"))
     Alert.objects.filter(pk=alert.pk).update(stop_at=None, history=alert.history)
 
 
@@ -249,17 +248,17 @@ def save_rule(name: Any, condition: Any, minutes: Any, percent: Any, actions: An
     """A new rule, each field checked; raises RuleError naming each bad field and why."""
     errors: list[tuple[str, Message]] = []
     if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        errors.append(("name", texts.RULE_NAME()))
+        errors.append(("name", Message.of("alert.rule.name")))
     elif AlertRule.objects.filter(name=name.strip()).exists():
-        errors.append(("name", texts.RULE_NAME_TAKEN(name=name.strip())))
+        errors.append(("name", Message.of("alert.rule.name_taken", name=name.strip())))
     if condition not in AlertRule.Condition.values:
-        errors.append(("condition", texts.RULE_CHOICE(choices=", ".join(AlertRule.Condition.values))))
+        errors.append(("condition", Message.of("alert.rule.choice", choices=", ".join(AlertRule.Condition.values))))
     numbers = {"minutes": (minutes, 1, 525600), "percent": (percent, 0, 100), "graceMinutes": (grace_minutes, 0, 10080)}
     for field, (value, low, high) in numbers.items():
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            errors.append((field, texts.RULE_NUMBER(low=low, high=high)))
+            errors.append((field, Message.of("alert.rule.number", low=low, high=high)))
     if not isinstance(actions, list) or any(action not in ACTIONS for action in actions):
-        errors.append(("actions", texts.RULE_ACTIONS(choices=", ".join(ACTIONS))))
+        errors.append(("actions", Message.of("alert.rule.actions", choices=", ".join(ACTIONS))))
     if errors:
         raise RuleError(errors)
     return AlertRule.objects.create(

@@ -18,7 +18,7 @@ from jobs.models import Job, JobDependency, JobState, Sweep
 from jobs.protocol.dependencies import never_reason, verdict
 from jobs.protocol.exitspec import ExitCode
 from jobs.states import FINISHED_JOB_STATES
-from scheduling.texts import DEPENDENCY, SWEEP_SLOT
+from scheduling.texts import DEPENDENCY
 
 HELD_COLUMNS = ("pk", "pending_reason_messages", "sweep_id", "sweep_index")
 Said = list[dict[str, Any]]  # a held job's reason as stored
@@ -90,7 +90,7 @@ def _within_sweep_caps(ready: list[tuple[int, Said, int | None, int | None]]) ->
             released.append(job_id)
             active[sweep.pk] = running + 1
         else:
-            reason = [SWEEP_SLOT(sweep=sweep.name, cap=sweep.max_concurrent, now=running)]
+            reason = [Message.of("reason.sweep_slot", sweep=sweep.name, cap=sweep.max_concurrent, now=running)]
             if stored_parts(reason) != said:
                 reasons[job_id] = reason
     return released, reasons

@@ -26,7 +26,6 @@ from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.completion import job_outcome
 from jobs.protocol.exitspec import LOG_TAIL_BYTES, ExitCode, ExitInfo, classify, exit_info
 from jobs.protocol.retry import Retry, job_retry, task_retry
-from jobs.protocol.texts import EXITED, LOG_SAYS, SAID
 from scheduling import executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
@@ -74,15 +73,15 @@ class Ended:
 def _task_exit(info: ExitInfo, status: TaskStatus) -> TaskExit:
     said = status.diagnostics or info.reason
     if isinstance(said, str):  # (an engine's own words)
-        said = SAID(said=said)
+        said = Message.of("exit.said", said=said)
     if info.match is not None and info.match.line:  # the log line that explained it (masked)
-        said = LOG_SAYS(said=said, line=info.match.line)
+        said = Message.of("exit.log_says", said=said, line=info.match.line)
     started, finished = _run_clock(status)
     return TaskExit(
         exit_code=info.code,
         user_exit_code=info.user_code,
         phrase=info.phrase,
-        diagnostics=EXITED(phrase=info.phrase, said=said) if info.code else None,
+        diagnostics=Message.of("exit.exited", phrase=info.phrase, said=said) if info.code else None,
         finished_at=finished,
         started_at=started,
     )

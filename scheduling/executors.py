@@ -50,7 +50,6 @@ from clusters.executors.base import (
 from clusters.executors.plain_errors import number, plain_cause
 from clusters.executors.registry import executor_for
 from clusters.models import Node
-from scheduling.texts import CALL_LATE, CALL_UNANSWERED, LANE_BUSY, LANE_LAST_ERROR, LANE_SILENT, NODE
 
 log = logging.getLogger("pai.scheduler")
 
@@ -111,7 +110,7 @@ class Lane:
         # Whether an answer past its call's deadline is an answer (the Slurm controller's: its late
         # reads are used; an engine's are not: one that answers every call late is silent).
         self.late_answers_count = late_answers_count
-        self.label = label or NODE(node=name)  # as the lane's silence is told
+        self.label = label or Message.of("node.node", node=name)  # as the lane's silence is told
         self._unreachable = unreachable or _unreachable
         self.born = time.monotonic()
         self.last_answer: float | None = None  # monotonic time of the last call that returned
@@ -135,11 +134,13 @@ class Lane:
 
     def silence(self) -> list[Message]:
         """What the lane says while it does not answer: how long, the call that runs on, its last error."""
-        said = [LANE_SILENT(lane=self.label, seconds=round(self.silent_for()))]
+        said = [Message.of("node.lane.silent", lane=self.label, seconds=round(self.silent_for()))]
         if self.busy():
-            said.append(LANE_BUSY(call=self._busy_with, seconds=round(time.monotonic() - self._busy_since)))
+            said.append(
+                Message.of("node.lane.busy", call=self._busy_with, seconds=round(time.monotonic() - self._busy_since))
+            )
         if self.last_error:
-            said.append(LANE_LAST_ERROR(error=self.last_error))
+            said.append(Message.of("node.lane.last_error", error=self.last_error))
         return said
 
     def silent_for(self) -> float:
@@ -178,7 +179,7 @@ class Lane:
         except FutureTimeout:
             if answering:
                 self.answering = False
-                self.last_error = [CALL_UNANSWERED(call=what, seconds=number(wait))]
+                self.last_error = [Message.of("node.lane.unanswered", call=what, seconds=number(wait))]
                 log.warning("%s: %s; going on without it", self.label, self.last_error)
             raise NodeSilent(self.silence()) from None
 
@@ -218,7 +219,7 @@ class Lane:
             self.answering, self.last_error = True, ""
         elif answered:
             self.answering = False
-            self.last_error = [CALL_LATE(call=what, took=round(took, 1), deadline=number(deadline))]
+            self.last_error = [Message.of("node.lane.late", call=what, took=round(took, 1), deadline=number(deadline))]
         else:
             self.answering, self.last_error = False, error
 

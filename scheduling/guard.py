@@ -28,10 +28,8 @@ from jobs import lifecycle
 from jobs.lifecycle import TaskExit
 from jobs.models import Job, JobState, TaskState, exit_diagnostics_fields
 from jobs.protocol.exitspec import ExitCode, exit_info
-from jobs.protocol.texts import EXITED
 from scheduling.backends import Backends
 from scheduling.teardown import stop_job
-from scheduling.texts import SCHEDULER_FAILED
 
 log = logging.getLogger("pai.scheduler")
 
@@ -57,7 +55,7 @@ def job_guard(job_id: int, backends: Backends, doing: str, *, task_id: int | Non
             raise
         log.exception("job %s: could not %s; that job alone is failed", job_id, doing)
         try:
-            reason = SCHEDULER_FAILED(doing=doing, error=f"{type(exc).__name__}: {exc}")
+            reason = Message.of("reason.scheduler_failed", doing=doing, error=f"{type(exc).__name__}: {exc}")
             fail_alone(job_id, backends, reason, task_id)
         except Exception as failure:
             if isinstance(failure, DATABASE_ERRORS) and not database_answers():
@@ -102,7 +100,7 @@ def fail_alone(job_id: int, backends: Backends, reason: Message, task_id: int | 
         exit_code=info.code,
         user_exit_code=None,
         phrase=info.phrase,
-        diagnostics=EXITED(phrase=info.phrase, said=reason),
+        diagnostics=Message.of("exit.exited", phrase=info.phrase, said=reason),
         finished_at=timezone.now(),
     )
     try:  # whatever the job runs or holds is stopped, as at any other end

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.conf import settings
 from django.utils import timezone
 
-from catalogue import joined
+from catalogue import Message, joined
 from catalogue.reasons import Reason
 from clusters.executors.base import Executor, Failure, TaskStatus
 from clusters.models import Node, down_reason_fields
@@ -20,7 +20,6 @@ from jobs.models import Job, JobState, Task, TaskState
 from scheduling import ending, executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
-from scheduling.texts import NODE_LOST, SILENT_FOR
 
 log = logging.getLogger("pai.scheduler")
 
@@ -46,7 +45,7 @@ def mark_node_down(node: Node, reason: Reason, backends: Backends) -> None:
     tasks = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
     jobs: dict[int, Job] = {}
     for task in tasks.select_related("node", "job"):
-        diagnostics = NODE_LOST(node=node.name, reason=reason)
+        diagnostics = Message.of("exit.node_lost", node=node.name, reason=reason)
         lost = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=diagnostics)
         ending.record_exit(task, lost)
         jobs[task.job_id] = task.job
@@ -183,7 +182,7 @@ class Heartbeat:
                 continue
             silent_for = now - max(answered, first_seen)
             if silent_for >= settings.PAI_NODE_DOWN_AFTER_SECONDS:
-                mark_node_down(node, [SILENT_FOR(seconds=round(silent_for), error=error)], backends)
+                mark_node_down(node, [Message.of("node.silent_for", seconds=round(silent_for), error=error)], backends)
                 self._seen_down[node.pk] = now
                 changed = True
         return changed

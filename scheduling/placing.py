@@ -28,7 +28,6 @@ from scheduling.preempting import Preempter, with_preempted_note
 from scheduling.starting import Starter
 from scheduling.storage_gate import storage_gate
 from scheduling.terminating import Terminator
-from scheduling.texts import AVOIDING_NODES, NODE_DOWN
 
 WAITING_BATCH = 2000
 WAITING_COLUMNS = (
@@ -144,7 +143,7 @@ class Placer:
         self._launch_within_budget()
         kinds = self.backends.node_kinds()
         down = [
-            NODE_DOWN(node=n.name, why=stored_reason(n.down_reason_messages) or n.down_reason)
+            Message.of("reason.node_down", node=n.name, why=stored_reason(n.down_reason_messages) or n.down_reason)
             for n in nodes
             if n.down_since is not None and n.executor not in kinds
         ]
@@ -231,7 +230,7 @@ def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message
     of its reason's last part, in parentheses)."""
     for job_id, note in notes.items():
         if reason := pending.get(job_id):
-            pending[job_id] = [*reason[:-1], AVOIDING_NODES(why=reason[-1], nodes=note)]
+            pending[job_id] = [*reason[:-1], Message.of("reason.storage.avoiding", why=reason[-1], nodes=note)]
 
 
 def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:

@@ -28,10 +28,10 @@ from django.db.models import Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from catalogue import Message
 from catalogue.reasons import Reason, stored_reason
 from clusters.placement import HeldRoom, JobRequest, NodeState, PlacementResult, VcState
 from clusters.preemption import Holding, Preemption, RunningJob, plan_preemptions
-from clusters.texts import PREEMPTED_BY, PREEMPTED_BY_HIGHER, PREEMPTING, RECLAIMING
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
 from scheduling import quota
@@ -41,7 +41,7 @@ from scheduling.models import HeldRoom as HeldRoomRow
 from scheduling.terminating import Terminator
 
 # How lifecycle.requeue_preempted's waiting reason begins.
-PREEMPTED = frozenset({PREEMPTED_BY.code, PREEMPTED_BY_HIGHER.code})
+PREEMPTED = frozenset({"reason.preempted_by", "reason.preempted_by_higher"})
 
 
 def with_preempted_note(said: list[dict[str, Any]], reason: Reason) -> Reason:
@@ -112,8 +112,8 @@ class Preempter:
         ending = [victims[key] for key in plan.victims + plan.awaiting if key in victims]
         names = [job.full_name for job in ending]
         if ending and all(job.borrowed_from_id is not None for job in ending):
-            return [RECLAIMING(vc=plan.vc, jobs=names)]
-        return [PREEMPTING(jobs=names, vc=plan.vc)]
+            return [Message.of("reason.reclaiming", vc=plan.vc, jobs=names)]
+        return [Message.of("reason.preempting", jobs=names, vc=plan.vc)]
 
     def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:
         """The running jobs holding these VCs' quota that could make room: those below the VC's

@@ -13,11 +13,11 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from catalogue import Message
 from clusters import userfs
 from clusters.job_files import job_folders
 from jobs import lifecycle
 from jobs.models import FINISHED_JOB_STATES, Job
-from jobs.texts import FILES_REMOVED
 
 log = logging.getLogger("pai.retention")
 
@@ -41,7 +41,7 @@ def remove_expired(now: datetime | None = None) -> int:
                 lifecycle.event(
                     job_id,
                     "files-removed",
-                    FILES_REMOVED(days=days),
+                    Message.of("event.files_removed", days=days),
                 )
                 count += 1
     return count

@@ -27,13 +27,6 @@ from jobs.protocol.priority import grace_seconds
 from jobs.protocol.spec import NormalizedSpec
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
-from scheduling.texts import (
-    BACKFILLED_BEFORE,
-    BACKFILLED_ELSEWHERE,
-    EXPECTED_START,
-    NO_EXPECTED_START,
-    SLURM_EXPECTED_START,
-)
 
 # Usage older than this many half-lives weighs under 1/1000: not read.
 HALF_LIVES_READ = 10
@@ -197,9 +190,11 @@ def backfill_notes(result: PlacementResult) -> dict[int, Message]:
     for key, started in result.backfilled.items():
         start = _clock(started.start)
         if started.ends_by is not None and started.ends_by <= started.start:
-            notes[key] = BACKFILLED_BEFORE(job=started.ahead_of, ends=_clock(started.ends_by), start=start)
+            notes[key] = Message.of(
+                "event.backfilled.before", job=started.ahead_of, ends=_clock(started.ends_by), start=start
+            )
         else:
-            notes[key] = BACKFILLED_ELSEWHERE(job=started.ahead_of, start=start)
+            notes[key] = Message.of("event.backfilled.elsewhere", job=started.ahead_of, start=start)
     return notes
 
 
@@ -320,10 +315,18 @@ def queue_place(job: Job) -> QueuePlace | None:
         return None
     start = job.expected_start_at
     if job.virtual_cluster.slurm_partition:
-        return None if start is None else QueuePlace(None, start, SLURM_EXPECTED_START(start=_clock(start.timestamp())))
+        return (
+            None
+            if start is None
+            else QueuePlace(None, start, Message.of("queue.expected_start.slurm", start=_clock(start.timestamp())))
+        )
     row = VcQueue.objects.filter(vc_id=job.virtual_cluster_id).first()
     position = row.position(job.pk) if row is not None else None
     if position is None:
         return None
-    note = NO_EXPECTED_START() if start is None else EXPECTED_START(start=_clock(start.timestamp()))
+    note = (
+        Message.of("queue.no_expected_start")
+        if start is None
+        else Message.of("queue.expected_start", start=_clock(start.timestamp()))
+    )
     return QueuePlace(position, start, note)

@@ -39,6 +39,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from catalogue import Message
 from catalogue.reasons import Reason, stored_parts
 from clusters.executors.base import TaskHandle
 from clusters.executors.process import PROJECT_ROOT
@@ -57,7 +58,6 @@ from clusters.slurm.reasons import (
     refusal_reason,
 )
 from clusters.slurm.status import SlurmJob, SlurmNode, parse_nodes, parse_queue
-from clusters.slurm.texts import ENDED_EARLY, SUBMITTED
 from clusters.slurm_nodes import sync_nodes
 from jobs import lifecycle
 from jobs.lifecycle import Placement
@@ -322,7 +322,12 @@ class SlurmBackend:
             log_tail = read_tail(str(slurm_job_dir(job.pk, attempt) / "batch.log"), 300).strip()
             times = EARLY_ENDS_ALLOWED + 1
             lifecycle.set_pending_reason(
-                job.pk, [ENDED_EARLY(slurm_id=ended.slurm_id, state=ended.state, times=times, log=log_tail)]
+                job.pk,
+                [
+                    Message.of(
+                        "slurm.ended_early", slurm_id=ended.slurm_id, state=ended.state, times=times, log=log_tail
+                    )
+                ],
             )
         return False
 
@@ -377,9 +382,9 @@ class SlurmBackend:
         lifecycle.event(
             job.pk,
             "slurm-submitted",
-            SUBMITTED(slurm_id=slurm_id, partition=partition),
+            Message.of("slurm.submitted", slurm_id=slurm_id, partition=partition),
         )
-        lifecycle.set_pending_reason(job.pk, [SUBMITTED(slurm_id=slurm_id, partition=partition)])
+        lifecycle.set_pending_reason(job.pk, [Message.of("slurm.submitted", slurm_id=slurm_id, partition=partition)])
         return True
 
     def _storage_blocked(self, job: Job, partition: str) -> Reason | None:

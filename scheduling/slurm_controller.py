@@ -21,11 +21,10 @@ from concurrent.futures import Future
 from django.conf import settings
 from django.utils import timezone
 
-from catalogue import joined
+from catalogue import Message, joined
 from catalogue.reasons import Reason
 from clusters.models import Node, down_reason_fields
 from clusters.slurm import client
-from clusters.slurm.texts import CONTROLLER, CONTROLLER_BACK, CONTROLLER_SILENT
 from jobs import lifecycle
 from jobs.models import Job, JobState
 from scheduling.executors import Lane, NodeSilent
@@ -35,8 +34,8 @@ log = logging.getLogger("pai.scheduler.slurm")
 
 # Rows that say the controller does not answer already (their reason's first part; a NULL-safe
 # filter: those to change are the others, excluded by primary key).
-_SAID_BY_NODE = {"down_reason_messages__0__code": CONTROLLER_SILENT.code}
-_SAID_BY_JOB = {"pending_reason_messages__0__code": CONTROLLER_SILENT.code}
+_SAID_BY_NODE = {"down_reason_messages__0__code": "slurm.controller_silent"}
+_SAID_BY_JOB = {"pending_reason_messages__0__code": "slurm.controller_silent"}
 
 
 def _unreachable(exc: BaseException) -> bool:
@@ -47,7 +46,9 @@ class Controller:
     """The controller's calls on its lane; `unavailable` says whether the portal shows it down."""
 
     def __init__(self) -> None:
-        self.lane = Lane("slurm-controller", label=CONTROLLER(), unreachable=_unreachable, late_answers_count=True)
+        self.lane = Lane(
+            "slurm-controller", label=Message.of("slurm.controller"), unreachable=_unreachable, late_answers_count=True
+        )
         self.unavailable = True  # (a fresh scheduler clears what an earlier one may have said)
         self._late: dict[str, Future[str]] = {}  # a read past its deadline, by command
 
@@ -78,7 +79,11 @@ class Controller:
         return self.lane.silent_for() >= settings.PAI_NODE_DOWN_AFTER_SECONDS
 
     def reason(self, error: Exception) -> Reason:
-        return [CONTROLLER_SILENT(why=self.lane.silence() if isinstance(error, NodeSilent) else str(error))]
+        return [
+            Message.of(
+                "slurm.controller_silent", why=self.lane.silence() if isinstance(error, NodeSilent) else str(error)
+            )
+        ]
 
 
 def show_unavailable(partitions: list[str], vc_ids: list[int], reason: Reason) -> None:
@@ -102,4 +107,6 @@ def show_available(vc_ids: list[int]) -> None:
     """The controller answers again: the waiting jobs no longer say it does not (the nodes are
     sinfo's to bring back, each as Slurm says)."""
     waiting = Job.objects.filter(state=JobState.WAITING, virtual_cluster_id__in=vc_ids, **_SAID_BY_JOB)
-    lifecycle.set_pending_reasons(dict.fromkeys(waiting.values_list("pk", flat=True), (CONTROLLER_BACK(),)))
+    lifecycle.set_pending_reasons(
+        dict.fromkeys(waiting.values_list("pk", flat=True), (Message.of("slurm.controller_back"),))
+    )

@@ -37,7 +37,6 @@ from scheduling.ending import FailedStart
 from scheduling.exits import platform_exit_code
 from scheduling.recent_trouble import RecentTrouble
 from scheduling.storage_gate import MountFailures
-from scheduling.texts import SAID, START_CRASHED
 
 log = logging.getLogger("pai.scheduler")
 
@@ -241,14 +240,14 @@ class Starter:
             # (Down at once where its engine cannot be reached; one that is only slow now: the
             # heartbeat decides, and placement gives it nothing meanwhile.)
             if exc.failure is Failure.NODE_LOST and task.node is not None and not isinstance(exc, executors.NodeSilent):
-                nodes.set_down(task.node, exc.messages or [SAID(said=message)])
+                nodes.set_down(task.node, exc.messages or [Message.of("node.said", said=message)])
             if exc.failure is Failure.STORAGE_MOUNT_FAILED and exc.storage and task.node is not None:
                 self.trouble.mount_failures.remember(task.node.name, exc.storage, said)
             if exc.failure is Failure.PORT_CONFLICT and task.node is not None:
                 self.trouble.ports_held(task.node.name, task.ports, message)
         else:
             log.error("starting %s failed", task, exc_info=exc)
-            said = START_CRASHED(said=str(exc))
+            said = Message.of("exit.start_crashed", said=str(exc))
             code, message = int(ExitCode.CONTAINER_START_FAILED), said.text
         if task.log_path:
             try:  # the reason is recorded on the task anyway: a log that cannot be written stops nothing

@@ -20,7 +20,6 @@ from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import storage_requests
 from jobs.storage.configs import storage_configs
 from scheduling.recent_trouble import RecentTrouble
-from scheduling.texts import MOUNT_FAILED, NO_STORAGE_NODE, PROCESS_NODE_NFS, SLURM_NODE_NFS, STORAGE_ON
 
 MOUNT_FAILURE_MEMORY_S = 300.0
 
@@ -44,13 +43,13 @@ def needed_storages(spec: NormalizedSpec, configs: dict[str, StorageConfig]) -> 
 
 def why_not_mountable(node: Node, config: StorageConfig, failures: MountFailures, now: float) -> Message | None:
     if node.executor == Node.Executor.PROCESS and config.kind == StorageConfig.Kind.NFS:
-        return PROCESS_NODE_NFS(node=node.name)
+        return Message.of("reason.storage.process_node", node=node.name)
     if node.executor == Node.Executor.SLURM and config.kind == StorageConfig.Kind.NFS:
-        return SLURM_NODE_NFS(node=node.name)
+        return Message.of("reason.storage.slurm_node", node=node.name)
     seen = failures.recent(node.name, config.name, now)
     if seen is not None:
         reason, when = seen
-        return MOUNT_FAILED(node=node.name, seconds=int(now - when), error=reason)
+        return Message.of("reason.storage.mount_failed", node=node.name, seconds=int(now - when), error=reason)
     return None
 
 
@@ -76,12 +75,12 @@ def storage_gate(jobs: Iterable[tuple[int, NormalizedSpec]], nodes: list[Node], 
             for node in available:
                 why = why_not_mountable(node, config, failures, now)
                 if why and node.name not in reasons:
-                    reasons[node.name] = STORAGE_ON(storage=config.name, why=why)
+                    reasons[node.name] = Message.of("reason.storage.on", storage=config.name, why=why)
         if not reasons:
             continue
         said = list(reasons.values())
         if len(reasons) == len(available):
-            gate.blocked[key] = [NO_STORAGE_NODE(nodes=said)]
+            gate.blocked[key] = [Message.of("reason.storage.no_node", nodes=said)]
         else:
             gate.avoid[key] = frozenset(reasons)
             gate.notes[key] = said

@@ -32,9 +32,7 @@ from jobs import lifecycle
 from jobs.models import Job, Task, TaskState
 from jobs.protocol.exitspec import ExitCode, classify, exit_info
 from jobs.protocol.priority import grace_seconds
-from jobs.protocol.texts import EXITED, SAID
 from jobs.protocol.timelimit import duration_text
-from jobs.texts import STOPPED_BECAUSE, STOPPED_BY_USER
 from scheduling import executors
 from scheduling.backends import Backends
 from scheduling.teardown import stop_job
@@ -60,8 +58,12 @@ def live(tasks: list[Task]) -> list[Task]:
 def stop_diagnostics(reason: str, message: dict[str, Any]) -> Message:
     """A stopped job's diagnostics: why the portal stopped it (Job.ending_reason, its message; an
     older row's English), else the user's Stop."""
-    why = Message.from_dict(message) if message else SAID(said=reason) if reason else None
-    return EXITED(phrase=STOPPED.phrase, said=STOPPED_BECAUSE(why=why) if why else STOPPED_BY_USER())
+    why = Message.from_dict(message) if message else Message.of("exit.said", said=reason) if reason else None
+    return Message.of(
+        "exit.exited",
+        phrase=STOPPED.phrase,
+        said=Message.of("exit.stopped_because", why=why) if why else Message.of("exit.stopped_by_user"),
+    )
 
 
 class Terminator:

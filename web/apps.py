@@ -9,13 +9,10 @@ class WebConfig(AppConfig):
     def ready(self) -> None:
         """The admin of jobs, and the VC form's rules, say their texts in the page's language, by the
         pages' translations."""
-        from catalogue.discover import import_all_texts
         from clusters import vc_rules
         from jobs.admin import SHOWN
         from web import reasons, texts
         from web.templatetags import portal
-
-        import_all_texts()  # (every code defined: a page may render a stored message of any area)
 
         SHOWN.update(
             event=portal.event_text,

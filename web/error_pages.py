@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseServerError, Json
 from django.shortcuts import render
 from django.utils.translation import gettext as _
 
-from web.api import texts
+from catalogue import Message
 from web.api.answers import Answer, entry
 from web.api.errors import API_ALIAS_PREFIX
 
@@ -34,7 +34,9 @@ def server_error(request: HttpRequest) -> HttpResponse:
     should the page itself fail (the database down, say), a plain one."""
     if request.path_info.removeprefix(API_ALIAS_PREFIX).startswith("/api/"):
         message = _("The portal failed on this request; the error is in its log.")
-        return JsonResponse(Answer(500, "UnknownError", message, [entry(texts.SERVER_FAILED())]).body(), status=500)
+        return JsonResponse(
+            Answer(500, "UnknownError", message, [entry(Message.of("api.server_failed"))]).body(), status=500
+        )
     try:
         return render(request, "500.html", status=500)
     except Exception:  # the frame needs what may have failed (database, sessions): say it plainly

@@ -25,7 +25,7 @@ from django.http import QueryDict
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from jobs import texts
+from catalogue import Message
 from jobs.protocol import JobConfigError, priority
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.parsing import check_tree
@@ -189,7 +189,7 @@ def _base_config(text: str) -> dict[str, Any]:
     try:
         base = json.loads(text)
     except (ValueError, RecursionError):
-        raise JobConfigError([("base_config", texts.FORM_BASE_NOT_JSON())]) from None
+        raise JobConfigError([("base_config", Message.of("config.form_base_not_json"))]) from None
     if not isinstance(base, dict):
         return {}
     check_tree(base)

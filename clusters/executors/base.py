@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import ClassVar
 
 from catalogue import Message, joined
-from clusters.executors.texts import PARTS
 
 
 @dataclass(frozen=True)
@@ -253,4 +252,4 @@ class ExecutorError(Exception):
         """What it says as a task's diagnostics: its message (its parts as one), else its words."""
         if not self.messages:
             return str(self)
-        return self.messages[0] if len(self.messages) == 1 else PARTS(parts=self.messages)
+        return self.messages[0] if len(self.messages) == 1 else Message.of("exit.parts", parts=self.messages)

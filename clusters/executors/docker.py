@@ -38,7 +38,7 @@ from docker.errors import APIError, ImageNotFound, NotFound
 from docker.types import DeviceRequest, LogConfig, Ulimit
 from docker.types import Mount as DockerMount
 
-from clusters.executors import texts
+from catalogue import Message
 from clusters.executors.base import (
     Executor,
     ExecutorError,
@@ -185,9 +185,9 @@ class DockerExecutor(Executor):
         except ENGINE_ERRORS as exc:
             said = explain(exc)
             failed = (
-                texts.CLEANUP_FAILED(job=job_id, url=self.docker_url, said=said)
+                Message.of("exit.start.cleanup_failed", job=job_id, url=self.docker_url, said=said)
                 if self.docker_url
-                else texts.CLEANUP_FAILED_LOCALLY(job=job_id, said=said)
+                else Message.of("exit.start.cleanup_failed_locally", job=job_id, said=said)
             )
             raise ExecutorError(failed, failure_of(exc)) from exc
 
@@ -218,7 +218,7 @@ class DockerExecutor(Executor):
         try:
             return self._start(launch)
         except NetworkGone as gone:
-            raise ExecutorError(texts.NO_CONTAINER(said=str(gone)), Failure.CREATE_FAILED) from gone
+            raise ExecutorError(Message.of("exit.start.no_container", said=str(gone)), Failure.CREATE_FAILED) from gone
 
     def _start(self, launch: TaskLaunch) -> TaskHandle:
         name = self.container_name(launch)
@@ -241,9 +241,9 @@ class DockerExecutor(Executor):
                 raise unmounted from exc
             if INVALID_REFERENCE in explain(exc):  # the engine's own words, about the name alone
                 raise ExecutorError(
-                    texts.BAD_IMAGE(image=launch.image, said=explain(exc)), Failure.IMAGE_NOT_FOUND
+                    Message.of("exit.start.bad_image", image=launch.image, said=explain(exc)), Failure.IMAGE_NOT_FOUND
                 ) from exc
-            raise ExecutorError(texts.NO_CONTAINER(said=explain(exc)), failure_of(exc)) from exc
+            raise ExecutorError(Message.of("exit.start.no_container", said=explain(exc)), failure_of(exc)) from exc
         finally:
             self.staging.created(staged)
         if isinstance(created, TaskHandle):
@@ -285,7 +285,7 @@ class DockerExecutor(Executor):
                 adopted = self._adopt(name, launch)
                 if adopted is not None:
                     return adopted
-        raise ExecutorError(texts.NO_CONTAINER_NAMED(name=name))
+        raise ExecutorError(Message.of("exit.start.no_container_named", name=name))
 
     def _adopt(self, name: str, launch: TaskLaunch) -> TaskHandle | None:
         try:
@@ -368,7 +368,7 @@ class DockerExecutor(Executor):
                 pass
         if not launch.keep_on_failure:
             self.removals.remove(container_id)
-        return ExecutorError(texts.CONTAINER_NOT_STARTED(said=reason), failure)
+        return ExecutorError(Message.of("exit.start.container_not_started", said=reason), failure)
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
         try:
@@ -378,7 +378,7 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.TASK_GONE,
-                diagnostics=texts.CONTAINER_GONE(id=handle.executor_id[:12]),
+                diagnostics=Message.of("exit.container_gone", id=handle.executor_id[:12]),
             )
         except ENGINE_ERRORS as exc:
             return TaskStatus(
@@ -397,7 +397,7 @@ class DockerExecutor(Executor):
                 running=False,
                 lost=True,
                 failure=Failure.TASK_GONE,
-                diagnostics=texts.NEVER_STARTED(),
+                diagnostics=Message.of("exit.never_started"),
             )
         self.logs.exited(handle.executor_id, info["Config"]["Labels"].get(LOG_PATH_LABEL))
         self.removals.exited(info)  # (its removal asks the engine no more)
@@ -568,7 +568,7 @@ def exited_status(info: dict[str, Any], *, init_failure: str = "") -> TaskStatus
         finished_at=_parse_time(state.get("FinishedAt")),
     )
     if oom_killed:
-        status.diagnostics = texts.OUT_OF_MEMORY(mb=memory // (1024 * 1024))
+        status.diagnostics = Message.of("exit.out_of_memory", mb=memory // (1024 * 1024))
     elif error and exit_code in START_FAILURES:
         status.failure = START_FAILURES[exit_code]
         status.diagnostics = f"the task's container could not start: {error}"

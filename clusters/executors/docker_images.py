@@ -13,7 +13,6 @@ from docker.errors import APIError
 from docker.utils import parse_repository_tag
 
 from catalogue import Message
-from clusters.executors import texts
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.docker_engine import explain
 
@@ -32,21 +31,27 @@ def pull_failure_message(image: str, reason: str, with_credentials: bool) -> Mes
     answered, and an image may name any HTTP service as its registry (a probe of the node's
     loopback): that text is for the node's log, never for the user."""
     registry = resolve_repository_name(parse_repository_tag(image)[0])[0]
-    return texts.PULL_FAILED(image=image, registry=registry, why=_why_pull_failed(reason, with_credentials))
+    return Message.of(
+        "exit.pull.failed", image=image, registry=registry, why=_why_pull_failed(reason, with_credentials)
+    )
 
 
 def _why_pull_failed(reason: str, with_credentials: bool) -> Message:
     said = reason.split("response body", 1)[0].lower()  # the engine's words, before the remote page
     status = re.search(r"\bhttp (\d{3})\b", said)
     if any(sign in said for sign in AUTH_SIGNS):
-        return texts.PULL_CREDENTIALS_REFUSED() if with_credentials else texts.PULL_NEEDS_CREDENTIALS()
+        return (
+            Message.of("exit.pull.credentials_refused")
+            if with_credentials
+            else Message.of("exit.pull.needs_credentials")
+        )
     if any(sign in said for sign in UNREACHABLE_SIGNS):
-        return texts.PULL_UNREACHABLE()
+        return Message.of("exit.pull.unreachable")
     if status is not None:
-        return texts.PULL_HTTP(status=_status_words(int(status.group(1))))
+        return Message.of("exit.pull.http", status=_status_words(int(status.group(1))))
     if any(sign in said for sign in NOT_FOUND_SIGNS):
-        return texts.PULL_NOT_FOUND()
-    return texts.PULL_OTHERWISE()
+        return Message.of("exit.pull.not_found")
+    return Message.of("exit.pull.otherwise")
 
 
 def _status_words(code: int) -> str:

@@ -18,7 +18,7 @@ from docker.types import Mount as DockerMount
 
 import clusters.userfs as userfs
 from catalogue import Message
-from clusters.executors import staging, texts
+from clusters.executors import staging
 from clusters.executors.base import ExecutorError, Failure, Mount, NfsVolume, TaskLaunch
 
 log = logging.getLogger("pai.executors.docker")
@@ -66,8 +66,12 @@ class MountStaging:
                     continue
                 if self.problem:
                     raise ExecutorError(
-                        texts.UNSAFE_MOUNT(
-                            path=mount.host_path, target=mount.container_path, node=self.address, problem=self.problem
+                        Message.of(
+                            "exit.start.unsafe_mount",
+                            path=mount.host_path,
+                            target=mount.container_path,
+                            node=self.address,
+                            problem=self.problem,
                         ),
                         Failure.STORAGE_MOUNT_FAILED,
                         storage=mount.storage,
@@ -121,7 +125,8 @@ def _components(mount: Mount) -> list[str]:
         return staging.components_below(mount)
     except userfs.UserFsError as exc:
         raise ExecutorError(
-            texts.CANNOT_MOUNT(target=mount.container_path, said=str(exc)), Failure.STORAGE_MOUNT_FAILED
+            Message.of("exit.start.cannot_mount", target=mount.container_path, said=str(exc)),
+            Failure.STORAGE_MOUNT_FAILED,
         ) from exc
 
 
@@ -132,7 +137,7 @@ def _refusal(mount: Mount) -> Iterator[None]:
         yield
     except (userfs.UserFsError, OSError) as exc:
         raise ExecutorError(
-            texts.CANNOT_MOUNT_AT(path=mount.host_path, target=mount.container_path, said=str(exc)),
+            Message.of("exit.start.cannot_mount_at", path=mount.host_path, target=mount.container_path, said=str(exc)),
             Failure.STORAGE_MOUNT_FAILED,
             storage=mount.storage,
         ) from exc
@@ -147,12 +152,14 @@ def storage_failure(launch: TaskLaunch, reason: str, *, namespace: str, address:
         if named and named in reason:
             where = {"target": mount.container_path, "node": address, "said": reason}
             message = (
-                texts.STORAGE_NOT_MOUNTED(storage=mount.storage, **where)
+                Message.of("exit.start.storage_not_mounted", storage=mount.storage, **where)
                 if mount.storage
-                else texts.FILE_STORE_NOT_MOUNTED(path=mount.host_path, **where)
+                else Message.of("exit.start.file_store_not_mounted", path=mount.host_path, **where)
             )
             return ExecutorError(message, Failure.STORAGE_MOUNT_FAILED, storage=mount.storage)
-    return ExecutorError(texts.SOME_STORAGE_NOT_MOUNTED(node=address, said=reason), Failure.STORAGE_MOUNT_FAILED)
+    return ExecutorError(
+        Message.of("exit.start.some_storage_not_mounted", node=address, said=reason), Failure.STORAGE_MOUNT_FAILED
+    )
 
 
 def nfs_volume_options(nfs: NfsVolume, read_only: bool) -> dict[str, str]:

@@ -18,7 +18,7 @@ from typing import Any
 import docker
 from docker.errors import APIError, NotFound
 
-from clusters.executors import texts
+from catalogue import Message
 from clusters.executors.app_ports import portals_own_engine
 from clusters.executors.base import ExecutorError, TaskLaunch
 from clusters.executors.docker_engine import ENGINE_ERRORS, MARKER_LABEL, Engine, explain, failure_of, marker
@@ -49,11 +49,13 @@ class JobNetworks:
     def addresses(self, job_id: int, job_name: str, tasks: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
         """Each task's address on the job's network, made unless it is there."""
         if len(tasks) > MAX_TASKS_PER_NETWORK:
-            raise ExecutorError(texts.NETWORK_TOO_SMALL(count=len(tasks), most=MAX_TASKS_PER_NETWORK))
+            raise ExecutorError(
+                Message.of("exit.start.network_too_small", count=len(tasks), most=MAX_TASKS_PER_NETWORK)
+            )
         try:
             subnet = self._ensure(job_id, job_name)
         except ENGINE_ERRORS as exc:
-            raise ExecutorError(texts.NO_NETWORK(said=explain(exc)), failure_of(exc)) from exc
+            raise ExecutorError(Message.of("exit.start.no_network", said=explain(exc)), failure_of(exc)) from exc
         # .1 is the gateway; tasks get .2, .3, ... in (role, index) order: the same on every
         # call, so a job retry finds its tasks at the addresses it had.
         hosts = iter(subnet.hosts())
@@ -68,7 +70,7 @@ class JobNetworks:
             self._duplicated(self.name(launch.job_id))
             self._ensure(launch.job_id, launch.job_name, _subnet_of(launch.ip))
         except ENGINE_ERRORS as exc:
-            raise ExecutorError(texts.NO_NETWORK(said=explain(exc)), failure_of(exc)) from exc
+            raise ExecutorError(Message.of("exit.start.no_network", said=explain(exc)), failure_of(exc)) from exc
 
     def remove(self, job_id: int) -> None:
         for network in self._named(self.name(job_id)):  # (duplicates too: see _duplicated)
@@ -148,7 +150,7 @@ class JobNetworks:
             # check_duplicate is best effort: two creates side by side can both succeed, on two
             # subnets, and the engine then refuses "network ... is ambiguous" at every start.
             return _network_subnet(self.find(name) or {}) if self._duplicated(name) else subnet
-        raise ExecutorError(texts.NO_SUBNET(pool=str(self.subnet_pool)))
+        raise ExecutorError(Message.of("exit.start.no_subnet", pool=str(self.subnet_pool)))
 
     def _named(self, name: str) -> list[dict[str, Any]]:
         """The networks of exactly that name (the engine's filter also matches names containing it)."""
@@ -197,7 +199,7 @@ def _network_subnet(network: dict[str, Any]) -> ipaddress.IPv4Network:
         subnet = config.get("Subnet") or ""
         if subnet and ":" not in subnet:
             return ipaddress.IPv4Network(subnet)
-    raise ExecutorError(texts.NO_IPV4_SUBNET(network=str(network.get("Name"))))
+    raise ExecutorError(Message.of("exit.start.no_ipv4_subnet", network=str(network.get("Name"))))
 
 
 def _subnet_of(ip: str) -> ipaddress.IPv4Network | None:

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalogue import Message
-from clusters.executors import routing, texts
+from clusters.executors import routing
 
 TASK_INTERFACE = "eth0"
 TASK_ADDRESS = "10.0.2.100"  # slirp4netns' and rootless podman's choice: private to each namespace
@@ -101,7 +101,7 @@ class TaskNetwork:
         """None when this node has what a task's network needs, else what it lacks."""
         for tool, package in ((self.pasta, "passt"), ("ip", "iproute2"), ("nsenter", "util-linux")):
             if shutil.which(tool) is None:
-                return texts.NO_TOOL(tool=tool, package=package)
+                return Message.of("exit.sandbox.no_tool", tool=tool, package=package)
         return None
 
     def plan(
@@ -171,7 +171,7 @@ class TaskNetwork:
                 return _no_network(str(exc))
         if code != 0:
             detail = output.strip().splitlines()[-1:] or [f"exit {code}"]
-            return texts.LOOPBACK_REACHED(said=detail[0])
+            return Message.of("exit.sandbox.loopback_reached", said=detail[0])
         return None
 
 
@@ -210,14 +210,14 @@ def _no_network(problem: str) -> Message:
     """Why tasks get no network of their own. pasta opens /dev/net/tun as the task's uid: a machine
     that keeps it root's alone (seen on a GPU machine's image) needs the distributions' usual mode back."""
     if "tun" not in problem:
-        return texts.NO_OWN_NETWORK(said=problem)
+        return Message.of("exit.sandbox.no_own_network", said=problem)
     try:
         private = not os.stat(TUN_DEVICE).st_mode & 0o006
     except OSError:
-        return texts.NO_OWN_NETWORK_TUN_MISSING(said=problem, device=TUN_DEVICE)
+        return Message.of("exit.sandbox.no_own_network.tun_missing", said=problem, device=TUN_DEVICE)
     if private:
-        return texts.NO_OWN_NETWORK_TUN_PRIVATE(said=problem, device=TUN_DEVICE)
-    return texts.NO_OWN_NETWORK(said=problem)
+        return Message.of("exit.sandbox.no_own_network.tun_private", said=problem, device=TUN_DEVICE)
+    return Message.of("exit.sandbox.no_own_network", said=problem)
 
 
 class Attached:

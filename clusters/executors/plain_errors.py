@@ -13,23 +13,22 @@ from __future__ import annotations
 import re
 
 from catalogue import Message
-from clusters.executors import texts as t
 
 # (what the chain's text says, the plain words), the first that matches wins: the socket's own
 # error is the cause, whatever layer carries it.
 _CAUSES: list[tuple[re.Pattern[str], Message]] = [
-    (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b"), t.REFUSED()),
+    (re.compile(r"Connection refused|ECONNREFUSED|Errno 111\b"), Message.of("node.cause.refused")),
     (
         re.compile(r"Name or service not known|Failed to resolve|Temporary failure in name resolution|nodename nor"),
-        t.NO_HOST_NAME(),
+        Message.of("node.cause.no_host_name"),
     ),
-    (re.compile(r"No route to host|Errno 113\b"), t.NO_ROUTE()),
-    (re.compile(r"Network is unreachable|Errno 101\b"), t.UNREACHABLE()),
-    (re.compile(r"FileNotFoundError|No such file or directory"), t.NO_SOCKET()),
-    (re.compile(r"Permission denied|PermissionError"), t.PERMISSION_DENIED()),
+    (re.compile(r"No route to host|Errno 113\b"), Message.of("node.cause.no_route")),
+    (re.compile(r"Network is unreachable|Errno 101\b"), Message.of("node.cause.unreachable")),
+    (re.compile(r"FileNotFoundError|No such file or directory"), Message.of("node.cause.no_socket")),
+    (re.compile(r"Permission denied|PermissionError"), Message.of("node.cause.permission_denied")),
     (
         re.compile(r"Connection reset|Connection aborted|RemoteDisconnected|Connection broken|BrokenPipe"),
-        t.CLOSED(),
+        Message.of("node.cause.closed"),
     ),
 ]
 _TIMED_OUT = re.compile(r"timed out|Timeout|TimeoutError")
@@ -56,10 +55,18 @@ def plain_cause(exc: BaseException, timeout_s: float | None = None) -> Message |
         if pattern.search(text):
             return cause
     if any(isinstance(error, TimeoutError) for error in chain) or _TIMED_OUT.search(text):
-        return t.TIMED_OUT_AFTER(seconds=number(timeout_s)) if timeout_s else t.TIMED_OUT()
+        return (
+            Message.of("node.cause.timed_out_after", seconds=number(timeout_s))
+            if timeout_s
+            else Message.of("node.cause.timed_out")
+        )
     if http := _HTTP.search(text):
         words = http["words"].strip().rstrip(".")
-        return t.HTTP_SAYING(code=http["code"], words=words) if words else t.HTTP(code=http["code"])
+        return (
+            Message.of("node.cause.http_saying", code=http["code"], words=words)
+            if words
+            else Message.of("node.cause.http", code=http["code"])
+        )
     said = _OBJECT_REPR.sub("", str(exc)).strip() or type(exc).__name__
     return said if len(said) <= 200 else said[:199] + "…"
 
@@ -67,14 +74,22 @@ def plain_cause(exc: BaseException, timeout_s: float | None = None) -> Message |
 def engine_silent(docker_url: str | None, exc: BaseException, timeout_s: float) -> Message:
     """`the Docker engine at tcp://10.0.0.2:2375 does not answer (timed out after 5 s)`."""
     cause = plain_cause(exc, timeout_s)
-    return t.DOCKER_SILENT(url=docker_url, cause=cause) if docker_url else t.DOCKER_SOCKET_SILENT(cause=cause)
+    return (
+        Message.of("node.docker_silent", url=docker_url, cause=cause)
+        if docker_url
+        else Message.of("node.docker_socket_silent", cause=cause)
+    )
 
 
 def engine_lost(docker_url: str | None, exc: BaseException, timeout_s: float) -> Message:
     """A task's diagnostics when a poll finds its node's engine silent: `the node's Docker engine
     (tcp://10.0.0.2:2375) does not answer: timed out after 5 s`."""
     cause = plain_cause(exc, timeout_s)
-    return t.ENGINE_SILENT(url=docker_url, cause=cause) if docker_url else t.ENGINE_SOCKET_SILENT(cause=cause)
+    return (
+        Message.of("exit.engine_silent", url=docker_url, cause=cause)
+        if docker_url
+        else Message.of("exit.engine_socket_silent", cause=cause)
+    )
 
 
 def number(value: float) -> int | float:

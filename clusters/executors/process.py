@@ -31,7 +31,6 @@ from functools import cached_property
 from pathlib import Path
 
 from catalogue import Message
-from clusters.executors import texts
 from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import (
     Executor,
@@ -135,13 +134,13 @@ class ProcessExecutor(Executor):
     def start(self, launch: TaskLaunch) -> TaskHandle:
         if self.sandbox_problem and not launch.owner_is_admin:
             raise ExecutorError(
-                texts.NO_SANDBOX(problem=self.sandbox_problem),
+                Message.of("exit.start.no_sandbox", problem=self.sandbox_problem),
                 Failure.START_PERMISSION_DENIED,  # permanent: never retried
             )
         for mount in launch.mounts:
             if mount.nfs is not None:
                 raise ExecutorError(
-                    texts.NO_NFS(storage=mount.storage),
+                    Message.of("exit.start.no_nfs", storage=mount.storage),
                     Failure.STORAGE_MOUNT_FAILED,
                     storage=mount.storage,
                 )
@@ -186,7 +185,9 @@ class ProcessExecutor(Executor):
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
                 if (refusal := bind_refusal(address, port, kind)) is not None:  # (SO_REUSEADDR, as pasta binds)
                     raise ExecutorError(
-                        texts.PORT_HELD(port=port, address=address, said=refusal.strerror or str(refusal)),
+                        Message.of(
+                            "exit.start.port_held", port=port, address=address, said=refusal.strerror or str(refusal)
+                        ),
                         Failure.PORT_CONFLICT,
                     ) from refusal
 
@@ -198,7 +199,7 @@ class ProcessExecutor(Executor):
         try:
             self._supervise(task_dir, env, script)
         except OSError as exc:
-            raise ExecutorError(texts.NO_PROCESS(said=str(exc)), Failure.START_FAILED) from exc
+            raise ExecutorError(Message.of("exit.start.no_process", said=str(exc)), Failure.START_FAILED) from exc
 
     def _supervise(self, task_dir: Path, env: dict[str, str], script: str) -> None:
         """Ask the node's supervisor server to fork the task's supervisor; returns once the
@@ -272,7 +273,7 @@ class ProcessExecutor(Executor):
         try:
             return self.cgroups.create(str(task_dir), cpu=launch.cpu, memory_mb=launch.memory_mb, pids=self.pids_limit)
         except OSError as exc:
-            raise ExecutorError(texts.NO_LIMITS(said=str(exc)), Failure.CREATE_FAILED) from exc
+            raise ExecutorError(Message.of("exit.start.no_limits", said=str(exc)), Failure.CREATE_FAILED) from exc
 
     def _supervision(self, launch: TaskLaunch, task_dir: Path, cgroup: TaskCgroup | None) -> dict[str, object]:
         """supervise.json: what the supervisor runs, where its output goes, under which limits."""
@@ -348,7 +349,7 @@ class ProcessExecutor(Executor):
                     oom_killed=True,
                     started_at=started,
                     finished_at=finished,
-                    diagnostics=texts.OUT_OF_MEMORY(mb=self._memory_mb(task_dir)),
+                    diagnostics=Message.of("exit.out_of_memory", mb=self._memory_mb(task_dir)),
                 )
             failure = (task_dir / "failure").read_text().strip() if (task_dir / "failure").exists() else ""
             return TaskStatus(
@@ -357,12 +358,14 @@ class ProcessExecutor(Executor):
                 started_at=started,
                 finished_at=finished,
                 failure=Failure(failure) if failure else None,
-                diagnostics=texts.PORT_TAKEN() if failure else "",
+                diagnostics=Message.of("exit.port_taken") if failure else "",
             )
         if alive:
             return TaskStatus(running=True)
         # Gone without an exit record: its supervisor was killed (SIGKILL, OOM killer, reboot).
-        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=texts.PROCESS_GONE())
+        return TaskStatus(
+            running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=Message.of("exit.process_gone")
+        )
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         roots = {}

@@ -32,7 +32,6 @@ from pathlib import Path
 
 import clusters.userfs as userfs
 from catalogue import Message
-from clusters.executors import texts
 from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import TaskLaunch
 from clusters.executors.netns import BLOCK_FD, INFO_FD, NO_APPS, JobApps, TaskNetwork
@@ -66,7 +65,7 @@ class Sandbox:
     def probe(self) -> Message | None:
         """None when a trial sandbox runs here, else why not (shown to users as the reason)."""
         if shutil.which(self.bwrap) is None:
-            return texts.NO_BWRAP(path=self.bwrap)
+            return Message.of("exit.sandbox.no_bwrap", path=self.bwrap)
         try:
             trial = subprocess.run(
                 [*self._identity(self.base_id, self.base_id), *self._base_args("sandbox-probe"), "true"],
@@ -76,10 +75,10 @@ class Sandbox:
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            return texts.BWRAP_CANNOT_RUN(said=str(exc))
+            return Message.of("exit.sandbox.bwrap_cannot_run", said=str(exc))
         if trial.returncode != 0:
             detail = trial.stderr.strip().splitlines()[-1:] or [f"exit {trial.returncode}"]
-            return texts.BWRAP_NO_SANDBOX(said=detail[0])
+            return Message.of("exit.sandbox.bwrap_no_sandbox", said=detail[0])
         if self.network is not None:
             # The whole chain a task runs in, its network attached as the supervisor does it.
             trial_ids = (self.base_id, self.base_id) if self.switches_user else (os.getuid(), os.getgid())

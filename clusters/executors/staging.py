@@ -30,7 +30,6 @@ from pathlib import Path, PurePosixPath
 
 import clusters.userfs as userfs
 from catalogue import Message
-from clusters.executors import texts
 from clusters.executors.base import Mount
 
 MS_RDONLY = 0x1
@@ -118,7 +117,7 @@ def engine_problem(socket_path: str) -> Message | None:
     """Why mounts staged here would not be what the engine at this Unix socket sees (None when they
     are): it must run in this very mount namespace, and the portal must be root to mount."""
     if os.geteuid() != 0:
-        return texts.NOT_ROOT()
+        return Message.of("exit.staging.not_root")
     ucred = struct.Struct("3i")
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
@@ -126,11 +125,11 @@ def engine_problem(socket_path: str) -> Message | None:
             connection.connect(socket_path)
             pid = ucred.unpack(connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, ucred.size))[0]
         if pid <= 0:
-            return texts.ENGINE_OTHER_PIDS()
+            return Message.of("exit.staging.other_pids")
         if os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"):
-            return texts.ENGINE_OTHER_MOUNTS()
+            return Message.of("exit.staging.other_mounts")
     except OSError as exc:
-        return texts.ENGINE_UNSEEN(socket=socket_path, said=exc.strerror or str(exc))
+        return Message.of("exit.staging.unseen", socket=socket_path, said=exc.strerror or str(exc))
     return None
 
 

@@ -3,8 +3,8 @@ state as the executors' TaskStatus (the scheduler maps it onto the exit spec as 
 
 from __future__ import annotations
 
+from catalogue import Message
 from clusters.executors.base import Failure, TaskStatus
-from clusters.slurm import texts
 
 SIGKILL_EXIT = 137
 SIGTERM_EXIT = 143
@@ -13,14 +13,23 @@ SIGTERM_EXIT = 143
 def status_after(state: str | None) -> TaskStatus:
     """`state` is the Slurm job's final state; None when Slurm no longer knows the job."""
     if state == "NODE_FAIL":  # transient: the job is retried on the nodes that answer
-        return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=texts.NODE_FAILED())
+        return TaskStatus(
+            running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=Message.of("exit.slurm.node_failed")
+        )
     if state == "OUT_OF_MEMORY":  # permanent: the same memoryMB would fail again
-        return TaskStatus(running=False, exit_code=SIGKILL_EXIT, oom_killed=True, diagnostics=texts.OUT_OF_MEMORY())
+        return TaskStatus(
+            running=False, exit_code=SIGKILL_EXIT, oom_killed=True, diagnostics=Message.of("exit.slurm.out_of_memory")
+        )
     if state == "PREEMPTED":  # transient, as an eviction
-        return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=texts.PREEMPTED())
+        return TaskStatus(
+            running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=Message.of("exit.slurm.preempted")
+        )
     if state in {"TIMEOUT", "DEADLINE"}:
         return TaskStatus(
-            running=False, exit_code=SIGTERM_EXIT, failure=Failure.TIME_LIMIT, diagnostics=texts.TIME_LIMIT()
+            running=False,
+            exit_code=SIGTERM_EXIT,
+            failure=Failure.TIME_LIMIT,
+            diagnostics=Message.of("exit.slurm.time_limit"),
         )
-    said = texts.ENDED_BEFORE(state=state) if state else texts.FORGOTTEN()
+    said = Message.of("exit.slurm.ended_before", state=state) if state else Message.of("exit.slurm.forgotten")
     return TaskStatus(running=False, lost=True, failure=Failure.TASK_GONE, diagnostics=said)

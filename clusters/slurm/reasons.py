@@ -54,7 +54,7 @@ class PartitionUse:
 
 
 def _asks(ask: Ask) -> Message:
-    return t.ASKS(tasks=ask.tasks, gpus=ask.gpus, cpus=ask.cpus, memory_mb=ask.memory_mb)
+    return Message.of("slurm.asks", tasks=ask.tasks, gpus=ask.gpus, cpus=ask.cpus, memory_mb=ask.memory_mb)
 
 
 def _sentence(text: Text, ask: Ask, p: PartitionUse) -> Message:
@@ -92,25 +92,31 @@ def is_final_refusal(error: str) -> bool:
 def final_reason(job: SlurmJob, ask: Ask, partition: PartitionUse) -> Message:
     """`Slurm cannot run the job (BadConstraints): <sentence>.` for a job held with a final reason."""
     words = t.REASONS.get(job.reason)
-    sentence = _sentence(words, ask, partition) if words else t.OTHER_REASON(code=job.reason)
-    return t.CANNOT_RUN(code=job.reason, sentence=sentence)
+    sentence = _sentence(words, ask, partition) if words else Message.of("slurm.reason.other", code=job.reason)
+    return Message.of("slurm.cannot_run", code=job.reason, sentence=sentence)
 
 
 def refusal_reason(error: str, ask: Ask, partition: PartitionUse) -> Message:
     """`Slurm refuses the job (<what sbatch said>): <sentence>.`"""
     said = error.removeprefix("sbatch: ").removeprefix("Batch job submission failed: ").strip()
     words = next((text for known, text in t.REFUSALS.items() if known in said), None)
-    return t.REFUSES(said=said, sentence=_sentence(words, ask, partition) if words else t.SEE_ITS_WORDS())
+    return Message.of(
+        "slurm.refuses",
+        said=said,
+        sentence=_sentence(words, ask, partition) if words else Message.of("slurm.refusal.other"),
+    )
 
 
 def pending_reason(job: SlurmJob, ask: Ask, partition: PartitionUse, now: datetime) -> Message:
     """`Waiting in Slurm (Resources): <sentence>; Slurm expects it to start at <time>.`"""
     words = t.REASONS.get(job.reason)
-    sentence = _sentence(words, ask, partition) if words else t.OTHER_REASON(code=job.reason or "unknown")
+    sentence = (
+        _sentence(words, ask, partition) if words else Message.of("slurm.reason.other", code=job.reason or "unknown")
+    )
     start = expected_start(job, now)
     if start is not None:
-        return t.WAITING_UNTIL(code=job.reason, sentence=sentence, time=f"{start:%Y-%m-%d %H:%M} UTC")
-    return t.WAITING(code=job.reason, sentence=sentence)
+        return Message.of("slurm.waiting_until", code=job.reason, sentence=sentence, time=f"{start:%Y-%m-%d %H:%M} UTC")
+    return Message.of("slurm.waiting", code=job.reason, sentence=sentence)
 
 
 def expected_start(job: SlurmJob, now: datetime) -> datetime | None:

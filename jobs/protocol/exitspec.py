@@ -21,7 +21,6 @@ from typing import Any, Literal
 import yaml
 
 from catalogue import Message
-from jobs.protocol import texts
 
 SPEC_PATH = Path(__file__).parent / "exit_spec.yaml"
 
@@ -237,7 +236,7 @@ def _info(
         phrase=row["phrase"],
         type=row["type"],
         behaviour=row["behaviour"],
-        reason=reason or texts.SPEC_REASON(spec_reason=row["reason"]),
+        reason=reason or Message.of("exit.spec_reason", spec_reason=row["reason"]),
         solution=tuple(row.get("solution") or ()),
         match=match,
     )
@@ -301,7 +300,7 @@ def classify(
             ExitCode.UNDEFINED_NEGATIVE,
             None,
             _rows()[ExitCode.UNDEFINED_NEGATIVE],
-            texts.NO_EXIT_CODE(),
+            Message.of("exit.no_exit_code"),
         )
     status = _normalise_signal(exit_code)
     rows = _rows()
@@ -317,8 +316,8 @@ def classify(
     if _SIGNAL_BASE < status <= _SIGNAL_BASE + _MAX_SIGNAL and status in rows:
         return _info(status, exit_code, rows[status])
     if status <= ExitCode.UNKNOWN_USER_FAILURE:
-        spec_reason = texts.SPEC_REASON(spec_reason=rows[ExitCode.UNKNOWN_USER_FAILURE]["reason"])
-        reason = texts.COMMAND_EXITED(reason=spec_reason, code=exit_code)
+        spec_reason = Message.of("exit.spec_reason", spec_reason=rows[ExitCode.UNKNOWN_USER_FAILURE]["reason"])
+        reason = Message.of("exit.command_exited", reason=spec_reason, code=exit_code)
         return _info(ExitCode.UNKNOWN_USER_FAILURE, exit_code, rows[ExitCode.UNKNOWN_USER_FAILURE], reason)
     return _info(status, exit_code, rows[ExitCode.UNDEFINED_POSITIVE])
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError
 from jobs.protocol.hooks import (
     CMD_PLUGINS,
@@ -45,7 +45,12 @@ def move_top_level_class(doc: Mapping[str, Any], extras: dict[str, Any]) -> list
         return []
     hived = dict(extras.get("hivedScheduler") or {})
     if hived.get("jobPriorityClass") and hived["jobPriorityClass"] != top:
-        return [("jobPriorityClass", texts.CLASS_CONTRADICTS(field=CLASS_FIELD, value=hived["jobPriorityClass"]))]
+        return [
+            (
+                "jobPriorityClass",
+                Message.of("config.class_contradicts", field=CLASS_FIELD, value=hived["jobPriorityClass"]),
+            )
+        ]
     hived["jobPriorityClass"] = top
     extras["hivedScheduler"] = hived
     return []
@@ -66,16 +71,16 @@ def apply_hived_hints(extras: dict[str, Any], roles: dict[str, Any]) -> list[Fie
         for key in ("skuNum", "skuNumber"):
             gpus = roles[role]["resourcePerInstance"]["gpu"]
             if hints.get(key) is not None and hints[key] != gpus:
-                errors.append((f"{here}.{key}", texts.SKU_GPUS(sku=hints[key], gpus=gpus)))
+                errors.append((f"{here}.{key}", Message.of("config.sku_gpus", sku=hints[key], gpus=gpus)))
     distinct = sorted(set(sku_types.values()))
     if len(distinct) > 1:
         first = next(iter(sku_types))
         field = f"extras.hivedScheduler.taskRoles.{first}.skuType"
-        errors.append((field, texts.ONE_GPU_TYPE(types=", ".join(distinct))))
+        errors.append((field, Message.of("config.one_gpu_type", types=", ".join(distinct))))
     elif distinct:
         wanted = extras.get("gpuType")
         if wanted and wanted != distinct[0]:
-            errors.append(("extras.gpuType", texts.GPU_TYPE_CONTRADICTS(wanted=wanted, sku=distinct[0])))
+            errors.append(("extras.gpuType", Message.of("config.gpu_type_contradicts", wanted=wanted, sku=distinct[0])))
         extras["gpuType"] = distinct[0]
     return errors
 
@@ -106,7 +111,7 @@ def unsupported(spec: NormalizedSpec) -> list[FieldError]:
     for i, prerequisite in enumerate(spec.get("prerequisites") or []):
         plugin = prerequisite.get("plugin")
         if plugin and plugin not in CMD_PLUGINS:
-            errors.append((f"prerequisites[{i}].plugin", texts.PREREQUISITE_PLUGIN(name=plugin)))
+            errors.append((f"prerequisites[{i}].plugin", Message.of("config.prerequisite_plugin", name=plugin)))
     errors.extend(storage_requests(spec).errors)
     return errors
 
@@ -118,9 +123,9 @@ def _plugin_errors(spec: NormalizedSpec) -> list[FieldError]:
         name = plugin.get("plugin")
         if name not in SUPPORTED_PLUGINS:
             supported = ", ".join(SUPPORTED_PLUGINS)
-            errors.append((f"{here}.plugin", texts.RUNTIME_PLUGIN(name=str(name), supported=supported)))
+            errors.append((f"{here}.plugin", Message.of("config.runtime_plugin", name=str(name), supported=supported)))
         elif name == TENSORBOARD_PLUGIN and not (plugin.get("parameters") or {}).get("logdir"):
-            errors.append((f"{here}.parameters.logdir", texts.TENSORBOARD_LOGDIR()))
+            errors.append((f"{here}.parameters.logdir", Message.of("config.tensorboard_logdir")))
     return errors + app_errors(spec)
 
 
@@ -128,9 +133,9 @@ def _hived_errors(hived: Mapping[str, Any]) -> list[FieldError]:  # every key: t
     errors: list[FieldError] = []
     for key, value in hived.items():
         if key not in ("jobPriorityClass", "taskRoles") and value not in (None, False):
-            errors.append((f"extras.hivedScheduler.{key}", texts.HIVED_OPTION()))
+            errors.append((f"extras.hivedScheduler.{key}", Message.of("config.hived_option")))
     for role, hints in (hived.get("taskRoles") or {}).items():
         for key, value in (hints or {}).items():
             if key not in HIVED_ROLE_KEYS and value is not None:
-                errors.append((f"extras.hivedScheduler.taskRoles.{role}.{key}", texts.HIVED_ROLE_OPTION()))
+                errors.append((f"extras.hivedScheduler.taskRoles.{role}.{key}", Message.of("config.hived_role_option")))
     return errors

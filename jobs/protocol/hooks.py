@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError, unique
 from jobs.protocol.spec import RUNTIME_PLUGINS, Callback, NormalizedSpec, Prerequisite
 from jobs.protocol.templating import Scope, expand
@@ -121,7 +121,7 @@ def check_role_references(spec: NormalizedSpec) -> list[FieldError]:
         found: list[FieldError] = []
         for hook in role_hooks(spec, role):
             expanded(hook, role_scope(spec, role, hook.owner), found)
-        errors.extend((path, texts.IN_ROLE(message=message, role=role)) for path, message in found)
+        errors.extend((path, Message.of("config.ref.in_role", message=message, role=role)) for path, message in found)
     return unique(errors)
 
 

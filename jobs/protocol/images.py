@@ -37,45 +37,45 @@ def reference_error(image: str) -> Message | None:
     """Why `image` is not an image reference Docker accepts (or would read as the user meant), or
     None. Checked at submit so a typo is a 400 naming the field, not a failed, retried task."""
     if not image.strip():
-        return texts.IMAGE_EMPTY()
-    space = texts.IMAGE_SPACE(example=EXAMPLE) if any(c.isspace() for c in image) else None
+        return Message.of("config.image.empty")
+    space = Message.of("config.image.space", example=EXAMPLE) if any(c.isspace() for c in image) else None
     found = _grammar_error("".join(image.split()))
     if space and found:
-        return texts.IMAGE_AND(first=space, then=found)
+        return Message.of("config.image.and", first=space, then=found)
     return space or found
 
 
 def _grammar_error(image: str) -> Message | None:
     name, at, digest = image.partition("@")
     if at and not _DIGEST.fullmatch(digest):
-        return texts.IMAGE_DIGEST()
+        return Message.of("config.image.digest")
     last_slash = name.rfind("/")
     name, colon, tag = (name[:i], ":", name[i + 1 :]) if (i := name.rfind(":")) > last_slash else (name, "", "")
     if colon and not _TAG.fullmatch(tag):
-        return texts.IMAGE_TAG(tag=tag)
+        return Message.of("config.image.tag", tag=tag)
     if len(name) > NAME_MAX:
-        return texts.IMAGE_NAME_TOO_LONG(most=NAME_MAX)
+        return Message.of("config.image.name_too_long", most=NAME_MAX)
     registry = registry_of(name)
     path = name[len(registry) + 1 :] if registry else name
     if registry is not None:
         if not _REGISTRY.fullmatch(registry):
-            return texts.IMAGE_REGISTRY_HOST(host=registry)
+            return Message.of("config.image.registry_host", host=registry)
         if "." not in registry and ":" not in registry and registry != "localhost" and not registry.startswith("["):
             # Docker reads a first part with capitals as a registry host: a typo of a Docker Hub name.
-            return texts.IMAGE_CAPITALS(first=registry, example=f"{registry.lower()}/{path.lower()}")
+            return Message.of("config.image.capitals", first=registry, example=f"{registry.lower()}/{path.lower()}")
     components = path.split("/")
     for component in components:
         if not _PATH_COMPONENT.fullmatch(component):
             if component.lower() != component and _PATH_COMPONENT.fullmatch(component.lower()):
-                return texts.IMAGE_LOWERCASE(lower=path.lower(), given=path)
-            return texts.IMAGE_PATH_PART(part=component)
+                return Message.of("config.image.lowercase", lower=path.lower(), given=path)
+            return Message.of("config.image.path_part", part=component)
     return None
 
 
 def image_reference_errors(spec: NormalizedSpec, protocol_version: int) -> list[FieldError]:
     """A field error for each image that is not a valid Docker image reference."""
     return [
-        (field, texts.IMAGE_INVALID(image=image, why=reason))
+        (field, Message.of("config.image.invalid", image=image, why=reason))
         for field, image in image_fields(spec, protocol_version)
         if (reason := reference_error(image)) is not None
     ]
@@ -113,16 +113,16 @@ def private_reason(
     if address is not None:
         return _address_reason(host, address, portal_hosts)
     if _is_portal_host(host, None, portal_hosts):
-        return texts.PORTAL_OWN()
+        return Message.of("address.portal_own")
     found = sorted(resolve(host))
     if not found:
-        return texts.UNRESOLVED() if refuse_unresolved else None
+        return Message.of("address.unresolved") if refuse_unresolved else None
     for text in found:
         resolved = as_address(text)
         if resolved is not None and (why := _address_reason(host, resolved, portal_hosts)) is not None:
-            if why.code == texts.PORTAL_OWN.code:
-                return texts.NAME_FOR_PORTAL(kind=why)
-            return texts.NAME_FOR(kind=why, address=text)
+            if why.code == "address.portal_own":
+                return Message.of("address.name_for_portal", kind=why)
+            return Message.of("address.name_for", kind=why, address=text)
     return None
 
 
@@ -133,7 +133,7 @@ def _address_reason(host: str, address: IpAddress, portal_hosts: Collection[str]
     if kind in ("loopback", "link_local"):
         return texts.ADDRESS_KINDS[kind]()
     if _is_portal_host(host, address, portal_hosts):
-        return texts.PORTAL_OWN()
+        return Message.of("address.portal_own")
     return texts.ADDRESS_KINDS[kind]() if kind else None
 
 
@@ -185,7 +185,7 @@ def registry_refusal(
     reason = private_reason(split_registry(registry)[0], portal_hosts, resolve, refuse_unresolved=refuse_unresolved)
     if reason is None:
         return None
-    return texts.REGISTRY_REFUSED(registry=registry, reason=reason, setting=ALLOW_SETTING)
+    return Message.of("config.registry_refused", registry=registry, reason=reason, setting=ALLOW_SETTING)
 
 
 def image_registry_errors(
@@ -220,4 +220,4 @@ def pull_refusal(
     refusal = registry_refusal(
         image, portal_hosts=portal_hosts, allowed=allowed, resolve=resolve, refuse_unresolved=pulled
     )
-    return texts.PULL_REFUSED(image=image, refusal=refusal) if refusal else None
+    return Message.of("config.pull_refused", image=image, refusal=refusal) if refusal else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from catalogue import Message
 from jobs.protocol import texts
 from jobs.protocol.errors import FieldError
 from jobs.protocol.hooks import (
@@ -86,7 +87,7 @@ def app_errors(spec: NormalizedSpec) -> list[FieldError]:
         parameters = parameters or {}
         errors.extend(_common_errors(parameters, f"{here}.parameters"))
         if kind == JUPYTER_PLUGIN and parameters.get("interface", "lab") not in JUPYTER_INTERFACES:
-            errors.append((f"{here}.parameters.interface", texts.JUPYTER_INTERFACE()))
+            errors.append((f"{here}.parameters.interface", Message.of("config.jupyter_interface")))
         if kind == HTTP_PLUGIN:
             errors.extend(_http_port_errors(spec, plugin, parameters, f"{here}.parameters.port"))
     return errors
@@ -98,10 +99,10 @@ def _common_errors(parameters: dict[str, Any], here: str) -> list[FieldError]:
     if idle is not None and (
         isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle <= MAX_IDLE_MINUTES
     ):
-        errors.append((f"{here}.idleMinutes", texts.IDLE_MINUTES(most=MAX_IDLE_MINUTES)))
+        errors.append((f"{here}.idleMinutes", Message.of("config.idle_minutes", most=MAX_IDLE_MINUTES)))
     users = parameters.get("users")
     if users is not None and (not isinstance(users, list) or not all(isinstance(u, str) and u for u in users)):
-        errors.append((f"{here}.users", texts.USER_LIST()))
+        errors.append((f"{here}.users", Message.of("config.user_list")))
     return errors
 
 
@@ -111,9 +112,9 @@ def _http_port_errors(
     label = parameters.get("port")
     role = plugin_role(spec, plugin)
     if not isinstance(label, str) or not label:
-        return [(here, texts.HTTP_PORT_NAME())]
+        return [(here, Message.of("config.http_port_name"))]
     if role is None or label not in spec["taskRoles"][role]["resourcePerInstance"]["ports"]:
-        return [(here, texts.HTTP_PORT_UNKNOWN(role=str(role), label=label))]
+        return [(here, Message.of("config.http_port_unknown", role=str(role), label=label))]
     if label == "ssh":
-        return [(here, texts.HTTP_PORT_SSH())]
+        return [(here, Message.of("config.http_port_ssh"))]
     return []

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec, TaskRoleSpec
 
@@ -59,7 +59,9 @@ def master_role_errors(extras: dict[str, Any], roles: dict[str, Any]) -> list[Fi
     named = extras.get(MASTER_ROLE_FIELD)
     if named is None or named in roles:
         return []
-    return [(f"extras.{MASTER_ROLE_FIELD}", texts.NO_ROLE_KNOWN(name=str(named), known=", ".join(roles)))]
+    return [
+        (f"extras.{MASTER_ROLE_FIELD}", Message.of("config.no_role_known", name=str(named), known=", ".join(roles)))
+    ]
 
 
 def port_requests(spec: NormalizedSpec, role: str, index: int, wanted: dict[str, int]) -> dict[str, int]:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError, JobConfigError
 from jobs.protocol.spec import NormalizedSpec
 
@@ -51,7 +51,7 @@ def json_size(doc: Any, stop_over: int | None = None) -> int:
 
 def check_spec_size(doc: Any) -> None:
     if json_size_over(doc):
-        raise JobConfigError([("", texts.EXPANDS_TOO_BIG(mb=MAX_SPEC_BYTES // (1024 * 1024)))])
+        raise JobConfigError([("", Message.of("config.expands_too_big", mb=MAX_SPEC_BYTES // (1024 * 1024)))])
 
 
 @contextmanager
@@ -77,14 +77,14 @@ def task_count_errors(spec: NormalizedSpec, version: int, *, max_roles: int, max
     """Too many task roles, or tasks in all, for one job: one error naming the biggest role."""
     roles = spec.get("taskRoles") or {}
     if len(roles) > max_roles:
-        return [("taskRoles", texts.TOO_MANY_ROLES(count=len(roles), most=max_roles))]
+        return [("taskRoles", Message.of("config.too_many_roles", count=len(roles), most=max_roles))]
     counts = {name: int(role.get("instances") or 1) for name, role in roles.items()}
     total = sum(counts.values())
     if total <= max_tasks:
         return []
     biggest = max(counts, key=counts.__getitem__)
     field = f"taskRoles[{list(counts).index(biggest)}].taskNumber" if version == 1 else f"taskRoles.{biggest}.instances"
-    return [(field, texts.TOO_MANY_TASKS(count=total, most=max_tasks))]
+    return [(field, Message.of("config.too_many_tasks", count=total, most=max_tasks))]
 
 
 def spec_totals(spec: NormalizedSpec) -> tuple[int, int, int]:
@@ -105,5 +105,5 @@ def shm_errors(spec: NormalizedSpec, *, cap: int) -> list[FieldError]:
         shm = (role_spec.get("extraContainerOptions") or {}).get("shmMB")
         if shm is not None and int(shm) > cap:
             field = f"taskRoles.{role}.extraContainerOptions.shmMB"
-            errors.append((field, texts.SHM_CAP(cap=cap)))
+            errors.append((field, Message.of("config.shm_cap", cap=cap)))
     return errors

@@ -47,19 +47,19 @@ def decode(data: str | bytes) -> str:
         try:
             size = len(data.encode("utf-8"))
         except UnicodeEncodeError as exc:
-            raise JobConfigError([("", texts.NOT_UTF8_CHARACTER(position=exc.start + 1))]) from None
+            raise JobConfigError([("", Message.of("config.not_utf8_character", position=exc.start + 1))]) from None
         if size > MAX_BYTES:
             raise too_big_error(size)
         return data.removeprefix("\ufeff")
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
-        raise JobConfigError([("", texts.NOT_UTF8_BYTE(position=exc.start + 1))]) from None
+        raise JobConfigError([("", Message.of("config.not_utf8_byte", position=exc.start + 1))]) from None
 
 
 def too_big_error(size: int) -> JobConfigError:
     limit = MAX_BYTES // 1024 // 1024
-    return JobConfigError([("", texts.TOO_BIG(size=f"{size / 1024 / 1024:.1f}", limit=limit))])
+    return JobConfigError([("", Message.of("config.too_big", size=f"{size / 1024 / 1024:.1f}", limit=limit))])
 
 
 def looks_like_json(text: str) -> bool:
@@ -73,19 +73,19 @@ def parse(data: str | bytes) -> tuple[dict[str, Any], bool]:
     for anything unreadable."""
     text = decode(data)
     if not text.strip():
-        raise JobConfigError([("", texts.EMPTY())])
+        raise JobConfigError([("", Message.of("config.empty"))])
     _check_nesting(text)
     is_json = looks_like_json(text)
     try:
         doc = _parse_json(text) if is_json else _parse_yaml(text)
     except RecursionError:
-        raise JobConfigError([("", texts.TOO_DEEP(levels=MAX_DEPTH))]) from None
+        raise JobConfigError([("", Message.of("config.too_deep", levels=MAX_DEPTH))]) from None
     except ValueError as exc:  # the syntax errors are caught above: this is an integer over Python's limit
-        raise JobConfigError([("", texts.NUMBER_TOO_LONG(detail=str(exc)))]) from None
+        raise JobConfigError([("", Message.of("config.number_too_long", detail=str(exc)))]) from None
     if doc is None:
-        raise JobConfigError([("", texts.EMPTY())])
+        raise JobConfigError([("", Message.of("config.empty"))])
     if not isinstance(doc, dict):
-        raise JobConfigError([("", texts.NOT_A_MAPPING())])
+        raise JobConfigError([("", Message.of("config.not_a_mapping"))])
     check_tree(doc)
     check_spec_size(doc)
     return doc, is_json
@@ -116,7 +116,7 @@ def _parse_json(text: str) -> Any:
         return json.loads(strip_json_comments(text), object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise JobConfigError(
-            [("", texts.JSON_SYNTAX(line=exc.lineno, column=exc.colno, problem=_json_words(exc.msg)))],
+            [("", Message.of("config.json_syntax", line=exc.lineno, column=exc.colno, problem=_json_words(exc.msg)))],
             line=exc.lineno,
             column=exc.colno,
         ) from None
@@ -128,7 +128,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JobConfigError([("", texts.JSON_DUPLICATE_KEY(key=key))])
+                raise JobConfigError([("", Message.of("config.json_duplicate_key", key=key))])
             seen.add(key)
     return result
 
@@ -165,7 +165,7 @@ def _parse_yaml(text: str) -> Any:
     except yaml.MarkedYAMLError as exc:
         raise _yaml_syntax_error(exc) from None
     except yaml.YAMLError as exc:
-        raise JobConfigError([("", texts.YAML_ERROR(detail=str(exc)))]) from None
+        raise JobConfigError([("", Message.of("config.yaml_error", detail=str(exc)))]) from None
 
 
 def _construct(node: yaml.Node, memo: dict[int, Any]) -> Any:
@@ -182,7 +182,7 @@ def _construct(node: yaml.Node, memo: dict[int, Any]) -> Any:
         return items
     if isinstance(node, yaml.MappingNode) and node.tag == _TAG + "map":
         return _construct_mapping(node, memo)
-    raise _Refused(texts.YAML_UNSUPPORTED_TAG(tag=node.tag), node)
+    raise _Refused(Message.of("config.yaml.unsupported_tag", tag=node.tag), node)
 
 
 _SCALAR_CONSTRUCTORS: dict[str, Callable[[yaml.ScalarNode], Any]] = {
@@ -198,7 +198,7 @@ def _construct_scalar(node: yaml.ScalarNode) -> Any:
         return node.value
     construct = _SCALAR_CONSTRUCTORS.get(node.tag)
     if construct is None:
-        raise _Refused(texts.YAML_UNSUPPORTED_TAG(tag=node.tag), node)
+        raise _Refused(Message.of("config.yaml.unsupported_tag", tag=node.tag), node)
     return construct(node)
 
 
@@ -212,9 +212,9 @@ def _construct_mapping(node: yaml.MappingNode, memo: dict[int, Any]) -> dict[Any
             continue
         key = _construct(key_node, memo)
         if not isinstance(key, str | int | float | bool) and key is not None:
-            raise _Refused(texts.YAML_KEY_NOT_SCALAR(), key_node)
+            raise _Refused(Message.of("config.yaml.key_not_scalar"), key_node)
         if key in mapping:
-            raise _Refused(texts.YAML_DUPLICATE_KEY(key=str(key)), key_node)
+            raise _Refused(Message.of("config.yaml.duplicate_key", key=str(key)), key_node)
         mapping[key] = _construct(value_node, memo)
     _merge_into(mapping, merges, memo)
     return mapping
@@ -225,7 +225,7 @@ def _merge_into(mapping: dict[Any, Any], merges: list[yaml.Node], memo: dict[int
     for merged_node in merges:
         merged = _construct(merged_node, memo)
         if not isinstance(merged, dict):
-            raise _Refused(texts.YAML_MERGE_NOT_MAPPING(), merged_node)
+            raise _Refused(Message.of("config.yaml.merge_not_mapping"), merged_node)
         for key, value in merged.items():
             mapping.setdefault(key, value)
 
@@ -253,7 +253,7 @@ def _yaml_syntax_error(exc: yaml.MarkedYAMLError) -> JobConfigError:
     elif exc.problem or exc.context:
         problem = _yaml_words(exc.problem or exc.context or "")
     else:
-        problem = texts.YAML_INVALID()
+        problem = Message.of("config.yaml.invalid")
     context, mark, noticed = exc.context, exc.problem_mark or exc.context_mark, None
     if context == "while scanning a simple key" and exc.context_mark:
         # The offending line is where the key started; the parser only notices a line later.
@@ -262,14 +262,20 @@ def _yaml_syntax_error(exc: yaml.MarkedYAMLError) -> JobConfigError:
     where = {"line": _number(line), "column": _number(column), "problem": problem}
     message: Message
     if noticed is not None and context:
-        message = texts.YAML_SYNTAX_NOTICED(
-            **where, context=_yaml_words(context), at_line=noticed.line + 1, at_column=noticed.column + 1
+        message = Message.of(
+            "config.yaml_syntax_noticed",
+            **where,
+            context=_yaml_words(context),
+            at_line=noticed.line + 1,
+            at_column=noticed.column + 1,
         )
     elif context and exc.context_mark:
         at_line, at_column = exc.context_mark.line + 1, exc.context_mark.column + 1
-        message = texts.YAML_SYNTAX_IN(**where, context=_yaml_words(context), at_line=at_line, at_column=at_column)
+        message = Message.of(
+            "config.yaml_syntax_in", **where, context=_yaml_words(context), at_line=at_line, at_column=at_column
+        )
     else:
-        message = texts.YAML_SYNTAX(**where)
+        message = Message.of("config.yaml_syntax", **where)
     return JobConfigError([("", message)], line=line, column=column)
 
 
@@ -285,7 +291,7 @@ def _check_nesting(text: str) -> None:
         brackets = _NOT_BRACKET.sub("", text)
         too_deep = max(accumulate(map(_BRACKET_DELTA.__getitem__, brackets))) > MAX_FLOW_NESTING
     if too_deep:
-        raise JobConfigError([("", texts.TOO_DEEP(levels=MAX_DEPTH))])
+        raise JobConfigError([("", Message.of("config.too_deep", levels=MAX_DEPTH))])
 
 
 def is_unicode_text(text: str) -> bool:
@@ -304,17 +310,19 @@ def _scalar_problem(value: Any) -> Message | None:
     """What is wrong with a leaf value of a config, if anything."""
     kind = type(value)
     if kind is str:
-        return None if is_unicode_text(value) else texts.LONE_SURROGATE()
+        return None if is_unicode_text(value) else Message.of("config.lone_surrogate")
     if kind is int:
-        return None if -MAX_INTEGER - 1 <= value <= MAX_INTEGER else texts.INTEGER_TOO_BIG(most=MAX_INTEGER)
+        return (
+            None if -MAX_INTEGER - 1 <= value <= MAX_INTEGER else Message.of("config.integer_too_big", most=MAX_INTEGER)
+        )
     if kind is float:
         if not math.isfinite(value):
-            return texts.NOT_FINITE()
+            return Message.of("config.not_finite")
         # 1e308 is whole: the schema would take it for an integer beyond what any column holds.
-        return None if abs(value) <= MAX_INTEGER else texts.INTEGER_TOO_BIG(most=MAX_INTEGER)
+        return None if abs(value) <= MAX_INTEGER else Message.of("config.integer_too_big", most=MAX_INTEGER)
     if value is None or kind is bool:
         return None
-    return texts.UNSUPPORTED_VALUE(type=kind.__name__)
+    return Message.of("config.unsupported_value", type=kind.__name__)
 
 
 # Where a config holds the user's own values, passed to tasks as text (a float there is no column's
@@ -333,14 +341,14 @@ def check_tree(doc: Any) -> None:
     while stack:
         container, path = stack.pop()
         if len(path) >= MAX_DEPTH and container:
-            raise JobConfigError([(field_path(path), texts.NESTED_TOO_DEEP(levels=MAX_DEPTH))])
+            raise JobConfigError([(field_path(path), Message.of("config.nested_too_deep", levels=MAX_DEPTH))])
         is_dict = type(container) is dict
         for key, value in container.items() if is_dict else enumerate(container):
             if is_dict and type(key) is not str:
-                message = texts.KEY_NOT_TEXT(type=type(key).__name__)
+                message = Message.of("config.key_not_text", type=type(key).__name__)
                 raise JobConfigError([(field_path((*path, str(key))), message)])
             if is_dict and not is_unicode_text(str(key)):
-                raise JobConfigError([(field_path((*path, ascii(key))), texts.LONE_SURROGATE())])
+                raise JobConfigError([(field_path((*path, ascii(key))), Message.of("config.lone_surrogate"))])
             kind = type(value)
             if kind is dict or kind is list:
                 stack.append((value, (*path, key)))
@@ -350,4 +358,4 @@ def check_tree(doc: Any) -> None:
                 raise JobConfigError([(field_path((*path, key)), problem)])
         count += len(container)
         if count > MAX_NODES:
-            raise JobConfigError([("", texts.TOO_MANY_VALUES(count=MAX_NODES))])
+            raise JobConfigError([("", Message.of("config.too_many_values", count=MAX_NODES))])

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError
 
 # HiveD's priorities; a job without a class runs as `test`, as there.
@@ -51,11 +51,11 @@ def class_errors(name: str | None, field: str, *, vc: str, vc_max: str, may_use_
     if name is None:
         return []
     if name not in PRIORITY_CLASSES:
-        return [(field, texts.CLASS_UNKNOWN(name=name, options=", ".join(PRIORITY_CLASSES)))]
+        return [(field, Message.of("config.class_unknown", name=name, options=", ".join(PRIORITY_CLASSES)))]
     if PRIORITY_CLASSES[name] > PRIORITY_CLASSES[vc_max]:
-        return [(field, texts.CLASS_ABOVE(name=name, vc=vc, max=vc_max))]
+        return [(field, Message.of("config.class_above", name=name, vc=vc, max=vc_max))]
     if name == "crit" and not may_use_crit:
-        return [(field, texts.CLASS_CRIT(vc=vc))]
+        return [(field, Message.of("config.class_crit", vc=vc))]
     return []
 
 
@@ -72,7 +72,7 @@ def grace_errors(spec: Mapping[str, Any], *, cap: int) -> list[FieldError]:
     if value is None:
         return []
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return [(GRACE_FIELD, texts.GRACE_TYPE())]
+        return [(GRACE_FIELD, Message.of("config.grace_type"))]
     if value > cap:
-        return [(GRACE_FIELD, texts.GRACE_CAP(cap=cap))]
+        return [(GRACE_FIELD, Message.of("config.grace_cap", cap=cap))]
     return []

@@ -54,7 +54,7 @@ def describe(error: ValidationError) -> list[FieldError]:
     kind, value, instance = error.validator, cast(Any, error.validator_value), cast(Any, error.instance)
     where: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
     if kind == "required":
-        return [(field_path([*path, key]), texts.REQUIRED()) for key in value if key not in instance]
+        return [(field_path([*path, key]), Message.of("config.required")) for key in value if key not in instance]
     if kind == "additionalProperties" and value is False:
         return [(field_path([*path, key]), _unknown_key(key, where)) for key in _extra_keys(instance, where)]
     if "propertyNames" in error.schema_path:
@@ -68,28 +68,28 @@ def _message(kind: Any, value: Any, error: ValidationError) -> Message:
     if kind == "type":
         return texts.must_be([value] if isinstance(value, str) else list(value))
     if kind == "minimum":
-        return texts.MIN(value=value)
+        return Message.of("config.min", value=value)
     if kind == "maximum":
-        return texts.MAX(value=value)
+        return Message.of("config.max", value=value)
     if kind in ("enum", "const"):
         options = value if kind == "enum" else [value]
-        return texts.ONE_OF(options=", ".join(json.dumps(option) for option in options))
+        return Message.of("config.one_of", options=", ".join(json.dumps(option) for option in options))
     if kind == "pattern":
-        return texts.BLANK() if value == r"\S" else _allowed(value)
+        return Message.of("config.blank") if value == r"\S" else _allowed(value)
     if kind == "minLength":
-        return texts.EMPTY_VALUE() if value == 1 else texts.MIN_LENGTH(value=value)
+        return Message.of("config.empty_value") if value == 1 else Message.of("config.min_length", value=value)
     if kind == "maxLength":
-        return texts.MAX_LENGTH(value=value)
+        return Message.of("config.max_length", value=value)
     if kind in ("minItems", "minProperties"):
-        return texts.EMPTY_VALUE() if value == 1 else texts.MIN_ITEMS(value=value)
-    return texts.SCHEMA_SAYS(detail=error.message)
+        return Message.of("config.empty_value") if value == 1 else Message.of("config.min_items", value=value)
+    return Message.of("config.schema", detail=error.message)
 
 
 def _allowed(pattern: str, *, name: bool = False) -> Message:
     words = texts.ALLOWED_WORDS.get(pattern)
     if words is None:
-        return (texts.NAME_MUST_MATCH if name else texts.MUST_MATCH)(pattern=pattern)
-    return (texts.NAME_MAY_CONTAIN if name else texts.MAY_CONTAIN)(words=words())
+        return Message.of("config.name_must_match" if name else "config.must_match", pattern=pattern)
+    return Message.of("config.name_may_contain" if name else "config.may_contain", words=words())
 
 
 def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
@@ -100,4 +100,8 @@ def _extra_keys(instance: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def _unknown_key(key: str, schema: dict[str, Any]) -> Message:
     close = difflib.get_close_matches(key, list(schema.get("properties", {})), n=1, cutoff=0.6)
-    return texts.UNKNOWN_KEY_CLOSE(key=key, close=close[0]) if close else texts.UNKNOWN_KEY(key=key)
+    return (
+        Message.of("config.unknown_key_close", key=key, close=close[0])
+        if close
+        else Message.of("config.unknown_key", key=key)
+    )

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import JobConfigError
 
 FIELD = "extras.sweep.search"
@@ -81,44 +81,48 @@ class SearchSpec:
 def read_search(block: Any, field_name: str = FIELD) -> SearchSpec:
     """The search block checked; raises JobConfigError naming the field at fault."""
     if not isinstance(block, dict):
-        raise JobConfigError([(field_name, texts.SEARCH_MAPPING())])
+        raise JobConfigError([(field_name, Message.of("config.search.mapping"))])
     unknown = sorted(set(block) - set(KEYS))
     if unknown:
-        raise JobConfigError([(f"{field_name}.{unknown[0]}", texts.SEARCH_UNKNOWN_KEY(known=", ".join(KEYS)))])
+        raise JobConfigError(
+            [(f"{field_name}.{unknown[0]}", Message.of("config.search.unknown_key", known=", ".join(KEYS)))]
+        )
     algorithm = block.get("algorithm", "tpe")
     if algorithm not in ALGORITHMS:
-        raise JobConfigError([(f"{field_name}.algorithm", texts.ONE_OF(options=", ".join(ALGORITHMS)))])
+        raise JobConfigError([(f"{field_name}.algorithm", Message.of("config.one_of", options=", ".join(ALGORITHMS)))])
     metric = block.get("metric")
     if not isinstance(metric, str) or not metric.strip() or len(metric) > 64:
-        raise JobConfigError([(f"{field_name}.metric", texts.SEARCH_METRIC())])
+        raise JobConfigError([(f"{field_name}.metric", Message.of("config.search.metric"))])
     goal = block.get("goal", "minimize")
     if goal not in GOALS:
-        raise JobConfigError([(f"{field_name}.goal", texts.ONE_OF(options=", ".join(GOALS)))])
+        raise JobConfigError([(f"{field_name}.goal", Message.of("config.one_of", options=", ".join(GOALS)))])
     trials = _positive(block.get("trials"), f"{field_name}.trials")
     cap = block.get("maxConcurrent")
     if cap is not None:
         _positive(cap, f"{field_name}.maxConcurrent")
     seed = block.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | str)):
-        raise JobConfigError([(f"{field_name}.seed", texts.SWEEP_SEED())])
+        raise JobConfigError([(f"{field_name}.seed", Message.of("config.sweep.seed"))])
     space = _space(block.get("parameters"), f"{field_name}.parameters", grid=algorithm == "grid")
     spec = SearchSpec(algorithm, metric, goal, trials, cap, seed, space, _pruner(block.get("pruner"), field_name))
     if algorithm == "grid" and trials > spec.grid_points():
-        raise JobConfigError([(f"{field_name}.trials", texts.SEARCH_GRID_TRIALS(points=spec.grid_points()))])
+        raise JobConfigError(
+            [(f"{field_name}.trials", Message.of("config.search.grid_trials", points=spec.grid_points()))]
+        )
     return spec
 
 
 def _positive(value: Any, field_name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise JobConfigError([(field_name, texts.SWEEP_POSITIVE())])
+        raise JobConfigError([(field_name, Message.of("config.sweep.positive"))])
     if value < 1:
-        raise JobConfigError([(field_name, texts.MIN(value=1))])
+        raise JobConfigError([(field_name, Message.of("config.min", value=1))])
     return value
 
 
 def _space(ranges: Any, field_name: str, grid: bool) -> dict[str, Range]:
     if not isinstance(ranges, dict) or not ranges:
-        raise JobConfigError([(field_name, texts.SWEEP_RANGES())])
+        raise JobConfigError([(field_name, Message.of("config.sweep.ranges"))])
     return {str(name): _range(spec, f"{field_name}.{name}", grid) for name, spec in ranges.items()}
 
 
@@ -127,24 +131,26 @@ def _range(spec: Any, field_name: str, grid: bool) -> Range:
         choices = spec if isinstance(spec, list) else spec["choice"]
         where = field_name if isinstance(spec, list) else f"{field_name}.choice"
         if not isinstance(choices, list) or not choices:
-            raise JobConfigError([(where, texts.SWEEP_CHOICE())])
+            raise JobConfigError([(where, Message.of("config.sweep.choice"))])
         if not all(choice is None or isinstance(choice, str | int | float | bool) for choice in choices):
-            raise JobConfigError([(where, texts.SEARCH_CHOICE_SCALAR())])
+            raise JobConfigError([(where, Message.of("config.search.choice_scalar"))])
         return Range(choices=tuple(dict.fromkeys(choices)))
     if grid:
-        raise JobConfigError([(field_name, texts.SEARCH_GRID_VALUES())])
+        raise JobConfigError([(field_name, Message.of("config.search.grid_values"))])
     if not isinstance(spec, dict) or not all(_is_number(spec.get(key)) for key in ("min", "max")):
-        raise JobConfigError([(field_name, texts.SWEEP_RANGE())])
+        raise JobConfigError([(field_name, Message.of("config.sweep.range"))])
     low, high = spec["min"], spec["max"]
     if low > high:
-        raise JobConfigError([(f"{field_name}.max", texts.SWEEP_MAX_BELOW_MIN(min=low))])
+        raise JobConfigError([(f"{field_name}.max", Message.of("config.sweep.max_below_min", min=low))])
     integer, log = bool(spec.get("integer")), bool(spec.get("log"))
     if integer:
         low, high = math.ceil(low), math.floor(high)
         if low > high:
-            raise JobConfigError([(field_name, texts.SWEEP_NO_INTEGER(min=spec["min"], max=spec["max"]))])
+            raise JobConfigError(
+                [(field_name, Message.of("config.sweep.no_integer", min=spec["min"], max=spec["max"]))]
+            )
     if log and low <= 0:
-        raise JobConfigError([(f"{field_name}.min", texts.SWEEP_LOG_MIN())])
+        raise JobConfigError([(f"{field_name}.min", Message.of("config.sweep.log_min"))])
     return Range(low=low, high=high, log=log, integer=integer)
 
 
@@ -153,21 +159,23 @@ def _pruner(block: Any, field_name: str) -> Pruner | None:
         return None
     where = f"{field_name}.pruner"
     if not isinstance(block, dict) or block.get("kind") not in PRUNERS:
-        raise JobConfigError([(f"{where}.kind" if isinstance(block, dict) else where, texts.SEARCH_PRUNER())])
+        raise JobConfigError(
+            [(f"{where}.kind" if isinstance(block, dict) else where, Message.of("config.search.pruner"))]
+        )
     kind = block["kind"]
     defaults = PRUNER_SETTINGS[kind]
     unknown = sorted(set(block) - {"kind", *defaults})
     if unknown:
         known = ", ".join(["kind", *defaults])
-        raise JobConfigError([(f"{where}.{unknown[0]}", texts.SEARCH_UNKNOWN_KEY(known=known))])
+        raise JobConfigError([(f"{where}.{unknown[0]}", Message.of("config.search.unknown_key", known=known))])
     settings = {}
     for name, default in defaults.items():
         value = block.get(name, default)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise JobConfigError([(f"{where}.{name}", texts.SWEEP_POSITIVE())])
+            raise JobConfigError([(f"{where}.{name}", Message.of("config.sweep.positive"))])
         least = 2 if name == "reductionFactor" else 0 if name in ("warmupSteps", "minTrials") else 1
         if value < least:
-            raise JobConfigError([(f"{where}.{name}", texts.MIN(value=least))])
+            raise JobConfigError([(f"{where}.{name}", Message.of("config.min", value=least))])
         settings[name] = value
     return Pruner(kind, settings)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from posixpath import normpath
 from typing import Any
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError
 from jobs.protocol.hooks import RUNTIME_PLUGINS, runtime_plugins
 from jobs.protocol.spec import NormalizedSpec
@@ -53,20 +53,20 @@ def _from_plugin(parameters: Any, here: str) -> StorageRequests:
     if names is None or names == []:
         return StorageRequests(named=[], defaults=True)
     if not isinstance(names, list):
-        return StorageRequests(named=[], errors=((f"{here}.storageConfigNames", texts.STORAGE_NAMES()),))
+        return StorageRequests(named=[], errors=((f"{here}.storageConfigNames", Message.of("config.storage_names")),))
     requests, errors = [], []
     for j, name in enumerate(names):
         field = f"{here}.storageConfigNames[{j}]"
         if isinstance(name, str) and name.strip():
             requests.append(StorageRequest(name=name.strip(), field=field))
         else:
-            errors.append((field, texts.STORAGE_NAME()))
+            errors.append((field, Message.of("config.storage_name")))
     return _checked(requests, errors)
 
 
 def _from_extras(storages: Any) -> StorageRequests:
     if not isinstance(storages, list):
-        return StorageRequests(named=[], errors=(("extras.storages", texts.STORAGE_LIST()),))
+        return StorageRequests(named=[], errors=(("extras.storages", Message.of("config.storage_list")),))
     if not storages:
         return StorageRequests(named=[], defaults=True)
     requests, errors = [], []
@@ -74,11 +74,11 @@ def _from_extras(storages: Any) -> StorageRequests:
         field = f"extras.storages[{j}]"
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not name.strip():
-            errors.append((f"{field}.name", texts.STORAGE_NAME()))
+            errors.append((f"{field}.name", Message.of("config.storage_name")))
             continue
         mount_path = str(item.get("mountPath") or "")
         if mount_path and (not mount_path.startswith("/") or normpath(mount_path) in {"/", "//"}):
-            errors.append((f"{field}.mountPath", texts.MOUNT_PATH()))
+            errors.append((f"{field}.mountPath", Message.of("config.mount_path")))
             continue
         requests.append(StorageRequest(name=name.strip(), field=f"{field}.name", mount_path=mount_path))
     return _checked(requests, errors)
@@ -88,6 +88,6 @@ def _checked(requests: list[StorageRequest], errors: list[FieldError]) -> Storag
     seen: set[str] = set()
     for request in requests:
         if request.name in seen:
-            errors.append((request.field, texts.STORAGE_TWICE(name=request.name)))
+            errors.append((request.field, Message.of("config.storage_twice", name=request.name)))
         seen.add(request.name)
     return StorageRequests(named=requests, errors=tuple(errors))

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalogue import Message
-from jobs.protocol import texts
 from jobs.protocol.errors import JobConfigError
 from jobs.protocol.limits import json_size
 from jobs.protocol.parsing import MAX_INTEGER
@@ -98,17 +97,19 @@ def plan(doc: dict[str, Any]) -> SweepPlan:
     checked before a run is built."""
     block = sweep_block(doc)
     if not isinstance(block, dict):
-        raise JobConfigError([(FIELD, texts.SWEEP_MAPPING())])
+        raise JobConfigError([(FIELD, Message.of("config.sweep.mapping"))])
     unknown = sorted(set(block) - {*KINDS, "maxConcurrent"})
     if unknown:
-        raise JobConfigError([(f"{FIELD}.{unknown[0]}", texts.SWEEP_UNKNOWN_KEY(known=", ".join(KINDS)))])
+        raise JobConfigError(
+            [(f"{FIELD}.{unknown[0]}", Message.of("config.sweep.unknown_key", known=", ".join(KINDS)))]
+        )
     kinds = [kind for kind in KINDS if kind in block]
     if len(kinds) != 1:
-        raise JobConfigError([(FIELD, texts.SWEEP_ONE_KIND(kinds=", ".join(KINDS), count=len(kinds)))])
+        raise JobConfigError([(FIELD, Message.of("config.sweep.one_kind", kinds=", ".join(KINDS), count=len(kinds)))])
     kind = kinds[0]
     cap = block.get("maxConcurrent")
     if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-        raise JobConfigError([(f"{FIELD}.maxConcurrent", texts.SWEEP_POSITIVE())])
+        raise JobConfigError([(f"{FIELD}.maxConcurrent", Message.of("config.sweep.positive"))])
     if kind == "search":
         return _search_plan(doc, read_search(block["search"]), cap)
     shape = {"grid": _grid, "random": _random, "array": _array}[kind](block[kind], f"{FIELD}.{kind}")
@@ -132,8 +133,8 @@ def _search_plan(doc: dict[str, Any], spec: SearchSpec, cap: int | None) -> Swee
 
 
 def _too_many(field: str, count: int, at_least: bool = False) -> JobConfigError:
-    text = texts.SWEEP_AT_LEAST_RUNS if at_least else texts.SWEEP_RUNS
-    return JobConfigError([(field, text(count=count, most=MAX_RUNS))])
+    text = "config.sweep.at_least_runs" if at_least else "config.sweep.runs"
+    return JobConfigError([(field, Message.of(text, count=count, most=MAX_RUNS))])
 
 
 def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:
@@ -146,14 +147,16 @@ def _check_bytes(doc: dict[str, Any], shape: _Shape) -> None:
     if per_run > per_run_cap:
         total = per_run * shape.count
         most = MAX_SWEEP_BYTES // (1024 * 1024)
-        message = texts.SWEEP_BYTES(count=shape.count, each=_size(per_run), total=_size(total), most=most)
+        message = Message.of(
+            "config.sweep.bytes", count=shape.count, each=_size(per_run), total=_size(total), most=most
+        )
         raise JobConfigError([(FIELD, message)])
 
 
 def _size(size: int) -> Message:
     if size < 1024 * 1024:
-        return texts.KB(size=f"{size / 1024:.1f}")
-    return texts.MB(size=f"{size / (1024 * 1024):.1f}")
+        return Message.of("size.kb", size=f"{size / 1024:.1f}")
+    return Message.of("size.mb", size=f"{size / (1024 * 1024):.1f}")
 
 
 def _expansion(doc: dict[str, Any], swept: dict[str, int]) -> int:
@@ -198,10 +201,10 @@ def _longest_text(values: Iterable[Any]) -> int:
 
 def _grid(grid: Any, field: str) -> _Shape:
     if not isinstance(grid, dict) or not grid:
-        raise JobConfigError([(field, texts.SWEEP_GRID())])
+        raise JobConfigError([(field, Message.of("config.sweep.grid"))])
     for name, values in grid.items():
         if not isinstance(values, list) or not values:
-            raise JobConfigError([(f"{field}.{name}", texts.SWEEP_VALUES())])
+            raise JobConfigError([(f"{field}.{name}", Message.of("config.sweep.values"))])
     count = math.prod(len(values) for values in grid.values())
     if count > MAX_RUNS:
         raise _too_many(field, count)
@@ -216,18 +219,18 @@ def _grid(grid: Any, field: str) -> _Shape:
 
 def _random(spec: Any, field: str) -> _Shape:
     if not isinstance(spec, dict):
-        raise JobConfigError([(field, texts.SWEEP_RANDOM())])
+        raise JobConfigError([(field, Message.of("config.sweep.random"))])
     samples = spec.get("samples")
     if not isinstance(samples, int) or isinstance(samples, bool) or samples < 1:
-        raise JobConfigError([(f"{field}.samples", texts.SWEEP_POSITIVE())])
+        raise JobConfigError([(f"{field}.samples", Message.of("config.sweep.positive"))])
     if samples > MAX_RUNS:
         raise _too_many(f"{field}.samples", samples)
     ranges = spec.get("parameters")
     if not isinstance(ranges, dict) or not ranges:
-        raise JobConfigError([(f"{field}.parameters", texts.SWEEP_RANGES())])
+        raise JobConfigError([(f"{field}.parameters", Message.of("config.sweep.ranges"))])
     seed = spec.get("seed")
     if seed is not None and not isinstance(seed, int | str):
-        raise JobConfigError([(f"{field}.seed", texts.SWEEP_SEED())])
+        raise JobConfigError([(f"{field}.seed", Message.of("config.sweep.seed"))])
     samplers = {name: _sampler(value, f"{field}.parameters.{name}") for name, value in ranges.items()}
 
     def build() -> Iterator[dict[str, Any]]:
@@ -243,21 +246,21 @@ def _sampler(spec: Any, field: str) -> tuple[Callable[[random.Random], Any], int
     if isinstance(spec, dict) and "choice" in spec:
         choices = spec["choice"]
         if not isinstance(choices, list) or not choices:
-            raise JobConfigError([(f"{field}.choice", texts.SWEEP_CHOICE())])
+            raise JobConfigError([(f"{field}.choice", Message.of("config.sweep.choice"))])
         return (lambda draw: draw.choice(choices)), _longest_text(choices)
     if not isinstance(spec, dict) or not all(_is_number(spec.get(key)) for key in ("min", "max")):
-        raise JobConfigError([(field, texts.SWEEP_RANGE())])
+        raise JobConfigError([(field, Message.of("config.sweep.range"))])
     low, high = spec["min"], spec["max"]
     if low > high:
-        raise JobConfigError([(f"{field}.max", texts.SWEEP_MAX_BELOW_MIN(min=low))])
+        raise JobConfigError([(f"{field}.max", Message.of("config.sweep.max_below_min", min=low))])
     if spec.get("integer"):
         first, last = math.ceil(low), math.floor(high)
         if first > last:
-            raise JobConfigError([(field, texts.SWEEP_NO_INTEGER(min=low, max=high))])
+            raise JobConfigError([(field, Message.of("config.sweep.no_integer", min=low, max=high))])
         return (lambda draw: draw.randint(first, last)), max(len(str(first)), len(str(last)))
     if spec.get("log"):
         if low <= 0:
-            raise JobConfigError([(f"{field}.min", texts.SWEEP_LOG_MIN())])
+            raise JobConfigError([(f"{field}.min", Message.of("config.sweep.log_min"))])
         return (lambda draw: _round(math.exp(draw.uniform(math.log(low), math.log(high))))), NUMBER_TEXT
     return (lambda draw: _round(draw.uniform(low, high))), NUMBER_TEXT
 
@@ -279,14 +282,14 @@ def _array(text: Any, field: str) -> _Shape:
     for item in items:
         match = _ARRAY_ITEM.fullmatch(item)
         if not match:
-            raise JobConfigError([(field, texts.SWEEP_ARRAY_ITEM(item=item))])
+            raise JobConfigError([(field, Message.of("config.sweep.array_item", item=item))])
         first = int(match["first"])
         last = int(match["last"]) if match["last"] is not None else first
         step = int(match["step"] or 1)
         if last < first or step < 1:
-            raise JobConfigError([(field, texts.SWEEP_ARRAY_UP(item=item))])
+            raise JobConfigError([(field, Message.of("config.sweep.array_up", item=item))])
         if last > MAX_INTEGER:
-            raise JobConfigError([(field, texts.SWEEP_ARRAY_INDEX(item=item, most=MAX_INTEGER))])
+            raise JobConfigError([(field, Message.of("config.sweep.array_index", item=item, most=MAX_INTEGER))])
         ranges.append(range(first, last + 1, step))
     count = sum((indices.stop - 1 - indices.start) // indices.step + 1 for indices in ranges)
     if count > MAX_RUNS:

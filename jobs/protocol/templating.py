@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from catalogue import Message
-from jobs.protocol import texts
 from jobs.protocol.errors import FieldError
 from jobs.protocol.limits import MAX_SPEC_BYTES, may_expand
 
 REFERENCE = re.compile(r"<%\s*\$([A-Za-z_][A-Za-z0-9_]*)((?:\.[^\s.\[\]%]+|\[\d+\])*)\s*%>")
 _SEGMENT = re.compile(r"\.([^\s.\[\]%]+)|\[(\d+)\]")
 ROLE_SCOPED = ("script", "data", "output")
-TOO_MUCH_EXPANSION = texts.TOO_MUCH_EXPANSION(mb=MAX_SPEC_BYTES // (1024 * 1024))
+TOO_MUCH_EXPANSION = Message.of("config.ref.too_much", mb=MAX_SPEC_BYTES // (1024 * 1024))
 
 
 @dataclass
@@ -94,39 +93,39 @@ class Unresolved(LookupError):
 
 def _resolve(namespace: str, segments: list[str | int], scope: Scope) -> str:
     if scope.only_secrets and namespace != "secrets":
-        raise Unresolved(texts.PARAMETER_REFERENCES(namespace=namespace))
+        raise Unresolved(Message.of("config.ref.parameter_not_secret", namespace=namespace))
     if namespace == "secrets":
         if len(segments) != 1 or not isinstance(segments[0], str):
-            raise Unresolved(texts.SECRET_FORM(form="<% $secrets.name %>"))
+            raise Unresolved(Message.of("config.ref.secret_form", form="<% $secrets.name %>"))
         if segments[0] not in scope.secrets:
-            raise Unresolved(texts.UNDEFINED_SECRET(name=segments[0]))
+            raise Unresolved(Message.of("config.ref.undefined_secret", name=segments[0]))
         return secret_reference(segments[0])
     if namespace == "parameters":
         if not segments:
-            raise Unresolved(texts.PARAMETER_FORM(form="<% $parameters.name %>"))
+            raise Unresolved(Message.of("config.ref.parameter_form", form="<% $parameters.name %>"))
         return to_text(_walk(scope.parameters, segments, _undefined_parameter))
     if namespace in ROLE_SCOPED:
         if not scope.in_task_role:
-            raise Unresolved(texts.ROLE_ONLY(namespace=namespace))
+            raise Unresolved(Message.of("config.ref.role_only", namespace=namespace))
         prerequisite = scope.prerequisites.get(namespace)
         if prerequisite is None:
-            raise Unresolved(texts.NO_ROLE_PREREQUISITE(namespace=namespace))
+            raise Unresolved(Message.of("config.ref.no_prerequisite", namespace=namespace))
         if not segments:
-            raise Unresolved(texts.FIELD_FORM(namespace=namespace, form=f"<% ${namespace}.name %>"))
+            raise Unresolved(Message.of("config.ref.field_form", namespace=namespace, form=f"<% ${namespace}.name %>"))
         if segments[0] == "uri" and isinstance(prerequisite.get("uri"), str) and len(segments) > 1:
             prerequisite = {**prerequisite, "uri": [prerequisite["uri"]]}  # a single URI indexes as a list
         owner = str(prerequisite["name"])
         return to_text(_walk(prerequisite, segments, lambda name, item: _undefined_field(namespace, name, owner, item)))
-    raise Unresolved(texts.UNKNOWN_REFERENCE(namespace=namespace))
+    raise Unresolved(Message.of("config.ref.unknown", namespace=namespace))
 
 
 def _undefined_parameter(name: str, item: bool) -> Message:
-    return (texts.UNDEFINED_PARAMETER_ITEM if item else texts.UNDEFINED_PARAMETER)(name=name)
+    return Message.of("config.ref.undefined_parameter_item" if item else "config.ref.undefined_parameter", name=name)
 
 
 def _undefined_field(namespace: str, name: str, prerequisite: str, item: bool) -> Message:
-    text = texts.UNDEFINED_FIELD_ITEM if item else texts.UNDEFINED_FIELD
-    return text(namespace=namespace, name=name, prerequisite=prerequisite)
+    text = "config.ref.undefined_field_item" if item else "config.ref.undefined_field"
+    return Message.of(text, namespace=namespace, name=name, prerequisite=prerequisite)
 
 
 def _walk(value: Any, segments: list[str | int], undefined: Callable[[str, bool], Message]) -> Any:

@@ -13,8 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from catalogue import Message
-from jobs.protocol import texts
+from catalogue import Message, text_of
 from jobs.protocol.errors import FieldError
 
 FIELD = "extras.maxRunTimeMinutes"
@@ -29,11 +28,11 @@ def field_errors(extras: dict[str, Any]) -> list[FieldError]:
         return []
     value = extras[KEY]
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return [(FIELD, texts.TIME_LIMIT_TYPE(value=repr(value)))]
+        return [(FIELD, Message.of("config.time_limit_type", value=repr(value)))]
     if value <= 0:
-        return [(FIELD, texts.TIME_LIMIT_POSITIVE(value=repr(value)))]
+        return [(FIELD, Message.of("config.time_limit_positive", value=repr(value)))]
     if value > MAX_MINUTES:
-        return [(FIELD, texts.TIME_LIMIT_MAX(most=MAX_MINUTES, value=repr(value)))]
+        return [(FIELD, Message.of("config.time_limit_max", most=MAX_MINUTES, value=repr(value)))]
     return []
 
 
@@ -56,7 +55,7 @@ def resolve(asked: int | None, vc_default_minutes: int | None, vc_max_minutes: i
     maximum = vc_max_minutes * 60 if vc_max_minutes else None
     if asked is not None:
         if maximum is not None and asked > maximum:
-            return Resolved(None, texts.TIME_LIMIT_VC(asked=duration(asked), most=duration(maximum)))
+            return Resolved(None, Message.of("config.time_limit_vc", asked=duration(asked), most=duration(maximum)))
         return Resolved(asked)
     if vc_default_minutes:
         default = vc_default_minutes * 60
@@ -67,10 +66,10 @@ def resolve(asked: int | None, vc_default_minutes: int | None, vc_max_minutes: i
 def duration(seconds: int) -> list[Message]:
     """`90 min`, `2 h 5 min`, `45 s`: a limit as people read it, each part a message (its unit)."""
     if seconds < 60:
-        return [texts.SECONDS(count=seconds)]
+        return [Message.of("time.seconds", count=seconds)]
     minutes, rest = divmod(seconds, 60)
     hours, minutes = divmod(minutes, 60)
-    parts = [(hours, texts.HOURS), (minutes, texts.MINUTES), (rest, texts.SECONDS)]
+    parts = [(hours, text_of("time.hours")), (minutes, text_of("time.minutes")), (rest, text_of("time.seconds"))]
     return [unit(count=count) for count, unit in parts if count]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from jobs.protocol import texts
+from catalogue import Message
 from jobs.protocol.errors import FieldError
 from jobs.protocol.schema import schema
 from jobs.protocol.spec import NormalizedSpec
@@ -42,28 +42,30 @@ def cross_check(doc: dict[str, Any]) -> list[FieldError]:
     for i, role in enumerate(doc["taskRoles"]):
         here = f"taskRoles[{i}]"
         if role["name"] in names:
-            errors.append((f"{here}.name", texts.DUPLICATE_ROLE(name=role["name"])))
+            errors.append((f"{here}.name", Message.of("config.duplicate_role", name=role["name"])))
         names.add(role["name"])
         memory, tasks = role["memoryMB"], role["taskNumber"]
         if role.get("shmMB", DEFAULT_SHM_MB) > memory:
-            errors.append((f"{here}.shmMB", texts.SHM_OVER_MEMORY_V1(value=memory)))
+            errors.append((f"{here}.shmMB", Message.of("config.shm_over_memory_v1", value=memory)))
         for key in ("minFailedTaskCount", "minSucceededTaskCount"):
             if role.get(key) is not None and role[key] > tasks:
-                errors.append((f"{here}.{key}", texts.AT_MOST_TASK_NUMBER(value=tasks)))
+                errors.append((f"{here}.{key}", Message.of("config.at_most_task_number", value=tasks)))
         labels: set[str] = set()
         for j, port in enumerate(role.get("portList") or []):
             if port["label"] in labels:
-                errors.append((f"{here}.portList[{j}].label", texts.DUPLICATE_PORT_LABEL(label=port["label"])))
+                errors.append(
+                    (f"{here}.portList[{j}].label", Message.of("config.duplicate_port_label", label=port["label"]))
+                )
             labels.add(port["label"])
             if port["beginAt"] and port["beginAt"] + port["portNumber"] - 1 > 65535:
-                errors.append((f"{here}.portList[{j}].portNumber", texts.PORTS_PAST_65535()))
+                errors.append((f"{here}.portList[{j}].portNumber", Message.of("config.ports_past_65535")))
     return errors + _template_errors(doc)
 
 
 def _template_errors(doc: dict[str, Any]) -> list[FieldError]:
     """v1 has no templates, but its commands become v2 commands (export, clone), where
     `<% $parameters.x %>` would be read as one: refuse it rather than change what it means."""
-    why = texts.V1_TEMPLATE_SYNTAX(syntax="<% $... %>")
+    why = Message.of("config.v1_template_syntax", syntax="<% $... %>")
     fields = [
         ("image", doc.get("image")),
         *((f"taskRoles[{i}].command", r["command"]) for i, r in enumerate(doc["taskRoles"])),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from jobs.protocol import texts, timelimit
+from catalogue import Message
+from jobs.protocol import timelimit
 from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import apply_hived_hints, move_top_level_class, reserve_tensorboard_port
 from jobs.protocol.hooks import check_role_references
@@ -27,11 +28,13 @@ def cross_check(doc: dict[str, Any]) -> list[FieldError]:
     for i, prerequisite in enumerate(prerequisites):
         key = (prerequisite["type"], prerequisite["name"])
         if key in seen:
-            errors.append((f"prerequisites[{i}].name", texts.DUPLICATE_PREREQUISITE(kind=key[0], name=key[1])))
+            errors.append(
+                (f"prerequisites[{i}].name", Message.of("config.duplicate_prerequisite", kind=key[0], name=key[1]))
+            )
         seen.add(key)
         for j, required in enumerate(prerequisite.get("require") or []):
             if required not in names:
-                errors.append((f"prerequisites[{i}].require[{j}]", texts.NO_PREREQUISITE(name=required)))
+                errors.append((f"prerequisites[{i}].require[{j}]", Message.of("config.no_prerequisite", name=required)))
     errors.extend(_require_cycles(prerequisites, names))
     roles: dict[str, Any] = doc["taskRoles"]
     for role, spec in roles.items():
@@ -48,26 +51,26 @@ def _check_role(role: str, spec: dict[str, Any], prerequisites: list[dict[str, A
         if key in spec and not _find(prerequisites, kind, spec[key]):
             known = ", ".join(p["name"] for p in prerequisites if p["type"] == kind)
             message = (
-                texts.NO_KIND_PREREQUISITE(kind=kind, name=spec[key], known=known)
+                Message.of("config.no_kind_prerequisite", kind=kind, name=spec[key], known=known)
                 if known
-                else texts.NO_KIND_PREREQUISITE_NONE(kind=kind, name=spec[key])
+                else Message.of("config.no_kind_prerequisite_none", kind=kind, name=spec[key])
             )
             errors.append((f"{here}.{key}", message))
     names = {p["name"] for p in prerequisites}
     for i, name in enumerate(spec.get("prerequisites") or []):
         if name not in names:
-            errors.append((f"{here}.prerequisites[{i}]", texts.NO_PREREQUISITE(name=name)))
+            errors.append((f"{here}.prerequisites[{i}]", Message.of("config.no_prerequisite", name=name)))
     instances = spec.get("instances", 1)
     for key in ("minFailedInstances", "minSucceededInstances"):
         value = (spec.get("completion") or {}).get(key)
         if value == 0:
-            errors.append((f"{here}.completion.{key}", texts.COUNT_THRESHOLD()))
+            errors.append((f"{here}.completion.{key}", Message.of("config.count_threshold")))
         elif value is not None and value > instances:
-            errors.append((f"{here}.completion.{key}", texts.AT_MOST_INSTANCES(value=instances)))
+            errors.append((f"{here}.completion.{key}", Message.of("config.at_most_instances", value=instances)))
     shm = (spec.get("extraContainerOptions") or {}).get("shmMB")
     memory = spec["resourcePerInstance"]["memoryMB"]
     if shm is not None and shm > memory:
-        errors.append((f"{here}.extraContainerOptions.shmMB", texts.SHM_OVER_MEMORY(value=memory)))
+        errors.append((f"{here}.extraContainerOptions.shmMB", Message.of("config.shm_over_memory", value=memory)))
     return errors
 
 
@@ -76,15 +79,19 @@ def _check_deployments(doc: dict[str, Any], roles: dict[str, Any]) -> list[Field
     seen: set[str] = set()
     for i, deployment in enumerate(doc.get("deployments") or []):
         if deployment["name"] in seen:
-            errors.append((f"deployments[{i}].name", texts.DUPLICATE_DEPLOYMENT(name=deployment["name"])))
+            errors.append(
+                (f"deployments[{i}].name", Message.of("config.duplicate_deployment", name=deployment["name"]))
+            )
         seen.add(deployment["name"])
         for role in deployment["taskRoles"]:
             if role not in roles:
-                errors.append((f"deployments[{i}].taskRoles.{role}", texts.NO_ROLE(name=role)))
+                errors.append((f"deployments[{i}].taskRoles.{role}", Message.of("config.no_role", name=role)))
     chosen = (doc.get("defaults") or {}).get("deployment")
     if chosen is not None and chosen not in seen:
         message = (
-            texts.NO_DEPLOYMENT(name=chosen, known=", ".join(seen)) if seen else texts.NO_DEPLOYMENT_NONE(name=chosen)
+            Message.of("config.no_deployment", name=chosen, known=", ".join(seen))
+            if seen
+            else Message.of("config.no_deployment_none", name=chosen)
         )
         errors.append(("defaults.deployment", message))
     return errors
@@ -95,10 +102,12 @@ def _check_extras(extras: dict[str, Any], roles: dict[str, Any]) -> list[FieldEr
     for i, plugin in enumerate(extras.get(RUNTIME_PLUGINS) or []):
         for j, role in enumerate(plugin.get("taskroles") or []):
             if role not in roles:
-                errors.append((f"extras.{RUNTIME_PLUGINS}[{i}].taskroles[{j}]", texts.NO_ROLE(name=role)))
+                errors.append(
+                    (f"extras.{RUNTIME_PLUGINS}[{i}].taskroles[{j}]", Message.of("config.no_role", name=role))
+                )
     for role in (extras.get("hivedScheduler") or {}).get("taskRoles") or {}:
         if role not in roles:
-            errors.append((f"extras.hivedScheduler.taskRoles.{role}", texts.NO_ROLE(name=role)))
+            errors.append((f"extras.hivedScheduler.taskRoles.{role}", Message.of("config.no_role", name=role)))
     errors.extend(timelimit.field_errors(extras))
     errors.extend(master_role_errors(extras, roles))
     return errors
@@ -112,7 +121,7 @@ def _require_cycles(prerequisites: list[dict[str, Any]], names: set[str]) -> lis
         while stack:
             name = stack.pop()
             if name == prerequisite["name"]:
-                errors.append((f"prerequisites[{i}].require", texts.REQUIRES_ITSELF(name=name)))
+                errors.append((f"prerequisites[{i}].require", Message.of("config.requires_itself", name=name)))
                 break
             if name not in seen:
                 seen.add(name)
@@ -245,13 +254,13 @@ def unusable_secrets(doc: dict[str, Any]) -> list[FieldError]:
     for name, value in (doc.get("secrets") or {}).items():
         text = to_text(value).strip()
         if not text or value is None:
-            errors.append((f"secrets.{name}", texts.SECRET_EMPTY(name=name)))
+            errors.append((f"secrets.{name}", Message.of("config.secret_empty", name=name)))
         elif text == MASK:
-            errors.append((f"secrets.{name}", texts.SECRET_MASKED(name=name)))
+            errors.append((f"secrets.{name}", Message.of("config.secret_masked", name=name)))
     for i, prerequisite in enumerate(doc.get("prerequisites") or []):
         auth = prerequisite.get("auth") if isinstance(prerequisite, dict) else None
         if isinstance(auth, dict) and isinstance(auth.get("password"), str) and auth["password"].strip() == MASK:
-            errors.append((f"prerequisites[{i}].auth.password", texts.PASSWORD_MASKED()))
+            errors.append((f"prerequisites[{i}].auth.password", Message.of("config.password_masked")))
     return errors
 
 

@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 
+from catalogue import Message
 from clusters import userfs
 from clusters.executors.base import Mount
 from clusters.models import StorageConfig
@@ -86,7 +87,7 @@ def _area(username: str) -> Iterator[int]:
     """The user's area as a directory descriptor, opened from the areas' root without following
     a link; made (private) when missing, made private when it was made before areas were."""
     if not username or username in {".", ".."} or "/" in username or "\0" in username:
-        raise StorageError(texts.NO_OWNER(name=username.replace("\0", "\\0")))
+        raise StorageError(Message.of("storage.no_owner", name=username.replace("\0", "\\0")))
     with _refusals(username), userfs.opened_root(fs_root()) as top:
         area = userfs.open_dir(top, username, create=True, mode=0o700)
     with _held(area):
@@ -112,9 +113,11 @@ def _refusals(shown: str, field: str = "") -> Iterator[None]:
     except userfs.UserFsError as exc:
         raise StorageError(texts.walk_refusal(exc.path, exc.reason), field) from exc
     except OSError as exc:
-        raise StorageError(texts.SYSTEM_SAYS(path=shown or ".", why=str(exc.strerror or exc)), field) from exc
+        raise StorageError(
+            Message.of("storage.system_says", path=shown or ".", why=str(exc.strerror or exc)), field
+        ) from exc
     except RecursionError:  # a tree nested deeper than any walk goes
-        raise StorageError(texts.NESTED_TOO_DEEP(path=shown or "."), field) from None
+        raise StorageError(Message.of("storage.nested_too_deep", path=shown or "."), field) from None
 
 
 # -- resolving what a user wrote ---------------------------------------------------------------
@@ -126,23 +129,23 @@ def _locate(username: str, uri: str, *, field: str = "") -> tuple[PurePosixPath,
     seen = PurePosixPath(default_fs_uri(username))
     text = (uri or "").strip()
     if not text:
-        raise StorageError(texts.PATH_REQUIRED(), field)
+        raise StorageError(Message.of("storage.path_required"), field)
     if "\0" in text:
-        raise StorageError(texts.NUL(path=uri.replace("\0", "\\0")), field)
+        raise StorageError(Message.of("storage.nul", path=uri.replace("\0", "\\0")), field)
     scheme = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", text)
     if scheme:
         if scheme.group(1).lower() in {"hdfs", "webhdfs", "viewfs"}:
-            raise StorageError(texts.NO_HDFS(path=text), field)
-        raise StorageError(texts.SCHEME(path=text, scheme=scheme.group(1)), field)
+            raise StorageError(Message.of("storage.no_hdfs", path=text), field)
+        raise StorageError(Message.of("storage.scheme", path=text, scheme=scheme.group(1)), field)
     text = FS_URI_VARIABLE.sub(lambda _: str(seen), text)
     if "$" in text:
-        raise StorageError(texts.VARIABLE(path=uri), field)
+        raise StorageError(Message.of("storage.variable", path=uri), field)
     pure = PurePosixPath(text)
     if ".." in pure.parts:
-        raise StorageError(texts.DOTDOT(path=uri), field)
+        raise StorageError(Message.of("storage.dotdot", path=uri), field)
     if pure.is_absolute():
         if pure != seen and seen not in pure.parents:
-            raise StorageError(texts.OUTSIDE(path=uri, area=str(seen)), field)
+            raise StorageError(Message.of("storage.outside", path=uri, area=str(seen)), field)
         relative = pure.relative_to(seen)
     else:
         relative = pure
@@ -213,7 +216,7 @@ def validate_job_paths(username: str, spec: NormalizedSpec) -> list[FieldError]:
                 if field == "outputDir":
                     found = userfs.lstat(area, relative)
                     if found is not None and not stat.S_ISDIR(found.st_mode):
-                        raise StorageError(texts.NOT_A_DIRECTORY(path=uri), field)
+                        raise StorageError(Message.of("storage.not_a_directory", path=uri), field)
         except StorageError as exc:
             errors.append((field, exc.message))
     return errors
@@ -221,7 +224,9 @@ def validate_job_paths(username: str, spec: NormalizedSpec) -> list[FieldError]:
 
 def _existing_dir(base: int, relative: PurePosixPath, uri: str, field: str) -> AbstractContextManager[int]:
     """A directory of the user's area (`base`), held open."""
-    return _held(_open_existing(base, relative, StorageError(texts.NO_DIRECTORY_IN_AREA(path=uri), field)))
+    return _held(
+        _open_existing(base, relative, StorageError(Message.of("storage.no_directory_in_area", path=uri), field))
+    )
 
 
 def _open_existing(base: int, relative: str | PurePosixPath, missing: StorageError) -> int:
@@ -296,7 +301,7 @@ def _area_mount(username: str, host: Path, visible: str, *, read_only: bool) -> 
 
 
 def _code_too_big(limit: int, field: str) -> StorageError:
-    return StorageError(texts.CODE_TOO_BIG(mb=limit // (1024 * 1024)), field)
+    return StorageError(Message.of("storage.code_too_big", mb=limit // (1024 * 1024)), field)
 
 
 def _check_code_size(directory: int, field: str, limit: int) -> int:
@@ -338,8 +343,8 @@ def _in_areas(host: Path, field: str) -> AbstractContextManager[int]:
     root = fs_root()
     absolute = Path(os.path.abspath(host))
     if not _inside(absolute, root):
-        raise StorageError(texts.NOT_IN_AREA(path=str(host)), field)
-    missing = StorageError(texts.NO_DIRECTORY(path=str(host)), field)
+        raise StorageError(Message.of("storage.not_in_area", path=str(host)), field)
+    missing = StorageError(Message.of("storage.no_directory", path=str(host)), field)
     with _refusals(str(host), field), userfs.opened_root(root) as top:
         return _held(_open_existing(top, absolute.relative_to(root).as_posix(), missing))
 
@@ -368,12 +373,12 @@ def read_auth_file(username: str, uri: str) -> dict[str, str]:
         try:
             data = userfs.read_bytes(area, relative, limit=AUTH_FILE_MAX_BYTES)
         except (userfs.NotFound, userfs.NotAFolder):
-            raise StorageError(texts.NO_FILE_IN_AREA(path=uri), "authFile") from None
+            raise StorageError(Message.of("storage.no_file_in_area", path=uri), "authFile") from None
         except userfs.NotAFile as exc:
             raise StorageError(texts.walk_refusal(uri, exc.reason), "authFile") from None
     lines = [line.strip() for line in data.decode(errors="replace").splitlines() if line.strip()]
     if len(lines) < 3:
-        raise StorageError(texts.AUTH_FILE_LINES(path=uri), "authFile")
+        raise StorageError(Message.of("storage.auth_file_lines", path=uri), "authFile")
     registry = re.sub(r"^https?://", "", lines[0]).rstrip("/")
     return {"registry": registry, "username": lines[1], "password": lines[2]}
 
@@ -396,7 +401,7 @@ def _typed(username: str, relative: str, root: Path | None) -> PurePosixPath:
         return _locate(username, text)[0]
     pure = PurePosixPath(text)
     if "\0" in text or ".." in pure.parts:
-        raise StorageError(texts.DOTDOT(path=text.replace("\0", "\\0")))
+        raise StorageError(Message.of("storage.dotdot", path=text.replace("\0", "\\0")))
     return pure
 
 
@@ -425,14 +430,14 @@ def save_file(
     """Write a file into the area (parents created); over max_bytes nothing is kept."""
     name = _typed(username, relative, root)
     if name == PurePosixPath("."):
-        raise StorageError(texts.FILE_NAME_REQUIRED())
+        raise StorageError(Message.of("storage.file_name_required"))
 
     def limited() -> Iterator[bytes]:
         written = 0
         for chunk in chunks:
             written += len(chunk)
             if max_bytes is not None and written > max_bytes:
-                raise StorageError(texts.OVER_UPLOAD_BYTES(path=relative, limit=max_bytes))
+                raise StorageError(Message.of("storage.over_upload_bytes", path=relative, limit=max_bytes))
             yield chunk
 
     with (
@@ -442,7 +447,7 @@ def save_file(
     ):
         found = userfs.lstat(parent, leaf)
         if found is not None and stat.S_ISDIR(found.st_mode):
-            raise StorageError(texts.IS_A_DIRECTORY(path=relative))
+            raise StorageError(Message.of("storage.is_a_directory", path=relative))
         if found is not None and stat.S_ISLNK(found.st_mode):
             raise userfs.LinkRefused(str(name))
         userfs.write_file_at(parent, leaf, limited(), shown=str(name))
@@ -459,7 +464,7 @@ def copy_into(username: str, source: Path, relative: str) -> list[Path]:
             with userfs.opened_root(source.parent) as parent:
                 return [save_file(username, name, _chunks(userfs.open_file_at(parent, source.name)))]
         if not source.is_dir():
-            raise StorageError(texts.NOT_FOUND(path=str(source)))
+            raise StorageError(Message.of("storage.not_found", path=str(source)))
         base = relative.rstrip("/") or source.name
         with userfs.opened_root(source) as top:
             names = [name for name, _parent, _leaf, info in userfs.walk(top) if stat.S_ISREG(info.st_mode)]
@@ -472,7 +477,7 @@ def list_dir(username: str, relative: str = "", *, root: Path | None = None) -> 
         try:
             found = userfs.list_dir(base, name)
         except (userfs.NotFound, userfs.NotAFolder):
-            raise StorageError(texts.NO_DIRECTORY(path=relative)) from None
+            raise StorageError(Message.of("storage.no_directory", path=relative)) from None
     entries = [
         Entry(name=child, is_dir=stat.S_ISDIR(info.st_mode), size=0 if stat.S_ISDIR(info.st_mode) else info.st_size)
         for child, info in found
@@ -485,7 +490,7 @@ def file_to_read(username: str, relative: str, *, root: Path | None = None) -> i
     """A file of the area to download, open for reading (`.name`: the file's own name): what was
     checked is what is read. StorageError when the name is not a regular file of the area."""
     name = _typed(username, relative, root)
-    missing = StorageError(texts.NO_FILE_IN_AREA(path=relative))
+    missing = StorageError(Message.of("storage.no_file_in_area", path=relative))
     if name == PurePosixPath("."):
         raise missing
     with _refusals(relative), _tree(username, root) as base:
@@ -523,13 +528,13 @@ def remove(username: str, relative: str, *, root: Path | None = None) -> None:
     followed, so what a link points at is never touched)."""
     name = _typed(username, relative, root)
     if name == PurePosixPath("."):
-        raise StorageError(texts.REMOVE_AREA())
+        raise StorageError(Message.of("storage.remove_area"))
     with _refusals(relative), _tree(username, root) as base:
         try:
             with userfs.parent_of(base, name) as (parent, leaf):
                 userfs.remove_at(parent, leaf, shown=str(name))
         except userfs.NotFound:
-            raise StorageError(texts.NOT_FOUND(path=relative)) from None
+            raise StorageError(Message.of("storage.not_found", path=relative)) from None
 
 
 def _chunks(file: io.FileIO) -> Iterator[bytes]:

@@ -16,13 +16,13 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.dispatch import receiver
 
 from accounts.permissions import is_admin
+from catalogue import Message
 from clusters import userfs
 from clusters.executors.base import Mount, NfsVolume
 from clusters.models import StorageConfig, VirtualCluster
 from jobs.protocol.errors import FieldError
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.storages import storage_requests
-from jobs.storage import texts
 from jobs.storage.errors import StorageError
 
 
@@ -100,17 +100,17 @@ def chosen_storages(user: Any, spec: NormalizedSpec) -> tuple[list[Chosen], list
         config = configs.get(request.name)
         if config is None:
             unknown = (
-                texts.STORAGE_UNKNOWN(name=request.name, yours=", ".join(usable))
+                Message.of("storage.unknown", name=request.name, yours=", ".join(usable))
                 if usable
-                else texts.STORAGE_UNKNOWN_NONE(name=request.name)
+                else Message.of("storage.unknown_none", name=request.name)
             )
             errors.append((request.field, unknown))
         elif not config.is_open_to(user):
-            errors.append((request.field, texts.STORAGE_FORBIDDEN(name=request.name)))
+            errors.append((request.field, Message.of("storage.forbidden", name=request.name)))
         else:
             where = request.mount_path or config.task_path
             if where in mounted_at:
-                errors.append((request.field, texts.STORAGE_SAME_MOUNT(path=where, other=mounted_at[where])))
+                errors.append((request.field, Message.of("storage.same_mount", path=where, other=mounted_at[where])))
             mounted_at[where] = config.name
             chosen.append(Chosen(config, where))
     return chosen, errors

@@ -3,8 +3,8 @@
 import pytest
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.models import Gpu, GpuType, Node, VirtualCluster, down_reason_fields
-from scheduling.texts import LANE_SILENT, NODE, SILENT_FOR
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +73,13 @@ def test_it_lists_nodes_with_their_state_and_resources(alice, cluster):
 
 
 def test_it_shows_a_down_node_with_since_when_and_why(alice, cluster):
-    reason = [SILENT_FOR(seconds=30, error=[LANE_SILENT(lane=NODE(node="n1"), seconds=30)])]
+    reason = [
+        Message.of(
+            "node.silent_for",
+            seconds=30,
+            error=[Message.of("node.lane.silent", lane=Message.of("node.node", node="n1"), seconds=30)],
+        )
+    ]
     Node.objects.filter(pk=cluster.pk).update(down_since=timezone.now(), **down_reason_fields(reason))
     node = alice.get("/api/v2/nodes/n1").json()
     assert node["state"] == "DOWN" and node["schedulable"] is False

@@ -17,14 +17,10 @@ from django.http import Http404
 from rest_framework import exceptions
 
 from accounts.groups import GroupProblem
-from accounts.texts import GROUP_NOT_FOUND
-from catalogue import Text, all_texts
-from catalogue.discover import import_all_texts
+from catalogue import Message, Text, all_texts, text_of
 from jobs.actions import JobNameConflict
 from jobs.lifecycle import JobStateError
 from jobs.models import Job
-from jobs.texts import ALREADY_FINISHED, JOB_NAME_TAKEN
-from web.api import texts
 from web.api.errors import ApiError, openpai_exception_handler
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,8 +58,20 @@ def made_by(module: str, expression: ast.expr, assigned: dict[str, ast.expr]) ->
         return texts_of[0] if all(texts_of) else None
     if not isinstance(expression, ast.Call):
         return None
+    if ast.unparse(expression.func).endswith("Message.of") and expression.args:
+        return text_named(expression.args[0], assigned)
     found = eval(ast.unparse(expression.func), vars(importlib.import_module(module)))  # noqa: S307  (our own source)
     return found if isinstance(found, Text) else None
+
+
+def text_named(code: ast.expr, assigned: dict[str, ast.expr]) -> Text | None:
+    """The catalogue Text of the code `code` names (a literal, a local name, either of two)."""
+    if isinstance(code, ast.Name) and code.id in assigned:
+        return text_named(assigned[code.id], {})
+    if isinstance(code, ast.IfExp):
+        texts_of = [text_named(branch, assigned) for branch in (code.body, code.orelse)]
+        return texts_of[0] if all(texts_of) else None
+    return all_texts().get(code.value) if isinstance(code, ast.Constant) and isinstance(code.value, str) else None
 
 
 def test_every_api_error_raised_says_a_catalogue_message():
@@ -86,7 +94,7 @@ ANSWERED = [
     exceptions.NotAuthenticated(),
     exceptions.AuthenticationFailed("Invalid username/password."),
     exceptions.PermissionDenied(),
-    exceptions.PermissionDenied(texts.ADMIN_NEEDED.template, code=texts.ADMIN_NEEDED.code),
+    exceptions.PermissionDenied(text_of("api.auth.admin_needed").template, code="api.auth.admin_needed"),
     exceptions.Throttled(wait=3),
     exceptions.ValidationError({"data": {"username": ["This field is required."]}}),
     exceptions.ParseError("JSON parse error"),
@@ -102,16 +110,15 @@ ANSWERED = [
     SuspiciousOperation(),
     IntegrityError(),
     OperationalError(),
-    JobNameConflict(JOB_NAME_TAKEN(name="x", user="alice")),
-    JobStateError(ALREADY_FINISHED(job="alice~x", state="SUCCEEDED")),
-    GroupProblem("", GROUP_NOT_FOUND(group="ml"), "NoGroupError", 404),
+    JobNameConflict(Message.of("config.job_name_taken", name="x", user="alice")),
+    JobStateError(Message.of("job_state.already_finished", job="alice~x", state="SUCCEEDED")),
+    GroupProblem("", Message.of("group.not_found", group="ml"), "NoGroupError", 404),
     RuntimeError("a bug: the 500"),
 ]
 
 
 @pytest.mark.parametrize("exc", ANSWERED, ids=lambda exc: type(exc).__name__)
 def test_every_error_the_handler_answers_carries_catalogue_codes_beside_openpais(exc):
-    import_all_texts()
     body = openpai_exception_handler(exc, {"request": None}).data
     assert set(body) == {"code", "message", "errors", "field"}
     assert body["errors"], body
@@ -122,10 +129,10 @@ def test_every_error_the_handler_answers_carries_catalogue_codes_beside_openpais
 
 def test_a_permission_refusal_answers_the_permissions_own_code():
     body = openpai_exception_handler(
-        exceptions.PermissionDenied(texts.ADMIN_NEEDED.template, code=texts.ADMIN_NEEDED.code), {}
+        exceptions.PermissionDenied(text_of("api.auth.admin_needed").template, code="api.auth.admin_needed"), {}
     ).data
     assert body["errors"][0]["code"] == "api.auth.admin_needed"
-    assert body["message"] == texts.ADMIN_NEEDED.template
+    assert body["message"] == text_of("api.auth.admin_needed").template
 
 
 def test_drfs_field_errors_answer_one_entry_per_field():

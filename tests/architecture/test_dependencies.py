@@ -32,9 +32,6 @@ ALLOWED_LOCAL_IMPORTS = {
     # ... and the VC form's rules (clusters.vc_rules) say their refusals by the pages' translations.
     ("web/apps.py", "clusters.vc_rules"),
     ("web/apps.py", "web.texts"),
-    # The pages render stored messages of every area: each area's texts.py is imported once the
-    # registry is ready (catalogue.discover finds them by name, as Django finds admin.py).
-    ("web/apps.py", "catalogue.discover"),
     # Import cost: a portal loads an executor kind's modules (the Docker SDK, the sandbox) only
     # when it has a node of that kind.
     ("clusters/executors/registry.py", "clusters.executors.docker"),

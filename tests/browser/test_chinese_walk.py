@@ -13,16 +13,15 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from catalogue import Message
 from clusters.grants import create_group
 from clusters.models import VirtualCluster
-from clusters.texts import QUOTA_CPU
 from jobs import job_templates
 from jobs.actions import submit_job
 from jobs.models import InteractiveApp, JobState, TaskSample, TaskState
 from jobs.storage import areas as storage
 from jobs.sweeps import submit_sweep
 from scheduling.models import Alert, AlertRule, VcSample
-from scheduling.texts import ALERT_FIRED, ALERT_NOTIFIED
 from scheduling.usage_rollup import roll_up
 from tests.browser.pages import EnglishWalk
 from tests.factories import create_job, create_user, v2_yaml
@@ -35,7 +34,9 @@ def walked_jobs(user, process_node, run_until):
     """A failed job that was retried (attempts, exit, events), a job that waits (why), one that
     can never fit, and a running job with samples (its charts)."""
     failed = run_until(submit_job(user, v2_yaml("shibai", "exit 1", role_extra="    taskRetryCount: 1\n")), "FAILED")
-    waiting = create_job(user, "dengdai", pending_reason=[QUOTA_CPU(vc="default", used=8, limit=8, need=1)])
+    waiting = create_job(
+        user, "dengdai", pending_reason=[Message.of("reason.quota.cpu", vc="default", used=8, limit=8, need=1)]
+    )
     submit_job(user, v2_yaml("taida", cpu=64))
     running = create_job(user, "yunxing", roles={"worker": 2}, state=JobState.RUNNING)
     running.tasks.update(state=TaskState.RUNNING)
@@ -195,7 +196,7 @@ def test_no_page_shows_an_english_string_of_the_catalog(
         stop_at=timezone.now(),
         history=[
             {"at": "", "what": said.text, "message": said.as_dict()}
-            for said in (ALERT_FIRED(), ALERT_NOTIFIED(user="alice"))
+            for said in (Message.of("alert.fired"), Message.of("alert.notified", user="alice"))
         ],
     )
     page.goto("/alerts/")

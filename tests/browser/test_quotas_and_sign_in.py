@@ -9,8 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from catalogue import Message
 from clusters.models import Node, VirtualCluster
-from clusters.texts import LARGEST_FREE_GPU, counted_gpus
+from clusters.texts import counted_gpus
 from tests.factories import create_job, normalized_spec, password_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -93,7 +94,9 @@ def test_it_says_on_the_cluster_page_when_shares_add_up_to_over_100_percent(page
 def test_it_counts_one_of_a_thing_in_the_singular_in_english_and_chinese(page, login, user, default_vc):
     """Issue 50: "1 CPUs" on the cluster page and "needs 1 GPUs on one node" for a job."""
     Node.objects.create(name="tiny", address="10.0.0.9", cpus=1, memory_mb=2048)
-    waiting = [LARGEST_FREE_GPU(gpus=counted_gpus(1), most=0)]  # (as placement says it: tests/placement)
+    waiting = [
+        Message.of("reason.largest_free.gpu", gpus=counted_gpus(1), most=0)
+    ]  # (as placement says it: tests/placement)
     job = create_job(user, "one-gpu", pending_reason=waiting)
     login("alice")
     page.goto("/cluster/")

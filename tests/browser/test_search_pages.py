@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from catalogue import Message
 from jobs.models import Job, JobState, Sweep
 from jobs.sweeps import runs, submit_sweep
-from jobs.texts import STOP_PRUNED_MEDIAN, STOPPED_BECAUSE
 from tests.browser.english import english_on
 from tests.browser.pages import in_language
 from tests.browser.test_phone_fit import SMALL_TARGETS_JS, TAP, WIDER_THAN_SCREEN_JS
@@ -24,7 +24,9 @@ def hunt(user) -> Sweep:
     sweep = submit_sweep(user, search_text(GRID4))
     done, pruned = runs(sweep)
     finish(done, [5.0, (done.sweep_values["x"] - 2) ** 2 + 1])
-    why = STOPPED_BECAUSE(why=STOP_PRUNED_MEDIAN(step=2, metric="loss", value="9", median="1"))
+    why = Message.of(
+        "exit.stopped_because", why=Message.of("exit.stop.pruned_median", step=2, metric="loss", value="9", median="1")
+    )
     Job.objects.filter(pk=pruned.pk).update(state=JobState.STOPPED, exit_diagnostics_message=why.as_dict())
     return sweep
 

@@ -18,16 +18,14 @@ import yaml
 from django.db import transaction
 from django.test import RequestFactory
 
-from catalogue import Message, Text
+from catalogue import Message, read_data
 from clusters import userfs
 from clusters.models import GpuType, VirtualCluster
 from jobs import job_templates, sweeps
-from jobs import texts as job_texts
 from jobs.actions import JobNameConflict, change_priority_class, restart_job, submit_job, validate_for_user
 from jobs.management.commands.validatejob import find_user, read_config_text
 from jobs.models import JobState
 from jobs.protocol import JobConfigError, load
-from jobs.protocol import texts as protocol_texts
 from jobs.protocol.errors import FieldError
 from jobs.protocol.honoured import unsupported
 from jobs.protocol.images import image_reference_errors, image_registry_errors, pull_refusal, reference_error
@@ -38,14 +36,14 @@ from jobs.protocol.schema import describe
 from jobs.protocol.sweeps import plan
 from jobs.protocol.timelimit import resolve
 from jobs.storage import areas
-from jobs.storage import texts as storage_texts
 from jobs.storage.configs import MY_AREA, Browsable, browsable, chosen_storages, forget_storage_configs
 from jobs.storage.errors import StorageError
 from tests.factories import create_job, create_storage, normalized_spec, partial_spec, v1_json, v1_role, v2_yaml
 from web.storage.views import SizeLimitHandler, _post
 from web.submit_form import _base_config
 
-MY_TEXTS = (protocol_texts, job_texts, storage_texts)
+ROOT = Path(__file__).resolve().parents[2]
+MY_TEXTS = ("jobs/protocol/texts.json", "jobs/texts.json", "jobs/storage/texts.json")
 # A code no producer can reach on this Python: kept for the ones where it can (its ipaddress).
 UNREACHABLE = {"address.special": "Python 3.11 counts every address that is not global as one of the named kinds"}
 # jobs.texts' codes of other areas, made by their own tests (tests/metrics/test_webhooks.py and
@@ -602,13 +600,7 @@ def codes_in(message: Any) -> Iterator[str]:
 
 
 def my_codes() -> set[str]:
-    codes = set()
-    for module in MY_TEXTS:
-        for value in vars(module).values():
-            for text in value.values() if isinstance(value, dict) else [value]:
-                if isinstance(text, Text) and not text.code.startswith(ELSEWHERE):
-                    codes.add(text.code)
-    return codes
+    return {code for data in MY_TEXTS for code in read_data(ROOT / data) if not code.startswith(ELSEWHERE)}
 
 
 @pytest.mark.django_db

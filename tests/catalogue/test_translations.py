@@ -12,15 +12,12 @@ from django.core.management import call_command
 from django.utils import translation
 
 from catalogue import Message, Text, all_texts, placeholders
-from catalogue.discover import import_all_texts
-from jobs.texts import STOP_IDLE
 from web.management.commands.catalogue import catalogue_path
 from web.texts import translated
 
 
 @pytest.fixture(scope="module")
 def codes() -> dict[str, Text]:
-    import_all_texts()
     return {code: text for code, text in all_texts().items() if not code.startswith("test.")}
 
 
@@ -60,7 +57,7 @@ def test_the_catalogue_files_are_in_step_with_the_codes():
 
 @pytest.mark.parametrize(("minutes", "english", "chinese"), [(1, "1 minute", "1 分钟"), (2, "2 minutes", "2 分钟")])
 def test_a_count_reads_in_the_singular_for_one_in_english_and_in_zh_hans_one_form(minutes, english, chinese):
-    message = STOP_IDLE(app="jupyter", minutes=minutes)
+    message = Message.of("exit.stop.idle", app="jupyter", minutes=minutes)
     assert message.text == f"jupyter was idle for {english}"
     assert translated(message, "en") == message.text
     assert translated(message, "zh-hans") == f"jupyter 空闲 {chinese}"

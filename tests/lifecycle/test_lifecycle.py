@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.models import Node
 from jobs import lifecycle
 from jobs.lifecycle import JobStateError, Placement, TaskExit
 from jobs.models import Job, Task, TaskAttempt
-from jobs.protocol.texts import EXITED, SAID
 from jobs.states import JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
-from jobs.texts import STOPPED_BY_USER
 from tests.factories import normalized_spec
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +45,7 @@ def job_in(user, default_vc, node) -> Callable[[str], Job]:
 
 
 def an_exit(code: int = 1) -> TaskExit:
-    why = EXITED(phrase="P", said=SAID(said="why"))
+    why = Message.of("exit.exited", phrase="P", said=Message.of("exit.said", said="why"))
     return TaskExit(exit_code=code, user_exit_code=code, phrase="P", diagnostics=why, finished_at=timezone.now())
 
 
@@ -68,10 +67,12 @@ def _refused_as_false_or_error(call: Callable[[], Any]) -> bool:
 JOB_CALLS: dict[str, Callable[[Job], Any]] = {
     "claim_for_launch": _claim,
     "begin_stopping": lifecycle.begin_stopping,
-    "finish_stopping": lambda job: lifecycle.finish_stopping(job, -210, EXITED(phrase="P", said=STOPPED_BY_USER())),
+    "finish_stopping": lambda job: lifecycle.finish_stopping(
+        job, -210, Message.of("exit.exited", phrase="P", said=Message.of("exit.stopped_by_user"))
+    ),
     "succeed": lambda job: lifecycle.succeed(job, -220),
     "fail": lambda job: lifecycle.fail(job, job.tasks.get(), -220),
-    "refuse": lambda job: lifecycle.refuse(job, -1100, SAID(said="Slurm refuses the job (x): y.")),
+    "refuse": lambda job: lifecycle.refuse(job, -1100, Message.of("exit.said", said="Slurm refuses the job (x): y.")),
     "requeue_for_retry": lambda job: lifecycle.requeue_for_retry(
         job, job.tasks.get(), charged=True, leftover_exit_code=-220
     ),

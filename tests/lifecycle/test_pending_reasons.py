@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from catalogue import Message
 from catalogue.reasons import StoredParts, stored_parts, stored_reason
 from clusters.models import Node
-from clusters.texts import NO_NODE, PREEMPTED_BY, QUOTA_CPU
 from jobs import lifecycle
 from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
@@ -38,7 +38,7 @@ def reason_of(job: Job) -> tuple[str, list[str]]:
 
 def test_it_writes_the_english_and_the_parts_together(user, default_vc):
     job = create_job(user, "waits")
-    reason = [QUOTA_CPU(vc="default", used=2, limit=2, need=1), NO_NODE()]
+    reason = [Message.of("reason.quota.cpu", vc="default", used=2, limit=2, need=1), Message.of("reason.no_node")]
     lifecycle.set_pending_reasons({job.pk: reason})
     assert reason_of(job) == (
         'VC "default" quota: 2 of 2 CPUs used, job needs 1; no schedulable node in the cluster',
@@ -75,17 +75,24 @@ def test_a_job_preempted_by_one_gone_since_says_a_higher_class_preempted_it(runn
 
 
 def test_a_preempted_jobs_next_reasons_keep_saying_who_preempted_it():
-    said = stored_parts([PREEMPTED_BY(job="alice~urgent", vc="default"), NO_NODE()])
-    assert [part.code for part in with_preempted_note(said, [QUOTA_CPU(vc="a", used=1, limit=1, need=1)])] == [
+    said = stored_parts(
+        [Message.of("reason.preempted_by", job="alice~urgent", vc="default"), Message.of("reason.no_node")]
+    )
+    assert [
+        part.code
+        for part in with_preempted_note(said, [Message.of("reason.quota.cpu", vc="a", used=1, limit=1, need=1)])
+    ] == [
         "reason.preempted_by",
         "reason.quota.cpu",
     ]
-    assert with_preempted_note(stored_parts([NO_NODE()]), [NO_NODE()]) == [NO_NODE()]
+    assert with_preempted_note(stored_parts([Message.of("reason.no_node")]), [Message.of("reason.no_node")]) == [
+        Message.of("reason.no_node")
+    ]
 
 
 def test_a_launched_job_says_nothing_more_of_why_it_waited(user, default_vc, process_node):
     job = create_job(user, "placed", job_attempt=0)
-    lifecycle.set_pending_reasons({job.pk: [NO_NODE()]})
+    lifecycle.set_pending_reasons({job.pk: [Message.of("reason.no_node")]})
     job.refresh_from_db()
     lifecycle.claim_for_launch(job, [Placement("worker", 0, process_node.pk, [], {})], where="local")
     assert reason_of(job) == ("", [])
@@ -93,16 +100,18 @@ def test_a_launched_job_says_nothing_more_of_why_it_waited(user, default_vc, pro
 
 def test_jobs_told_the_same_are_written_in_one_update(user, default_vc, django_assert_num_queries):
     jobs = [create_job(user, f"same-{index}") for index in range(3)]
-    reasons = {job.pk: [QUOTA_CPU(vc="default", used=2, limit=2, need=1)] for job in jobs}  # equal, not the same
-    reasons[jobs[2].pk] = [NO_NODE()]
+    reasons = {
+        job.pk: [Message.of("reason.quota.cpu", vc="default", used=2, limit=2, need=1)] for job in jobs
+    }  # equal, not the same
+    reasons[jobs[2].pk] = [Message.of("reason.no_node")]
     with django_assert_num_queries(2):
         lifecycle.set_pending_reasons(reasons)
     assert [reason_of(job)[1] for job in jobs] == [["reason.quota.cpu"], ["reason.quota.cpu"], ["reason.no_node"]]
 
 
 def test_a_passes_stored_parts_are_those_of_each_reason():
-    shared = [QUOTA_CPU(vc="default", used=2, limit=2, need=1)]
+    shared = [Message.of("reason.quota.cpu", vc="default", used=2, limit=2, need=1)]
     stored = StoredParts()
     assert stored.parts(shared) == stored_parts(shared) == stored.parts(list(shared))
-    assert stored.key(shared) == stored.key([QUOTA_CPU(vc="default", used=2, limit=2, need=1)])
-    assert stored.key(shared) != stored.key([NO_NODE()])
+    assert stored.key(shared) == stored.key([Message.of("reason.quota.cpu", vc="default", used=2, limit=2, need=1)])
+    assert stored.key(shared) != stored.key([Message.of("reason.no_node")])

@@ -11,27 +11,12 @@ from django.core import mail
 from django.test import Client
 from django.utils import timezone
 
+from catalogue import Message
 from clusters.models import Gpu, GpuType, Node
 from jobs import lifecycle, outbox, webhooks
-from jobs import texts as job_texts
 from jobs.models import Job, JobState, TaskSample
 from scheduling.alerts import RuleError, evaluate_rules, save_rule
 from scheduling.models import Alert, AlertRule
-from scheduling.texts import (
-    ALERT_CLEARED,
-    ALERT_CORDONED,
-    ALERT_FIRED,
-    ALERT_JOB_ENDED,
-    ALERT_NOTIFIED,
-    ALERT_NOTIFIED_ADMINS,
-    ALERT_STOPPED,
-    ALERT_TAGGED,
-    RULE_ACTIONS,
-    RULE_CHOICE,
-    RULE_NAME,
-    RULE_NAME_TAKEN,
-    RULE_NUMBER,
-)
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
 
@@ -99,10 +84,10 @@ def test_an_idle_gpu_rule_warns_the_owner_then_stops_the_job_after_the_grace(idl
     history = Alert.objects.get().history
     assert [entry["what"] for entry in history] == ["fired", "notified alice", "tagged idle-gpus", "stopped the job"]
     assert [entry["message"]["code"] for entry in history] == [
-        ALERT_FIRED.code,
-        ALERT_NOTIFIED.code,
-        ALERT_TAGGED.code,
-        ALERT_STOPPED.code,
+        "alert.fired",
+        "alert.notified",
+        "alert.tagged",
+        "alert.stopped",
     ]
 
 
@@ -133,10 +118,10 @@ def test_a_node_down_rule_fires_cordons_and_clears(gpu_node, admin_user):
     alert.refresh_from_db()
     assert alert.resolved_at is not None and alert.history[-1]["what"] == "cleared"
     assert [entry["message"]["code"] for entry in alert.history] == [
-        ALERT_FIRED.code,
-        ALERT_NOTIFIED_ADMINS.code,
-        ALERT_CORDONED.code,
-        ALERT_CLEARED.code,
+        "alert.fired",
+        "alert.notified_admins",
+        "alert.cordoned",
+        "alert.cleared",
     ]
 
 
@@ -163,9 +148,9 @@ def test_the_api_refuses_a_bad_rule_naming_each_field_by_its_code(admin_user):
     body = answer.json()
     assert answer.status_code == 400 and body["code"] == "InvalidParametersError"
     assert [(error["field"], error["code"]) for error in body["errors"]] == [
-        ("name", RULE_NAME.code),
-        ("condition", RULE_CHOICE.code),
-        ("minutes", RULE_NUMBER.code),
+        ("name", "alert.rule.name"),
+        ("condition", "alert.rule.choice"),
+        ("minutes", "alert.rule.number"),
     ]
     assert body["message"].startswith("name: must be a name of 1 to 100 characters; condition: must be one of")
 
@@ -175,14 +160,14 @@ def test_a_rules_name_taken_and_its_actions_are_said_by_their_codes(admin_user):
     with pytest.raises(RuleError) as refused:
         save_rule("down", "node_down", 5, 5, ["page_me"], 30)
     assert [(field, message.code) for field, message in refused.value.errors] == [
-        ("name", RULE_NAME_TAKEN.code),
-        ("actions", RULE_ACTIONS.code),
+        ("name", "alert.rule.name_taken"),
+        ("actions", "alert.rule.actions"),
     ]
 
 
 def test_an_alert_whose_job_ended_before_its_stop_says_so(user, default_vc, monkeypatch):
     def ended(job, rule):
-        raise lifecycle.JobStateError(job_texts.ALREADY_FINISHED(job=job.full_name, state="SUCCEEDED"))
+        raise lifecycle.JobStateError(Message.of("job_state.already_finished", job=job.full_name, state="SUCCEEDED"))
 
     monkeypatch.setattr(lifecycle, "request_alert_stop", ended)  # (it ended between the finding and the stop)
     launched = timezone.now() - timedelta(minutes=5)
@@ -193,4 +178,4 @@ def test_an_alert_whose_job_ended_before_its_stop_says_so(user, default_vc, monk
     )
     evaluate_rules()
     alert.refresh_from_db()
-    assert alert.history[-1]["message"]["code"] == ALERT_JOB_ENDED.code and alert.stop_at is None
+    assert alert.history[-1]["message"]["code"] == "alert.job_ended" and alert.stop_at is None

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from jobs import lifecycle, outbox, texts, webhooks
+from jobs import lifecycle, outbox, webhooks
 from jobs.crypto import encrypt_text
 from jobs.models import Job, JobState, Webhook, WebhookDelivery
 from tests.factories import create_job
@@ -141,12 +141,12 @@ def test_it_says_why_a_target_is_refused_by_its_code_and_the_addresss_kind(user)
 @pytest.mark.parametrize(
     ("url", "events", "code"),
     [
-        ("ftp://example.org/x", ["failed"], texts.WEBHOOK_NOT_HTTP.code),
-        ("http://user:pw@example.org/x", ["failed"], texts.WEBHOOK_CREDENTIALS.code),
-        ("http://example.org:99999/x", ["failed"], texts.WEBHOOK_BAD_PORT.code),
-        ("http://nowhere.invalid/x", ["failed"], texts.WEBHOOK_NO_HOST.code),
-        ("http://93.184.215.14/x", [], texts.WEBHOOK_PICK_EVENTS.code),
-        ("http://93.184.215.14/x", ["failed"], texts.WEBHOOK_TOO_MANY.code),
+        ("ftp://example.org/x", ["failed"], "webhook.not_http"),
+        ("http://user:pw@example.org/x", ["failed"], "webhook.credentials"),
+        ("http://example.org:99999/x", ["failed"], "webhook.bad_port"),
+        ("http://nowhere.invalid/x", ["failed"], "webhook.no_host"),
+        ("http://93.184.215.14/x", [], "webhook.pick_events"),
+        ("http://93.184.215.14/x", ["failed"], "webhook.too_many"),
     ],
 )
 def test_each_refusal_has_its_code(user, url, events, code, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 
 from catalogue import Message
 from clusters.placement import JobRequest, place
-from clusters.texts import BLOCKED_BY, CPUS, blocked_by
+from clusters.texts import BLOCKED_BY, blocked_by
 from tests.placement.builders import codes, make_job, make_node, make_task, make_vc, port, said
 
 VCS = {"default": make_vc()}
@@ -37,7 +37,7 @@ def test_it_counts_one_gpu_and_one_cpu_in_the_singular():
     typed = place([make_node("a", gpus=1, busy_gpus=1, gpu_type="P100")], VCS, [make_job(1, gpu=1, gpu_type="P100")])
     assert typed.pending[1][0].params["gpus"] == Message("reason.count.typed_gpus", {"count": 1, "type": "P100"})
     assert said(typed, 1).startswith("needs 1 x P100 GPU on one node")
-    assert CPUS(count=1).text == "1 CPU"
+    assert Message.of("reason.count.cpus", count=1).text == "1 CPU"
     cpu = place([make_node("a", gpus=0, cpu=0, cpu_total=4)], VCS, [make_job(1, gpu=0, cpu=1)])
     assert codes(cpu, 1)[0] == "reason.largest_free.cpu"
     assert said(cpu, 1).startswith("needs 1 CPU per task; largest free: 0 on a")

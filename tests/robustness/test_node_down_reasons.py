@@ -10,27 +10,11 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from catalogue import joined
+from catalogue import Message, joined
 from clusters.executors import docker as docker_executor
 from clusters.executors.base import ExecutorError
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.plain_errors import engine_silent, plain_cause
-from clusters.executors.texts import (
-    CLOSED,
-    DOCKER_SILENT,
-    DOCKER_SOCKET_SILENT,
-    HTTP,
-    HTTP_SAYING,
-    NO_HOST_NAME,
-    NO_ROUTE,
-    NO_SOCKET,
-    PERMISSION_DENIED,
-    REFUSED,
-    TIMED_OUT,
-    TIMED_OUT_AFTER,
-    UNREACHABLE,
-)
-from scheduling.texts import NODE_DOWN, SILENT_FOR
 
 RAW = ("object at 0x", "HTTPConnectionPool", "Max retries", "Caused by", "Errno", "NewConnectionError")
 
@@ -65,7 +49,7 @@ def test_it_says_connection_refused_for_an_engine_nobody_listens_for(closed_port
     url = f"tcp://127.0.0.1:{closed_port}"
     failure = ping_failure(url)
     assert str(failure) == f"the Docker engine at {url} does not answer (connection refused: nothing listens there)"
-    assert failure.messages == [DOCKER_SILENT(url=url, cause=REFUSED())]
+    assert failure.messages == [Message.of("node.docker_silent", url=url, cause=Message.of("node.cause.refused"))]
 
 
 def test_it_says_how_long_it_waited_for_an_engine_that_never_answers(silent_listener, monkeypatch):
@@ -78,13 +62,13 @@ def test_it_says_there_is_no_socket_for_a_missing_unix_socket(tmp_path):
     failure = ping_failure(f"unix://{tmp_path}/docker.sock")
     said = str(failure)
     assert said.endswith("does not answer (no socket at that path)") and not any(raw in said for raw in RAW)
-    assert failure.messages[0].params["cause"] == NO_SOCKET()
+    assert failure.messages[0].params["cause"] == Message.of("node.cause.no_socket")
 
 
 def test_it_says_a_host_name_does_not_resolve():
     failure = ping_failure("tcp://no-such-node.invalid:2375")
     assert str(failure).endswith("does not answer (its host name does not resolve)"), failure
-    assert failure.messages[0].params["cause"] == NO_HOST_NAME()
+    assert failure.messages[0].params["cause"] == Message.of("node.cause.no_host_name")
 
 
 @pytest.mark.parametrize(
@@ -104,15 +88,16 @@ def test_it_words_the_errors_it_knows_and_strips_object_reprs_from_others(error,
 @pytest.mark.parametrize(
     ("error", "cause"),
     [
-        (requests.exceptions.ReadTimeout("Read timed out. (read timeout=5)"), TIMED_OUT_AFTER(seconds=5)),
+        (requests.exceptions.ReadTimeout("Read timed out. (read timeout=5)"),
+         Message.of("node.cause.timed_out_after", seconds=5)),
         (requests.exceptions.HTTPError("404 Client Error for http://x:1/version: Not Found"),
-         HTTP_SAYING(code="404", words="Not Found")),
-        (requests.exceptions.HTTPError("500 Server Error"), HTTP(code="500")),
-        (ConnectionResetError("Connection reset by peer"), CLOSED()),
-        (OSError("[Errno 113] No route to host"), NO_ROUTE()),
-        (OSError("[Errno 101] Network is unreachable"), UNREACHABLE()),
-        (PermissionError("Permission denied"), PERMISSION_DENIED()),
-        (TimeoutError(), TIMED_OUT()),
+         Message.of("node.cause.http_saying", code="404", words="Not Found")),
+        (requests.exceptions.HTTPError("500 Server Error"), Message.of("node.cause.http", code="500")),
+        (ConnectionResetError("Connection reset by peer"), Message.of("node.cause.closed")),
+        (OSError("[Errno 113] No route to host"), Message.of("node.cause.no_route")),
+        (OSError("[Errno 101] Network is unreachable"), Message.of("node.cause.unreachable")),
+        (PermissionError("Permission denied"), Message.of("node.cause.permission_denied")),
+        (TimeoutError(), Message.of("node.cause.timed_out")),
     ],
 )  # fmt: skip
 def test_it_gives_each_cause_it_knows_its_code(error, cause):
@@ -122,7 +107,7 @@ def test_it_gives_each_cause_it_knows_its_code(error, cause):
 
 def test_an_engine_on_the_local_socket_is_named_so():
     said = engine_silent(None, ConnectionRefusedError("Connection refused"), 5)
-    assert said == DOCKER_SOCKET_SILENT(cause=REFUSED())
+    assert said == Message.of("node.docker_socket_silent", cause=Message.of("node.cause.refused"))
     assert (
         said.text == "the Docker engine at the local socket does not answer (connection refused: nothing listens there)"
     )
@@ -134,7 +119,7 @@ def test_a_node_down_reason_is_shown_in_chinese(closed_port):
     from web.reasons import reason_text
 
     silent = ping_failure(f"tcp://127.0.0.1:{closed_port}").messages
-    reason = [NODE_DOWN(node="b", why=[SILENT_FOR(seconds=12, error=silent)])]
+    reason = [Message.of("reason.node_down", node="b", why=[Message.of("node.silent_for", seconds=12, error=silent)])]
     assert joined(reason) == (
         f"node b is down (did not answer for 12 s: the Docker engine at tcp://127.0.0.1:{closed_port} does not answer "
         "(connection refused: nothing listens there))"

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from catalogue import Message
 from catalogue.reasons import stored_reason
 from clusters.executors.base import ExecutorError, Failure, TaskHandle
 from clusters.executors.process import ProcessExecutor
@@ -13,7 +14,6 @@ from jobs.models import JobState, TaskState
 from scheduling import ending
 from scheduling.executors import node_executor
 from scheduling.scheduler import Scheduler
-from scheduling.texts import SAID
 from tests.scheduler.conftest import role, v2_job
 
 
@@ -85,7 +85,7 @@ def test_a_start_that_finds_the_nodes_engine_gone_marks_the_node_down_in_the_eng
     node = Node.objects.get()
     assert node.down_since is not None
     assert node.down_reason == "could not create the task's container: the engine went away"
-    assert stored_reason(node.down_reason_messages) == [SAID(said=node.down_reason)]
+    assert stored_reason(node.down_reason_messages) == [Message.of("node.said", said=node.down_reason)]
 
 
 def test_it_takes_a_node_back_when_it_answers_again(submit, run_until, silent_node, scheduler):

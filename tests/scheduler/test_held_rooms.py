@@ -3,11 +3,10 @@ scheduler restarted while the preemptor waits for its other victims still keeps 
 
 import pytest
 
-from catalogue import joined
+from catalogue import Message, joined
 from clusters.models import Node
 from clusters.placement import HeldRoom
 from clusters.preemption import Preemption
-from clusters.texts import PREEMPTING, RECLAIMING
 from jobs.models import Job, JobState
 from scheduling import quota
 from scheduling.backends import Backends
@@ -70,7 +69,7 @@ def test_a_preemptor_says_whose_end_it_waits_for(user, default_vc, waiting):
         ending_deadline=waiting.created_at,
     )
     said = preempter()._begin(Preemption(job=waiting.pk, vc="default", victims=(), awaiting=(train.pk,)))
-    assert said == [PREEMPTING(jobs=[train.full_name], vc="default")]
+    assert said == [Message.of("reason.preempting", jobs=[train.full_name], vc="default")]
     assert joined(said).startswith(f'preempting job(s) {train.full_name} of VC "default" (a lower priority class)')
 
 
@@ -88,5 +87,5 @@ def test_a_lender_says_it_reclaims_its_quota_from_the_jobs_that_borrowed_it(user
         ending_deadline=waiting.created_at,
     )
     said = preempter()._begin(Preemption(job=waiting.pk, vc="default", victims=(), awaiting=(borrower.pk,)))
-    assert said == [RECLAIMING(vc="default", jobs=[borrower.full_name])]
+    assert said == [Message.of("reason.reclaiming", vc="default", jobs=[borrower.full_name])]
     assert joined(said).startswith(f'reclaiming VC "default"\'s quota from job(s) {borrower.full_name} (running on it')

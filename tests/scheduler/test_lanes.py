@@ -11,16 +11,14 @@ from typing import Any
 
 import pytest
 
-from catalogue import joined
+from catalogue import Message, joined
 from clusters.executors.base import Executor, ExecutorError, Failure, ResourceSample, TaskHandle, TaskLaunch
 from clusters.executors.registry import executor_for
-from clusters.executors.texts import REFUSED
 from clusters.models import Node
 from jobs.models import JobState, Task, TaskSample, TaskState
 from scheduling import executors
 from scheduling.executors import Bulkheaded, Lane, NodeSilent
 from scheduling.sampler import Sampler
-from scheduling.texts import CALL_UNANSWERED
 from tests.factories import create_job
 from tests.messages import param
 from tests.scheduler.conftest import role, v2_job
@@ -55,7 +53,7 @@ def test_it_counts_no_answer_that_came_after_its_deadline(deadline):
     # While the call runs on: whose lane, how long, the call and that it did not answer in time.
     said = silent.value.messages
     assert [part.code for part in said] == ["node.lane.silent", "node.lane.busy", "node.lane.last_error"]
-    assert param(said[-1], "error") == [CALL_UNANSWERED(call="ping", seconds=DEADLINE_S)]
+    assert param(said[-1], "error") == [Message.of("node.lane.unanswered", call="ping", seconds=DEADLINE_S)]
     assert str(silent.value).startswith("node slow has not answered for ")
     until(lambda: not lane.busy())
 
@@ -290,7 +288,7 @@ def test_an_unreached_engines_error_is_kept_in_plain_words(deadline):
     lane = Lane("gone")
     with pytest.raises(requests.exceptions.ConnectionError):
         lane.call("list_running", refused)
-    assert lane.last_error == [REFUSED()]  # ("connection refused: nothing listens there")
+    assert lane.last_error == [Message.of("node.cause.refused")]  # ("connection refused: nothing listens there")
     assert "object at 0x" not in joined(lane.silence())
 
 

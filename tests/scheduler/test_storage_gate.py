@@ -7,14 +7,12 @@ import time
 
 import pytest
 
-from catalogue import joined
+from catalogue import Message, joined
 from catalogue.reasons import stored_reason
 from clusters.models import Node
-from clusters.texts import NO_LENDER, NO_NODE, QUOTA_CPU
 from jobs.models import Job
 from scheduling.placing import with_storage_notes
 from scheduling.storage_gate import MOUNT_FAILURE_MEMORY_S, MountFailures, storage_gate
-from scheduling.texts import NO_STORAGE_NODE, PROCESS_NODE_NFS, STORAGE_ON
 from tests.factories import create_storage, partial_spec, v2_yaml
 from tests.messages import param
 
@@ -34,7 +32,12 @@ def test_it_keeps_an_nfs_job_waiting_on_process_nodes_saying_why(submit, schedul
         == "no node can mount the job's storage: storage team: local is a process node (it cannot mount NFS)"
     )
     [part] = stored_reason(job.pending_reason_messages)
-    assert part == NO_STORAGE_NODE(nodes=[STORAGE_ON(storage="team", why=PROCESS_NODE_NFS(node="local"))])
+    assert part == Message.of(
+        "reason.storage.no_node",
+        nodes=[
+            Message.of("reason.storage.on", storage="team", why=Message.of("reason.storage.process_node", node="local"))
+        ],
+    )
 
 
 def test_it_places_a_host_path_job_on_process_nodes(submit, run_until, default_vc, tmp_path):
@@ -68,19 +71,28 @@ def test_it_steers_a_job_away_from_a_node_that_cannot_mount_its_storage(process_
     spec = partial_spec(extras={"storages": [{"name": "team"}]})
     gate = storage_gate([(1, spec)], list(Node.objects.all()), MountFailures())
     assert (gate.blocked, gate.avoid) == ({}, {1: frozenset({"local"})})
-    assert gate.notes == {1: [STORAGE_ON(storage="team", why=PROCESS_NODE_NFS(node="local"))]}
+    assert gate.notes == {
+        1: [
+            Message.of("reason.storage.on", storage="team", why=Message.of("reason.storage.process_node", node="local"))
+        ]
+    }
 
 
 def test_a_job_that_avoids_nodes_says_so_after_why_it_waits():
-    note = [STORAGE_ON(storage="team", why=PROCESS_NODE_NFS(node="local"))]
-    pending = {1: [QUOTA_CPU(vc="default", used=2, limit=2, need=1), NO_LENDER()], 2: [NO_NODE()]}
+    note = [
+        Message.of("reason.storage.on", storage="team", why=Message.of("reason.storage.process_node", node="local"))
+    ]
+    pending = {
+        1: [Message.of("reason.quota.cpu", vc="default", used=2, limit=2, need=1), Message.of("reason.no_lender")],
+        2: [Message.of("reason.no_node")],
+    }
     with_storage_notes(pending, {1: note})
     assert [part.code for part in pending[1]] == ["reason.quota.cpu", "reason.storage.avoiding"]
     assert joined(pending[1]) == (
         'VC "default" quota: 2 of 2 CPUs used, job needs 1; no lending VC has that much idle quota '
         "(avoiding nodes that cannot mount its storage: storage team: local is a process node (it cannot mount NFS))"
     )
-    assert pending[2] == [NO_NODE()]
+    assert pending[2] == [Message.of("reason.no_node")]
 
 
 def test_it_blocks_nothing_when_no_storage_is_declared(process_node):

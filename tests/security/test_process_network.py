@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from catalogue import Message
 from clusters.executors.app_ports import job_app_address
 from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.netns import TaskNetwork
@@ -290,13 +291,15 @@ def test_a_tasks_own_exit_253_stays_its_own(executor, make_launch):
 def test_it_says_to_open_dev_net_tun_when_pasta_cannot(monkeypatch, tmp_path):
     """Seen on a GPU machine's image: /dev/net/tun 0600, so pasta (as the task's uid) could not
     open it; the node's reason must say what to change."""
-    from clusters.executors import netns, texts
+    from clusters.executors import netns
 
     private = tmp_path / "tun"
     private.touch(mode=0o600)
     monkeypatch.setattr(netns, "TUN_DEVICE", str(private))
     assert "chmod 666" in netns._no_network("pasta: Failed to open tun socket in namespace").text
-    assert netns._no_network("pasta: something else") == texts.NO_OWN_NETWORK(said="pasta: something else")
+    assert netns._no_network("pasta: something else") == Message.of(
+        "exit.sandbox.no_own_network", said="pasta: something else"
+    )
 
 
 def test_it_opens_a_private_tun_device_to_users_as_root_and_says_so(monkeypatch, tmp_path):

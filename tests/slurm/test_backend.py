@@ -7,18 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from catalogue import joined
+from catalogue import Message, joined
 from catalogue.reasons import stored_reason
 from clusters.models import Node, VirtualCluster
 from clusters.slurm import client
 from clusters.slurm.status import parse_nodes
-from clusters.slurm.texts import CONTROLLER, CONTROLLER_BACK, CONTROLLER_SILENT, NODE_STATE, NODE_STATE_WHY, SUBMITTED
 from clusters.slurm_nodes import sync_nodes
 from jobs import lifecycle
 from scheduling.executors import NodeSilent
 from scheduling.slurm import EARLY_ENDS_ALLOWED, SlurmBackend
 from scheduling.slurm_controller import Controller, show_available
-from scheduling.texts import SLURM_NODE_NFS
 from tests.factories import create_job, normalized_spec
 from tests.messages import param
 
@@ -109,14 +107,19 @@ def test_it_syncs_the_partitions_nodes_with_their_gpus_and_state(slurm, job):
     drained = Node.objects.get(name="slt-3")
     assert drained.executor == "slurm" and drained.down_since is not None
     assert drained.down_reason == "Slurm: drained (bad fan)" and drained.gpus.count() == 4
-    assert stored_reason(drained.down_reason_messages) == [NODE_STATE_WHY(state="drained", why="bad fan")]
+    assert stored_reason(drained.down_reason_messages) == [
+        Message.of("slurm.node_state_why", state="drained", why="bad fan")
+    ]
     assert Node.objects.get(name="slt-1").down_since is None
 
 
 def test_a_node_slurm_will_not_use_without_a_reason_says_its_state(db):
     sync_nodes(parse_nodes("slt-4|10.249.7.5|0/0/2/2|4096|0|(null)|gpu:0|down|slt*|none|"))
     node = Node.objects.get(name="slt-4")
-    assert (node.down_reason, stored_reason(node.down_reason_messages)) == ("Slurm: down", [NODE_STATE(state="down")])
+    assert (node.down_reason, stored_reason(node.down_reason_messages)) == (
+        "Slurm: down",
+        [Message.of("slurm.node_state", state="down")],
+    )
 
 
 def test_a_job_whose_slurm_job_keeps_ending_before_it_starts_stops_being_submitted(slurm, job, settings):
@@ -156,18 +159,20 @@ def test_a_silent_controllers_reason_names_it_and_how_long_it_has_not_answered()
     controller = Controller()
     reason = controller.reason(NodeSilent(controller.lane.silence()))
     assert [part.code for part in reason] == ["slurm.controller_silent"]
-    assert param(reason[0], "why", 0, "lane") == CONTROLLER()
+    assert param(reason[0], "why", 0, "lane") == Message.of("slurm.controller")
     assert joined(reason).startswith("the Slurm controller does not answer: the Slurm controller has not answered for ")
 
 
 def test_the_jobs_that_said_the_controller_was_silent_say_it_answers_again(job, user):
-    silent = [CONTROLLER_SILENT(why="squeue: Unable to contact slurm controller")]
+    silent = [Message.of("slurm.controller_silent", why="squeue: Unable to contact slurm controller")]
     other = create_job(user, "other", virtual_cluster=job.virtual_cluster)
-    lifecycle.set_pending_reasons({job.pk: silent, other.pk: [SUBMITTED(slurm_id=7, partition="slt")]})
+    lifecycle.set_pending_reasons(
+        {job.pk: silent, other.pk: [Message.of("slurm.submitted", slurm_id=7, partition="slt")]}
+    )
     show_available([job.virtual_cluster_id])
     job.refresh_from_db()
     other.refresh_from_db()
-    assert stored_reason(job.pending_reason_messages) == [CONTROLLER_BACK()]
+    assert stored_reason(job.pending_reason_messages) == [Message.of("slurm.controller_back")]
     assert job.pending_reason == "The Slurm controller answers again: asking it about this job."
     assert other.pending_reason_messages[0]["code"] == "slurm.submitted"
 
@@ -266,7 +271,9 @@ def test_a_job_naming_an_nfs_storage_waits_saying_why_instead_of_going_to_slurm(
     job.refresh_from_db()
     assert slurm.submitted() == [] and job.state == "WAITING"
     assert job.pending_reason.startswith("no node can mount the job's storage: storage team: slt-1 is a Slurm node")
-    assert param(stored_reason(job.pending_reason_messages)[0], "nodes", 0, "why") == SLURM_NODE_NFS(node="slt-1")
+    assert param(stored_reason(job.pending_reason_messages)[0], "nodes", 0, "why") == Message.of(
+        "reason.storage.slurm_node", node="slt-1"
+    )
 
 
 def v1_text(begin_at: int) -> str:
@@ -370,12 +377,12 @@ def test_sbatchs_final_refusal_ends_the_job_and_a_passing_one_waits(slurm, job, 
 def test_slurms_final_reason_is_shown_in_chinese():
     from django.utils import translation
 
-    from clusters.slurm.texts import ASKS, CANNOT_RUN, REASONS
+    from clusters.slurm.texts import REASONS
     from web.templatetags.portal import diagnostics_text
 
-    asks = ASKS(tasks=1, gpus=5, cpus=1, memory_mb=100)
+    asks = Message.of("slurm.asks", tasks=1, gpus=5, cpus=1, memory_mb=100)
     sentence = REASONS["BadConstraints"](partition="slt", asks=asks, nodes=3, gpus=12, cpus=6, memory_mb=12000)
-    reason = CANNOT_RUN(code="BadConstraints", sentence=sentence)
+    reason = Message.of("slurm.cannot_run", code="BadConstraints", sentence=sentence)
     with translation.override("zh-hans"):
         shown = diagnostics_text(reason.as_dict(), reason.text)
     assert shown.startswith("Slurm 无法运行此作业") and "BadConstraints" in shown, shown

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from catalogue import Message
 from clusters.executors.base import Failure
 from clusters.slurm import texts as slurm_texts
 from clusters.slurm.commands import RoleRequest, batch_script, is_portal_job, job_name, sbatch_argv
@@ -139,7 +140,7 @@ def test_it_says_why_slurm_waits_with_numbers_and_the_expected_start(queue, node
     reason = pending_reason(queue["pai-10-2"], Ask(2, 6, 4, 2000), PartitionUse.of("slt", nodes), NOW)
     sentence = param(reason, "sentence")
     assert (reason.code, sentence.code) == ("slurm.waiting_until", "slurm.reason.resources")
-    assert param(sentence, "asks") == slurm_texts.ASKS(tasks=2, gpus=6, cpus=4, memory_mb=2000)
+    assert param(sentence, "asks") == Message.of("slurm.asks", tasks=2, gpus=6, cpus=4, memory_mb=2000)
     assert (param(sentence, "free_gpus"), param(sentence, "gpus")) == (4, 8)
     text = reason.text
     assert text.startswith("Waiting in Slurm (Resources): Slurm waits for resources in partition slt")
@@ -163,7 +164,7 @@ def test_it_says_when_a_partition_can_never_hold_a_job(queue, nodes):
 def test_it_passes_an_unknown_reason_code_on():
     job = parse_queue("5|pai-1-1|PENDING|SomethingNew|N/A||p", "pai")["pai-1-1"]
     reason = pending_reason(job, Ask(1, 0, 1, 1), PartitionUse.of("p", []), NOW)
-    assert param(reason, "sentence") == slurm_texts.OTHER_REASON(code="SomethingNew")
+    assert param(reason, "sentence") == Message.of("slurm.reason.other", code="SomethingNew")
     assert "Slurm's reason: SomethingNew" in reason.text
 
 
@@ -202,7 +203,7 @@ def test_a_refusal_it_has_no_words_for_points_at_slurms():
     reason = refusal_reason(
         "sbatch: error: Socket timed out on send/recv operation", Ask(1, 1, 1, 1), PartitionUse.of("p", [])
     )
-    assert param(reason, "sentence") == slurm_texts.SEE_ITS_WORDS()
+    assert param(reason, "sentence") == Message.of("slurm.refusal.other")
     assert reason.text == "Slurm refuses the job (error: Socket timed out on send/recv operation): see Slurm's words."
 
 

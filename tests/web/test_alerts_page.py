@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from catalogue import Message
 from scheduling.models import Alert, AlertRule
-from scheduling.texts import ALERT_CORDONED, ALERT_FIRED
 from tests.factories import create_job
 
 pytestmark = pytest.mark.django_db
@@ -53,8 +53,8 @@ def test_it_says_each_bad_field_and_what_an_alert_did_in_the_readers_language(ad
     assert "name</span>: 必须是" in page and "must be" not in page
     rule = AlertRule.objects.create(name="down", condition="node_down")
     history = [
-        {"at": "x", "what": "fired", "message": ALERT_FIRED().as_dict()},
-        {"at": "x", "what": "cordoned gpu-3", "message": ALERT_CORDONED(node="gpu-3").as_dict()},
+        {"at": "x", "what": "fired", "message": Message.of("alert.fired").as_dict()},
+        {"at": "x", "what": "cordoned gpu-3", "message": Message.of("alert.cordoned", node="gpu-3").as_dict()},
         {"at": "x", "what": "notified the admins"},  # (an entry older than its code: as written)
     ]
     Alert.objects.create(rule=rule, subject="node gpu-3", summary="s", fired_at=timezone.now(), history=history)

@@ -7,11 +7,7 @@ import pytest
 from django.utils import translation
 
 from catalogue import Message
-from clusters.executors import texts as executor_texts
-from clusters.slurm import texts as slurm_texts
 from clusters.slurm.exits import status_after
-from jobs import texts as job_texts
-from jobs.protocol import texts as t
 from jobs.protocol.exitspec import classify
 from web.templatetags.portal import diagnostics_text
 
@@ -25,26 +21,27 @@ def in_chinese(message: Message) -> str:
     ("message", "chinese"),
     [
         (
-            t.EXITED(phrase="PAIRuntimeUserStop", said=job_texts.STOPPED_BY_USER()),
+            Message.of("exit.exited", phrase="PAIRuntimeUserStop", said=Message.of("exit.stopped_by_user")),
             "PAIRuntimeUserStop: 应用户请求而停止。",
         ),
         (
-            t.EXITED(
+            Message.of(
+                "exit.exited",
                 phrase="PAIRuntimeUserStop",
-                said=job_texts.STOPPED_BECAUSE(why=job_texts.STOP_IDLE(app="jupyter", minutes="30")),
+                said=Message.of("exit.stopped_because", why=Message.of("exit.stop.idle", app="jupyter", minutes="30")),
             ),
             "PAIRuntimeUserStop: 因jupyter 空闲 30 分钟而停止。",
         ),
         (
-            t.TASK(task="worker-0", diagnostics=executor_texts.OUT_OF_MEMORY(mb=256)),
+            Message.of("exit.task", task="worker-0", diagnostics=Message.of("exit.out_of_memory", mb=256)),
             "worker-0: 因内存不足被终止（任务的上限为 256 MB，即 memoryMB）",
         ),
-        (executor_texts.CONTAINER_GONE(id="0123456789ab"), "任务的容器 0123456789ab 已不存在（在门户之外被删除）"),
+        (Message.of("exit.container_gone", id="0123456789ab"), "任务的容器 0123456789ab 已不存在（在门户之外被删除）"),
         (
-            executor_texts.ENGINE_SILENT(url="tcp://10.0.0.2:2375", cause="Connection refused"),
+            Message.of("exit.engine_silent", url="tcp://10.0.0.2:2375", cause="Connection refused"),
             "节点的 Docker 引擎（tcp://10.0.0.2:2375）没有响应：Connection refused",
         ),
-        (slurm_texts.TIME_LIMIT(), "Slurm 在作业的时间上限（--time）处结束了它"),
+        (Message.of("exit.slurm.time_limit"), "Slurm 在作业的时间上限（--time）处结束了它"),
     ],
 )
 def test_it_shows_the_portals_own_diagnostics_in_chinese(message, chinese):
@@ -53,18 +50,21 @@ def test_it_shows_the_portals_own_diagnostics_in_chinese(message, chinese):
 
 def test_it_shows_the_exit_specs_reason_in_chinese_by_its_exact_text():
     info = classify(7)  # an unknown user failure: the spec's reason, and the command's own code
-    shown = in_chinese(t.EXITED(phrase=info.phrase, said=info.reason))
+    shown = in_chinese(Message.of("exit.exited", phrase=info.phrase, said=info.reason))
     assert shown.startswith("PAIRuntimeUnknownFailed: ") and "（命令的退出码为 7）" in shown, shown
     assert info.reason.text not in shown
 
 
 def test_it_shows_a_slurm_jobs_end_in_chinese():
     status = status_after("NODE_FAIL")
-    assert in_chinese(t.EXITED(phrase="PodNodeLost", said=status.diagnostics)) == "PodNodeLost: Slurm：一个节点出现故障"
+    assert (
+        in_chinese(Message.of("exit.exited", phrase="PodNodeLost", said=status.diagnostics))
+        == "PodNodeLost: Slurm：一个节点出现故障"
+    )
 
 
 def test_it_leaves_english_diagnostics_as_they_were():
-    message = t.EXITED(phrase="PAIRuntimeUserStop", said=job_texts.STOPPED_BY_USER())
+    message = Message.of("exit.exited", phrase="PAIRuntimeUserStop", said=Message.of("exit.stopped_by_user"))
     with translation.override("en"):
         shown = diagnostics_text(message.as_dict(), message.text)
     assert shown == "PAIRuntimeUserStop: stopped at the user&#x27;s request."  # (HTML: its text escaped)
@@ -78,13 +78,19 @@ def test_it_shows_a_row_older_than_its_codes_as_it_was_stored():
 
 
 def test_it_marks_the_quoted_log_line_as_the_logs_own():
-    said = t.LOG_SAYS(said=t.SPEC_REASON(spec_reason="User command is invalid"), line="bash: <not found>")
-    shown = in_chinese(t.EXITED(phrase="UserCommandExitWithError", said=said))
+    said = Message.of(
+        "exit.log_says",
+        said=Message.of("exit.spec_reason", spec_reason="User command is invalid"),
+        line="bash: <not found>",
+    )
+    shown = in_chinese(Message.of("exit.exited", phrase="UserCommandExitWithError", said=said))
     assert shown.endswith('；日志中是：<span translate="no">bash: &lt;not found&gt;</span>'), shown
 
 
 def test_it_escapes_what_an_engine_said_and_marks_it_as_its_own():
-    shown = in_chinese(t.EXITED(phrase="ContainerStartFailed", said=t.SAID(said="<b>no</b>")))
+    shown = in_chinese(
+        Message.of("exit.exited", phrase="ContainerStartFailed", said=Message.of("exit.said", said="<b>no</b>"))
+    )
     assert shown == 'ContainerStartFailed: <span translate="no">&lt;b&gt;no&lt;/b&gt;</span>'
 
 
@@ -108,7 +114,7 @@ def test_the_page_of_a_job_whose_start_found_its_port_taken_says_why_in_chinese(
     node = Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=8192)
     job = create_job(user, "duankou", state=JobState.RUNNING, job_attempt=1)
     job.tasks.update(state=TaskState.RUNNING, node=node, attempt=1, ports={"http": [20000]})
-    taken = executor_texts.PORT_HELD(port=20000, address="127.0.0.2", said="Address already in use")
+    taken = Message.of("exit.start.port_held", port=20000, address="127.0.0.2", said="Address already in use")
     failed_starts: list = []
     Starter(NodeTrouble(), failed_starts).failed(
         job, job.tasks.select_related("node").get(), ExecutorError(taken, Failure.PORT_CONFLICT)

@@ -7,7 +7,8 @@ import yaml
 from django.http import QueryDict
 from hypothesis import given, settings
 
-from jobs.protocol import load, texts
+from catalogue import Message
+from jobs.protocol import load
 from jobs.protocol.parsing import parse
 from tests.factories import default_image, v2_yaml
 from tests.protocol.conftest import as_v2_text, example_files, example_ids
@@ -169,7 +170,10 @@ def test_it_maps_v1_error_paths_by_position():
 
 
 def test_it_puts_errors_without_a_field_at_the_top():
-    errors = [("taskRoles.worker.gpu", texts.REQUIRED()), ("foo.bar", texts.UNKNOWN_KEY(key="bar"))]
+    errors = [
+        ("taskRoles.worker.gpu", Message.of("config.required")),
+        ("foo.bar", Message.of("config.unknown_key", key="bar")),
+    ]
     by_field, general = field_errors(errors, ["worker"])
     assert by_field == {}
     assert general == ["taskRoles.worker.gpu: is required", "foo.bar: unknown key 'bar'"]
@@ -177,19 +181,19 @@ def test_it_puts_errors_without_a_field_at_the_top():
 
 def test_it_finds_the_line_of_an_error_in_yaml_text():
     text = yaml.safe_dump(CONFIG, sort_keys=False)
-    [error] = line_errors(text, [("taskRoles.worker.resourcePerInstance.gpu", texts.MAX(value=0))])
+    [error] = line_errors(text, [("taskRoles.worker.resourcePerInstance.gpu", Message.of("config.max", value=0))])
     assert error.line is not None
     assert text.splitlines()[error.line - 1].strip() == "gpu: 1"
 
 
 def test_it_finds_the_line_of_an_error_in_v1_json_text():
     text = '{\n  "jobName": "x",\n  "taskRoles": [\n    {\n      "name": "a",\n      "memoryMB": 10\n    }\n  ]\n}'
-    [error] = line_errors(text, [("taskRoles[0].memoryMB", texts.MIN(value=100))])
+    [error] = line_errors(text, [("taskRoles[0].memoryMB", Message.of("config.min", value=100))])
     assert error.line == 6
 
 
 def test_it_gives_no_line_when_the_text_does_not_parse():
-    [error] = line_errors("{ nope", [("name", texts.REQUIRED())])
+    [error] = line_errors("{ nope", [("name", Message.of("config.required"))])
     assert error.line is None
 
 

@@ -13,7 +13,6 @@ from jobs.crypto import encrypt_text
 from jobs.models import InteractiveApp, Job
 from scheduling.models import VcQueue
 from scheduling.sharing import queue_place
-from scheduling.texts import SLURM_EXPECTED_START
 from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db
@@ -281,7 +280,7 @@ def test_it_shows_slurms_start_time_as_a_slurm_vcs_expected_start(alice_client, 
     vc = VirtualCluster.objects.create(name="hpc", slurm_partition="gpu")
     job = make_job(user, "in-slurm", virtual_cluster=vc, expected_start_at=timezone.now() + timedelta(hours=2))
     found = queue_place(job)
-    assert found is not None and found.note.code == SLURM_EXPECTED_START.code
+    assert found is not None and found.note.code == "queue.expected_start.slurm"
     page = alice_client.get("/jobs/alice~in-slurm/").content.decode()
     assert "Slurm expects it to start by " in page and "(its backfill plan, from its jobs&#x27; --time)" in page
 

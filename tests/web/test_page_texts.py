@@ -7,11 +7,9 @@ from pathlib import Path
 import yaml
 from django.utils import translation
 
-from catalogue import joined
-from clusters import texts as t
+from catalogue import Message, joined
 from jobs.protocol import texts
 from jobs.protocol.exitspec import SPEC_PATH
-from scheduling.texts import NODE_DOWN
 from tests.messages import param
 from web.page_texts import EVENT_KINDS, EXIT_SPEC_TEXTS
 from web.reasons import reason_text
@@ -41,13 +39,15 @@ def test_every_event_kind_written_has_a_label():
 def test_it_renders_a_config_error_by_its_code_with_its_words_translated_too():
     words = texts.ALLOWED_WORDS[r"^[a-zA-Z0-9_-]+$"]()
     with translation.override("zh-hans"):
-        assert translated(texts.MIN(value=100)) == "必须 ≥ 100"
-        assert translated(texts.MAY_CONTAIN(words=words)) == "只能包含字母、数字、_ 和 -"
+        assert translated(Message.of("config.min", value=100)) == "必须 ≥ 100"
+        assert translated(Message.of("config.may_contain", words=words)) == "只能包含字母、数字、_ 和 -"
         assert translated(texts.must_be(["integer", "null"])) == "必须是整数 或 null"
 
 
 def test_it_keeps_a_parsers_phrase_it_has_no_words_for_as_the_parser_said_it():
-    message = texts.YAML_SYNTAX(line=1, column=2, problem=texts.parser_words("something new", texts.YAML_WORDS))
+    message = Message.of(
+        "config.yaml_syntax", line=1, column=2, problem=texts.parser_words("something new", texts.YAML_WORDS)
+    )
     with translation.override("zh-hans"):
         assert translated(message) == "YAML 语法错误，第 1 行第 2 列：something new"  # noqa: RUF001
 
@@ -58,8 +58,13 @@ def in_chinese(reason) -> str:
 
 
 def test_it_shows_why_a_job_waits_part_by_part_by_their_codes():
-    head = [t.LARGEST_FREE_GPU_ON(gpus=t.GPUS(count=8), most=4, node="node-b")]
-    reason = [t.WAITING_BEHIND_FIFO(job=17, vc="default", why=head), NODE_DOWN(node="gpu-2", why="no answer")]
+    head = [
+        Message.of("reason.largest_free.gpu_on", gpus=Message.of("reason.count.gpus", count=8), most=4, node="node-b")
+    ]
+    reason = [
+        Message.of("reason.waiting_behind.fifo", job=17, vc="default", why=head),
+        Message.of("reason.node_down", node="gpu-2", why="no answer"),
+    ]
     assert joined(reason) == (
         'waiting behind job 17, first in VC "default" (FIFO): needs 8 GPUs on one node; largest free: 4 on node-b'
         "; node gpu-2 is down (no answer)"
@@ -98,22 +103,32 @@ def test_it_shows_why_slurm_keeps_a_job_waiting_with_its_numbers():
 
 
 def test_it_shows_the_preemption_reasons():
-    preempting = in_chinese([t.PREEMPTING(jobs=["alice~train"], vc="default")])
+    preempting = in_chinese([Message.of("reason.preempting", jobs=["alice~train"], vc="default")])
     preempted = in_chinese(
-        [t.PREEMPTED_BY(job="alice~urgent", vc="default"), t.QUOTA_CPU(vc="default", used=4, limit=8, need=6)]
+        [
+            Message.of("reason.preempted_by", job="alice~urgent", vc="default"),
+            Message.of("reason.quota.cpu", vc="default", used=4, limit=8, need=6),
+        ]
     )
     assert "alice~train" in preempting and "抢占" in preempting
     assert "alice~urgent" in preempted and "抢占" in preempted and "配额" in preempted
 
 
 def test_it_shows_the_room_held_for_a_preemptor():
-    shown = in_chinese([t.LARGEST_FREE_GPU(gpus=t.GPUS(count=2), most=0), t.HELD_ROOM(nodes=["n1", "n2"], job=12)])
+    shown = in_chinese(
+        [
+            Message.of("reason.largest_free.gpu", gpus=Message.of("reason.count.gpus", count=2), most=0),
+            Message.of("reason.held_room", nodes=["n1", "n2"], job=12),
+        ]
+    )
     assert "n1, n2" in shown and "12" in shown and "room on" not in shown
 
 
 def test_it_shows_the_borrowing_reasons():
-    reclaiming = in_chinese([t.RECLAIMING(vc="b", jobs=["alice~stubborn"])])
-    no_lender = in_chinese([t.QUOTA_CPU(vc="a", used=4, limit=4, need=3), t.NO_LENDER()])
+    reclaiming = in_chinese([Message.of("reason.reclaiming", vc="b", jobs=["alice~stubborn"])])
+    no_lender = in_chinese(
+        [Message.of("reason.quota.cpu", vc="a", used=4, limit=4, need=3), Message.of("reason.no_lender")]
+    )
     assert "alice~stubborn" in reclaiming and "收回" in reclaiming
     assert "配额" in no_lender and "出借" in no_lender
 
@@ -138,7 +153,9 @@ def test_the_admin_shows_why_a_job_waits_in_the_pages_language(admin_client, use
     from tests.factories import create_job
 
     settings.LANGUAGE_CODE = "zh-hans"
-    job = create_job(user, "dengdai", pending_reason=[t.QUOTA_CPU(vc="default", used=8, limit=8, need=1)])
+    job = create_job(
+        user, "dengdai", pending_reason=[Message.of("reason.quota.cpu", vc="default", used=8, limit=8, need=1)]
+    )
     page = admin_client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
     assert "已用 8 / 8 个 CPU" in page and "quota:" not in page
 
@@ -147,10 +164,15 @@ def test_the_cluster_page_and_the_dashboard_show_why_a_node_is_down_in_the_pages
     from django.utils import timezone
 
     from clusters.models import Node, down_reason_fields
-    from scheduling.texts import LANE_SILENT, NODE, SILENT_FOR
 
     settings.LANGUAGE_CODE = "zh-hans"
-    reason = [SILENT_FOR(seconds=30, error=[LANE_SILENT(lane=NODE(node="n1"), seconds=30)])]
+    reason = [
+        Message.of(
+            "node.silent_for",
+            seconds=30,
+            error=[Message.of("node.lane.silent", lane=Message.of("node.node", node="n1"), seconds=30)],
+        )
+    ]
     Node.objects.create(name="n1", executor="process", down_since=timezone.now(), **down_reason_fields(reason))
     client.force_login(admin_user)
     for page in ("/cluster/", "/dashboard/"):
@@ -161,20 +183,21 @@ def test_the_cluster_page_and_the_dashboard_show_why_a_node_is_down_in_the_pages
 def test_a_stored_part_whose_code_is_gone_since_shows_as_it_was_stored():
     stored = [
         {"code": "reason.renamed_since", "params": {}, "message": "an old reason"},
-        t.NO_NODE().as_dict(),
+        Message.of("reason.no_node").as_dict(),
     ]
     assert in_chinese(stored) == "an old reason; 集群中没有可调度的节点"
 
 
 def test_the_job_page_shows_its_events_by_their_codes_in_the_readers_language(alice_client, user, default_vc, settings):
     from jobs import lifecycle
-    from jobs import texts as job_texts
     from jobs.models import JobEvent
     from tests.factories import create_job
 
     settings.LANGUAGE_CODE = "zh-hans"
     job = create_job(user, "shijian")
-    lifecycle.event(job.pk, "task-exit", job_texts.TASK_EXITED(task="<b>w-0</b>", code=1, phrase="PAIUserFailed"))
+    lifecycle.event(
+        job.pk, "task-exit", Message.of("event.task_exited", task="<b>w-0</b>", code=1, phrase="PAIUserFailed")
+    )
     JobEvent.objects.create(job=job, kind="stopped", message="An event older than its code.", params={})
     page = alice_client.get("/jobs/alice~shijian/").content.decode()
     assert '&lt;b&gt;w-0&lt;/b&gt; 已退出，退出码 1（<code class="phrase">PAIUserFailed</code>）。' in page  # noqa: RUF001

@@ -4,6 +4,7 @@ runs table sorted and filtered, stop all and resubmit asking first, another user
 import pytest
 from django.urls import reverse
 
+from catalogue import Message
 from jobs.models import JobState
 from jobs.sweeps import runs, submit_sweep
 from tests.factories import default_image
@@ -95,9 +96,10 @@ def test_it_says_a_sweeps_size_in_chinese():
 
 
 def test_it_says_a_refused_run_in_chinese_its_own_message_translated_inside():
-    from jobs import texts
     from web.texts import translated
 
-    run = texts.SWEEP_RUN(run="lrs-1", values="lr=0.01, seed=2", message=texts.VC_UNKNOWN(name="gpu"))
+    run = Message.of(
+        "config.sweep.run", run="lrs-1", values="lr=0.01, seed=2", message=Message.of("config.vc_unknown", name="gpu")
+    )
     assert run.text == 'run lrs-1 (lr=0.01, seed=2): virtual cluster "gpu" does not exist'
     assert translated(run, "zh-hans") == '运行 lrs-1（lr=0.01, seed=2）：虚拟集群 "gpu" 不存在'  # noqa: RUF001

@@ -17,8 +17,7 @@ from rest_framework.request import Request
 from accounts.models import Token
 from accounts.permissions import is_admin
 from accounts.tokens import find_valid_token
-from catalogue import Message
-from web.api import texts
+from catalogue import Message, text_of
 
 
 class TokenRefused(exceptions.AuthenticationFailed):
@@ -37,14 +36,14 @@ class BearerTokenAuthentication(BaseAuthentication):
         if not parts or parts[0].lower() != self.keyword:
             return None  # not ours: the session may still authenticate the request
         if len(parts) != 2:
-            raise TokenRefused(texts.BEARER_ONLY())
+            raise TokenRefused(Message.of("api.auth.bearer_only"))
         try:
             raw = parts[1].decode("ascii")
         except UnicodeDecodeError as error:
-            raise TokenRefused(texts.TOKEN_INVALID()) from error
+            raise TokenRefused(Message.of("api.auth.token_invalid")) from error
         token = find_valid_token(raw)
         if token is None:
-            raise TokenRefused(texts.TOKEN_REFUSED())
+            raise TokenRefused(Message.of("api.auth.token_refused"))
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
@@ -82,7 +81,10 @@ def is_application_token(request: Request) -> bool:
 class IsAdminNotApplicationToken(BasePermission):
     """Admin-only operations: an admin user, and never through an application token."""
 
-    message, code = texts.ADMIN_NEEDED.template, texts.ADMIN_NEEDED.code  # (DRF's refusal carries the code)
+    message, code = (
+        text_of("api.auth.admin_needed").template,
+        "api.auth.admin_needed",
+    )  # (DRF's refusal carries the code)
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return is_admin(request.user) and not is_application_token(request)
@@ -91,7 +93,7 @@ class IsAdminNotApplicationToken(BasePermission):
 class NotApplicationToken(BasePermission):
     """Managing tokens needs a login token or the session: a script's token cannot mint more."""
 
-    message, code = texts.NO_APPLICATION_TOKEN.template, texts.NO_APPLICATION_TOKEN.code
+    message, code = text_of("api.auth.no_application_token").template, "api.auth.no_application_token"
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return not is_application_token(request)

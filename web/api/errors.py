@@ -4,7 +4,7 @@ OpenPAI's error codes and statuses.
 The codes are those of OpenPAI's rest-server (src/rest-server/src/utils/error.js users), so
 clients that branch on `code` keep working, and `message` is the English they read. `errors` says
 the same as catalogue messages (a config's mistakes one each, any other refusal one with its
-`api.*` code, web.api.texts).
+`api.*` code, web/api/texts.json).
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from accounts.groups import GroupProblem
-from catalogue import Message, Text, all_texts
+from catalogue import Message, Text, all_texts, text_of
 from jobs import actions
 from jobs.protocol import JobConfigError
-from web.api import texts
 from web.api.answers import Answer, answer, entry
 
 logger = logging.getLogger(__name__)
@@ -37,11 +36,11 @@ def validated(form: type[serializers.Serializer], data: Any) -> Any:
 
 class ApiError(exceptions.APIException):
     """An error with an explicit OpenPAI code and its message from the catalogue:
-    raise ApiError(404, "NoJobError", texts.NO_JOB(job=full_name)) (`field`: the one at fault)."""
+    raise ApiError(404, "NoJobError", Message.of("api.job.not_found", job=full_name)) (`field`: the one at fault)."""
 
     def __init__(self, status_code: int, code: str, message: Message, field: str = ""):
         if not isinstance(message, Message):
-            raise TypeError(f"ApiError({code}): a catalogue Message (web.api.texts), not {message!r}")
+            raise TypeError(f"ApiError({code}): a catalogue Message (web/api/texts.json), not {message!r}")
         super().__init__(detail=message.text, code=code)
         self.status_code = status_code
         self.answer = answer(status_code, code, message, field)
@@ -63,7 +62,7 @@ class ApiConfigError(ApiError):
 
 
 def no_job(full_name: str) -> ApiError:
-    return ApiError(404, "NoJobError", texts.NO_JOB(job=full_name))
+    return ApiError(404, "NoJobError", Message.of("api.job.not_found", job=full_name))
 
 
 API_ALIAS_PREFIX = "/rest-server"  # OpenPAI's clients reach the REST server behind its proxy there
@@ -112,7 +111,7 @@ def _detail_entries(detail: Any, field: str = "") -> list[dict[str, Any]]:
         ]
     if isinstance(detail, list):
         return [found for item in detail for found in _detail_entries(item, field)]
-    return [entry(texts.INVALID(said=str(detail)), field)]
+    return [entry(Message.of("api.invalid", said=str(detail)), field)]
 
 
 def _said(exc: exceptions.APIException, words: Text) -> Message:
@@ -157,28 +156,28 @@ def classify(exc: Exception, context: dict[str, Any]) -> Answer | None:
 def _framework_error(exc: Exception, context: dict[str, Any]) -> Answer | None:
     """DRF's exceptions: authentication, throttling, parsing, content negotiation."""
     if isinstance(exc, exceptions.NotAuthenticated):
-        return answer(401, "UnauthorizedUserError", texts.HOW_TO_AUTHENTICATE())
+        return answer(401, "UnauthorizedUserError", Message.of("api.auth.required"))
     if isinstance(exc, exceptions.AuthenticationFailed):
-        return answer(401, "UnauthorizedUserError", _said(exc, texts.AUTHENTICATION_FAILED))
+        return answer(401, "UnauthorizedUserError", _said(exc, text_of("api.auth.failed")))
     if isinstance(exc, exceptions.PermissionDenied):
-        return answer(403, "ForbiddenUserError", _said(exc, texts.FORBIDDEN))
+        return answer(403, "ForbiddenUserError", _said(exc, text_of("api.auth.forbidden")))
     if isinstance(exc, exceptions.Throttled):
         wait = getattr(exc, "wait", None) or 1
-        return answer(429, "TooManyRequestsError", texts.THROTTLED(seconds=f"{wait:.0f}"))
+        return answer(429, "TooManyRequestsError", Message.of("api.throttled", seconds=f"{wait:.0f}"))
     if isinstance(exc, exceptions.ValidationError):
         return Answer(400, "InvalidParametersError", _flatten_detail(exc.detail), _detail_entries(exc.detail))
     if isinstance(exc, exceptions.ParseError):
-        return answer(400, bad_request_code(context), _said(exc, texts.UNREADABLE))
+        return answer(400, bad_request_code(context), _said(exc, text_of("api.unreadable")))
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return answer(415, "InvalidParametersError", unsupported_type_message(context))
     if isinstance(exc, exceptions.MethodNotAllowed):
-        return answer(405, "NoApiError", _said(exc, texts.METHOD_NOT_ALLOWED))
+        return answer(405, "NoApiError", _said(exc, text_of("api.method_not_allowed")))
     if isinstance(exc, exceptions.NotAcceptable):
-        return answer(406, "InvalidParametersError", _said(exc, texts.NOT_ACCEPTABLE))
+        return answer(406, "InvalidParametersError", _said(exc, text_of("api.not_acceptable")))
     if isinstance(exc, exceptions.NotFound):
-        return answer(404, "NoApiError", texts.NO_SUCH_API())
+        return answer(404, "NoApiError", Message.of("api.no_such_api"))
     if isinstance(exc, exceptions.APIException):
-        return answer(exc.status_code, "UnknownError", _said(exc, texts.FAILED))
+        return answer(exc.status_code, "UnknownError", _said(exc, text_of("api.failed")))
     return None
 
 
@@ -188,28 +187,32 @@ def unsupported_type_message(context: dict[str, Any]) -> Message:
     sent = (getattr(request, "content_type", "") or "").split(";")[0].strip() or "(none)"
     accepted = [parser.media_type for parser in getattr(request, "parsers", None) or []]
     if not accepted:
-        return texts.READS_NO_BODY(sent=sent)
+        return Message.of("api.body.reads_none", sent=sent)
     if accepted[1:]:
-        return texts.SEND_AS_ONE_OF(accepted=accepted[0], others=accepted[1:], sent=sent)
-    return texts.SEND_AS(accepted=accepted[0], sent=sent)
+        return Message.of("api.body.send_as_one_of", accepted=accepted[0], others=accepted[1:], sent=sent)
+    return Message.of("api.body.send_as", accepted=accepted[0], sent=sent)
 
 
 def _django_error(exc: Exception, context: dict[str, Any]) -> Answer | None:
     """Django's exceptions: a missing page or object, a hostile request, a busy database."""
     if isinstance(exc, Http404):
-        return answer(404, "NoApiError", texts.NO_SUCH_API())
+        return answer(404, "NoApiError", Message.of("api.no_such_api"))
     if isinstance(exc, ObjectDoesNotExist):
-        return answer(404, "NoJobError", texts.NO_JOB_ROW())
+        return answer(404, "NoJobError", Message.of("api.job.missing"))
     if isinstance(exc, RequestDataTooBig):
-        return answer(413, bad_request_code(context), texts.BODY_TOO_BIG())
+        return answer(413, bad_request_code(context), Message.of("api.body.too_big"))
     if isinstance(exc, SuspiciousOperation):
         said = str(exc)
-        return answer(400, bad_request_code(context), texts.REFUSED_REQUEST(said=said) if said else texts.BAD_REQUEST())
+        return answer(
+            400,
+            bad_request_code(context),
+            Message.of("api.refused_request", said=said) if said else Message.of("api.bad_request"),
+        )
     if isinstance(exc, IntegrityError):
-        return answer(409, "ConflictJobError", texts.NAME_TAKEN())
+        return answer(409, "ConflictJobError", Message.of("api.job.name_taken"))
     if isinstance(exc, OperationalError | DatabaseError):
         logger.warning("database busy answering %s: %s", context.get("request"), exc)
-        return answer(503, "UnknownError", texts.DATABASE_BUSY())
+        return answer(503, "UnknownError", Message.of("api.database_busy"))
     return None
 
 
@@ -222,7 +225,7 @@ def openpai_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     found = classify(exc, context)
     if found is None:
         logger.exception("unexpected API error", exc_info=exc)
-        found = answer(status.HTTP_500_INTERNAL_SERVER_ERROR, "UnknownError", texts.INTERNAL())
+        found = answer(status.HTTP_500_INTERNAL_SERVER_ERROR, "UnknownError", Message.of("api.internal"))
     response = Response(found.body(), status=found.status)
     wait = getattr(exc, "wait", None)
     if isinstance(exc, exceptions.Throttled) and wait is not None:

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 
-from web.api import texts
+from catalogue import Message
 from web.api.answers import answer
 from web.api.errors import API_ALIAS_PREFIX, is_v1_path
 from web.error_pages import bad_request_page
@@ -30,7 +30,7 @@ def no_such_route(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespon
         if match is not None and match.func is not no_such_route:
             request.resolver_match = match
             return match.func(request, *match.args, **match.kwargs)
-    refused = answer(404, "NoApiError", texts.NO_SUCH_ROUTE(method=request.method or "", path=request.path))
+    refused = answer(404, "NoApiError", Message.of("api.no_such_route", method=request.method or "", path=request.path))
     return JsonResponse(refused.body(), status=refused.status)
 
 
@@ -42,5 +42,7 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
         return bad_request_page(request)
     code = "InvalidParametersError" if is_v1_path(path) else "InvalidProtocolError"
     said = str(exception or "")
-    refused = answer(400, code, texts.BAD_REQUEST_SAID(said=said) if said else texts.UNREADABLE_REQUEST())
+    refused = answer(
+        400, code, Message.of("api.bad_request_said", said=said) if said else Message.of("api.unreadable_request")
+    )
     return JsonResponse(refused.body(), status=refused.status)

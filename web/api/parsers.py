@@ -12,7 +12,6 @@ from django.http import QueryDict
 from rest_framework.parsers import BaseParser
 
 from catalogue import Message
-from web.api import texts
 from web.api.errors import ApiError
 
 
@@ -27,7 +26,7 @@ def read_limited(stream: IO[bytes] | None) -> bytes:
     limit = body_limit()
     data = stream.read(limit + 1)
     if len(data) > limit:
-        raise ApiError(413, "InvalidParametersError", texts.BODY_TOO_LARGE(limit=limit))
+        raise ApiError(413, "InvalidParametersError", Message.of("api.body.too_large", limit=limit))
     return data
 
 
@@ -36,13 +35,13 @@ def decode_text(data: bytes, media_type: str | None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
         where = byte_position(data, error.start)
-        raise ApiError(400, "InvalidParametersError", texts.NOT_UTF8(where=where)) from error
+        raise ApiError(400, "InvalidParametersError", Message.of("api.body.not_utf8", where=where)) from error
 
 
 def byte_position(data: bytes, offset: int) -> Message:
     """`line L, column C (byte B)` of a 0-based byte offset, so a client can find the bad byte."""
     line, line_start = data.count(b"\n", 0, offset) + 1, data.rfind(b"\n", 0, offset) + 1
-    return texts.BYTE_POSITION(line=line, column=offset - line_start + 1, byte=offset + 1)
+    return Message.of("api.body.position", line=line, column=offset - line_start + 1, byte=offset + 1)
 
 
 class ConfigTextParser(BaseParser):
@@ -55,7 +54,7 @@ class ConfigTextParser(BaseParser):
         self, stream: IO[bytes] | None, media_type: str | None = None, parser_context: Any = None
     ) -> str:
         if (media_type or "").lower().startswith("multipart/"):
-            raise ApiError(415, "InvalidParametersError", texts.CONFIG_NOT_A_FORM())
+            raise ApiError(415, "InvalidParametersError", Message.of("api.body.config_not_a_form"))
         return decode_text(read_limited(stream), media_type)
 
 
@@ -69,7 +68,7 @@ class LimitedJSONParser(BaseParser):
         try:
             return json.loads(text)
         except (ValueError, RecursionError) as error:
-            raise ApiError(400, "InvalidParametersError", texts.NOT_JSON(said=str(error))) from error
+            raise ApiError(400, "InvalidParametersError", Message.of("api.body.not_json", said=str(error))) from error
 
 
 class LimitedFormParser(BaseParser):
@@ -80,4 +79,4 @@ class LimitedFormParser(BaseParser):
         try:
             return QueryDict(text)
         except Exception as error:  # TooManyFieldsSent and friends
-            raise ApiError(400, "InvalidParametersError", texts.NOT_A_FORM(said=str(error))) from error
+            raise ApiError(400, "InvalidParametersError", Message.of("api.body.not_a_form", said=str(error))) from error

@@ -23,8 +23,8 @@ from django.utils.translation import ngettext
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET
 
+from catalogue import Message
 from jobs.storage import areas as storage
-from jobs.storage import texts
 from jobs.storage.areas import StorageError
 from jobs.storage.configs import Browsable, StorageForbidden, StorageNotFound, browsable, browsable_storages
 from web.texts import translated
@@ -124,9 +124,9 @@ def _post(
 ) -> HttpResponse | None:
     """Carry out an upload or a delete; a page to show instead of the folder (a confirmation), or None."""
     if content_length(request) > upload_limit() + 64 * 1024 or limiter.exceeded:
-        raise StorageError(texts.UPLOAD_TOO_BIG(limit=upload_limit() // 2**20))
+        raise StorageError(Message.of("storage.upload_too_big", limit=upload_limit() // 2**20))
     if not where.writable:
-        raise StorageError(texts.READ_ONLY(name=where.name))
+        raise StorageError(Message.of("storage.read_only", name=where.name))
     action = request.POST.get("action")
     if action == "delete":
         name = request.POST.get("name", "")
@@ -141,7 +141,7 @@ def _post(
     if action == "upload":
         files = request.FILES.getlist("files")
         if not files:
-            raise StorageError(texts.CHOOSE_FILE())
+            raise StorageError(Message.of("storage.choose_file"))
         for uploaded in files:
             name = (uploaded.name or "").replace("\\", "/").rsplit("/", 1)[-1]
             storage.save_file(
@@ -152,7 +152,7 @@ def _post(
             request, ngettext("Uploaded %(count)d file.", "Uploaded %(count)d files.", count) % {"count": count}
         )
         return None
-    raise StorageError(texts.UNKNOWN_ACTION())
+    raise StorageError(Message.of("storage.unknown_action"))
 
 
 @login_required

@@ -21,8 +21,6 @@ from django.utils.translation import gettext_lazy as _
 from accounts.permissions import is_admin
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.spec import NormalizedSpec
-from jobs.protocol.texts import LOG_SAYS
-from scheduling.texts import EXPECTED_START, NO_EXPECTED_START, SLURM_EXPECTED_START
 from web.page_texts import (
     ALERT_ACTIONS,
     ALERT_CONDITION_TEXTS,
@@ -171,7 +169,7 @@ def without_log_line(stored: Any, line: str = "") -> Any:
 
 
 def _left_out(message: Message, line: str) -> Message:
-    if message.code == LOG_SAYS.code and (not line or str(message.params.get("line")).strip() == line):
+    if message.code == "exit.log_says" and (not line or str(message.params.get("line")).strip() == line):
         said = message.params["said"]
         return _left_out(said, line) if isinstance(said, Message) else message
     params = message.params.items()
@@ -280,10 +278,10 @@ def _expected_start(job: Any, unknown: str) -> tuple[str, str]:
         return "", ""
     start = job.expected_start_at
     if start is None:
-        return format_html(' title="{}"', translated(NO_EXPECTED_START())), unknown
+        return format_html(' title="{}"', translated(Message.of("queue.no_expected_start"))), unknown
     moment = timezone.localtime(start).strftime("%Y-%m-%d %H:%M")
-    note = SLURM_EXPECTED_START if job.virtual_cluster.slurm_partition else EXPECTED_START
-    return format_html(' title="{}"', translated(note(start=moment))), moment
+    note = "queue.expected_start.slurm" if job.virtual_cluster.slurm_partition else "queue.expected_start"
+    return format_html(' title="{}"', translated(Message.of(note, start=moment))), moment
 
 
 @register.simple_tag

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser, OutputWrapper
 
-from jobs import texts
+from catalogue import Message
 from jobs.actions import check_task_counts, validate_for_user
 from jobs.protocol import MAX_BYTES, JobConfigError, LoadedConfig, export, format_error, load
 from jobs.protocol.parsing import decode, too_big_error
@@ -33,7 +33,9 @@ def read_config_text(path: str) -> str:
                 data = handle.read(MAX_BYTES + 1)
                 size = os.fstat(handle.fileno()).st_size
     except OSError as exc:
-        raise JobConfigError([("", texts.CANNOT_READ(path=path, why=str(exc.strerror or exc)))]) from None
+        raise JobConfigError(
+            [("", Message.of("config.cannot_read", path=path, why=str(exc.strerror or exc)))]
+        ) from None
     if len(data) > MAX_BYTES:
         raise too_big_error(max(size, len(data)))
     return decode(data)
@@ -47,7 +49,7 @@ def write_errors(error: JobConfigError, stream: OutputWrapper) -> None:
 def find_user(name: str) -> Any:
     user = get_user_model().objects.filter(username=name).first()
     if user is None:
-        raise JobConfigError([("", texts.NO_USER(name=name))])
+        raise JobConfigError([("", Message.of("config.no_user", name=name))])
     return user
 
 

@@ -13,9 +13,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import is_admin
+from catalogue import Message
 from scheduling.alerts import RuleError, alert_shape, save_rule, visible_alerts
 from scheduling.models import AlertRule
-from web.api import texts
 from web.api.errors import ApiConfigError, ApiError
 
 HISTORY = 500
@@ -49,7 +49,7 @@ def rule_shape(rule: AlertRule) -> dict[str, Any]:
 
 def _admin(request: Request) -> None:
     if not is_admin(request.user):
-        raise ApiError(403, "ForbiddenUserError", texts.ADMINS_MANAGE_RULES())
+        raise ApiError(403, "ForbiddenUserError", Message.of("api.alert.admins_only"))
 
 
 class AlertRulesView(APIView):
@@ -86,5 +86,5 @@ class AlertRuleView(APIView):
         _admin(request)
         deleted, _ = AlertRule.objects.filter(pk=rule_id).delete()
         if not deleted:
-            raise ApiError(404, "NoAlertRuleError", texts.NO_RULE(rule=rule_id))
+            raise ApiError(404, "NoAlertRuleError", Message.of("api.alert.not_found", rule=rule_id))
         return Response({"message": f"Alert rule {rule_id} removed."})

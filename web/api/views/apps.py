@@ -16,10 +16,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import is_admin
+from catalogue import Message
 from jobs import interactive
 from jobs.my_apps import LiveApp, live_apps
 from jobs.protocol import JobConfigError
-from web.api import texts
 from web.api.errors import ApiConfigError, ApiError
 from web.api.shapes import epoch_ms
 
@@ -90,7 +90,7 @@ def listed(request: Request, slug: str) -> LiveApp:
     """The live app of this slug among those the user's list holds; 404 otherwise."""
     found = next((live for live in live_apps(request.user) if live.app.slug == slug), None)
     if found is None:
-        raise ApiError(404, "NoAppError", texts.NO_APP(app=slug))
+        raise ApiError(404, "NoAppError", Message.of("api.app.not_found", app=slug))
     return found
 
 
@@ -112,7 +112,7 @@ class AppView(APIView):
         apps), or with none (`null`)."""
         app = listed(request, slug).app
         if app.job.owner_id != request.user.pk:
-            raise ApiError(403, "ForbiddenUserError", texts.NOT_YOUR_APP(app=slug))
+            raise ApiError(403, "ForbiddenUserError", Message.of("api.app.not_yours", app=slug))
         data = request.data if isinstance(request.data, dict) else {}
         try:
             interactive.share(app, request.user, str(data.get("sharedWithGroup") or ""))

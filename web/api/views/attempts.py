@@ -12,9 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue import Message
 from jobs import actions
 from jobs.models import Job, TaskAttempt
-from web.api import links, shapes, texts
+from web.api import links, shapes
 from web.api.errors import ApiError
 from web.api.views import common
 
@@ -74,7 +75,7 @@ def attempt_detail(request: Request, job: Job, index: int) -> dict[str, Any]:
         return {**common.detail(request, job), "isLatest": True}
     if 0 <= index < latest:
         return {**past_attempt_detail(request, job, index), "attemptIndex": index, "isLatest": False}
-    raise ApiError(404, "NoJobError", texts.NO_ATTEMPT(job=job.full_name, attempt=index))
+    raise ApiError(404, "NoJobError", Message.of("api.job.no_attempt", job=job.full_name, attempt=index))
 
 
 class JobAtAttemptView(APIView):

@@ -22,7 +22,7 @@ from accounts.oidc_views import end_sessions
 from accounts.permissions import is_admin
 from accounts.throttling import sign_in_name
 from accounts.tokens import issue_token, purge_expired_tokens, revoke_token, token_handle
-from web.api import texts
+from catalogue import Message
 from web.api.auth import NotApplicationToken
 from web.api.errors import ApiError, validated
 from web.api.throttles import LoginAccountThrottle, LoginAddressThrottle
@@ -67,7 +67,7 @@ class LoginView(APIView):
         username = sign_in_name(fields["username"])  # as the login page reads it, and as throttled
         user = authenticate(request._request, username=username, password=fields["password"])
         if user is None:
-            raise ApiError(400, "IncorrectPasswordError", texts.WRONG_SIGN_IN())
+            raise ApiError(400, "IncorrectPasswordError", Message.of("api.auth.incorrect"))
         purge_expired_tokens(user)
         lifetime = fields.get("expiration", settings.PAI_API_LOGIN_TOKEN_SECONDS)
         raw, _ = issue_token(user, Token.Kind.LOGIN, name="login", lifetime_s=lifetime)
@@ -151,15 +151,15 @@ class OidcLoginView(APIView):
     )
     def get(self, request: Request) -> HttpResponseRedirect:
         if not oidc.enabled():
-            raise ApiError(400, "InvalidParametersError", texts.NO_OIDC())
+            raise ApiError(400, "InvalidParametersError", Message.of("api.auth.no_oidc"))
         target = oidc.safe_api_redirect(request.query_params.get("redirect_uri", ""))
         if target is None:
-            raise ApiError(400, "InvalidParametersError", texts.OIDC_REDIRECT(), "redirect_uri")
+            raise ApiError(400, "InvalidParametersError", Message.of("api.auth.redirect_uri"), "redirect_uri")
         api = {"redirect_uri": target, "from": request.query_params.get("from", "")[:200]}
         try:
             return HttpResponseRedirect(oidc.start(request._request, api=api))
         except oidc.SignInFailed as error:
-            refused = texts.OIDC_FAILED(said=error.reason)
+            refused = Message.of("api.auth.oidc_failed", said=error.reason)
             raise ApiError(502 if error.status == 502 else 400, "UnknownError", refused) from error
 
 
@@ -223,5 +223,5 @@ class TokenRevokeView(APIView):
     @extend_schema(request=None, responses={200: MESSAGE_RESPONSE})
     def delete(self, request: Request, token: str) -> Response:
         if not revoke_token(request.user, token):
-            raise ApiError(404, "NoTokenError", texts.NO_TOKEN())
+            raise ApiError(404, "NoTokenError", Message.of("api.auth.no_token"))
         return Response({"message": "revoke successfully"})

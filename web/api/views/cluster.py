@@ -16,11 +16,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts import oidc
+from catalogue import Message
 from clusters.models import Node, VirtualCluster
 from clusters.placement import Resources
 from jobs.models import Job, JobState
 from scheduling.quota import cluster_state, cluster_usage
-from web.api import texts
 from web.api.errors import ApiError
 from web.api.shapes import epoch_ms
 
@@ -96,7 +96,7 @@ class VirtualClusterView(APIView):
     def get(self, request: Request, vc_name: str) -> Response:
         states = virtual_cluster_states(request.user)
         if vc_name not in states:
-            raise ApiError(404, "NoVirtualClusterError", texts.NO_VC(vc=vc_name))
+            raise ApiError(404, "NoVirtualClusterError", Message.of("api.vc.not_found", vc=vc_name))
         return Response(states[vc_name])
 
 
@@ -142,7 +142,7 @@ class NodeView(APIView):
         for node in node_states():
             if node["name"] == node_name:
                 return Response(node)
-        raise ApiError(404, "NoNodeError", texts.NO_NODE(node=node_name))
+        raise ApiError(404, "NoNodeError", Message.of("api.node.not_found", node=node_name))
 
 
 INFO_RESPONSE = inline_serializer(

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from catalogue import Message, Text, joined
+from catalogue import Message, Text, joined, text_of
 from catalogue.reasons import stored_parts
 from clusters.texts import blocked_by
 from jobs import actions
@@ -22,7 +22,7 @@ from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
 from jobs.submit import submit as submit_verb
 from scheduling.admission import never_fits_reason
-from web.api import links, shapes, texts
+from web.api import links, shapes
 from web.api.auth import is_application_token
 from web.api.errors import ApiError, is_v1_path, no_job
 from web.api.throttles import charge_list_rows
@@ -78,7 +78,7 @@ def check_may_act_on(request: Request, job: Job) -> None:
     """An application token acts as its user alone: it reads an admin's view of other users' jobs,
     but stopping, starting or taking the SSH key of another user's job needs the admin signed in."""
     if is_application_token(request) and job.owner_id != request.user.pk:
-        raise ApiError(403, "ForbiddenUserError", texts.APPLICATION_TOKEN_ON_OTHERS(job=job.full_name))
+        raise ApiError(403, "ForbiddenUserError", Message.of("api.auth.application_token_on_others", job=job.full_name))
 
 
 def find_job_to_change(request: Request, full_name: str, verb: Text) -> Job:
@@ -88,7 +88,9 @@ def find_job_to_change(request: Request, full_name: str, verb: Text) -> Job:
     job = find_job_summary(request, full_name)
     if not actions.may_manage(request.user, job):
         user = request.user.get_username()
-        raise ApiError(403, "ForbiddenUserError", texts.NOT_ALLOWED(user=user, verb=verb(), job=full_name))
+        raise ApiError(
+            403, "ForbiddenUserError", Message.of("api.job.not_allowed", user=user, verb=verb(), job=full_name)
+        )
     check_may_act_on(request, job)
     return job
 
@@ -106,7 +108,7 @@ def submit(request: Request) -> Job | Sweep:
     text = request.data
     if not isinstance(text, str) or not text.strip():
         code = "InvalidParametersError" if is_v1_path(request.path) else "InvalidProtocolError"
-        raise ApiError(400, code, texts.NO_CONFIG())
+        raise ApiError(400, code, Message.of("api.body.no_config"))
     return submit_verb(request.user, text)
 
 
@@ -157,9 +159,11 @@ def _int_param(params: Any, name: str, default: int) -> int:
     try:
         value = int(raw)
     except (TypeError, ValueError) as error:
-        raise ApiError(400, "InvalidParametersError", texts.NOT_AN_INTEGER(name=name), name) from error
+        raise ApiError(
+            400, "InvalidParametersError", Message.of("api.query.not_an_integer", name=name), name
+        ) from error
     if value < 0:
-        raise ApiError(400, "InvalidParametersError", texts.NEGATIVE(name=name), name)
+        raise ApiError(400, "InvalidParametersError", Message.of("api.query.negative", name=name), name)
     return value
 
 
@@ -176,7 +180,9 @@ def filtered_jobs(request: Request, params: Any) -> QuerySet[Job]:
     if states := _comma_list(params, "state"):
         unknown = sorted(set(states) - set(JobState.values))
         if unknown:
-            raise ApiError(400, "InvalidParametersError", texts.UNKNOWN_STATES(states=unknown), "state")
+            raise ApiError(
+                400, "InvalidParametersError", Message.of("api.query.unknown_states", states=unknown), "state"
+            )
         jobs = jobs.filter(state__in=states)
     if "jobPriority" in params:
         jobs = jobs.filter(priority__in=_priorities(_comma_list(params, "jobPriority")))
@@ -197,7 +203,9 @@ def _priorities(classes: list[str]) -> set[int]:
     """OpenPAI's `default` is a job without a class, which both OpenPAI and the portal run as `test`."""
     unknown = sorted(set(classes) - {*PRIORITY_CLASSES, "default"})
     if unknown:
-        raise ApiError(400, "InvalidParametersError", texts.UNKNOWN_CLASSES(classes=unknown), "jobPriority")
+        raise ApiError(
+            400, "InvalidParametersError", Message.of("api.query.unknown_classes", classes=unknown), "jobPriority"
+        )
     return {PRIORITY_CLASSES[DEFAULT_PRIORITY_CLASS if name == "default" else name] for name in classes}
 
 
@@ -210,11 +218,16 @@ def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
     expression = ORDER_FIELDS.get(field)
     if expression is None:
         raise ApiError(
-            400, "InvalidParametersError", texts.ORDER_FIELD(field=field, fields=list(ORDER_FIELDS)), "order"
+            400,
+            "InvalidParametersError",
+            Message.of("api.query.order_field", field=field, fields=list(ORDER_FIELDS)),
+            "order",
         )
     direction = direction or "ASC"
     if direction not in ORDER_DIRECTIONS:
-        raise ApiError(400, "InvalidParametersError", texts.ORDER_DIRECTION(direction=direction), "order")
+        raise ApiError(
+            400, "InvalidParametersError", Message.of("api.query.order_direction", direction=direction), "order"
+        )
     if field == "totalTaskNumber":
         jobs = jobs.annotate(task_count=Count("tasks"))
     sort = expression.asc(nulls_last=True) if direction == "ASC" else expression.desc(nulls_first=True)
@@ -227,7 +240,7 @@ def job_list(request: Request, params: Any) -> Any:
     limit = _int_param(params, "limit", DEFAULT_LIST_LIMIT)
     cap = settings.PAI_API_MAX_LIST_LIMIT
     if limit > cap:
-        raise ApiError(400, "InvalidParametersError", texts.LIMIT_OVER(most=cap), "limit")
+        raise ApiError(400, "InvalidParametersError", Message.of("api.query.limit", most=cap), "limit")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
     values = page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)
@@ -265,7 +278,7 @@ def detail(request: Request, job: Job) -> dict[str, Any]:
     return shapes.job_detail(job, tasks, log_url(request, job))
 
 
-EXECUTE_VERB = texts.STOP_OR_START
+EXECUTE_VERB = text_of("api.verb.stop_or_start")
 
 
 def execute(request: Request, job: Job) -> str:
@@ -273,7 +286,7 @@ def execute(request: Request, job: Job) -> str:
     finished job changes nothing)."""
     value = request.data.get("value") if hasattr(request.data, "get") else None
     if value not in (Job.ExecutionType.STOP, Job.ExecutionType.START):
-        raise ApiError(400, "InvalidParametersError", texts.EXECUTION_TYPE(), "value")
+        raise ApiError(400, "InvalidParametersError", Message.of("api.job.execution_type"), "value")
     if value == Job.ExecutionType.STOP:
         if job.is_finished:
             return f"Job {job.full_name} has already finished ({job.state})."

@@ -20,8 +20,8 @@ from rest_framework.views import APIView
 
 from accounts import groups as actions
 from accounts.permissions import is_admin
+from catalogue import Message
 from clusters import grants
-from web.api import texts
 from web.api.auth import IsAdminNotApplicationToken
 from web.api.errors import ApiError, validated
 
@@ -33,7 +33,7 @@ def _groups() -> Any:
 def _find_user(username: str) -> Any:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise ApiError(404, "NoUserError", texts.NO_MEMBER(user=username))
+        raise ApiError(404, "NoUserError", Message.of("api.group.no_user", user=username))
     return user
 
 
@@ -103,7 +103,7 @@ class GroupsView(APIView):
         if not patch:
             missing = [key for key in ("description", "externalName", "extension") if key not in raw]
             if missing:
-                required = texts.GROUP_FIELD_REQUIRED(field=missing[0])
+                required = Message.of("api.group.required", field=missing[0])
                 raise ApiError(400, "InvalidParametersError", required, f"data.{missing[0]}")
         actions.update_group(
             request.user,

@@ -12,10 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue import Message
 from jobs import job_templates
 from jobs.models import JobTemplate
 from jobs.protocol import JobConfigError
-from web.api import texts
 from web.api.errors import ApiConfigError, ApiError
 
 
@@ -44,7 +44,7 @@ def found(request: Request, template_id: int) -> JobTemplate:
     try:
         return job_templates.find(request.user, template_id)
     except JobTemplate.DoesNotExist as error:
-        raise ApiError(404, "NoTemplateError", texts.NO_TEMPLATE(template=template_id)) from error
+        raise ApiError(404, "NoTemplateError", Message.of("api.template.not_found", template=template_id)) from error
 
 
 class TemplatesView(APIView):
@@ -92,7 +92,9 @@ class TemplateView(APIView):
         others stay."""
         template = found(request, template_id)
         if not job_templates.may_change(request.user, template):
-            raise ApiError(403, "ForbiddenUserError", texts.NOT_YOURS_TO_CHANGE(template=template_id))
+            raise ApiError(
+                403, "ForbiddenUserError", Message.of("api.template.not_yours_to_change", template=template_id)
+            )
         data = request.data if isinstance(request.data, dict) else {}
         now = shape(template, whole=True)
         given = {key: data[key] if key in data else now[key] for key in CHANGEABLE}
@@ -114,6 +116,6 @@ class TemplateView(APIView):
     def delete(self, request: Request, template_id: int) -> Response:
         template = found(request, template_id)
         if not job_templates.may_change(request.user, template):
-            raise ApiError(403, "ForbiddenUserError", texts.NOT_YOUR_TEMPLATE(template=template_id))
+            raise ApiError(403, "ForbiddenUserError", Message.of("api.template.not_yours", template=template_id))
         template.delete()
         return Response(status=204)

@@ -13,10 +13,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue import Message
 from jobs import actions
 from jobs.models import Job, Sweep
 from jobs.ssh import job_private_key, key_filename
-from web.api import links, texts
+from web.api import links
 from web.api.errors import ApiError
 from web.api.parsers import ConfigTextParser
 from web.api.throttles import ListThrottle, SubmitThrottle
@@ -86,7 +87,7 @@ class V1UserJobsView(V1JobsMixin):
     )
     def post(self, request: Request, username: str) -> Response:
         if username != request.user.get_username():
-            refused = texts.SUBMIT_AS_OTHER(user=request.user.get_username(), other=username)
+            refused = Message.of("api.job.submit_as_other", user=request.user.get_username(), other=username)
             raise ApiError(403, "ForbiddenUserError", refused)
         return created(request, common.submit(request))
 
@@ -156,7 +157,7 @@ class SshKeyDownloadView(APIView):
     def get(self, request: Request, token: str) -> HttpResponse:
         job = links.job_for_ssh_key_link(token)
         if job is None:
-            raise ApiError(403, "ForbiddenUserError", texts.KEY_LINK_EXPIRED())
+            raise ApiError(403, "ForbiddenUserError", Message.of("api.auth.key_link_expired"))
         response = HttpResponse(job_private_key(job), content_type="application/octet-stream")
         response["Content-Disposition"] = f'attachment; filename="{key_filename(job)}"'
         response["Cache-Control"] = "no-store"

@@ -14,11 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalogue import Text
+from catalogue import Message, Text, text_of
 from jobs import actions, logs
 from jobs.models import Job, Sweep, Task, TaskAttempt
 from jobs.protocol.fields import config_media_type
-from web.api import links, shapes, texts
+from web.api import links, shapes
 from web.api.errors import ApiError
 from web.api.parsers import ConfigTextParser
 from web.api.throttles import ListThrottle, SubmitThrottle
@@ -129,7 +129,7 @@ class JobPriorityView(APIView):
 
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=PRIORITY_REQUEST, responses={200: TAG_DONE})
     def put(self, request: Request, full_name: str) -> Response:
-        job = common.find_job_to_change(request, full_name, texts.CHANGE_CLASS)
+        job = common.find_job_to_change(request, full_name, text_of("api.verb.change_class"))
         value = request.data.get("value") if hasattr(request.data, "get") else None
         job = actions.change_priority_class(job, request.user, value)
         return Response({"status": 200, "message": f"Job {full_name} now has priority class {job.priority_class}."})
@@ -158,20 +158,20 @@ class JobTagView(APIView):
         job = common.find_job_to_change(request, full_name, verb)
         value = request.data.get("value") if hasattr(request.data, "get") else None
         if problem := actions.tag_error(value):
-            raise ApiError(400, "InvalidParametersError", texts.BAD_TAG(problem=problem), "value")
+            raise ApiError(400, "InvalidParametersError", Message.of("api.tag.invalid", problem=problem), "value")
         return job, str(value)
 
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=TAG_REQUEST, responses={200: TAG_DONE})
     def put(self, request: Request, full_name: str) -> Response:
-        job, value = self._tag_request(request, full_name, texts.ADD_TAG)
+        job, value = self._tag_request(request, full_name, text_of("api.verb.add_tag"))
         actions.add_tag(job, value)
         return Response({"status": 200, "message": f"Add tag {value} for job {full_name} successfully."})
 
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], request=TAG_REQUEST, responses={200: TAG_DONE})
     def delete(self, request: Request, full_name: str) -> Response:
-        job, value = self._tag_request(request, full_name, texts.DELETE_TAG)
+        job, value = self._tag_request(request, full_name, text_of("api.verb.delete_tag"))
         if not actions.remove_tag(job, value):
-            raise ApiError(404, "NoTagError", texts.NO_TAG(tag=value, job=full_name))
+            raise ApiError(404, "NoTagError", Message.of("api.tag.not_found", tag=value, job=full_name))
         return Response({"status": 200, "message": f"Delete tag {value} from job {full_name} successfully."})
 
 
@@ -211,8 +211,13 @@ class TaskLogsView(APIView):
         elif task is not None and (job_attempt, task_attempt) == current_attempts(job, task):
             run = task
         else:
-            missing = texts.NO_TASK_LOG(
-                job_attempt=job_attempt, task_attempt=task_attempt, role=role, index=index, job=full_name
+            missing = Message.of(
+                "api.log.no_attempt",
+                job_attempt=job_attempt,
+                task_attempt=task_attempt,
+                role=role,
+                index=index,
+                job=full_name,
             )
             raise ApiError(404, "NoTaskLogError", missing)
         locations = [
@@ -232,7 +237,7 @@ class TaskLogView(APIView):
     def get(self, request: Request, token: str) -> HttpResponse | FileResponse | StreamingHttpResponse:
         found = links.log_for_link(token)
         if found is None:
-            raise ApiError(404, "NoTaskLogError", texts.LOG_LINK_EXPIRED())
+            raise ApiError(404, "NoTaskLogError", Message.of("api.log.link_expired"))
         return log_response(found.run, found.tail, found.stream)
 
 

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue import Message
 from jobs.storage.configs import (
     StorageForbidden,
     StorageNotFound,
@@ -17,7 +18,6 @@ from jobs.storage.configs import (
     usable_storage,
     usable_storages,
 )
-from web.api import texts
 from web.api.errors import ApiError
 
 
@@ -39,7 +39,9 @@ class StorageView(APIView):
         try:
             return Response(api_detail(usable_storage(request.user, storage_name)))
         except StorageNotFound as exc:
-            raise ApiError(404, "NoStorageError", texts.NO_STORAGE(storage=storage_name)) from exc
+            raise ApiError(404, "NoStorageError", Message.of("api.storage.not_found", storage=storage_name)) from exc
         except StorageForbidden as exc:
             user = request.user.get_username()
-            raise ApiError(403, "ForbiddenUserError", texts.STORAGE_FORBIDDEN(user=user, storage=storage_name)) from exc
+            raise ApiError(
+                403, "ForbiddenUserError", Message.of("api.storage.forbidden", user=user, storage=storage_name)
+            ) from exc

@@ -12,10 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue import Message
 from jobs import sweeps
 from jobs.models import Sweep
 from jobs.sweep_search import search_state
-from web.api import texts
 from web.api.errors import ApiError
 from web.api.views.jobs_v2 import accepted
 
@@ -97,7 +97,7 @@ def found(request: Request, full_name: str) -> Sweep:
     try:
         return sweeps.find_sweep(request.user, full_name)
     except Sweep.DoesNotExist as error:
-        raise ApiError(404, "NoSweepError", texts.NO_SWEEP(sweep=full_name)) from error
+        raise ApiError(404, "NoSweepError", Message.of("api.sweep.not_found", sweep=full_name)) from error
 
 
 class SweepsView(APIView):

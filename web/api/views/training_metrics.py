@@ -9,8 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from catalogue import Message
 from jobs.training_metrics import job_metrics
-from web.api import texts
 from web.api.errors import ApiError
 from web.api.views import common
 
@@ -52,5 +52,5 @@ class JobMetricsView(APIView):
         job = common.find_job_summary(request, full_name)
         most = request.query_params.get("maxPoints")
         if most is not None and (not most.isdigit() or int(most) < 2):
-            raise ApiError(400, "InvalidParametersError", texts.MAX_POINTS(), "maxPoints")
+            raise ApiError(400, "InvalidParametersError", Message.of("api.metrics.max_points"), "maxPoints")
         return Response(job_metrics(job, most=int(most) if most else None, name=request.query_params.get("name")))

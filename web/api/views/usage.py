@@ -12,8 +12,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.permissions import is_admin
+from catalogue import Message
 from scheduling.usage_report import usage_report
-from web.api import texts
 from web.api.errors import ApiError
 from web.usage.views import usage_range
 
@@ -44,7 +44,7 @@ class UsageView(APIView):
         """GPU, CPU and memory hours held and used per day, user (admins), VC, GPU type and job."""
         since, until, errors = usage_range(request.query_params)
         if errors:
-            raise ApiError(400, "InvalidParametersError", texts.USAGE_RANGE(said=errors))
+            raise ApiError(400, "InvalidParametersError", Message.of("api.usage.range", said=errors))
         report = usage_report(request.user, is_admin(request.user), since, until)
         return Response(
             {

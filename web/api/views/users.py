@@ -19,10 +19,10 @@ from rest_framework.views import APIView
 from accounts.groups import ADMIN_GROUP
 from accounts.models import Token
 from accounts.permissions import is_admin
+from catalogue import Message
 from clusters import user_admin
 from clusters.models import VirtualCluster
 from jobs.storage.configs import usable_storages
-from web.api import texts
 from web.api.auth import IsAdminNotApplicationToken, NotApplicationToken
 from web.api.errors import ApiError, validated
 
@@ -55,14 +55,16 @@ def _validated_password(password: str, user: Any, field: str) -> str:
         validate_password(password, user)
     except DjangoValidationError as error:
         said = " ".join(error.messages)
-        raise ApiError(400, "InvalidParametersError", texts.PASSWORD_REFUSED(field=field, said=said), field) from error
+        raise ApiError(
+            400, "InvalidParametersError", Message.of("api.user.password_refused", field=field, said=said), field
+        ) from error
     return password
 
 
 def _find_user(username: str) -> Any:
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise ApiError(404, "NoUserError", texts.NO_USER(user=username))
+        raise ApiError(404, "NoUserError", Message.of("api.user.not_found", user=username))
     return user
 
 
@@ -104,7 +106,7 @@ class UsersView(APIView):
         vcs = list(VirtualCluster.objects.filter(name__in=fields.get("virtualCluster", [])))
         missing = sorted(set(fields.get("virtualCluster", [])) - {vc.name for vc in vcs})
         if missing:
-            raise ApiError(404, "NoVirtualClusterError", texts.NO_VCS(vcs=missing), "virtualCluster")
+            raise ApiError(404, "NoVirtualClusterError", Message.of("api.user.no_vcs", vcs=missing), "virtualCluster")
         try:
             with transaction.atomic():
                 user = User.objects.create_user(
@@ -117,7 +119,9 @@ class UsersView(APIView):
                     if vc.allowed_users.exists():
                         vc.allowed_users.add(user)
         except IntegrityError as error:
-            raise ApiError(409, "ConflictUserError", texts.USER_EXISTS(user=fields["username"]), "username") from error
+            raise ApiError(
+                409, "ConflictUserError", Message.of("api.user.exists", user=fields["username"]), "username"
+            ) from error
         return Response({"message": "User is created successfully", **user_row(user)}, status=201)
 
 
@@ -127,7 +131,7 @@ class UserView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request: Request, username: str) -> Response:
         if username != request.user.get_username() and not is_admin(request.user):
-            raise ApiError(404, "NoUserError", texts.NO_USER(user=username))
+            raise ApiError(404, "NoUserError", Message.of("api.user.not_found", user=username))
         return Response(user_row(_find_user(username)))
 
 
@@ -155,16 +159,16 @@ class MeView(APIView):
         data = validated(UserUpdateRequest, request.data)["data"]
         user: Any = request.user
         if data["username"] != user.get_username():
-            raise ApiError(403, "ForbiddenUserError", texts.OWN_USER_ONLY(), "data.username")
+            raise ApiError(403, "ForbiddenUserError", Message.of("api.user.own_only"), "data.username")
         if data.get("extension"):
-            raise ApiError(400, "InvalidParametersError", texts.NO_EXTENSION(), "data.extension")
+            raise ApiError(400, "InvalidParametersError", Message.of("api.user.no_extension"), "data.extension")
         if data.get("email") is not None:
             user.email = data["email"]
             user.save(update_fields=["email"])
         if data.get("newPassword"):
             if not user.check_password(data.get("oldPassword") or ""):
                 field = "data.oldPassword"
-                raise ApiError(403, "ForbiddenUserError", texts.WRONG_PASSWORD(field=field), field)
+                raise ApiError(403, "ForbiddenUserError", Message.of("api.user.wrong_password", field=field), field)
             _change_password(user, _validated_password(data["newPassword"], user, "data.newPassword"))
         return Response({"message": f"Update user {user.get_username()} successfully"}, status=201)
 
@@ -185,11 +189,13 @@ class UserPasswordView(APIView):
         fields = validated(PasswordRequest, request.data)
         is_self = username == request.user.get_username()
         if not is_self and not is_admin(request.user):
-            refused = texts.OTHERS_PASSWORD(user=request.user.get_username(), other=username)
+            refused = Message.of("api.user.others_password", user=request.user.get_username(), other=username)
             raise ApiError(403, "ForbiddenUserError", refused)
         user = _find_user(username)
         if is_self and not user.check_password(fields.get("oldPassword") or ""):
-            raise ApiError(403, "ForbiddenUserError", texts.WRONG_PASSWORD(field="oldPassword"), "oldPassword")
+            raise ApiError(
+                403, "ForbiddenUserError", Message.of("api.user.wrong_password", field="oldPassword"), "oldPassword"
+            )
         _change_password(user, _validated_password(fields["newPassword"], user, "newPassword"))
         return Response({"message": "update user password successfully."}, status=201)
 
@@ -207,7 +213,7 @@ class UserEmailView(APIView):
     def put(self, request: Request, username: str) -> Response:
         body = validated(EmailRequest, request.data)
         if username != request.user.get_username() and not is_admin(request.user):
-            refused = texts.OTHERS_EMAIL(user=request.user.get_username(), other=username)
+            refused = Message.of("api.user.others_email", user=request.user.get_username(), other=username)
             raise ApiError(403, "ForbiddenUserError", refused)
         user = _find_user(username)
         user.email = body["email"]
@@ -219,13 +225,15 @@ def _vcs_named(names: list[str], field: str) -> list[VirtualCluster]:
     vcs = list(VirtualCluster.objects.filter(name__in=names))
     missing = sorted(set(names) - {vc.name for vc in vcs})
     if missing:
-        raise ApiError(404, "NoVirtualClusterError", texts.FIELD_NO_VCS(field=field, vcs=missing), field)
+        raise ApiError(
+            404, "NoVirtualClusterError", Message.of("api.user.field_no_vcs", field=field, vcs=missing), field
+        )
     return vcs
 
 
 def _as_api_error(error: DjangoValidationError) -> ApiError:
     said = "; ".join(f"{k}: {' '.join(v)}" for k, v in error.message_dict.items())
-    return ApiError(400, "InvalidParametersError", texts.USER_REFUSED(said=said))
+    return ApiError(400, "InvalidParametersError", Message.of("api.user.refused", said=said))
 
 
 class AdminFlagRequest(serializers.Serializer):

@@ -21,7 +21,6 @@ from rest_framework.response import Response
 from catalogue import Message
 from clusters import vc_admin
 from clusters.models import VirtualCluster
-from web.api import texts
 from web.api.auth import IsAdminNotApplicationToken
 from web.api.errors import ApiConfigError, ApiError
 from web.api.views import cluster
@@ -92,13 +91,13 @@ class FormErrors:
 def _body(request: Request) -> dict[str, Any]:
     """The request's JSON object, every key one of the form's fields."""
     if not isinstance(request.data, dict):
-        raise ApiError(400, "InvalidParametersError", texts.VC_NOT_AN_OBJECT())
+        raise ApiError(400, "InvalidParametersError", Message.of("api.vc.not_an_object"))
     unknown = sorted(set(request.data) - set(FIELDS))
     if unknown:
         raise ApiError(
             400,
             "InvalidParametersError",
-            texts.VC_UNKNOWN_FIELD(field=unknown[0], fields=", ".join(FIELDS)),
+            Message.of("api.vc.unknown_field", field=unknown[0], fields=", ".join(FIELDS)),
             field=unknown[0],
         )
     return dict(request.data)
@@ -127,7 +126,7 @@ def _saved(request: Request, form: VcApiForm, status: int) -> Response:
 def _vc(vc_name: str) -> VirtualCluster:
     vc = VirtualCluster.objects.filter(name=vc_name).first()
     if vc is None:
-        raise ApiError(404, "NoVirtualClusterError", texts.NO_VC(vc=vc_name))
+        raise ApiError(404, "NoVirtualClusterError", Message.of("api.vc.not_found", vc=vc_name))
     return vc
 
 
@@ -141,7 +140,9 @@ class VirtualClustersView(cluster.VirtualClustersView):
         model's defaults), checked by its rules; the answer is the VC as GET answers it."""
         body = _body(request)
         if VirtualCluster.objects.filter(name=body.get("name")).exists():
-            raise ApiError(409, "ConflictVirtualClusterError", texts.VC_EXISTS(vc=body["name"]), field="name")
+            raise ApiError(
+                409, "ConflictVirtualClusterError", Message.of("api.vc.exists", vc=body["name"]), field="name"
+            )
         return _saved(request, VcApiForm(data={**current_fields(VirtualCluster()), **body}), status=201)
 
 
@@ -154,7 +155,7 @@ class VirtualClusterView(cluster.VirtualClusterView):
         """Change the given fields of a VC (admins); the others stay. Its name stays once made."""
         vc, body = _vc(vc_name), _body(request)
         if body.pop("name", vc.name) != vc.name:
-            raise ApiError(400, "InvalidParametersError", texts.VC_NAME_STAYS(), field="name")
+            raise ApiError(400, "InvalidParametersError", Message.of("api.vc.name_stays"), field="name")
         form = VcApiForm(data={**current_fields(vc), **body}, instance=vc)
         del form.fields["name"]
         return _saved(request, form, status=200)

@@ -22,7 +22,6 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils.translation import to_locale
 
 from catalogue import Text, all_texts
-from catalogue.discover import import_all_texts
 from web.texts import DOMAIN
 
 
@@ -32,7 +31,6 @@ def catalogue_path(language: str) -> Path:
 
 def updated(language: str) -> polib.POFile:
     """The language's catalogue as it should be, from the file as it is and the codes defined."""
-    import_all_texts()
     path = catalogue_path(language)
     old = polib.pofile(str(path)) if path.exists() else polib.POFile()
     known = {entry.msgctxt: entry for entry in old}
