@@ -55,7 +55,6 @@ from clusters.executors.docker_engine import (
     ENGINE_ERRORS,
     MARKER_LABEL,
     Engine,
-    client,
     explain,
     failure_of,
     marker,
@@ -139,11 +138,7 @@ class DockerExecutor(Executor):
     def ping(self) -> None:
         """A short-timeout ping on a client of its own, so a hung engine cannot hold the loop."""
         try:
-            probe = client(self.docker_url, timeout=PING_TIMEOUT_S)
-            try:
-                probe.ping()
-            finally:
-                probe.close()
+            self.engine.ping(PING_TIMEOUT_S)
         except ENGINE_ERRORS as exc:
             log.info("ping of the Docker engine %s failed: %r", self.docker_url or "local socket", exc)
             raise ExecutorError(engine_silent(self.docker_url, exc, PING_TIMEOUT_S), Failure.NODE_LOST) from exc
