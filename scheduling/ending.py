@@ -183,15 +183,29 @@ def _may_have_ended(
     running: list[tuple[int, str, str, int]], nodes: dict[int, Node]
 ) -> list[tuple[int, str, str, int]]:
     """The running tasks to poll: on a node whose executor tells which of its tasks ended (a Docker
-    engine's event stream), those; on any other, and whenever it cannot tell, every one."""
-    seen: dict[int, set[str] | None] = {}
-    for node_id in {row[3] for row in running}:
-        try:
-            seen[node_id] = executors.node_executor(nodes[node_id]).exits_seen()
-        except Exception as exc:
-            log.warning("asking %s which tasks ended failed: %s", nodes[node_id].name, exc)
-            seen[node_id] = None
-    return [row for row in running if (ended := seen[row[3]]) is None or row[1] in ended]
+    engine's event stream), those; where it cannot tell (a full look), those its one listing of the
+    running does not name; where it has no listing either, every one."""
+    ended = {node_id: _ended_on(nodes[node_id]) for node_id in {row[3] for row in running}}
+    return [row for row in running if ended[row[3]](row[1])]
+
+
+def _ended_on(node: Node) -> Callable[[str], bool]:
+    """Whether a task (its executor id) on the node may have ended, as its executor can tell."""
+    executor = executors.node_executor(node)
+    try:
+        seen = executor.exits_seen()
+        if seen is not None:
+            return seen.__contains__
+        # (listed after exits_seen(): an exit after the listing is the stream's, handed next pass)
+        alive = executor.running_now()
+    except Exception as exc:
+        log.info("asking %s which tasks ended failed: %s; polling each", node.name, exc)
+        return _every
+    return _every if alive is None else lambda executor_id: executor_id not in alive
+
+
+def _every(executor_id: str) -> bool:
+    return True
 
 
 def run(
