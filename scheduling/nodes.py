@@ -62,7 +62,9 @@ def reconcile(backends: Backends) -> set[tuple[int, int]]:
     unstarted = set()
     for node in Node.objects.all():
         unstarted |= {(task.pk, task.attempt) for task in reconcile_node(node)}
-    for job in Job.objects.filter(state=JobState.RUNNING):
+    # (only jobs with an ended task can have an outcome: not one look per running job, 10,000 at scale)
+    ended = (TaskState.SUCCEEDED, TaskState.FAILED)
+    for job in Job.objects.filter(state=JobState.RUNNING, tasks__state__in=ended).distinct():
         ending.apply_completion_policy(job, backends)
     return unstarted
 
