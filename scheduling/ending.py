@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -35,6 +36,8 @@ from scheduling.guard import job_guard
 from scheduling.teardown import stop_job
 
 log = logging.getLogger("pai.scheduler")
+
+FULL_LOOKS_AT_ONCE = 16  # nodes asked which of their tasks ended side by side
 
 # What a job's progress changes (re-read before deciding its outcome).
 JOB_PROGRESS_FIELDS = (
@@ -185,27 +188,36 @@ def _may_have_ended(
     """The running tasks to poll: on a node whose executor tells which of its tasks ended (a Docker
     engine's event stream), those; where it cannot tell (a full look), those its one listing of the
     running does not name; where it has no listing either, every one."""
-    ended = {node_id: _ended_on(nodes[node_id]) for node_id in {row[3] for row in running}}
-    return [row for row in running if ended[row[3]](row[1])]
+    on = {row[3] for row in running}
+    seen = {node_id: _exits_seen(nodes[node_id]) for node_id in on}
+    looks = [nodes[node_id] for node_id in on if seen[node_id] is None]
+    alive: dict[int, set[str] | None] = {}
+    if looks:  # (side by side, as the heartbeat's pings: after the streams open, every node looks)
+        with ThreadPoolExecutor(max_workers=min(FULL_LOOKS_AT_ONCE, len(looks))) as pool:
+            alive = dict(zip((node.pk for node in looks), pool.map(_running_now, looks), strict=True))
+
+    def may_have(task_id: int, executor_id: str, ip: str, node_id: int) -> bool:
+        ended, still = seen[node_id], alive.get(node_id)
+        return executor_id in ended if ended is not None else still is None or executor_id not in still
+
+    return [row for row in running if may_have(*row)]
 
 
-def _ended_on(node: Node) -> Callable[[str], bool]:
-    """Whether a task (its executor id) on the node may have ended, as its executor can tell."""
-    executor = executors.node_executor(node)
+def _exits_seen(node: Node) -> set[str] | None:
     try:
-        seen = executor.exits_seen()
-        if seen is not None:
-            return seen.__contains__
-        # (listed after exits_seen(): an exit after the listing is the stream's, handed next pass)
-        alive = executor.running_now()
+        return executors.node_executor(node).exits_seen()
     except Exception as exc:
-        log.info("asking %s which tasks ended failed: %s; polling each", node.name, exc)
-        return _every
-    return _every if alive is None else lambda executor_id: executor_id not in alive
+        log.warning("asking %s which tasks ended failed: %s", node.name, exc)
+        return None
 
 
-def _every(executor_id: str) -> bool:
-    return True
+def _running_now(node: Node) -> set[str] | None:
+    """(Asked after exits_seen(): an exit after the listing is the stream's, handed next pass.)"""
+    try:
+        return executors.node_executor(node).running_now()
+    except Exception as exc:
+        log.info("listing the running tasks of %s failed: %s; polling each", node.name, exc)
+        return None
 
 
 def run(
