@@ -11,7 +11,8 @@ SPEC.json lists each engine's containers: {"engines": [[[id, name, {labels}], ..
 run from the start. `SOCKET_DIR/engine-<i>.sock` is engine i; `SOCKET_DIR/control.sock` is the
 bench's: GET /exits?rate=R starts R exits a second (random running containers across all
 engines), /stop stops them, /record returns [[id, exited at (epoch s)], ...], /calls the calls
-each kind of request got, /drop-events closes every open event stream (a lost stream).
+each kind of request got, /connections the connections open now by their last request's kind
+(the control's own counted: "none yet"), /drop-events closes every open event stream (a lost stream).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ class Fleet:
         self.running = [(engine, c) for engine in self.engines for c in engine.containers.values()]
         self.record: list[tuple[str, float]] = []
         self.calls: Counter[str] = Counter()
+        self.connections: dict[int, str] = {}  # open connections (id) -> the kind of their last request
         self.exits: asyncio.Task[None] | None = None
 
     async def exit_at(self, rate: float) -> None:
@@ -147,6 +149,7 @@ async def serve(
     fleet: Fleet, engine: Engine | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     http = Http(writer)
+    fleet.connections[id(writer)] = "none yet"
     try:
         while line := await reader.readline():
             method, target, _ = line.decode().split(" ", 2)
@@ -168,6 +171,7 @@ async def serve(
     except (ConnectionError, asyncio.IncompleteReadError):
         pass
     finally:
+        fleet.connections.pop(id(writer), None)
         writer.close()
 
 
@@ -184,7 +188,8 @@ def call_kind(method: str, parts: list[str]) -> str:
 
 async def route(fleet: Fleet, engine: Engine, http: Http, method: str, path: str, query: dict[str, str]) -> None:
     parts = path.strip("/").split("/")
-    fleet.calls[call_kind(method, parts)] += 1
+    fleet.calls[kind := call_kind(method, parts)] += 1
+    fleet.connections[id(http.writer)] = kind
     if parts[0] == "_ping":
         return http.answer(200, text="OK")
     if parts[0] == "version":
@@ -293,6 +298,8 @@ async def control(fleet: Fleet, http: Http, path: str, query: dict[str, str]) ->
         return http.answer(200, fleet.record)
     if path == "/calls":
         return http.answer(200, dict(fleet.calls))
+    if path == "/connections":
+        return http.answer(200, Counter(fleet.connections.values()))
     if path == "/drop-events":
         for engine in fleet.engines:
             for stream in engine.streams:

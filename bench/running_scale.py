@@ -16,7 +16,8 @@ job's completed_at: the same machine's clock), the scheduler process's threads a
 runs in a scheduler process of its own, on a copy of the same database and fresh fake engines, one
 after the other, side by side in the table: "polling" as before the event streams (every running
 task inspected each pass) and "events" (each engine's event stream names the containers that died;
-only those inspected, all of a node's at a low rate) follow each running container's log on a
+only those inspected; at a low rate, and after a stream opens, a full look: a listing of the node's
+running containers, the others inspected) follow each running container's log on a
 thread of its own, as before issue 49's log streams; "streams", as now, reads the events and every
 container's log on the process's one stream loop (clusters/executors/engine_streams.py).
 
@@ -202,6 +203,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         from clusters.executors.docker import DockerExecutor
 
         DockerExecutor.exits_seen = lambda self: None  # type: ignore[method-assign]
+        DockerExecutor.running_now = lambda self: None  # type: ignore[method-assign]
     if args.trial in THREADED_LOGS:
         from clusters.executors.docker_logs import ContainerLogs
 

@@ -3,11 +3,14 @@ containers and networks carry, and its errors in words."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Mapping
 from typing import Any
 
 import docker
 import requests
 from docker.errors import APIError, DockerException
+from docker.transport import UnixHTTPAdapter
 
 from clusters.executors.base import Failure
 
@@ -20,14 +23,32 @@ DEFAULT_NAMESPACE = "pai"
 ENGINE_ERRORS = (APIError, requests.exceptions.RequestException, DockerException)
 
 
-def client(docker_url: str | None, *, timeout: int | None, version: str | None = None) -> docker.APIClient:
-    """A low-level client of the engine (`docker_url` None: the local socket)."""
+def client(docker_url: str | None, *, timeout: float | None, version: str | None = None) -> docker.APIClient:
+    """A low-level client of the engine (`docker_url` None: the local socket), its connections
+    to a unix socket in one pool (SocketPool)."""
     kwargs: dict[str, Any] = {"timeout": timeout}
     if version:
         kwargs["version"] = version
     if docker_url:
         kwargs["base_url"] = docker_url
-    return docker.APIClient(**kwargs)
+    api = docker.APIClient(**kwargs)
+    made = api.adapters.get("http+docker://")
+    if isinstance(made, UnixHTTPAdapter):
+        one = SocketPool(made.socket_path, made.timeout, pool_connections=1, max_pool_size=made.max_pool_size)
+        api.mount("http+docker://", one)  # (every request's URL: http+docker://localhost/...)
+        made.close()  # (the connection that asked the engine's API version)
+    return api
+
+
+class SocketPool(UnixHTTPAdapter):
+    """docker-py's unix-socket adapter keyed a connection pool by each request's URL, keeping the
+    25 last used, an idle connection each: every container inspected, every job's listing was a
+    pool of its own, so each engine held 25 connections of each client (12,500 sockets on each
+    side at 500 nodes: bench/running_scale.py). One pool for the socket: a connection per call in
+    flight, kept for the next one."""
+
+    def get_connection(self, url: str | bytes, proxies: Mapping[str, str] | None = None) -> Any:
+        return super().get_connection("http+docker://socket", proxies)
 
 
 class Engine:
@@ -38,6 +59,8 @@ class Engine:
         self.docker_url = docker_url
         self.timeout = timeout
         self._api: docker.APIClient | None = None
+        self._probe: docker.APIClient | None = None
+        self._probe_lock = threading.Lock()
         self._cpus: int | None = None
 
     @property
@@ -45,6 +68,15 @@ class Engine:
         if self._api is None:
             self._api = client(self.docker_url, timeout=self.timeout)
         return self._api
+
+    def ping(self, timeout: float) -> None:
+        """A ping on a short-timeout client of its own (a hung engine holds the caller `timeout`
+        seconds at most), kept: one connection for every ping, the API version asked once."""
+        with self._probe_lock:
+            if self._probe is None:
+                self._probe = client(self.docker_url, timeout=timeout)
+            probe = self._probe
+        probe.ping()
 
     def cpus(self) -> int:
         """Its machine's CPUs (asked once)."""

@@ -1,0 +1,92 @@
+"""A Docker node's executor holds a few connections to its engine, however many containers and
+jobs it asked about and however often it pinged: at 500 nodes each connection kept is 500 sockets
+on each side. The engine is bench/fake_docker.py's (a real server on a unix socket, its own
+process, counting the connections open to it); the client is the executor's real docker-py one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clusters.executors.base import TaskHandle
+from clusters.executors.docker import DockerExecutor
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTAINERS = 40  # (more than docker-py's 25 pools: every one of them would have been kept)
+
+
+class FakeEngine:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.containers = [f"{i:064x}" for i in range(CONTAINERS)]
+        spec = folder / "engines.json"
+        labels = {"pai.portal": "pai"}
+        spec.write_text(json.dumps({"engines": [[[c, f"task-{i}", labels] for i, c in enumerate(self.containers)]]}))
+        fake = ROOT / "bench" / "fake_docker.py"
+        self.process = subprocess.Popen([sys.executable, str(fake), str(spec), str(folder)])
+        deadline = time.monotonic() + 30
+        while not (folder / "ready").exists():
+            assert self.process.poll() is None and time.monotonic() < deadline, "the fake engine did not start"
+            time.sleep(0.05)
+        self.url = f"unix://{folder}/engine-0.sock"
+
+    def ask(self, path: str) -> Any:
+        """GET `path` of the fake's control socket: its JSON answer."""
+        with socket.socket(socket.AF_UNIX) as control:
+            control.connect(str(self.folder / "control.sock"))
+            control.sendall(f"GET {path} HTTP/1.1\r\nHost: fake\r\n\r\n".encode())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += control.recv(65536)
+            head, _, body = answer.partition(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            while len(body) < length:
+                body += control.recv(65536)
+            return json.loads(body)
+
+    def connections(self) -> int:
+        """Open to the engine now (the control socket's own asking left out)."""
+        time.sleep(0.2)  # (a client's close reaches the server)
+        return sum(self.ask("/connections").values()) - 1
+
+    def calls(self) -> dict[str, int]:
+        return dict(self.ask("/calls"))
+
+
+@pytest.fixture
+def engine() -> Iterator[FakeEngine]:
+    folder = Path(tempfile.mkdtemp(prefix="pai-fake-", dir="/tmp"))  # (a unix socket's path is short)
+    fake = FakeEngine(folder)
+    yield fake
+    fake.process.kill()
+    fake.process.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_it_keeps_one_connection_to_an_engine_for_calls_about_many_containers_and_jobs(engine):
+    executor = DockerExecutor(engine.url)
+    for container in engine.containers:
+        assert executor.poll(TaskHandle(executor_id=container)).running
+    for job_id in range(CONTAINERS):
+        executor.cleanup_job(job_id)  # (a listing of the job's containers, one of the networks)
+    for container in engine.containers:
+        executor.stop(TaskHandle(executor_id=container))
+    assert engine.connections() == 1
+
+
+def test_it_pings_an_engine_on_one_connection_asking_its_api_version_once(engine):
+    executor = DockerExecutor(engine.url)
+    for _ in range(30):
+        executor.ping()
+    assert engine.calls() == {"version": 1, "ping": 30}
+    assert engine.connections() == 1
