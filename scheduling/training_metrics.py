@@ -9,8 +9,9 @@ READ_BYTES a pass, so a task that prints fast costs every pass the same and the 
 task writes: it is read through clusters.userfs (no link followed). A log cut to its cap
 (clusters/executors/logcap.py) is read again from its start, its steps already read skipped. A
 job keeps at most PAI_METRICS_MAX_POINTS points; those past it are dropped and counted, as bad
-lines are; neither ever stops a read. TensorBoard event files below a job's outputDir are read
-too (scheduling/event_metrics.py), their scalars credited to the job's first task.
+lines are; neither ever stops a read. TensorBoard event files in a job's log folders (its
+`tensorboard` plugin's logdir, else a v1 outputDir) are read too (scheduling/event_metrics.py),
+their scalars credited to the job's first task.
 """
 
 from __future__ import annotations
@@ -127,9 +128,9 @@ def read_runs(runs: list[Run], now: float, event_files: EventFiles | None = None
             read.append(
                 _read(run, sources, MetricSource.Kind.FILE, relative, lambda path: userfs.open_file(work_root, path))
             )
-    if event_files is not None:
-        found = event_reads({run.job_id for run in runs}, event_files)
-        read += [Read(Run(e.task_id, e.job_id, "", 0, ""), e.source, e.points, e.changed) for e in found]
+        if event_files is not None:
+            found = event_reads({run.job_id for run in runs}, event_files, work_root)
+            read += [Read(Run(e.task_id, e.job_id, "", 0, ""), e.source, e.points, e.changed) for e in found]
     return _store([entry for entry in read if entry.changed], now)
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import codecs
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from math import isfinite
+from pathlib import PurePosixPath
 from typing import NamedTuple
 
 MARKER = b"PAI_METRIC"
@@ -110,6 +112,45 @@ def _payload(line: bytes, marked: bool) -> bytes | None:
 
 def _is_metric_line(line: bytes, marked: bool) -> bool:
     return not marked or line.lstrip().startswith(MARKER)
+
+
+class LogdirPlace(NamedTuple):
+    """Where the portal finds a TensorBoard log folder: below the owner's area (`area`) or below the
+    TensorBoard task's work dir (`work`); `relative` '' is that folder itself."""
+
+    where: str
+    relative: str
+
+
+AREA, WORK = "area", "work"
+_FS_URI_VARIABLE = re.compile(r"\$(?:\{PAI_DEFAULT_FS_URI\}|PAI_DEFAULT_FS_URI\b)")
+_WORK_DIR_VARIABLE = re.compile(r"\$(?:\{PAI_WORK_DIR\}|PAI_WORK_DIR\b)")
+
+
+def locate_logdir(path: str, *, area: str, work_dirs: tuple[str, ...]) -> LogdirPlace | None:
+    """A TensorBoard plugin's log folder as the task names it, located: `$PAI_DEFAULT_FS_URI/...` or
+    a path below `area` (where tasks see the owner's area) is in the area; `$PAI_WORK_DIR/...`, a
+    relative path (the task's commands run in its work dir) or a path below one of `work_dirs` (the
+    names the work dir has in a task) is in the work dir. None anywhere else (another variable, a
+    storage's mount, the container's /tmp: nowhere the portal's machine can read)."""
+    text = _FS_URI_VARIABLE.sub(lambda _: area, path.strip())
+    text = _WORK_DIR_VARIABLE.sub(lambda _: work_dirs[0], text)
+    if not text or "$" in text or "\0" in text:
+        return None
+    pure = PurePosixPath(text)
+    if ".." in pure.parts:
+        return None
+    if not pure.is_absolute():
+        return LogdirPlace(WORK, _below(pure))
+    for base, where in [*((folder, WORK) for folder in work_dirs), (area, AREA)]:
+        folder = PurePosixPath(base)
+        if pure == folder or folder in pure.parents:
+            return LogdirPlace(where, _below(pure.relative_to(folder)))
+    return None
+
+
+def _below(relative: PurePosixPath) -> str:
+    return "" if str(relative) == "." else str(relative)
 
 
 def downsample(steps: list[int], values: list[float], most: int) -> tuple[list[int], list[float]]:
