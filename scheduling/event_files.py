@@ -139,12 +139,12 @@ class EventFiles:
     def __init__(self) -> None:
         self.open: dict[tuple[int, str], EventFile] = {}
 
-    def found(self, task_id: int, folder: int, known: dict[str, Progress]) -> dict[str, EventFile]:
-        """The event files below `folder` (an output dir's descriptor), opened where new, each with
-        its progress in `known` (added where new; started over where the file was replaced); those
-        found corrupt before are left alone."""
+    def found(self, task_id: int, folder: int, known: dict[str, Progress], prefix: str = "") -> dict[str, EventFile]:
+        """The event files below `folder` (a log folder's descriptor), by their names below it after
+        `prefix`, opened where new, each with its progress in `known` (added where new; started
+        over where the file was replaced); those found corrupt before are left alone."""
         answer: dict[str, EventFile] = {}
-        for looked, (relative, parent, name, info) in enumerate(userfs.walk(folder)):
+        for looked, (relative, parent, name, info) in enumerate(userfs.walk(folder, prefix)):
             if looked >= MAX_ENTRIES or len(answer) >= MAX_FILES:
                 break
             if not stat.S_ISREG(info.st_mode) or not is_event_file(name):

@@ -9,23 +9,25 @@ READ_BYTES a pass, so a task that prints fast costs every pass the same and the 
 task writes: it is read through clusters.userfs (no link followed). A log cut to its cap
 (clusters/executors/logcap.py) is read again from its start, its steps already read skipped. A
 job keeps at most PAI_METRICS_MAX_POINTS points; those past it are dropped and counted, as bad
-lines are; neither ever stops a read. TensorBoard event files below a job's outputDir are read
-too (scheduling/event_metrics.py), their scalars credited to the job's first task.
+lines are; neither ever stops a read. TensorBoard event files in a job's log folders (its
+`tensorboard` plugin's logdir, else a v1 outputDir) are read too (scheduling/event_metrics.py),
+their scalars credited to the job's first task.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.db.models import Sum
 
 from clusters import job_files, userfs
@@ -38,9 +40,11 @@ from scheduling.event_metrics import event_reads
 log = logging.getLogger("pai.sampler")
 
 READ_BYTES = 1024 * 1024  # of each file, each pass
+TRANSACTION_POINTS = 2000  # about, written in one transaction (a task's points of a pass are never split)
 
 
 Opener = Callable[[str], BinaryIO]
+PointRow = tuple[int, int, str, int, float, int]  # job, task, name, step, value, read at
 
 
 @dataclass(frozen=True)
@@ -124,9 +128,9 @@ def read_runs(runs: list[Run], now: float, event_files: EventFiles | None = None
             read.append(
                 _read(run, sources, MetricSource.Kind.FILE, relative, lambda path: userfs.open_file(work_root, path))
             )
-    if event_files is not None:
-        found = event_reads({run.job_id for run in runs}, event_files)
-        read += [Read(Run(e.task_id, e.job_id, "", 0, ""), e.source, e.points, e.changed) for e in found]
+        if event_files is not None:
+            found = event_reads({run.job_id for run in runs}, event_files, work_root)
+            read += [Read(Run(e.task_id, e.job_id, "", 0, ""), e.source, e.points, e.changed) for e in found]
     return _store([entry for entry in read if entry.changed], now)
 
 
@@ -170,8 +174,10 @@ def _read(run: Run, sources: dict[tuple[int, str], MetricSource], kind: str, pat
 
 
 def _store(read: list[Read], now: float) -> int:
-    """The points within each job's cap, their series and the sources' offsets, in one transaction
-    (a crash reads them again: a step read again replaces its value)."""
+    """The points within each job's cap, their series and the sources' offsets: a task's points in
+    the same transaction as the offsets they came from (a crash reads them again: a step read
+    again replaces its value), a transaction about every TRANSACTION_POINTS points (the one
+    writer of SQLite is held a few milliseconds at a time, not for a whole pass's points)."""
     if not read:
         return 0
     job_ids = {entry.run.job_id for entry in read if entry.points}
@@ -182,44 +188,69 @@ def _store(read: list[Read], now: float) -> int:
         .values_list("job_id", "points")
     )
     room = {job_id: settings.PAI_METRICS_MAX_POINTS - (held.get(job_id) or 0) for job_id in job_ids}
-    rows: dict[tuple[int, str, int], MetricPoint] = {}
+    at = int(now)
+    stored = 0
+    for chunk in _transactions(read):
+        rows: dict[tuple[int, str, int], PointRow] = {}
+        for entry in chunk:
+            run, source, points = entry.run, entry.source, entry.points
+            kept = points[: max(0, room.get(run.job_id, 0))]
+            if len(kept) < len(points):
+                source.dropped += len(points) - len(kept)
+            room[run.job_id] = room.get(run.job_id, 0) - len(kept)
+            job_id, task_id = run.job_id, run.task_id
+            for step, name, value in kept:
+                rows[(task_id, name, step)] = (job_id, task_id, name, step, value, at)
+        with transaction.atomic():
+            if rows:
+                with connection.cursor() as cursor:
+                    cursor.executemany(_sql().insert_points, list(rows.values()))
+            _summarize(list(rows.values()))
+            _save_sources([entry.source for entry in chunk])
+        stored += len(rows)
+    return stored
+
+
+def _transactions(read: list[Read]) -> Iterator[list[Read]]:
+    """The reads in groups of about TRANSACTION_POINTS points, a task's reads in one group (a step
+    it reported twice in one pass counts once), in the order they were read."""
+    by_task: dict[int, list[Read]] = defaultdict(list)
     for entry in read:
-        run, source, points = entry.run, entry.source, entry.points
-        kept = points[: max(0, room.get(run.job_id, 0))]
-        if len(kept) < len(points):
-            source.dropped += len(points) - len(kept)
-        room[run.job_id] = room.get(run.job_id, 0) - len(kept)
-        for point in kept:
-            rows[(run.task_id, point.name, point.step)] = MetricPoint(
-                job_id=run.job_id, task_id=run.task_id, name=point.name, step=point.step, value=point.value, at=int(now)
-            )
-    with transaction.atomic():
-        MetricPoint.objects.bulk_create(
-            list(rows.values()),
-            batch_size=1000,
-            update_conflicts=True,
-            unique_fields=["task", "name", "step"],
-            update_fields=["value", "at"],
-        )
-        _summarize(list(rows.values()))
-        sources = [entry.source for entry in read]
-        MetricSource.objects.bulk_create([source for source in sources if source.pk is None])
-        MetricSource.objects.bulk_update(
-            [source for source in sources if source.pk is not None],
-            ["path", "offset", "next_step", "bad_lines", "dropped"],
-            batch_size=500,
-        )
-    return len(rows)
+        by_task[entry.run.task_id].append(entry)
+    chunk: list[Read] = []
+    points = 0
+    for entries in by_task.values():
+        size = sum(len(entry.points) for entry in entries)
+        if chunk and points + size > TRANSACTION_POINTS:
+            yield chunk
+            chunk, points = [], 0
+        chunk += entries
+        points += size
+    if chunk:
+        yield chunk
 
 
-def _summarize(points: list[MetricPoint]) -> None:
+def _save_sources(sources: list[MetricSource]) -> None:
+    MetricSource.objects.bulk_create([source for source in sources if source.pk is None])
+    saved = [
+        (source.path, source.offset, source.next_step, source.bad_lines, source.dropped, source.pk)
+        for source in sources
+        if source.pk is not None
+    ]
+    if saved:
+        with connection.cursor() as cursor:
+            cursor.executemany(_sql().update_source, saved)
+
+
+def _summarize(rows: list[PointRow]) -> None:
     """Each (job, name)'s series, updated by the points just written (in the order they were read:
-    the last value is the one at the highest step, the newest of a tie)."""
-    if not points:
+    the last value is the one at the highest step, the newest of a tie). A few series a pass: model
+    objects, written by one statement."""
+    if not rows:
         return
-    by_series: dict[tuple[int, str], list[MetricPoint]] = defaultdict(list)
-    for point in points:
-        by_series[(point.job_id, point.name)].append(point)
+    by_series: dict[tuple[int, str], list[PointRow]] = defaultdict(list)
+    for row in rows:
+        by_series[(row[0], row[2])].append(row)
     existing = {
         (series.job_id, series.name): series
         for series in MetricSeries.objects.filter(
@@ -230,21 +261,61 @@ def _summarize(points: list[MetricPoint]) -> None:
     for key, new in by_series.items():
         series = existing.get(key)
         if series is None:
-            first = new[0]
-            series = MetricSeries(
-                job_id=key[0], name=key[1], last_step=first.step, last_value=first.value, min_value=first.value,
-                max_value=first.value,
-            )  # fmt: skip
+            _, _, _, step, value, _ = new[0]
+            series = MetricSeries(job_id=key[0], name=key[1], last_step=step, last_value=value)
+            series.min_value = series.max_value = value
             created.append(series)
         series.points += len(new)
-        for point in new:
-            series.min_value = min(series.min_value, point.value)
-            series.max_value = max(series.max_value, point.value)
-            if point.step >= series.last_step:
-                series.last_step, series.last_value = point.step, point.value
+        values = [row[4] for row in new]
+        series.min_value = min(series.min_value, *values)
+        series.max_value = max(series.max_value, *values)
+        for _, _, _, step, value, _ in new:
+            if step >= series.last_step:
+                series.last_step, series.last_value = step, value
     MetricSeries.objects.bulk_create(created)
-    MetricSeries.objects.bulk_update(
-        [series for key, series in existing.items() if key in by_series],
-        ["points", "last_step", "last_value", "min_value", "max_value"],
-        batch_size=500,
+    updated = [
+        (series.points, series.last_step, series.last_value, series.min_value, series.max_value, series.pk)
+        for key, series in existing.items()
+        if key in by_series
+    ]
+    if updated:
+        with connection.cursor() as cursor:
+            cursor.executemany(_sql().update_series, updated)
+
+
+@dataclass(frozen=True)
+class _Statements:
+    insert_points: str
+    update_source: str
+    update_series: str
+
+
+@functools.cache
+def _sql() -> _Statements:
+    """The writes as plain SQL (values tuples, no model object per point), quoted for the database
+    in use; an upsert (`ON CONFLICT ... DO UPDATE`) as SQLite and PostgreSQL both say it."""
+    q = connection.ops.quote_name
+
+    def columns(model: type[models.Model], *names: str) -> list[str]:
+        column = {field.name: field.column for field in model._meta.concrete_fields}
+        return [q(column[name]) for name in names]
+
+    point = columns(MetricPoint, "job", "task", "name", "step", "value", "at")
+    key = ", ".join(columns(MetricPoint, "task", "name", "step"))
+    value, at = columns(MetricPoint, "value", "at")
+    source = columns(MetricSource, "path", "offset", "next_step", "bad_lines", "dropped")
+    series = columns(MetricSeries, "points", "last_step", "last_value", "min_value", "max_value")
+    # (Only names from the models, quoted: no value is ever in the text.)
+    points_table, source_table, series_table = (q(m._meta.db_table) for m in (MetricPoint, MetricSource, MetricSeries))
+    return _Statements(
+        insert_points=(
+            f"INSERT INTO {points_table} ({', '.join(point)}) VALUES ({', '.join(['%s'] * 6)}) "  # noqa: S608
+            f"ON CONFLICT ({key}) DO UPDATE SET {value} = excluded.{value}, {at} = excluded.{at}"
+        ),
+        update_source=f"UPDATE {source_table} SET {_assign(source)} WHERE {q('id')} = %s",  # noqa: S608
+        update_series=f"UPDATE {series_table} SET {_assign(series)} WHERE {q('id')} = %s",  # noqa: S608
     )
+
+
+def _assign(columns: list[str]) -> str:
+    return ", ".join(f"{column} = %s" for column in columns)

@@ -11,6 +11,7 @@ into the task's script at launch.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,21 @@ def tensorboard_role(spec: NormalizedSpec) -> str | None:
     if not any(plugin.get("plugin") == TENSORBOARD_PLUGIN for plugin in runtime_plugins(spec)):
         return None
     return next(iter(spec["taskRoles"]), None)
+
+
+def tensorboard_logdirs(spec: NormalizedSpec) -> dict[str, str]:
+    """The folders the first `tensorboard` plugin names, by run name (plugin_logdirs)."""
+    plugin = next((p for p in runtime_plugins(spec) if p.get("plugin") == TENSORBOARD_PLUGIN), None)
+    return plugin_logdirs(plugin) if plugin else {}
+
+
+def plugin_logdirs(plugin: dict[str, Any]) -> dict[str, str]:
+    """A `tensorboard` plugin's `parameters.logdir` as written: OpenPAI's `{name: path}`, or one
+    path as text (named '')."""
+    logdir = (plugin.get("parameters") or {}).get("logdir") or {}
+    if isinstance(logdir, dict):
+        return {str(name): str(path) for name, path in logdir.items() if path}
+    return {"": str(logdir)}
 
 
 def plugin_role(spec: NormalizedSpec, plugin: dict[str, Any]) -> str | None:
@@ -156,11 +172,11 @@ def _cmd_plugin_commands(plugin: dict[str, Any], here: str) -> tuple[list[Comman
 def _tensorboard_command(plugin: dict[str, Any], here: str) -> Command:
     """TensorBoard in the background on the task's allocated `tensorboard` port (first task only).
     An image without it fails the task and says so: the portal installs nothing at run time."""
-    logdirs = {str(name): str(path) for name, path in ((plugin.get("parameters") or {}).get("logdir") or {}).items()}
+    logdirs = plugin_logdirs(plugin)
     if len(logdirs) == 1:
-        logdir = "--logdir=" + shlex.quote(next(iter(logdirs.values())))
+        logdir = "--logdir=" + shell_word(next(iter(logdirs.values())))
     else:
-        logdir = "--logdir_spec=" + shlex.quote(",".join(f"{name}:{path}" for name, path in logdirs.items()))
+        logdir = "--logdir_spec=" + shell_word(",".join(f"{name}:{path}" for name, path in logdirs.items()))
     port = f"$PAI_CONTAINER_HOST_{TENSORBOARD_PORT_LABEL}_PORT_LIST"
     text = "\n".join(
         [
@@ -227,3 +243,24 @@ def _with_requirements(names: list[str], requires: dict[str, list[str]]) -> list
     for name in names:
         visit(name)
     return ordered
+
+
+_VARIABLE = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+
+
+def shell_word(text: str) -> str:
+    """`text` as one shell word whose `$NAME` / `${NAME}` are the task's variables (a logdir of
+    `$PAI_WORK_DIR/tb`, as OpenPAI's runtime writes it unquoted) and nothing else is shell: no
+    command substitution, no glob, no split."""
+    if "$" not in text:
+        return shlex.quote(text)
+    out, start = ['"'], 0
+    for match in _VARIABLE.finditer(text):
+        out += [_in_double_quotes(text[start : match.start()]), match.group()]
+        start = match.end()
+    out += [_in_double_quotes(text[start:]), '"']
+    return "".join(out)
+
+
+def _in_double_quotes(text: str) -> str:
+    return re.sub(r'([$`"\\])', r"\\\1", text)

@@ -9,9 +9,14 @@ that is not a JSON object with at least one finite number is bad: skipped and co
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import re
 from dataclasses import dataclass, field
+from math import isfinite
+from pathlib import PurePosixPath
+from typing import NamedTuple
 
 MARKER = b"PAI_METRIC"
 METRICS_FILE_NAME = "pai-metrics.jsonl"  # in the task's work dir: $PAI_METRICS_FILE
@@ -19,10 +24,12 @@ MAX_LINE_BYTES = 64 * 1024  # a longer line is bad (and a log's non-metric one s
 MAX_NAME_CHARS = 64
 MAX_METRICS_PER_LINE = 32
 STEP = "step"
+_decode = json.JSONDecoder().decode  # (what json.loads uses for a str)
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
+    """(A tuple: made by the thousand each pass, cheaper than a frozen dataclass.)"""
+
     step: int
     name: str
     value: float
@@ -40,21 +47,34 @@ class Reading:
 
 
 def parse_payload(text: bytes | str, next_step: int) -> list[Point] | None:
-    """One line's JSON object as points, or None when it is bad."""
+    """One line's JSON object as points, or None when it is bad. (Thousands of lines a pass: bytes
+    are decoded here as UTF-8 rather than sniffed by json.loads, each value's type tested once.)"""
     try:
-        record = json.loads(text)
-    except (ValueError, RecursionError):
+        if isinstance(text, bytes):
+            text = text.removeprefix(codecs.BOM_UTF8).decode("utf-8", "surrogatepass")
+        record = _decode(text)
+    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
         return None
-    if not isinstance(record, dict):
+    if type(record) is not dict:
         return None
     step = record.get(STEP, next_step)
-    if isinstance(step, bool) or not isinstance(step, int) or step < 0 or step >= 2**63:
+    if type(step) is not int or step < 0 or step >= 2**63:  # (not a bool either)
         return None
-    points = [
-        Point(step, name, float(value))
-        for name, value in record.items()
-        if name != STEP and _is_number(value) and 0 < len(name) <= MAX_NAME_CHARS
-    ][:MAX_METRICS_PER_LINE]
+    points = []
+    for name, value in record.items():
+        kind = type(value)
+        if kind is int:  # (a bool is no int here)
+            try:
+                value = float(value)
+            except OverflowError:  # an integer past a float's range
+                continue
+        elif kind is not float:
+            continue
+        if not isfinite(value) or name == STEP or not 0 < len(name) <= MAX_NAME_CHARS:
+            continue
+        points.append(Point(step, name, value))
+        if len(points) == MAX_METRICS_PER_LINE:
+            break
     return points or None
 
 
@@ -94,13 +114,43 @@ def _is_metric_line(line: bytes, marked: bool) -> bool:
     return not marked or line.lstrip().startswith(MARKER)
 
 
-def _is_number(value: object) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer past a float's range
-        return False
+class LogdirPlace(NamedTuple):
+    """Where the portal finds a TensorBoard log folder: below the owner's area (`area`) or below the
+    TensorBoard task's work dir (`work`); `relative` '' is that folder itself."""
+
+    where: str
+    relative: str
+
+
+AREA, WORK = "area", "work"
+_FS_URI_VARIABLE = re.compile(r"\$(?:\{PAI_DEFAULT_FS_URI\}|PAI_DEFAULT_FS_URI\b)")
+_WORK_DIR_VARIABLE = re.compile(r"\$(?:\{PAI_WORK_DIR\}|PAI_WORK_DIR\b)")
+
+
+def locate_logdir(path: str, *, area: str, work_dirs: tuple[str, ...]) -> LogdirPlace | None:
+    """A TensorBoard plugin's log folder as the task names it, located: `$PAI_DEFAULT_FS_URI/...` or
+    a path below `area` (where tasks see the owner's area) is in the area; `$PAI_WORK_DIR/...`, a
+    relative path (the task's commands run in its work dir) or a path below one of `work_dirs` (the
+    names the work dir has in a task) is in the work dir. None anywhere else (another variable, a
+    storage's mount, the container's /tmp: nowhere the portal's machine can read)."""
+    text = _FS_URI_VARIABLE.sub(lambda _: area, path.strip())
+    text = _WORK_DIR_VARIABLE.sub(lambda _: work_dirs[0], text)
+    if not text or "$" in text or "\0" in text:
+        return None
+    pure = PurePosixPath(text)
+    if ".." in pure.parts:
+        return None
+    if not pure.is_absolute():
+        return LogdirPlace(WORK, _below(pure))
+    for base, where in [*((folder, WORK) for folder in work_dirs), (area, AREA)]:
+        folder = PurePosixPath(base)
+        if pure == folder or folder in pure.parents:
+            return LogdirPlace(where, _below(pure.relative_to(folder)))
+    return None
+
+
+def _below(relative: PurePosixPath) -> str:
+    return "" if str(relative) == "." else str(relative)
 
 
 def downsample(steps: list[int], values: list[float], most: int) -> tuple[list[int], list[float]]:

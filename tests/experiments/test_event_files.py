@@ -9,10 +9,12 @@ import pytest
 from django.test import Client
 from tensorboard.summary import Writer
 
+from clusters import job_files
 from jobs.models import JobState, MetricPoint, MetricSource, Task, TaskState
 from jobs.storage import areas
 from scheduling.training_metrics import MetricReader
 from tests.factories import create_job, v1_json, v1_role
+from tests.scheduler.conftest import role, v2_job
 
 OUTPUT = "$PAI_DEFAULT_FS_URI/out"
 
@@ -148,6 +150,45 @@ def test_it_follows_no_link_out_of_the_output_dir(running, output, tmp_path):
     assert points(running) == []
 
 
+def with_logdir(job, logdir) -> None:
+    """The job's config as a v2 one with OpenPAI's `tensorboard` runtime plugin naming `logdir`."""
+    plugin = {"plugin": "tensorboard", "parameters": {"port": 11449, "logdir": logdir}}
+    job.spec = {**job.spec, "extras": {**job.spec["extras"], "com.microsoft.pai.runtimeplugin": [plugin]}}
+    job.save(update_fields=["spec"])
+
+
+def test_it_reads_a_v2_jobs_tensorboard_logdir_in_its_work_dir(running):
+    with_logdir(running, {"train": "$PAI_WORK_DIR/tb"})
+    write_scalars(job_files.task_work_dir(running.pk, "worker", 0) / "tb", "loss", {1: 0.5})
+
+    MetricReader().read()
+
+    assert points(running) == [("loss", 1, 0.5)]
+
+
+def test_it_names_each_logdirs_scalars_after_its_run_as_tensorboard_does(running):
+    with_logdir(running, {"train": "/pai/work/tb", "eval": "$PAI_DEFAULT_FS_URI/eval"})
+    write_scalars(job_files.task_work_dir(running.pk, "worker", 0) / "tb", "loss", {1: 0.5})
+    write_scalars(areas.user_area(running.owner.username) / "eval", "acc", {1: 0.75})
+
+    MetricReader().read()
+
+    assert points(running) == [("eval/acc", 1, 0.75), ("train/loss", 1, 0.5)]
+
+
+def test_it_reads_no_logdir_outside_the_owners_area_and_the_work_dir(running, output, tmp_path):
+    """A logdir naming a path of the portal's machine (or a storage's mount) is not read, nor is
+    the outputDir once the plugin names the folders."""
+    elsewhere = tmp_path / "elsewhere"
+    write_scalars(elsewhere, "secret", {1: 1.0})
+    write_scalars(output, "loss", {1: 0.5})
+    with_logdir(running, {"a": str(elsewhere), "b": "/mnt/tb", "c": "$HOME/tb", "d": "../../elsewhere"})
+
+    MetricReader().read()
+
+    assert points(running) == []
+
+
 def test_a_real_process_tasks_event_file_shows_in_the_api(user, submit, run_until, tmp_path, settings):
     """The task copies an event file TensorBoard's writer made (the sandbox has no TensorBoard)
     and a corrupt one into its outputDir; the API answers the scalars and counts the bad file."""
@@ -172,3 +213,29 @@ def test_a_real_process_tasks_event_file_shows_in_the_api(user, submit, run_unti
         ("train/accuracy", [10, 20], [0.5, 0.75])
     ]
     assert answer["badLines"] == 1
+
+
+def test_a_real_v2_process_tasks_logdir_shows_in_the_api(user, submit, run_until, tmp_path):
+    """A v2 job whose tensorboard plugin names `$PAI_WORK_DIR/tb` (TensorBoard itself may be
+    missing on the node: the plugin's failure is ignored); the task copies an event file
+    TensorBoard's writer made there."""
+    made = tmp_path / "made"
+    write_scalars(made, "accuracy", {10: 0.5, 20: 0.75})
+    staged = areas.user_area(user.username) / "staged"
+    staged.mkdir(parents=True)
+    (staged / "events.out.tfevents.1.good").write_bytes(next(made.iterdir()).read_bytes())
+    reader = MetricReader()
+    reader.read()
+    plugin = (
+        "extras:\n  com.microsoft.pai.runtimeplugin:\n    - plugin: tensorboard\n      failurePolicy: ignore\n"
+        "      parameters:\n        logdir: {train: $PAI_WORK_DIR/tb}\n"
+    )
+    command = "mkdir -p $PAI_WORK_DIR/tb && cp $PAI_DEFAULT_FS_URI/staged/* $PAI_WORK_DIR/tb/"
+    job = run_until(submit(v2_job("tb2", role("worker", command), plugin)), JobState.SUCCEEDED)
+
+    reader.read()
+    client = Client()
+    client.force_login(user)
+    answer = client.get(f"/api/v2/jobs/{job.full_name}/metrics").json()
+
+    assert [(s["name"], s["steps"], s["values"]) for s in answer["series"]] == [("accuracy", [10, 20], [0.5, 0.75])]

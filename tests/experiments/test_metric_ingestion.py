@@ -9,6 +9,7 @@ import pytest
 from clusters import job_files
 from clusters.executors.logcap import STDOUT, stream_log_path
 from jobs.models import JobState, MetricPoint, MetricSeries, MetricSource, Task, TaskState
+from scheduling import training_metrics
 from scheduling.training_metrics import MetricReader
 from tests.factories import create_job
 from tests.scheduler.conftest import role, v2_job
@@ -91,6 +92,47 @@ def test_it_drops_and_counts_points_past_the_jobs_cap(running, settings):
 
     assert MetricPoint.objects.filter(job=running).count() == 3
     assert MetricSource.objects.get(task__job=running, kind="log").dropped == 1
+
+
+@pytest.fixture
+def three_running(user, settings, tmp_path):
+    """A job whose three tasks run, their logs below tmp_path."""
+    settings.PAI_LOG_DIR = tmp_path / "logs"
+    settings.PAI_WORK_ROOT = tmp_path / "work"
+    job = create_job(user, "three", roles={"worker": 3}, state=JobState.RUNNING)
+    for task in Task.objects.filter(job=job):
+        log_path = job_files.task_log(job.pk, 1, "worker", task.index, 1)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        Task.objects.filter(pk=task.pk).update(state=TaskState.RUNNING, log_path=str(log_path))
+    return job
+
+
+def test_a_pass_that_fails_midway_keeps_what_it_committed_and_reads_the_rest_again(three_running, monkeypatch):
+    """About TRANSACTION_POINTS points a transaction, each task's with its offsets: a pass that
+    dies after its first transaction loses nothing and counts nothing twice."""
+    monkeypatch.setattr(training_metrics, "TRANSACTION_POINTS", 2)  # (a task's 2 points a transaction)
+    for task in Task.objects.filter(job=three_running):
+        lines = f'PAI_METRIC {{"step": 1, "loss": {task.index}}}\nPAI_METRIC {{"step": 2, "loss": {task.index}}}\n'
+        append(stream_log_path(task.log_path, STDOUT), lines)
+    save_sources = training_metrics._save_sources
+    saved = []
+
+    def dies_in_the_second_transaction(sources):
+        saved.append(sources)
+        if len(saved) == 2:
+            raise RuntimeError("the sampler dies")
+        save_sources(sources)
+
+    monkeypatch.setattr(training_metrics, "_save_sources", dies_in_the_second_transaction)
+    with pytest.raises(RuntimeError):
+        MetricReader().read()
+    assert MetricPoint.objects.filter(job=three_running).count() == 2
+    monkeypatch.setattr(training_metrics, "_save_sources", save_sources)
+
+    MetricReader().read()
+
+    assert MetricPoint.objects.filter(job=three_running).count() == 6
+    assert MetricSeries.objects.get(job=three_running, name="loss").points == 6
 
 
 def test_it_refuses_a_metrics_file_that_is_a_link(running, tmp_path):

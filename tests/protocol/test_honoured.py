@@ -3,6 +3,7 @@ and those it refuses at submit, each naming its field."""
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import pytest
@@ -73,6 +74,27 @@ def test_tensorboard_runs_in_the_first_task_of_the_first_role_only() -> None:
     assert "tensorboard --logdir=/tmp/tb --port=$PAI_CONTAINER_HOST_tensorboard_PORT_LIST --bind_all &" in script
     assert "tensorboard --logdir" not in task_script(spec, "ps", {})
     assert "tensorboard" not in spec["taskRoles"]["ps"]["resourcePerInstance"]["ports"]
+
+
+def test_tensorboards_logdir_expands_the_tasks_variables_and_nothing_else(tmp_path) -> None:
+    """As OpenPAI's runtime writes the logdir into a shell script unquoted: `$PAI_WORK_DIR/tb`
+    names the work dir's folder; a command substitution stays text."""
+    logdir = "$PAI_WORK_DIR/tb $(touch pwned)"
+    plugin = {"plugin": "tensorboard", "parameters": {"logdir": {"train": logdir}}}
+    script = task_script(_spec({RUNTIME: [plugin]}), "worker", {})
+    line = next(line for line in script.splitlines() if "--logdir" in line)
+    word = line.split("--logdir=", 1)[1].rsplit(" --port=", 1)[0]
+
+    command = ["bash", "-c", f"printf %s {word}"]
+    shown = subprocess.run(command, env={"PAI_WORK_DIR": "/pai/work"}, cwd=tmp_path, capture_output=True, text=True)
+
+    assert shown.stdout == "/pai/work/tb $(touch pwned)"
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_tensorboard_takes_a_logdir_written_as_text() -> None:
+    plugin = {"plugin": "tensorboard", "parameters": {"logdir": "/mnt/logs"}}
+    assert "tensorboard --logdir=/mnt/logs --port=" in task_script(_spec({RUNTIME: [plugin]}), "worker", {})
 
 
 def test_tensorboard_serves_several_logdirs_by_name() -> None:
