@@ -195,6 +195,7 @@ class Ending:
     # when it is expected to end (an estimate from recent jobs' run times, scheduling.sharing.RunTimes;
     # None: by its limit); only expected starts use it, reservations keep to the limit
     expected_at: float | None = None
+    borrowed: bool = False  # it runs on `vc`'s quota lent: `vc`'s own waiting jobs take it back (reclaim)
 
     @property
     def frees_at(self) -> float:
@@ -223,6 +224,9 @@ class Backfill:
     now: float
     ending: list[Ending] = field(default_factory=list)
     kept: dict[str, Reservation] = field(default_factory=dict)  # VC -> its first job's reservation
+    # how long a borrowed job is expected to take to end once its lender's own jobs wait (reclaimed:
+    # a preemption's SIGTERM and exit); None: not known, it is expected to run on (expected starts only)
+    reclaim_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -478,10 +482,11 @@ class _StartPlan:
     reserved start. Then the jobs that may borrow and that their own quota refuses take a lending
     VC's idle quota (one with no job of its own left waiting in the plan), within the lending and
     borrowing limits, as placement lends it (behind a first job that waits on its own quota and may
-    not borrow too). A started job holds until its expected end (for good without a limit). A job
-    not started when no end is left is unknown (None), as is one deeper than ESTIMATED_DEPTH in its
-    VC's queue. A first job with a reservation is expected at its reserved start (the start it was
-    promised) unless it is played earlier."""
+    not borrow too). A job running on a lender's quota while the lender's own jobs wait is expected
+    to be taken back within `Backfill.reclaim_s`. A started job holds until its expected end (for
+    good without a limit). A job not started when no end is left is unknown (None), as is one deeper
+    than ESTIMATED_DEPTH in its VC's queue. A first job with a reservation is expected at its
+    reserved start (the start it was promised) unless it is played earlier."""
 
     def __init__(
         self,
@@ -507,6 +512,8 @@ class _StartPlan:
             (ending.expected_free_at, next(self.order), ending.vc, ending.freed, None, ending.frees_at)
             for ending in plan.ending
         ]
+        self.reclaim_s = plan.reclaim_s
+        self.borrowed_ends = [index for index, ending in enumerate(plan.ending) if ending.borrowed]
         self.types: dict[str, dict[int, str]] = {}  # node -> GPU index -> type (for what a played job frees)
         for ending in plan.ending:
             for freed in ending.freed:
@@ -527,13 +534,19 @@ class _StartPlan:
                 self.ends.append(
                     (self.now + job.expected_for, next(self.order), lender or job.vc, freed, lender and job.vc, latest)
                 )
-        heapq.heapify(self.ends)
         need_of = {job.key: (job, need) for job, need in zip(ordered, needs, strict=True)}
         self.queues = queues = {
             vc: [need_of[key] for key in keys if key not in result.never_fits][:ESTIMATED_DEPTH]
             for vc, keys in result.queues.items()
             if vc in self.vcs
         }
+        if self.reclaim_s is not None:  # (a lender whose own jobs wait takes its quota back)
+            soon = self.now + self.reclaim_s
+            for index in self.borrowed_ends:
+                at, order, vc, freed, borrower, latest = self.ends[index]
+                if queues.get(vc) and soon < at:
+                    self.ends[index] = (soon, order, vc, freed, borrower, latest)
+        heapq.heapify(self.ends)
         self.reservations = result.reservations
         borrowers = any(job.may_borrow for queue in queues.values() for job, _ in queue)
         starts: dict[int, float | None] = {key: None for keys in result.queues.values() for key in keys}

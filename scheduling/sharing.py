@@ -209,9 +209,11 @@ def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = Non
     when it is expected to end (expected starts only): at its owner's recent share of its limit,
     the median of those over the share it has run already once it has run past that (halfway from
     now to its limit when none ran so long); a preempted one when preempted jobs lately ended after
-    their SIGTERM (by its deadline at the latest)."""
+    their SIGTERM (by its deadline at the latest), and so a borrowed one once its lender's own jobs
+    wait (`Backfill.reclaim_s`)."""
     found = _ends(now)
     ends: dict[int, tuple[str, float]] = {row.pk: (row.vc, row.ends_at) for row in found if row.ends_at is not None}
+    own_vc = {row.pk: row.own_vc for row in found}
     expected: dict[int, float] = {}
     if run_times is not None:
         began = _preempted_at([row.pk for row in found if row.preempted is not None])
@@ -242,13 +244,14 @@ def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = Non
         (vc, at), grace = ends[pk], job_grace(spec_of[pk])
         # (a job past its limit is in its grace: free at its kill; one past that too, at the next second)
         at = max(at, now + 1 - grace)
-        ending.append(Ending(vc, at, tuple(parts), grace_s=grace, expected_at=expected.get(pk)))
+        borrowed = vc != own_vc.get(pk, vc)
+        ending.append(Ending(vc, at, tuple(parts), grace_s=grace, expected_at=expected.get(pk), borrowed=borrowed))
     kept = {
         name: Reservation(stored["job"], stored["start"], tuple(stored["nodes"]))
         for name, stored in VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
         if stored
     }
-    return Backfill(now, ending, kept)
+    return Backfill(now, ending, kept, reclaim_s=run_times.exit_s(0.0) if run_times is not None else None)
 
 
 def expected_exit(run_times: RunTimes, began: float, deadline: float, now: float) -> float:

@@ -148,3 +148,14 @@ def test_another_vcs_job_is_not_expected_on_a_reserved_node_past_the_reserved_st
     result = place(nodes, vcs, jobs, Backfill(NOW, ending))
     assert result.reservations["bf"].nodes == ("a",) and 2 not in result.placed  # (a's 2 free GPUs are reserved)
     assert result.expected == {1: NOW + 100, 2: NOW + 100}  # (beside the first job once it starts)
+
+
+def test_a_lender_whose_own_job_waits_is_expected_to_take_its_lent_quota_back_within_the_reclaim():
+    lent = replace(running("n", range(8), NOW + 1000, vc="lender"), borrowed=True)  # (another VC's job)
+    vcs = {"lender": make_vc("lender", gpu=8, gpu_used=8)}
+    plan = Backfill(NOW, [lent], reclaim_s=15)
+    result = place([make_node("n", busy_gpus=8)], vcs, [make_job(1, gpu=8, vc="lender")], plan)
+    assert result.expected == {1: NOW + 15}
+    assert place(
+        [make_node("n", busy_gpus=8)], vcs, [make_job(1, gpu=8, vc="lender")], replace(plan, reclaim_s=None)
+    ).expected == {1: NOW + 1000}
