@@ -26,8 +26,19 @@ limits, `best-effort` is `sharing` with Kueue's BestEffortFIFO.
 Prints, per policy side by side: GPU utilisation while any job waits (and over the whole run), waits
 per class and per VC (p50 / p95), preemptions, work lost to preemptions past the grace, how long
 preempting jobs waited (reclaim), the backfill reservations given and whether backfill kept its
-promises, the error of the first expected start a job was given against its wait, scheduler pass
-time p50 / p95, and the run's invariants (no GPU given twice, every job ended, quota overruns).
+promises, the expected start's error, scheduler pass time p50 / p95, and the run's invariants (no
+GPU given twice, every job ended, quota overruns).
+
+The expected start's error, |expected - actual start| / wait, is measured for each job that waited
+more than a tick (its first attempt) at a defined moment: **at submit**, the expected start the
+first pass that queued it showed (`Job.expected_start_at`, as the job page and the API show it;
+the honest one: what a user reads when deciding whether to wait). Beside it, each job's median over
+its wait: the estimates shown, each weighed by how long it was shown (until the next pass changed it,
+the last one until the start). Both as p50 / p90 over the jobs. The at-submit error is also split by
+what started each job, the plan's known blind spots: it preempted others for its room, it ran on
+borrowed quota, backfill started it ahead of its VC's first job, or its turn in the queue came.
+`--run-times oracle` gives the plan the real run times (every running job's real end, every waiting
+job's real remaining work): what error is left is the plan's own.
 
 Backfill's promise: a job backfilled ahead of a VC's first job promises it the reserved start in
 force then (the placement's own result, read after each pass). A violation is a start later than
