@@ -26,8 +26,19 @@ limits, `best-effort` is `sharing` with Kueue's BestEffortFIFO.
 Prints, per policy side by side: GPU utilisation while any job waits (and over the whole run), waits
 per class and per VC (p50 / p95), preemptions, work lost to preemptions past the grace, how long
 preempting jobs waited (reclaim), the backfill reservations given and whether backfill kept its
-promises, the error of the first expected start a job was given against its wait, scheduler pass
-time p50 / p95, and the run's invariants (no GPU given twice, every job ended, quota overruns).
+promises, the expected start's error, scheduler pass time p50 / p95, and the run's invariants (no
+GPU given twice, every job ended, quota overruns).
+
+The expected start's error, |expected - actual start| / wait, is measured for each job that waited
+more than a tick (its first attempt) at a defined moment: **at submit**, the expected start the
+first pass that queued it showed (`Job.expected_start_at`, as the job page and the API show it;
+the honest one: what a user reads when deciding whether to wait). Beside it, each job's median over
+its wait: the estimates shown, each weighed by how long it was shown (until the next pass changed it,
+the last one until the start). Both as p50 / p90 over the jobs. The at-submit error is also split by
+what started each job, the plan's known blind spots: it preempted others for its room, it ran on
+borrowed quota, backfill started it ahead of its VC's first job, or its turn in the queue came.
+`--run-times oracle` gives the plan the real run times (every running job's real end, every waiting
+job's real remaining work): what error is left is the plan's own.
 
 Backfill's promise: a job backfilled ahead of a VC's first job promises it the reserved start in
 force then (the placement's own result, read after each pass). A violation is a start later than
@@ -476,6 +487,13 @@ class Run:
     # first, it was preempted or reclaimed): no promise left to break
     reservations_withdrawn: int
     estimate_error: tuple[float, float] | None  # |first expected - actual| / wait, p50 and p90
+    # the same for the estimate shown over the wait: each job's median of |shown - actual| weighed by
+    # how long each estimate was shown, / its wait; p50 and p90
+    estimate_error_over_wait: tuple[float, float] | None
+    # what started each job that waited (Simulation._cause) -> (jobs, of them expected later than
+    # they started, error p50, p90), error at submit / wait
+    estimate_by_cause: dict[str, tuple[int, int, float, float]]
+    estimate_jobs: list[dict[str, Any]]  # each job that waited: its error, cause and estimates shown
     estimated: int  # jobs that waited more than a tick with an expected start
     not_estimated: int  # and without one (unknown: behind a job without a time limit)
 
@@ -519,8 +537,11 @@ def job_text(job: TraceJob, policy: Policy) -> str:
 
 
 class Simulation:
-    def __init__(self, trace: Trace, policy: Policy, gpus: int, tick_s: float, progress: bool = False) -> None:
+    def __init__(
+        self, trace: Trace, policy: Policy, gpus: int, tick_s: float, progress: bool = False, oracle: bool = False
+    ) -> None:
         self.trace, self.policy, self.gpus, self.tick_s = trace, policy, gpus, tick_s
+        self.oracle = oracle  # expected starts from the real run times (_oracle)
         self.progress = progress  # a line on stderr every PROGRESS_S of wall time
         self.clock = SimClock()
         self.jobs: dict[int, SimJob] = {}
@@ -537,6 +558,11 @@ class Simulation:
         self.withdrawn: set[tuple[int, int]] = set()  # of them, those no pass has held since
         # (job, its starts so far) -> the first expected start it was given while waiting (sim s)
         self.estimates: dict[tuple[int, int], float] = {}
+        # (job, its starts so far) -> every expected start it was shown while waiting, as it changed:
+        # (sim s when a pass showed it, the expected start in sim s)
+        self.shown: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)
+        # job -> how each placement that started it did: "borrowed", "backfilled" or "own" (its attempts in order)
+        self.started_how: dict[int, list[str]] = defaultdict(list)
         # (job, its starts so far) -> the reserved start in force when a job was last backfilled ahead of
         # it (backfill's promise: that job does not delay it), until a re-plan sets it aside (sim s)
         self.promised: dict[tuple[int, int], float] = {}
@@ -566,6 +592,7 @@ class Simulation:
             return result
 
         placing.place = watched  # (each placement's result read after its pass: what backfill promised)
+        undo = self._oracle() if self.oracle else (lambda: None)
         try:
             scheduler = Scheduler(holder=f"sim-{self.policy.name}")
             with self.clock.installed(), override_settings(**self.policy.settings):
@@ -576,8 +603,52 @@ class Simulation:
         finally:
             executors.node_executor, launch.storage.launch_mounts = saved
             placing.place = place
+            undo()
         ended = Job.objects.filter(state__in=[JobState.SUCCEEDED, JobState.FAILED, JobState.STOPPED]).count()
         return self._result(ended, time.perf_counter() - began)
+
+    def _oracle(self) -> Any:
+        """Run times known (`--run-times oracle`): every running job is expected to end when its tasks
+        really do and every waiting job to run its real remaining work, so that what is left of the
+        expected starts' error is the plan's own. Returns what undoes it."""
+        from dataclasses import replace
+
+        from clusters.models import Node
+        from scheduling import placing, sharing
+
+        address = dict(Node.objects.values_list("name", "address"))
+        plan, request = sharing.backfill_plan, placing.Placer._job_request
+        origin = self.clock.origin
+
+        def true_end(ending: Any) -> float | None:
+            with self.executor.lock:
+                for freed in ending.freed:
+                    for index, _ in freed.gpus:
+                        task_id = self.executor.held[address.get(freed.node, "")].get(index)
+                        if task_id is not None and (task := self.executor.tasks.get(task_id)) is not None:
+                            return origin + task.next_event()
+            return None
+
+        def known_plan(*args: Any, **kwargs: Any) -> Any:
+            found = plan(*args, **kwargs)
+            found.ending = [
+                ending if (end := true_end(ending)) is None else replace(ending, expected_at=end)
+                for ending in found.ending
+            ]
+            return found
+
+        def known_request(placer: Any, job: Any, *args: Any, **kwargs: Any) -> Any:
+            made = request(placer, job, *args, **kwargs)
+            if (simulated := self.jobs.get(job.pk)) is not None:
+                made.expected_s = simulated.remaining
+            return made
+
+        sharing.backfill_plan, placing.Placer._job_request = known_plan, known_request  # type: ignore[method-assign,assignment]
+
+        def undo() -> None:
+            sharing.backfill_plan, placing.Placer._job_request = plan, request  # type: ignore[method-assign]
+
+        return undo
 
     def _loop(self, users: dict[str, Any], quotas: dict[str, int], scheduler: Any) -> None:
         from jobs.actions import submit_job
@@ -677,7 +748,11 @@ class Simulation:
         estimated = Job.objects.filter(state=JobState.WAITING, expected_start_at__isnull=False)
         for pk, at in estimated.values_list("pk", "expected_start_at"):
             if at is not None and (job := self.jobs.get(pk)) is not None:
-                self.estimates.setdefault((pk, len(job.starts)), at.timestamp() - origin)
+                key, expected = (pk, len(job.starts)), at.timestamp() - origin
+                self.estimates.setdefault(key, expected)
+                shown = self.shown[key]
+                if not shown or shown[-1][1] != expected:
+                    shown.append((self.clock.sim(), expected))
 
     def _watch_placement(self, jobs: list[Any], result: Any) -> None:
         """Backfill's promises: each job backfilled ahead of a VC's first job promises it its reserved
@@ -689,6 +764,9 @@ class Simulation:
         from clusters.placement import queue_order
 
         origin = self.clock.origin
+        for key in result.placed:
+            how = "borrowed" if key in result.borrowed else "backfilled" if key in result.backfilled else "own"
+            self.started_how[key].append(how)
         order = {job.key: queue_order(job) for job in jobs}
         vc_of = {job.key: job.vc for job in jobs}
         held = {reservation.job: reservation for reservation in result.reservations.values()}
@@ -731,17 +809,43 @@ class Simulation:
             for (key, attempt), promised in self.promised.items()
             if attempt < len(self.jobs[key].starts)
         ]
-        errors, unknown = [], 0
+        errors, over_wait, unknown = [], [], 0
+        records: list[dict[str, Any]] = []
+        by_cause: dict[str, list[float]] = defaultdict(list)
+        early: dict[str, int] = defaultdict(int)
         for job_key, job in self.jobs.items():
             if not job.starts or job.starts[0] - job.submitted <= self.tick_s:
                 continue  # (it did not wait: nothing was estimated for long)
-            wait = job.starts[0] - job.submitted
+            start, wait = job.starts[0], job.starts[0] - job.submitted
             expected = self.estimates.get((job_key, 0))
             if expected is None:
                 unknown += 1
-            else:
-                errors.append(abs(expected - job.starts[0]) / wait)
+                continue
+            error = abs(expected - start) / wait
+            errors.append(error)
+            over_wait.append(_median_over_wait(self.shown[(job_key, 0)], start) / wait)
+            cause = self._cause(job_key, job)
+            by_cause[cause].append(error)
+            early[cause] += expected > start
+            records.append(
+                {
+                    "job": job.trace.id,
+                    "class": job.trace.job_class,
+                    "vc": job.trace.vc,
+                    "gpus": job.trace.total_gpus,
+                    "wait_s": round(wait, 1),
+                    "expected_s": round(expected - job.submitted, 1),
+                    "error": round(error, 3),
+                    "error_over_wait": round(over_wait[-1], 3),
+                    "cause": cause,
+                    "shown": [
+                        (round(at - job.submitted, 1), round(shown - job.submitted, 1))
+                        for at, shown in self.shown[(job_key, 0)]
+                    ],
+                }
+            )
         errors.sort()
+        over_wait.sort()
         return {
             "reservations": len(self.reserved),
             "reservation_violations": sum(lateness > self.tick_s for lateness in late),
@@ -751,9 +855,24 @@ class Simulation:
             "reservations_moved": moved,
             "reservations_withdrawn": len(self.withdrawn),
             "estimate_error": (_pct(errors, 50), _pct(errors, 90)) if errors else None,
+            "estimate_error_over_wait": (_pct(over_wait, 50), _pct(over_wait, 90)) if over_wait else None,
+            "estimate_by_cause": {
+                cause: (len(found), early[cause], _pct(sorted(found), 50), _pct(sorted(found), 90))
+                for cause, found in sorted(by_cause.items())
+            },
+            "estimate_jobs": records,
             "estimated": len(errors),
             "not_estimated": unknown,
         }
+
+    def _cause(self, key: int, job: SimJob) -> str:
+        """What started a job's first attempt that the plan may not play: it preempted others for
+        its room, it ran on borrowed quota, backfill started it ahead of its VC's first job; else
+        "queue" (its turn in the queue came, sooner or later than planned)."""
+        if any(since <= job.starts[0] for since in self.preempting_since.get(key, ())):
+            return "preempting"
+        how = self.started_how.get(key, [])
+        return {"borrowed": "borrowed", "backfilled": "backfilled"}.get(how[0] if how else "", "queue")
 
     def _next_deadline(self) -> float | None:
         """The next grace deadline (a preempted job's tasks are killed then), sim seconds."""
@@ -826,6 +945,25 @@ class Simulation:
         return start - max(begun for begun in since if begun <= start)
 
 
+def _median_over_wait(shown: list[tuple[float, float]], start: float) -> float:
+    """The median, over the time a job waited with an expected start, of |that estimate - its start|:
+    each estimate weighed by how long it was shown (from the pass that showed it to the next change,
+    the last one until the start)."""
+    spans = []
+    for index, (at, expected) in enumerate(shown):
+        until = shown[index + 1][0] if index + 1 < len(shown) else start
+        spans.append((abs(expected - start), max(0.0, until - at)))
+    total = sum(length for _, length in spans)
+    if not total:
+        return spans[0][0] if spans else 0.0
+    seen = 0.0
+    for error, length in sorted(spans):
+        seen += length
+        if seen >= total / 2:
+            return error
+    return spans[-1][0]
+
+
 def _pct(values: list[float], percent: float) -> float:
     """The nearest-rank percentile of sorted values."""
     return values[max(0, math.ceil(percent / 100 * len(values)) - 1)]
@@ -856,12 +994,17 @@ def reset_database() -> None:
 
 
 def simulate(
-    trace: Trace, policies: list[Policy], gpus: int, tick_s: float = DEFAULT_TICK_S, progress: bool = False
+    trace: Trace,
+    policies: list[Policy],
+    gpus: int,
+    tick_s: float = DEFAULT_TICK_S,
+    progress: bool = False,
+    oracle: bool = False,
 ) -> list[Run]:
     runs = []
     for policy in policies:
         reset_database()
-        runs.append(Simulation(trace, policy, gpus, tick_s, progress).run())
+        runs.append(Simulation(trace, policy, gpus, tick_s, progress, oracle).run())
     return runs
 
 
@@ -934,6 +1077,25 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
                 )
             ),
         ),
+        (
+            "the same, each job's median over its wait",
+            cells(
+                lambda r: (
+                    "n/a"
+                    if r.estimate_error_over_wait is None
+                    else f"{100 * r.estimate_error_over_wait[0]:.0f} % / {100 * r.estimate_error_over_wait[1]:.0f} %"
+                )
+            ),
+        ),
+    ]
+    for cause in CAUSES:
+        table.append(
+            (
+                f"  at submit, jobs {CAUSES[cause]}: n (early); p50 / p90",
+                cells(lambda r, c=cause: _cause_cell(r.estimate_by_cause.get(c))),
+            )
+        )
+    table += [
         ("waited with / without an expected start", cells(lambda r: f"{r.estimated} / {r.not_estimated}")),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
         ("passes", cells(lambda r: str(r.passes))),
@@ -946,6 +1108,22 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         ("wall time of the run", cells(lambda r: f"{r.wall_s:.0f} s")),
     ]
     return table
+
+
+# What started a job that waited (Simulation._cause), as the table names it
+CAUSES = {
+    "preempting": "that preempted",
+    "borrowed": "that borrowed",
+    "backfilled": "backfilled",
+    "queue": "whose turn came",
+}
+
+
+def _cause_cell(found: tuple[int, int, float, float] | None) -> str:
+    if found is None:
+        return "0"
+    count, early, p50, p90 = found
+    return f"{count} ({early}); {100 * p50:.0f} % / {100 * p90:.0f} %"
 
 
 def print_table(runs: list[Run], header: str) -> None:
@@ -987,6 +1165,12 @@ def main(argv: list[str] | None = None) -> list[Run]:
     parser.add_argument("--write-trace", type=Path, help="save the trace run (JSON lines)")
     parser.add_argument("--policies", default=",".join(POLICIES), help=f"of {', '.join(POLICIES)}")
     parser.add_argument("--tick", type=float, default=DEFAULT_TICK_S, help="least simulated seconds between passes")
+    parser.add_argument(
+        "--run-times",
+        choices=("history", "oracle"),
+        default="history",
+        help="expected starts from recent jobs' run times (the portal's), or from the real ones (the plan's own error)",
+    )
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)  # (a test's own database)
     args = parser.parse_args(argv)
@@ -1004,8 +1188,11 @@ def main(argv: list[str] | None = None) -> list[Run]:
         from bench.throughput import setup_django
 
         setup_django()
-    runs = simulate(trace, [POLICIES[name] for name in args.policies.split(",")], args.gpus, args.tick, progress=True)
-    print_table(runs, describe(trace, args.gpus, None if args.trace else args.seed))
+    policies = [POLICIES[name] for name in args.policies.split(",")]
+    oracle = args.run_times == "oracle"
+    runs = simulate(trace, policies, args.gpus, args.tick, progress=True, oracle=oracle)
+    header = describe(trace, args.gpus, None if args.trace else args.seed)
+    print_table(runs, header + ("; run times known (oracle)" if oracle else ""))
     print(f"(took {time.perf_counter() - began:.0f} s; passes at least {args.tick:g} simulated s apart when idle)")
     if args.json:
         args.json.write_text(json.dumps([asdict(run) for run in runs], indent=1))

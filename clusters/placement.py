@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 import heapq
 import itertools
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -193,6 +194,7 @@ class Ending:
     # when it is expected to end (an estimate from recent jobs' run times, scheduling.sharing.RunTimes;
     # None: by its limit); only expected starts use it, reservations keep to the limit
     expected_at: float | None = None
+    borrowed: bool = False  # it runs on `vc`'s quota lent: `vc`'s own waiting jobs take it back (reclaim)
 
     @property
     def frees_at(self) -> float:
@@ -221,6 +223,9 @@ class Backfill:
     now: float
     ending: list[Ending] = field(default_factory=list)
     kept: dict[str, Reservation] = field(default_factory=dict)  # VC -> its first job's reservation
+    # how long a borrowed job is expected to take to end once its lender's own jobs wait (reclaimed:
+    # a preemption's SIGTERM and exit); None: not known, it is expected to run on (expected starts only)
+    reclaim_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -337,7 +342,8 @@ def place(
         behind = "reason.waiting_behind.fair_share" if vcs[job.vc].fair_share else "reason.waiting_behind.fifo"
         blocked[job.vc] = [Message.of(behind, job=job.name or str(job.key), vc=job.vc, why=reason)]
         planner.reserve(job, need, used[job.vc], result)
-    result.expected = {} if plan is None else _StartPlan(cluster, vcs, plan, used).run(ordered, needs, nodes, result)
+    start_plan = None if plan is None else _StartPlan(cluster, vcs, plan, used, planner.reserved, lending)
+    result.expected = {} if start_plan is None else start_plan.run(ordered, needs, nodes, result)
     return result
 
 
@@ -466,26 +472,53 @@ class _StartPlan:
     """When each waiting job is expected to start (Slurm's `squeue --start`, packing and every VC
     included), if the running jobs end when expected (`Ending.expected_at`, `JobRequest.expected_s`:
     recent jobs' run times; by their time limits where not given): the pass's nodes after its
-    placements, played forward from one limit's end to the next. At each end, each VC's queue in
-    its order takes what its quota and the nodes (first fit, as a pass) hold: a strict VC up to
-    its first job that does not fit, a best-effort one all that fit, a backfill VC also its later
-    jobs that end (by their limits, as backfill judges them) before its first job's reservation. A
-    started job holds until its expected end (for good without a limit). A job not started when no
-    end is left is unknown (None), as is one deeper than ESTIMATED_DEPTH in its VC's queue. A first
-    job with a reservation is expected at its reserved start (the start it was promised) unless it
-    is played earlier."""
+    placements, played forward from one end to the next by the pass's own rules. At each end, each
+    VC's queue in its order takes what its quota and the nodes (first fit, as a pass) hold: a
+    strict VC up to its first job that does not fit, a best-effort one all that fit, a backfill VC
+    also its later jobs that backfill would start: those that end (by their limits, as backfill
+    judges them) before its first job's reservation, and those that take none of the reserved nodes
+    and leave its first job its quota. No job is played onto another VC's reserved nodes past the
+    reserved start. Then the jobs that may borrow and that their own quota refuses take a lending
+    VC's idle quota (one with no job of its own left waiting in the plan), within the lending and
+    borrowing limits, as placement lends it (behind a first job that waits on its own quota and may
+    not borrow too). A job running on a lender's quota while the lender's own jobs wait is expected
+    to be taken back within `Backfill.reclaim_s`. A started job holds until its expected end (for
+    good without a limit). A job not started when no end is left is unknown (None), as is one deeper
+    than ESTIMATED_DEPTH in its VC's queue. A first job with a reservation is expected at its
+    reserved start (the start it was promised) unless it is played earlier."""
 
-    def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill, used: dict[str, list[int]]) -> None:
+    def __init__(
+        self,
+        cluster: _Cluster,
+        vcs: dict[str, VcState],
+        plan: Backfill,
+        used: dict[str, list[int]],
+        reserved: dict[str, tuple[Reservation, list[int]]],
+        lending: _Lending,
+    ) -> None:
         self.cluster, self.vcs, self.now = cluster.copy(), vcs, plan.now
         self.used = {name: list(held) for name, held in used.items()}
+        # VC -> what its reserved first job leaves of its quota at the reserved start (backfill's `left`)
+        self.left = {name: list(left) for name, (_, left) in reserved.items()}
+        self.lent = {name: list(held) for name, held in lending.lent.items()}
+        self.borrowed = {name: list(held) for name, held in lending.borrowed.items()}
         self.by_name = {node.name: node for node in self.cluster.nodes}
         self.free_gpus = sum(node.all_free_gpus(None) for node in self.cluster.nodes)
         self.order = itertools.count()
-        self.ends = [(ending.expected_free_at, next(self.order), ending.vc, ending.freed) for ending in plan.ending]
+        # (when its room is expected free, tie-break, the VC whose quota it holds, what it frees, its own
+        # VC when borrowed, when its room is free at the latest: by its limit and grace)
+        self.ends: list[tuple[float, int, str, tuple[Freed, ...], str | None, float]] = [
+            (ending.expected_free_at, next(self.order), ending.vc, ending.freed, None, ending.frees_at)
+            for ending in plan.ending
+        ]
+        self.reclaim_s = plan.reclaim_s
+        self.borrowed_ends = [index for index, ending in enumerate(plan.ending) if ending.borrowed]
         self.types: dict[str, dict[int, str]] = {}  # node -> GPU index -> type (for what a played job frees)
         for ending in plan.ending:
             for freed in ending.freed:
                 self.types.setdefault(freed.node, {}).update(freed.gpus)
+        self.reservations: dict[str, Reservation] = {}
+        self.queues: dict[str, list[tuple[JobRequest, _Need]]] = {}
 
     def run(
         self, ordered: list[JobRequest], needs: list[_Need], nodes: list[NodeState], result: PlacementResult
@@ -494,22 +527,35 @@ class _StartPlan:
             self.types.setdefault(state.name, {}).update(state.gpus_free)
         for job in ordered:
             if job.key in result.placed and job.expected_for:
-                vc = result.borrowed.get(job.key, job.vc)
+                lender = result.borrowed.get(job.key)
+                freed = self._freed(job, result.placed[job.key])
+                latest = self.now + job.holds_for if job.holds_for else math.inf
                 self.ends.append(
-                    (self.now + job.expected_for, next(self.order), vc, self._freed(job, result.placed[job.key]))
+                    (self.now + job.expected_for, next(self.order), lender or job.vc, freed, lender and job.vc, latest)
                 )
-        heapq.heapify(self.ends)
         need_of = {job.key: (job, need) for job, need in zip(ordered, needs, strict=True)}
-        queues = {
+        self.queues = queues = {
             vc: [need_of[key] for key in keys if key not in result.never_fits][:ESTIMATED_DEPTH]
             for vc, keys in result.queues.items()
             if vc in self.vcs
         }
+        if self.reclaim_s is not None:  # (a lender whose own jobs wait takes its quota back)
+            soon = self.now + self.reclaim_s
+            for index in self.borrowed_ends:
+                at, order, vc, freed, borrower, latest = self.ends[index]
+                if queues.get(vc) and soon < at:
+                    self.ends[index] = (soon, order, vc, freed, borrower, latest)
+        heapq.heapify(self.ends)
+        self.reservations = result.reservations
+        borrowers = any(job.may_borrow for queue in queues.values() for job, _ in queue)
         starts: dict[int, float | None] = {key: None for keys in result.queues.values() for key in keys}
         moment: float | None = self.now
         while moment is not None and any(queues.values()):
             for vc, queue in queues.items():
-                self._start_what_fits(vc, queue, moment, result.reservations.get(vc), starts)
+                self._start_what_fits(vc, queue, moment, starts)
+            if borrowers:
+                for vc, queue in queues.items():
+                    self._borrow_what_fits(vc, queue, moment, starts)
             moment = self._release_next()
         for reservation in result.reservations.values():
             played = starts.get(reservation.job)
@@ -517,25 +563,30 @@ class _StartPlan:
         return starts
 
     def _start_what_fits(
-        self,
-        vc: str,
-        queue: list[tuple[JobRequest, _Need]],
-        moment: float,
-        reservation: Reservation | None,
-        starts: dict[int, float | None],
+        self, vc: str, queue: list[tuple[JobRequest, _Need]], moment: float, starts: dict[int, float | None]
     ) -> None:
         state = self.vcs[vc]
+        reservation = self.reservations.get(vc)
         backfilling = reservation is not None and starts.get(reservation.job) is None
         index = 0
         while index < len(queue):
             job, need = queue[index]
             ends_at = moment + job.holds_for if job.holds_for else None
+            avoid = self._reserved_nodes(vc, ends_at, starts)
+            past = False
             if index and backfilling and not state.best_effort:
                 assert reservation is not None
-                if ends_at is None or ends_at > reservation.start:
-                    index += 1  # (backfill: only what ends before the first job's reserved start)
+                # (backfill: what ends before the first job's reserved start, or keeps off its nodes
+                # and leaves it its quota)
+                past = ends_at is None or ends_at > reservation.start
+                if past and any(amount > room for amount, room in zip(need[:3], self.left[vc], strict=True)):
+                    index += 1
                     continue
-            if self._fits(job, need) and self._place(job, need, moment):
+                if past:
+                    avoid = avoid | frozenset(reservation.nodes)
+            if self._fits(job, need) and self._place(job, need, moment, avoid):
+                if past:
+                    self.left[vc] = [room - amount for room, amount in zip(self.left[vc], need[:3], strict=True)]
                 starts[job.key] = moment
                 queue.pop(index)
                 continue
@@ -543,21 +594,93 @@ class _StartPlan:
                 return
             index += 1
 
+    def _borrow_what_fits(
+        self, vc: str, queue: list[tuple[JobRequest, _Need]], moment: float, starts: dict[int, float | None]
+    ) -> None:
+        """The jobs of `vc` left waiting that may borrow and that its quota refuses, on a lender's
+        idle quota: its first job, and the later ones too when that one waits on its own quota and
+        may not borrow (or the VC is best-effort)."""
+        state = self.vcs[vc]
+        index = 0
+        while index < len(queue):
+            job, need = queue[index]
+            refused = _quota_refusal(state, self.used[vc], need) is not None
+            if job.may_borrow and refused and need.gpu <= self.free_gpus:
+                lender = self._lender(job, need)
+                ends_at = moment + job.holds_for if job.holds_for else None
+                if lender is not None and self._place(
+                    job, need, moment, self._reserved_nodes(vc, ends_at, starts), lender
+                ):
+                    starts[job.key] = moment
+                    queue.pop(index)
+                    continue
+            if index == 0 and not state.best_effort and (job.may_borrow or not refused):
+                return  # (its later jobs wait behind it: it could use a lender's room, or waits on the nodes)
+            index += 1
+
+    def _lender(self, job: JobRequest, need: _Need) -> str | None:
+        over = self.vcs[job.vc].borrowing_limit
+        if over is not None and any(
+            held + amount > cap
+            for held, amount, cap in zip(self.borrowed[job.vc], need[:3], _triple(over), strict=True)
+        ):
+            return None
+        best: tuple[tuple[int, ...], str] | None = None
+        for name, vc in self.vcs.items():
+            if name == job.vc or not vc.lends or self.queues.get(name):
+                continue
+            room = tuple(limit - held for limit, held in zip(_triple(vc.limit), self.used[name], strict=True))
+            if vc.lending_limit is not None:
+                may_lend = zip(_triple(vc.lending_limit), self.lent[name], strict=True)
+                room = tuple(min(free, cap - out) for free, (cap, out) in zip(room, may_lend, strict=True))
+            if any(free < wanted for free, wanted in zip(room, need[:3], strict=True)):
+                continue
+            if best is None or room > best[0]:
+                best = (room, name)
+        return best[1] if best is not None else None
+
+    def _reserved_nodes(self, vc: str, ends_at: float | None, starts: dict[int, float | None]) -> frozenset[str]:
+        """Other VCs' reserved nodes that a job of `vc` ending at `ends_at` would hold past their
+        reserved start (while their first job is not played yet)."""
+        if not self.reservations:
+            return frozenset()
+        return frozenset(
+            node
+            for name, reservation in self.reservations.items()
+            if name != vc and starts.get(reservation.job) is None and (ends_at is None or ends_at > reservation.start)
+            for node in reservation.nodes
+        )
+
     def _fits(self, job: JobRequest, need: _Need) -> bool:
         """Whether the job could start now: its quota, then a quick bound on the nodes before trying them."""
         if need.gpu > self.free_gpus or _quota_refusal(self.vcs[job.vc], self.used[job.vc], need) is not None:
             return False
         return self.cluster.could_hold(job, need)
 
-    def _place(self, job: JobRequest, need: _Need, moment: float) -> bool:
-        placements, _ = self.cluster.try_place(job, need)
+    def _place(
+        self,
+        job: JobRequest,
+        need: _Need,
+        moment: float,
+        avoid: frozenset[str] = frozenset(),
+        lender: str | None = None,
+    ) -> bool:
+        asked = replace(job, avoid=job.avoid | avoid) if avoid else job
+        placements, _ = self.cluster.try_place(asked, need)
         if placements is None:
             return False
-        self.used[job.vc] = [a + b for a, b in zip(self.used[job.vc], need[:3], strict=True)]
+        holder = lender or job.vc
+        self.used[holder] = [a + b for a, b in zip(self.used[holder], need[:3], strict=True)]
+        if lender is not None:
+            self.lent[lender] = [a + b for a, b in zip(self.lent[lender], need[:3], strict=True)]
+            self.borrowed[job.vc] = [a + b for a, b in zip(self.borrowed[job.vc], need[:3], strict=True)]
         self.free_gpus -= need.gpu
         if job.expected_for:
-            held = (moment + job.expected_for, next(self.order), job.vc, self._freed(job, placements))
-            heapq.heappush(self.ends, held)
+            freed = self._freed(job, placements)
+            latest = moment + job.holds_for if job.holds_for else math.inf
+            heapq.heappush(
+                self.ends, (moment + job.expected_for, next(self.order), holder, freed, lender and job.vc, latest)
+            )
         return True
 
     def _freed(self, job: JobRequest, placements: list[TaskPlacement]) -> tuple[Freed, ...]:
@@ -575,14 +698,26 @@ class _StartPlan:
             return None
         moment = self.ends[0][0]
         while self.ends and self.ends[0][0] == moment:
-            _, _, vc, freed = heapq.heappop(self.ends)
+            _, _, vc, freed, borrower, latest = heapq.heappop(self.ends)
+            reserved = self.reservations.get(vc)
+            if reserved is not None and vc in self.left and latest > reserved.start:
+                # (it ends before the reserved start that counted it as still holding its quota then:
+                # backfill, judging again, finds that much more left to start past the reserved start)
+                for part in freed:
+                    amounts = (len(part.gpus), part.cpu, part.memory_mb)
+                    self.left[vc] = [room + amount for room, amount in zip(self.left[vc], amounts, strict=True)]
             for part in freed:
                 if (node := self.by_name.get(part.node)) is not None:
                     self.cluster.release(node, part)
                     self.free_gpus += len(part.gpus)
+                amounts = (len(part.gpus), part.cpu, part.memory_mb)
                 if vc in self.used:
-                    held = self.used[vc]
-                    self.used[vc] = [held[0] - len(part.gpus), held[1] - part.cpu, held[2] - part.memory_mb]
+                    self.used[vc] = [held - amount for held, amount in zip(self.used[vc], amounts, strict=True)]
+                if borrower is not None and vc in self.lent and borrower in self.borrowed:
+                    self.lent[vc] = [held - amount for held, amount in zip(self.lent[vc], amounts, strict=True)]
+                    self.borrowed[borrower] = [
+                        held - amount for held, amount in zip(self.borrowed[borrower], amounts, strict=True)
+                    ]
         return max(moment, self.now)
 
 

@@ -123,13 +123,13 @@ class Placer:
             if row.pk not in gate.blocked
         ]
         # (the plan of the running jobs' ends: backfill's reservations and every waiting job's expected start)
-        plan = sharing.backfill_plan(self._specs, time.time(), self._run_times)
+        plan = sharing.backfill_plan(self._specs, started := time.time(), self._run_times)
         result = place(node_states, vc_states, requests, plan)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
         preempting = self.preempter.decide(node_states, vc_states, requests, result)
         result.pending.update(preempting)
-        # (a job whose preemptions began is expected when its victims' grace is over, not by the plan)
-        result.expected.update(sharing.preemption_starts(set(preempting)))
+        # (a job whose preemptions began is expected when its victims are expected to have ended, not by the plan)
+        result.expected.update(sharing.preemption_starts(set(preempting), self._run_times, started))
         if holders:
             self.preempter.release(set(holders), set(result.placed))
         sharing.record_queues(result, vc_states)

@@ -6,6 +6,7 @@ scheduling.models.VcQueue), and each waiting job's expected start (Job.expected_
 
 from __future__ import annotations
 
+import bisect
 import statistics
 import time
 from collections.abc import Iterable
@@ -22,7 +23,8 @@ from clusters.models import VirtualCluster
 from clusters.placement import Backfill, Ending, Freed, PlacementResult, Reservation, VcState
 from clusters.shares import node_gpus
 from clusters.sharing import Held, decayed_usage
-from jobs.models import Job, JobState, Task, TaskAttempt, TaskState
+from jobs.lifecycle import PREEMPTIONS
+from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt, TaskState
 from jobs.protocol.priority import grace_seconds
 from jobs.protocol.spec import NormalizedSpec
 from scheduling.models import VcQueue
@@ -34,11 +36,16 @@ HALF_LIVES_READ = 10
 USAGE_REFRESH_S = 30.0
 # Expected starts take a job to run the share of its time limit its owner's recent jobs ran (the
 # median of the last RUN_TIMES_KEPT that ended with a limit, capped at 1), its VC's while its owner
-# has fewer than RUN_TIMES_LEAST, its whole limit while the VC has none; read from the newest
+# has fewer than RUN_TIMES_LEAST, the cluster's while the VC has none, its whole limit while no job
+# has ended; a running job, the median of those that ran longer than it has. Read from the newest
 # RUN_TIMES_READ ended jobs. Reservations and backfill keep to the limits (their guarantee).
 RUN_TIMES_KEPT = 20
 RUN_TIMES_LEAST = 3
 RUN_TIMES_READ = 5000
+# A preempted job is expected to end as the last EXITS_KEPT preempted jobs did (from its SIGTERM to
+# its requeue), read among the newest EXITS_WINDOW job events.
+EXITS_KEPT = 20
+EXITS_WINDOW = 20000
 
 
 class RecentUsage:
@@ -95,29 +102,57 @@ def read_usage(vcs: Iterable[str], cpu_vcs: set[str], now: datetime, specs: Spec
 
 class RunTimes:
     """How much of its time limit a job is expected to run (an estimate, for expected starts only):
-    the median share its owner's recent jobs ran (else its VC's, else None: all of it), read at most
-    every USAGE_REFRESH_S."""
+    the median share its owner's recent jobs ran (else its VC's, else the cluster's, else None: all
+    of it); for a job
+    that has run a while, the median of those that ran longer. And how long a preempted job takes
+    to end after its SIGTERM (the median of the last EXITS_KEPT preemptions). Read at most every
+    USAGE_REFRESH_S."""
 
     def __init__(self) -> None:
         self._read_at = float("-inf")
-        self._shares: dict[tuple[str, str], float] = {}  # (VC, user) and (VC, "") -> share
+        self._shares: dict[tuple[str, str], list[float]] = {}  # (VC, user) and (VC, "") -> shares, sorted
+        self._exits: list[float] = []  # seconds from a preemption's SIGTERM to its job's requeue, sorted
 
-    def share(self, vc: str, user: str) -> float | None:
+    def _read(self) -> None:
         if time.monotonic() - self._read_at > USAGE_REFRESH_S:
-            self._shares, self._read_at = read_run_times(), time.monotonic()
-        found = self._shares.get((vc, user))
-        return self._shares.get((vc, "")) if found is None else found
+            self._shares, self._exits, self._read_at = read_run_times(), read_exit_times(), time.monotonic()
+
+    def _samples(self, vc: str, user: str) -> list[float] | None:
+        self._read()
+        for key in ((vc, user), (vc, ""), ("", "")):
+            if (found := self._shares.get(key)) is not None:
+                return found
+        return None
+
+    def share(self, vc: str, user: str, ran: float = 0.0) -> float | None:
+        """The share of its limit a job of `user` in `vc` is expected to run, having run the share
+        `ran` of it already: the median of the recent shares over `ran` (None: unknown, or none ran
+        that long)."""
+        samples = self._samples(vc, user)
+        return None if samples is None else median_over(samples, ran)
 
     def expected_s(self, vc: str, user: str, limit_s: float | None) -> float | None:
         """How long a job of `user` in `vc` limited to `limit_s` is expected to run (None: unknown)."""
         share = self.share(vc, user) if limit_s else None
         return None if share is None or not limit_s else share * limit_s
 
+    def exit_s(self, ending_s: float) -> float | None:
+        """How long a preempted job is expected to take to end, having been ending for `ending_s`
+        (None: no preemption seen lately, or none took that long)."""
+        self._read()
+        return median_over(self._exits, ending_s)
 
-def read_run_times() -> dict[tuple[str, str], float]:
-    """(VC, user) and (VC, "") -> the median share of their time limit the last RUN_TIMES_KEPT jobs
-    that ended (done, failed, or ended at their limit) ran, capped at 1; a user's with at least
-    RUN_TIMES_LEAST of them."""
+
+def median_over(samples: list[float], least: float) -> float | None:
+    """The median of the sorted `samples` over `least` (all of them for 0), None when none is."""
+    index = bisect.bisect_right(samples, least) if least > 0 else 0
+    return statistics.median(samples[index:]) if index < len(samples) else None
+
+
+def read_run_times() -> dict[tuple[str, str], list[float]]:
+    """(VC, user), (VC, "") and the cluster's ("", "") -> the shares of their time limit the last
+    RUN_TIMES_KEPT jobs that ended (done, failed, or ended at their limit) ran, capped at 1, sorted;
+    a user's with at least RUN_TIMES_LEAST of them."""
     ended = Q(state__in=[JobState.SUCCEEDED, JobState.FAILED]) | Q(ending_cause=Job.Ending.TIME_LIMIT)
     known = {"time_limit_seconds__isnull": False, "launched_at__isnull": False, "completed_at__isnull": False}
     rows = (
@@ -130,29 +165,61 @@ def read_run_times() -> dict[tuple[str, str], float]:
         if launched_at is None or completed_at is None or not limit:
             continue
         share = min(1.0, max(0.0, (completed_at - launched_at).total_seconds() / limit))
-        for key in ((vc, user), (vc, "")):
+        for key in ((vc, user), (vc, ""), ("", "")):
             kept = samples.setdefault(key, [])
             if len(kept) < RUN_TIMES_KEPT:
                 kept.append(share)
-    return {
-        key: statistics.median(kept) for key, kept in samples.items() if key[1] == "" or len(kept) >= RUN_TIMES_LEAST
-    }
+    return {key: sorted(kept) for key, kept in samples.items() if key[1] == "" or len(kept) >= RUN_TIMES_LEAST}
+
+
+def read_exit_times() -> list[float]:
+    """How long the last EXITS_KEPT preempted jobs took from their SIGTERM (event `preempted`) to
+    their requeue (`requeued`: their room free), sorted; among the newest EXITS_WINDOW events."""
+    newest = JobEvent.objects.aggregate(last=Max("id"))["last"]
+    if newest is None:
+        return []
+    rows = (
+        JobEvent.objects.filter(id__gt=newest - EXITS_WINDOW, kind__in=("preempted", "requeued"))
+        .order_by("-id")
+        .values_list("job_id", "kind", "created_at")
+    )
+    requeued: dict[int, datetime] = {}  # job -> its requeue after the preemption not yet paired
+    found: list[float] = []
+    for job_id, kind, at in rows.iterator():
+        if kind == "requeued":
+            requeued[job_id] = at
+        elif (then := requeued.pop(job_id, None)) is not None:
+            found.append(max(0.0, (then - at).total_seconds()))
+            if len(found) >= EXITS_KEPT:
+                break
+    return sorted(found)
 
 
 def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = None) -> Backfill:
     """What backfill plans by (clusters.placement): each running job's tasks, free again when its
     time limit ends it and the grace that gives it is over (a borrowed one: when its lender may
     take it back), and the reservations an earlier pass stored. With `run_times`, each also says
-    when it is expected to end (expected starts only): at its owner's recent share of its limit, or
-    halfway from now to its limit once it has run past that."""
+    when it is expected to end (expected starts only): at its owner's recent share of its limit,
+    the median of those over the share it has run already once it has run past that (halfway from
+    now to its limit when none ran so long); a preempted one when preempted jobs lately ended after
+    their SIGTERM (by its deadline at the latest), and so a borrowed one once its lender's own jobs
+    wait (`Backfill.reclaim_s`)."""
     found = _ends(now)
     ends: dict[int, tuple[str, float]] = {row.pk: (row.vc, row.ends_at) for row in found if row.ends_at is not None}
+    own_vc = {row.pk: row.own_vc for row in found}
     expected: dict[int, float] = {}
-    for row in found:
-        share = run_times.share(row.own_vc, row.owner) if run_times is not None and row.ends_at else None
-        if share is not None and row.ends_at is not None and row.launched_at is not None and row.limit_s:
-            at = row.launched_at + share * row.limit_s
-            expected[row.pk] = at if at > now else now + max(0.0, row.ends_at - now) / 2
+    if run_times is not None:
+        began = _preempted_at([row.pk for row in found if row.preempted is not None])
+        for row in found:
+            if row.preempted is not None and row.pk in began:
+                expected[row.pk] = expected_exit(run_times, began[row.pk], row.preempted, now)
+            elif row.ends_at is not None and row.launched_at is not None and row.limit_s:
+                ran = max(0.0, now - row.launched_at) / row.limit_s
+                share = run_times.share(row.own_vc, row.owner, ran)
+                if share is not None:
+                    expected[row.pk] = row.launched_at + share * row.limit_s
+                elif run_times.share(row.own_vc, row.owner) is not None:  # (it ran longer than any did)
+                    expected[row.pk] = now + max(0.0, row.ends_at - now) / 2
     tasks = Task.objects.filter(job_id__in=list(ends), state=TaskState.RUNNING, node__isnull=False).values_list(
         "job_id", "role", "node_id", "node__name", "gpus"
     )
@@ -170,13 +237,37 @@ def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = Non
         (vc, at), grace = ends[pk], job_grace(spec_of[pk])
         # (a job past its limit is in its grace: free at its kill; one past that too, at the next second)
         at = max(at, now + 1 - grace)
-        ending.append(Ending(vc, at, tuple(parts), grace_s=grace, expected_at=expected.get(pk)))
+        borrowed = vc != own_vc.get(pk, vc)
+        ending.append(Ending(vc, at, tuple(parts), grace_s=grace, expected_at=expected.get(pk), borrowed=borrowed))
     kept = {
         name: Reservation(stored["job"], stored["start"], tuple(stored["nodes"]))
         for name, stored in VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
         if stored
     }
-    return Backfill(now, ending, kept)
+    return Backfill(now, ending, kept, reclaim_s=run_times.exit_s(0.0) if run_times is not None else None)
+
+
+def expected_exit(run_times: RunTimes, began: float, deadline: float, now: float) -> float:
+    """When a job preempted at `began` (its SIGTERM) is expected to have ended: as preempted jobs
+    lately did, or halfway from now to its deadline once it took longer than they all did, by its
+    deadline while none was seen."""
+    took = run_times.exit_s(max(0.0, now - began))
+    if took is not None:
+        return min(deadline, max(now, began + took))
+    return deadline if run_times.exit_s(0.0) is None else min(deadline, now + max(0.0, deadline - now) / 2)
+
+
+def _preempted_at(keys: list[int]) -> dict[int, float]:
+    """Each of these jobs -> when its last preemption began (its event `preempted`)."""
+    if not keys:
+        return {}
+    rows = (
+        JobEvent.objects.filter(job_id__in=keys, kind="preempted")
+        .values("job_id")
+        .annotate(last=Max("created_at"))
+        .values_list("job_id", "last")
+    )
+    return {key: last.timestamp() for key, last in rows}
 
 
 def job_grace(spec: NormalizedSpec) -> int:
@@ -256,18 +347,28 @@ def _ids(vc_ids: dict[str, int], queues: dict[str, list[int]]) -> set[int]:
     return {vc_ids[name] for name in queues if name in vc_ids}
 
 
-def preemption_starts(keys: set[int]) -> dict[int, float]:
-    """Each of these jobs that preempts others -> when the last of its victims' grace is over (its
-    expected start: the room is its own then)."""
+def preemption_starts(keys: set[int], run_times: RunTimes | None = None, now: float | None = None) -> dict[int, float]:
+    """Each of these jobs that preempts others -> when the last of its victims is expected to have
+    ended (its expected start: the room is its own then): as preempted jobs lately did after their
+    SIGTERM (`run_times`), by its victims' deadlines at the latest (the end of their grace)."""
     if not keys:
         return {}
-    rows = (
-        Job.objects.filter(ending_by__in=keys, ending_deadline__isnull=False)
-        .values("ending_by")
-        .annotate(last=Max("ending_deadline"))
-        .values_list("ending_by", "last")
+    rows = list(
+        Job.objects.filter(ending_by__in=keys, ending_deadline__isnull=False).values_list(
+            "ending_by", "pk", "ending_deadline"
+        )
     )
-    return {key: last.timestamp() for key, last in rows if key is not None and last is not None}
+    began = _preempted_at([pk for _, pk, _ in rows]) if run_times is not None else {}
+    at = time.time() if now is None else now
+    starts: dict[int, float] = {}
+    for key, pk, deadline in rows:
+        if key is None or deadline is None:
+            continue
+        end = deadline.timestamp()
+        if run_times is not None and pk in began:
+            end = expected_exit(run_times, began[pk], end, at)
+        starts[key] = max(starts.get(key, end), end)
+    return starts
 
 
 class _Running(NamedTuple):
@@ -278,6 +379,7 @@ class _Running(NamedTuple):
     limit_s: int | None
     own_vc: str
     owner: str
+    preempted: float | None  # its preemption's deadline while it ends by one (None: not preempted)
 
 
 def _ends(now: float) -> list[_Running]:
@@ -292,11 +394,14 @@ def _ends(now: float) -> list[_Running]:
         "time_limit_seconds",
         "virtual_cluster__name",
         "owner__username",
+        "ending_cause",
+        "ending_deadline",
     )
-    for pk, vc, launched_at, limit, own_vc, owner in rows:
+    for pk, vc, launched_at, limit, own_vc, owner, cause, deadline in rows:
         launched = launched_at.timestamp() if launched_at is not None else None
         ends_at = launched + limit if launched is not None and limit else None
-        found.append(_Running(pk, vc, ends_at, launched, limit, own_vc, owner))
+        preempted = deadline.timestamp() if deadline is not None and cause in PREEMPTIONS else None
+        found.append(_Running(pk, vc, ends_at, launched, limit, own_vc, owner, preempted))
     return found
 
 

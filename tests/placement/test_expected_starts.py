@@ -90,3 +90,72 @@ def test_the_reservation_keeps_to_the_limits_while_the_expected_start_rests_on_r
     ending = replace(running("n", range(6), NOW + 100), expected_at=NOW + 40)
     result = place([make_node("n", busy_gpus=6)], backfill_vc(), [make_job(1, gpu=4)], Backfill(NOW, [ending]))
     assert result.reservations["default"].start == NOW + 100 and result.expected == {1: NOW + 40}
+
+
+def test_it_expects_a_later_job_that_backfill_would_start_past_the_reserved_start_on_other_nodes():
+    # The first job (which b cannot run) is reserved on a at +100; b's job is expected to end at +40.
+    # The later job runs past +100, but on b, leaving the first job its quota: backfill starts it at +40.
+    nodes = [make_node("a", busy_gpus=8), make_node("b", busy_gpus=8)]
+    ending = [running("a", range(8), NOW + 100), replace(running("b", range(8), NOW + 300), expected_at=NOW + 40)]
+    vcs = backfill_vc(gpu=32, gpu_used=16)
+    jobs = [make_job(1, gpu=8, avoid=frozenset({"b"})), limited(make_job(2, gpu=4), 1000)]
+    result = place(nodes, vcs, jobs, Backfill(NOW, ending))
+    assert result.reservations["default"].nodes == ("a",)
+    assert result.expected == {1: NOW + 100, 2: NOW + 40}
+
+
+def test_it_expects_a_later_job_past_the_reserved_start_once_a_job_ending_early_leaves_it_the_quota():
+    nodes = [make_node("a", busy_gpus=8), make_node("b", busy_gpus=8)]
+    ending = [running("a", range(8), NOW + 100), replace(running("b", range(8), NOW + 300), expected_at=NOW + 40)]
+    # (by the limits, at +100: 8 held by b's job, 8 the first job's, 4 left: too few for the later job;
+    # once b's job ends at +40, backfill finds 12 left)
+    vcs = backfill_vc(gpu=20, gpu_used=16)
+    jobs = [make_job(1, gpu=8, avoid=frozenset({"b"})), limited(make_job(2, gpu=8), 1000)]
+    result = place(nodes, vcs, jobs, Backfill(NOW, ending))
+    assert 2 not in result.placed and result.expected == {1: NOW + 100, 2: NOW + 40}
+
+
+def test_it_expects_a_job_that_may_borrow_when_a_lending_vc_is_idle_again():
+    vcs = {
+        "mine": make_vc("mine", gpu=8, gpu_used=8),
+        "other": replace(make_vc("other", gpu=8, gpu_used=8), lends=True),
+    }
+    ending = [running("a", range(8), NOW + 100, vc="mine"), running("b", range(8), NOW + 50, vc="other")]
+    nodes = [make_node("a", busy_gpus=8), make_node("b", busy_gpus=8)]
+    borrower = replace(limited(make_job(1, gpu=8, vc="mine"), 1000), may_borrow=True)
+    result = place(nodes, vcs, [borrower], Backfill(NOW, ending))
+    assert result.expected == {1: NOW + 50}  # (on other's idle quota, before mine's job ends)
+
+
+def test_a_job_that_may_not_borrow_waits_for_its_own_quota():
+    vcs = {
+        "mine": make_vc("mine", gpu=8, gpu_used=8),
+        "other": replace(make_vc("other", gpu=8, gpu_used=8), lends=True),
+    }
+    ending = [running("a", range(8), NOW + 100, vc="mine"), running("b", range(8), NOW + 50, vc="other")]
+    nodes = [make_node("a", busy_gpus=8), make_node("b", busy_gpus=8)]
+    result = place(nodes, vcs, [limited(make_job(1, gpu=8, vc="mine"), 1000)], Backfill(NOW, ending))
+    assert result.expected == {1: NOW + 100}
+
+
+def test_another_vcs_job_is_not_expected_on_a_reserved_node_past_the_reserved_start():
+    vcs = {"bf": backfill_vc(gpu=8, gpu_used=6)["default"], "x": make_vc("x", gpu=8, gpu_used=8)}
+    vcs["bf"] = replace(vcs["bf"], name="bf")
+    ending = [running("a", range(6), NOW + 100, vc="bf"), running("b", range(8), NOW + 200, vc="x")]
+    nodes = [make_node("a", busy_gpus=6), make_node("b", busy_gpus=8)]
+    jobs = [make_job(1, gpu=4, vc="bf"), limited(make_job(2, gpu=2, vc="x"), 1000)]
+    vcs["x"] = make_vc("x", gpu=16, gpu_used=8)
+    result = place(nodes, vcs, jobs, Backfill(NOW, ending))
+    assert result.reservations["bf"].nodes == ("a",) and 2 not in result.placed  # (a's 2 free GPUs are reserved)
+    assert result.expected == {1: NOW + 100, 2: NOW + 100}  # (beside the first job once it starts)
+
+
+def test_a_lender_whose_own_job_waits_is_expected_to_take_its_lent_quota_back_within_the_reclaim():
+    lent = replace(running("n", range(8), NOW + 1000, vc="lender"), borrowed=True)  # (another VC's job)
+    vcs = {"lender": make_vc("lender", gpu=8, gpu_used=8)}
+    plan = Backfill(NOW, [lent], reclaim_s=15)
+    result = place([make_node("n", busy_gpus=8)], vcs, [make_job(1, gpu=8, vc="lender")], plan)
+    assert result.expected == {1: NOW + 15}
+    assert place(
+        [make_node("n", busy_gpus=8)], vcs, [make_job(1, gpu=8, vc="lender")], replace(plan, reclaim_s=None)
+    ).expected == {1: NOW + 1000}
