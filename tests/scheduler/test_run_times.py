@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from catalogue import Message
 from jobs.lifecycle import event
 from jobs.models import Job, JobState
-from jobs.texts import REQUEUED
 from scheduling.sharing import RunTimes, median_over, preemption_starts
 from tests.factories import create_job
 
@@ -54,11 +54,11 @@ def test_a_vc_where_no_job_ended_takes_the_clusters_run_times(db, user):
 def test_a_preempted_job_is_expected_to_end_as_preempted_jobs_lately_did(db, user):
     for number, took_s in enumerate([4, 6, 8]):
         victim = create_job(user, f"victim-{number}")
-        event(victim.pk, "preempted", REQUEUED(who="x"))
+        event(victim.pk, "preempted", Message.of("event.requeued", who="x"))
         row = victim.events.get()
         row.created_at -= timedelta(seconds=took_s)
         row.save()
-        event(victim.pk, "requeued", REQUEUED(who="x"))
+        event(victim.pk, "requeued", Message.of("event.requeued", who="x"))
     assert RunTimes().exit_s(0.0) == pytest.approx(6, abs=0.5)
 
 
@@ -74,7 +74,7 @@ def test_a_job_that_preempts_is_expected_when_its_victims_are_expected_to_end_no
         ending_by=preemptor,
         ending_deadline=timezone.now() + timedelta(seconds=30),
     )
-    event(victim.pk, "preempted", REQUEUED(who="x"))
+    event(victim.pk, "preempted", Message.of("event.requeued", who="x"))
     began = victim.events.get().created_at.timestamp()
     now = time.time()
     assert preemption_starts({preemptor.pk}, times, now)[preemptor.pk] == pytest.approx(began + 10, abs=0.5)
