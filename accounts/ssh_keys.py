@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import asyncssh
 from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
@@ -35,6 +34,8 @@ def parse_public_key(text: str) -> ParsedKey:
         raise KeyRefused(_("The key is longer than %(limit)d characters.") % {"limit": MAX_KEY_CHARS})
     if "PRIVATE KEY" in text:
         raise KeyRefused(_("This is a private key: paste the public one (the .pub file) and keep this secret."))
+    import asyncssh  # (here, not at the top: every Django start imports this module, few read a key)
+
     try:
         keys = asyncssh.import_public_key(text) if "\n" not in text or "BEGIN SSH2" in text else None
     except (asyncssh.KeyImportError, ValueError):

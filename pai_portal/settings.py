@@ -39,7 +39,7 @@ CSRF_TRUSTED_ORIGINS = env_list("PAI_CSRF_TRUSTED_ORIGINS", "")
 PAI_TRUSTED_PROXIES = env_networks("PAI_TRUSTED_PROXIES")
 
 INSTALLED_APPS = [
-    "daphne",  # first, so runserver serves websockets too
+    "pai_portal.runserver_app.DaphneRunserverConfig",  # daphne, first: runserver serves websockets too
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

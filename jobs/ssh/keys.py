@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncssh
-
 from jobs.crypto import decrypt_text, encrypt_text
 from jobs.models import Job
 
 
 def generate_job_keypair(comment: str = "") -> tuple[str, str]:
     """A fresh ed25519 key pair as (public key line, private key in OpenSSH format)."""
+    import asyncssh  # (here: every Django start imports this module, through jobs.actions)
+
     key = asyncssh.generate_private_key("ssh-ed25519", comment=comment or None)
     public = key.export_public_key("openssh").decode().strip()
     private = key.export_private_key("openssh").decode()

@@ -35,6 +35,7 @@ The terminal summary says how many were run (tests/docs/conftest.py).
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import json
 import os
@@ -93,7 +94,16 @@ EXAMPLES = marked_blocks()
 
 def of_kind(kind: str) -> list[Any]:
     return [
-        pytest.param(block, id=block.where, marks=[getattr(pytest.mark, need) for need in block.option_list("needs")])
+        pytest.param(
+            block,
+            id=block.where,
+            marks=[
+                *(getattr(pytest.mark, need) for need in block.option_list("needs")),
+                # (a setup step that sets variables starts Django in a subprocess, `manage.py check`:
+                # ~2 s of CPU and 5-15 s of wall under load; the whole suite runs it)
+                *([pytest.mark.slow] if kind == "setup" and sets_variables(block) else []),
+            ],
+        )
         for block in EXAMPLES
         if block.kind == kind
     ]
@@ -182,6 +192,7 @@ def run_bash(script: str, cwd: Path, env: dict[str, str] | None = None, timeout:
     return done.stdout
 
 
+@pytest.mark.slow  # (a live portal, the scheduler's loop and real tasks: 1-4 s each on a quiet box)
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("example", of_kind("curl"))
 def test_it_runs_each_marked_curl_session_against_a_live_portal(world, live_server, scheduler_running, tmp_path):
@@ -273,13 +284,15 @@ def test_it_runs_each_marked_command_session_on_the_tests_database(world, scratc
 # -- setup steps --------------------------------------------------------------------------------
 
 
-def settings_variables() -> set[str]:
-    """The variables the settings read (docs/gen/reference.py finds them for the reference page)."""
+@functools.cache
+def settings_variables() -> frozenset[str]:
+    """The variables the settings read (docs/gen/reference.py finds them for the reference page);
+    read once per process (~0.6 s of CPU each time, and every setup step asks)."""
     spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "docs" / "gen" / "reference.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return set(module.settings_readers(ROOT / "pai_portal" / "settings.py"))
+    return frozenset(module.settings_readers(ROOT / "pai_portal" / "settings.py"))
 
 
 def make_targets() -> set[str]:
@@ -290,6 +303,10 @@ def commands_of(text: str) -> list[list[str]]:
     """The block's commands as the shell splits them, continuation lines joined, comments left out."""
     joined = re.sub(r"\\\n\s*", " ", text)
     return [words for line in joined.splitlines() if (words := shlex.split(line, comments=True))]
+
+
+def sets_variables(block: Block) -> bool:
+    return any(re.fullmatch(r"\w+=.*", words[0]) for words in commands_of(block.text))
 
 
 @pytest.mark.parametrize("example", of_kind("setup"))

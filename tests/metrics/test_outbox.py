@@ -39,6 +39,7 @@ def waiting_mails(user, count: int) -> None:
         outbox.mail(user, f"[PAI] Notice {i}", f"Notice {i}.\n", event="succeeded")
 
 
+@pytest.mark.slow  # (eight real jobs and a hung mail server: 4-14 s; the next test proves the rest with none)
 @pytest.mark.django_db(transaction=True)
 def test_a_mail_server_that_never_answers_holds_up_no_other_users_job(
     mailed_user, other_user, default_vc, mail_server, submit, scheduler, run_until, sender
