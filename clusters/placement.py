@@ -44,7 +44,7 @@ import copy
 import heapq
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import NamedTuple
@@ -629,10 +629,7 @@ class _StartPlan:
         for name, vc in self.vcs.items():
             if name == job.vc or not vc.lends or self.queues.get(name):
                 continue
-            room = tuple(limit - held for limit, held in zip(_triple(vc.limit), self.used[name], strict=True))
-            if vc.lending_limit is not None:
-                may_lend = zip(_triple(vc.lending_limit), self.lent[name], strict=True)
-                room = tuple(min(free, cap - out) for free, (cap, out) in zip(room, may_lend, strict=True))
+            room = _lendable_room(vc, self.used[name], self.lent[name])
             if any(free < wanted for free, wanted in zip(room, need[:3], strict=True)):
                 continue
             if best is None or room > best[0]:
@@ -798,15 +795,22 @@ def _lender(job: JobRequest, need: _Need, lending: _Lending, used: dict[str, lis
         if name == job.vc:
             continue
         vc = lending.vcs[name]
-        room = tuple(limit - held for limit, held in zip(_triple(vc.limit), used[name], strict=True))
-        if vc.lending_limit is not None:  # (what it keeps for its own jobs is not lent)
-            may_lend = zip(_triple(vc.lending_limit), lending.lent[name], strict=True)
-            room = tuple(min(free, cap - out) for free, (cap, out) in zip(room, may_lend, strict=True))
+        room = _lendable_room(vc, used[name], lending.lent[name])
         if any(free < wanted for free, wanted in zip(room, need[:3], strict=True)):
             continue
         if best is None or room > best[0]:
             best = (room, name)
     return best[1] if best is not None else None
+
+
+def _lendable_room(vc: VcState, used: Sequence[int], lent: Sequence[int]) -> tuple[int, ...]:
+    """What a lending VC's quota has free, within its lending limit (what it keeps for its own
+    jobs is not lent)."""
+    room = tuple(limit - held for limit, held in zip(_triple(vc.limit), used, strict=True))
+    if vc.lending_limit is not None:
+        may_lend = zip(_triple(vc.lending_limit), lent, strict=True)
+        room = tuple(min(free, cap - out) for free, (cap, out) in zip(room, may_lend, strict=True))
+    return room
 
 
 def _borrowing_refusal(vc: VcState, borrowed: list[int], need: _Need) -> Message | None:
