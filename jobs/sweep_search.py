@@ -52,7 +52,8 @@ def spec_of(sweep: Sweep) -> SearchSpec:
 
 def trials(sweep: Sweep, spec: SearchSpec, cache: CurveCache | None = None) -> list[Trial]:
     """The sweep's runs as trials, by index: values, state, and the metric's curve (its first
-    task's that reported it; a finished run's value is the curve's last). `cache`: the curves
+    task's that reported it; a finished run's value is the curve's last) and when each step was
+    read (what orders the runs' arrivals at an ASHA rung). `cache`: the curves
     kept from the last call (jobs/sweep_curves.py), else read whole."""
     runs = list(
         sweep.runs.order_by("sweep_index").values_list(
@@ -60,13 +61,18 @@ def trials(sweep: Sweep, spec: SearchSpec, cache: CurveCache | None = None) -> l
         )
     )
     job_ids = [run[0] for run in runs]
-    curves = cache.curves(job_ids, spec.metric) if cache else read_curves(job_ids, spec.metric)
+    if cache is not None:
+        curves = cache.curves(job_ids, spec.metric)
+    else:
+        cache = read_curves(job_ids, spec.metric)
+        curves = cache.known(job_ids, spec.metric)
+    read_at = cache.read_times(job_ids, spec.metric)
     answer = []
     for pk, name, index, values, state, ending, reason in runs:
         curve = curves.get(pk, {})
         trial_state = _trial_state(state, reason)
         last = curve[max(curve)] if curve and trial_state == COMPLETE else None
-        row = TrialRow(index or 0, dict(values or {}), trial_state, last, curve)
+        row = TrialRow(index or 0, dict(values or {}), trial_state, last, curve, read_at.get(pk, {}))
         answer.append(Trial(row, pk, name, state, ending))
     return answer
 
