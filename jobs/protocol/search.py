@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import statistics
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,7 @@ class TrialRow:
     state: str
     value: float | None = None
     curve: dict[int, float] = field(default_factory=dict)
-    read_at: dict[int, float] = field(default_factory=dict)
+    read_at: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
