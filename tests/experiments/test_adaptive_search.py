@@ -172,8 +172,17 @@ def test_the_duty_stops_every_searchs_runs_behind_before_it_asks_any_for_new_val
             type(job).objects.filter(pk=job.pk).update(state=JobState.RUNNING)
     said: list[str] = []
     stop, ask_for = sweep_search.lifecycle.request_pruned_stop, sweep_search.ask
-    monkeypatch.setattr(sweep_search.lifecycle, "request_pruned_stop", lambda *a: said.append("stop") or stop(*a))
-    monkeypatch.setattr(sweep_search, "ask", lambda *a: said.append("ask") or ask_for(*a))
+
+    def stopping(*args):
+        said.append("stop")
+        return stop(*args)
+
+    def asking(*args):
+        said.append("ask")
+        return ask_for(*args)
+
+    monkeypatch.setattr(sweep_search.lifecycle, "request_pruned_stop", stopping)
+    monkeypatch.setattr(sweep_search, "ask", asking)
 
     advance_searches()
 
