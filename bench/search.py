@@ -8,10 +8,11 @@ Each search is a sweep submitted as a user submits one (`jobs.submit.submit`, `e
 and run by the real parts, all four at once on one SQLite database: the scheduler's passes
 (`Scheduler.run_once`, back to back while they do work, its idle wait between them, as
 `runscheduler`) start each trial as a sandboxed process task on fake GPU nodes (process-executor
-nodes declaring 8 GPUs each: a task gets its GPU indices, no device); the sampler's passes
-(`Sampler.run_due` every --sample-s seconds, as `runsampler` every PAI_SAMPLE_SECONDS) read the
-`PAI_METRIC` lines the tasks print, prune the runs behind (the Stop path: SIGTERM, STOPPED, the
-reason) and make the next trials as runs end.
+nodes declaring 8 GPUs each: a task gets its GPU indices, no device); the sampler's passes, in a
+process of their own as `runsampler`'s (`Sampler.run` every --sample-s seconds, as every
+PAI_SAMPLE_SECONDS; before issue 47's second round they ran between the scheduler's passes, which
+waited for them), read the `PAI_METRIC` lines the tasks print, prune the runs behind (the Stop
+path: SIGTERM, STOPPED, the reason) and make the next trials as runs end.
 
 A trial is a Python script (`objective_script`): loss 0.1 at its optimum (lr 0.01, dropout 0.3),
 a noisy curve from about 1 + final down to final, one `PAI_METRIC {"step": e, "loss": ...}` line per
@@ -33,6 +34,7 @@ import argparse
 import inspect
 import json
 import math
+import multiprocessing
 import random
 import statistics
 import sys
@@ -127,16 +129,23 @@ def make_cluster(nodes: int) -> Any:
 
 
 def drive(sweeps: dict[str, Any], sample_s: float, deadline_s: float, passes: dict[str, list[float]]) -> dict[str, Any]:
-    """The scheduler's and the sampler's passes until every search is done and its runs ended;
-    returns when each search ended (monotonic seconds); `passes` gets each pass's seconds."""
+    """The scheduler's passes here and the sampler's in a process of its own (as `runscheduler` and
+    `runsampler` run), until every search is done and its runs ended; returns when each search
+    ended (monotonic seconds); `passes` gets each pass's seconds."""
+    from django.db import connections
+
     from jobs.models import Job
     from jobs.states import FINISHED_JOB_STATES
-    from scheduling.sampler import Sampler
     from scheduling.scheduler import Scheduler
 
-    scheduler, sampler = Scheduler(), Sampler(gpu_reader=dict)  # (fake GPUs: no nvidia-smi)
+    connections.close_all()  # (before the fork: the sampler's process opens its own)
+    context = multiprocessing.get_context("fork")
+    stop, sampled = context.Event(), context.Queue()
+    sampler = context.Process(target=run_sampler, args=(stop, sampled), name="sampler", daemon=True)
+    sampler.start()
+    scheduler = Scheduler()
     ended: dict[str, float] = {}
-    next_sample = deadline = time.monotonic()
+    next_look = deadline = time.monotonic()
     deadline += deadline_s
     try:
         while len(ended) < len(sweeps):
@@ -145,10 +154,8 @@ def drive(sweeps: dict[str, Any], sample_s: float, deadline_s: float, passes: di
             began = time.monotonic()
             worked = scheduler.run_once()
             passes["scheduler"].append((now := time.monotonic()) - began)
-            if now >= next_sample:
-                sampler.run_due(now)
-                next_sample = now + sample_s
-                passes["sampler"].append(time.monotonic() - now)
+            if now >= next_look:  # (as often as the sampler passes)
+                next_look = now + sample_s
                 for name, sweep in sweeps.items():
                     sweep.refresh_from_db()
                     running = Job.objects.filter(sweep=sweep).exclude(state__in=FINISHED_JOB_STATES).exists()
@@ -158,7 +165,30 @@ def drive(sweeps: dict[str, Any], sample_s: float, deadline_s: float, passes: di
                 scheduler.idle_wait(IDLE_WAIT_S)
     finally:
         scheduler.release_lease()
+        stop.set()
+        passes["sampler"] = sampled.get(timeout=120)
+        sampler.join(30)
     return ended
+
+
+def run_sampler(stop: Any, sampled: Any) -> None:
+    """The sampler's loop (`Sampler.run`, every PAI_SAMPLE_SECONDS, as `runsampler`), in the forked
+    process; each pass's seconds sent back once stopped."""
+    from scheduling.sampler import Sampler
+
+    sampler = Sampler(gpu_reader=dict)  # (fake GPUs: no nvidia-smi)
+    times: list[float] = []
+    run_due = sampler.run_due
+
+    def timed(now: float) -> None:
+        run_due(now)
+        times.append(time.monotonic() - now)
+
+    sampler.run_due = timed  # type: ignore[method-assign]
+    try:
+        sampler.run(stop)
+    finally:
+        sampled.put(times)
 
 
 def gpu_seconds(sweep: Any) -> float:

@@ -25,13 +25,15 @@ class Cached:
     since: int | None = None  # the latest `at` of the points read (None: none read yet)
     task_id: int | None = None
     curve: dict[int, float] = field(default_factory=dict)
+    read_at: dict[int, int] = field(default_factory=dict)  # step -> its point's `at`
 
 
-def read_curves(job_ids: list[int], metric: str) -> dict[int, dict[int, float]]:
-    """Each run's curve read whole, nothing kept (a page's or the API's one look)."""
+def read_curves(job_ids: list[int], metric: str) -> CurveCache:
+    """Each run's curve read whole, nothing kept (a page's or the API's one look): a cache of
+    its own, to ask its `curves` and `read_times`."""
     cache = CurveCache()
     cache.read({job_id: cache.runs.setdefault((job_id, metric), Cached()) for job_id in job_ids}, metric)
-    return {job_id: cache.runs[(job_id, metric)].curve for job_id in job_ids}
+    return cache
 
 
 class CurveCache:
@@ -49,13 +51,21 @@ class CurveCache:
             points = written.get(job_id)  # (None: no series, so nothing to trust: read)
             if points is None or cached.written != points:
                 if cached.since is None:  # (read from the start)
-                    cached.task_id, cached.curve = None, {}
+                    cached.task_id, cached.curve, cached.read_at = None, {}, {}
                 stale[job_id] = cached
                 cached.written = -1 if points is None else points
         self.touched.update((job_id, metric) for job_id in job_ids)
         if stale:
             self.read(stale, metric)
+        return self.known(job_ids, metric)
+
+    def known(self, job_ids: list[int], metric: str) -> dict[int, dict[int, float]]:
+        """The curves as last read (`curves` reads what is new first)."""
         return {job_id: self.runs[(job_id, metric)].curve for job_id in job_ids}
+
+    def read_times(self, job_ids: list[int], metric: str) -> dict[int, dict[int, int]]:
+        """When each step of the curves as last read was read (job id -> step -> its `at`)."""
+        return {job_id: self.runs[(job_id, metric)].read_at for job_id in job_ids}
 
     def read(self, stale: dict[int, Cached], metric: str) -> None:
         """The points of `stale`'s runs written since each was last read, into their curves."""
@@ -74,6 +84,7 @@ class CurveCache:
                 cached.task_id = task_id
             if task_id == cached.task_id:
                 cached.curve[step] = value
+                cached.read_at[step] = at
                 cached.since = at if cached.since is None else max(cached.since, at)
             elif task_id < cached.task_id:  # (a first task that reported later)
                 again.add(job_id)

@@ -52,7 +52,8 @@ def spec_of(sweep: Sweep) -> SearchSpec:
 
 def trials(sweep: Sweep, spec: SearchSpec, cache: CurveCache | None = None) -> list[Trial]:
     """The sweep's runs as trials, by index: values, state, and the metric's curve (its first
-    task's that reported it; a finished run's value is the curve's last). `cache`: the curves
+    task's that reported it; a finished run's value is the curve's last) and when each step was
+    read (what orders the runs' arrivals at an ASHA rung). `cache`: the curves
     kept from the last call (jobs/sweep_curves.py), else read whole."""
     runs = list(
         sweep.runs.order_by("sweep_index").values_list(
@@ -60,13 +61,18 @@ def trials(sweep: Sweep, spec: SearchSpec, cache: CurveCache | None = None) -> l
         )
     )
     job_ids = [run[0] for run in runs]
-    curves = cache.curves(job_ids, spec.metric) if cache else read_curves(job_ids, spec.metric)
+    if cache is not None:
+        curves = cache.curves(job_ids, spec.metric)
+    else:
+        cache = read_curves(job_ids, spec.metric)
+        curves = cache.known(job_ids, spec.metric)
+    read_at = cache.read_times(job_ids, spec.metric)
     answer = []
     for pk, name, index, values, state, ending, reason in runs:
         curve = curves.get(pk, {})
         trial_state = _trial_state(state, reason)
         last = curve[max(curve)] if curve and trial_state == COMPLETE else None
-        row = TrialRow(index or 0, dict(values or {}), trial_state, last, curve)
+        row = TrialRow(index or 0, dict(values or {}), trial_state, last, curve, read_at.get(pk, {}))
         answer.append(Trial(row, pk, name, state, ending))
     return answer
 
@@ -91,17 +97,25 @@ def _says_pruned(message: Any) -> bool:
 
 
 def advance_searches() -> None:
-    """The sampler's duty: every search with trials to make or runs to judge, one step each."""
+    """The sampler's duty: every search with trials to make or runs to judge, one step each: first
+    every search's runs behind stopped (a stop frees GPUs, the scheduler acts on it at once), then
+    their new trials (asking TPE for values takes a while: no pruned run waits for another search's)."""
     sweeps = (
         Sweep.objects.filter(kind="search")
         .filter(Q(search_done=False) | Q(runs__state=JobState.RUNNING))
         .distinct()
         .select_related("owner")
     )
+    judged = []
     for sweep in sweeps:
         try:
-            advance(sweep, CURVES)
+            judged.append((sweep, prune_behind(sweep, CURVES)))
         except Exception:  # (one search's trouble is not the others')
+            log.exception("adaptive search %s: could not judge its runs", sweep.full_name)
+    for sweep, (spec, found) in judged:
+        try:
+            make_trials(sweep, spec, found)
+        except Exception:
             log.exception("adaptive search %s: could not advance it", sweep.full_name)
     CURVES.forget_untouched()
 
@@ -113,6 +127,11 @@ def forget_search_curves() -> None:
 
 def advance(sweep: Sweep, cache: CurveCache | None = None) -> None:
     """Prune the runs behind, then make as many new trials as there is room for."""
+    make_trials(sweep, *prune_behind(sweep, cache))
+
+
+def prune_behind(sweep: Sweep, cache: CurveCache | None = None) -> tuple[SearchSpec, list[Trial]]:
+    """Stop the running trials the pruner finds behind; the search's spec and trials as read."""
     spec = spec_of(sweep)
     found = trials(sweep, spec, cache)
     rows = [trial.row for trial in found]
@@ -121,8 +140,14 @@ def advance(sweep: Sweep, cache: CurveCache | None = None) -> None:
             verdict = prune(spec, trial.row, rows)
             if verdict is not None:
                 _stop_pruned(trial, spec, verdict)
+    return spec, found
+
+
+def make_trials(sweep: Sweep, spec: SearchSpec, found: list[Trial]) -> None:
+    """As many new trials as there is room for (`found`: the search's trials as read)."""
     if sweep.search_done:
         return
+    rows = [trial.row for trial in found]
     made = len(found)
     active = sum(trial.job_state not in FINISHED_JOB_STATES for trial in found)
     room = spec.trials - made

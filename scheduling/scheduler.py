@@ -94,6 +94,7 @@ class Scheduler:
             self.starter.trouble.ports_held(node, ports, said)
         started = self.starter.start_unstarted(self.unstarted | ended.retried)
         self.unstarted = set()
+        stopped |= self.stopper.look_again(self.backends)  # (those that obeyed their SIGTERM meanwhile)
         freed = stopped or preempted or ended.changed or nodes_changed
         freed |= dependencies.judge_held_jobs()  # (jobs that joined the queue: placement looks again)
         placed = self.placer.schedule_waiting(resources_freed=freed)

@@ -56,10 +56,12 @@ class Stopper:
         self.terminator = terminator or Terminator()
         self._passes = 0
         self._looked_at: dict[int, int] = {}
+        self._signalled: list[int] = []  # jobs whose stop began this pass (look_again)
 
     def carry_out(self, backends: Backends) -> bool:
         """True when a job began or finished stopping (its room is freed, or about to be)."""
         self._passes += 1
+        self._signalled = []
         deadline = time.monotonic() + STOP_BUDGET_S
         owned = backends.owned_vcs()
         changed = self._stop_unstarted(owned, deadline)
@@ -109,6 +111,25 @@ class Stopper:
                 break
         return changed
 
+    def look_again(self, backends: Backends) -> bool:
+        """The jobs whose stop began this pass, once more later in the same pass (the scheduler
+        calls it after the ending and starting phases): those whose tasks obeyed their SIGTERM
+        meanwhile (most do, within milliseconds) are torn down and STOPPED now, their room free
+        for this pass's placement, not one pass and an idle wait later (an adaptive search's
+        pruned run held its GPU for it). One poll each; a task still in its grace is looked at
+        next pass, as before; the grace is the same. Within STOP_BUDGET_S again. True when one was
+        STOPPED."""
+        signalled, self._signalled = self._signalled, []
+        deadline = time.monotonic() + STOP_BUDGET_S
+        changed = False
+        for job_id in signalled:
+            job = Job.objects.select_related("virtual_cluster").filter(pk=job_id, state=JobState.STOPPING).first()
+            if job is not None:
+                changed |= self._stop_one(job, backends)
+            if time.monotonic() > deadline:
+                break
+        return changed
+
     def _stop_one(self, job: Job, backends: Backends) -> bool:
         """One job's step: STOPPING, then the graceful end (scheduling.terminating) till STOPPED.
         True when it began or finished stopping."""
@@ -120,6 +141,7 @@ class Stopper:
                     return False  # it finished meanwhile
                 job.state = JobState.STOPPING
                 changed = True
+                self._signalled.append(job.pk)
             # (On a Slurm VC too: the SIGTERM goes through each task's wrapper, and Slurm's scancel,
             # which signals every process of the step at once, comes after the grace.)
             changed |= self.terminator.end(job, Job.Ending.STOP, backends, timezone.now())

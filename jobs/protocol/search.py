@@ -15,7 +15,7 @@ import hashlib
 import itertools
 import statistics
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -42,14 +42,16 @@ def _optuna() -> ModuleType:
 
 @dataclass(frozen=True)
 class TrialRow:
-    """One run of the search as stored: its values, how it stands, its metric's last value and
-    its curve (step -> value)."""
+    """One run of the search as stored: its values, how it stands, its metric's last value, its
+    curve (step -> value) and when each of its steps was read (step -> a time that only goes
+    forward, the sampler's read: which runs reached an ASHA rung before it; none: the earliest)."""
 
     number: int
     params: dict[str, Any]
     state: str
     value: float | None = None
     curve: dict[int, float] = field(default_factory=dict)
+    read_at: Mapping[int, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -192,32 +194,38 @@ def rungs(spec: SearchSpec) -> Iterable[int]:
     return (settings["minStep"] * settings["reductionFactor"] ** k for k in itertools.count())
 
 
+def reached(row: TrialRow, rung: int) -> float | None:
+    """When the run reached the rung: its first step read at or past it (None: not yet)."""
+    return min((row.read_at.get(step, 0.0) for step in row.curve if step >= rung), default=None)
+
+
 def _asha(spec: SearchSpec, trial: TrialRow, others: list[TrialRow]) -> Pruning | None:
-    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): a run is judged at the
-    highest rung it reached (steps minStep * reductionFactor^k) against every run that reached
-    it, and goes on only within the best 1/reductionFactor of them (the best one, while fewer)."""
+    """Asynchronous successive halving (Optuna's SuccessiveHalvingPruner): rungs at steps
+    minStep * reductionFactor^k, and a run judged once at each rung, as it reaches it: against
+    the runs that had reached that rung by then (in the same read, or before), it goes on only
+    within the best 1/reductionFactor of them (the best one, while fewer). Those that reach the
+    rung after it never judge it again there: its verdict at a rung is the same on every pass
+    (and after a restart), so a run kept at a rung is pruned, if at all, at a later one, as it
+    reaches it. Every run that reached the rung counts, whatever became of it since (Optuna's
+    too): what it reported there was measured all the same."""
     settings = spec.pruner.settings if spec.pruner else {}
     last = max(trial.curve)
-    reached = list(itertools.takewhile(lambda step: step <= last, rungs(spec)))
-    if not reached:
-        return None
-    rung = reached[-1]
-    mine = value_at(trial.curve, rung)
-    if mine is None:
-        return None
-    values = [mine] + [
-        value
-        for row in others
-        if row.state != FAILED and max(row.curve) >= rung
-        if (value := value_at(row.curve, rung)) is not None
-    ]
-    if len(values) < settings["minTrials"]:
-        return None
-    kept = max(1, len(values) // settings["reductionFactor"])
-    ordered = sorted(values, reverse=not spec.minimize)
-    cutoff = ordered[kept - 1]
-    if _better(spec, cutoff, mine):
-        return Pruning(rung, mine, cutoff=cutoff, kept=kept, runs=len(values))
+    for rung in itertools.takewhile(lambda step: step <= last, rungs(spec)):
+        mine, when = value_at(trial.curve, rung), reached(trial, rung)
+        if mine is None or when is None:
+            continue
+        values = [mine] + [
+            value
+            for row in others
+            if (then := reached(row, rung)) is not None and then <= when
+            if (value := value_at(row.curve, rung)) is not None
+        ]
+        if len(values) < settings["minTrials"]:
+            continue
+        kept = max(1, len(values) // settings["reductionFactor"])
+        cutoff = sorted(values, reverse=not spec.minimize)[kept - 1]
+        if _better(spec, cutoff, mine):
+            return Pruning(rung, mine, cutoff=cutoff, kept=kept, runs=len(values))
     return None
 
 

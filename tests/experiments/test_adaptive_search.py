@@ -9,6 +9,7 @@ import pytest
 import yaml
 from django.test import Client
 
+from jobs import sweep_search
 from jobs.models import JobState, MetricPoint, Sweep
 from jobs.protocol.search import ask
 from jobs.protocol.search_spec import read_search
@@ -158,3 +159,31 @@ def test_the_sweeps_own_cap_holds_when_the_search_has_none(user, default_vc):
     advance(Sweep.objects.get(pk=sweep.pk))
 
     assert runs(sweep).count() == 2
+
+
+def test_the_duty_stops_every_searchs_runs_behind_before_it_asks_any_for_new_values(user, default_vc, monkeypatch):
+    asha = "{algorithm: grid, metric: loss, trials: 6, maxConcurrent: 3, parameters: {x: [0, 1, 2, 3, 4, 5]}, "
+    asha += "pruner: {kind: asha}}"
+    for name in ("hunt", "chase"):
+        best, *behind = runs(submit_sweep(user, search_text(asha).replace("name: hunt", f"name: {name}")))
+        finish(best, [0.1])
+        for job in behind:  # (reported a worse value at the first rung, still running)
+            MetricPoint.objects.create(job=job, task=job.tasks.get(), name="loss", step=1, value=0.9, at=1)
+            type(job).objects.filter(pk=job.pk).update(state=JobState.RUNNING)
+    said: list[str] = []
+    stop, ask_for = sweep_search.lifecycle.request_pruned_stop, sweep_search.ask
+
+    def stopping(*args):
+        said.append("stop")
+        return stop(*args)
+
+    def asking(*args):
+        said.append("ask")
+        return ask_for(*args)
+
+    monkeypatch.setattr(sweep_search.lifecycle, "request_pruned_stop", stopping)
+    monkeypatch.setattr(sweep_search, "ask", asking)
+
+    advance_searches()
+
+    assert said == ["stop"] * 4 + ["ask"] * 2

@@ -77,3 +77,14 @@ def test_the_duty_reads_no_point_of_a_finished_search_again(search64):
         advance(Sweep.objects.get(pk=search64.pk), cache)
 
     assert not [query for query in second.captured_queries if "metricpoint" in query["sql"].lower()]
+
+
+def test_it_keeps_when_each_step_was_read(search64):
+    cache = CurveCache()
+    job = runs(search64)[0]
+    cache.curves([job.pk], "loss")
+
+    report(job, {21: 0.01}, at=200)
+    cache.curves([job.pk], "loss")
+
+    assert cache.read_times([job.pk], "loss")[job.pk] == {**{step: step for step in range(1, 21)}, 21: 200}

@@ -143,3 +143,53 @@ def test_asha_judges_nothing_before_the_first_rung():
     others = [TrialRow(0, {}, COMPLETE, 0.1, {1: 0.1, 3: 0.1})]
 
     assert prune(asha, TrialRow(1, {}, RUNNING, curve={1: 9.0}), others) is None
+
+
+def reported(number: int, values: dict[int, float], read_at: int, state: str = RUNNING) -> TrialRow:
+    """A run whose steps were all read at `read_at` (the sampler's pass that read them)."""
+    return TrialRow(number, {}, state, curve=values, read_at=dict.fromkeys(values, read_at))
+
+
+def test_asha_judges_a_run_at_a_rung_against_the_runs_that_reached_it_before():
+    asha = spec(pruner={"kind": "asha", "minStep": 3, "reductionFactor": 3})
+    before = [reported(i, {3: value}, read_at=10, state=PRUNED) for i, value in enumerate([0.5, 0.6])]
+    run = reported(5, {3: 0.4}, read_at=20)
+
+    assert prune(asha, run, before) is None  # (the best of 3)
+
+
+def test_asha_never_judges_a_run_again_at_a_rung_it_was_kept_at():
+    asha = spec(pruner={"kind": "asha", "minStep": 3, "reductionFactor": 3})
+    before = [reported(i, {3: value}, read_at=10, state=PRUNED) for i, value in enumerate([0.5, 0.6])]
+    after = [reported(i, {3: 0.1, 4: 0.1}, read_at=30) for i in range(2, 5)]  # (better, but later)
+    run = TrialRow(5, {}, RUNNING, curve={3: 0.4, 4: 0.38, 5: 0.37}, read_at={3: 20, 4: 30, 5: 40})
+
+    assert prune(asha, run, before + after) is None
+
+
+def test_asha_judges_a_kept_run_again_as_it_reaches_its_next_rung():
+    asha = spec(pruner={"kind": "asha", "minStep": 1, "reductionFactor": 3})
+    ahead = [reported(i, {1: 0.5, 3: 0.1}, read_at=10) for i in range(3)]
+    run = TrialRow(5, {}, RUNNING, curve={1: 0.4, 3: 0.3}, read_at={1: 5, 3: 20})  # (first at step 1)
+
+    cut = prune(asha, run, ahead)
+
+    assert cut is not None and (cut.step, cut.value, cut.kept, cut.runs) == (3, 0.3, 1, 4)
+
+
+def test_asha_judges_the_runs_that_reached_a_rung_in_one_read_together():
+    asha = spec(pruner={"kind": "asha", "minStep": 3, "reductionFactor": 3})
+    wave = [reported(i, {3: 0.1 * (i + 1)}, read_at=10) for i in range(6)]
+
+    verdicts = [prune(asha, run, wave) for run in wave]
+
+    assert [verdict is None for verdict in verdicts] == [True, True, False, False, False, False]
+
+
+def test_asha_counts_a_run_that_failed_after_it_reached_the_rung():
+    asha = spec(pruner={"kind": "asha", "minStep": 3, "reductionFactor": 3})
+    there = [reported(i, {3: value}, read_at=10, state=FAILED) for i, value in enumerate([0.1, 0.2])]
+
+    cut = prune(asha, reported(5, {3: 0.3}, read_at=20), there)
+
+    assert cut is not None and (cut.kept, cut.runs) == (1, 3)

@@ -6,8 +6,10 @@ from pathlib import Path
 
 from django.conf import settings
 
+from clusters.executors.base import TaskHandle
 from jobs.actions import stop_job
 from jobs.models import JobState
+from scheduling import ending, executors
 from tests.conftest import processes_running
 from tests.exposure import echo_hash_of, processes_showing, sha256_of, shared_files_holding
 from tests.scheduler.conftest import role, v2_job
@@ -61,6 +63,27 @@ def test_it_stops_a_running_job_and_leaves_no_process(submit, run_until, schedul
     assert job.tasks.get().state == "STOPPED"
     assert processes_running("sleep", "302.1") == []
     assert processes_running("sleep", "302.2") == []
+
+
+def test_a_task_that_obeys_its_sigterm_is_stopped_in_the_pass_that_signalled_it(
+    submit, run_until, scheduler, user, monkeypatch
+):
+    job = run_until(submit(v2_job("prompt", role("worker", "exec sleep 302.4"))), "RUNNING")
+    task = job.tasks.select_related("node").get()
+    stop_job(job, by=user)
+    real_ending = ending.run
+
+    def ending_once_the_task_obeyed(*args, **kwargs):  # (the phases after the stop's take that long)
+        handle, deadline = TaskHandle(task.executor_id, task.ip), time.monotonic() + 10
+        while executors.node_executor(task.node).poll(handle).running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return real_ending(*args, **kwargs)
+
+    monkeypatch.setattr(ending, "run", ending_once_the_task_obeyed)
+    scheduler.run_once()
+
+    job.refresh_from_db()
+    assert (job.state, job.tasks.get().state) == (JobState.STOPPED, "STOPPED")
 
 
 def test_it_keeps_a_job_too_big_for_its_vc_waiting_with_a_reason(submit, scheduler):
