@@ -2,7 +2,7 @@
 and random search, side by side in one run, on a synthetic training objective with a known optimum.
 
     .venv/bin/python bench/search.py [--trials 64] [--cap 8] [--epochs 20] [--epoch-s 2]
-                                     [--sample-s 1] [--seed 1] [--min-step 2] [--reduction 3]
+                                     [--sample-s 1] [--seed 1] [--min-step 2] [--reduction 4]
 
 Each search is a sweep submitted as a user submits one (`jobs.submit.submit`, `extras.sweep.search`)
 and run by the real parts, all four at once on one SQLite database: the scheduler's passes
@@ -207,7 +207,7 @@ def main() -> None:
     parser.add_argument("--sample-s", type=float, default=1.0, help="the sampler's period (PAI_SAMPLE_SECONDS)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--min-step", type=int, default=2, help="ASHA's minStep")
-    parser.add_argument("--reduction", type=int, default=3, help="ASHA's reductionFactor")
+    parser.add_argument("--reduction", type=int, default=4, help="ASHA's reductionFactor")
     args = parser.parse_args()
     setup_django(PAI_SAMPLE_SECONDS=str(args.sample_s))
     from jobs.models import Sweep

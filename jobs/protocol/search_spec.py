@@ -13,7 +13,7 @@
             lr: {min: 0.0001, max: 0.1, log: true}
             layers: {min: 2, max: 8, integer: true}
             optimizer: {choice: [adam, sgd]}
-          pruner: {kind: asha, minStep: 1, reductionFactor: 3, minTrials: 1}
+          pruner: {kind: asha, minStep: 1, reductionFactor: 4, minTrials: 1}
           # or    {kind: median, warmupSteps: 0, minTrials: 5}
 
 Trials are made as the search goes (jobs/sweep_search.py), not at submit: a run's values are
@@ -36,7 +36,7 @@ PRUNERS = ("asha", "median")
 KEYS = ("algorithm", "metric", "goal", "trials", "maxConcurrent", "seed", "parameters", "pruner")
 # Each pruner's settings and their defaults (Optuna's: SuccessiveHalvingPruner, MedianPruner).
 PRUNER_SETTINGS: dict[str, dict[str, int]] = {
-    "asha": {"minStep": 1, "reductionFactor": 3, "minTrials": 1},
+    "asha": {"minStep": 1, "reductionFactor": 4, "minTrials": 1},
     "median": {"warmupSteps": 0, "minTrials": 5},
 }
 Scalar = str | int | float | bool | None
