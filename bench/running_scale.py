@@ -203,7 +203,6 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         from clusters.executors.docker import DockerExecutor
 
         DockerExecutor.exits_seen = lambda self: None  # type: ignore[method-assign]
-        DockerExecutor.running_now = lambda self: None  # type: ignore[method-assign]
     if args.trial in THREADED_LOGS:
         from clusters.executors.docker_logs import ContainerLogs
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -36,7 +35,6 @@ from scheduling.teardown import stop_job
 
 log = logging.getLogger("pai.scheduler")
 
-FULL_LOOKS_AT_ONCE = 16  # nodes asked which of their tasks ended side by side
 
 # What a job's progress changes (re-read before deciding its outcome).
 JOB_PROGRESS_FIELDS = (
@@ -185,21 +183,11 @@ def _may_have_ended(
     running: list[tuple[int, str, str, int]], nodes: dict[int, Node]
 ) -> list[tuple[int, str, str, int]]:
     """The running tasks to poll: on a node whose executor tells which of its tasks ended (a Docker
-    engine's event stream), those; where it cannot tell (a full look), those its one listing of the
-    running does not name; where it has no listing either, every one."""
-    on = {row[3] for row in running}
-    seen = {node_id: _exits_seen(nodes[node_id]) for node_id in on}
-    looks = [nodes[node_id] for node_id in on if seen[node_id] is None]
-    alive: dict[int, set[str] | None] = {}
-    if looks:  # (side by side, as the heartbeat's pings: after the streams open, every node looks)
-        with ThreadPoolExecutor(max_workers=min(FULL_LOOKS_AT_ONCE, len(looks))) as pool:
-            alive = dict(zip((node.pk for node in looks), pool.map(_running_now, looks), strict=True))
-
-    def may_have(task_id: int, executor_id: str, ip: str, node_id: int) -> bool:
-        ended, still = seen[node_id], alive.get(node_id)
-        return executor_id in ended if ended is not None else still is None or executor_id not in still
-
-    return [row for row in running if may_have(*row)]
+    engine's event stream), those; where it cannot tell (a full look), every one. (A listing of
+    the running containers does not tell: a container the engine lists as running may hold a task
+    that ended, and taking the listing's word held such exits for tens of seconds.)"""
+    seen = {node_id: _exits_seen(nodes[node_id]) for node_id in {row[3] for row in running}}
+    return [row for row in running if (ended := seen[row[3]]) is None or row[1] in ended]
 
 
 def _exits_seen(node: Node) -> set[str] | None:
@@ -207,15 +195,6 @@ def _exits_seen(node: Node) -> set[str] | None:
         return executors.node_executor(node).exits_seen()
     except Exception as exc:
         log.warning("asking %s which tasks ended failed: %s", node.name, exc)
-        return None
-
-
-def _running_now(node: Node) -> set[str] | None:
-    """(Asked after exits_seen(): an exit after the listing is the stream's, handed next pass.)"""
-    try:
-        return executors.node_executor(node).running_now()
-    except Exception as exc:
-        log.info("listing the running tasks of %s failed: %s; polling each", node.name, exc)
         return None
 
 

@@ -357,9 +357,6 @@ class Bulkheaded(Executor):
     def exits_seen(self) -> set[str] | None:
         return self.executor.exits_seen()  # (what its stream gathered: no engine call)
 
-    def running_now(self) -> set[str] | None:
-        return self.lane.call("running_now", self.executor.running_now)
-
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))
 

@@ -180,13 +180,7 @@ class Executor(abc.ABC):
 
     def exits_seen(self) -> set[str] | None:
         """The tasks (executor ids) that may have ended since the last call, or None where the
-        backend cannot tell: the scheduler then polls each of the node's running tasks (those
-        running_now() does not name)."""
-        return None
-
-    def running_now(self) -> set[str] | None:
-        """The node's tasks (executor ids) running now, asked in one call: a full look (exits_seen()
-        None) polls only the others. None where the backend has no such call: each is polled."""
+        backend cannot tell: the scheduler then polls each of the node's running tasks."""
         return None
 
     @abc.abstractmethod

@@ -12,9 +12,8 @@ touches the database: the scheduler hands it TaskLaunch values and keeps the Tas
   /pai/runtime (its mounts: docker_mounts.py), starts it and has its log followed into the
   task's log file (docker_logs.py: on the process's one stream loop, no thread per container).
 - exits_seen() names the containers that died since it was last asked, from the engine's event
-  stream (docker_events.py): the scheduler inspects those, not every task each pass. Where the
-  stream cannot vouch (a full look), running_now() lists the running containers in one call and
-  only the others are inspected.
+  stream (docker_events.py): the scheduler inspects those, not every task each pass (every one
+  where the stream cannot vouch: a full look).
 - Containers carry labels (TaskLaunch.labels + a namespace marker), so list_running() finds them
   again after a scheduler restart (and follows the logs of those running), and a start() of a
   task whose container already exists adopts it instead of starting a second one.
@@ -408,12 +407,6 @@ class DockerExecutor(Executor):
 
     def exits_seen(self) -> set[str] | None:
         return self.exits.seen()
-
-    def running_now(self) -> set[str] | None:
-        """One listing of the namespace's running containers: a full look costs the engine one call,
-        not an inspection per task."""
-        listed = self.api.containers(filters={"label": marker(self.namespace)})
-        return {container["Id"] for container in listed if container.get("State") in RUNNING_STATES}
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         return from_containers(self.api, [handle.executor_id for handle in handles])

@@ -2,8 +2,8 @@
 
 Each engine's ExitWatch follows the engine's `events` (its containers of the portal's namespace
 that die or are removed) and gathers their ids; `seen()` hands them over. Where it cannot vouch
-for having seen every exit it says so (None): the caller then looks at the node in full (the
-executor's running_now(): one listing of its running containers, the others inspected). That is
+for having seen every exit it says so (None): the caller then looks at the node in full (every
+task inspected). That is
 the case until the stream is open, once right after each (re)open (what ended while none was
 open), while it is lost (an engine restarted: it is opened again, after a short wait that grows
 while it fails), and every RECONCILE_S (a low-rate full look: what a stream could miss, a

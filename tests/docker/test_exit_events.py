@@ -133,16 +133,3 @@ def test_an_exit_costs_the_engine_one_inspection_and_one_removal_of_its_containe
     assert proxy.asked("DELETE", f"/containers/{container}") == 1  # the task's stop; the job's finds it gone
     assert proxy.asked("POST", f"/containers/{container}/stop") == 0  # (it had exited: nothing to stop)
     assert proxy.asked("POST", f"/containers/{container}/kill") == 0
-
-
-def test_a_full_look_lists_the_nodes_running_containers_once_and_inspects_none_of_them(
-    user, docker_node, proxy, scheduler, run_until, monkeypatch
-):
-    monkeypatch.setattr(docker_events, "RECONCILE_S", 0.0)  # every pass a full look
-    jobs = [run_until(submit_job(user, v2_yaml(f"looked-{i}", WAIT_FOR_GO)), JobState.RUNNING) for i in range(2)]
-    run_passes_until(scheduler, lambda: watch_of(docker_node).opened > 0)
-    proxy.requests.clear()
-    for _ in range(3):
-        scheduler.run_once()
-    assert proxy.asked("GET", "/containers/json") >= 3  # (the heartbeat's reconcile may list too)
-    assert not [job for job in jobs if proxy.asked("GET", f"/containers/{container_of(job)}/json")]
