@@ -59,14 +59,23 @@ def cell(text: str) -> str:
 def settings_readers(path: Path) -> dict[str, dict[str, str]]:
     """Each variable the settings read: its reader's kind, default (as written) and minimum."""
     source = path.read_text()
+    lines = source.encode().splitlines(keepends=True)
+
+    def segment(node: ast.expr) -> str:
+        """The node's text as written (ast.get_source_segment splits the whole file at every call)."""
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        text = b"".join(lines[node.lineno - 1 : node.end_lineno])
+        end = len(text) - len(lines[node.end_lineno - 1]) + node.end_col_offset
+        return text[node.col_offset : end].decode()
+
     found: dict[str, dict[str, str]] = {}
     for node in ast.walk(ast.parse(source)):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in READERS):
             continue
         if not (node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             continue
-        default = ast.get_source_segment(source, node.args[1]) if len(node.args) > 1 else ""
-        minimum = next((ast.get_source_segment(source, k.value) for k in node.keywords if k.arg == "minimum"), "")
+        default = segment(node.args[1]) if len(node.args) > 1 else ""
+        minimum = next((segment(k.value) for k in node.keywords if k.arg == "minimum"), "")
         found.setdefault(
             node.args[0].value,
             {"kind": READERS[node.func.id], "default": default or "", "minimum": minimum or ""},

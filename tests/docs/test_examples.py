@@ -287,7 +287,7 @@ def test_it_runs_each_marked_command_session_on_the_tests_database(world, scratc
 @functools.cache
 def settings_variables() -> frozenset[str]:
     """The variables the settings read (docs/gen/reference.py finds them for the reference page);
-    read once per process (~0.6 s of CPU each time, and every setup step asks)."""
+    read once per process (every setup step asks)."""
     spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "docs" / "gen" / "reference.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
