@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.conf import settings
 from docker.errors import APIError, DockerException
@@ -42,7 +42,6 @@ from clusters.executors.base import (
     ExecutorError,
     Failure,
     ResourceSample,
-    RunningTask,
     TaskHandle,
     TaskLaunch,
     TaskStatus,
@@ -54,6 +53,7 @@ from clusters.models import Node
 log = logging.getLogger("pai.scheduler")
 
 T = TypeVar("T")
+P = ParamSpec("P")
 # What a node or a call said: the portal's own messages, or an engine's words as they are.
 Said = str | list[Message]
 
@@ -332,6 +332,16 @@ def silent(node: Node) -> bool:
     return lane is not None and lane.busy()
 
 
+def on_lane(method: Callable[Concatenate[Executor, P], T]) -> Callable[Concatenate[Bulkheaded, P], T]:
+    """A Bulkheaded executor's `method`: the node's executor's own, called on the node's lane."""
+    name = method.__name__
+
+    def call(self: Bulkheaded, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.lane.call(name, lambda: getattr(self.executor, name)(*args, **kwargs))
+
+    return call
+
+
 class Bulkheaded(Executor):
     """A node's executor whose engine calls run on the node's lane (see the module's docstring)."""
 
@@ -341,6 +351,12 @@ class Bulkheaded(Executor):
 
     def __getattr__(self, name: str) -> Any:  # what is not the interface (a test's look inside)
         return getattr(self.executor, name)
+
+    terminate = on_lane(Executor.terminate)
+    list_running = on_lane(Executor.list_running)
+    leftover_jobs = on_lane(Executor.leftover_jobs)
+    prepare_job = on_lane(Executor.prepare_job)
+    ping = on_lane(Executor.ping)
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
         if self.lane.busy():
@@ -360,9 +376,6 @@ class Bulkheaded(Executor):
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))
 
-    def terminate(self, handle: TaskHandle, grace_s: int) -> None:
-        self.lane.call("terminate", lambda: self.executor.terminate(handle, grace_s))
-
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
         self._cleanup("cleanup_job", lambda: self.executor.cleanup_job(job_id, keep=keep))
 
@@ -375,33 +388,10 @@ class Bulkheaded(Executor):
             self.lane.missed_cleanup = True
             raise
 
-    def list_running(self) -> list[RunningTask]:
-        return self.lane.call("list_running", self.executor.list_running)
-
-    def leftover_jobs(self) -> set[int]:
-        return self.lane.call("leftover_jobs", self.executor.leftover_jobs)
-
-    def prepare_job(
-        self,
-        job_id: int,
-        job_name: str,
-        tasks: list[tuple[str, int]],
-        node_address: str,
-        *,
-        host_network: bool = False,
-    ) -> dict[tuple[str, int], str]:
-        return self.lane.call(
-            "prepare_job",
-            lambda: self.executor.prepare_job(job_id, job_name, tasks, node_address, host_network=host_network),
-        )
-
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         # (one period of the sampler's at most: a hung engine costs it one round, then none)
         deadline = max(settings.PAI_NODE_CALL_DEADLINE_SECONDS, min(SAMPLE_DEADLINE_S, settings.PAI_SAMPLE_SECONDS))
         return self.lane.call("sample", lambda: self.executor.sample(handles), deadline)
-
-    def ping(self) -> None:
-        self.lane.call("ping", self.executor.ping)
 
 
 def node_executor(node: Node) -> Executor:

@@ -16,6 +16,8 @@ from typing import ClassVar
 
 from catalogue import Message, joined
 
+TaskKey = tuple[str, int]  # a task of a job by its (role, index)
+
 
 @dataclass(frozen=True)
 class NfsVolume:
@@ -203,18 +205,25 @@ class Executor(abc.ABC):
         self,
         job_id: int,
         job_name: str,
-        tasks: list[tuple[str, int]],
+        tasks: list[TaskKey],
         node_address: str,
         *,
         host_network: bool = False,
-    ) -> dict[tuple[str, int], str]:
+    ) -> dict[TaskKey, str]:
         """Called once before a job's tasks start on this node (e.g. create the per-job network).
 
         Returns the IP each (role, index) will have, so the runtime environment (host lists)
-        can be built before any task starts. The default: every task is at the node's address,
-        as it always is with host_network (the job spans nodes: its tasks use the node's network).
+        can be built before any task starts: where the backend gives the job a network of its own
+        (`job_network`), its addresses; else, as always with host_network (the job spans nodes: its
+        tasks use the node's network), the node's address.
         """
-        return {task: node_address for task in tasks}
+        own = None if host_network else self.job_network(job_id, job_name, tasks)
+        return own if own is not None else {task: node_address for task in tasks}
+
+    def job_network(self, job_id: int, job_name: str, tasks: list[TaskKey]) -> dict[TaskKey, str] | None:
+        """The job's own network on this node, made once (prepare_job), and each task's address on
+        it; None (the default): the backend gives a job no network of its own."""
+        return None
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         """The resources of these tasks now, by executor id; tasks not running (or that the backend

@@ -3,10 +3,10 @@
 One instance per node (its engine is the node's docker_url; empty = the local socket). It never
 touches the database: the scheduler hands it TaskLaunch values and keeps the TaskHandles.
 
-- prepare_job() creates the job's user-defined network (docker_networks.py) with its own /24, so each task gets
-  a fixed address known before any container starts (the runtime environment lists them). A job
-  that spans nodes gets no network: its tasks run on the node's own network (TaskLaunch.host_network),
-  at the node's address, their job-mates' names in /etc/hosts.
+- job_network() (prepare_job's) creates the job's user-defined network (docker_networks.py) with its
+  own /24, so each task gets a fixed address known before any container starts (the runtime environment
+  lists them). A job that spans nodes gets no network: its tasks run on the node's own network
+  (TaskLaunch.host_network), at the node's address, their job-mates' names in /etc/hosts.
 - start() creates the container (limits, shm, published ports, GPUs, mounts, DNS alias and
   hostname `<role>-<index>`), copies the runtime scripts and the task's command into
   /pai/runtime (its mounts: docker_mounts.py), starts it and has its log followed into the
@@ -48,6 +48,7 @@ from clusters.executors.base import (
     ResourceSample,
     RunningTask,
     TaskHandle,
+    TaskKey,
     TaskLaunch,
     TaskStatus,
 )
@@ -154,17 +155,7 @@ class DockerExecutor(Executor):
 
     # -- job network -------------------------------------------------------------------------
 
-    def prepare_job(
-        self,
-        job_id: int,
-        job_name: str,
-        tasks: list[tuple[str, int]],
-        node_address: str,
-        *,
-        host_network: bool = False,
-    ) -> dict[tuple[str, int], str]:
-        if host_network:  # no job network: every task is at the node's address
-            return super().prepare_job(job_id, job_name, tasks, node_address, host_network=True)
+    def job_network(self, job_id: int, job_name: str, tasks: list[TaskKey]) -> dict[TaskKey, str]:
         return self.networks.addresses(job_id, job_name, tasks)
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:

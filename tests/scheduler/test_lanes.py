@@ -91,6 +91,51 @@ def test_a_probe_answered_within_the_deadline_brings_the_node_back(deadline):
     assert lane.answering and lane.last_answer is not None
 
 
+class JobNetworks(Executor):
+    """A backend that gives each job a network of its own, and says on which thread it was asked."""
+
+    def __init__(self) -> None:
+        self.asked_on: list[threading.Thread] = []
+
+    def job_network(self, job_id, job_name, tasks):
+        self.asked_on.append(threading.current_thread())
+        return {task: f"10.{job_id}.0.{number}" for number, task in enumerate(tasks, start=2)}
+
+    def start(self, launch):
+        raise AssertionError("start")
+
+    def poll(self, handle):
+        raise AssertionError("poll")
+
+    def stop(self, handle, *, keep: bool = False) -> None:
+        raise AssertionError("stop")
+
+    def list_running(self):
+        return []
+
+
+def test_it_asks_the_node_executor_on_its_lane_with_the_callers_arguments(deadline):
+    backend = JobNetworks()
+    node = Bulkheaded(backend, Lane("n1"))
+
+    assert node.prepare_job(7, "alice~job", [("worker", 0)], "192.0.2.1") == {("worker", 0): "10.7.0.2"}
+    assert node.prepare_job(7, "alice~job", [("worker", 0)], "192.0.2.1", host_network=True) == {
+        ("worker", 0): "192.0.2.1"
+    }
+    assert node.list_running() == []
+    assert backend.asked_on and threading.current_thread() not in backend.asked_on
+
+
+def test_a_job_spanning_nodes_gets_the_node_address_even_from_a_backend_with_job_networks():
+    backend = JobNetworks()
+    tasks = [("worker", 0), ("worker", 1)]
+
+    assert backend.prepare_job(7, "alice~job", tasks, "192.0.2.1", host_network=True) == dict.fromkeys(
+        tasks, "192.0.2.1"
+    )
+    assert backend.asked_on == []
+
+
 # --- starts -----------------------------------------------------------------------------------
 
 
