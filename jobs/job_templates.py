@@ -8,7 +8,7 @@ files (a v2 config with its `description` and `contributor`) and openpaimarketpl
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 import yaml
 from django.db import IntegrityError, transaction
@@ -54,57 +54,42 @@ def may_change(user: Any, template: JobTemplate) -> bool:
     return template.owner_id == user.pk or is_admin(user)
 
 
-def save(
-    user: Any,
-    *,
-    name: str,
-    config_text: str,
-    summary: str = "",
-    description: str = "",
-    visibility: str = JobTemplate.Visibility.PRIVATE,
-    shared_with_group: str = "",
-    tags: list[str] | None = None,
-    source: str = "",
-) -> JobTemplate:
+class Fields(TypedDict, total=False):
+    """What a template's owner writes, save()'s and update()'s: its name and config, and the rest
+    (left out: empty, private, shared with no group)."""
+
+    name: Required[str]
+    config_text: Required[str]
+    summary: str
+    description: str
+    visibility: str
+    shared_with_group: str
+
+
+def save(user: Any, *, tags: list[str] | None = None, source: str = "", **fields: Unpack[Fields]) -> JobTemplate:
     """A new template of the user's; raises JobConfigError naming the field at fault: name,
     visibility, sharedWithGroup (a group of the user's, by name) or config.<the config's own
     path> (`config.taskRoles.worker...: must be >= 100`)."""
     template = JobTemplate(owner=user, tags=[str(tag) for tag in tags or []], source=source)
-    return _store(template, name, config_text, summary, description, visibility, shared_with_group)
+    return _store(template, fields)
 
 
-def update(
-    template: JobTemplate,
-    *,
-    name: str,
-    config_text: str,
-    summary: str = "",
-    description: str = "",
-    visibility: str = JobTemplate.Visibility.PRIVATE,
-    shared_with_group: str = "",
-) -> JobTemplate:
+def update(template: JobTemplate, **fields: Unpack[Fields]) -> JobTemplate:
     """The template changed by its owner (who may_change it is the caller's check), checked as
     save() checks a new one; its group is one of the owner's."""
-    return _store(template, name, config_text, summary, description, visibility, shared_with_group)
+    return _store(template, fields)
 
 
-def _store(
-    template: JobTemplate,
-    name: str,
-    config_text: str,
-    summary: str,
-    description: str,
-    visibility: str,
-    shared_with_group: str,
-) -> JobTemplate:
+def _store(template: JobTemplate, fields: Fields) -> JobTemplate:
+    name, config_text = fields["name"].strip(), fields["config_text"]
+    visibility = fields.get("visibility", JobTemplate.Visibility.PRIVATE)
     errors: list[FieldError] = []
-    name = name.strip()
     if not NAME.fullmatch(name):
         errors.append(("name", Message.of("template.name")))
     if visibility not in JobTemplate.Visibility.values:
         errors.append(("visibility", Message.of("config.choice", options=", ".join(JobTemplate.Visibility.values))))
     try:
-        group = group_to_share_with(template.owner, shared_with_group, "sharedWithGroup")
+        group = group_to_share_with(template.owner, fields.get("shared_with_group", ""), "sharedWithGroup")
     except JobConfigError as error:
         errors += error.errors
     if errors:
@@ -115,7 +100,8 @@ def _store(
         raise JobConfigError(
             [(f"config.{path}" if path else "config", message) for path, message in error.errors]
         ) from error
-    template.name, template.summary, template.description = name, summary.strip()[:255], description
+    template.name, template.summary = name, fields.get("summary", "").strip()[:255]
+    template.description = fields.get("description", "")
     template.config_text, template.visibility, template.shared_with_group = (
         mask_config_text(config_text),
         visibility,

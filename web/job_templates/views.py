@@ -4,7 +4,7 @@ it, one of the owner's groups among the choices), delete. Starting a job from a 
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -24,6 +24,14 @@ def template_or_404(request: HttpRequest, template_id: Any) -> JobTemplate:
         return job_templates.find(request.user, template_id)
     except JobTemplate.DoesNotExist as error:
         raise Http404(_("No such template.")) from error
+
+
+def own_template_or_404(request: HttpRequest, template_id: int) -> JobTemplate:
+    """A template the user may change (theirs, or any for an admin); to anyone else there is none."""
+    template = template_or_404(request, template_id)
+    if not job_templates.may_change(request.user, template):
+        raise Http404(_("No such template."))
+    return template
 
 
 def template_list(request: HttpRequest) -> HttpResponse:
@@ -72,22 +80,13 @@ def who_may_use(template: JobTemplate) -> str:
     return GROUP_CHOICE + template.shared_with_group.name
 
 
-class Fields(TypedDict):
-    name: str
-    config_text: str
-    summary: str
-    description: str
-    visibility: str
-    shared_with_group: str
-
-
-def posted(request: HttpRequest, values: dict[str, str]) -> tuple[dict[str, str], Fields]:
+def posted(request: HttpRequest, values: dict[str, str]) -> tuple[dict[str, str], job_templates.Fields]:
     """The form's values as posted, and save()'s fields from them ("Who may use it" is a
     visibility, or `group:<name>`: private to all but that group's members)."""
     values = values | {key: request.POST.get(key, "") for key in values}
     choice = values["visibility"]
     group = choice.removeprefix(GROUP_CHOICE) if choice.startswith(GROUP_CHOICE) else ""
-    return values, Fields(
+    return values, job_templates.Fields(
         name=values["name"],
         config_text=values["config_text"],
         summary=values["summary"],
@@ -131,9 +130,7 @@ def template_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def template_edit(request: HttpRequest, template_id: int) -> HttpResponse:
     """Its owner changes it: name, texts, config, and who may use it (the owner's groups offered)."""
-    template = template_or_404(request, template_id)
-    if not job_templates.may_change(request.user, template):
-        raise Http404(_("No such template."))
+    template = own_template_or_404(request, template_id)
     values = {
         "name": template.name,
         "summary": template.summary,
@@ -155,9 +152,7 @@ def template_edit(request: HttpRequest, template_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def template_delete(request: HttpRequest, template_id: int) -> HttpResponse:
-    template = template_or_404(request, template_id)
-    if not job_templates.may_change(request.user, template):
-        raise Http404(_("No such template."))
+    template = own_template_or_404(request, template_id)
     if request.method == "GET":
         return render(request, "job_templates/delete.html", {"template": template})
     template.delete()
