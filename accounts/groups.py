@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -162,21 +162,23 @@ def check_group_name(name: str, field: str = "groupname") -> str:
     return name
 
 
+class About(TypedDict, total=False):
+    """What a new group says of itself (its GroupInfo); left out: no description, no directory
+    name, no admin rights."""
+
+    description: str
+    external_name: str
+    admin: bool
+
+
 @transaction.atomic
-def create_group(
-    actor: Any,
-    name: str,
-    *,
-    description: str = "",
-    external_name: str = "",
-    admin: bool = False,
-) -> Group:
+def create_group(actor: Any, name: str, **about: Unpack[About]) -> Group:
     check_group_name(name)
     if Group.objects.filter(name=name).exists():
         raise GroupProblem("groupname", Message.of("group.exists", group=name), "ConflictGroupError", 409)
     group = Group.objects.create(name=name)
-    GroupInfo.objects.create(group=group, description=description, external_name=external_name, admin=admin)
-    record(actor, "group.create", name, description=description, externalName=external_name, admin=admin)
+    info = GroupInfo.objects.create(group=group, **about)
+    record(actor, "group.create", name, description=info.description, externalName=info.external_name, admin=info.admin)
     return group
 
 

@@ -5,12 +5,12 @@ members and admin rights are accounts.groups'."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from accounts.groups import GroupProblem, info_or_none, record, rows_named
+from accounts.groups import About, GroupProblem, info_or_none, record, rows_named
 from accounts.groups import create_group as create_bare_group
 from accounts.groups import delete_group as delete_bare_group
 from catalogue import Message
@@ -19,16 +19,9 @@ from clusters.models import StorageConfig, VirtualCluster
 
 @transaction.atomic
 def create_group(
-    actor: Any,
-    name: str,
-    *,
-    description: str = "",
-    external_name: str = "",
-    admin: bool = False,
-    vcs: Iterable[str] = (),
-    storages: Iterable[str] = (),
+    actor: Any, name: str, *, vcs: Iterable[str] = (), storages: Iterable[str] = (), **about: Unpack[About]
 ) -> Group:
-    group = create_bare_group(actor, name, description=description, external_name=external_name, admin=admin)
+    group = create_bare_group(actor, name, **about)
     set_grants(actor, group, list(vcs), list(storages))
     return group
 
