@@ -91,15 +91,8 @@ def test_a_probe_answered_within_the_deadline_brings_the_node_back(deadline):
     assert lane.answering and lane.last_answer is not None
 
 
-class JobNetworks(Executor):
-    """A backend that gives each job a network of its own, and says on which thread it was asked."""
-
-    def __init__(self) -> None:
-        self.asked_on: list[threading.Thread] = []
-
-    def job_network(self, job_id, job_name, tasks):
-        self.asked_on.append(threading.current_thread())
-        return {task: f"10.{job_id}.0.{number}" for number, task in enumerate(tasks, start=2)}
+class Unasked(Executor):
+    """An engine no test means to ask about tasks: each such call fails the test."""
 
     def start(self, launch):
         raise AssertionError("start")
@@ -109,6 +102,20 @@ class JobNetworks(Executor):
 
     def stop(self, handle, *, keep: bool = False) -> None:
         raise AssertionError("stop")
+
+    def list_running(self):
+        raise AssertionError("list_running")
+
+
+class JobNetworks(Unasked):
+    """A backend that gives each job a network of its own, and says on which thread it was asked."""
+
+    def __init__(self) -> None:
+        self.asked_on: list[threading.Thread] = []
+
+    def job_network(self, job_id, job_name, tasks):
+        self.asked_on.append(threading.current_thread())
+        return {task: f"10.{job_id}.0.{number}" for number, task in enumerate(tasks, start=2)}
 
     def list_running(self):
         return []
@@ -264,7 +271,7 @@ def test_a_start_that_fails_past_its_deadline_is_recorded_as_its_failure_not_sta
 # --- the sampler ------------------------------------------------------------------------------
 
 
-class HungSample(Executor):
+class HungSample(Unasked):
     """An engine whose every call hangs until released."""
 
     def __init__(self) -> None:
@@ -272,18 +279,6 @@ class HungSample(Executor):
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(name)
-
-    def start(self, launch):
-        raise AssertionError("start")
-
-    def poll(self, handle):
-        raise AssertionError("poll")
-
-    def stop(self, handle, *, keep: bool = False) -> None:
-        raise AssertionError("stop")
-
-    def list_running(self):
-        raise AssertionError("list_running")
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         self.release.wait(30)
