@@ -2,8 +2,8 @@
 
 import contextlib
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 from unittest import mock
 
 import pytest
@@ -166,6 +166,36 @@ def clear_cache_table(django_db_blocker, has_database: bool) -> None:
     if has_database:
         with django_db_blocker.unblock():
             cache.clear()
+
+
+T = TypeVar("T")
+
+
+def rows_for_module(django_db_blocker: Any, make: Callable[[], T]) -> Iterator[T]:
+    """A module-scoped fixture's body (`yield from rows_for_module(django_db_blocker, make)`): the
+    rows `make` writes are made once, in a transaction opened around the module's tests and rolled
+    back after its last (Django's setUpTestData for pytest functions). Each test's own transaction
+    (`db`) is a savepoint inside it, so what a test writes is still undone after it, and the next
+    test sees the rows as `make` left them. Not for tests that need `transactional_db`, a live
+    server or another process reading the rows (none of them can see an uncommitted row). The
+    rows' users must not be the `user`-fixture names (alice, bob, root, carol)."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        outer = transaction.atomic()
+        outer.__enter__()
+        try:
+            made = make()
+        except BaseException:
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+            raise
+    try:
+        yield made
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
 
 
 @pytest.fixture

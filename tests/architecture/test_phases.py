@@ -5,6 +5,7 @@ cycle. Checked on the source, as tests/architecture/test_dependencies.py does.""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +39,9 @@ LOOP_USERS = {"scheduling/management/commands/runscheduler.py"}
 DOOR_USERS = {"scheduling/sampler.py": {"executors", "lease"}}
 
 
+@cache
 def modules() -> dict[str, ast.Module]:
+    """Each scheduling module's syntax tree, parsed once for the file's tests (read, never changed)."""
     return {
         str(path.relative_to(ROOT)): ast.parse(path.read_text(), filename=str(path))
         for path in SCHEDULING.rglob("*.py")

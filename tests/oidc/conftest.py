@@ -2,7 +2,7 @@
 (tests/oidc/provider/, installed with `npm ci` when its node_modules is missing) in a node process
 of its own on a free port of 127.0.0.1, its client registered for the portal under test (the
 `portal_url` fixture: the test client's http://testserver, or a live server's address), the portal
-configured for it (PAI_OIDC_*), stopped after each test. It signs with `SIGNING_KEY`, which the
+configured for it (PAI_OIDC_*), stopped after each test. It signs with `signing_key()`, which the
 tests that forge ID tokens know too.
 
     accounts (password: password_of(name); a test changes them with provider.update(...))
@@ -13,6 +13,7 @@ tests that forge ID tokens know too.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import shutil
@@ -35,7 +36,18 @@ PROVIDER_DIR = Path(__file__).resolve().parent / "provider"
 CLIENT_ID = "pai-portal"
 CLIENT_SECRET = "portal-client-secret-3"
 OIDC_BACKEND = "accounts.oidc.OidcBackend"
-SIGNING_KEY = RSAKey.generate_key(2048, parameters={"kid": "test-key", "use": "sig", "alg": "RS256"})
+
+
+def rs256_key() -> RSAKey:
+    """A fresh 2048-bit signing key under the provider's key id."""
+    return RSAKey.generate_key(2048, parameters={"kid": "test-key", "use": "sig", "alg": "RS256"})
+
+
+@functools.cache
+def signing_key() -> RSAKey:
+    """The provider's key, made when a test first asks (not on import: every test session imports
+    this file while collecting, and two 2048-bit keys cost a worker 0.2-0.8 s of CPU)."""
+    return rs256_key()
 
 
 def password_of(name: str) -> str:
@@ -155,7 +167,7 @@ def oidc_provider(provider_installed: Path, portal_url: str, settings: Any, tmp_
             "post_logout_redirect_uris": [f"{portal_url}/login/"],
         },
         "accounts": accounts(),
-        "jwks": {"keys": [SIGNING_KEY.as_dict(private=True)]},
+        "jwks": {"keys": [signing_key().as_dict(private=True)]},
     }
     config_path.write_text(json.dumps(config))
     log = tmp_path / "provider.log"

@@ -6,6 +6,7 @@ the error page with nobody made and nobody signed in."""
 from __future__ import annotations
 
 import base64
+import functools
 import hmac
 import json
 import time
@@ -17,13 +18,18 @@ from joserfc import jwt
 from joserfc.jwk import RSAKey
 
 from accounts import oidc
-from tests.oidc.conftest import CLIENT_ID, SIGNING_KEY
+from tests.oidc.conftest import CLIENT_ID, rs256_key, signing_key
 from tests.oidc.test_oidc_signin import local, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 NONCE = "the-nonce-of-this-sign-in"
-EVIL_KEY = RSAKey.generate_key(2048, parameters={"kid": "test-key", "use": "sig", "alg": "RS256"})  # the same kid
+
+
+@functools.cache
+def evil_key() -> RSAKey:
+    """Another key under the same kid (made on first use, as signing_key is)."""
+    return rs256_key()
 
 
 def b64(data: dict[str, Any]) -> str:
@@ -37,8 +43,8 @@ def claims_for(issuer: str, **changes: Any) -> dict[str, Any]:
     return {name: value for name, value in claims.items() if value is not None}
 
 
-def signed(claims: dict[str, Any], key: Any = SIGNING_KEY, alg: str = "RS256") -> str:
-    return jwt.encode({"alg": alg, "kid": "test-key"}, claims, key, algorithms=[alg])
+def signed(claims: dict[str, Any], key: Any = None, alg: str = "RS256") -> str:
+    return jwt.encode({"alg": alg, "kid": "test-key"}, claims, key or signing_key(), algorithms=[alg])
 
 
 def unsigned(claims: dict[str, Any]) -> str:
@@ -48,7 +54,7 @@ def unsigned(claims: dict[str, Any]) -> str:
 def hs256_with_the_public_key(claims: dict[str, Any]) -> str:
     """The old confusion: HMAC keyed with the provider's public key, which anyone can fetch."""
     signing_input = f"{b64({'alg': 'HS256', 'kid': 'test-key'})}.{b64(claims)}"
-    mac = hmac.digest(SIGNING_KEY.as_pem(private=False), signing_input.encode(), "sha256")
+    mac = hmac.digest(signing_key().as_pem(private=False), signing_input.encode(), "sha256")
     return f"{signing_input}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
 
 
@@ -61,7 +67,7 @@ def test_a_token_the_provider_signed_for_this_client_is_believed(oidc_provider):
 
 
 FORGERIES = {
-    "signed by another key": (lambda issuer: signed(claims_for(issuer), EVIL_KEY), "not signed by the provider"),
+    "signed by another key": (lambda issuer: signed(claims_for(issuer), evil_key()), "not signed by the provider"),
     "alg none": (lambda issuer: unsigned(claims_for(issuer)), "not signed by the provider"),
     "HS256 keyed with the public key": (
         lambda issuer: hs256_with_the_public_key(claims_for(issuer)),
@@ -92,7 +98,7 @@ def test_a_forged_id_token_in_a_real_sign_in_ends_on_the_error_page_with_nobody_
         token = dict(real_exchange(**params))
         payload = token["id_token"].split(".")[1]
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        token["id_token"] = signed(claims, EVIL_KEY)  # the provider's claims, another key
+        token["id_token"] = signed(claims, evil_key())  # the provider's claims, another key
         return token
 
     monkeypatch.setattr(app, "fetch_access_token", swapped)
