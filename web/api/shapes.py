@@ -16,6 +16,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, JobState, JobTag, Task, diagnostics_messages
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
+from pai_portal.prepared import Prepared
 from scheduling.sharing import queue_place
 from web.fixes import fix_for
 
@@ -310,6 +311,12 @@ def task_status(task: Task, log_url: Callable[[Task], str | None]) -> dict[str, 
     }
 
 
+# A job's tags in the order they were added, compiled once (JobTag's own ordering joins the job).
+job_tags: Prepared[str] = Prepared(
+    lambda job_id: JobTag.objects.filter(job_id=job_id).order_by("id").values_list("name", flat=True), int
+)
+
+
 def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None]) -> dict[str, Any]:
     """`GET /api/v2/jobs/<user>~<job>`: jobStatus plus every task role's task statuses."""
     roles: dict[str, dict[str, Any]] = {}
@@ -321,7 +328,7 @@ def job_detail(job: Job, tasks: list[Task], log_url: Callable[[Task], str | None
     return {
         "name": job.name,
         "debugId": str(job.pk),
-        "tags": [tag.name for tag in job.tags.all()],
+        "tags": job_tags(job.pk),
         "jobPriority": job.priority_class,  # the class it runs as (its VC's default when it names none)
         "jobStatus": {**job_status(job, tasks), **queue_status(job)},
         "taskRoles": roles,
