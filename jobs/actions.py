@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from accounts.permissions import is_admin
 from catalogue import Message
-from clusters.models import GpuType, Node, VirtualCluster
+from clusters.models import GpuType, Node, VirtualCluster, vc_access
 from jobs import dependencies, lifecycle
 from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
@@ -168,10 +168,11 @@ class SubmitChecks:
         user = self.user
         check_task_counts(cfg)
         vc_name = cfg.spec["defaults"]["virtualCluster"]
-        vc = self._once(("vc", vc_name), lambda: VirtualCluster.objects.filter(name=vc_name).first())
-        if vc is None:
+        access = self._once(("vc", vc_name), lambda: vc_access(vc_name, user))
+        if access is None:
             raise UnknownVirtualCluster([(cfg.vc_field, Message.of("config.vc_unknown", name=vc_name))])
-        if not self._once(("open", vc.pk), lambda: vc.is_open_to(user)):
+        vc = access.vc
+        if not access.open:
             raise VirtualClusterForbidden([(cfg.vc_field, Message.of("config.vc_forbidden", name=vc_name))])
         errors: list[FieldError] = list(cfg.secret_errors)
         wanted_gpu = gpu_type(cfg.spec)
@@ -201,8 +202,7 @@ class SubmitChecks:
             )
         )
         errors.extend(unsupported(cfg.spec))
-        may_use_crit = self._once(("crit", vc.pk), lambda: vc.may_use_crit(user))
-        errors.extend(priority_errors(vc, cfg, may_use_crit=may_use_crit))
+        errors.extend(priority_errors(vc, cfg, may_use_crit=access.crit))
         errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
         errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
         errors.extend(

@@ -44,6 +44,11 @@ class EpochMs(Func):
     output_field = BigIntegerField()
     template = "FLOOR(EXTRACT(EPOCH FROM %(expressions)s) * 1000)::bigint"
 
+    def get_db_converters(self, connection: Any) -> list[Any]:
+        """None: both databases give an integer (or NULL) already, and Django's int() of each of a
+        1000-row list's 4,000 values, with the converter loop around it, was a tenth of the list."""
+        return []
+
     def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
         seconds = "CAST(strftime('%%%%s', %(expressions)s) AS INTEGER)"
         template = f"({seconds} * 1000 + CAST(substr(%(expressions)s, 21, 3) AS INTEGER))"
