@@ -122,36 +122,8 @@ class SpecSummaries:
 spec_summaries = SpecSummaries()
 
 
-def job_summary(row: dict[str, Any], summary: SpecSummary, tags: list[str]) -> dict[str, Any]:
-    """One item of the job list, from a `.values()` row (see SUMMARY_FIELDS), its spec's summary
-    and the job's tags."""
-    user_retries, platform_retries = row["retries_used"], row["transient_retries"]
-    return {
-        "debugId": str(row["id"]),
-        "name": row["name"],
-        "username": row["owner__username"],
-        "state": row["state"],
-        "subState": SUB_STATES.get(row["state"], "FRAMEWORK_UNKNOWN"),
-        "executionType": Job.execution_type_of(row["ending_cause"]),
-        "retries": user_retries + platform_retries,
-        "retryDetails": {"user": user_retries, "platform": platform_retries, "resource": 0},
-        "retryDelayTime": None,
-        "submissionTime": row["created_ms"],
-        "createdTime": row["created_ms"],
-        "launchedTime": row["launched_ms"],
-        "completedTime": row["completed_ms"],
-        "appExitCode": row["exit_code"],
-        "virtualCluster": row["virtual_cluster__name"],
-        "totalGpuNumber": summary.gpu_count,
-        "totalTaskNumber": summary.task_count,
-        "totalTaskRoleNumber": summary.role_count,
-        "jobPriority": row["priority_class"],
-        "tags": tags,
-        # (not OpenPAI's: a waiting job's expected start, as on its detail; null otherwise or unknown)
-        "expectedStartTime": row["expected_start_ms"] if row["state"] == JobState.WAITING else None,
-    }
-
-
+# A job list row: these columns, then the times (`summary_row`), as one tuple each (`values()`'
+# dicts cost a tenth of a 1000-row list).
 SUMMARY_FIELDS = (
     "id",
     "priority_class",
@@ -170,6 +142,59 @@ SUMMARY_TIMES = {
     "completed_ms": EpochMs("completed_at"),
     "expected_start_ms": EpochMs("expected_start_at"),
 }
+SUMMARY_CREATED_MS = len(SUMMARY_FIELDS)  # where a row's submission time is
+STOP_ASKED = str(Job.Ending.STOP)
+EXECUTION_STOP, EXECUTION_START = str(Job.ExecutionType.STOP), str(Job.ExecutionType.START)
+
+
+def summary_rows(page: QuerySet[Job]) -> QuerySet[Any]:
+    """The page's rows for job_summary."""
+    return page.values_list(*SUMMARY_FIELDS, *SUMMARY_TIMES.values())
+
+
+def job_summary(row: tuple[Any, ...], summary: SpecSummary, tags: list[str]) -> dict[str, Any]:
+    """One item of the job list, from a summary_rows row, its spec's summary and the job's tags."""
+    (
+        job_id,
+        priority_class,
+        name,
+        username,
+        state,
+        ending_cause,
+        user_retries,
+        platform_retries,
+        exit_code,
+        vc,
+        created_ms,
+        launched_ms,
+        completed_ms,
+        expected_start_ms,
+    ) = row
+    return {
+        "debugId": str(job_id),
+        "name": name,
+        "username": username,
+        "state": state,
+        "subState": SUB_STATES.get(state, "FRAMEWORK_UNKNOWN"),
+        # (Job.execution_type_of, without an enum look-up per row)
+        "executionType": EXECUTION_STOP if ending_cause == STOP_ASKED else EXECUTION_START,
+        "retries": user_retries + platform_retries,
+        "retryDetails": {"user": user_retries, "platform": platform_retries, "resource": 0},
+        "retryDelayTime": None,
+        "submissionTime": created_ms,
+        "createdTime": created_ms,
+        "launchedTime": launched_ms,
+        "completedTime": completed_ms,
+        "appExitCode": exit_code,
+        "virtualCluster": vc,
+        "totalGpuNumber": summary.gpu_count,
+        "totalTaskNumber": summary.task_count,
+        "totalTaskRoleNumber": summary.role_count,
+        "jobPriority": priority_class,
+        "tags": tags,
+        # (not OpenPAI's: a waiting job's expected start, as on its detail; null otherwise or unknown)
+        "expectedStartTime": expected_start_ms if state == JobState.WAITING else None,
+    }
 
 
 def _exit_trigger(tasks: list[Task]) -> Task | None:

@@ -244,12 +244,12 @@ def job_list(request: Request, params: Any) -> Any:
         raise ApiError(400, "InvalidParametersError", Message.of("api.query.limit", most=cap), "limit")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
-    values = page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)
-    rows = [(row, (row["id"], row["created_ms"])) for row in values]
+    created = shapes.SUMMARY_CREATED_MS
+    rows = [(row, (row[0], row[created])) for row in shapes.summary_rows(page)]
     summaries = shapes.spec_summaries.get_many([job for _, job in rows])
     tags = shapes.tags_by_job(page) if rows else {}
     data = [
-        shapes.job_summary(row, summaries[job], tags.get(row["id"], []))
+        shapes.job_summary(row, summaries[job], tags.get(job[0], []))
         for row, job in rows
         if job in summaries  # (deleted meanwhile?)
     ]
