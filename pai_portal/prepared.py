@@ -20,7 +20,8 @@ from typing import Any, Generic, TypeVar
 
 from django.db import connections
 from django.db.models import QuerySet
-from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable, get_related_populators
+from django.db.models import query as django_query
+from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
 
 T = TypeVar("T")
 DB = "default"
@@ -71,11 +72,11 @@ class Prepared(Generic[T]):
     def _compile(self, vendor: str) -> _Compiled:
         markers = [_MARKERS[kind](number) for number, kind in enumerate(self.argument_types)]
         queryset = self.build(*markers)
-        if queryset.db != DB or queryset._prefetch_related_lookups:
+        if queryset.db != DB or getattr(queryset, "_prefetch_related_lookups", None):
             raise ValueError("a Prepared read runs on the default database, without prefetch_related")
         compiler = queryset.query.get_compiler(using=DB)
         sql, params = compiler.as_sql()
-        slots = []
+        slots: list[tuple[int, int]] = []
         for index, marker in enumerate(markers):
             found = [position for position, param in enumerate(params) if param == marker]
             if not found or str(marker).strip("\x00") in sql:
@@ -114,16 +115,16 @@ def _results_of(queryset: QuerySet[Any], compiler: Any) -> Callable[[list[Any]],
     if iterable is ValuesListIterable:
         query = queryset.query
         names = [*query.extra_select, *query.values_select, *query.annotation_select]
-        if list(queryset._fields or names) != names:
+        if list(getattr(queryset, "_fields", None) or names) != names:
             raise ValueError("values_list with annotations out of their order is not supported")
         return lambda rows: [tuple(row) for row in converted(rows)]
-    if iterable is not ModelIterable or queryset._known_related_objects:
+    if iterable is not ModelIterable or getattr(queryset, "_known_related_objects", None):
         raise ValueError("a Prepared read gives model instances or values_list rows")
     select, klass_info, annotation_col_map = compiler.select, compiler.klass_info, compiler.annotation_col_map
     model = klass_info["model"]
     start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
     init_list = [column[0].target.attname for column in select[start:end]]
-    populators = get_related_populators(klass_info, select, DB)
+    populators = django_query.get_related_populators(klass_info, select, DB)  # type: ignore[attr-defined]
 
     def instances(rows: list[Any]) -> list[Any]:
         found = []

@@ -79,6 +79,6 @@ def test_it_gives_flat_values_as_its_queryset_does(finished_job):
 
 
 def test_it_refuses_an_argument_that_is_no_parameter_of_the_sql(finished_job):
-    unused = Prepared(lambda name: Job.objects.all(), str)
+    unused: Prepared[Job] = Prepared(lambda name: Job.objects.all(), str)
     with pytest.raises(ValueError, match="argument 0"):
         unused("finished")

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Exists, Expression, F, OuterRef, Q, QuerySet
+from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
@@ -235,8 +236,9 @@ def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
     return jobs.order_by(sort, "-id")
 
 
-def job_list(request: Request, params: Any) -> Any:
-    """OpenPAI's list: a JSON array, or {totalCount, data} with withTotalCount=true."""
+def job_list(request: Request, params: Any) -> HttpResponse:
+    """OpenPAI's list: a JSON array, or {totalCount, data} with withTotalCount=true; its items'
+    JSON as shapes.summary_json keeps it."""
     offset = _int_param(params, "offset", 0)
     limit = _int_param(params, "limit", DEFAULT_LIST_LIMIT)
     cap = settings.PAI_API_MAX_LIST_LIMIT
@@ -248,15 +250,16 @@ def job_list(request: Request, params: Any) -> Any:
     rows = [(row, (row[0], row[created])) for row in shapes.summary_rows(page)]
     summaries = shapes.spec_summaries.get_many([job for _, job in rows])
     tags = shapes.tags_by_job(page) if rows else {}
-    data = [
-        shapes.job_summary(row, summaries[job], tags.get(job[0], []))
+    items = [
+        shapes.summary_json.encoded(row, summaries[job], tags.get(job[0], ()))
         for row, job in rows
         if job in summaries  # (deleted meanwhile?)
     ]
-    charge_list_rows(request, len(data))
+    charge_list_rows(request, len(items))
+    data = "[" + ",".join(items) + "]"
     if params.get("withTotalCount") == "true":
-        return {"totalCount": jobs.count(), "data": data}
-    return data
+        data = f'{{"totalCount":{jobs.count()},"data":{data}}}'
+    return HttpResponse(data, content_type="application/json")
 
 
 def log_url(request: Request, job: Job) -> Any:
