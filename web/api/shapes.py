@@ -179,9 +179,10 @@ class SummaryJson:
 summary_json = SummaryJson()
 
 
-def json_text(data: Any) -> str:
-    """JSON as the API's renderer writes it (settings.REST_FRAMEWORK: compact, UTF-8, no NaN)."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# JSON as the API's renderer writes it (settings.REST_FRAMEWORK: compact, UTF-8, no NaN); one
+# encoder for all (json.dumps with options makes one per call: a cold 1000-row list's items took
+# twice the time of one json.dumps of the whole list).
+json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def job_summary(row: tuple[Any, ...], summary: SpecSummary, tags: list[str]) -> dict[str, Any]:
