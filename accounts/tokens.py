@@ -12,10 +12,15 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.models import Token, hash_token
+from pai_portal.prepared import Prepared
 
 TOKEN_PREFIX = "pai_"  # noqa: S105  (a marker, not a secret)
 # Writing last_used on every request would turn each read into a write; once a minute is enough.
 LAST_USED_GRANULARITY = timedelta(seconds=60)
+# Every API request reads its token: compiled once (no ORDER BY: the unique index answers).
+_TOKEN_BY_HASH: Prepared[Token] = Prepared(
+    lambda key_hash: Token.objects.select_related("user").filter(key_hash=key_hash).order_by()[:1], str
+)
 
 
 def issue_token(
@@ -40,9 +45,7 @@ def issue_token(
 
 def find_valid_token(raw: str) -> Token | None:
     """The live token for this raw value (user active, not expired), or None."""
-    # No ORDER BY (the unique index answers): this runs on every API request.
-    found = Token.objects.select_related("user").filter(key_hash=hash_token(raw)).order_by()[:1]
-    token = next(iter(found), None)
+    token = _TOKEN_BY_HASH.first(hash_token(raw))
     now = timezone.now()
     if token is None or token.expires <= now or not token.user.is_active:
         return None

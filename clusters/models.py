@@ -2,7 +2,7 @@
 
 import ipaddress
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -15,6 +15,7 @@ from accounts.permissions import is_admin, is_named
 from catalogue import Message
 from catalogue.reasons import reason_columns
 from clusters import storage_rules
+from pai_portal.prepared import Prepared
 
 
 class GpuType(models.Model):
@@ -152,6 +153,43 @@ class VirtualCluster(models.Model):
     def may_use_crit(self, user) -> bool:
         """`crit` jobs: admins, and the users this VC names for it."""
         return is_admin(user) or self.crit_users.filter(pk=user.pk).exists()
+
+
+class VcAccess(NamedTuple):
+    vc: VirtualCluster
+    open: bool  # is_open_to
+    crit: bool  # may_use_crit
+
+
+def _with_access(name: str, user_id: int) -> models.QuerySet[VirtualCluster]:
+    """The VC by name with is_open_to's and may_use_crit's answers for the user, worked out by the
+    database (vc_access: the same rules, tests/api/test_vc_access.py holds them to each other)."""
+    named = VirtualCluster.allowed_users.through.objects.filter(virtualcluster_id=models.OuterRef("pk"))
+    groups = VirtualCluster.allowed_groups.through.objects.filter(virtualcluster_id=models.OuterRef("pk"))
+    crit = VirtualCluster.crit_users.through.objects.filter(virtualcluster_id=models.OuterRef("pk"))
+    return (
+        VirtualCluster.objects.filter(name=name)
+        .annotate(
+            names_anyone=models.Exists(named) | models.Exists(groups),
+            names_user=models.Exists(named.filter(user_id=user_id)) | models.Exists(groups.filter(group__user=user_id)),
+            crit_user=models.Exists(crit.filter(user_id=user_id)),
+        )
+        .order_by()[:1]
+    )
+
+
+_VC_ACCESS: Prepared[VirtualCluster] = Prepared(_with_access, str, int)
+
+
+def vc_access(name: str, user: Any) -> VcAccess | None:
+    """The VC by name, whether it is open to the user and whether they may use `crit`, in one query
+    compiled once (every submit asks; VirtualCluster.is_open_to and may_use_crit took four)."""
+    vc = _VC_ACCESS.first(name, user.pk)
+    if vc is None:
+        return None
+    admin = is_admin(user)
+    opened = admin or not vc.names_anyone or vc.names_user  # type: ignore[attr-defined]
+    return VcAccess(vc, bool(opened), bool(admin or vc.crit_user))  # type: ignore[attr-defined]
 
 
 # Cookies ignore ports: tasks' ports on the portal's host name would receive its session cookie.

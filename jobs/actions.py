@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 
 from accounts.permissions import is_admin
 from catalogue import Message
-from clusters.models import GpuType, Node, VirtualCluster
+from clusters.models import GpuType, Node, VirtualCluster, vc_access
 from jobs import dependencies, lifecycle
 from jobs.crypto import encrypt_text
 from jobs.interactive import new_apps
@@ -45,6 +45,7 @@ from jobs.states import FINISHED_JOB_STATES
 from jobs.storage import areas as storage
 from jobs.storage.areas import job_paths
 from jobs.storage.configs import validate_storage_requests
+from pai_portal.prepared import Prepared
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -167,14 +168,19 @@ class SubmitChecks:
         user = self.user
         check_task_counts(cfg)
         vc_name = cfg.spec["defaults"]["virtualCluster"]
-        vc = self._once(("vc", vc_name), lambda: VirtualCluster.objects.filter(name=vc_name).first())
-        if vc is None:
+        access = self._once(("vc", vc_name), lambda: vc_access(vc_name, user))
+        if access is None:
             raise UnknownVirtualCluster([(cfg.vc_field, Message.of("config.vc_unknown", name=vc_name))])
-        if not self._once(("open", vc.pk), lambda: vc.is_open_to(user)):
+        vc = access.vc
+        if not access.open:
             raise VirtualClusterForbidden([(cfg.vc_field, Message.of("config.vc_forbidden", name=vc_name))])
         errors: list[FieldError] = list(cfg.secret_errors)
         wanted_gpu = gpu_type(cfg.spec)
-        known_gpus = self._once(("gpu types",), lambda: list(GpuType.objects.values_list("name", flat=True)))
+        known_gpus = (
+            self._once(("gpu types",), lambda: list(GpuType.objects.values_list("name", flat=True)))
+            if wanted_gpu
+            else []
+        )
         if wanted_gpu and wanted_gpu not in known_gpus:
             unknown = (
                 Message.of("config.gpu_type_unknown", name=wanted_gpu, known=", ".join(known_gpus))
@@ -196,8 +202,7 @@ class SubmitChecks:
             )
         )
         errors.extend(unsupported(cfg.spec))
-        may_use_crit = self._once(("crit", vc.pk), lambda: vc.may_use_crit(user))
-        errors.extend(priority_errors(vc, cfg, may_use_crit=may_use_crit))
+        errors.extend(priority_errors(vc, cfg, may_use_crit=access.crit))
         errors.extend(grace_errors(cfg.spec, cap=settings.PAI_MAX_GRACE_SECONDS))
         errors.extend(shm_errors(cfg.spec, cap=settings.PAI_MAX_SHM_MB))
         errors.extend(
@@ -378,13 +383,30 @@ def split_full_name(full_name: str) -> tuple[str, str]:
     return owner, name
 
 
+# A job by its full name, with its owner and VC, as visible_jobs reads it: every job route asks,
+# compiled once (pai_portal.prepared). (owner, name) is unique.
+_JOB_BY_NAME: Prepared[Job] = Prepared(
+    lambda owner, name: (
+        Job.objects.select_related("owner", "virtual_cluster").filter(owner__username=owner, name=name).order_by()[:1]
+    ),
+    str,
+    str,
+)
+
+
 def get_job_for(user: Any, full_name: str) -> Job:
-    """The job, if the user may act on it; Job.DoesNotExist otherwise (answer 404, never 403)."""
-    owner, name = split_full_name(full_name)
-    return visible_jobs(user).get(owner__username=owner, name=name)
+    """The job, if the user may act on it (visible_jobs); Job.DoesNotExist otherwise (answer 404,
+    never 403)."""
+    job = _JOB_BY_NAME.first(*split_full_name(full_name))
+    if job is None or not may_manage(user, job):
+        raise Job.DoesNotExist(f"no job {full_name!r} the user may act on")
+    return job
 
 
 def get_job_summary_for(user: Any, full_name: str) -> Job:
     """The job, if the user may read its summary (listed_jobs); Job.DoesNotExist otherwise."""
-    owner, name = split_full_name(full_name)
-    return listed_jobs(user).get(owner__username=owner, name=name)
+    job = _JOB_BY_NAME.first(*split_full_name(full_name))
+    shared = settings.PAI_SHARED_JOB_LIST and user.is_authenticated
+    if job is None or not (shared or may_manage(user, job)):
+        raise Job.DoesNotExist(f"no job {full_name!r} the user may read")
+    return job

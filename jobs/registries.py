@@ -16,7 +16,7 @@ from django.conf import settings
 from catalogue import Message
 from clusters.models import Node
 from jobs.protocol.errors import FieldError
-from jobs.protocol.images import image_registry_errors, pull_refusal, registry_of, split_registry
+from jobs.protocol.images import image_fields, image_registry_errors, pull_refusal, registry_of, split_registry
 from jobs.protocol.spec import NormalizedSpec
 
 
@@ -57,7 +57,10 @@ class RegistryJudge:
         return self._resolved[host]
 
     def errors(self, spec: NormalizedSpec, protocol_version: int) -> list[FieldError]:
-        """At submit: a field error for each image whose registry is forbidden."""
+        """At submit: a field error for each image whose registry is forbidden (the portal's hosts
+        read only when an image names a registry: most name Docker Hub's)."""
+        if not any(registry_of(image) for _, image in image_fields(spec, protocol_version)):
+            return []
         return image_registry_errors(
             spec,
             protocol_version,

@@ -27,6 +27,7 @@ from jobs.lifecycle import PREEMPTIONS
 from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt, TaskState
 from jobs.protocol.priority import grace_seconds
 from jobs.protocol.spec import NormalizedSpec
+from pai_portal.prepared import Prepared
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
 
@@ -414,6 +415,10 @@ class QueuePlace(NamedTuple):
     note: Message
 
 
+# A VC's queue as the scheduler last wrote it: each waiting job's detail reads it, compiled once.
+_QUEUE_OF_VC: Prepared[VcQueue] = Prepared(lambda vc_id: VcQueue.objects.filter(vc_id=vc_id).order_by("pk")[:1], int)
+
+
 def queue_place(job: Job) -> QueuePlace | None:
     """Where a waiting job stands, or None when the scheduler has not queued it (yet)."""
     if job.state != JobState.WAITING:
@@ -425,7 +430,7 @@ def queue_place(job: Job) -> QueuePlace | None:
             if start is None
             else QueuePlace(None, start, Message.of("queue.expected_start.slurm", start=_clock(start.timestamp())))
         )
-    row = VcQueue.objects.filter(vc_id=job.virtual_cluster_id).first()
+    row = _QUEUE_OF_VC.first(job.virtual_cluster_id)
     position = row.position(job.pk) if row is not None else None
     if position is None:
         return None

@@ -196,3 +196,10 @@ def test_it_gives_the_same_times_in_the_list_as_in_the_detail_to_the_millisecond
     assert (item["launchedTime"], item["completedTime"]) == (1795662245678, 1795662245000)
     assert item["createdTime"] == detail["createdTime"]
     assert item["launchedTime"] == detail["launchedTime"]
+
+
+def test_it_says_stop_as_the_execution_type_of_a_job_asked_to_stop(alice, three_jobs):
+    Job.objects.filter(name="beta").update(state=JobState.STOPPING, ending_cause=Job.Ending.STOP)
+    types = {job["name"]: job["executionType"] for job in alice.get("/api/v2/jobs").json()}
+    assert (types["beta"], types["alpha"]) == ("STOP", "START")
+    assert alice.get("/api/v2/jobs/alice~beta").json()["jobStatus"]["executionType"] == "STOP"

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import Count, Exists, Expression, F, OuterRef, Q, QuerySet
+from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
@@ -15,12 +16,13 @@ from catalogue import Message, Text, joined, text_of
 from catalogue.reasons import stored_parts
 from clusters.texts import blocked_by
 from jobs import actions
-from jobs.models import Job, JobState, JobTag, Sweep
+from jobs.models import Job, JobState, JobTag, Sweep, Task
 from jobs.protocol import mask_config_text
 from jobs.protocol.fields import resource_field, vc_field
 from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
 from jobs.submit import submit as submit_verb
+from pai_portal.prepared import Prepared
 from scheduling.admission import never_fits_reason
 from web.api import links, shapes
 from web.api.auth import is_application_token
@@ -234,8 +236,9 @@ def ordered(jobs: QuerySet[Job], order: str | None) -> QuerySet[Job]:
     return jobs.order_by(sort, "-id")
 
 
-def job_list(request: Request, params: Any) -> Any:
-    """OpenPAI's list: a JSON array, or {totalCount, data} with withTotalCount=true."""
+def job_list(request: Request, params: Any) -> HttpResponse:
+    """OpenPAI's list: a JSON array, or {totalCount, data} with withTotalCount=true; its items'
+    JSON as shapes.summary_json keeps it."""
     offset = _int_param(params, "offset", 0)
     limit = _int_param(params, "limit", DEFAULT_LIST_LIMIT)
     cap = settings.PAI_API_MAX_LIST_LIMIT
@@ -243,19 +246,20 @@ def job_list(request: Request, params: Any) -> Any:
         raise ApiError(400, "InvalidParametersError", Message.of("api.query.limit", most=cap), "limit")
     jobs = filtered_jobs(request, params)
     page = ordered(jobs, params.get("order"))[offset : offset + limit]
-    values = page.values(*shapes.SUMMARY_FIELDS, **shapes.SUMMARY_TIMES)
-    rows = [(row, (row["id"], row["created_ms"])) for row in values]
+    created = shapes.SUMMARY_CREATED_MS
+    rows = [(row, (row[0], row[created])) for row in shapes.summary_rows(page)]
     summaries = shapes.spec_summaries.get_many([job for _, job in rows])
     tags = shapes.tags_by_job(page) if rows else {}
-    data = [
-        shapes.job_summary(row, summaries[job], tags.get(row["id"], []))
+    items = [
+        shapes.summary_json.encoded(row, summaries[job], tags.get(job[0], ()))
         for row, job in rows
         if job in summaries  # (deleted meanwhile?)
     ]
-    charge_list_rows(request, len(data))
+    charge_list_rows(request, len(items))
+    data = "[" + ",".join(items) + "]"
     if params.get("withTotalCount") == "true":
-        return {"totalCount": jobs.count(), "data": data}
-    return data
+        data = f'{{"totalCount":{jobs.count()},"data":{data}}}'
+    return HttpResponse(data, content_type="application/json")
 
 
 def log_url(request: Request, job: Job) -> Any:
@@ -272,9 +276,17 @@ def log_url(request: Request, job: Job) -> Any:
     return route
 
 
+# A job's tasks with their nodes, for its detail (clients poll it): compiled once. Explicit order:
+# Task's default ordering starts with "job", which would join and sort by Job's.
+_TASKS_OF_JOB: Prepared[Task] = Prepared(
+    lambda job_id: Task.objects.select_related("node").filter(job_id=job_id).order_by("role", "index"), int
+)
+
+
 def detail(request: Request, job: Job) -> dict[str, Any]:
-    # Explicit order: Task's default ordering starts with "job", which would join and sort by Job's.
-    tasks = list(job.tasks.select_related("node").order_by("role", "index"))
+    tasks = _TASKS_OF_JOB(job.pk)
+    for task in tasks:
+        task.job = job
     return shapes.job_detail(job, tasks, log_url(request, job))
 
 

@@ -64,9 +64,9 @@ class V1JobsView(V1JobsMixin):
         parameters=[OpenApiParameter("username", str)],
         responses={200: OpenApiTypes.OBJECT},
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
         params = {"username": request.query_params.get("username", ""), "limit": str(common.DEFAULT_LIST_LIMIT)}
-        return Response(common.job_list(request, params))
+        return common.job_list(request, params)
 
     @extend_schema(request={"application/json": OpenApiTypes.OBJECT}, responses={201: OpenApiTypes.OBJECT})
     def post(self, request: Request) -> Response:
@@ -77,8 +77,8 @@ class V1UserJobsView(V1JobsMixin):
     """`GET|POST /api/v1/user/<user>/jobs`: only as that user (admins may list anyone's)."""
 
     @extend_schema(operation_id="v1_user_jobs_list", parameters=[USER_PARAMETER], responses={200: OpenApiTypes.OBJECT})
-    def get(self, request: Request, username: str) -> Response:
-        return Response(common.job_list(request, {"username": username, "limit": str(common.DEFAULT_LIST_LIMIT)}))
+    def get(self, request: Request, username: str) -> HttpResponse:
+        return common.job_list(request, {"username": username, "limit": str(common.DEFAULT_LIST_LIMIT)})
 
     @extend_schema(
         parameters=[USER_PARAMETER],

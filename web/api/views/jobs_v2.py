@@ -81,8 +81,8 @@ class JobsView(APIView):
         return [SubmitThrottle()] if is_post(self) else [ListThrottle()]
 
     @extend_schema(operation_id="v2_jobs_list", parameters=common.LIST_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
-    def get(self, request: Request) -> Response:
-        return Response(common.job_list(request, request.query_params))
+    def get(self, request: Request) -> HttpResponse:
+        return common.job_list(request, request.query_params)
 
     @extend_schema(
         request={
