@@ -155,7 +155,7 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
         return
     if outcome == JobState.SUCCEEDED:
         stop_job(job, backends, tasks=tasks)
-        lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
+        lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION, tasks=tasks)
         return
     failed = [t for t in tasks if t.state == TaskState.FAILED]
     trigger = max(failed, key=lambda t: t.finished_at or timezone.now()) if failed else tasks[0]
@@ -169,13 +169,14 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
     )
     stop_job(job, backends, keep=launch_builder.is_debug(job.normalized), tasks=tasks)
     if decision is Retry.NONE:
-        lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
+        lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION, tasks=tasks)
     else:
         lifecycle.requeue_for_retry(
             job,
             trigger,
             charged=decision is Retry.CHARGED,
             leftover_exit_code=ExitCode.FRAMEWORK_ATTEMPT_COMPLETION,
+            tasks=tasks,
         )
 
 
