@@ -126,17 +126,18 @@ def fill(args: argparse.Namespace, var: Path, sockets: Path) -> Path:
             "pai.job-attempt": "1",
             "pai.role": "worker",
             "pai.index": "0",
-            "pai.task-attempt": "0",
+            "pai.task-attempt": "1",
             MARKER_LABEL: "pai",
             LOG_PATH_LABEL: str(log_path),
         }
-        engines[node_index].append([container_id, f"pai-{job.pk}-worker-0-1-0", labels])
+        engines[node_index].append([container_id, f"pai-{job.pk}-worker-0-1-1", labels])
         tasks.append(
             Task(
                 job=job,
                 role="worker",
                 index=0,
                 state=TaskState.RUNNING,
+                attempt=1,  # (as placement leaves it: an exit keeps its attempt, a TaskAttempt row)
                 node=nodes[node_index],
                 executor_id=container_id,
                 ip=nodes[node_index].address,
@@ -376,19 +377,22 @@ def main() -> None:
     var = Path(tempfile.mkdtemp(prefix="pai-bench-running-"))
     # (unix socket paths are short: the engines' live in a folder of their own under /tmp)
     sockets = Path(tempfile.mkdtemp(prefix="pai-fake-"))
-    database = var / "filled.sqlite3"
-    setup_django(var, database)
-    began = time.perf_counter()
-    fill(args, var, sockets)
-    from django.db import connections
+    try:  # (the databases, task logs and sockets go with the run, whatever ends it)
+        database = var / "filled.sqlite3"
+        setup_django(var, database)
+        began = time.perf_counter()
+        fill(args, var, sockets)
+        from django.db import connections
 
-    connections.close_all()  # (the file whole, for the trials' copies)
-    print(f"(filled in {time.perf_counter() - began:.0f} s)")
-    results = {design: run_trial(args, design, var, database, sockets) for design in args.designs.split(",")}
-    report(args, results)
-    if args.json:
-        args.json.write_text(json.dumps(results))
-    shutil.rmtree(sockets, ignore_errors=True)
+        connections.close_all()  # (the file whole, for the trials' copies)
+        print(f"(filled in {time.perf_counter() - began:.0f} s)")
+        results = {design: run_trial(args, design, var, database, sockets) for design in args.designs.split(",")}
+        report(args, results)
+        if args.json:
+            args.json.write_text(json.dumps(results))
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+        shutil.rmtree(var, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -377,12 +377,22 @@ def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -
 
 
 def stop_tasks(
-    job: Job, exit_code: int, *, diagnostics: Message | None = None, user_codes: dict[int, int | None] | None = None
+    job: Job,
+    exit_code: int,
+    *,
+    diagnostics: Message | None = None,
+    user_codes: dict[int, int | None] | None = None,
+    tasks: list[Task] | None = None,
 ) -> None:
     """Every task still WAITING or RUNNING -> STOPPED with exit_code (-210 a user's stop, -220 the
     job completed around them, -1003 a preemption); the running attempts are kept, with the code
-    each task's own process exited with when known (`user_codes` by task id)."""
+    each task's own process exited with when known (`user_codes` by task id). `tasks`: the job's
+    tasks as the scheduler read them after recording its exits: with none active there, none is
+    read again (a task becomes active only by the scheduler's own hand: a waiting job's claim, or a
+    retry in place recorded before that read)."""
     from_states, to_state = _task_states("stop_task")
+    if tasks is not None and not any(task.state in from_states for task in tasks):
+        return  # (the common end: every task has exited already)
     now = timezone.now()
     active = list(job.tasks.filter(state__in=from_states).select_related("node"))
     if not active:  # (the common end: every task has exited already)
@@ -644,10 +654,11 @@ def finish_stopping(
     return stopped
 
 
-def succeed(job: Job, leftover_exit_code: int) -> bool:
-    """RUNNING -> SUCCEEDED; tasks still running are stopped with leftover_exit_code (-220)."""
+def succeed(job: Job, leftover_exit_code: int, *, tasks: list[Task] | None = None) -> bool:
+    """RUNNING -> SUCCEEDED; tasks still running are stopped with leftover_exit_code (-220)
+    (`tasks`: as stop_tasks reads them)."""
     with transaction.atomic():
-        stop_tasks(job, leftover_exit_code)
+        stop_tasks(job, leftover_exit_code, tasks=tasks)
         done = _move_job(
             job.pk,
             "succeed",
@@ -662,11 +673,12 @@ def succeed(job: Job, leftover_exit_code: int) -> bool:
     return done
 
 
-def fail(job: Job, trigger: Task, leftover_exit_code: int) -> bool:
-    """RUNNING -> FAILED because of trigger's exit; tasks still running are stopped."""
+def fail(job: Job, trigger: Task, leftover_exit_code: int, *, tasks: list[Task] | None = None) -> bool:
+    """RUNNING -> FAILED because of trigger's exit; tasks still running are stopped (`tasks`: as
+    stop_tasks reads them)."""
     said = stored_diagnostics(trigger)
     with transaction.atomic():
-        stop_tasks(job, leftover_exit_code)
+        stop_tasks(job, leftover_exit_code, tasks=tasks)
         done = _move_job(
             job.pk,
             "fail",
@@ -743,10 +755,13 @@ def end_at_time_limit(
     return done
 
 
-def requeue_for_retry(job: Job, trigger: Task, *, charged: bool, leftover_exit_code: int) -> bool:
-    """RUNNING -> WAITING for a whole-job retry (jobRetryCount, or free when transient)."""
+def requeue_for_retry(
+    job: Job, trigger: Task, *, charged: bool, leftover_exit_code: int, tasks: list[Task] | None = None
+) -> bool:
+    """RUNNING -> WAITING for a whole-job retry (jobRetryCount, or free when transient; `tasks`:
+    as stop_tasks reads them)."""
     with transaction.atomic():
-        stop_tasks(job, leftover_exit_code)
+        stop_tasks(job, leftover_exit_code, tasks=tasks)
         requeued = _move_job(
             job.pk,
             "requeue_for_retry",

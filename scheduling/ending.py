@@ -146,7 +146,11 @@ def record_exit(
 
 
 def apply_completion_policy(job: Job, backends: Backends) -> None:
-    job.refresh_from_db(fields=JOB_PROGRESS_FIELDS)  # not the config, spec and keys: they never change
+    # Re-read: not the config, spec and keys (they never change); as plain values (refresh_from_db
+    # builds a queryset with deferred fields and a model instance to copy them from, per job).
+    progress = Job.objects.filter(pk=job.pk).values_list(*JOB_PROGRESS_FIELDS).get()
+    for name, value in zip(JOB_PROGRESS_FIELDS, progress, strict=True):
+        setattr(job, name, value)
     if job.state != JobState.RUNNING:
         return
     tasks = list(job.tasks.select_related("node"))
@@ -155,7 +159,7 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
         return
     if outcome == JobState.SUCCEEDED:
         stop_job(job, backends, tasks=tasks)
-        lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
+        lifecycle.succeed(job, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION, tasks=tasks)
         return
     failed = [t for t in tasks if t.state == TaskState.FAILED]
     trigger = max(failed, key=lambda t: t.finished_at or timezone.now()) if failed else tasks[0]
@@ -169,13 +173,14 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
     )
     stop_job(job, backends, keep=launch_builder.is_debug(job.normalized), tasks=tasks)
     if decision is Retry.NONE:
-        lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION)
+        lifecycle.fail(job, trigger, ExitCode.FRAMEWORK_ATTEMPT_COMPLETION, tasks=tasks)
     else:
         lifecycle.requeue_for_retry(
             job,
             trigger,
             charged=decision is Retry.CHARGED,
             leftover_exit_code=ExitCode.FRAMEWORK_ATTEMPT_COMPLETION,
+            tasks=tasks,
         )
 
 
@@ -239,7 +244,9 @@ def run(
         if status.failure is Failure.NODE_LOST:
             suspects.add(node_id)
             continue
-        task = Task.objects.select_related("node", "job__virtual_cluster").get(pk=task_id)
+        task = Task.objects.select_related("job__virtual_cluster").get(pk=task_id)
+        if task.node_id == node_id:
+            task.node = node  # (read with the running tasks: not again per exit)
         if status.failure is Failure.PORT_CONFLICT:
             ended.ports_held.append((node.name, task.ports, status.diagnostics))
         with job_guard(task.job_id, backends, "record how its task ended", task_id=task.pk):

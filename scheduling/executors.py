@@ -374,7 +374,13 @@ class Bulkheaded(Executor):
         return self.executor.exits_seen()  # (what its stream gathered: no engine call)
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
+        if self.executor.stopped(handle):  # (its container removed already: no call, no wait for the lane)
+            self.executor.stop(handle, keep=keep)
+            return
         self._cleanup("stop", lambda: self.executor.stop(handle, keep=keep))
+
+    def stopped(self, handle: TaskHandle) -> bool:
+        return self.executor.stopped(handle)
 
     def cleanup_job(self, job_id: int, *, keep: bool = False) -> None:
         self._cleanup("cleanup_job", lambda: self.executor.cleanup_job(job_id, keep=keep))

@@ -190,6 +190,11 @@ class Executor(abc.ABC):
         """Stop and remove the task (idempotent); the scheduler also calls it on a task that has
         exited, once its exit is recorded. keep=True leaves the container for inspection (isDebug)."""
 
+    def stopped(self, handle: TaskHandle) -> bool:
+        """Whether stop(handle) has nothing left to ask the node: this executor removed the task's
+        container already (a task's stop, then its job's in the same pass). Asks the node nothing."""
+        return False
+
     def terminate(self, handle: TaskHandle, grace_s: int) -> None:  # noqa: B027
         """Ask the task to end: SIGTERM to its processes now, and SIGKILL `grace_s` later where
         the node can see to it (the scheduler calls stop() at the deadline regardless). Returns at

@@ -411,8 +411,13 @@ class DockerExecutor(Executor):
             self.api.kill(handle.executor_id, signal="SIGTERM")
         self._terminated.add(handle.executor_id)
 
+    def stopped(self, handle: TaskHandle) -> bool:
+        return self.removals.removed(handle.executor_id)
+
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         self._terminated.discard(handle.executor_id)
+        if self.stopped(handle):
+            return  # removed already: nothing to kill, rename or remove (keep or not)
         if keep:
             # Frees the resources, keeps the file system; it may have exited or gone already.
             with contextlib.suppress(APIError, requests.exceptions.RequestException):

@@ -37,6 +37,10 @@ class Removals:
         if self.local:
             _remember(self._exited, info["Id"], _left_on_node(info))
 
+    def removed(self, container_id: str) -> bool:
+        """Whether this executor removed the container (among the newest REMEMBERED)."""
+        return container_id in self._removed
+
     def remove(self, container_id: str, *, script: bool = False) -> None:
         """The container removed (`script`: its task's script first); NotFound is no error."""
         if container_id in self._removed:

@@ -193,6 +193,16 @@ def test_it_keeps_an_attempt_once_when_a_crash_replays_it(job_in):
     assert TaskAttempt.objects.filter(job=job).count() == 1
 
 
+def test_it_reads_no_task_again_to_stop_when_the_tasks_it_was_given_have_all_ended(job_in, django_assert_num_queries):
+    job = job_in(JobState.RUNNING)
+    task = job.tasks.get()
+    lifecycle.end_task(task, 1, an_exit(0))
+    ended = list(job.tasks.all())
+    with django_assert_num_queries(0):
+        lifecycle.stop_tasks(job, -220, tasks=ended)
+    assert job.tasks.get().state == TaskState.SUCCEEDED
+
+
 def test_it_resets_every_task_on_restart(job_in):
     job = job_in(JobState.FAILED)
     Task.objects.filter(job=job).update(state=TaskState.FAILED, exit_code=1, executor_id="c1", gpus=[0])

@@ -290,6 +290,31 @@ class Answers(HungSample):
         return {handle.executor_id: ResourceSample(cpu_seconds=1, memory_bytes=2**20) for handle in handles}
 
 
+class Removed(HungSample):
+    """An executor that removed every container already: a stop asks its node nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stops = 0
+
+    def stopped(self, handle: TaskHandle) -> bool:
+        return True
+
+    def stop(self, handle, *, keep: bool = False) -> None:
+        self.stops += 1
+
+
+def test_a_stop_of_a_container_removed_already_waits_for_no_lane(deadline):
+    removed = Removed()
+    lane = Lane("busy")
+    node = Bulkheaded(removed, lane)
+    lane.submit("sample", lambda: removed.sample([]))  # (the lane busy: a call there would be NodeSilent)
+    node.stop(TaskHandle("c1", ""), keep=True)
+    assert removed.stops == 1 and lane.busy()
+    removed.release.set()
+    until(lambda: not lane.busy())
+
+
 @pytest.mark.django_db
 def test_a_hung_engine_costs_the_sampler_one_round_once_and_the_other_nodes_nothing(user, settings, monkeypatch):
     settings.PAI_SAMPLE_SECONDS = 0.5
