@@ -59,6 +59,9 @@ UNKNOWN_TOTAL = 2**62  # a node total nobody told us: never the reason a job "ca
 # Expected starts are worked out for this many jobs at the head of each VC's queue; later ones are
 # unknown (Slurm's backfill also looks only so deep: bf_max_job_test). Keeps a pass's cost bounded.
 ESTIMATED_DEPTH = 100
+# The start plan works a kept reservation out again (where it may have moved sooner) at most this many
+# times; past that it keeps it where it was (the pass's cost bounded, as bf_max_job_test bounds Slurm's).
+REWORKED_RESERVATIONS = 10
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,10 @@ class Backfill:
     # how long a borrowed job is expected to take to end once its lender's own jobs wait (reclaimed:
     # a preemption's SIGTERM and exit); None: not known, it is expected to run on (expected starts only)
     reclaim_s: float | None = None
+    # (the start plan's turns) the VCs whose kept reservation may have moved since it was worked out:
+    # a job on their quota or on their reserved nodes ended since (the others' stand as kept)
+    moved: frozenset[str] = frozenset()
+    rework_left: int = 0  # (the start plan's turns) how many more reservations they may work out again
 
 
 @dataclass(frozen=True)
@@ -400,6 +407,9 @@ class _Backfiller:
         self.cluster, self.vcs, self.plan = cluster, vcs, plan
         self.quiet = quiet  # (the start plan's turns: no reasons worked out, a job that surely does not fit not tried)
         self.reserved: dict[str, tuple[Reservation, list[int]]] = {}  # VC -> reservation, quota left then
+        # (quiet) VC -> its first job, what it needs and where its reservation is recorded, while the
+        # reservation stands as kept (not worked out again this pass)
+        self.as_kept: dict[str, tuple[JobRequest, _Need, dict[str, Reservation]]] = {}
         # An earlier pass's reservations whose jobs still wait hold from this pass's start: a job of
         # another VC taken before that VC's first job comes in this pass's order keeps off its room too.
         self.kept: dict[str, Reservation] = {}
@@ -442,14 +452,26 @@ class _Backfiller:
         if self.plan is None or not vc.backfill or job.holds:
             return
         kept = self.plan.kept.get(job.vc)
-        if self.quiet and kept is not None and kept.job == job.key and kept.start > self.plan.now:
+        if (
+            self.quiet
+            and kept is not None
+            and kept.job == job.key
+            and kept.start > self.plan.now
+            and (
+                job.vc not in self.plan.moved
+                or self.plan.rework_left <= 0
+                or not self._sooner(kept.start, job, need, used)
+            )
+        ):
             # (the start plan, at a later end: the first job's reservation stands where and when it was
             # given, as it does while nothing takes its room; the quota it leaves is counted again, more
             # of it as jobs end before their limits. Working the reservation out again at each end costs
             # a copy of the nodes each time: ten times the plan's cost, for no better estimate measured.)
             self.reserved[job.vc] = (kept, self._left_at(kept.start, job, need, used))
             result.reservations[job.vc] = kept
+            self.as_kept[job.vc] = (job, need, result.reservations)
             return
+        self.plan.rework_left -= self.quiet
         found = self._first_start(job, need, used)
         if found is None:  # (what it waits for has no time limit: nothing can be proven, none start ahead)
             return
@@ -464,6 +486,24 @@ class _Backfiller:
             reservation = Reservation(job.key, kept.start, nodes)
         self.reserved[job.vc] = (reservation, left)
         result.reservations[job.vc] = reservation
+
+    def _sooner(self, start: float, job: JobRequest, need: _Need, used: list[int]) -> bool:
+        """Whether the VC's quota and the cluster's free GPUs (a bound: not the nodes one by one) could
+        hold `job` at an end by the limits before `start` (else its reservation cannot move sooner)."""
+        assert self.plan is not None
+        limit, held = self.vcs[job.vc].limit, list(used)
+        free = sum(node.all_free_gpus(job.gpu_type) for node in self.cluster.nodes)
+        for ending in self.ending:
+            if ending.frees_at >= start:
+                return False
+            free += sum(len(freed.gpus) for freed in ending.freed)
+            if ending.vc == job.vc:
+                for freed in ending.freed:
+                    held = [held[0] - len(freed.gpus), held[1] - freed.cpu, held[2] - freed.memory_mb]
+            fits = held[0] + need.gpu <= limit.gpu and held[1] + need.cpu <= limit.cpu
+            if fits and held[2] + need.memory_mb <= limit.memory_mb and free >= need.gpu:
+                return True
+        return False
 
     def _left_at(self, start: float, job: JobRequest, need: _Need, used: list[int]) -> list[int]:
         """What the VC's quota has left at `start` once its first job `job` holds its part: what its
@@ -510,7 +550,28 @@ class _Backfiller:
         return None
 
     def backfill(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> bool:
-        """Start `job` ahead of its VC's reserved first job, if that delays no reservation."""
+        """Start `job` ahead of its VC's reserved first job, if that delays no reservation. (The start
+        plan's turns, where the first job's reservation stands as it was kept and the job could start
+        now but for it: the reservation worked out again, as the pass would, and the job asked again.)"""
+        if self._backfill(job, need, used, result):
+            return True
+        head = self.as_kept.get(job.vc)
+        if head is None or _quota_refusal(self.vcs[job.vc], used, need) is not None:
+            return False
+        if not self.cluster.could_hold(job, need):
+            return False
+        del self.as_kept[job.vc]
+        first, first_need, reservations = head
+        found = self._first_start(first, first_need, used)
+        if found is None:
+            del self.reserved[job.vc]
+            reservations.pop(job.vc, None)
+            return False
+        self.reserved[job.vc] = found
+        reservations[job.vc] = found[0]
+        return self._backfill(job, need, used, result)
+
+    def _backfill(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> bool:
         assert self.plan is not None
         reservation, left = self.reserved[job.vc]
         if _quota_refusal(self.vcs[job.vc], used, need) is not None:
@@ -590,6 +651,8 @@ class _StartPlan:
                 self.types.setdefault(freed.node, {}).update(freed.gpus)
         # each VC's reservation as the last turns left it (the next ones keep it as a pass keeps the stored one)
         self.kept: dict[str, Reservation] = {}
+        self.moved: set[str] = set()  # VCs whose kept reservation may have moved since (Backfill.moved)
+        self.rework_left = REWORKED_RESERVATIONS
         # (per-user caps are not played: what each user holds as jobs end is not known here)
         self.uncapped = _UserCaps({name: replace(vc, user_gpu_limit=None) for name, vc in vcs.items()})
 
@@ -626,9 +689,10 @@ class _StartPlan:
         moment = self._release_next()
         while moment is not None and waiting:
             started = self._turns_at(moment, waiting)
-            if started:
+            while started:  # (a pass that started jobs is followed by another at once)
                 starts.update((key, moment) for key in started)
                 waiting = [pair for pair in waiting if pair[0].key not in started]
+                started = self._turns_at(moment, waiting) if waiting else set()
             moment = self._release_next()
         for reservation in result.reservations.values():
             played = starts.get(reservation.job)
@@ -642,7 +706,8 @@ class _StartPlan:
         lenders = [name for name, vc in self.vcs.items() if vc.lends and name not in wanting]
         lending = _Lending(self.vcs, lenders, set(), self.lent, self.borrowed)
         ending = [end for _, _, end in self.limits]
-        plan = Backfill(moment, ending, self.kept)
+        plan = Backfill(moment, ending, self.kept, moved=frozenset(self.moved), rework_left=self.rework_left)
+        self.moved.clear()
         planner = _Backfiller(cluster, self.vcs, plan, {job.key for job, _ in waiting}, quiet=True)
         turns = _Turns(
             self.vcs, cluster, self.used, self.uncapped, _HeldRooms(cluster, []), planner, lending, quiet=True
@@ -651,8 +716,11 @@ class _StartPlan:
         for job, need in waiting:
             turns.take(job, need, None, result)
         self.kept = dict(result.reservations)
+        self.rework_left = plan.rework_left
         if not result.placed:
             return set()
+        # (the next pass counts the jobs started here by their limits: its reservations may move sooner)
+        self.moved.update(self.kept)
         for job, _ in waiting:
             if job.key in result.placed:
                 self._started(job, result.placed[job.key], result.borrowed.get(job.key), moment)
@@ -690,6 +758,10 @@ class _StartPlan:
                 index = bisect.bisect_left(self.limits, (latest, order), key=lambda entry: entry[:2])
                 if index < len(self.limits) and self.limits[index][1] == order:
                     del self.limits[index]
+            self.moved.add(vc)
+            self.moved.update(
+                name for name, kept in self.kept.items() if any(part.node in kept.nodes for part in freed)
+            )
             for part in freed:
                 if (node := self.by_name.get(part.node)) is not None:
                     self.cluster.release(node, part)

@@ -189,7 +189,8 @@ def test_a_later_job_backfills_against_the_next_first_jobs_reservation_once_the_
     vcs = backfill_vc(gpu=32, gpu_used=32)
     ending = [running("a", range(8), NOW + 100), running("b", range(8), NOW + 200), running("d", range(8), NOW + 250)]
     ending.append(running("c", range(8), NOW + 1000))
-    jobs = [limited(make_job(key, tasks=2, gpu=8), 300) for key in (1, 2)] + [limited(make_job(3, gpu=8), 500)]
+    second = limited(make_job(2, tasks=2, gpu=8, avoid=frozenset({"d"})), 300)  # (its reservation: a and b)
+    jobs = [limited(make_job(1, tasks=2, gpu=8), 300), second, limited(make_job(3, gpu=8), 500)]
     result = place(busy("a", "b", "c", "d"), vcs, jobs, Backfill(NOW, ending))
     assert result.reservations["default"].start == NOW + 200
     assert result.expected == {1: NOW + 200, 2: NOW + 500, 3: NOW + 250}
