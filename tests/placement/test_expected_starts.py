@@ -214,3 +214,20 @@ def test_a_job_waiting_for_a_node_that_is_down_holds_no_later_job_of_its_vc_back
     jobs = [make_job(1, gpu=16), make_job(2, gpu=4)]
     result = place([make_node("n", busy_gpus=6), down], {"default": fifo(gpu=24, gpu_used=6)}, jobs, plan)
     assert result.expected == {1: None, 2: NOW + 100}
+
+
+def test_a_first_jobs_reservation_moves_sooner_in_the_plan_when_a_job_ends_before_its_limit():
+    # The first job (x's) is reserved on b at +200, when x's job there ends by its limit; that job ends
+    # at +20, so the next pass reserves b at +100 (y's job's limit): job 2, which would end at +170,
+    # no longer ends before it, and waits (for x's quota: at +400). Kept at +200, the plan would start
+    # it at +20 and the first job after it.
+    vcs = {
+        "x": replace(make_vc("x", gpu=16, gpu_used=12), backfill=True),
+        "y": make_vc("y", gpu=8, gpu_used=4),
+    }
+    early = replace(running("b", range(4), NOW + 200, vc="x"), expected_at=NOW + 20)
+    ending = [running("a", range(8), NOW + 400, vc="x"), early, running("b", range(4, 8), NOW + 100, vc="y")]
+    jobs = [make_job(1, gpu=8, vc="x"), limited(make_job(2, gpu=4, vc="x"), 150)]
+    result = place(busy("a", "b"), vcs, jobs, Backfill(NOW, ending))
+    assert result.reservations["x"].start == NOW + 200
+    assert result.expected == {1: NOW + 100, 2: NOW + 400}
