@@ -36,9 +36,13 @@ the honest one: what a user reads when deciding whether to wait). Beside it, eac
 its wait: the estimates shown, each weighed by how long it was shown (until the next pass changed it,
 the last one until the start). Both as p50 / p90 over the jobs. The at-submit error is also split by
 what started each job, the plan's known blind spots: it preempted others for its room, it ran on
-borrowed quota, backfill started it ahead of its VC's first job, or its turn in the queue came.
-`--run-times oracle` gives the plan the real run times (every running job's real end, every waiting
-job's real remaining work): what error is left is the plan's own.
+borrowed quota, backfill started it ahead of its VC's first job, or its turn in the queue came; and
+shown apart for the jobs no job submitted after their estimate started ahead of (by the later of
+their start and their expected start): a later job of a higher class, of a user with less recent
+usage, or one backfill or a moved reservation lets through changes what an estimate at submit could
+not know. `--run-times oracle` gives the plan the real run times (every running job's real end, a
+preempted one's when its save is done, every waiting job's real remaining work, a preempting job's
+victims' real ends): what error is left is the plan's own and the later arrivals'.
 
 Backfill's promise: a job backfilled ahead of a VC's first job promises it the reserved start in
 force then (the placement's own result, read after each pass). A violation is a start later than
@@ -493,6 +497,9 @@ class Run:
     # what started each job that waited (Simulation._cause) -> (jobs, of them expected later than
     # they started, error p50, p90), error at submit / wait
     estimate_by_cause: dict[str, tuple[int, int, float, float]]
+    # the jobs no job submitted after their estimate started ahead of (by the later of their start and their
+    # expected start): what no estimate at submit can foresee left out -> (jobs, error p50, p90)
+    estimate_undisturbed: tuple[int, float, float] | None
     estimate_jobs: list[dict[str, Any]]  # each job that waited: its error, cause and estimates shown
     estimated: int  # jobs that waited more than a tick with an expected start
     not_estimated: int  # and without one (unknown: behind a job without a time limit)
@@ -609,8 +616,9 @@ class Simulation:
 
     def _oracle(self) -> Any:
         """Run times known (`--run-times oracle`): every running job is expected to end when its tasks
-        really do and every waiting job to run its real remaining work, so that what is left of the
-        expected starts' error is the plan's own. Returns what undoes it."""
+        really do (a preempted one when its save is done), every waiting job to run its real remaining
+        work, and a job whose preemptions began to start when its victims really end, so that what is
+        left of the expected starts' error is the plan's own. Returns what undoes it."""
         from dataclasses import replace
 
         from clusters.models import Node
@@ -643,10 +651,27 @@ class Simulation:
                 made.expected_s = simulated.remaining
             return made
 
+        def known_preemptions(keys: set[int], *args: Any, **kwargs: Any) -> dict[int, float]:
+            """A job whose preemptions began is expected when its victims really end (their save done)."""
+            from jobs.models import Job
+
+            found = preemptions(keys, *args, **kwargs)
+            victims = Job.objects.filter(ending_by__in=keys).values_list("ending_by", "pk")
+            real: dict[int, float] = {}
+            with self.executor.lock:
+                for key, victim in victims:
+                    ends = [t.exited or t.next_event() for t in self.executor.tasks.values() if t.job_key == victim]
+                    if key is not None and ends:
+                        real[key] = max(real.get(key, 0.0), origin + max(ends))
+            return {**found, **real}
+
+        preemptions = sharing.preemption_starts
         sharing.backfill_plan, placing.Placer._job_request = known_plan, known_request  # type: ignore[method-assign,assignment]
+        sharing.preemption_starts = known_preemptions
 
         def undo() -> None:
             sharing.backfill_plan, placing.Placer._job_request = plan, request  # type: ignore[method-assign]
+            sharing.preemption_starts = preemptions
 
         return undo
 
@@ -809,7 +834,8 @@ class Simulation:
             for (key, attempt), promised in self.promised.items()
             if attempt < len(self.jobs[key].starts)
         ]
-        errors, over_wait, unknown = [], [], 0
+        errors, over_wait, unknown, undisturbed = [], [], 0, []
+        first_starts = [(job.submitted, job.starts[0]) for job in self.jobs.values() if job.starts]
         records: list[dict[str, Any]] = []
         by_cause: dict[str, list[float]] = defaultdict(list)
         early: dict[str, int] = defaultdict(int)
@@ -826,6 +852,10 @@ class Simulation:
             over_wait.append(_median_over_wait(self.shown[(job_key, 0)], start) / wait)
             cause = self._cause(job_key, job)
             by_cause[cause].append(error)
+            given, until = self.shown[(job_key, 0)][0][0], max(start, expected) + self.tick_s
+            disturbed = any(given < submitted and begun <= until for submitted, begun in first_starts)
+            if not disturbed:
+                undisturbed.append(error)
             early[cause] += expected > start
             records.append(
                 {
@@ -838,6 +868,7 @@ class Simulation:
                     "error": round(error, 3),
                     "error_over_wait": round(over_wait[-1], 3),
                     "cause": cause,
+                    "disturbed": disturbed,
                     "shown": [
                         (round(at - job.submitted, 1), round(shown - job.submitted, 1))
                         for at, shown in self.shown[(job_key, 0)]
@@ -846,6 +877,7 @@ class Simulation:
             )
         errors.sort()
         over_wait.sort()
+        undisturbed.sort()
         return {
             "reservations": len(self.reserved),
             "reservation_violations": sum(lateness > self.tick_s for lateness in late),
@@ -861,6 +893,7 @@ class Simulation:
                 for cause, found in sorted(by_cause.items())
             },
             "estimate_jobs": records,
+            "estimate_undisturbed": _counted(undisturbed),
             "estimated": len(errors),
             "not_estimated": unknown,
         }
@@ -962,6 +995,11 @@ def _median_over_wait(shown: list[tuple[float, float]], start: float) -> float:
         if seen >= total / 2:
             return error
     return spans[-1][0]
+
+
+def _counted(errors: list[float]) -> tuple[int, float, float] | None:
+    """(how many, p50, p90) of sorted errors; None for none."""
+    return (len(errors), _pct(errors, 50), _pct(errors, 90)) if errors else None
 
 
 def _pct(values: list[float], percent: float) -> float:
@@ -1095,6 +1133,12 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
                 cells(lambda r, c=cause: _cause_cell(r.estimate_by_cause.get(c))),
             )
         )
+    table.append(
+        (
+            "  at submit, jobs no later-submitted job started ahead of: n; p50 / p90",
+            cells(lambda r: "0" if r.estimate_undisturbed is None else _undisturbed_cell(r.estimate_undisturbed)),
+        )
+    )
     table += [
         ("waited with / without an expected start", cells(lambda r: f"{r.estimated} / {r.not_estimated}")),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
@@ -1124,6 +1168,11 @@ def _cause_cell(found: tuple[int, int, float, float] | None) -> str:
         return "0"
     count, early, p50, p90 = found
     return f"{count} ({early}); {100 * p50:.0f} % / {100 * p90:.0f} %"
+
+
+def _undisturbed_cell(found: tuple[int, float, float]) -> str:
+    count, p50, p90 = found
+    return f"{count}; {100 * p50:.0f} % / {100 * p90:.0f} %"
 
 
 def print_table(runs: list[Run], header: str) -> None:

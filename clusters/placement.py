@@ -40,6 +40,7 @@ Every job left waiting gets a reason with numbers: a list of Messages (clusters.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import heapq
 import itertools
@@ -58,6 +59,9 @@ UNKNOWN_TOTAL = 2**62  # a node total nobody told us: never the reason a job "ca
 # Expected starts are worked out for this many jobs at the head of each VC's queue; later ones are
 # unknown (Slurm's backfill also looks only so deep: bf_max_job_test). Keeps a pass's cost bounded.
 ESTIMATED_DEPTH = 100
+# The start plan works a kept reservation out again (where it may have moved sooner) at most this many
+# times; past that it keeps it where it was (the pass's cost bounded, as bf_max_job_test bounds Slurm's).
+REWORKED_RESERVATIONS = 10
 
 
 @dataclass(frozen=True)
@@ -226,6 +230,10 @@ class Backfill:
     # how long a borrowed job is expected to take to end once its lender's own jobs wait (reclaimed:
     # a preemption's SIGTERM and exit); None: not known, it is expected to run on (expected starts only)
     reclaim_s: float | None = None
+    # (the start plan's turns) the VCs whose kept reservation may have moved since it was worked out:
+    # a job on their quota or on their reserved nodes ended since (the others' stand as kept)
+    moved: frozenset[str] = frozenset()
+    rework_left: int = 0  # (the start plan's turns) how many more reservations they may work out again
 
 
 @dataclass(frozen=True)
@@ -248,6 +256,8 @@ class TaskPlacement:
 
 
 Reason = list[Message]  # why a job waits: its parts (joined by "; " in English)
+# What the start plan's turns say of a job left waiting (they work out no reason: only the decision counts)
+UNSAID: Reason = [Message("reason.unsaid")]
 
 
 @dataclass
@@ -279,8 +289,6 @@ def place(
     result = PlacementResult()
     cluster = _Cluster([_Node(state) for state in nodes if state.schedulable])
     used = {name: [vc.used.gpu, vc.used.cpu, vc.used.memory_mb] for name, vc in vcs.items()}
-    blocked: dict[str, Reason] = {}  # VC -> what its later jobs are told: why its first waiting job waits
-    quota_only: set[str] = set()  # VCs whose first waiting job waits on its own quota and may not borrow
     capped = _UserCaps(vcs)
     ordered = sorted(jobs, key=queue_order)
     needs = [_Need.of(job) for job in ordered]
@@ -291,30 +299,64 @@ def place(
     lenders = [name for name, vc in vcs.items() if vc.lends and name not in wanting]
     kept = _HeldRooms(cluster, ordered)
     planner = _Backfiller(cluster, vcs, plan, {job.key for job in ordered})
-    lending = _Lending(vcs, lenders, quota_only, _held(vcs, "lent"), _held(vcs, "borrowed"))
-
+    lending = _Lending(vcs, lenders, set(), _held(vcs, "lent"), _held(vcs, "borrowed"))
+    turns = _Turns(vcs, cluster, used, capped, kept, planner, lending)
     for job, need, never in zip(ordered, needs, nevers, strict=True):
+        turns.take(job, need, never, result)
+    if plan is not None:
+        aside = {job.key for job, never in zip(ordered, nevers, strict=True) if never}
+        result.expected = _StartPlan(cluster, vcs, plan, used, lending).run(ordered, needs, nodes, result, aside)
+    return result
+
+
+class _Turns:
+    """One pass's rules, job by job in the queue's order (the module's docstring): each job is
+    placed on its VC's quota, started ahead of its VC's blocked first job (backfill, borrowing), or
+    left waiting, and a VC's first job that waits blocks the VC (and gets its reservation). The
+    pass takes its turns once; the start plan (_StartPlan) takes them again at each moment it plays
+    forward, `quiet`: what it decides only, no reasons worked out."""
+
+    def __init__(
+        self,
+        vcs: dict[str, VcState],
+        cluster: _Cluster,
+        used: dict[str, list[int]],
+        capped: _UserCaps,
+        kept: _HeldRooms,
+        planner: _Backfiller,
+        lending: _Lending,
+        *,
+        quiet: bool = False,
+    ) -> None:
+        self.vcs, self.cluster, self.used, self.capped = vcs, cluster, used, capped
+        self.kept, self.planner, self.lending, self.quiet = kept, planner, lending, quiet
+        self.blocked: dict[str, Reason] = {}  # VC -> what its later jobs are told: why its first waiting job waits
+
+    def take(self, job: JobRequest, need: _Need, never: Message | None, result: PlacementResult) -> None:
+        vcs, cluster, used, capped, kept = self.vcs, self.cluster, self.used, self.capped, self.kept
+        planner, lending = self.planner, self.lending
+        blocked = self.blocked
         kept.turn_of(job, result)
         if never:  # (or it waits for a node that is down: set aside too, its VC goes on)
             result.pending[job.key] = [never]
             if never.code not in WAITS_FOR_DOWN:
                 result.never_fits.add(job.key)
             result.queues.setdefault(job.vc, []).append(job.key)
-            continue
+            return
         if job.vc in blocked and _ahead(job, need, planner, capped, used, lending, result):
-            continue
+            return
         if job.vc in blocked and not vcs[job.vc].best_effort:
             result.pending[job.key] = blocked[job.vc]  # (one reason, shared: a queue may be long)
             result.queues[job.vc].append(job.key)
-            continue
+            return
         refusal = capped.refusal(job, need)
         if refusal is not None:  # (its owner's cap holds it, not the VC: others' jobs go on)
             result.pending[job.key] = [refusal]
             result.queues.setdefault(job.vc, []).append(job.key)
-            continue
+            return
         quota = _quota_refusal(vcs[job.vc], used[job.vc], need)
         reason: Reason | None = None if quota is None else [quota]
-        if reason is not None and not job.may_borrow:
+        if reason is not None and not job.may_borrow and not self.quiet:
             # The nodes could not hold it either (others' tasks hold them, memory is short...): that
             # blocks it as much as the quota does, and more plainly, so it is said first. (A job
             # that may borrow is asked below.)
@@ -328,23 +370,23 @@ def place(
                 held = used[job.vc]
                 used[job.vc] = [held[0] + need.gpu, held[1] + need.cpu, held[2] + need.memory_mb]
                 capped.take(job, need)
-                continue
+                return
         elif job.may_borrow:
             reason = _borrow(job, need, lending, used, planner, result, reason)
             if reason == []:
-                continue
+                return
         if quota is not None and not job.may_borrow:
-            quota_only.add(job.vc)
-        result.pending[job.key] = reason + kept.note(job)
+            lending.quota_only.add(job.vc)
+        result.pending[job.key] = reason if self.quiet else reason + kept.note(job)
         result.queues.setdefault(job.vc, []).append(job.key)
         if job.vc in blocked:  # (a best-effort VC's later job: the first one's reason stays)
-            continue
-        behind = "reason.waiting_behind.fair_share" if vcs[job.vc].fair_share else "reason.waiting_behind.fifo"
-        blocked[job.vc] = [Message.of(behind, job=job.name or str(job.key), vc=job.vc, why=reason)]
+            return
+        if self.quiet:
+            blocked[job.vc] = reason
+        else:
+            behind = "reason.waiting_behind.fair_share" if vcs[job.vc].fair_share else "reason.waiting_behind.fifo"
+            blocked[job.vc] = [Message.of(behind, job=job.name or str(job.key), vc=job.vc, why=reason)]
         planner.reserve(job, need, used[job.vc], result)
-    start_plan = None if plan is None else _StartPlan(cluster, vcs, plan, used, planner.reserved, lending)
-    result.expected = {} if start_plan is None else start_plan.run(ordered, needs, nodes, result)
-    return result
 
 
 class _Backfiller:
@@ -353,9 +395,21 @@ class _Backfiller:
     of the VC starts now only if it would not delay that: it ends before every reservation on the
     nodes it takes, and what it holds past its own VC's reserved start leaves that job's quota."""
 
-    def __init__(self, cluster: _Cluster, vcs: dict[str, VcState], plan: Backfill | None, waiting: set[int]) -> None:
+    def __init__(
+        self,
+        cluster: _Cluster,
+        vcs: dict[str, VcState],
+        plan: Backfill | None,
+        waiting: set[int],
+        *,
+        quiet: bool = False,
+    ) -> None:
         self.cluster, self.vcs, self.plan = cluster, vcs, plan
+        self.quiet = quiet  # (the start plan's turns: no reasons worked out, a job that surely does not fit not tried)
         self.reserved: dict[str, tuple[Reservation, list[int]]] = {}  # VC -> reservation, quota left then
+        # (quiet) VC -> its first job, what it needs and where its reservation is recorded, while the
+        # reservation stands as kept (not worked out again this pass)
+        self.as_kept: dict[str, tuple[JobRequest, _Need, dict[str, Reservation]]] = {}
         # An earlier pass's reservations whose jobs still wait hold from this pass's start: a job of
         # another VC taken before that VC's first job comes in this pass's order keeps off its room too.
         self.kept: dict[str, Reservation] = {}
@@ -367,12 +421,16 @@ class _Backfiller:
         """The job placed now (claimed) on none of the nodes another VC's reservation needs before
         the job ends (by its time limit): reservations hold across VCs. Else why not."""
         ends_by = self.plan.now + job.holds_for if self.plan is not None and job.holds_for else None
+        if self.quiet and not self.cluster.could_hold(job, need):
+            return None, UNSAID
         reserved = [] if job.holds else self._in_the_way(job.vc, ends_by)
         avoid = frozenset(node for reservation in reserved for node in reservation.nodes)
         placements, fitted = self.cluster.try_place(replace(job, avoid=job.avoid | avoid) if avoid else job, need)
         if placements is not None:
             self.started(job)
             return placements, []
+        if self.quiet:
+            return None, UNSAID
         if avoid and self.cluster.try_place(job, need, dry=True)[0] is not None:
             return None, [Message.of("reason.reserved_room", nodes=sorted(avoid), jobs=[str(r.job) for r in reserved])]
         return None, self.cluster.why_not(job, need, fitted)
@@ -393,11 +451,31 @@ class _Backfiller:
         self.kept.pop(job.vc, None)  # (this pass's reservation for the VC's first job replaces it)
         if self.plan is None or not vc.backfill or job.holds:
             return
+        kept = self.plan.kept.get(job.vc)
+        if (
+            self.quiet
+            and kept is not None
+            and kept.job == job.key
+            and kept.start > self.plan.now
+            and (
+                job.vc not in self.plan.moved
+                or self.plan.rework_left <= 0
+                or not self._sooner(kept.start, job, need, used)
+            )
+        ):
+            # (the start plan, at a later end: the first job's reservation stands where and when it was
+            # given, as it does while nothing takes its room; the quota it leaves is counted again, more
+            # of it as jobs end before their limits. Working the reservation out again at each end costs
+            # a copy of the nodes each time: ten times the plan's cost, for no better estimate measured.)
+            self.reserved[job.vc] = (kept, self._left_at(kept.start, job, need, used))
+            result.reservations[job.vc] = kept
+            self.as_kept[job.vc] = (job, need, result.reservations)
+            return
+        self.plan.rework_left -= self.quiet
         found = self._first_start(job, need, used)
         if found is None:  # (what it waits for has no time limit: nothing can be proven, none start ahead)
             return
         reservation, left = found
-        kept = self.plan.kept.get(job.vc)
         # An earlier pass's reservation stands while it can still be met: the first moment the plan
         # holds the job now is its start (its nodes stay reserved too). When that moment is later (a
         # job taken before it in the queue, a requeued or reclaimed one, took the room it counted
@@ -408,6 +486,37 @@ class _Backfiller:
             reservation = Reservation(job.key, kept.start, nodes)
         self.reserved[job.vc] = (reservation, left)
         result.reservations[job.vc] = reservation
+
+    def _sooner(self, start: float, job: JobRequest, need: _Need, used: list[int]) -> bool:
+        """Whether the VC's quota and the cluster's free GPUs (a bound: not the nodes one by one) could
+        hold `job` at an end by the limits before `start` (else its reservation cannot move sooner)."""
+        assert self.plan is not None
+        limit, held = self.vcs[job.vc].limit, list(used)
+        free = sum(node.all_free_gpus(job.gpu_type) for node in self.cluster.nodes)
+        for ending in self.ending:
+            if ending.frees_at >= start:
+                return False
+            free += sum(len(freed.gpus) for freed in ending.freed)
+            if ending.vc == job.vc:
+                for freed in ending.freed:
+                    held = [held[0] - len(freed.gpus), held[1] - freed.cpu, held[2] - freed.memory_mb]
+            fits = held[0] + need.gpu <= limit.gpu and held[1] + need.cpu <= limit.cpu
+            if fits and held[2] + need.memory_mb <= limit.memory_mb and free >= need.gpu:
+                return True
+        return False
+
+    def _left_at(self, start: float, job: JobRequest, need: _Need, used: list[int]) -> list[int]:
+        """What the VC's quota has left at `start` once its first job `job` holds its part: what its
+        running jobs hold now but those that end by their limits by then (as _first_start counts it)."""
+        gpu, cpu, memory = used
+        for ending in self.ending:
+            if ending.frees_at > start:
+                break
+            if ending.vc == job.vc:
+                for freed in ending.freed:
+                    gpu, cpu, memory = gpu - len(freed.gpus), cpu - freed.cpu, memory - freed.memory_mb
+        limit = self.vcs[job.vc].limit
+        return [limit.gpu - gpu - need.gpu, limit.cpu - cpu - need.cpu, limit.memory_mb - memory - need.memory_mb]
 
     def _first_start(self, job: JobRequest, need: _Need, used: list[int]) -> tuple[Reservation, list[int]] | None:
         assert self.plan is not None
@@ -441,7 +550,28 @@ class _Backfiller:
         return None
 
     def backfill(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> bool:
-        """Start `job` ahead of its VC's reserved first job, if that delays no reservation."""
+        """Start `job` ahead of its VC's reserved first job, if that delays no reservation. (The start
+        plan's turns, where the first job's reservation stands as it was kept and the job could start
+        now but for it: the reservation worked out again, as the pass would, and the job asked again.)"""
+        if self._backfill(job, need, used, result):
+            return True
+        head = self.as_kept.get(job.vc)
+        if head is None or _quota_refusal(self.vcs[job.vc], used, need) is not None:
+            return False
+        if not self.cluster.could_hold(job, need):
+            return False
+        del self.as_kept[job.vc]
+        first, first_need, reservations = head
+        found = self._first_start(first, first_need, used)
+        if found is None:
+            del self.reserved[job.vc]
+            reservations.pop(job.vc, None)
+            return False
+        self.reserved[job.vc] = found
+        reservations[job.vc] = found[0]
+        return self._backfill(job, need, used, result)
+
+    def _backfill(self, job: JobRequest, need: _Need, used: list[int], result: PlacementResult) -> bool:
         assert self.plan is not None
         reservation, left = self.reserved[job.vc]
         if _quota_refusal(self.vcs[job.vc], used, need) is not None:
@@ -458,6 +588,8 @@ class _Backfiller:
             for node in vc_reservation.nodes
         }
         avoid |= {node for reservation in self._in_the_way(job.vc, ends_by) for node in reservation.nodes}
+        if self.quiet and not self.cluster.could_hold(job, need):
+            return False
         placements, _ = self.cluster.try_place(replace(job, avoid=job.avoid | avoid), need)
         if placements is None:
             return False
@@ -472,20 +604,19 @@ class _StartPlan:
     """When each waiting job is expected to start (Slurm's `squeue --start`, packing and every VC
     included), if the running jobs end when expected (`Ending.expected_at`, `JobRequest.expected_s`:
     recent jobs' run times; by their time limits where not given): the pass's nodes after its
-    placements, played forward from one end to the next by the pass's own rules. At each end, each
-    VC's queue in its order takes what its quota and the nodes (first fit, as a pass) hold: a
-    strict VC up to its first job that does not fit, a best-effort one all that fit, a backfill VC
-    also its later jobs that backfill would start: those that end (by their limits, as backfill
-    judges them) before its first job's reservation, and those that take none of the reserved nodes
-    and leave its first job its quota. No job is played onto another VC's reserved nodes past the
-    reserved start. Then the jobs that may borrow and that their own quota refuses take a lending
-    VC's idle quota (one with no job of its own left waiting in the plan), within the lending and
-    borrowing limits, as placement lends it (behind a first job that waits on its own quota and may
-    not borrow too). A job running on a lender's quota while the lender's own jobs wait is expected
-    to be taken back within `Backfill.reclaim_s`. A started job holds until its expected end (for
-    good without a limit). A job not started when no end is left is unknown (None), as is one deeper
-    than ESTIMATED_DEPTH in its VC's queue. A first job with a reservation is expected at its
-    reserved start (the start it was promised) unless it is played earlier."""
+    placements, played forward from one end to the next. At each end the pass's own turns (_Turns)
+    are taken again over the jobs left waiting, as the pass that end brings would take them: in the
+    queue's order across VCs, on the nodes indexed afresh (a pass takes nodes with as many free GPUs
+    in the nodes' order), so quotas, packing, strict and best-effort queues, borrowing within the
+    lending and borrowing limits, and backfill, each backfill VC's first job's reservation worked out
+    again from the time limits of what runs then (as that pass works it out, not as this pass did),
+    all as the scheduler decides them. A job running on a lender's quota while the lender's own jobs
+    wait is expected to be taken back within `Backfill.reclaim_s`. A started job holds its room until
+    its expected end (for good without a limit); the reservations count it until its limit and grace.
+    A job not started when no end is left is unknown (None), as is one deeper than ESTIMATED_DEPTH in
+    its VC's queue, or one set aside (it waits for a node that is down). A first job with a
+    reservation is expected at its reserved start (the start it was promised) unless it is played
+    earlier. Not played: per-user GPU caps, preemptions not begun yet, jobs not submitted yet."""
 
     def __init__(
         self,
@@ -493,49 +624,54 @@ class _StartPlan:
         vcs: dict[str, VcState],
         plan: Backfill,
         used: dict[str, list[int]],
-        reserved: dict[str, tuple[Reservation, list[int]]],
         lending: _Lending,
     ) -> None:
         self.cluster, self.vcs, self.now = cluster.copy(), vcs, plan.now
         self.used = {name: list(held) for name, held in used.items()}
-        # VC -> what its reserved first job leaves of its quota at the reserved start (backfill's `left`)
-        self.left = {name: list(left) for name, (_, left) in reserved.items()}
         self.lent = {name: list(held) for name, held in lending.lent.items()}
         self.borrowed = {name: list(held) for name, held in lending.borrowed.items()}
         self.by_name = {node.name: node for node in self.cluster.nodes}
-        self.free_gpus = sum(node.all_free_gpus(None) for node in self.cluster.nodes)
         self.order = itertools.count()
         # (when its room is expected free, tie-break, the VC whose quota it holds, what it frees, its own
         # VC when borrowed, when its room is free at the latest: by its limit and grace)
-        self.ends: list[tuple[float, int, str, tuple[Freed, ...], str | None, float]] = [
-            (ending.expected_free_at, next(self.order), ending.vc, ending.freed, None, ending.frees_at)
-            for ending in plan.ending
-        ]
+        self.ends: list[tuple[float, int, str, tuple[Freed, ...], str | None, float]] = []
+        # the running jobs' ends by their limits, as a pass's plan has them (its reservations count them):
+        # (when free, the tie-break of its entry in `ends`, the end), in that order
+        self.limits: list[tuple[float, int, Ending]] = []
+        for ending in plan.ending:
+            order = next(self.order)
+            self.ends.append((ending.expected_free_at, order, ending.vc, ending.freed, None, ending.frees_at))
+            self.limits.append((ending.frees_at, order, ending))
+        self.limits.sort(key=lambda entry: entry[:2])
         self.reclaim_s = plan.reclaim_s
         self.borrowed_ends = [index for index, ending in enumerate(plan.ending) if ending.borrowed]
         self.types: dict[str, dict[int, str]] = {}  # node -> GPU index -> type (for what a played job frees)
         for ending in plan.ending:
             for freed in ending.freed:
                 self.types.setdefault(freed.node, {}).update(freed.gpus)
-        self.reservations: dict[str, Reservation] = {}
-        self.queues: dict[str, list[tuple[JobRequest, _Need]]] = {}
+        # each VC's reservation as the last turns left it (the next ones keep it as a pass keeps the stored one)
+        self.kept: dict[str, Reservation] = {}
+        self.moved: set[str] = set()  # VCs whose kept reservation may have moved since (Backfill.moved)
+        self.rework_left = REWORKED_RESERVATIONS
+        # (per-user caps are not played: what each user holds as jobs end is not known here)
+        self.uncapped = _UserCaps({name: replace(vc, user_gpu_limit=None) for name, vc in vcs.items()})
 
     def run(
-        self, ordered: list[JobRequest], needs: list[_Need], nodes: list[NodeState], result: PlacementResult
+        self,
+        ordered: list[JobRequest],
+        needs: list[_Need],
+        nodes: list[NodeState],
+        result: PlacementResult,
+        aside: set[int],
     ) -> dict[int, float | None]:
         for state in nodes:
             self.types.setdefault(state.name, {}).update(state.gpus_free)
         for job in ordered:
-            if job.key in result.placed and job.expected_for:
-                lender = result.borrowed.get(job.key)
-                freed = self._freed(job, result.placed[job.key])
-                latest = self.now + job.holds_for if job.holds_for else math.inf
-                self.ends.append(
-                    (self.now + job.expected_for, next(self.order), lender or job.vc, freed, lender and job.vc, latest)
-                )
+            if job.key in result.placed:
+                self._started(job, result.placed[job.key], result.borrowed.get(job.key), self.now)
         need_of = {job.key: (job, need) for job, need in zip(ordered, needs, strict=True)}
-        self.queues = queues = {
-            vc: [need_of[key] for key in keys if key not in result.never_fits][:ESTIMATED_DEPTH]
+        queues = {
+            vc: [need_of[key] for key in keys if key not in result.never_fits and key not in aside][:ESTIMATED_DEPTH]
             for vc, keys in result.queues.items()
             if vc in self.vcs
         }
@@ -546,139 +682,61 @@ class _StartPlan:
                 if queues.get(vc) and soon < at:
                     self.ends[index] = (soon, order, vc, freed, borrower, latest)
         heapq.heapify(self.ends)
-        self.reservations = result.reservations
-        borrowers = any(job.may_borrow for queue in queues.values() for job, _ in queue)
+        waiting = sorted((pair for queue in queues.values() for pair in queue), key=lambda pair: queue_order(pair[0]))
         starts: dict[int, float | None] = {key: None for keys in result.queues.values() for key in keys}
-        moment: float | None = self.now
-        while moment is not None and any(queues.values()):
-            for vc, queue in queues.items():
-                self._start_what_fits(vc, queue, moment, starts)
-            if borrowers:
-                for vc, queue in queues.items():
-                    self._borrow_what_fits(vc, queue, moment, starts)
+        self.kept = dict(result.reservations)
+        # (what fits now the pass itself placed: the plan plays on from the next end)
+        moment = self._release_next()
+        while moment is not None and waiting:
+            started = self._turns_at(moment, waiting)
+            while started:  # (a pass that started jobs is followed by another at once)
+                starts.update((key, moment) for key in started)
+                waiting = [pair for pair in waiting if pair[0].key not in started]
+                started = self._turns_at(moment, waiting) if waiting else set()
             moment = self._release_next()
         for reservation in result.reservations.values():
             played = starts.get(reservation.job)
             starts[reservation.job] = reservation.start if played is None else min(played, reservation.start)
         return starts
 
-    def _start_what_fits(
-        self, vc: str, queue: list[tuple[JobRequest, _Need]], moment: float, starts: dict[int, float | None]
-    ) -> None:
-        state = self.vcs[vc]
-        reservation = self.reservations.get(vc)
-        backfilling = reservation is not None and starts.get(reservation.job) is None
-        index = 0
-        while index < len(queue):
-            job, need = queue[index]
-            ends_at = moment + job.holds_for if job.holds_for else None
-            avoid = self._reserved_nodes(vc, ends_at, starts)
-            past = False
-            if index and backfilling and not state.best_effort:
-                assert reservation is not None
-                # (backfill: what ends before the first job's reserved start, or keeps off its nodes
-                # and leaves it its quota)
-                past = ends_at is None or ends_at > reservation.start
-                if past and any(amount > room for amount, room in zip(need[:3], self.left[vc], strict=True)):
-                    index += 1
-                    continue
-                if past:
-                    avoid = avoid | frozenset(reservation.nodes)
-            if self._fits(job, need) and self._place(job, need, moment, avoid):
-                if past:
-                    self.left[vc] = [room - amount for room, amount in zip(self.left[vc], need[:3], strict=True)]
-                starts[job.key] = moment
-                queue.pop(index)
-                continue
-            if index == 0 and not state.best_effort and not backfilling:
-                return
-            index += 1
-
-    def _borrow_what_fits(
-        self, vc: str, queue: list[tuple[JobRequest, _Need]], moment: float, starts: dict[int, float | None]
-    ) -> None:
-        """The jobs of `vc` left waiting that may borrow and that its quota refuses, on a lender's
-        idle quota: its first job, and the later ones too when that one waits on its own quota and
-        may not borrow (or the VC is best-effort)."""
-        state = self.vcs[vc]
-        index = 0
-        while index < len(queue):
-            job, need = queue[index]
-            refused = _quota_refusal(state, self.used[vc], need) is not None
-            if job.may_borrow and refused and need.gpu <= self.free_gpus:
-                lender = self._lender(job, need)
-                ends_at = moment + job.holds_for if job.holds_for else None
-                if lender is not None and self._place(
-                    job, need, moment, self._reserved_nodes(vc, ends_at, starts), lender
-                ):
-                    starts[job.key] = moment
-                    queue.pop(index)
-                    continue
-            if index == 0 and not state.best_effort and (job.may_borrow or not refused):
-                return  # (its later jobs wait behind it: it could use a lender's room, or waits on the nodes)
-            index += 1
-
-    def _lender(self, job: JobRequest, need: _Need) -> str | None:
-        over = self.vcs[job.vc].borrowing_limit
-        if over is not None and any(
-            held + amount > cap
-            for held, amount, cap in zip(self.borrowed[job.vc], need[:3], _triple(over), strict=True)
-        ):
-            return None
-        best: tuple[tuple[int, ...], str] | None = None
-        for name, vc in self.vcs.items():
-            if name == job.vc or not vc.lends or self.queues.get(name):
-                continue
-            room = _lendable_room(vc, self.used[name], self.lent[name])
-            if any(free < wanted for free, wanted in zip(room, need[:3], strict=True)):
-                continue
-            if best is None or room > best[0]:
-                best = (room, name)
-        return best[1] if best is not None else None
-
-    def _reserved_nodes(self, vc: str, ends_at: float | None, starts: dict[int, float | None]) -> frozenset[str]:
-        """Other VCs' reserved nodes that a job of `vc` ending at `ends_at` would hold past their
-        reserved start (while their first job is not played yet)."""
-        if not self.reservations:
-            return frozenset()
-        return frozenset(
-            node
-            for name, reservation in self.reservations.items()
-            if name != vc and starts.get(reservation.job) is None and (ends_at is None or ends_at > reservation.start)
-            for node in reservation.nodes
+    def _turns_at(self, moment: float, waiting: list[tuple[JobRequest, _Need]]) -> set[int]:
+        """The pass at `moment` over the jobs left waiting: those it starts."""
+        self.cluster = cluster = _Cluster(self.cluster.nodes)  # (indexed afresh, in the nodes' order, as a pass)
+        wanting = {job.vc for job, _ in waiting}
+        lenders = [name for name, vc in self.vcs.items() if vc.lends and name not in wanting]
+        lending = _Lending(self.vcs, lenders, set(), self.lent, self.borrowed)
+        ending = [end for _, _, end in self.limits]
+        plan = Backfill(moment, ending, self.kept, moved=frozenset(self.moved), rework_left=self.rework_left)
+        self.moved.clear()
+        planner = _Backfiller(cluster, self.vcs, plan, {job.key for job, _ in waiting}, quiet=True)
+        turns = _Turns(
+            self.vcs, cluster, self.used, self.uncapped, _HeldRooms(cluster, []), planner, lending, quiet=True
         )
+        result = PlacementResult()
+        for job, need in waiting:
+            turns.take(job, need, None, result)
+        self.kept = dict(result.reservations)
+        self.rework_left = plan.rework_left
+        if not result.placed:
+            return set()
+        # (the next pass counts the jobs started here by their limits: its reservations may move sooner)
+        self.moved.update(self.kept)
+        for job, _ in waiting:
+            if job.key in result.placed:
+                self._started(job, result.placed[job.key], result.borrowed.get(job.key), moment)
+        return set(result.placed)
 
-    def _fits(self, job: JobRequest, need: _Need) -> bool:
-        """Whether the job could start now: its quota, then a quick bound on the nodes before trying them."""
-        if need.gpu > self.free_gpus or _quota_refusal(self.vcs[job.vc], self.used[job.vc], need) is not None:
-            return False
-        return self.cluster.could_hold(job, need)
-
-    def _place(
-        self,
-        job: JobRequest,
-        need: _Need,
-        moment: float,
-        avoid: frozenset[str] = frozenset(),
-        lender: str | None = None,
-    ) -> bool:
-        asked = replace(job, avoid=job.avoid | avoid) if avoid else job
-        placements, _ = self.cluster.try_place(asked, need)
-        if placements is None:
-            return False
-        holder = lender or job.vc
-        self.used[holder] = [a + b for a, b in zip(self.used[holder], need[:3], strict=True)]
-        if lender is not None:
-            self.lent[lender] = [a + b for a, b in zip(self.lent[lender], need[:3], strict=True)]
-            self.borrowed[job.vc] = [a + b for a, b in zip(self.borrowed[job.vc], need[:3], strict=True)]
-        self.free_gpus -= need.gpu
-        if job.expected_for:
-            freed = self._freed(job, placements)
-            latest = moment + job.holds_for if job.holds_for else math.inf
-            heapq.heappush(
-                self.ends, (moment + job.expected_for, next(self.order), holder, freed, lender and job.vc, latest)
-            )
-        return True
+    def _started(self, job: JobRequest, placements: list[TaskPlacement], lender: str | None, moment: float) -> None:
+        """A job started at `moment` (its room taken already): it ends when expected, by its limit at the latest."""
+        if not job.expected_for:
+            return  # (no limit: it holds its room for good)
+        holder, order, freed = lender or job.vc, next(self.order), self._freed(job, placements)
+        latest = math.inf
+        if job.limit_s:
+            limit = Ending(holder, moment + job.limit_s, freed, grace_s=job.grace_s, borrowed=lender is not None)
+            latest = limit.frees_at
+            bisect.insort(self.limits, (latest, order, limit), key=lambda entry: entry[:2])
+        heapq.heappush(self.ends, (moment + job.expected_for, order, holder, freed, lender and job.vc, latest))
 
     def _freed(self, job: JobRequest, placements: list[TaskPlacement]) -> tuple[Freed, ...]:
         tasks = {(task.role, task.index): task for task in job.tasks}
@@ -695,18 +753,18 @@ class _StartPlan:
             return None
         moment = self.ends[0][0]
         while self.ends and self.ends[0][0] == moment:
-            _, _, vc, freed, borrower, latest = heapq.heappop(self.ends)
-            reserved = self.reservations.get(vc)
-            if reserved is not None and vc in self.left and latest > reserved.start:
-                # (it ends before the reserved start that counted it as still holding its quota then:
-                # backfill, judging again, finds that much more left to start past the reserved start)
-                for part in freed:
-                    amounts = (len(part.gpus), part.cpu, part.memory_mb)
-                    self.left[vc] = [room + amount for room, amount in zip(self.left[vc], amounts, strict=True)]
+            _, order, vc, freed, borrower, latest = heapq.heappop(self.ends)
+            if latest != math.inf:
+                index = bisect.bisect_left(self.limits, (latest, order), key=lambda entry: entry[:2])
+                if index < len(self.limits) and self.limits[index][1] == order:
+                    del self.limits[index]
+            self.moved.add(vc)
+            self.moved.update(
+                name for name, kept in self.kept.items() if any(part.node in kept.nodes for part in freed)
+            )
             for part in freed:
                 if (node := self.by_name.get(part.node)) is not None:
                     self.cluster.release(node, part)
-                    self.free_gpus += len(part.gpus)
                 amounts = (len(part.gpus), part.cpu, part.memory_mb)
                 if vc in self.used:
                     self.used[vc] = [held - amount for held, amount in zip(self.used[vc], amounts, strict=True)]

@@ -159,3 +159,75 @@ def test_a_lender_whose_own_job_waits_is_expected_to_take_its_lent_quota_back_wi
     assert place(
         [make_node("n", busy_gpus=8)], vcs, [make_job(1, gpu=8, vc="lender")], replace(plan, reclaim_s=None)
     ).expected == {1: NOW + 1000}
+
+
+# ---- the plan takes the pass's own turns at each end (issue 46: the plan's own error, traced) ----------
+
+
+def busy(*names: str):
+    return [make_node(name, busy_gpus=8) for name in names]
+
+
+def test_jobs_of_all_vcs_take_their_turns_in_the_queues_order_at_an_end_not_vc_by_vc():
+    # At +100 n frees 8 GPUs: a pass takes b's job (submitted before a's second one) first.
+    vcs = {
+        "x": make_vc("x", gpu=24, gpu_used=24),
+        "a": replace(make_vc("a", gpu=24), best_effort=True),
+        "b": make_vc("b", gpu=8),
+    }
+    ending = [running("n", range(8), NOW + 100, vc="x"), running("m", range(8), NOW + 300, vc="x")]
+    ending.append(running("k", range(8), NOW + 300, vc="x"))
+    jobs = [make_job(1, tasks=2, gpu=8, vc="a"), limited(make_job(2, gpu=8, vc="b"), 500)]
+    jobs.append(limited(make_job(3, gpu=8, vc="a"), 1000))
+    result = place(busy("n", "m", "k"), vcs, jobs, Backfill(NOW, ending))
+    assert result.expected == {1: NOW + 300, 2: NOW + 100, 3: NOW + 600}
+
+
+def test_a_later_job_backfills_against_the_next_first_jobs_reservation_once_the_first_one_started():
+    # Job 1 is reserved at +200 and starts then; job 2 then waits for job 1's end (+500). At +250 d is
+    # free: a pass starts job 3 there (it leaves job 2 its quota and its nodes), as the plan expects.
+    vcs = backfill_vc(gpu=32, gpu_used=32)
+    ending = [running("a", range(8), NOW + 100), running("b", range(8), NOW + 200), running("d", range(8), NOW + 250)]
+    ending.append(running("c", range(8), NOW + 1000))
+    second = limited(make_job(2, tasks=2, gpu=8, avoid=frozenset({"d"})), 300)  # (its reservation: a and b)
+    jobs = [limited(make_job(1, tasks=2, gpu=8), 300), second, limited(make_job(3, gpu=8), 500)]
+    result = place(busy("a", "b", "c", "d"), vcs, jobs, Backfill(NOW, ending))
+    assert result.reservations["default"].start == NOW + 200
+    assert result.expected == {1: NOW + 200, 2: NOW + 500, 3: NOW + 250}
+
+
+def test_a_job_that_may_borrow_takes_a_lenders_idle_room_in_its_turn_before_a_later_job_of_another_vc():
+    vcs = {
+        "mine": make_vc("mine", gpu=8, gpu_used=8),
+        "other": replace(make_vc("other", gpu=8, gpu_used=8), lends=True),
+        "third": make_vc("third", gpu=8),
+    }
+    ending = [running("a", range(8), NOW + 50, vc="other"), running("b", range(8), NOW + 1000, vc="mine")]
+    borrower = replace(limited(make_job(1, gpu=8, vc="mine"), 2000), may_borrow=True)
+    result = place(busy("a", "b"), vcs, [borrower, limited(make_job(2, gpu=8, vc="third"), 100)], Backfill(NOW, ending))
+    assert result.expected == {1: NOW + 50, 2: NOW + 1000}
+
+
+def test_a_job_waiting_for_a_node_that_is_down_holds_no_later_job_of_its_vc_back():
+    down = replace(make_node("big", gpus=16), schedulable=False, down=True)
+    plan = Backfill(NOW, [running("n", range(6), NOW + 100)])
+    jobs = [make_job(1, gpu=16), make_job(2, gpu=4)]
+    result = place([make_node("n", busy_gpus=6), down], {"default": fifo(gpu=24, gpu_used=6)}, jobs, plan)
+    assert result.expected == {1: None, 2: NOW + 100}
+
+
+def test_a_first_jobs_reservation_moves_sooner_in_the_plan_when_a_job_ends_before_its_limit():
+    # The first job (x's) is reserved on b at +200, when x's job there ends by its limit; that job ends
+    # at +20, so the next pass reserves b at +100 (y's job's limit): job 2, which would end at +170,
+    # no longer ends before it, and waits (for x's quota: at +400). Kept at +200, the plan would start
+    # it at +20 and the first job after it.
+    vcs = {
+        "x": replace(make_vc("x", gpu=16, gpu_used=12), backfill=True),
+        "y": make_vc("y", gpu=8, gpu_used=4),
+    }
+    early = replace(running("b", range(4), NOW + 200, vc="x"), expected_at=NOW + 20)
+    ending = [running("a", range(8), NOW + 400, vc="x"), early, running("b", range(4, 8), NOW + 100, vc="y")]
+    jobs = [make_job(1, gpu=8, vc="x"), limited(make_job(2, gpu=4, vc="x"), 150)]
+    result = place(busy("a", "b"), vcs, jobs, Backfill(NOW, ending))
+    assert result.reservations["x"].start == NOW + 200
+    assert result.expected == {1: NOW + 100, 2: NOW + 400}
