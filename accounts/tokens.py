@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.models import Token, hash_token
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 
 TOKEN_PREFIX = "pai_"  # noqa: S105  (a marker, not a secret)
 # Writing last_used on every request would turn each read into a write; once a minute is enough.

@@ -15,7 +15,7 @@ from accounts.permissions import is_admin, is_named
 from catalogue import Message
 from catalogue.reasons import reason_columns
 from clusters import storage_rules
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 
 
 class GpuType(models.Model):

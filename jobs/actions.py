@@ -45,7 +45,7 @@ from jobs.states import FINISHED_JOB_STATES
 from jobs.storage import areas as storage
 from jobs.storage.areas import job_paths
 from jobs.storage.configs import validate_storage_requests
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -384,7 +384,7 @@ def split_full_name(full_name: str) -> tuple[str, str]:
 
 
 # A job by its full name, with its owner and VC, as visible_jobs reads it: every job route asks,
-# compiled once (pai_portal.prepared). (owner, name) is unique.
+# compiled once (queries.prepared). (owner, name) is unique.
 _JOB_BY_NAME: Prepared[Job] = Prepared(
     lambda owner, name: (
         Job.objects.select_related("owner", "virtual_cluster").filter(owner__username=owner, name=name).order_by()[:1]

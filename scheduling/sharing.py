@@ -27,7 +27,7 @@ from jobs.lifecycle import PREEMPTIONS
 from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt, TaskState
 from jobs.protocol.priority import grace_seconds
 from jobs.protocol.spec import NormalizedSpec
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
 

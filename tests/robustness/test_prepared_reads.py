@@ -1,4 +1,4 @@
-"""Reads compiled once (pai_portal.prepared) answer exactly what their querysets answer: the same
+"""Reads compiled once (queries.prepared) answer exactly what their querysets answer: the same
 rows, the same values as Django converts them, their select_related objects loaded; one query each,
 with each call's own arguments. Django's internals they lean on change only with an upgrade: these
 tests are where that shows."""
@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from jobs.models import Job, JobTag, Task
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 from tests.factories import create_job
 
 User = get_user_model()

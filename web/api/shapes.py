@@ -17,7 +17,7 @@ from django.utils import timezone
 from jobs.models import Job, JobEvent, JobState, JobTag, Task, diagnostics_messages
 from jobs.protocol.exitspec import spec_row
 from jobs.protocol.limits import spec_totals
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 from scheduling.sharing import queue_place
 from web.fixes import fix_for
 

@@ -22,7 +22,7 @@ from jobs.protocol.fields import resource_field, vc_field
 from jobs.protocol.priority import DEFAULT_PRIORITY_CLASS, PRIORITY_CLASSES
 from jobs.ssh import openpai_ssh_info
 from jobs.submit import submit as submit_verb
-from pai_portal.prepared import Prepared
+from queries.prepared import Prepared
 from scheduling.admission import never_fits_reason
 from web.api import links, shapes
 from web.api.auth import is_application_token
