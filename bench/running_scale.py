@@ -203,7 +203,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
     if args.trial == "polling":
         from clusters.executors.docker import DockerExecutor
 
-        DockerExecutor.exits_seen = lambda self: None  # type: ignore[method-assign]
+        DockerExecutor.exits_seen = lambda self, may_look_in_full=True: None  # type: ignore[method-assign]
     if args.trial in THREADED_LOGS:
         from clusters.executors.docker_logs import ContainerLogs
 

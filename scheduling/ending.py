@@ -8,7 +8,9 @@ FailedStart and is decided like any other exit.
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -184,20 +186,40 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
         )
 
 
+# The tasks a pass may inspect in full looks (nodes whose event streams cannot vouch for every exit:
+# just opened, lost, or due their periodic look). Past it the other nodes' full looks wait for a
+# later pass, their streams' exits still handled: 10,000 tasks whose streams opened together made
+# one pass of 100 s and more, during which every node's next full look fell due (bench/running_scale.py).
+FULL_LOOK_TASKS = 500
+_first_node = itertools.count()  # (the node whose full look goes first, moved on each pass)
+
+
 def _may_have_ended(
     running: list[tuple[int, str, str, int]], nodes: dict[int, Node]
 ) -> list[tuple[int, str, str, int]]:
     """The running tasks to poll: on a node whose executor tells which of its tasks ended (a Docker
-    engine's event stream), those; where it cannot tell (a full look), every one. (A listing of
-    the running containers does not tell: a container the engine lists as running may hold a task
-    that ended, and taking the listing's word held such exits for tens of seconds.)"""
-    seen = {node_id: _exits_seen(nodes[node_id]) for node_id in {row[3] for row in running}}
+    engine's event stream), those; where it cannot tell (a full look), every one, while the pass's
+    FULL_LOOK_TASKS last (the first node's full look always: the nodes take turns going first, so
+    each one's comes). (A listing of the running containers does not tell: a container the engine
+    lists as running may hold a task that ended, and taking the listing's word held such exits for
+    tens of seconds.)"""
+    tasks_on = Counter(row[3] for row in running)
+    order = sorted(tasks_on)
+    if order:
+        start = next(_first_node) % len(order)
+        order = order[start:] + order[:start]
+    budget = FULL_LOOK_TASKS
+    seen: dict[int, set[str] | None] = {}
+    for node_id in order:
+        seen[node_id] = _exits_seen(nodes[node_id], may_look_in_full=budget > 0)
+        if seen[node_id] is None:
+            budget -= tasks_on[node_id]
     return [row for row in running if (ended := seen[row[3]]) is None or row[1] in ended]
 
 
-def _exits_seen(node: Node) -> set[str] | None:
+def _exits_seen(node: Node, *, may_look_in_full: bool) -> set[str] | None:
     try:
-        return executors.node_executor(node).exits_seen()
+        return executors.node_executor(node).exits_seen(may_look_in_full)
     except Exception as exc:
         log.warning("asking %s which tasks ended failed: %s", node.name, exc)
         return None

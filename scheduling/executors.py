@@ -370,8 +370,8 @@ class Bulkheaded(Executor):
         except NodeSilent as exc:
             return TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=exc.diagnostics)
 
-    def exits_seen(self) -> set[str] | None:
-        return self.executor.exits_seen()  # (what its stream gathered: no engine call)
+    def exits_seen(self, may_look_in_full: bool = True) -> set[str] | None:
+        return self.executor.exits_seen(may_look_in_full)  # (what its stream gathered: no engine call)
 
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         if self.executor.stopped(handle):  # (its container removed already: no call, no wait for the lane)

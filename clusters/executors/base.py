@@ -180,9 +180,11 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def poll(self, handle: TaskHandle) -> TaskStatus: ...
 
-    def exits_seen(self) -> set[str] | None:
+    def exits_seen(self, may_look_in_full: bool = True) -> set[str] | None:
         """The tasks (executor ids) that may have ended since the last call, or None where the
-        backend cannot tell: the scheduler then polls each of the node's running tasks."""
+        backend cannot tell: the scheduler then polls each of the node's running tasks. A backend
+        whose full look is due but not allowed (`may_look_in_full` False) puts it off to a later
+        call and answers what it knows; one that can never tell answers None all the same."""
         return None
 
     @abc.abstractmethod

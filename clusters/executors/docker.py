@@ -396,8 +396,8 @@ class DockerExecutor(Executor):
                 init_failure = next((line for line in tail.splitlines() if line.startswith("[FATAL tini")), "")
         return exited_status(info, init_failure=init_failure)
 
-    def exits_seen(self) -> set[str] | None:
-        return self.exits.seen()
+    def exits_seen(self, may_look_in_full: bool = True) -> set[str] | None:
+        return self.exits.seen(may_look_in_full)
 
     def sample(self, handles: list[TaskHandle]) -> dict[str, ResourceSample]:
         return from_containers(self.api, [handle.executor_id for handle in handles])

@@ -54,15 +54,18 @@ class ExitWatch:
         self._asked = time.monotonic()
         self.opened = 0  # how many times the stream was opened (a test's, a bench's look)
 
-    def seen(self) -> set[str] | None:
-        """The containers that ended since the last call (their ids), or None: look at all of them."""
+    def seen(self, may_look_in_full: bool = True) -> set[str] | None:
+        """The containers that ended since the last call (their ids), or None: look at all of them.
+        A full look that is due but not allowed now (`may_look_in_full` False: the pass has spent
+        its budget of full looks) stays due; the ids gathered meanwhile are handed over as ever."""
         now = time.monotonic()
         with self._lock:
             self._asked = now
             if self.address is not None and not self._following:
                 self._following = True
                 Streams.shared().follow(self._follow)
-            if not self._open or self._fresh or now >= self._next_full:
+            due = not self._open or self._fresh or now >= self._next_full
+            if due and may_look_in_full:
                 self._fresh = False
                 # (staggered: the nodes' full looks spread over the period, not all in one pass)
                 self._next_full = now + RECONCILE_S * random.uniform(0.5, 1.0)

@@ -128,7 +128,7 @@ class SlurmContainerExecutor(DockerExecutor):
                 return None
         return self._task_dirs[container_id]
 
-    def exits_seen(self) -> set[str] | None:
+    def exits_seen(self, may_look_in_full: bool = True) -> set[str] | None:
         return None  # (a step Slurm cancelled ends its container too: each task is polled, as before)
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
