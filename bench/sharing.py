@@ -17,7 +17,13 @@ preempted task done saving, a grace deadline), at least `--tick` seconds on. Pas
 follow each other at once, as `runscheduler`'s do. The fake executor (`SimExecutor`) starts nothing:
 a task "runs" for its job's remaining work in simulated time, answers SIGTERM (a preemption) by
 saving its progress for the job's `save_s` seconds and exiting, and loses the attempt's work if it
-is killed first. Each pass is timed as it runs (perf_counter around `run_once`).
+is killed first. Each pass is timed as it runs (perf_counter around `run_once`, and its process CPU
+time: on a shared box the load swells the first, not the second). The node heartbeats of the idle
+passes a jump skips run untimed before it (a real pass pings the nodes due in its round, not all).
+
+`--processes N` runs the policies side by side in N processes forked after the migrations, each on
+a copy of the migrated SQLite database (a policy's run is one process's CPU: on a box with CPUs to
+spare the run takes about as long as its slowest policy).
 
 A policy is a few VC settings and job fields (POLICIES): `strict` is hard quotas, FIFO, no classes,
 no backfill; `sharing` turns on fair share, the trace's classes and borrowing (the settings of
