@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/sharing.py [--gpus 2000] [--jobs N] [--seed 1] [--limit-asked 1.5,3] [--trace FILE]
                                       [--policies strict,sharing,...] [--tick 5] [--write-trace FILE] [--json FILE]
+                                      [--processes N]
 
 A generated (seeded) or recorded trace (JSON lines, `--trace`; `--write-trace` saves the generated
 one) of several virtual clusters with quotas, bursts of arrivals, gangs of 1-16 tasks x 1-8 GPUs,
@@ -16,7 +17,13 @@ preempted task done saving, a grace deadline), at least `--tick` seconds on. Pas
 follow each other at once, as `runscheduler`'s do. The fake executor (`SimExecutor`) starts nothing:
 a task "runs" for its job's remaining work in simulated time, answers SIGTERM (a preemption) by
 saving its progress for the job's `save_s` seconds and exiting, and loses the attempt's work if it
-is killed first. Each pass is timed as it runs (perf_counter around `run_once`).
+is killed first. Each pass is timed as it runs (perf_counter around `run_once`, and its process CPU
+time: on a shared box the load swells the first, not the second). The node heartbeats of the idle
+passes a jump skips run untimed before it (a real pass pings the nodes due in its round, not all).
+
+`--processes N` runs the policies side by side in N processes forked after the migrations, each on
+a copy of the migrated SQLite database (a policy's run is one process's CPU: on a box with CPUs to
+spare the run takes about as long as its slowest policy).
 
 A policy is a few VC settings and job fields (POLICIES): `strict` is hard quotas, FIFO, no classes,
 no backfill; `sharing` turns on fair share, the trace's classes and borrowing (the settings of
@@ -473,6 +480,8 @@ class Run:
     # the reclaims past the grace + a tick + 1 s: (trace job id, class, VC, GPUs, seconds)
     reclaim_late: list[tuple[str, str, str, int, float]]
     pass_ms: tuple[float, float, float]  # p50, p95, max (the first, cold pass left out)
+    # the same in CPU time of this process (what a shared box's load leaves comparable)
+    pass_cpu_ms: tuple[float, float, float]
     passes: int
     jobs_ended: int
     jobs: int
@@ -554,6 +563,7 @@ class Simulation:
         self.jobs: dict[int, SimJob] = {}
         self.executor = SimExecutor(self.clock, self.jobs, GPUS_PER_NODE)
         self.pass_times: list[float] = []
+        self.pass_cpu: list[float] = []  # (process CPU time of each pass: its threads' too)
         self.busy_gpu_s = self.all_gpu_s = self.queued_busy_s = self.queued_all_s = 0.0
         self.quota_overruns = 0
         # a job that preempts -> when each of its preemptions began (the pass after which its victim
@@ -703,9 +713,10 @@ class Simulation:
                 row = submit_job(users[job.user], job_text(job, self.policy))
                 self.jobs[row.pk] = SimJob(job, submitted=now, remaining=job.duration_s, idle_since=now)
                 submitted += 1
-            before = time.perf_counter()
+            before, cpu_before = time.perf_counter(), time.process_time()
             busy = scheduler.run_once()
             self.pass_times.append(time.perf_counter() - before)
+            self.pass_cpu.append(time.process_time() - cpu_before)
             waiting = Job.objects.filter(state=JobState.WAITING).count()
             self._watch(quotas)
             if busy:
@@ -722,7 +733,20 @@ class Simulation:
             target = max(min(upcoming, default=now + self.tick_s), now + self.tick_s)
             if target > horizon:
                 break
+            self._idle_heartbeats(scheduler, target)
             self.clock.advance_to(target)
+
+    def _idle_heartbeats(self, scheduler: Any, target: float) -> None:
+        """The node heartbeats of the idle passes a jump skips, run untimed: between two events the
+        scheduler's idle passes ping the nodes as they fall due (a tenth of the period's each round);
+        a jump would leave every node due to the next timed pass (250 pings at 2,000 GPUs), which a
+        real pass never makes. The last round before `target` is left to the pass."""
+        from django.conf import settings
+
+        from scheduling.nodes import ROUNDS
+
+        self.clock.advance_to(target - 1.01 * settings.PAI_NODE_HEARTBEAT_SECONDS / ROUNDS)
+        scheduler.heartbeat.check(scheduler.backends)
 
     def _account(self, last: float, now: float, waiting: int) -> None:
         """GPU-time between the last pass and this one (busy as the last pass left it)."""
@@ -935,6 +959,7 @@ class Simulation:
         jobs = list(self.jobs.values())
         preemption = in_build()["preemption"]
         warm = sorted(self.pass_times[1:]) or self.pass_times
+        cpu = sorted(self.pass_cpu[1:]) or self.pass_cpu
         waits = {key: self._reclaim(key, since) for key, since in self.preempting_since.items()}
         reclaim = sorted(wait for wait in waits.values() if wait is not None)
         bound = self.grace_s + self.tick_s + 1
@@ -958,6 +983,7 @@ class Simulation:
             reclaim_s=(_pct(reclaim, 50), _pct(reclaim, 95), reclaim[-1]) if reclaim else None,
             reclaim_late=late,
             pass_ms=(1000 * _pct(warm, 50), 1000 * _pct(warm, 95), 1000 * warm[-1]),
+            pass_cpu_ms=(1000 * _pct(cpu, 50), 1000 * _pct(cpu, 95), 1000 * cpu[-1]),
             passes=len(self.pass_times),
             jobs_ended=ended,
             jobs=len(self.trace.jobs),
@@ -1038,12 +1064,57 @@ def simulate(
     tick_s: float = DEFAULT_TICK_S,
     progress: bool = False,
     oracle: bool = False,
+    processes: int = 1,
 ) -> list[Run]:
+    """Each policy's run, in this process one after the other, or (`processes` > 1, SQLite) side by
+    side in processes forked from this one, each on a copy of its database as migrated (migrations
+    run once)."""
+    if processes > 1 and len(policies) > 1 and _sqlite_file() is not None:
+        return _simulate_apart(trace, policies, gpus, tick_s, progress, oracle, processes)
     runs = []
     for policy in policies:
         reset_database()
         runs.append(Simulation(trace, policy, gpus, tick_s, progress, oracle).run())
     return runs
+
+
+def _sqlite_file() -> Path | None:
+    from django.db import connection
+
+    return Path(connection.settings_dict["NAME"]) if connection.vendor == "sqlite" else None
+
+
+def _simulate_apart(
+    trace: Trace, policies: list[Policy], gpus: int, tick_s: float, progress: bool, oracle: bool, processes: int
+) -> list[Run]:
+    import multiprocessing
+
+    from django.db import connections
+
+    template = _sqlite_file()
+    assert template is not None
+    reset_database()
+    connections.close_all()  # (each child opens its own, on its own copy)
+    jobs = [(trace, policy, gpus, tick_s, progress, oracle, str(template)) for policy in policies]
+    with multiprocessing.get_context("fork").Pool(min(processes, len(policies)), maxtasksperchild=1) as pool:
+        return pool.starmap(_run_apart, jobs, chunksize=1)
+
+
+def _run_apart(
+    trace: Trace, policy: Policy, gpus: int, tick_s: float, progress: bool, oracle: bool, template: str
+) -> Run:
+    """One policy's run in a forked process, on a copy of the migrated database of its own."""
+    import sqlite3
+    from contextlib import closing
+
+    from django.db import connection, connections
+
+    own = Path(template).with_name(f"sharing-{policy.name}.sqlite3")
+    with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(own)) as copy:
+        source.backup(copy)  # (its write-ahead log included)
+    connections.close_all()
+    connection.settings_dict["NAME"] = str(own)
+    return Simulation(trace, policy, gpus, tick_s, progress, oracle).run()
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -1142,6 +1213,7 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
     table += [
         ("waited with / without an expected start", cells(lambda r: f"{r.estimated} / {r.not_estimated}")),
         ("scheduler pass p50 / p95 / max (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_ms))),
+        ("the same, CPU time (ms)", cells(lambda r: " / ".join(f"{v:.0f}" for v in r.pass_cpu_ms))),
         ("passes", cells(lambda r: str(r.passes))),
         ("jobs ended", cells(lambda r: f"{r.jobs_ended} of {r.jobs}")),
         ("GPUs given twice", cells(lambda r: str(r.over_allocations))),
@@ -1220,6 +1292,12 @@ def main(argv: list[str] | None = None) -> list[Run]:
         default="history",
         help="expected starts from recent jobs' run times (the portal's), or from the real ones (the plan's own error)",
     )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="run the policies side by side in this many processes (each on a copy of the migrated database)",
+    )
     parser.add_argument("--json", type=Path, help="write the results as JSON")
     parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)  # (a test's own database)
     args = parser.parse_args(argv)
@@ -1239,7 +1317,7 @@ def main(argv: list[str] | None = None) -> list[Run]:
         setup_django()
     policies = [POLICIES[name] for name in args.policies.split(",")]
     oracle = args.run_times == "oracle"
-    runs = simulate(trace, policies, args.gpus, args.tick, progress=True, oracle=oracle)
+    runs = simulate(trace, policies, args.gpus, args.tick, progress=True, oracle=oracle, processes=args.processes)
     header = describe(trace, args.gpus, None if args.trace else args.seed)
     print_table(runs, header + ("; run times known (oracle)" if oracle else ""))
     print(f"(took {time.perf_counter() - began:.0f} s; passes at least {args.tick:g} simulated s apart when idle)")

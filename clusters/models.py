@@ -1,5 +1,6 @@
 """Where jobs run: virtual clusters (quota shares), GPU types, nodes and their GPUs."""
 
+import functools
 import ipaddress
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -211,6 +212,15 @@ def down_reason_fields(reason: Sequence[Message]) -> dict[str, Any]:
     return reason_columns("down_reason", reason)
 
 
+@functools.lru_cache(maxsize=4096)
+def _loopback(address: str) -> bool:
+    """(placement asks of every node every pass: parsed once an address)"""
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address.lower() == "localhost"
+
+
 class Node(models.Model):
     class Executor(models.TextChoices):
         DOCKER = "docker", "Docker"
@@ -275,10 +285,7 @@ class Node(models.Model):
     @property
     def loopback(self) -> bool:
         """Its address is this machine's loopback one, which other nodes cannot reach."""
-        try:
-            return ipaddress.ip_address(self.address).is_loopback
-        except ValueError:
-            return self.address.lower() == "localhost"
+        return _loopback(self.address)
 
 
 class Gpu(models.Model):

@@ -41,7 +41,6 @@ Every job left waiting gets a reason with numbers: a list of Messages (clusters.
 from __future__ import annotations
 
 import bisect
-import copy
 import heapq
 import itertools
 import math
@@ -1182,6 +1181,16 @@ class _Node:
             memory_mb=max(state.memory_total_mb, state.memory_free_mb) if state.memory_total_mb else UNKNOWN_TOTAL,
         )
 
+    def twin(self) -> _Node:
+        """A copy of its free resources now, apart (its ports copied on its first claim)."""
+        twin = _Node.__new__(_Node)
+        twin.name, twin.loopback, twin.cpu, twin.memory = self.name, self.loopback, self.cpu, self.memory
+        twin.gpus = {kind: list(indices) for kind, indices in self.gpus.items()}
+        twin.ports_used, twin.owns_ports = self.ports_used, False
+        twin.port_low, twin.port_high, twin.cursor = self.port_low, self.port_high, self.cursor
+        twin.capacity = self.capacity
+        return twin
+
     def free_gpus(self, gpu_type: str | None) -> int:
         if gpu_type is None:
             return max(map(len, self.gpus.values()), default=0)
@@ -1276,13 +1285,7 @@ class _Cluster:
 
     def copy(self) -> _Cluster:
         """The nodes as they are now, apart (backfill plans on it; the pass goes on with this one)."""
-        nodes = []
-        for node in self.nodes:
-            twin = copy.copy(node)
-            twin.gpus = {kind: list(indices) for kind, indices in node.gpus.items()}
-            twin.owns_ports = False  # (copied on its first claim)
-            nodes.append(twin)
-        return _Cluster(nodes)
+        return _Cluster([node.twin() for node in self.nodes])
 
     def could_hold(self, job: JobRequest, need: _Need) -> bool:
         """False when the nodes surely cannot hold the job now (a quick bound from the free-GPU
@@ -1345,13 +1348,19 @@ class _Cluster:
             self._index(node)
 
     def _index(self, node: _Node) -> None:
-        for key in (ANY_TYPE, *node.gpus):
-            count = node.free_gpus(None if key == ANY_TYPE else key)
-            self.buckets.setdefault(key, {}).setdefault(count, {})[node] = None
+        most = max(map(len, node.gpus.values()), default=0)  # (node.free_gpus(None), once)
+        buckets = self.buckets
+        buckets.setdefault(ANY_TYPE, {}).setdefault(most, {})[node] = None
+        for key, free in node.gpus.items():
+            buckets.setdefault(key, {}).setdefault(most if key == ANY_TYPE else len(free), {})[node] = None
 
     def _unindex(self, node: _Node) -> None:
-        for key in (ANY_TYPE, *node.gpus):
-            del self.buckets[key][node.free_gpus(None if key == ANY_TYPE else key)][node]
+        most = max(map(len, node.gpus.values()), default=0)
+        buckets = self.buckets
+        del buckets[ANY_TYPE][most][node]
+        for key, free in node.gpus.items():
+            if key != ANY_TYPE:  # (a type named "*" is the any-type bucket, gone already)
+                del buckets[key][len(free)][node]
 
     def _candidates(self, gpus: int, gpu_type: str | None, *, most_free_first: bool) -> Iterator[_Node]:
         by_count = self.buckets.get(gpu_type if gpu_type and gpus else ANY_TYPE, {})

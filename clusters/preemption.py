@@ -95,9 +95,11 @@ def choose_victims(
         key=lambda other: (not other.borrowed, other.priority, -other.started, -other.key),
     )
     awaiting = tuple(other.key for other in ending)
+    bound = _Bound(nodes, vc, job, ending)
 
     def fits(victims: list[RunningJob]) -> bool:
-        return _fits(nodes, vc, job, ending + victims)
+        # (placement is asked only where the freed room could be enough: a cheap count first)
+        return bound.may_fit(victims) and _fits(nodes, vc, job, ending + victims)
 
     if ending and fits([]):
         return Preemption(job.key, job.vc, (), awaiting)
@@ -118,6 +120,43 @@ def choose_victims(
         if fits(rest):
             chosen = rest
     return Preemption(job.key, job.vc, tuple(other.key for other in chosen), awaiting)
+
+
+class _Bound:
+    """What the job needs freed before placement could hold it at all: its VC's quota short of it
+    (GPUs, CPUs, memory), and the GPUs the nodes lack in all. Victims freeing less cannot make it
+    fit (placement would refuse it on the quota, or find too few GPUs), so placement is not asked:
+    the victims chosen are the same, at a fraction of the cost (each ask places the job on every node)."""
+
+    def __init__(self, nodes: list[NodeState], vc: VcState, job: JobRequest, ending: list[RunningJob]) -> None:
+        need = [sum(task.gpu for task in job.tasks), sum(task.cpu for task in job.tasks)]
+        need.append(sum(task.memory_mb for task in job.tasks))
+        limit, used = vc.limit, vc.used
+        self.short = [need[0] - (limit.gpu - used.gpu), need[1] - (limit.cpu - used.cpu)]
+        self.short.append(need[2] - (limit.memory_mb - used.memory_mb))
+        self.usable = {state.name for state in nodes if state.schedulable and state.name not in job.avoid}
+        free = sum(len(state.gpus_free) for state in nodes if state.name in self.usable)
+        self.gpus_short = need[0] - free
+        self.short = [short - freed for short, freed in zip(self.short, self._freed(ending), strict=True)]
+        self.gpus_short -= self._freed_gpus(ending)
+
+    def may_fit(self, victims: list[RunningJob]) -> bool:
+        freed = self._freed(victims)
+        if any(short > amount for short, amount in zip(self.short, freed, strict=True)):
+            return False
+        return self.gpus_short <= self._freed_gpus(victims)
+
+    @staticmethod
+    def _freed(jobs: list[RunningJob]) -> list[int]:
+        gpu = cpu = memory = 0
+        for other in jobs:
+            for holding in other.holdings:
+                gpu, cpu, memory = gpu + len(holding.gpus), cpu + holding.cpu, memory + holding.memory_mb
+        return [gpu, cpu, memory]
+
+    def _freed_gpus(self, jobs: list[RunningJob]) -> int:
+        """The GPUs they free on the nodes the job may use."""
+        return sum(len(holding.gpus) for other in jobs for holding in other.holdings if holding.node in self.usable)
 
 
 def _fits(nodes: list[NodeState], vc: VcState, job: JobRequest, freed: list[RunningJob]) -> bool:

@@ -21,7 +21,7 @@ from clusters.placement import Resources, apportion, empty_shares
 def node_gpus() -> dict[int, dict[int, str]]:
     """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
     gpus: dict[int, dict[int, str]] = defaultdict(dict)
-    for node_id, index, type_name in Gpu.objects.values_list("node_id", "index", "gpu_type__name"):
+    for node_id, index, type_name in Gpu.objects.order_by().values_list("node_id", "index", "gpu_type__name"):
         gpus[node_id][index] = type_name
     return gpus
 

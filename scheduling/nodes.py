@@ -10,6 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from catalogue import Message, joined
@@ -62,8 +63,12 @@ def reconcile(backends: Backends) -> set[tuple[int, int]]:
     was not (a crash between the two). Returns the task attempts claimed but found on no node
     ((task id, attempt)): the starting phase starts them."""
     unstarted = set()
+    # (every node's active tasks in one query, not one per node: 1,000 nodes were 3,000 queries)
+    by_node: dict[int, list[Task]] = {}
+    for task in _active_tasks(Task.objects.filter(node__isnull=False)):
+        by_node.setdefault(task.node_id, []).append(task)  # type: ignore[arg-type]
     for node in Node.objects.all():
-        unstarted |= {(task.pk, task.attempt) for task in reconcile_node(node)}
+        unstarted |= {(task.pk, task.attempt) for task in reconcile_node(node, by_node.get(node.pk, []))}
     # (only jobs with an ended task can have an outcome: not one look per running job, 10,000 at scale)
     ended = (TaskState.SUCCEEDED, TaskState.FAILED)
     for job in Job.objects.filter(state=JobState.RUNNING, tasks__state__in=ended).distinct():
@@ -71,9 +76,15 @@ def reconcile(backends: Backends) -> set[tuple[int, int]]:
     return unstarted
 
 
-def reconcile_node(node: Node) -> list[Task]:
+def _active_tasks(tasks: QuerySet[Task]) -> QuerySet[Task]:
+    """Of these, the tasks that should be running (their job too), with their job and node."""
+    return tasks.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING).select_related("job", "node").order_by()
+
+
+def reconcile_node(node: Node, active: list[Task] | None = None) -> list[Task]:
     """Adopt this node's unrecorded starts and remove its orphans; returns the tasks claimed for
-    it that it does not run (never started)."""
+    it that it does not run (never started). `active`: its tasks that should be running, when
+    the caller read them already (reconcile reads every node's at once)."""
     executor = executors.node_executor(node)
     # Starts running past their deadline: their tasks are neither adopted nor started again yet.
     starting = executor.lane.starting() if isinstance(executor, executors.Bulkheaded) else set()
@@ -85,10 +96,11 @@ def reconcile_node(node: Node) -> list[Task]:
             lane.missed_cleanup = True  # (reconciled by the heartbeat once it answers)
         return []
     by_key = {(r.labels.get("pai.job-id"), r.labels.get("pai.role"), r.labels.get("pai.index")): r for r in held}
-    active = Task.objects.filter(node=node, state=TaskState.RUNNING, job__state=JobState.RUNNING)
+    if active is None:
+        active = list(_active_tasks(Task.objects.filter(node=node)))
     wanted = set()
     never_started = []
-    for task in active.select_related("job", "node"):
+    for task in active:
         found = by_key.get((str(task.job_id), task.role, str(task.index)))
         if executors.start_key(task.job_id, task.role, task.index, task.job.job_attempt, task.attempt) in starting:
             if found:
@@ -124,6 +136,8 @@ def _sweep_leftovers(node: Node, executor: Executor, orphaned_jobs: set[int]) ->
     except Exception as exc:
         log.warning("reconcile: cannot list %s's leftovers: %s", node.name, exc)
         return
+    if not jobs:
+        return  # (nothing left behind: the usual case, no query)
     # (A job claimed for the node keeps its network from prepare_job on; a stopping one is torn down.)
     here = set(Task.objects.filter(node=node, job__state__in=HOLDING_JOB_STATES).values_list("job_id", flat=True))
     debug = {job.pk: launch_builder.is_debug(job.normalized) for job in Job.objects.filter(pk__in=jobs - here)}
@@ -165,11 +179,11 @@ class Heartbeat:
         if now - self._last_heartbeat < period / ROUNDS and not self.suspects:
             return False
         self._last_heartbeat = now
-        nodes = [
-            node
-            for node in Node.objects.exclude(executor__in=backends.node_kinds())  # backends watch their own
-            if node.pk in self.suspects or now >= self._due.get(node.pk, now)
-        ]
+        ours = Node.objects.exclude(executor__in=backends.node_kinds()).order_by()  # backends watch their own
+        # (the nodes due read whole, the others not at all: a round pings a tenth of 1,000 nodes)
+        ids = list(ours.values_list("pk", flat=True))
+        due = [pk for pk in ids if pk in self.suspects or now >= self._due.get(pk, now)]
+        nodes = list((ours if len(due) == len(ids) else ours.filter(pk__in=due)).order_by("name")) if due else []
         self.suspects.clear()
         if not nodes:
             return False

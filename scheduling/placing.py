@@ -101,7 +101,8 @@ class Placer:
         rows = [WaitingJob(*row) for row in waiting]
         specs = self._specs.get_many(row.pk for row in rows)
         nodes = list(Node.objects.all())
-        usage = quota.cluster_usage(nodes, self._specs)
+        gpus = quota.node_gpus()  # (read once: the usage, the plan and the preemptions all need it)
+        usage = quota.cluster_usage(nodes, self._specs, gpus)
         node_states, vc_states = usage.nodes, usage.vcs
         now = time.monotonic()
         trouble = self.starter.trouble
@@ -123,10 +124,10 @@ class Placer:
             if row.pk not in gate.blocked
         ]
         # (the plan of the running jobs' ends: backfill's reservations and every waiting job's expected start)
-        plan = sharing.backfill_plan(self._specs, started := time.time(), self._run_times)
+        plan = sharing.backfill_plan(self._specs, started := time.time(), self._run_times, gpus)
         result = place(node_states, vc_states, requests, plan)
         # Waiting jobs a lower class keeps out: their preemptions begin (and say so as their reason).
-        preempting = self.preempter.decide(node_states, vc_states, requests, result)
+        preempting = self.preempter.decide(node_states, vc_states, requests, result, gpus)
         result.pending.update(preempting)
         # (a job whose preemptions began is expected when its victims are expected to have ended, not by the plan)
         result.expected.update(sharing.preemption_starts(set(preempting), self._run_times, started))

@@ -82,17 +82,23 @@ class Preempter:
         HeldRoomRow.objects.exclude(job_id__in=waiting).delete()
 
     def decide(
-        self, nodes: list[NodeState], vcs: dict[str, VcState], requests: list[JobRequest], result: PlacementResult
+        self,
+        nodes: list[NodeState],
+        vcs: dict[str, VcState],
+        requests: list[JobRequest],
+        result: PlacementResult,
+        gpus: dict[int, dict[int, str]] | None = None,
     ) -> dict[int, Reason]:
         """Begin the preemptions placement's result calls for; the waiting reason of each job that
-        preempts (or waits for jobs preempted already), by job id."""
+        preempts (or waits for jobs preempted already), by job id. `gpus`: quota.node_gpus(), when
+        the pass read it already."""
         waiting = [job for job in requests if job.key in result.pending and job.key not in result.never_fits]
         if not waiting:
             return {}
         top: dict[str, int] = {}  # VC -> its highest waiting class
         for job in waiting:
             top[job.vc] = max(top.get(job.vc, job.priority), job.priority)
-        running = self._running_jobs(top)
+        running = self._running_jobs(top, gpus)
         if not running:
             return {}
         # Every request: what this pass placed in any VC holds its room (a VC with no job left
@@ -115,7 +121,7 @@ class Preempter:
             return [Message.of("reason.reclaiming", vc=plan.vc, jobs=names)]
         return [Message.of("reason.preempting", jobs=names, vc=plan.vc)]
 
-    def _running_jobs(self, top: dict[str, int]) -> list[RunningJob]:
+    def _running_jobs(self, top: dict[str, int], gpus: dict[int, dict[int, str]] | None = None) -> list[RunningJob]:
         """The running jobs holding these VCs' quota that could make room: those below the VC's
         highest waiting class, those on its quota borrowed (reclaimed for any of its jobs), and those
         being ended already (preempted, or stopping: their room is coming free)."""
@@ -148,7 +154,7 @@ class Preempter:
         if not rows:
             return []
         specs = self.specs.get_many(row[0] for row in rows)
-        gpu_types = quota.node_gpus()
+        gpu_types = quota.node_gpus() if gpus is None else gpus
         holdings: dict[int, list[Holding]] = defaultdict(list)
         tasks = Task.objects.filter(job_id__in=[row[0] for row in rows], state=TaskState.RUNNING, node__isnull=False)
         for job_id, role, node_id, node_name, gpus, ports in tasks.values_list(

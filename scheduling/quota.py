@@ -169,10 +169,13 @@ def may_borrow(priority_class: str) -> bool:
     return priority_class in settings.PAI_BORROWING_CLASSES
 
 
-def cluster_usage(nodes: list[Node], specs: SpecCache | None = None) -> ClusterUsage:
+def cluster_usage(
+    nodes: list[Node], specs: SpecCache | None = None, gpus: dict[int, dict[int, str]] | None = None
+) -> ClusterUsage:
     """Placement's nodes are the portal's own; Slurm's nodes (synced from sinfo) count only for
-    the VCs of their partition, whose quota is the partition (Slurm places their jobs)."""
-    return _usage(nodes, list(holding_tasks()), specs)
+    the VCs of their partition, whose quota is the partition (Slurm places their jobs). `gpus`:
+    node_gpus() when the caller read it already (the scheduler, once a pass)."""
+    return _usage(nodes, list(holding_tasks()), specs, gpus)
 
 
 def cluster_capacity(nodes: list[Node]) -> tuple[list[NodeState], dict[str, VcState]]:
@@ -183,8 +186,10 @@ def cluster_capacity(nodes: list[Node]) -> tuple[list[NodeState], dict[str, VcSt
     return usage.nodes, usage.vcs
 
 
-def _usage(nodes: list[Node], holding: list[Any], specs: SpecCache | None) -> ClusterUsage:
-    gpus_by_node = node_gpus()
+def _usage(
+    nodes: list[Node], holding: list[Any], specs: SpecCache | None, gpus: dict[int, dict[int, str]] | None = None
+) -> ClusterUsage:
+    gpus_by_node = node_gpus() if gpus is None else gpus
     own_nodes = [node for node in nodes if node.executor != Node.Executor.SLURM]
     states = {node.id: _node_state(node, gpus_by_node.get(node.pk, {})) for node in own_nodes}
     used_by_vc: dict[str, Resources] = defaultdict(Resources)
@@ -220,7 +225,9 @@ def _usage(nodes: list[Node], holding: list[Any], specs: SpecCache | None) -> Cl
     quotas = vc_quotas(nodes, gpus_by_node, all_vcs)
     # The quotas were the nodes down now back: a job over its quota only while they are down waits.
     down = [node for node in nodes if node.schedulable and node.down_since is not None]
-    quotas_with_down = vc_quotas([_as_up(node) if node in down else node for node in nodes], gpus_by_node, all_vcs)
+    quotas_with_down = (
+        vc_quotas([_as_up(node) if node in down else node for node in nodes], gpus_by_node, all_vcs) if down else quotas
+    )
     vcs = {
         vc.name: VcState(
             name=vc.name,

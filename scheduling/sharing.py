@@ -196,7 +196,9 @@ def read_exit_times() -> list[float]:
     return sorted(found)
 
 
-def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = None) -> Backfill:
+def backfill_plan(
+    specs: SpecCache, now: float, run_times: RunTimes | None = None, gpus: dict[int, dict[int, str]] | None = None
+) -> Backfill:
     """What backfill plans by (clusters.placement): each running job's tasks, free again when its
     time limit ends it and the grace that gives it is over (a borrowed one: when its lender may
     take it back), and the reservations an earlier pass stored. With `run_times`, each also says
@@ -226,7 +228,7 @@ def backfill_plan(specs: SpecCache, now: float, run_times: RunTimes | None = Non
     )
     rows = list(tasks)
     spec_of = specs.get_many({row[0] for row in rows})
-    types = node_gpus()
+    types = node_gpus() if gpus is None else gpus  # (node_gpus(), read once a pass by the scheduler)
     freed: dict[int, list[Freed]] = {}
     for job_id, role, node_id, node, gpus in rows:
         res = task_resources(spec_of[job_id], role)

@@ -1,6 +1,8 @@
 """Preemption inside a VC (clusters.preemption), one behaviour per test: the fewest, lowest,
 youngest jobs that free room for the whole gang; never part of a gang; nothing when it would not help."""
 
+import pytest
+
 from clusters.placement import HeldRoom, PlacementResult, place
 from clusters.preemption import Holding, RunningJob, choose_victims, plan_preemptions
 from tests.placement.builders import codes, make_job, make_node, make_vc, said
@@ -195,3 +197,31 @@ def test_it_lets_other_jobs_use_what_a_held_room_leaves_free():
     other = make_job(1, gpu=2, vc="b")
     result = place(nodes, vcs, [other, preemptor])
     assert [placement.gpus for placement in result.placed[1]] == [[4, 5]]
+
+
+def test_it_asks_placement_only_for_victims_that_free_enough_quota(monkeypatch):
+    # The VC is at its quota (8 of 8 GPUs): one 1-GPU victim alone, or two, cannot make room for 4
+    # GPUs; placement (a try on every node) is asked only once the victims free 4.
+    from clusters import preemption
+
+    jobs = [running(key, OPPO, ("a", [key - 1]), started=float(key)) for key in range(1, 9)]
+    nodes, vc = cluster(jobs, {"a": 8}, gpu_limit=8)
+    asked: list[int] = []
+
+    def counted(nodes, vcs, requests, plan=None):
+        asked.append(8 - sum(len(state.gpus_free) for state in nodes))
+        return place(nodes, vcs, requests, plan)
+
+    monkeypatch.setattr(preemption, "place", counted)
+    plan = choose_victims(nodes, vc, make_job(9, gpu=4, priority=PROD), jobs)
+    assert plan is not None and len(plan.victims) == 4
+    assert asked and all(held <= 4 for held in asked)  # (never asked with fewer than 4 GPUs freed)
+
+
+def test_it_asks_placement_nothing_when_even_every_victim_frees_too_few_gpus(monkeypatch):
+    from clusters import preemption
+
+    jobs = [running(1, OPPO, ("a", [0]))]
+    nodes, vc = cluster(jobs, {"a": 2})
+    monkeypatch.setattr(preemption, "place", lambda *args, **kwargs: pytest.fail("placement asked"))
+    assert choose_victims(nodes, vc, make_job(9, gpu=4, priority=PROD), jobs) is None
