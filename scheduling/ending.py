@@ -190,7 +190,7 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
 # just opened, lost, or due their periodic look). Past it the other nodes' full looks wait for a
 # later pass, their streams' exits still handled: 10,000 tasks whose streams opened together made
 # one pass of 100 s and more, during which every node's next full look fell due (bench/running_scale.py).
-FULL_LOOK_TASKS = 500
+FULL_LOOK_TASKS = 200
 _first_node = itertools.count()  # (the node whose full look goes first, moved on each pass)
 
 
