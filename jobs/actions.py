@@ -365,9 +365,14 @@ def visible_jobs(user: Any) -> QuerySet[Job]:
 def listed_jobs(user: Any) -> QuerySet[Job]:
     """The jobs a user sees in lists and read-only summaries: everyone's when the job list is shared
     (settings.PAI_SHARED_JOB_LIST, OpenPAI's way), else those of visible_jobs."""
-    if settings.PAI_SHARED_JOB_LIST and user.is_authenticated:
+    if _list_is_shared(user):
         return Job.objects.select_related("owner", "virtual_cluster")
     return visible_jobs(user)
+
+
+def _list_is_shared(user: Any) -> bool:
+    """Whether the user sees everyone's jobs in lists and summaries (listed_jobs)."""
+    return bool(settings.PAI_SHARED_JOB_LIST and user.is_authenticated)
 
 
 def may_manage(user: Any, job: Job) -> bool:
@@ -406,7 +411,6 @@ def get_job_for(user: Any, full_name: str) -> Job:
 def get_job_summary_for(user: Any, full_name: str) -> Job:
     """The job, if the user may read its summary (listed_jobs); Job.DoesNotExist otherwise."""
     job = _JOB_BY_NAME.first(*split_full_name(full_name))
-    shared = settings.PAI_SHARED_JOB_LIST and user.is_authenticated
-    if job is None or not (shared or may_manage(user, job)):
+    if job is None or not (_list_is_shared(user) or may_manage(user, job)):
         raise Job.DoesNotExist(f"no job {full_name!r} the user may read")
     return job
