@@ -129,16 +129,15 @@ class _Bound:
     the victims chosen are the same, at a fraction of the cost (each ask places the job on every node)."""
 
     def __init__(self, nodes: list[NodeState], vc: VcState, job: JobRequest, ending: list[RunningJob]) -> None:
-        need = [sum(task.gpu for task in job.tasks), sum(task.cpu for task in job.tasks)]
-        need.append(sum(task.memory_mb for task in job.tasks))
+        tasks = job.tasks
+        need = (sum(t.gpu for t in tasks), sum(t.cpu for t in tasks), sum(t.memory_mb for t in tasks))
         limit, used = vc.limit, vc.used
-        self.short = [need[0] - (limit.gpu - used.gpu), need[1] - (limit.cpu - used.cpu)]
-        self.short.append(need[2] - (limit.memory_mb - used.memory_mb))
+        room = (limit.gpu - used.gpu, limit.cpu - used.cpu, limit.memory_mb - used.memory_mb)
+        freed = self._freed(ending)
+        self.short = [wanted - left - back for wanted, left, back in zip(need, room, freed, strict=True)]
         self.usable = {state.name for state in nodes if state.schedulable and state.name not in job.avoid}
         free = sum(len(state.gpus_free) for state in nodes if state.name in self.usable)
-        self.gpus_short = need[0] - free
-        self.short = [short - freed for short, freed in zip(self.short, self._freed(ending), strict=True)]
-        self.gpus_short -= self._freed_gpus(ending)
+        self.gpus_short = need[0] - free - self._freed_gpus(ending)
 
     def may_fit(self, victims: list[RunningJob]) -> bool:
         freed = self._freed(victims)
