@@ -470,6 +470,10 @@ class Run:
     sim_hours: float
     wall_s: float
     utilisation_queued: float | None  # busy GPU-time / all GPU-time while any job waited
+    # the same if every idle GPU inside a waiting job's own VC quota were used too (up to what the VC's
+    # waiting jobs ask, packing aside): the most any queue order (backfill, best-effort) could reach
+    # without more borrowing; the rest of the idle GPUs only borrowing could use
+    utilisation_queued_bound: float | None
     utilisation_all: float
     waits_by_class: dict[str, tuple[float, float]]  # minutes p50, p95
     waits_by_vc: dict[str, tuple[float, float]]
@@ -565,6 +569,8 @@ class Simulation:
         self.pass_times: list[float] = []
         self.pass_cpu: list[float] = []  # (process CPU time of each pass: its threads' too)
         self.busy_gpu_s = self.all_gpu_s = self.queued_busy_s = self.queued_all_s = 0.0
+        self.queued_own_room_s = 0.0  # GPU-time idle inside a waiting job's own VC quota, while jobs waited
+        self.own_room = 0  # such idle GPUs, as the last pass left them (Simulation._watch)
         self.quota_overruns = 0
         # a job that preempts -> when each of its preemptions began (the pass after which its victim
         # was first seen preempted by it)
@@ -757,13 +763,16 @@ class Simulation:
         if waiting:
             self.queued_busy_s += busy * span
             self.queued_all_s += self.gpus * span
+            self.queued_own_room_s += min(self.own_room, self.gpus - busy) * span
 
     def _watch(self, quotas: dict[str, int]) -> None:
         """After each pass: quota overruns, the reservations and expected starts it gave, and which
         waiting jobs are preempting which."""
-        for vc, held in self.executor.gpus_by_vc().items():
+        by_vc = self.executor.gpus_by_vc()
+        for vc, held in by_vc.items():
             if held > quotas[vc]:
                 self.quota_overruns += 1
+        self.own_room = self._own_room(quotas, by_vc)
         self._watch_plans()
         for jobs, result in self.placements:
             self._watch_placement(jobs, result)
@@ -778,6 +787,17 @@ class Simulation:
                 if victim not in self.victims_seen:
                     self.victims_seen.add(victim)
                     self.preempting_since[victim[2]].append(now)
+
+    def _own_room(self, quotas: dict[str, int], by_vc: dict[str, int]) -> int:
+        """Idle GPUs a queue order alone could give the waiting jobs: each VC's quota left, up to what
+        its waiting jobs ask (packing aside)."""
+        from jobs.models import Job, JobState
+
+        asked: dict[str, int] = defaultdict(int)
+        for pk in Job.objects.filter(state=JobState.WAITING).values_list("pk", flat=True):
+            if (job := self.jobs.get(pk)) is not None:
+                asked[job.trace.vc] += job.trace.total_gpus
+        return sum(min(max(0, quotas[vc] - by_vc.get(vc, 0)), gpus) for vc, gpus in asked.items())
 
     def _watch_plans(self) -> None:
         from jobs.models import Job, JobState
@@ -975,6 +995,9 @@ class Simulation:
             sim_hours=self.clock.sim() / 3600,
             wall_s=wall_s,
             utilisation_queued=self.queued_busy_s / self.queued_all_s if self.queued_all_s else None,
+            utilisation_queued_bound=(
+                (self.queued_busy_s + self.queued_own_room_s) / self.queued_all_s if self.queued_all_s else None
+            ),
             utilisation_all=self.busy_gpu_s / self.all_gpu_s if self.all_gpu_s else 0.0,
             waits_by_class=_waits(jobs, lambda job: job.trace.job_class),
             waits_by_vc=_waits(jobs, lambda job: job.trace.vc),
@@ -1141,6 +1164,12 @@ def rows(runs: list[Run]) -> list[tuple[str, list[str]]]:
         (
             "GPU utilisation while jobs wait",
             cells(lambda r: "n/a" if r.utilisation_queued is None else f"{100 * r.utilisation_queued:.1f} %"),
+        ),
+        (
+            "the same at most, by queue order alone",
+            cells(
+                lambda r: "n/a" if r.utilisation_queued_bound is None else f"{100 * r.utilisation_queued_bound:.1f} %"
+            ),
         ),
         ("GPU utilisation, whole run", cells(lambda r: f"{100 * r.utilisation_all:.1f} %")),
         ("simulated time", cells(lambda r: f"{r.sim_hours:.1f} h")),

@@ -53,6 +53,13 @@ def test_it_times_every_pass_and_measures_utilisation(tiny_runs):
 
 
 @pytest.mark.slow
+def test_it_bounds_what_a_queue_order_alone_could_add_while_jobs_wait(tiny_runs):
+    for run in tiny_runs:
+        if run.utilisation_queued is not None:
+            assert run.utilisation_queued <= run.utilisation_queued_bound <= 1
+
+
+@pytest.mark.slow
 def test_it_reports_features_missing_from_the_build_as_not_available(tiny_runs):
     table = dict(sharing.rows(tiny_runs))
     built = sharing.in_build()
