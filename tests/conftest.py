@@ -178,7 +178,8 @@ def rows_for_module(django_db_blocker: Any, make: Callable[[], T]) -> Iterator[T
     (`db`) is a savepoint inside it, so what a test writes is still undone after it, and the next
     test sees the rows as `make` left them. Not for tests that need `transactional_db`, a live
     server or another process reading the rows (none of them can see an uncommitted row). The
-    rows' users must not be the `user`-fixture names (alice, bob, root, carol)."""
+    rows' users must not be the `user`-fixture names (alice, bob, root, carol), unless the module
+    overrides those fixtures to give its own (tests/api/test_job_list.py's `user` and `other_user`)."""
     from django.db import transaction
 
     with django_db_blocker.unblock():

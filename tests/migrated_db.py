@@ -2,11 +2,14 @@
 each worker of each run ~2 s of CPU (Django rendering each step's model states) before its first
 test. The file they leave, its cache table made too, is kept in var/cache/ under a digest of every
 app's migration files and of what else shapes it (the Django version, the caches, the user model);
-a test session whose digest has a file copies it instead of migrating."""
+a test session whose digest has a file copies it instead of migrating. The sessions that start
+together (xdist's workers) take turns: the first to find no file migrates and keeps one, the others
+wait for it and copy (before, each worker of a cold run migrated, ~4 s of CPU each under load)."""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -45,6 +48,17 @@ def keep(database: str, template: Path) -> None:
             stale.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def taking_turns(lock: Path) -> Iterator[None]:
+    """One test session at a time on this box past this point (an advisory lock on a file)."""
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+
+
 def from_template(create: Callable[..., str]) -> Callable[..., str]:
     def create_test_db(
         self: DatabaseCreation,
@@ -59,13 +73,14 @@ def from_template(create: Callable[..., str]) -> Callable[..., str]:
         template = settings.VAR_DIR / "cache" / f"{PREFIX}{digest()}.sqlite3"
         for stale in (name, f"{name}-wal", f"{name}-shm"):
             Path(stale).unlink(missing_ok=True)
-        try:
-            shutil.copyfile(template, name)
-        except FileNotFoundError:  # (none yet, or another session's new digest replaced it)
-            name = create(self, verbosity, autoclobber, serialize, keepdb)
-            template.parent.mkdir(parents=True, exist_ok=True)
-            keep(name, template)
-            return name
+        template.parent.mkdir(parents=True, exist_ok=True)
+        with taking_turns(template.parent / "migrated-test-db.lock"):
+            try:
+                shutil.copyfile(template, name)
+            except FileNotFoundError:  # (none yet, or another session's new digest replaced it)
+                name = create(self, verbosity, autoclobber, serialize, keepdb)
+                keep(name, template)
+                return name
         # What create_test_db does after its migrate (and its createcachetable, in the copy too).
         self.connection.close()
         settings.DATABASES[self.connection.alias]["NAME"] = name

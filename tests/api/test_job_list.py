@@ -4,19 +4,45 @@ import pytest
 
 from jobs.models import Job, JobState
 from tests.api.answers import openpai
-from tests.factories import v2_yaml
+from tests.api.conftest import bearer_client
+from tests.conftest import rows_for_module
+from tests.factories import create_user, v2_yaml
 from web.api.views.common import ORDER_FIELDS
 
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def listed(django_db_setup, django_db_blocker):
+    """alice's alpha, beta (running) and gamma (failed), then bob's bobs-job, submitted through the
+    API once for the module (`rows_for_module`): its tests list and read them, and what one changes
+    its own transaction undoes. (Tests that need a list of other jobs are in test_job_list_order.py.)"""
+
+    def make():
+        alice, bob = create_user("alice"), create_user("bob")
+        for owner, name in ((alice, "alpha"), (alice, "beta"), (alice, "gamma"), (bob, "bobs-job")):
+            response = bearer_client(owner).post("/api/v2/jobs", data=v2_yaml(name), content_type="text/yaml")
+            assert response.status_code == 202, response.content
+        Job.objects.filter(name="beta").update(state=JobState.RUNNING)
+        Job.objects.filter(name="gamma").update(state=JobState.FAILED)
+        return alice, bob
+
+    yield from rows_for_module(django_db_blocker, make)
+
+
 @pytest.fixture
-def three_jobs(submit_yaml, bob):
-    for name in ("alpha", "beta", "gamma"):
-        submit_yaml(v2_yaml(name))
-    submit_yaml(v2_yaml("bobs-job"), client=bob)
-    Job.objects.filter(name="beta").update(state=JobState.RUNNING)
-    Job.objects.filter(name="gamma").update(state=JobState.FAILED)
+def user(listed):
+    return listed[0]
+
+
+@pytest.fixture
+def other_user(listed):
+    return listed[1]
+
+
+@pytest.fixture
+def three_jobs(listed):
+    return listed
 
 
 def names(response):
@@ -59,28 +85,6 @@ def test_it_orders_by_a_field_ascending(alice, three_jobs):
     assert names(alice.get("/api/v2/jobs?username=alice&order=jobName,ASC")) == ["alpha", "beta", "gamma"]
 
 
-@pytest.fixture
-def gpu_jobs(submit_yaml):
-    for name, gpus in (("two", 2), ("none", 0), ("four", 4)):
-        submit_yaml(v2_yaml(name).replace("gpu: 0", f"gpu: {gpus}"))
-
-
-@pytest.mark.parametrize(
-    ("order", "expected"),
-    [
-        ("totalGpuNumber,DESC", ["four", "two", "none"]),
-        ("totalGpuNumber,ASC", ["none", "two", "four"]),
-        ("totalGpuNumber", ["none", "two", "four"]),
-    ],
-)
-def test_it_orders_by_total_gpu_number(alice, gpu_jobs, order, expected):
-    response = alice.get(f"/rest-server/api/v2/jobs?order={order}")
-    assert names(response) == expected
-    assert [job["totalGpuNumber"] for job in response.json()] == sorted(
-        (job["totalGpuNumber"] for job in response.json()), reverse=order.endswith("DESC")
-    )
-
-
 @pytest.mark.parametrize(
     "field",
     [
@@ -101,12 +105,6 @@ def test_it_accepts_every_order_field_openpai_does(alice, three_jobs, field):
         response = alice.get(f"/api/v2/jobs?order={field},{direction}")
         assert response.status_code == 200, response.json()
         assert len(response.json()) == 4
-
-
-def test_it_orders_by_total_task_number(alice, submit_yaml):
-    submit_yaml(v2_yaml("three", instances=3))
-    submit_yaml(v2_yaml("one"))
-    assert names(alice.get("/api/v2/jobs?order=totalTaskNumber,DESC")) == ["three", "one"]
 
 
 def test_it_refuses_an_unknown_order_field_naming_the_known_ones(alice):

@@ -7,17 +7,37 @@ import pytest
 from accounts.models import Token
 from tests.api.answers import openpai
 from tests.api.conftest import bearer_client
-from tests.factories import v2_yaml
+from tests.conftest import rows_for_module
+from tests.factories import create_user, v2_yaml
 
 pytestmark = pytest.mark.django_db
 
 PREFIXES = ["/api", "/rest-server/api"]
 
 
+@pytest.fixture(scope="module")
+def tagged_module(django_db_setup, django_db_blocker):
+    """alice's nightly-run and adhoc-run, submitted through the API once for the module
+    (`rows_for_module`): each test's tags are undone by its own transaction."""
+
+    def make():
+        alice = create_user("alice")
+        for name in ("nightly-run", "adhoc-run"):
+            response = bearer_client(alice).post("/api/v2/jobs", data=v2_yaml(name), content_type="text/yaml")
+            assert response.status_code == 202, response.content
+        return alice
+
+    yield from rows_for_module(django_db_blocker, make)
+
+
 @pytest.fixture
-def two_jobs(submit_yaml):
-    submit_yaml(v2_yaml("nightly-run"))
-    submit_yaml(v2_yaml("adhoc-run"))
+def user(tagged_module):
+    return tagged_module
+
+
+@pytest.fixture
+def two_jobs(tagged_module):
+    return tagged_module
 
 
 def tag(client, job: str, value, prefix: str = "/api", method: str = "put"):
