@@ -107,8 +107,8 @@ class JobsView(APIView):
 
 class JobDetailView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
-    def get(self, request: Request, full_name: str) -> Response:
-        return Response(common.detail(request, common.find_job_summary(request, full_name)))
+    def get(self, request: Request, full_name: str) -> HttpResponse:
+        return shapes.json_answer(common.detail(request, common.find_job_summary(request, full_name)))
 
 
 class ExecutionTypeView(APIView):
