@@ -375,6 +375,12 @@ def listed_jobs(user: Any) -> QuerySet[Job]:
     return visible_jobs(user)
 
 
+def listed_owner(user: Any) -> int | None:
+    """Whose jobs listed_jobs gives the user: None for everyone's, else the user's own id (for a
+    list whose SQL is compiled once, web.api.views.common; tests hold the two to each other)."""
+    return None if _list_is_shared(user) or is_admin(user) else user.pk
+
+
 def _list_is_shared(user: Any) -> bool:
     """Whether the user sees everyone's jobs in lists and summaries (listed_jobs)."""
     return bool(settings.PAI_SHARED_JOB_LIST and user.is_authenticated)
