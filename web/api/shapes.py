@@ -185,6 +185,26 @@ class SummaryJson:
             found = self._known[key] = json_text(job_summary(row, summary, list(tags)))
         return found
 
+    def items(
+        self,
+        rows: list[tuple[Any, ...]],
+        summaries: dict[tuple[int, int], SpecSummary],
+        tags: dict[int, tuple[str, ...]],
+    ) -> list[str]:
+        """`encoded` of each row of a page (by job id and submission time in `summaries`: a job
+        deleted meanwhile has none, and no item), in one loop: the calls per item were a third of
+        a warm 1000-row list."""
+        known, created, untagged = self._known, SUMMARY_CREATED_MS, ()
+        found: list[str] = []
+        for row in rows:
+            summary = summaries.get((row[0], row[created]))
+            if summary is None:
+                continue
+            job_tags = tags.get(row[0], untagged)
+            text = known.get((row, job_tags))
+            found.append(text if text is not None else self.encoded(row, summary, job_tags))
+        return found
+
 
 summary_json = SummaryJson()
 

@@ -256,15 +256,10 @@ def job_list(request: Request, params: Any) -> HttpResponse:
         page = ordered(jobs, order)[offset : offset + limit]
         page_rows = shapes.summary_rows(page)
         page_tags = lambda: shapes.tags_by_job(page)  # noqa: E731
+    rows = list(page_rows)
     created = shapes.SUMMARY_CREATED_MS
-    rows = [(row, (row[0], row[created])) for row in page_rows]
-    summaries = shapes.spec_summaries.get_many([job for _, job in rows])
-    tags = page_tags() if rows else {}
-    items = [
-        shapes.summary_json.encoded(row, summaries[job], tags.get(job[0], ()))
-        for row, job in rows
-        if job in summaries  # (deleted meanwhile?)
-    ]
+    summaries = shapes.spec_summaries.get_many([(row[0], row[created]) for row in rows])
+    items = shapes.summary_json.items(rows, summaries, page_tags() if rows else {})
     charge_list_rows(request, len(items))
     data = "[" + ",".join(items) + "]"
     if params.get("withTotalCount") == "true":
