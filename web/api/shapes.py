@@ -219,7 +219,7 @@ _drf_json_text = DrfJSONEncoder(ensure_ascii=False, separators=(",", ":"), allow
 def json_answer(data: Any, status: int = 200) -> HttpResponse:
     """`data` answered as DRF's Response with the API's renderer answers it, byte for byte (its
     encoder, compact, UTF-8, no NaN, U+2028/9 escaped), without its Response and rendering steps:
-    for the answers clients poll (a job's detail). The view's content negotiation still runs."""
+    for the answers most asked for (a job's detail, a submit's 202). The view's content negotiation still runs."""
     text = _drf_json_text(data).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return HttpResponse(text.encode(), status=status, content_type="application/json")
 
