@@ -39,6 +39,7 @@ from jobs.models import (
 )
 from jobs.protocol.timelimit import duration_text
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
+from queries.prepared import PreparedInsert
 
 if TYPE_CHECKING:
     from clusters.models import VirtualCluster
@@ -117,8 +118,11 @@ def event_row(job_id: int, kind: str, message: Message) -> JobEvent:
     return JobEvent(job_id=job_id, kind=kind, message=message.text, params=message.as_dict())
 
 
+_EVENT_INSERT: PreparedInsert[JobEvent] = PreparedInsert(JobEvent)  # every event its job has: compiled once
+
+
 def event(job_id: int, kind: str, message: Message) -> None:
-    event_row(job_id, kind, message).save()
+    _EVENT_INSERT.insert(event_row(job_id, kind, message))
 
 
 def _move_job(job_id: int, transition: str, extra_filter: Q | None = None, **fields: Any) -> bool:

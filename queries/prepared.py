@@ -16,12 +16,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
-from django.db import connections
-from django.db.models import QuerySet
+from django.db import DatabaseError, connections, transaction
+from django.db.models import Model, QuerySet, signals
 from django.db.models import query as django_query
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
+from django.db.models.sql import InsertQuery
 
 T = TypeVar("T")
 DB = "default"
@@ -138,3 +139,150 @@ def _results_of(queryset: QuerySet[Any], compiler: Any) -> Callable[[list[Any]],
         return found
 
     return instances
+
+
+M = TypeVar("M", bound=Model)
+
+
+@dataclass(frozen=True)
+class _CompiledInsert:
+    head: str  # INSERT INTO ... VALUES
+    row: str  # (%s, ...)
+    tail: str  # RETURNING ... (or "")
+    fields: tuple[Any, ...]
+    returning: tuple[Any, ...]
+    returning_params: tuple[Any, ...]
+    converters: tuple[tuple[int, tuple[list[Callable[..., Any]], Any]], ...]
+
+
+class PreparedInsert(Generic[M]):
+    """New rows of one model, written by SQL Django compiles once per process. `insert(obj)` writes
+    a new instance as `obj.save()` does (the same columns and values: each field's `pre_save` and
+    `get_db_prep_save`, its primary key and other returned columns set back) and `insert_all(objs)`
+    as `bulk_create(objs)` does. Django compiled each model's INSERT anew for every save: a fifth of
+    a submit's CPU went there (docs/performance.md, issue 49).
+
+    What `save()` does besides is kept where it applies: related objects saved first are checked
+    (`_prepare_related_fields_for_save`), an error marks the atomic block for rollback. `save()`'s
+    signals are not sent, so a model with pre_save or post_save receivers (or a parent model, a
+    primary key given, a value that is an expression, a backend without RETURNING) is written by
+    Django's own save or bulk_create instead. tests/robustness/test_prepared_reads.py holds the rows
+    written to what Django writes."""
+
+    def __init__(self, model: type[M]) -> None:
+        self.model = model
+        self._compiled: dict[str, _CompiledInsert | None] = {}
+        self._lock = threading.Lock()
+
+    def insert(self, obj: M) -> None:
+        compiled = self._ready([obj])
+        if compiled is None or _has_receivers(self.model):
+            obj.save(force_insert=True)
+            return
+        cast(Any, obj)._prepare_related_fields_for_save(operation_name="save")
+        params = _params(compiled, [obj])
+        if params is None:
+            obj.save(force_insert=True)
+            return
+        self._write(compiled, [obj], params)
+
+    def insert_all(self, objs: list[M]) -> list[M]:
+        compiled = self._ready(objs)
+        if not objs or compiled is None:
+            return self.model._default_manager.bulk_create(objs)
+        for obj in objs:
+            cast(Any, obj)._prepare_related_fields_for_save(operation_name="bulk_create")
+        connection = connections[DB]
+        size = max(connection.ops.bulk_batch_size(list(compiled.fields), objs), 1)
+        batches = [objs[start : start + size] for start in range(0, len(objs), size)]
+        params = [_params(compiled, batch) for batch in batches]
+        if any(batch_params is None for batch_params in params):
+            return self.model._default_manager.bulk_create(objs)
+        with transaction.atomic(using=DB, savepoint=False):
+            for batch, batch_params in zip(batches, params, strict=True):
+                self._write(compiled, batch, batch_params or [])
+        return objs
+
+    def _ready(self, objs: list[M]) -> _CompiledInsert | None:
+        """The compiled INSERT for this database, or None where Django's own path must write `objs`."""
+        connection = connections[DB]
+        if objs and connection.vendor not in self._compiled:
+            self._compile(connection, objs[0])
+        compiled = self._compiled.get(connection.vendor)
+        if compiled is None or self.model._meta.pk.has_default() or any(cast(Any, obj)._is_pk_set() for obj in objs):
+            return None
+        return compiled
+
+    def _write(self, compiled: _CompiledInsert, objs: list[M], params: list[Any]) -> None:
+        connection: Any = connections[DB]
+        sql = compiled.head + ", ".join([compiled.row] * len(objs)) + compiled.tail
+        with transaction.mark_for_rollback_on_error(using=DB), connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if len(objs) > 1:
+                rows = list(connection.ops.fetch_returned_insert_rows(cursor))
+            else:
+                rows = [connection.ops.fetch_returned_insert_columns(cursor, compiled.returning_params)]
+        if len(rows) != len(objs):
+            raise DatabaseError(f"{len(objs)} {self.model.__name__} rows written, {len(rows)} returned")
+        for obj, row in zip(objs, rows, strict=True):
+            values = list(row)
+            for position, (functions, expression) in compiled.converters:
+                for function in functions:
+                    values[position] = function(values[position], expression, connection)
+            for field, value in zip(compiled.returning, values, strict=True):
+                setattr(obj, field.attname, value)
+            obj._state.db = DB
+            obj._state.adding = False
+
+    def _compile(self, connection: Any, obj: M) -> None:
+        compiled = _compiled_insert(self.model, connection, obj)
+        with self._lock:
+            self._compiled[connection.vendor] = compiled
+
+
+def _has_receivers(model: type[Model]) -> bool:
+    return signals.pre_save.has_listeners(model) or signals.post_save.has_listeners(model)
+
+
+def _params(compiled: _CompiledInsert, objs: list[Any]) -> list[Any] | None:
+    """The rows' values as Django's insert prepares them (SQLInsertCompiler.pre_save_val and
+    prepare_value); None when one is an expression (Django's own path writes those)."""
+    connection = connections[DB]
+    params: list[Any] = []
+    for obj in objs:
+        for field in compiled.fields:
+            value = field.pre_save(obj, True)
+            if hasattr(value, "resolve_expression"):
+                return None
+            params.append(field.get_db_prep_save(value, connection=connection))
+    return params
+
+
+def _compiled_insert(model: type[Model], connection: Any, obj: Model) -> _CompiledInsert | None:
+    """The model's INSERT of one row as Django compiles it for `obj`, cut where its row of
+    placeholders is; None for what it would not give the same way for every instance."""
+    meta = model._meta
+    fields: list[Any] = [
+        field for field in meta.local_concrete_fields if not field.generated and field is not meta.auto_field
+    ]
+    returning = list(meta.db_returning_fields)
+    features = connection.features
+    if meta.parents or meta.proxy or meta.order_with_respect_to or meta.auto_field is None:
+        return None
+    if not (features.can_return_rows_from_bulk_insert and features.can_return_columns_from_insert):
+        return None
+    if any(hasattr(field, "get_placeholder") or field.has_db_default() for field in fields):
+        return None
+    query = InsertQuery(model)
+    query.insert_values(fields, [obj])
+    compiler = query.get_compiler(using=DB)
+    compiler.returning_fields = returning
+    ((sql, params),) = compiler.as_sql()
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    head, found, tail = sql.rpartition(row)
+    if not found or len(params) != len(fields) or " VALUES " not in head or "%s" in head + tail:
+        return None
+    converters = tuple(compiler.get_converters([field.get_col(meta.db_table) for field in returning]).items())
+    return _CompiledInsert(
+        head, row, tail, tuple(fields), tuple(returning), tuple(compiler.returning_params), converters
+    )

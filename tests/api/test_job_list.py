@@ -201,3 +201,55 @@ def test_it_says_stop_as_the_execution_type_of_a_job_asked_to_stop(alice, three_
     types = {job["name"]: job["executionType"] for job in alice.get("/api/v2/jobs").json()}
     assert (types["beta"], types["alpha"]) == ("STOP", "START")
     assert alice.get("/api/v2/jobs/alice~beta").json()["jobStatus"]["executionType"] == "STOP"
+
+
+POLLED_ORDERS = [None, *(f"{field},{direction}" for field in ORDER_FIELDS for direction in ("ASC", "DESC")), "vc"]
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_a_polled_list_compiled_once_answers_as_the_filtered_list_does(
+    alice, bob, admin_user, three_jobs, settings, monkeypatch, private
+):
+    """A list without filters reads its page and tags by SQL compiled once per order and page
+    (common._page_reads): the same bytes, for its owner, another user and an admin, every order."""
+    from jobs.models import JobTag
+    from tests.api.conftest import bearer_client
+    from web.api.views import common
+
+    settings.PAI_SHARED_JOB_LIST = not private
+    for job in Job.objects.all():
+        JobTag.objects.create(job=job, name=f"t-{job.name}")
+    JobTag.objects.create(job=Job.objects.get(name="beta"), name="second")
+    admin = bearer_client(admin_user)
+    paths = [f"/api/v2/jobs?order={order}" if order else "/api/v2/jobs" for order in POLLED_ORDERS]
+    paths += [
+        "/api/v2/jobs?limit=2&offset=1&withTotalCount=true",
+        "/api/v2/jobs?limit=1&offset=9",
+        "/api/v2/jobs?limit=0",
+    ]
+    polled = {
+        (name, path): client.get(path).content
+        for name, client in [("alice", alice), ("bob", bob), ("admin", admin)]
+        for path in paths
+    }
+    monkeypatch.setattr(common, "_is_poll", lambda params, order: False)
+    for (name, path), content in polled.items():
+        client = {"alice": alice, "bob": bob, "admin": admin}[name]
+        assert content == client.get(path).content, (name, path)
+    assert b"second" in polled["alice", "/api/v2/jobs"]
+    assert (b"bobs-job" in polled["alice", "/api/v2/jobs"]) is not private
+
+
+def test_listed_owner_says_whose_jobs_listed_jobs_gives(user, other_user, admin_user, settings):
+    from jobs.actions import listed_jobs, listed_owner
+    from tests.factories import create_job
+
+    create_job(user, "alices")
+    create_job(other_user, "bobs")
+    for shared in (True, False):
+        settings.PAI_SHARED_JOB_LIST = shared
+        for someone in (user, other_user, admin_user):
+            owner = listed_owner(someone)
+            assert owner in (None, someone.pk)
+            expected = Job.objects.all() if owner is None else Job.objects.filter(owner_id=owner)
+            assert set(listed_jobs(someone)) == set(expected), (shared, someone.username)

@@ -147,3 +147,20 @@ def test_it_answers_no_job_error_for_a_missing_job(alice):
 
 def test_it_needs_a_token_to_tag(anonymous, two_jobs):
     assert tag(anonymous, "alice~nightly-run", "x").status_code == 401
+
+
+def test_the_detail_is_the_bytes_the_apis_renderer_writes(alice, two_jobs):
+    """The detail is encoded without DRF's Response (web.api.shapes.json_answer): the same bytes,
+    U+2028 and U+2029 escaped as its renderer escapes them, and content negotiation as before."""
+    from rest_framework.renderers import JSONRenderer
+
+    from jobs.models import JobTag
+
+    JobTag.objects.create(job_id=alice.get("/api/v2/jobs/alice~nightly-run").json()["debugId"], name="ü\u2028\u2029")
+    response = alice.get("/api/v2/jobs/alice~nightly-run")
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert response.json()["tags"] == ["ü\u2028\u2029"]
+    assert response.content == JSONRenderer().render(response.json())
+    assert b"\\u2028\\u2029" in response.content and "ü".encode() in response.content
+    refused = alice.get("/api/v2/jobs/alice~nightly-run", HTTP_ACCEPT="application/xml")
+    assert refused.status_code == 406

@@ -16,6 +16,18 @@ def test_it_accepts_a_v2_yaml_job_with_202_and_creates_it(submit_yaml, user):
     assert Job.objects.filter(owner=user, name="hello", state=JobState.WAITING).exists()
 
 
+def test_its_202_is_the_bytes_the_apis_renderer_writes(submit_yaml):
+    """The submit's answer is encoded without DRF's Response (web.api.shapes.json_answer)."""
+    from rest_framework.renderers import JSONRenderer
+
+    response = submit_yaml(v2_yaml("bytes"))
+    assert response.status_code == 202 and response["Content-Type"] == "application/json"
+    assert response.content == JSONRenderer().render(response.json())
+    answer = response.json()  # (no node: the job is accepted with its warning)
+    assert (answer["status"], answer["message"]) == (202, "Update job bytes for user alice successfully.")
+    assert answer["warning"]["code"] == "JobCannotFitWarning"
+
+
 def test_it_accepts_a_json_body_as_text(alice):
     body = (
         '{"protocolVersion": 2, "name": "as-json", "type": "job", "prerequisites": [{"name": "image",'

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 import pytest
 from django.contrib.auth import get_user_model
 
-from jobs.models import Job, JobTag, Task
-from queries.prepared import Prepared
+from jobs.models import Job, JobEvent, JobTag, Task
+from queries.prepared import Prepared, PreparedInsert
 from tests.factories import create_job
 
 User = get_user_model()
@@ -82,3 +82,100 @@ def test_it_refuses_an_argument_that_is_no_parameter_of_the_sql(finished_job):
     unused: Prepared[Job] = Prepared(lambda name: Job.objects.all(), str)
     with pytest.raises(ValueError, match="argument 0"):
         unused("finished")
+
+
+# Inserts compiled once (queries.prepared.PreparedInsert) write what save() and bulk_create write.
+
+JOB_INSERT: PreparedInsert[Job] = PreparedInsert(Job)
+TASK_INSERT: PreparedInsert[Task] = PreparedInsert(Task)
+EVENT_INSERT: PreparedInsert[JobEvent] = PreparedInsert(JobEvent)
+
+
+def _row(model, pk) -> dict:
+    """The row as stored, every column but the key and the times the write itself stamps."""
+    values = model.objects.filter(pk=pk).values().get()
+    return {name: value for name, value in values.items() if name not in ("id", "created_at", "updated_at")}
+
+
+def _job(user, vc, name: str) -> Job:
+    return Job(
+        owner=user,
+        name=name,
+        virtual_cluster=vc,
+        config_text="name: x",
+        spec={"name": name, "taskRoles": {"worker": {"instances": 2}}, "défaut": ["ü", 1.5, None]},
+        secrets_encrypted="sealed",
+        priority=300,
+        gpu_count=2,
+        time_limit_seconds=3600,
+        held=True,
+    )
+
+
+def test_it_inserts_a_row_as_save_writes_it(user, default_vc):
+    saved, inserted = _job(user, default_vc, "saved"), _job(user, default_vc, "inserted")
+    saved.save()
+    JOB_INSERT.insert(inserted)
+    assert inserted.pk is not None and inserted.pk != saved.pk
+    assert not inserted._state.adding and inserted._state.db == "default"
+    assert inserted.created_at is not None and inserted.updated_at is not None
+    assert _row(Job, inserted.pk) == {**_row(Job, saved.pk), "name": "inserted", "spec": inserted.spec}
+    assert Job.objects.get(pk=inserted.pk).created_at == inserted.created_at
+
+
+def test_it_inserts_many_rows_as_bulk_create_writes_them(user, default_vc):
+    job = _job(user, default_vc, "job")
+    JOB_INSERT.insert(job)
+    created = Task.objects.bulk_create([Task(job=job, role="ps", index=0)])
+    inserted = TASK_INSERT.insert_all([Task(job=job, role="worker", index=index) for index in range(3)])
+    assert [task.pk for task in inserted] == sorted(task.pk for task in inserted) and all(
+        task.pk > created[0].pk for task in inserted
+    )
+    for index, task in enumerate(inserted):
+        assert _row(Task, task.pk) == {**_row(Task, created[0].pk), "role": "worker", "index": index}
+    assert TASK_INSERT.insert_all([]) == []
+
+
+def test_it_inserts_in_batches_the_database_takes(user, default_vc, monkeypatch, django_assert_num_queries):
+    job = _job(user, default_vc, "job")
+    JOB_INSERT.insert(job)
+    from django.db import connection
+
+    monkeypatch.setattr(connection.ops, "bulk_batch_size", lambda fields, objs: 2)
+    with django_assert_num_queries(2):  # two statements of at most two rows
+        TASK_INSERT.insert_all([Task(job=job, role="worker", index=index) for index in range(3)])
+    assert sorted(Task.objects.filter(job=job).values_list("index", flat=True)) == [0, 1, 2]
+
+
+def test_it_fails_a_duplicate_as_save_does_and_leaves_the_transaction_usable(user, default_vc):
+    from django.db import IntegrityError, transaction
+
+    JOB_INSERT.insert(_job(user, default_vc, "twice"))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        JOB_INSERT.insert(_job(user, default_vc, "twice"))
+    assert Job.objects.filter(name="twice").count() == 1
+
+
+def test_it_leaves_what_it_cannot_write_the_same_way_to_django(user, default_vc):
+    from django.db.models.functions import Now
+    from django.db.models.signals import post_save
+
+    given = _job(user, default_vc, "given-key")
+    given.pk = 987_654
+    JOB_INSERT.insert(given)  # a key given: save()'s update-or-insert
+    assert Job.objects.filter(pk=987_654, name="given-key").exists()
+    expression = _job(user, default_vc, "expression")
+    expression.launched_at = Now()
+    JOB_INSERT.insert(expression)
+    assert Job.objects.get(pk=expression.pk).launched_at is not None
+    heard = []
+
+    def receiver(sender, instance, created, **kwargs):
+        heard.append((instance.message, created))
+
+    post_save.connect(receiver, sender=JobEvent)
+    try:
+        EVENT_INSERT.insert(JobEvent(job_id=given.pk, kind="note", message="heard"))
+    finally:
+        post_save.disconnect(receiver, sender=JobEvent)
+    assert heard == [("heard", True)]

@@ -92,23 +92,24 @@ class JobsView(APIView):
         },
         responses={202: SUBMITTED},
     )
-    def post(self, request: Request) -> Response:
+    def post(self, request: Request) -> HttpResponse:
         """Submit a job. A job that can never run on the cluster as it is is still accepted, and the
         answer holds a `warning` naming the field to change and why."""
         job = common.submit(request)
         if isinstance(job, Sweep):
             return sweep_accepted(request, job)
-        response = accepted(f"Update job {job.name} for user {request.user.get_username()} successfully.")
+        message = f"Update job {job.name} for user {request.user.get_username()} successfully."
+        answer: dict[str, Any] = {"status": 202, "message": message}
         warning = common.cannot_fit_warning(job)
         if warning:
-            response.data["warning"] = warning
-        return response
+            answer["warning"] = warning
+        return shapes.json_answer(answer, status=202)
 
 
 class JobDetailView(APIView):
     @extend_schema(parameters=[common.JOB_NAME_PARAMETER], responses={200: OpenApiTypes.OBJECT})
-    def get(self, request: Request, full_name: str) -> Response:
-        return Response(common.detail(request, common.find_job_summary(request, full_name)))
+    def get(self, request: Request, full_name: str) -> HttpResponse:
+        return shapes.json_answer(common.detail(request, common.find_job_summary(request, full_name)))
 
 
 class ExecutionTypeView(APIView):
