@@ -16,12 +16,18 @@ from django.utils.translation import ngettext
 
 from clusters.models import Gpu, Node, VirtualCluster
 from clusters.placement import Resources, apportion, empty_shares
+from queries.prepared import Prepared
+
+# Every GPU as (node id, index, type name): read at every placement (its SQL compiled once).
+_GPUS: Prepared[tuple[int, int, str]] = Prepared(
+    lambda: Gpu.objects.order_by().values_list("node_id", "index", "gpu_type__name")
+)
 
 
 def node_gpus() -> dict[int, dict[int, str]]:
     """node id -> {GPU index: GPU type name}, read as plain values (no model per GPU)."""
     gpus: dict[int, dict[int, str]] = defaultdict(dict)
-    for node_id, index, type_name in Gpu.objects.order_by().values_list("node_id", "index", "gpu_type__name"):
+    for node_id, index, type_name in _GPUS():
         gpus[node_id][index] = type_name
     return gpus
 

@@ -12,13 +12,17 @@ which backend that is. Which backends run is scheduling.registered's list.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 from django.db.models import QuerySet
 
 from clusters.models import VirtualCluster
 from jobs.models import Job
+from queries.prepared import Prepared
+
+# A read over the VCs the backends own: the query built from their owned_vcs() (None: no backend).
+OwnedRead = Callable[[QuerySet[VirtualCluster] | None], QuerySet[Any]]
 
 
 class Backend(Protocol):
@@ -60,9 +64,19 @@ class Backends:
 
     def __init__(self) -> None:
         self._all: list[Backend] = []
+        self._prepared: dict[OwnedRead, Prepared[Any]] = {}
 
     def register(self, backend: Backend) -> None:
         self._all.append(backend)
+        self._prepared.clear()  # (their reads name what the backends own)
+
+    def prepared(self, build: OwnedRead) -> Prepared[Any]:
+        """`build(self.owned_vcs())` as a read whose SQL is compiled once, for a read every pass
+        makes (the VCs the backends own are a query whose SQL never changes once they are registered)."""
+        found = self._prepared.get(build)
+        if found is None:
+            found = self._prepared[build] = Prepared(lambda: build(self.owned_vcs()))
+        return found
 
     def __iter__(self) -> Iterator[Backend]:
         return iter(self._all)

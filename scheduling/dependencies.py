@@ -18,20 +18,25 @@ from jobs.models import Job, JobDependency, JobState, Sweep
 from jobs.protocol.dependencies import never_reason, verdict
 from jobs.protocol.exitspec import ExitCode
 from jobs.states import FINISHED_JOB_STATES
+from queries.prepared import Prepared
 from scheduling.texts import DEPENDENCY
 
 HELD_COLUMNS = ("pk", "pending_reason_messages", "sweep_id", "sweep_index")
 Said = list[dict[str, Any]]  # a held job's reason as stored
+# The held jobs not asked to stop (read every pass: its SQL compiled once).
+_HELD: Prepared[tuple[Any, ...]] = Prepared(
+    lambda: (
+        Job.objects.filter(held=True, state=JobState.WAITING)
+        .exclude(ending_cause=Job.Ending.STOP)
+        .values_list(*HELD_COLUMNS)
+    )
+)
 
 
 def judge_held_jobs() -> bool:
     """One pass over the held jobs. True when one was let go or ended (placement looks again)."""
     # (A held job asked to stop waits for nothing: the stop phase ends it.)
-    held = list(
-        Job.objects.filter(held=True, state=JobState.WAITING)
-        .exclude(ending_cause=Job.Ending.STOP)
-        .values_list(*HELD_COLUMNS)
-    )
+    held = _HELD()
     if not held:
         return False
     waits: dict[int, list[tuple[str, str, str]]] = defaultdict(list)  # job -> (kind, user~name, state)

@@ -28,6 +28,7 @@ from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.completion import job_outcome
 from jobs.protocol.exitspec import LOG_TAIL_BYTES, ExitCode, ExitInfo, classify, exit_info
 from jobs.protocol.retry import Retry, job_retry, task_retry
+from queries.prepared import Prepared
 from scheduling import executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
@@ -225,6 +226,17 @@ def _exits_seen(node: Node, *, may_look_in_full: bool) -> set[str] | None:
         return None
 
 
+# The running tasks a poll may find ended, as plain values (read every pass: its SQL compiled once).
+_RUNNING: Prepared[tuple[int, str, str, int]] = Prepared(
+    lambda: (
+        Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
+        .filter(job__ending_deadline__isnull=True)  # (a preempted job's tasks end in scheduling.preempting)
+        .exclude(executor_id="")
+        .values_list("pk", "executor_id", "ip", "node_id")
+    )
+)
+
+
 def run(
     backends: Backends,
     failed_starts: list[FailedStart],
@@ -247,12 +259,7 @@ def run(
         del failed_starts[0]
         changed_jobs[task.job_id] = task.job
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
-    running = list(
-        Task.objects.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING, node__isnull=False)
-        .filter(job__ending_deadline__isnull=True)  # (a preempted job's tasks end in scheduling.preempting)
-        .exclude(executor_id="")
-        .values_list("pk", "executor_id", "ip", "node_id")
-    )
+    running = _RUNNING()
     nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
     for task_id, executor_id, ip, node_id in _may_have_ended(running, nodes):
         node = nodes[node_id]

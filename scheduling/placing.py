@@ -21,6 +21,7 @@ from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
 from jobs.protocol.honoured import infiniband_roles
 from jobs.protocol.spec import NormalizedSpec
+from queries.prepared import Prepared
 from scheduling import executors, quota, sharing
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
@@ -46,6 +47,8 @@ WAITING_COLUMNS = (
 LAUNCH_BUDGET_S = 0.5
 # Jobs launched together: read in one query, claimed one by one, their tasks started side by side.
 LAUNCH_BATCH = 16
+# The nodes, read at every placement (its SQL compiled once).
+_NODES: Prepared[Node] = Prepared(lambda: Node.objects.all())
 
 
 class WaitingJob(NamedTuple):
@@ -86,21 +89,17 @@ class Placer:
         if self._unlaunched:
             self._launch_within_budget()
             return True
-        queue = Job.objects.filter(state=JobState.WAITING, held=False).exclude(ending_cause=Job.Ending.STOP)
-        owned = self.backends.owned_vcs()
-        if owned is not None:
-            queue = queue.exclude(virtual_cluster__in=owned)
-        signature = _queue_signature(queue)
+        signature = self._queue_signature()
         if not resources_freed and signature == self._last_queue_signature:
             return False
         # The queue as plain values: a model per waiting job each pass is most of a pass's cost.
-        waiting = list(queue.order_by("-priority", "created_at", "id").values_list(*WAITING_COLUMNS)[:WAITING_BATCH])
+        waiting = self.backends.prepared(_waiting_rows)()
         if not waiting:
             self._last_queue_signature = signature
             return False
         rows = [WaitingJob(*row) for row in waiting]
         specs = self._specs.get_many(row.pk for row in rows)
-        nodes = list(Node.objects.all())
+        nodes = _NODES()
         gpus = quota.node_gpus()  # (read once: the usage, the plan and the preemptions all need it)
         usage = quota.cluster_usage(nodes, self._specs, gpus)
         node_states, vc_states = usage.nodes, usage.vcs
@@ -154,11 +153,17 @@ class Placer:
         lifecycle.set_pending_reasons(
             {job_id: reason for job_id, reason in reasons.items() if said[job_id] != stored.parts(reason)}, stored
         )
-        # Recorded after our own writes (pending reasons bump updated_at), so an unchanged queue
-        # next pass really means nothing new arrived. After a launch the next pass looks again:
-        # a start that failed may have put its job back in the queue already.
-        self._last_queue_signature = None if result.placed else _queue_signature(queue)
+        # Recorded after our own writes (pending reasons bump updated_at) and launches (the jobs
+        # claimed have left the queue), so an unchanged queue next pass really means nothing new
+        # arrived. A start that fails records nothing here: the next ending phase requeues or
+        # retries its job, and that pass frees resources (placement looks again then).
+        self._last_queue_signature = self._queue_signature()
         return bool(result.placed)
+
+    def _queue_signature(self) -> tuple[int, Any]:
+        """(how many wait, the newest change among them), in one query."""
+        found: list[tuple[int, Any]] = self.backends.prepared(_signature)()
+        return found[0] if found else (0, None)
 
     def _launch_within_budget(self) -> None:
         """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
@@ -234,7 +239,24 @@ def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message
             pending[job_id] = [*reason[:-1], Message.of("reason.storage.avoiding", why=reason[-1], nodes=note)]
 
 
-def _queue_signature(queue: QuerySet[Job]) -> tuple[int, Any]:
-    """(how many wait, the newest change among them), in one query."""
-    found = queue.aggregate(count=Count("pk"), newest=Max("updated_at"))
-    return found["count"], found["newest"]
+def _queue(owned: QuerySet[VirtualCluster] | None) -> QuerySet[Job]:
+    """The portal's queue: the waiting jobs, not held, not asked to stop, of the VCs no backend owns."""
+    queue = Job.objects.filter(state=JobState.WAITING, held=False).exclude(ending_cause=Job.Ending.STOP)
+    return queue if owned is None else queue.exclude(virtual_cluster__in=owned)
+
+
+def _waiting_rows(owned: QuerySet[VirtualCluster] | None) -> QuerySet[Job, tuple[Any, ...]]:
+    """The queue in its order, as plain values (read at each placement: Backends.prepared)."""
+    return _queue(owned).order_by("-priority", "created_at", "id").values_list(*WAITING_COLUMNS)[:WAITING_BATCH]
+
+
+def _signature(owned: QuerySet[VirtualCluster] | None) -> QuerySet[Job, tuple[int, Any]]:
+    """(how many wait, the newest change among them) in one row, none when nobody waits (grouped by
+    `held`, False throughout, so that it is a values_list a Prepared read can run: every pass reads it)."""
+    return (
+        _queue(owned)
+        .order_by()
+        .values("held")
+        .annotate(count=Count("pk"), newest=Max("updated_at"))
+        .values_list("count", "newest")
+    )

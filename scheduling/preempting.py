@@ -34,6 +34,7 @@ from clusters.placement import HeldRoom, JobRequest, NodeState, PlacementResult,
 from clusters.preemption import Holding, Preemption, RunningJob, plan_preemptions
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
+from queries.prepared import Prepared
 from scheduling import quota
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
@@ -42,6 +43,20 @@ from scheduling.terminating import Terminator
 
 # How lifecycle.requeue_preempted's waiting reason begins.
 PREEMPTED = frozenset({"reason.preempted_by", "reason.preempted_by_higher"})
+
+
+# The waiting jobs whose victims are ending, and the room ended victims freed (read at every
+# placement: their SQL compiled once).
+_ENDING_BY: Prepared[int] = Prepared(
+    lambda: Job.objects.filter(state=JobState.RUNNING, ending_by__isnull=False).values_list("ending_by_id", flat=True)
+)
+_HELD_ROOM: Prepared[tuple[int, str, list[int], int, int]] = Prepared(
+    lambda: HeldRoomRow.objects.values_list("job_id", "node__name", "gpus", "cpu", "memory_mb")
+)
+# The running jobs being preempted (read every pass: its SQL compiled once).
+_PREEMPTED: Prepared[Job] = Prepared(
+    lambda: Job.objects.filter(state=JobState.RUNNING, ending_cause__in=lifecycle.PREEMPTIONS)
+)
 
 
 def with_preempted_note(said: list[dict[str, Any]], reason: Reason) -> Reason:
@@ -62,11 +77,8 @@ class Preempter:
     def holders(self) -> dict[int, tuple[HeldRoom, ...]]:
         """The waiting jobs the room of a preemption is held for: those whose victims are ending
         (in their grace) or have ended (the room they freed, by job)."""
-        ending = Job.objects.filter(state=JobState.RUNNING, ending_by__isnull=False)
-        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in ending.values_list("ending_by_id", flat=True)}
-        for job_id, node, gpus, cpu, memory_mb in HeldRoomRow.objects.values_list(
-            "job_id", "node__name", "gpus", "cpu", "memory_mb"
-        ):
+        held: dict[int, tuple[HeldRoom, ...]] = {key: () for key in _ENDING_BY()}
+        for job_id, node, gpus, cpu, memory_mb in _HELD_ROOM():
             held[job_id] = (*held.get(job_id, ()), HeldRoom(node, tuple(gpus), cpu, memory_mb))
         return held
 
@@ -187,7 +199,7 @@ class Preempter:
     def carry_out(self) -> bool:
         """Preempted jobs whose tasks have all ended, or whose grace is over: their tasks removed,
         the jobs back in the queue. True when any went back (their room is free)."""
-        jobs = list(Job.objects.filter(state=JobState.RUNNING, ending_cause__in=lifecycle.PREEMPTIONS))
+        jobs = _PREEMPTED()
         now = timezone.now()
         changed = False
         for job in jobs:

@@ -25,6 +25,7 @@ from jobs.protocol.runtime_env import undeclared_ports
 from jobs.protocol.spec import NormalizedSpec, gpu_type
 from jobs.protocol.v1 import port_begin_at
 from jobs.ssh import ports_with_ssh
+from queries.prepared import Prepared
 
 
 @dataclass
@@ -130,22 +131,12 @@ class SpecCache:
         return {job_id: self._specs[job_id] for job_id in wanted if job_id in self._specs}
 
 
-def holding_tasks() -> Any:
+def holding_tasks() -> list[tuple[Any, ...]]:
     """(node id, role, GPUs, ports, job id, VC name, owner, own VC name) of each task that holds
     resources now (a stopping job's too: its tasks are in their grace period until it is STOPPED).
     The VC is the one whose quota it holds: the lender's for a job running on borrowed quota."""
-    return Task.objects.filter(
-        state=TaskState.RUNNING, node__isnull=False, job__state__in=[JobState.RUNNING, JobState.STOPPING]
-    ).values_list(
-        "node_id",
-        "role",
-        "gpus",
-        "ports",
-        "job_id",
-        Coalesce("job__borrowed_from__name", "job__virtual_cluster__name"),
-        "job__owner__username",
-        "job__virtual_cluster__name",
-    )
+    rows = _HOLDING()
+    return [(node, role, gpus, ports, job, vc, owner, own) for node, role, gpus, ports, job, owner, own, vc in rows]
 
 
 def lends(vc: VirtualCluster) -> bool:
@@ -169,13 +160,33 @@ def may_borrow(priority_class: str) -> bool:
     return priority_class in settings.PAI_BORROWING_CLASSES
 
 
+# Read at every placement: their SQL compiled once.
+# Read at every placement (their SQL compiled once). holding_tasks' columns, the VC whose quota a
+# task holds last (a Prepared read's annotations come last).
+_HOLDING: Prepared[Any] = Prepared(
+    lambda: Task.objects.filter(
+        state=TaskState.RUNNING, node__isnull=False, job__state__in=[JobState.RUNNING, JobState.STOPPING]
+    ).values_list(
+        "node_id",
+        "role",
+        "gpus",
+        "ports",
+        "job_id",
+        "job__owner__username",
+        "job__virtual_cluster__name",
+        Coalesce("job__borrowed_from__name", "job__virtual_cluster__name"),
+    )
+)
+_ALL_VCS: Prepared[VirtualCluster] = Prepared(lambda: VirtualCluster.objects.all())
+
+
 def cluster_usage(
     nodes: list[Node], specs: SpecCache | None = None, gpus: dict[int, dict[int, str]] | None = None
 ) -> ClusterUsage:
     """Placement's nodes are the portal's own; Slurm's nodes (synced from sinfo) count only for
     the VCs of their partition, whose quota is the partition (Slurm places their jobs). `gpus`:
     node_gpus() when the caller read it already (the scheduler, once a pass)."""
-    return _usage(nodes, list(holding_tasks()), specs, gpus)
+    return _usage(nodes, holding_tasks(), specs, gpus)
 
 
 def cluster_capacity(nodes: list[Node]) -> tuple[list[NodeState], dict[str, VcState]]:
@@ -221,7 +232,7 @@ def _usage(
         for port_list in ports.values():
             state.ports_used.update(port_list)
     totals = cluster_totals(own_nodes, gpus_by_node)
-    all_vcs = list(VirtualCluster.objects.all())
+    all_vcs = _ALL_VCS()
     quotas = vc_quotas(nodes, gpus_by_node, all_vcs)
     # The quotas were the nodes down now back: a job over its quota only while they are down waits.
     down = [node for node in nodes if node.schedulable and node.down_since is not None]

@@ -11,7 +11,7 @@ import statistics
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import Max, Q
@@ -302,8 +302,8 @@ def _clock(epoch: float) -> str:
 def record_queues(result: PlacementResult, vcs: dict[str, VcState]) -> None:
     """Each VC's queue as this placement left it, with its first job's reservation (one row per
     VC); the queues of VCs with nobody waiting are emptied."""
-    rows = {row.vc_id: row for row in VcQueue.objects.all()}
-    vc_ids = dict(VirtualCluster.objects.values_list("name", "pk"))
+    rows = {row.vc_id: row for row in _QUEUES()}
+    vc_ids = dict(_VC_IDS())
     for name, keys in result.queues.items():
         if name not in vcs or name not in vc_ids:
             continue
@@ -385,22 +385,29 @@ class _Running(NamedTuple):
     preempted: float | None  # its preemption's deadline while it ends by one (None: not preempted)
 
 
-def _ends(now: float) -> list[_Running]:
-    """Each running job, the VC whose quota it holds and when it ends: its launch + time limit
-    (None: no limit). A job on borrowed quota too: its lender takes it back sooner only for the
-    lender's own jobs (a preemption), which no other VC's reservation may count on."""
-    found = []
-    rows = Job.objects.filter(state=JobState.RUNNING).values_list(
+# Read at every placement: their SQL compiled once.
+_RUNNING_JOBS: Prepared[tuple[Any, ...]] = Prepared(
+    lambda: Job.objects.filter(state=JobState.RUNNING).values_list(
         "pk",
-        Coalesce("borrowed_from__name", "virtual_cluster__name"),
         "launched_at",
         "time_limit_seconds",
         "virtual_cluster__name",
         "owner__username",
         "ending_cause",
         "ending_deadline",
+        Coalesce("borrowed_from__name", "virtual_cluster__name"),  # (a Prepared read's annotations last)
     )
-    for pk, vc, launched_at, limit, own_vc, owner, cause, deadline in rows:
+)
+_QUEUES: Prepared[VcQueue] = Prepared(lambda: VcQueue.objects.all())
+_VC_IDS: Prepared[tuple[str, int]] = Prepared(lambda: VirtualCluster.objects.values_list("name", "pk"))
+
+
+def _ends(now: float) -> list[_Running]:
+    """Each running job, the VC whose quota it holds and when it ends: its launch + time limit
+    (None: no limit). A job on borrowed quota too: its lender takes it back sooner only for the
+    lender's own jobs (a preemption), which no other VC's reservation may count on."""
+    found = []
+    for pk, launched_at, limit, own_vc, owner, cause, deadline, vc in _RUNNING_JOBS():
         launched = launched_at.timestamp() if launched_at is not None else None
         ends_at = launched + limit if launched is not None and limit else None
         preempted = deadline.timestamp() if deadline is not None and cause in PREEMPTIONS else None

@@ -68,6 +68,7 @@ from jobs.protocol.priority import slurm_nice
 from jobs.protocol.spec import NormalizedSpec
 from jobs.protocol.spec import gpu_type as spec_gpu_type
 from jobs.protocol.timelimit import slurm_time
+from queries.prepared import Prepared
 from scheduling import ending, executors
 from scheduling.backends import Backends
 from scheduling.executors import NodeSilent
@@ -128,6 +129,14 @@ def _waiting_job(pk: int) -> Job:
     return Job.objects.select_related("virtual_cluster", "owner").get(pk=pk)
 
 
+def _slurm_vcs() -> QuerySet[VirtualCluster]:
+    return VirtualCluster.objects.exclude(slurm_partition="")
+
+
+# Each Slurm VC's partition, by the VC's pk (read every pass: its SQL compiled once).
+_PARTITION_OF: Prepared[tuple[int, str]] = Prepared(lambda: _slurm_vcs().values_list("pk", "slurm_partition"))
+
+
 class SlurmBackend:
     """The Backend (scheduling.backends) of the VCs with a Slurm partition."""
 
@@ -154,7 +163,7 @@ class SlurmBackend:
         return bool(vc.slurm_partition)
 
     def owned_vcs(self) -> QuerySet[VirtualCluster]:
-        return VirtualCluster.objects.exclude(slurm_partition="")
+        return _slurm_vcs()
 
     def cancel(self, job: Job) -> None:
         """End whatever Slurm holds for the job: the running attempt's Slurm job and a pending next
@@ -177,7 +186,7 @@ class SlurmBackend:
 
     def run_pass(self) -> bool:
         """One pass over the Slurm VCs; True when it changed anything."""
-        partition_of = dict(self.owned_vcs().values_list("pk", "slurm_partition"))
+        partition_of = dict(_PARTITION_OF())
         if not partition_of:
             return False
         partitions = sorted(set(partition_of.values()))

@@ -38,6 +38,26 @@ STOP_BUDGET_S = 0.3
 UNSTARTED_BATCH = 500  # waiting jobs stopped in one bulk transaction
 
 
+def _asked_unstarted(owned: QuerySet[VirtualCluster] | None) -> QuerySet[Job]:
+    """Waiting jobs asked to stop, on the VCs no backend owns."""
+    waiting = Job.objects.filter(ending_cause=Job.Ending.STOP, state=JobState.WAITING)
+    return waiting if owned is None else waiting.exclude(virtual_cluster__in=owned)
+
+
+def _owners_asked_unstarted(owned: QuerySet[VirtualCluster] | None) -> QuerySet[Job, int]:
+    """Their owners (read every pass: Backends.prepared)."""
+    return _asked_unstarted(owned).order_by().values_list("owner_id", flat=True).distinct()
+
+
+def _stopped_one_by_one(owned: QuerySet[VirtualCluster] | None) -> QuerySet[Job, tuple[int, int]]:
+    """(pk, owner) of the jobs stopped one at a time: running or a backend's waiting ones asked to
+    stop, and those stopping in their grace (read every pass: Backends.prepared)."""
+    asked = Q(ending_cause=Job.Ending.STOP) & (
+        Q(state=JobState.RUNNING) | Q(state=JobState.WAITING, virtual_cluster__in=owned if owned is not None else [])
+    )
+    return Job.objects.filter(asked | Q(state=JobState.STOPPING)).values_list("pk", "owner_id")
+
+
 def fair_order(rows: Iterable[tuple[int, int]], looked_at: dict[int, int]) -> list[int]:
     """Job ids of (job id, owner id) rows in turns between their owners, each owner's in the order
     they were last looked at (never first, then by id)."""
@@ -63,21 +83,18 @@ class Stopper:
         self._passes += 1
         self._signalled = []
         deadline = time.monotonic() + STOP_BUDGET_S
-        owned = backends.owned_vcs()
-        changed = self._stop_unstarted(owned, deadline)
-        return self._stop_each(backends, owned, deadline) or changed
+        changed = self._stop_unstarted(backends, deadline)
+        return self._stop_each(backends, deadline) or changed
 
-    def _stop_unstarted(self, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
+    def _stop_unstarted(self, backends: Backends, deadline: float) -> bool:
         """Waiting jobs asked to stop, on the VCs no backend owns (a backend's waiting job may hold
         a unit there: the one-by-one path cancels it), in bulk batches."""
-        waiting = Job.objects.filter(ending_cause=Job.Ending.STOP, state=JobState.WAITING)
-        if owned is not None:
-            waiting = waiting.exclude(virtual_cluster__in=owned)
         changed = False
         while True:
-            owners = list(waiting.order_by().values_list("owner_id", flat=True).distinct())
+            owners: list[int] = backends.prepared(_owners_asked_unstarted)()
             if not owners:
                 return changed
+            waiting = _asked_unstarted(backends.owned_vcs())
             share = max(1, UNSTARTED_BATCH // len(owners))
             batch: dict[int, str] = {}
             said: dict[str, dict[str, Any]] = {}
@@ -92,14 +109,10 @@ class Stopper:
             if time.monotonic() > deadline:
                 return changed
 
-    def _stop_each(self, backends: Backends, owned: QuerySet[VirtualCluster] | None, deadline: float) -> bool:
+    def _stop_each(self, backends: Backends, deadline: float) -> bool:
         """The jobs stopped one at a time (running, stopping in their grace, a backend's waiting
         ones), in turns between their owners, until the budget is spent (one at least)."""
-        asked = Q(ending_cause=Job.Ending.STOP) & (
-            Q(state=JobState.RUNNING)
-            | Q(state=JobState.WAITING, virtual_cluster__in=owned if owned is not None else [])
-        )
-        rows = list(Job.objects.filter(asked | Q(state=JobState.STOPPING)).values_list("pk", "owner_id"))
+        rows: list[tuple[int, int]] = backends.prepared(_stopped_one_by_one)()
         self._looked_at = {job_id: self._looked_at[job_id] for job_id, _ in rows if job_id in self._looked_at}
         changed = False
         for job_id in fair_order(rows, self._looked_at):

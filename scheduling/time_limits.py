@@ -16,22 +16,33 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from jobs.models import Job, JobState
+from queries.prepared import Prepared
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
 from scheduling.terminating import Terminator
 
 
-def overdue(now: datetime) -> list[int]:
-    """Each running job past its time limit, or in the grace its time limit gave it."""
-    rows = Job.objects.filter(
+def _limited() -> QuerySet[Job, tuple[int, datetime | None, int | None]]:
+    """The running jobs with a time limit, as (pk, launched_at, limit) (read every pass: its SQL
+    compiled once, _LIMITED)."""
+    return Job.objects.filter(
         state=JobState.RUNNING,
         time_limit_seconds__isnull=False,
         launched_at__isnull=False,
         ending_cause__in=["", Job.Ending.TIME_LIMIT],  # (a Stop or a preemption under way ends it)
     ).values_list("pk", "launched_at", "time_limit_seconds")
+
+
+_LIMITED: Prepared[tuple[int, datetime | None, int | None]] = Prepared(_limited)
+
+
+def overdue(now: datetime) -> list[int]:
+    """Each running job past its time limit, or in the grace its time limit gave it."""
+    rows: list[tuple[int, datetime | None, int | None]] = _LIMITED()
     return [
         pk
         for pk, launched_at, limit in rows
