@@ -227,7 +227,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         exits_began = time.monotonic()
         passes: list[float] = []
         cpu: list[float] = []  # (the process's, its threads' included: a busy box leaves it comparable)
-        cpu_began = time.process_time()
+        cpu_began, loop_began = time.process_time(), time.thread_time()
         end = time.monotonic() + args.seconds
         while time.monotonic() < end:
             began, cpu_before = time.perf_counter(), time.process_time()
@@ -250,6 +250,8 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
                 break
             if not busy:
                 loop.idle_wait(0.2)
+        # (the exits' and the drain's CPU: the whole process's, and the loop thread's alone)
+        cpu_spent, loop_spent = time.process_time() - cpu_began, time.thread_time() - loop_began
         finished = dict(
             Task.objects.filter(executor_id__in=list(record), job__completed_at__isnull=False)
             .annotate(completed=F("job__completed_at"))
@@ -269,6 +271,8 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         "pass CPU p50 s": statistics.median(cpu) if cpu else float("nan"),
         "CPU cores": cores,
         "exits": len(record),
+        "CPU per exit ms": 1000 * cpu_spent / max(1, len(record)),
+        "loop CPU per exit ms": 1000 * loop_spent / max(1, len(record)),
         "exits recorded": len(latencies),
         "exit recorded p50 s": statistics.median(latencies) if latencies else float("nan"),
         "exit recorded p95 s": percentile(latencies, 0.95),
@@ -316,6 +320,8 @@ ROWS = [
     ("exits for", "exits lasted s", "{:.0f} s"),
     ("exits", "exits", "{}"),
     ("exits recorded", "exits recorded", "{}"),
+    ("CPU per exit", "CPU per exit ms", "{:.1f} ms"),
+    ("loop CPU per exit", "loop CPU per exit ms", "{:.1f} ms"),
     ("exit recorded p50", "exit recorded p50 s", "{:.2f} s"),
     ("exit recorded p95", "exit recorded p95 s", "{:.2f} s"),
     ("threads (most)", "threads", "{}"),
