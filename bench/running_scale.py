@@ -1,14 +1,15 @@
 """Running tasks at cluster scale: the real scheduler passes against many (fake) Docker engines.
 
     .venv/bin/python bench/running_scale.py [--engines 50] [--tasks 1000] [--exits 20] [--seconds 20]
-                                            [--designs events,streams]
+                                            [--designs events,streams] [--budget S] [--slowest PATH]
 
 Fills a fresh SQLite database with `--tasks` running one-task jobs spread over `--engines` Docker
 nodes, each node's engine a fake one (bench/fake_docker.py, its own process: a unix socket per
 engine, speaking the Docker Engine API the DockerExecutor uses, with the containers of those
 tasks running). Then, in a process of its own (the scheduler process, measured), runs the real
 `Scheduler` loop as `runscheduler` runs it: its first pass (the reconcile of a restart) apart,
-then `--seconds` of passes while the engines' containers exit at `--exits` a second (random ones,
+then passes until every stream it follows is open (at most 60 s), then `--seconds` of passes
+while the engines' containers exit at `--exits` a second (random ones,
 exit code 0), then until every exit is recorded (at most 30 s more). Prints the pass times, how
 long after a container's exit its job was recorded as ended (the fake engine's exit time to the
 job's completed_at: the same machine's clock), the scheduler process's threads and memory
@@ -20,6 +21,11 @@ only those inspected; at a low rate, and after a stream opens, a full look: a li
 running containers, the others inspected) follow each running container's log on a
 thread of its own, as before issue 49's log streams; "streams", as now, reads the events and every
 container's log on the process's one stream loop (clusters/executors/engine_streams.py).
+
+"polling" inspects every running task each pass (no FULL_LOOK_TASKS budget: the design before the
+event streams). `--budget S` stops a design once it has run S seconds (checked between passes) and
+prints what it achieved: at 10,000 tasks the old design's passes take minutes. `--slowest PATH`
+keeps the first pass's profile and the slowest later pass's (PATH.<design>.first / .slowest).
 
 Goal (issue 49): 500 engines, 10,000 running tasks, 200 exits a second: pass p95 < 1 s, an exit
 recorded within 2 s p95, threads <= engines + 50, memory < 1 GB.
@@ -53,7 +59,11 @@ from bench.scheduler_scale import spec  # noqa: E402  (one job spec for the sche
 # event stream names the containers that died, those are inspected (and all, at a low rate).
 DESIGNS = ("polling", "events", "streams")
 THREADED_LOGS = ("polling", "events")  # a thread per followed container's log, as before
+# Past this many tasks those designs' logs are followed on the stream loop too: 10,000 log threads
+# took this 2-CPU box to load 440 (their threads at 2,000 tasks: 2,103). Their exit design stays.
+LOG_THREADS_MOST = 2000
 DRAIN_S = 30.0
+SETTLE_S = 60.0
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -190,6 +200,36 @@ class Fakes:
 # -- one design, in the scheduler's own process ---------------------------------------------------
 
 
+def _set_up_design(args: argparse.Namespace) -> None:
+    """The scheduler process as the design has it."""
+    if args.trial == "polling":
+        from clusters.executors.docker import DockerExecutor
+        from scheduling import ending
+
+        DockerExecutor.exits_seen = lambda self, may_look_in_full=True: None  # type: ignore[method-assign]
+        ending.FULL_LOOK_TASKS = 10**9  # (every running task each pass, as before the budget)
+    if args.trial in THREADED_LOGS and args.tasks <= LOG_THREADS_MOST:
+        from clusters.executors.docker_logs import ContainerLogs
+
+        ContainerLogs.on_loop = False
+
+
+def _settle(args: argparse.Namespace, loop: Any, fakes: Fakes) -> float:
+    """The streams open on the loop after the first pass asked for them (an event stream per engine;
+    where logs are on the loop, a log stream per container too): passes until they are (at most
+    SETTLE_S), as a scheduler that has run a while has them, before the exits begin. How long it took."""
+    began = time.monotonic()
+    logs_on_loop = args.trial not in THREADED_LOGS or args.tasks > LOG_THREADS_MOST
+    while time.monotonic() - began < SETTLE_S:
+        open_now = fakes.ask("/connections")
+        events = args.trial == "polling" or open_now.get("events", 0) >= args.engines  # (polling follows none)
+        if events and (not logs_on_loop or open_now.get("logs", 0) >= args.tasks):
+            break
+        if not loop.run_pass():
+            loop.idle_wait(0.2)
+    return time.monotonic() - began
+
+
 def trial(args: argparse.Namespace) -> dict[str, Any]:
     import psutil
 
@@ -200,14 +240,20 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
     from jobs.models import Task
     from scheduling.scheduler import Scheduler
 
-    if args.trial == "polling":
-        from clusters.executors.docker import DockerExecutor
+    _set_up_design(args)
+    from scheduling import ending
 
-        DockerExecutor.exits_seen = lambda self, may_look_in_full=True: None  # type: ignore[method-assign]
-    if args.trial in THREADED_LOGS:
-        from clusters.executors.docker_logs import ContainerLogs
+    ending_cpu = [0.0]  # (the loop thread's CPU in the ending phase: what recording the exits costs it)
+    real_ending_run = ending.run
 
-        ContainerLogs.on_loop = False
+    def timed_ending(*a: Any, **k: Any) -> Any:
+        before = time.thread_time()
+        try:
+            return real_ending_run(*a, **k)
+        finally:
+            ending_cpu[0] += time.thread_time() - before
+
+    ending.run = timed_ending
     fakes = Fakes(var / "engines.json", Path(args.sockets))
     me = psutil.Process()
     most = {"threads": 0, "rss": 0}
@@ -216,23 +262,55 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         most["threads"] = max(most["threads"], me.num_threads())
         most["rss"] = max(most["rss"], me.memory_info().rss)
 
+    trial_began = time.monotonic()
+
+    def over_budget() -> bool:
+        return args.budget is not None and time.monotonic() - trial_began > args.budget
+
+    slowest: dict[str, Any] = {"s": 0.0, "profile": None}
+
+    def timed_pass(loop: Any) -> tuple[bool, float]:
+        """A pass, its wall time; with --slowest, the slowest one's profile kept."""
+        profile = None
+        if args.slowest:
+            import cProfile
+
+            profile = cProfile.Profile()
+            profile.enable()
+        began = time.perf_counter()
+        busy = loop.run_pass()
+        took = time.perf_counter() - began
+        if profile is not None:
+            profile.disable()
+            if took > slowest["s"]:
+                slowest.update(s=took, profile=profile)
+        return busy, took
+
     try:
         loop = Scheduler(holder="bench")
         began = time.perf_counter()
-        loop.run_pass()
+        if args.slowest:
+            import cProfile
+
+            first_profile = cProfile.Profile()
+            first_profile.runcall(loop.run_pass)
+            first_profile.dump_stats(f"{args.slowest}.{args.trial}.first")
+        else:
+            loop.run_pass()
         first = time.perf_counter() - began
         look()
+        settled = _settle(args, loop, fakes)
         calls_before = fakes.ask("/calls")  # (the first pass's: a listing and a log stream per container)
         fakes.ask(f"/exits?rate={args.exits}")
         exits_began = time.monotonic()
         passes: list[float] = []
         cpu: list[float] = []  # (the process's, its threads' included: a busy box leaves it comparable)
-        cpu_began = time.process_time()
+        cpu_began, loop_began, ending_began = time.process_time(), time.thread_time(), ending_cpu[0]
         end = time.monotonic() + args.seconds
-        while time.monotonic() < end:
-            began, cpu_before = time.perf_counter(), time.process_time()
-            busy = loop.run_pass()
-            passes.append(time.perf_counter() - began)
+        while time.monotonic() < end and not over_budget():
+            cpu_before = time.process_time()
+            busy, took = timed_pass(loop)
+            passes.append(took)
             cpu.append(time.process_time() - cpu_before)
             look()
             if not busy:
@@ -242,14 +320,18 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         cores = (time.process_time() - cpu_began) / exits_lasted
         record = {container: at for container, at in fakes.ask("/record")}
         drain_end = time.monotonic() + DRAIN_S
-        while time.monotonic() < drain_end:
-            busy = loop.run_pass()
+        while time.monotonic() < drain_end and not over_budget():
+            busy, took = timed_pass(loop)
+            passes.append(took)
             look()
             ended = Task.objects.filter(executor_id__in=list(record), job__completed_at__isnull=False).count()
             if ended == len(record):
                 break
             if not busy:
                 loop.idle_wait(0.2)
+        # (the exits' and the drain's CPU: the whole process's, and the loop thread's alone)
+        cpu_spent, loop_spent = time.process_time() - cpu_began, time.thread_time() - loop_began
+        ending_spent = ending_cpu[0] - ending_began
         finished = dict(
             Task.objects.filter(executor_id__in=list(record), job__completed_at__isnull=False)
             .annotate(completed=F("job__completed_at"))
@@ -258,10 +340,13 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         latencies = [finished[c].timestamp() - at for c, at in record.items() if c in finished]
         calls = {kind: count - calls_before.get(kind, 0) for kind, count in fakes.ask("/calls").items()}
         threading.excepthook = lambda _: None  # (the log threads of today's design, cut off below)
+        if slowest["profile"] is not None:
+            slowest["profile"].dump_stats(f"{args.slowest}.{args.trial}.slowest")
     finally:
         fakes.close()
     return {
         "first pass s": first,
+        "settled s": settled,
         "passes": len(passes),
         "pass p50 s": statistics.median(passes) if passes else float("nan"),
         "pass p95 s": percentile(passes, 0.95),
@@ -269,10 +354,15 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         "pass CPU p50 s": statistics.median(cpu) if cpu else float("nan"),
         "CPU cores": cores,
         "exits": len(record),
+        "CPU per exit ms": 1000 * cpu_spent / max(1, len(record)),
+        "loop CPU per exit ms": 1000 * loop_spent / max(1, len(record)),
+        "ending CPU per exit ms": 1000 * ending_spent / max(1, len(record)),
         "exits recorded": len(latencies),
         "exit recorded p50 s": statistics.median(latencies) if latencies else float("nan"),
         "exit recorded p95 s": percentile(latencies, 0.95),
         "threads": most["threads"],
+        "budget spent": over_budget(),
+        "trial s": time.monotonic() - trial_began,
         "rss MB": most["rss"] / 2**20,
         "exits lasted s": exits_lasted,
         "engine calls": {kind: count / exits_lasted for kind, count in calls.items()},
@@ -300,6 +390,8 @@ def run_trial(args: argparse.Namespace, design: str, var: Path, database: Path, 
         *("--engines", str(args.engines), "--tasks", str(args.tasks)),
         *("--exits", str(args.exits), "--seconds", str(args.seconds)),
         *(("--profile", args.profile) if args.profile else ()),
+        *(("--slowest", args.slowest) if args.slowest else ()),
+        *(("--budget", str(args.budget)) if args.budget is not None else ()),
     ]
     subprocess.run(command, check=True)
     return dict(json.loads(out.read_text()))
@@ -307,6 +399,7 @@ def run_trial(args: argparse.Namespace, design: str, var: Path, database: Path, 
 
 ROWS = [
     ("first pass (reconcile)", "first pass s", "{:.2f} s"),
+    ("streams open after", "settled s", "{:.1f} s"),
     ("passes", "passes", "{}"),
     ("pass p50", "pass p50 s", "{:.3f} s"),
     ("pass p95", "pass p95 s", "{:.3f} s"),
@@ -316,10 +409,15 @@ ROWS = [
     ("exits for", "exits lasted s", "{:.0f} s"),
     ("exits", "exits", "{}"),
     ("exits recorded", "exits recorded", "{}"),
+    ("CPU per exit", "CPU per exit ms", "{:.1f} ms"),
+    ("loop CPU per exit", "loop CPU per exit ms", "{:.1f} ms"),
+    ("ending phase CPU/exit", "ending CPU per exit ms", "{:.1f} ms"),
     ("exit recorded p50", "exit recorded p50 s", "{:.2f} s"),
     ("exit recorded p95", "exit recorded p95 s", "{:.2f} s"),
     ("threads (most)", "threads", "{}"),
     ("RSS (most)", "rss MB", "{:.0f} MB"),
+    ("design's run", "trial s", "{:.0f} s"),
+    ("stopped by --budget", "budget spent", "{}"),
 ]
 # (engine calls per second of exits and per exit: the drain's calls counted in, the first pass's not)
 
@@ -329,6 +427,10 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
         f"{args.engines} fake engines, {args.tasks} running tasks, {args.exits} exits/s for {args.seconds} s of passes "
         f"(SQLite; load average {os.getloadavg()[0]:.1f})"
     )
+    if args.tasks > LOG_THREADS_MOST and any(design in THREADED_LOGS for design in results):
+        print(
+            f"({', '.join(THREADED_LOGS)}: logs on the stream loop, not a thread each, past {LOG_THREADS_MOST} tasks)"
+        )
     print(f"{'measure':<24}" + "".join(f"{design:>16}" for design in results))
     for label, key, fmt in ROWS:
         print(f"{label:<24}" + "".join(f"{fmt.format(r[key]):>16}" for r in results.values()))
@@ -360,6 +462,15 @@ def main() -> None:
     parser.add_argument("--designs", default="events,streams", help=f"which of {', '.join(DESIGNS)}")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--profile", help="the scheduler processes' profiles (cProfile) to PROFILE.<design>")
+    parser.add_argument(
+        "--slowest", help="the first pass's and the slowest later pass's profiles to SLOWEST.<design>.first/.slowest"
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        help="seconds each design may take (its first pass counted; checked between passes): past it the "
+        "design stops and prints what it achieved (the old design's passes at 10,000 tasks take minutes)",
+    )
     for internal in ("--trial", "--var", "--database", "--sockets", "--out"):
         parser.add_argument(internal, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -100,6 +100,10 @@ def not_before_start(finished: datetime) -> Greatest:
     return Greatest(Value(finished), Coalesce(F("started_at"), Value(finished)))
 
 
+class RowsChanged(Exception):
+    """Rows a batch had read and locked changed before its UPDATE (the batch rolls back whole)."""
+
+
 class JobStateError(Exception):
     """A user's verb that does not apply to the job's current state (stop a finished job...)."""
 
@@ -353,6 +357,83 @@ def end_task(task: Task, job_attempt: int, exit: TaskExit) -> bool:
             Message.of("event.task_exited", task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase),
         )
     return True
+
+
+def end_tasks(ends: Sequence[tuple[Task, int, TaskExit]]) -> list[Task]:
+    """end_task for many attempts at once (the exits one pass saw: (task, its job's attempt, how it
+    ended)), in one transaction: one read of those still running as their rows say (locked where
+    the database locks rows), one UPDATE statement for all of them (executemany), one INSERT of
+    their kept attempts and one of their events. The tasks ended; a replay or a stale attempt is
+    left out, as end_task leaves it."""
+    from_states, _ = _task_states("finish_task")
+    assert from_states == _task_states("fail_task")[0]
+    if not ends:
+        return []
+    with transaction.atomic():
+        rows = Task.objects.select_for_update().filter(pk__in=[task.pk for task, _, _ in ends], state__in=from_states)
+        attempts = dict(rows.values_list("pk", "attempt"))
+        ending = [
+            (task, job_attempt, exit) for task, job_attempt, exit in ends if attempts.get(task.pk) == task.attempt
+        ]
+        if not ending:
+            return []
+        values = []
+        for task, _, exit in ending:
+            to_state = _task_states("finish_task" if exit.exit_code == 0 else "fail_task")[1]
+            values.append({"state": to_state, **_exit_fields(task, exit), "pk": task.pk})
+        if _update_each(Task, values, Q(state__in=from_states)) != len(ending):
+            raise RowsChanged("tasks changed while their exits were written")
+        for job_attempt in {job_attempt for _, job_attempt, _ in ending}:
+            same = [(task, exit) for task, attempt, exit in ending if attempt == job_attempt]
+            _keep_attempts([task for task, _ in same], job_attempt, {task.pk: exit for task, exit in same})
+        JobEvent.objects.bulk_create(
+            event_row(
+                task.job_id,
+                "task-exit",
+                Message.of(
+                    "event.task_exited", task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase
+                ),
+            )
+            for task, _, exit in ending
+        )
+    return [task for task, _, _ in ending]
+
+
+def _update_each(model: type[Job] | type[Task], rows: list[dict[str, Any]], where: Q) -> int:
+    """One UPDATE statement run for each row (executemany: the database's own loop, no statement
+    built per row): `rows` are {field: value, ..., "pk": its key}, every row the same fields;
+    `where` (plain column lookups) must hold too. The rows changed."""
+    connection = connections[model.objects.db]
+    meta = model._meta
+    names = [name for name in rows[0] if name != "pk"]
+    fields = [meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(cast(Field, field).column)} = %s" for field in fields)
+    condition, params = _where_sql(model, where, connection)
+    # (names the model's own, quoted; every value a parameter)
+    sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s AND {condition}"  # noqa: S608
+    prepared = [
+        [
+            *(
+                cast(Field, field).get_db_prep_save(row[name], connection)
+                for field, name in zip(fields, names, strict=True)
+            ),
+            row["pk"],
+            *params,
+        ]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, prepared)
+        return int(cursor.rowcount)
+
+
+def _where_sql(model: type[Job] | type[Task], where: Q, connection: Any) -> tuple[str, list[Any]]:
+    """`where`'s SQL and parameters, as a filter on the model's own table (no joins)."""
+    query = model.objects.filter(where).query
+    compiler = query.get_compiler(connection=connection)
+    sql, params = query.where.as_sql(compiler, connection)
+    return sql, list(params)
 
 
 def retry_task(task: Task, job_attempt: int, exit: TaskExit, *, charged: bool) -> bool:
@@ -675,6 +756,34 @@ def succeed(job: Job, leftover_exit_code: int, *, tasks: list[Task] | None = Non
             event(job.pk, "succeeded", Message.of("event.succeeded"))
             notifications.job_ended(job.pk)
     return done
+
+
+def succeed_all(job_ids: Sequence[int]) -> list[int]:
+    """succeed for many RUNNING jobs whose tasks have all ended (the completions one pass's exits
+    made): one transaction, one UPDATE of their rows, one INSERT of their events, their notices.
+    The jobs succeeded (one that left RUNNING meanwhile is left out, as succeed leaves it)."""
+    from_states, to_state = JOB_TRANSITIONS["succeed"]
+    if not job_ids:
+        return []
+    with transaction.atomic():
+        rows = Job.objects.select_for_update().filter(pk__in=list(job_ids), state__in=from_states)
+        moving = list(rows.values_list("pk", flat=True))
+        if not moving:
+            return []
+        now = timezone.now()
+        moved = Job.objects.filter(pk__in=moving, state__in=from_states).update(
+            state=to_state,
+            exit_code=0,
+            user_exit_code=0,
+            **exit_diagnostics_fields(None),
+            completed_at=now,
+            updated_at=now,
+        )
+        if moved != len(moving):
+            raise RowsChanged("jobs changed while their ends were written")
+        JobEvent.objects.bulk_create(event_row(pk, "succeeded", Message.of("event.succeeded")) for pk in moving)
+        notifications.jobs_ended(moving)
+    return moving
 
 
 def fail(job: Job, trigger: Task, leftover_exit_code: int, *, tasks: list[Task] | None = None) -> bool:

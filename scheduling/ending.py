@@ -11,15 +11,17 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from catalogue import Message
-from clusters.executors.base import Failure, TaskHandle, TaskStatus
+from clusters.executors.base import Executor, ExecutorError, Failure, TaskHandle, TaskStatus
 from clusters.models import Node
 from jobs import lifecycle
 from jobs.lifecycle import TaskExit
@@ -33,7 +35,8 @@ from scheduling import executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
 from scheduling.exits import platform_exit_code
-from scheduling.guard import job_guard
+from scheduling.guard import ACTIVE as ACTIVE_TASK_STATES
+from scheduling.guard import DATABASE_ERRORS, database_answers, job_guard
 from scheduling.teardown import stop_job
 
 log = logging.getLogger("pai.scheduler")
@@ -101,13 +104,22 @@ def _run_clock(status: TaskStatus) -> tuple[datetime | None, datetime]:
     return None, timezone.now()
 
 
-def record_exit(
+@dataclass(frozen=True)
+class ExitDecision:
+    """How a task attempt ended and what becomes of it (decide_exit)."""
+
+    info: ExitInfo
+    exit: TaskExit
+    retry: Retry
+    node_lost: bool
+
+
+def decide_exit(
     task: Task, status: TaskStatus, platform_code: int | None = None, *, retry_in_place: bool = True
-) -> bool:
-    """Classify how this task attempt ended and record it: retried on its node, or ended. True
-    when it was retried in place (the next attempt waits, claimed, for the starting phase).
-    retry_in_place=False where the task cannot run again as it was (its Slurm allocation
-    ended): then only the job is retried, as the exit spec says."""
+) -> ExitDecision:
+    """Classify how this task attempt ended and decide: retried on its node, or ended (writes
+    nothing). retry_in_place=False where the task cannot run again as it was (its Slurm
+    allocation ended): then only the job is retried, as the exit spec says."""
     info = classify(
         status.exit_code,
         oom_killed=status.oom_killed,
@@ -117,7 +129,6 @@ def record_exit(
     )
     job = task.job
     node_lost = status.failure is Failure.NODE_LOST
-    exit = _task_exit(info, status)
     # A task on a lost node, or whose ports another program holds, is not retried as it was:
     # its job is, placed again (on the nodes that answer, avoiding the clashing ports).
     decision = (
@@ -132,20 +143,48 @@ def record_exit(
             transient_cap=settings.PAI_MAX_TRANSIENT_RETRIES,
         )
     )
-    if decision is Retry.NONE:
+    return ExitDecision(info, _task_exit(info, status), decision, node_lost)
+
+
+def _removal(task: Task, decided: ExitDecision) -> Callable[[Executor], None] | None:
+    """Once its exit is recorded: the container/process record's removal (isDebug keeps failed
+    ones for inspection), for the task's node; None where there is none to remove."""
+    if task.node is None or not task.executor_id or decided.node_lost:
+        return None
+    keep = launch_builder.is_debug(task.job.normalized) and decided.info.code != 0
+    handle = TaskHandle(task.executor_id, task.ip)
+    return lambda executor: executor.stop(handle, keep=keep)
+
+
+def record_exit(
+    task: Task, status: TaskStatus, platform_code: int | None = None, *, retry_in_place: bool = True
+) -> bool:
+    """Classify how this task attempt ended and record it: retried on its node, or ended. True
+    when it was retried in place (the next attempt waits, claimed, for the starting phase).
+    retry_in_place=False where the task cannot run again as it was (its Slurm allocation
+    ended): then only the job is retried, as the exit spec says. (One exit; a pass's exits are
+    recorded together: record_exits.)"""
+    decided = decide_exit(task, status, platform_code, retry_in_place=retry_in_place)
+    job = task.job
+    if decided.retry is Retry.NONE:
         retried = False
-        lifecycle.end_task(task, job.job_attempt, exit)
+        lifecycle.end_task(task, job.job_attempt, decided.exit)
     else:
-        retried = lifecycle.retry_task(task, job.job_attempt, exit, charged=decision is Retry.CHARGED)
+        retried = lifecycle.retry_task(task, job.job_attempt, decided.exit, charged=decided.retry is Retry.CHARGED)
     # Only once its exit is recorded (a pass the database failed before then polls it again):
     # remove the container/process record; isDebug keeps failed ones for inspection.
-    if task.node is not None and task.executor_id and not node_lost:
+    removal = _removal(task, decided)
+    if removal is not None:
         try:
-            keep = launch_builder.is_debug(job.normalized) and info.code != 0
-            executors.node_executor(task.node).stop(TaskHandle(task.executor_id, task.ip), keep=keep)
+            removal(executors.node_executor(cast(Node, task.node)))
         except Exception as exc:
             log.warning("removing %s failed: %s", task, exc)
     return retried
+
+
+def job_completion(job: Job, tasks: list[Task]) -> JobState | None:
+    """What the job's tasks make of it by its completion policy: SUCCEEDED, FAILED or None (it goes on)."""
+    return job_outcome(job.normalized, [(t.role, t.state) for t in tasks])
 
 
 def apply_completion_policy(job: Job, backends: Backends) -> None:
@@ -157,7 +196,7 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
     if job.state != JobState.RUNNING:
         return
     tasks = list(job.tasks.select_related("node"))
-    outcome = job_outcome(job.normalized, [(t.role, t.state) for t in tasks])
+    outcome = job_completion(job, tasks)
     if outcome is None:
         return
     if outcome == JobState.SUCCEEDED:
@@ -261,32 +300,188 @@ def run(
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
     running = _RUNNING()
     nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
-    for task_id, executor_id, ip, node_id in _may_have_ended(running, nodes):
-        node = nodes[node_id]
-        try:
-            status = executors.node_executor(node).poll(TaskHandle(executor_id, ip))
-        except Exception as exc:
-            log.warning("polling task %s on %s failed: %s", task_id, node.name, exc)
-            status = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=str(exc))
+    exits: list[tuple[int, int, TaskStatus]] = []
+    for (task_id, _, _, node_id), status in _polled(_may_have_ended(running, nodes), nodes):
         if status.running:
             continue
         if status.failure is Failure.NODE_LOST:
             suspects.add(node_id)
             continue
-        task = Task.objects.select_related("job__virtual_cluster").get(pk=task_id)
-        if task.node_id == node_id:
-            task.node = node  # (read with the running tasks: not again per exit)
-        if status.failure is Failure.PORT_CONFLICT:
-            ended.ports_held.append((node.name, task.ports, status.diagnostics))
-        with job_guard(task.job_id, backends, "record how its task ended", task_id=task.pk):
-            task.job = changed_jobs.get(task.job_id, task.job)
-            if record_exit(task, status):
-                ended.retried.add((task.pk, task.attempt + 1))
-        changed_jobs[task.job_id] = task.job
+        exits.append((task_id, node_id, status))
+    completed: set[int] = set()
+    if exits:
+        completed = record_exits(exits, nodes, backends, ended, changed_jobs)
         meanwhile()
     for job in changed_jobs.values():
+        if job.pk in completed:
+            continue
         with job_guard(job.pk, backends, "apply its completion policy"):
             apply_completion_policy(job, backends)
         meanwhile()
     ended.changed = bool(changed_jobs)
     return ended
+
+
+def _polled(
+    rows: list[tuple[int, str, str, int]], nodes: dict[int, Node]
+) -> Iterator[tuple[tuple[int, str, str, int], TaskStatus]]:
+    """Each row's task polled on its node: a node's polls as one call on its lane, the nodes side
+    by side (executors.side_by_side). A poll that failed is the node's silence (NODE_LOST)."""
+    work: dict[Node, list[Callable[[Executor], TaskStatus]]] = {}
+    for _, executor_id, ip, node_id in rows:
+        handle = TaskHandle(executor_id, ip)
+        work.setdefault(nodes[node_id], []).append(lambda executor, handle=handle: executor.poll(handle))  # type: ignore[misc]
+    answers = executors.side_by_side(work, "poll")
+    taken: Counter[int] = Counter()
+    for row in rows:
+        task_id, _, _, node_id = row
+        answer = answers[node_id][taken[node_id]]
+        taken[node_id] += 1
+        if isinstance(answer, BaseException):
+            log.warning("polling task %s on %s failed: %s", task_id, nodes[node_id].name, answer)
+            said = answer.diagnostics if isinstance(answer, ExecutorError) else str(answer)
+            answer = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=said)
+        yield row, answer
+
+
+def record_exits(
+    exits: list[tuple[int, int, TaskStatus]],
+    nodes: dict[int, Node],
+    backends: Backends,
+    ended: Ended,
+    changed_jobs: dict[int, Job],
+) -> set[int]:
+    """The exits one pass saw ((task id, its node's id, how it ended)), recorded together: each
+    decided (decide_exit), then in ONE transaction their task ends (lifecycle.end_tasks: one
+    UPDATE, one INSERT of attempts, one of events), their retries in place, and the completions
+    they make that need nothing stopped (every task of the job ended: lifecycle.succeed_all); once
+    it committed, their containers' removals and their ended jobs' clean-ups, a lane call per node
+    side by side. Nothing reaches a node before the record commits: a crash or a failed write
+    before then leaves every exit to be polled again and recorded once (the conditional UPDATEs
+    refuse a replay). An exit whose decision raises, and all of them when the batch's write fails
+    while the database answers, are recorded one by one under their job's guard (a poison fails
+    its job alone). Returns the jobs whose completion policy was applied (the rest are left to
+    apply_completion_policy); `changed_jobs` gains every job with an exit."""
+    tasks = {
+        task.pk: task
+        for task in Task.objects.select_related("job__virtual_cluster").filter(pk__in=[e[0] for e in exits])
+    }
+    batch: list[tuple[Task, TaskStatus, ExitDecision]] = []
+    alone: list[tuple[Task, TaskStatus, Exception | None]] = []  # (with what its decision raised)
+    for task_id, node_id, status in exits:
+        task = tasks.get(task_id)
+        if task is None:
+            continue  # (deleted meanwhile: nothing to record)
+        if task.node_id == node_id:
+            task.node = nodes[node_id]  # (read with the running tasks: not again per exit)
+        task.job = changed_jobs.setdefault(task.job_id, task.job)  # (one Job per job: its exits see each other's)
+        if status.failure is Failure.PORT_CONFLICT:
+            ended.ports_held.append((nodes[node_id].name, task.ports, status.diagnostics))
+        try:
+            batch.append((task, status, decide_exit(task, status)))
+        except Exception as exc:
+            alone.append((task, status, exc))  # (raised again under its job's guard: it fails alone)
+    completed: dict[int, list[Task]] = {}
+    if batch:
+        try:
+            retried, completed = _write_exits(batch, backends)
+        except Exception as exc:
+            if isinstance(exc, DATABASE_ERRORS) and not database_answers():
+                raise
+            log.warning("the pass's %d exits could not be written together (%r); one by one", len(batch), exc)
+            alone[:0] = [(task, status, None) for task, status, _ in batch]
+            batch, completed = [], {}
+        else:
+            ended.retried |= retried
+            _clean_up(batch, completed)
+    for task, status, raised in alone:
+        with job_guard(task.job_id, backends, "record how its task ended", task_id=task.pk):
+            if raised is not None:
+                raise raised
+            if record_exit(task, status):
+                ended.retried.add((task.pk, task.attempt + 1))
+    return set(completed)
+
+
+def _write_exits(
+    batch: list[tuple[Task, TaskStatus, ExitDecision]], backends: Backends
+) -> tuple[set[tuple[int, int]], dict[int, list[Task]]]:
+    """The batch's records in one transaction (record_exits): the task attempts retried in place,
+    and the jobs whose completion was applied (with their tasks)."""
+    retried = set()
+    with transaction.atomic():
+        lifecycle.end_tasks([(task, task.job.job_attempt, d.exit) for task, _, d in batch if d.retry is Retry.NONE])
+        for task, _, d in batch:
+            if d.retry is not Retry.NONE:
+                charged = d.retry is Retry.CHARGED
+                if lifecycle.retry_task(task, task.job.job_attempt, d.exit, charged=charged):
+                    retried.add((task.pk, task.attempt + 1))
+        completed = _complete_together({task.job_id: task.job for task, _, _ in batch}, backends)
+    return retried, completed
+
+
+def _complete_together(jobs: dict[int, Job], backends: Backends) -> dict[int, list[Task]]:
+    """The completion policy of the jobs whose tasks have all ended (nothing to stop first, no
+    backend's hold to end), in the caller's transaction: their progress and tasks read in one
+    query each, the successes written together. The jobs done with (their tasks): those that
+    succeeded, go on, or left RUNNING; the others (a failure, a retry, tasks to stop) are left to
+    apply_completion_policy."""
+    progress = {
+        row[0]: row[1:] for row in Job.objects.filter(pk__in=list(jobs)).values_list("pk", *JOB_PROGRESS_FIELDS)
+    }
+    tasks_of: dict[int, list[Task]] = {}
+    for task in Task.objects.filter(job_id__in=list(jobs)).select_related("node"):
+        tasks_of.setdefault(task.job_id, []).append(task)
+    done: dict[int, list[Task]] = {}
+    succeeding = []
+    for job_id, job in jobs.items():
+        for name, value in zip(JOB_PROGRESS_FIELDS, progress[job_id], strict=True):
+            setattr(job, name, value)
+        tasks = tasks_of.get(job_id, [])
+        if job.state != JobState.RUNNING:
+            done[job_id] = []
+            continue
+        if any(task.state in ACTIVE_TASK_STATES for task in tasks) or backends.owner(job.virtual_cluster) is not None:
+            continue
+        try:
+            outcome = job_completion(job, tasks)
+        except Exception as exc:  # (applied again under its job's guard: it fails alone)
+            log.info("job %s: its completion policy raised %r; applied by itself", job_id, exc)
+            continue
+        if outcome is None:
+            done[job_id] = []
+        elif outcome == JobState.SUCCEEDED:
+            succeeding.append(job_id)
+            done[job_id] = tasks
+    for job_id in set(succeeding) - set(lifecycle.succeed_all(succeeding)):
+        done[job_id] = []  # (left RUNNING meanwhile: nothing of it to clean up here)
+    return done
+
+
+def _clean_up(batch: list[tuple[Task, TaskStatus, ExitDecision]], completed: dict[int, list[Task]]) -> None:
+    """Once the batch committed: each exit's container removed, and each ended job's tasks stopped
+    and its node-side leftovers cleaned up (stop_job's work), a lane call per node, side by side.
+    What fails is reconciled once the node answers (its lane's missed_cleanup)."""
+    work: dict[Node, list[Callable[[Executor], None]]] = {}
+    for task, _, decided in batch:
+        removal = _removal(task, decided)
+        if removal is not None:
+            work.setdefault(cast(Node, task.node), []).append(removal)
+    for job_id, tasks in completed.items():
+        job_nodes: dict[int, Node] = {}
+        for task in tasks:
+            if task.node is None:
+                continue
+            job_nodes[task.node.pk] = task.node
+            if task.executor_id:
+                handle = TaskHandle(task.executor_id, task.ip)
+                work.setdefault(task.node, []).append(lambda executor, handle=handle: executor.stop(handle))  # type: ignore[misc]
+        for node in job_nodes.values():
+            work.setdefault(node, []).append(lambda executor, job_id=job_id: executor.cleanup_job(job_id))  # type: ignore[misc]
+    by_id = {node.pk: node for node in work}
+    for node_id, answers in executors.side_by_side(work, "stop").items():
+        failures = [answer for answer in answers if isinstance(answer, BaseException)]
+        for failure in failures[:3]:
+            log.warning("removing or cleaning up on %s failed: %s", by_id[node_id].name, failure)
+        if failures and (lane := executors.lane_of(by_id[node_id])) is not None:
+            lane.missed_cleanup = True  # (the heartbeat reconciles the node once it answers)

@@ -23,14 +23,16 @@ gets no start at all.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from django.conf import settings
@@ -67,6 +69,8 @@ PROBE_WAIT_S = 0.2
 SLOW_START_S = 60.0
 # A lane's worker thread ends after this long without a call (the next call starts another).
 WORKER_IDLE_S = 60.0
+# At most SIDE_BY_SIDE nodes' lane calls of calls in turn are in flight at once (side_by_side).
+SIDE_BY_SIDE = 32
 
 
 class NodeSilent(ExecutorError):
@@ -168,20 +172,35 @@ class Lane:
         answering = self.answering
         return self.wait(what, self.submit(what, call, deadline), deadline, answering=answering)
 
-    def wait(self, what: str, future: Future[T], deadline: float | None = None, *, answering: bool | None = None) -> T:
+    def wait(
+        self,
+        what: str,
+        future: Future[T],
+        deadline: float | None = None,
+        *,
+        answering: bool | None = None,
+        progress: Callable[[], int] | None = None,
+    ) -> T:
         """A submitted call's result, waited for as `call` says (NodeSilent past the wait); `answering`:
-        whether the lane answered when the call was sent (else now)."""
+        whether the lane answered when the call was sent (else now). `progress`: for calls made in
+        turn (side_by_side), how many have answered: the wait goes on while each answers within it."""
         answering = self.answering if answering is None else answering
         wait = deadline or settings.PAI_NODE_CALL_DEADLINE_SECONDS
         wait = wait if answering else min(wait, PROBE_WAIT_S)
-        try:
-            return future.result(timeout=wait)
-        except FutureTimeout:
-            if answering:
-                self.answering = False
-                self.last_error = [Message.of("node.lane.unanswered", call=what, seconds=number(wait))]
-                log.warning("%s: %s; going on without it", self.label, self.last_error)
-            raise NodeSilent(self.silence()) from None
+        answered = progress() if progress is not None else 0
+        while True:
+            try:
+                return future.result(timeout=wait)
+            except FutureTimeout:
+                if progress is not None and progress() > answered:
+                    answered = progress()
+                    continue
+                break
+        if answering:  # (no answer within the wait)
+            self.answering = False
+            self.last_error = [Message.of("node.lane.unanswered", call=what, seconds=number(wait))]
+            log.warning("%s: %s; going on without it", self.label, self.last_error)
+        raise NodeSilent(self.silence())
 
     def _work(self) -> None:
         while True:
@@ -202,12 +221,15 @@ class Lane:
                     self._answered(what, began, deadline, answered=not self._unreachable(exc), error=error_text(exc))
                 future.set_exception(exc)
             else:
-                lost = isinstance(result, TaskStatus) and result.failure is Failure.NODE_LOST
+                status = _lost_in(result)
                 with self._lock:
                     self._busy_with = ""
-                    said = result.diagnostics if lost else ""
-                    error: Said = [said] if isinstance(said, Message) else said
-                    self._answered(what, began, deadline, answered=not lost, error=error)
+                    if isinstance(result, InTurn) and result.unanswered is not None:
+                        self._answered(what, began, deadline, answered=False, error=error_text(result.unanswered))
+                    else:
+                        said = status.diagnostics if status is not None else ""
+                        error: Said = [said] if isinstance(said, Message) else said
+                        self._answered(what, began, deadline, answered=status is None, error=error)
                 future.set_result(result)
 
     def _answered(self, what: str, began: float, deadline: float, *, answered: bool, error: Said) -> None:
@@ -300,6 +322,95 @@ class Lane:
                     self._abandoned_failures[key] = failure
             if not answered or took <= deadline:  # (a late start says nothing)
                 self._answered("start", began, deadline, answered=answered, error=error)
+
+
+@dataclass
+class InTurn:
+    """What one lane call of several calls in turn gave (side_by_side): each call's result or
+    exception, in order; `unanswered`: the error that meant no answer, after which the rest were
+    not made (each of them has it)."""
+
+    results: list[Any]
+    unanswered: BaseException | None = None
+
+    def answered(self) -> int:
+        return len(self.results)
+
+
+def _lost_in(result: Any) -> TaskStatus | None:
+    """The status that says the node was not reached, in a call's result (a poll's, or polls' in turn)."""
+    statuses = result.results if isinstance(result, InTurn) else [result]
+    return next((s for s in statuses if isinstance(s, TaskStatus) and s.failure is Failure.NODE_LOST), None)
+
+
+def _in_turn(calls: Sequence[Callable[[Executor], Any]], executor: Executor, done: InTurn) -> InTurn:
+    """The calls made one after another, each one's answer added to `done` as it comes; past one
+    that did not reach the engine (an error that means no answer, or a poll that says so), the
+    rest are not made: each has its answer."""
+    for call in calls:
+        try:
+            result = call(executor)
+        except Exception as exc:
+            done.results.append(exc)
+            if _unreachable(exc):
+                done.unanswered = exc
+                break
+            continue
+        done.results.append(result)
+        if _lost_in(result) is not None:
+            break
+    done.results.extend([done.results[-1]] * (len(calls) - len(done.results)) if done.results else [])
+    return done
+
+
+def side_by_side(
+    work: Mapping[Node, Sequence[Callable[[Executor], T]]], what: str
+) -> dict[int, list[T | BaseException]]:
+    """Each node's calls (`work`: each called with the node's executor, in order) as ONE call on
+    its lane, the nodes' sent before they are waited for (SIDE_BY_SIDE in flight at a time): a
+    pass's polls or its removals cost the loop a round trip per SIDE_BY_SIDE nodes, not one per
+    task. By node id, each call's result or the exception it raised. Each call has its own
+    deadline (PAI_NODE_CALL_DEADLINE_SECONDS, as when made alone): one that does not answer
+    within it, and those after it, are NodeSilent (all of a node's when its lane was busy); after
+    one that did not reach the engine, the rest have its answer (not made). A node whose executor
+    talks to no engine has its calls made here, one after another."""
+    results: dict[int, list[T | BaseException]] = {}
+    waiting: list[tuple[Node, Lane, Future[InTurn], InTurn, bool, int]] = []
+    deadline = settings.PAI_NODE_CALL_DEADLINE_SECONDS
+    for node, calls in work.items():
+        if not calls:
+            continue
+        if len(waiting) >= SIDE_BY_SIDE:  # (more at once only queue on the one interpreter: late answers)
+            _wait_for(waiting, what, results)
+        executor = node_executor(node)
+        if not isinstance(executor, Bulkheaded):
+            results[node.pk] = _in_turn(calls, executor, InTurn([])).results
+            continue
+        lane, bare, done = executor.lane, executor.executor, InTurn([])
+        answering = lane.answering
+        try:
+            # (an answer counts as the node's when it came within its calls' deadlines added up)
+            future = lane.submit(what, functools.partial(_in_turn, calls, bare, done), deadline * len(calls))
+        except NodeSilent as silent:
+            results[node.pk] = [silent] * len(calls)
+            continue
+        waiting.append((node, lane, future, done, answering, len(calls)))
+    _wait_for(waiting, what, results)
+    return results
+
+
+def _wait_for(
+    waiting: list[tuple[Node, Lane, Future[InTurn], InTurn, bool, int]],
+    what: str,
+    results: dict[int, list[Any]],
+) -> None:
+    for node, lane, future, done, answering, count in waiting:
+        try:
+            results[node.pk] = lane.wait(what, future, answering=answering, progress=done.answered).results
+        except NodeSilent as silent:
+            answered = list(done.results[:count])  # (those that answered in time are answers)
+            results[node.pk] = answered + [silent] * (count - len(answered))
+    waiting.clear()
 
 
 def _unreachable(exc: BaseException) -> bool:

@@ -8,6 +8,7 @@ import logging
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -15,7 +16,7 @@ from django.utils import timezone
 
 from catalogue import Message, joined
 from catalogue.reasons import Reason
-from clusters.executors.base import Executor, Failure, TaskStatus
+from clusters.executors.base import Executor, Failure, RunningTask, TaskStatus
 from clusters.models import Node, down_reason_fields
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
@@ -67,8 +68,15 @@ def reconcile(backends: Backends) -> set[tuple[int, int]]:
     by_node: dict[int, list[Task]] = {}
     for task in _active_tasks(Task.objects.filter(node__isnull=False)):
         by_node.setdefault(task.node_id, []).append(task)  # type: ignore[arg-type]
-    for node in Node.objects.all():
-        unstarted |= {(task.pk, task.attempt) for task in reconcile_node(node, by_node.get(node.pk, []))}
+    # Each node's listing and its leftovers', side by side (at 500 nodes, one after another, they
+    # were most of a restart's first pass); starts running past their deadline read first.
+    every = list(Node.objects.all())
+    starting = {node.pk: _starting(node) for node in every}
+    held = executors.side_by_side({node: [_list_running] for node in every}, "list_running")
+    leftovers = executors.side_by_side({node: [_leftover_jobs] for node in every}, "leftover_jobs")
+    for node in every:
+        listed = Listed(starting[node.pk], held[node.pk][0], leftovers[node.pk][0])
+        unstarted |= {(task.pk, task.attempt) for task in reconcile_node(node, by_node.get(node.pk, []), listed)}
     # (only jobs with an ended task can have an outcome: not one look per running job, 10,000 at scale)
     ended = (TaskState.SUCCEEDED, TaskState.FAILED)
     for job in Job.objects.filter(state=JobState.RUNNING, tasks__state__in=ended).distinct():
@@ -81,15 +89,44 @@ def _active_tasks(tasks: QuerySet[Task]) -> QuerySet[Task]:
     return tasks.filter(state=TaskState.RUNNING, job__state=JobState.RUNNING).select_related("job", "node").order_by()
 
 
-def reconcile_node(node: Node, active: list[Task] | None = None) -> list[Task]:
+@dataclass(frozen=True)
+class Listed:
+    """What a node was asked before its reconcile (reconcile asks every node's side by side): the
+    starts running on it then, its running tasks, its jobs' leftovers (or what each call raised)."""
+
+    starting: set[str]
+    running: list[RunningTask] | BaseException
+    leftovers: set[int] | BaseException
+
+
+def _starting(node: Node) -> set[str]:
+    """The node's starts running past their deadline: their tasks are neither adopted nor started again yet."""
+    executor = executors.node_executor(node)
+    return executor.lane.starting() if isinstance(executor, executors.Bulkheaded) else set()
+
+
+def _list_running(executor: Executor) -> list[RunningTask]:
+    return executor.list_running()
+
+
+def _leftover_jobs(executor: Executor) -> set[int]:
+    return executor.leftover_jobs()
+
+
+def reconcile_node(node: Node, active: list[Task] | None = None, listed: Listed | None = None) -> list[Task]:
     """Adopt this node's unrecorded starts and remove its orphans; returns the tasks claimed for
     it that it does not run (never started). `active`: its tasks that should be running, when
-    the caller read them already (reconcile reads every node's at once)."""
+    the caller read them already (reconcile reads every node's at once); `listed`: what the
+    node said, when the caller asked it already (else it is asked here)."""
     executor = executors.node_executor(node)
-    # Starts running past their deadline: their tasks are neither adopted nor started again yet.
-    starting = executor.lane.starting() if isinstance(executor, executors.Bulkheaded) else set()
+    starting = listed.starting if listed is not None else _starting(node)
     try:
-        held = executor.list_running()
+        if listed is None:
+            held = executor.list_running()
+        elif isinstance(listed.running, BaseException):
+            raise listed.running
+        else:
+            held = listed.running
     except Exception as exc:  # an unreachable engine: its tasks are polled (and lost) later
         log.warning("reconcile: node %s unreachable: %s", node.name, exc)
         if (lane := executors.lane_of(node)) is not None:
@@ -123,16 +160,22 @@ def reconcile_node(node: Node, active: list[Task] | None = None) -> list[Task]:
             log.info("reconcile: removing orphan %s %s", running.handle.executor_id, running.labels)
             executors.node_executor(node).stop(running.handle)
             orphaned_jobs.add(running.labels.get("pai.job-id", ""))
-    _sweep_leftovers(node, executor, {int(i) for i in orphaned_jobs if i.isdigit()})
+    orphans = {int(i) for i in orphaned_jobs if i.isdigit()}
+    _sweep_leftovers(node, executor, orphans, listed.leftovers if listed is not None else None)
     return never_started
 
 
-def _sweep_leftovers(node: Node, executor: Executor, orphaned_jobs: set[int]) -> None:
+def _sweep_leftovers(
+    node: Node, executor: Executor, orphaned_jobs: set[int], listed: set[int] | BaseException | None = None
+) -> None:
     """The node-side leftovers (networks) of jobs that no longer run on the node: those of its
     orphans, and every one it holds (a clean-up that failed or ran past its deadline, one that a
-    crash never sent). One that fails again is tried again at the next reconcile of the node."""
+    crash never sent; `listed`: as the caller asked it already). One that fails again is tried
+    again at the next reconcile of the node."""
     try:
-        jobs = orphaned_jobs | executor.leftover_jobs()
+        if isinstance(listed, BaseException):
+            raise listed
+        jobs = orphaned_jobs | (listed if listed is not None else executor.leftover_jobs())
     except Exception as exc:
         log.warning("reconcile: cannot list %s's leftovers: %s", node.name, exc)
         return

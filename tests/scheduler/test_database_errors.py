@@ -85,15 +85,20 @@ def instant_tasks(process_node, monkeypatch) -> InstantTasks:
 @pytest.fixture
 def end_task_refused_once(monkeypatch) -> list[str]:
     """The first exit's write fails as it did when the server closed the connection."""
-    real_end_task, refused = lifecycle.end_task, list[str]()
+    refused = list[str]()
 
-    def end_task(*args, **kwargs):
-        if not refused:
-            refused.append("refused")
-            raise OperationalError("consuming input failed: server closed the connection unexpectedly")
-        return real_end_task(*args, **kwargs)
+    def refusing_once(real):
+        def write(*args, **kwargs):
+            if not refused:
+                refused.append("refused")
+                raise OperationalError("consuming input failed: server closed the connection unexpectedly")
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(lifecycle, "end_task", end_task)
+        return write
+
+    # (one exit by itself, or a pass's exits together)
+    monkeypatch.setattr(lifecycle, "end_task", refusing_once(lifecycle.end_task))
+    monkeypatch.setattr(lifecycle, "end_tasks", refusing_once(lifecycle.end_tasks))
     return refused
 
 
@@ -154,15 +159,15 @@ def test_a_job_whose_own_share_keeps_raising_a_database_error_fails_alone(user, 
     """While the connection answers, the same job's database error pass after pass is its own (a
     value past a database limit): it fails alone, and the others end as they should."""
     create_jobs(user, ["poison", "after"])
-    real_record_exit, raised = ending.record_exit, list[int]()
+    real_decide_exit, raised = ending.decide_exit, list[int]()
 
-    def record_exit(task, *args, **kwargs):
+    def decide_exit(task, *args, **kwargs):
         if task.job.name == "poison":
             raised.append(task.pk)
             raise OperationalError("index row size 2720 exceeds btree version 4 maximum 2704")
-        return real_record_exit(task, *args, **kwargs)
+        return real_decide_exit(task, *args, **kwargs)
 
-    monkeypatch.setattr(ending, "record_exit", record_exit)
+    monkeypatch.setattr(ending, "decide_exit", decide_exit)
     run_passes(Scheduler(holder="test-scheduler"), all_final)
     poison, after = Job.objects.get(name="poison"), Job.objects.get(name="after")
     assert (poison.state, poison.exit_code) == (JobState.FAILED, ExitCode.CONTAINER_START_FAILED)
@@ -205,7 +210,7 @@ def connection_sweeps() -> Iterator[list[int]]:
                 if row and row[0] >= next_sweep:
                     count = admin.execute(terminate).fetchone()
                     killed.append(count[0] if count else 0)
-                    next_sweep = row[0] + random.randint(5, 15)
+                    next_sweep = row[0] + random.randint(1, 5)
                 time.sleep(0.01)
 
         thread = threading.Thread(target=sweep, daemon=True)
@@ -224,5 +229,7 @@ def test_killing_the_portals_postgresql_connections_while_jobs_end_fails_no_job(
     create_jobs(user, [f"ending-{i}" for i in range(JOBS)])
     run_passes(Scheduler(holder="test-scheduler"), all_final, timeout=120)
     killed = connection_sweeps
-    assert sum(killed) >= 10, killed  # the scheduler's connection, killed again and again
+    # The scheduler's connection, killed again and again (a pass records its exits together: the
+    # progress the sweeps follow moves in a few large steps, each of them a sweep at most).
+    assert sum(killed) >= 3, killed
     assert_each_exit_recorded_once()

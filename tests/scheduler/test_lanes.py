@@ -361,3 +361,42 @@ def test_it_gives_a_lane_only_to_nodes_whose_executor_calls_an_engine(process_no
     engine_node = Node.objects.create(name="engine", executor="docker", address="10.0.0.9", cpus=8, memory_mb=8192)
     assert executors.lane_of(process_node) is None
     assert executors.lane_of(engine_node) is not None
+
+
+class Slow(Executor):
+    """An engine whose calls each take `seconds[i]` (called in turn by side_by_side)."""
+
+    calls_an_engine = True
+
+    def __init__(self, seconds: list[float]) -> None:
+        self.seconds = seconds
+
+    def ping(self) -> None:
+        time.sleep(self.seconds.pop(0))
+
+    start = poll = stop = list_running = None  # type: ignore[assignment]  # (never called)
+
+
+def pinged(executor: Executor) -> str:
+    executor.ping()
+    return "answer"
+
+
+def test_calls_in_turn_on_a_lane_each_have_their_own_deadline(deadline, monkeypatch):
+    """A node's polls sent as one lane call: three that each answer within a call's deadline are
+    answers, although together they take longer than one; past one that does not answer in time,
+    the calls answered are kept and the rest are the node's silence."""
+    node = Node(pk=1, name="slow", executor="docker")
+    answering = Bulkheaded(Slow([DEADLINE_S * 0.6] * 3), Lane("slow"))
+    monkeypatch.setattr(executors, "node_executor", lambda node: answering)
+    results = executors.side_by_side({node: [pinged] * 3}, "ping")
+    assert results == {1: ["answer"] * 3}
+    assert answering.lane.answering
+
+    hanging = Bulkheaded(Slow([0.01, DEADLINE_S * 4, 0.01]), Lane("hanging"))
+    monkeypatch.setattr(executors, "node_executor", lambda node: hanging)
+    results = executors.side_by_side({node: [pinged] * 3}, "ping")
+    assert results[1][0] == "answer"
+    assert [type(result) for result in results[1][1:]] == [NodeSilent, NodeSilent]
+    assert not hanging.lane.answering
+    until(lambda: not hanging.lane.busy())

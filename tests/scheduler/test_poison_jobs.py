@@ -150,12 +150,12 @@ def test_a_job_whose_claim_raises_waits_saying_why_while_the_next_runs(submit, r
 
 
 def test_a_job_whose_exit_cannot_be_recorded_fails_alone(submit, run_until, poison):
-    poison(ending, "record_exit", lambda task, *rest: task.job)
+    poison(ending, "decide_exit", lambda task, *rest: task.job)
     assert_fails_alone(submit, run_until)
 
 
 def test_a_job_whose_completion_policy_raises_fails_alone(submit, run_until, poison):
-    poison(ending, "apply_completion_policy", lambda job, *rest: job)
+    poison(ending, "job_completion", lambda job, *rest: job)
     assert_fails_alone(submit, run_until)
 
 
