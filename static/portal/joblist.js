@@ -14,11 +14,20 @@
       if (!response.ok) return;
       const data = await response.json();
       for (const [id, state] of Object.entries(data.states)) {
-        const badge = table.querySelector('tr[data-job-id="' + id + '"] [data-state]');
+        const row = table.querySelector('tr[data-job-id="' + id + '"]');
+        const badge = row && row.querySelector("[data-state]");
         if (badge && badge.dataset.value !== state) {
           badge.dataset.value = state;
           badge.className = "state state-" + state.toLowerCase();
           badge.textContent = data.labels[state] || state;
+          if (state !== "WAITING") {
+            // A job that no longer waits has no expected start and no reason to wait (as the page
+            // renders it): the cells it had while waiting would say it still does.
+            row.querySelectorAll("td.expected-start, td.why").forEach((cell) => {
+              cell.textContent = "";
+              cell.removeAttribute("title");
+            });
+          }
         }
       }
       let total = 0;

@@ -190,6 +190,7 @@ def test_the_list_updates_states_and_counts_without_reloading(page, login, user,
     expect(badge).to_have_text("Waiting")
     set_state(jobs[0], "RUNNING")
     expect(badge).to_have_text("Running")
+    expect(page.locator(f'tr[data-job-id="{jobs[0].pk}"] td.expected-start')).to_have_text("")
     expect(page.locator('[data-count-state="RUNNING"] .count-value')).to_have_text("2")
     assert page.evaluate("window.notReloaded") is True
     screenshot("job-list")
