@@ -58,8 +58,9 @@ UNKNOWN_TOTAL = 2**62  # a node total nobody told us: never the reason a job "ca
 # Expected starts are worked out for this many jobs at the head of each VC's queue; later ones are
 # unknown (Slurm's backfill also looks only so deep: bf_max_job_test). Keeps a pass's cost bounded.
 ESTIMATED_DEPTH = 100
-# The start plan works a kept reservation out again (where it may have moved sooner) at most this many
-# times; past that it keeps it where it was (the pass's cost bounded, as bf_max_job_test bounds Slurm's).
+# The start plan works a kept reservation out again (where it may have moved sooner, or where a later
+# job could start but for it) at most this many times a plan; past that it keeps it where it was (the
+# pass's cost bounded, as bf_max_job_test bounds Slurm's).
 REWORKED_RESERVATIONS = 10
 
 
@@ -557,8 +558,10 @@ class _Backfiller:
         head = self.as_kept.get(job.vc)
         if head is None or _quota_refusal(self.vcs[job.vc], used, need) is not None:
             return False
-        if not self.cluster.could_hold(job, need):
-            return False
+        assert self.plan is not None
+        if self.plan.rework_left <= 0 or not self.cluster.could_hold(job, need):
+            return False  # (out of reworks: the reservation stands as kept, as `reserve` leaves it)
+        self.plan.rework_left -= 1
         del self.as_kept[job.vc]
         first, first_need, reservations = head
         found = self._first_start(first, first_need, used)
