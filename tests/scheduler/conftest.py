@@ -32,6 +32,17 @@ def process_node(db, settings, tmp_path):
 
 
 @pytest.fixture
+def quiet_engines(monkeypatch):
+    """Every node's engine answers at once and runs nothing."""
+    from bench.scheduler_scale import InstantExecutor
+    from scheduling import executors
+
+    engine = InstantExecutor()
+    monkeypatch.setattr(executors, "node_executor", lambda node: engine)
+    return engine
+
+
+@pytest.fixture
 def scheduler():
     return Scheduler(holder="test-scheduler")
 

@@ -9,20 +9,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from bench.scheduler_scale import InstantExecutor
 from clusters.models import Node
 from scheduling import executors, nodes
 from scheduling.backends import Backends
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def quiet_engines(monkeypatch):
-    """Every node's engine answers at once and runs nothing."""
-    engine = InstantExecutor()
-    monkeypatch.setattr(executors, "node_executor", lambda node: engine)
-    return engine
 
 
 def add_nodes(count: int) -> None:

@@ -10,21 +10,13 @@ from django.db.models import Count, Max
 from django.db.models.functions import Coalesce
 from django.db.models.sql import compiler
 
-from bench.scheduler_scale import InstantExecutor
 from clusters.models import Node, VirtualCluster
 from jobs.models import Job, JobState, Task, TaskState
-from scheduling import executors, quota
+from scheduling import quota
 from scheduling.scheduler import Scheduler
 from tests.factories import create_job
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def quiet_engines(monkeypatch):
-    engine = InstantExecutor()
-    monkeypatch.setattr(executors, "node_executor", lambda node: engine)
-    return engine
 
 
 def test_it_compiles_no_sql_in_an_idle_pass(quiet_engines, monkeypatch):
