@@ -37,6 +37,7 @@ from scheduling import executors, nodes
 from scheduling import launch as launch_builder
 from scheduling.ending import FailedStart
 from scheduling.exits import platform_exit_code
+from scheduling.guard import DATABASE_ERRORS, share_done, stops_the_pass
 from scheduling.recent_trouble import RecentTrouble
 from scheduling.storage_gate import MountFailures
 
@@ -155,14 +156,20 @@ class Starter:
     @contextmanager
     def job_alone(self, job: Job, tasks: list[Task]) -> Iterator[None]:
         """One job's share of the phase: an exception there fails the start of that job's tasks
-        alone (each handed to the next ending phase, as any failed start), not the pass."""
+        alone (each handed to the next ending phase, as any failed start), not the pass. A database
+        error is not the job's (scheduling.guard): it stops the pass, and the tasks stay claimed,
+        unstarted, for the next pass's reconcile to start (or adopt: never started twice)."""
         try:
             yield
         except Exception as exc:
+            if stops_the_pass(job.pk, exc):
+                raise
             handed = {failed.task.pk for failed in self.failed_starts}
             for task in tasks:
                 if task.pk not in handed:
                     self.failed(job, task, exc)
+        else:
+            share_done(job.pk)
 
     def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -205,6 +212,8 @@ class Starter:
             try:
                 launch = launch_builder.build_launch(job, task, everyone, secrets)
             except Exception as exc:
+                if stops_the_pass(job.pk, exc):
+                    raise  # (the job's other tasks are not started either: the next pass starts them all)
                 self.failed(job, task, exc)
                 continue
             task.log_path = str(launch.log_path)
@@ -228,15 +237,25 @@ class Starter:
             if not isinstance(outcome, Exception):
                 handle, when = outcome
                 started.append((task, handle.executor_id, handle.ip, task.node.name if task.node else "", when))
+        # (Should this write fail, the pass stops: the next one's reconcile adopts what started.)
         lifecycle.record_tasks_started(started)
+        database_error, stops = None, dict[int, bool]()
         for job, task, outcome in results:
-            if isinstance(outcome, executors.StartPending):
+            if isinstance(outcome, DATABASE_ERRORS) and stops.setdefault(job.pk, stops_the_pass(job.pk, outcome)):
+                # Not the task's start failing but the database under it (on the start's thread):
+                # the task stays claimed, and the pass stops once the others are recorded; the
+                # next pass's reconcile adopts it or starts it (never twice).
+                log.warning("%s: the database failed during its start: %s", task, outcome)
+                database_error = database_error or outcome
+            elif isinstance(outcome, executors.StartPending):
                 # Its outcome is unknown: the task stays claimed; once the start ends, the next
                 # pass's reconcile of the node adopts its container or starts it (never twice).
                 # On a node that answers, a start past its deadline is a busy node's ordinary one.
                 log.log(logging.INFO if outcome.node_answering else logging.WARNING, "%s: %s", task, outcome)
             elif isinstance(outcome, Exception):
                 self.failed(job, task, outcome)
+        if database_error is not None:
+            raise database_error
 
     def failed(self, job: Job, task: Task, exc: Exception) -> None:
         """Record a task that could not start, for the next ending phase: an ExecutorError says
