@@ -130,10 +130,25 @@ class Starter:
                 by_job[task.job_id].append(task)
         starts = []
         for tasks in by_job.values():
-            with self.job_alone(tasks[0].job, tasks):
-                starts.append((tasks[0].job, self.launches(tasks[0].job, tasks)))
+            job, everyone = tasks[0].job, None
+            with self.job_alone(job, tasks):
+                if any(not task.ip for task in tasks):
+                    tasks, everyone = self.addresses_again(job, tasks)
+                starts.append((job, self.launches(job, tasks, everyone)))
         self.start_side_by_side(starts)
         return bool(by_job)
+
+    def addresses_again(self, job: Job, tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+        """Claimed tasks whose addresses were never recorded (the pass that claimed them stopped
+        first: a database error, a crash) are given them again, the same ones (a node's executor
+        gives a job's tasks the same addresses on every call), before any of them is built a launch
+        (host lists): the tasks that may start, and all the job's tasks with those addresses."""
+        everyone = list(job.tasks.all())
+        ready = {task.pk: task for task in self.assign_addresses(job, [t for t in tasks if not t.ip], everyone)}
+        for task in everyone:
+            if task.pk in ready:
+                task.ip = ready[task.pk].ip
+        return [task for task in tasks if task.ip], everyone
 
     def start_claimed(self, batch: list[tuple[Job, list[Task]]]) -> None:
         """Start the tasks of jobs just claimed on the portal's nodes: their addresses first (host
@@ -171,15 +186,16 @@ class Starter:
         else:
             share_done(job.pk)
 
-    def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
+    def assign_addresses(self, job: Job, tasks: list[Task], everyone: list[Task] | None = None) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
-        Returns the tasks that may start; a node that cannot prepare the job fails its tasks."""
+        Returns the tasks that may start; a node that cannot prepare the job fails its tasks.
+        `everyone`: all the job's tasks, where `tasks` are not (whether the job spans nodes)."""
         per_node: dict[int, list[Task]] = defaultdict(list)
         for task in tasks:
             if task.node_id is not None:
                 per_node[task.node_id].append(task)
         ready = []
-        host_network = launch_builder.spans_nodes(tasks)
+        host_network = launch_builder.spans_nodes(everyone if everyone is not None else tasks)
         for node_tasks in per_node.values():
             node = node_tasks[0].node
             assert node is not None

@@ -24,15 +24,16 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.models import VirtualCluster
 from jobs import lifecycle
-from jobs.models import Job, JobEvent, JobState, TaskAttempt
+from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
 from jobs.states import FINISHED_JOB_STATES
 from scheduling import ending, executors
 from scheduling import launch as launch_builder
 from scheduling.guard import OWN_DATABASE_ERRORS
 from scheduling.scheduler import Scheduler
-from tests.factories import create_jobs
+from tests.factories import create_jobs, normalized_spec
 
 JOBS = 100
 
@@ -210,6 +211,37 @@ def test_a_database_error_before_a_start_is_retried_with_the_pass_not_charged_to
     assert refused == ["refused"]
     assert_each_exit_recorded_once()
     assert sorted(instant_tasks.starts) == ["lucky", "neighbour"]
+
+
+def test_tasks_whose_addresses_the_database_did_not_record_start_with_the_same_addresses_after_it(
+    user, instant_tasks, monkeypatch
+):
+    """The pass stopped between asking the node for the job's addresses and recording them: the
+    next one asks again, and every task starts with its own address and its job-mates' (host lists)."""
+    addresses = {("worker", 0): "10.7.0.2", ("worker", 1): "10.7.0.3"}
+    monkeypatch.setattr(instant_tasks, "job_network", lambda job_id, job_name, tasks: {t: addresses[t] for t in tasks})
+    launches, real_start = list[TaskLaunch](), instant_tasks.start
+
+    def start(launch: TaskLaunch) -> TaskHandle:
+        launches.append(launch)
+        return real_start(launch)
+
+    monkeypatch.setattr(instant_tasks, "start", start)
+    refused = refuse_first_call(monkeypatch, lifecycle, "set_task_launches")
+    job = Job.objects.create(
+        owner=user,
+        name="pair",
+        spec=normalized_spec("pair", {"worker": 2}),
+        virtual_cluster=VirtualCluster.objects.get_or_create(name="default")[0],
+    )
+    Task.objects.bulk_create([Task(job=job, role="worker", index=index) for index in (0, 1)])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert refused == ["refused"]
+    assert Job.objects.get().state == JobState.SUCCEEDED
+    assert sorted((launch.index, launch.ip) for launch in launches) == [(0, "10.7.0.2"), (1, "10.7.0.3")]
+    for launch in launches:
+        assert (launch.env["PAI_HOST_IP_worker_0"], launch.env["PAI_HOST_IP_worker_1"]) == ("10.7.0.2", "10.7.0.3")
+    assert sorted(Task.objects.values_list("ip", flat=True)) == ["10.7.0.2", "10.7.0.3"]
 
 
 def test_a_task_started_whose_start_the_database_did_not_record_is_adopted_not_started_again(
