@@ -183,8 +183,6 @@ class Starter:
             for task in tasks:
                 if task.pk not in handed:
                     self.failed(job, task, exc)
-        else:
-            share_done(job.pk)
 
     def assign_addresses(self, job: Job, tasks: list[Task], everyone: list[Task] | None = None) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
@@ -255,9 +253,11 @@ class Starter:
                 started.append((task, handle.executor_id, handle.ip, task.node.name if task.node else "", when))
         # (Should this write fail, the pass stops: the next one's reconcile adopts what started.)
         lifecycle.record_tasks_started(started)
-        database_error, stops = None, dict[int, bool]()
+        database_error, stops = None, dict[int, bool]()  # (judged once a job)
         for job, task, outcome in results:
-            if isinstance(outcome, DATABASE_ERRORS) and stops.setdefault(job.pk, stops_the_pass(job.pk, outcome)):
+            if isinstance(outcome, DATABASE_ERRORS) and job.pk not in stops:
+                stops[job.pk] = stops_the_pass(job.pk, outcome)
+            if isinstance(outcome, DATABASE_ERRORS) and stops[job.pk]:
                 # Not the task's start failing but the database under it (on the start's thread):
                 # the task stays claimed, and the pass stops once the others are recorded; the
                 # next pass's reconcile adopts it or starts it (never twice).
@@ -270,6 +270,8 @@ class Starter:
                 log.log(logging.INFO if outcome.node_answering else logging.WARNING, "%s: %s", task, outcome)
             elif isinstance(outcome, Exception):
                 self.failed(job, task, outcome)
+        for job_id in {job.pk for job, _, _ in results} - stops.keys():
+            share_done(job_id)  # (its share, launches and starts, ran without a database error)
         if database_error is not None:
             raise database_error
 

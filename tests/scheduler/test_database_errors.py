@@ -288,6 +288,31 @@ def test_a_job_whose_launch_keeps_raising_a_database_error_fails_alone_as_a_star
     assert after.state == JobState.SUCCEEDED
 
 
+def test_a_job_whose_starts_keep_raising_a_database_error_fails_alone_after_as_many_passes(
+    user, instant_tasks, monkeypatch
+):
+    """Judged once a pass for the job, however many of its tasks' starts raised it."""
+    job = Job.objects.create(
+        owner=user,
+        name="poison",
+        spec=normalized_spec("poison", {"worker": 2}),
+        virtual_cluster=VirtualCluster.objects.get_or_create(name="default")[0],
+    )
+    Task.objects.bulk_create([Task(job=job, role="worker", index=index) for index in (0, 1)])
+    raised = list[int]()
+
+    def start(launch: TaskLaunch) -> TaskHandle:
+        raised.append(launch.index)
+        raise OperationalError("value too long for type character varying(255)")
+
+    monkeypatch.setattr(instant_tasks, "start", start)
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    job.refresh_from_db()
+    assert (job.state, job.exit_code) == (JobState.FAILED, ExitCode.CONTAINER_START_FAILED)
+    assert "value too long" in job.exit_diagnostics
+    assert sorted(raised) == sorted([0, 1] * OWN_DATABASE_ERRORS)
+
+
 # --- the portal's PostgreSQL connections killed while jobs end -----------------------------------
 
 
