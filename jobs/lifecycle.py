@@ -305,9 +305,11 @@ def release_held(job_ids: list[int]) -> bool:
 
 def set_task_launches(tasks: list[Task]) -> None:
     """Where the tasks about to start will be reached (ip) and log (log_path), recorded before
-    the executor starts them, so a page or a reconcile after a crash finds both."""
-    for task in tasks:
-        Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
+    the executor starts them, so a page or a reconcile after a crash finds both (all of them or
+    none: a claimed task without an address is given its job's addresses again)."""
+    with transaction.atomic():
+        for task in tasks:
+            Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
 
 
 def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) -> None:

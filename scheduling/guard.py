@@ -12,6 +12,8 @@ timeout). It stops the pass instead; the loop closes the connection and runs the
 short wait (Scheduler.run_pass), and the job's share is done then, once. Only when the same job's
 share raises one OWN_DATABASE_ERRORS times running while the connection still answers is the error
 its own (a value past a database limit): then it fails alone, so that no job can stop every pass.
+The starting phase judges the database errors of its own shares the same way (`stops_the_pass`): a
+start the database cut short is no failed start; the task stays claimed for the next pass.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def job_guard(job_id: int, backends: Backends, doing: str, *, task_id: int | Non
     try:
         yield
     except Exception as exc:
-        if isinstance(exc, DATABASE_ERRORS) and not _own_database_error(job_id):
+        if stops_the_pass(job_id, exc):
             raise
         log.exception("job %s: could not %s; that job alone is failed", job_id, doing)
         try:
@@ -62,7 +64,26 @@ def job_guard(job_id: int, backends: Backends, doing: str, *, task_id: int | Non
                 raise  # (its failure is recorded when the pass runs again)
             log.exception("job %s: recording its failure failed too", job_id)
     else:
-        _database_errors.pop(job_id, None)
+        share_done(job_id)
+
+
+def stops_the_pass(job_id: int, exc: BaseException) -> bool:
+    """Whether an exception raised in this job's share stops the pass (a database error not the
+    job's own: see the module) instead of failing the job alone. Judged once, where it was first
+    caught: a share nested in another (a start within a launch) does not count it twice."""
+    if not isinstance(exc, DATABASE_ERRORS):
+        return False
+    if getattr(exc, "pai_stops_the_pass", False):
+        return True
+    if _own_database_error(job_id):
+        return False
+    exc.pai_stops_the_pass = True  # type: ignore[union-attr]
+    return True
+
+
+def share_done(job_id: int) -> None:
+    """This job's share ran without a database error: the count towards its own starts again."""
+    _database_errors.pop(job_id, None)
 
 
 def _own_database_error(job_id: int) -> bool:

@@ -37,6 +37,7 @@ from scheduling import executors, nodes
 from scheduling import launch as launch_builder
 from scheduling.ending import FailedStart
 from scheduling.exits import platform_exit_code
+from scheduling.guard import DATABASE_ERRORS, share_done, stops_the_pass
 from scheduling.recent_trouble import RecentTrouble
 from scheduling.storage_gate import MountFailures
 
@@ -129,10 +130,25 @@ class Starter:
                 by_job[task.job_id].append(task)
         starts = []
         for tasks in by_job.values():
-            with self.job_alone(tasks[0].job, tasks):
-                starts.append((tasks[0].job, self.launches(tasks[0].job, tasks)))
+            job, everyone = tasks[0].job, None
+            with self.job_alone(job, tasks):
+                if any(not task.ip for task in tasks):
+                    tasks, everyone = self.addresses_again(job, tasks)
+                starts.append((job, self.launches(job, tasks, everyone)))
         self.start_side_by_side(starts)
         return bool(by_job)
+
+    def addresses_again(self, job: Job, tasks: list[Task]) -> tuple[list[Task], list[Task]]:
+        """Claimed tasks whose addresses were never recorded (the pass that claimed them stopped
+        first: a database error, a crash) are given them again, the same ones (a node's executor
+        gives a job's tasks the same addresses on every call), before any of them is built a launch
+        (host lists): the tasks that may start, and all the job's tasks with those addresses."""
+        everyone = list(job.tasks.all())
+        ready = {task.pk: task for task in self.assign_addresses(job, [t for t in tasks if not t.ip], everyone)}
+        for task in everyone:
+            if task.pk in ready:
+                task.ip = ready[task.pk].ip
+        return [task for task in tasks if task.ip], everyone
 
     def start_claimed(self, batch: list[tuple[Job, list[Task]]]) -> None:
         """Start the tasks of jobs just claimed on the portal's nodes: their addresses first (host
@@ -155,24 +171,29 @@ class Starter:
     @contextmanager
     def job_alone(self, job: Job, tasks: list[Task]) -> Iterator[None]:
         """One job's share of the phase: an exception there fails the start of that job's tasks
-        alone (each handed to the next ending phase, as any failed start), not the pass."""
+        alone (each handed to the next ending phase, as any failed start), not the pass. A database
+        error is not the job's (scheduling.guard): it stops the pass, and the tasks stay claimed,
+        unstarted, for the next pass's reconcile to start (or adopt: never started twice)."""
         try:
             yield
         except Exception as exc:
+            if stops_the_pass(job.pk, exc):
+                raise
             handed = {failed.task.pk for failed in self.failed_starts}
             for task in tasks:
                 if task.pk not in handed:
                     self.failed(job, task, exc)
 
-    def assign_addresses(self, job: Job, tasks: list[Task]) -> list[Task]:
+    def assign_addresses(self, job: Job, tasks: list[Task], everyone: list[Task] | None = None) -> list[Task]:
         """Ask each node's executor for the tasks' addresses before any starts (host lists).
-        Returns the tasks that may start; a node that cannot prepare the job fails its tasks."""
+        Returns the tasks that may start; a node that cannot prepare the job fails its tasks.
+        `everyone`: all the job's tasks, where `tasks` are not (whether the job spans nodes)."""
         per_node: dict[int, list[Task]] = defaultdict(list)
         for task in tasks:
             if task.node_id is not None:
                 per_node[task.node_id].append(task)
         ready = []
-        host_network = launch_builder.spans_nodes(tasks)
+        host_network = launch_builder.spans_nodes(everyone if everyone is not None else tasks)
         for node_tasks in per_node.values():
             node = node_tasks[0].node
             assert node is not None
@@ -205,6 +226,8 @@ class Starter:
             try:
                 launch = launch_builder.build_launch(job, task, everyone, secrets)
             except Exception as exc:
+                if stops_the_pass(job.pk, exc):
+                    raise  # (the job's other tasks are not started either: the next pass starts them all)
                 self.failed(job, task, exc)
                 continue
             task.log_path = str(launch.log_path)
@@ -228,15 +251,29 @@ class Starter:
             if not isinstance(outcome, Exception):
                 handle, when = outcome
                 started.append((task, handle.executor_id, handle.ip, task.node.name if task.node else "", when))
+        # (Should this write fail, the pass stops: the next one's reconcile adopts what started.)
         lifecycle.record_tasks_started(started)
+        database_error, stops = None, dict[int, bool]()  # (judged once a job)
         for job, task, outcome in results:
-            if isinstance(outcome, executors.StartPending):
+            if isinstance(outcome, DATABASE_ERRORS) and job.pk not in stops:
+                stops[job.pk] = stops_the_pass(job.pk, outcome)
+            if isinstance(outcome, DATABASE_ERRORS) and stops[job.pk]:
+                # Not the task's start failing but the database under it (on the start's thread):
+                # the task stays claimed, and the pass stops once the others are recorded; the
+                # next pass's reconcile adopts it or starts it (never twice).
+                log.warning("%s: the database failed during its start: %s", task, outcome)
+                database_error = database_error or outcome
+            elif isinstance(outcome, executors.StartPending):
                 # Its outcome is unknown: the task stays claimed; once the start ends, the next
                 # pass's reconcile of the node adopts its container or starts it (never twice).
                 # On a node that answers, a start past its deadline is a busy node's ordinary one.
                 log.log(logging.INFO if outcome.node_answering else logging.WARNING, "%s: %s", task, outcome)
             elif isinstance(outcome, Exception):
                 self.failed(job, task, outcome)
+        for job_id in {job.pk for job, _, _ in results} - stops.keys():
+            share_done(job_id)  # (its share, launches and starts, ran without a database error)
+        if database_error is not None:
+            raise database_error
 
     def failed(self, job: Job, task: Task, exc: Exception) -> None:
         """Record a task that could not start, for the next ending phase: an ExecutorError says

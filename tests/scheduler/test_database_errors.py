@@ -24,14 +24,16 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.models import VirtualCluster
 from jobs import lifecycle
-from jobs.models import Job, JobEvent, JobState, TaskAttempt
+from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
 from jobs.states import FINISHED_JOB_STATES
 from scheduling import ending, executors
+from scheduling import launch as launch_builder
 from scheduling.guard import OWN_DATABASE_ERRORS
 from scheduling.scheduler import Scheduler
-from tests.factories import create_jobs
+from tests.factories import create_jobs, normalized_spec
 
 JOBS = 100
 
@@ -176,18 +178,158 @@ def test_a_job_whose_own_share_keeps_raising_a_database_error_fails_alone(user, 
     assert after.state == JobState.SUCCEEDED
 
 
+# --- a start the database failed: the pass runs again, the task starts once -----------------------
+
+KILLED = "terminating connection due to administrator command"
+
+
+def refuse_first_call(monkeypatch, owner: object, name: str, error: str = KILLED) -> list[str]:
+    """`owner.name`'s first call raises the error a killed connection gives; what it refused."""
+    real, refused = getattr(owner, name), list[str]()
+
+    def refusing(*args, **kwargs):
+        if not refused:
+            refused.append("refused")
+            raise OperationalError(error)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, refusing)
+    return refused
+
+
+@pytest.mark.parametrize(
+    "owner, name",
+    [(lifecycle, "set_task_launches"), (launch_builder, "build_launch")],
+    ids=["recording-its-address", "reading-what-it-launches"],
+)
+def test_a_database_error_before_a_start_is_retried_with_the_pass_not_charged_to_the_job(
+    user, instant_tasks, monkeypatch, owner, name
+):
+    refused = refuse_first_call(monkeypatch, owner, name)
+    create_jobs(user, ["lucky", "neighbour"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert refused == ["refused"]
+    assert_each_exit_recorded_once()
+    assert sorted(instant_tasks.starts) == ["lucky", "neighbour"]
+
+
+def test_tasks_whose_addresses_the_database_did_not_record_start_with_the_same_addresses_after_it(
+    user, instant_tasks, monkeypatch
+):
+    """The pass stopped between asking the node for the job's addresses and recording them: the
+    next one asks again, and every task starts with its own address and its job-mates' (host lists)."""
+    addresses = {("worker", 0): "10.7.0.2", ("worker", 1): "10.7.0.3"}
+    monkeypatch.setattr(instant_tasks, "job_network", lambda job_id, job_name, tasks: {t: addresses[t] for t in tasks})
+    launches, real_start = list[TaskLaunch](), instant_tasks.start
+
+    def start(launch: TaskLaunch) -> TaskHandle:
+        launches.append(launch)
+        return real_start(launch)
+
+    monkeypatch.setattr(instant_tasks, "start", start)
+    refused = refuse_first_call(monkeypatch, lifecycle, "set_task_launches")
+    job = Job.objects.create(
+        owner=user,
+        name="pair",
+        spec=normalized_spec("pair", {"worker": 2}),
+        virtual_cluster=VirtualCluster.objects.get_or_create(name="default")[0],
+    )
+    Task.objects.bulk_create([Task(job=job, role="worker", index=index) for index in (0, 1)])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert refused == ["refused"]
+    assert Job.objects.get().state == JobState.SUCCEEDED
+    assert sorted((launch.index, launch.ip) for launch in launches) == [(0, "10.7.0.2"), (1, "10.7.0.3")]
+    for launch in launches:
+        assert (launch.env["PAI_HOST_IP_worker_0"], launch.env["PAI_HOST_IP_worker_1"]) == ("10.7.0.2", "10.7.0.3")
+    assert sorted(Task.objects.values_list("ip", flat=True)) == ["10.7.0.2", "10.7.0.3"]
+
+
+def test_a_task_started_whose_start_the_database_did_not_record_is_adopted_not_started_again(
+    user, instant_tasks, monkeypatch
+):
+    refused = refuse_first_call(monkeypatch, lifecycle, "record_tasks_started")
+    create_jobs(user, ["lucky"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert refused == ["refused"]
+    assert_each_exit_recorded_once()
+    assert instant_tasks.starts == ["lucky"]
+
+
+def test_a_database_error_on_a_starts_own_thread_is_retried_with_the_pass_not_charged_to_the_job(
+    user, instant_tasks, monkeypatch
+):
+    refused = refuse_first_call(monkeypatch, instant_tasks, "start")
+    create_jobs(user, ["lucky"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert refused == ["refused"]
+    assert_each_exit_recorded_once()
+    assert instant_tasks.starts == ["lucky"]  # (the refused call never reached the engine)
+
+
+def test_a_job_whose_launch_keeps_raising_a_database_error_fails_alone_as_a_start_that_failed(
+    user, instant_tasks, monkeypatch
+):
+    create_jobs(user, ["poison", "after"])
+    real_build_launch, raised = launch_builder.build_launch, list[int]()
+
+    def build_launch(job, task, *args, **kwargs):
+        if job.name == "poison":
+            raised.append(task.pk)
+            raise OperationalError("value too long for type character varying(255)")
+        return real_build_launch(job, task, *args, **kwargs)
+
+    monkeypatch.setattr(launch_builder, "build_launch", build_launch)
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    poison, after = Job.objects.get(name="poison"), Job.objects.get(name="after")
+    assert (poison.state, poison.exit_code) == (JobState.FAILED, ExitCode.CONTAINER_START_FAILED)
+    assert "value too long" in poison.exit_diagnostics
+    assert len(raised) == OWN_DATABASE_ERRORS
+    assert instant_tasks.starts == ["after"]
+    assert after.state == JobState.SUCCEEDED
+
+
+def test_a_job_whose_starts_keep_raising_a_database_error_fails_alone_after_as_many_passes(
+    user, instant_tasks, monkeypatch
+):
+    """Judged once a pass for the job, however many of its tasks' starts raised it."""
+    job = Job.objects.create(
+        owner=user,
+        name="poison",
+        spec=normalized_spec("poison", {"worker": 2}),
+        virtual_cluster=VirtualCluster.objects.get_or_create(name="default")[0],
+    )
+    Task.objects.bulk_create([Task(job=job, role="worker", index=index) for index in (0, 1)])
+    raised = list[int]()
+
+    def start(launch: TaskLaunch) -> TaskHandle:
+        raised.append(launch.index)
+        raise OperationalError("value too long for type character varying(255)")
+
+    monkeypatch.setattr(instant_tasks, "start", start)
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    job.refresh_from_db()
+    assert (job.state, job.exit_code) == (JobState.FAILED, ExitCode.CONTAINER_START_FAILED)
+    assert "value too long" in job.exit_diagnostics
+    assert sorted(raised) == sorted([0, 1] * OWN_DATABASE_ERRORS)
+
+
 # --- the portal's PostgreSQL connections killed while jobs end -----------------------------------
 
 
+# Every other connection to the test database (the scheduler's) killed, as an administrator, a
+# failover or an idle-connection reaper does: how many.
+TERMINATE = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
+
+
 @pytest.fixture
-def connection_sweeps() -> Iterator[list[int]]:
-    """A thread of the test's own connection that kills every other connection to the test database
-    (the scheduler's) each time a few more exits or job ends were recorded: how many it killed."""
+def postgresql_admin() -> Iterator[psycopg.Connection]:
+    """The test's own connection to the test database, beside the scheduler's (PostgreSQL only)."""
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (CI's PostgreSQL run)")
     settings = connection.settings_dict
-    killed: list[int] = []
-    stop = threading.Event()
     with psycopg.connect(
         host=settings["HOST"] or "127.0.0.1",
         port=settings["PORT"] or 5432,
@@ -195,32 +337,36 @@ def connection_sweeps() -> Iterator[list[int]]:
         dbname=settings["NAME"],
         autocommit=True,
     ) as admin:
-
-        def sweep() -> None:
-            progress = (  # exits recorded, jobs ended
-                "SELECT (SELECT count(*) FROM jobs_taskattempt) + (SELECT count(*) FROM jobs_job WHERE state = ANY(%s))"
-            )
-            terminate = (
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-            next_sweep = random.randint(2, 6)
-            while not stop.is_set():
-                row = admin.execute(progress, [list(FINISHED_JOB_STATES)]).fetchone()
-                if row and row[0] >= next_sweep:
-                    count = admin.execute(terminate).fetchone()
-                    killed.append(count[0] if count else 0)
-                    next_sweep = row[0] + random.randint(1, 5)
-                time.sleep(0.01)
-
-        thread = threading.Thread(target=sweep, daemon=True)
-        thread.start()
-        try:
-            yield killed
-        finally:
-            stop.set()
-            thread.join(timeout=10)
+        yield admin
     connection.close()  # (killed or not: the flush after the test opens a fresh one)
+
+
+@pytest.fixture
+def connection_sweeps(postgresql_admin) -> Iterator[list[int]]:
+    """A thread of the test's own connection that kills every other connection to the test database
+    (the scheduler's) each time a few more exits or job ends were recorded: how many it killed."""
+    admin, killed, stop = postgresql_admin, list[int](), threading.Event()
+
+    def sweep() -> None:
+        progress = (  # exits recorded, jobs ended
+            "SELECT (SELECT count(*) FROM jobs_taskattempt) + (SELECT count(*) FROM jobs_job WHERE state = ANY(%s))"
+        )
+        next_sweep = random.randint(2, 6)
+        while not stop.is_set():
+            row = admin.execute(progress, [list(FINISHED_JOB_STATES)]).fetchone()
+            if row and row[0] >= next_sweep:
+                count = admin.execute(TERMINATE).fetchone()
+                killed.append(count[0] if count else 0)
+                next_sweep = row[0] + random.randint(1, 5)
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=sweep, daemon=True)
+    thread.start()
+    try:
+        yield killed
+    finally:
+        stop.set()
+        thread.join(timeout=10)
 
 
 @pytest.mark.slow
@@ -233,3 +379,37 @@ def test_killing_the_portals_postgresql_connections_while_jobs_end_fails_no_job(
     # progress the sweeps follow moves in a few large steps, each of them a sweep at most).
     assert sum(killed) >= 3, killed
     assert_each_exit_recorded_once()
+
+
+# --- ... and while tasks start --------------------------------------------------------------------
+
+
+def kill_the_connection_before(monkeypatch, admin: psycopg.Connection, owner: object, name: str) -> list[int]:
+    """`owner.name`'s first call finds the scheduler's connection killed: how many it killed."""
+    real, killed = getattr(owner, name), list[int]()
+
+    def after_a_kill(*args, **kwargs):
+        if not killed:
+            row = admin.execute(TERMINATE).fetchone()
+            killed.append(row[0] if row else 0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, after_a_kill)
+    return killed
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "owner, name",
+    [(launch_builder, "build_launch"), (lifecycle, "set_task_launches"), (lifecycle, "record_tasks_started")],
+    ids=["before-its-launch", "before-recording-its-address", "after-the-engine-started-it"],
+)
+def test_killing_the_portals_postgresql_connection_while_tasks_start_fails_no_job_and_starts_none_twice(
+    user, instant_tasks, postgresql_admin, monkeypatch, owner, name
+):
+    killed = kill_the_connection_before(monkeypatch, postgresql_admin, owner, name)
+    create_jobs(user, ["lucky", "neighbour"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert killed and killed[0] >= 1, killed
+    assert_each_exit_recorded_once()
+    assert sorted(instant_tasks.starts) == ["lucky", "neighbour"]
