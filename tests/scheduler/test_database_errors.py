@@ -5,6 +5,7 @@ alone, as any poison job does."""
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -342,31 +343,41 @@ def postgresql_admin() -> Iterator[psycopg.Connection]:
 
 
 @pytest.fixture
-def connection_sweeps(postgresql_admin) -> Iterator[list[int]]:
+def connection_sweeps(postgresql_admin) -> Iterator[Callable[[], list[int]]]:
     """A thread of the test's own connection that kills every other connection to the test database
-    (the scheduler's) each time a few more exits or job ends were recorded: how many it killed."""
+    (the scheduler's) each time a few more exits or job ends were recorded, and every 0.2-0.5 s
+    while they are being recorded (a pass records a pass's exits together: progress alone moves in
+    a few large steps). Calling it stops the sweeps (before the test reads the database itself):
+    how many connections each killed."""
     admin, killed, stop = postgresql_admin, list[int](), threading.Event()
+    all_ended = 2 * JOBS  # (an exit and a job's end each, one task a job)
 
     def sweep() -> None:
         progress = (  # exits recorded, jobs ended
             "SELECT (SELECT count(*) FROM jobs_taskattempt) + (SELECT count(*) FROM jobs_job WHERE state = ANY(%s))"
         )
-        next_sweep = random.randint(2, 6)
+        next_sweep, next_at = random.randint(2, 6), math.inf
         while not stop.is_set():
             row = admin.execute(progress, [list(FINISHED_JOB_STATES)]).fetchone()
-            if row and row[0] >= next_sweep:
+            done = row[0] if row else 0
+            if done >= next_sweep or (0 < done < all_ended and time.monotonic() >= next_at):
                 count = admin.execute(TERMINATE).fetchone()
                 killed.append(count[0] if count else 0)
-                next_sweep = row[0] + random.randint(1, 5)
+                next_sweep, next_at = done + random.randint(1, 5), time.monotonic() + random.uniform(0.2, 0.5)
             time.sleep(0.01)
+
+    def stopped() -> list[int]:
+        stop.set()
+        thread.join(timeout=10)
+        connection.close()  # (the last sweep may have killed it after the test's last read)
+        return killed
 
     thread = threading.Thread(target=sweep, daemon=True)
     thread.start()
     try:
-        yield killed
+        yield stopped
     finally:
-        stop.set()
-        thread.join(timeout=10)
+        stopped()
 
 
 @pytest.mark.slow
@@ -374,10 +385,8 @@ def connection_sweeps(postgresql_admin) -> Iterator[list[int]]:
 def test_killing_the_portals_postgresql_connections_while_jobs_end_fails_no_job(user, instant_tasks, connection_sweeps):
     create_jobs(user, [f"ending-{i}" for i in range(JOBS)])
     run_passes(Scheduler(holder="test-scheduler"), all_final, timeout=120)
-    killed = connection_sweeps
-    # The scheduler's connection, killed again and again (a pass records its exits together: the
-    # progress the sweeps follow moves in a few large steps, each of them a sweep at most).
-    assert sum(killed) >= 3, killed
+    killed = connection_sweeps()
+    assert sum(killed) >= 3, killed  # (the scheduler's connection, killed again and again)
     assert_each_exit_recorded_once()
 
 
