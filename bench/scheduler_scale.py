@@ -13,9 +13,11 @@ pass times (p50 / p95 / max) and the jobs started per second. Goal: pass p95 < 1
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,6 +37,7 @@ SHAPES = [(1, 1), (1, 2), (2, 4), (1, 8), (4, 1), (2, 2)]  # (tasks, GPUs per ta
 
 def setup(args: argparse.Namespace) -> None:
     var = Path(tempfile.mkdtemp(prefix="pai-bench-scale-"))
+    atexit.register(shutil.rmtree, var, ignore_errors=True)  # (its database)
     os.environ.update(PAI_VAR_DIR=str(var), PAI_LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="pai_portal.settings")
     if args.postgres:
         import psycopg

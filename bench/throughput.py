@@ -27,10 +27,12 @@ directory's file times) say where a job's time goes.
 """
 
 import argparse
+import atexit
 import json
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -55,6 +57,7 @@ JOB_TEXT = (
 
 def setup_django(**env: str) -> None:
     var = Path(tempfile.mkdtemp(prefix="pai-bench-"))
+    atexit.register(shutil.rmtree, var, ignore_errors=True)  # (its database and the tasks' files)
     os.environ.update(PAI_VAR_DIR=str(var), PAI_SQLITE_PATH=str(var / "db.sqlite3"), PAI_LOG_LEVEL="WARNING", **env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
     sys.path.insert(0, str(ROOT))
