@@ -315,28 +315,35 @@ def set_task_launches(tasks: list[Task]) -> None:
 def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) -> None:
     """The executor started these attempts ((task, executor id, ip, node name, when its start
     returned)): each recorded once (a replay or a stale attempt is a no-op), their events written
-    together."""
+    together, with them or not at all (a start not recorded is adopted by reconcile, event and all)."""
     events = []
-    for task, executor_id, ip, node_name, when in started:
-        recorded = Task.objects.filter(
-            pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
-        ).update(executor_id=executor_id, ip=ip or task.ip, started_at=when, finished_at=None)
-        if recorded:
-            said = Message.of(
-                "event.task_started", task=f"{task.role}-{task.index}", node=node_name, attempt=task.attempt
+    with transaction.atomic():
+        for task, executor_id, ip, node_name, when in started:
+            recorded = Task.objects.filter(
+                pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
+            ).update(executor_id=executor_id, ip=ip or task.ip, started_at=when, finished_at=None)
+            if recorded:
+                events.append(event_row(task.job_id, "task-started", _started(task, node_name)))
+        JobEvent.objects.bulk_create(events)
+
+
+def _started(task: Task, node_name: str) -> Message:
+    return Message.of("event.task_started", task=f"{task.role}-{task.index}", node=node_name, attempt=task.attempt)
+
+
+def adopt_task(task: Task, executor_id: str, node_name: str) -> bool:
+    """Reconcile found this attempt running on `node_name` although its start was never recorded:
+    recorded now, with the event its start would have written."""
+    with transaction.atomic():
+        adopted = (
+            Task.objects.filter(pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id="").update(
+                executor_id=executor_id, started_at=timezone.now(), finished_at=None
             )
-            events.append(event_row(task.job_id, "task-started", said))
-    JobEvent.objects.bulk_create(events)
-
-
-def adopt_task(task: Task, executor_id: str) -> bool:
-    """Reconcile found this attempt running although its start was never recorded."""
-    return (
-        Task.objects.filter(pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id="").update(
-            executor_id=executor_id, started_at=timezone.now(), finished_at=None
+            == 1
         )
-        == 1
-    )
+        if adopted:
+            event(task.job_id, "task-started", _started(task, node_name))
+    return adopted
 
 
 # ---- task exits ----------------------------------------------------------------------------

@@ -149,7 +149,7 @@ def reconcile_node(node: Node, active: list[Task] | None = None, listed: Listed 
             and found.labels.get("pai.job-attempt") == str(task.job.job_attempt)
         ):
             wanted.add(found.handle.executor_id)
-            if not task.executor_id and lifecycle.adopt_task(task, found.handle.executor_id):
+            if not task.executor_id and lifecycle.adopt_task(task, found.handle.executor_id, node.name):
                 log.info("reconcile: adopted %s", task)
         elif not task.executor_id:
             log.info("reconcile: %s was claimed but never started; starting it", task)

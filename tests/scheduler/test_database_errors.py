@@ -256,6 +256,13 @@ def test_a_task_started_whose_start_the_database_did_not_record_is_adopted_not_s
     assert instant_tasks.starts == ["lucky"]
 
 
+def test_a_task_it_adopts_gets_the_started_event_its_unrecorded_start_did_not_write(user, instant_tasks, monkeypatch):
+    refuse_first_call(monkeypatch, lifecycle, "record_tasks_started")
+    create_jobs(user, ["lucky"])
+    run_passes(Scheduler(holder="test-scheduler"), all_final)
+    assert JobEvent.objects.filter(kind="task-started").count() == 1
+
+
 def test_a_database_error_on_a_starts_own_thread_is_retried_with_the_pass_not_charged_to_the_job(
     user, instant_tasks, monkeypatch
 ):
