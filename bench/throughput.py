@@ -67,6 +67,10 @@ def setup_django(**env: str) -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    from clusters.executors.netns import open_tun_to_users
+
+    if note := open_tun_to_users():  # (as `make run` and `addnode` do: else no sandboxed task gets a network)
+        print(note, file=sys.stderr)
 
 
 def own_loopback_address() -> str:
