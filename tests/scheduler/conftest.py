@@ -70,6 +70,18 @@ def run_until(scheduler):
     return run
 
 
+def passes_until(scheduler: Scheduler, done, timeout: float = 60.0) -> None:
+    """Passes, a little apart as the loop makes them, until `done()` says so: a time budget, not a
+    count of passes (an idle pass takes half a millisecond, so a count is no budget at all)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        scheduler.run_once()
+        if done():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"not done after {timeout:g} s of passes")
+
+
 def v2_job(name: str, roles: str, extra: str = "") -> str:
     """A v2 YAML job on the test image; `roles` is the indented taskRoles block."""
     return f"""protocolVersion: 2

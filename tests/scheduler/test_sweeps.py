@@ -8,6 +8,7 @@ from jobs.protocol import JobConfigError
 from jobs.sweeps import resubmit_failed, runs, stop_sweep, submit_sweep
 from scheduling.launch import log_path_for
 from tests.factories import default_image
+from tests.scheduler.conftest import passes_until
 
 SAYS_VALUES = 'echo "values lr=<% $parameters.lr %> seed=<% $parameters.seed %>"'
 
@@ -37,16 +38,17 @@ GRID = "{grid: {lr: [0.1, 0.01, 0.001], seed: [1, 2]}, maxConcurrent: 2}"
 @pytest.mark.slow
 def test_it_runs_a_3x2_grid_two_at_a_time_each_run_with_its_values(user, process_node, scheduler):
     sweep = submit_sweep(user, sweep_text(GRID, SAYS_VALUES + "; sleep 0.5"))
-    most_at_once = 0
-    for _ in range(600):
-        scheduler.run_once()
+    running = list[int]()
+
+    def ended() -> bool:
         states = list(runs(sweep).values_list("state", flat=True))
-        most_at_once = max(most_at_once, states.count(JobState.RUNNING))
-        if all(state in (JobState.SUCCEEDED, JobState.FAILED) for state in states):
-            break
+        running.append(states.count(JobState.RUNNING))
+        return all(state in (JobState.SUCCEEDED, JobState.FAILED) for state in states)
+
+    passes_until(scheduler, ended)
     jobs = list(runs(sweep))
     assert [job.state for job in jobs] == [JobState.SUCCEEDED] * 6
-    assert most_at_once == 2
+    assert max(running) == 2
     said = {job.name: log_path_for(job, job.tasks.get()).read_text().strip() for job in jobs}
     assert said == {
         "lrs-0": "values lr=0.1 seed=1",
@@ -62,10 +64,9 @@ def test_it_stops_every_run_of_a_sweep(user, process_node, scheduler):
     sweep = submit_sweep(user, sweep_text(GRID, "sleep 60"))
     scheduler.run_once()
     stop_sweep(sweep, user)
-    for _ in range(200):
-        scheduler.run_once()
-        if all(state == JobState.STOPPED for state in runs(sweep).values_list("state", flat=True)):
-            break
+    passes_until(
+        scheduler, lambda: all(state == JobState.STOPPED for state in runs(sweep).values_list("state", flat=True))
+    )
     assert list(runs(sweep).values_list("state", flat=True)) == [JobState.STOPPED] * 6
 
 
@@ -106,11 +107,12 @@ def test_a_job_waits_for_a_whole_sweep_and_a_sweep_for_a_job(user, process_node,
     )
     report = submit_job(user, v2_job("report", role("main", "true")) + "extras:\n  dependencies: {afterok: [lrs]}\n")
     assert set(report.dependencies.values_list("depends_on__name", flat=True)) == {"lrs-0", "lrs-1"}
-    for _ in range(600):
-        scheduler.run_once()
+
+    def report_ended() -> bool:
         report.refresh_from_db()
-        if report.state in (JobState.SUCCEEDED, JobState.FAILED):
-            break
+        return report.state in (JobState.SUCCEEDED, JobState.FAILED)
+
+    passes_until(scheduler, report_ended)
     prep.refresh_from_db()
     jobs = list(runs(sweep))
     assert report.state == JobState.SUCCEEDED
