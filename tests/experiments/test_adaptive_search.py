@@ -4,6 +4,7 @@ the best one found, a run behind pruned (STOPPED, with why, not failed), and a s
 on from the stored runs alone, as after a restart."""
 
 import re
+import time
 
 import pytest
 import yaml
@@ -51,10 +52,12 @@ extras:
 GRID4 = "{algorithm: grid, metric: loss, trials: 4, maxConcurrent: 2, parameters: {x: [0, 1, 2, 3]}}"
 
 
-def drive(scheduler, sweep: Sweep, passes: int = 800) -> None:
-    """The scheduler's passes and the sampler's metrics and search duties, until every trial ended."""
-    reader = MetricReader()
-    for _ in range(passes):
+def drive(scheduler, sweep: Sweep, timeout: float = 120.0) -> None:
+    """The scheduler's passes and the sampler's metrics and search duties, until every trial ended
+    (a time budget: a count of passes is none, an idle pass takes half a millisecond)."""
+    reader, deadline, states = MetricReader(), time.monotonic() + timeout, list[str]()
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
         scheduler.run_once()
         reader.read()
         advance_searches()
