@@ -11,7 +11,8 @@ from clusters.models import VirtualCluster
 from jobs.actions import stop_job
 from jobs.models import Job, JobEvent, JobState, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
-from tests.scheduler.test_preemption import SAVES_ON_SIGTERM, STUBBORN, trace, wait_for
+from tests.scheduler.conftest import passes_until
+from tests.scheduler.test_preemption import SAVES_ON_SIGTERM, STUBBORN, trace
 from tests.scheduler.test_preemption import yaml_job as cpu_job
 
 pytestmark = pytest.mark.slow
@@ -63,7 +64,7 @@ def test_it_runs_an_oppo_job_on_a_lending_vcs_idle_quota_and_reclaims_it_for_tha
     client.force_login(user)
     assert client.get(f"/api/v2/jobs/{borrower.full_name}").json()["jobStatus"]["borrowedFrom"] == "b"
     assert 'data-job-borrowed="b"' in client.get(f"/jobs/{borrower.full_name}/").content.decode()
-    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    passes_until(scheduler, lambda: trace("stubborn") == ["started"])
     # b's own job: b's quota (4 CPUs) holds only 1 beside the borrowed 3, so it takes them back.
     began = time.monotonic()
     owner = run_until(submit(yaml_job("owner-b", ["sleep 30"], cpu=4, extra=in_vc("b"))), JobState.RUNNING)
@@ -110,7 +111,7 @@ def test_it_lends_idle_gpus_and_takes_them_back(vcs, submit, run_until, schedule
     run_until(borrower, JobState.RUNNING)
     assert borrower.borrowed_from.name == "b"
     assert sorted(index for task in (own, borrower) for index in task.tasks.get().gpus) == [0, 1, 2, 3]
-    wait_for(scheduler, lambda: trace("train") == ["start resumed=false"])
+    passes_until(scheduler, lambda: trace("train") == ["start resumed=false"])
     owner = run_until(submit(yaml_job("owner-b", ["sleep 30"], cpu=1, gpu=1, extra=in_vc("b"))), JobState.RUNNING)
     borrower.refresh_from_db()
     assert (borrower.state, borrower.preemptions) == (JobState.WAITING, 1)
@@ -119,7 +120,7 @@ def test_it_lends_idle_gpus_and_takes_them_back(vcs, submit, run_until, schedule
     stop_job(owner, owner.owner)
     run_until(borrower, JobState.RUNNING)
     assert borrower.borrowed_from.name == "b"
-    wait_for(scheduler, lambda: trace("train")[2:] == ["start resumed=true"])
+    passes_until(scheduler, lambda: trace("train")[2:] == ["start resumed=true"])
     end(run_until, borrower, own)
 
 
@@ -157,7 +158,7 @@ def test_it_reclaims_a_borrowing_gang_whole(vcs, submit, run_until, scheduler):
     own = fill_a(submit, run_until)
     gang = submit(yaml_job("gang", SAVES_ON_SIGTERM, cpu=1, instances=2, extra=in_vc("a", "oppo")))
     run_until(gang, JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("gang").count("start resumed=false") == 2)
+    passes_until(scheduler, lambda: trace("gang").count("start resumed=false") == 2)
     owner = submit(yaml_job("owner-b", ["sleep 30"], cpu=3, extra=in_vc("b")))  # (one task's room would do)
     run_until(owner, JobState.RUNNING)
     gang.refresh_from_db()

@@ -14,7 +14,7 @@ from jobs.actions import stop_job
 from jobs.models import Job, JobEvent, JobState, TaskAttempt
 from jobs.protocol.exitspec import ExitCode
 from scheduling.scheduler import Scheduler
-from tests.scheduler.conftest import v2_job
+from tests.scheduler.conftest import passes_until, v2_job
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +46,6 @@ def trace(name: str) -> list[str]:
     return path.read_text().split("\n")[:-1] if path.exists() else []
 
 
-def wait_for(scheduler, condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        scheduler.run_once()
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 PROD = "jobPriorityClass: prod\n"
 
 
@@ -63,7 +53,7 @@ def test_it_preempts_a_test_job_for_a_prod_job_which_saves_its_work_and_waits_ag
     default_vc, submit, run_until, scheduler
 ):
     victim = run_until(submit(yaml_job("train", SAVES_ON_SIGTERM, cpu=6)), JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("train") == ["start resumed=false"])
+    passes_until(scheduler, lambda: trace("train") == ["start resumed=false"])
     urgent = submit(yaml_job("urgent", ["sleep 1"], cpu=4, extra=PROD))
     run_until(urgent, JobState.RUNNING)
     victim.refresh_from_db()
@@ -79,14 +69,14 @@ def test_it_preempts_a_test_job_for_a_prod_job_which_saves_its_work_and_waits_ag
     # Once the prod job is done, the preempted one runs again, told that it resumes.
     run_until(urgent, JobState.SUCCEEDED)
     run_until(victim, JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("train")[2:] == ["start resumed=true"])
+    passes_until(scheduler, lambda: trace("train")[2:] == ["start resumed=true"])
     stop_job(victim, victim.owner)
     run_until(victim, JobState.STOPPED)
 
 
 def test_it_preempts_a_gang_whole(default_vc, submit, run_until, scheduler):
     gang = run_until(submit(yaml_job("gang", SAVES_ON_SIGTERM, cpu=3, instances=2)), JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("gang").count("start resumed=false") == 2)
+    passes_until(scheduler, lambda: trace("gang").count("start resumed=false") == 2)
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
     run_until(urgent, JobState.RUNNING)
     gang.refresh_from_db()
@@ -122,9 +112,9 @@ def preempting_a_stubborn_job(submit, run_until, scheduler, grace_s: int) -> tup
     has begun: (the victim, the prod job)."""
     victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra=f"extras:\n  gracePeriodSeconds: {grace_s}\n"))
     run_until(victim, JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    passes_until(scheduler, lambda: trace("stubborn") == ["started"])
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
-    wait_for(scheduler, lambda: Job.objects.filter(pk=victim.pk, ending_deadline__isnull=False).exists())
+    passes_until(scheduler, lambda: Job.objects.filter(pk=victim.pk, ending_deadline__isnull=False).exists())
     return victim, urgent
 
 
@@ -163,7 +153,7 @@ STUBBORN = [  # (the trap first: "started" says it is set)
 
 def test_it_gives_a_stopped_jobs_tasks_sigterm_and_time_to_save(default_vc, submit, run_until, scheduler):
     job = run_until(submit(yaml_job("stopme", SAVES_ON_SIGTERM, cpu=1)), JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("stopme") == ["start resumed=false"])
+    passes_until(scheduler, lambda: trace("stopme") == ["start resumed=false"])
     stop_job(job, job.owner)
     job = run_until(job, JobState.STOPPED)
     assert trace("stopme") == ["start resumed=false", "saved"]
@@ -176,15 +166,15 @@ def test_it_keeps_a_stop_and_its_deadline_across_a_restart_in_the_grace_period(
 ):
     job = submit(yaml_job("stubborn", STUBBORN, cpu=1, extra="extras:\n  gracePeriodSeconds: 3\n"))
     run_until(job, JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    passes_until(scheduler, lambda: trace("stubborn") == ["started"])
     stop_job(job, job.owner)
-    wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
+    passes_until(scheduler, lambda: "ignored" in trace("stubborn"))
     job.refresh_from_db()
     deadline = job.ending_deadline
     assert job.state == JobState.STOPPING and deadline is not None
     scheduler.release_lease()  # the scheduler dies in the grace period; another one takes over
     restarted = Scheduler(holder="restarted")
-    wait_for(restarted, lambda: Job.objects.get(pk=job.pk).state == JobState.STOPPED, timeout=15)
+    passes_until(restarted, lambda: Job.objects.get(pk=job.pk).state == JobState.STOPPED, timeout=15)
     assert timezone.now() >= deadline  # killed at the stored deadline, not before, not moved
     assert trace("stubborn") == ["started", "ignored"]  # the repeated SIGTERM moved nothing, ran no trap twice
     assert TaskAttempt.objects.filter(job=job).count() == 1
@@ -195,19 +185,19 @@ def test_it_requeues_a_preempted_job_once_across_a_restart_in_the_grace_period(
 ):
     victim = submit(yaml_job("stubborn", STUBBORN, cpu=6, extra="extras:\n  gracePeriodSeconds: 3\n"))
     run_until(victim, JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    passes_until(scheduler, lambda: trace("stubborn") == ["started"])
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))
-    wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
+    passes_until(scheduler, lambda: "ignored" in trace("stubborn"))
     scheduler.release_lease()
     restarted = Scheduler(holder="restarted")
-    wait_for(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.RUNNING, timeout=15)
+    passes_until(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.RUNNING, timeout=15)
     victim.refresh_from_db()
     urgent.refresh_from_db()
     assert (victim.state, victim.preemptions, victim.job_attempt) == (JobState.WAITING, 1, 1)
     assert TaskAttempt.objects.filter(job=victim).count() == 1
     assert urgent.job_attempt == 1 and urgent.tasks.get().attempt == 1  # started once
     stop_job(urgent, urgent.owner)
-    wait_for(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.STOPPED)
+    passes_until(restarted, lambda: Job.objects.get(pk=urgent.pk).state == JobState.STOPPED)
 
 
 def test_it_waits_for_a_stopping_job_instead_of_preempting_another(default_vc, submit, run_until, scheduler):
@@ -215,9 +205,9 @@ def test_it_waits_for_a_stopping_job_instead_of_preempting_another(default_vc, s
     other = submit(yaml_job("other", SAVES_ON_SIGTERM, cpu=3))
     run_until(stopping, JobState.RUNNING)
     run_until(other, JobState.RUNNING)
-    wait_for(scheduler, lambda: trace("stubborn") == ["started"])
+    passes_until(scheduler, lambda: trace("stubborn") == ["started"])
     stop_job(stopping, stopping.owner)
-    wait_for(scheduler, lambda: "ignored" in trace("stubborn"))
+    passes_until(scheduler, lambda: "ignored" in trace("stubborn"))
     urgent = submit(yaml_job("urgent", ["sleep 30"], cpu=4, extra=PROD))  # fits once the stopping job is gone
     run_until(urgent, JobState.RUNNING, timeout=15)
     other.refresh_from_db()
