@@ -48,7 +48,7 @@ class MailServer:
         self._server = socketserver.ThreadingTCPServer((host, 0), Handler)
         self._server.daemon_threads = True
         self.host, self.port = host, self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="mail", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), name="mail", daemon=True)
 
     def start(self) -> MailServer:
         self._thread.start()
