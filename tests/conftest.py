@@ -146,13 +146,11 @@ def flush_restores_the_migrated_rows():
         connection = connections[using]
         if using not in made:
             made[using] = []
+            quote = connection.ops.quote_name
             for model in (ContentType, Permission):
                 columns = [field.column for field in model._meta.concrete_fields]
-                insert = "INSERT INTO {} ({}) VALUES ({})".format(
-                    connection.ops.quote_name(model._meta.db_table),
-                    ", ".join(connection.ops.quote_name(column) for column in columns),
-                    ", ".join(["%s"] * len(columns)),
-                )
+                named, values = ", ".join(quote(column) for column in columns), ", ".join(["%s"] * len(columns))
+                insert = f"INSERT INTO {quote(model._meta.db_table)} ({named}) VALUES ({values})"  # noqa: S608
                 rows = list(model.objects.using(using).order_by("pk").values_list(*columns))
                 made[using].append((insert, rows))
         done = command(name, *args, **{**options, "inhibit_post_migrate": True})
