@@ -133,10 +133,10 @@ def flush_restores_the_migrated_rows():
     first flush and written back after each, as they were (their ids too), one insert a table."""
     from django.contrib.auth.models import Permission
     from django.contrib.contenttypes.models import ContentType
+    from django.core.management import call_command as command
     from django.db import connections
     from django.test import testcases
 
-    command = testcases.call_command
     made: dict[str, list[tuple[str, list[tuple[Any, ...]]]]] = {}
 
     def call_command(name: str, *args: Any, **options: Any) -> Any:
