@@ -48,11 +48,17 @@ class MailServer:
         self._server = socketserver.ThreadingTCPServer((host, 0), Handler)
         self._server.daemon_threads = True
         self.host, self.port = host, self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), name="mail", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), name="mail", daemon=True)
 
     def start(self) -> MailServer:
         self._thread.start()
         return self
+
+    def let_go(self) -> None:
+        """The stalled connections end now, each closed without a word (a client that waits on
+        one fails at once), and the server answers again."""
+        self.hang = False
+        self._release.set()
 
     def stop(self) -> None:
         self._release.set()

@@ -115,11 +115,8 @@ def upstream() -> Iterator[Upstream]:
 
 
 @pytest.fixture
-def serving_job(
-    transactional_db, user, default_vc, upstream, settings, asgi_live_server
-) -> Callable[..., InteractiveApp]:
+def running_app(db, user, default_vc, upstream) -> Callable[..., InteractiveApp]:
     """A running job whose first task serves an app on the upstream server's port."""
-    settings.PAI_PUBLIC_URL = asgi_live_server.url
     node = Node.objects.get_or_create(name="local", defaults={"address": "127.0.0.1"})[0]
 
     def make(kind: str = "jupyter", users: list[str] | None = None, idle_seconds: int | None = None) -> InteractiveApp:
@@ -136,6 +133,13 @@ def serving_job(
         )
 
     return make
+
+
+@pytest.fixture
+def serving_job(transactional_db, running_app, settings, asgi_live_server) -> Callable[..., InteractiveApp]:
+    """running_app's apps, committed (the live server's proxy reads them), behind the live server."""
+    settings.PAI_PUBLIC_URL = asgi_live_server.url
+    return running_app
 
 
 @dataclass

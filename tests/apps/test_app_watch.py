@@ -12,7 +12,7 @@ from jobs.interactive import Target, serving_task, target_of
 from jobs.models import InteractiveApp, Job, JobEvent
 from scheduling.app_watch import Probe, probe_app, watch_apps
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def _answering(busy: bool = False, last_activity=None):
@@ -24,8 +24,8 @@ def _ago(app: InteractiveApp, seconds: float) -> None:
     InteractiveApp.objects.filter(pk=app.pk).update(ready_at=when, last_activity_at=when)
 
 
-def test_an_app_is_ready_once_its_server_answers(serving_job):
-    app = serving_job()
+def test_an_app_is_ready_once_its_server_answers(running_app):
+    app = running_app()
     watch_apps(lambda app, target: Probe(answered=False))
     app.refresh_from_db()
     assert app.ready_at is None
@@ -34,19 +34,19 @@ def test_an_app_is_ready_once_its_server_answers(serving_job):
     assert app.ready_at is not None
 
 
-def test_a_real_server_counts_as_answering_whatever_it_says(serving_job):
-    app = serving_job("http")
+def test_a_real_server_counts_as_answering_whatever_it_says(running_app):
+    app = running_app("http")
     target = target_of(app, serving_task(app))
     assert target is not None and probe_app(app, target).answered
 
 
-def test_nothing_answers_on_a_closed_port(serving_job):
-    app = serving_job("http")
+def test_nothing_answers_on_a_closed_port(running_app):
+    app = running_app("http")
     assert not probe_app(app, Target("127.0.0.1", 1)).answered
 
 
-def test_an_idle_app_is_warned_before_it_is_stopped(serving_job):
-    app = serving_job(idle_seconds=600)
+def test_an_idle_app_is_warned_before_it_is_stopped(running_app):
+    app = running_app(idle_seconds=600)
     _ago(app, 500)  # within the last 150 s (a quarter of its idle time)
     watch_apps(_answering())
     app.refresh_from_db()
@@ -54,8 +54,8 @@ def test_an_idle_app_is_warned_before_it_is_stopped(serving_job):
     assert Job.objects.get(pk=app.job_id).execution_type == "START"
 
 
-def test_an_app_idle_past_its_time_stops_its_job_saying_why(serving_job):
-    app = serving_job(idle_seconds=600)
+def test_an_app_idle_past_its_time_stops_its_job_saying_why(running_app):
+    app = running_app(idle_seconds=600)
     _ago(app, 601)
     watch_apps(_answering())
     job = Job.objects.get(pk=app.job_id)
@@ -63,8 +63,8 @@ def test_an_app_idle_past_its_time_stops_its_job_saying_why(serving_job):
     assert JobEvent.objects.filter(job=job, kind="idle-stop").exists()
 
 
-def test_a_busy_kernel_keeps_an_idle_app_running(serving_job):
-    app = serving_job(idle_seconds=600)
+def test_a_busy_kernel_keeps_an_idle_app_running(running_app):
+    app = running_app(idle_seconds=600)
     _ago(app, 601)
     watch_apps(_answering(busy=True))
     app.refresh_from_db()
@@ -72,23 +72,23 @@ def test_a_busy_kernel_keeps_an_idle_app_running(serving_job):
     assert timezone.now() - app.last_activity_at < timedelta(seconds=5)
 
 
-def test_jupyters_own_activity_counts(serving_job):
-    app = serving_job(idle_seconds=600)
+def test_jupyters_own_activity_counts(running_app):
+    app = running_app(idle_seconds=600)
     _ago(app, 601)
     watch_apps(_answering(last_activity=timezone.now() - timedelta(seconds=30)))
     app.refresh_from_db()
     assert Job.objects.get(pk=app.job_id).execution_type == "START" and app.idle_warned_at is None
 
 
-def test_an_app_without_an_idle_time_is_never_stopped(serving_job):
-    app = serving_job("tensorboard")
+def test_an_app_without_an_idle_time_is_never_stopped(running_app):
+    app = running_app("tensorboard")
     _ago(app, 10**6)
     watch_apps(_answering())
     assert Job.objects.get(pk=app.job_id).execution_type == "START"
 
 
-def test_an_ended_jobs_app_forgets_its_run(serving_job):
-    app = serving_job(idle_seconds=600)
+def test_an_ended_jobs_app_forgets_its_run(running_app):
+    app = running_app(idle_seconds=600)
     _ago(app, 30)
     Job.objects.filter(pk=app.job_id).update(state="STOPPED")
     watch_apps(_answering())

@@ -56,10 +56,12 @@ class Receiver:
 def receiver(settings) -> Iterator[Receiver]:
     settings.PAI_WEBHOOK_ALLOWED_HOSTS = ["127.0.0.1"]
     found = Receiver()
-    thread = threading.Thread(target=found.server.serve_forever, daemon=True)
+    # serve_forever looks for shutdown() once a poll: its default half second was each test's wait
+    thread = threading.Thread(target=found.server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield found
     found.server.shutdown()
+    found.server.server_close()
 
 
 @pytest.fixture

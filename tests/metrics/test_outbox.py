@@ -68,7 +68,7 @@ def test_a_mail_server_that_never_answers_holds_up_no_other_users_job(
 
 @pytest.mark.django_db
 def test_a_hung_mail_server_rests_and_holds_up_no_webhook(mailed_user, other_user, mail_server, receiver, settings):
-    settings.EMAIL_TIMEOUT = 2.0
+    settings.EMAIL_TIMEOUT = 60.0  # (the mail's connection is held until the test lets it go)
     mail_server.hang = True
     waiting_mails(mailed_user, 200)  # (a burst: one digest)
     other_user.email = "bob@example.org"
@@ -77,26 +77,43 @@ def test_a_hung_mail_server_rests_and_holds_up_no_webhook(mailed_user, other_use
     webhooks.create_hook(other_user, receiver.url, ["succeeded"])
     webhooks.enqueue(create_job(other_user, state=JobState.SUCCEEDED), "succeeded")
 
-    began = time.monotonic()
+    deadline = time.monotonic() + 10
     sender = outbox.Sender()
     try:
         sender.round()
-        while not receiver.posts and time.monotonic() - began < 10:
+        while not (receiver.posts and mail_server.hung) and time.monotonic() < deadline:
             time.sleep(0.01)
-        posted = time.monotonic() - began
+        # Posted while the mail server held the mail's connection unanswered (it holds it until let go).
+        assert receiver.events() == ["succeeded"] and mail_server.hung == 1
+        mail_server.let_go()  # (the connection closes unanswered: the mail fails now, not after its timeout)
         sender.collect(wait=True)
         assert sender.round() == 0  # the mail server rests: not tried again at once
     finally:
         sender.close()
 
     assert receiver.events() == ["succeeded"]
-    assert posted < settings.EMAIL_TIMEOUT, posted  # while the mail server still held its connection
     assert mail_server.hung == 1
     waiting = Notice.objects.filter(channel=Notice.Channel.MAIL, next_attempt_at__isnull=False)
     assert sorted(waiting.values_list("event", "attempts")) == [("digest", 1), ("succeeded", 1), ("succeeded", 1)]
     retry = waiting.values_list("next_attempt_at", flat=True).distinct().get()
     assert retry is not None
     assert timedelta(seconds=25) < retry - timezone.now() <= timedelta(seconds=30)
+
+
+@pytest.mark.django_db
+def test_a_mail_server_that_never_answers_is_left_after_the_email_timeout(mailed_user, mail_server, settings):
+    settings.EMAIL_TIMEOUT = 0.2
+    mail_server.hang = True  # (it holds each connection for 600 s)
+    waiting_mails(mailed_user, 1)
+
+    began = time.monotonic()
+    assert outbox.deliver_due() == 1
+    waited = time.monotonic() - began
+
+    assert 0.2 <= waited < 5, waited
+    notice = Notice.objects.get()
+    assert notice.attempts == 1 and notice.last_status.endswith("timed out"), notice.last_status
+    assert notice.next_attempt_at is not None and notice.delivered_at is None
 
 
 @pytest.mark.django_db

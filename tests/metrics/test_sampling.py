@@ -59,7 +59,7 @@ def test_it_samples_a_running_process_task_with_the_gpus_it_holds(submit, run_un
         sample = TaskSample.objects.get(task__job=job)
         if sample.memory_mb >= 1 or time.monotonic() > deadline:
             break
-        time.sleep(0.2)
+        time.sleep(0.05)
 
     assert stored == 1
     assert sample.memory_mb >= 1 and sample.gpus == [[1, 97, 14893]]

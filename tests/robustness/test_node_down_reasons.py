@@ -53,9 +53,9 @@ def test_it_says_connection_refused_for_an_engine_nobody_listens_for(closed_port
 
 
 def test_it_says_how_long_it_waited_for_an_engine_that_never_answers(silent_listener, monkeypatch):
-    monkeypatch.setattr(docker_executor, "PING_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(docker_executor, "PING_TIMEOUT_S", 0.05)
     said = ping_error(f"tcp://127.0.0.1:{silent_listener}")
-    assert said == f"the Docker engine at tcp://127.0.0.1:{silent_listener} does not answer (timed out after 0.3 s)"
+    assert said == f"the Docker engine at tcp://127.0.0.1:{silent_listener} does not answer (timed out after 0.05 s)"
 
 
 def test_it_says_there_is_no_socket_for_a_missing_unix_socket(tmp_path):

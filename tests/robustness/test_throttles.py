@@ -8,11 +8,13 @@ from ipaddress import ip_network
 
 import pytest
 from django.test import Client, RequestFactory
+from rest_framework.request import Request
 from rest_framework.test import APIClient
 
 from accounts.throttling import LoginAccountThrottle, LoginAddressThrottle, client_address
 from tests.factories import create_job, create_jobs, v2_yaml
-from web.api.throttles import ListThrottle, SubmitThrottle
+from web.api import throttles
+from web.api.throttles import ListThrottle, SubmitThrottle, charge_list_rows
 
 
 @pytest.fixture
@@ -119,13 +121,23 @@ def test_it_lets_a_burst_of_the_rate_through_then_one_request_per_interval(monke
 
 def test_it_counts_a_big_list_page_as_one_request_per_thousand_rows(user, monkeypatch):
     """Issue 29: one user paging through 50,000-row answers inside the list rate held every worker."""
+    monkeypatch.setattr(ListThrottle, "rate", "10/min", raising=False)
+    request = Request(RequestFactory().get("/api/v2/jobs?limit=5000"))
+    request.user = user
+    assert ListThrottle().allow_request(request, None)  # a 2,500-row answer: 1 + 2 requests
+    charge_list_rows(request, 2500)
+    assert [ListThrottle().allow_request(request, None) for _ in range(8)] == [True] * 7 + [False]
+
+
+def test_the_job_list_charges_the_rows_it_answers(user, monkeypatch):
     from tests.api.conftest import bearer_client
 
     monkeypatch.setattr(ListThrottle, "rate", "10/min", raising=False)
-    create_jobs(user, (f"listed-{number}" for number in range(2500)))
+    monkeypatch.setattr(throttles, "ROWS_PER_LIST_REQUEST", 10)  # (25 rows at 10 a request: 2,500 at 1,000)
+    create_jobs(user, (f"listed-{number}" for number in range(25)))
     client = bearer_client(user)
-    assert client.get("/api/v2/jobs?limit=5000").status_code == 200  # 2,500 rows: 1 + 2 requests
-    statuses = [client.get("/api/v2/jobs?limit=10").status_code for _ in range(8)]
+    assert client.get("/api/v2/jobs?limit=5000").status_code == 200  # 25 rows: 1 + 2 requests
+    statuses = [client.get("/api/v2/jobs?limit=5").status_code for _ in range(8)]  # (small pages: 1 each)
     assert statuses == [200] * 7 + [429]
 
 

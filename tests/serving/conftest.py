@@ -4,6 +4,7 @@ the test database, and raw-socket helpers for clients that misbehave."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,38 @@ from tests.processes import free_port
 from tests.scheduler.test_two_schedulers import database_env
 
 ROOT = Path(__file__).resolve().parents[2]
+SERVED_AT = ("PAI_PUBLIC_URL", "PAI_BIND", "PAI_PORT")
+# Modules only one command or feature needs (tests/serving/test_django_start.py).
+LEFT_OUT = ("twisted", "daphne.server", "autobahn", "asyncssh", "optuna")
+PROBE = (
+    "import django, json, sys; django.setup(); from django.conf import settings; "
+    f"print(json.dumps({{'imported': [m for m in {LEFT_OUT!r} if m in sys.modules], "
+    "'public_url': settings.PAI_PUBLIC_URL}))"
+)
+
+
+def served_env(tmp_path: Path, **variables: str) -> dict[str, str]:
+    """This environment without where the portal is served, with `variables` (and its own var dir)."""
+    env = {k: v for k, v in os.environ.items() if k not in SERVED_AT}
+    env.update(DJANGO_SETTINGS_MODULE="pai_portal.settings", PAI_VAR_DIR=str(tmp_path), **variables)
+    return env
+
+
+@pytest.fixture(scope="session")
+def django_start(tmp_path_factory) -> dict[str, Any]:
+    """One real start of Django in a subprocess (as `manage.py` starts it) of a portal served on
+    0.0.0.0:34000: what it imported of LEFT_OUT and the PAI_PUBLIC_URL it made (a start costs a
+    second of CPU: the tests that need one share it)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=ROOT,
+        env=served_env(tmp_path_factory.mktemp("start"), PAI_BIND="0.0.0.0", PAI_PORT="34000"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @dataclass
