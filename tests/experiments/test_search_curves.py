@@ -57,6 +57,11 @@ def search64(django_db_setup, django_db_blocker):
     yield from rows_for_module(django_db_blocker, make)
 
 
+@pytest.fixture
+def user(search64):
+    return search64.owner
+
+
 def test_it_reads_a_finished_runs_points_once(search64):
     cache = CurveCache()
     ids = list(runs(search64).values_list("pk", flat=True))

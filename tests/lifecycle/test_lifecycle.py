@@ -37,6 +37,11 @@ def owner_vc_node(django_db_setup, django_db_blocker) -> Iterator[tuple[Any, Vir
 
 
 @pytest.fixture
+def user(owner_vc_node):
+    return owner_vc_node[0]
+
+
+@pytest.fixture
 def job_in(owner_vc_node) -> Callable[[str], Job]:
     user, default_vc, node = owner_vc_node
 
