@@ -7,15 +7,15 @@ and under `if TYPE_CHECKING:` included, so a late import cannot hide a cycle."""
 from __future__ import annotations
 
 import ast
-import contextlib
-import gc
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+
+from tests.conftest import parsed_source
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,20 +82,10 @@ def resolve(name: str) -> str:
     return name
 
 
-ImportStatement = ast.Import | ast.ImportFrom
-
-
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a tree is made: its many nodes, none of them garbage, set
-    off collections of the whole (large) heap, which cost more than the parsing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+class ImportStatement(NamedTuple):
+    node: ast.Import | ast.ImportFrom
+    local: bool  # inside a function
+    top_level: bool  # a statement of the module itself (not under an `if`, a `try`, a class...)
 
 
 # Where statements hold statements (an import is a statement, and no expression holds one): the
@@ -104,23 +94,22 @@ BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 @cache
-def import_statements(path: Path) -> tuple[tuple[ImportStatement, bool], ...]:
-    """Every import statement of the file, each with whether it is inside a function: the file is
-    parsed once for all the tests, only its statements walked, and only its imports kept (an
+def import_statements(path: Path) -> tuple[ImportStatement, ...]:
+    """Every import statement of the file: the file is parsed once for all the tests (and
+    tests/architecture/test_phases.py's), only its statements walked, and only its imports kept (an
     ast.NodeVisitor's walk of every node, and a parse for each test that asked, were most of this
     file's CPU)."""
-    found: list[tuple[ImportStatement, bool]] = []
-    with collection_paused():
-        stack: list[tuple[ast.AST, bool]] = [(ast.parse(path.read_text(), filename=str(path)), False)]
-        while stack:
-            node, local = stack.pop()
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                found.append((node, local))
-                continue
-            inside = local or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            for field in BODIES:
-                stack.extend((statement, inside) for statement in getattr(node, field, ()))
-    found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+    found: list[ImportStatement] = []
+    stack: list[tuple[ast.AST, bool, bool]] = [(statement, False, True) for statement in parsed_source(path).body]
+    while stack:
+        node, local, top_level = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(ImportStatement(node, local, top_level))
+            continue
+        inside = local or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for field in BODIES:
+            stack.extend((statement, inside, False) for statement in getattr(node, field, ()))
+    found.sort(key=lambda statement: (statement.node.lineno, statement.node.col_offset))
     return tuple(found)
 
 
@@ -135,7 +124,7 @@ def imports_of(path: Path) -> list[Import]:
         if name.split(".")[0] in LAYERS and (target := resolve(name)) and target != module:
             found.append(Import(relative, module, target, local=local))
 
-    for node, local in import_statements(path):
+    for node, local, _top_level in import_statements(path):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name, local)
@@ -252,7 +241,7 @@ PURE_MODULES = {
 def imported_names(path: Path) -> set[str]:
     """Every absolute dotted name a file imports from, third-party ones included."""
     names: set[str] = set()
-    for node, _local in import_statements(path):
+    for node, _local, _top_level in import_statements(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif node.module and node.level == 0:

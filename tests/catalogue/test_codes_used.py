@@ -6,14 +6,12 @@ a texts.json is named by the product's code (a string of its source, or the pref
 from __future__ import annotations
 
 import ast
-import contextlib
-import gc
 import re
-from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
 from catalogue import PACKAGES, all_texts
+from tests.conftest import parsed_source
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = (*PACKAGES, "pai_portal")
@@ -30,7 +28,7 @@ def strings_of(path: Path) -> list[str]:
     walk of its tree, a string statement's subtree left out (ast.walk, twice, was most of this file's
     CPU)."""
     found: list[str] = []
-    stack: list[ast.AST] = [ast.parse(path.read_text())]
+    stack: list[ast.AST] = [parsed_source(path)]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Constant):
@@ -46,30 +44,16 @@ def strings_of(path: Path) -> list[str]:
     return found
 
 
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the trees are made: their million nodes, none of them
-    garbage, each set off collections of the whole (large) heap, which cost more than the parsing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @cache
 def product_words() -> tuple[set[str], tuple[str, ...]]:
     """Every word of the product's strings (a string may hold several codes, space-separated) and
     its templates, and the prefixes its tables read."""
     words: set[str] = set()
     prefixes: list[str] = []
-    with collection_paused():
-        for path in python_files(PRODUCT):
-            for string in strings_of(path):
-                words.update(string.split())
-            prefixes += READ_UNDER.findall(path.read_text())
+    for path in python_files(PRODUCT):
+        for string in strings_of(path):
+            words.update(string.split())
+        prefixes += READ_UNDER.findall(path.read_text())
     for path in sorted((ROOT / "templates").rglob("*.html")):
         words.update(word.strip(".") for word in re.findall(r"[\w.]+", path.read_text()))
     return words, tuple(prefixes)
