@@ -1,8 +1,11 @@
 """Shared fixtures. Real Docker / browser tests fail (not skip) in CI when their engine is missing."""
 
+import ast
 import contextlib
+import gc
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
 
@@ -231,6 +234,19 @@ def clear_cache_table(django_db_blocker, has_database: bool) -> None:
     if has_database:
         with django_db_blocker.unblock():
             cache.clear()
+
+
+def parsed_source(path: Path) -> ast.Module:
+    """The file's syntax tree, made with cyclic garbage collection paused: the many nodes of a tree,
+    none of them garbage, set off collections of the whole (large) heap of a test process, which
+    cost more than the parsing (the source-reading tests: tests/architecture, test_codes_used.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(path.read_text(), filename=str(path))
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 T = TypeVar("T")

@@ -6,8 +6,10 @@ import re
 import pytest
 from django.urls import URLPattern
 
+from clusters.models import VirtualCluster
 from tests.api.conftest import bearer_client
-from tests.factories import create_job, v2_yaml
+from tests.conftest import rows_for_module
+from tests.factories import create_job, create_user, v2_yaml
 from web.api import urls
 
 pytestmark = pytest.mark.django_db
@@ -49,12 +51,29 @@ def first_method(pattern: URLPattern) -> str:
 ROUTES = [pattern for pattern in urls.urlpatterns if isinstance(pattern, URLPattern) and pattern.name not in DOCS]
 
 
+@pytest.fixture(scope="module")
+def alice_and_routed_job(django_db_setup, django_db_blocker):
+    """alice and alice~routed as a submit leaves it, written as rows once for the module
+    (`rows_for_module`): what a route answers about a job is not what this file checks, only that
+    both prefixes answer it alike (89 API submits were a fifth of the file's CPU, then a user and a
+    job per route another); what a route changes (a stop, a deletion) its test's transaction undoes."""
+
+    def make():
+        alice = create_user("alice")
+        default_vc = VirtualCluster.objects.get_or_create(name="default", defaults={"share_percent": 100})[0]
+        return alice, create_job(alice, "routed", config_text=v2_yaml("routed"), virtual_cluster=default_vc)
+
+    yield from rows_for_module(django_db_blocker, make)
+
+
 @pytest.fixture
-def routed_job(user, default_vc):
-    """alice~routed as a submit leaves it, written as rows: what a route answers about a job is not
-    what this file checks, only that both prefixes answer it alike (89 API submits were a fifth
-    of the file's CPU)."""
-    return create_job(user, "routed", config_text=v2_yaml("routed"))
+def user(alice_and_routed_job):
+    return alice_and_routed_job[0]
+
+
+@pytest.fixture
+def routed_job(alice_and_routed_job):
+    return alice_and_routed_job[1]
 
 
 @pytest.mark.parametrize("pattern", ROUTES, ids=[pattern.name for pattern in ROUTES])

@@ -11,8 +11,11 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+
+from tests.conftest import parsed_source
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,47 +82,66 @@ def resolve(name: str) -> str:
     return name
 
 
-class ImportFinder(ast.NodeVisitor):
-    def __init__(self, path: Path) -> None:
-        self.path, self.module = path, module_name(path)
-        self.package = self.module if path.name == "__init__.py" else self.module.rpartition(".")[0]
-        self.depth = 0  # functions around the statement being visited
-        self.found: list[Import] = []
+class ImportStatement(NamedTuple):
+    node: ast.Import | ast.ImportFrom
+    local: bool  # inside a function
+    top_level: bool  # a statement of the module itself (not under an `if`, a `try`, a class...)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.depth += 1
-        self.generic_visit(node)
-        self.depth -= 1
 
-    visit_AsyncFunctionDef = visit_FunctionDef
+# Where statements hold statements (an import is a statement, and no expression holds one): the
+# bodies of modules, functions, classes, compound statements, except clauses and match cases.
+BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self.add(alias.name)
 
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+@cache
+def import_statements(path: Path) -> tuple[ImportStatement, ...]:
+    """Every import statement of the file: the file is parsed once for all the tests (and
+    tests/architecture/test_phases.py's), only its statements walked, and only its imports kept (an
+    ast.NodeVisitor's walk of every node, and a parse for each test that asked, were most of this
+    file's CPU)."""
+    found: list[ImportStatement] = []
+    stack: list[tuple[ast.AST, bool, bool]] = [(statement, False, True) for statement in parsed_source(path).body]
+    while stack:
+        node, local, top_level = stack.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(ImportStatement(node, local, top_level))
+            continue
+        inside = local or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for field in BODIES:
+            stack.extend((statement, inside, False) for statement in getattr(node, field, ()))
+    found.sort(key=lambda statement: (statement.node.lineno, statement.node.col_offset))
+    return tuple(found)
+
+
+def imports_of(path: Path) -> list[Import]:
+    """The project modules the file imports (a package's `__init__` by the package's name)."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    relative = str(path.relative_to(ROOT))
+    found: list[Import] = []
+
+    def add(name: str, local: bool) -> None:
+        if name.split(".")[0] in LAYERS and (target := resolve(name)) and target != module:
+            found.append(Import(relative, module, target, local=local))
+
+    for node, local, _top_level in import_statements(path):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, local)
+            continue
         base = node.module or ""
         if node.level:  # relative: from the package, `level - 1` packages up
-            anchor = self.package.split(".")[: len(self.package.split(".")) - (node.level - 1)]
+            anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
             base = ".".join([*anchor, *([base] if base else [])])
         for alias in node.names:  # `from jobs import actions` imports the module jobs.actions
             submodule = f"{base}.{alias.name}"
-            self.add(submodule if submodule in project_modules() else base)
-
-    def add(self, name: str) -> None:
-        if name.split(".")[0] in LAYERS and (target := resolve(name)) and target != self.module:
-            relative = str(self.path.relative_to(ROOT))
-            self.found.append(Import(relative, self.module, target, local=self.depth > 0))
+            add(submodule if submodule in project_modules() else base, local)
+    return found
 
 
 @cache
 def project_imports() -> tuple[Import, ...]:
-    found: list[Import] = []
-    for path in project_modules().values():
-        finder = ImportFinder(path)
-        finder.visit(ast.parse(path.read_text(), filename=str(path)))
-        found.extend(finder.found)
-    return tuple(found)
+    return tuple(found for path in project_modules().values() for found in imports_of(path))
 
 
 def layer(module: str) -> int:
@@ -219,10 +241,10 @@ PURE_MODULES = {
 def imported_names(path: Path) -> set[str]:
     """Every absolute dotted name a file imports from, third-party ones included."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node, _local, _top_level in import_statements(path):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+        elif node.module and node.level == 0:
             names.add(node.module)
     return names
 

@@ -8,6 +8,8 @@ import ast
 from functools import cache
 from pathlib import Path
 
+from tests.architecture.test_dependencies import ImportStatement, import_statements
+
 ROOT = Path(__file__).resolve().parents[2]
 SCHEDULING = ROOT / "scheduling"
 
@@ -40,22 +42,23 @@ DOOR_USERS = {"scheduling/sampler.py": {"executors", "lease"}}
 
 
 @cache
-def modules() -> dict[str, ast.Module]:
-    """Each scheduling module's syntax tree, parsed once for the file's tests (read, never changed)."""
+def modules() -> dict[str, tuple[ImportStatement, ...]]:
+    """Each scheduling module's import statements, read once for the file's tests (its source parsed
+    once for this file and tests/architecture/test_dependencies.py, only its statements walked)."""
     return {
-        str(path.relative_to(ROOT)): ast.parse(path.read_text(), filename=str(path))
+        str(path.relative_to(ROOT)): import_statements(path)
         for path in SCHEDULING.rglob("*.py")
         if "migrations" not in path.parts
     }
 
 
-def scheduling_imports(tree: ast.Module) -> set[str]:
+def scheduling_imports(statements: tuple[ImportStatement, ...]) -> set[str]:
     """The scheduling modules a module imports (`scheduling.x` -> `x`), wherever the import is."""
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node, _local, _top_level in statements:
         if isinstance(node, ast.Import):
             found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("scheduling."))
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        elif node.level == 0 and node.module:
             if node.module == "scheduling":
                 found.update(alias.name for alias in node.names)
             elif node.module.startswith("scheduling."):
@@ -75,9 +78,9 @@ def test_it_knows_every_phase_module():
 def test_no_phase_imports_a_phase_above_it():
     wrong = [
         f"{path} imports scheduling.{name}"
-        for path, tree in modules().items()
+        for path, statements in modules().items()
         if (phase := phase_of(path)) is not None
-        for name in scheduling_imports(tree)
+        for name in scheduling_imports(statements)
         if name in PHASES and PHASES.index(name) >= PHASES.index(phase)
     ]
     assert wrong == []
@@ -86,28 +89,26 @@ def test_no_phase_imports_a_phase_above_it():
 def test_the_modules_beside_the_phases_import_none_of_them():
     wrong = [
         f"{path} imports scheduling.{name}"
-        for path, tree in modules().items()
+        for path, statements in modules().items()
         if phase_of(path) is None and path not in LOOP_USERS
-        for name in scheduling_imports(tree)
+        for name in scheduling_imports(statements)
         if name in PHASES and name not in DOOR_USERS.get(path, set())
     ]
     assert wrong == []
 
 
 def test_nothing_but_its_command_imports_the_loop():
-    users = {path for path, tree in modules().items() if "scheduler" in scheduling_imports(tree)}
+    users = {path for path, statements in modules().items() if "scheduler" in scheduling_imports(statements)}
     assert users <= LOOP_USERS
 
 
 def test_no_import_hides_in_a_function_or_under_type_checking():
-    hidden = []
-    for path, tree in modules().items():
-        top_level = {id(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)}
-        hidden += [
-            f"{path}:{node.lineno}"
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in top_level
-        ]
+    hidden = [
+        f"{path}:{statement.node.lineno}"
+        for path, statements in modules().items()
+        for statement in statements
+        if not statement.top_level
+    ]
     assert hidden == []
 
 

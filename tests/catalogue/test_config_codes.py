@@ -38,7 +38,17 @@ from jobs.protocol.timelimit import resolve
 from jobs.storage import areas
 from jobs.storage.configs import MY_AREA, Browsable, browsable, chosen_storages, forget_storage_configs
 from jobs.storage.errors import StorageError
-from tests.factories import create_job, create_storage, normalized_spec, partial_spec, v1_json, v1_role, v2_yaml
+from tests.conftest import rows_for_module
+from tests.factories import (
+    create_job,
+    create_storage,
+    create_user,
+    normalized_spec,
+    partial_spec,
+    v1_json,
+    v1_role,
+    v2_yaml,
+)
 from web.storage.views import SizeLimitHandler, _post
 from web.submit_form import _base_config
 
@@ -72,6 +82,27 @@ def env_in(folder: Path, user: Any, vc: VirtualCluster, settings: Any) -> Env:
     folder.mkdir()
     settings.PAI_FS_ROOT = folder / "fs"
     return Env(user, vc, folder, settings)
+
+
+@pytest.fixture(scope="module")
+def alice_and_default_vc(django_db_setup, django_db_blocker) -> Iterator[tuple[Any, VirtualCluster]]:
+    """alice and the `default` VC, made once for the module's ~290 cases (`rows_for_module`): what a
+    case writes (a VC's users, jobs, storages) its own transaction undoes."""
+
+    def make() -> tuple[Any, VirtualCluster]:
+        return create_user("alice"), VirtualCluster.objects.get_or_create(name="default")[0]
+
+    yield from rows_for_module(django_db_blocker, make)
+
+
+@pytest.fixture
+def user(alice_and_default_vc):
+    return alice_and_default_vc[0]
+
+
+@pytest.fixture
+def default_vc(alice_and_default_vc):
+    return alice_and_default_vc[1]
 
 
 @pytest.fixture

@@ -6,20 +6,43 @@ from rest_framework.test import APIClient
 
 from jobs.models import MetricPoint, MetricSource, Task
 from tests.api.conftest import bearer_client
-from tests.factories import create_job
+from tests.conftest import rows_for_module
+from tests.factories import create_job, create_user
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def alice_and_job(django_db_setup, django_db_blocker):
+    """alice's job: a worker that reported loss at steps 0..2999 and acc at step 10, a bad line;
+    written once for the module's tests, which read it (`rows_for_module`: 3,000 points per test
+    were most of the file's CPU)."""
+
+    def make():
+        alice = create_user("alice")
+        job = create_job(alice, "train", roles={"worker": 1})
+        task = Task.objects.get(job=job)
+        MetricPoint.objects.bulk_create(
+            [
+                MetricPoint(job=job, task=task, name="loss", step=step, value=1 / (step + 1), at=0)
+                for step in range(3000)
+            ]
+            + [MetricPoint(job=job, task=task, name="acc", step=10, value=0.5, at=0)]
+        )
+        MetricSource.objects.create(task=task, kind="log", path="x", bad_lines=1)
+        return alice, job
+
+    yield from rows_for_module(django_db_blocker, make)
 
 
 @pytest.fixture
-def job(user):
-    """alice's job: a worker that reported loss at steps 0..2999 and acc at step 10, a bad line."""
-    job = create_job(user, "train", roles={"worker": 1})
-    task = Task.objects.get(job=job)
-    MetricPoint.objects.bulk_create(
-        [MetricPoint(job=job, task=task, name="loss", step=step, value=1 / (step + 1), at=0) for step in range(3000)]
-        + [MetricPoint(job=job, task=task, name="acc", step=10, value=0.5, at=0)]
-    )
-    MetricSource.objects.create(task=task, kind="log", path="x", bad_lines=1)
-    return job
+def user(alice_and_job):
+    return alice_and_job[0]
+
+
+@pytest.fixture
+def job(alice_and_job):
+    return alice_and_job[1]
 
 
 @pytest.fixture

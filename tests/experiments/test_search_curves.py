@@ -5,11 +5,16 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from clusters.models import VirtualCluster
 from jobs.models import JobState, MetricPoint, MetricSeries, Sweep
 from jobs.sweep_curves import CurveCache
 from jobs.sweep_search import advance
 from jobs.sweeps import runs, submit_sweep
+from tests.conftest import rows_for_module
 from tests.experiments.test_adaptive_search import search_text
+from tests.factories import create_user
+
+pytestmark = pytest.mark.django_db
 
 SEARCH64 = "{algorithm: random, metric: loss, trials: 64, maxConcurrent: 64, parameters: {x: {min: 0, max: 4}}}"
 
@@ -27,22 +32,34 @@ def report(job, values: dict[int, float], at: int) -> None:
     MetricSeries.objects.filter(pk=series.pk).update(points=series.points + len(values))
 
 
+@pytest.fixture(scope="module")
+def search64(django_db_setup, django_db_blocker):
+    """alice's search of 64 runs that reported 20 steps each, all finished: made once for the
+    module (`rows_for_module`; a 64-run submit and its points per test were most of the file's
+    CPU), what a test reports or advances undone by its own transaction."""
+
+    def make() -> Sweep:
+        VirtualCluster.objects.get_or_create(name="default", defaults={"share_percent": 100})
+        sweep = submit_sweep(create_user("alice"), search_text(SEARCH64))
+        jobs = list(runs(sweep).prefetch_related("tasks"))
+        MetricPoint.objects.bulk_create(
+            MetricPoint(job=job, task=job.tasks.all()[0], name="loss", step=step, value=1.0 / step, at=step)
+            for job in jobs
+            for step in range(1, 21)
+        )  # (each step read a second after the last)
+        MetricSeries.objects.bulk_create(
+            MetricSeries(job=job, name="loss", points=20, last_step=20, last_value=0.05, min_value=0.05, max_value=1)
+            for job in jobs
+        )
+        runs(sweep).update(state=JobState.SUCCEEDED)
+        return sweep
+
+    yield from rows_for_module(django_db_blocker, make)
+
+
 @pytest.fixture
-def search64(user, default_vc):
-    """A search of 64 runs that reported 20 steps each, all finished."""
-    sweep = submit_sweep(user, search_text(SEARCH64))
-    jobs = list(runs(sweep).prefetch_related("tasks"))
-    MetricPoint.objects.bulk_create(
-        MetricPoint(job=job, task=job.tasks.all()[0], name="loss", step=step, value=1.0 / step, at=step)
-        for job in jobs
-        for step in range(1, 21)
-    )  # (each step read a second after the last)
-    MetricSeries.objects.bulk_create(
-        MetricSeries(job=job, name="loss", points=20, last_step=20, last_value=0.05, min_value=0.05, max_value=1)
-        for job in jobs
-    )
-    runs(sweep).update(state=JobState.SUCCEEDED)
-    return sweep
+def user(search64):
+    return search64.owner
 
 
 def test_it_reads_a_finished_runs_points_once(search64):

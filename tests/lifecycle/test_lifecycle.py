@@ -3,30 +3,48 @@ transition happens, every other one is refused and leaves the row as it was."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from catalogue import Message
-from clusters.models import Node
+from clusters.models import Node, VirtualCluster
 from jobs import lifecycle
 from jobs.lifecycle import JobStateError, Placement, TaskExit
 from jobs.models import Job, Task, TaskAttempt
 from jobs.states import JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
-from tests.factories import normalized_spec
+from tests.conftest import rows_for_module
+from tests.factories import create_user, normalized_spec
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def node(db):
-    return Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=8192)
+@pytest.fixture(scope="module")
+def owner_vc_node(django_db_setup, django_db_blocker) -> Iterator[tuple[Any, VirtualCluster, Node]]:
+    """alice, the `default` VC and node n1, made once for the module's ~100 transitions
+    (`rows_for_module`): each test's job, and what its transition writes, its transaction undoes."""
+
+    def make() -> tuple[Any, VirtualCluster, Node]:
+        return (
+            create_user("alice"),
+            VirtualCluster.objects.get_or_create(name="default", defaults={"share_percent": 100})[0],
+            Node.objects.create(name="n1", executor="process", cpus=8, memory_mb=8192),
+        )
+
+    yield from rows_for_module(django_db_blocker, make)
 
 
 @pytest.fixture
-def job_in(user, default_vc, node) -> Callable[[str], Job]:
+def user(owner_vc_node):
+    return owner_vc_node[0]
+
+
+@pytest.fixture
+def job_in(owner_vc_node) -> Callable[[str], Job]:
+    user, default_vc, node = owner_vc_node
+
     def make(state: str) -> Job:
         job = Job.objects.create(
             owner=user,

@@ -11,7 +11,7 @@ from catalogue import Message
 from jobs.protocol import load
 from jobs.protocol.parsing import parse
 from tests.factories import default_image, v2_yaml
-from tests.protocol.conftest import as_v2_text, example_files, example_ids
+from tests.protocol.conftest import as_v2_text, example_files, example_ids, from_yaml
 from tests.protocol.test_export import v2_configs
 from web.submit_errors import field_errors, form_field_for, line_errors
 from web.submit_form import JobFormData, config_to_form, config_to_yaml, form_input_errors, form_to_config
@@ -398,7 +398,7 @@ def test_generated_v2_configs_run_the_same_after_a_trip_through_the_form(doc):
     """Parameters of any YAML type, ports, completion thresholds, shm, extras: the same spec. A
     secret travels as text in a password input (one line), and comes back as YAML types it."""
     doc["secrets"] = {name: value.replace("\n", " ") for name, value in doc["secrets"].items()}
-    through_form = load(config_to_yaml(form_to_config(round_trip(yaml.safe_load(as_v2_text(doc)))))).spec
+    through_form = load(config_to_yaml(form_to_config(round_trip(from_yaml(as_v2_text(doc)))))).spec
     direct = load(as_v2_text(doc)).spec
     as_text = {name: str(value) for name, value in (direct.get("secrets") or {}).items()}
     assert {name: str(value) for name, value in (through_form.get("secrets") or {}).items()} == as_text
