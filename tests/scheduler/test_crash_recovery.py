@@ -26,7 +26,7 @@ def wait_for_exit(task, timeout: float = 10.0):
         status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
         if not status.running:
             return status
-        time.sleep(0.05)
+        time.sleep(0.02)
     raise AssertionError(f"{task} still running")
 
 
