@@ -16,7 +16,6 @@ from scheduling.executors import node_executor
 from scheduling.scheduler import Scheduler
 from tests.scheduler.conftest import role, v2_job
 
-
 HEARTBEAT_S = 0.04
 
 

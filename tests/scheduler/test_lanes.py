@@ -90,7 +90,7 @@ def test_it_counts_no_answer_that_came_after_its_deadline(deadline):
 
 def test_it_waits_no_longer_than_a_probe_for_a_node_that_answered_late(settings):
     # (a deadline well above the probe's wait, so a busy box's scheduling delay cannot blur the two)
-    settings.PAI_NODE_CALL_DEADLINE_SECONDS = deadline_s = executors.PROBE_WAIT_S + 1.0
+    settings.PAI_NODE_CALL_DEADLINE_SECONDS = executors.PROBE_WAIT_S + 1.0
     lane = Lane("slow")
     answered_late(lane, "poll", deadline=0.05)  # (how late it was is not the point: that it was)
 
