@@ -34,14 +34,20 @@ def processes_showing(value: str) -> list[str]:
     return found
 
 
-def shared_files_holding(root: Path, value: str) -> list[str]:
-    """'<path> <mode>' for every file under `root` that holds `value` and that group or others may read."""
+def shared_files_holding(root: Path, value: str, changed_since: float | None = None) -> list[str]:
+    """'<path> <mode>' for every file under `root` that holds `value` and that group or others may read.
+    With `changed_since` (a time.time() from before `value` was made), files whose inode changed
+    before it are passed over unread: no write (nor copy, nor utime) that could have put a value made
+    later into a file leaves its ctime older. (A shared var/ holds GBs of cached image tarballs that
+    reading cost one test ~7 s of CPU.)"""
     found = []
     wanted = value.encode()
     for directory, _dirs, files in os.walk(root):
         for name in files:
             path = Path(directory) / name
             info = path.lstat()
+            if changed_since is not None and info.st_ctime < changed_since:
+                continue
             if stat.S_ISREG(info.st_mode) and info.st_mode & 0o044 and wanted in path.read_bytes():
                 found.append(f"{path} {stat.filemode(info.st_mode)}")
     return found

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import select
 import signal
@@ -44,6 +45,11 @@ CHUNK_BYTES = 65536
 # How often the output loop looks whether the command ended while something still holds its
 # output open (a leftover outside any cgroup, on a node without a sandbox).
 EXIT_CHECK_S = 0.5
+# While a stop has reached none of the task's command (it came as the sandbox was still starting
+# it), how soon the output loop tries again: doubling from the first to EXIT_CHECK_S, so a command
+# born just after the stop gets it within milliseconds (at EXIT_CHECK_S it waited up to half a
+# second), and one that ignores SIGTERM for a long grace costs a look every half second.
+PASS_ON_RETRY_S = 0.005
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGALRM)  # blocked across the fork of the task's command
 EXEC_FAILED = 127
 # When the task's network cannot be attached, its command never ran: the exit spec's codes, not SIGKILL's.
@@ -85,7 +91,7 @@ class Supervisor:
         self.cwd: str = config["cwd"]
         self.log_path: str = config["log_path"]
         self.log_max_bytes: int = config["log_max_bytes"]
-        self.stop_grace_s: int = config["stop_grace_s"]
+        self.stop_grace_s: float = config["stop_grace_s"]
         self.cgroup = TaskCgroup(config["cgroup"]) if config.get("cgroup") else None
         self.rlimits: dict[str, int] = config.get("rlimits") or {}
         self.sandboxed: bool = config["sandboxed"]
@@ -96,6 +102,8 @@ class Supervisor:
         self.stopping = False
         self.signalled: set[int] = set()  # the task's processes sent SIGTERM (and not ignoring it then)
         self.passed_on = False  # the stop has reached the task's command: nothing started later gets it
+        self._woken = -1  # read end of a pipe a stop writes to: it wakes the output loop (_copy_output)
+        self._wake = -1
 
     def _kill_child_group(self, sig: int) -> None:
         if self.child_pid is not None:
@@ -116,12 +124,17 @@ class Supervisor:
         if self.portal_stop_file is not None and not os.path.exists(self.portal_stop_file):
             return
         self.stopping = True
+        if self._wake >= 0:
+            with contextlib.suppress(OSError):  # (full: the loop is woken already)
+                os.write(self._wake, b"!")
         grace = self.stop_grace_s
         with contextlib.suppress(OSError, ValueError), open(os.path.join(self.task_dir, GRACE_FILE)) as file:
-            grace = max(0, int(file.read().strip()))
+            written = float(file.read().strip())
+            if math.isfinite(written):
+                grace = max(0.0, written)
         self._pass_stop_on()
-        if grace:
-            signal.alarm(grace)
+        if grace > 0:  # (seconds, a fraction of one too: setitimer, where alarm took whole ones)
+            signal.setitimer(signal.ITIMER_REAL, grace)
         else:
             self._on_grace_over(signal.SIGALRM, None)
 
@@ -161,6 +174,8 @@ class Supervisor:
         signal.signal(signal.SIGTERM, self._on_stop)
         signal.signal(signal.SIGALRM, self._on_grace_over)
         logs = TaskLogs(self.log_path, self.log_max_bytes)
+        self._woken, self._wake = os.pipe()  # (close-on-exec: the command inherits neither end)
+        os.set_blocking(self._wake, False)
         stdout, child_stdout = os.pipe()
         stderr, child_stderr = os.pipe()
         # bwrap's pipes when the sandbox gets a network: it tells its pid, then waits to be let go.
@@ -184,6 +199,9 @@ class Supervisor:
         network, refused = self._attach_network(info, block_w, logs) if self.network else (None, None)
         try:
             status = self._copy_output({stdout: STDOUT, stderr: STDERR}, logs)
+            woken, wake, self._woken, self._wake = self._woken, self._wake, -1, -1  # (before a stop could write)
+            os.close(woken)
+            os.close(wake)
             os.close(stdout)
             os.close(stderr)
             logs.close()
@@ -261,11 +279,19 @@ class Supervisor:
         status: int | None = None
         drain_until = 0.0
         open_pipes = dict(pipes)
+        retry = PASS_ON_RETRY_S
         while open_pipes:
             if self.stopping and status is None:
                 self._pass_stop_on()
             timeout = EXIT_CHECK_S if status is None else max(0.0, drain_until - time.monotonic())
-            ready = select.select(list(open_pipes), [], [], timeout)[0]
+            if self.stopping and not self.passed_on and status is None:
+                timeout, retry = min(timeout, retry), min(retry * 2, EXIT_CHECK_S)
+            woken = [self._woken] if self._woken >= 0 else []
+            ready = select.select(list(open_pipes) + woken, [], [], timeout)[0]
+            if woken and woken[0] in ready:  # (a stop came: pass it on now, not after the timeout)
+                os.read(woken[0], CHUNK_BYTES)
+                ready.remove(woken[0])
+                continue
             for pipe in ready:
                 if chunk := os.read(pipe, CHUNK_BYTES):
                     logs.write(open_pipes[pipe], chunk)

@@ -63,8 +63,9 @@ def streams(client, prefix: str = "/api", tail: bool = False) -> dict[str, str]:
 
 
 @pytest.fixture
-def chatty_answers(alice, chatty) -> dict[str, object]:
-    """What the logs route and its links answer after the real run, under both prefixes."""
+def chatty_answers(alice, bob, chatty) -> dict[str, object]:
+    """What the logs route and its links answer after the real run, under both prefixes (and
+    what they answer another user)."""
     return {
         "names": {
             prefix: [location["name"] for location in alice.get(f"{prefix}{LOGS}").json()["locations"]]
@@ -72,6 +73,7 @@ def chatty_answers(alice, chatty) -> dict[str, object]:
         },
         "streams": streams(alice),
         "tails": streams(alice, tail=True),
+        "to_another_user": bob.get(f"/api{LOGS}").status_code,
     }
 
 
@@ -102,8 +104,8 @@ def test_it_masks_the_secret_in_every_stream_in_tail_mode(answers):
     assert not any(SECRET in text for text in tails.values())
 
 
-def test_it_keeps_the_streams_from_other_users(bob, chatty):
-    assert bob.get(f"/api{LOGS}").status_code == 404
+def test_it_keeps_the_streams_from_other_users(answers):
+    assert answers["to_another_user"] == 404
 
 
 def locations_of(client, job: str) -> list[str]:

@@ -71,7 +71,7 @@ def drive(scheduler, sweep: Sweep, timeout: float = 120.0) -> None:
 
 
 def test_it_makes_its_trials_as_slots_free_and_finds_the_best(user, process_node, scheduler):
-    sweep = submit_sweep(user, search_text(GRID4))
+    sweep = submit_sweep(user, search_text(GRID4, pause=0))  # (an ended run's lines are read too)
     assert runs(sweep).count() == 2  # (the first as many as run at once)
 
     drive(scheduler, sweep)

@@ -64,7 +64,7 @@ def run_until(scheduler):
             job.refresh_from_db()
             if job.state in states:
                 return job
-            time.sleep(0.05)
+            time.sleep(0.02)  # (at 0.05 s, ~11% of a real-run test's wall was this wait; no more CPU at 0.02)
         raise AssertionError(f"job stayed {job.state}, wanted {states}; reason: {job.pending_reason!r}")
 
     return run

@@ -16,6 +16,8 @@ from scheduling.executors import node_executor
 from scheduling.scheduler import Scheduler
 from tests.scheduler.conftest import role, v2_job
 
+HEARTBEAT_S = 0.04
+
 
 def wait_for_exit(task, timeout: float = 10.0):
     deadline = time.monotonic() + timeout
@@ -23,7 +25,7 @@ def wait_for_exit(task, timeout: float = 10.0):
         status = node_executor(task.node).poll(TaskHandle(task.executor_id, task.ip))
         if not status.running:
             return status
-        time.sleep(0.05)
+        time.sleep(0.02)
     raise AssertionError(f"{task} still running")
 
 
@@ -46,7 +48,7 @@ def silent_node(process_node, monkeypatch, settings):
     """The process node, whose heartbeat can be silenced (a unit stand-in for a dead engine;
     tests/docker/test_node_failures.py stops a real engine)."""
     settings.PAI_NODE_DOWN_AFTER_SECONDS = 0
-    settings.PAI_NODE_HEARTBEAT_SECONDS = 0.1
+    settings.PAI_NODE_HEARTBEAT_SECONDS = HEARTBEAT_S
     state = {"answers": True}
 
     def ping(self):
@@ -60,7 +62,7 @@ def silent_node(process_node, monkeypatch, settings):
 def test_it_marks_a_silent_node_down_and_requeues_its_jobs(submit, run_until, silent_node, scheduler):
     job = run_until(submit(v2_job("lost", role("worker", "sleep 300"))), JobState.RUNNING)
     silent_node["answers"] = False
-    time.sleep(0.15)
+    time.sleep(HEARTBEAT_S * 1.5)  # (a heartbeat is due)
     scheduler.run_once()
     job.refresh_from_db()
     node = Node.objects.get()
@@ -91,10 +93,10 @@ def test_a_start_that_finds_the_nodes_engine_gone_marks_the_node_down_in_the_eng
 def test_it_takes_a_node_back_when_it_answers_again(submit, run_until, silent_node, scheduler):
     job = run_until(submit(v2_job("back", role("worker", "sleep 300"))), JobState.RUNNING)
     silent_node["answers"] = False
-    time.sleep(0.15)
+    time.sleep(HEARTBEAT_S * 1.5)  # (a heartbeat is due)
     scheduler.run_once()
     silent_node["answers"] = True
-    time.sleep(0.15)
+    time.sleep(HEARTBEAT_S * 1.5)  # (a heartbeat is due)
     job = run_until(job, JobState.RUNNING)
     assert Node.objects.get().down_since is None
     assert job.job_attempt == 2

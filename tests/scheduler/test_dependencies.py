@@ -55,13 +55,17 @@ def test_it_says_which_job_a_held_job_waits_for(user, submit, scheduler):
 
 def test_it_runs_an_afternotok_job_once_the_other_failed(submit, run_until):
     submit(job("prep", "exit 1"))
-    cleanup = run_until(submit(job("cleanup", afternotok=["prep"])), JobState.SUCCEEDED, JobState.FAILED, timeout=30)
+    cleanup = run_until(
+        submit(job("cleanup", "true", afternotok=["prep"])), JobState.SUCCEEDED, JobState.FAILED, timeout=30
+    )
     assert cleanup.state == JobState.SUCCEEDED
 
 
 def test_it_takes_a_job_by_id(submit, run_until):
-    first = submit(job("prep"))
-    second = run_until(submit(job("train", afterok=[first.pk])), JobState.SUCCEEDED, JobState.FAILED, timeout=30)
+    first = submit(job("prep", "true"))
+    second = run_until(
+        submit(job("train", "true", afterok=[first.pk])), JobState.SUCCEEDED, JobState.FAILED, timeout=30
+    )
     assert second.state == JobState.SUCCEEDED
 
 

@@ -37,7 +37,7 @@ class FakeEngine:
         deadline = time.monotonic() + 30
         while not (folder / "ready").exists():
             assert self.process.poll() is None and time.monotonic() < deadline, "the fake engine did not start"
-            time.sleep(0.05)
+            time.sleep(0.01)
         self.url = f"unix://{folder}/engine-0.sock"
 
     def ask(self, path: str) -> Any:
@@ -54,10 +54,13 @@ class FakeEngine:
                 body += control.recv(65536)
             return json.loads(body)
 
-    def connections(self) -> int:
-        """Open to the engine now (the control socket's own asking left out)."""
-        time.sleep(0.2)  # (a client's close reaches the server)
-        return sum(self.ask("/connections").values()) - 1
+    def connections(self, expected: int = 1) -> int:
+        """Open to the engine (the control socket's own asking left out), looked at until `expected`
+        or for 0.5 s: a client's close reaches the server in a moment, a connection kept stays."""
+        deadline = time.monotonic() + 0.5
+        while (open_now := sum(self.ask("/connections").values()) - 1) != expected and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return open_now
 
     def calls(self) -> dict[str, int]:
         return dict(self.ask("/calls"))

@@ -40,7 +40,7 @@ def run_until_ran(scheduler):
             log = Path(task.log_path) if task.executor_id and task.log_path else None
             if log is not None and log.is_file() and "command-ran" in log.read_text(errors="replace"):
                 return job
-            time.sleep(0.05)
+            time.sleep(0.02)
         raise AssertionError(f"job {job.state} at attempt {job.job_attempt}: {job.exit_diagnostics!r}")
 
     return run

@@ -39,6 +39,27 @@ def late(seconds: float) -> Any:
     return call
 
 
+class Held:
+    """A call that answers once released: released after its caller gave up on it, its answer is
+    late by construction, with no fixed sleep past the deadline to wait out."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def __call__(self) -> str:
+        assert self.release.wait(30), "never released"
+        return "answer"
+
+
+def answered_late(lane: Lane, what: str, deadline: float | None = None) -> None:
+    """A call on the lane that its caller gives up on, answered once it has (the node goes silent)."""
+    held = Held()
+    with pytest.raises(NodeSilent):
+        lane.call(what, held, deadline)
+    held.release.set()
+    until(lambda: not lane.busy())
+
+
 def until(condition, timeout: float = 5.0) -> None:
     limit = time.monotonic() + timeout
     while not condition():
@@ -48,13 +69,15 @@ def until(condition, timeout: float = 5.0) -> None:
 
 def test_it_counts_no_answer_that_came_after_its_deadline(deadline):
     lane = Lane("slow")
+    held = Held()
     with pytest.raises(NodeSilent) as silent:
-        lane.call("ping", late(DEADLINE_S + 0.2))
+        lane.call("ping", held)
     # While the call runs on: whose lane, how long, the call and that it did not answer in time.
     said = silent.value.messages
     assert [part.code for part in said] == ["node.lane.silent", "node.lane.busy", "node.lane.last_error"]
     assert param(said[-1], "error") == [Message.of("node.lane.unanswered", call="ping", seconds=DEADLINE_S)]
     assert str(silent.value).startswith("node slow has not answered for ")
+    held.release.set()
     until(lambda: not lane.busy())
 
     assert lane.last_answer is None and not lane.answering
@@ -62,28 +85,27 @@ def test_it_counts_no_answer_that_came_after_its_deadline(deadline):
     assert [part.code for part in silence] == ["node.lane.silent", "node.lane.last_error"]
     assert param(silence[-1], "error", 0).code == "node.lane.late"
     assert "past its deadline" in joined(silence)
-    assert lane.silent_for() >= DEADLINE_S + 0.2
+    assert lane.silent_for() >= DEADLINE_S  # (since the lane was made: the late answer was none)
 
 
 def test_it_waits_no_longer_than_a_probe_for_a_node_that_answered_late(settings):
     # (a deadline well above the probe's wait, so a busy box's scheduling delay cannot blur the two)
-    settings.PAI_NODE_CALL_DEADLINE_SECONDS = deadline_s = executors.PROBE_WAIT_S + 1.0
+    settings.PAI_NODE_CALL_DEADLINE_SECONDS = executors.PROBE_WAIT_S + 1.0
     lane = Lane("slow")
-    with pytest.raises(NodeSilent):
-        lane.call("poll", late(deadline_s + 0.2))
-    until(lambda: not lane.busy())
+    answered_late(lane, "poll", deadline=0.05)  # (how late it was is not the point: that it was)
 
     asked = time.monotonic()
+    held = Held()
     with pytest.raises(NodeSilent):
-        lane.call("poll", late(deadline_s + 0.2))
+        lane.call("poll", held)
     assert time.monotonic() - asked < executors.PROBE_WAIT_S + 0.5  # (not the deadline's 1.2 s)
+    held.release.set()
 
 
 def test_a_probe_answered_within_the_deadline_brings_the_node_back(deadline):
     lane = Lane("slow")
-    with pytest.raises(NodeSilent):
-        lane.call("ping", late(DEADLINE_S + 0.2))
-    until(lambda: not lane.busy())
+    answered_late(lane, "ping", deadline=0.05)
+    assert not lane.answering
     with pytest.raises(NodeSilent):  # (a probe: waited for briefly, but its answer is in time)
         lane.call("ping", late(executors.PROBE_WAIT_S + 0.05))
     until(lambda: not lane.busy())
@@ -317,7 +339,7 @@ def test_a_stop_of_a_container_removed_already_waits_for_no_lane(deadline):
 
 @pytest.mark.django_db
 def test_a_hung_engine_costs_the_sampler_one_round_once_and_the_other_nodes_nothing(user, settings, monkeypatch):
-    settings.PAI_SAMPLE_SECONDS = 0.5
+    settings.PAI_SAMPLE_SECONDS = 0.25
     settings.PAI_NODE_CALL_DEADLINE_SECONDS = 0.1
     hung, fine = (Node.objects.create(name=name, executor="docker", docker_url=f"tcp://{name}:2375") for name in "ab")
     for node in (hung, fine):
@@ -364,15 +386,17 @@ def test_it_gives_a_lane_only_to_nodes_whose_executor_calls_an_engine(process_no
 
 
 class Slow(Executor):
-    """An engine whose calls each take `seconds[i]` (called in turn by side_by_side)."""
+    """An engine whose calls each take `seconds[i]` (called in turn by side_by_side), or less once
+    released."""
 
     calls_an_engine = True
 
     def __init__(self, seconds: list[float]) -> None:
         self.seconds = seconds
+        self.release = threading.Event()
 
     def ping(self) -> None:
-        time.sleep(self.seconds.pop(0))
+        self.release.wait(self.seconds.pop(0))
 
     start = poll = stop = list_running = None  # type: ignore[assignment]  # (never called)
 
@@ -393,10 +417,12 @@ def test_calls_in_turn_on_a_lane_each_have_their_own_deadline(deadline, monkeypa
     assert results == {1: ["answer"] * 3}
     assert answering.lane.answering
 
-    hanging = Bulkheaded(Slow([0.01, DEADLINE_S * 4, 0.01]), Lane("hanging"))
+    hung = Slow([0.01, 30, 0.01])  # (the second call answers once released, past its deadline)
+    hanging = Bulkheaded(hung, Lane("hanging"))
     monkeypatch.setattr(executors, "node_executor", lambda node: hanging)
     results = executors.side_by_side({node: [pinged] * 3}, "ping")
     assert results[1][0] == "answer"
     assert [type(result) for result in results[1][1:]] == [NodeSilent, NodeSilent]
     assert not hanging.lane.answering
+    hung.release.set()
     until(lambda: not hanging.lane.busy())

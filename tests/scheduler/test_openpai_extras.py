@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from clusters.models import Gpu, GpuType
+from jobs.actions import stop_job
 from jobs.models import JobState
 from tests.scheduler.conftest import role, v2_job
 
@@ -32,10 +33,11 @@ def gpus(process_node):
 def test_a_higher_priority_class_starts_first_inside_a_vc(submit, run_until, process_node):
     process_node.cpus = 1
     process_node.save()
-    blocker = submit(v2_job("blocker", role("worker", "sleep 1")))
+    blocker = submit(v2_job("blocker", role("worker", "sleep 300")))
     run_until(blocker, JobState.RUNNING)
     low = submit(v2_job("low", role("worker", "true")))
     high = submit(v2_job("high", role("worker", "sleep 5")) + hived("prod"))
+    stop_job(blocker, by=blocker.owner)  # (the node's one CPU frees with both waiting, not after a fixed sleep)
     run_until(high, JobState.RUNNING)
     low.refresh_from_db()
     assert low.state == JobState.WAITING

@@ -18,7 +18,7 @@ def end_once_exited(scheduler, timeout: float = 10.0) -> ending.Ended:
     deadline = time.monotonic() + timeout
     while not (ended := ending.run(scheduler.backends, [], set())).changed:
         assert time.monotonic() < deadline, "the task kept running"
-        time.sleep(0.05)
+        time.sleep(0.02)
     return ended
 
 

@@ -192,6 +192,7 @@ def docker_job_server() -> Iterator[str]:
         subprocess.run(["docker", "network", "rm", name], capture_output=True, check=False)
 
 
+@pytest.mark.docker  # (a real container, ~1.5 s: the Docker tier's, as every test that needs an engine)
 def test_it_keeps_a_docker_jobs_private_address_out_of_reach(run_task, docker_job_server):
     code, log = run_task(connects(8000, docker_job_server))
     assert (code, log.strip()) == (0, "refused")
