@@ -7,6 +7,7 @@ of jobs.actions, render.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any, cast
 
 from django import forms as django_forms
@@ -15,9 +16,10 @@ from django.contrib import messages
 from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -168,13 +170,24 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "storage_names": [storage.name for storage in storages],
         "profile_key_count": SshPublicKey.objects.filter(user=cast(Any, request.user)).count(),
         "file_form": ImportFileForm(),
-        "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
+        "role_template": _role_template_html(),
         "default_image": settings.PAI_DEFAULT_IMAGE,
         "notebook_image": settings.PAI_NOTEBOOK_IMAGE,
     }
     context.update(extra)
     context["error_count"] = len(context["error_summary"]) + len(context["general_errors"])
     return context
+
+
+def _role_template_html() -> str:
+    """The blank task role that Add role copies: the same for every user and request, so it is
+    rendered once per language (and per version of the template file, which development reloads)."""
+    return _rendered_role_template(get_template("jobs/_role.html"), get_language())
+
+
+@lru_cache(maxsize=16)
+def _rendered_role_template(template: Any, language: str | None) -> str:
+    return template.render({"role": {"prefix": "roles-__i__", "values": default_role(), "errors": {}}})
 
 
 def _role_errors(by_field: dict[str, list[str]], index: int) -> dict[str, list[str]]:
