@@ -19,9 +19,8 @@ from django.shortcuts import redirect, render
 from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import get_language
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import SshPublicKey
