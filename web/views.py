@@ -16,8 +16,8 @@ from django.contrib import messages
 from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.template import Context
-from django.template.loader import get_template, render_to_string
+from django.template import Context, Engine, Template
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import get_language, ngettext
@@ -182,12 +182,12 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
 def _role_template_html() -> str:
     """The blank task role that Add role copies: the same for every user and request, so it is
     rendered once per language (and per version of the template file, which development reloads)."""
-    compiled = get_template("jobs/_role.html").template  # the loader's cached one: its wrapper is new each call
+    compiled = Engine.get_default().get_template("jobs/_role.html")  # the cached loader's object
     return _rendered_role_template(compiled, get_language())
 
 
 @lru_cache(maxsize=16)
-def _rendered_role_template(compiled: Any, language: str | None) -> str:
+def _rendered_role_template(compiled: Template, language: str | None) -> str:
     return compiled.render(Context({"role": {"prefix": "roles-__i__", "values": default_role(), "errors": {}}}))
 
 
