@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
-from clusters.models import GpuType, VirtualCluster
+from clusters.models import GpuType, VirtualCluster, open_vc_names
 from jobs import actions, job_templates
 from jobs import submit as submitting
 from jobs.logs import ALL, STREAMS, log_lines, masked_chunks, masked_window, search_log, stream_path
@@ -151,8 +151,6 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
         for index, values in enumerate(data.roles)
     ]
-    vcs = VirtualCluster.objects.prefetch_related("allowed_users", "allowed_groups")
-    open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
     storages = usable_storages(request.user)
     context: dict[str, Any] = {
         "mode": "form",
@@ -163,7 +161,7 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "general_errors": [],
         "line_errors": [],
         "config_text": "",
-        "virtual_clusters": open_vcs,
+        "virtual_clusters": open_vc_names(request.user),
         "gpu_types": list(GpuType.objects.values_list("name", flat=True)),
         "priority_classes": PRIORITY_CLASSES,
         "storages": storages,
