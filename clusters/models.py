@@ -193,6 +193,22 @@ def vc_access(name: str, user: Any) -> VcAccess | None:
     return VcAccess(vc, bool(opened), bool(admin or vc.crit_user))  # type: ignore[attr-defined]
 
 
+def open_vc_names(user: Any) -> list[str]:
+    """The names of the VCs open to the user, by name, in one query (is_open_to's rule, worked out by
+    the database: the Submit page lists them on every render; prefetching took three queries)."""
+    vcs = VirtualCluster.objects.order_by("name")
+    if not is_admin(user):
+        named = VirtualCluster.allowed_users.through.objects.filter(virtualcluster_id=models.OuterRef("pk"))
+        groups = VirtualCluster.allowed_groups.through.objects.filter(virtualcluster_id=models.OuterRef("pk"))
+        names_nobody = ~models.Exists(named) & ~models.Exists(groups)
+        vcs = vcs.filter(
+            names_nobody
+            | models.Exists(named.filter(user_id=user.pk))
+            | models.Exists(groups.filter(group__user=user.pk))
+        )
+    return list(vcs.values_list("name", flat=True))
+
+
 # Cookies ignore ports: tasks' ports on the portal's host name would receive its session cookie.
 PORTAL_HOST_ADDRESS = (
     "{address} is a host the portal is served on (PAI_ALLOWED_HOSTS): a browser would send the portal's "

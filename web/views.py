@@ -7,6 +7,7 @@ of jobs.actions, render.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from typing import Any, cast
 
 from django import forms as django_forms
@@ -15,16 +16,17 @@ from django.contrib import messages
 from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.template import Context, Engine, Template
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import SshPublicKey
 from accounts.throttling import throttle_wait
-from clusters.models import GpuType, VirtualCluster
+from clusters.models import GpuType, VirtualCluster, open_vc_names
 from jobs import actions, job_templates
 from jobs import submit as submitting
 from jobs.logs import ALL, STREAMS, log_lines, masked_chunks, masked_window, search_log, stream_path
@@ -149,8 +151,6 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         {"prefix": f"roles-{index}", "values": values, "errors": _role_errors(by_field, index)}
         for index, values in enumerate(data.roles)
     ]
-    vcs = VirtualCluster.objects.prefetch_related("allowed_users", "allowed_groups")
-    open_vcs = [vc.name for vc in vcs if vc.is_open_to(request.user)]
     storages = usable_storages(request.user)
     context: dict[str, Any] = {
         "mode": "form",
@@ -161,20 +161,32 @@ def _submit_context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
         "general_errors": [],
         "line_errors": [],
         "config_text": "",
-        "virtual_clusters": open_vcs,
+        "virtual_clusters": open_vc_names(request.user),
         "gpu_types": list(GpuType.objects.values_list("name", flat=True)),
         "priority_classes": PRIORITY_CLASSES,
         "storages": storages,
         "storage_names": [storage.name for storage in storages],
         "profile_key_count": SshPublicKey.objects.filter(user=cast(Any, request.user)).count(),
         "file_form": ImportFileForm(),
-        "role_template": {"prefix": "roles-__i__", "values": default_role(), "errors": {}},
+        "role_template": _role_template_html(),
         "default_image": settings.PAI_DEFAULT_IMAGE,
         "notebook_image": settings.PAI_NOTEBOOK_IMAGE,
     }
     context.update(extra)
     context["error_count"] = len(context["error_summary"]) + len(context["general_errors"])
     return context
+
+
+def _role_template_html() -> str:
+    """The blank task role that Add role copies: the same for every user and request, so it is
+    rendered once per language (and per version of the template file, which development reloads)."""
+    compiled = Engine.get_default().get_template("jobs/_role.html")  # the cached loader's object
+    return _rendered_role_template(compiled, get_language())
+
+
+@lru_cache(maxsize=16)
+def _rendered_role_template(compiled: Template, language: str | None) -> str:
+    return compiled.render(Context({"role": {"prefix": "roles-__i__", "values": default_role(), "errors": {}}}))
 
 
 def _role_errors(by_field: dict[str, list[str]], index: int) -> dict[str, list[str]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.models import VcAccess, VirtualCluster, vc_access
+from clusters.models import VcAccess, VirtualCluster, open_vc_names, vc_access
 
 
 @pytest.fixture
@@ -53,3 +53,18 @@ def test_it_gives_crit_to_the_users_named_for_it_and_admins(people, other_user, 
 
 def test_it_finds_no_vc_by_an_unknown_name(user):
     assert vc_access("nowhere", user) is None
+
+
+def test_it_lists_the_vcs_open_to_each_person_as_is_open_to_does(people, user, team):
+    private = VirtualCluster.objects.create(name="private", share_percent=0)
+    private.allowed_users.add(user)
+    VirtualCluster.objects.create(name="team", share_percent=0).allowed_groups.add(team)
+    for person in people:
+        expected = [vc.name for vc in VirtualCluster.objects.order_by("name") if vc.is_open_to(person)]
+        assert open_vc_names(person) == expected, person.username
+    assert {person.username: len(open_vc_names(person)) for person in people} == {
+        "alice": 3,
+        "bob": 2,
+        "root": 3,
+        "carol": 1,
+    }

@@ -334,3 +334,19 @@ def test_it_refuses_crit_for_a_user_the_vc_does_not_name_beside_the_priority_fie
     assert response.status_code == 400
     assert "only admins and the users virtual cluster" in response.content.decode()
     assert not Job.objects.filter(name="from-form").exists()
+
+
+def test_it_writes_a_field_error_as_an_escaped_alert_beside_its_field(alice_client):
+    page = alice_client.post("/submit/", form_post(**{"roles-0-ports": "<b>"})).content.decode()
+    ports_field = page[page.index('id="roles-0-ports"') :]
+    assert '<p class="field-error" role="alert">&lt;b&gt; has no count' in ports_field[: ports_field.index("</div>")]
+
+
+def test_it_writes_the_add_role_template_in_the_page_language(alice_client):
+    def role_template(language: str) -> str:
+        page = alice_client.get("/submit/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        return page[page.index('<template id="role-template">') :]
+
+    chinese, english = role_template("zh-hans"), role_template("en")
+    assert "任务角色" in chinese and 'name="roles-__i__-name" value="taskrole"' in chinese
+    assert "Task role name" in english and "任务角色" not in english

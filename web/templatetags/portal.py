@@ -13,7 +13,7 @@ from django import template
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
-from django.utils.html import conditional_escape, format_html
+from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext, pgettext
 from django.utils.translation import gettext_lazy as _
@@ -37,6 +37,15 @@ from web.reasons import reason_text as reason_in_language
 from web.texts import Message, message_of, shown, translated, translated_html
 
 register = template.Library()
+
+
+@register.simple_tag
+def field_errors(errors: Any) -> str:
+    """A field's messages, each in its alert paragraph (what jobs/_field_errors.html writes), without
+    the cost of rendering an included template for each of the Submit page's two dozen fields; the
+    line end is the one that file ends with, so the page's bytes are the same either way."""
+    paragraphs = format_html_join("", '<p class="field-error" role="alert">{}</p>', ((text,) for text in errors or ()))
+    return mark_safe(paragraphs + "\n")  # noqa: S308 - paragraphs is escaped by format_html_join
 
 
 def labelled(labels: Mapping[str, Any]) -> Callable[[str], str]:
