@@ -142,26 +142,56 @@ KEPT_BY_FLUSH = ("django_content_type", "auth_permission")
 
 
 @pytest.fixture(autouse=True, scope="session")
-def flush_keeps_content_types():
-    """After a test on a committing database (transactional_db, live_server), Django's flush empties
-    every table, then makes the content types and permissions again by sending post_migrate
-    (~55 ms of CPU, 9 in 10 of the flush, for each such test). Only migrations write those two
-    tables, so the flush leaves them and sends nothing: the database ends as the other way leaves it."""
+def flush_leaves_the_migrated_database():
+    """After a test on a committing database (transactional_db, live_server), the database is as
+    migrations left it. Django's flush emptied every table, then made the content types and
+    permissions again by sending post_migrate (~55 ms of CPU, 9 in 10 of the flush, for each such
+    test), and nothing made the rows data migrations write (the `default` VC): a test after a
+    committing one in the same worker found none, so the tests passed only in pytest-django's order
+    (committing tests last). Only migrations write content types and permissions, so the flush leaves
+    them and sends nothing; the other tables' migrated rows, read before the first committing test
+    (the rows every test before it saw), are written back after each flush."""
     from django.core.management.color import no_style
-    from django.db import connections
+    from django.db import connections, transaction
     from django.test import TransactionTestCase
+
+    setup = TransactionTestCase.__dict__["_fixture_setup"].__func__  # (a classmethod's function)
+    migrated: dict[str, list[tuple[str, list[tuple[Any, ...]]]]] = {}
+
+    def flushed_tables(connection: Any) -> list[str]:
+        tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
+        return [table for table in tables if table not in KEPT_BY_FLUSH]
+
+    def migrated_rows(connection: Any) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        quote, found = connection.ops.quote_name, []
+        with connection.cursor() as cursor:
+            for table in flushed_tables(connection):
+                cursor.execute(f"SELECT * FROM {quote(table)}")  # noqa: S608 (a table's own name)
+                if rows := cursor.fetchall():
+                    columns = ", ".join(quote(column[0]) for column in cursor.description)
+                    values = ", ".join(["%s"] * len(cursor.description))
+                    found.append((f"INSERT INTO {quote(table)} ({columns}) VALUES ({values})", rows))  # noqa: S608
+        return found
+
+    @classmethod  # type: ignore[misc]
+    def reading_first(cls: type[TransactionTestCase]) -> None:
+        for name in cls._databases_names(include_mirrors=False):  # type: ignore[attr-defined]
+            if name not in migrated:
+                migrated[name] = migrated_rows(connections[name])
+        setup(cls)
 
     def flush(self: TransactionTestCase) -> None:
         for name in self._databases_names(include_mirrors=False):  # type: ignore[attr-defined]
             connection = connections[name]
-            tables = [
-                table
-                for table in connection.introspection.django_table_names(only_existing=True, include_views=False)
-                if table not in KEPT_BY_FLUSH
-            ]
-            connection.ops.execute_sql_flush(connection.ops.sql_flush(no_style(), tables))
+            connection.ops.execute_sql_flush(connection.ops.sql_flush(no_style(), flushed_tables(connection)))
+            with transaction.atomic(using=name), connection.cursor() as cursor:
+                for insert, rows in migrated.get(name, []):
+                    cursor.executemany(insert, rows)
 
-    with mock.patch.object(TransactionTestCase, "_fixture_teardown", flush):
+    with (
+        mock.patch.object(TransactionTestCase, "_fixture_setup", reading_first),
+        mock.patch.object(TransactionTestCase, "_fixture_teardown", flush),
+    ):
         yield
 
 
