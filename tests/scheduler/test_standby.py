@@ -16,6 +16,7 @@ from jobs.actions import stop_job, submit_job
 from jobs.models import Job, JobState, Task, TaskAttempt
 from jobs.states import FINISHED_JOB_STATES
 from scheduling.lease import Holder
+from tests.conftest import processes_running
 from tests.processes import stop
 from tests.scheduler.conftest import role, v2_job
 from tests.scheduler.test_lease import wait_for_holder
@@ -57,7 +58,7 @@ def test_it_hands_the_work_to_a_standby_on_another_machine_within_10_s_of_a_sigk
     try:
         killed = wait_for_holder(other_than="")
         standby = subprocess.Popen(command, cwd=ROOT, env={**env, "PAI_MACHINE_NAME": "machine-b"})
-        long = submit_job(user, v2_job("long", role("worker", f"{mark}; sleep 600")))
+        long = submit_job(user, v2_job("long", role("worker", f"{mark}; sleep 600.7")))
         short = [submit_job(user, v2_job(f"short-{i}", role("worker", f"{mark}; sleep 2", 2))) for i in range(4)]
         # Mid-work: every task has started (its mark written), none has ended.
         wait_until(lambda: marks.is_dir() and len(list(marks.iterdir())) == 9)
@@ -76,6 +77,8 @@ def test_it_hands_the_work_to_a_standby_on_another_machine_within_10_s_of_a_sigk
         for process in (active, standby):
             if process is not None:
                 stop(process)
+        for pid in processes_running("sleep", "600.7"):  # (left running when the test failed before its stop)
+            os.kill(pid, signal.SIGKILL)
 
     states = dict(Job.objects.values_list("name", "state"))
     assert states == {"long": JobState.STOPPED, "late": JobState.SUCCEEDED} | {
