@@ -41,9 +41,8 @@ register = template.Library()
 
 @register.simple_tag
 def field_errors(errors: Any) -> str:
-    """A field's messages, each in its alert paragraph (what jobs/_field_errors.html writes), without
-    the cost of rendering an included template for each of the Submit page's two dozen fields; the
-    line end is the one that file ends with, so the page's bytes are the same either way."""
+    """A field's messages, each in its alert paragraph, then a line end (an included template per
+    field cost the Submit page two dozen renders a request)."""
     paragraphs = format_html_join("", '<p class="field-error" role="alert">{}</p>', ((text,) for text in errors or ()))
     return mark_safe(paragraphs + "\n")  # noqa: S308 - paragraphs is escaped by format_html_join
 
