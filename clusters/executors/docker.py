@@ -516,10 +516,13 @@ def runtime_files(launch: TaskLaunch) -> list[tuple[str, bytes, int]]:
 
 
 def write_runtime_dir(launch: TaskLaunch) -> Path:
-    """The runtime files in the task's work directory on the node (bind-mounted read-only)."""
-    directory = Path(launch.work_dir) / RUNTIME_DIR_NAME
-    if directory.exists():
-        shutil.rmtree(directory)
+    """The runtime files in the task's work directory on the node (bind-mounted read-only), a
+    folder per attempt: a lost attempt's container, removed once its node answers again, takes its
+    own script along, not the next attempt's (on another engine of the same host, or started
+    before the removal came). Earlier attempts' folders go (their scripts hold secrets)."""
+    directory = Path(launch.work_dir) / f"{RUNTIME_DIR_NAME}-{launch.job_attempt}.{launch.task_attempt}"
+    for earlier in Path(launch.work_dir).glob(f"{RUNTIME_DIR_NAME}*"):
+        shutil.rmtree(earlier)
     directory.mkdir(parents=True, mode=0o755)
     for name, data, mode in runtime_files(launch):
         path = directory / name

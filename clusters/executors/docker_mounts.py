@@ -30,12 +30,15 @@ MOUNT_FAILURE_SIGNS = ("failed to mount local volume", "bind source path does no
 
 class MountStaging:
     """A local engine's bind sources below a user-writable folder, staged under `mounts_dir`, by
-    namespace; each task's in a folder of its own, released with its container."""
+    namespace; each task's in a folder of its own, released with its container. The folders' names
+    start with the node's own prefix: nodes whose engines share this host (a dev cluster's) share the
+    root, and a node sweeps only its own leftovers, never another's start under way."""
 
     def __init__(self, mounts_dir: Path | None, *, namespace: str, socket_path: str, address: str) -> None:
         self.root = Path(mounts_dir or staging.DEFAULT_MOUNTS_DIR) / namespace
         self.socket_path = socket_path  # the engine's (it must see the portal's mount namespace)
         self.address = address  # the node's, to name it in a refusal
+        self.prefix = hashlib.sha256(f"{socket_path} {address}".encode()).hexdigest()[:8] + "."
         self._problem: Message | None = None
         self._probed = False
         self._lock = threading.Lock()
@@ -78,7 +81,7 @@ class MountStaging:
                     )
                 if folder is None:
                     with self._lock:
-                        folder = staging.new_folder(self.root, name)
+                        folder = staging.new_folder(self.root, self.prefix + name)
                         self._now.add(folder)
                 with _refusal(mount):
                     result.append(staging.stage(mount, names, folder / str(index)))
@@ -107,7 +110,7 @@ class MountStaging:
         """The staging folders now, less those of starts under way. Taken before the containers are
         listed: a folder of a start that ends meanwhile has its container in the listing."""
         with self._lock:
-            folders = set(self.root.iterdir()) if self.root.is_dir() else set()
+            folders = set(self.root.glob(f"{self.prefix}*")) if self.root.is_dir() else set()
             return folders - self._now
 
     def release_unused(self, folders: set[Path], containers: list[dict[str, Any]]) -> None:

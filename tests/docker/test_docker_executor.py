@@ -273,6 +273,19 @@ def test_it_removes_the_script_from_the_node_with_the_container(executor, launch
     assert shared_files_holding(tmp_path, secret) == []  # (the log holds it as printed: the portal's alone)
 
 
+def test_removing_a_lost_attempt_leaves_the_script_of_the_next_attempt_of_its_task(executor, launch_for, tmp_path):
+    """A lost attempt's container is removed once its node answers again, maybe after the task's
+    next attempt started (on another node of the same host, as in a dev cluster): its script goes,
+    the next attempt's stays (it went too, and that task exited 127: no command.sh)."""
+    lost = start_job(executor, launch_for, [("worker", 0, "sleep 301.1")])["worker-0"]
+    started = executor.start(launch_for("worker", 0, "sleep 301.2", job_attempt=2))
+    try:
+        executor.stop(lost)
+        assert [path.parent.name for path in tmp_path.rglob("command.sh")] == ["pai-runtime-2.1"]
+    finally:
+        executor.stop(started)
+
+
 def test_it_writes_the_runtime_env_but_no_secret_to_etc_environment(executor, launch_for, wait_exit):
     env = {"PAI_WORK_DIR": "/pai/work", "PAI_JOB_NAME": "test-job"}
     handles = start_job(executor, launch_for, [("worker", 0, "cat /etc/environment")], env=env, secret_env={"T": "s3"})

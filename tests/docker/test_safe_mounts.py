@@ -210,6 +210,18 @@ def test_a_restarted_scheduler_releases_mounts_staged_for_a_container_never_made
     assert staged(mounts_dir) == []
 
 
+def test_it_leaves_alone_the_mounts_another_nodes_start_staged_on_the_same_host(
+    executor, area, tmp_path, mounts_dir, namespace
+):
+    """Two nodes whose engines share the portal's host (the dev cluster's): the listing of one,
+    which sweeps its own leftovers, never takes a start the other has under way for one (it did:
+    a node taken back released the mounts of a start on its neighbour, whose task found no runtime)."""
+    (area / "out").mkdir()
+    executor.staging.stage(mounts_for({"outputDir": OUTPUT}, tmp_path), "starting-on-the-first-node")
+    DockerExecutor(namespace=namespace, mounts_dir=mounts_dir, address="127.0.0.2").list_running()
+    assert len(staged(mounts_dir)) == 1
+
+
 def test_it_names_the_path_when_it_cannot_mount_a_nested_folder_safely(
     executor, launch_for, area, tmp_path, monkeypatch
 ):

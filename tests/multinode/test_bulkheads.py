@@ -61,11 +61,14 @@ def refreshed(row):
     return row
 
 
-def passes_until(condition: Callable[[], bool], scheduler, what: str, timeout: float) -> float:
-    """Scheduler passes back to back until the condition holds; returns when it did (monotonic)."""
+def passes_until(condition: Callable[[], bool], scheduler, what: str, timeout: float, job: Job | None = None) -> float:
+    """Scheduler passes back to back until the condition holds; returns when it did (monotonic).
+    Should it time out, the job's timeline (if given) says what happened instead."""
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            timeline = list(job.events.values_list("message", flat=True)) if job else []
+            pytest.fail(f"timed out waiting for {what}; the job's timeline: {timeline}")
         scheduler.run_once()
     return time.monotonic()
 
@@ -153,5 +156,7 @@ def test_it_takes_a_hung_node_back_and_removes_what_it_ran_once_it_answers(
         30,
     )
     task = filling_the_second_node.tasks.get()
-    passes_until(lambda: started(filling_the_second_node), scheduler, "the job to run again", 60)
+    passes_until(
+        lambda: started(filling_the_second_node), scheduler, "the job to run again", 60, filling_the_second_node
+    )
     assert refreshed(task).state == TaskState.RUNNING and task.attempt >= 1
