@@ -153,11 +153,13 @@ class Placer:
         lifecycle.set_pending_reasons(
             {job_id: reason for job_id, reason in reasons.items() if said[job_id] != stored.parts(reason)}, stored
         )
-        # Recorded after our own writes (pending reasons bump updated_at) and launches (the jobs
-        # claimed have left the queue), so an unchanged queue next pass really means nothing new
-        # arrived. A start that fails records nothing here: the next ending phase requeues or
-        # retries its job, and that pass frees resources (placement looks again then).
-        self._last_queue_signature = self._queue_signature()
+        # The queue as it was before this placement read it: a job that joined it meanwhile (a
+        # submit, a retry) was not looked at, and the next pass must place it. (Read again now,
+        # after the launches, that job would be in it, and skipped by every pass until something
+        # else changed.) The launches changed the queue too: the next pass looks once more. A
+        # start that fails records nothing here: the next ending phase requeues or retries its
+        # job, and that pass frees resources (placement looks again then).
+        self._last_queue_signature = signature
         return bool(result.placed)
 
     def _queue_signature(self) -> tuple[int, Any]:

@@ -19,7 +19,7 @@ from scheduling.lease import Holder
 from tests.conftest import processes_running
 from tests.processes import stop
 from tests.scheduler.conftest import role, v2_job
-from tests.scheduler.test_lease import wait_for_holder
+from tests.scheduler.test_lease import lease_holder, wait_for_holder
 from tests.scheduler.test_two_schedulers import database_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,8 +29,17 @@ TAKEOVER_LIMIT_S = 10.0
 def wait_until(condition, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, "timed out"
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out; the jobs: {jobs_now()}; the lease held by: {lease_holder()!r}")
         time.sleep(0.05)
+
+
+def jobs_now() -> list[tuple]:
+    """Each job's state and reason, and its tasks' states and starts: what a timeout explains by."""
+    return [
+        (job.name, job.state, job.pending_reason, list(job.tasks.values_list("state", "executor_id", "exit_code")))
+        for job in Job.objects.all()
+    ]
 
 
 @pytest.mark.slow
