@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.translation import get_language
@@ -14,10 +15,11 @@ from rest_framework.response import Response
 
 from web.api.errors import API_ALIAS_PREFIX
 
-# The schemas made, by (language, API version), and each one's text, by (renderer, media type,
-# language, the schema's key): made once and kept until a setting changes.
-SCHEMAS: dict[tuple[str | None, str | None], dict[str, Any]] = {}
-TEXTS: dict[tuple[type, str | None, str | None, tuple[str | None, str | None]], bytes] = {}
+# The schemas made, by (language, API version, URL conf), and each one's text, by (renderer, media
+# type, language, the schema's key): made once and kept until a setting changes.
+SchemaKey = tuple[str | None, str | None, str]
+SCHEMAS: dict[SchemaKey, dict[str, Any]] = {}
+TEXTS: dict[tuple[type, str | None, str | None, SchemaKey], bytes] = {}
 
 
 @receiver(setting_changed)
@@ -54,7 +56,8 @@ class SchemaView(SpectacularAPIView):
 
     def _get_schema_response(self, request: Request) -> Response:
         version = self.api_version or request.version or self._get_version_parameter(request)
-        self.schema_key = (get_language(), version)
+        # (the URL conf too: pytest-django's `urls` marker sets it without a setting_changed)
+        self.schema_key = (get_language(), version, settings.ROOT_URLCONF)
         if self.schema_key not in SCHEMAS:
             generator = self.generator_class(urlconf=self.urlconf, api_version=version, patterns=self.patterns)
             SCHEMAS[self.schema_key] = generator.get_schema(request=request, public=self.serve_public)
