@@ -1,9 +1,13 @@
 """The OpenAPI schema validates without warnings, and the docs page uses local (sidecar) assets."""
 
 import re
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.test import APIRequestFactory, force_authenticate
 
 pytestmark = pytest.mark.django_db
 
@@ -46,3 +50,28 @@ def test_it_serves_the_docs_page_from_local_assets(client, user):
     # Every script and stylesheet from the portal itself (a bare "cdn" also matched a CSRF token once).
     sources = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)""", page)
     assert sources and all(source.startswith("/") and not source.startswith("//") for source in sources), sources
+
+
+@pytest.mark.parametrize("asked", [{}, {"format": "json"}])
+def test_it_serves_the_schema_drf_spectacular_makes_each_time_while_making_it_once(alice, user, asked):
+    request = APIRequestFactory().get("/api/schema/", asked)
+    force_authenticate(request, user=user)
+    made = SpectacularAPIView.as_view()(request).render()
+    making = SchemaGenerator.get_schema
+    with mock.patch.object(SchemaGenerator, "get_schema", autospec=True, side_effect=making) as make:
+        first, again = alice.get("/api/schema/", asked), alice.get("/api/schema/", asked)
+    assert first.content == again.content == made.content
+    assert first["Content-Type"] == again["Content-Type"] == made["Content-Type"]
+    assert first["Content-Disposition"] == made["Content-Disposition"]
+    assert make.call_count <= 1
+
+
+def test_it_makes_the_schema_again_after_a_setting_changes(alice, settings):
+    alice.get("/api/schema/", {"format": "json"})
+    making = SchemaGenerator.get_schema
+    with mock.patch.object(SchemaGenerator, "get_schema", autospec=True, side_effect=making) as make:
+        alice.get("/api/schema/", {"format": "json"})
+        assert make.call_count == 0
+        settings.ROOT_URLCONF = "pai_portal.urls"  # (the routes the schema lists may have changed)
+        alice.get("/api/schema/", {"format": "json"})
+        assert make.call_count == 1

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest
-from django.urls import reverse
 from django.utils.translation import get_language
+
+from web.route_urls import route_url
 
 SECTIONS: dict[str, str] = {
     "jobs:list": "user/pages/",
@@ -64,4 +65,4 @@ def help_link(request: HttpRequest) -> dict[str, Any]:
     """The context processor: `help_url`, the top bar's Help link of this page."""
     match = getattr(request, "resolver_match", None)
     chinese = get_language() == "zh-hans"
-    return {"help_url": reverse("help:docs") + section_for(match.view_name if match else None, chinese)}
+    return {"help_url": route_url("help:docs") + section_for(match.view_name if match else None, chinese)}
