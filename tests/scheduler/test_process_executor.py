@@ -101,7 +101,10 @@ def test_it_leaves_no_descriptor_of_the_script_to_the_tasks_processes(executor, 
     assert launch.log_path.read_text().split() == ["0", "1", "2", "3"]  # (3: ls's own listing)
 
 
-def test_it_keeps_the_log_to_the_portal_even_under_a_wide_umask(executor, make_launch, tmp_path):
+def test_it_keeps_the_log_to_the_portal_even_under_a_wide_umask(make_launch, tmp_path):
+    # A work root of its own, so a supervisor server of its own, started under the wide umask: a
+    # server's supervisors write with the umask it was started with (the worker's shared one: 0o077).
+    executor = ProcessExecutor(tmp_path / "work")
     launch = make_launch("echo printed", log_path=tmp_path / "logs" / "job-7" / "1" / "worker-0.log")
     old = os.umask(0o022)
     try:
