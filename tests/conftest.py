@@ -4,6 +4,7 @@ import ast
 import contextlib
 import gc
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,7 +14,11 @@ import pytest
 from django.test import override_settings
 
 from catalogue import Message
+from clusters.executors.supervise import SERVER_PID_NAME, SOCKET_NAME
 from tests.factories import create_user
+
+# What a node's supervisor server keeps in its work root.
+SUPERVISOR_SERVER_FILES = {SOCKET_NAME, SOCKET_NAME + ".lock", SERVER_PID_NAME}
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
@@ -328,6 +333,56 @@ def rows_for_module(django_db_blocker: Any, make: Callable[[], T]) -> Iterator[T
         with django_db_blocker.unblock():
             transaction.set_rollback(True)
             outer.__exit__(None, None, None)
+
+
+def shared_in_module(name: str):
+    """A fixture giving what fixture `name` gave its module's first test that asked: answers a
+    real run gave (plain data, never rows, which each test's transaction rolls back), read by
+    tests that only read them, so the module runs its job once (per xdist worker) instead of
+    once per test. Kept on the module itself: a module-scoped fixture would make pytest reorder
+    the tests around it."""
+
+    @pytest.fixture
+    def shared(request):
+        answers = request.module.__dict__.setdefault("_answers_shared_in_module", {})
+        if name not in answers:
+            answers[name] = request.getfixturevalue(name)
+        return answers[name]
+
+    return shared
+
+
+@pytest.fixture(scope="session")
+def worker_work_root(tmp_path_factory) -> Path:
+    """One PAI_WORK_ROOT for all of a worker's tests on process tasks (`process_work_root`,
+    `process_node`): their tasks share one supervisor server, as a node's do. A root per test
+    started a server per test, ~0.1 s of wall and 70 ms of CPU each (~110 tests in the fast tier)."""
+    return tmp_path_factory.mktemp("work")
+
+
+@pytest.fixture
+def process_work_root(worker_work_root: Path) -> Iterator[Path]:
+    """The process executor's work root below the worker's PAI_WORK_ROOT, left as the test found
+    it: every task the test left ends with it (running, each holds its declared ports on the
+    node's address, which the next test's tasks are given again), then every file but the
+    supervisor server's goes (the next test's jobs have the same ids, each test's rows being
+    rolled back, so the same task directories)."""
+    from clusters.executors.base import TaskHandle
+    from clusters.executors.process import ProcessExecutor
+    from clusters.job_files import PROCESS, job_dir_name
+
+    root = worker_work_root / PROCESS
+    yield root
+    executor = ProcessExecutor(root, use_cgroups=False)  # (a stop finds a task's cgroup in its files)
+    for task_dir in root.glob(f"{job_dir_name('*')}/*/*"):
+        executor.stop(TaskHandle(executor_id=str(task_dir.relative_to(root)), ip=executor.address))
+    for entry in [*worker_work_root.iterdir(), *(root.iterdir() if root.is_dir() else [])]:
+        if entry == root or entry.name in SUPERVISOR_SERVER_FILES:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
 
 
 @pytest.fixture

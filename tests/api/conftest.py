@@ -48,20 +48,3 @@ def submit_yaml(alice) -> SubmitFn:
         return (client or alice).post("/api/v2/jobs", data=text, content_type="text/yaml")
 
     return post
-
-
-def shared_in_module(name: str):
-    """A fixture giving what fixture `name` gave its module's first test that asked: answers a
-    real run gave (plain data, never rows, which each test's transaction rolls back), read by
-    tests that only read them, so the module runs its job once (per xdist worker) instead of
-    once per test. Kept on the module itself: a module-scoped fixture would make pytest reorder
-    the tests around it."""
-
-    @pytest.fixture
-    def shared(request):
-        answers = request.module.__dict__.setdefault("_answers_shared_in_module", {})
-        if name not in answers:
-            answers[name] = request.getfixturevalue(name)
-        return answers[name]
-
-    return shared

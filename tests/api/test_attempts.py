@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import shared_in_module
+from tests.conftest import shared_in_module
 from tests.factories import v2_yaml
 
 pytestmark = pytest.mark.django_db

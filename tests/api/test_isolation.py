@@ -13,7 +13,8 @@ from accounts.models import Token
 from clusters.executors.logcap import CappedLog
 from jobs.actions import submit_job
 from jobs.models import JobState
-from tests.api.conftest import bearer_client, shared_in_module
+from tests.api.conftest import bearer_client
+from tests.conftest import shared_in_module
 from tests.factories import v2_yaml
 
 SECRET = "hunter2-very-secret-value"

@@ -3,7 +3,7 @@
 import pytest
 
 from jobs.models import Job, JobState
-from tests.api.conftest import shared_in_module
+from tests.conftest import shared_in_module
 from tests.factories import v2_yaml
 
 # The scheduler loop closes old connections each pass: it needs real transactions.

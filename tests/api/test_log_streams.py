@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from jobs.models import Job, JobState
-from tests.api.conftest import shared_in_module
+from tests.conftest import shared_in_module
 from tests.factories import create_job, v2_yaml
 
 pytestmark = pytest.mark.django_db

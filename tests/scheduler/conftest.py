@@ -14,20 +14,14 @@ from tests.factories import default_image
 
 
 @pytest.fixture
-def process_node(db, settings, tmp_path):
-    settings.PAI_WORK_ROOT = tmp_path / "work"
+def process_node(db, settings, tmp_path, worker_work_root, process_work_root):
+    settings.PAI_WORK_ROOT = worker_work_root
     settings.PAI_LOG_DIR = tmp_path / "logs"
     settings.PAI_FS_ROOT = tmp_path / "fs"
     from clusters.executors.registry import executor_for
 
     executor_for.cache_clear()
-    node = Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
-    yield node
-    # Tasks a test left running end with it: each holds its declared ports on the node's address
-    # (its pasta), which the next test's tasks are given again.
-    executor = executor_for("process", node.address)
-    for task in executor.list_running():
-        executor.stop(task.handle)
+    yield Node.objects.create(name="local", executor="process", cpus=8, memory_mb=16384)
     executor_for.cache_clear()
 
 

@@ -121,5 +121,6 @@ def test_it_keeps_a_printed_secret_in_files_only_the_portal_reads(submit, run_un
     log = Path(job.tasks.get().log_path)
     assert sha256_of(secret) in log.read_text()  # the task had the value
     assert secret in log.read_text()  # (as printed: masked when served, jobs/logs.py)
-    assert shared_files_holding(tmp_path, secret) == []
+    assert shared_files_holding(tmp_path, secret) == []  # its log
+    assert shared_files_holding(settings.PAI_WORK_ROOT, secret) == []  # its work dir and task directory
     assert shared_files_holding(settings.VAR_DIR, secret, changed_since=made) == []

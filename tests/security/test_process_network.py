@@ -32,11 +32,13 @@ SERVER = ("python3", "-m", "http.server", "8000")
 
 
 @pytest.fixture
-def executor(tmp_path) -> ProcessExecutor:
+def executor(tmp_path, process_work_root) -> ProcessExecutor:
     executor = ProcessExecutor(
-        tmp_path / "work",
+        process_work_root,
         address=NODE,
-        sandbox=Sandbox(hidden=(str(tmp_path),), network=TaskNetwork(docker_subnet_pool=SUBNET_POOL)),
+        sandbox=Sandbox(
+            hidden=(str(tmp_path), str(process_work_root)), network=TaskNetwork(docker_subnet_pool=SUBNET_POOL)
+        ),
     )
     require(not executor.sandbox_problem, f"a sandbox with a network of its own ({executor.sandbox_problem})")
     return executor
