@@ -1,6 +1,7 @@
 """The process executor runs a task as a local process group and reads its exit back."""
 
 import os
+import random
 import signal
 import stat
 import subprocess
@@ -179,21 +180,24 @@ def either_limits(request, work_root):
 def test_it_never_signals_what_a_stopped_tasks_trap_starts(either_limits, make_launch):
     # A program the trap starts to save the task's work runs to its end: it was killed at once by a
     # SIGTERM of its own (rc 143), or, without a cgroup, the sandbox died with its signalled bwrap.
-    launch = make_launch("trap 'sleep 0.7; echo \"saved rc=$?\"; exit 0' TERM; echo started; sleep 305.1 & wait")
+    # (Its own sleep's length: another test's task, or this one's other variant on the other
+    # worker, could run a `sleep 305.1` meanwhile.)
+    seconds = f"305.{random.randrange(1000, 10000)}"
+    launch = make_launch(f"trap 'sleep 0.7; echo \"saved rc=$?\"; exit 0' TERM; echo started; sleep {seconds} & wait")
     handle = either_limits.start(launch)
-    wait_for(lambda: processes_running("sleep", "305.1"))
+    wait_for(lambda: processes_running("sleep", seconds))
     either_limits.stop(handle, keep=True)
     assert either_limits.poll(handle).exit_code == 0
     assert "saved rc=0" in launch.log_path.read_text()
-    assert processes_running("sleep", "305.1") == []
+    assert processes_running("sleep", seconds) == []
 
 
 def test_it_signals_a_tasks_processes_parents_first():
     # bash (5.2) loses a trapped SIGTERM that comes just after the child it waits for died of one:
     # `wait` returns 0 and the script goes on (about 1 run in 14 under load, children first).
-    shell = subprocess.Popen(["bash", "-c", "sleep 301.9 & (sleep 302.1 & wait) & wait"], start_new_session=True)
+    shell = subprocess.Popen(["bash", "-c", "sleep 301.9 & (sleep 301.6 & wait) & wait"], start_new_session=True)
     try:
-        wait_for(lambda: len(processes_running("sleep", "301.9") + processes_running("sleep", "302.1")) == 2)
+        wait_for(lambda: len(processes_running("sleep", "301.9") + processes_running("sleep", "301.6")) == 2)
         family = {shell.pid, *descendants(shell.pid)}
         assert len(family) == 4
         ordered = parents_first(family)
@@ -311,12 +315,12 @@ def test_it_keeps_the_tail_of_a_log_over_the_cap(make_launch, work_root):
 
 
 def test_it_adopts_an_attempt_that_was_started_already(executor, make_launch):
-    launch = make_launch("sleep 303.3")
+    launch = make_launch("sleep 303.4")
     first = executor.start(launch)
-    wait_for(lambda: processes_running("sleep", "303.3"))
+    wait_for(lambda: processes_running("sleep", "303.4"))
     again = executor.start(launch)  # the scheduler died before recording the first start
     assert again.executor_id == first.executor_id
-    assert len(processes_running("sleep", "303.3")) == 1
+    assert len(processes_running("sleep", "303.4")) == 1
     executor.stop(first)
 
 
