@@ -21,13 +21,8 @@ from tests.exposure import echo_hash_of, processes_showing, sha256_of
 
 
 @pytest.fixture
-def work_root(process_work_root):
-    return process_work_root
-
-
-@pytest.fixture
-def executor(work_root):
-    return ProcessExecutor(work_root)
+def executor(process_work_root):
+    return ProcessExecutor(process_work_root)
 
 
 def wait_for_exit(executor, handle, timeout=10.0):
@@ -59,11 +54,11 @@ def test_it_hides_the_command_variable_from_the_task(executor, make_launch):
 
 
 @pytest.fixture(params=["sandboxed", "unsandboxed"])
-def any_executor(request, work_root):
+def any_executor(request, process_work_root):
     """A sandboxed executor, or one on a node without a sandbox (which runs admins' tasks only)."""
     if request.param == "sandboxed":
-        return ProcessExecutor(work_root), {}
-    return ProcessExecutor(work_root, sandbox=Sandbox(bwrap="/nonexistent/bwrap")), {"owner_is_admin": True}
+        return ProcessExecutor(process_work_root), {}
+    return ProcessExecutor(process_work_root, sandbox=Sandbox(bwrap="/nonexistent/bwrap")), {"owner_is_admin": True}
 
 
 def test_it_shows_the_rendered_script_in_no_process_list(any_executor, make_launch):
@@ -84,12 +79,12 @@ def test_the_task_still_runs_the_rendered_script(executor, make_launch):
     assert sha256_of(secret) in launch.log_path.read_text()
 
 
-def test_it_writes_the_script_nowhere(executor, make_launch, tmp_path, work_root):
+def test_it_writes_the_script_nowhere(executor, make_launch, tmp_path, process_work_root):
     secret = f"s3cret-{uuid.uuid4().hex}"
     handle = executor.start(make_launch(f"{echo_hash_of(secret)}; sleep 301.5; echo slept"))
     wait_for(lambda: processes_running("sleep", "301.5"))
     try:
-        files = [path for root in (tmp_path, work_root) for path in root.rglob("*") if path.is_file()]
+        files = [path for root in (tmp_path, process_work_root) for path in root.rglob("*") if path.is_file()]
         holding = [path for path in files if secret.encode() in path.read_bytes()]
         assert holding == []
     finally:
@@ -168,10 +163,10 @@ def test_it_lets_a_stopped_task_finish_cleanly_within_its_grace(executor, make_l
 
 
 @pytest.fixture(params=["cgroup", "no cgroup"])
-def either_limits(request, work_root):
+def either_limits(request, process_work_root):
     """An executor whose tasks run in a cgroup (where it can make one), or under rlimits (as on a
     Slurm node): the supervisor finds the task's processes by their cgroup, or by their parents."""
-    executor = ProcessExecutor(work_root, use_cgroups=request.param == "cgroup")
+    executor = ProcessExecutor(process_work_root, use_cgroups=request.param == "cgroup")
     if request.param == "cgroup":
         require(executor.cgroups is not None, "writable cgroup v1 controllers")
     return executor
@@ -228,16 +223,16 @@ def test_it_kills_a_task_that_ignores_sigterm_once_its_grace_is_over(executor, m
     assert executor.poll(handle).exit_code == 128 + 9
 
 
-def test_it_reads_an_exit_back_after_a_restart(executor, make_launch, work_root):
+def test_it_reads_an_exit_back_after_a_restart(executor, make_launch, process_work_root):
     handle = executor.start(make_launch("exit 5"))
     wait_for_exit(executor, handle)
-    restarted = ProcessExecutor(work_root)
+    restarted = ProcessExecutor(process_work_root)
     assert restarted.poll(handle).exit_code == 5
 
 
-def test_it_lists_running_tasks_with_their_labels(executor, make_launch, work_root):
+def test_it_lists_running_tasks_with_their_labels(executor, make_launch, process_work_root):
     handle = executor.start(make_launch("sleep 30"))
-    restarted = ProcessExecutor(work_root)
+    restarted = ProcessExecutor(process_work_root)
     listed = restarted.list_running()
     assert [r.handle.executor_id for r in listed] == [handle.executor_id]
     assert listed[0].labels["pai.role"] == "worker"
@@ -250,15 +245,15 @@ def test_it_reports_a_signal_kill_as_128_plus_the_signal(executor, make_launch):
     assert status.exit_code == 143
 
 
-def test_it_refuses_a_users_task_where_no_sandbox_can_be_had(make_launch, work_root):
-    executor = ProcessExecutor(work_root, sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
+def test_it_refuses_a_users_task_where_no_sandbox_can_be_had(make_launch, process_work_root):
+    executor = ProcessExecutor(process_work_root, sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
     with pytest.raises(ExecutorError, match=r"cannot sandbox tasks.*bubblewrap") as refused:
         executor.start(make_launch("true"))
     assert refused.value.failure == Failure.START_PERMISSION_DENIED
 
 
-def test_it_still_runs_an_admins_task_where_no_sandbox_can_be_had(make_launch, work_root):
-    executor = ProcessExecutor(work_root, sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
+def test_it_still_runs_an_admins_task_where_no_sandbox_can_be_had(make_launch, process_work_root):
+    executor = ProcessExecutor(process_work_root, sandbox=Sandbox(bwrap="/nonexistent/bwrap"))
     status = wait_for_exit(executor, executor.start(make_launch("true", owner_is_admin=True)))
     assert status.exit_code == 0
 
@@ -272,8 +267,8 @@ def test_it_reports_an_out_of_memory_kill(executor, make_launch):
     assert "out of memory" in said and "100 MB" in said
 
 
-def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, work_root):
-    executor = ProcessExecutor(work_root, use_cgroups=False)
+def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, process_work_root):
+    executor = ProcessExecutor(process_work_root, use_cgroups=False)
     hog = "python3 -c 'blocks = [bytearray(1024 * 1024) for _ in range(400)]'"
     launch = make_launch(hog, memory_mb=100)
     status = wait_for_exit(executor, executor.start(launch))
@@ -281,8 +276,8 @@ def test_it_limits_memory_with_rlimits_without_cgroups(make_launch, work_root):
     assert "MemoryError" in launch.log_path.read_text()
 
 
-def test_it_limits_the_number_of_processes(make_launch, work_root):
-    executor = ProcessExecutor(work_root, pids_limit=20)
+def test_it_limits_the_number_of_processes(make_launch, process_work_root):
+    executor = ProcessExecutor(process_work_root, pids_limit=20)
     spawner = 'python3 -c \'import subprocess; [subprocess.Popen(["sleep", "303.1"]) for _ in range(40)]\''
     launch = make_launch(spawner)
     status = wait_for_exit(executor, executor.start(launch))
@@ -304,8 +299,8 @@ def test_it_gives_the_task_its_cpus_as_a_quota(executor, make_launch):
     assert quota == 2 * period
 
 
-def test_it_keeps_the_tail_of_a_log_over_the_cap(make_launch, work_root):
-    executor = ProcessExecutor(work_root, log_max_bytes=64 * 1024)
+def test_it_keeps_the_tail_of_a_log_over_the_cap(make_launch, process_work_root):
+    executor = ProcessExecutor(process_work_root, log_max_bytes=64 * 1024)
     launch = make_launch("seq 1 100000; echo the-last-line")
     wait_for_exit(executor, executor.start(launch))
     log = launch.log_path.read_bytes()

@@ -16,10 +16,10 @@ from rest_framework.response import Response
 from web.api.errors import API_ALIAS_PREFIX
 
 # The schemas made, by (language, API version, URL conf), and each one's text, by (renderer, media
-# type, language, the schema's key): made once and kept until a setting changes.
+# type, the schema's key): made once and kept until a setting changes.
 SchemaKey = tuple[str | None, str | None, str]
 SCHEMAS: dict[SchemaKey, dict[str, Any]] = {}
-TEXTS: dict[tuple[type, str | None, str | None, SchemaKey], bytes] = {}
+TEXTS: dict[tuple[type, str | None, SchemaKey], bytes] = {}
 
 
 @receiver(setting_changed)
@@ -30,13 +30,14 @@ def forget_schemas(**kwargs: Any) -> None:
 
 
 class RenderedOnce(BaseRenderer):
-    """A schema renderer that renders a kept schema once per media type and language."""
+    """A schema renderer that renders a kept schema once per media type (each kept schema is one
+    language's)."""
 
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> Any:
         key = getattr((renderer_context or {}).get("view"), "schema_key", None)
         if key is None or data is not SCHEMAS.get(key):  # (an error's answer)
             return super().render(data, accepted_media_type, renderer_context)
-        text_key = (type(self), accepted_media_type, get_language(), key)
+        text_key = (type(self), accepted_media_type, key)  # (the key holds the language)
         if text_key not in TEXTS:
             TEXTS[text_key] = super().render(data, accepted_media_type, renderer_context)
         return TEXTS[text_key]
