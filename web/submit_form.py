@@ -27,6 +27,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalogue import Message
 from jobs.protocol import JobConfigError, priority
+from jobs.protocol.export import SafeDumper
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.parsing import check_tree
 from jobs.protocol.spec import RUNTIME_PLUGINS
@@ -498,7 +499,7 @@ def _image_prerequisite_name(config: dict[str, Any]) -> str:
 
 
 def config_to_yaml(config: dict[str, Any]) -> str:
-    return yaml.safe_dump(config, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return yaml.dump(config, Dumper=SafeDumper, sort_keys=False, allow_unicode=True, default_flow_style=False)
 
 
 # --- config -> form -----------------------------------------------------------------------------

@@ -16,10 +16,11 @@ from jobs.protocol.parsing import parse
 from jobs.protocol.templating import REFERENCE
 from jobs.protocol.v2 import MASK
 
-_BaseDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
+# libyaml's emitter where PyYAML was built with it: the same text, ~4x faster than the pure-Python one.
+SafeDumper: Any = yaml.CSafeDumper if yaml.__with_libyaml__ else yaml.SafeDumper
 
 
-class _Dumper(_BaseDumper):
+class _Dumper(SafeDumper):
     """Block style, multi-line strings as `|` blocks (PyYAML falls back to quotes when it must)."""
 
 
