@@ -230,10 +230,25 @@ class Attached:
         if self.pasta.poll() is None:
             self.pasta.terminate()
             try:
-                self.pasta.wait(PASTA_STOP_S)
+                _wait_ended(self.pasta, PASTA_STOP_S)
             except subprocess.TimeoutExpired:
                 self.pasta.kill()
                 self.pasta.wait()
+
+
+def _wait_ended(process: subprocess.Popen[bytes], seconds: float) -> int:
+    """process.wait(seconds), woken by the process's pidfd the moment it ends. Popen's own wait
+    looks at doubling intervals (up to 50 ms apart): pasta takes ~20 ms to end (the kernel tearing
+    down what it held), so its end was seen at ~32 ms, and the task's exit recorded that much later."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:  # (reaped already, or a kernel without pidfds)
+        return process.wait(seconds)
+    try:
+        select.select([pidfd], [], [], seconds)
+    finally:
+        os.close(pidfd)
+    return process.wait(0)
 
 
 def attach(plan: dict[str, object], info: int) -> Attached | None:
