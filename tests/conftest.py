@@ -42,6 +42,25 @@ def pytest_runtestloop(session: pytest.Session) -> None:
     gc.enable()
 
 
+# Property tests try a quarter of their examples (at least 10) in a run that leaves the slow tests
+# out (the fast tier, which must fit in 40 s on two CPUs), and all of them in the full suite (CI's
+# `make test`): each property is still tried on every fast run, on fewer random inputs.
+FAST_TIER_EXAMPLES = {"share": 4, "least": 10}
+_runs_without_slow_tests = False
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _runs_without_slow_tests
+    _runs_without_slow_tests = "not slow" in (config.getoption("markexpr", "") or "")
+
+
+def examples(full: int) -> int:
+    """max_examples for a property test that tries `full` examples in the full suite."""
+    if not _runs_without_slow_tests:
+        return full
+    return min(full, max(full // FAST_TIER_EXAMPLES["share"], FAST_TIER_EXAMPLES["least"]))
+
+
 # Debian's Chromium, driven by Playwright (never a downloaded browser), headless in a container.
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

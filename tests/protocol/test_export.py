@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.protocol import export, load, mask_config_text
+from tests.conftest import examples
 from tests.protocol.conftest import V2_CONFIG, as_v1_text, as_v2_text, changed, example_files, example_ids
 
 
@@ -143,14 +144,14 @@ def v1_configs(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(v2_configs())
 def test_generated_v2_configs_round_trip(doc: dict[str, Any]) -> None:
     spec = load(as_v2_text(doc)).spec
     assert load(export(spec)).spec == spec
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(v1_configs())
 def test_generated_v1_configs_round_trip(doc: dict[str, Any]) -> None:
     spec = load(as_v1_text(doc)).spec
@@ -227,7 +228,7 @@ def test_mask_leaves_text_without_secrets_untouched(v1_text: str) -> None:
     assert mask_config_text(text) == text
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.dictionaries(
         role_names,

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from jobs.protocol import JobConfigError, export, load
 from jobs.protocol.parsing import parse
+from tests.conftest import examples
 from tests.protocol.conftest import example_files
 
 EXAMPLES = [parse(path.read_text(encoding="utf-8"))[0] for path in example_files()]
@@ -59,7 +60,7 @@ def damaged_configs(draw: st.DrawFn) -> str:
     return json.dumps(doc) if draw(st.booleans()) else yaml.safe_dump(doc, allow_unicode=True)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged_configs())
 def test_damaged_configs_get_a_spec_or_field_errors(text: str) -> None:
     try:
@@ -71,7 +72,7 @@ def test_damaged_configs_get_a_spec_or_field_errors(text: str) -> None:
         assert load(export(config.spec)).spec == config.spec
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(st.text(alphabet='{}[]:,"-? \n\t#/abc0123&*!|>', max_size=200))
 def test_random_text_gets_a_spec_or_an_error(text: str) -> None:
     with contextlib.suppress(JobConfigError):

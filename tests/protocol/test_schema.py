@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 
 from jobs.protocol.parsing import parse
 from jobs.protocol.schema import fast_validator, schema, validator
+from tests.conftest import examples
 from tests.protocol.conftest import V1_CONFIG, V2_CONFIG, changed, example_files, example_ids
 from tests.protocol.test_invalid_configs import V1_CASES, V1_LIST_CASES, V2_CASES
 
@@ -52,7 +53,7 @@ junk = st.recursive(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.sampled_from(["jobName", "taskRoles", "name", "protocolVersion", "prerequisites", "extras"]), junk)
 def test_fast_check_agrees_on_junk_values(key: str, value: Any) -> None:
     _agree(1, {**V1_CONFIG, key: value})

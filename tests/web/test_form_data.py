@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from catalogue import Message
 from jobs.protocol import load
 from jobs.protocol.parsing import parse
+from tests.conftest import examples
 from tests.factories import default_image, v2_yaml
 from tests.protocol.conftest import as_v2_text, example_files, example_ids, from_yaml
 from tests.protocol.test_export import v2_configs
@@ -392,7 +393,7 @@ def test_every_example_runs_the_same_after_a_trip_through_the_form_and_its_yaml(
     assert load(config_to_yaml(twice)).spec == load(text).spec
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(v2_configs())
 def test_generated_v2_configs_run_the_same_after_a_trip_through_the_form(doc):
     """Parameters of any YAML type, ports, completion thresholds, shm, extras: the same spec. A
