@@ -5,6 +5,7 @@ each one is produced by some row, its words (type names, parser phrases, address
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -637,7 +638,7 @@ def my_codes() -> set[str]:
 @pytest.mark.django_db
 @pytest.mark.parametrize(("producer", "field", "code"), [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_it_says_the_code_naming_the_field(env, producer, field, code):
-    errors = said(lambda: producer(env))
+    errors = answer(producer, lambda: env)
     found = [(path, found_code) for path, message in errors for found_code in codes_in(message)]
     assert any(found_code == code and field in (None, path) for path, found_code in found), errors
 
@@ -645,6 +646,18 @@ def test_it_says_the_code_naming_the_field(env, producer, field, code):
 class _Undone(Exception):
     def __init__(self, errors: list[FieldError]) -> None:
         self.errors = errors
+
+
+# What each case's producer said (per test process): the every-code test reads the answers the
+# cases' own tests got in this process rather than run all ~290 producers a second time.
+ANSWERS: dict[Callable[[Env], Any], list[FieldError]] = {}
+
+
+def answer(producer: Callable[[Env], Any], make_env: Callable[[], Env]) -> list[FieldError]:
+    """What the producer said (`apart`), asked once per test process."""
+    if producer not in ANSWERS:
+        ANSWERS[producer] = apart(producer, make_env())
+    return ANSWERS[producer]
 
 
 def apart(producer: Callable[[Env], Any], env: Env) -> list[FieldError]:
@@ -661,6 +674,6 @@ def apart(producer: Callable[[Env], Any], env: Env) -> list[FieldError]:
 def test_every_code_of_config_storage_and_template_errors_is_produced(user, default_vc, settings, tmp_path):
     produced: set[str] = set()
     for number, (_id, producer, _field, _code) in enumerate(CASES):
-        errors = apart(producer, env_in(tmp_path / f"case{number}", user, default_vc, settings))
+        errors = answer(producer, functools.partial(env_in, tmp_path / f"case{number}", user, default_vc, settings))
         produced.update(code for _path, message in errors for code in codes_in(message))
     assert my_codes() - produced - set(UNREACHABLE) == set()
