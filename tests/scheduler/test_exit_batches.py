@@ -5,18 +5,23 @@ nothing removed from a node before the record commits: a crash in the middle los
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from unittest import mock
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from clusters.executors.base import Executor, RunningTask, TaskHandle, TaskLaunch, TaskStatus
+from clusters.models import Node
 from jobs import lifecycle
 from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt, TaskState
 from scheduling import executors
 from scheduling.scheduler import Scheduler
-from tests.factories import create_jobs
+from tests.conftest import rows_for_module
+from tests.factories import create_jobs, create_user
 
 JOBS = 50
 
@@ -55,18 +60,34 @@ class HeldTasks(Executor):
             return [RunningTask(TaskHandle(executor_id), labels) for executor_id, labels in self.tasks.items()]
 
 
-@pytest.fixture
-def held_tasks(user, process_node, monkeypatch) -> HeldTasks:
-    """JOBS one-task jobs running on one node, none exited yet."""
-    process_node.cpus, process_node.memory_mb = 2 * JOBS, 2 * JOBS * 256
-    process_node.save(update_fields=["cpus", "memory_mb"])
+@pytest.fixture(scope="module")
+def launched(django_db_setup, django_db_blocker, worker_work_root, tmp_path_factory) -> Iterator[HeldTasks]:
+    """erin's JOBS one-task jobs running on one node, none exited yet: launched once for the module
+    (`rows_for_module`; five scheduler passes were most of each test's CPU), each test's own
+    transaction undoing what its passes wrote."""
+    folder = tmp_path_factory.mktemp("exit-batches")
+    overrides = {"PAI_WORK_ROOT": worker_work_root, "PAI_LOG_DIR": folder / "logs", "PAI_FS_ROOT": folder / "fs"}
     tasks = HeldTasks()
+
+    def launch() -> HeldTasks:
+        Node.objects.create(name="local", executor="process", cpus=2 * JOBS, memory_mb=2 * JOBS * 256)
+        create_jobs(create_user("erin"), [f"batch-{i}" for i in range(JOBS)])
+        scheduler = Scheduler(holder="test-scheduler")
+        for _ in range(5):
+            scheduler.run_once()
+        assert Task.objects.filter(state=TaskState.RUNNING).exclude(executor_id="").count() == JOBS
+        return tasks
+
+    with override_settings(**overrides), mock.patch.object(executors, "node_executor", lambda node: tasks):
+        yield from rows_for_module(django_db_blocker, launch)
+
+
+@pytest.fixture
+def held_tasks(launched, db, process_work_root, monkeypatch) -> HeldTasks:
+    """The module's running tasks as the launch left them (none exited, none removed)."""
+    tasks = HeldTasks()
+    tasks.tasks = dict(launched.tasks)
     monkeypatch.setattr(executors, "node_executor", lambda node: tasks)
-    create_jobs(user, [f"batch-{i}" for i in range(JOBS)])
-    scheduler = Scheduler(holder="test-scheduler")
-    for _ in range(5):
-        scheduler.run_once()
-    assert Task.objects.filter(state=TaskState.RUNNING).exclude(executor_id="").count() == JOBS
     return tasks
 
 
