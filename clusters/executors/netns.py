@@ -45,7 +45,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,7 +251,7 @@ def _wait_ended(process: subprocess.Popen[bytes], seconds: float) -> int:
     return process.wait(0)
 
 
-def attach(plan: dict[str, object], info: int) -> Attached | None:
+def attach(plan: dict[str, object], info: int, spawned: Callable[[int], object] = lambda pid: None) -> Attached | None:
     """Reads the sandbox's pid from bwrap's info pipe, gives its namespace pasta and the routes.
     None when bwrap ended before telling (its own error is in the task's log)."""
     pid = _child_pid(info)
@@ -262,7 +262,7 @@ def attach(plan: dict[str, object], info: int) -> Attached | None:
         _wait_for_loopback(pid)
         owner = fcntl.ioctl(netns, NS_GET_USERNS)  # bwrap's outer user namespace (the task's is nested)
         try:
-            pasta = _start_pasta(plan, netns, owner)
+            pasta = _start_pasta(plan, netns, owner, spawned)
             try:
                 _set_routes(plan, netns, owner)
             except BaseException:
@@ -305,9 +305,11 @@ def _wait_for_loopback(pid: int) -> None:
     raise NetworkError("the sandbox did not set up its loopback in time")
 
 
-def _start_pasta(plan: dict[str, object], netns: int, owner: int) -> subprocess.Popen[bytes]:
+def _start_pasta(
+    plan: dict[str, object], netns: int, owner: int, spawned: Callable[[int], object]
+) -> subprocess.Popen[bytes]:
     """pasta in the foreground (the supervisor's child); it writes its pid to the pipe once the
-    namespace is configured, which is the moment to go on."""
+    namespace is configured, which is the moment to go on. `spawned` is told its pid at once."""
     ready, ready_w = os.pipe()
     try:
         runas = _runas(plan)
@@ -323,6 +325,7 @@ def _start_pasta(plan: dict[str, object], netns: int, owner: int) -> subprocess.
             stderr=subprocess.PIPE,
             pass_fds=(netns, owner, ready_w),
         )
+        spawned(pasta.pid)
         os.close(ready_w)
         ready_w = -1
         got_ready = select.select([ready], [], [], ATTACH_TIMEOUT_S)[0] and os.read(ready, 64).strip()

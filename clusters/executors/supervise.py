@@ -224,12 +224,9 @@ class Supervisor:
         assert self.network is not None and self.child_pid is not None
         network = None
         try:
-            network = attach(self.network, info)
-            # Its pid for the portal: pasta outlives a supervisor killed -9 (nothing else ends it).
-            pasta = network.pasta.pid if network is not None else None
-            if pasta is not None:
-                with contextlib.suppress(OSError):
-                    record_process(os.path.join(self.task_dir, PASTA_PID_NAME), pasta)
+            # pasta's pid for the portal the moment it runs: it outlives a supervisor killed -9 (nothing
+            # else ends it), killed while the network was still being attached too.
+            network = attach(self.network, info, self._record_pasta)
             os.write(block, b"go")  # (EPIPE when bwrap has failed meanwhile)
             return network, None
         except (OSError, NetworkError) as exc:
@@ -241,6 +238,10 @@ class Supervisor:
         finally:
             os.close(info)
             os.close(block)
+
+    def _record_pasta(self, pid: int) -> None:
+        with contextlib.suppress(OSError):
+            record_process(os.path.join(self.task_dir, PASTA_PID_NAME), pid)
 
     def _exec_command(self, stdout: int, stderr: int, script: str, placed: dict[int, int]) -> None:
         """In the forked child: its own session (a stop reaches all of it), the task's limits, the

@@ -226,6 +226,48 @@ def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_as_it_cleans_up
     assert wait_until(lambda: None if pasta in pastas() else True, 5)  # (SIGKILLed: gone in a moment)
 
 
+def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_while_pasta_set_up(
+    tmp_path, process_work_root, make_launch, monkeypatch
+):
+    """Killed -9 while its pasta was still setting the namespace up (~20 ms, longer on a busy box),
+    the supervisor had not yet written pasta's pid, and that pasta held the task's ports for good
+    (two were found on the box after a busy run). A "pasta" that never says it is ready keeps the
+    supervisor in that moment."""
+    never_ready = tmp_path / "pasta"
+    never_ready.write_text("#!/bin/sh\nexec sleep 307.7\n")
+    never_ready.chmod(0o755)
+    monkeypatch.setattr(Sandbox, "probe", lambda self: None)  # (its probe would wait for it 10 s)
+    network = TaskNetwork(docker_subnet_pool=SUBNET_POOL, pasta=str(never_ready))
+    sandbox = Sandbox(hidden=(str(tmp_path), str(process_work_root)), network=network)
+    executor = ProcessExecutor(process_work_root, address=NODE, sandbox=sandbox)
+    handle = executor.start(make_launch("sleep 1", ports={"http": [free_port()]}))
+    supervisor = int((executor.work_root / handle.executor_id / "pid").read_text().split()[0])
+    pasta = wait_until(lambda: next((pid for pid in processes_running("307.7") if parent(pid) == supervisor), None), 10)
+    os.kill(supervisor, signal.SIGKILL)
+    assert wait_until(lambda: None if executor.poll(handle).running else True, 10)
+    executor.stop(handle)
+    assert wait_until(lambda: None if pasta in processes_running("307.7") else True, 5)
+
+
+def processes_running(marker: str) -> set[int]:
+    """The pids of the box's running processes whose command line holds `marker`."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if (
+                stat.read_text().rpartition(")")[2].split()[0] != "Z"
+                and marker in (stat.parent / "cmdline").read_text()
+            ):
+                found.add(int(stat.parent.name))
+    return found
+
+
+def parent(pid: int) -> int | None:
+    with contextlib.suppress(OSError):
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    return None
+
+
 def test_it_tells_pasta_to_leave_its_ending_to_the_supervisor():
     """The supervisor ends each task's pasta itself (netns.Attached.close). pasta's own watch for
     its namespace's removal (an inotify group) made each end wait about 20 ms more for the kernel to
