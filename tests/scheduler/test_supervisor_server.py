@@ -73,8 +73,13 @@ def test_it_starts_a_new_server_when_the_last_one_is_gone(executor, make_launch,
 
 
 def test_it_keeps_a_running_task_when_its_server_is_killed(executor, make_launch, work_root):
-    handle = executor.start(make_launch("sleep 0.5; exit 6"))
+    # The task runs until the test lets it go, after the server is gone (a fixed `sleep 0.5` waited
+    # longer than needed, and under load could end before the server's kill).
+    launch = make_launch("until [ -e server-gone ]; do sleep 0.01; done; exit 6")
+    handle = executor.start(launch)
     with_server_gone(work_root)
+    assert executor.poll(handle).running
+    (launch.work_dir / "server-gone").touch()
     assert wait_for_exit(executor, handle).exit_code == 6
 
 
