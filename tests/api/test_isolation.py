@@ -15,7 +15,7 @@ from jobs.actions import submit_job
 from jobs.models import JobState
 from tests.api.conftest import bearer_client
 from tests.conftest import shared_in_module
-from tests.factories import v2_yaml
+from tests.factories import create_job, v2_yaml
 
 SECRET = "hunter2-very-secret-value"
 SECRET_JOB = v2_yaml("secretive", 'echo "the token is <% $secrets.token %>"', extra=f"secrets:\n  token: {SECRET}\n")
@@ -73,10 +73,24 @@ def everything_kept(finished_secret_job, client, user) -> dict[str, object]:
     }
 
 
-# The tests that only read what the API answers and what the portal keeps share one real run's of
-# each; the cut-log test writes into its own run's log.
-answers = shared_in_module("every_api_answer")
-kept = shared_in_module("everything_kept")
+@pytest.fixture
+def after_the_run(every_api_answer, everything_kept) -> dict[str, dict[str, object]]:
+    return {"answers": every_api_answer, "kept": everything_kept}
+
+
+# The tests that only read what the API answers and what the portal keeps share one real run's (one
+# run for both: each of the two ran its own before).
+shared = shared_in_module("after_the_run")
+
+
+@pytest.fixture
+def answers(shared):
+    return shared["answers"]
+
+
+@pytest.fixture
+def kept(shared):
+    return shared["kept"]
 
 
 def test_it_masks_the_secret_in_the_signed_log_link(answers):
@@ -168,12 +182,15 @@ def test_it_keeps_login_tokens_when_the_user_is_saved_without_a_new_password(ali
     assert alice.get("/api/v2/jobs").status_code == 200
 
 
-def test_it_says_on_the_job_page_that_a_cut_log_was_cut(finished_secret_job, client, user):
-    log_path = finished_secret_job.tasks.get().log_path
+def test_it_says_on_the_job_page_that_a_cut_log_was_cut(client, user, tmp_path):
+    # (A job's rows as its run leaves them, its log cut: the page reads only those.)
+    job = create_job(user, "cut", state=JobState.SUCCEEDED)
+    log_path = tmp_path / "worker-0.log"
+    job.tasks.update(state="SUCCEEDED", log_path=str(log_path))
     with CappedLog(log_path, 4096) as log:
         log.write(b"x" * 100_000)
     client.force_login(user)
-    tail = client.get(f"/jobs/{finished_secret_job.full_name}/log", {"tail": 1000}).content
+    tail = client.get(f"/jobs/{job.full_name}/log", {"tail": 1000}).content
     assert tail.startswith(b"[pai-portal] the log was cut")
 
 

@@ -10,16 +10,38 @@ from tests.factories import v2_yaml
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+TASK_LOGS = "/api/v2/jobs/alice~done/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
+
+
 @pytest.fixture
-def finished(default_vc, submit_yaml, alice, process_node, run_until):
+def ran(default_vc, submit_yaml, alice, anonymous, process_node, run_until):
+    """The detail of a job run to SUCCEEDED, and what its log links answer (followed as a client
+    follows them: the container log's first location, the tail-mode route's, a task that is not)."""
     submit_yaml(v2_yaml("done", "echo hello-from-the-task", ports="{http: 2}"))
     job = run_until(Job.objects.get(name="done"), JobState.SUCCEEDED, JobState.FAILED)
     assert job.state == JobState.SUCCEEDED, job.exit_diagnostics
-    return alice.get("/api/v2/jobs/alice~done").json()
+    detail = alice.get("/api/v2/jobs/alice~done").json()
+    (task,) = detail["taskRoles"]["worker"]["taskStatuses"]
+    (first, *_) = alice.get(task["containerLog"]).json()["locations"]
+    first_log = anonymous.get(first["uri"])
+    tail_mode = alice.get(f"{TASK_LOGS}?tail-mode=true")
+    locations = {location["name"]: location["uri"] for location in tail_mode.json()["locations"]}
+    ghost = alice.get(TASK_LOGS.replace("/worker/", "/ghost/"))
+    return {
+        "detail": detail,
+        "first log": (first_log.status_code, b"".join(first_log.streaming_content)),
+        "tail mode": (tail_mode.status_code, list(locations), anonymous.get(locations["all"]).content),
+        "ghost": (ghost.status_code, ghost.json()),
+    }
 
 
-# The tests that only read the detail share one real run's; those that follow its links run their own.
-detail = shared_in_module("finished")
+# The tests share one real run's answers (each ran its own job before: four runs of one job).
+answers = shared_in_module("ran")
+
+
+@pytest.fixture
+def detail(answers):
+    return answers["detail"]
 
 
 JOB_STATUS_TYPES = {
@@ -72,28 +94,25 @@ def test_it_gives_container_ports_as_comma_strings(detail):
     assert len(ports) == 2 and all(port.isdigit() for port in ports)
 
 
-def test_its_container_log_is_openpais_relative_logs_route(finished, alice, anonymous):
-    (task,) = finished["taskRoles"]["worker"]["taskStatuses"]
-    assert task["containerLog"] == "/api/v2/jobs/alice~done/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
-    (location, *_) = alice.get(task["containerLog"]).json()["locations"]
-    response = anonymous.get(location["uri"])
-    assert response.status_code == 200
-    assert b"hello-from-the-task" in b"".join(response.streaming_content)
+def test_its_container_log_is_openpais_relative_logs_route(detail, answers):
+    (task,) = detail["taskRoles"]["worker"]["taskStatuses"]
+    assert task["containerLog"] == TASK_LOGS
+    status, content = answers["first log"]
+    assert status == 200
+    assert b"hello-from-the-task" in content
 
 
-def test_it_lists_log_locations_on_the_task_log_route(finished, alice, anonymous):
-    route = "/api/v2/jobs/alice~done/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs?tail-mode=true"
-    response = alice.get(route)
-    assert response.status_code == 200
-    locations = {location["name"]: location["uri"] for location in response.json()["locations"]}
-    assert list(locations) == ["stdout", "stderr", "all"]
-    assert b"hello-from-the-task" in anonymous.get(locations["all"]).content
+def test_it_lists_log_locations_on_the_task_log_route(answers):
+    status, names, everything = answers["tail mode"]
+    assert status == 200
+    assert names == ["stdout", "stderr", "all"]
+    assert b"hello-from-the-task" in everything
 
 
-def test_it_answers_404_for_a_task_that_does_not_exist(finished, alice):
-    response = alice.get("/api/v2/jobs/alice~done/attempts/0/taskRoles/ghost/taskIndex/0/attempts/0/logs")
-    assert response.status_code == 404
-    assert response.json()["code"] == "NoTaskLogError"
+def test_it_answers_404_for_a_task_that_does_not_exist(answers):
+    status, body = answers["ghost"]
+    assert status == 404
+    assert body["code"] == "NoTaskLogError"
 
 
 def test_it_refuses_a_tampered_log_link(anonymous):

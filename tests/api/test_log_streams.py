@@ -29,8 +29,8 @@ def chatty_job(*pause: str) -> str:
 
 # Pauses between the writes: two pipes read side by side keep the order of writes apart in time
 # (two written at the same instant may come either way, as in OpenPAI's `all`). Only the test of
-# `all`'s order needs them; each stream alone keeps its order without.
-BOTH_STREAMS = chatty_job()
+# `all`'s order needs them, but one run with them serves every test (a second run, without them,
+# for the others took longer than the pauses).
 BOTH_STREAMS_APART = chatty_job("sleep 0.3")
 LOGS = "/v2/jobs/alice~chatty/attempts/0/taskRoles/worker/taskIndex/0/attempts/0/logs"
 
@@ -44,11 +44,6 @@ def run_chatty(text: str, submit_yaml, run_until) -> Job:
 
 @pytest.fixture
 def chatty(default_vc, submit_yaml, process_node, run_until):
-    return run_chatty(BOTH_STREAMS, submit_yaml, run_until)
-
-
-@pytest.fixture
-def chatty_apart(default_vc, submit_yaml, process_node, run_until):
     return run_chatty(BOTH_STREAMS_APART, submit_yaml, run_until)
 
 
@@ -77,7 +72,7 @@ def chatty_answers(alice, bob, chatty) -> dict[str, object]:
     }
 
 
-# The tests that only read the route's answers share one real run's; the others run their own.
+# The tests that only read the route's answers share one real run's.
 answers = shared_in_module("chatty_answers")
 
 
@@ -94,8 +89,8 @@ def test_it_serves_stderr_alone_with_the_secret_masked(answers):
     assert answers["streams"]["stderr"].splitlines() == ["err-line", "leaked ******"]
 
 
-def test_it_serves_both_streams_in_order_in_all(alice, chatty_apart):
-    assert streams(alice)["all"].splitlines() == ["out-line", "err-line", "leaked ******", "last-out-line"]
+def test_it_serves_both_streams_in_order_in_all(answers):
+    assert answers["streams"]["all"].splitlines() == ["out-line", "err-line", "leaked ******", "last-out-line"]
 
 
 def test_it_masks_the_secret_in_every_stream_in_tail_mode(answers):

@@ -213,7 +213,7 @@ def parent_of(pid: int) -> int:
 
 
 def test_it_kills_a_task_that_ignores_sigterm_once_its_grace_is_over(executor, make_launch, monkeypatch):
-    monkeypatch.setattr("clusters.executors.process.STOP_GRACE_S", grace_s := 0.25)
+    monkeypatch.setattr("clusters.executors.process.STOP_GRACE_S", grace_s := 0.1)
     handle = executor.start(make_launch("trap '' TERM; sleep 301.8"))
     wait_for(lambda: processes_running("sleep", "301.8"))
     began = time.monotonic()

@@ -71,7 +71,7 @@ def wait_until(found, timeout: float):
     while time.monotonic() < deadline:
         if (value := found()) is not None:
             return value
-        time.sleep(0.05)
+        time.sleep(0.01)  # (servers inside tasks come up in 0.1-0.2 s: at 0.05 s each wait overshot ~25 ms)
     raise AssertionError("timed out")
 
 
@@ -201,8 +201,11 @@ def test_it_keeps_a_docker_jobs_private_address_out_of_reach(run_task, docker_jo
 
 
 def test_it_leaves_no_pasta_after_a_task_ends(executor, make_launch):
-    handle = executor.start(make_launch("sleep 0.5"))
+    # The task ends once its pasta has been seen (a fixed `sleep 0.5` waited longer than needed).
+    launch = make_launch("until [ -e pasta-seen ]; do sleep 0.01; done")
+    handle = executor.start(launch)
     pasta = wait_until(lambda: pasta_of(executor, handle), 10)
+    (launch.work_dir / "pasta-seen").touch()
     wait_until(lambda: None if executor.poll(handle).running else True, 30)
     assert pasta not in pastas()
 
