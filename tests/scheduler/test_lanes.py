@@ -263,11 +263,12 @@ def test_a_start_past_its_deadline_on_a_node_that_stopped_answering_says_so(dead
 
 
 class LateRefusals(HeldStarts):
-    """A node whose starts fail, past their deadline (a slow registry that has no such image)."""
+    """A node whose starts fail once released, past their deadline (a slow registry that has no
+    such image)."""
 
     def start(self, launch: TaskLaunch) -> TaskHandle:
         self.starts += 1
-        time.sleep(DEADLINE_S * 2)
+        assert self.release.wait(30), "never released"
         raise ExecutorError(f"image {launch.image} not found", Failure.IMAGE_NOT_FOUND)
 
 
@@ -280,12 +281,15 @@ def refusing_node(process_node, monkeypatch, deadline):
 
 
 def test_a_start_that_fails_past_its_deadline_is_recorded_as_its_failure_not_started_again(
-    refusing_node, submit, run_until
+    refusing_node, submit, scheduler, run_until
 ):
     """Nobody waited for the start's outcome: it is kept for the pass that takes the task up
     again, which records it through the exit spec (254: never retried) instead of starting the
     task again on every pass."""
-    job = run_until(submit(v2_job("no-image", role("worker", "true"))), JobState.FAILED)
+    job = submit(v2_job("no-image", role("worker", "true")))
+    scheduler.run_once()  # (its start runs past the deadline: the pass goes on without its outcome)
+    refusing_node.release.set()  # (the start fails now, late)
+    job = run_until(job, JobState.FAILED)
     assert refusing_node.starts == 1
     assert job.exit_code == 254
 
@@ -411,7 +415,7 @@ def test_calls_in_turn_on_a_lane_each_have_their_own_deadline(deadline, monkeypa
     answers, although together they take longer than one; past one that does not answer in time,
     the calls answered are kept and the rest are the node's silence."""
     node = Node(pk=1, name="slow", executor="docker")
-    answering = Bulkheaded(Slow([DEADLINE_S * 0.6] * 3), Lane("slow"))
+    answering = Bulkheaded(Slow([DEADLINE_S * 0.4] * 3), Lane("slow"))  # (1.2 deadlines together)
     monkeypatch.setattr(executors, "node_executor", lambda node: answering)
     results = executors.side_by_side({node: [pinged] * 3}, "ping")
     assert results == {1: ["answer"] * 3}
