@@ -93,7 +93,27 @@ def from_template(create: Callable[..., str]) -> Callable[..., str]:
     return create_test_db
 
 
+def with_its_log(destroy: Callable[..., None]) -> Callable[..., None]:
+    """Django removes the test database's file, not its write-ahead log and shared memory index
+    (`-wal`, `-shm`): each run left two files per worker in var/."""
+
+    def destroy_test_db(self: DatabaseCreation, test_database_name: str, verbosity: int) -> None:
+        destroy(self, test_database_name, verbosity)
+        if not self.is_in_memory_db(test_database_name):
+            for companion in (f"{test_database_name}-wal", f"{test_database_name}-shm"):
+                Path(companion).unlink(missing_ok=True)
+
+    return destroy_test_db
+
+
 @contextlib.contextmanager
 def migrated_once() -> Iterator[Any]:
-    with mock.patch.object(DatabaseCreation, "create_test_db", from_template(DatabaseCreation.create_test_db)):
+    with (
+        mock.patch.object(DatabaseCreation, "create_test_db", from_template(DatabaseCreation.create_test_db)),
+        mock.patch.object(
+            DatabaseCreation,
+            "_destroy_test_db",
+            with_its_log(DatabaseCreation._destroy_test_db),  # type: ignore[attr-defined]
+        ),
+    ):
         yield
