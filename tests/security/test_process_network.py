@@ -23,8 +23,9 @@ from clusters.executors.base import ExecutorError, Failure
 from clusters.executors.netns import TaskNetwork
 from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
-from tests.conftest import require
+from tests.conftest import processes_running, require
 from tests.docker.conftest import docker_engine_ready
+from tests.scheduler.test_process_executor import parent_of
 
 NODE = "127.0.0.2"  # the default local node's address
 SUBNET_POOL = "10.213.0.0/16"  # (the portal's default PAI_DOCKER_SUBNET_POOL)
@@ -229,6 +230,9 @@ def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_as_it_cleans_up
     assert wait_until(lambda: None if pasta in pastas() else True, 5)  # (SIGKILLed: gone in a moment)
 
 
+FAKE = ("sleep", "307.7")  # what the "pasta" below runs (no other test runs it)
+
+
 def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_while_pasta_set_up(
     tmp_path, process_work_root, make_launch, monkeypatch
 ):
@@ -237,7 +241,7 @@ def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_while_pasta_set
     (two were found on the box after a busy run). A "pasta" that never says it is ready keeps the
     supervisor in that moment."""
     never_ready = tmp_path / "pasta"
-    never_ready.write_text("#!/bin/sh\nexec sleep 307.7\n")
+    never_ready.write_text(f"#!/bin/sh\nexec {' '.join(FAKE)}\n")
     never_ready.chmod(0o755)
     monkeypatch.setattr(Sandbox, "probe", lambda self: None)  # (its probe would wait for it 10 s)
     network = TaskNetwork(docker_subnet_pool=SUBNET_POOL, pasta=str(never_ready))
@@ -245,30 +249,13 @@ def test_it_ends_the_pasta_of_a_task_whose_supervisor_was_killed_while_pasta_set
     executor = ProcessExecutor(process_work_root, address=NODE, sandbox=sandbox)
     handle = executor.start(make_launch("sleep 1", ports={"http": [free_port()]}))
     supervisor = int((executor.work_root / handle.executor_id / "pid").read_text().split()[0])
-    pasta = wait_until(lambda: next((pid for pid in processes_running("307.7") if parent(pid) == supervisor), None), 10)
+    pasta = wait_until(
+        lambda: next((pid for pid in processes_running(*FAKE) if parent_of(pid) == supervisor), None), 10
+    )
     os.kill(supervisor, signal.SIGKILL)
     assert wait_until(lambda: None if executor.poll(handle).running else True, 10)
     executor.stop(handle)
-    assert wait_until(lambda: None if pasta in processes_running("307.7") else True, 5)
-
-
-def processes_running(marker: str) -> set[int]:
-    """The pids of the box's running processes whose command line holds `marker`."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            if (
-                stat.read_text().rpartition(")")[2].split()[0] != "Z"
-                and marker in (stat.parent / "cmdline").read_text()
-            ):
-                found.add(int(stat.parent.name))
-    return found
-
-
-def parent(pid: int) -> int | None:
-    with contextlib.suppress(OSError):
-        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
-    return None
+    assert wait_until(lambda: None if pasta in processes_running(*FAKE) else True, 5)
 
 
 def test_it_tells_pasta_to_leave_its_ending_to_the_supervisor():
