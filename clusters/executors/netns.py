@@ -251,7 +251,7 @@ def _wait_ended(process: subprocess.Popen[bytes], seconds: float) -> int:
     return process.wait(0)
 
 
-def attach(plan: dict[str, object], info: int, spawned: Callable[[int], object] = lambda pid: None) -> Attached | None:
+def attach(plan: dict[str, object], info: int, spawned: Callable[[int], object] | None = None) -> Attached | None:
     """Reads the sandbox's pid from bwrap's info pipe, gives its namespace pasta and the routes.
     None when bwrap ended before telling (its own error is in the task's log)."""
     pid = _child_pid(info)
@@ -306,10 +306,13 @@ def _wait_for_loopback(pid: int) -> None:
 
 
 def _start_pasta(
-    plan: dict[str, object], netns: int, owner: int, spawned: Callable[[int], object]
+    plan: dict[str, object], netns: int, owner: int, spawned: Callable[[int], object] | None
 ) -> subprocess.Popen[bytes]:
     """pasta in the foreground (the supervisor's child); it writes its pid to the pipe once the
-    namespace is configured, which is the moment to go on. `spawned` is told its pid at once."""
+    namespace is configured, which is the moment to go on. `spawned` is told its pid by pasta's own
+    process before pasta runs (after the fork, before the exec): told by the parent once Popen
+    returned, a parent killed in between left a pasta running that nobody had recorded. (Only
+    the supervisor asks: a single thread, where a function before the exec is safe.)"""
     ready, ready_w = os.pipe()
     try:
         runas = _runas(plan)
@@ -324,8 +327,8 @@ def _start_pasta(
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             pass_fds=(netns, owner, ready_w),
+            preexec_fn=None if spawned is None else lambda: spawned(os.getpid()),
         )
-        spawned(pasta.pid)
         os.close(ready_w)
         ready_w = -1
         got_ready = select.select([ready], [], [], ATTACH_TIMEOUT_S)[0] and os.read(ready, 64).strip()
