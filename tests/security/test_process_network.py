@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from catalogue import Message
 from clusters.executors.app_ports import job_app_address
-from clusters.executors.base import ExecutorError, Failure
+from clusters.executors.base import ExecutorError, Failure, TaskHandle, TaskLaunch
 from clusters.executors.netns import TaskNetwork
 from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
@@ -82,8 +83,31 @@ def connects(port: int, address: str = "127.0.0.1") -> str:
 
 
 def serving(port: int, body: str = "from the task") -> str:
-    """Shell: an HTTP server of the task's on 0.0.0.0:<port> (pasta forwards what it is given)."""
-    return f"echo '{body}' > index.html; exec python3 -m http.server --bind 0.0.0.0 {port}"
+    """Shell: an HTTP server of the task's on 0.0.0.0:<port> (pasta forwards what it is given) that
+    answers every request with `body`; it says `listening` in the task's log once it does."""
+    return f"exec python3 -S -c {shlex.quote(TINY_SERVER)} {port} {shlex.quote(body)}"
+
+
+TINY_SERVER = """
+import socket, sys
+server = socket.create_server(("0.0.0.0", int(sys.argv[1])))
+answer = b"HTTP/1.0 200 OK\\r\\n\\r\\n" + sys.argv[2].encode() + b"\\n"
+print("listening", flush=True)
+while True:
+    connection = server.accept()[0]
+    connection.recv(65536)
+    connection.sendall(answer)
+    connection.close()
+"""
+
+
+def started_serving(executor: ProcessExecutor, launch: TaskLaunch) -> TaskHandle:
+    """The task of `serving`, started, once its server listens. (Connections tried while it started,
+    until one was answered, took ~1.03 s now and then, TCP's first retransmission: ~1 s in each of
+    four tests when two workers ran them.)"""
+    handle = executor.start(launch)
+    wait_until(lambda: (launch.log_path.exists() and "listening" in launch.log_path.read_text()) or None, 20)
+    return handle
 
 
 def pastas() -> set[int]:
@@ -128,10 +152,9 @@ def test_it_keeps_a_tasks_loopback_server_off_the_hosts_loopback(executor, make_
 
 def test_it_forwards_a_declared_port_at_the_node_address(executor, make_launch):
     port = free_port()
-    handle = executor.start(make_launch(serving(port), ports={"http": [port]}))
+    handle = started_serving(executor, make_launch(serving(port), ports={"http": [port]}))
     try:
-        body = wait_until(lambda: http_get(NODE, port), 20)
-        assert "from the task" in body
+        assert "from the task" in (http_get(NODE, port) or "")
         assert http_get("127.0.0.1", port) is None  # (only at the node's address)
     finally:
         executor.stop(handle)
@@ -150,13 +173,13 @@ def http_get(address: str, port: int) -> str | None:
 
 def test_it_lets_a_jobs_tasks_reach_each_other_at_the_node_address(executor, make_launch, run_task, tmp_path):
     port = free_port()
-    server = executor.start(
+    server = started_serving(
+        executor,
         make_launch(
             serving(port), ports={"http": [port]}, role="ps", work_dir=tmp_path / "ps", log_path=tmp_path / "ps.log"
-        )
+        ),
     )
     try:
-        wait_until(lambda: http_get(NODE, port), 20)
         code, log = run_task(connects(port, NODE))
         assert (code, log.strip()) == (0, "REACHED")
     finally:
@@ -378,8 +401,7 @@ def app_task(executor, make_launch, tmp_path):
         work_dir=tmp_path / "main",
         log_path=tmp_path / "main.log",
     )
-    handle = executor.start(launch)
-    wait_until(lambda: http_get(job_app_address(launch.job_id), port), 20)
+    handle = started_serving(executor, launch)
     yield port
     executor.stop(handle)
 
