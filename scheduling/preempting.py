@@ -61,10 +61,12 @@ _PREEMPTED: Prepared[Job] = Prepared(
 
 def with_preempted_note(said: list[dict[str, Any]], reason: Reason) -> Reason:
     """A preempted job's waiting reason keeps saying who preempted it, before why it waits now
-    (`said`: its reason as stored)."""
-    note = stored_reason(said[:1])
-    if not note or note[0].code not in PREEMPTED:
+    (`said`: its reason as stored). Looked at in the stored dict first: every waiting job's reason
+    passes here each placement, and few of them were preempted."""
+    first = said[0] if isinstance(said, list) and said else None
+    if not isinstance(first, dict) or first.get("code") not in PREEMPTED:
         return reason
+    note = stored_reason([first])
     return reason if reason[:1] == note else [*note, *reason]
 
 
