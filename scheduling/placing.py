@@ -140,7 +140,7 @@ class Placer:
         self._borrowed = result.borrowed
         self._backfilled = sharing.backfill_notes(result)
         self._unlaunched_nodes = {node.name: node for node in nodes}
-        self._launch_within_budget()
+        left = self._launch_within_budget()
         kinds = self.backends.node_kinds()
         down = [
             Message.of("reason.node_down", node=n.name, why=stored_reason(n.down_reason_messages) or n.down_reason)
@@ -156,26 +156,41 @@ class Placer:
         # The queue as it was before this placement read it: a job that joined it meanwhile (a
         # submit, a retry) was not looked at, and the next pass must place it. (Read again now,
         # after the launches, that job would be in it, and skipped by every pass until something
-        # else changed.) The launches changed the queue too: the next pass looks once more. A
-        # start that fails records nothing here: the next ending phase requeues or retries its
-        # job, and that pass frees resources (placement looks again then).
+        # else changed.) A start that fails records nothing here: the next ending phase requeues
+        # or retries its job, and that pass frees resources (placement looks again then).
         self._last_queue_signature = signature
+        if left and not self._unlaunched and len(rows) < WAITING_BATCH:
+            self._last_queue_signature = self._launched_from(signature, left)
         return bool(result.placed)
+
+    def _launched_from(self, before: tuple[int, Any], left: int) -> tuple[int, Any]:
+        """The queue's signature now, when it is `before` less the `left` jobs this placement
+        launched and nothing joined it (then the next pass need not place the rest again: it
+        would answer the same, while nothing is freed); else `before` (the next pass looks again).
+        With two slots and a long queue every launch made the next pass place the whole queue
+        again to start nothing: 145 of 345 placements for 200 trivial jobs."""
+        now = self._queue_signature()
+        (count, newest), (count_before, newest_before) = now, before
+        unchanged = newest is None or (newest_before is not None and newest <= newest_before)
+        return now if count == count_before - left and unchanged else before
 
     def _queue_signature(self) -> tuple[int, Any]:
         """(how many wait, the newest change among them), in one query."""
         found: list[tuple[int, Any]] = self.backends.prepared(_signature)()
         return found[0] if found else (0, None)
 
-    def _launch_within_budget(self) -> None:
-        """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass."""
+    def _launch_within_budget(self) -> int:
+        """Launch placed jobs until LAUNCH_BUDGET_S is spent; the rest wait for the next pass. How
+        many were claimed (they left the queue)."""
         deadline = time.monotonic() + LAUNCH_BUDGET_S
+        claimed = 0
         while self._unlaunched and time.monotonic() <= deadline:
             # The jobs read a few at a time (one query each few), fresh enough for their claims.
             chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_BATCH, len(self._unlaunched)))]
             jobs = Job.objects.select_related("virtual_cluster", "owner").in_bulk([job_id for job_id, _ in chunk])
             batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
-            self.launch_jobs(batch, self._unlaunched_nodes)
+            claimed += self.launch_jobs(batch, self._unlaunched_nodes)
+        return claimed
 
     def _job_request(
         self,
@@ -210,9 +225,9 @@ class Placer:
             held=holders.get(job.pk, ()),
         )
 
-    def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> None:
+    def launch_jobs(self, batch: list[tuple[Job, list[TaskPlacement]]], node_by_name: dict[str, Node]) -> int:
         """Claim each job of the batch, then start all their tasks side by side (a start waits on
-        its node's engine or on a process being made, not on this loop)."""
+        its node's engine or on a process being made, not on this loop). How many were claimed."""
         by_id = {node.pk: node for node in node_by_name.values()}
         lenders = {vc.name: vc for vc in VirtualCluster.objects.filter(name__in=set(self._borrowed.values()))}
         claimed = []
@@ -231,6 +246,7 @@ class Placer:
                     task.node = by_id[task.node_id] if task.node_id is not None else None
                 claimed.append((job, tasks))
         self.starter.start_claimed(claimed)
+        return len(claimed)
 
 
 def with_storage_notes(pending: dict[int, Reason], notes: dict[int, list[Message]]) -> None:

@@ -2,7 +2,8 @@
 joins the queue while a placement runs is placed by the next pass all the same. (It was not: the
 placement recorded the queue as it stood after its own launches, that job included, and the passes
 after it skipped placement until something else changed: a standby test's four jobs, submitted
-while the first one started, waited out its 60 s with no reason given.)"""
+while the first one started, waited out its 60 s with no reason given.) A placement's own launches
+alone do not make the next pass place the rest of the queue again."""
 
 from __future__ import annotations
 
@@ -44,6 +45,19 @@ def test_it_skips_placement_while_the_queue_is_unchanged(scheduler, user, defaul
     submit_job(user, v2_job("too-big", role("worker", "true", cpu=64)))
     scheduler.run_once()
     scheduler.run_once()  # (after a placement that wrote a reason, one more look)
+    placements = []
+    monkeypatch.setattr(placing, "place", lambda *args, **kwargs: placements.append(args))
+    scheduler.run_once()
+    assert placements == []
+
+
+def test_it_places_the_rest_of_the_queue_once_when_its_own_launches_were_all_that_changed_it(
+    scheduler, user, default_vc, monkeypatch
+):
+    for name in ("first", "second"):  # (the node's 8 CPUs hold one of them)
+        submit_job(user, v2_job(name, role("worker", "sleep 60", cpu=8)))
+    scheduler.run_once()
+    assert Job.objects.get(name="first").state == JobState.RUNNING
     placements = []
     monkeypatch.setattr(placing, "place", lambda *args, **kwargs: placements.append(args))
     scheduler.run_once()
