@@ -12,7 +12,8 @@ machine lets it be counted (bench/cpu.py): the submits, the scheduler, and what 
 (each task's supervisor, sandbox, network and command). --json FILE writes the figures.
 
 Our figure: N jobs submitted through jobs.actions.submit_job, then the scheduler's passes run
-back to back (as `runscheduler` does while busy) until every job has SUCCEEDED. Slurm's figure
+as `runscheduler` runs them (back to back while busy, its idle wait between idle passes:
+PAI_SCHEDULER_INTERVAL, or --interval S) until every job has SUCCEEDED. Slurm's figure
 comes from ../shared/tools/slurm-local.sh (slurmctld + slurmd + munge from Debian's packages).
 
 --slurm: the portal ON Slurm against Slurm alone, on one dev cluster (`scripts/dev-cluster.sh up 3
@@ -79,8 +80,9 @@ def own_loopback_address() -> str:
     return f"127.0.{random.randint(100, 254)}.{random.randint(2, 254)}"
 
 
-def run_portal(n: int, slots: int, address: str) -> tuple[float, float, dict[str, float]]:
-    """(submit jobs/s, end-to-end jobs/s, CPU ms per job by part: {} where not measurable)."""
+def run_portal(n: int, slots: int, address: str, interval: float | None) -> tuple[float, float, dict[str, float]]:
+    """(submit jobs/s, end-to-end jobs/s, CPU ms per job by part: {} where not measurable). The
+    scheduler waits `interval` between idle passes (None: as runscheduler, PAI_SCHEDULER_INTERVAL)."""
     setup_django()
     from django.conf import settings
 
@@ -91,7 +93,8 @@ def run_portal(n: int, slots: int, address: str) -> tuple[float, float, dict[str
     tree = TreeCpu.start()
     cpu: dict[str, float] = {}
     try:
-        submit_rate, rate = submit_and_run(n, JOB_TEXT, cpu=cpu, tree=tree)
+        idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval
+        submit_rate, rate = submit_and_run(n, JOB_TEXT, idle_sleep=idle_sleep, cpu=cpu, tree=tree)
     finally:
         if tree is not None:
             server = Path(settings.PAI_WORK_ROOT) / "process" / SERVER_PID_NAME
@@ -103,7 +106,7 @@ def run_portal(n: int, slots: int, address: str) -> tuple[float, float, dict[str
 def submit_and_run(
     n: int,
     text: str,
-    idle_sleep: float = 0.005,
+    idle_sleep: float,
     command: str = "true",
     round_number: int = 0,
     cpu: dict[str, float] | None = None,
@@ -323,13 +326,16 @@ def main() -> None:
     parser.add_argument("--address", default="", help="the portal node's address (default: a loopback of its own)")
     parser.add_argument("--skip-slurm", action="store_true", help="the portal alone")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument(
+        "--interval", type=float, help="the wait between idle passes (default: runscheduler's, PAI_SCHEDULER_INTERVAL)"
+    )
     args = parser.parse_args()
     if args.slurm:
         run_on_slurm(args.n, args.job_seconds, args.rounds)
         return
     n, slots = args.n, args.slots
     slurm_submit, slurm_e2e, why = (None, None, "skipped (--skip-slurm)") if args.skip_slurm else run_slurm(n, slots)
-    portal_submit, portal_e2e, cpu = run_portal(n, slots, args.address or own_loopback_address())
+    portal_submit, portal_e2e, cpu = run_portal(n, slots, args.address or own_loopback_address(), args.interval)
 
     def fmt(value: float | None) -> str:
         return f"{value:10.1f}" if value is not None else "       n/a"

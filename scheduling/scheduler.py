@@ -25,6 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from clusters.executors.exit_bell import bell
 from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
@@ -113,7 +114,7 @@ class Scheduler:
             self.reconciled = False
             wait = self._reconnect()
             log.warning("scheduler pass: the database failed (%s); running the pass again in %.2f s", exc, wait)
-            self.idle_wait(wait)
+            self.idle_wait(wait, exits_wake=False)  # (its wait grows while the database is away)
             return True
         except Exception:
             log.exception("scheduler pass failed; reconciling and retrying")
@@ -135,15 +136,21 @@ class Scheduler:
     def _launch_ready(self) -> bool:
         return any([backend.launch_ready() for backend in self.backends])
 
-    def idle_wait(self, seconds: float) -> None:
-        """Sleep between idle passes; wake early to stop, or when a backend has launches ready
-        (a cheap check: a few directory listings)."""
+    def idle_wait(self, seconds: float, *, exits_wake: bool = True) -> None:
+        """Sleep between idle passes; wake early to stop, when a task ended (the executors ring
+        the process's bell: exit_bell.py), or when a backend has launches ready (a cheap check:
+        a few directory listings)."""
         deadline = time.monotonic() + seconds
-        while not self.stopping and time.monotonic() < deadline:
+        while not self.stopping and (left := deadline - time.monotonic()) > 0:
             if any(backend.probes_ready() for backend in self.backends):
                 return
             awaiting = any(backend.awaiting_reports for backend in self.backends)
-            time.sleep(min(REPORTS_CHECK_S if awaiting else IDLE_CHECK_S, seconds))
+            step = min(REPORTS_CHECK_S if awaiting else IDLE_CHECK_S, left)
+            if exits_wake:
+                if bell().wait(step):
+                    return
+            else:
+                time.sleep(step)
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval

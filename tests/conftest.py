@@ -17,11 +17,12 @@ import pytest
 from django.test import override_settings
 
 from catalogue import Message
+from clusters.executors.exit_bell import BELLS_DIR
 from clusters.executors.supervise import SERVER_PID_NAME, SOCKET_NAME
 from tests.factories import create_user
 
-# What a node's supervisor server keeps in its work root.
-SUPERVISOR_SERVER_FILES = {SOCKET_NAME, SOCKET_NAME + ".lock", SERVER_PID_NAME}
+# What a node's supervisor server keeps in its work root, and where the worker listens for its exits.
+SUPERVISOR_SERVER_FILES = {SOCKET_NAME, SOCKET_NAME + ".lock", SERVER_PID_NAME, BELLS_DIR}
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

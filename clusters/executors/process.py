@@ -42,6 +42,7 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
+from clusters.executors.exit_bell import BELLS_DIR, bell
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
@@ -171,6 +172,7 @@ class ProcessExecutor(Executor):
             script = ssh_prologue(launch.ssh_authorized_keys, env) + script
         env.update(launch.secret_env)
         cgroup = self._make_cgroup(task_dir, launch)
+        self._listen_for_exits()
         (task_dir / "supervise.json").write_text(json.dumps(self._supervision(launch, task_dir, cgroup)))
         self._spawn(executor_id, task_dir, env, script)
         return TaskHandle(executor_id=executor_id, ip=self.address)
@@ -298,6 +300,7 @@ class ProcessExecutor(Executor):
             "network": self.sandbox.network_plan(launch, self.address) if sandboxed else None,
             "cgroup": cgroup.dirs if cgroup is not None else None,
             "rlimits": None if cgroup is not None else rlimits(memory_mb=launch.memory_mb, pids=self.pids_limit),
+            "exit_bells": str(self.work_root / BELLS_DIR),
         }
 
     def _pid(self, task_dir: Path, name: str = "pid") -> int | None:
@@ -332,7 +335,17 @@ class ProcessExecutor(Executor):
         args = cmdline.split(b"\0")
         return MARKER.encode() in args and str(task_dir).encode() in args
 
+    def _listen_for_exits(self) -> None:
+        """This process's bell rings when a task of this node ends (its supervisor rings it): a
+        process that starts or polls tasks is one that waits for their exits. Without it, the
+        next pass finds them all the same."""
+        try:
+            bell().listen(self.work_root)
+        except OSError as exc:
+            log.warning("process node %s: exits will be found by the passes alone: %s", self.work_root, exc)
+
     def poll(self, handle: TaskHandle) -> TaskStatus:
+        self._listen_for_exits()  # (the tasks of a scheduler started again)
         task_dir = self.work_root / handle.executor_id
         exit_file = task_dir / "exit_code"
         # Alive first: a supervisor records the exit before it ends, so one found gone has its

@@ -1,0 +1,134 @@
+"""The scheduler woken the moment a task ends, not at its next idle pass.
+
+Between idle passes the scheduler's loop waits (PAI_SCHEDULER_INTERVAL, half a second by default);
+an exit found only by the next pass waited up to that long to be recorded and its room given to
+the next job. Whatever learns of an exit rings this process's bell (`bell()`), and the wait ends:
+- a Docker engine's event stream (docker_events.ExitWatch, on the streams thread) rings it itself;
+- a process node's supervisors are other processes: a process that runs passes listens in the
+  node's work root (`Bell.listen`: a datagram socket of its own in BELLS_DIR), and each supervisor,
+  once it has recorded its task's exit, sends a byte to every socket there (`ring_listeners`).
+
+A ring only ends the wait: the pass that follows finds the exit as ever (poll, inspect), so a ring
+lost costs the wait it always cost, and one for nothing costs a pass. Standard library only: the
+supervisors import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import socket
+import threading
+
+BELLS_DIR = "exit-bells"  # in a process node's work root (the portal's own: tasks never see it)
+
+
+def _address(directory_fd: int, name: str) -> str:
+    """Through /proc, so that no path length limit applies (a Unix socket's path holds 107 bytes)."""
+    return f"/proc/self/fd/{directory_fd}/{name}"
+
+
+class Bell:
+    """This process's wake-up: rung from any thread, or by a supervisor through a socket it listens on."""
+
+    def __init__(self) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._rung, self._ringer = os.pipe()
+        os.set_blocking(self._rung, False)
+        os.set_blocking(self._ringer, False)
+        self._selector.register(self._rung, selectors.EVENT_READ)
+        self._listening: dict[str, socket.socket] = {}  # by work root
+
+    def ring(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # (full: it is rung already)
+            os.write(self._ringer, b"!")
+
+    def wait(self, seconds: float) -> bool:
+        """Until rung or `seconds` have passed: whether it was rung. Every ring until now is taken."""
+        ready = self._selector.select(seconds)
+        for key, _ in ready:
+            with contextlib.suppress(BlockingIOError, ConnectionError):
+                while os.read(key.fd, 4096):
+                    pass
+        return bool(ready)
+
+    def listen(self, work_root: str | os.PathLike[str]) -> None:
+        """Rung when a task of the process node whose work root this is ends (once per work root)."""
+        root = os.fspath(work_root)
+        if root in self._listening:
+            return
+        with self._lock:
+            if root in self._listening:
+                return
+            self._forget_gone()
+            directory = os.path.join(root, BELLS_DIR)
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+            directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                name = f"{os.getpid()}.sock"  # (one left by an earlier process of this pid is stale)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=directory_fd)
+                listener.bind(_address(directory_fd, name))
+            except OSError:
+                listener.close()
+                raise
+            finally:
+                os.close(directory_fd)
+            listener.setblocking(False)
+            self._selector.register(listener, selectors.EVENT_READ)
+            self._listening[root] = listener
+
+    def close(self) -> None:
+        """Its sockets' files stay: the next supervisor that rings finds them refused and removes them."""
+        for listener in self._listening.values():
+            listener.close()
+        self._listening.clear()
+        self._selector.close()
+        os.close(self._rung)
+        os.close(self._ringer)
+
+    def _forget_gone(self) -> None:
+        """Stops listening in work roots that were removed (a test's, a bench's)."""
+        for root, listener in list(self._listening.items()):
+            if not os.path.isdir(os.path.join(root, BELLS_DIR)):
+                self._selector.unregister(listener)
+                listener.close()
+                del self._listening[root]
+
+
+_bell: Bell | None = None
+_made = threading.Lock()
+
+
+def bell() -> Bell:
+    """This process's bell (made when first asked for: a process that never waits holds none)."""
+    global _bell
+    with _made:
+        if _bell is None:
+            _bell = Bell()
+        return _bell
+
+
+def ring_listeners(directory: str) -> None:
+    """Wakes every process listening in `directory` (a work root's BELLS_DIR). The socket of one
+    that has gone refuses: it is removed. One whose socket is full has a ring waiting already."""
+    try:
+        directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return  # nobody has listened here
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+            sender.setblocking(False)
+            for name in os.listdir(directory_fd):
+                try:
+                    sender.sendto(b"!", _address(directory_fd, name))
+                except ConnectionRefusedError:
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=directory_fd)
+                except OSError:
+                    pass
+    finally:
+        os.close(directory_fd)
