@@ -45,6 +45,7 @@ from jobs.states import FINISHED_JOB_STATES
 from jobs.storage import areas as storage
 from jobs.storage.areas import job_paths
 from jobs.storage.configs import validate_storage_requests
+from jobs.wake import wake_scheduler
 from queries.prepared import Prepared, PreparedInsert
 
 User = AbstractBaseUser | AnonymousUser
@@ -250,6 +251,7 @@ def submit_job(user: Any, config: str | Submission) -> Job:
     except IntegrityError as exc:
         taken = Message.of("config.job_name_taken", name=job.name, user=user.get_username())
         raise JobNameConflict(taken, name_field(job.protocol_version)) from exc
+    wake_scheduler()
     return job
 
 
@@ -288,6 +290,7 @@ def stop_job(job: Job, by: Any) -> Job:
     """Ask the scheduler to stop every task; it records STOPPED when they are gone.
     Raises JobStateError when the job has already finished."""
     lifecycle.request_stop(job, by.get_username())
+    wake_scheduler()
     job.refresh_from_db()
     return job
 
@@ -300,7 +303,9 @@ def stoppable_jobs(user: Any, ids: list[int]) -> QuerySet[Job]:
 def stop_jobs(by: Any, ids: list[int]) -> int:
     """Stop several jobs at once (the job list's bulk stop), in one update however many; the ones
     that finished meanwhile are left as they are. Returns how many were asked to stop."""
-    return lifecycle.request_stops(stoppable_jobs(by, ids), by.get_username())
+    asked = lifecycle.request_stops(stoppable_jobs(by, ids), by.get_username())
+    wake_scheduler()
+    return asked
 
 
 def restart_job(job: Job, by: Any) -> Job:
@@ -310,6 +315,7 @@ def restart_job(job: Job, by: Any) -> Job:
         refusal = Message.of("config.vc_no_longer", user=job.owner.get_username(), name=job.virtual_cluster.name)
         raise VirtualClusterForbidden([(vc_field(job.protocol_version), refusal)])
     lifecycle.restart(job, by.get_username())
+    wake_scheduler()
     job.refresh_from_db()
     return job
 

@@ -26,6 +26,7 @@ from jobs.protocol.loader import load_document
 from jobs.protocol.search_spec import as_block
 from jobs.protocol.submission import Submission, read
 from jobs.protocol.sweeps import Run, plan, run_documents, run_name
+from jobs.wake import wake_scheduler
 
 
 def submit_sweep(user: Any, config: str | Submission) -> Sweep:
@@ -63,6 +64,7 @@ def submit_sweep(user: Any, config: str | Submission) -> Sweep:
         raise JobNameConflict(
             Message.of("config.sweep.name_taken", name=name, run=run, user=user.get_username())
         ) from exc
+    wake_scheduler()
     return sweep
 
 
@@ -130,6 +132,7 @@ def stop_sweep(sweep: Sweep, by: Any) -> int:
     many were asked."""
     with transaction.atomic():
         Sweep.objects.filter(pk=sweep.pk).update(search_done=True)
+        wake_scheduler()  # (once the stops are committed)
         return lifecycle.request_stops(runs(sweep), by.get_username())
 
 

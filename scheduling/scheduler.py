@@ -25,7 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from clusters.executors.exit_bell import bell
+from clusters.executors.bells import bell
 from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
@@ -55,6 +55,7 @@ class Scheduler:
         self.reconciled = False
         self.stopping = False
         self.unreachable = 0  # failed passes running after which the database could not be reached
+        self.deaf = False  # whether it could not listen for the users' changes (said once)
         self.failed_starts: list[FailedStart] = []  # from the starts, for the next ending phase
         self.unstarted: set[tuple[int, int]] = set()  # task attempts known not to run anywhere
         self.heartbeat = nodes.Heartbeat()
@@ -114,7 +115,7 @@ class Scheduler:
             self.reconciled = False
             wait = self._reconnect()
             log.warning("scheduler pass: the database failed (%s); running the pass again in %.2f s", exc, wait)
-            self.idle_wait(wait, exits_wake=False)  # (its wait grows while the database is away)
+            self.idle_wait(wait, wake_on_bell=False)  # (its wait grows while the database is away)
             return True
         except Exception:
             log.exception("scheduler pass failed; reconciling and retrying")
@@ -136,21 +137,34 @@ class Scheduler:
     def _launch_ready(self) -> bool:
         return any([backend.launch_ready() for backend in self.backends])
 
-    def idle_wait(self, seconds: float, *, exits_wake: bool = True) -> None:
-        """Sleep between idle passes; wake early to stop, when a task ended (the executors ring
-        the process's bell: exit_bell.py), or when a backend has launches ready (a cheap check:
+    def idle_wait(self, seconds: float, *, wake_on_bell: bool = True) -> None:
+        """Sleep between idle passes; wake early to stop, when a task ended or a user submitted,
+        stopped or restarted a job (the executors and the portal's processes ring the process's
+        bell: clusters/executors/bells.py), or when a backend has launches ready (a cheap check:
         a few directory listings)."""
         deadline = time.monotonic() + seconds
+        if wake_on_bell:
+            self._listen_for_users()
         while not self.stopping and (left := deadline - time.monotonic()) > 0:
             if any(backend.probes_ready() for backend in self.backends):
                 return
             awaiting = any(backend.awaiting_reports for backend in self.backends)
             step = min(REPORTS_CHECK_S if awaiting else IDLE_CHECK_S, left)
-            if exits_wake:
+            if wake_on_bell:
                 if bell().wait(step):
                     return
             else:
                 time.sleep(step)
+
+    def _listen_for_users(self) -> None:
+        """Rung by the portal's processes on this machine when a user submits, stops or restarts
+        (jobs.wake); without it, the next pass finds those all the same."""
+        try:
+            bell().listen(settings.PAI_WORK_ROOT)
+        except OSError as exc:
+            if not self.deaf:
+                log.warning("users' changes will be found by the passes alone: %s", exc)
+            self.deaf = True
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval

@@ -17,7 +17,7 @@ import pytest
 from django.test import override_settings
 
 from catalogue import Message
-from clusters.executors.exit_bell import BELLS_DIR
+from clusters.executors.bells import BELLS_DIR
 from clusters.executors.supervise import SERVER_PID_NAME, SOCKET_NAME
 from tests.factories import create_user
 

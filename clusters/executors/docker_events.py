@@ -9,7 +9,7 @@ open), while it is lost (an engine restarted: it is opened again, after a short 
 while it fails), and every RECONCILE_S (a low-rate full look: what a stream could miss, a
 connection that died without a word). An exit is recorded by the
 inspection that follows, as before; an id seen twice finds its task recorded already. An exit
-rings the process's bell (exit_bell.py): a scheduler waiting between idle passes passes at once.
+rings the process's bell (bells.py): a scheduler waiting between idle passes passes at once.
 
 Every engine's stream is read on one thread of the process (engine_streams.py, an asyncio loop,
 with the containers' logs): a stream costs a connection, not a thread. Only engines reached over a
@@ -28,8 +28,8 @@ import time
 from typing import Any
 from urllib.parse import quote
 
+from clusters.executors.bells import bell
 from clusters.executors.engine_streams import Streams, endpoint, next_data, open_stream
-from clusters.executors.exit_bell import bell
 
 log = logging.getLogger("pai.executors.docker")
 

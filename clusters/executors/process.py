@@ -42,7 +42,7 @@ from clusters.executors.base import (
     TaskLaunch,
     TaskStatus,
 )
-from clusters.executors.exit_bell import BELLS_DIR, bell
+from clusters.executors.bells import BELLS_DIR, bell
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
@@ -300,7 +300,7 @@ class ProcessExecutor(Executor):
             "network": self.sandbox.network_plan(launch, self.address) if sandboxed else None,
             "cgroup": cgroup.dirs if cgroup is not None else None,
             "rlimits": None if cgroup is not None else rlimits(memory_mb=launch.memory_mb, pids=self.pids_limit),
-            "exit_bells": str(self.work_root / BELLS_DIR),
+            "bells": str(self.work_root / BELLS_DIR),
         }
 
     def _pid(self, task_dir: Path, name: str = "pid") -> int | None:

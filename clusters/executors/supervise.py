@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from clusters.executors.exit_bell import ring_listeners
+from clusters.executors.bells import ring_listeners
 from clusters.executors.limits import TaskCgroup, apply_rlimits
 from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
 from clusters.executors.netns import BLOCK_FD, INFO_FD, Attached, NetworkError, attach, kill_on_failure
@@ -98,8 +98,8 @@ class Supervisor:
         self.sandboxed: bool = config["sandboxed"]
         # Set: the sandbox has a network namespace of its own, attached here before it runs (netns.py).
         self.network: dict[str, object] | None = config.get("network")
-        # Set: where the processes waiting for this node's exits listen (exit_bell.py), rung once it is recorded.
-        self.exit_bells: str | None = config.get("exit_bells")
+        # Set: where the processes waiting for this node's exits listen (bells.py), rung once it is recorded.
+        self.bells: str | None = config.get("bells")
         self.child_pid: int | None = None
         self.oom_killed = False
         self.stopping = False
@@ -218,8 +218,8 @@ class Supervisor:
         if refused == PORTS_TAKEN:  # (the platform's, not the task's own exit 253)
             self._write("failure", PORT_CONFLICT_FAILURE)
         self._record(exit_code)
-        if self.exit_bells:
-            ring_listeners(self.exit_bells)
+        if self.bells:
+            ring_listeners(self.bells)
         return exit_code
 
     def _attach_network(self, info: int, block: int, logs: TaskLogs) -> tuple[Attached | None, int | None]:

@@ -1,15 +1,17 @@
-"""A scheduler waiting between idle passes is woken the moment a task ends (exit_bell.py): by a
-process task's supervisor through the socket it listens on in the node's work root, or by another
-thread of its own process (a Docker engine's event stream); a ring never loses the exit itself."""
+"""A scheduler waiting between idle passes is woken the moment there is work (bells.py): a task
+ended (its supervisor rings the socket the scheduler listens on in the node's work root; a Docker
+engine's event stream, another thread of its process, rings it directly), or a user's submit or
+stop was committed (rung in PAI_WORK_ROOT); a ring never loses what it rings for."""
 
 import os
 import threading
 import time
 
 import pytest
+from django.test import override_settings
 
-from clusters.executors.exit_bell import BELLS_DIR, Bell, ring_listeners
-from jobs.actions import submit_job
+from clusters.executors.bells import BELLS_DIR, Bell, ring_listeners
+from jobs.actions import stop_job, submit_job
 from jobs.models import JobState
 from tests.factories import v2_yaml
 
@@ -76,3 +78,27 @@ def test_it_records_a_process_tasks_exit_as_it_ends_not_at_the_end_of_the_idle_w
         job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED
     assert time.monotonic() - started < LONG_WAIT_S / 2
+
+
+@pytest.fixture
+def portal_bell(fresh_bell, tmp_path):
+    """A bell listening where the portal rings for the users' changes (PAI_WORK_ROOT)."""
+    with override_settings(PAI_WORK_ROOT=tmp_path):
+        fresh_bell.listen(tmp_path)
+        yield fresh_bell
+
+
+def test_a_submit_rings_the_scheduler_once_it_is_committed(
+    user, process_node, portal_bell, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        submit_job(user, v2_yaml("rung"))
+        assert portal_bell.wait(0) is False
+    assert portal_bell.wait(LONG_WAIT_S) is True
+
+
+def test_a_stop_rings_the_scheduler(user, process_node, portal_bell, django_capture_on_commit_callbacks):
+    job = submit_job(user, v2_yaml("stopped"))
+    with django_capture_on_commit_callbacks(execute=True):
+        stop_job(job, user)
+    assert portal_bell.wait(LONG_WAIT_S) is True

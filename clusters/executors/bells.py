@@ -1,16 +1,21 @@
-"""The scheduler woken the moment a task ends, not at its next idle pass.
+"""The scheduler woken the moment there is work, not at the end of its idle wait.
 
 Between idle passes the scheduler's loop waits (PAI_SCHEDULER_INTERVAL, half a second by default);
-an exit found only by the next pass waited up to that long to be recorded and its room given to
-the next job. Whatever learns of an exit rings this process's bell (`bell()`), and the wait ends:
+a task's exit or a user's submit found only by the next pass waited up to that long, and on an
+idle cluster most of a short job's time from submit to done was those waits. Whatever learns of
+such a change rings this process's bell (`bell()`), and the wait ends:
 - a Docker engine's event stream (docker_events.ExitWatch, on the streams thread) rings it itself;
-- a process node's supervisors are other processes: a process that runs passes listens in the
-  node's work root (`Bell.listen`: a datagram socket of its own in BELLS_DIR), and each supervisor,
-  once it has recorded its task's exit, sends a byte to every socket there (`ring_listeners`).
+- a process node's supervisors are other processes: a process that starts or polls its tasks
+  listens in the node's work root (`Bell.listen`: a datagram socket of its own in BELLS_DIR), and
+  each supervisor, once it has recorded its task's exit, sends a byte to every socket there
+  (`ring_listeners`);
+- the portal's own changes (a submit, a stop: jobs.wake) ring the sockets in PAI_WORK_ROOT's
+  BELLS_DIR, where the scheduler listens (a scheduler on another machine than the web is not
+  rung: it finds them by its passes, as before).
 
-A ring only ends the wait: the pass that follows finds the exit as ever (poll, inspect), so a ring
-lost costs the wait it always cost, and one for nothing costs a pass. Standard library only: the
-supervisors import it.
+A ring only ends the wait: the pass that follows finds what changed as ever (poll, inspect, read
+the queue), so a ring lost costs the wait it always cost, and one for nothing costs a pass.
+Standard library only: the supervisors import it.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import selectors
 import socket
 import threading
 
-BELLS_DIR = "exit-bells"  # in a process node's work root (the portal's own: tasks never see it)
+BELLS_DIR = "bells"  # in a work root (the portal's own: tasks never see it)
 
 
 def _address(directory_fd: int, name: str) -> str:
@@ -55,7 +60,8 @@ class Bell:
         return bool(ready)
 
     def listen(self, work_root: str | os.PathLike[str]) -> None:
-        """Rung when a task of the process node whose work root this is ends (once per work root)."""
+        """Rung by whoever rings `work_root`'s bells: a process node's supervisors in its own, the
+        portal's changes in PAI_WORK_ROOT (once per work root)."""
         root = os.fspath(work_root)
         if root in self._listening:
             return
@@ -113,7 +119,7 @@ def bell() -> Bell:
 
 
 def ring_listeners(directory: str) -> None:
-    """Wakes every process listening in `directory` (a work root's BELLS_DIR). The socket of one
+    """Wakes every process listening in `directory` (a work root's BELLS_DIR): at once, never waiting. The socket of one
     that has gone refuses: it is removed. One whose socket is full has a ring waiting already."""
     try:
         directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)

@@ -1,0 +1,19 @@
+"""The scheduler told at once of a change a user made (a submit, a stop, a restart), where it runs
+on this machine (clusters.executors.bells): its idle wait ends and the change is acted on within
+a pass, not up to PAI_SCHEDULER_INTERVAL later. Rung once the change is committed (a pass woken
+before the commit would not see it); a scheduler elsewhere finds it by its next pass, as before."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import transaction
+
+from clusters.executors.bells import BELLS_DIR, ring_listeners
+
+
+def wake_scheduler() -> None:
+    transaction.on_commit(_ring)
+
+
+def _ring() -> None:
+    ring_listeners(str(settings.PAI_WORK_ROOT / BELLS_DIR))
