@@ -20,6 +20,8 @@ pytestmark = pytest.mark.docker
 
 # The task runs until the test lets it end (a file it waits for, made by `docker exec`).
 WAIT_FOR_GO = "while [ ! -f /tmp/go ]; do sleep 0.1; done"
+# Far longer than an exit takes to be seen: an idle wait that ran out was not woken by it.
+LONG_WAIT_S = 30.0
 
 
 @pytest.fixture
@@ -70,6 +72,19 @@ def following(scheduler, node: Node) -> bool:
 
 def container_of(job) -> str:
     return Task.objects.get(job=job).executor_id
+
+
+def test_an_exit_event_ends_the_schedulers_idle_wait(user, docker_node, scheduler, run_until, no_full_looks):
+    job = run_until(submit_job(user, v2_yaml("woken", WAIT_FOR_GO)), JobState.RUNNING)
+    run_passes_until(scheduler, lambda: following(scheduler, docker_node))
+    docker_cli("exec", container_of(job), "touch", "/tmp/go")
+    started = time.monotonic()
+    while job.state == JobState.RUNNING and time.monotonic() - started < LONG_WAIT_S:
+        scheduler.idle_wait(LONG_WAIT_S)  # (another test's task, ending late, may ring it first)
+        scheduler.run_once()
+        job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED
+    assert time.monotonic() - started < LONG_WAIT_S / 2
 
 
 def test_it_records_an_exit_polling_only_the_container_that_died(
