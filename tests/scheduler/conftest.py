@@ -6,6 +6,7 @@ import time
 import pytest
 
 from clusters.executors.base import TaskLaunch
+from clusters.executors.bells import bell
 from clusters.models import Node
 from jobs.actions import submit_job
 from jobs.models import Job
@@ -58,7 +59,7 @@ def run_until(scheduler):
             job.refresh_from_db()
             if job.state in states:
                 return job
-            time.sleep(0.02)  # (at 0.05 s, ~11% of a real-run test's wall was this wait; no more CPU at 0.02)
+            bell().wait(0.02)  # (a task's end rings it; at 0.05 s, ~11% of a real-run test's wall was this wait)
         raise AssertionError(f"job stayed {job.state}, wanted {states}; reason: {job.pending_reason!r}")
 
     return run
@@ -72,7 +73,7 @@ def passes_until(scheduler: Scheduler, done, timeout: float = 60.0) -> None:
         scheduler.run_once()
         if done():
             return
-        time.sleep(0.01)
+        bell().wait(0.01)
     raise AssertionError(f"not done after {timeout:g} s of passes")
 
 
