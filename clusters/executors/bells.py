@@ -40,22 +40,24 @@ class Bell:
     def __init__(self) -> None:
         self._selector = selectors.DefaultSelector()
         self._lock = threading.Lock()
-        self._rung, self._ringer = os.pipe()
-        os.set_blocking(self._rung, False)
-        os.set_blocking(self._ringer, False)
+        self._rung, self._ringer = socket.socketpair()
+        self._rung.setblocking(False)
+        self._ringer.setblocking(False)
         self._selector.register(self._rung, selectors.EVENT_READ)
         self._listening: dict[str, socket.socket] = {}  # by work root
 
     def ring(self) -> None:
-        with contextlib.suppress(BlockingIOError):  # (full: it is rung already)
-            os.write(self._ringer, b"!")
+        with contextlib.suppress(OSError):  # (full: it is rung already)
+            self._ringer.send(b"!")
 
     def wait(self, seconds: float) -> bool:
         """Until rung or `seconds` have passed: whether it was rung. Every ring until now is taken."""
         ready = self._selector.select(seconds)
         for key, _ in ready:
-            with contextlib.suppress(BlockingIOError, ConnectionError):
-                while os.read(key.fd, 4096):
+            # (through the socket object: one _forget_gone closed meanwhile reads nothing, never
+            # another file that took its descriptor's number)
+            with contextlib.suppress(OSError):
+                while key.fileobj.recv(4096):  # type: ignore[union-attr]
                     pass
         return bool(ready)
 
@@ -93,8 +95,8 @@ class Bell:
             listener.close()
         self._listening.clear()
         self._selector.close()
-        os.close(self._rung)
-        os.close(self._ringer)
+        self._rung.close()
+        self._ringer.close()
 
     def _forget_gone(self) -> None:
         """Stops listening in work roots that were removed (a test's, a bench's)."""
