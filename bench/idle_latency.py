@@ -1,7 +1,7 @@
 """How soon a job runs and ends on an idle cluster: `runscheduler` as it runs (its idle wait between
 passes), beside `sbatch --wait` on a real one-node Slurm in the same run.
 
-    .venv/bin/python bench/idle_latency.py [N] [--skip-slurm] [--interval S]
+    .venv/bin/python bench/idle_latency.py [N] [--skip-slurm] [--interval S] [--json FILE]
 
 N trivial one-task jobs (`true`), one at a time, each submitted once the one before has ended: the
 scheduler is idle at every submit, as for a user who submits and waits on a quiet cluster. The
@@ -15,6 +15,7 @@ seen by srun), on ../shared/tools/slurm-local.sh (root). Each job follows the on
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -111,6 +112,7 @@ def main() -> None:
     parser.add_argument(
         "--interval", type=float, help="runscheduler's wait between idle passes (default PAI_SCHEDULER_INTERVAL)"
     )
+    parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
     slurm, why = ([], "skipped (--skip-slurm)") if args.skip_slurm or os.geteuid() != 0 else run_slurm(args.n)
     if not why and not slurm:
@@ -129,6 +131,14 @@ def main() -> None:
         print(f"{label:<44}{p50:>9.0f}{p95:>9.0f}{most:>9.0f}")
     if why:
         print(f"slurm: {why}")
+    if args.json:
+        figures = {
+            "started_p50_ms": quantiles(started)[0],
+            "ended_p50_ms": quantiles(ended)[0],
+            "ended_p95_ms": quantiles(ended)[1],
+            "slurm_p50_ms": quantiles(slurm)[0] if slurm else None,
+        }
+        args.json.write_text(json.dumps(figures))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """`make bench-quick`: the headline benchmarks, small enough for a few minutes, each figure printed
 beside the one last recorded in docs/performance.md ("The quick check"), a drop over 20 % flagged.
 
-    .venv/bin/python bench/quick.py [--only throughput,api,scale] [--skip-slurm] [--record]
+    .venv/bin/python bench/quick.py [--only throughput,idle,api,scale] [--skip-slurm] [--record]
 
 - throughput: `bench/throughput.py 100 --slots 2` (trivial jobs end to end, beside Slurm);
+- idle: `bench/idle_latency.py 20` (one job at a time on an idle cluster, beside `srun true`);
 - api: `bench/api.py` with 600 submits, 800 detail GETs, 40 lists of 1,000 rows (beside sbatch);
 - scale: `bench/scheduler_scale.py` with 20,000 finished and 2,000 waiting jobs on 200 nodes.
 Each runs as its own process and writes its figures as JSON (--json). Wall-time figures are only
@@ -47,6 +48,9 @@ FIGURES = [
     Figure("throughput.cpu_submit_ms", "CPU per job: submit", "lower", "ms"),
     Figure("throughput.cpu_scheduler_ms", "CPU per job: scheduler", "lower", "ms"),
     Figure("throughput.cpu_tasks_ms", "CPU per job: its task's start, run and end", "lower", "ms"),
+    Figure("idle.started_p50_ms", "idle cluster: submit -> task started p50", "lower", "ms"),
+    Figure("idle.ended_p95_ms", "idle cluster: submit -> SUCCEEDED p95", "lower", "ms"),
+    Figure("idle.slurm_p50_ms", "srun true p50, same run", "-", "ms"),
     Figure("api.submits_s", "REST submits, 8 clients", "higher", "/s"),
     Figure("api.sbatch_s", "sbatch submits, same run", "-", "/s"),
     Figure("api.submit_ratio", "REST submits / sbatch", "higher", "x"),
@@ -64,6 +68,7 @@ def commands(skip_slurm: bool) -> dict[str, list[str]]:
     slurm = ["--skip-slurm"] if skip_slurm else []
     return {
         "throughput": ["bench/throughput.py", "100", "--slots", "2", *slurm],
+        "idle": ["bench/idle_latency.py", "20", *slurm],
         "api": [
             "bench/api.py",
             *("--submits", "600", "--details", "800", "--lists", "100", "--big-lists", "40"),
@@ -122,7 +127,9 @@ def table(figures: Mapping[str, float | None], load: str, date: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="throughput,api,scale", help="comma list of throughput, api, scale")
+    parser.add_argument(
+        "--only", default="throughput,idle,api,scale", help="comma list of throughput, idle, api, scale"
+    )
     parser.add_argument("--skip-slurm", action="store_true", help="the portal alone (no Slurm figures)")
     parser.add_argument("--record", action="store_true", help="write this run's figures into docs/performance.md")
     args = parser.parse_args()
