@@ -25,7 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from clusters.executors.bells import bell
+from clusters.executors.bells import CHANGES, EXITS, bell
 from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
@@ -46,6 +46,11 @@ REPORTS_CHECK_S = 0.01
 # could not be reached after it (up to DATABASE_RETRY_MAX_S).
 DATABASE_RETRY_S = 0.05
 DATABASE_RETRY_MAX_S = 2.0
+# A user's change (a submit, a stop) ends the idle wait no sooner than this many times the last
+# pass's length after that pass ended: users submitting into a full cluster, each submit a new
+# placement of the whole queue, keep the scheduler busy a fifth of the time at most (back to back,
+# 20 submits a second into 2,000 waiting jobs took 94 % of a core, against 21 % at the interval).
+CHANGES_PACE = 4
 
 
 class Scheduler:
@@ -56,6 +61,7 @@ class Scheduler:
         self.stopping = False
         self.unreachable = 0  # failed passes running after which the database could not be reached
         self.deaf = False  # whether it could not listen for the users' changes (said once)
+        self.changes_due = 0.0  # (monotonic) from when a user's change ends the idle wait
         self.failed_starts: list[FailedStart] = []  # from the starts, for the next ending phase
         self.unstarted: set[tuple[int, int]] = set()  # task attempts known not to run anywhere
         self.heartbeat = nodes.Heartbeat()
@@ -77,6 +83,14 @@ class Scheduler:
 
     def run_once(self) -> bool:
         """One pass. Returns True when it did any work (the loop then goes again at once)."""
+        began = time.monotonic()
+        try:
+            return self._pass()
+        finally:
+            ended = time.monotonic()
+            self.changes_due = ended + CHANGES_PACE * (ended - began)
+
+    def _pass(self) -> bool:
         if not connection.in_atomic_block:  # (tests run a pass inside their transaction)
             close_old_connections()
         if not self.lease.take():
@@ -140,27 +154,34 @@ class Scheduler:
     def idle_wait(self, seconds: float, *, wake_on_bell: bool = True) -> None:
         """Sleep between idle passes; wake early to stop, when a task ended or a user submitted,
         stopped or restarted a job (the executors and the portal's processes ring the process's
-        bell: clusters/executors/bells.py), or when a backend has launches ready (a cheap check:
-        a few directory listings)."""
+        bell: clusters/executors/bells.py; a user's change paced by CHANGES_PACE), or when a
+        backend has launches ready (a cheap check: a few directory listings)."""
         deadline = time.monotonic() + seconds
         if wake_on_bell:
             self._listen_for_users()
+        changed = False
         while not self.stopping and (left := deadline - time.monotonic()) > 0:
             if any(backend.probes_ready() for backend in self.backends):
                 return
+            if changed and time.monotonic() >= self.changes_due:
+                return
             awaiting = any(backend.awaiting_reports for backend in self.backends)
             step = min(REPORTS_CHECK_S if awaiting else IDLE_CHECK_S, left)
-            if wake_on_bell:
-                if bell().wait(step):
-                    return
-            else:
+            if changed:
+                step = min(step, max(0.0, self.changes_due - time.monotonic()))
+            if not wake_on_bell:
                 time.sleep(step)
+                continue
+            rung = bell().wait(step)
+            if EXITS in rung:
+                return
+            changed |= CHANGES in rung
 
     def _listen_for_users(self) -> None:
         """Rung by the portal's processes on this machine when a user submits, stops or restarts
         (jobs.wake); without it, the next pass finds those all the same."""
         try:
-            bell().listen(settings.PAI_WORK_ROOT)
+            bell().listen(settings.PAI_WORK_ROOT, rings_for=CHANGES)
         except OSError as exc:
             if not self.deaf:
                 log.warning("users' changes will be found by the passes alone: %s", exc)

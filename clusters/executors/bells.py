@@ -27,6 +27,8 @@ import socket
 import threading
 
 BELLS_DIR = "bells"  # in a work root (the portal's own: tasks never see it)
+# What rang: a task's end (a supervisor, an engine's event), or a user's change (jobs.wake).
+EXITS, CHANGES = "exits", "changes"
 
 
 def _address(directory_fd: int, name: str) -> str:
@@ -43,15 +45,17 @@ class Bell:
         self._rung, self._ringer = socket.socketpair()
         self._rung.setblocking(False)
         self._ringer.setblocking(False)
-        self._selector.register(self._rung, selectors.EVENT_READ)
+        self._selector.register(self._rung, selectors.EVENT_READ, EXITS)
         self._listening: dict[str, socket.socket] = {}  # by work root
 
     def ring(self) -> None:
+        """A task ended (rung from another thread of this process)."""
         with contextlib.suppress(OSError):  # (full: it is rung already)
             self._ringer.send(b"!")
 
-    def wait(self, seconds: float) -> bool:
-        """Until rung or `seconds` have passed: whether it was rung. Every ring until now is taken."""
+    def wait(self, seconds: float) -> set[str]:
+        """Until rung or `seconds` have passed: what rang (EXITS, CHANGES; empty: nothing). Every
+        ring until now is taken."""
         ready = self._selector.select(seconds)
         for key, _ in ready:
             # (through the socket object: one _forget_gone closed meanwhile reads nothing, never
@@ -59,11 +63,12 @@ class Bell:
             with contextlib.suppress(OSError):
                 while key.fileobj.recv(4096):  # type: ignore[union-attr]
                     pass
-        return bool(ready)
+        return {key.data for key, _ in ready}
 
-    def listen(self, work_root: str | os.PathLike[str]) -> None:
-        """Rung by whoever rings `work_root`'s bells: a process node's supervisors in its own, the
-        portal's changes in PAI_WORK_ROOT (once per work root)."""
+    def listen(self, work_root: str | os.PathLike[str], rings_for: str = EXITS) -> None:
+        """Rung by whoever rings `work_root`'s bells, for `rings_for`: a process node's
+        supervisors in its own (EXITS), the portal's changes in PAI_WORK_ROOT (CHANGES). Once
+        per work root."""
         root = os.fspath(work_root)
         if root in self._listening:
             return
@@ -86,7 +91,7 @@ class Bell:
             finally:
                 os.close(directory_fd)
             listener.setblocking(False)
-            self._selector.register(listener, selectors.EVENT_READ)
+            self._selector.register(listener, selectors.EVENT_READ, rings_for)
             self._listening[root] = listener
 
     def close(self) -> None:

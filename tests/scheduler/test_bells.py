@@ -8,9 +8,10 @@ import threading
 import time
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
-from clusters.executors.bells import BELLS_DIR, Bell, ring_listeners
+from clusters.executors.bells import BELLS_DIR, CHANGES, EXITS, Bell, ring_listeners
 from jobs.actions import stop_job, submit_job
 from jobs.models import JobState
 from tests.factories import v2_yaml
@@ -28,28 +29,28 @@ def fresh_bell():
 
 def test_it_waits_the_whole_time_when_nothing_rings(fresh_bell):
     started = time.monotonic()
-    assert fresh_bell.wait(0.05) is False
+    assert fresh_bell.wait(0.05) == set()
     assert time.monotonic() - started >= 0.05
 
 
 def test_it_ends_a_wait_when_another_thread_rings(fresh_bell):
     threading.Timer(0.05, fresh_bell.ring).start()
     started = time.monotonic()
-    assert fresh_bell.wait(LONG_WAIT_S) is True
+    assert fresh_bell.wait(LONG_WAIT_S) == {EXITS}
     assert time.monotonic() - started < LONG_WAIT_S / 2
 
 
 def test_it_takes_every_ring_so_far_with_the_wait_it_ends(fresh_bell):
     for _ in range(3):
         fresh_bell.ring()
-    assert fresh_bell.wait(0) is True
-    assert fresh_bell.wait(0) is False
+    assert fresh_bell.wait(0) == {EXITS}
+    assert fresh_bell.wait(0) == set()
 
 
 def test_it_is_rung_by_a_supervisor_of_the_work_root_it_listens_in(fresh_bell, tmp_path):
     fresh_bell.listen(tmp_path)
     ring_listeners(str(tmp_path / BELLS_DIR))
-    assert fresh_bell.wait(LONG_WAIT_S) is True
+    assert fresh_bell.wait(LONG_WAIT_S) == {EXITS}
 
 
 def test_it_removes_the_socket_of_a_listener_that_has_gone(tmp_path):
@@ -84,7 +85,7 @@ def test_it_records_a_process_tasks_exit_as_it_ends_not_at_the_end_of_the_idle_w
 def portal_bell(fresh_bell, tmp_path):
     """A bell listening where the portal rings for the users' changes (PAI_WORK_ROOT)."""
     with override_settings(PAI_WORK_ROOT=tmp_path):
-        fresh_bell.listen(tmp_path)
+        fresh_bell.listen(tmp_path, rings_for=CHANGES)
         yield fresh_bell
 
 
@@ -93,12 +94,38 @@ def test_a_submit_rings_the_scheduler_once_it_is_committed(
 ):
     with django_capture_on_commit_callbacks(execute=True):
         submit_job(user, v2_yaml("rung"))
-        assert portal_bell.wait(0) is False
-    assert portal_bell.wait(LONG_WAIT_S) is True
+        assert portal_bell.wait(0) == set()
+    assert portal_bell.wait(LONG_WAIT_S) == {CHANGES}
 
 
 def test_a_stop_rings_the_scheduler(user, process_node, portal_bell, django_capture_on_commit_callbacks):
     job = submit_job(user, v2_yaml("stopped"))
     with django_capture_on_commit_callbacks(execute=True):
         stop_job(job, user)
-    assert portal_bell.wait(LONG_WAIT_S) is True
+    assert portal_bell.wait(LONG_WAIT_S) == {CHANGES}
+
+
+@pytest.fixture
+def paced(scheduler, portal_bell, monkeypatch):
+    """The scheduler on a bell of its own (no other test's ring reaches it), its last pass as if
+    it ended now, and a user's change not due for PACE_S."""
+    monkeypatch.setattr("scheduling.scheduler.bell", lambda: portal_bell)
+    scheduler.changes_due = time.monotonic() + PACE_S
+    return scheduler
+
+
+PACE_S = 0.3
+
+
+def test_a_users_change_ends_the_idle_wait_no_sooner_than_its_pace_after_the_last_pass(paced):
+    ring_listeners(str(settings.PAI_WORK_ROOT / BELLS_DIR))
+    started = time.monotonic()
+    paced.idle_wait(LONG_WAIT_S)
+    assert PACE_S * 0.9 <= time.monotonic() - started < LONG_WAIT_S / 2
+
+
+def test_an_exit_ends_the_idle_wait_at_once_whatever_the_pace(paced, portal_bell):
+    portal_bell.ring()
+    started = time.monotonic()
+    paced.idle_wait(LONG_WAIT_S)
+    assert time.monotonic() - started < PACE_S
