@@ -25,11 +25,11 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from clusters.executors.bells import CHANGES, EXITS, bell
 from scheduling import dependencies, ending, nodes, stopping, time_limits
 from scheduling.backends import Backends
 from scheduling.ending import FailedStart
 from scheduling.guard import DATABASE_ERRORS
+from scheduling.idle import IdleWait
 from scheduling.lease import Holder, Lease
 from scheduling.placing import Placer
 from scheduling.registered import register_backends
@@ -38,19 +38,10 @@ from scheduling.terminating import Terminator
 
 log = logging.getLogger("pai.scheduler")
 
-# How often an idle scheduler wakes: to notice SIGTERM, and, while a backend awaits reports (a
-# Slurm job's tasks saying where they landed: each holds its slot until launched), to launch at once.
-IDLE_CHECK_S = 0.05
-REPORTS_CHECK_S = 0.01
 # A pass the database failed runs again after DATABASE_RETRY_S, doubled each time the database
 # could not be reached after it (up to DATABASE_RETRY_MAX_S).
 DATABASE_RETRY_S = 0.05
 DATABASE_RETRY_MAX_S = 2.0
-# A user's change (a submit, a stop) ends the idle wait no sooner than this many times the last
-# pass's length after that pass ended: users submitting into a full cluster, each submit a new
-# placement of the whole queue, keep the scheduler busy a fifth of the time at most (back to back,
-# 20 submits a second into 2,000 waiting jobs took 94 % of a core, against 21 % at the interval).
-CHANGES_PACE = 4
 
 
 class Scheduler:
@@ -60,8 +51,6 @@ class Scheduler:
         self.reconciled = False
         self.stopping = False
         self.unreachable = 0  # failed passes running after which the database could not be reached
-        self.deaf = False  # whether it could not listen for the users' changes (said once)
-        self.changes_due = 0.0  # (monotonic) from when a user's change ends the idle wait
         self.failed_starts: list[FailedStart] = []  # from the starts, for the next ending phase
         self.unstarted: set[tuple[int, int]] = set()  # task attempts known not to run anywhere
         self.heartbeat = nodes.Heartbeat()
@@ -71,6 +60,7 @@ class Scheduler:
         self.terminator = Terminator()  # the one graceful-end path: whose tasks it sent SIGTERM
         self.stopper = stopping.Stopper(self.terminator)
         self.placer = Placer(self.starter, self.backends, self.terminator)
+        self.waiter = IdleWait(self.backends, lambda: self.stopping)
 
     def take_lease(self) -> bool:
         return self.lease.take()
@@ -87,8 +77,7 @@ class Scheduler:
         try:
             return self._pass()
         finally:
-            ended = time.monotonic()
-            self.changes_due = ended + CHANGES_PACE * (ended - began)
+            self.waiter.passed(began, time.monotonic())
 
     def _pass(self) -> bool:
         if not connection.in_atomic_block:  # (tests run a pass inside their transaction)
@@ -152,40 +141,8 @@ class Scheduler:
         return any([backend.launch_ready() for backend in self.backends])
 
     def idle_wait(self, seconds: float, *, wake_on_bell: bool = True) -> None:
-        """Sleep between idle passes; wake early to stop, when a task ended or a user submitted,
-        stopped or restarted a job (the executors and the portal's processes ring the process's
-        bell: clusters/executors/bells.py; a user's change paced by CHANGES_PACE), or when a
-        backend has launches ready (a cheap check: a few directory listings)."""
-        deadline = time.monotonic() + seconds
-        if wake_on_bell:
-            self._listen_for_users()
-        changed = False
-        while not self.stopping and (left := deadline - time.monotonic()) > 0:
-            if any(backend.probes_ready() for backend in self.backends):
-                return
-            if changed and time.monotonic() >= self.changes_due:
-                return
-            awaiting = any(backend.awaiting_reports for backend in self.backends)
-            step = min(REPORTS_CHECK_S if awaiting else IDLE_CHECK_S, left)
-            if changed:
-                step = min(step, max(0.0, self.changes_due - time.monotonic()))
-            if not wake_on_bell:
-                time.sleep(step)
-                continue
-            rung = bell().wait(step)
-            if EXITS in rung:
-                return
-            changed |= CHANGES in rung
-
-    def _listen_for_users(self) -> None:
-        """Rung by the portal's processes on this machine when a user submits, stops or restarts
-        (jobs.wake); without it, the next pass finds those all the same."""
-        try:
-            bell().listen(settings.PAI_WORK_ROOT, rings_for=CHANGES)
-        except OSError as exc:
-            if not self.deaf:
-                log.warning("users' changes will be found by the passes alone: %s", exc)
-            self.deaf = True
+        """Sleep between idle passes, woken early as scheduling.idle says."""
+        self.waiter(seconds, wake_on_bell=wake_on_bell)
 
     def run_forever(self, interval: float | None = None) -> None:
         idle_sleep = settings.PAI_SCHEDULER_INTERVAL if interval is None else interval

@@ -109,8 +109,8 @@ def test_a_stop_rings_the_scheduler(user, process_node, portal_bell, django_capt
 def paced(scheduler, portal_bell, monkeypatch):
     """The scheduler on a bell of its own (no other test's ring reaches it), its last pass as if
     it ended now, and a user's change not due for PACE_S."""
-    monkeypatch.setattr("scheduling.scheduler.bell", lambda: portal_bell)
-    scheduler.changes_due = time.monotonic() + PACE_S
+    monkeypatch.setattr("scheduling.idle.bell", lambda: portal_bell)
+    scheduler.waiter.changes_due = time.monotonic() + PACE_S
     return scheduler
 
 
