@@ -81,7 +81,8 @@ class Bell:
             directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             try:
-                name = f"{os.getpid()}.sock"  # (one left by an earlier process of this pid is stale)
+                # (one left by an earlier process of this pid is stale)
+                name = f"{_own_prefix()}{os.getpid()}.sock"
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(name, dir_fd=directory_fd)
                 listener.bind(_address(directory_fd, name))
@@ -126,16 +127,21 @@ def bell() -> Bell:
 
 
 def ring_listeners(directory: str) -> None:
-    """Wakes every process listening in `directory` (a work root's BELLS_DIR): at once, never waiting. The socket of one
-    that has gone refuses: it is removed. One whose socket is full has a ring waiting already."""
+    """Wakes every process of this machine listening in `directory` (a work root's BELLS_DIR), at
+    once, never waiting. The socket of one that has gone refuses: it is removed. One whose socket
+    is full has a ring waiting already. Another machine's sockets (a work root on a shared file
+    system) are left alone: no ring reaches them from here, and refusing says nothing of them."""
     try:
         directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return  # nobody has listened here
+    ours = _own_prefix()
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
             sender.setblocking(False)
             for name in os.listdir(directory_fd):
+                if not name.startswith(ours):
+                    continue
                 try:
                     sender.sendto(b"!", _address(directory_fd, name))
                 except ConnectionRefusedError:
@@ -145,3 +151,8 @@ def ring_listeners(directory: str) -> None:
                     pass
     finally:
         os.close(directory_fd)
+
+
+def _own_prefix() -> str:
+    """What this machine's sockets' names begin with."""
+    return socket.gethostname().replace("/", "_") + "."

@@ -4,6 +4,7 @@ engine's event stream, another thread of its process, rings it directly), or a u
 stop was committed (rung in PAI_WORK_ROOT); a ring never loses what it rings for."""
 
 import os
+import socket
 import threading
 import time
 
@@ -57,9 +58,20 @@ def test_it_removes_the_socket_of_a_listener_that_has_gone(tmp_path):
     gone = Bell()
     gone.listen(tmp_path)
     gone.close()  # (as when its process ended: its socket's file stays)
-    assert (tmp_path / BELLS_DIR / f"{os.getpid()}.sock").exists()
+    assert len(list((tmp_path / BELLS_DIR).iterdir())) == 1
     ring_listeners(str(tmp_path / BELLS_DIR))
-    assert not (tmp_path / BELLS_DIR / f"{os.getpid()}.sock").exists()
+    assert list((tmp_path / BELLS_DIR).iterdir()) == []
+
+
+def test_it_leaves_alone_the_sockets_of_another_machine_sharing_the_work_root(tmp_path):
+    bells = tmp_path / BELLS_DIR
+    bells.mkdir()
+    folder = os.open(bells, os.O_RDONLY)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as elsewhere:  # (closed: it refuses, as another machine's)
+        elsewhere.bind(f"/proc/self/fd/{folder}/another-machine.4242.sock")  # (no path length limit)
+    os.close(folder)
+    ring_listeners(str(bells))
+    assert (bells / "another-machine.4242.sock").exists()
 
 
 def test_a_ring_where_nobody_ever_listened_is_no_error(tmp_path):
