@@ -5,6 +5,8 @@ before the commit would not see it); a scheduler elsewhere finds it by its next 
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
 from django.db import transaction
 
@@ -16,4 +18,4 @@ def wake_scheduler() -> None:
 
 
 def _ring() -> None:
-    ring_listeners(str(settings.PAI_WORK_ROOT / BELLS_DIR))
+    ring_listeners(os.path.join(settings.PAI_WORK_ROOT, BELLS_DIR))  # (a str where a setting says so)

@@ -110,6 +110,15 @@ def test_a_submit_rings_the_scheduler_once_it_is_committed(
     assert portal_bell.wait(LONG_WAIT_S) == {CHANGES}
 
 
+def test_a_submit_rings_where_the_work_root_is_a_string_setting(
+    user, process_node, fresh_bell, tmp_path, django_capture_on_commit_callbacks
+):
+    fresh_bell.listen(tmp_path, rings_for=CHANGES)
+    with override_settings(PAI_WORK_ROOT=str(tmp_path)), django_capture_on_commit_callbacks(execute=True):
+        submit_job(user, v2_yaml("rung"))
+    assert fresh_bell.wait(LONG_WAIT_S) == {CHANGES}
+
+
 def test_a_stop_rings_the_scheduler(user, process_node, portal_bell, django_capture_on_commit_callbacks):
     job = submit_job(user, v2_yaml("stopped"))
     with django_capture_on_commit_callbacks(execute=True):
