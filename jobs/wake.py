@@ -14,7 +14,7 @@ from clusters.executors.bells import BELLS_DIR, ring_listeners
 
 
 def wake_scheduler() -> None:
-    transaction.on_commit(_ring)
+    transaction.on_commit(_ring, robust=True)  # (a ring that fails is logged: it never fails the change)
 
 
 def _ring() -> None:
