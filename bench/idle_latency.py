@@ -1,5 +1,5 @@
 """How soon a job runs and ends on an idle cluster: `runscheduler` as it runs (its idle wait between
-passes), beside `sbatch --wait` on a real one-node Slurm in the same run.
+passes), beside `srun true` on a real one-node Slurm in the same run.
 
     .venv/bin/python bench/idle_latency.py [N] [--skip-slurm] [--interval S] [--json FILE]
 
@@ -114,11 +114,12 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
-    slurm, why = ([], "skipped (--skip-slurm)") if args.skip_slurm or os.geteuid() != 0 else run_slurm(args.n)
-    if not why and not slurm:
-        why = "no figure"
-    if os.geteuid() != 0 and not args.skip_slurm:
-        why = "needs root (slurm-local.sh starts Slurm's daemons)"
+    if args.skip_slurm:
+        slurm, why = [], "skipped (--skip-slurm)"
+    elif os.geteuid() != 0:
+        slurm, why = [], "needs root (slurm-local.sh starts Slurm's daemons)"
+    else:
+        slurm, why = run_slurm(args.n)
     started, ended = run_portal(args.n, args.interval)
 
     print(f"\n{args.n} trivial jobs, one at a time on an idle cluster (load average {os.getloadavg()[0]:.1f})")
