@@ -114,10 +114,11 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
+    slurm: list[float] = []
     if args.skip_slurm:
-        slurm, why = [], "skipped (--skip-slurm)"
+        why = "skipped (--skip-slurm)"
     elif os.geteuid() != 0:
-        slurm, why = [], "needs root (slurm-local.sh starts Slurm's daemons)"
+        why = "needs root (slurm-local.sh starts Slurm's daemons)"
     else:
         slurm, why = run_slurm(args.n)
     started, ended = run_portal(args.n, args.interval)
