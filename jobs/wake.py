@@ -10,7 +10,7 @@ import os
 from django.conf import settings
 from django.db import transaction
 
-from clusters.executors.bells import BELLS_DIR, ring_listeners
+from clusters.executors.rings import BELLS_DIR, ring_listeners
 
 
 def wake_scheduler() -> None:

@@ -5,7 +5,6 @@ directory listings)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 
@@ -13,8 +12,6 @@ from django.conf import settings
 
 from clusters.executors.bells import CHANGES, EXITS, bell
 from scheduling.backends import Backends
-
-log = logging.getLogger("pai.scheduler")
 
 # How often an idle scheduler wakes: to notice SIGTERM, and, while a backend awaits reports (a
 # Slurm job's tasks saying where they landed: each holds its slot until launched), to launch at once.
@@ -33,7 +30,6 @@ class IdleWait:
         self.backends = backends
         self.stopping = stopping
         self.changes_due = 0.0  # (monotonic) from when a user's change ends the wait
-        self.deaf = False  # whether it could not listen for the users' changes (said once)
 
     def passed(self, began: float, ended: float) -> None:
         """A pass ran from `began` to `ended` (monotonic)."""
@@ -41,8 +37,8 @@ class IdleWait:
 
     def __call__(self, seconds: float, *, wake_on_bell: bool = True) -> None:
         deadline = time.monotonic() + seconds
-        if wake_on_bell:
-            self._listen_for_users()
+        if wake_on_bell:  # (rung by the portal's processes on this machine: jobs.wake)
+            bell().listen(settings.PAI_WORK_ROOT, rings_for=CHANGES)
         changed = False
         while not self.stopping() and (left := deadline - time.monotonic()) > 0:
             if any(backend.probes_ready() for backend in self.backends):
@@ -60,13 +56,3 @@ class IdleWait:
             if EXITS in rung:
                 return
             changed |= CHANGES in rung
-
-    def _listen_for_users(self) -> None:
-        """Rung by the portal's processes on this machine when a user submits, stops or restarts
-        (jobs.wake); without it, the next pass finds those all the same."""
-        try:
-            bell().listen(settings.PAI_WORK_ROOT, rings_for=CHANGES)
-        except OSError as exc:
-            if not self.deaf:
-                log.warning("users' changes will be found by the passes alone: %s", exc)
-            self.deaf = True

@@ -8,32 +8,31 @@ such a change rings this process's bell (`bell()`), and the wait ends:
 - a process node's supervisors are other processes: a process that starts or polls its tasks
   listens in the node's work root (`Bell.listen`: a datagram socket of its own in BELLS_DIR), and
   each supervisor, once it has recorded its task's exit, sends a byte to every socket there
-  (`ring_listeners`);
+  (`rings.ring_listeners`);
 - the portal's own changes (a submit, a stop: jobs.wake) ring the sockets in PAI_WORK_ROOT's
   BELLS_DIR, where the scheduler listens (a scheduler on another machine than the web is not
   rung: it finds them by its passes, as before).
 
 A ring only ends the wait: the pass that follows finds what changed as ever (poll, inspect, read
-the queue), so a ring lost costs the wait it always cost, and one for nothing costs a pass.
-Standard library only: the supervisors import it.
+the queue), so a ring lost costs the wait it always cost, and one for nothing costs a pass. The
+ringing side (`ring_listeners`) is rings.py: the supervisors and Slurm's task wrapper import that
+alone, none of this module's selectors, threading and logging (~12 ms of imports per Slurm step).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import selectors
 import socket
 import threading
 
-BELLS_DIR = "bells"  # in a work root (the portal's own: tasks never see it)
-# What rang: a task's end (a supervisor, an engine's event), or a user's change (jobs.wake).
-EXITS, CHANGES = "exits", "changes"
+from clusters.executors.rings import BELLS_DIR, CHANGES, EXITS, own_prefix, socket_in
 
+__all__ = ["BELLS_DIR", "CHANGES", "EXITS", "Bell", "bell"]
 
-def _address(directory_fd: int, name: str) -> str:
-    """Through /proc, so that no path length limit applies (a Unix socket's path holds 107 bytes)."""
-    return f"/proc/self/fd/{directory_fd}/{name}"
+log = logging.getLogger("pai.executors.bells")
 
 
 class Bell:
@@ -47,6 +46,7 @@ class Bell:
         self._ringer.setblocking(False)
         self._selector.register(self._rung, selectors.EVENT_READ, EXITS)
         self._listening: dict[str, socket.socket] = {}  # by work root
+        self._deaf: set[str] = set()  # work roots it could not listen in
 
     def ring(self) -> None:
         """A task ended (rung from another thread of this process)."""
@@ -68,32 +68,43 @@ class Bell:
     def listen(self, work_root: str | os.PathLike[str], rings_for: str = EXITS) -> None:
         """Rung by whoever rings `work_root`'s bells, for `rings_for`: a process node's
         supervisors in its own (EXITS), the portal's changes in PAI_WORK_ROOT (CHANGES). Once
-        per work root."""
+        per work root; one it cannot listen in is said once and not tried again (what would
+        have rung there is found by the passes all the same)."""
         root = os.fspath(work_root)
-        if root in self._listening:
+        if root in self._listening or root in self._deaf:
             return
         with self._lock:
-            if root in self._listening:
+            if root in self._listening or root in self._deaf:
                 return
             self._forget_gone()
-            directory = os.path.join(root, BELLS_DIR)
-            os.makedirs(directory, mode=0o700, exist_ok=True)
-            directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             try:
-                # (one left by an earlier process of this pid is stale)
-                name = f"{_own_prefix()}{os.getpid()}.sock"
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=directory_fd)
-                listener.bind(_address(directory_fd, name))
-            except OSError:
-                listener.close()
-                raise
-            finally:
-                os.close(directory_fd)
-            listener.setblocking(False)
+                listener = self._bind(os.path.join(root, BELLS_DIR))
+            except OSError as exc:
+                log.warning("cannot listen in %s (what rings there is found by the passes alone): %s", root, exc)
+                self._deaf.add(root)
+                return
             self._selector.register(listener, selectors.EVENT_READ, rings_for)
             self._listening[root] = listener
+
+    @staticmethod
+    def _bind(directory: str) -> socket.socket:
+        """This process's socket in `directory` (made if need be)."""
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            # (one left by an earlier process of this pid is stale)
+            name = f"{own_prefix()}{os.getpid()}.sock"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=directory_fd)
+            listener.bind(socket_in(directory_fd, name))
+        except OSError:
+            listener.close()
+            raise
+        finally:
+            os.close(directory_fd)
+        listener.setblocking(False)
+        return listener
 
     def close(self) -> None:
         """Its sockets' files stay: the next supervisor that rings finds them refused and removes them."""
@@ -120,39 +131,9 @@ _made = threading.Lock()
 def bell() -> Bell:
     """This process's bell (made when first asked for: a process that never waits holds none)."""
     global _bell
+    if _bell is not None:  # (asked on every poll of a process task: no lock once made)
+        return _bell
     with _made:
         if _bell is None:
             _bell = Bell()
         return _bell
-
-
-def ring_listeners(directory: str) -> None:
-    """Wakes every process of this machine listening in `directory` (a work root's BELLS_DIR), at
-    once, never waiting. The socket of one that has gone refuses: it is removed. One whose socket
-    is full has a ring waiting already. Another machine's sockets (a work root on a shared file
-    system) are left alone: no ring reaches them from here, and refusing says nothing of them."""
-    try:
-        directory_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return  # nobody has listened here
-    ours = _own_prefix()
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
-            sender.setblocking(False)
-            for name in os.listdir(directory_fd):
-                if not name.startswith(ours):
-                    continue
-                try:
-                    sender.sendto(b"!", _address(directory_fd, name))
-                except ConnectionRefusedError:
-                    with contextlib.suppress(OSError):
-                        os.unlink(name, dir_fd=directory_fd)
-                except OSError:
-                    pass
-    finally:
-        os.close(directory_fd)
-
-
-def _own_prefix() -> str:
-    """What this machine's sockets' names begin with."""
-    return socket.gethostname().replace("/", "_") + "."

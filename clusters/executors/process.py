@@ -337,12 +337,8 @@ class ProcessExecutor(Executor):
 
     def _listen_for_exits(self) -> None:
         """This process's bell rings when a task of this node ends (its supervisor rings it): a
-        process that starts or polls tasks is one that waits for their exits. Without it, the
-        next pass finds them all the same."""
-        try:
-            bell().listen(self.work_root)
-        except OSError as exc:
-            log.warning("process node %s: exits will be found by the passes alone: %s", self.work_root, exc)
+        process that starts or polls tasks is one that waits for their exits."""
+        bell().listen(self.work_root)
 
     def poll(self, handle: TaskHandle) -> TaskStatus:
         self._listen_for_exits()  # (the tasks of a scheduler started again)

@@ -36,10 +36,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from clusters.executors.bells import ring_listeners
 from clusters.executors.limits import TaskCgroup, apply_rlimits
 from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
 from clusters.executors.netns import BLOCK_FD, INFO_FD, Attached, NetworkError, attach, kill_on_failure
+from clusters.executors.rings import ring_listeners, socket_in
 
 LOG_DRAIN_S = 2.0
 CHUNK_BYTES = 65536
@@ -453,9 +453,8 @@ def recorded_process(path: str | os.PathLike[str]) -> int | None:
 
 
 def socket_address(directory_fd: int) -> str:
-    """The server's socket in the directory open as `directory_fd`, reached through /proc so that
-    no path length limit applies (a Unix socket's path holds at most 107 bytes)."""
-    return f"/proc/self/fd/{directory_fd}/{SOCKET_NAME}"
+    """The server's socket in the work root open as `directory_fd` (through /proc: bells.socket_in)."""
+    return socket_in(directory_fd, SOCKET_NAME)
 
 
 def serve(work_root: str) -> int:

@@ -12,7 +12,8 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from clusters.executors.bells import BELLS_DIR, CHANGES, EXITS, Bell, ring_listeners
+from clusters.executors.bells import BELLS_DIR, CHANGES, EXITS, Bell
+from clusters.executors.rings import ring_listeners
 from jobs.actions import stop_job, submit_job
 from jobs.models import JobState
 from tests.factories import v2_yaml
