@@ -87,8 +87,11 @@ APP_JS = """(function () {
     bar.firstChild.textContent = text.message;
     bar.lastChild.textContent = text.keep;
   }
+  var asked = 0;  // only the latest look counts: an older answer may arrive after "keep running"
   function check() {
+    var mine = ++asked;
     fetch("/.pai/status").then(function (r) { return r.json(); }).then(function (s) {
+      if (mine !== asked) { return; }
       if (s.warned) { show(s); } else if (bar) { bar.remove(); bar = null; }
     }).catch(function () {});
   }
