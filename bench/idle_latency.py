@@ -2,6 +2,7 @@
 passes), beside `srun true` on a real one-node Slurm in the same run.
 
     .venv/bin/python bench/idle_latency.py [N] [--skip-slurm] [--interval S] [--json FILE]
+    .venv/bin/python bench/idle_latency.py [N] --skip-slurm --elsewhere [--postgres]
 
 N trivial one-task jobs (`true`), one at a time, each submitted once the one before has ended: the
 scheduler is idle at every submit, as for a user who submits and waits on a quiet cluster. The
@@ -10,11 +11,16 @@ process node, 2 slots); from the job's own times, submit -> its task started (th
 file) and submit -> SUCCEEDED recorded. Slurm: the wall time of `srun true` (submit -> its end
 seen by srun), on ../shared/tools/slurm-local.sh (root). Each job follows the one before after
 0.1-1 s (at random: a user's next job comes at any moment of the scheduler's idle wait).
+
+--elsewhere: the submits ring no bell on this machine, as from a web process on another machine
+than the scheduler's; --postgres: on a fresh PostgreSQL database (127.0.0.1, user postgres), whose
+NOTIFY then tells the scheduler (scheduling/notices.py); on SQLite it finds them by its passes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -23,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,10 +51,40 @@ def quantiles(values: list[float]) -> tuple[float, float, float]:
     )
 
 
-def run_portal(n: int, interval: float | None) -> tuple[list[float], list[float]]:
+POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
+POSTGRES_DB = f"idle_latency_{os.getpid()}"
+
+
+@contextlib.contextmanager
+def fresh_database(postgres: bool) -> Iterator[None]:
+    """SQLite in the run's var dir (setup_django's), or a PostgreSQL database of the run's own."""
+    if not postgres:
+        yield
+        return
+    import psycopg
+
+    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {POSTGRES_DB}")
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{POSTGRES_DB}"
+    try:
+        yield
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {POSTGRES_DB} WITH (FORCE)")
+
+
+def run_portal(n: int, interval: float | None, elsewhere: bool = False) -> tuple[list[float], list[float]]:
     """(submit -> task started, submit -> SUCCEEDED) in seconds, one per job."""
     setup_django()
     from django.contrib.auth import get_user_model
+
+    if elsewhere:  # (the web on another machine: no socket of the scheduler's there)
+        import jobs.wake
+
+        jobs.wake.ring_listeners = lambda directory: None
 
     from clusters.models import Node
     from jobs.actions import submit_job
@@ -113,6 +150,8 @@ def main() -> None:
         "--interval", type=float, help="runscheduler's wait between idle passes (default PAI_SCHEDULER_INTERVAL)"
     )
     parser.add_argument("--json", type=Path, help="write the figures to this file")
+    parser.add_argument("--elsewhere", action="store_true", help="submits ring no bell here (the web elsewhere)")
+    parser.add_argument("--postgres", action="store_true", help="a fresh PostgreSQL database (127.0.0.1)")
     args = parser.parse_args()
     slurm: list[float] = []
     if args.skip_slurm:
@@ -121,9 +160,14 @@ def main() -> None:
         why = "needs root (slurm-local.sh starts Slurm's daemons)"
     else:
         slurm, why = run_slurm(args.n)
-    started, ended = run_portal(args.n, args.interval)
+    with fresh_database(args.postgres):
+        started, ended = run_portal(args.n, args.interval, args.elsewhere)
 
-    print(f"\n{args.n} trivial jobs, one at a time on an idle cluster (load average {os.getloadavg()[0]:.1f})")
+    where = ", submitted from elsewhere" if args.elsewhere else ""
+    database = "PostgreSQL" if args.postgres else "SQLite"
+    print(
+        f"\n{args.n} trivial jobs, one at a time on an idle cluster{where}, {database} (load {os.getloadavg()[0]:.1f})"
+    )
     print(f"{'':<44}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}")
     rows = [("PAI Portal: submit -> task started", started), ("PAI Portal: submit -> SUCCEEDED recorded", ended)]
     if slurm:

@@ -1,16 +1,19 @@
 """The scheduler told at once of a change a user made (a submit, a stop, a restart), where it runs
 on this machine (clusters.executors.bells): its idle wait ends and the change is acted on within
 a pass, not up to PAI_SCHEDULER_INTERVAL later. Rung once the change is committed (a pass woken
-before the commit would not see it); a scheduler elsewhere finds it by its next pass, as before."""
+before the commit would not see it); on PostgreSQL also NOTIFYed, for a scheduler on another
+machine (scheduling.notices; on SQLite there is no other machine)."""
 
 from __future__ import annotations
 
 import os
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from clusters.executors.rings import BELLS_DIR, ring_listeners
+
+CHANNEL = "pai_scheduler"
 
 
 def wake_scheduler() -> None:
@@ -19,3 +22,6 @@ def wake_scheduler() -> None:
 
 def _ring() -> None:
     ring_listeners(os.path.join(settings.PAI_WORK_ROOT, BELLS_DIR))  # (a str where a setting says so)
+    if connection.vendor == "postgresql":  # (delivered to every LISTENing scheduler: scheduling.notices)
+        with connection.cursor() as cursor:
+            cursor.execute(f"NOTIFY {CHANNEL}")

@@ -1,6 +1,7 @@
 """The loop's wait between idle passes, ended early: to stop, when a task ended or a user submitted,
 stopped or restarted a job (the executors and the portal's processes ring the process's bell:
-clusters/executors/bells.py), or when a backend has launches ready (a cheap check: a few
+clusters/executors/bells.py; on PostgreSQL a scheduler holding `notices` hears them from any
+machine: scheduling/notices.py), or when a backend has launches ready (a cheap check: a few
 directory listings)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from django.conf import settings
 
 from clusters.executors.bells import CHANGES, EXITS, bell
 from scheduling.backends import Backends
+from scheduling.notices import Notices
 
 # How often an idle scheduler wakes: to notice SIGTERM, and, while a backend awaits reports (a
 # Slurm job's tasks saying where they landed: each holds its slot until launched), to launch at once.
@@ -30,6 +32,7 @@ class IdleWait:
         self.backends = backends
         self.stopping = stopping
         self.changes_due = 0.0  # (monotonic) from when a user's change ends the wait
+        self.notices: Notices | None = None  # (runscheduler's: PostgreSQL's NOTIFY of users' changes)
 
     def passed(self, began: float, ended: float) -> None:
         """A pass ran from `began` to `ended` (monotonic)."""
@@ -39,6 +42,8 @@ class IdleWait:
         deadline = time.monotonic() + seconds
         if wake_on_bell:  # (rung by the portal's processes on this machine: jobs.wake)
             bell().listen(settings.PAI_WORK_ROOT, rings_for=CHANGES)
+            if self.notices is not None:
+                self.notices.listen(bell())
         changed = False
         while not self.stopping() and (left := deadline - time.monotonic()) > 0:
             if any(backend.probes_ready() for backend in self.backends):

@@ -31,6 +31,7 @@ from scheduling.ending import FailedStart
 from scheduling.guard import DATABASE_ERRORS
 from scheduling.idle import IdleWait
 from scheduling.lease import Holder, Lease
+from scheduling.notices import Notices
 from scheduling.placing import Placer
 from scheduling.registered import register_backends
 from scheduling.starting import NodeTrouble, Starter
@@ -154,10 +155,12 @@ class Scheduler:
         signal.signal(signal.SIGTERM, finish_pass_and_exit)
         signal.signal(signal.SIGINT, finish_pass_and_exit)
         log.info("scheduler %s started", self.holder)
+        notices = self.waiter.notices = Notices()  # (heard from the web on any machine: PostgreSQL)
         try:
             while not self.stopping:
                 if not self.run_pass():
                     self.idle_wait(idle_sleep)
         finally:
+            notices.close()
             self.release_lease()
             log.info("scheduler %s stopped", self.holder)

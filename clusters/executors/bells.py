@@ -10,8 +10,9 @@ such a change rings this process's bell (`bell()`), and the wait ends:
   each supervisor, once it has recorded its task's exit, sends a byte to every socket there
   (`rings.ring_listeners`);
 - the portal's own changes (a submit, a stop: jobs.wake) ring the sockets in PAI_WORK_ROOT's
-  BELLS_DIR, where the scheduler listens (a scheduler on another machine than the web is not
-  rung: it finds them by its passes, as before).
+  BELLS_DIR, where the scheduler listens; on PostgreSQL they are also NOTIFYed, which a scheduler
+  on another machine hears through a connection of its own that this bell watches
+  (scheduling.notices: `Bell.watch`).
 
 A ring only ends the wait: the pass that follows finds what changed as ever (poll, inspect, read
 the queue), so a ring lost costs the wait it always cost, and one for nothing costs a pass. The
@@ -27,12 +28,19 @@ import os
 import selectors
 import socket
 import threading
+from collections.abc import Callable
+from typing import Any, Literal
 
 from clusters.executors.rings import BELLS_DIR, CHANGES, EXITS, own_prefix, socket_in
 
 __all__ = ["BELLS_DIR", "CHANGES", "EXITS", "Bell", "bell"]
 
 log = logging.getLogger("pai.executors.bells")
+
+Drained = Literal["rang", "quiet", "lost"]  # what a watched source's drain found
+RANG: Drained = "rang"
+QUIET: Drained = "quiet"
+LOST: Drained = "lost"
 
 
 class Bell:
@@ -44,7 +52,7 @@ class Bell:
         self._rung, self._ringer = socket.socketpair()
         self._rung.setblocking(False)
         self._ringer.setblocking(False)
-        self._selector.register(self._rung, selectors.EVENT_READ, EXITS)
+        self._selector.register(self._rung, selectors.EVENT_READ, (EXITS, _drained(self._rung)))
         self._listening: dict[str, socket.socket] = {}  # by work root
         self._deaf: set[str] = set()  # work roots it could not listen in
 
@@ -56,14 +64,26 @@ class Bell:
     def wait(self, seconds: float) -> set[str]:
         """Until rung or `seconds` have passed: what rang (EXITS, CHANGES; empty: nothing). Every
         ring until now is taken."""
-        ready = self._selector.select(seconds)
-        for key, _ in ready:
-            # (through the socket object: one _forget_gone closed meanwhile reads nothing, never
-            # another file that took its descriptor's number)
-            with contextlib.suppress(OSError):
-                while key.fileobj.recv(4096):  # type: ignore[union-attr]
-                    pass
-        return {key.data for key, _ in ready}
+        rung = set()
+        for key, _ in self._selector.select(seconds):
+            kind, drain = key.data
+            drained = drain()
+            if drained == RANG:
+                rung.add(kind)
+            elif drained == LOST:  # (readable for ever: its owner opens another)
+                self.unwatch(key.fileobj)
+        return rung
+
+    def watch(self, source: Any, kind: str, drain: Callable[[], Drained]) -> None:
+        """Rung for `kind` when `source` (anything with a fileno()) has something to read and
+        `drain`, which takes it without blocking, says RANG (QUIET: what came was no ring; LOST:
+        `source` is no longer watched)."""
+        with self._lock:
+            self._selector.register(source, selectors.EVENT_READ, (kind, drain))
+
+    def unwatch(self, source: Any) -> None:
+        with self._lock, contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(source)
 
     def listen(self, work_root: str | os.PathLike[str], rings_for: str = EXITS) -> None:
         """Rung by whoever rings `work_root`'s bells, for `rings_for`: a process node's
@@ -83,7 +103,7 @@ class Bell:
                 log.warning("cannot listen in %s (what rings there is found by the passes alone): %s", root, exc)
                 self._deaf.add(root)
                 return
-            self._selector.register(listener, selectors.EVENT_READ, rings_for)
+            self._selector.register(listener, selectors.EVENT_READ, (rings_for, _drained(listener)))
             self._listening[root] = listener
 
     @staticmethod
@@ -122,6 +142,19 @@ class Bell:
                 self._selector.unregister(listener)
                 listener.close()
                 del self._listening[root]
+
+
+def _drained(rung: socket.socket) -> Callable[[], Drained]:
+    """What takes a socket's rings: through the socket object, so that one _forget_gone closed
+    meanwhile reads nothing, never another file that took its descriptor's number."""
+
+    def drain() -> Drained:
+        with contextlib.suppress(OSError):
+            while rung.recv(4096):
+                pass
+        return RANG
+
+    return drain
 
 
 _bell: Bell | None = None

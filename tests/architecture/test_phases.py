@@ -32,6 +32,7 @@ PHASES = (
     "slurm_controller",  # the Slurm controller's lane, what the portal says while it is silent
     "slurm",  # a backend, over the phases
     "registered",  # which backends run
+    "notices",  # users' changes NOTIFYed by PostgreSQL, for a scheduler on another machine
     "idle",  # the loop's wait between idle passes
     "scheduler",  # the loop: orders the phases
 )

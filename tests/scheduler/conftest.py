@@ -2,8 +2,11 @@
 
 import itertools
 import time
+from collections.abc import Iterator
 
+import psycopg
 import pytest
+from django.db import connection
 
 from clusters.executors.base import TaskLaunch
 from clusters.executors.bells import bell
@@ -133,3 +136,20 @@ def ended_in_order(*jobs: Job) -> bool:
         later.launched_at is not None and earlier.completed_at is not None and later.launched_at >= earlier.completed_at
         for earlier, later in itertools.pairwise(jobs)
     )
+
+
+@pytest.fixture
+def postgresql_admin() -> Iterator[psycopg.Connection]:
+    """The test's own connection to the test database, beside the scheduler's (PostgreSQL only)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL (CI's PostgreSQL run)")
+    settings = connection.settings_dict
+    with psycopg.connect(
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"] or "postgres",
+        dbname=settings["NAME"],
+        autocommit=True,
+    ) as admin:
+        yield admin
+    connection.close()  # (killed or not: the flush after the test opens a fresh one)

@@ -333,23 +333,6 @@ TERMINATE = (
 
 
 @pytest.fixture
-def postgresql_admin() -> Iterator[psycopg.Connection]:
-    """The test's own connection to the test database, beside the scheduler's (PostgreSQL only)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (CI's PostgreSQL run)")
-    settings = connection.settings_dict
-    with psycopg.connect(
-        host=settings["HOST"] or "127.0.0.1",
-        port=settings["PORT"] or 5432,
-        user=settings["USER"] or "postgres",
-        dbname=settings["NAME"],
-        autocommit=True,
-    ) as admin:
-        yield admin
-    connection.close()  # (killed or not: the flush after the test opens a fresh one)
-
-
-@pytest.fixture
 def connection_sweeps(postgresql_admin) -> Iterator[Callable[[], list[int]]]:
     """A thread of the test's own connection that kills every other connection to the test database
     (the scheduler's) each time a few more exits or job ends were recorded, and every 0.2-0.5 s
