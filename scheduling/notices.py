@@ -42,8 +42,8 @@ class Notices:
             self.close()
         if self._listening is None and connection.vendor == "postgresql" and time.monotonic() >= self._retry_at:
             try:
-                self._listening = connection.get_new_connection(connection.get_connection_params())
-                self._listening.autocommit = True
+                # (not get_new_connection: it sets the Django wrapper's isolation level, or lends a pooled one)
+                self._listening = psycopg.connect(**connection.get_connection_params(), autocommit=True)
                 self._listening.execute(f"LISTEN {CHANNEL}")
             except psycopg.Error as exc:
                 log.warning("cannot listen for users' changes (found by the passes meanwhile): %s", exc)
