@@ -21,6 +21,7 @@ A job's own `parameters` and `jobEnvs` of the same names win over every variable
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from catalogue import Message
@@ -120,12 +121,11 @@ def build_launcher_env(
 
 
 def hostfile_commands(spec: NormalizedSpec) -> list[str]:
-    """Bash lines that write the hostfiles where PAI_*_HOSTFILE point (the task's own user)."""
+    """Shell lines that write the hostfiles where PAI_*_HOSTFILE point (the task's own user), a
+    line each with the shell's own printf: no process per file (a `cat` each was ~1 ms of a
+    trivial task's start)."""
     lines = ['mkdir -p "$PAI_WORK_DIR/' + HOSTFILE_DIR + '"']
     for name, contents in hostfiles(spec).items():
-        lines += [
-            f"cat > \"$PAI_WORK_DIR/{HOSTFILE_DIR}/{name}\" <<'PAI_HOSTFILE_END'",
-            contents.rstrip("\n"),
-            "PAI_HOSTFILE_END",
-        ]
+        each_line = " ".join(shlex.quote(line) for line in contents.rstrip("\n").split("\n"))
+        lines.append(f"printf '%s\\n' {each_line} > \"$PAI_WORK_DIR/{HOSTFILE_DIR}/{name}\"")
     return lines
