@@ -33,6 +33,9 @@ class IdleWait:
         self.stopping = stopping
         self.changes_due = 0.0  # (monotonic) from when a user's change ends the wait
         self.notices: Notices | None = None  # (runscheduler's: PostgreSQL's NOTIFY of users' changes)
+        # A standby (the lease is another's) is not woken by users' changes: they are the active
+        # scheduler's to act on, and each wake would be a lease query (a storm of submits, hundreds).
+        self.leading = True
 
     def passed(self, began: float, ended: float) -> None:
         """A pass ran from `began` to `ended` (monotonic)."""
@@ -60,4 +63,4 @@ class IdleWait:
             rung = bell().wait(step)
             if EXITS in rung:
                 return
-            changed |= CHANGES in rung
+            changed |= CHANGES in rung and self.leading

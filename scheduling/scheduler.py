@@ -83,7 +83,8 @@ class Scheduler:
     def _pass(self) -> bool:
         if not connection.in_atomic_block:  # (tests run a pass inside their transaction)
             close_old_connections()
-        if not self.lease.take():
+        self.waiter.leading = self.lease.take()
+        if not self.waiter.leading:
             self.reconciled = False  # (another ran the cluster meanwhile: what this one knew is stale)
             return False
         if not self.reconciled:

@@ -16,6 +16,7 @@ from clusters.executors.bells import BELLS_DIR, CHANGES, EXITS, Bell
 from clusters.executors.rings import ring_listeners
 from jobs.actions import stop_job, submit_job
 from jobs.models import JobState
+from scheduling.lease import Lease
 from tests.factories import v2_yaml
 
 # Far longer than any exit below takes to be seen: a wait that ran out was not woken.
@@ -144,6 +145,16 @@ def test_a_users_change_ends_the_idle_wait_no_sooner_than_its_pace_after_the_las
     started = time.monotonic()
     paced.idle_wait(LONG_WAIT_S)
     assert PACE_S * 0.9 <= time.monotonic() - started < LONG_WAIT_S / 2
+
+
+def test_a_users_change_does_not_wake_a_standby(db, scheduler, portal_bell, monkeypatch):
+    monkeypatch.setattr("scheduling.idle.bell", lambda: portal_bell)
+    assert Lease("the-active-scheduler").take()
+    assert not scheduler.run_once()  # (the lease is another's)
+    ring_listeners(str(settings.PAI_WORK_ROOT / BELLS_DIR))
+    started = time.monotonic()
+    scheduler.idle_wait(PACE_S)
+    assert time.monotonic() - started >= PACE_S * 0.9
 
 
 def test_an_exit_ends_the_idle_wait_at_once_whatever_the_pace(paced, portal_bell):
