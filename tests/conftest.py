@@ -323,6 +323,25 @@ def django_db_modify_db_settings(django_db_modify_db_settings):
         yield
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, and before it is dropped (PostgreSQL), every other session of
+    this process ended: the connections that the threads of a live ASGI server or of sync_to_async
+    opened stay open with their threads, and DROP DATABASE refused ("being accessed by other users":
+    the run left its database behind, with a warning)."""
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    connection.close()
+
+
 @pytest.fixture(autouse=True)
 def fresh_caches(request, django_db_blocker):
     """Throttle counters (sign-in, submits) live in the caches, which outlive a test, and so do the
