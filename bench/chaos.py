@@ -879,15 +879,16 @@ def report(
 
 
 def taken_after(takeovers: list[float], standby: bool = False) -> str:
+    from bench.served import percentile
     from scheduling.lease import LEASE_TTL
 
     if not takeovers:
         return "-"
     ttl = LEASE_TTL.total_seconds()
     how = "the kill, by another machine's standby" if standby else "restart, no --id, as the Procfile"
-    p95 = statistics.quantiles(takeovers, n=20, method="inclusive")[-1] if len(takeovers) > 1 else takeovers[0]
     return (
-        f"median {statistics.median(takeovers):.1f} s, p95 {p95:.1f} s, max {max(takeovers):.1f} s "
+        f"median {statistics.median(takeovers):.1f} s, p95 {percentile(takeovers, 0.95):.1f} s, "
+        f"max {max(takeovers):.1f} s "
         f"(after {how}; the lease lasts {ttl:g} s)"
     )
 

@@ -33,13 +33,10 @@ class Notices:
     def __init__(self) -> None:
         self._listening: Any = None  # a psycopg connection of its own, outside Django's
         self._watched: tuple[Bell, int] | None = None  # (the bell, the connection's descriptor)
-        self._lost = False
         self._retry_at = 0.0
 
     def listen(self, on: Bell) -> None:
         """Listening from now on, if it is not (cheap when it is: called before each idle wait)."""
-        if self._lost:
-            self.close()
         if self._listening is None and connection.vendor == "postgresql" and time.monotonic() >= self._retry_at:
             try:
                 # (not get_new_connection: it sets the Django wrapper's isolation level, or lends a pooled one)
@@ -63,7 +60,7 @@ class Notices:
             while self._listening.pgconn.notifies() is not None:
                 notified = True
         except psycopg.Error:
-            self._lost = True  # (closed by the next listen(): the bell unwatches it meanwhile)
+            self.close()  # (listened on again by a later idle wait)
             self._retry_at = time.monotonic() + RETRY_S
             return LOST
         return RANG if notified else QUIET
@@ -77,4 +74,4 @@ class Notices:
         self._unwatch()
         if self._listening is not None:
             self._listening.close()
-        self._listening, self._lost = None, False
+        self._listening = None

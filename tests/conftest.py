@@ -323,6 +323,14 @@ def django_db_modify_db_settings(django_db_modify_db_settings):
         yield
 
 
+# Every other connection to the test database killed, as an administrator, a failover or an
+# idle-connection reaper does (PostgreSQL): how many.
+TERMINATE_OTHER_SESSIONS = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
+
+
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's test database, and before it is dropped (PostgreSQL), every other session of
@@ -335,10 +343,7 @@ def django_db_setup(django_db_setup, django_db_blocker):
     if connection.vendor != "postgresql":
         return
     with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+        cursor.execute(TERMINATE_OTHER_SESSIONS)
     connection.close()
 
 

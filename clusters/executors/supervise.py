@@ -453,7 +453,7 @@ def recorded_process(path: str | os.PathLike[str]) -> int | None:
 
 
 def socket_address(directory_fd: int) -> str:
-    """The server's socket in the work root open as `directory_fd` (through /proc: bells.socket_in)."""
+    """The server's socket in the work root open as `directory_fd` (through /proc: rings.socket_in)."""
     return socket_in(directory_fd, SOCKET_NAME)
 
 

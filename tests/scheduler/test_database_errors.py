@@ -34,6 +34,7 @@ from scheduling import ending, executors
 from scheduling import launch as launch_builder
 from scheduling.guard import OWN_DATABASE_ERRORS
 from scheduling.scheduler import Scheduler
+from tests.conftest import TERMINATE_OTHER_SESSIONS
 from tests.factories import create_jobs, normalized_spec
 
 JOBS = 100
@@ -324,14 +325,6 @@ def test_a_job_whose_starts_keep_raising_a_database_error_fails_alone_after_as_m
 # --- the portal's PostgreSQL connections killed while jobs end -----------------------------------
 
 
-# Every other connection to the test database (the scheduler's) killed, as an administrator, a
-# failover or an idle-connection reaper does: how many.
-TERMINATE = (
-    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-)
-
-
 @pytest.fixture
 def connection_sweeps(postgresql_admin) -> Iterator[Callable[[], list[int]]]:
     """A thread of the test's own connection that kills every other connection to the test database
@@ -351,7 +344,7 @@ def connection_sweeps(postgresql_admin) -> Iterator[Callable[[], list[int]]]:
             row = admin.execute(progress, [list(FINISHED_JOB_STATES)]).fetchone()
             done = row[0] if row else 0
             if done >= next_sweep or (0 < done < all_ended and time.monotonic() >= next_at):
-                count = admin.execute(TERMINATE).fetchone()
+                count = admin.execute(TERMINATE_OTHER_SESSIONS).fetchone()
                 killed.append(count[0] if count else 0)
                 next_sweep, next_at = done + random.randint(1, 5), time.monotonic() + random.uniform(0.2, 0.5)
             time.sleep(0.01)
@@ -389,7 +382,7 @@ def kill_the_connection_before(monkeypatch, admin: psycopg.Connection, owner: ob
 
     def after_a_kill(*args, **kwargs):
         if not killed:
-            row = admin.execute(TERMINATE).fetchone()
+            row = admin.execute(TERMINATE_OTHER_SESSIONS).fetchone()
             killed.append(row[0] if row else 0)
         return real(*args, **kwargs)
 
