@@ -83,6 +83,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.mail_server import MailServer  # noqa: E402
+from bench.postgres import own_database  # noqa: E402
 from bench.slow_proxy import SlowProxy  # noqa: E402
 from bench.throughput import own_loopback_address  # noqa: E402
 from clusters.executors.supervise import SERVER_PID_NAME  # noqa: E402
@@ -192,13 +193,7 @@ def setup(args: argparse.Namespace, var: Path, slurm: DevCluster | None) -> dict
         "PAI_NODE_HEARTBEAT_SECONDS": "1",
         "DJANGO_SETTINGS_MODULE": "pai_portal.settings",
     }
-    if args.postgres:
-        import psycopg
-
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {POSTGRES_DB}")
-        env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{POSTGRES_DB}"
-    else:
+    if not args.postgres:  # (else DATABASE_URL, main's own_database)
         env["PAI_SQLITE_PATH"] = str(var / "db.sqlite3")
     if slurm is not None:
         env.update(PAI_SLURM_CONF=slurm.slurm_conf, PAI_SLURM_NODES_SECONDS="0.5", PAI_SLURM_JOB_PREFIX=NAMESPACE)
@@ -214,20 +209,9 @@ def setup(args: argparse.Namespace, var: Path, slurm: DevCluster | None) -> dict
     return env
 
 
-POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-POSTGRES_DB = f"chaos_{RUN_ID}"
-
-
-def tear_down(env: dict[str, str], postgres: bool) -> None:
-    """What setup made goes: the var dir, and the PostgreSQL database."""
+def tear_down(env: dict[str, str]) -> None:
+    """What setup made goes: the var dir (main's own_database drops the PostgreSQL database)."""
     shutil.rmtree(env["PAI_VAR_DIR"], ignore_errors=True)
-    if postgres:
-        import psycopg
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {POSTGRES_DB} WITH (FORCE)")
 
 
 def submit_all(count: int, cluster: DevCluster | None, engines: list[str]) -> dict[str, str]:
@@ -592,6 +576,8 @@ def main() -> None:
     env: dict[str, str] = {"PAI_VAR_DIR": str(var)}
     try:
         with contextlib.ExitStack() as stack:
+            if args.postgres:
+                stack.enter_context(own_database(f"chaos_{RUN_ID}"))
             slurm = stack.enter_context(slurm_cluster(var)) if args.slurm_gone else None
             mail = stack.enter_context(mail_server()) if args.mail_hang else None  # (named in setup's env)
             env = setup(args, var, slurm)
@@ -604,7 +590,7 @@ def main() -> None:
                 faults.append(sweep_stop_fault(args.sweep_runs))
             report(args, env, cluster, engines, faults)
     finally:
-        tear_down(env, args.postgres)
+        tear_down(env)
 
 
 @contextlib.contextmanager

@@ -29,13 +29,13 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import slurm_local  # noqa: E402
+from bench.postgres import own_database  # noqa: E402
 from bench.throughput import JOB_TEXT, own_loopback_address, setup_django  # noqa: E402
 
 POLL_S = 0.005  # how often the bench looks whether its job ended (the figures are the job's own times)
@@ -49,31 +49,6 @@ def quantiles(values: list[float]) -> tuple[float, float, float]:
         1000 * ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
         1000 * ordered[-1],
     )
-
-
-POSTGRES_ADMIN = "postgresql://postgres@127.0.0.1:5432/postgres"
-POSTGRES_DB = f"idle_latency_{os.getpid()}"
-
-
-@contextlib.contextmanager
-def fresh_database(postgres: bool) -> Iterator[None]:
-    """SQLite in the run's var dir (setup_django's), or a PostgreSQL database of the run's own."""
-    if not postgres:
-        yield
-        return
-    import psycopg
-
-    with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {POSTGRES_DB}")
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{POSTGRES_DB}"
-    try:
-        yield
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(POSTGRES_ADMIN, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {POSTGRES_DB} WITH (FORCE)")
 
 
 def run_portal(n: int, interval: float | None, elsewhere: bool = False) -> tuple[list[float], list[float]]:
@@ -160,7 +135,7 @@ def main() -> None:
         why = "needs root (slurm-local.sh starts Slurm's daemons)"
     else:
         slurm, why = run_slurm(args.n)
-    with fresh_database(args.postgres):
+    with own_database("idle_latency") if args.postgres else contextlib.nullcontext():
         started, ended = run_portal(args.n, args.interval, args.elsewhere)
 
     where = ", submitted from elsewhere" if args.elsewhere else ""

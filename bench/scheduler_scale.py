@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import json
 import math
 import os
@@ -22,13 +23,13 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.postgres import own_database  # noqa: E402
 from clusters.executors.base import Executor, TaskHandle, TaskStatus  # noqa: E402  (Django-free)
 
 VCS = 10
@@ -39,14 +40,7 @@ def setup(args: argparse.Namespace) -> None:
     var = Path(tempfile.mkdtemp(prefix="pai-bench-scale-"))
     atexit.register(shutil.rmtree, var, ignore_errors=True)  # (its database)
     os.environ.update(PAI_VAR_DIR=str(var), PAI_LOG_LEVEL="WARNING", DJANGO_SETTINGS_MODULE="pai_portal.settings")
-    if args.postgres:
-        import psycopg
-
-        name = f"scale_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{name}"
-    else:
+    if not args.postgres:  # (else DATABASE_URL, main's own_database)
         os.environ["PAI_SQLITE_PATH"] = str(var / "db.sqlite3")
     import django
 
@@ -206,6 +200,11 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true")
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     args = parser.parse_args()
+    with own_database("scale") if args.postgres else contextlib.nullcontext():
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     setup(args)
     fill_start = time.perf_counter()
     fill(args)
