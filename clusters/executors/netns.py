@@ -27,7 +27,11 @@ the namespace's owner, the one uid besides root that may; pasta refuses to keep 
 
 pasta does not notice that the namespace's last process is gone (it holds the namespace itself):
 the supervisor ends it with the task (close()), and it is in the supervisor's process group, which
-the executor kills should the supervisor be stuck.
+the executor kills should the supervisor be stuck. pasta takes ~20 ms to go once told (the kernel
+releasing what it held): the supervisor tells it, records the task's exit, then waits for it. So a
+task's node ports may still be held for that long after its exit is recorded and handed out again:
+the next task's start and its pasta wait up to PORTS_FREED_S for a port held meanwhile before
+calling it taken (port_taken).
 
 Standard library only: the supervisor imports this.
 """
@@ -66,6 +70,10 @@ BLOCK_FD = 5
 ATTACH_TIMEOUT_S = 10
 TUN_DEVICE = "/dev/net/tun"
 PASTA_STOP_S = 2
+# How long an ended task's pasta may hold its ports after its exit is recorded: told to end, it is
+# killed after PASTA_STOP_S (a second more for a loaded node).
+PORTS_FREED_S = PASTA_STOP_S + 1
+PORT_RETRY_S = 0.01
 PROBE_TIMEOUT_S = 20
 NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace (linux/nsfs.h)
 # The supervisor ends pasta itself (Attached.close): pasta's own watch for the namespace's removal
@@ -221,19 +229,30 @@ def _no_network(problem: str) -> Message:
 
 
 class Attached:
-    """A sandbox's network while its task runs: pasta, ended by close()."""
+    """A sandbox's network while its task runs: pasta, told to end by end(), ended by close()."""
 
     def __init__(self, pasta: subprocess.Popen[bytes]):
         self.pasta = pasta
+        self.told = False
+
+    def end(self) -> None:
+        if not self.told and self.pasta.poll() is None:
+            self.pasta.terminate()
+            self.told = True  # (once: a second SIGTERM could cut short what the first began)
 
     def close(self) -> None:
-        if self.pasta.poll() is None:
-            self.pasta.terminate()
+        self.end()
+        if self.pasta.returncode is None:
             try:
                 _wait_ended(self.pasta, PASTA_STOP_S)
             except subprocess.TimeoutExpired:
                 self.pasta.kill()
                 self.pasta.wait()
+
+
+def port_taken(error: BaseException) -> bool:
+    """Whether pasta failed as it bound the task's ports (pasta: "Failed to bind any port ...")."""
+    return "bind" in str(error).lower()
 
 
 def _wait_ended(process: subprocess.Popen[bytes], seconds: float) -> int:
@@ -262,7 +281,7 @@ def attach(plan: dict[str, object], info: int, spawned: Callable[[int], object] 
         _wait_for_loopback(pid)
         owner = fcntl.ioctl(netns, NS_GET_USERNS)  # bwrap's outer user namespace (the task's is nested)
         try:
-            pasta = _start_pasta(plan, netns, owner, spawned)
+            pasta = _start_pasta_when_ports_freed(plan, netns, owner, spawned)
             try:
                 _set_routes(plan, netns, owner)
             except BaseException:
@@ -303,6 +322,21 @@ def _wait_for_loopback(pid: int) -> None:
             return  # the sandbox is gone: what follows fails and says so
         time.sleep(0.002)
     raise NetworkError("the sandbox did not set up its loopback in time")
+
+
+def _start_pasta_when_ports_freed(
+    plan: dict[str, object], netns: int, owner: int, spawned: Callable[[int], object] | None
+) -> subprocess.Popen[bytes]:
+    """_start_pasta, again while a port it binds is held: by an ended task's pasta, for up to
+    PORTS_FREED_S; past that by another program (the caller's port conflict)."""
+    deadline = time.monotonic() + PORTS_FREED_S
+    while True:
+        try:
+            return _start_pasta(plan, netns, owner, spawned)
+        except NetworkError as exc:
+            if not port_taken(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(PORT_RETRY_S)
 
 
 def _start_pasta(

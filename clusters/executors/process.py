@@ -46,7 +46,7 @@ from clusters.executors.bells import BELLS_DIR, bell
 from clusters.executors.interfaces import interface_variables
 from clusters.executors.limits import DEFAULT_PIDS_LIMIT, CgroupLimits, TaskCgroup, rlimits
 from clusters.executors.logcap import DEFAULT_LOG_MAX_BYTES
-from clusters.executors.netns import TASK_INTERFACE
+from clusters.executors.netns import PORT_RETRY_S, PORTS_FREED_S, TASK_INTERFACE
 from clusters.executors.port_probe import bind_refusal
 from clusters.executors.sandbox import Sandbox
 from clusters.executors.stats import from_process_trees
@@ -180,12 +180,17 @@ class ProcessExecutor(Executor):
     def _check_ports_free(self, launch: TaskLaunch) -> None:
         """pasta binds the task's declared ports only once the supervisor attaches its network: a
         port another program holds is found here first, as the Docker engine finds it, so the
-        scheduler places the job again and keeps that port out of this node's placement."""
+        scheduler places the job again and keeps that port out of this node's placement. One held
+        by the pasta of a task whose exit was just recorded is free in a moment (netns.py):
+        looked at again until PORTS_FREED_S have passed."""
+        deadline = time.monotonic() + PORTS_FREED_S
         for port in sorted({port for ports in launch.ports.values() for port in ports}):
             # (An app's port is forwarded from the job's own address: app_ports.py.)
             address = job_app_address(launch.job_id) if port in launch.app_ports else self.address
             for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-                if (refusal := bind_refusal(address, port, kind)) is not None:  # (SO_REUSEADDR, as pasta binds)
+                while (refusal := bind_refusal(address, port, kind)) is not None and time.monotonic() < deadline:
+                    time.sleep(PORT_RETRY_S)  # (SO_REUSEADDR, as pasta binds)
+                if refusal is not None:
                     raise ExecutorError(
                         Message.of(
                             "exit.start.port_held", port=port, address=address, said=refusal.strerror or str(refusal)
@@ -419,9 +424,12 @@ class ProcessExecutor(Executor):
 
     def _kill(self, executor_id: str, task_dir: Path) -> None:
         """SIGTERM to the supervisor (it passes it on, then SIGKILLs after its grace period); should
-        it be stuck, SIGKILL to it and to what it ran. The task's cgroup goes with what is left in it."""
+        it be stuck, SIGKILL to it and to what it ran. The task's cgroup goes with what is left in it.
+        A supervisor that has recorded the exit is left to end: it only waits for the task's pasta,
+        told to end before (netns.py), and a stop waiting for it held the scheduler's pass."""
         pid = self._pid(task_dir)
-        if pid is not None and self._alive(executor_id, task_dir):
+        ending = (task_dir / "exit_code").exists()
+        if pid is not None and not ending and self._alive(executor_id, task_dir):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGTERM)
             self._wait_gone(pid, executor_id, task_dir, STOP_GRACE_S + 2)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 from clusters.executors.limits import TaskCgroup, apply_rlimits
 from clusters.executors.logcap import STDERR, STDOUT, TaskLogs
-from clusters.executors.netns import BLOCK_FD, INFO_FD, Attached, NetworkError, attach, kill_on_failure
+from clusters.executors.netns import BLOCK_FD, INFO_FD, Attached, NetworkError, attach, kill_on_failure, port_taken
 from clusters.executors.rings import ring_listeners, socket_in
 
 LOG_DRAIN_S = 2.0
@@ -210,9 +210,12 @@ class Supervisor:
             logs.close()
             if status is None:
                 status = self._command_ended(os.waitpid(pid, 0)[1])
-        finally:
+        except BaseException:
             if network is not None:
                 network.close()  # no pasta outlives its task
+            raise
+        if network is not None:  # told to end now, waited for once the exit is recorded (netns.py)
+            network.end()
         code = os.waitstatus_to_exitcode(status)
         exit_code = refused if refused is not None else 128 - code if code < 0 else code
         if refused == PORTS_TAKEN:  # (the platform's, not the task's own exit 253)
@@ -220,6 +223,8 @@ class Supervisor:
         self._record(exit_code)
         if self.bells:
             ring_listeners(self.bells)
+        if network is not None:
+            network.close()
         return exit_code
 
     def _attach_network(self, info: int, block: int, logs: TaskLogs) -> tuple[Attached | None, int | None]:
@@ -239,7 +244,7 @@ class Supervisor:
                 network.close()
             logs.write(STDERR, f"[pai-portal] cannot give the task its network: {exc}\n".encode())
             kill_on_failure(self.child_pid)
-            return None, PORTS_TAKEN if "bind" in str(exc).lower() else NETWORK_FAILED
+            return None, PORTS_TAKEN if port_taken(exc) else NETWORK_FAILED
         finally:
             os.close(info)
             os.close(block)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,12 +25,14 @@ from clusters.executors.base import ExecutorError, Failure, TaskHandle, TaskLaun
 from clusters.executors.netns import TaskNetwork
 from clusters.executors.process import ProcessExecutor
 from clusters.executors.sandbox import Sandbox
+from clusters.executors.supervise import PASTA_PID_NAME, recorded_process
 from tests.conftest import processes_running, require
 from tests.docker.conftest import docker_engine_ready
 from tests.scheduler.test_process_executor import parent_of
 
 NODE = "127.0.0.2"  # the default local node's address
 SUBNET_POOL = "10.213.0.0/16"  # (the portal's default PAI_DOCKER_SUBNET_POOL)
+PASTA = shutil.which("pasta") or "pasta"
 SERVER = ("python3", "-m", "http.server", "8000")
 
 
@@ -231,7 +234,45 @@ def test_it_leaves_no_pasta_after_a_task_ends(executor, make_launch):
     pasta = wait_until(lambda: pasta_of(executor, handle), 10)
     (launch.work_dir / "pasta-seen").touch()
     wait_until(lambda: None if executor.poll(handle).running else True, 30)
-    assert pasta not in pastas()
+    assert wait_until(lambda: None if pasta in pastas() else True, 5)  # (told to end before the exit was recorded)
+
+
+@pytest.fixture
+def slow_to_end_pasta(tmp_path, process_work_root, monkeypatch) -> ProcessExecutor:
+    """An executor whose tasks' pasta takes 1 s to end once told (the real pasta, held by a wrapper
+    that kills it only then): the moment after a task's exit, stretched."""
+    pasta = tmp_path / "slow-pasta"
+    pasta.write_text(
+        "#!/bin/bash\n"
+        f"trap 'sleep 1; kill $real; wait $real; exit 0' TERM\n{shlex.quote(PASTA)} \"$@\" &\nreal=$!\nwait $real\n"
+    )
+    pasta.chmod(0o755)
+    monkeypatch.setattr(Sandbox, "probe", lambda self: None)  # (each probe would wait for its end)
+    network = TaskNetwork(docker_subnet_pool=SUBNET_POOL, pasta=str(pasta))
+    sandbox = Sandbox(hidden=(str(tmp_path), str(process_work_root)), network=network)
+    return ProcessExecutor(process_work_root, address=NODE, sandbox=sandbox)
+
+
+def test_it_records_a_tasks_exit_before_its_pasta_has_gone(slow_to_end_pasta, make_launch):
+    """pasta takes ~20 ms to go once told (the kernel releasing what it held); every task's exit
+    waited for it before it was recorded (issue 49: a slot's round trip)."""
+    executor = slow_to_end_pasta
+    handle = executor.start(make_launch("true", ports={"ssh": [free_port()]}))
+    wait_until(lambda: None if executor.poll(handle).running else True, 10)
+    assert recorded_process(executor.work_root / handle.executor_id / PASTA_PID_NAME) is not None  # (still going)
+
+
+def test_a_task_given_the_ports_of_one_that_just_ended_starts_once_they_are_freed(slow_to_end_pasta, make_launch):
+    """The ended task's pasta holds them until it has gone: the next task's start waits for that
+    (up to netns.PORTS_FREED_S) instead of calling them taken by another program."""
+    executor, port = slow_to_end_pasta, free_port()
+    launch = make_launch("true", ports={"ssh": [port]})
+    first = executor.start(launch)
+    wait_until(lambda: None if executor.poll(first).running else True, 10)
+    second = make_launch("echo ran", index=1, ports={"ssh": [port]}, log_path=launch.log_path.with_name("worker-1.log"))
+    handle = executor.start(second)
+    status = wait_until(lambda: None if (status := executor.poll(handle)).running else status, 30)
+    assert status.exit_code == 0 and "ran" in second.log_path.read_text()
 
 
 def test_it_leaves_no_pasta_after_a_task_is_stopped(executor, make_launch):
