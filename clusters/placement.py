@@ -78,6 +78,9 @@ class NodeState:
     memory_free_mb: int
     gpus_free: dict[int, str]  # free GPU index -> GPU type name
     ports_used: set[int] = field(default_factory=set)
+    # Free, but freed a moment ago (a task's exit): the ended task's network may still hold them
+    # (a process task's pasta, ~20 ms). Given out only when no other port is free.
+    ports_just_freed: frozenset[int] = frozenset()
     port_range: tuple[int, int] = (20000, 40000)  # inclusive
     schedulable: bool = True
     gpu_total: int = 0  # all GPUs on the node, free or not (for reasons with numbers)
@@ -1162,6 +1165,7 @@ class _Node:
         "owns_ports",
         "port_high",
         "port_low",
+        "ports_just_freed",
         "ports_used",
     )
 
@@ -1174,6 +1178,7 @@ class _Node:
         for gpu_index in sorted(state.gpus_free):
             self.gpus.setdefault(state.gpus_free[gpu_index], []).append(gpu_index)
         self.ports_used = state.ports_used  # copied on the first claim: the input stays untouched
+        self.ports_just_freed = state.ports_just_freed
         self.owns_ports = False
         self.port_low, self.port_high = state.port_range
         self.cursor = self.port_low  # every port of the range below it is in use
@@ -1189,7 +1194,7 @@ class _Node:
         twin = _Node.__new__(_Node)
         twin.name, twin.loopback, twin.cpu, twin.memory = self.name, self.loopback, self.cpu, self.memory
         twin.gpus = {kind: list(indices) for kind, indices in self.gpus.items()}
-        twin.ports_used, twin.owns_ports = self.ports_used, False
+        twin.ports_used, twin.owns_ports, twin.ports_just_freed = self.ports_used, False, self.ports_just_freed
         twin.port_low, twin.port_high, twin.cursor = self.port_low, self.port_high, self.cursor
         twin.capacity = self.capacity
         return twin
@@ -1205,7 +1210,17 @@ class _Node:
         return len(self.gpus.get(gpu_type, ()))
 
     def pick_ports(self, requests: Iterable[PortRequest], taken: set[int]) -> dict[str, list[int]] | None:
-        """Ports for one task (also avoiding `taken`, which grows by them), or None when they are not free."""
+        """Ports for one task (also avoiding `taken`, which grows by them), or None when they are not
+        free: ports just freed only when the others will not do."""
+        requests = list(requests)
+        if self.ports_just_freed:
+            trial = set(taken) | self.ports_just_freed
+            if (picked := self._pick_ports(requests, trial)) is not None:
+                taken.update(port for ports in picked.values() for port in ports)
+                return picked
+        return self._pick_ports(requests, taken)
+
+    def _pick_ports(self, requests: list[PortRequest], taken: set[int]) -> dict[str, list[int]] | None:
         used = self.ports_used
         while self.cursor in used:
             self.cursor += 1

@@ -75,6 +75,9 @@ class Ended:
     # Tasks whose network found a port of theirs held once started (their start had found it free):
     # (node name, the task's ports, what was said), for the loop to keep out of placement a while.
     ports_held: list[tuple[str, dict[str, list[int]], str | Message]] = field(default_factory=list)
+    # Every ended task's (node name, ports): free now, held a moment longer by a process task's
+    # pasta (clusters.executors.netns), so placement gives other ports first.
+    ports_freed: list[tuple[str, dict[str, list[int]]]] = field(default_factory=list)
 
 
 def _task_exit(info: ExitInfo, status: TaskStatus) -> TaskExit:
@@ -377,6 +380,8 @@ def record_exits(
         task.job = changed_jobs.setdefault(task.job_id, task.job)  # (one Job per job: its exits see each other's)
         if status.failure is Failure.PORT_CONFLICT:
             ended.ports_held.append((nodes[node_id].name, task.ports, status.diagnostics))
+        elif task.ports:
+            ended.ports_freed.append((nodes[node_id].name, task.ports))
         try:
             batch.append((task, status, decide_exit(task, status)))
         except Exception as exc:

@@ -108,6 +108,7 @@ class Placer:
         silent = {node.name for node in nodes if executors.silent(node)}  # (not down yet: no new work either)
         for state in node_states:  # ports another program held lately: other ports this time
             state.ports_used.update(trouble.port_conflicts.on(state.name, now))
+            state.ports_just_freed = frozenset(trouble.just_freed.on(state.name, now))
             if state.name in silent and state.schedulable:  # (silent for now: it may answer again)
                 state.schedulable, state.down = False, True
         gate = storage_gate(((row.pk, specs[row.pk]) for row in rows), nodes, trouble.mount_failures)

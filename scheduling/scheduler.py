@@ -99,6 +99,8 @@ class Scheduler:
         ended = ending.run(self.backends, self.failed_starts, self.heartbeat.suspects, meanwhile=self._launch_ready)
         for node, ports, said in ended.ports_held:  # (the job placed again gets other ports there)
             self.starter.trouble.ports_held(node, ports, said)
+        for node, ports in ended.ports_freed:
+            self.starter.trouble.ports_freed(node, ports)
         started = self.starter.start_unstarted(self.unstarted | ended.retried)
         self.unstarted = set()
         stopped |= self.stopper.look_again(self.backends)  # (those that obeyed their SIGTERM meanwhile)

@@ -60,6 +60,10 @@ _UNSTARTED: Prepared[Task] = Prepared(_unstarted)
 # A port that another program on the node holds (a start failed with exit 253) is kept out of
 # placement on that node for this long, so the retry gets other ports instead of the same clash.
 PORT_CONFLICT_AVOID_S = 600.0
+# A port an exit freed is given out again only when no other will do, for this long: a process
+# task's pasta holds it ~20 ms after its exit is recorded (more on a loaded node), and the next
+# start given it waited for that (up to clusters.executors.netns.PORTS_FREED_S).
+PORTS_FREED_REST_S = 2.0
 
 Start = tuple[Task, Executor, TaskLaunch]
 
@@ -70,7 +74,14 @@ class NodeTrouble:
 
     def __init__(self) -> None:
         self.port_conflicts = RecentTrouble(PORT_CONFLICT_AVOID_S)
+        self.just_freed = RecentTrouble(PORTS_FREED_REST_S)
         self.mount_failures = MountFailures()
+
+    def ports_freed(self, node: str, ports: dict[str, list[int]]) -> None:
+        """A task that held these ports on the node has ended: other ports first there for a moment."""
+        for numbers in ports.values():
+            for port in numbers:
+                self.just_freed.remember(node, port)
 
     def ports_held(self, node: str, ports: dict[str, list[int]], said: str | Message) -> None:
         """A task given these ports (by label) on the node found one of them held, by its start or

@@ -175,6 +175,26 @@ def test_it_does_not_hand_out_dynamic_ports_that_a_begin_at_request_took():
     assert result.placed[2][0].ports == {"http": [20001]}
 
 
+def test_it_gives_other_ports_than_those_an_exit_just_freed():
+    """A process task's pasta holds its ports ~20 ms after its exit is recorded: the next task
+    given them waited for that (clusters.executors.netns.PORTS_FREED_S)."""
+    node = replace(make_node("a", port_range=(20000, 20010)), ports_just_freed=frozenset({20000, 20001}))
+    result = place([node], VCS, [make_job(1, ports=[port("http"), port("ssh")])])
+    assert result.placed[1][0].ports == {"http": [20002], "ssh": [20003]}
+
+
+def test_it_gives_ports_just_freed_when_no_other_is_free():
+    node = replace(make_node("a", ports_used={20002}, port_range=(20000, 20002)), ports_just_freed=frozenset({20000}))
+    result = place([node], VCS, [make_job(1, ports=[port("http", 2)])])
+    assert result.placed[1][0].ports == {"http": [20000, 20001]}
+
+
+def test_it_gives_a_begin_at_port_just_freed():
+    node = replace(make_node("a"), ports_just_freed=frozenset({8080}))
+    result = place([node], VCS, [make_job(1, ports=[port("http", begin_at=8080)])])
+    assert result.placed[1][0].ports == {"http": [8080]}
+
+
 def test_it_leaves_the_callers_port_sets_untouched():
     node = make_node("a", ports_used={20000})
     place([node], VCS, [make_job(1, ports=[port("http")])])

@@ -62,3 +62,15 @@ def test_it_starts_a_job_on_other_ports_when_its_network_found_one_held(submit, 
     job = run_until_ran(submit(v2_job("held", role("worker", "echo command-ran; sleep 30"))))
     assert held_port not in ports_of(job)
     assert job.job_attempt <= 2 and job.retries_used == 0
+
+
+def test_it_gives_the_next_job_other_ports_than_those_of_a_task_that_just_ended(submit, run_until_ran, scheduler):
+    """The ended task's pasta holds them ~20 ms after its exit is recorded: a start given them
+    waited for that (clusters.executors.netns.PORTS_FREED_S)."""
+    first = run_until_ran(submit(v2_job("first", role("worker", "echo command-ran"))))
+    deadline = time.monotonic() + 30
+    while first.state != "SUCCEEDED" and time.monotonic() < deadline:
+        scheduler.run_once()
+        first.refresh_from_db()
+    second = run_until_ran(submit(v2_job("second", role("worker", "echo command-ran; sleep 30"))))
+    assert ports_of(first) and not ports_of(first) & ports_of(second)
