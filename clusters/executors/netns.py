@@ -68,6 +68,7 @@ DOCKER_BRIDGE_PREFIXES = ("docker", "br-")
 INFO_FD = 4
 BLOCK_FD = 5
 ATTACH_TIMEOUT_S = 10
+LOOPBACK_LOOK_S = 0.0005
 TUN_DEVICE = "/dev/net/tun"
 PASTA_STOP_S = 2
 # How long an ended task's pasta may hold its ports after its exit is recorded: told to end, it is
@@ -311,7 +312,8 @@ def _child_pid(info: int) -> int | None:
 def _wait_for_loopback(pid: int) -> None:
     """bwrap's sandbox sets its loopback up itself (127.0.0.1/8, then the link up) after it has
     told its pid: pasta (which brings lo up too) and the routes wait for that, or the sandbox fails.
-    127.0.0.1 shows in the namespace's local routes once lo is up with its address."""
+    127.0.0.1 shows in the namespace's local routes once lo is up with its address. Looked at
+    every LOOPBACK_LOOK_S: it is up ~1 ms after the pid is told, and every task's start waits."""
     deadline = time.monotonic() + ATTACH_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
@@ -320,7 +322,7 @@ def _wait_for_loopback(pid: int) -> None:
                     return
         except OSError:
             return  # the sandbox is gone: what follows fails and says so
-        time.sleep(0.002)
+        time.sleep(LOOPBACK_LOOK_S)
     raise NetworkError("the sandbox did not set up its loopback in time")
 
 
