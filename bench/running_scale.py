@@ -71,6 +71,23 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)] if ordered else float("nan")
 
 
+THREAD_KINDS = (("node-", "lanes"), ("pai-docker-streams", "stream loop"), ("MainThread", "loop"))
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds of the process's threads alive now, by kind (THREAD_KINDS; the rest "other")."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    spent: dict[str, float] = {}
+    for thread in threading.enumerate():
+        kind = next((k for prefix, k in THREAD_KINDS if thread.name.startswith(prefix)), "other")
+        try:
+            fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # (ended meanwhile)
+        spent[kind] = spent.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return spent
+
+
 def setup_django(var: Path, database: Path) -> None:
     os.environ.update(
         PAI_VAR_DIR=str(var),
@@ -192,6 +209,13 @@ class Fakes:
                 body += control.recv(1 << 20)
             return json.loads(body)
 
+    def cpu(self) -> float:
+        """The fake engines' process's CPU seconds so far (it shares the box with the scheduler)."""
+        import psutil
+
+        times = psutil.Process(self.process.pid).cpu_times()
+        return float(times.user + times.system)
+
     def close(self) -> None:
         self.process.kill()
         self.process.wait()
@@ -306,6 +330,7 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         passes: list[float] = []
         cpu: list[float] = []  # (the process's, its threads' included: a busy box leaves it comparable)
         cpu_began, loop_began, ending_began = time.process_time(), time.thread_time(), ending_cpu[0]
+        fakes_began, threads_began = fakes.cpu(), thread_cpu()
         end = time.monotonic() + args.seconds
         while time.monotonic() < end and not over_budget():
             cpu_before = time.process_time()
@@ -318,6 +343,9 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         fakes.ask("/stop")
         exits_lasted = time.monotonic() - exits_began
         cores = (time.process_time() - cpu_began) / exits_lasted
+        fakes_cores = (fakes.cpu() - fakes_began) / exits_lasted
+        threads_spent = thread_cpu()  # (a lane's thread that ended meanwhile is not counted)
+        by_thread = {k: (threads_spent.get(k, 0.0) - threads_began.get(k, 0.0)) / exits_lasted for k in threads_spent}
         record = {container: at for container, at in fakes.ask("/record")}
         drain_end = time.monotonic() + DRAIN_S
         while time.monotonic() < drain_end and not over_budget():
@@ -353,6 +381,8 @@ def trial(args: argparse.Namespace) -> dict[str, Any]:
         "pass max s": max(passes, default=float("nan")),
         "pass CPU p50 s": statistics.median(cpu) if cpu else float("nan"),
         "CPU cores": cores,
+        "fakes CPU cores": fakes_cores,
+        **{f"{kind} CPU cores": by_thread.get(kind, 0.0) for _, kind in (*THREAD_KINDS, ("", "other"))},
         "exits": len(record),
         "CPU per exit ms": 1000 * cpu_spent / max(1, len(record)),
         "loop CPU per exit ms": 1000 * loop_spent / max(1, len(record)),
@@ -406,6 +436,8 @@ ROWS = [
     ("pass max", "pass max s", "{:.3f} s"),
     ("pass CPU p50", "pass CPU p50 s", "{:.3f} s"),
     ("CPU while exiting", "CPU cores", "{:.2f} cores"),
+    *((f"  of which {kind}", f"{kind} CPU cores", "{:.2f} cores") for _, kind in (*THREAD_KINDS, ("", "other"))),
+    ("fake engines' CPU then", "fakes CPU cores", "{:.2f} cores"),
     ("exits for", "exits lasted s", "{:.0f} s"),
     ("exits", "exits", "{}"),
     ("exits recorded", "exits recorded", "{}"),

@@ -25,13 +25,18 @@ ENGINE_ERRORS = (APIError, requests.exceptions.RequestException, DockerException
 
 def client(docker_url: str | None, *, timeout: float | None, version: str | None = None) -> docker.APIClient:
     """A low-level client of the engine (`docker_url` None: the local socket), its connections
-    to a unix socket in one pool (SocketPool)."""
+    to a unix socket in one pool (SocketPool), the environment's proxies read once (not per call)."""
     kwargs: dict[str, Any] = {"timeout": timeout}
     if version:
         kwargs["version"] = version
     if docker_url:
         kwargs["base_url"] = docker_url
     api = docker.APIClient(**kwargs)
+    # requests reads the environment's proxies and stats ~/.netrc on every request (trust_env):
+    # a third of an inspection's CPU at 200 exits a second (bench/running_scale.py). The proxies
+    # (a TCP engine's; a unix socket takes none) are read here once; a netrc means nothing to an engine.
+    api.proxies = requests.utils.get_environ_proxies(api.base_url)
+    api.trust_env = False
     made = api.adapters.get("http+docker://")
     if isinstance(made, UnixHTTPAdapter):
         one = SocketPool(made.socket_path, made.timeout, pool_connections=1, max_pool_size=made.max_pool_size)

@@ -93,3 +93,32 @@ def test_it_pings_an_engine_on_one_connection_asking_its_api_version_once(engine
         executor.ping()
     assert engine.calls() == {"version": 1, "ping": 30}
     assert engine.connections() == 1
+
+
+def test_it_reads_no_netrc_file_and_no_proxy_settings_per_engine_call(engine, monkeypatch):
+    looked: list[str] = []
+
+    def noted(what: str, answer: object) -> object:
+        def look(*args: object, **kwargs: object) -> object:
+            looked.append(what)
+            return answer
+
+        return look
+
+    monkeypatch.setattr("requests.sessions.get_netrc_auth", noted("netrc", None))
+    monkeypatch.setattr("requests.sessions.get_environ_proxies", noted("proxies", {}))
+    executor = DockerExecutor(engine.url)
+    executor.poll(TaskHandle(engine.containers[0], "10.0.0.1"))
+    looked.clear()  # (the client's making asked the engine's API version, as docker-py does)
+    for container in engine.containers[1:6]:
+        executor.poll(TaskHandle(container, "10.0.0.1"))
+    assert looked == []
+
+
+def test_it_sends_a_tcp_engines_calls_through_the_proxy_the_environment_names(monkeypatch):
+    from clusters.executors.docker_engine import client
+
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "")
+    api = client("tcp://10.9.8.7:2375", timeout=1, version="1.41")
+    assert api.proxies.get("http") == "http://proxy.example:3128"
