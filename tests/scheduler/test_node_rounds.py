@@ -53,6 +53,12 @@ def test_it_reads_only_the_node_ids_in_a_heartbeat_round_with_no_node_due(quiet_
     assert len(seen) == 1 and '"clusters_node"."address"' not in seen[0]["sql"]  # (the ids, no node read whole)
 
 
+def lane_of(name: str) -> executors.Lane:
+    lane = executors.lane_of(Node.objects.get(name=name))
+    assert lane is not None
+    return lane
+
+
 @pytest.fixture
 def pinged_on_a_clock(quiet_engines, settings, monkeypatch):
     """A heartbeat over nodes n0..n3 on a clock of the test's (clock[0]), the names it pinged."""
@@ -69,7 +75,7 @@ def test_it_pings_no_node_whose_engine_answered_a_call_lately(pinged_on_a_clock)
     heartbeat, clock, pinged = pinged_on_a_clock
     heartbeat.check(Backends())
     clock[0] += 10.0  # (every node due again)
-    executors.lane_of(Node.objects.get(name="n1")).last_answer = clock[0] - 1.0  # (a poll it answered)
+    lane_of("n1").last_answer = clock[0] - 1.0  # (a poll it answered)
     pinged.clear()
     heartbeat.check(Backends())
     assert sorted(pinged) == ["n0", "n2", "n3"]
@@ -79,7 +85,7 @@ def test_it_still_pings_a_node_that_answered_lately_but_has_a_clean_up_to_reconc
     heartbeat, clock, pinged = pinged_on_a_clock
     heartbeat.check(Backends())
     clock[0] += 10.0
-    lane = executors.lane_of(Node.objects.get(name="n1"))
+    lane = lane_of("n1")
     lane.last_answer, lane.missed_cleanup = clock[0] - 1.0, True
     pinged.clear()
     heartbeat.check(Backends())
