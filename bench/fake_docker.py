@@ -6,9 +6,12 @@ Each engine speaks the part of the Docker Engine API the portal's DockerExecutor
 tasks (over HTTP/1.1, keep-alive, as docker-py's unix-socket client talks): ping, version, info,
 containers list (label filters) / inspect / logs (one line at the container's start; followed:
 open until the container exits; `timestamps`, `since`) /
-kill / remove, networks (none), and events (followed, label and type filters, `since` replays).
+kill / remove, networks (list: name and label filters; remove: by id or name, refused as
+ambiguous where several bear the name), and events (followed, label and type filters, `since` replays).
 SPEC.json lists each engine's containers: {"engines": [[[id, name, {labels}], ...], ...]}; all
-run from the start. `SOCKET_DIR/engine-<i>.sock` is engine i; `SOCKET_DIR/control.sock` is the
+run from the start. Each job among an engine's containers (their `pai.job-id` label) has a network
+there, as the Docker executor makes (`pai-job-<id>`); "networks": [[[name, {labels}], ...], ...]
+in the spec names each engine's instead. `SOCKET_DIR/engine-<i>.sock` is engine i; `SOCKET_DIR/control.sock` is the
 bench's: GET /exits?rate=R starts R exits a second (random running containers across all
 engines), /stop stops them, /record returns [[id, exited at (epoch s)], ...], /calls the calls
 each kind of request got, /connections the connections open now by their last request's kind
@@ -24,6 +27,7 @@ import random
 import re
 import sys
 import time
+import uuid
 from collections import Counter, deque
 from pathlib import Path
 from typing import Any
@@ -66,8 +70,13 @@ def matches(labels: dict[str, str], wanted: list[str]) -> bool:
 
 
 class Engine:
-    def __init__(self, containers: list[list[Any]]) -> None:
+    def __init__(self, containers: list[list[Any]], networks: list[list[Any]] | None = None) -> None:
         self.containers = {c[0]: Container(c[0], c[1], c[2]) for c in containers}
+        if networks is None:  # (a job's network, as the executor makes it: its name, its job's labels)
+            jobs = {c[2]["pai.job-id"]: c[2] for c in containers if "pai.job-id" in c[2]}
+            networks = [[f"pai-job-{job}", {"pai.portal": labels.get("pai.portal", "pai"), "pai.job-id": job}]
+                        for job, labels in jobs.items()]  # fmt: skip
+        self.networks = [{"Id": uuid.uuid4().hex * 2, "Name": name, "Labels": labels} for name, labels in networks]
         self.history: deque[dict[str, Any]] = deque(maxlen=HISTORY)
         self.streams: set[asyncio.Queue[dict[str, Any] | None]] = set()
 
@@ -99,7 +108,8 @@ class Engine:
 
 class Fleet:
     def __init__(self, spec: dict[str, Any]) -> None:
-        self.engines = [Engine(containers) for containers in spec["engines"]]
+        networks = spec.get("networks") or [None] * len(spec["engines"])
+        self.engines = [Engine(containers, named) for containers, named in zip(spec["engines"], networks, strict=True)]
         self.running = [(engine, c) for engine in self.engines for c in engine.containers.values()]
         self.record: list[tuple[str, float]] = []
         self.calls: Counter[str] = Counter()
@@ -177,6 +187,8 @@ async def serve(
 
 def call_kind(method: str, parts: list[str]) -> str:
     """What a request is, as a table names it: `ping`, `list containers`, `inspect`, `logs`, ..."""
+    if parts[0] == "networks" and method == "DELETE":
+        return "remove network"
     if parts[0] != "containers" or len(parts) < 2:
         return parts[0].lstrip("_")
     if parts[1] == "json":
@@ -197,7 +209,7 @@ async def route(fleet: Fleet, engine: Engine, http: Http, method: str, path: str
     if parts[0] == "info":
         return http.answer(200, {"NCPU": 64, "MemTotal": 512 << 30})
     if parts[0] == "networks":
-        return http.answer(200, [])
+        return network_call(engine, http, method, parts[1] if len(parts) > 1 else "", query)
     if parts[0] == "events":
         return await events(engine, http, query)
     if parts[0] != "containers":
@@ -254,6 +266,29 @@ async def container_call(
             await container.done.wait()
         return http.close_stream()
     return http.answer(404, {"message": f"fake engine: no {action} of a container"})
+
+
+def network_call(engine: Engine, http: Http, method: str, name: str, query: dict[str, str]) -> None:
+    if method == "GET" and not name:
+        filters = json.loads(query.get("filters") or "{}")
+        names, labels = filters.get("name", []), filters.get("label", [])
+        listed = [
+            network
+            for network in engine.networks
+            if all(wanted in network["Name"] for wanted in names) and matches(network["Labels"], labels)
+        ]
+        return http.answer(200, listed)
+    if method == "DELETE":
+        found = [n for n in engine.networks if n["Id"] == name] or [n for n in engine.networks if n["Name"] == name]
+        if len(found) > 1:
+            return http.answer(
+                400, {"message": f"network {name} is ambiguous ({len(found)} matches found based on name)"}
+            )
+        if not found:
+            return http.answer(404, {"message": f"network {name} not found"})
+        engine.networks.remove(found[0])
+        return http.answer(204)
+    return http.answer(404, {"message": f"fake engine: no {method} of network {name}"})
 
 
 async def events(engine: Engine, http: Http, query: dict[str, str]) -> None:

@@ -73,7 +73,19 @@ class JobNetworks:
             raise ExecutorError(Message.of("exit.start.no_network", said=explain(exc)), failure_of(exc)) from exc
 
     def remove(self, job_id: int) -> None:
-        for network in self._named(self.name(job_id)):  # (duplicates too: see _duplicated)
+        """The job's network removed by its name: one call (a listing first made two of each job's
+        end). Where several bear the name (see _duplicated) the engine refuses the name as
+        ambiguous: each is removed by its id. Gone already is no error."""
+        name = self.name(job_id)
+        try:
+            self.engine.api.remove_network(name)  # (a name with "-job-" is no id's prefix: never another's)
+            return
+        except NotFound:
+            return
+        except APIError as exc:
+            if "ambiguous" not in str(exc):
+                raise
+        for network in self._named(name):
             with contextlib.suppress(NotFound):  # (gone meanwhile: a late call of an earlier try)
                 self.engine.api.remove_network(network["Id"])
 

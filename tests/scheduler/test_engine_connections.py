@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,14 @@ CONTAINERS = 40  # (more than docker-py's 25 pools: every one of them would have
 
 
 class FakeEngine:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, networks: Sequence[str] = ()) -> None:
         self.folder = folder
         self.containers = [f"{i:064x}" for i in range(CONTAINERS)]
         spec = folder / "engines.json"
         labels = {"pai.portal": "pai"}
-        spec.write_text(json.dumps({"engines": [[[c, f"task-{i}", labels] for i, c in enumerate(self.containers)]]}))
+        engines = [[[c, f"task-{i}", labels] for i, c in enumerate(self.containers)]]
+        named = [[[name, {**labels, "pai.job-id": name.rsplit("-", 1)[1]}] for name in networks]]
+        spec.write_text(json.dumps({"engines": engines, "networks": named}))
         fake = ROOT / "bench" / "fake_docker.py"
         self.process = subprocess.Popen([sys.executable, str(fake), str(spec), str(folder)])
         deadline = time.monotonic() + 30
@@ -67,13 +69,25 @@ class FakeEngine:
 
 
 @pytest.fixture
-def engine() -> Iterator[FakeEngine]:
-    folder = Path(tempfile.mkdtemp(prefix="pai-fake-", dir="/tmp"))  # (a unix socket's path is short)
-    fake = FakeEngine(folder)
-    yield fake
-    fake.process.kill()
-    fake.process.wait()
-    shutil.rmtree(folder, ignore_errors=True)
+def engine_with() -> Iterator[Callable[..., FakeEngine]]:
+    """A fake engine's maker (its job networks named), each stopped after the test."""
+    made: list[FakeEngine] = []
+
+    def make(networks: Sequence[str] = ()) -> FakeEngine:
+        folder = Path(tempfile.mkdtemp(prefix="pai-fake-", dir="/tmp"))  # (a unix socket's path is short)
+        made.append(FakeEngine(folder, networks))
+        return made[-1]
+
+    yield make
+    for fake in made:
+        fake.process.kill()
+        fake.process.wait()
+        shutil.rmtree(fake.folder, ignore_errors=True)
+
+
+@pytest.fixture
+def engine(engine_with) -> FakeEngine:
+    return engine_with()
 
 
 def test_it_keeps_one_connection_to_an_engine_for_calls_about_many_containers_and_jobs(engine):
@@ -122,3 +136,18 @@ def test_it_sends_a_tcp_engines_calls_through_the_proxy_the_environment_names(mo
     monkeypatch.setenv("NO_PROXY", "")
     api = client("tcp://10.9.8.7:2375", timeout=1, version="1.41")
     assert api.proxies.get("http") == "http://proxy.example:3128"
+
+
+def test_it_removes_a_jobs_network_in_one_engine_call(engine_with):
+    engine = engine_with(networks=["pai-job-7", "pai-job-8"])
+    executor = DockerExecutor(engine.url)
+    executor.cleanup_job(7)
+    assert engine.calls() == {"version": 1, "list containers": 1, "remove network": 1}
+    assert executor.leftover_jobs() == {8}
+
+
+def test_it_removes_every_network_that_bears_a_jobs_name_where_several_do(engine_with):
+    engine = engine_with(networks=["pai-job-7", "pai-job-7"])  # (an older engine let a second be made)
+    executor = DockerExecutor(engine.url)
+    executor.cleanup_job(7)
+    assert executor.leftover_jobs() == set()
