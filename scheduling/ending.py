@@ -229,6 +229,8 @@ def apply_completion_policy(job: Job, backends: Backends) -> None:
         )
 
 
+RUNNING = TaskStatus(running=True)  # (a task a listing vouched for: not polled)
+
 # The tasks a pass may inspect in full looks (nodes whose event streams cannot vouch for every exit:
 # just opened, lost, or due their periodic look). Past it the other nodes' full looks wait for a
 # later pass, their streams' exits still handled: 10,000 tasks whose streams opened together made
@@ -239,13 +241,14 @@ _first_node = itertools.count()  # (the node whose full look goes first, moved o
 
 def _may_have_ended(
     running: list[tuple[int, str, str, int]], nodes: dict[int, Node]
-) -> list[tuple[int, str, str, int]]:
-    """The running tasks to poll: on a node whose executor tells which of its tasks ended (a Docker
-    engine's event stream), those; where it cannot tell (a full look), every one, while the pass's
-    FULL_LOOK_TASKS last (the first node's full look always: the nodes take turns going first, so
-    each one's comes). (A listing of the running containers does not tell: a container the engine
-    lists as running may hold a task that ended, and taking the listing's word held such exits for
-    tens of seconds.)"""
+) -> tuple[list[tuple[int, str, str, int]], set[int]]:
+    """The running tasks to poll, and the nodes looked at in full: on a node whose executor tells
+    which of its tasks ended (a Docker engine's event stream), those; where it cannot tell (a full
+    look), every one, while the pass's FULL_LOOK_TASKS last (the first node's full look always: the
+    nodes take turns going first, so each one's comes). (A listing of the running containers alone
+    does not tell: a container the engine lists as running may hold a task that ended, and taking
+    the listing's word held such exits for tens of seconds; with the ends the stream gathered it
+    does: _polled.)"""
     tasks_on = Counter(row[3] for row in running)
     order = sorted(tasks_on)
     if order:
@@ -257,7 +260,8 @@ def _may_have_ended(
         seen[node_id] = _exits_seen(nodes[node_id], may_look_in_full=budget > 0)
         if seen[node_id] is None:
             budget -= tasks_on[node_id]
-    return [row for row in running if (ended := seen[row[3]]) is None or row[1] in ended]
+    in_full = {node_id for node_id, ended in seen.items() if ended is None}
+    return [row for row in running if (ended := seen[row[3]]) is None or row[1] in ended], in_full
 
 
 def _exits_seen(node: Node, *, may_look_in_full: bool) -> set[str] | None:
@@ -304,7 +308,7 @@ def run(
     running = _RUNNING()
     nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
     exits: list[tuple[int, int, TaskStatus]] = []
-    for (task_id, _, _, node_id), status in _polled(_may_have_ended(running, nodes), nodes):
+    for (task_id, _, _, node_id), status in _polled(*_may_have_ended(running, nodes), nodes):
         if status.running:
             continue
         if status.failure is Failure.NODE_LOST:
@@ -326,16 +330,33 @@ def run(
 
 
 def _polled(
-    rows: list[tuple[int, str, str, int]], nodes: dict[int, Node]
+    rows: list[tuple[int, str, str, int]], in_full: set[int], nodes: dict[int, Node]
 ) -> Iterator[tuple[tuple[int, str, str, int], TaskStatus]]:
     """Each row's task polled on its node: a node's polls as one call on its lane, the nodes side
-    by side (executors.side_by_side). A poll that failed is the node's silence (NODE_LOST)."""
-    work: dict[Node, list[Callable[[Executor], TaskStatus]]] = {}
+    by side (executors.side_by_side); on a node looked at in full (`in_full`), after one listing of
+    what runs there, only the tasks it does not vouch for (Executor.running_listed). A poll that
+    failed is the node's silence (NODE_LOST)."""
+    listed: dict[int, set[str]] = {}  # (by node: the tasks its listing vouched for)
+
+    def listing(node_id: int) -> Callable[[Executor], None]:
+        def call(executor: Executor) -> None:
+            listed[node_id] = executor.running_listed() or set()
+
+        return call
+
+    def poll(node_id: int, handle: TaskHandle) -> Callable[[Executor], TaskStatus]:
+        def call(executor: Executor) -> TaskStatus:
+            return RUNNING if handle.executor_id in listed.get(node_id, ()) else executor.poll(handle)
+
+        return call
+
+    work: dict[Node, list[Callable[[Executor], TaskStatus | None]]] = {}
+    for node_id in in_full:  # (the listing first, its answer left out below)
+        work[nodes[node_id]] = [listing(node_id)]
     for _, executor_id, ip, node_id in rows:
-        handle = TaskHandle(executor_id, ip)
-        work.setdefault(nodes[node_id], []).append(lambda executor, handle=handle: executor.poll(handle))  # type: ignore[misc]
+        work.setdefault(nodes[node_id], []).append(poll(node_id, TaskHandle(executor_id, ip)))
     answers = executors.side_by_side(work, "poll")
-    taken: Counter[int] = Counter()
+    taken: Counter[int] = Counter({node_id: 1 for node_id in in_full})
     for row in rows:
         task_id, _, _, node_id = row
         answer = answers[node_id][taken[node_id]]
@@ -344,7 +365,7 @@ def _polled(
             log.warning("polling task %s on %s failed: %s", task_id, nodes[node_id].name, answer)
             said = answer.diagnostics if isinstance(answer, ExecutorError) else str(answer)
             answer = TaskStatus(running=False, lost=True, failure=Failure.NODE_LOST, diagnostics=said)
-        yield row, answer
+        yield row, cast(TaskStatus, answer)
 
 
 def record_exits(

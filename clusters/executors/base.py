@@ -187,6 +187,12 @@ class Executor(abc.ABC):
         call and answers what it knows; one that can never tell answers None all the same."""
         return None
 
+    def running_listed(self) -> set[str] | None:
+        """Right after exits_seen() said None (a full look): the tasks (executor ids) the backend
+        vouches are running, from one look at all of them, so that only the others are polled;
+        None where it cannot vouch (each task is polled)."""
+        return None
+
     @abc.abstractmethod
     def stop(self, handle: TaskHandle, *, keep: bool = False) -> None:
         """Stop and remove the task (idempotent); the scheduler also calls it on a task that has

@@ -38,9 +38,10 @@ def cluster(monkeypatch):
 
 
 def test_it_inspects_in_full_no_more_nodes_than_the_pass_allows(cluster):
-    polled = ending._may_have_ended(cluster.running, cluster.nodes)
+    polled, in_full = ending._may_have_ended(cluster.running, cluster.nodes)
     looked = [n for n, executor in cluster.executors.items() if executor.looked_in_full]
     assert len(looked) == 2  # 300 tasks, then 300 more while 200 of the 500 were left
+    assert in_full == set(looked)
     assert len(polled) == 2 * 300 + 2  # ... and the others' exits their streams saw
 
 
@@ -61,3 +62,39 @@ def test_it_keeps_a_put_off_full_look_due_until_it_is_allowed():
     watch = ExitWatch("ssh://nowhere", "pai", "pai.portal")
     watch.seen(may_look_in_full=False)
     assert watch.seen(may_look_in_full=True) is None
+
+
+class Listed:
+    """A node's executor whose listing vouches for some of its running tasks (or none: None)."""
+
+    def __init__(self, vouched: set[str] | None) -> None:
+        self.vouched = vouched
+        self.polled: list[str] = []
+
+    def running_listed(self) -> set[str] | None:
+        return self.vouched
+
+    def poll(self, handle):
+        self.polled.append(handle.executor_id)
+        return ending.TaskStatus(running=handle.executor_id != "c2", exit_code=0)
+
+
+class Node:  # (a node as the phase keys its calls by: hashable)
+    pk, name, executor, address, docker_url = 1, "n1", "docker", "", ""
+
+
+def polled_on(executor, monkeypatch, *, in_full: bool) -> list[str]:
+    node = Node()
+    monkeypatch.setattr(ending.executors, "node_executor", lambda node: executor)
+    rows = [(i, f"c{i}", "", 1) for i in range(4)]
+    answers = dict(ending._polled(rows, {1} if in_full else set(), {1: node}))  # type: ignore[dict-item]
+    assert [row[1] for row, status in answers.items() if not status.running] == ["c2"]
+    return executor.polled
+
+
+def test_it_polls_only_the_tasks_a_full_looks_listing_does_not_vouch_for(monkeypatch):
+    assert polled_on(Listed({"c0", "c1", "c3"}), monkeypatch, in_full=True) == ["c2"]
+
+
+def test_it_polls_every_task_of_a_full_look_whose_listing_vouches_for_none(monkeypatch):
+    assert polled_on(Listed(None), monkeypatch, in_full=True) == ["c0", "c1", "c2", "c3"]
