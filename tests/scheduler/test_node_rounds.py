@@ -36,23 +36,6 @@ def test_it_reconciles_every_node_in_the_same_number_of_queries_however_many_the
     assert queries_of(lambda: nodes.reconcile(Backends())) == few
 
 
-def test_it_reads_only_the_node_ids_in_a_heartbeat_round_with_no_node_due(quiet_engines, settings, monkeypatch):
-    settings.PAI_NODE_HEARTBEAT_SECONDS = 10.0
-    add_nodes(4)
-    clock = [1000.0]
-    monkeypatch.setattr(nodes.time, "monotonic", lambda: clock[0])
-    pinged: list[str] = []
-    monkeypatch.setattr(executors, "ping", lambda node: pinged.append(node.name))
-    heartbeat = nodes.Heartbeat()
-    heartbeat.check(Backends())
-    assert sorted(pinged) == ["n0", "n1", "n2", "n3"]  # (the first round: every node)
-    clock[0] += 1.0  # (the next round: each node's next ping is 5-10 s after its first)
-    with CaptureQueriesContext(connection) as seen:
-        assert heartbeat.check(Backends()) is False
-    assert len(pinged) == 4
-    assert len(seen) == 1 and '"clusters_node"."address"' not in seen[0]["sql"]  # (the ids, no node read whole)
-
-
 def lane_of(name: str) -> executors.Lane:
     lane = executors.lane_of(Node.objects.get(name=name))
     assert lane is not None
@@ -69,6 +52,17 @@ def pinged_on_a_clock(quiet_engines, settings, monkeypatch):
     pinged: list[str] = []
     monkeypatch.setattr(executors, "ping", lambda node: pinged.append(node.name))
     return nodes.Heartbeat(), clock, pinged
+
+
+def test_it_reads_only_the_node_ids_in_a_heartbeat_round_with_no_node_due(pinged_on_a_clock):
+    heartbeat, clock, pinged = pinged_on_a_clock
+    heartbeat.check(Backends())
+    assert sorted(pinged) == ["n0", "n1", "n2", "n3"]  # (the first round: every node)
+    clock[0] += 1.0  # (the next round: each node's next ping is 5-10 s after its first)
+    with CaptureQueriesContext(connection) as seen:
+        assert heartbeat.check(Backends()) is False
+    assert len(pinged) == 4
+    assert len(seen) == 1 and '"clusters_node"."address"' not in seen[0]["sql"]  # (the ids, no node read whole)
 
 
 def test_it_pings_no_node_whose_engine_answered_a_call_lately(pinged_on_a_clock):
