@@ -15,6 +15,7 @@ from jobs.actions import submit_job
 from jobs.models import Job
 from scheduling.scheduler import Scheduler
 from tests.factories import default_image
+from tests.scheduler.fake_engine import engine_with  # noqa: F401  (the fake Docker engine's fixture)
 
 
 @pytest.fixture

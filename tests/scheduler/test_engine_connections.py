@@ -5,84 +5,11 @@ process, counting the connections open to it); the client is the executor's real
 
 from __future__ import annotations
 
-import json
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from clusters.executors.base import TaskHandle
 from clusters.executors.docker import DockerExecutor
-
-ROOT = Path(__file__).resolve().parents[2]
-CONTAINERS = 40  # (more than docker-py's 25 pools: every one of them would have been kept)
-
-
-class FakeEngine:
-    def __init__(self, folder: Path, networks: Sequence[str] = ()) -> None:
-        self.folder = folder
-        self.containers = [f"{i:064x}" for i in range(CONTAINERS)]
-        spec = folder / "engines.json"
-        labels = {"pai.portal": "pai"}
-        engines = [[[c, f"task-{i}", labels] for i, c in enumerate(self.containers)]]
-        named = [[[name, {**labels, "pai.job-id": name.rsplit("-", 1)[1]}] for name in networks]]
-        spec.write_text(json.dumps({"engines": engines, "networks": named}))
-        fake = ROOT / "bench" / "fake_docker.py"
-        self.process = subprocess.Popen([sys.executable, str(fake), str(spec), str(folder)])
-        deadline = time.monotonic() + 30
-        while not (folder / "ready").exists():
-            assert self.process.poll() is None and time.monotonic() < deadline, "the fake engine did not start"
-            time.sleep(0.01)
-        self.url = f"unix://{folder}/engine-0.sock"
-
-    def ask(self, path: str) -> Any:
-        """GET `path` of the fake's control socket: its JSON answer."""
-        with socket.socket(socket.AF_UNIX) as control:
-            control.connect(str(self.folder / "control.sock"))
-            control.sendall(f"GET {path} HTTP/1.1\r\nHost: fake\r\n\r\n".encode())
-            answer = b""
-            while b"\r\n\r\n" not in answer:
-                answer += control.recv(65536)
-            head, _, body = answer.partition(b"\r\n\r\n")
-            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
-            while len(body) < length:
-                body += control.recv(65536)
-            return json.loads(body)
-
-    def connections(self, expected: int = 1) -> int:
-        """Open to the engine (the control socket's own asking left out), looked at until `expected`
-        or for 0.5 s: a client's close reaches the server in a moment, a connection kept stays."""
-        deadline = time.monotonic() + 0.5
-        while (open_now := sum(self.ask("/connections").values()) - 1) != expected and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return open_now
-
-    def calls(self) -> dict[str, int]:
-        return dict(self.ask("/calls"))
-
-
-@pytest.fixture
-def engine_with() -> Iterator[Callable[..., FakeEngine]]:
-    """A fake engine's maker (its job networks named), each stopped after the test."""
-    made: list[FakeEngine] = []
-
-    def make(networks: Sequence[str] = ()) -> FakeEngine:
-        folder = Path(tempfile.mkdtemp(prefix="pai-fake-", dir="/tmp"))  # (a unix socket's path is short)
-        made.append(FakeEngine(folder, networks))
-        return made[-1]
-
-    yield make
-    for fake in made:
-        fake.process.kill()
-        fake.process.wait()
-        shutil.rmtree(fake.folder, ignore_errors=True)
+from tests.scheduler.fake_engine import CONTAINERS, FakeEngine
 
 
 @pytest.fixture
@@ -95,7 +22,7 @@ def test_it_keeps_one_connection_to_an_engine_for_calls_about_many_containers_an
     for container in engine.containers:
         assert executor.poll(TaskHandle(executor_id=container)).running
     for job_id in range(CONTAINERS):
-        executor.cleanup_job(job_id)  # (a listing of the job's containers, one of the networks)
+        executor.cleanup_job(job_id)  # (a listing of the job's containers, its network removed by name)
     for container in engine.containers:
         executor.stop(TaskHandle(executor_id=container))
     assert engine.connections() == 1

@@ -13,11 +13,11 @@ import pytest
 
 from clusters.executors.docker import DockerExecutor
 from clusters.executors.docker_events import LISTING_LAG_S, ExitWatch
-from tests.scheduler.test_engine_connections import FakeEngine, engine_with  # noqa: F401  (the fixture)
+from tests.scheduler.fake_engine import FakeEngine
 
 
 @pytest.fixture
-def watched(engine_with) -> tuple[FakeEngine, DockerExecutor]:  # noqa: F811
+def watched(engine_with) -> tuple[FakeEngine, DockerExecutor]:
     """An executor whose event stream is open and whose first look after the open was made."""
     engine = engine_with()
     executor = DockerExecutor(engine.url)
@@ -50,7 +50,7 @@ def test_it_does_not_vouch_for_a_listed_container_whose_end_its_stream_saw(watch
     assert periodic_look(executor) == set(engine.containers) - {ended}
 
 
-def test_it_looks_again_a_moment_after_the_look_that_followed_its_streams_opening(engine_with):  # noqa: F811
+def test_it_looks_again_a_moment_after_the_look_that_followed_its_streams_opening(engine_with):
     engine = engine_with()
     executor = DockerExecutor(engine.url)
     deadline = time.monotonic() + 10
