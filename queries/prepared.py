@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from django.db import DatabaseError, connections, transaction
-from django.db.models import Model, QuerySet, signals
+from django.db.models import Model, QuerySet, Value, signals
 from django.db.models import query as django_query
 from django.db.models.query import FlatValuesListIterable, ModelIterable, ValuesListIterable
-from django.db.models.sql import InsertQuery
+from django.db.models.sql import InsertQuery, UpdateQuery
 
 T = TypeVar("T")
 DB = "default"
@@ -34,35 +34,116 @@ _MARKERS: dict[type, Callable[[int], Any]] = {
     int: lambda number: -7_355_608_000_000_000_000 - number,
 }
 
+# The longest list argument run by compiled SQL: a list is compiled once per size bucket (1, 2, 4,
+# ... LIST_MOST values); a longer one is Django's to build each time.
+LIST_MOST = 1024
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """An argument that is a list of `kind` values, for an `__in` lookup: `Prepared(lambda ids:
+    Task.objects.filter(pk__in=ids), ListOf(int))`. Its SQL is compiled once per size bucket, the
+    list filled to its bucket with its last value (which changes nothing an IN list means); an empty
+    list, or one longer than LIST_MOST, is run by Django's own queryset, as it would be."""
+
+    kind: type
+
+
+ArgumentType = type | ListOf
+
 
 @dataclass(frozen=True)
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, int], ...]  # (parameter position, argument index)
+    slots: tuple[tuple[int, int], ...]  # (parameter position, value index among the flattened arguments)
     rows_to_results: Callable[[list[Any]], list[Any]]
+
+
+class _Arguments:
+    """The arguments of compiled SQL: what each is while compiling (markers), the size bucket each
+    list argument is compiled for, and a call's values flattened in the markers' order."""
+
+    def __init__(self, argument_types: tuple[ArgumentType, ...]) -> None:
+        self.types = argument_types
+
+    def sizes(self, args: tuple[Any, ...]) -> tuple[int, ...] | None:
+        """Each list argument's bucket (None: a list Django must run, empty or too long)."""
+        sizes = []
+        for kind, value in zip(self.types, args, strict=True):
+            if isinstance(kind, ListOf):
+                count = len(set(value))
+                if not 0 < count <= LIST_MOST:
+                    return None
+                sizes.append(1 << (count - 1).bit_length())
+        return tuple(sizes)
+
+    def markers(self, sizes: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+        """(the arguments to build the queryset with, every marker in order)."""
+        built: list[Any] = []
+        flat: list[Any] = []
+        lists = iter(sizes)
+        for kind in self.types:
+            if isinstance(kind, ListOf):
+                markers = [_MARKERS[kind.kind](len(flat) + number) for number in range(next(lists))]
+                built.append(markers)
+                flat.extend(markers)
+            else:
+                built.append(_MARKERS[kind](len(flat)))
+                flat.append(built[-1])
+        return built, flat
+
+    def values(self, args: tuple[Any, ...], sizes: tuple[int, ...]) -> list[Any]:
+        flat: list[Any] = []
+        lists = iter(sizes)
+        for kind, value in zip(self.types, args, strict=True):
+            if isinstance(kind, ListOf):
+                distinct = list(dict.fromkeys(value))
+                flat.extend(distinct + distinct[-1:] * (next(lists) - len(distinct)))
+            else:
+                flat.append(value)
+        return flat
+
+    @staticmethod
+    def slots(sql: str, params: list[Any] | tuple[Any, ...], flat: list[Any]) -> tuple[tuple[int, int], ...]:
+        """Where each marker lands among the SQL's parameters (a ValueError if one is not one)."""
+        slots: list[tuple[int, int]] = []
+        for index, marker in enumerate(flat):
+            found = [position for position, param in enumerate(params) if param == marker]
+            if not found or str(marker).strip("\x00") in sql:
+                raise ValueError(f"argument {index} must reach the SQL as parameters, as given")
+            slots.extend((position, index) for position in found)
+        return tuple(slots)
+
+
+def _filled(params: tuple[Any, ...], slots: tuple[tuple[int, int], ...], values: list[Any]) -> list[Any]:
+    filled = list(params)
+    for position, index in slots:
+        filled[position] = values[index]
+    return filled
 
 
 class Prepared(Generic[T]):
     """`Prepared(lambda name, owner_id: Job.objects.filter(name=name, owner_id=owner_id), str, int)`
     then `read(name, owner_id)` -> a list, as `list(queryset)` gives. Each argument must reach the
-    SQL as parameters, as given (a column's value: a string or an int, never a model, a list or a
-    slice's bound); the queryset gives model instances or `values_list` rows."""
+    SQL as parameters, as given (a column's value: a string or an int, or a list of them as
+    `ListOf(int)` for an `__in` lookup; never a model or a slice's bound); the queryset gives model
+    instances or `values_list` rows."""
 
-    def __init__(self, build: Callable[..., QuerySet[Any]], *argument_types: type) -> None:
+    def __init__(self, build: Callable[..., QuerySet[Any]], *argument_types: ArgumentType) -> None:
         self.build = build
-        self.argument_types = argument_types
-        self._compiled: dict[str, _Compiled] = {}  # by the database's vendor
+        self.arguments = _Arguments(argument_types)
+        self._compiled: dict[tuple[str, tuple[int, ...]], _Compiled] = {}  # by vendor and list sizes
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> list[T]:
+        sizes = self.arguments.sizes(args)
+        if sizes is None:
+            return list(self.build(*args))
         connection = connections[DB]
-        compiled = self._compiled.get(connection.vendor) or self._compile(connection.vendor)
-        params = list(compiled.params)
-        for position, index in compiled.slots:
-            params[position] = args[index]
+        compiled = self._compiled.get((connection.vendor, sizes)) or self._compile(connection.vendor, sizes)
         with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, params)
+            cursor.execute(compiled.sql, _filled(compiled.params, compiled.slots, self.arguments.values(args, sizes)))
             rows = cursor.fetchall()
         return compiled.rows_to_results(rows)
 
@@ -70,23 +151,94 @@ class Prepared(Generic[T]):
         found = self(*args)
         return found[0] if found else None
 
-    def _compile(self, vendor: str) -> _Compiled:
-        markers = [_MARKERS[kind](number) for number, kind in enumerate(self.argument_types)]
-        queryset = self.build(*markers)
+    def _compile(self, vendor: str, sizes: tuple[int, ...]) -> _Compiled:
+        built, flat = self.arguments.markers(sizes)
+        queryset = self.build(*built)
         if queryset.db != DB or getattr(queryset, "_prefetch_related_lookups", None):
             raise ValueError("a Prepared read runs on the default database, without prefetch_related")
         compiler = queryset.query.get_compiler(using=DB)
         sql, params = compiler.as_sql()
-        slots: list[tuple[int, int]] = []
-        for index, marker in enumerate(markers):
-            found = [position for position, param in enumerate(params) if param == marker]
-            if not found or str(marker).strip("\x00") in sql:
-                raise ValueError(f"argument {index} must reach the SQL as parameters, as given")
-            slots.extend((position, index) for position in found)
-        compiled = _Compiled(sql, tuple(params), tuple(slots), _results_of(queryset, compiler))
+        slots = _Arguments.slots(sql, params, flat)
+        compiled = _Compiled(sql, tuple(params), slots, _results_of(queryset, compiler))
         with self._lock:
-            self._compiled[vendor] = compiled
+            self._compiled[vendor, sizes] = compiled
         return compiled
+
+
+@dataclass(frozen=True)
+class _CompiledUpdate:
+    sql: str
+    params: tuple[Any, ...]
+    slots: tuple[tuple[int, int], ...]  # (parameter position, value index: the arguments', then the set values')
+
+
+class PreparedUpdate:
+    """An UPDATE whose SQL Django compiles once per process: `PreparedUpdate(lambda job_id:
+    Job.objects.filter(pk=job_id, state="WAITING"), int, sets=("state", "updated_at"))` then
+    `update(job_id, state=..., updated_at=...)` -> the rows changed, as `queryset.update(...)`
+    gives (each value prepared as Django prepares it: a model instance for a foreign key, None as
+    NULL). `fixed`: values the same on every call, expressions included (`F("attempt") + 1`). The
+    arguments are as `Prepared`'s; every name in `sets` is given on each call, and nothing else.
+    Django built and compiled each UPDATE anew: 0.17 of its 0.19 ms of CPU (docs/performance.md)."""
+
+    def __init__(
+        self,
+        build: Callable[..., QuerySet[Any]],
+        *argument_types: ArgumentType,
+        sets: tuple[str, ...],
+        fixed: dict[str, Any] | None = None,
+    ) -> None:
+        self.build = build
+        self.arguments = _Arguments(argument_types)
+        self.sets = sets
+        self.fixed = fixed or {}
+        self._compiled: dict[tuple[str, tuple[int, ...]], _CompiledUpdate] = {}
+        self._fields: list[Any] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, *args: Any, **values: Any) -> int:
+        if values.keys() != set(self.sets):
+            raise TypeError(f"an update of {sorted(self.sets)}, given {sorted(values)}")
+        sizes = self.arguments.sizes(args)
+        if sizes is None:
+            return self.build(*args).update(**self.fixed, **values)
+        connection: Any = connections[DB]
+        compiled = self._compiled.get((connection.vendor, sizes)) or self._compile(connection.vendor, sizes)
+        fields = self._fields or []
+        prepared = [_save_value(field, values[name], connection) for field, name in zip(fields, self.sets, strict=True)]
+        params = _filled(compiled.params, compiled.slots, self.arguments.values(args, sizes) + prepared)
+        with transaction.mark_for_rollback_on_error(using=DB), connection.cursor() as cursor:
+            cursor.execute(compiled.sql, params)
+            return int(cursor.rowcount)
+
+    def _compile(self, vendor: str, sizes: tuple[int, ...]) -> _CompiledUpdate:
+        built, flat = self.arguments.markers(sizes)
+        set_markers = [_MARKERS[str](len(flat) + number) for number in range(len(self.sets))]
+        queryset = self.build(*built)
+        query = queryset.query.chain(UpdateQuery)
+        given = {name: Value(marker) for name, marker in zip(self.sets, set_markers, strict=True)}
+        query.add_update_values({**self.fixed, **given})
+        query.clear_select_clause()
+        if queryset.db != DB or query.related_updates or query.order_by or query.is_sliced:
+            raise ValueError("a PreparedUpdate changes one model's own rows on the default database, unordered")
+        sql, params = query.get_compiler(using=DB).as_sql()
+        compiled = _CompiledUpdate(sql, tuple(params), _Arguments.slots(sql, params, flat + set_markers))
+        meta = queryset.model._meta
+        with self._lock:
+            self._fields = [meta.get_field(name) for name in self.sets]
+            self._compiled[vendor, sizes] = compiled
+        return compiled
+
+
+def _save_value(field: Any, value: Any, connection: Any) -> Any:
+    """A value as Django's UPDATE prepares it (SQLUpdateCompiler.as_sql)."""
+    if hasattr(value, "resolve_expression"):
+        raise ValueError(f"{field.name}: an expression is compiled once, as one of `fixed`")
+    if hasattr(value, "prepare_database_save"):
+        if not field.remote_field:
+            raise TypeError(f"Tried to update field {field} with a model instance, {value!r}")
+        value = value.prepare_database_save(field)
+    return field.get_db_prep_save(value, connection=connection)
 
 
 def _results_of(queryset: QuerySet[Any], compiler: Any) -> Callable[[list[Any]], list[Any]]:

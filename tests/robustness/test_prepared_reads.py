@@ -9,9 +9,12 @@ from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db.models import F
 
+from clusters.models import Node
 from jobs.models import Job, JobEvent, JobTag, Task
-from queries.prepared import Prepared, PreparedInsert
+from queries import prepared
+from queries.prepared import ListOf, Prepared, PreparedInsert, PreparedUpdate
 from tests.factories import create_job
 
 User = get_user_model()
@@ -82,6 +85,94 @@ def test_it_refuses_an_argument_that_is_no_parameter_of_the_sql(finished_job):
     unused: Prepared[Job] = Prepared(lambda name: Job.objects.all(), str)
     with pytest.raises(ValueError, match="argument 0"):
         unused("finished")
+
+
+# List arguments (an `__in` lookup's), compiled once per size bucket.
+
+
+def names_of(ids):
+    return Job.objects.filter(pk__in=ids).order_by("pk").values_list("name", flat=True)
+
+
+NAMES_OF: Prepared[str] = Prepared(names_of, ListOf(int))
+
+
+@pytest.fixture
+def five_jobs(user, default_vc) -> list[int]:
+    return [create_job(user, f"job-{number}").pk for number in range(5)]
+
+
+@pytest.mark.parametrize("picked", [[0], [0, 1], [4, 2, 0], [1, 1, 3, 3, 3], [0, 1, 2, 3, 4]])
+def test_it_reads_a_list_argument_as_its_queryset_does(five_jobs, picked):
+    ids = [five_jobs[number] for number in picked]
+    assert NAMES_OF(ids) == list(names_of(ids))
+
+
+def test_it_compiles_a_list_once_for_every_size_in_its_bucket(five_jobs, django_assert_num_queries):
+    read: Prepared[str] = Prepared(names_of, ListOf(int))
+    for count in (3, 4, 3):
+        with django_assert_num_queries(1):
+            assert read(five_jobs[:count]) == [f"job-{number}" for number in range(count)]
+    assert [sizes for _, sizes in read._compiled] == [(4,)]
+
+
+def test_it_leaves_an_empty_or_too_long_list_to_django(five_jobs, monkeypatch):
+    monkeypatch.setattr(prepared, "LIST_MOST", 2)
+    read: Prepared[str] = Prepared(names_of, ListOf(int))
+    assert read([]) == [] and read(five_jobs) == [f"job-{number}" for number in range(5)]
+    assert read._compiled == {}
+
+
+# Updates compiled once (queries.prepared.PreparedUpdate) change what queryset.update changes.
+
+PLACE = PreparedUpdate(
+    lambda task_id, state: Task.objects.filter(pk=task_id, state=state),
+    int,
+    str,
+    sets=("state", "node", "gpus", "ports", "started_at", "exit_code"),
+    fixed={"attempt": F("attempt") + 1},
+)
+
+
+def test_it_updates_a_row_as_queryset_update_does(user, default_vc):
+    node = Node.objects.create(name="node-1", cpus=8, memory_mb=8192)
+    job = create_job(user, "placed", roles={"worker": 2})
+    first, second = Task.objects.filter(job=job).order_by("index")
+    values = {
+        "state": "RUNNING",
+        "node": node,
+        "gpus": [0, 3],
+        "ports": {"ssh": 40022},
+        "started_at": datetime(2026, 12, 5, 1, 2, 3, 456789, tzinfo=UTC),
+        "exit_code": None,
+    }
+    assert PLACE(first.pk, "WAITING", **values) == 1
+    assert Task.objects.filter(pk=second.pk, state="WAITING").update(attempt=F("attempt") + 1, **values) == 1
+    first_row, second_row = _row(Task, first.pk), _row(Task, second.pk)
+    assert first_row == {**second_row, "index": 0}
+    assert first_row["attempt"] == 1 and first_row["node_id"] == node.pk
+    assert Task.objects.get(pk=first.pk).started_at == values["started_at"]
+
+
+def test_it_changes_only_the_rows_its_arguments_select(user, default_vc):
+    job = create_job(user, "placed")
+    (task,) = job.tasks.all()
+    unchanged = _row(Task, task.pk)
+    assert PLACE(task.pk, "RUNNING", state="FAILED", node=None, gpus=[], ports={}, started_at=None, exit_code=1) == 0
+    assert _row(Task, task.pk) == unchanged
+
+
+def test_it_updates_the_rows_of_a_list_argument(five_jobs):
+    hold = PreparedUpdate(lambda ids: Job.objects.filter(pk__in=ids), ListOf(int), sets=("held",))
+    assert hold(five_jobs[1:4] + five_jobs[1:2], held=True) == 3
+    assert list(Job.objects.filter(held=True).order_by("pk").values_list("pk", flat=True)) == five_jobs[1:4]
+    assert hold([], held=False) == 0
+
+
+def test_it_refuses_values_other_than_its_sets(user, default_vc):
+    job = create_job(user, "placed")
+    with pytest.raises(TypeError, match="state"):
+        PLACE(job.pk, "WAITING", state="RUNNING")
 
 
 # Inserts compiled once (queries.prepared.PreparedInsert) write what save() and bulk_create write.
