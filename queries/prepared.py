@@ -215,7 +215,7 @@ class PreparedUpdate:
         built, flat = self.arguments.markers(sizes)
         set_markers = [_MARKERS[str](len(flat) + number) for number in range(len(self.sets))]
         queryset = self.build(*built)
-        query = queryset.query.chain(UpdateQuery)
+        query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
         given = {name: Value(marker) for name, marker in zip(self.sets, set_markers, strict=True)}
         query.add_update_values({**self.fixed, **given})
         query.clear_select_clause()
