@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from accounts.models import SshPublicKey
+from queries.prepared import Prepared
 
 MAX_KEY_CHARS = 16 * 1024
 MAX_KEYS_PER_USER = 50
@@ -66,5 +67,11 @@ def remove_key(user: Any, key_id: int) -> bool:
     return deleted > 0
 
 
+# Read for every task the scheduler starts: compiled once (queries.prepared).
+_KEY_LINES: Prepared[str] = Prepared(
+    lambda user_id: SshPublicKey.objects.filter(user_id=user_id).values_list("key", flat=True), int
+)
+
+
 def public_key_lines(user: Any) -> list[str]:
-    return list(SshPublicKey.objects.filter(user=user).values_list("key", flat=True))
+    return _KEY_LINES(user.pk)

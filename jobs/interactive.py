@@ -17,6 +17,7 @@ from jobs.group_shares import group_to_share_with
 from jobs.models import InteractiveApp, Job, JobState, Task, TaskState
 from jobs.protocol.hooks import JUPYTER_PLUGIN
 from jobs.protocol.interactive import declared_apps
+from queries.prepared import Prepared
 
 WARN_BEFORE_S = 600  # the app shows the stop coming this long before (a quarter of a shorter idle time)
 
@@ -48,6 +49,10 @@ def new_apps(job: Job) -> list[InteractiveApp]:
             )
         )
     return apps
+
+
+# Read for every task the scheduler starts (its Jupyter's token): compiled once (queries.prepared).
+_APPS_OF: Prepared[InteractiveApp] = Prepared(lambda job_id: InteractiveApp.objects.filter(job_id=job_id), int)
 
 
 def app_token(app: InteractiveApp) -> str:
@@ -138,7 +143,7 @@ def app_secret_env(job: Job, task: Task) -> dict[str, str]:
     """JUPYTER_TOKEN for the task that serves the job's Jupyter (a secret variable: not in logs)."""
     if task.index != 0:
         return {}
-    for app in job.apps.all():
+    for app in _APPS_OF(job.pk):
         if app.kind == JUPYTER_PLUGIN and app.role == task.role:
             return {"JUPYTER_TOKEN": app_token(app)}
     return {}

@@ -39,7 +39,7 @@ from jobs.models import (
 )
 from jobs.protocol.timelimit import duration_text
 from jobs.states import FINISHED_JOB_STATES, JOB_TRANSITIONS, TASK_TRANSITIONS, JobState, TaskState
-from queries.prepared import PreparedInsert
+from queries.prepared import ListOf, Prepared, PreparedInsert, PreparedUpdate
 
 if TYPE_CHECKING:
     from clusters.models import VirtualCluster
@@ -53,6 +53,79 @@ NOT_ENDING: dict[str, Any] = {
     "ending_reason_message": {},
     "ending_deadline": None,
 }
+# The scheduler's writes of every job it starts and ends, compiled once (queries.prepared): Django
+# built and compiled each anew, a third of the loop's CPU per trivial job (docs/performance.md).
+_CLAIM_JOB = PreparedUpdate(
+    lambda job_id: Job.objects.filter(
+        ~Q(ending_cause=Job.Ending.STOP), pk=job_id, state__in=JOB_TRANSITIONS["claim_for_launch"][0]
+    ),
+    int,
+    sets=("updated_at", "launched_at", "borrowed_from"),
+    fixed={
+        "state": JOB_TRANSITIONS["claim_for_launch"][1],
+        "job_attempt": F("job_attempt") + 1,
+        **NO_REASON,
+        **NOT_ENDING,  # (a job that ended while being preempted, restarted: not ending now)
+    },
+)
+_PLACEABLE_TASKS: Prepared[Task] = Prepared(
+    lambda job_id: Task.objects.filter(job_id=job_id, state__in=TASK_TRANSITIONS["place_task"][0]), int
+)
+_PLACE_TASK = PreparedUpdate(
+    lambda task_id: Task.objects.filter(pk=task_id, state__in=TASK_TRANSITIONS["place_task"][0]),
+    int,
+    sets=("node_id", "gpus", "ports"),
+    fixed={
+        "state": TASK_TRANSITIONS["place_task"][1],
+        "attempt": 1,
+        "executor_id": "",
+        "exit_code": None,
+        "user_exit_code": None,
+        **exit_diagnostics_fields(None),
+        "started_at": None,
+        "finished_at": None,
+    },
+)
+_SET_PENDING_REASON = PreparedUpdate(
+    lambda job_ids: Job.objects.filter(pk__in=job_ids, state=JobState.WAITING), ListOf(int), sets=tuple(NO_REASON)
+)
+_SET_TASK_LAUNCH = PreparedUpdate(
+    lambda task_id, attempt: Task.objects.filter(pk=task_id, attempt=attempt), int, int, sets=("ip", "log_path")
+)
+_RECORD_TASK_STARTED = PreparedUpdate(
+    lambda task_id, attempt: Task.objects.filter(pk=task_id, attempt=attempt, state=TaskState.RUNNING, executor_id=""),
+    int,
+    int,
+    sets=("executor_id", "ip", "started_at"),
+    fixed={"finished_at": None},
+)
+_ENDING_TASKS: Prepared[tuple[int, int]] = Prepared(
+    lambda task_ids: (
+        Task.objects.select_for_update()
+        .filter(pk__in=task_ids, state__in=TASK_TRANSITIONS["finish_task"][0])
+        .values_list("pk", "attempt")
+    ),
+    ListOf(int),
+)
+_SUCCEEDING_JOBS: Prepared[int] = Prepared(
+    lambda job_ids: (
+        Job.objects.select_for_update()
+        .filter(pk__in=job_ids, state__in=JOB_TRANSITIONS["succeed"][0])
+        .values_list("pk", flat=True)
+    ),
+    ListOf(int),
+)
+_SUCCEED_JOBS = PreparedUpdate(
+    lambda job_ids: Job.objects.filter(pk__in=job_ids, state__in=JOB_TRANSITIONS["succeed"][0]),
+    ListOf(int),
+    sets=("completed_at", "updated_at"),
+    fixed={
+        "state": JOB_TRANSITIONS["succeed"][1],
+        "exit_code": 0,
+        "user_exit_code": 0,
+        **exit_diagnostics_fields(None),
+    },
+)
 ENDED: dict[str, Any] = {"ending_by": None, "ending_reason": "", "ending_reason_message": {}, "ending_deadline": None}
 PREEMPTIONS = (Job.Ending.PREEMPTION, Job.Ending.RECLAIM)
 
@@ -209,40 +282,19 @@ def claim_for_launch(
     nodes; None if a stop or another scheduler got there first. `borrowed_from`: the lending VC
     whose idle quota it runs on (docs/admin/sharing.md, "Borrowing and reclaim"); `note`: why it
     started ahead of its VC's first waiting job (backfill), its event."""
-    from_states, to_state = _task_states("place_task")
     where_to = {(p.role, p.index): p for p in placements}
     with transaction.atomic():
-        claimed = _move_job(
-            job.pk,
-            "claim_for_launch",
-            ~Q(ending_cause=Job.Ending.STOP),
-            job_attempt=F("job_attempt") + 1,
-            launched_at=timezone.now(),
-            **NO_REASON,
-            **NOT_ENDING,  # (a job that ended while being preempted, restarted: not ending now)
-            borrowed_from=borrowed_from,
-        )
-        if not claimed:
+        now = timezone.now()
+        if not _CLAIM_JOB(job.pk, updated_at=now, launched_at=now, borrowed_from=borrowed_from):
             return None
-        tasks = [task for task in job.tasks.filter(state__in=from_states) if (task.role, task.index) in where_to]
+        tasks = [task for task in _PLACEABLE_TASKS(job.pk) if (task.role, task.index) in where_to]
         for task in tasks:
+            task.job = job
             placement = where_to[task.role, task.index]
-            placed = {
-                "state": to_state,
-                "node_id": placement.node_id,
-                "gpus": placement.gpus,
-                "ports": placement.ports,
-                "attempt": 1,
-                "executor_id": "",
-                "exit_code": None,
-                "user_exit_code": None,
-                **exit_diagnostics_fields(None),
-                "started_at": None,
-                "finished_at": None,
-            }
+            placed = {"node_id": placement.node_id, "gpus": placement.gpus, "ports": placement.ports}
             # (Django's bulk_update builds a CASE per field and row: slower than these for gangs.)
-            Task.objects.filter(pk=task.pk, state__in=from_states).update(**placed)
-            for field, value in placed.items():
+            _PLACE_TASK(task.pk, **placed)
+            for field, value in (*_PLACE_TASK.fixed.items(), *placed.items()):
                 setattr(task, field, value)
         event(job.pk, "placed", Message.of("event.placed", count=len(placements), where=where))
         if borrowed_from is not None:
@@ -289,7 +341,7 @@ def set_pending_reasons(reasons: Mapping[int, Sequence[Message]], stored: Stored
     for job_id, reason in reasons.items():
         by_reason.setdefault(stored.key(reason), (reason, []))[1].append(job_id)
     for reason, job_ids in by_reason.values():
-        Job.objects.filter(pk__in=job_ids, state=JobState.WAITING).update(**pending_reason_fields(reason))
+        _SET_PENDING_REASON(job_ids, **pending_reason_fields(reason))
 
 
 def release_held(job_ids: list[int]) -> bool:
@@ -309,7 +361,7 @@ def set_task_launches(tasks: list[Task]) -> None:
     none: a claimed task without an address is given its job's addresses again)."""
     with transaction.atomic():
         for task in tasks:
-            Task.objects.filter(pk=task.pk, attempt=task.attempt).update(ip=task.ip, log_path=task.log_path)
+            _SET_TASK_LAUNCH(task.pk, task.attempt, ip=task.ip, log_path=task.log_path)
 
 
 def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) -> None:
@@ -319,12 +371,9 @@ def record_tasks_started(started: list[tuple[Task, str, str, str, datetime]]) ->
     events = []
     with transaction.atomic():
         for task, executor_id, ip, node_name, when in started:
-            recorded = Task.objects.filter(
-                pk=task.pk, attempt=task.attempt, state=TaskState.RUNNING, executor_id=""
-            ).update(executor_id=executor_id, ip=ip or task.ip, started_at=when, finished_at=None)
-            if recorded:
+            if _RECORD_TASK_STARTED(task.pk, task.attempt, executor_id=executor_id, ip=ip or task.ip, started_at=when):
                 events.append(event_row(task.job_id, "task-started", _started(task, node_name)))
-        JobEvent.objects.bulk_create(events)
+        _EVENT_INSERT.insert_all(events)
 
 
 def _started(task: Task, node_name: str) -> Message:
@@ -379,8 +428,7 @@ def end_tasks(ends: Sequence[tuple[Task, int, TaskExit]]) -> list[Task]:
     if not ends:
         return []
     with transaction.atomic():
-        rows = Task.objects.select_for_update().filter(pk__in=[task.pk for task, _, _ in ends], state__in=from_states)
-        attempts = dict(rows.values_list("pk", "attempt"))
+        attempts = dict(_ENDING_TASKS([task.pk for task, _, _ in ends]))
         ending = [
             (task, job_attempt, exit) for task, job_attempt, exit in ends if attempts.get(task.pk) == task.attempt
         ]
@@ -395,15 +443,17 @@ def end_tasks(ends: Sequence[tuple[Task, int, TaskExit]]) -> list[Task]:
         for job_attempt in {job_attempt for _, job_attempt, _ in ending}:
             same = [(task, exit) for task, attempt, exit in ending if attempt == job_attempt]
             _keep_attempts([task for task, _ in same], job_attempt, {task.pk: exit for task, exit in same})
-        JobEvent.objects.bulk_create(
-            event_row(
-                task.job_id,
-                "task-exit",
-                Message.of(
-                    "event.task_exited", task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase
-                ),
-            )
-            for task, _, exit in ending
+        _EVENT_INSERT.insert_all(
+            [
+                event_row(
+                    task.job_id,
+                    "task-exit",
+                    Message.of(
+                        "event.task_exited", task=f"{task.role}-{task.index}", code=exit.exit_code, phrase=exit.phrase
+                    ),
+                )
+                for task, _, exit in ending
+            ]
         )
     return [task for task, _, _ in ending]
 
@@ -771,26 +821,16 @@ def succeed_all(job_ids: Sequence[int]) -> list[int]:
     """succeed for many RUNNING jobs whose tasks have all ended (the completions one pass's exits
     made): one transaction, one UPDATE of their rows, one INSERT of their events, their notices.
     The jobs succeeded (one that left RUNNING meanwhile is left out, as succeed leaves it)."""
-    from_states, to_state = JOB_TRANSITIONS["succeed"]
     if not job_ids:
         return []
     with transaction.atomic():
-        rows = Job.objects.select_for_update().filter(pk__in=list(job_ids), state__in=from_states)
-        moving = list(rows.values_list("pk", flat=True))
+        moving = _SUCCEEDING_JOBS(list(job_ids))
         if not moving:
             return []
         now = timezone.now()
-        moved = Job.objects.filter(pk__in=moving, state__in=from_states).update(
-            state=to_state,
-            exit_code=0,
-            user_exit_code=0,
-            **exit_diagnostics_fields(None),
-            completed_at=now,
-            updated_at=now,
-        )
-        if moved != len(moving):
+        if _SUCCEED_JOBS(moving, completed_at=now, updated_at=now) != len(moving):
             raise RowsChanged("jobs changed while their ends were written")
-        JobEvent.objects.bulk_create(event_row(pk, "succeeded", Message.of("event.succeeded")) for pk in moving)
+        _EVENT_INSERT.insert_all([event_row(pk, "succeeded", Message.of("event.succeeded")) for pk in moving])
         notifications.jobs_ended(moving)
     return moving
 

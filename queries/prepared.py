@@ -14,7 +14,7 @@ own answer, so a Django upgrade that changes those internals fails there, not in
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -27,11 +27,13 @@ from django.db.models.sql import InsertQuery, UpdateQuery
 T = TypeVar("T")
 DB = "default"
 
-# Marker values: what an argument of each type is while the SQL is compiled. Each must come out
-# of Django's preparation unchanged and appear nowhere else in the query.
-_MARKERS: dict[type, Callable[[int], Any]] = {
-    str: lambda number: f"\x00prepared-argument-{number}\x00",
-    int: lambda number: -7_355_608_000_000_000_000 - number,
+# Marker values: what an argument of each type is while the SQL is compiled, in two families (the
+# SQL is compiled with each: what differs between the two is an argument's). Each must come out of
+# Django's preparation unchanged: an int in the range of every integer field (a lookup out of its
+# field's range is no SQL at all in Django 5).
+_MARKERS: dict[type, Callable[[int, int], Any]] = {
+    str: lambda family, number: f"\x00prepared-argument-{family}-{number}\x00",
+    int: lambda family, number: (31_337, 30_103)[family] - number,
 }
 
 # The longest list argument run by compiled SQL: a list is compiled once per size bucket (1, 2, 4,
@@ -50,6 +52,10 @@ class ListOf:
 
 
 ArgumentType = type | ListOf
+
+
+Slots = tuple[tuple[int, int], ...]  # (parameter position, value index among the flattened arguments)
+Compiling = Callable[[int], tuple[str, Sequence[Any], list[Any]]]  # family -> (SQL, parameters, its markers)
 
 
 @dataclass(frozen=True)
@@ -78,18 +84,18 @@ class _Arguments:
                 sizes.append(1 << (count - 1).bit_length())
         return tuple(sizes)
 
-    def markers(self, sizes: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+    def markers(self, sizes: tuple[int, ...], family: int) -> tuple[list[Any], list[Any]]:
         """(the arguments to build the queryset with, every marker in order)."""
         built: list[Any] = []
         flat: list[Any] = []
         lists = iter(sizes)
         for kind in self.types:
             if isinstance(kind, ListOf):
-                markers = [_MARKERS[kind.kind](len(flat) + number) for number in range(next(lists))]
+                markers = [_MARKERS[kind.kind](family, len(flat) + number) for number in range(next(lists))]
                 built.append(markers)
                 flat.extend(markers)
             else:
-                built.append(_MARKERS[kind](len(flat)))
+                built.append(_MARKERS[kind](family, len(flat)))
                 flat.append(built[-1])
         return built, flat
 
@@ -105,15 +111,24 @@ class _Arguments:
         return flat
 
     @staticmethod
-    def slots(sql: str, params: list[Any] | tuple[Any, ...], flat: list[Any]) -> tuple[tuple[int, int], ...]:
-        """Where each marker lands among the SQL's parameters (a ValueError if one is not one)."""
+    def slots(compile_with: Compiling) -> tuple[str, tuple[Any, ...], Slots]:
+        """(SQL, parameters, slots) of `compile_with(family)` -> (its SQL, its parameters, every
+        marker of the family in order), compiled with both families: an argument's slots are the
+        parameters that are its marker in each; the rest must be the same in both (so a constant
+        that happens to equal a marker is never taken for an argument)."""
+        (sql, params, flat), (other_sql, other_params, other_flat) = compile_with(0), compile_with(1)
+        if sql != other_sql or len(params) != len(other_params):
+            raise ValueError("the arguments must reach the SQL as parameters, as given")
         slots: list[tuple[int, int]] = []
-        for index, marker in enumerate(flat):
-            found = [position for position, param in enumerate(params) if param == marker]
-            if not found or str(marker).strip("\x00") in sql:
+        for index, (marker, other) in enumerate(zip(flat, other_flat, strict=True)):
+            found = [at for at, param in enumerate(params) if param == marker and other_params[at] == other]
+            if not found:
                 raise ValueError(f"argument {index} must reach the SQL as parameters, as given")
             slots.extend((position, index) for position in found)
-        return tuple(slots)
+        taken = {position for position, _ in slots}
+        if any(param != other_params[at] for at, param in enumerate(params) if at not in taken):
+            raise ValueError("the arguments must reach the SQL as parameters, as given")
+        return sql, tuple(params), tuple(slots)
 
 
 def _filled(params: tuple[Any, ...], slots: tuple[tuple[int, int], ...], values: list[Any]) -> list[Any]:
@@ -152,14 +167,18 @@ class Prepared(Generic[T]):
         return found[0] if found else None
 
     def _compile(self, vendor: str, sizes: tuple[int, ...]) -> _Compiled:
-        built, flat = self.arguments.markers(sizes)
-        queryset = self.build(*built)
-        if queryset.db != DB or getattr(queryset, "_prefetch_related_lookups", None):
-            raise ValueError("a Prepared read runs on the default database, without prefetch_related")
-        compiler = queryset.query.get_compiler(using=DB)
-        sql, params = compiler.as_sql()
-        slots = _Arguments.slots(sql, params, flat)
-        compiled = _Compiled(sql, tuple(params), slots, _results_of(queryset, compiler))
+        compilers = []
+
+        def compile_with(family: int) -> tuple[str, Sequence[Any], list[Any]]:
+            built, flat = self.arguments.markers(sizes, family)
+            queryset = self.build(*built)
+            if queryset.db != DB or getattr(queryset, "_prefetch_related_lookups", None):
+                raise ValueError("a Prepared read runs on the default database, without prefetch_related")
+            compilers.append((queryset, queryset.query.get_compiler(using=DB)))
+            return (*compilers[-1][1].as_sql(), flat)
+
+        sql, params, slots = _Arguments.slots(compile_with)
+        compiled = _Compiled(sql, params, slots, _results_of(*compilers[0]))
         with self._lock:
             self._compiled[vendor, sizes] = compiled
         return compiled
@@ -212,18 +231,20 @@ class PreparedUpdate:
             return int(cursor.rowcount)
 
     def _compile(self, vendor: str, sizes: tuple[int, ...]) -> _CompiledUpdate:
-        built, flat = self.arguments.markers(sizes)
-        set_markers = [_MARKERS[str](len(flat) + number) for number in range(len(self.sets))]
-        queryset = self.build(*built)
-        query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
-        given = {name: Value(marker) for name, marker in zip(self.sets, set_markers, strict=True)}
-        query.add_update_values({**self.fixed, **given})
-        query.clear_select_clause()
-        if queryset.db != DB or query.related_updates or query.order_by or query.is_sliced:
-            raise ValueError("a PreparedUpdate changes one model's own rows on the default database, unordered")
-        sql, params = query.get_compiler(using=DB).as_sql()
-        compiled = _CompiledUpdate(sql, tuple(params), _Arguments.slots(sql, params, flat + set_markers))
-        meta = queryset.model._meta
+        def compile_with(family: int) -> tuple[str, Sequence[Any], list[Any]]:
+            built, flat = self.arguments.markers(sizes, family)
+            set_markers = [_MARKERS[str](family, len(flat) + number) for number in range(len(self.sets))]
+            queryset = self.build(*built)
+            query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
+            given = {name: Value(marker) for name, marker in zip(self.sets, set_markers, strict=True)}
+            query.add_update_values({**self.fixed, **given})
+            query.clear_select_clause()
+            if queryset.db != DB or query.related_updates or query.order_by or query.is_sliced:
+                raise ValueError("a PreparedUpdate changes one model's own rows on the default database, unordered")
+            return (*query.get_compiler(using=DB).as_sql(), flat + set_markers)
+
+        compiled = _CompiledUpdate(*_Arguments.slots(compile_with))
+        meta = self.build(*self.arguments.markers(sizes, 0)[0]).model._meta
         with self._lock:
             self._fields = [meta.get_field(name) for name in self.sets]
             self._compiled[vendor, sizes] = compiled

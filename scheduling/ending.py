@@ -30,7 +30,7 @@ from jobs.models import Job, JobState, Task, TaskState
 from jobs.protocol.completion import job_outcome
 from jobs.protocol.exitspec import LOG_TAIL_BYTES, ExitCode, ExitInfo, classify, exit_info
 from jobs.protocol.retry import Retry, job_retry, task_retry
-from queries.prepared import Prepared
+from queries.prepared import ListOf, Prepared
 from scheduling import executors
 from scheduling import launch as launch_builder
 from scheduling.backends import Backends
@@ -282,6 +282,17 @@ _RUNNING: Prepared[tuple[int, str, str, int]] = Prepared(
     )
 )
 
+_NODES_BY_ID: Prepared[Node] = Prepared(lambda node_ids: Node.objects.filter(pk__in=node_ids), ListOf(int))
+_EXITED_TASKS: Prepared[Task] = Prepared(
+    lambda task_ids: Task.objects.select_related("job__virtual_cluster").filter(pk__in=task_ids), ListOf(int)
+)
+_PROGRESS_OF: Prepared[tuple[object, ...]] = Prepared(
+    lambda job_ids: Job.objects.filter(pk__in=job_ids).values_list("pk", *JOB_PROGRESS_FIELDS), ListOf(int)
+)
+_TASKS_OF: Prepared[Task] = Prepared(
+    lambda job_ids: Task.objects.filter(job_id__in=job_ids).select_related("node"), ListOf(int)
+)
+
 
 def run(
     backends: Backends,
@@ -306,7 +317,7 @@ def run(
         changed_jobs[task.job_id] = task.job
     # Only what a poll needs, as plain values; the task and its job are read once it exited.
     running = _RUNNING()
-    nodes = {node.pk: node for node in Node.objects.filter(pk__in={row[3] for row in running})} if running else {}
+    nodes = {node.pk: node for node in _NODES_BY_ID(list({row[3] for row in running}))} if running else {}
     exits: list[tuple[int, int, TaskStatus]] = []
     for (task_id, _, _, node_id), status in _polled(*_may_have_ended(running, nodes), nodes):
         if status.running:
@@ -386,10 +397,7 @@ def record_exits(
     while the database answers, are recorded one by one under their job's guard (a poison fails
     its job alone). Returns the jobs whose completion policy was applied (the rest are left to
     apply_completion_policy); `changed_jobs` gains every job with an exit."""
-    tasks = {
-        task.pk: task
-        for task in Task.objects.select_related("job__virtual_cluster").filter(pk__in=[e[0] for e in exits])
-    }
+    tasks = {task.pk: task for task in _EXITED_TASKS([e[0] for e in exits])}
     batch: list[tuple[Task, TaskStatus, ExitDecision]] = []
     alone: list[tuple[Task, TaskStatus, Exception | None]] = []  # (with what its decision raised)
     for task_id, node_id, status in exits:
@@ -452,11 +460,9 @@ def _complete_together(jobs: dict[int, Job], backends: Backends) -> dict[int, li
     query each, the successes written together. The jobs done with (their tasks): those that
     succeeded, go on, or left RUNNING; the others (a failure, a retry, tasks to stop) are left to
     apply_completion_policy."""
-    progress = {
-        row[0]: row[1:] for row in Job.objects.filter(pk__in=list(jobs)).values_list("pk", *JOB_PROGRESS_FIELDS)
-    }
+    progress = {row[0]: row[1:] for row in _PROGRESS_OF(list(jobs))}
     tasks_of: dict[int, list[Task]] = {}
-    for task in Task.objects.filter(job_id__in=list(jobs)).select_related("node"):
+    for task in _TASKS_OF(list(jobs)):
         tasks_of.setdefault(task.job_id, []).append(task)
     done: dict[int, list[Task]] = {}
     succeeding = []

@@ -21,7 +21,7 @@ from jobs.lifecycle import Placement
 from jobs.models import Job, JobState
 from jobs.protocol.honoured import infiniband_roles
 from jobs.protocol.spec import NormalizedSpec
-from queries.prepared import Prepared
+from queries.prepared import ListOf, Prepared
 from scheduling import executors, quota, sharing
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
@@ -49,6 +49,9 @@ LAUNCH_BUDGET_S = 0.5
 LAUNCH_BATCH = 16
 # The nodes, read at every placement (its SQL compiled once).
 _NODES: Prepared[Node] = Prepared(lambda: Node.objects.all())
+_JOBS_TO_LAUNCH: Prepared[Job] = Prepared(
+    lambda job_ids: Job.objects.select_related("virtual_cluster", "owner").filter(pk__in=job_ids), ListOf(int)
+)
 
 
 class WaitingJob(NamedTuple):
@@ -188,7 +191,7 @@ class Placer:
         while self._unlaunched and time.monotonic() <= deadline:
             # The jobs read a few at a time (one query each few), fresh enough for their claims.
             chunk = [self._unlaunched.popleft() for _ in range(min(LAUNCH_BATCH, len(self._unlaunched)))]
-            jobs = Job.objects.select_related("virtual_cluster", "owner").in_bulk([job_id for job_id, _ in chunk])
+            jobs = {job.pk: job for job in _JOBS_TO_LAUNCH([job_id for job_id, _ in chunk])}
             batch = [(jobs[job_id], placements) for job_id, placements in chunk if job_id in jobs]  # (deleted?)
             claimed += self.launch_jobs(batch, self._unlaunched_nodes)
         return claimed
@@ -230,7 +233,8 @@ class Placer:
         """Claim each job of the batch, then start all their tasks side by side (a start waits on
         its node's engine or on a process being made, not on this loop). How many were claimed."""
         by_id = {node.pk: node for node in node_by_name.values()}
-        lenders = {vc.name: vc for vc in VirtualCluster.objects.filter(name__in=set(self._borrowed.values()))}
+        borrowed = set(self._borrowed.values())
+        lenders = {vc.name: vc for vc in VirtualCluster.objects.filter(name__in=borrowed)} if borrowed else {}
         claimed = []
         for job, placements in batch:
             with job_guard(job.pk, self.backends, "claim the nodes placement gave it"):

@@ -34,7 +34,7 @@ from clusters.placement import HeldRoom, JobRequest, NodeState, PlacementResult,
 from clusters.preemption import Holding, Preemption, RunningJob, plan_preemptions
 from jobs import lifecycle
 from jobs.models import Job, JobState, Task, TaskState
-from queries.prepared import Prepared
+from queries.prepared import ListOf, Prepared
 from scheduling import quota
 from scheduling.backends import Backends
 from scheduling.guard import job_guard
@@ -56,6 +56,33 @@ _HELD_ROOM: Prepared[tuple[int, str, list[int], int, int]] = Prepared(
 # The running jobs being preempted (read every pass: its SQL compiled once).
 _PREEMPTED: Prepared[Job] = Prepared(
     lambda: Job.objects.filter(state=JobState.RUNNING, ending_cause__in=lifecycle.PREEMPTIONS)
+)
+_MAY_MAKE_ROOM: Prepared[tuple[Any, ...]] = Prepared(
+    lambda top_priority, vcs: Job.objects.filter(
+        Q(priority__lt=top_priority)
+        | Q(ending_deadline__isnull=False)
+        | Q(state=JobState.STOPPING)
+        | Q(borrowed_from__name__in=vcs),
+        Q(borrowed_from__isnull=True, virtual_cluster__name__in=vcs) | Q(borrowed_from__name__in=vcs),
+        state__in=[JobState.RUNNING, JobState.STOPPING],
+    ).values_list(
+        "pk",
+        "priority",
+        "launched_at",
+        "created_at",
+        "ending_deadline",
+        "state",
+        "borrowed_from_id",
+        Coalesce("borrowed_from__name", "virtual_cluster__name"),  # (a Prepared read's annotations last)
+    ),
+    int,
+    ListOf(str),
+)
+_HOLDINGS: Prepared[tuple[int, str, int, str, list[int], dict[str, list[int]]]] = Prepared(
+    lambda job_ids: Task.objects.filter(job_id__in=job_ids, state=TaskState.RUNNING, node__isnull=False).values_list(
+        "job_id", "role", "node_id", "node__name", "gpus", "ports"
+    ),
+    ListOf(int),
 )
 
 
@@ -139,47 +166,25 @@ class Preempter:
         """The running jobs holding these VCs' quota that could make room: those below the VC's
         highest waiting class, those on its quota borrowed (reclaimed for any of its jobs), and those
         being ended already (preempted, or stopping: their room is coming free)."""
-        lower = (
-            Q(priority__lt=max(top.values()))
-            | Q(ending_deadline__isnull=False)
-            | Q(state=JobState.STOPPING)
-            | Q(borrowed_from__name__in=list(top))
-        )
-        in_vcs = Q(borrowed_from__isnull=True, virtual_cluster__name__in=list(top)) | Q(
-            borrowed_from__name__in=list(top)
-        )
-        rows = list(
-            Job.objects.filter(lower, in_vcs, state__in=[JobState.RUNNING, JobState.STOPPING]).values_list(
-                "pk",
-                Coalesce("borrowed_from__name", "virtual_cluster__name"),
-                "priority",
-                "launched_at",
-                "created_at",
-                "ending_deadline",
-                "state",
-                "borrowed_from_id",
-            )
-        )
         rows = [
-            row
-            for row in rows
-            if row[2] < top[row[1]] or row[5] is not None or row[6] == JobState.STOPPING or row[7] is not None
+            (pk, vc, priority, launched, created, deadline, state, lender)
+            for pk, priority, launched, created, deadline, state, lender, vc in _MAY_MAKE_ROOM(
+                max(top.values()), list(top)
+            )
+            if priority < top[vc] or deadline is not None or state == JobState.STOPPING or lender is not None
         ]
         if not rows:
             return []
         specs = self.specs.get_many(row[0] for row in rows)
         gpu_types = quota.node_gpus() if gpus is None else gpus
         holdings: dict[int, list[Holding]] = defaultdict(list)
-        tasks = Task.objects.filter(job_id__in=[row[0] for row in rows], state=TaskState.RUNNING, node__isnull=False)
-        for job_id, role, node_id, node_name, gpus, ports in tasks.values_list(
-            "job_id", "role", "node_id", "node__name", "gpus", "ports"
-        ):
+        for job_id, role, node_id, node_name, indexes, ports in _HOLDINGS([row[0] for row in rows]):
             res = quota.task_resources(specs[job_id], role)
             types = gpu_types.get(node_id, {})
             holdings[job_id].append(
                 Holding(
                     node=node_name,
-                    gpus={int(index): types.get(int(index), "") for index in gpus},
+                    gpus={int(index): types.get(int(index), "") for index in indexes},
                     cpu=res.cpu,
                     memory_mb=res.memory_mb,
                     ports=frozenset(port for numbers in ports.values() for port in numbers),

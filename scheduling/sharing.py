@@ -27,7 +27,7 @@ from jobs.lifecycle import PREEMPTIONS
 from jobs.models import Job, JobEvent, JobState, Task, TaskAttempt, TaskState
 from jobs.protocol.priority import grace_seconds
 from jobs.protocol.spec import NormalizedSpec
-from queries.prepared import Prepared
+from queries.prepared import ListOf, Prepared, PreparedUpdate
 from scheduling.models import VcQueue
 from scheduling.quota import SpecCache, task_resources
 
@@ -223,17 +223,14 @@ def backfill_plan(
                     expected[row.pk] = row.launched_at + share * row.limit_s
                 elif run_times.share(row.own_vc, row.owner) is not None:  # (it ran longer than any did)
                     expected[row.pk] = now + max(0.0, row.ends_at - now) / 2
-    tasks = Task.objects.filter(job_id__in=list(ends), state=TaskState.RUNNING, node__isnull=False).values_list(
-        "job_id", "role", "node_id", "node__name", "gpus"
-    )
-    rows = list(tasks)
+    rows = _RUNNING_TASKS(list(ends))
     spec_of = specs.get_many({row[0] for row in rows})
     types = node_gpus() if gpus is None else gpus  # (node_gpus(), read once a pass by the scheduler)
     freed: dict[int, list[Freed]] = {}
-    for job_id, role, node_id, node, gpus in rows:
+    for job_id, role, node_id, node, indexes in rows:
         res = task_resources(spec_of[job_id], role)
         on_node = types.get(node_id, {})
-        held = tuple((int(index), on_node.get(int(index), "")) for index in gpus)
+        held = tuple((int(index), on_node.get(int(index), "")) for index in indexes)
         freed.setdefault(job_id, []).append(Freed(node, held, res.cpu, res.memory_mb))
     ending = []
     for pk, parts in freed.items():
@@ -244,7 +241,7 @@ def backfill_plan(
         ending.append(Ending(vc, at, tuple(parts), grace_s=grace, expected_at=expected.get(pk), borrowed=borrowed))
     kept = {
         name: Reservation(stored["job"], stored["start"], tuple(stored["nodes"]))
-        for name, stored in VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
+        for name, stored in _RESERVATIONS()
         if stored
     }
     return Backfill(now, ending, kept, reclaim_s=run_times.exit_s(0.0) if run_times is not None else None)
@@ -313,7 +310,7 @@ def record_queues(result: PlacementResult, vcs: dict[str, VcState]) -> None:
         if row is None:
             VcQueue.objects.create(vc_id=vc_ids[name], job_ids=keys, reservation=reserved)
         elif row.job_ids != keys or row.reservation != reserved:
-            VcQueue.objects.filter(pk=row.pk).update(job_ids=keys, reservation=reserved, updated_at=timezone.now())
+            _SET_QUEUE(row.pk, job_ids=keys, reservation=reserved, updated_at=timezone.now())
     emptied = [row.pk for row in rows.values() if row.job_ids and row.vc_id not in _ids(vc_ids, result.queues)]
     if emptied:
         VcQueue.objects.filter(pk__in=emptied).update(job_ids=[], reservation=None, updated_at=timezone.now())
@@ -400,6 +397,18 @@ _RUNNING_JOBS: Prepared[tuple[Any, ...]] = Prepared(
 )
 _QUEUES: Prepared[VcQueue] = Prepared(lambda: VcQueue.objects.all())
 _VC_IDS: Prepared[tuple[str, int]] = Prepared(lambda: VirtualCluster.objects.values_list("name", "pk"))
+_RUNNING_TASKS: Prepared[tuple[int, str, int, str, list[int]]] = Prepared(
+    lambda job_ids: Task.objects.filter(job_id__in=job_ids, state=TaskState.RUNNING, node__isnull=False).values_list(
+        "job_id", "role", "node_id", "node__name", "gpus"
+    ),
+    ListOf(int),
+)
+_RESERVATIONS: Prepared[tuple[str, Any]] = Prepared(
+    lambda: VcQueue.objects.filter(reservation__isnull=False).values_list("vc__name", "reservation")
+)
+_SET_QUEUE = PreparedUpdate(
+    lambda queue_id: VcQueue.objects.filter(pk=queue_id), int, sets=("job_ids", "reservation", "updated_at")
+)
 
 
 def _ends(now: float) -> list[_Running]:

@@ -18,10 +18,20 @@ from accounts.models import NotificationPreference
 from catalogue import Message
 from jobs import outbox, webhooks
 from jobs.models import Job, JobState
+from queries.prepared import ListOf, Prepared
 
 log = logging.getLogger("pai.notifications")
 
 ENDINGS = {JobState.SUCCEEDED: "succeeded", JobState.FAILED: "failed", JobState.STOPPED: "stopped"}
+
+# Whose job it is, read on every change of every job (compiled once: queries.prepared).
+_OWNER_OF: Prepared[tuple[int, str, str]] = Prepared(
+    lambda job_id: Job.objects.filter(pk=job_id).values_list("owner_id", "owner__email", "state"), int
+)
+_OWNERS_OF: Prepared[tuple[int, int, str, str]] = Prepared(
+    lambda job_ids: Job.objects.filter(pk__in=job_ids).values_list("pk", "owner_id", "owner__email", "state"),
+    ListOf(int),
+)
 
 
 def wants_email(job: Job, event: str) -> bool:
@@ -47,8 +57,7 @@ def jobs_ended(job_ids: list[int]) -> None:
     """job_ended for many jobs at once (a sweep's waiting runs stopped together): one query finds
     those whose owner may be told (an email address, or a webhook that wants the ending). Inside
     the change's transaction, as job_changed."""
-    rows = Job.objects.filter(pk__in=job_ids).values_list("pk", "owner_id", "owner__email", "state")
-    for job_id, owner_id, email, state in rows:
+    for job_id, owner_id, email, state in _OWNERS_OF(job_ids):
         event = ENDINGS.get(JobState(state))
         if event is not None and (email or webhooks.wanted(owner_id, event)):
             job_changed(job_id, event)
@@ -59,12 +68,13 @@ def job_changed(job_id: int, event: str | None, detail: Message | None = None) -
     the job's state says; `detail`: a sentence the notices add, e.g. who preempted the job). Call
     it inside the transaction of the change: a rollback takes its notices too. Never raises (a
     notice that cannot be written is logged; the change goes on)."""
-    row = Job.objects.filter(pk=job_id).values("owner_id", "owner__email", "state").first()
-    event = event or (ENDINGS.get(JobState(row["state"])) if row else None)
+    row = _OWNER_OF.first(job_id)
+    event = event or (ENDINGS.get(JobState(row[2])) if row else None)
     if row is None or event is None:
         return
-    hooked = webhooks.wanted(row["owner_id"], event)
-    if not hooked and not row["owner__email"]:
+    owner_id, email, _ = row
+    hooked = webhooks.wanted(owner_id, event)
+    if not hooked and not email:
         return  # (nothing to load: this runs for every job's every change)
     try:
         with transaction.atomic():  # (a savepoint: notices that cannot be written never undo the change)

@@ -87,6 +87,22 @@ def test_it_refuses_an_argument_that_is_no_parameter_of_the_sql(finished_job):
         unused("finished")
 
 
+def test_it_takes_an_argument_of_a_positive_or_small_integer_field(finished_job):
+    # (Django 5 makes no SQL of a lookup outside its field's range: a marker must fit every one)
+    attempts: Prepared[str] = Prepared(
+        lambda attempt: Task.objects.filter(attempt=attempt).order_by("pk").values_list("role", flat=True), int
+    )
+    assert attempts(0) == ["worker", "worker", "ps"] and attempts(1) == []
+
+
+def test_it_never_takes_a_constant_equal_to_a_marker_for_an_argument(finished_job, user, default_vc):
+    create_job(user, "marked", priority=31_337, gpu_count=2)
+    marked: Prepared[str] = Prepared(
+        lambda gpus: Job.objects.filter(priority=31_337, gpu_count=gpus).values_list("name", flat=True), int
+    )
+    assert marked(2) == ["marked"] and marked(3) == []
+
+
 # List arguments (an `__in` lookup's), compiled once per size bucket.
 
 
