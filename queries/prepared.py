@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
+from django.core.exceptions import EmptyResultSet
 from django.db import DatabaseError, connections, transaction
 from django.db.models import Model, QuerySet, Value, signals
 from django.db.models import query as django_query
@@ -45,8 +46,9 @@ LIST_MOST = 1024
 class ListOf:
     """An argument that is a list of `kind` values, for an `__in` lookup: `Prepared(lambda ids:
     Task.objects.filter(pk__in=ids), ListOf(int))`. Its SQL is compiled once per size bucket, the
-    list filled to its bucket with its last value (which changes nothing an IN list means); an empty
-    list, or one longer than LIST_MOST, is run by Django's own queryset, as it would be."""
+    list filled to its bucket with its last value (which changes nothing an IN list means). An empty
+    list is a bucket of its own (where Django makes no SQL of the whole query, none is run); one
+    longer than LIST_MOST is run by Django's own queryset."""
 
     kind: type
 
@@ -79,9 +81,9 @@ class _Arguments:
         for kind, value in zip(self.types, args, strict=True):
             if isinstance(kind, ListOf):
                 count = len(set(value))
-                if not 0 < count <= LIST_MOST:
+                if count > LIST_MOST:
                     return None
-                sizes.append(1 << (count - 1).bit_length())
+                sizes.append(1 << (count - 1).bit_length() if count else 0)
         return tuple(sizes)
 
     def markers(self, sizes: tuple[int, ...], family: int) -> tuple[list[Any], list[Any]]:
@@ -157,6 +159,8 @@ class Prepared(Generic[T]):
             return list(self.build(*args))
         connection = connections[DB]
         compiled = self._compiled.get((connection.vendor, sizes)) or self._compile(connection.vendor, sizes)
+        if not compiled.sql:
+            return []  # (a lookup in an empty list: nothing to read)
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, _filled(compiled.params, compiled.slots, self.arguments.values(args, sizes)))
             rows = cursor.fetchall()
@@ -177,8 +181,12 @@ class Prepared(Generic[T]):
             compilers.append((queryset, queryset.query.get_compiler(using=DB)))
             return (*compilers[-1][1].as_sql(), flat)
 
-        sql, params, slots = _Arguments.slots(compile_with)
-        compiled = _Compiled(sql, params, slots, _results_of(*compilers[0]))
+        try:
+            sql, params, slots = _Arguments.slots(compile_with)
+        except EmptyResultSet:
+            compiled = _Compiled("", (), (), lambda rows: rows)
+        else:
+            compiled = _Compiled(sql, params, slots, _results_of(*compilers[0]))
         with self._lock:
             self._compiled[vendor, sizes] = compiled
         return compiled
@@ -223,6 +231,8 @@ class PreparedUpdate:
             return self.build(*args).update(**self.fixed, **values)
         connection: Any = connections[DB]
         compiled = self._compiled.get((connection.vendor, sizes)) or self._compile(connection.vendor, sizes)
+        if not compiled.sql:
+            return 0  # (a lookup in an empty list: no row to change)
         fields = self._fields or []
         prepared = [_save_value(field, values[name], connection) for field, name in zip(fields, self.sets, strict=True)]
         params = _filled(compiled.params, compiled.slots, self.arguments.values(args, sizes) + prepared)
@@ -243,7 +253,10 @@ class PreparedUpdate:
                 raise ValueError("a PreparedUpdate changes one model's own rows on the default database, unordered")
             return (*query.get_compiler(using=DB).as_sql(), flat + set_markers)
 
-        compiled = _CompiledUpdate(*_Arguments.slots(compile_with))
+        try:
+            compiled = _CompiledUpdate(*_Arguments.slots(compile_with))
+        except EmptyResultSet:
+            compiled = _CompiledUpdate("", (), ())
         meta = self.build(*self.arguments.markers(sizes, 0)[0]).model._meta
         with self._lock:
             self._fields = [meta.get_field(name) for name in self.sets]

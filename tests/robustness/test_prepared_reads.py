@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db.models import F
+from django.db.models import F, Q
 
 from clusters.models import Node
 from jobs.models import Job, JobEvent, JobTag, Task
@@ -132,11 +132,27 @@ def test_it_compiles_a_list_once_for_every_size_in_its_bucket(five_jobs, django_
     assert [sizes for _, sizes in read._compiled] == [(4,)]
 
 
-def test_it_leaves_an_empty_or_too_long_list_to_django(five_jobs, monkeypatch):
+def test_it_leaves_a_list_too_long_to_django(five_jobs, monkeypatch):
     monkeypatch.setattr(prepared, "LIST_MOST", 2)
     read: Prepared[str] = Prepared(names_of, ListOf(int))
-    assert read([]) == [] and read(five_jobs) == [f"job-{number}" for number in range(5)]
+    assert read(five_jobs) == [f"job-{number}" for number in range(5)]
     assert read._compiled == {}
+
+
+def test_it_runs_no_query_for_an_empty_list_where_django_runs_none(five_jobs, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert NAMES_OF([]) == []
+
+
+def test_it_reads_an_empty_list_as_its_queryset_does_in_an_or(five_jobs):
+    either: Prepared[str] = Prepared(
+        lambda ids, name: (
+            Job.objects.filter(Q(pk__in=ids) | Q(name=name)).order_by("pk").values_list("name", flat=True)
+        ),
+        ListOf(int),
+        str,
+    )
+    assert either([], "job-3") == ["job-3"] and either([five_jobs[1]], "job-3") == ["job-1", "job-3"]
 
 
 # Updates compiled once (queries.prepared.PreparedUpdate) change what queryset.update changes.
