@@ -57,7 +57,10 @@ JOB_TEXT = (
 
 
 def setup_django(**env: str) -> None:
-    var = Path(tempfile.mkdtemp(prefix="pai-bench-"))
+    # (In the portal's own var/, as `make run` keeps its state: not /tmp, where a new directory
+    # took 0.8-2.6 ms on the boxes measured, against 0.1 ms elsewhere on the same filesystem.)
+    (ROOT / "var").mkdir(exist_ok=True)
+    var = Path(tempfile.mkdtemp(prefix="bench-throughput-", dir=ROOT / "var"))
     atexit.register(shutil.rmtree, var, ignore_errors=True)  # (its database and the tasks' files)
     os.environ.update(PAI_VAR_DIR=str(var), PAI_SQLITE_PATH=str(var / "db.sqlite3"), PAI_LOG_LEVEL="WARNING", **env)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "pai_portal.settings")
