@@ -128,9 +128,14 @@ class _Arguments:
                 raise ValueError(f"argument {index} must reach the SQL as parameters, as given")
             slots.extend((position, index) for position in found)
         taken = {position for position, _ in slots}
-        if any(param != other_params[at] for at, param in enumerate(params) if at not in taken):
+        if any(not _alike(param, other_params[at]) for at, param in enumerate(params) if at not in taken):
             raise ValueError("the arguments must reach the SQL as parameters, as given")
         return sql, tuple(params), tuple(slots)
+
+
+def _alike(param: Any, other: Any) -> bool:
+    """The same parameter in both compilations (psycopg's JSON wrappers have no equality of their own)."""
+    return bool(param == other) or (type(param) is type(other) and hasattr(param, "obj") and param.obj == other.obj)
 
 
 def _filled(params: tuple[Any, ...], slots: tuple[tuple[int, int], ...], values: list[Any]) -> list[Any]:

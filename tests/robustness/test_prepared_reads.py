@@ -162,7 +162,7 @@ PLACE = PreparedUpdate(
     int,
     str,
     sets=("state", "node", "gpus", "ports", "started_at", "exit_code"),
-    fixed={"attempt": F("attempt") + 1},
+    fixed={"attempt": F("attempt") + 1, "exit_diagnostics_message": {"code": "x"}},  # (a JSON constant too)
 )
 
 
@@ -179,7 +179,7 @@ def test_it_updates_a_row_as_queryset_update_does(user, default_vc):
         "exit_code": None,
     }
     assert PLACE(first.pk, "WAITING", **values) == 1
-    assert Task.objects.filter(pk=second.pk, state="WAITING").update(attempt=F("attempt") + 1, **values) == 1
+    assert Task.objects.filter(pk=second.pk, state="WAITING").update(**PLACE.fixed, **values) == 1
     first_row, second_row = _row(Task, first.pk), _row(Task, second.pk)
     assert first_row == {**second_row, "index": 0}
     assert first_row["attempt"] == 1 and first_row["node_id"] == node.pk
