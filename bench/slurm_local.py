@@ -44,7 +44,7 @@ def own_slurm(cpus: int | None = None) -> Iterator[dict[str, str]]:
     if script is None:
         raise FileNotFoundError(f"{TOOL} not found")
     # (Beside slurm-local.sh's own default, /var/lib/slurm-local: not /tmp, where a new directory
-    # took 0.8-2.6 ms on the boxes measured, and slurmctld and slurmd make some for every job.)
+    # took 0.25-0.9 ms on the box measured, and slurmctld and slurmd make some for every job.)
     base = Path(tempfile.mkdtemp(prefix="pai-bench-slurm-", dir="/var/lib"))
     env = {
         **os.environ,
