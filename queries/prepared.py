@@ -64,7 +64,7 @@ Compiling = Callable[[int], tuple[str, Sequence[Any], list[Any]]]  # family -> (
 class _Compiled:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, int], ...]  # (parameter position, value index among the flattened arguments)
+    slots: Slots
     rows_to_results: Callable[[list[Any]], list[Any]]
 
 
@@ -76,7 +76,7 @@ class _Arguments:
         self.types = argument_types
 
     def sizes(self, args: tuple[Any, ...]) -> tuple[int, ...] | None:
-        """Each list argument's bucket (None: a list Django must run, empty or too long)."""
+        """Each list argument's bucket (None: a list too long, Django's to run)."""
         sizes = []
         for kind, value in zip(self.types, args, strict=True):
             if isinstance(kind, ListOf):
@@ -138,7 +138,7 @@ def _alike(param: Any, other: Any) -> bool:
     return bool(param == other) or (type(param) is type(other) and hasattr(param, "obj") and param.obj == other.obj)
 
 
-def _filled(params: tuple[Any, ...], slots: tuple[tuple[int, int], ...], values: list[Any]) -> list[Any]:
+def _filled(params: tuple[Any, ...], slots: Slots, values: list[Any]) -> list[Any]:
     filled = list(params)
     for position, index in slots:
         filled[position] = values[index]
@@ -201,7 +201,7 @@ class Prepared(Generic[T]):
 class _CompiledUpdate:
     sql: str
     params: tuple[Any, ...]
-    slots: tuple[tuple[int, int], ...]  # (parameter position, value index: the arguments', then the set values')
+    slots: Slots  # (the values' index: the arguments', then the set values')
 
 
 class PreparedUpdate:
