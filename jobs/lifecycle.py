@@ -294,7 +294,8 @@ def claim_for_launch(
             placed = {"node_id": placement.node_id, "gpus": placement.gpus, "ports": placement.ports}
             # (Django's bulk_update builds a CASE per field and row: slower than these for gangs.)
             _PLACE_TASK(task.pk, **placed)
-            for field, value in (*_PLACE_TASK.fixed.items(), *placed.items()):
+            # (each its own empty diagnostics: the fixed values' dict is the compiled statement's)
+            for field, value in {**_PLACE_TASK.fixed, **exit_diagnostics_fields(None), **placed}.items():
                 setattr(task, field, value)
         event(job.pk, "placed", Message.of("event.placed", count=len(placements), where=where))
         if borrowed_from is not None:
