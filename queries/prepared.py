@@ -75,16 +75,22 @@ class _Arguments:
     def __init__(self, argument_types: tuple[ArgumentType, ...]) -> None:
         self.types = argument_types
 
-    def sizes(self, args: tuple[Any, ...]) -> tuple[int, ...] | None:
-        """Each list argument's bucket (None: a list too long, Django's to run)."""
-        sizes = []
+    def bound(self, args: tuple[Any, ...]) -> tuple[tuple[int, ...], list[Any]] | None:
+        """(each list argument's bucket, the call's values flattened in the markers' order: each
+        list's distinct values filled to its bucket with the last); None for a list too long,
+        Django's to run."""
+        sizes: list[int] = []
+        flat: list[Any] = []
         for kind, value in zip(self.types, args, strict=True):
             if isinstance(kind, ListOf):
-                count = len(set(value))
-                if count > LIST_MOST:
+                distinct = list(dict.fromkeys(value))
+                if len(distinct) > LIST_MOST:
                     return None
-                sizes.append(1 << (count - 1).bit_length() if count else 0)
-        return tuple(sizes)
+                sizes.append(1 << (len(distinct) - 1).bit_length() if distinct else 0)
+                flat.extend(distinct + distinct[-1:] * (sizes[-1] - len(distinct)))
+            else:
+                flat.append(value)
+        return tuple(sizes), flat
 
     def markers(self, sizes: tuple[int, ...], family: int) -> tuple[list[Any], list[Any]]:
         """(the arguments to build the queryset with, every marker in order)."""
@@ -100,17 +106,6 @@ class _Arguments:
                 built.append(_MARKERS[kind](family, len(flat)))
                 flat.append(built[-1])
         return built, flat
-
-    def values(self, args: tuple[Any, ...], sizes: tuple[int, ...]) -> list[Any]:
-        flat: list[Any] = []
-        lists = iter(sizes)
-        for kind, value in zip(self.types, args, strict=True):
-            if isinstance(kind, ListOf):
-                distinct = list(dict.fromkeys(value))
-                flat.extend(distinct + distinct[-1:] * (next(lists) - len(distinct)))
-            else:
-                flat.append(value)
-        return flat
 
     @staticmethod
     def slots(compile_with: Compiling) -> tuple[str, tuple[Any, ...], Slots]:
@@ -159,15 +154,16 @@ class Prepared(Generic[T]):
         self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> list[T]:
-        sizes = self.arguments.sizes(args)
-        if sizes is None:
+        bound = self.arguments.bound(args)
+        if bound is None:
             return list(self.build(*args))
+        sizes, values = bound
         connection = connections[DB]
         compiled = self._compiled.get((connection.vendor, sizes)) or self._compile(connection.vendor, sizes)
         if not compiled.sql:
             return []  # (a lookup in an empty list: nothing to read)
         with connection.cursor() as cursor:
-            cursor.execute(compiled.sql, _filled(compiled.params, compiled.slots, self.arguments.values(args, sizes)))
+            cursor.execute(compiled.sql, _filled(compiled.params, compiled.slots, values))
             rows = cursor.fetchall()
         return compiled.rows_to_results(rows)
 
@@ -231,25 +227,29 @@ class PreparedUpdate:
     def __call__(self, *args: Any, **values: Any) -> int:
         if values.keys() != set(self.sets):
             raise TypeError(f"an update of {sorted(self.sets)}, given {sorted(values)}")
-        sizes = self.arguments.sizes(args)
-        if sizes is None:
+        bound = self.arguments.bound(args)
+        if bound is None:
             return self.build(*args).update(**self.fixed, **values)
+        sizes, arguments = bound
         connection: Any = connections[DB]
         compiled = self._compiled.get((connection.vendor, sizes)) or self._compile(connection.vendor, sizes)
         if not compiled.sql:
             return 0  # (a lookup in an empty list: no row to change)
         fields = self._fields or []
         prepared = [_save_value(field, values[name], connection) for field, name in zip(fields, self.sets, strict=True)]
-        params = _filled(compiled.params, compiled.slots, self.arguments.values(args, sizes) + prepared)
+        params = _filled(compiled.params, compiled.slots, arguments + prepared)
         with transaction.mark_for_rollback_on_error(using=DB), connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             return int(cursor.rowcount)
 
     def _compile(self, vendor: str, sizes: tuple[int, ...]) -> _CompiledUpdate:
+        models = []
+
         def compile_with(family: int) -> tuple[str, Sequence[Any], list[Any]]:
             built, flat = self.arguments.markers(sizes, family)
             set_markers = [_MARKERS[str](family, len(flat) + number) for number in range(len(self.sets))]
             queryset = self.build(*built)
+            models.append(queryset.model)
             query = cast(UpdateQuery, queryset.query.chain(UpdateQuery))
             given = {name: Value(marker) for name, marker in zip(self.sets, set_markers, strict=True)}
             query.add_update_values({**self.fixed, **given})
@@ -262,7 +262,7 @@ class PreparedUpdate:
             compiled = _CompiledUpdate(*_Arguments.slots(compile_with))
         except EmptyResultSet:
             compiled = _CompiledUpdate("", (), ())
-        meta = self.build(*self.arguments.markers(sizes, 0)[0]).model._meta
+        meta = models[0]._meta
         with self._lock:
             self._fields = [meta.get_field(name) for name in self.sets]
             self._compiled[vendor, sizes] = compiled

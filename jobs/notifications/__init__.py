@@ -24,10 +24,7 @@ log = logging.getLogger("pai.notifications")
 
 ENDINGS = {JobState.SUCCEEDED: "succeeded", JobState.FAILED: "failed", JobState.STOPPED: "stopped"}
 
-# Whose job it is, read on every change of every job (compiled once: queries.prepared).
-_OWNER_OF: Prepared[tuple[int, str, str]] = Prepared(
-    lambda job_id: Job.objects.filter(pk=job_id).values_list("owner_id", "owner__email", "state"), int
-)
+# Whose jobs they are, read on every change of every job (compiled once: queries.prepared).
 _OWNERS_OF: Prepared[tuple[int, int, str, str]] = Prepared(
     lambda job_ids: Job.objects.filter(pk__in=job_ids).values_list("pk", "owner_id", "owner__email", "state"),
     ListOf(int),
@@ -68,11 +65,11 @@ def job_changed(job_id: int, event: str | None, detail: Message | None = None) -
     the job's state says; `detail`: a sentence the notices add, e.g. who preempted the job). Call
     it inside the transaction of the change: a rollback takes its notices too. Never raises (a
     notice that cannot be written is logged; the change goes on)."""
-    row = _OWNER_OF.first(job_id)
-    event = event or (ENDINGS.get(JobState(row[2])) if row else None)
+    row = _OWNERS_OF.first([job_id])
+    event = event or (ENDINGS.get(JobState(row[3])) if row else None)
     if row is None or event is None:
         return
-    owner_id, email, _ = row
+    _, owner_id, email, _ = row
     hooked = webhooks.wanted(owner_id, event)
     if not hooked and not email:
         return  # (nothing to load: this runs for every job's every change)
