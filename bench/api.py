@@ -179,13 +179,15 @@ def main() -> None:
     print(f"state in {var_dir}; migrating and preparing {args.list_jobs} jobs ...", flush=True)
     tokens = prepare(__file__, env, str(args.list_jobs))
     cpu_ms: dict[str, float] = {}
+    client_cpu_ms: dict[str, float] = {}  # the clients' own (this process's), on the same CPUs
     with served(var_dir, env, workers=args.workers, server=args.server, app=args.app) as (port, servers):
         print(f"{args.server} x{args.workers} on 127.0.0.1:{port}, {args.clients} clients", flush=True)
 
         def phase(name: str, count: int, token: str, make: Callable[[int], tuple[str, str, str | None, str]]) -> Any:
-            before = process_cpu(servers)
+            before, client_before = process_cpu(servers), time.process_time()
             measured = run_clients(args.clients, count, port, token, make)
             cpu_ms[name] = 1000 * (process_cpu(servers) - before) / count
+            client_cpu_ms[name] = 1000 * (time.process_time() - client_before) / count
             return measured
 
         def submit(number: int) -> tuple[str, str, str | None, str]:
@@ -233,6 +235,7 @@ def main() -> None:
         rows.append(("submit rate vs Slurm", f"{rate / float(slurm_rate):.2f}x", "aim >= 3x"))
     for name, label in (("submit", "a submit"), ("detail", "a detail GET"), ("list1000", "a 1000-row list")):
         rows.append((f"server CPU per {label}", f"{cpu_ms[name]:.2f} ms", "user + system, all server processes"))
+    rows.append(("clients' CPU per submit", f"{client_cpu_ms['submit']:.2f} ms", "this process's, beside the server"))
     width = max(len(row[0]) for row in rows)
     print(f"\n(load average {os.getloadavg()[0]:.1f})")
     for name, value, note in rows:
@@ -246,6 +249,7 @@ def main() -> None:
             "detail_p95_ms": percentile(detail_lat, 0.95) * ms,
             "list1000_p95_ms": percentile(big_lat, 0.95) * ms,
             **{f"cpu_{name}_ms": value for name, value in cpu_ms.items()},
+            "client_cpu_submit_ms": client_cpu_ms["submit"],
         }
         args.json.write_text(json.dumps(figures))
     if not args.keep:

@@ -104,7 +104,8 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # Django's, with write transactions waiting in line instead of polling (pai_portal/gated_sqlite3).
+            "ENGINE": "pai_portal.gated_sqlite3",
             "NAME": str(env_path("PAI_SQLITE_PATH", VAR_DIR / "db.sqlite3")),
             # A file, not memory, so that tests can run a scheduler in a subprocess on the same
             # database; one per test process so that parallel runs do not collide.

@@ -1,0 +1,180 @@
+"""SQLite's write transactions wait in line (pai_portal/gated_sqlite3): the next writer, of this
+process or another, goes as soon as the one before lets go, a holder that dies frees the line,
+and a wait has the database's timeout as its limit, past which SQLite answers as before."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection, transaction
+
+from pai_portal.gated_sqlite3.writers import WritersLine, line_of, writers_file
+
+HOLD = """
+import fcntl, os, sys
+descriptor = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(descriptor, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def line(tmp_path: Path) -> WritersLine:
+    return WritersLine(str(tmp_path / "db.sqlite3-writers"))
+
+
+@pytest.fixture
+def other_process(line: WritersLine, tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the line's flock until its stdin gets a line (or it is killed)."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "db.sqlite3-writers")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    yield holder
+    holder.kill()
+    holder.wait()
+
+
+def enter_on_a_thread(line: WritersLine, timeout: float) -> tuple[threading.Thread, list[bool]]:
+    came: list[bool] = []
+    thread = threading.Thread(target=lambda: came.append(line.enter(timeout)))
+    thread.start()
+    return thread, came
+
+
+def test_it_gives_a_writer_its_turn_at_once_when_nobody_writes(line):
+    assert line.enter(0.001)
+    line.leave()
+    assert line.enter(0.001)
+
+
+def test_it_keeps_the_threads_of_one_process_in_line(line):
+    assert line.enter(1)
+    thread, came = enter_on_a_thread(line, 10)
+    thread.join(0.2)
+    assert came == []
+    line.leave()
+    thread.join(5)
+    assert came == [True]
+    line.leave()
+
+
+def test_it_lets_a_writer_of_this_process_in_as_soon_as_another_process_leaves(line, other_process):
+    thread, came = enter_on_a_thread(line, 10)
+    thread.join(0.2)
+    assert came == []
+    other_process.stdin.write("go\n")
+    other_process.stdin.flush()
+    thread.join(5)
+    assert came == [True]
+    line.leave()
+
+
+def test_it_frees_the_line_when_the_process_holding_it_is_killed(line, other_process):
+    thread, came = enter_on_a_thread(line, 10)
+    thread.join(0.2)
+    other_process.send_signal(signal.SIGKILL)
+    thread.join(5)
+    assert came == [True]
+    line.leave()
+
+
+def test_it_lets_a_writer_go_on_without_its_turn_once_the_timeout_passed(line, other_process):
+    began = time.monotonic()
+    assert not line.enter(0.2)
+    assert 0.2 <= time.monotonic() - began < 2
+    assert not line.turn.locked()  # the next writer of this process is not kept out
+
+
+def test_it_gives_the_flock_back_when_it_comes_after_its_writer_stopped_waiting(line, other_process, tmp_path):
+    assert not line.enter(0.1)
+    other_process.stdin.write("go\n")
+    other_process.stdin.flush()
+    other_process.wait(5)
+    # this process's waiting thread took the flock once it was free, and let it go: a third process gets it
+    third = subprocess.run(
+        [sys.executable, "-c", HOLD, str(tmp_path / "db.sqlite3-writers")],
+        input="\n",
+        text=True,
+        capture_output=True,
+        timeout=10,
+    )
+    assert third.stdout == "held\n"
+    assert line.enter(1)
+    line.leave()
+
+
+def test_it_gives_a_child_made_by_fork_a_line_of_its_own(tmp_path):
+    database = str(tmp_path / "db.sqlite3")
+    parents = line_of(database)
+    assert parents.enter(1)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child must wait for its parent, which holds the flock, not share it
+        os._exit(0 if line_of(database) is not parents and not line_of(database).enter(0.1) else 1)
+    os.close(writer)
+    os.close(reader)
+    _, status = os.waitpid(child, 0)
+    parents.leave()
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_holds_a_second_write_transaction_until_the_first_commits():
+    committed = threading.Event()
+    first_in = threading.Event()
+    order: list[str] = []
+
+    def first() -> None:
+        with transaction.atomic():
+            Group.objects.create(name="first")
+            first_in.set()
+            time.sleep(0.3)
+            order.append("first commits")
+        committed.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with transaction.atomic():
+            order.append("second begins")
+            Group.objects.create(name="second")
+        connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["first commits", "second begins"]
+    assert sorted(Group.objects.values_list("name", flat=True)) == ["first", "second"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("ending", ["rolled back", "closed"])
+def test_it_gives_the_turn_back_however_the_transaction_ends(ending):
+    line = line_of(str(connection.settings_dict["NAME"]))
+    with pytest.raises(RuntimeError), transaction.atomic():
+        Group.objects.create(name="gone")
+        assert line.turn.locked()
+        if ending == "closed":
+            connection.close()
+        raise RuntimeError(ending)
+    assert not line.turn.locked()
+    assert not Group.objects.filter(name="gone").exists()
+
+
+def test_it_names_the_writers_file_beside_the_database():
+    assert writers_file("/var/db.sqlite3") == "/var/db.sqlite3-writers"
