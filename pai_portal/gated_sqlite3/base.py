@@ -18,7 +18,7 @@ from pai_portal.gated_sqlite3.writers import WritersLine, line_of, writers_file
 
 class DatabaseCreation(creation.DatabaseCreation):
     def _destroy_test_db(self, test_database_name: str, verbosity: int) -> None:
-        super()._destroy_test_db(test_database_name, verbosity)  # type: ignore[misc]  (private in django-stubs)
+        super()._destroy_test_db(test_database_name, verbosity)  # type: ignore[misc]  # private in django-stubs
         if not self.is_in_memory_db(test_database_name):
             Path(writers_file(test_database_name)).unlink(missing_ok=True)
 
@@ -37,7 +37,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
             if line.enter(float(self.settings_dict["OPTIONS"].get("timeout", 5))):
                 self._turn = line
         try:
-            super()._start_transaction_under_autocommit()  # type: ignore[misc]  (private in django-stubs)
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]  # private in django-stubs
         except BaseException:
             self._end_turn()
             raise
@@ -49,18 +49,18 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _commit(self) -> None:
         try:
-            super()._commit()  # type: ignore[misc]  (private in django-stubs)
+            super()._commit()  # type: ignore[misc]  # private in django-stubs
         finally:
             self._end_turn()
 
     def _rollback(self) -> None:
         try:
-            super()._rollback()  # type: ignore[misc]  (private in django-stubs)
+            super()._rollback()  # type: ignore[misc]  # private in django-stubs
         finally:
             self._end_turn()
 
     def _close(self) -> None:
         try:
-            super()._close()  # type: ignore[misc]  (private in django-stubs)
+            super()._close()  # type: ignore[misc]  # private in django-stubs
         finally:
             self._end_turn()
