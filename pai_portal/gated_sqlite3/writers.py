@@ -21,18 +21,29 @@ import os
 import threading
 import time
 
-_lines: dict[tuple[int, str], WritersLine] = {}
+_lines: dict[str, WritersLine] = {}
 _lines_lock = threading.Lock()
 
 
 def line_of(database: str) -> WritersLine:
     """This process's place in the line of the database file's writers (a child made by fork gets its own)."""
-    key = (os.getpid(), database)
-    line = _lines.get(key)
+    line = _lines.get(database)
     if line is None:
         with _lines_lock:
-            line = _lines.setdefault(key, WritersLine(writers_file(database)))
+            line = _lines.get(database) or _lines.setdefault(database, WritersLine(writers_file(database)))
     return line
+
+
+def _forget_the_parents_lines() -> None:
+    """In a child made by fork: the parent's lines are not this process's. Their descriptors are
+    closed, so that a child outliving its parent cannot keep the parent's flock held (flock belongs
+    to the open file, which the fork shared); the parent's hold is not touched by that."""
+    for line in _lines.values():
+        os.close(line.descriptor)
+    _lines.clear()
+
+
+os.register_at_fork(after_in_child=_forget_the_parents_lines)
 
 
 def writers_file(database: str) -> str:
