@@ -32,7 +32,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
 
     def _start_transaction_under_autocommit(self) -> None:
         name = str(self.settings_dict["NAME"])
-        if not self.is_in_memory_db():
+        if self._turn is None and not self.is_in_memory_db():
             line = line_of(name)
             if line.enter(float(self.settings_dict["OPTIONS"].get("timeout", 5))):
                 self._turn = line

@@ -12,6 +12,9 @@ A turn waits at most `timeout` seconds (the database's own busy timeout); past i
 goes on without one, to SQLite's busy handler, which says "database is locked" as it always did.
 flock has no timeout of its own, so a process's wait for it is made on a thread of its own
 (`_wait_for_flock`), which gives the lock back at once if nobody waits for it any more.
+The line only decides who goes first: SQLite's own lock still keeps one writer at a time, so a
+turn given wrongly (a race of the waiting thread with writers that come and go) costs a wait in
+SQLite's busy handler, never a write.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ def _forget_the_parents_lines() -> None:
     """In a child made by fork: the parent's lines are not this process's. Their descriptors are
     closed, so that a child outliving its parent cannot keep the parent's flock held (flock belongs
     to the open file, which the fork shared); the parent's hold is not touched by that."""
+    global _lines_lock
+    _lines_lock = threading.Lock()  # (another thread may have held it at the fork)
     for line in _lines.values():
         os.close(line.descriptor)
     _lines.clear()
@@ -94,6 +99,8 @@ class WritersLine:
                 self.state.wait_for(lambda: self.wanted and not self.flock_held)
             fcntl.flock(self.descriptor, fcntl.LOCK_EX)  # the thread waits here, the GIL let go
             with self.state:
+                if self.flock_held:  # a writer of this process took it without waiting (the same open file)
+                    continue
                 if self.wanted:
                     self.flock_held = True
                     self.state.notify_all()

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -48,11 +48,23 @@ def other_process(line: WritersLine, tmp_path: Path) -> Iterator[subprocess.Pope
     holder.wait()
 
 
-def enter_on_a_thread(line: WritersLine, timeout: float) -> tuple[threading.Thread, list[bool]]:
+def waits_until(line: WritersLine, let_go: Callable[[], object]) -> None:
+    """A writer on another thread waits for its turn until `let_go()`, then gets it."""
     came: list[bool] = []
-    thread = threading.Thread(target=lambda: came.append(line.enter(timeout)))
+    thread = threading.Thread(target=lambda: came.append(line.enter(10)))
     thread.start()
-    return thread, came
+    thread.join(0.2)
+    assert came == []
+    let_go()
+    thread.join(5)
+    assert came == [True]
+    line.leave()
+
+
+def tell_to_go(holder: subprocess.Popen[str]) -> None:
+    assert holder.stdin is not None
+    holder.stdin.write("go\n")
+    holder.stdin.flush()
 
 
 def test_it_gives_a_writer_its_turn_at_once_when_nobody_writes(line):
@@ -63,33 +75,15 @@ def test_it_gives_a_writer_its_turn_at_once_when_nobody_writes(line):
 
 def test_it_keeps_the_threads_of_one_process_in_line(line):
     assert line.enter(1)
-    thread, came = enter_on_a_thread(line, 10)
-    thread.join(0.2)
-    assert came == []
-    line.leave()
-    thread.join(5)
-    assert came == [True]
-    line.leave()
+    waits_until(line, line.leave)
 
 
 def test_it_lets_a_writer_of_this_process_in_as_soon_as_another_process_leaves(line, other_process):
-    thread, came = enter_on_a_thread(line, 10)
-    thread.join(0.2)
-    assert came == []
-    other_process.stdin.write("go\n")
-    other_process.stdin.flush()
-    thread.join(5)
-    assert came == [True]
-    line.leave()
+    waits_until(line, lambda: tell_to_go(other_process))
 
 
 def test_it_frees_the_line_when_the_process_holding_it_is_killed(line, other_process):
-    thread, came = enter_on_a_thread(line, 10)
-    thread.join(0.2)
-    other_process.send_signal(signal.SIGKILL)
-    thread.join(5)
-    assert came == [True]
-    line.leave()
+    waits_until(line, lambda: other_process.send_signal(signal.SIGKILL))
 
 
 def test_it_lets_a_writer_go_on_without_its_turn_once_the_timeout_passed(line, other_process):
@@ -101,8 +95,7 @@ def test_it_lets_a_writer_go_on_without_its_turn_once_the_timeout_passed(line, o
 
 def test_it_gives_the_flock_back_when_it_comes_after_its_writer_stopped_waiting(line, other_process, tmp_path):
     assert not line.enter(0.1)
-    other_process.stdin.write("go\n")
-    other_process.stdin.flush()
+    tell_to_go(other_process)
     other_process.wait(5)
     # this process's waiting thread took the flock once it was free, and let it go: a third process gets it
     third = subprocess.run(
