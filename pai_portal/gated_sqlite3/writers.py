@@ -32,8 +32,10 @@ def line_of(database: str) -> WritersLine:
     """This process's place in the line of the database file's writers (a child made by fork gets its own)."""
     line = _lines.get(database)
     if line is None:
-        with _lines_lock:
-            line = _lines.get(database) or _lines.setdefault(database, WritersLine(writers_file(database)))
+        with _lines_lock:  # (one line, one descriptor, however many threads ask first)
+            line = _lines.get(database)
+            if line is None:
+                line = _lines[database] = WritersLine(writers_file(database))
     return line
 
 

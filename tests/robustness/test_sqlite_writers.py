@@ -120,7 +120,6 @@ def test_it_gives_a_child_made_by_fork_a_line_of_its_own(tmp_path):
     database = str(tmp_path / "db.sqlite3")
     parents = line_of(database)
     assert parents.enter(1)
-    reader, writer = os.pipe()
     child = os.fork()
     if child == 0:  # the child must wait for its parent, which holds the flock, not share it
         inherited_closed = not os.path.exists(f"/proc/self/fd/{parents.descriptor}") or (
@@ -128,8 +127,6 @@ def test_it_gives_a_child_made_by_fork_a_line_of_its_own(tmp_path):
         )
         own = line_of(database)
         os._exit(0 if inherited_closed and own is not parents and not own.enter(0.1) else 1)
-    os.close(writer)
-    os.close(reader)
     _, status = os.waitpid(child, 0)
     parents.leave()
     assert os.waitstatus_to_exitcode(status) == 0
@@ -138,7 +135,6 @@ def test_it_gives_a_child_made_by_fork_a_line_of_its_own(tmp_path):
 @on_sqlite
 @pytest.mark.django_db(transaction=True)
 def test_it_holds_a_second_write_transaction_until_the_first_commits():
-    committed = threading.Event()
     first_in = threading.Event()
     order: list[str] = []
 
@@ -148,7 +144,7 @@ def test_it_holds_a_second_write_transaction_until_the_first_commits():
             first_in.set()
             time.sleep(0.3)
             order.append("first commits")
-        committed.set()
+        connection.close()
 
     def second() -> None:
         first_in.wait(5)
